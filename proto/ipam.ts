@@ -1,0 +1,66 @@
+/**
+ * Shared, dependency-free types and constants of the plugin↔ipamd contract
+ * (`proto/ipam.proto`). Both the CNI plugin and ipamd import this file; neither
+ * imports the other's internals.
+ */
+import { fileURLToPath } from 'node:url';
+
+/** API version spoken by this build; a mismatch is refused with FAILED_PRECONDITION. */
+export const IPAM_API_VERSION = 1;
+
+/** Fully qualified gRPC service name, as in `proto/ipam.proto`. */
+export const CNI_BACKEND_SERVICE = 'eniipam.v1.CNIBackend';
+
+/** Default Unix socket ipamd serves on (DESIGN §3). */
+export const DEFAULT_IPAMD_SOCKET = '/var/run/eni-ipam/ipamd.sock';
+
+/** Absolute path of `proto/ipam.proto` in the source tree (resolved from `dist/proto/`). */
+export const IPAM_PROTO_PATH = fileURLToPath(new URL('../../proto/ipam.proto', import.meta.url));
+
+/** Route table id of the main table, used for pods on the primary ENI. */
+export const MAIN_ROUTE_TABLE = 254;
+
+/** Fields identifying one attachment, common to ADD and DEL (field names as in the .proto). */
+export interface NetworkRequestIds {
+  api_version: number;
+  client_version: string;
+  container_id: string;
+  if_name: string;
+  network_name: string;
+  netns: string;
+  k8s_pod_name: string;
+  k8s_pod_namespace: string;
+  k8s_pod_infra_container_id: string;
+  k8s_pod_uid: string;
+}
+
+/** `AddNetworkRequest`. */
+export type AddNetworkRequest = NetworkRequestIds;
+
+/** `AddNetworkReply`. */
+export interface AddNetworkReply {
+  success: boolean;
+  ipv4_addr: string;
+  ipv6_addr: string;
+  device_number: number;
+  route_table_id: number;
+  vpc_v4_cidrs: string[];
+  use_external_snat: boolean;
+  eni_id: string;
+  message: string;
+}
+
+/** `DelNetworkRequest`. */
+export interface DelNetworkRequest extends NetworkRequestIds {
+  reason: string;
+}
+
+/** `DelNetworkReply`. */
+export interface DelNetworkReply {
+  success: boolean;
+  released: boolean;
+  ipv4_addr: string;
+  device_number: number;
+  route_table_id: number;
+  message: string;
+}
