@@ -1,0 +1,160 @@
+/**
+ * EC2 Query API XML rendering (AWS EC2 API Reference, "Query API responses" and
+ * "Error responses"): `<ActionResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">`
+ * with a `requestId`, lists as `<xxxSet><item>…</item></xxxSet>`, and errors as
+ * `<Response><Errors><Error><Code/><Message/></Error></Errors><RequestID/></Response>`.
+ * Element names follow the EC2 service model the AWS SDK parses.
+ */
+import { XMLBuilder } from 'fast-xml-parser';
+import type { InstanceTypeInfo } from './instance-types.js';
+import type { Eni, Instance, SimState, Subnet } from './types.js';
+
+/** EC2 API version served. */
+export const EC2_API_VERSION = '2016-11-15';
+const XMLNS = `http://ec2.amazonaws.com/doc/${EC2_API_VERSION}/`;
+
+const builder = new XMLBuilder({ ignoreAttributes: false, attributeNamePrefix: '@_', suppressEmptyNode: false, processEntities: true });
+
+/** A JSON-ish tree that XMLBuilder turns into elements. */
+export type XmlTree = Record<string, unknown>;
+
+/** `<name><item>…</item>…</name>` content for a list. */
+export function set(items: unknown[]): { item: unknown[] } {
+  return { item: items };
+}
+
+/** Renders a successful response for `action`. */
+export function renderResponse(action: string, requestId: string, body: XmlTree): string {
+  return `<?xml version="1.0" encoding="UTF-8"?>\n${builder.build({ [`${action}Response`]: { '@_xmlns': XMLNS, requestId, ...body } })}`;
+}
+
+/** Renders an EC2 error document. */
+export function renderError(code: string, message: string, requestId: string): string {
+  return `<?xml version="1.0" encoding="UTF-8"?>\n${builder.build({ Response: { Errors: { Error: { Code: code, Message: message } }, RequestID: requestId } })}`;
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+function tagSet(tags: Record<string, string>): { item: unknown[] } {
+  return set(Object.entries(tags).map(([key, value]) => ({ key, value })));
+}
+
+function groupSet(ids: string[]): { item: unknown[] } {
+  return set(ids.map((groupId) => ({ groupId, groupName: groupId === 'sg-0default0000000001' ? 'default' : groupId })));
+}
+
+function privateIps(eni: Eni): { item: unknown[] } {
+  return set([
+    { privateIpAddress: eni.primaryIp, primary: true },
+    ...eni.secondaryIps.map((ip) => ({ privateIpAddress: ip, primary: false })),
+  ]);
+}
+
+/** EC2 `NetworkInterface` (DescribeNetworkInterfaces item, CreateNetworkInterface result). */
+export function eniXml(eni: Eni): XmlTree {
+  const a = eni.attachment;
+  return {
+    networkInterfaceId: eni.networkInterfaceId,
+    subnetId: eni.subnetId,
+    vpcId: eni.vpcId,
+    availabilityZone: eni.availabilityZone,
+    description: eni.description,
+    ownerId: eni.ownerId,
+    requesterManaged: false,
+    status: eni.status,
+    macAddress: eni.macAddress,
+    privateIpAddress: eni.primaryIp,
+    sourceDestCheck: eni.sourceDestCheck,
+    interfaceType: 'interface',
+    groupSet: groupSet(eni.securityGroupIds),
+    ...(a ? {
+      attachment: {
+        attachmentId: a.attachmentId, instanceId: a.instanceId, instanceOwnerId: eni.ownerId, deviceIndex: a.deviceIndex,
+        networkCardIndex: 0, status: a.status, attachTime: iso(a.attachTime), deleteOnTermination: a.deleteOnTermination,
+      },
+    } : {}),
+    tagSet: tagSet(eni.tags),
+    privateIpAddressesSet: privateIps(eni),
+    ipv4PrefixSet: set(eni.ipv4Prefixes.map((ipv4Prefix) => ({ ipv4Prefix }))),
+    ipv6AddressesSet: set([]),
+  };
+}
+
+/** EC2 `InstanceNetworkInterface` (inside DescribeInstances). */
+function instanceEniXml(eni: Eni): XmlTree {
+  const a = eni.attachment!;
+  return {
+    networkInterfaceId: eni.networkInterfaceId, subnetId: eni.subnetId, vpcId: eni.vpcId, description: eni.description,
+    ownerId: eni.ownerId, status: eni.status, macAddress: eni.macAddress, privateIpAddress: eni.primaryIp,
+    sourceDestCheck: eni.sourceDestCheck, interfaceType: 'interface', groupSet: groupSet(eni.securityGroupIds),
+    attachment: { attachmentId: a.attachmentId, deviceIndex: a.deviceIndex, networkCardIndex: 0, status: a.status, attachTime: iso(a.attachTime), deleteOnTermination: a.deleteOnTermination },
+    privateIpAddressesSet: privateIps(eni),
+    ipv4PrefixSet: set(eni.ipv4Prefixes.map((ipv4Prefix) => ({ ipv4Prefix }))),
+    ipv6AddressesSet: set([]),
+  };
+}
+
+/** EC2 `Reservation` holding one instance, with its attached ENIs by device index. */
+export function reservationXml(state: SimState, inst: Instance, tags: Record<string, string>): XmlTree {
+  const enis = [...state.enis.values()].filter((e) => e.attachment?.instanceId === inst.instanceId)
+    .sort((x, y) => x.attachment!.deviceIndex - y.attachment!.deviceIndex);
+  const primary = state.enis.get(inst.primaryEniId);
+  return {
+    reservationId: inst.reservationId,
+    ownerId: state.accountId,
+    groupSet: set([]),
+    instancesSet: set([{
+      instanceId: inst.instanceId,
+      imageId: 'ami-0sim000000000000',
+      instanceState: { code: 16, name: 'running' },
+      privateDnsName: `ip-${inst.privateIpAddress.replace(/\./g, '-')}.${state.region}.compute.internal`,
+      instanceType: inst.instanceType,
+      launchTime: iso(inst.launchTime),
+      placement: { availabilityZone: inst.availabilityZone, tenancy: 'default' },
+      subnetId: inst.subnetId,
+      vpcId: inst.vpcId,
+      privateIpAddress: inst.privateIpAddress,
+      sourceDestCheck: primary?.sourceDestCheck ?? true,
+      groupSet: groupSet(primary?.securityGroupIds ?? []),
+      architecture: 'x86_64',
+      rootDeviceType: 'ebs',
+      hypervisor: 'xen', // the Instance.Hypervisor enum is ovm|xen (Nitro instances report xen); DescribeInstanceTypes tells nitro apart
+      virtualizationType: 'hvm',
+      tagSet: tagSet(tags),
+      networkInterfaceSet: set(enis.map(instanceEniXml)),
+    }]),
+  };
+}
+
+/** EC2 `Subnet`. */
+export function subnetXml(s: Subnet, tags: Record<string, string>): XmlTree {
+  return {
+    subnetId: s.subnetId, state: 'available', vpcId: s.vpcId, cidrBlock: s.cidr,
+    availableIpAddressCount: s.addresses.freeCount(), availabilityZone: s.availabilityZone,
+    defaultForAz: false, mapPublicIpOnLaunch: false, tagSet: tagSet(tags),
+  };
+}
+
+/** EC2 `InstanceTypeInfo` (network figures only, plus the basics). */
+export function instanceTypeXml(t: InstanceTypeInfo): XmlTree {
+  return {
+    instanceType: t.instanceType,
+    currentGeneration: true,
+    hypervisor: t.hypervisor,
+    vCpuInfo: { defaultVCpus: t.vcpus },
+    memoryInfo: { sizeInMiB: t.memoryMiB },
+    networkInfo: {
+      networkPerformance: 'Up to 10 Gigabit',
+      maximumNetworkInterfaces: t.maxEnis,
+      maximumNetworkCards: 1,
+      defaultNetworkCardIndex: 0,
+      networkCards: set([{ networkCardIndex: 0, networkPerformance: 'Up to 10 Gigabit', maximumNetworkInterfaces: t.maxEnis }]),
+      ipv4AddressesPerInterface: t.ipv4PerEni,
+      ipv6AddressesPerInterface: t.ipv6PerEni,
+      ipv6Supported: true,
+      enaSupport: t.hypervisor === 'nitro' ? 'required' : 'unsupported',
+    },
+  };
+}

@@ -1,0 +1,11 @@
+/**
+ * The simulated cloud: EC2 Query API + IMDSv2 over HTTP on loopback, with AWS instance
+ * limits and error codes, fault knobs and a call log (DESIGN §5).
+ */
+export { SimCloud, type SimCloudOptions } from './sim-cloud.js';
+export { FaultInjector, FaultConfigSchema, actionClass, type FaultConfig, type LatencySpec, type BucketSpec, type ActionClass, type ImdsChangeKind, type InjectedError } from './faults.js';
+export { INSTANCE_TYPES, instanceTypeInfo, type InstanceTypeInfo } from './instance-types.js';
+export { Ec2ApiError, httpStatusForCode } from './ec2-errors.js';
+export { stateToJson, type SimStateJson } from './state-json.js';
+export type { ApiCallRecord, Eni, EniAttachment, EniStatus, Instance, SimState, Subnet } from './types.js';
+export type { ImdsInstanceView, ImdsEniView } from './imds-view.js';

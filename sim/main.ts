@@ -1,0 +1,96 @@
+#!/usr/bin/env node
+/**
+ * `eni-ipam-sim`: runs the simulated cloud as a process. Flags (node:util parseArgs):
+ * `--instance-type m5.large --subnet-cidr 10.0.0.0/24 --vpc-cidr 10.0.0.0/16
+ *  --ec2-port N --imds-port N --host 127.0.0.1 --region us-west-2 --seed N`.
+ * Starts, launches one instance, prints one JSON line
+ * `{"ec2Endpoint","imdsEndpoint","instanceId","subnetId"}` on stdout, and runs until
+ * SIGTERM/SIGINT (then closes and exits 0). Bad flags: one error line on stderr, exit 2.
+ */
+import { parseArgs } from 'node:util';
+import { parseIpv4Cidr } from './address-pool.js';
+import { instanceTypeInfo, INSTANCE_TYPES } from './instance-types.js';
+import { SimCloud } from './sim-cloud.js';
+
+interface Flags {
+  instanceType: string;
+  subnetCidr: string;
+  vpcCidr: string;
+  ec2Port: number;
+  imdsPort: number;
+  host: string;
+  region: string;
+  seed?: number;
+}
+
+function usageError(msg: string): never {
+  process.stderr.write(`eni-ipam-sim: ${msg}\n`);
+  process.exit(2);
+}
+
+function port(name: string, v: string | undefined): number {
+  if (v === undefined) return 0;
+  if (!/^\d+$/.test(v) || Number(v) > 65535) usageError(`--${name} must be a port number 0-65535, got '${v}'`);
+  return Number(v);
+}
+
+function cidr(name: string, v: string): string {
+  try {
+    return parseIpv4Cidr(v).cidr;
+  } catch {
+    return usageError(`--${name} must be an IPv4 CIDR such as 10.0.0.0/24, got '${v}'`);
+  }
+}
+
+/** Parses argv into flags. Exits 2 with one line on any bad flag. */
+export function parseFlags(argv: string[]): Flags {
+  let values: Record<string, string | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args: argv, strict: true, allowPositionals: false,
+      options: {
+        'instance-type': { type: 'string' }, 'subnet-cidr': { type: 'string' }, 'vpc-cidr': { type: 'string' },
+        'ec2-port': { type: 'string' }, 'imds-port': { type: 'string' }, host: { type: 'string' }, region: { type: 'string' }, seed: { type: 'string' },
+      },
+    }) as { values: Record<string, string | undefined> });
+  } catch (e) {
+    return usageError((e as Error).message.split('\n')[0]!);
+  }
+  const instanceType = values['instance-type'] ?? 'm5.large';
+  if (!instanceTypeInfo(instanceType)) usageError(`--instance-type '${instanceType}' is unknown; known: ${[...INSTANCE_TYPES.keys()].join(', ')}`);
+  const seed = values.seed;
+  if (seed !== undefined && !/^\d+$/.test(seed)) usageError(`--seed must be a non-negative integer, got '${seed}'`);
+  return {
+    instanceType, subnetCidr: cidr('subnet-cidr', values['subnet-cidr'] ?? '10.0.0.0/24'), vpcCidr: cidr('vpc-cidr', values['vpc-cidr'] ?? '10.0.0.0/16'),
+    ec2Port: port('ec2-port', values['ec2-port']), imdsPort: port('imds-port', values['imds-port']), host: values.host ?? '127.0.0.1',
+    region: values.region ?? 'us-west-2', ...(seed !== undefined ? { seed: Number(seed) } : {}),
+  };
+}
+
+async function main(): Promise<void> {
+  const f = parseFlags(process.argv.slice(2));
+  const sim = new SimCloud({ region: f.region, vpcCidr: f.vpcCidr, host: f.host, ec2Port: f.ec2Port, imdsPort: f.imdsPort, ...(f.seed !== undefined ? { seed: f.seed } : {}) });
+  let subnetId: string;
+  let instanceId: string;
+  try {
+    const subnet = sim.addSubnet({ cidr: f.subnetCidr });
+    subnetId = subnet.subnetId;
+    instanceId = sim.launchInstance({ instanceType: f.instanceType, subnetId }).instanceId;
+  } catch (e) {
+    return usageError((e as Error).message);
+  }
+  try {
+    await sim.start();
+  } catch (e) {
+    process.stderr.write(`eni-ipam-sim: cannot listen: ${(e as Error).message}\n`);
+    process.exit(1);
+  }
+  process.stdout.write(`${JSON.stringify({ ec2Endpoint: sim.ec2Endpoint, imdsEndpoint: sim.imdsEndpoint, instanceId, subnetId })}\n`);
+  const shutdown = (): void => {
+    sim.stop().then(() => process.exit(0), () => process.exit(1));
+  };
+  process.once('SIGTERM', shutdown);
+  process.once('SIGINT', shutdown);
+}
+
+void main();

@@ -1,0 +1,139 @@
+/**
+ * {@link SimCloud}: the simulated cloud. An EC2 Query API server and an IMDSv2 server on
+ * loopback (ephemeral ports by default) over one in-memory state, with fault knobs and
+ * a log of every EC2 call. The unmodified `@aws-sdk/client-ec2` and IMDS clients work
+ * against it via `AWS_EC2_ENDPOINT` / `AWS_EC2_METADATA_SERVICE_ENDPOINT` (DESIGN §5).
+ */
+import { CloudModel } from './cloud-model.js';
+import { Ec2Server } from './ec2-server.js';
+import { FaultInjector } from './faults.js';
+import { IdGenerator } from './ids.js';
+import { ImdsServer } from './imds-server.js';
+import { ImdsViews } from './imds-view.js';
+import type { ApiCallRecord, Instance, SimState, Subnet } from './types.js';
+
+/** Options of {@link SimCloud}. */
+export interface SimCloudOptions {
+  /** Default `us-west-2`. */
+  region?: string;
+  /** Default `<region>a`. */
+  availabilityZone?: string;
+  /** Default `10.0.0.0/16`. */
+  vpcCidr?: string;
+  /** Listen address of both servers, default `127.0.0.1`. */
+  host?: string;
+  /** Default 0 (ephemeral). */
+  ec2Port?: number;
+  /** Default 0 (ephemeral). */
+  imdsPort?: number;
+  /** Makes resource ids and MACs deterministic. */
+  seed?: number;
+}
+
+/** The simulated cloud. Call {@link start} before using the endpoints, {@link stop} at the end. */
+export class SimCloud {
+  /** Read access to subnets, instances and ENIs (tests may inspect, should not mutate). */
+  readonly state: SimState;
+  /** Fault knobs (also settable over HTTP: `POST <ec2Endpoint>/_sim/faults`). */
+  readonly faults: FaultInjector;
+  /** Every EC2 call, in arrival order (see {@link ApiCallRecord}). */
+  readonly calls: ApiCallRecord[] = [];
+  private readonly model: CloudModel;
+  private readonly views: ImdsViews;
+  private readonly ec2: Ec2Server;
+  private readonly imds: ImdsServer;
+  private readonly host: string;
+  private readonly ports: { ec2: number; imds: number };
+  private endpoints?: { ec2: string; imds: string };
+  private defaultInstance?: string;
+
+  constructor(opts: SimCloudOptions = {}) {
+    const ids = new IdGenerator(opts.seed);
+    const region = opts.region ?? 'us-west-2';
+    this.state = {
+      region, availabilityZone: opts.availabilityZone ?? `${region}a`, vpcId: ids.id('vpc'), vpcCidr: opts.vpcCidr ?? '10.0.0.0/16',
+      accountId: '123456789012', subnets: new Map(), instances: new Map(), enis: new Map(),
+    };
+    this.faults = new FaultInjector();
+    this.views = new ImdsViews(this.state);
+    this.model = new CloudModel(this.state, ids, this.faults, (kind, instanceId) => this.views.beforeChange(instanceId, this.faults.imdsLagFor(kind)));
+    this.ec2 = new Ec2Server(this.model, this.faults, this.calls);
+    this.imds = new ImdsServer({ defaultInstanceId: () => this.defaultInstance, view: (id) => this.views.view(id) });
+    this.host = opts.host ?? '127.0.0.1';
+    this.ports = { ec2: opts.ec2Port ?? 0, imds: opts.imdsPort ?? 0 };
+  }
+
+  /** Starts both HTTP servers. @throws Error when a port cannot be bound. */
+  async start(): Promise<void> {
+    if (this.endpoints) return;
+    const ec2Port = await this.ec2.listen(this.ports.ec2, this.host);
+    let imdsPort: number;
+    try {
+      imdsPort = await this.imds.listen(this.ports.imds, this.host);
+    } catch (e) {
+      await this.ec2.close();
+      throw e;
+    }
+    const h = this.host.includes(':') ? `[${this.host}]` : this.host;
+    this.endpoints = { ec2: `http://${h}:${ec2Port}`, imds: `http://${h}:${imdsPort}` };
+  }
+
+  /** Closes both servers (in-flight calls are dropped) and clears transition timers. */
+  async stop(): Promise<void> {
+    this.model.stop();
+    this.views.clear();
+    await Promise.all([this.ec2.close(), this.imds.close()]);
+  }
+
+  /** EC2 endpoint URL, e.g. `http://127.0.0.1:41234`. @throws Error before {@link start}. */
+  get ec2Endpoint(): string {
+    return this.started().ec2;
+  }
+
+  /** IMDS base URL serving the default (first launched) instance. @throws Error before {@link start}. */
+  get imdsEndpoint(): string {
+    return this.started().imds;
+  }
+
+  /** IMDS base URL for one instance: `<imdsEndpoint>/<instanceId>` (then `/latest/...`). */
+  imdsEndpointFor(instanceId: string): string {
+    return `${this.started().imds}/${instanceId}`;
+  }
+
+  /**
+   * Adds a subnet (/16–/28 inside the VPC CIDR, no overlap). Its free-address count
+   * starts at size − 5 (AWS reserves the first four and the last address).
+   * @throws Error for a bad or overlapping CIDR.
+   */
+  addSubnet(p: { cidr: string; availabilityZone?: string }): Subnet {
+    return this.model.addSubnet(p);
+  }
+
+  /**
+   * Launches an instance with its primary ENI (device 0, attached, one primary IP from
+   * the subnet, DeleteOnTermination true, untagged). The first one is the default IMDS instance.
+   * @throws Error for an unknown instance type or subnet; Ec2ApiError when the subnet is full.
+   */
+  launchInstance(p: { instanceType: string; subnetId: string }): Instance {
+    const inst = this.model.launchInstance(p);
+    this.defaultInstance ??= inst.instanceId;
+    return inst;
+  }
+
+  /** Number of recorded calls of one action, of any of several, or of all (no argument). */
+  countCalls(action?: string | string[]): number {
+    if (action === undefined) return this.calls.length;
+    const want = new Set(Array.isArray(action) ? action : [action]);
+    return this.calls.filter((c) => want.has(c.action)).length;
+  }
+
+  /** Empties the call log (the array is kept, so references stay valid). */
+  resetCalls(): void {
+    this.calls.length = 0;
+  }
+
+  private started(): { ec2: string; imds: string } {
+    if (!this.endpoints) throw new Error('SimCloud is not started: await sim.start() first');
+    return this.endpoints;
+  }
+}

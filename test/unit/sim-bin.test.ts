@@ -1,0 +1,67 @@
+/**
+ * The `eni-ipam-sim` bin (dist/sim/main.js): prints one JSON line with the endpoints,
+ * serves the real SDK, exits 0 on SIGTERM; bad flags give one error line and exit 2.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { DescribeInstancesCommand, EC2Client } from '@aws-sdk/client-ec2';
+
+process.removeAllListeners('warning');
+
+const MAIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../sim/main.js');
+
+function run(args: string[]): { p: ChildProcess; exit: Promise<{ code: number | null; stderr: string }>; firstLine: Promise<string> } {
+  const env = { ...process.env };
+  delete env.NODE_EXTRA_CA_CERTS;
+  const p = spawn(process.execPath, [MAIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  p.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const timer = setTimeout(() => p.kill('SIGKILL'), 20_000);
+  const exit = new Promise<{ code: number | null; stderr: string }>((resolve) => p.on('exit', (code) => { clearTimeout(timer); resolve({ code, stderr }); }));
+  const firstLine = new Promise<string>((resolve, reject) => {
+    let buf = '';
+    p.stdout!.on('data', (d: Buffer) => {
+      buf += d.toString();
+      const i = buf.indexOf('\n');
+      if (i >= 0) resolve(buf.slice(0, i));
+    });
+    p.on('exit', () => reject(new Error(`exited before printing a line; stderr: ${stderr}`)));
+  });
+  return { p, exit, firstLine };
+}
+
+test('eni-ipam-sim prints its endpoints, serves the SDK, and exits 0 on SIGTERM', async (t) => {
+  const r = run(['--instance-type', 'm5.large', '--subnet-cidr', '10.0.0.0/24']);
+  t.after(() => { if (r.p.exitCode === null) r.p.kill('SIGKILL'); });
+  const info = JSON.parse(await r.firstLine) as { ec2Endpoint: string; imdsEndpoint: string; instanceId: string; subnetId: string };
+  assert.match(info.ec2Endpoint, /^http:\/\/127\.0\.0\.1:\d+$/);
+  assert.match(info.imdsEndpoint, /^http:\/\/127\.0\.0\.1:\d+$/);
+  assert.match(info.instanceId, /^i-[0-9a-f]{17}$/);
+  assert.match(info.subnetId, /^subnet-[0-9a-f]{17}$/);
+  const ec2 = new EC2Client({ region: 'us-west-2', endpoint: info.ec2Endpoint, credentials: { accessKeyId: 'x', secretAccessKey: 'x' }, maxAttempts: 1 });
+  try {
+    const out = await ec2.send(new DescribeInstancesCommand({ InstanceIds: [info.instanceId] }));
+    const inst = out.Reservations![0]!.Instances![0]!;
+    assert.equal(inst.InstanceType, 'm5.large');
+    assert.equal(inst.SubnetId, info.subnetId);
+  } finally {
+    ec2.destroy();
+  }
+  r.p.kill('SIGTERM');
+  const { code } = await r.exit;
+  assert.equal(code, 0);
+});
+
+test('eni-ipam-sim rejects bad flags with one line and exit 2', async () => {
+  for (const args of [['--bogus'], ['--instance-type', 'x9.huge'], ['--subnet-cidr', '10.0.0/99'], ['--ec2-port', 'http']]) {
+    const r = run(args);
+    r.firstLine.catch(() => undefined);
+    const { code, stderr } = await r.exit;
+    assert.equal(code, 2, `${args.join(' ')}: ${stderr}`);
+    assert.equal(stderr.trim().split('\n').length, 1, `one line for ${args.join(' ')}: ${stderr}`);
+    assert.match(stderr, /^eni-ipam-sim: /);
+  }
+});
