@@ -1,0 +1,77 @@
+/**
+ * CNI ADD (DESIGN §1 steps 2-5): ask ipamd for an IP, wire the netns, return the result.
+ * If wiring fails, what was created is removed and the IP is handed back to ipamd
+ * (`DelNetwork` reason "add-failed") before the error is reported.
+ */
+import { isIPv4 } from 'node:net';
+import type { AddNetworkReply } from '../proto/ipam.js';
+import { requireEnv, type CniEnv } from './env.js';
+import { CniCode, CniError } from './errors.js';
+import { connectIpamd, IpamdCallError, RETRYABLE_STATUSES } from './ipamd-client.js';
+import type { NetConf } from './netconf.js';
+import { networkIds } from './request.js';
+import { encodeAddResult, type AddResult } from './result.js';
+import { hostVethMac, hostVethName, podVethMac } from './veth-name.js';
+import { wirePod, type WiringPlan } from './wiring.js';
+
+/** Deadline of `AddNetwork` in ms: ipamd may wait (bounded) on a pool refill. */
+export const ADD_TIMEOUT_MS = 15_000;
+/** Deadline of the "add-failed" `DelNetwork` in ms. */
+export const ROLLBACK_TIMEOUT_MS = 5_000;
+
+const FAILED_PRECONDITION = 9;
+
+/** Maps a failed `AddNetwork` to a CNI error: retryable gRPC statuses → 11, others → 100. */
+export function addFailure(e: unknown): CniError {
+  if (e instanceof IpamdCallError) {
+    if (RETRYABLE_STATUSES.includes(e.status)) return new CniError(CniCode.TryAgainLater, 'ipamd cannot assign an IP now, try again later', e.message);
+    if (e.status === FAILED_PRECONDITION) return new CniError(CniCode.IpamdError, 'ipamd refused the request (plugin/ipamd API version skew?)', e.message);
+    return new CniError(CniCode.IpamdError, 'ipamd refused the request', e.message);
+  }
+  return new CniError(CniCode.TryAgainLater, 'cannot reach ipamd, try again later', e instanceof Error ? e.message : String(e));
+}
+
+/**
+ * Runs ADD. `warnings` collects non-fatal problems for the log.
+ * @returns the result in `conf.cniVersion` and the pod IP.
+ * @throws CniError: 4 bad env, 11 ipamd unavailable / no IP now, 100 ipamd refused,
+ *   5 wiring failed (netns missing, ip error).
+ */
+export async function cmdAdd(env: CniEnv, conf: NetConf, warnings: string[]): Promise<{ result: AddResult; ip: string }> {
+  requireEnv(env, 'ADD');
+  const ids = networkIds(env, conf);
+  const ipamd = connectIpamd(conf.ipamdSocket);
+  try {
+    let reply: AddNetworkReply;
+    try {
+      reply = await ipamd.addNetwork(ids, ADD_TIMEOUT_MS);
+    } catch (e) {
+      throw addFailure(e);
+    }
+    if (!reply.success || !isIPv4(reply.ipv4_addr)) {
+      throw new CniError(CniCode.IpamdError, 'ipamd did not assign an IPv4 address', reply.message || `reply ${JSON.stringify(reply)}`);
+    }
+    const plan: WiringPlan = {
+      netns: env.netns, ifName: env.ifName,
+      hostVeth: hostVethName(conf.vethPrefix, env.containerId, env.ifName),
+      hostMac: hostVethMac(env.containerId, env.ifName), podMac: podVethMac(env.containerId, env.ifName),
+      ipv4: reply.ipv4_addr, mtu: conf.mtu, routeTableId: reply.route_table_id,
+    };
+    try {
+      await wirePod(plan);
+    } catch (e) {
+      await ipamd.delNetwork({ ...ids, reason: 'add-failed' }, ROLLBACK_TIMEOUT_MS).catch((err: Error) => {
+        warnings.push(`could not return ${plan.ipv4} to ipamd after the failed ADD: ${err.message}`);
+      });
+      throw e;
+    }
+    const result = encodeAddResult(conf.cniVersion, {
+      hostVeth: { name: plan.hostVeth, mac: plan.hostMac },
+      pod: { ifName: env.ifName, mac: plan.podMac, netns: env.netns },
+      ipv4: plan.ipv4, mtu: plan.mtu,
+    });
+    return { result, ip: plan.ipv4 };
+  } finally {
+    ipamd.close();
+  }
+}

@@ -1,0 +1,47 @@
+/**
+ * CNI DEL: idempotent, succeeds in the end. Deletes the host veth by its computed name
+ * (removing the pair and the host route) and releases the IP at ipamd (`DelNetwork`
+ * reason "cni-del") in parallel. A missing/empty netns, an unknown container and an
+ * unreachable ipamd (it reclaims the IP later) are all success, logged as warnings.
+ */
+import { requireEnv, type CniEnv } from './env.js';
+import { CniCode, CniError } from './errors.js';
+import { connectIpamd } from './ipamd-client.js';
+import type { NetConf } from './netconf.js';
+import { networkIds } from './request.js';
+import { hostVethName } from './veth-name.js';
+import { deleteHostVeth } from './wiring.js';
+
+/** Deadline of `DelNetwork` in ms. */
+export const DEL_TIMEOUT_MS = 5_000;
+
+/**
+ * Runs DEL. `warnings` collects non-fatal problems for the log.
+ * @returns the released IP ('' when ipamd held none or could not be asked).
+ * @throws CniError 4 for bad env; 5 only when the host veth exists but cannot be deleted.
+ */
+export async function cmdDel(env: CniEnv, conf: NetConf, warnings: string[]): Promise<{ ip: string }> {
+  requireEnv(env, 'DEL');
+  const hostVeth = hostVethName(conf.vethPrefix, env.containerId, env.ifName);
+  const ipamd = connectIpamd(conf.ipamdSocket);
+  try {
+    const [unwired, released] = await Promise.allSettled([
+      deleteHostVeth(hostVeth),
+      ipamd.delNetwork({ ...networkIds(env, conf), reason: 'cni-del' }, DEL_TIMEOUT_MS),
+    ]);
+    let ip = '';
+    if (released.status === 'rejected') {
+      warnings.push(`ipamd not reached on DEL, it will reclaim the IP later: ${(released.reason as Error).message}`);
+    } else if (!released.value.released) {
+      warnings.push('ipamd held no IP for this container (already released or unknown)');
+    } else {
+      ip = released.value.ipv4_addr;
+    }
+    if (unwired.status === 'rejected') {
+      throw new CniError(CniCode.IoFailure, `failed to delete host veth ${hostVeth}`, (unwired.reason as Error).message);
+    }
+    return { ip };
+  } finally {
+    ipamd.close();
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * The CNI protocol's environment (CNI spec, "Parameters"): CNI_COMMAND, CNI_CONTAINERID,
+ * CNI_NETNS, CNI_IFNAME, CNI_ARGS and CNI_PATH. Errors are {@link CniError} code 4
+ * (invalid necessary environment variables).
+ */
+import { CniCode, CniError } from './errors.js';
+import { ifNameError } from './veth-name.js';
+
+/** The Kubernetes keys containerd / CRI-O put in CNI_ARGS (in any order). */
+export interface K8sArgs {
+  /** `K8S_POD_NAME` ('' when absent). */
+  podName: string;
+  /** `K8S_POD_NAMESPACE` ('' when absent). */
+  podNamespace: string;
+  /** `K8S_POD_INFRA_CONTAINER_ID` ('' when absent). */
+  podInfraContainerId: string;
+  /** `K8S_POD_UID` ('' when absent). */
+  podUid: string;
+}
+
+/** Parsed CNI_ARGS. */
+export interface CniArgs extends K8sArgs {
+  /** `IgnoreUnknown=1|true`: unknown keys are tolerated instead of refused. */
+  ignoreUnknown: boolean;
+}
+
+/** The parsed CNI environment. Strings are '' when the variable is unset. */
+export interface CniEnv {
+  command: string;
+  containerId: string;
+  /** Path of the network namespace: `/var/run/netns/<name>` or `/proc/<pid>/ns/net`. */
+  netns: string;
+  ifName: string;
+  args: CniArgs;
+  /** CNI_PATH split on ':' (empty entries dropped). */
+  path: string[];
+}
+
+const KNOWN: Record<string, keyof K8sArgs> = {
+  K8S_POD_NAME: 'podName',
+  K8S_POD_NAMESPACE: 'podNamespace',
+  K8S_POD_INFRA_CONTAINER_ID: 'podInfraContainerId',
+  K8S_POD_UID: 'podUid',
+};
+
+function parseBool(key: string, v: string): boolean {
+  if (/^(1|true)$/i.test(v)) return true;
+  if (/^(0|false)$/i.test(v)) return false;
+  throw new CniError(CniCode.InvalidEnv, 'invalid CNI_ARGS', `${key}=${v}: expected 1, 0, true or false`);
+}
+
+/**
+ * Parses CNI_ARGS (`KEY=VALUE;KEY=VALUE`, keys in any order; a value may contain '=').
+ * Unknown keys are refused unless `IgnoreUnknown` is true anywhere in the string.
+ * @throws CniError code 4 for a pair without '=', an empty or repeated key, or an unknown key.
+ */
+export function parseCniArgs(raw: string): CniArgs {
+  const out: CniArgs = { ignoreUnknown: false, podName: '', podNamespace: '', podInfraContainerId: '', podUid: '' };
+  const unknown: string[] = [];
+  const seen = new Set<string>();
+  for (const pair of raw.split(';')) {
+    if (pair === '') continue;
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new CniError(CniCode.InvalidEnv, 'invalid CNI_ARGS', `${JSON.stringify(pair)} is not KEY=VALUE`);
+    const key = pair.slice(0, eq);
+    const value = pair.slice(eq + 1);
+    if (seen.has(key)) throw new CniError(CniCode.InvalidEnv, 'invalid CNI_ARGS', `key ${key} given twice`);
+    seen.add(key);
+    if (key === 'IgnoreUnknown') out.ignoreUnknown = parseBool(key, value);
+    else if (KNOWN[key]) out[KNOWN[key]] = value;
+    else unknown.push(key);
+  }
+  if (unknown.length > 0 && !out.ignoreUnknown) {
+    throw new CniError(CniCode.InvalidEnv, 'invalid CNI_ARGS', `unknown keys ${unknown.join(', ')} (set IgnoreUnknown=1 to allow them)`);
+  }
+  return out;
+}
+
+/**
+ * Reads the CNI environment. Only CNI_ARGS is checked here (it is parsed); which other
+ * variables are required depends on the verb: see {@link requireEnv}.
+ * @throws CniError code 4 for a malformed CNI_ARGS.
+ */
+export function readCniEnv(env: NodeJS.ProcessEnv = process.env): CniEnv {
+  return {
+    command: env.CNI_COMMAND ?? '',
+    containerId: env.CNI_CONTAINERID ?? '',
+    netns: env.CNI_NETNS ?? '',
+    ifName: env.CNI_IFNAME ?? '',
+    args: parseCniArgs(env.CNI_ARGS ?? ''),
+    path: (env.CNI_PATH ?? '').split(':').filter((p) => p !== ''),
+  };
+}
+
+/**
+ * Checks the variables a verb needs (CNI spec: ADD needs CNI_CONTAINERID, CNI_NETNS,
+ * CNI_IFNAME; DEL needs CNI_CONTAINERID and CNI_IFNAME, CNI_NETNS may be empty), and their
+ * shapes: container id `[A-Za-z0-9][A-Za-z0-9_.-]*`, ifname a valid Linux interface
+ * name, netns an absolute path without whitespace or quotes (it goes into `ip -batch`).
+ * @throws CniError code 4 naming the missing or malformed variable.
+ */
+export function requireEnv(e: CniEnv, verb: 'ADD' | 'DEL'): void {
+  const missing: string[] = [];
+  if (!e.containerId) missing.push('CNI_CONTAINERID');
+  if (verb === 'ADD' && !e.netns) missing.push('CNI_NETNS');
+  if (!e.ifName) missing.push('CNI_IFNAME');
+  if (missing.length > 0) throw new CniError(CniCode.InvalidEnv, `missing ${missing.join(', ')}`, `required for CNI_COMMAND=${verb}`);
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(e.containerId)) {
+    throw new CniError(CniCode.InvalidEnv, 'invalid CNI_CONTAINERID', `${JSON.stringify(e.containerId)}: expected [A-Za-z0-9][A-Za-z0-9_.-]*`);
+  }
+  const ifErr = ifNameError(e.ifName);
+  if (ifErr) throw new CniError(CniCode.InvalidEnv, 'invalid CNI_IFNAME', ifErr);
+  if (e.netns && !/^\/[^\s"'\\]*$/.test(e.netns)) {
+    throw new CniError(CniCode.InvalidEnv, 'invalid CNI_NETNS', `${JSON.stringify(e.netns)} is not an absolute path without whitespace or quotes`);
+  }
+}

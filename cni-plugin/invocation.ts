@@ -1,0 +1,89 @@
+/**
+ * One plugin invocation around the verb handlers: reads the CNI environment and stdin,
+ * answers VERSION, validates the config, runs the handler, prints the result or the CNI
+ * error object on stdout (CNI spec "Result"/"Error"), appends the log line, and returns
+ * the exit code (0 success, 1 error).
+ */
+import { readFileSync, writeSync } from 'node:fs';
+import { readCniEnv, type CniEnv } from './env.js';
+import { asCniError, CniCode, CniError } from './errors.js';
+import { appendInvocationLog } from './log.js';
+import type { NetConf } from './netconf.js';
+import { versionResult } from './result.js';
+import { isSupportedVersion, LATEST_VERSION } from './versions.js';
+
+/** What a verb handler returns: the object to print (nothing for DEL) and the pod IP for the log. */
+export interface VerbOutcome {
+  output?: unknown;
+  ip?: string;
+}
+
+/** A verb handler; `warnings` collects non-fatal problems for the log line. @throws CniError. */
+export type VerbHandler = (env: CniEnv, conf: NetConf, warnings: string[]) => Promise<VerbOutcome>;
+
+/** I/O of an invocation (replaceable for tests): defaults are the process's env, fd 0 and fd 1. */
+export interface InvocationIo {
+  env: NodeJS.ProcessEnv;
+  readStdin: () => string;
+  writeStdout: (s: string) => void;
+}
+
+const defaultIo = (): InvocationIo => ({
+  env: process.env,
+  readStdin: () => readFileSync(0, 'utf8'),
+  writeStdout: (s) => { writeSync(1, s); },
+});
+
+/**
+ * Runs one invocation with `handlers` keyed by CNI_COMMAND (VERSION is built in; any
+ * verb without a handler is CNI error 4).
+ * @returns the process exit code.
+ */
+export async function runInvocation(handlers: Record<string, VerbHandler>, io: InvocationIo = defaultIo()): Promise<number> {
+  const t0 = performance.now();
+  const verb = io.env.CNI_COMMAND ?? '';
+  if (verb === 'VERSION') {
+    io.writeStdout(JSON.stringify(versionResult()));
+    return 0;
+  }
+  let cniVersion = LATEST_VERSION;
+  let conf: NetConf | undefined;
+  let env: CniEnv | undefined;
+  const warnings: string[] = [];
+  let ip: string | undefined;
+  let error: CniError | undefined;
+  try {
+    // Loaded here, not at the top: VERSION never pays for zod.
+    const { decodeConfig, validateConfig } = await import('./netconf.js');
+    const raw = decodeConfig(io.readStdin());
+    if (isSupportedVersion(raw.cniVersion)) cniVersion = raw.cniVersion;
+    const logFile = typeof raw.logFile === 'string' && raw.logFile.startsWith('/') ? raw.logFile : undefined;
+    if (logFile) conf = { logFile } as NetConf; // an invalid config still gets its log line
+    conf = validateConfig(raw);
+    env = readCniEnv(io.env);
+    const handler = handlers[verb];
+    if (!handler) {
+      throw verb === ''
+        ? new CniError(CniCode.InvalidEnv, 'missing CNI_COMMAND')
+        : new CniError(CniCode.InvalidEnv, `CNI_COMMAND ${verb} is not implemented yet`, `implemented: VERSION, ${Object.keys(handlers).join(', ')}`);
+    }
+    const out = await handler(env, conf, warnings);
+    ip = out.ip;
+    if (out.output !== undefined) io.writeStdout(JSON.stringify(out.output));
+  } catch (e) {
+    error = asCniError(e);
+    io.writeStdout(JSON.stringify(error.toJSON(cniVersion)));
+  }
+  if (conf?.logFile) {
+    appendInvocationLog(conf.logFile, {
+      time: new Date().toISOString(), verb,
+      containerId: env?.containerId ?? io.env.CNI_CONTAINERID ?? '', ifName: env?.ifName ?? io.env.CNI_IFNAME ?? '', netns: env?.netns ?? io.env.CNI_NETNS ?? '',
+      outcome: error ? 'error' : 'ok', ms: Math.round((performance.now() - t0) * 10) / 10,
+      ...(error ? { code: error.code, msg: error.msg, details: error.details } : {}),
+      ...(ip ? { ip } : {}),
+      ...(warnings.length ? { warnings } : {}),
+    });
+  }
+  for (const w of warnings) process.stderr.write(`eni-ipam: ${w}\n`);
+  return error ? 1 : 0;
+}

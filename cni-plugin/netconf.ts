@@ -1,0 +1,96 @@
+/**
+ * The network configuration the runtime writes on stdin (CNI spec, "Network
+ * configuration" and "Plugin configuration objects"), validated with zod (`zod/mini`:
+ * same checks, a fraction of the load time, which the plugin pays on every pod).
+ *
+ * Failures: stdin not JSON → code 6; `cniVersion` not supported → code 1; anything else
+ * invalid → code 7. Unknown keys are kept (runtimes add e.g. `capabilities`, `args`).
+ */
+import * as z from 'zod/mini';
+import { DEFAULT_IPAMD_SOCKET } from '../proto/ipam.js';
+import { CniCode, CniError } from './errors.js';
+import { isSupportedVersion, SUPPORTED_VERSIONS } from './versions.js';
+import { vethPrefixError } from './veth-name.js';
+
+/** Default pod MTU (AWS_VPC_ENI_MTU's default: jumbo frames inside a VPC). */
+export const DEFAULT_MTU = 9001;
+/** Default host veth prefix (AWS_VPC_K8S_CNI_VETHPREFIX's default). */
+export const DEFAULT_VETH_PREFIX = 'eni';
+
+const object = z.record(z.string(), z.unknown());
+
+const schema = z.looseObject({
+  cniVersion: z.string({ error: 'cniVersion must be a string' }),
+  name: z.string({ error: 'name must be a string' }).check(
+    z.regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/, 'name must start with a letter or digit and contain only letters, digits, "_", "." and "-"'),
+  ),
+  type: z.string({ error: 'type must be a string' }).check(z.minLength(1, 'type must not be empty')),
+  mtu: z._default(z.number({ error: 'mtu must be a number' }).check(z.int('mtu must be an integer'), z.gte(576, 'mtu must be >= 576'), z.lte(9001, 'mtu must be <= 9001')), DEFAULT_MTU),
+  vethPrefix: z._default(z.string({ error: 'vethPrefix must be a string' }).check(
+    z.refine((p) => vethPrefixError(p) === undefined, { error: (iss) => vethPrefixError(String(iss.input)) ?? 'invalid vethPrefix' }),
+  ), DEFAULT_VETH_PREFIX),
+  ipamdSocket: z._default(z.string({ error: 'ipamdSocket must be a string' }).check(z.regex(/^\//, 'ipamdSocket must be an absolute path')), DEFAULT_IPAMD_SOCKET),
+  logFile: z.optional(z.string({ error: 'logFile must be a string' }).check(z.regex(/^\//, 'logFile must be an absolute path'))),
+  prevResult: z.optional(z.record(z.string(), z.unknown(), { error: 'prevResult must be an object' })),
+  runtimeConfig: z.optional(z.record(z.string(), z.unknown(), { error: 'runtimeConfig must be an object' })),
+});
+
+/** A validated network configuration, defaults applied. */
+export interface NetConf {
+  cniVersion: string;
+  /** Network name: part of the allocation key at ipamd. */
+  name: string;
+  type: string;
+  /** Pod interface and host veth MTU in bytes (default 9001, 576-9001). */
+  mtu: number;
+  /** Host veth name prefix, 1-4 characters (default `eni`). */
+  vethPrefix: string;
+  /** ipamd's Unix socket path (default `/var/run/eni-ipam/ipamd.sock`). */
+  ipamdSocket: string;
+  /** When set, one JSON line per invocation is appended to this file. */
+  logFile?: string;
+  /** The previous result (DEL, CHECK), as the runtime sent it. */
+  prevResult?: Record<string, unknown>;
+  /** Runtime-provided capability values. */
+  runtimeConfig?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+/**
+ * Decodes stdin as JSON; returns the object and its `cniVersion` if any, without
+ * validating the rest (errors must be printed in the config's version when it has one).
+ * @throws CniError code 6 if `raw` is not a JSON object.
+ */
+export function decodeConfig(raw: string): Record<string, unknown> {
+  let v: unknown;
+  try {
+    v = JSON.parse(raw);
+  } catch (e) {
+    throw new CniError(CniCode.DecodeFailure, 'failed to decode the network configuration', (e as Error).message);
+  }
+  const r = object.safeParse(v);
+  if (!r.success || Array.isArray(v)) throw new CniError(CniCode.DecodeFailure, 'failed to decode the network configuration', 'stdin is not a JSON object');
+  return r.data;
+}
+
+/**
+ * Validates a decoded configuration and applies the defaults.
+ * @throws CniError code 1 for a missing/unsupported `cniVersion` that is a string not in
+ *   {@link SUPPORTED_VERSIONS}, code 7 for any other invalid field (details name each).
+ */
+export function validateConfig(obj: Record<string, unknown>): NetConf {
+  if (typeof obj.cniVersion === 'string' && !isSupportedVersion(obj.cniVersion)) {
+    throw new CniError(CniCode.IncompatibleVersion, `unsupported cniVersion ${JSON.stringify(obj.cniVersion)}`, `supported: ${SUPPORTED_VERSIONS.join(', ')}`);
+  }
+  const r = schema.safeParse(obj);
+  if (!r.success) {
+    const details = r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+    throw new CniError(CniCode.InvalidNetworkConfig, 'invalid network configuration', details);
+  }
+  return r.data as NetConf;
+}
+
+/** {@link decodeConfig} then {@link validateConfig}. */
+export function parseNetConf(raw: string): NetConf {
+  return validateConfig(decodeConfig(raw));
+}
