@@ -1,0 +1,8 @@
+/**
+ * The checkpoint store (DESIGN §3 "Checkpoint"): format, load-with-quarantine, and the
+ * group-commit writer.
+ */
+export type { CheckpointAllocation, CheckpointData } from './schema.js';
+export { CHECKPOINT_VERSION, checkpointSchema } from './schema.js';
+export { loadCheckpoint, readBootId, type CheckpointLoad } from './load.js';
+export { CheckpointWriter, type CheckpointWriterOptions } from './writer.js';

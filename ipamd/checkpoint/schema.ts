@@ -1,0 +1,45 @@
+/**
+ * The checkpoint file format (DESIGN §3 "Checkpoint"), version 1, and its zod schema:
+ * `{"version":1,"bootId","allocations":[{"networkName","containerID","ifName","ipv4",
+ * "eniId","allocatedAt","pod":{"namespace","name","uid"}}],"cooldown":[{"ip","releasedAt"}]}`.
+ * Times are ms since the epoch. No I/O.
+ */
+import ipaddr from 'ipaddr.js';
+import { z } from 'zod';
+
+/** One allocation as stored: key `(networkName, containerID, ifName)`, its IPv4, its ENI. */
+export interface CheckpointAllocation {
+  networkName: string; containerID: string; ifName: string; ipv4: string; eniId: string;
+  /** ms since epoch. */
+  allocatedAt: number;
+  pod?: { namespace: string; name: string; uid: string };
+}
+
+/** The whole checkpoint file, version 1. `cooldown[].releasedAt` is ms since epoch. */
+export interface CheckpointData {
+  version: 1;
+  bootId: string;
+  allocations: CheckpointAllocation[];
+  cooldown: Array<{ ip: string; releasedAt: number }>;
+}
+
+/** The only version this code reads and writes. */
+export const CHECKPOINT_VERSION = 1;
+
+const ipv4 = z.string().refine((s) => ipaddr.IPv4.isValidFourPartDecimal(s), { error: 'expected an IPv4 dotted quad' });
+const id = z.string().min(1, { error: 'expected a non-empty string' });
+const epochMs = z.number().finite().nonnegative();
+
+const allocation = z.object({
+  networkName: id, containerID: id, ifName: id, ipv4, eniId: id, allocatedAt: epochMs,
+  // The pod uid may be empty when a runtime did not pass K8S_POD_UID.
+  pod: z.object({ namespace: id, name: id, uid: z.string() }).optional(),
+});
+
+/** zod schema of {@link CheckpointData} (unknown extra fields are dropped). */
+export const checkpointSchema = z.object({
+  version: z.literal(CHECKPOINT_VERSION),
+  bootId: id,
+  allocations: z.array(allocation),
+  cooldown: z.array(z.object({ ip: ipv4, releasedAt: epochMs })),
+});

@@ -1,0 +1,140 @@
+/**
+ * zod builders for ipamd's environment variables: each turns the raw string into a
+ * typed value, and on failure its issue message completes the sentence
+ * `<VAR>="<value>" is invalid: <message>` (see `config.ts`). No I/O.
+ */
+import ipaddr from 'ipaddr.js';
+import { z } from 'zod';
+
+/** A schema from a raw env string to a typed value. */
+export type Field<T> = z.ZodType<T, string>;
+
+const fail = (ctx: { addIssue: (i: { code: 'custom'; message: string; input: unknown }) => void }, input: string, message: string): typeof z.NEVER => {
+  ctx.addIssue({ code: 'custom', message, input });
+  return z.NEVER;
+};
+
+/** A whole number in [min, max] (decimal digits only: no sign, no fraction, no exponent). */
+export function wholeNumber(min: number, max?: number): Field<number> {
+  const msg = max === undefined ? `expected a whole number >= ${min}` : `expected a whole number from ${min} to ${max}`;
+  const n = z.number({ error: msg }).int({ error: msg }).min(min, { error: msg });
+  return z.string().trim().regex(/^[0-9]+$/, { error: msg }).transform(Number).pipe(max === undefined ? n : n.max(max, { error: msg }));
+}
+
+/** true/false/1/0, case-insensitive. */
+export function bool(): Field<boolean> {
+  const msg = 'expected true, false, 1 or 0';
+  return z.string().trim().toLowerCase().pipe(z.enum(['true', 'false', '1', '0'], { error: msg })).transform((v) => v === 'true' || v === '1');
+}
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** Longest duration accepted (ms): Node timers overflow above 2^31 − 1 ms (~24.8 days) and fire at once. */
+export const MAX_DURATION_MS = 2_147_483_647;
+
+/**
+ * A duration, returned in ms (rounded): a plain number is seconds and may be fractional
+ * (`30`, `0.5`); or a number with a unit `ms`, `s`, `m`, `h` (`500ms`, `2m`). At most
+ * {@link MAX_DURATION_MS} (596h), since ipamd arms timers with these values.
+ * @param minMs smallest accepted value (ms).
+ */
+export function duration(minMs = 0): Field<number> {
+  const msg = `expected a duration${minMs > 0 ? ' > 0' : ''} up to 596h: seconds (e.g. 30 or 0.5) or a number with unit ms, s, m or h (e.g. 500ms, 2m)`;
+  return z.string().trim().transform((s, ctx) => {
+    const m = /^(\d+(?:\.\d+)?|\.\d+)(ms|s|m|h)?$/.exec(s);
+    if (!m) return fail(ctx, s, msg);
+    const ms = Math.round(Number(m[1]) * UNIT_MS[m[2] ?? 's']!);
+    if (!Number.isSafeInteger(ms) || ms < minMs || ms > MAX_DURATION_MS) return fail(ctx, s, msg);
+    return ms;
+  });
+}
+
+/** One of `values`, case-insensitive; returned in the case given in `values`. */
+export function oneOf<const T extends readonly [string, ...string[]]>(values: T): Field<T[number]> {
+  const msg = `expected one of ${values.join(', ')}`;
+  return z.string().trim().toLowerCase().pipe(z.enum(values, { error: msg })) as unknown as Field<T[number]>;
+}
+
+/** A comma-separated list of IPv4 CIDRs (`10.0.0.0/8,192.168.0.0/16`); empty items are skipped. */
+export function ipv4CidrList(): Field<string[]> {
+  return z.string().transform((s, ctx) => {
+    const items = s.split(',').map((x) => x.trim()).filter((x) => x !== '');
+    for (const c of items) {
+      if (!ipaddr.IPv4.isValidCIDRFourPartDecimal(c)) return fail(ctx, s, `"${c}" is not an IPv4 CIDR; expected comma-separated IPv4 CIDRs such as 10.0.0.0/8,192.168.0.0/16`);
+    }
+    return items;
+  });
+}
+
+const RESERVED_TAG = /^(aws:|node\.k8s\.amazonaws\.com\/)|^cluster\.k8s\.amazonaws\.com\/name$/i;
+/** Tags ipamd itself puts on its ENIs (instance_id, createdAt, cluster name): the rest of AWS's 50 per resource. */
+const MAX_EXTRA_TAGS = 47;
+
+/**
+ * A JSON object of string → string EC2 tags, following AWS's tag rules (key 1–128
+ * characters, value ≤ 256, no `aws:` prefix, ≤ 50 tags per resource) and refusing the
+ * tags ipamd sets itself (`node.k8s.amazonaws.com/*`, `cluster.k8s.amazonaws.com/name`).
+ */
+export function tagMap(): Field<Record<string, string>> {
+  const expected = 'expected a JSON object of string tag values such as {"team":"net"}';
+  return z.string().transform((s, ctx) => {
+    let v: unknown;
+    try {
+      v = JSON.parse(s);
+    } catch {
+      return fail(ctx, s, `not JSON; ${expected}`);
+    }
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) return fail(ctx, s, expected);
+    const entries = Object.entries(v as Record<string, unknown>);
+    if (entries.length > MAX_EXTRA_TAGS) return fail(ctx, s, `${entries.length} tags; at most ${MAX_EXTRA_TAGS} (EC2 allows 50 per ENI and ipamd sets 3)`);
+    for (const [k, val] of entries) {
+      if (typeof val !== 'string') return fail(ctx, s, `tag "${k}" has a non-string value; ${expected}`);
+      if (k.length < 1 || k.length > 128) return fail(ctx, s, `tag key "${k}" must be 1 to 128 characters`);
+      if (val.length > 256) return fail(ctx, s, `tag "${k}" value must be at most 256 characters`);
+      if (RESERVED_TAG.test(k)) return fail(ctx, s, `tag key "${k}" is reserved (aws:*, node.k8s.amazonaws.com/*, cluster.k8s.amazonaws.com/name)`);
+    }
+    return Object.fromEntries(entries) as Record<string, string>;
+  });
+}
+
+/** An http:// or https:// URL, returned as given. */
+export function httpUrl(): Field<string> {
+  const msg = 'expected an http:// or https:// URL such as http://169.254.169.254';
+  return z.string().trim().pipe(z.url({ protocol: /^https?$/, error: msg }));
+}
+
+/** `host:port` with an optional host (`:61678`, `127.0.0.1:61679`, `[::1]:80`), port 0–65535. */
+export function hostPort(): Field<string> {
+  const msg = 'expected host:port such as :61678 or 127.0.0.1:61679 (port 0-65535)';
+  return z.string().trim().transform((s, ctx) => {
+    const m = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):([0-9]{1,5})$/.exec(s);
+    if (!m || Number(m[2]) > 65535) return fail(ctx, s, msg);
+    return s;
+  });
+}
+
+/** An absolute filesystem path. */
+export function absolutePath(): Field<string> {
+  return z.string().trim().regex(/^\//, { error: 'expected an absolute path' });
+}
+
+/** A CRI socket: `unix:///path` or `/path`; returned as the plain socket path. */
+export function criEndpoint(): Field<string> {
+  const msg = 'expected unix:///path/to/socket or an absolute socket path';
+  return z.string().trim().transform((s, ctx) => {
+    const p = s.startsWith('unix://') ? s.slice('unix://'.length) : s;
+    if (!p.startsWith('/') || p.length < 2) return fail(ctx, s, msg);
+    return p;
+  });
+}
+
+/** The host-side veth name prefix: 1–4 of [a-z0-9], not `eth`, `lo` or `vlan`. */
+export function vethPrefix(): Field<string> {
+  const msg = 'expected 1 to 4 characters of [a-z0-9], not eth, lo or vlan';
+  return z.string().trim().regex(/^[a-z0-9]{1,4}$/, { error: msg }).refine((s) => !['eth', 'lo', 'vlan'].includes(s), { error: msg });
+}
+
+/** Any text up to `max` characters. */
+export function text(max = 256): Field<string> {
+  return z.string().max(max, { error: `expected at most ${max} characters` });
+}

@@ -1,0 +1,167 @@
+/**
+ * ipamd configuration: environment variables → typed, validated {@link IpamdConfig}
+ * (DESIGN §3 "Env vars"; AWS-compatible names where amazon-vpc-cni-k8s has the concept).
+ * A bad value throws {@link ConfigError} with one line naming the variable, the value and
+ * what it accepts. An empty string counts as unset. Durations are stored in ms.
+ *
+ * | variable | default | meaning |
+ * |---|---|---|
+ * | WARM_ENI_TARGET | 1 | whole ENIs' worth of secondary IPs kept available (when no IP target is set) |
+ * | WARM_IP_TARGET | unset | available IPs to keep; set (with or instead of MINIMUM_IP_TARGET) → warm-ip mode |
+ * | MINIMUM_IP_TARGET | unset | floor on total IPs on the node |
+ * | WARM_PREFIX_TARGET | unset | available /28 prefixes to keep; needs ENABLE_PREFIX_DELEGATION=true |
+ * | ENABLE_PREFIX_DELEGATION | false | assign /28 prefixes instead of single secondary IPs |
+ * | MAX_ENI | unset (instance limit) | cap on attached ENIs, ≥ 1 |
+ * | IP_COOLDOWN_PERIOD | 30 (s) | how long a released IP waits before reuse |
+ * | AWS_VPC_ENI_MTU | 9001 | MTU of the ENIs, 576–9001 |
+ * | POD_MTU | AWS_VPC_ENI_MTU | MTU of pod interfaces, 576–9001 |
+ * | AWS_VPC_K8S_CNI_VETHPREFIX | eni | host-side veth name prefix, 1–4 of [a-z0-9], not eth/lo/vlan |
+ * | AWS_VPC_K8S_CNI_EXTERNALSNAT | false | SNAT is done outside the node (no SNAT rules) |
+ * | AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS | empty | comma-separated IPv4 CIDRs not SNATed |
+ * | CLUSTER_NAME | unset | value of the cluster tag on created ENIs |
+ * | ADDITIONAL_ENI_TAGS | {} | JSON object of extra tags for created ENIs |
+ * | DISABLE_LEAKED_ENI_CLEANUP | false | skip the leaked-ENI sweep |
+ * | DISABLE_NETWORK_RESOURCE_PROVISIONING | false | never assign/create/free; serve what the ENIs hold |
+ * | MY_NODE_NAME | unset | Kubernetes node name |
+ * | AWS_EC2_ENDPOINT | unset (SDK default) | EC2 API endpoint URL |
+ * | AWS_EC2_METADATA_SERVICE_ENDPOINT | http://169.254.169.254 | IMDS endpoint URL |
+ * | CRI_RUNTIME_ENDPOINT | unset (auto-detect) | CRI socket: unix:///path or /path (stored as the path) |
+ * | AWS_VPC_K8S_CNI_LOGLEVEL | info | trace, debug, info, warn, error or fatal (any case) |
+ * | ENI_IPAM_LOG_FORMAT | json | json or pretty |
+ * | ENI_IPAM_SOCKET | /var/run/eni-ipam/ipamd.sock | gRPC Unix socket |
+ * | ENI_IPAM_CHECKPOINT_PATH | /var/run/eni-ipam/ipam.json | checkpoint file |
+ * | METRICS_BIND_ADDRESS | :61678 | metrics HTTP host:port |
+ * | INTROSPECTION_BIND_ADDRESS | 127.0.0.1:61679 | introspection HTTP host:port |
+ * | DISABLE_METRICS | false | do not serve metrics |
+ * | DISABLE_INTROSPECTION | false | do not serve introspection |
+ * | ENI_IPAM_ADD_WAIT_TIMEOUT | 10s | how long an ADD waits for a refill when the pool is empty |
+ * | ENI_IPAM_SHRINK_DELAY | 60s | how long a surplus must persist before it is released |
+ * | ENI_IPAM_RECONCILE_INTERVAL | 60s | period of the EC2/IMDS reconcile |
+ * | ENI_IPAM_GC_INTERVAL | 60s | period of the allocation garbage collection |
+ * | ENI_IPAM_POOL_INTERVAL | 5s | pool re-evaluation period when nothing triggers it |
+ *
+ * Durations: a plain number is seconds (fractions allowed), or a number with unit ms, s, m, h;
+ * at most 596h (Node's timer limit).
+ * Booleans: true, false, 1, 0 (any case).
+ */
+import {
+  absolutePath, bool, criEndpoint, duration, hostPort, httpUrl, ipv4CidrList, oneOf, tagMap, text, vethPrefix, wholeNumber, type Field,
+} from './config-fields.js';
+
+/** The validated ipamd configuration. Durations are in ms. */
+export interface IpamdConfig {
+  warmEniTarget: number; warmIpTarget?: number; minimumIpTarget?: number; warmPrefixTarget?: number;
+  enablePrefixDelegation: boolean; maxEni?: number; ipCooldownMs: number;
+  eniMtu: number; podMtu: number; vethPrefix: string; externalSnat: boolean; excludeSnatCidrs: string[];
+  clusterName?: string; additionalEniTags: Record<string, string>;
+  disableLeakedEniCleanup: boolean; disableNetworkResourceProvisioning: boolean;
+  nodeName?: string; ec2Endpoint?: string; imdsEndpoint: string; criRuntimeEndpoint?: string;
+  logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal'; logFormat: 'json' | 'pretty';
+  socketPath: string; checkpointPath: string; metricsBindAddress: string; introspectionBindAddress: string;
+  disableMetrics: boolean; disableIntrospection: boolean;
+  addWaitTimeoutMs: number; shrinkDelayMs: number; reconcileIntervalMs: number; gcIntervalMs: number; poolIntervalMs: number;
+}
+
+/** A bad environment variable. `message` is one line: variable, value, what it accepts. */
+export class ConfigError extends Error {
+  constructor(readonly variable: string, message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+interface VarSpec {
+  name: string;
+  key: keyof IpamdConfig;
+  field: Field<unknown>;
+  /** Default as an env string (parsed by `field`), or undefined for "unset". */
+  def?: string;
+  /** Default as shown to operators, when it is not `def`. */
+  shown?: string;
+  description: string;
+}
+
+const v = <K extends keyof IpamdConfig>(name: string, key: K, field: Field<NonNullable<IpamdConfig[K]>>, def: string | undefined, description: string, shown?: string): VarSpec =>
+  ({ name, key, field: field as Field<unknown>, ...(def !== undefined ? { def } : {}), ...(shown !== undefined ? { shown } : {}), description });
+
+const SPECS: VarSpec[] = [
+  v('WARM_ENI_TARGET', 'warmEniTarget', wholeNumber(0), '1', "Whole ENIs' worth of secondary IPs kept available when neither WARM_IP_TARGET nor MINIMUM_IP_TARGET is set."),
+  v('WARM_IP_TARGET', 'warmIpTarget', wholeNumber(0), undefined, 'Available IPs to keep; setting it or MINIMUM_IP_TARGET switches to warm-ip mode.'),
+  v('MINIMUM_IP_TARGET', 'minimumIpTarget', wholeNumber(0), undefined, 'Floor on the total IPs on the node.'),
+  v('WARM_PREFIX_TARGET', 'warmPrefixTarget', wholeNumber(0), undefined, 'Available /28 prefixes to keep; requires ENABLE_PREFIX_DELEGATION=true.'),
+  v('ENABLE_PREFIX_DELEGATION', 'enablePrefixDelegation', bool(), 'false', 'Assign /28 prefixes to ENIs instead of single secondary IPs.'),
+  v('MAX_ENI', 'maxEni', wholeNumber(1), undefined, 'Cap on attached ENIs (the instance type limit still applies).', 'instance limit'),
+  v('IP_COOLDOWN_PERIOD', 'ipCooldownMs', duration(), '30', 'Seconds a released IP waits before it is handed out again.', '30 s'),
+  v('AWS_VPC_ENI_MTU', 'eniMtu', wholeNumber(576, 9001), '9001', 'MTU of the ENIs (576-9001).'),
+  v('POD_MTU', 'podMtu', wholeNumber(576, 9001), undefined, 'MTU of pod interfaces (576-9001).', 'AWS_VPC_ENI_MTU'),
+  v('AWS_VPC_K8S_CNI_VETHPREFIX', 'vethPrefix', vethPrefix(), 'eni', 'Host-side veth name prefix: 1-4 of [a-z0-9], not eth, lo or vlan.'),
+  v('AWS_VPC_K8S_CNI_EXTERNALSNAT', 'externalSnat', bool(), 'false', 'SNAT is done outside the node: ipamd installs no SNAT rules.'),
+  v('AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS', 'excludeSnatCidrs', ipv4CidrList(), '', 'Comma-separated IPv4 CIDRs that pod traffic reaches without SNAT.', 'empty'),
+  v('CLUSTER_NAME', 'clusterName', text(256), undefined, 'Cluster name, tagged on the ENIs ipamd creates.'),
+  v('ADDITIONAL_ENI_TAGS', 'additionalEniTags', tagMap(), '{}', 'JSON object of extra tags for created ENIs (no aws:*, node.k8s.amazonaws.com/*, cluster.k8s.amazonaws.com/name).'),
+  v('DISABLE_LEAKED_ENI_CLEANUP', 'disableLeakedEniCleanup', bool(), 'false', 'Skip the sweep that deletes leaked ENIs ipamd created.'),
+  v('DISABLE_NETWORK_RESOURCE_PROVISIONING', 'disableNetworkResourceProvisioning', bool(), 'false', 'Never assign, create or free: serve only what the ENIs already hold.'),
+  v('MY_NODE_NAME', 'nodeName', text(253), undefined, 'Kubernetes node name of this node.'),
+  v('AWS_EC2_ENDPOINT', 'ec2Endpoint', httpUrl(), undefined, 'EC2 API endpoint URL.', 'SDK default'),
+  v('AWS_EC2_METADATA_SERVICE_ENDPOINT', 'imdsEndpoint', httpUrl(), 'http://169.254.169.254', 'Instance metadata service (IMDSv2) endpoint URL.'),
+  v('CRI_RUNTIME_ENDPOINT', 'criRuntimeEndpoint', criEndpoint(), undefined, 'CRI socket (unix:///path or /path).', 'auto-detect'),
+  v('AWS_VPC_K8S_CNI_LOGLEVEL', 'logLevel', oneOf(['trace', 'debug', 'info', 'warn', 'error', 'fatal']), 'info', 'Log level: trace, debug, info, warn, error or fatal (any case).'),
+  v('ENI_IPAM_LOG_FORMAT', 'logFormat', oneOf(['json', 'pretty']), 'json', 'Log format: json or pretty.'),
+  v('ENI_IPAM_SOCKET', 'socketPath', absolutePath(), '/var/run/eni-ipam/ipamd.sock', 'Unix socket of the gRPC service the CNI plugin calls.'),
+  v('ENI_IPAM_CHECKPOINT_PATH', 'checkpointPath', absolutePath(), '/var/run/eni-ipam/ipam.json', 'Checkpoint file of the allocations.'),
+  v('METRICS_BIND_ADDRESS', 'metricsBindAddress', hostPort(), ':61678', 'host:port of the Prometheus metrics endpoint.'),
+  v('INTROSPECTION_BIND_ADDRESS', 'introspectionBindAddress', hostPort(), '127.0.0.1:61679', 'host:port of the introspection HTTP endpoint.'),
+  v('DISABLE_METRICS', 'disableMetrics', bool(), 'false', 'Do not serve metrics.'),
+  v('DISABLE_INTROSPECTION', 'disableIntrospection', bool(), 'false', 'Do not serve introspection.'),
+  v('ENI_IPAM_ADD_WAIT_TIMEOUT', 'addWaitTimeoutMs', duration(), '10s', 'How long an ADD waits for a refill when the pool is empty.'),
+  v('ENI_IPAM_SHRINK_DELAY', 'shrinkDelayMs', duration(), '60s', 'How long a surplus must persist before it is released.'),
+  v('ENI_IPAM_RECONCILE_INTERVAL', 'reconcileIntervalMs', duration(1), '60s', 'Period of the reconcile against EC2/IMDS.'),
+  v('ENI_IPAM_GC_INTERVAL', 'gcIntervalMs', duration(1), '60s', 'Period of the allocation garbage collection.'),
+  v('ENI_IPAM_POOL_INTERVAL', 'poolIntervalMs', duration(1), '5s', 'How often the pool controller re-evaluates when nothing triggers it.'),
+];
+
+/** Quotes a value for a one-line message (JSON escapes, long values cut). */
+function quote(raw: string): string {
+  const s = raw.length > 120 ? `${raw.slice(0, 120)}…` : raw;
+  return JSON.stringify(s);
+}
+
+function parseVar(spec: VarSpec, raw: string | undefined): unknown {
+  const given = raw === undefined || raw === '' ? undefined : raw;
+  const input = given ?? spec.def;
+  if (input === undefined) return undefined;
+  const r = spec.field.safeParse(input);
+  if (r.success) return r.data;
+  const why = r.error.issues[0]?.message ?? 'invalid value';
+  throw new ConfigError(spec.name, `${spec.name}=${quote(input)} is invalid: ${why.replace(/\s*\n\s*/g, ' ')}`);
+}
+
+/**
+ * Reads and validates ipamd's configuration from `env` (usually `process.env`).
+ * Cross-field rules: POD_MTU defaults to AWS_VPC_ENI_MTU; WARM_PREFIX_TARGET needs
+ * ENABLE_PREFIX_DELEGATION=true; WARM_IP_TARGET/MINIMUM_IP_TARGET are allowed with prefix
+ * delegation (they then count IPs, as in amazon-vpc-cni-k8s).
+ * @throws ConfigError (one-line message naming the variable) on the first bad value.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv): IpamdConfig {
+  const out: Record<string, unknown> = {};
+  for (const spec of SPECS) {
+    const value = parseVar(spec, env[spec.name]);
+    if (value !== undefined) out[spec.key] = value;
+  }
+  const c = out as unknown as IpamdConfig;
+  if (c.podMtu === undefined) c.podMtu = c.eniMtu;
+  if (c.warmPrefixTarget !== undefined && !c.enablePrefixDelegation) {
+    throw new ConfigError('WARM_PREFIX_TARGET',
+      `WARM_PREFIX_TARGET=${quote(env.WARM_PREFIX_TARGET ?? '')} is invalid: it requires ENABLE_PREFIX_DELEGATION=true (ENABLE_PREFIX_DELEGATION is ${quote(env.ENABLE_PREFIX_DELEGATION || 'false')})`);
+  }
+  return c;
+}
+
+/**
+ * Every variable ipamd reads, with its default as operators see it and one sentence of
+ * meaning, in documentation order (used to generate the README table).
+ */
+export function describeEnvVars(): Array<{ name: string; default: string; description: string }> {
+  return SPECS.map((s) => ({ name: s.name, default: s.shown ?? s.def ?? 'unset', description: s.description }));
+}

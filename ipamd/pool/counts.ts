@@ -1,0 +1,87 @@
+/**
+ * Pool counts and the warm-pool formulas (DESIGN §3 "Pool math", AWS
+ * amazon-vpc-cni-k8s docs/eni-and-ip-target.md semantics, with the cooldown fix).
+ */
+import { ADDRESSES_PER_SLOT, type PoolCounts, type PoolEniView, type PoolTargets } from './types.js';
+
+/** Addresses per slot for the targets' unit (1 for secondary IPs, 16 for /28 prefixes). */
+export function addressesPerSlot(t: PoolTargets): number {
+  return ADDRESSES_PER_SLOT[t.unit ?? 'ip'];
+}
+
+/** True when WARM_IP_TARGET or MINIMUM_IP_TARGET is set (even to 0): warm-ip mode. */
+export function isWarmIpMode(t: PoolTargets): boolean {
+  return t.warmIpTarget !== undefined || t.minimumIpTarget !== undefined;
+}
+
+/** Available addresses on one ENI: total − assigned − cooling, never negative. */
+export function availableOn(v: PoolEniView): number {
+  return Math.max(v.total - v.assigned - v.cooling, 0);
+}
+
+/** Secondary-IP capacity of one ENI of this instance (the largest seen; 0 when no ENI is known). */
+export function capacityPerEni(enis: PoolEniView[]): number {
+  return enis.reduce((m, v) => Math.max(m, v.capacity), 0);
+}
+
+/** True if the ENI could be deleted now: not primary, no assigned or cooling address. */
+export function isEmptyOfPods(v: PoolEniView): boolean {
+  return !v.isPrimary && v.assigned === 0 && v.cooling === 0;
+}
+
+/** ENIs ordered by device number, `asc` or `desc` (a copy). */
+export function byDevice(enis: PoolEniView[], dir: 'asc' | 'desc'): PoolEniView[] {
+  const s = [...enis].sort((a, b) => a.deviceNumber - b.deviceNumber);
+  return dir === 'asc' ? s : s.reverse();
+}
+
+/**
+ * Warm-eni mode: the whole ENIs (highest device number first) that could go while
+ * `available ≥ warmEniTarget × capacity` still holds. Only ENIs passing `eligible`
+ * (e.g. old enough) are candidates; all ENIs count toward what remains available.
+ */
+export function removableWholeEnis(enis: PoolEniView[], t: PoolTargets, eligible: (v: PoolEniView) => boolean = () => true): PoolEniView[] {
+  const keep = t.warmEniTarget * capacityPerEni(enis);
+  let available = enis.reduce((s, v) => s + availableOn(v), 0);
+  const out: PoolEniView[] = [];
+  for (const v of byDevice(enis, 'desc')) {
+    if (!isEmptyOfPods(v) || !eligible(v)) continue;
+    if (available - availableOn(v) < keep) continue;
+    available -= availableOn(v);
+    out.push(v);
+  }
+  return out;
+}
+
+/**
+ * Pool totals and how far they are from the targets.
+ *
+ * - `available = total − assigned − cooling`: cooling IPs are not available.
+ * - warm-ip mode (WARM_IP_TARGET or MINIMUM_IP_TARGET set; the unset one counts as 0):
+ *   `short = max(WARM − available, MIN − total, 0)`,
+ *   `over = max(min(available − WARM, total − MIN), 0)`.
+ * - warm-eni mode: `short = max(warmEniTarget × capacityPerEni − available, 0)`; `over`
+ *   is the addresses on whole removable ENIs (an ENI holding no IP counts as 1, so an
+ *   empty surplus ENI still registers as surplus).
+ *
+ * @param enis per-ENI counts (addresses); @param t the targets. Pure; never throws.
+ */
+export function poolCounts(enis: PoolEniView[], t: PoolTargets): PoolCounts {
+  let total = 0, assigned = 0, cooling = 0, available = 0;
+  for (const v of enis) {
+    total += v.total;
+    assigned += v.assigned;
+    cooling += v.cooling;
+    available += availableOn(v);
+  }
+  if (isWarmIpMode(t)) {
+    const warm = t.warmIpTarget ?? 0;
+    const min = t.minimumIpTarget ?? 0;
+    const short = Math.max(warm - available, min - total, 0);
+    const over = Math.max(Math.min(available - warm, total - min), 0);
+    return { total, assigned, cooling, available, short, over, mode: 'warm-ip' };
+  }
+  const short = Math.max(t.warmEniTarget * capacityPerEni(enis) - available, 0);
+  const over = removableWholeEnis(enis, t).reduce((s, v) => s + Math.max(v.total, 1), 0);
+  return { total, assigned, cooling, available, short, over, mode: 'warm-eni' };
+}
