@@ -1,0 +1,168 @@
+/**
+ * IMDSv2 client (instance metadata service). Source: AWS EC2 User Guide, "Use the
+ * Instance Metadata Service to access instance metadata" (IMDSv2 session tokens):
+ * `PUT /latest/api/token` with `X-aws-ec2-metadata-token-ttl-seconds`, then every GET
+ * carries `X-aws-ec2-metadata-token`. Paths used are those of DESIGN §6.
+ *
+ * IMDS is a hint, EC2 is the truth (DESIGN §4): callers confirm what it says.
+ */
+
+/** Error from IMDS with the HTTP status (0 for network errors/timeouts). */
+export class ImdsError extends Error {
+  constructor(message: string, readonly status: number, readonly path: string) {
+    super(message);
+    this.name = 'ImdsError';
+  }
+}
+
+/** One ENI as IMDS describes it (under `network/interfaces/macs/<mac>/`). */
+export interface ImdsEni {
+  mac: string;
+  eniId: string;
+  deviceNumber: number;
+  subnetId: string;
+  vpcId: string;
+  subnetCidr: string;
+  vpcCidrs: string[];
+  securityGroupIds: string[];
+  /** Private IPv4s, the ENI's primary IP first. */
+  localIpv4s: string[];
+  /** Delegated /28 prefixes (empty unless prefix delegation is used). */
+  ipv4Prefixes: string[];
+}
+
+/** The instance as IMDS describes it. */
+export interface ImdsInstance {
+  instanceId: string;
+  instanceType: string;
+  region: string;
+  availabilityZone: string;
+  localIpv4: string;
+  /** MAC of the primary ENI. */
+  primaryMac: string;
+}
+
+/** Options of {@link ImdsClient}. */
+export interface ImdsClientOptions {
+  /** Base URL, e.g. `http://169.254.169.254` (a path prefix is allowed). */
+  endpoint: string;
+  /** Per-request timeout in ms (default 2000). */
+  timeoutMs?: number;
+  /** Token TTL in seconds (default 21600, the AWS maximum). */
+  tokenTtlSeconds?: number;
+}
+
+/** Small IMDSv2 client over `fetch`. Not thread-unsafe: the token is shared and renewed. */
+export class ImdsClient {
+  private readonly base: string;
+  private readonly timeoutMs: number;
+  private readonly ttlS: number;
+  private token?: { value: string; expiresAt: number };
+
+  constructor(opts: ImdsClientOptions) {
+    this.base = opts.endpoint.replace(/\/+$/, '');
+    this.timeoutMs = opts.timeoutMs ?? 2000;
+    this.ttlS = opts.tokenTtlSeconds ?? 21600;
+  }
+
+  /**
+   * GETs `/latest/<path>` and returns the body text.
+   * @throws ImdsError (status 404 for a missing path, 0 for network errors/timeouts).
+   */
+  async get(path: string): Promise<string> {
+    const token = await this.getToken();
+    const res = await this.fetch(`/latest/${path}`, { headers: { 'X-aws-ec2-metadata-token': token } });
+    if (res.status === 401) {
+      this.token = undefined; // expired or revoked: one fresh try
+      const again = await this.fetch(`/latest/${path}`, { headers: { 'X-aws-ec2-metadata-token': await this.getToken() } });
+      return this.bodyOrThrow(again, path);
+    }
+    return this.bodyOrThrow(res, path);
+  }
+
+  /** Like {@link get} but returns undefined on 404. */
+  async getOptional(path: string): Promise<string | undefined> {
+    try {
+      return await this.get(path);
+    } catch (e) {
+      if (e instanceof ImdsError && e.status === 404) return undefined;
+      throw e;
+    }
+  }
+
+  /** Reads the instance identity. @throws ImdsError */
+  async instance(): Promise<ImdsInstance> {
+    const [instanceId, instanceType, localIpv4, mac, az, doc] = await Promise.all([
+      this.get('meta-data/instance-id'),
+      this.get('meta-data/instance-type'),
+      this.get('meta-data/local-ipv4'),
+      this.get('meta-data/mac'),
+      this.get('meta-data/placement/availability-zone'),
+      this.get('dynamic/instance-identity/document'),
+    ]);
+    let region: string;
+    try {
+      region = String((JSON.parse(doc) as { region?: unknown }).region ?? '');
+    } catch {
+      throw new ImdsError('instance identity document is not JSON', 200, 'dynamic/instance-identity/document');
+    }
+    if (!region) region = az.replace(/[a-z]$/, '');
+    return { instanceId: instanceId.trim(), instanceType: instanceType.trim(), region, availabilityZone: az.trim(), localIpv4: localIpv4.trim(), primaryMac: mac.trim().toLowerCase() };
+  }
+
+  /** Lists the ENIs attached to the instance, by device number. @throws ImdsError */
+  async enis(): Promise<ImdsEni[]> {
+    const macs = lines(await this.get('meta-data/network/interfaces/macs/')).map((m) => m.replace(/\/$/, ''));
+    const out = await Promise.all(macs.map((mac) => this.eni(mac)));
+    return out.sort((a, b) => a.deviceNumber - b.deviceNumber);
+  }
+
+  /** Reads one ENI by MAC. @throws ImdsError */
+  async eni(mac: string): Promise<ImdsEni> {
+    const p = `meta-data/network/interfaces/macs/${mac}/`;
+    const [eniId, dev, subnetId, vpcId, subnetCidr, vpcCidrs, sgs, ipv4s, prefixes] = await Promise.all([
+      this.get(p + 'interface-id'),
+      this.get(p + 'device-number'),
+      this.get(p + 'subnet-id'),
+      this.get(p + 'vpc-id'),
+      this.get(p + 'subnet-ipv4-cidr-block'),
+      this.getOptional(p + 'vpc-ipv4-cidr-blocks'),
+      this.getOptional(p + 'security-group-ids'),
+      this.getOptional(p + 'local-ipv4s'),
+      this.getOptional(p + 'ipv4-prefix'),
+    ]);
+    const deviceNumber = Number.parseInt(dev.trim(), 10);
+    if (!Number.isInteger(deviceNumber)) throw new ImdsError(`device-number of ${mac} is not a number: ${dev}`, 200, p + 'device-number');
+    return {
+      mac: mac.toLowerCase(), eniId: eniId.trim(), deviceNumber, subnetId: subnetId.trim(), vpcId: vpcId.trim(),
+      subnetCidr: subnetCidr.trim(), vpcCidrs: lines(vpcCidrs ?? ''), securityGroupIds: lines(sgs ?? ''),
+      localIpv4s: lines(ipv4s ?? ''), ipv4Prefixes: lines(prefixes ?? ''),
+    };
+  }
+
+  private async getToken(): Promise<string> {
+    if (this.token && this.token.expiresAt > Date.now() + 60_000) return this.token.value;
+    const res = await this.fetch('/latest/api/token', { method: 'PUT', headers: { 'X-aws-ec2-metadata-token-ttl-seconds': String(this.ttlS) } });
+    const value = await this.bodyOrThrow(res, 'api/token');
+    this.token = { value: value.trim(), expiresAt: Date.now() + this.ttlS * 1000 };
+    return this.token.value;
+  }
+
+  private async fetch(path: string, init: RequestInit): Promise<Response> {
+    try {
+      return await fetch(this.base + path, { ...init, signal: AbortSignal.timeout(this.timeoutMs) });
+    } catch (e) {
+      throw new ImdsError(`IMDS ${this.base}${path} unreachable: ${(e as Error).message}`, 0, path);
+    }
+  }
+
+  private async bodyOrThrow(res: Response, path: string): Promise<string> {
+    const text = await res.text();
+    if (!res.ok) throw new ImdsError(`IMDS ${path}: HTTP ${res.status}`, res.status, path);
+    return text;
+  }
+}
+
+function lines(s: string): string[] {
+  return s.split('\n').map((l) => l.trim()).filter((l) => l.length > 0);
+}

@@ -1,0 +1,224 @@
+/**
+ * The pool controller: keeps the warm pool at its targets by calling EC2, beside the
+ * request path (ADD is served from memory; DESIGN §1). It runs one step at a time
+ * (single flight), on a timer, after every ADD/DEL, and when an ADD finds the pool
+ * empty — then the waiting ADDs are counted as extra demand in one coalesced refill.
+ *
+ * Decisions come from the pure `pool/` module; this file only executes them.
+ */
+import type { Datastore } from '../datastore/datastore.js';
+import { Ec2Error, type Ec2Api } from '../cloud/ec2.js';
+import type { Logger } from '../log.js';
+import { planGrow, planShrink, poolCounts, SurplusTracker, type PoolTargets } from '../pool/index.js';
+import type { EniManager } from './eni-manager.js';
+import type { ReleaseGate } from './release-gate.js';
+
+/** An ADD could not get an address within its wait, with the reason in operator terms. */
+export class PoolExhaustedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PoolExhaustedError';
+  }
+}
+
+/** Options of {@link PoolController}. */
+export interface PoolControllerOptions {
+  ds: Datastore;
+  ec2: Ec2Api;
+  enis: EniManager;
+  gate: ReleaseGate;
+  log: Logger;
+  targets: PoolTargets;
+  /** Re-evaluation period when nothing triggers a step (ms). */
+  intervalMs: number;
+  /** How long a surplus must persist before it is released (ms). */
+  shrinkDelayMs: number;
+  /** Minimum ENI age before it may be freed (ms, default 60 000). */
+  minEniAgeMs?: number;
+  now?: () => number;
+}
+
+interface Waiter {
+  resolve: () => void;
+  reject: (e: Error) => void;
+  deadline: number;
+  timer: NodeJS.Timeout;
+}
+
+/** Runs grow/shrink steps against EC2 and wakes ADDs waiting for an address. */
+export class PoolController {
+  private readonly now: () => number;
+  private readonly surplus = new SurplusTracker();
+  private readonly waiters = new Set<Waiter>();
+  private running?: Promise<void>;
+  private again = false;
+  private timer?: NodeJS.Timeout;
+  private cooldownTimer?: NodeJS.Timeout;
+  private stopped = false;
+  /** Last grow failure, for status output. */
+  lastError?: string;
+
+  constructor(private readonly o: PoolControllerOptions) {
+    this.now = o.now ?? Date.now;
+  }
+
+  /** Starts the periodic loop and runs a first step. */
+  start(): void {
+    this.timer = setInterval(() => this.trigger(), this.o.intervalMs);
+    this.timer.unref();
+    this.trigger();
+  }
+
+  /** Stops the loop, fails waiting ADDs, and waits for the step in flight. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    clearTimeout(this.cooldownTimer);
+    for (const w of [...this.waiters]) this.settle(w, new PoolExhaustedError('ipamd is shutting down'));
+    await this.running;
+  }
+
+  /** Schedules a step (coalesced: at most one runs, and one more follows if asked meanwhile). */
+  trigger(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.loop().finally(() => {
+      this.running = undefined;
+    });
+  }
+
+  /** Resolves once a step has finished (for tests and shutdown). */
+  async idle(): Promise<void> {
+    while (this.running) await this.running;
+  }
+
+  /**
+   * Waits until the pool has an available address, for at most `timeoutMs`.
+   * @throws PoolExhaustedError with the reason when the pool cannot grow or time runs out.
+   */
+  waitForAddress(timeoutMs: number): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const w: Waiter = {
+        resolve, reject, deadline: this.now() + timeoutMs,
+        timer: setTimeout(() => this.settle(w, new PoolExhaustedError(`no free IP after waiting ${timeoutMs} ms${this.lastError ? `: ${this.lastError}` : ''}`)), timeoutMs),
+      };
+      this.waiters.add(w);
+      this.trigger();
+    });
+  }
+
+  /** Number of ADDs waiting for an address. */
+  get waiting(): number {
+    return this.waiters.size;
+  }
+
+  private async loop(): Promise<void> {
+    do {
+      this.again = false;
+      try {
+        await this.step();
+      } catch (e) {
+        this.o.log.error({ err: (e as Error).message }, 'pool step failed');
+      }
+    } while (this.again && !this.stopped);
+  }
+
+  private async step(): Promise<void> {
+    const { ds, log } = this.o;
+    const grew = await this.grow();
+    const counts = ds.counts(this.now());
+    if (counts.available > 0) {
+      for (const w of [...this.waiters]) this.settle(w);
+    } else if (this.waiters.size > 0) {
+      this.failOrWaitForCooldown(grew.blocked);
+    }
+    if (this.waiters.size === 0 && !grew.changed) await this.shrink();
+    log.debug({ ...counts, waiting: this.waiters.size }, 'pool step');
+  }
+
+  /** One grow pass: fill existing ENIs, then new ENIs, per the pure plan. */
+  private async grow(): Promise<{ changed: boolean; blocked?: string }> {
+    const { ds, ec2, enis, log, targets } = this.o;
+    const plan = planGrow(ds.poolViews(this.now()), targets, this.waiters.size);
+    let changed = false;
+    let blocked = plan.unmet > 0 ? plan.blockedReason : undefined;
+    try {
+      for (const a of plan.assign) {
+        const ips = await ec2.assignIps(a.eniId, a.count);
+        ds.addIps(a.eniId, ips);
+        changed = true;
+        log.info({ eniId: a.eniId, count: ips.length }, 'assigned secondary IPs');
+      }
+      for (const count of plan.createEnis) {
+        if (enis.attachedCount() >= targets.maxEni) break;
+        await enis.createAndAttach(count);
+        changed = true;
+      }
+      this.lastError = undefined;
+    } catch (e) {
+      const reason = e instanceof Ec2Error ? `${e.action} failed with ${e.code}` : (e as Error).message;
+      this.lastError = reason;
+      blocked = reason;
+      log.warn({ err: (e as Error).message }, 'pool grow failed');
+    }
+    return { changed, ...(blocked ? { blocked } : {}) };
+  }
+
+  /** Releases surplus that stayed surplus for the hysteresis period, unless releases are frozen. */
+  private async shrink(): Promise<void> {
+    const { ds, ec2, enis, gate, log, targets } = this.o;
+    const now = this.now();
+    const views = ds.poolViews(now);
+    const counts = poolCounts(views, targets);
+    this.surplus.observe(counts.over, now);
+    let budget = this.surplus.releasable(now, this.o.shrinkDelayMs);
+    if (budget <= 0 || gate.frozen) return;
+    const plan = planShrink(views, targets, now, this.o.minEniAgeMs ?? 60_000);
+    for (const u of plan.unassign) {
+      if (budget <= 0 || gate.frozen) break;
+      const ips = ds.reserveForRelease(u.eniId, Math.min(u.count, budget), this.now());
+      if (ips.length === 0) continue;
+      try {
+        await ec2.unassignIps(u.eniId, ips);
+      } catch (e) {
+        ds.cancelRelease(ips);
+        log.warn({ eniId: u.eniId, err: (e as Error).message }, 'unassign failed; IPs kept in the pool');
+        return;
+      }
+      const kept = ds.removeIps(ips, this.now());
+      budget -= ips.length - kept.length;
+      log.info({ eniId: u.eniId, ips }, 'released surplus secondary IPs');
+    }
+    for (const eniId of plan.deleteEnis) {
+      if (gate.frozen) break;
+      try {
+        await enis.free(eniId);
+      } catch (e) {
+        log.warn({ eniId, err: (e as Error).message }, 'freeing ENI failed; will retry');
+      }
+    }
+  }
+
+  private failOrWaitForCooldown(blocked: string | undefined): void {
+    const now = this.now();
+    const coolEnd = this.o.ds.nextCooldownEnd(now);
+    for (const w of [...this.waiters]) {
+      if (coolEnd !== undefined && coolEnd <= w.deadline) continue;
+      if (blocked) this.settle(w, new PoolExhaustedError(`no free IP and the pool cannot grow: ${blocked}`));
+    }
+    if (coolEnd !== undefined && this.waiters.size > 0) {
+      clearTimeout(this.cooldownTimer);
+      this.cooldownTimer = setTimeout(() => this.trigger(), Math.max(0, coolEnd - now) + 5);
+    }
+  }
+
+  private settle(w: Waiter, err?: Error): void {
+    if (!this.waiters.delete(w)) return;
+    clearTimeout(w.timer);
+    if (err) w.reject(err);
+    else w.resolve();
+  }
+}

@@ -1,0 +1,104 @@
+/**
+ * Wires ipamd together: discovery → datastore → checkpoint restore → pool controller →
+ * gRPC server → introspection. `main.ts` only parses the environment and handles
+ * signals; everything with a lifetime is started and stopped here.
+ */
+import type http from 'node:http';
+import { CheckpointWriter, loadCheckpoint, readBootId, type CheckpointData } from './checkpoint/index.js';
+import type { IpamdConfig } from './config.js';
+import { EniManager } from './controller/eni-manager.js';
+import { PoolController } from './controller/pool-controller.js';
+import { ReleaseGate } from './controller/release-gate.js';
+import { Datastore } from './datastore/datastore.js';
+import type { Logger } from './log.js';
+import { startIntrospection } from './observability/introspection.js';
+import { poolCounts, type PoolTargets } from './pool/index.js';
+import { RpcServer } from './rpc/server.js';
+import { IpamService } from './service/ipam-service.js';
+import { discoverNode, loadInventory } from './startup/discover.js';
+import { restoreFromCheckpoint } from './startup/restore-checkpoint.js';
+
+/** A running daemon. */
+export interface Daemon {
+  ds: Datastore;
+  gate: ReleaseGate;
+  pool: PoolController;
+  /** Stops taking new RPCs, finishes in-flight ones (up to `graceMs`), flushes the checkpoint. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/**
+ * Starts ipamd with a validated config.
+ * @throws Error when discovery fails after its retries, the socket is taken by a live
+ *         ipamd, or a setting cannot work on this instance (the message says which).
+ */
+export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Daemon> {
+  if (config.enablePrefixDelegation) {
+    throw new Error('ENABLE_PREFIX_DELEGATION=true is not supported by this build yet; accepted value: false');
+  }
+  const t0 = Date.now();
+  const bootId = readBootId();
+  const inv = await discoverNode({ imdsEndpoint: config.imdsEndpoint, ...(config.ec2Endpoint ? { ec2Endpoint: config.ec2Endpoint } : {}), log });
+  const ds = new Datastore(config.ipCooldownMs);
+  loadInventory(ds, inv, Date.now());
+
+  const gate = new ReleaseGate();
+  gate.onChange((frozen, reasons) => (frozen ? log.warn({ reasons }, 'releases frozen') : log.info('releases unfrozen')));
+  const load = await loadCheckpoint(config.checkpointPath);
+  restoreFromCheckpoint({ load, bootId, ds, gate, log, path: config.checkpointPath, now: Date.now() });
+  const snapshot = (): CheckpointData => ({ version: 1, bootId, allocations: ds.allocations(), cooldown: ds.coolingEntries(Date.now()) });
+  const writer = new CheckpointWriter(config.checkpointPath, snapshot);
+  await writer.commit();
+
+  const maxEni = Math.min(config.maxEni ?? inv.limits.maxEnis, inv.limits.maxEnis);
+  const targets: PoolTargets = {
+    warmEniTarget: config.warmEniTarget, maxEni,
+    ...(config.warmIpTarget !== undefined ? { warmIpTarget: config.warmIpTarget } : {}),
+    ...(config.minimumIpTarget !== undefined ? { minimumIpTarget: config.minimumIpTarget } : {}),
+  };
+  const enis = new EniManager({
+    ec2: inv.ec2, ds, gate, log,
+    instance: {
+      instanceId: inv.instance.instanceId, subnetId: inv.primary.subnetId, subnetCidr: inv.primary.subnetCidr,
+      securityGroupIds: inv.primary.securityGroupIds, maxEnis: maxEni, ipsPerEni: inv.limits.ipv4PerEni - 1,
+    },
+    ...(config.clusterName ? { clusterName: config.clusterName } : {}),
+    additionalTags: config.additionalEniTags,
+    unmanagedDeviceIndexes: new Set(inv.unmanaged.map((e) => e.attachment?.deviceIndex ?? -1)),
+  });
+  const pool = new PoolController({ ds, ec2: inv.ec2, enis, gate, log, targets, intervalMs: config.poolIntervalMs, shrinkDelayMs: config.shrinkDelayMs });
+  const service = new IpamService({ ds, pool, persist: () => writer.commit(), log, addWaitTimeoutMs: config.addWaitTimeoutMs });
+  const rpc = new RpcServer({ socketPath: config.socketPath, service, log, vpcCidrs: () => inv.vpcCidrs, externalSnat: config.externalSnat });
+
+  const status = () => {
+    const now = Date.now();
+    return {
+      instanceId: inv.instance.instanceId, instanceType: inv.instance.instanceType,
+      counts: ds.counts(now), pool: poolCounts(ds.poolViews(now), targets), targets,
+      enis: ds.poolViews(now), releasesFrozen: gate.frozen, freezeReasons: gate.describe(),
+      waitingAdds: pool.waiting, lastPoolError: pool.lastError ?? null, vpcCidrs: inv.vpcCidrs,
+    };
+  };
+  let introspection: http.Server | undefined;
+  let introspectionPort: number | undefined;
+  if (!config.disableIntrospection) {
+    const started = await startIntrospection(config.introspectionBindAddress, { status, allocations: () => ds.allocations() });
+    introspection = started.server;
+    introspectionPort = started.port;
+  }
+  await rpc.listen();
+  if (config.disableNetworkResourceProvisioning) log.warn('DISABLE_NETWORK_RESOURCE_PROVISIONING=true: the warm pool is not managed; serving only what the ENIs already hold');
+  else pool.start();
+  log.info({ socket: config.socketPath, introspectionPort, startupMs: Date.now() - t0, ...status().counts }, 'ipamd serving');
+
+  return {
+    ds, gate, pool,
+    async stop(graceMs = 10_000) {
+      await rpc.shutdown(graceMs);
+      await pool.stop();
+      await writer.flush();
+      await new Promise<void>((r) => (introspection ? introspection.close(() => r()) : r()));
+      log.info('ipamd stopped');
+    },
+  };
+}

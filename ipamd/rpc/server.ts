@@ -1,0 +1,162 @@
+/**
+ * ipamd's gRPC server: `eniipam.v1.CNIBackend` (proto/ipam.proto) and the standard
+ * `grpc.health.v1.Health` service (grpc-health-check), on a Unix socket (DESIGN §3:
+ * mode 0660, stale socket removed at start, refused if another ipamd is listening).
+ *
+ * Status codes: FAILED_PRECONDITION for API version skew, INVALID_ARGUMENT for a
+ * request missing its key, RESOURCE_EXHAUSTED when no IP could be had within the
+ * bounded wait, UNAVAILABLE while shutting down or not ready, INTERNAL otherwise.
+ */
+import { promises as fs } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { HealthImplementation } from 'grpc-health-check';
+import {
+  CNI_BACKEND_SERVICE, IPAM_API_VERSION, IPAM_PROTO_PATH,
+  type AddNetworkReply, type AddNetworkRequest, type DelNetworkReply, type DelNetworkRequest, type NetworkRequestIds,
+} from '../../proto/ipam.js';
+import type { Logger } from '../log.js';
+import { PoolExhaustedError } from '../controller/pool-controller.js';
+import { NotReadyError, type IpamService } from '../service/ipam-service.js';
+
+/** Options of {@link RpcServer}. */
+export interface RpcServerOptions {
+  socketPath: string;
+  service: IpamService;
+  log: Logger;
+  vpcCidrs: () => string[];
+  externalSnat: boolean;
+  /** Called with each RPC's verb, outcome ("ok" or a status name) and latency in ms. */
+  observe?: (verb: 'add' | 'del', outcome: string, ms: number) => void;
+}
+
+class RpcError extends Error {
+  constructor(readonly code: grpc.status, message: string) {
+    super(message);
+  }
+}
+
+/** The gRPC front of ipamd. */
+export class RpcServer {
+  private readonly server = new grpc.Server();
+  private readonly health = new HealthImplementation({ '': 'NOT_SERVING', [CNI_BACKEND_SERVICE]: 'NOT_SERVING' });
+  private draining = false;
+
+  constructor(private readonly o: RpcServerOptions) {
+    const def = protoLoader.loadSync(IPAM_PROTO_PATH, { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true });
+    const pkg = grpc.loadPackageDefinition(def) as unknown as { eniipam: { v1: { CNIBackend: { service: grpc.ServiceDefinition } } } };
+    this.server.addService(pkg.eniipam.v1.CNIBackend.service, {
+      AddNetwork: this.unary('add', (req: AddNetworkRequest) => this.addNetwork(req)),
+      DelNetwork: this.unary('del', (req: DelNetworkRequest) => this.delNetwork(req)),
+    });
+    this.health.addToServer(this.server);
+  }
+
+  /**
+   * Binds the Unix socket (creating its directory 0750), sets mode 0660, reports SERVING.
+   * @throws Error if another process is already serving on the socket.
+   */
+  async listen(): Promise<void> {
+    const sock = this.o.socketPath;
+    await fs.mkdir(path.dirname(sock), { recursive: true, mode: 0o750 });
+    await removeStaleSocket(sock);
+    await new Promise<void>((resolve, reject) => {
+      this.server.bindAsync(`unix://${sock}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve()));
+    });
+    await fs.chmod(sock, 0o660);
+    this.health.setStatus('', 'SERVING');
+    this.health.setStatus(CNI_BACKEND_SERVICE, 'SERVING');
+  }
+
+  /**
+   * Stops taking new RPCs (health NOT_SERVING, new calls UNAVAILABLE) and resolves when
+   * the in-flight ones have finished, or after `graceMs` (then they are cancelled).
+   */
+  async shutdown(graceMs: number): Promise<void> {
+    this.draining = true;
+    this.health.setStatus('', 'NOT_SERVING');
+    this.health.setStatus(CNI_BACKEND_SERVICE, 'NOT_SERVING');
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(() => {
+        this.server.forceShutdown();
+        resolve();
+      }, graceMs);
+      this.server.tryShutdown(() => {
+        clearTimeout(t);
+        resolve();
+      });
+    });
+    await fs.rm(this.o.socketPath, { force: true });
+  }
+
+  private async addNetwork(req: AddNetworkRequest): Promise<AddNetworkReply> {
+    checkRequest(req);
+    const r = await this.o.service.add({
+      networkName: req.network_name, containerID: req.container_id, ifName: req.if_name, netns: req.netns,
+      ...(req.k8s_pod_name ? { pod: { name: req.k8s_pod_name, namespace: req.k8s_pod_namespace, uid: req.k8s_pod_uid } } : {}),
+    });
+    return {
+      success: true, ipv4_addr: r.allocation.ipv4, ipv6_addr: '', device_number: r.eni.deviceNumber,
+      route_table_id: r.routeTableId, vpc_v4_cidrs: this.o.vpcCidrs(), use_external_snat: this.o.externalSnat,
+      eni_id: r.eni.eniId, message: r.existing ? 'already assigned' : '',
+    };
+  }
+
+  private async delNetwork(req: DelNetworkRequest): Promise<DelNetworkReply> {
+    checkRequest(req);
+    const r = await this.o.service.del({ networkName: req.network_name, containerID: req.container_id, ifName: req.if_name }, req.reason || 'unspecified');
+    return {
+      success: true, released: r.released, ipv4_addr: r.allocation?.ipv4 ?? '', device_number: r.eni?.deviceNumber ?? 0,
+      route_table_id: r.routeTableId ?? 0, message: r.released ? '' : 'no IP held by this container',
+    };
+  }
+
+  private unary<Req, Rep>(verb: 'add' | 'del', fn: (req: Req) => Promise<Rep>): grpc.handleUnaryCall<Req, Rep> {
+    return (call, cb) => {
+      const t0 = performance.now();
+      if (this.draining) {
+        this.o.observe?.(verb, 'UNAVAILABLE', 0);
+        cb({ code: grpc.status.UNAVAILABLE, details: 'ipamd is shutting down' });
+        return;
+      }
+      fn(call.request).then(
+        (rep) => {
+          this.o.observe?.(verb, 'ok', performance.now() - t0);
+          cb(null, rep);
+        },
+        (e: Error) => {
+          const code = e instanceof RpcError ? e.code
+            : e instanceof PoolExhaustedError ? grpc.status.RESOURCE_EXHAUSTED
+              : e instanceof NotReadyError ? grpc.status.UNAVAILABLE : grpc.status.INTERNAL;
+          this.o.observe?.(verb, grpc.status[code] ?? String(code), performance.now() - t0);
+          if (code === grpc.status.INTERNAL) this.o.log.error({ verb, err: e.message }, 'RPC failed');
+          cb({ code, details: e.message });
+        },
+      );
+    };
+  }
+}
+
+function checkRequest(req: NetworkRequestIds): void {
+  if (req.api_version !== IPAM_API_VERSION) {
+    throw new RpcError(grpc.status.FAILED_PRECONDITION, `plugin speaks ipam API version ${req.api_version || 'unknown'} (client ${req.client_version || 'unknown'}); this ipamd speaks version ${IPAM_API_VERSION}: upgrade the plugin and ipamd together`);
+  }
+  const missing = (['container_id', 'if_name', 'network_name'] as const).filter((f) => !req[f]);
+  if (missing.length) throw new RpcError(grpc.status.INVALID_ARGUMENT, `request lacks ${missing.join(', ')}`);
+}
+
+/** Removes a leftover socket file; refuses if a live server still answers on it. */
+async function removeStaleSocket(sock: string): Promise<void> {
+  const st = await fs.lstat(sock).catch(() => undefined);
+  if (!st) return;
+  if (!st.isSocket()) throw new Error(`${sock} exists and is not a socket; refusing to replace it`);
+  const alive = await new Promise<boolean>((resolve) => {
+    const c = net.connect(sock);
+    c.once('connect', () => { c.destroy(); resolve(true); });
+    c.once('error', () => resolve(false));
+  });
+  if (alive) throw new Error(`another process is serving on ${sock}; is ipamd already running?`);
+  await fs.rm(sock, { force: true });
+}

@@ -1,0 +1,131 @@
+/**
+ * The request path of ipamd, independent of gRPC: ADD assigns from memory and makes
+ * the change durable before answering; DEL releases into cooldown the same way.
+ * A failed checkpoint write undoes the change and fails the request (DESIGN §1 step 3).
+ */
+import type { Datastore } from '../datastore/datastore.js';
+import type { Allocation, AllocationKey, EniInfo, PodRef } from '../datastore/types.js';
+import type { Logger } from '../log.js';
+import { PoolExhaustedError, type PoolController } from '../controller/pool-controller.js';
+
+/** Route table id of the main table (pods on the primary ENI). */
+const MAIN_TABLE = 254;
+
+/** What ADD needs beyond the key. */
+export interface AddRequest extends AllocationKey {
+  pod?: PodRef;
+  netns?: string;
+}
+
+/** Successful ADD. */
+export interface AddResult {
+  allocation: Allocation;
+  eni: EniInfo;
+  routeTableId: number;
+  /** True when the key already held this address (repeated ADD). */
+  existing: boolean;
+}
+
+/** Result of DEL; `released` is false for a key that held nothing. */
+export interface DelResult {
+  released: boolean;
+  allocation?: Allocation;
+  eni?: EniInfo;
+  routeTableId?: number;
+}
+
+/** The address cannot be served now (the gRPC layer maps this to UNAVAILABLE). */
+export class NotReadyError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'NotReadyError';
+  }
+}
+
+/** Options of {@link IpamService}. */
+export interface IpamServiceOptions {
+  ds: Datastore;
+  pool: PoolController;
+  /** Makes the datastore's current state durable (checkpoint group commit). */
+  persist: () => Promise<void>;
+  log: Logger;
+  /** Bounded wait for an address when the pool is empty (ms). */
+  addWaitTimeoutMs: number;
+  now?: () => number;
+}
+
+/** Route table of an ENI: main for the primary ENI, device number + 1 otherwise (DESIGN §7). */
+export function routeTableFor(eni: EniInfo): number {
+  return eni.isPrimary ? MAIN_TABLE : eni.deviceNumber + 1;
+}
+
+/** ADD/DEL semantics over the datastore, the checkpoint and the pool controller. */
+export class IpamService {
+  private readonly now: () => number;
+
+  constructor(private readonly o: IpamServiceOptions) {
+    this.now = o.now ?? Date.now;
+  }
+
+  /**
+   * Assigns an address to the key (idempotent), waiting up to `addWaitTimeoutMs` on a
+   * coalesced refill when the pool is empty.
+   * @throws PoolExhaustedError (no address within the wait, with the reason),
+   *         NotReadyError (restored address not yet visible on an ENI),
+   *         Error (checkpoint write failed; the assignment was rolled back).
+   */
+  async add(req: AddRequest): Promise<AddResult> {
+    const { ds, pool, log } = this.o;
+    const deadline = this.now() + this.o.addWaitTimeoutMs;
+    for (;;) {
+      const r = ds.assign(req, req.pod, this.now());
+      if (r.kind === 'pending') throw new NotReadyError(`address ${r.allocation.ipv4} restored for this container is not yet visible on any ENI; retry`);
+      if (r.kind === 'existing') {
+        return { allocation: r.allocation, eni: r.eni, routeTableId: routeTableFor(r.eni), existing: true };
+      }
+      if (r.kind === 'assigned') {
+        try {
+          await this.o.persist();
+        } catch (e) {
+          ds.rollbackAssign(r.allocation);
+          log.error({ err: (e as Error).message, ip: r.allocation.ipv4 }, 'checkpoint write failed; assignment rolled back');
+          throw new Error(`could not persist the assignment: ${(e as Error).message}`);
+        }
+        pool.trigger();
+        log.info({ ip: r.allocation.ipv4, eniId: r.eni.eniId, containerID: req.containerID, pod: req.pod }, 'assigned IP');
+        return { allocation: r.allocation, eni: r.eni, routeTableId: routeTableFor(r.eni), existing: false };
+      }
+      const left = deadline - this.now();
+      if (left <= 0) {
+        throw new PoolExhaustedError(`no free IP within ${this.o.addWaitTimeoutMs} ms${pool.lastError ? `: ${pool.lastError}` : ''}`);
+      }
+      log.info({ containerID: req.containerID, waitMs: left }, 'pool empty: waiting for a refill');
+      await pool.waitForAddress(left);
+    }
+  }
+
+  /**
+   * Releases the key's address into cooldown. A key holding nothing succeeds with
+   * `released: false`. @throws Error if the release could not be made durable (then
+   * the allocation is put back, so a retried DEL finds it).
+   */
+  async del(key: AllocationKey, reason: string): Promise<DelResult> {
+    const { ds, log } = this.o;
+    const a = ds.release(key, this.now());
+    if (!a) {
+      log.debug({ containerID: key.containerID, reason }, 'DEL for a container holding no IP');
+      return { released: false };
+    }
+    try {
+      await this.o.persist();
+    } catch (e) {
+      ds.rollbackRelease(a);
+      log.error({ err: (e as Error).message, ip: a.ipv4 }, 'checkpoint write failed; release rolled back');
+      throw new Error(`could not persist the release: ${(e as Error).message}`);
+    }
+    this.o.pool.trigger();
+    const eni = ds.getEni(a.eniId);
+    log.info({ ip: a.ipv4, eniId: a.eniId, containerID: key.containerID, reason }, 'released IP');
+    return { released: true, allocation: a, ...(eni ? { eni, routeTableId: routeTableFor(eni) } : {}) };
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * Start-up discovery: who this instance is (IMDSv2), its network limits
+ * (DescribeInstanceTypes) and its attached ENIs — read from IMDS, then confirmed with
+ * one DescribeNetworkInterfaces filtered by `attachment.instance-id`, because IMDS is
+ * eventually consistent and EC2 is the truth (DESIGN §4 rule 4).
+ */
+import pRetry from 'p-retry';
+import { Ec2Api, type Ec2CallObserver, type Ec2Eni, type InstanceTypeLimits } from '../cloud/ec2.js';
+import { ImdsClient, type ImdsEni, type ImdsInstance } from '../cloud/imds.js';
+import type { Datastore } from '../datastore/datastore.js';
+import type { Logger } from '../log.js';
+import { isOurEni, TAG_CREATED_AT } from '../controller/eni-manager.js';
+
+/** What discovery found. */
+export interface NodeInventory {
+  instance: ImdsInstance;
+  limits: InstanceTypeLimits;
+  /** The primary ENI as IMDS describes it (subnet, security groups, VPC CIDRs). */
+  primary: ImdsEni;
+  vpcCidrs: string[];
+  /** Attached ENIs ipamd manages (primary + ours), as EC2 describes them. */
+  managed: Ec2Eni[];
+  /** Attached ENIs we must not touch (untagged or no_manage=true). */
+  unmanaged: Ec2Eni[];
+  ec2: Ec2Api;
+}
+
+/** Options of {@link discoverNode}. */
+export interface DiscoverOptions {
+  imdsEndpoint: string;
+  ec2Endpoint?: string;
+  log: Logger;
+  observeEc2?: Ec2CallObserver;
+  /** Attempts for the IMDS/EC2 reads before giving up (default 8, backoff 0.5 s → 8 s). */
+  retries?: number;
+}
+
+/**
+ * Discovers the instance and its ENIs.
+ * @throws Error (after retries) if IMDS or EC2 cannot be read: ipamd cannot run blind.
+ */
+export async function discoverNode(o: DiscoverOptions): Promise<NodeInventory> {
+  const imds = new ImdsClient({ endpoint: o.imdsEndpoint });
+  const retry = <T>(what: string, fn: () => Promise<T>) => pRetry(fn, {
+    retries: o.retries ?? 8, minTimeout: 500, maxTimeout: 8000, randomize: true,
+    onFailedAttempt: (e) => o.log.warn({ what, attempt: e.attemptNumber, err: e.message }, 'discovery read failed; retrying'),
+  });
+  const instance = await retry('IMDS instance', () => imds.instance());
+  const imdsEnis = await retry('IMDS ENIs', () => imds.enis());
+  const primary = imdsEnis.find((e) => e.mac === instance.primaryMac) ?? imdsEnis.find((e) => e.deviceNumber === 0);
+  if (!primary) throw new Error(`IMDS lists no primary ENI (mac ${instance.primaryMac})`);
+  const ec2 = new Ec2Api({ region: instance.region, ...(o.ec2Endpoint ? { endpoint: o.ec2Endpoint } : {}), ...(o.observeEc2 ? { observe: o.observeEc2 } : {}) });
+  const limits = await retry('DescribeInstanceTypes', () => ec2.instanceTypeLimits(instance.instanceType));
+  const attached = await retry('DescribeNetworkInterfaces', () => ec2.describeEnisByFilters({ 'attachment.instance-id': [instance.instanceId] }));
+
+  const managed: Ec2Eni[] = [];
+  const unmanaged: Ec2Eni[] = [];
+  for (const eni of attached.sort((a, b) => (a.attachment?.deviceIndex ?? 0) - (b.attachment?.deviceIndex ?? 0))) {
+    if (eni.attachment?.deviceIndex === 0 || isOurEni(eni, instance.instanceId)) managed.push(eni);
+    else unmanaged.push(eni);
+  }
+  const ec2Ids = new Set(attached.map((e) => e.eniId));
+  for (const e of imdsEnis) {
+    if (!ec2Ids.has(e.eniId)) o.log.warn({ eniId: e.eniId, mac: e.mac }, 'IMDS lists an ENI that EC2 does not show attached; ignored');
+  }
+  for (const e of unmanaged) o.log.info({ eniId: e.eniId, deviceIndex: e.attachment?.deviceIndex }, 'attached ENI not managed by eni-ipam (untagged or no_manage); left alone');
+  o.log.info({ instanceId: instance.instanceId, instanceType: instance.instanceType, maxEnis: limits.maxEnis, ipv4PerEni: limits.ipv4PerEni, managed: managed.map((e) => e.eniId) }, 'discovered instance');
+  return { instance, limits, primary, vpcCidrs: primary.vpcCidrs.length ? primary.vpcCidrs : [primary.subnetCidr], managed, unmanaged, ec2 };
+}
+
+/** Puts the managed ENIs and their secondary IPs (as EC2 reports them) into the datastore. */
+export function loadInventory(ds: Datastore, inv: NodeInventory, now: number): void {
+  for (const eni of inv.managed) {
+    const dev = eni.attachment?.deviceIndex ?? 0;
+    const created = Date.parse(eni.tags[TAG_CREATED_AT] ?? '');
+    ds.upsertEni({
+      eniId: eni.eniId, mac: eni.mac, deviceNumber: dev, subnetId: eni.subnetId,
+      // ENIs are created in the primary ENI's subnet (custom networking is out of scope).
+      subnetCidr: inv.primary.subnetCidr,
+      primaryIp: eni.primaryIp, isPrimary: dev === 0, createdAtMs: Number.isFinite(created) ? created : now,
+      capacity: inv.limits.ipv4PerEni - 1,
+    });
+    ds.addIps(eni.eniId, eni.secondaryIps);
+  }
+}

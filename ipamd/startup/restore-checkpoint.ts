@@ -1,0 +1,63 @@
+/**
+ * Restores allocations from the checkpoint into the datastore (DESIGN §3, §4).
+ *
+ * - Same boot: every allocation is re-created; cooldown entries too.
+ * - Another boot: no sandbox survives a reboot, so the allocations are dropped and
+ *   their IPs stay in the warm pool (still assigned in EC2; nothing is released here).
+ * - Missing or corrupt file while the ENIs already hold secondary IPs: nobody can vouch
+ *   for those IPs being free, so releases are frozen (source "checkpoint") until a
+ *   runtime source does. A fresh node (no secondary IP anywhere) needs no freeze.
+ */
+import type { CheckpointData, CheckpointLoad } from '../checkpoint/index.js';
+import type { Datastore } from '../datastore/datastore.js';
+import type { ReleaseGate } from '../controller/release-gate.js';
+import type { Logger } from '../log.js';
+
+/** Outcome counts of a restore, for logs and tests. */
+export interface CheckpointRestoreSummary {
+  kind: CheckpointLoad['kind'] | 'other-boot';
+  restored: number;
+  pending: number;
+  conflicts: number;
+  dropped: number;
+}
+
+/** Applies a loaded checkpoint to the datastore and the release gate. */
+export function restoreFromCheckpoint(p: {
+  load: CheckpointLoad; bootId: string; ds: Datastore; gate: ReleaseGate; log: Logger; path: string; now: number;
+}): CheckpointRestoreSummary {
+  const { load, ds, gate, log } = p;
+  const sum: CheckpointRestoreSummary = { kind: load.kind, restored: 0, pending: 0, conflicts: 0, dropped: 0 };
+  if (load.kind !== 'ok') {
+    const held = ds.counts(p.now).total;
+    const why = load.kind === 'missing' ? `no checkpoint at ${p.path}` : `checkpoint was corrupt (${load.reason}; kept at ${load.movedTo})`;
+    if (load.kind === 'corrupt') log.error({ reason: load.reason, movedTo: load.movedTo }, 'checkpoint corrupt: moved aside, rebuilding state');
+    if (held > 0) {
+      gate.freeze('checkpoint', `${why} while the ENIs hold ${held} secondary IPs that pods may be using`);
+      log.warn({ held }, `${why}: releases frozen until a source vouches for the IPs in use`);
+    } else {
+      log.info(`${why}; fresh node, nothing to restore`);
+    }
+    return sum;
+  }
+  const data: CheckpointData = load.data;
+  if (data.bootId !== p.bootId) {
+    sum.kind = 'other-boot';
+    sum.dropped = data.allocations.length;
+    log.info({ checkpointBoot: data.bootId, bootId: p.bootId, allocations: data.allocations.length }, 'checkpoint is from a previous boot: no sandbox survives a reboot, its IPs return to the warm pool (still assigned in EC2)');
+    return sum;
+  }
+  for (const a of data.allocations) {
+    const r = ds.restoreAllocation({ ...a });
+    if (r === 'restored') sum.restored++;
+    else if (r === 'pending') sum.pending++;
+    else {
+      sum.conflicts++;
+      log.error({ allocation: a, result: r }, 'checkpoint allocation conflicts with another; kept the first');
+    }
+  }
+  for (const c of data.cooldown) ds.restoreCooldown(c.ip, c.releasedAt);
+  if (sum.pending > 0) log.warn({ pending: ds.pendingAllocations().map((a) => a.ipv4) }, 'restored allocations whose IP EC2 does not show on our ENIs: kept, never handed out');
+  log.info({ restored: sum.restored, pending: sum.pending, conflicts: sum.conflicts }, 'restored allocations from checkpoint');
+  return sum;
+}
