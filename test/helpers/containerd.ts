@@ -1,0 +1,353 @@
+/**
+ * A private containerd 1.6 with the CRI plugin for integration tests, standing for a
+ * node's container runtime. All of its state (root, state, sockets, config, log) lives
+ * under one base dir, and it runs inside a caller-created "node" network namespace
+ * (entered with `nsenter --net=<path>` only: the mount namespace stays the host's, so
+ * the `/var/run/netns/cni-*` pod netns it creates are visible to the test), so CNI
+ * plugins it runs never touch the real host network.
+ *
+ * Facts this relies on (measured on Debian 12, containerd 1.6.20):
+ * - `restrict_oom_score_adj = true` is required when root lacks CAP_SYS_RESOURCE,
+ *   otherwise every RunPodSandbox fails with "can't get final child's PID from pipe".
+ * - containerd passes its whole environment to CNI plugins, so NODE_EXTRA_CA_CERTS is
+ *   removed from it (it slows every Node-based plugin start by ~130 ms).
+ * - shim sockets (/run/containerd/s) and the runc root (/run/containerd/runc) are
+ *   hard-coded outside the base dir; stop() cleans them up through the CRI.
+ *
+ * Needs the Debian packages containerd, runc, util-linux and gcc + libc6-dev
+ * (`bash scripts/ensure-deps.sh --containerd` installs them).
+ */
+import { execFile, spawn } from 'node:child_process';
+import { closeSync, existsSync, openSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { mkdir, readFile, rm, rmdir, unlink, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { CriTestClient } from './cri-client.js';
+import { buildPauseImage, type PauseImage } from './pause-image.js';
+
+const run = promisify(execFile);
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Options of startContainerd. */
+export interface ContainerdOptions {
+  /** Directory holding everything of this containerd; created if missing, deleted by stop(). */
+  baseDir: string;
+  /** Node network namespace, `/var/run/netns/<name>`, created (and later deleted) by the caller. */
+  nodeNetnsPath: string;
+  /** CNI `bin_dir` (must contain `loopback` plus the plugins the conflist names). */
+  cniBinDir: string;
+  /** CNI `conf_dir`; the CRI plugin loads the first conflist by name and reloads on write/rename in it. */
+  cniConfDir: string;
+  /** containerd log level (default `info`). */
+  logLevel?: string;
+  /** Where the pause image tarball is cached (see buildPauseImage). */
+  pauseCacheDir?: string;
+  /** How long to wait for the CRI socket to answer, ms (default 30 000). */
+  startTimeoutMs?: number;
+}
+
+/** A running private containerd. */
+export interface Containerd {
+  /** Absolute path of the gRPC socket (CRI runtime.v1 + containerd API). */
+  socket: string;
+  /** PID of the containerd process. */
+  pid: number;
+  /** containerd's stdout/stderr log. */
+  logFile: string;
+  /** The sandbox image it is pinned to. */
+  pauseImage: PauseImage;
+  /**
+   * Removes every sandbox (CRI StopPodSandbox + RemovePodSandbox), kills containerd and
+   * any shim it left, unmounts everything under baseDir, removes the pod netns mounts
+   * its sandboxes used, deletes baseDir and the cgroups/run dirs it created.
+   * Idempotent; safe to call after a failed start.
+   * @throws Error listing what could not be cleaned up.
+   */
+  stop(): Promise<void>;
+}
+
+/** Absolute path of `cmd` on PATH (plus the sbin dirs), or undefined. */
+function which(cmd: string): string | undefined {
+  const dirs = [...(process.env['PATH'] ?? '').split(':'), '/usr/sbin', '/sbin', '/usr/bin', '/bin'];
+  for (const d of dirs) {
+    const p = path.join(d, cmd);
+    try {
+      if (statSync(p).isFile()) return p;
+    } catch { /* not here */ }
+  }
+  return undefined;
+}
+
+/**
+ * Throws a clear error if the containerd toolchain is missing.
+ * @throws Error naming the missing commands and the script that installs them.
+ */
+export function assertContainerdTools(): void {
+  const missing = ['containerd', 'containerd-shim-runc-v2', 'runc', 'ctr', 'nsenter', 'umount', 'gcc', 'tar'].filter((c) => !which(c));
+  if (missing.length) throw new Error(`missing ${missing.join(', ')}: run \`bash scripts/ensure-deps.sh --containerd\` as root`);
+}
+
+/** containerd 1.6 config (schema version 2), everything under baseDir. */
+function configToml(o: ContainerdOptions, socket: string, image: string): string {
+  const q = (s: string): string => JSON.stringify(s);
+  const b = o.baseDir;
+  return `version = 2
+root = ${q(path.join(b, 'root'))}
+state = ${q(path.join(b, 'state'))}
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs",
+  "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.tracing.processor.v1.otlp"]
+[grpc]
+  address = ${q(socket)}
+[ttrpc]
+  address = ${q(`${socket}.ttrpc`)}
+[debug]
+  level = ${q(o.logLevel ?? 'info')}
+[plugins."io.containerd.internal.v1.opt"]
+  path = ${q(path.join(b, 'opt'))}
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = ${q(image)}
+  # root may lack CAP_SYS_RESOURCE: clamp oom_score_adj to containerd's own.
+  restrict_oom_score_adj = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = ${q(o.cniBinDir)}
+    conf_dir = ${q(o.cniConfDir)}
+    max_conf_num = 1
+`;
+}
+
+/** `k8s.io` cgroup dirs (v1 per controller, or v2) that exist now. */
+function k8sCgroupDirs(): Set<string> {
+  const out = new Set<string>();
+  const root = '/sys/fs/cgroup';
+  if (existsSync(path.join(root, 'k8s.io'))) out.add(path.join(root, 'k8s.io'));
+  try {
+    for (const c of readdirSync(root)) {
+      const p = path.join(root, c, 'k8s.io');
+      if (existsSync(p)) out.add(p);
+    }
+  } catch { /* no cgroupfs */ }
+  return out;
+}
+
+/** Removes an (empty-leaved) cgroup tree depth first; cgroup dirs can only be rmdir'ed. */
+async function rmdirTree(dir: string): Promise<void> {
+  let entries: string[] = [];
+  try {
+    entries = readdirSync(dir, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
+  } catch {
+    return;
+  }
+  for (const e of entries) await rmdirTree(path.join(dir, e));
+  await rmdir(dir).catch(() => undefined);
+}
+
+/** PIDs (with cmdline) of every process whose cmdline contains all of `needles`. */
+function findProcesses(needles: string[]): { pid: number; argv: string[] }[] {
+  const out: { pid: number; argv: string[] }[] = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const argv = readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0');
+      const line = argv.join(' ');
+      if (needles.every((n) => line.includes(n))) out.push({ pid: Number(d), argv });
+    } catch { /* exited */ }
+  }
+  return out;
+}
+
+/** Direct children of `pid` (from /proc/<n>/stat field 4). */
+function childrenOf(pid: number): number[] {
+  const out: number[] = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === pid) out.push(Number(d));
+    } catch { /* exited */ }
+  }
+  return out;
+}
+
+/** nsfs inode of a network namespace handle (`/proc/<pid>/ns/net` or a bind mount), or -1. */
+function netnsInode(p: string): number {
+  try {
+    return statSync(p).ino;
+  } catch {
+    return -1;
+  }
+}
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** Mount points under `dir` (from /proc/self/mountinfo, octal escapes decoded), deepest first. */
+function mountsUnder(dir: string): string[] {
+  const prefix = dir.endsWith('/') ? dir : `${dir}/`;
+  return readFileSync('/proc/self/mountinfo', 'utf8').split('\n')
+    .map((l) => l.split(' ')[4])
+    .filter((m): m is string => !!m)
+    .map((m) => m.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8))))
+    .filter((m) => m === dir || m.startsWith(prefix))
+    .sort((a, b) => b.length - a.length);
+}
+
+/**
+ * Starts containerd (CRI plugin) inside the node netns and imports the pause image.
+ * Waits until the CRI `Version` call answers on the socket.
+ * @returns the running containerd; call `stop()` (e.g. in `t.after`) to remove it.
+ * @throws Error (after cleaning up) if a tool is missing, containerd exits or does not
+ *   answer within `startTimeoutMs`, or the image import fails; the message carries the
+ *   tail of containerd's log.
+ */
+export async function startContainerd(o: ContainerdOptions): Promise<Containerd> {
+  assertContainerdTools();
+  if (!existsSync(o.nodeNetnsPath)) throw new Error(`node netns ${o.nodeNetnsPath} does not exist (create it with ip netns add)`);
+  const baseDir = path.resolve(o.baseDir);
+  const socket = path.join(baseDir, 'containerd.sock');
+  const logFile = path.join(baseDir, 'containerd.log');
+  const pauseImage = await buildPauseImage(o.pauseCacheDir ? { cacheDir: o.pauseCacheDir } : {});
+  for (const d of ['root', 'state', 'opt']) await mkdir(path.join(baseDir, d), { recursive: true });
+  await writeFile(path.join(baseDir, 'config.toml'), configToml({ ...o, baseDir }, socket, pauseImage.ref));
+
+  const cgroupsBefore = k8sCgroupDirs();
+  const runDirExisted = existsSync('/run/containerd');
+  const env = { ...process.env };
+  delete env['NODE_EXTRA_CA_CERTS'];
+  const logFd = openSync(logFile, 'a');
+  const child = spawn('nsenter', [`--net=${o.nodeNetnsPath}`, 'containerd', '--config', path.join(baseDir, 'config.toml')], {
+    env, stdio: ['ignore', logFd, logFd], detached: true,
+  });
+  closeSync(logFd);
+  child.unref();
+  let exited = false;
+  const exitP = new Promise<void>((resolve) => {
+    child.once('exit', () => { exited = true; resolve(); });
+    child.once('error', () => { exited = true; resolve(); });
+  });
+  const pid = child.pid ?? -1;
+  const netnsSeen = new Set<string>();
+  const netnsInodes = new Set<number>();
+
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => (stopping ??= doStop());
+  async function doStop(): Promise<void> {
+    const problems: string[] = [];
+    // 1. sandboxes through the CRI, remembering their netns.
+    if (!exited && existsSync(socket)) {
+      const cri = new CriTestClient(socket, 30_000);
+      try {
+        for (const sb of await cri.listPodSandbox()) {
+          const ns = await cri.netnsPath(sb.id).catch(() => undefined);
+          if (ns) netnsSeen.add(ns);
+          try {
+            await cri.stopPodSandbox(sb.id);
+            await cri.removePodSandbox(sb.id);
+          } catch (e) {
+            problems.push(`sandbox ${sb.id}: ${(e as Error).message}`);
+          }
+        }
+      } catch (e) {
+        problems.push(`ListPodSandbox: ${(e as Error).message}`);
+      } finally {
+        cri.close();
+      }
+    }
+    // 2. containerd itself.
+    if (!exited && pid > 0) {
+      process.kill(pid, 'SIGTERM');
+      await Promise.race([exitP, sleep(5000)]);
+      if (!exited) {
+        process.kill(pid, 'SIGKILL');
+        await Promise.race([exitP, sleep(2000)]);
+      }
+    }
+    if (pid > 0 && alive(pid) && !exited) problems.push(`containerd pid ${pid} still alive`);
+    // 3. shims left behind (only when step 1 failed): kill the sandbox processes, then the shim.
+    for (const shim of findProcesses(['containerd-shim', '-address', socket])) {
+      for (const c of childrenOf(shim.pid)) {
+        const ino = netnsInode(`/proc/${c}/ns/net`);
+        if (ino > 0) netnsInodes.add(ino);
+        try { process.kill(c, 'SIGKILL'); } catch { /* gone */ }
+      }
+      try { process.kill(shim.pid, 'SIGKILL'); } catch { /* gone */ }
+      const i = shim.argv.indexOf('-id');
+      const id = i >= 0 ? shim.argv[i + 1] : undefined;
+      if (id) await run('runc', ['--root', '/run/containerd/runc/k8s.io', 'delete', '--force', id]).catch(() => undefined);
+    }
+    // The pod netns of sandboxes whose shim had to be killed: /var/run/netns/cni-* bind
+    // mounts of the same namespace (same nsfs inode) as their pause process.
+    if (netnsInodes.size) {
+      const names = existsSync('/var/run/netns') ? readdirSync('/var/run/netns') : [];
+      for (const n of names.filter((x) => x.startsWith('cni-'))) {
+        const p = path.join('/var/run/netns', n);
+        if (netnsInodes.has(netnsInode(p))) netnsSeen.add(p);
+      }
+    }
+    // 4. mounts under baseDir (rootfs overlays, sandbox shm), deepest first.
+    for (const m of mountsUnder(baseDir)) {
+      await run('umount', ['-l', m]).catch((e: Error) => problems.push(`umount ${m}: ${e.message}`));
+    }
+    // 5. pod netns mounts this containerd created and did not remove.
+    for (const ns of netnsSeen) {
+      if (!existsSync(ns)) continue;
+      await run('umount', [ns]).catch(() => undefined);
+      await unlink(ns).catch((e: Error) => problems.push(`rm ${ns}: ${e.message}`));
+    }
+    // 6. files, cgroups, /run/containerd (only if we created it and no containerd is left).
+    await rm(baseDir, { recursive: true, force: true }).catch((e: Error) => problems.push(`rm ${baseDir}: ${e.message}`));
+    for (const c of k8sCgroupDirs()) if (!cgroupsBefore.has(c)) await rmdirTree(c);
+    if (!runDirExisted && findProcesses(['containerd']).filter((p) => /(^|\/)containerd(-shim[^ ]*)?$/.test(p.argv[0] ?? '')).length === 0) {
+      await rm('/run/containerd', { recursive: true, force: true }).catch(() => undefined);
+    }
+    if (problems.length) throw new Error(`containerd cleanup incomplete:\n  ${problems.join('\n  ')}`);
+  }
+
+  const fail = async (why: string): Promise<never> => {
+    const log = await readFile(logFile, 'utf8').catch(() => '');
+    await stop().catch(() => undefined);
+    throw new Error(`${why}\n--- containerd.log (tail) ---\n${log.split('\n').slice(-25).join('\n')}`);
+  };
+
+  // Wait for the CRI plugin to answer.
+  const deadline = Date.now() + (o.startTimeoutMs ?? 30_000);
+  const cri = new CriTestClient(socket, 2000);
+  try {
+    for (;;) {
+      if (exited) return await fail(`containerd exited during start (code ${child.exitCode}, signal ${child.signalCode})`);
+      if (existsSync(socket)) {
+        try {
+          await cri.version();
+          break;
+        } catch { /* not ready yet */ }
+      }
+      if (Date.now() > deadline) return await fail(`containerd did not answer CRI Version on ${socket} within ${o.startTimeoutMs ?? 30_000} ms`);
+      await sleep(100);
+    }
+  } finally {
+    cri.close();
+  }
+
+  try {
+    await run('ctr', ['--address', socket, '-n', 'k8s.io', 'images', 'import', pauseImage.tarPath], { env });
+  } catch (e) {
+    return await fail(`ctr images import ${pauseImage.tarPath} failed: ${(e as { stderr?: string }).stderr ?? (e as Error).message}`);
+  }
+  return { socket, pid, logFile, pauseImage, stop };
+}
