@@ -1,0 +1,79 @@
+/**
+ * Starts the real ipamd binary as a child process (for the demo, tests and benchmarks)
+ * and waits until it logs "ipamd serving". Its JSON log goes to `logFile`.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+/** Path of the compiled daemon entry point. */
+export const IPAMD_PATH = fileURLToPath(new URL('../ipamd/main.js', import.meta.url));
+
+/** A running ipamd child. */
+export interface IpamdProcess {
+  child: ChildProcess;
+  pid: number;
+  /** Port of the introspection endpoint on 127.0.0.1 (in ipamd's network namespace). */
+  introspectionPort: number;
+  /** Fetches `/v1/status` (only from the same network namespace). */
+  status(): Promise<any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  /** Sends SIGTERM and resolves with the exit code (SIGKILL after `graceMs`). */
+  stop(graceMs?: number): Promise<number | null>;
+  /** SIGKILL, as a crash would. */
+  kill9(): Promise<void>;
+  /** Resolves with the exit code when the process ends. */
+  exited: Promise<number | null>;
+}
+
+/**
+ * Spawns ipamd with `env` added to the current environment (NODE_EXTRA_CA_CERTS
+ * removed) and waits up to `timeoutMs` for it to serve.
+ * @throws Error with the log tail if it exits or does not get ready in time.
+ */
+export async function startIpamd(p: { env: NodeJS.ProcessEnv; logFile: string; prefix?: string[]; timeoutMs?: number }): Promise<IpamdProcess> {
+  const env: NodeJS.ProcessEnv = { ...process.env, INTROSPECTION_BIND_ADDRESS: '127.0.0.1:0', DISABLE_METRICS: 'true', ...p.env };
+  delete env.NODE_EXTRA_CA_CERTS;
+  const argv = [...(p.prefix ?? []), process.execPath, IPAMD_PATH];
+  const child = spawn(argv[0]!, argv.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const log = createWriteStream(p.logFile, { flags: 'a' });
+  let tail = '';
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code, sig) => resolve(code ?? (sig ? 128 : null))));
+  const ready = new Promise<number>((resolve, reject) => {
+    let buf = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      log.write(d);
+      buf += d.toString();
+      tail = (tail + d.toString()).slice(-4000);
+      let i;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        try {
+          const o = JSON.parse(line) as { msg?: string; introspectionPort?: number };
+          if (o.msg === 'ipamd serving') resolve(o.introspectionPort ?? 0);
+        } catch { /* not JSON */ }
+      }
+    });
+    child.stderr!.on('data', (d: Buffer) => { log.write(d); tail = (tail + d.toString()).slice(-4000); });
+    void exited.then((code) => reject(new Error(`ipamd exited with ${code} before serving:\n${tail}`)));
+  });
+  const timeoutMs = p.timeoutMs ?? 30_000;
+  let timer: NodeJS.Timeout | undefined;
+  const introspectionPort = await Promise.race([
+    ready,
+    new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`ipamd not serving after ${timeoutMs} ms:\n${tail}`)), timeoutMs); }),
+  ]).catch((e: Error) => { child.kill('SIGKILL'); throw e; }).finally(() => clearTimeout(timer));
+  return {
+    child, pid: child.pid!, introspectionPort, exited,
+    status: async () => (await fetch(`http://127.0.0.1:${introspectionPort}/v1/status`)).json(),
+    stop: async (graceMs = 15_000) => {
+      child.kill('SIGTERM');
+      const t = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      const code = await exited;
+      clearTimeout(t);
+      log.end();
+      return code;
+    },
+    kill9: async () => { child.kill('SIGKILL'); await exited; log.end(); },
+  };
+}

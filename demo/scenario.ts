@@ -1,0 +1,139 @@
+/**
+ * The main job, run inside the network namespace that stands for the node: the
+ * simulated cloud (EC2 + IMDSv2 on this namespace's loopback) as an m5.large, the real
+ * ipamd, N pod namespaces (half `/var/run/netns/<name>`, half `/proc/<pid>/ns/net`),
+ * the real CNI plugin ADD for each, a TCP connect from each pod to the node, a table,
+ * the pool state, DEL for every pod, and a clean teardown.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { SimCloud } from '../sim/index.js';
+import { execPlugin } from './cni-exec.js';
+import { startIpamd, type IpamdProcess } from './ipamd-process.js';
+import { createNamedNetns, createProcNetns, run, tcpSendFrom, type Netns } from './netns.js';
+
+/** Demo settings. */
+export interface ScenarioOptions {
+  pods: number;
+  instanceType: string;
+  /** Keep ipamd serving until SIGINT/SIGTERM instead of running pods. */
+  daemon: boolean;
+  /** Extra environment for ipamd (WARM_IP_TARGET=…). */
+  ipamdEnv: NodeJS.ProcessEnv;
+  print: (line: string) => void;
+}
+
+interface Pod { name: string; ns: Netns; containerId: string; ip?: string; eni?: string; device?: number; tcp?: string }
+
+const NETWORK = 'aws-cni';
+
+/** Runs the scenario; always tears down what it created. Resolves with a process exit code. */
+export async function runScenario(o: ScenarioOptions): Promise<number> {
+  const work = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-demo-'));
+  const sim = new SimCloud({ seed: 1 });
+  const pods: Pod[] = [];
+  let ipamd: IpamdProcess | undefined;
+  let listener: net.Server | undefined;
+  let failed = false;
+  try {
+    await run('ip', ['link', 'set', 'lo', 'up']);
+    await sim.start();
+    const subnet = sim.addSubnet({ cidr: '10.0.0.0/24' });
+    const inst = sim.launchInstance({ instanceType: o.instanceType, subnetId: subnet.subnetId });
+    const nodeIp = inst.privateIpAddress;
+    await run('ip', ['addr', 'replace', `${nodeIp}/32`, 'dev', 'lo']);
+    const socket = path.join(work, 'ipamd.sock');
+    const env = {
+      AWS_EC2_ENDPOINT: sim.ec2Endpoint, AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpoint,
+      ENI_IPAM_SOCKET: socket, ENI_IPAM_CHECKPOINT_PATH: path.join(work, 'ipam.json'), ...o.ipamdEnv,
+    };
+    o.print(`simulated cloud: EC2 ${sim.ec2Endpoint}, IMDS ${sim.imdsEndpoint}, ${o.instanceType} ${inst.instanceId} (node IP ${nodeIp}, subnet ${subnet.cidr})`);
+    ipamd = await startIpamd({ env, logFile: path.join(work, 'ipamd.log') });
+    o.print(`ipamd pid ${ipamd.pid} serving on ${socket} (log: ${path.join(work, 'ipamd.log')})`);
+    const config = { cniVersion: '1.0.0', name: NETWORK, type: 'eni-ipam', ipamdSocket: socket, mtu: 9001 };
+
+    if (o.daemon) {
+      o.print(`daemon mode: ipamd keeps running; Ctrl-C stops it and removes everything.`);
+      o.print(`  plugin config: ${JSON.stringify(config)}`);
+      o.print(`  status: curl http://127.0.0.1:${ipamd.introspectionPort}/v1/status  (inside this network namespace)`);
+      await new Promise<void>((resolve) => { process.once('SIGINT', resolve); process.once('SIGTERM', resolve); });
+      return 0;
+    }
+
+    const seen = new Map<string, string>();
+    listener = net.createServer((s) => {
+      s.once('data', (d) => { seen.set(d.toString().trim(), s.remoteAddress ?? ''); s.end('ok\n'); });
+    });
+    await new Promise<void>((r) => listener!.listen(8080, nodeIp, r));
+
+    for (let i = 0; i < o.pods; i++) {
+      const name = `demo-${i}`;
+      const ns = i % 2 === 0 ? await createNamedNetns(`eni-demo-pod-${i}`) : await createProcNetns(name);
+      pods.push({ name, ns, containerId: randomBytes(32).toString('hex') });
+    }
+    for (const p of pods) {
+      const r = await execPlugin({
+        command: 'ADD', containerId: p.containerId, netns: p.ns.path, ifName: 'eth0', config,
+        args: { IgnoreUnknown: '1', K8S_POD_NAMESPACE: 'default', K8S_POD_NAME: p.name, K8S_POD_INFRA_CONTAINER_ID: p.containerId, K8S_POD_UID: randomUUID() },
+      });
+      if (r.code !== 0) throw new Error(`ADD ${p.name} failed: ${r.stdout}${r.stderr}`);
+      p.ip = String(r.json.ips[0].address).split('/')[0];
+    }
+    const allocs = (await (await fetch(`http://127.0.0.1:${ipamd.introspectionPort}/v1/allocations`)).json()) as Array<{ containerID: string; eniId: string }>;
+    const status = await ipamd.status();
+    const devByEni = new Map<string, number>((status.enis as Array<{ eniId: string; deviceNumber: number }>).map((e) => [e.eniId, e.deviceNumber]));
+    for (const p of pods) {
+      p.eni = allocs.find((a) => a.containerID === p.containerId)?.eniId;
+      p.device = p.eni ? devByEni.get(p.eni) : undefined;
+      try {
+        await tcpSendFrom(p.ns.path, nodeIp, 8080, p.name);
+        const from = seen.get(p.name);
+        p.tcp = from === p.ip ? `ok (node saw ${from})` : `WRONG SOURCE ${from}`;
+        if (from !== p.ip) failed = true;
+      } catch (e) {
+        p.tcp = `FAILED: ${(e as Error).message.split('\n')[0]}`;
+        failed = true;
+      }
+    }
+    o.print('');
+    printTable(o.print, ['pod', 'netns', 'IP', 'ENI', 'device', `TCP to node ${nodeIp}:8080`],
+      pods.map((p) => [p.name, p.ns.path, p.ip ?? '-', p.eni ?? '-', String(p.device ?? '-'), p.tcp ?? '-']));
+    o.print('');
+    printPool(o.print, 'pool after ADD', await ipamd.status(), sim);
+
+    for (const p of pods) {
+      const r = await execPlugin({ command: 'DEL', containerId: p.containerId, netns: p.ns.path, ifName: 'eth0', config });
+      if (r.code !== 0) { failed = true; o.print(`DEL ${p.name} failed: ${r.stdout}`); }
+    }
+    printPool(o.print, 'pool after DEL', await ipamd.status(), sim);
+    const code = await ipamd.stop();
+    ipamd = undefined;
+    o.print(`ipamd stopped on SIGTERM with exit code ${code}`);
+    if (code !== 0) failed = true;
+    return failed ? 1 : 0;
+  } finally {
+    listener?.close();
+    if (ipamd) await ipamd.stop(5000).catch(() => undefined);
+    for (const p of pods) await p.ns.remove();
+    await sim.stop().catch(() => undefined);
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+function printPool(print: (l: string) => void, title: string, s: any, sim: SimCloud): void { // eslint-disable-line @typescript-eslint/no-explicit-any
+  const byAction = new Map<string, number>();
+  for (const c of sim.calls) byAction.set(c.action, (byAction.get(c.action) ?? 0) + 1);
+  const calls = [...byAction].map(([a, n]) => `${a}=${n}`).join(' ');
+  print(`${title}: total=${s.counts.total} assigned=${s.counts.assigned} available=${s.counts.available} cooling=${s.counts.cooling} ENIs=${s.counts.enis} | EC2 calls: ${sim.calls.length} (${calls})`);
+}
+
+function printTable(print: (l: string) => void, head: string[], rows: string[][]): void {
+  const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (r: string[]) => r.map((c, i) => c.padEnd(w[i]!)).join('  ');
+  print(line(head));
+  print(w.map((n) => '-'.repeat(n)).join('  '));
+  for (const r of rows) print(line(r));
+}

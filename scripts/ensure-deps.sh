@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Installs what eni-ipam needs on a fresh Debian 12 machine with Node 20, then builds.
+#   - Debian packages: iproute2 (ip), util-linux (nsenter, unshare), procps, bash;
+#     with --containerd also containerd, runc, iptables, gcc/libc6-dev (pause image) and
+#     containernetworking-plugins (/usr/lib/cni: loopback, ptp, host-local), kubernetes-client (kubectl).
+#   - npm packages from package-lock.json (npm ci) when node_modules is missing or stale.
+#   - the build (tsc + the bundled CNI plugin) when sources are newer than dist/.
+# Idempotent and quiet when everything is already in place.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want_containerd=0
+[ "${1:-}" = "--containerd" ] && want_containerd=1
+
+need=()
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
+command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
+command -v unshare >/dev/null 2>&1 || need+=(util-linux)
+command -v pkill >/dev/null 2>&1 || need+=(procps)
+if [ "$want_containerd" = 1 ]; then
+  command -v containerd >/dev/null 2>&1 || need+=(containerd)
+  command -v runc >/dev/null 2>&1 || need+=(runc)
+  command -v iptables >/dev/null 2>&1 || need+=(iptables)
+  command -v gcc >/dev/null 2>&1 || need+=(gcc)
+  [ -f /usr/include/stdio.h ] || need+=(libc6-dev)
+  # Debian's CNI plugins (loopback, ptp, host-local...) in /usr/lib/cni, for the CRI tests.
+  [ -x /usr/lib/cni/ptp ] && [ -x /usr/lib/cni/host-local ] && [ -x /usr/lib/cni/loopback ] || need+=(containernetworking-plugins)
+  # kubectl: an independent client for the Kubernetes API stand-in (sim/kube) in the tests.
+  command -v kubectl >/dev/null 2>&1 || need+=(kubernetes-client)
+fi
+if [ "${#need[@]}" -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then echo "eni-ipam: need root to install: ${need[*]}" >&2; exit 1; fi
+  echo "eni-ipam: installing Debian packages: ${need[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+if [ "$major" -lt 20 ]; then echo "eni-ipam: Node.js >= 20 is required (found $(node --version 2>/dev/null || echo none))" >&2; exit 1; fi
+
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  echo "eni-ipam: installing npm packages (npm ci)" >&2
+  npm ci --no-audit --no-fund --loglevel=error >&2
+fi
+
+stamp=dist/.build-stamp
+if [ ! -f "$stamp" ] || [ -n "$(find ipamd cni-plugin sim proto demo test bench scripts tsconfig.json package.json -newer "$stamp" -type f -print -quit 2>/dev/null)" ]; then
+  echo "eni-ipam: building" >&2
+  npm run --silent build >&2
+  touch "$stamp"
+fi

@@ -1,0 +1,29 @@
+/**
+ * Discovery documents of the stand-in, in the legacy (non-aggregated) JSON form that
+ * kubectl and client libraries fall back to: `GET /version`, `/api`, `/apis`, `/api/v1`.
+ * Shapes follow https://kubernetes.io/docs/reference/using-api/api-concepts/ and the
+ * meta/v1 APIVersions, APIGroupList and APIResourceList types.
+ */
+
+/** Kubernetes version the stand-in claims (`GET /version`). */
+export const STANDIN_VERSION = { major: '1', minor: '30', gitVersion: 'v1.30.0-standin', gitCommit: '0000000000000000000000000000000000000000', gitTreeState: 'clean', buildDate: '2024-01-01T00:00:00Z', goVersion: 'go1.22.0', compiler: 'gc', platform: 'linux/amd64' };
+
+/** `GET /api`: the core group's versions; `serverAddress` is host:port. */
+export function apiVersions(serverAddress: string): Record<string, unknown> {
+  return { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress }] };
+}
+
+/** `GET /apis`: no named groups. */
+export const API_GROUP_LIST = { kind: 'APIGroupList', apiVersion: 'v1', groups: [] };
+
+const VERBS = ['get', 'list', 'watch'];
+
+/** `GET /api/v1`: the resources served (pods, nodes), read-only verbs. */
+export const CORE_V1_RESOURCES = {
+  kind: 'APIResourceList',
+  groupVersion: 'v1',
+  resources: [
+    { name: 'nodes', singularName: 'node', namespaced: false, kind: 'Node', verbs: VERBS, shortNames: ['no'] },
+    { name: 'pods', singularName: 'pod', namespaced: true, kind: 'Pod', verbs: VERBS, shortNames: ['po'], categories: ['all'] },
+  ],
+};

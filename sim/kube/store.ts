@@ -1,0 +1,116 @@
+/**
+ * In-memory object store of the Kubernetes API stand-in: pods and nodes, one global
+ * resourceVersion counter (a decimal string that only grows, as etcd's revision), a
+ * bounded history of watch events so a watch can resume from a resourceVersion, and
+ * watch subscribers. Follows the resourceVersion rules in
+ * https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions.
+ */
+import { buildNode, buildPod, newUid, nowTimestamp, type KubeObject, type PodSpecInput } from './objects.js';
+
+/** Resources the stand-in serves. */
+export type Resource = 'pods' | 'nodes';
+
+/** One watch event as streamed (`object` is the object's state after the change). */
+export interface StoreEvent {
+  rv: number;
+  resource: Resource;
+  type: 'ADDED' | 'MODIFIED' | 'DELETED';
+  object: KubeObject;
+}
+
+/** A subscriber to new events. */
+export type StoreListener = (e: StoreEvent) => void;
+
+/** Keys objects by `namespace/name` (cluster-scoped: `/name`). */
+export function objectKey(namespace: string | undefined, name: string): string {
+  return `${namespace ?? ''}/${name}`;
+}
+
+/** The store; `historyLimit` bounds the retained events (default 1000). */
+export class KubeStore {
+  private rv = 1;
+  private readonly objects: Record<Resource, Map<string, KubeObject>> = { pods: new Map(), nodes: new Map() };
+  private readonly history: StoreEvent[] = [];
+  /** resourceVersion of the newest event dropped from history (0: none dropped). */
+  private compactedRv = 0;
+  private readonly listeners = new Set<StoreListener>();
+
+  constructor(private readonly historyLimit = 1000) {}
+
+  /** The current resourceVersion (the newest change, or 1 for an empty store). */
+  get resourceVersion(): number {
+    return this.rv;
+  }
+
+  /** Objects of `resource`, sorted by namespace then name. */
+  list(resource: Resource): KubeObject[] {
+    return [...this.objects[resource].entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, o]) => o);
+  }
+
+  /** One object, or undefined. */
+  get(resource: Resource, namespace: string | undefined, name: string): KubeObject | undefined {
+    return this.objects[resource].get(objectKey(namespace, name));
+  }
+
+  /** Creates or replaces a pod (keeps its uid and creationTimestamp unless `p.uid` changes it). */
+  upsertPod(p: PodSpecInput): KubeObject {
+    const key = objectKey(p.namespace, p.name);
+    const old = this.objects.pods.get(key);
+    const uid = p.uid ?? old?.metadata.uid ?? newUid();
+    const created = old && old.metadata.uid === uid ? old.metadata.creationTimestamp : nowTimestamp();
+    const rv = this.rv + 1;
+    const pod = buildPod(p, uid, String(rv), created);
+    this.commit('pods', key, pod, old ? 'MODIFIED' : 'ADDED', rv);
+    return pod;
+  }
+
+  /** Creates a node if it does not exist (a no-op otherwise). */
+  upsertNode(name: string): void {
+    const key = objectKey(undefined, name);
+    if (this.objects.nodes.has(key)) return;
+    const rv = this.rv + 1;
+    this.commit('nodes', key, buildNode(name, newUid(), String(rv), nowTimestamp()), 'ADDED', rv);
+  }
+
+  /** Deletes an object; returns false when it did not exist. */
+  delete(resource: Resource, namespace: string | undefined, name: string): boolean {
+    const key = objectKey(namespace, name);
+    const old = this.objects[resource].get(key);
+    if (!old) return false;
+    const rv = this.rv + 1;
+    const last = { ...old, metadata: { ...old.metadata, resourceVersion: String(rv) } };
+    this.commit(resource, key, last, 'DELETED', rv);
+    return true;
+  }
+
+  /**
+   * Events of `resource` newer than `sinceRv`, or 'gone' when some of them were already
+   * dropped from the bounded history (the API answers 410 Gone then).
+   */
+  eventsSince(resource: Resource, sinceRv: number): StoreEvent[] | 'gone' {
+    if (sinceRv < this.compactedRv) return 'gone';
+    return this.history.filter((e) => e.rv > sinceRv && e.resource === resource);
+  }
+
+  /** Drops the whole event history, as an etcd compaction does: resuming a watch from any older resourceVersion then gets 410 Gone. */
+  compact(): void {
+    this.history.length = 0;
+    this.compactedRv = this.rv;
+  }
+
+  /** Subscribes to new events; returns the unsubscribe function. */
+  subscribe(fn: StoreListener): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  private commit(resource: Resource, key: string, obj: KubeObject, type: StoreEvent['type'], rv: number): void {
+    this.rv = rv;
+    if (type === 'DELETED') this.objects[resource].delete(key);
+    else this.objects[resource].set(key, obj);
+    const e: StoreEvent = { rv, resource, type, object: obj };
+    this.history.push(e);
+    while (this.history.length > this.historyLimit) this.compactedRv = this.history.shift()!.rv;
+    for (const fn of this.listeners) fn(e);
+  }
+}

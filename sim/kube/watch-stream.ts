@@ -1,0 +1,106 @@
+/**
+ * The watch half of the stand-in: streams newline-delimited JSON watch events
+ * (`{"type":"ADDED|MODIFIED|DELETED|BOOKMARK|ERROR","object":{...}}`) on one HTTP
+ * response, as https://kubernetes.io/docs/reference/using-api/api-concepts/#efficient-detection-of-changes
+ * describes: synthetic ADDED events for the current objects when `resourceVersion` is
+ * unset or "0", otherwise every change after it from the bounded history (410 Gone when
+ * that history was already compacted), then live changes, until `timeoutSeconds`.
+ */
+import type { ServerResponse } from 'node:http';
+import { buildStatus, type KubeObject } from './objects.js';
+import { matchesFields, type FieldTerm } from './selectors.js';
+import type { KubeStore, Resource, StoreEvent } from './store.js';
+
+/** What one watch request asks for. */
+export interface WatchRequest {
+  resource: Resource;
+  /** Only objects in this namespace (namespaced list paths). */
+  namespace?: string;
+  terms: FieldTerm[];
+  /** The `resourceVersion` query parameter ('' when absent). */
+  resourceVersion: string;
+  /** `timeoutSeconds` (s); undefined: until the client or the stand-in ends it. */
+  timeoutSeconds?: number;
+  allowBookmarks: boolean;
+  /** Interval between BOOKMARK events (ms) when `allowBookmarks`. */
+  bookmarkIntervalMs: number;
+}
+
+/** Sends a JSON error (meta/v1 Status) with `code`. */
+export function sendStatus(res: ServerResponse, code: number, reason: string, message: string): void {
+  const body = JSON.stringify(buildStatus(code, reason, message));
+  res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+/** Controls of one open watch stream. */
+export interface OpenWatch {
+  /** Ends the stream cleanly (idempotent). */
+  end(): void;
+  /** Sends an ERROR event carrying a 410 Expired Status, then ends the stream (what the API server does when a watcher falls behind compaction). */
+  expire(): void;
+}
+
+/**
+ * Serves one watch on `res` from `store`. `onEnd` runs once when the stream ends for
+ * any reason. Returns the stream's controls (no-ops when it was answered with an error).
+ */
+export function serveWatch(store: KubeStore, w: WatchRequest, res: ServerResponse, onEnd: () => void): OpenWatch {
+  let initial: StoreEvent[] | KubeObject[];
+  if (w.resourceVersion === '' || w.resourceVersion === '0') {
+    initial = store.list(w.resource);
+  } else {
+    const since = Number(w.resourceVersion);
+    if (!Number.isInteger(since) || since < 0) {
+      sendStatus(res, 400, 'BadRequest', `invalid resourceVersion "${w.resourceVersion}"`);
+      onEnd();
+      return { end: () => {}, expire: () => {} };
+    }
+    const evs = store.eventsSince(w.resource, since);
+    if (evs === 'gone') {
+      sendStatus(res, 410, 'Expired', `too old resource version: ${since} (${store.resourceVersion})`);
+      onEnd();
+      return { end: () => {}, expire: () => {} };
+    }
+    initial = evs;
+  }
+  const matches = (o: KubeObject) => (w.namespace === undefined || o.metadata.namespace === w.namespace) && matchesFields(w.resource, w.terms, o);
+  const write = (type: string, object: unknown) => res.write(JSON.stringify({ type, object }) + '\n');
+
+  res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked', 'Cache-Control': 'no-cache, private' });
+  res.flushHeaders(); // the client learns the watch is established before any event
+  for (const x of initial) {
+    if ('rv' in x) {
+      const e = x as StoreEvent;
+      if (matches(e.object)) write(e.type, e.object);
+    } else if (matches(x as KubeObject)) write('ADDED', x);
+  }
+  const unsubscribe = store.subscribe((e) => {
+    if (e.resource === w.resource && matches(e.object)) write(e.type, e.object);
+  });
+  const kind = w.resource === 'pods' ? 'Pod' : 'Node';
+  const bookmark = w.allowBookmarks
+    ? setInterval(() => write('BOOKMARK', { kind, apiVersion: 'v1', metadata: { resourceVersion: String(store.resourceVersion) } }), w.bookmarkIntervalMs)
+    : undefined;
+  const timeout = w.timeoutSeconds !== undefined ? setTimeout(() => end(), w.timeoutSeconds * 1000) : undefined;
+  let ended = false;
+  const cleanup = () => {
+    if (ended) return;
+    ended = true;
+    unsubscribe();
+    if (bookmark) clearInterval(bookmark);
+    if (timeout) clearTimeout(timeout);
+    onEnd();
+  };
+  const end = () => {
+    if (!res.writableEnded) res.end();
+    cleanup();
+  };
+  res.on('close', cleanup);
+  const expire = () => {
+    if (ended) return;
+    write('ERROR', buildStatus(410, 'Expired', `too old resource version (compacted at ${store.resourceVersion})`));
+    end();
+  };
+  return { end, expire };
+}

@@ -1,0 +1,91 @@
+/**
+ * A stand-in for ipamd's `eniipam.v1.CNIBackend` in the test process: `@grpc/grpc-js` +
+ * `@grpc/proto-loader` over `proto/ipam.proto` (the way ipamd loads it), on a Unix socket
+ * in a fresh temp dir. Hands out IPv4s from `10.0.5.0/24` per allocation key
+ * `(network_name, container_id, if_name)` (same key → same IP), records every request,
+ * and can be told to fail AddNetwork with a gRPC status. Talking to it through the real
+ * plugin proves wire compatibility of the plugin's static codecs with the .proto.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import {
+  IPAM_PROTO_PATH, MAIN_ROUTE_TABLE,
+  type AddNetworkReply, type AddNetworkRequest, type DelNetworkReply, type DelNetworkRequest,
+} from '../../proto/ipam.js';
+
+/** One request the stub received. */
+export type StubCall =
+  | { method: 'AddNetwork'; request: AddNetworkRequest }
+  | { method: 'DelNetwork'; request: DelNetworkRequest };
+
+/** A running stub. */
+export interface CniBackendStub {
+  /** Unix socket path to put in the CNI config's `ipamdSocket`. */
+  socket: string;
+  /** Every request, in arrival order. */
+  calls: StubCall[];
+  /** Current allocations: key `network/container/ifname` → IPv4. */
+  allocations: Map<string, string>;
+  /** When set, AddNetwork fails with this gRPC status (e.g. `grpc.status.UNAVAILABLE`). */
+  failAdd?: { code: grpc.status; details: string };
+  /** Stops serving (connections refused afterwards); idempotent. */
+  stop(): Promise<void>;
+  /** {@link stop} and remove the temp dir; idempotent. */
+  close(): Promise<void>;
+}
+
+const keyOf = (r: { network_name: string; container_id: string; if_name: string }) => `${r.network_name}/${r.container_id}/${r.if_name}`;
+
+/** Starts the stub on `<tmp>/ipamd.sock`. @throws Error if the socket cannot be bound. */
+export async function startCniBackendStub(): Promise<CniBackendStub> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-stub-'));
+  const def = protoLoader.loadSync(IPAM_PROTO_PATH, { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true });
+  const pkg = grpc.loadPackageDefinition(def) as unknown as { eniipam: { v1: { CNIBackend: { service: grpc.ServiceDefinition } } } };
+  const server = new grpc.Server();
+  let next = 10;
+  let stopped = false;
+  const stub: CniBackendStub = {
+    socket: path.join(dir, 'ipamd.sock'),
+    calls: [],
+    allocations: new Map(),
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      server.forceShutdown();
+      await rm(stub.socket, { force: true });
+    },
+    async close() {
+      await stub.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+  server.addService(pkg.eniipam.v1.CNIBackend.service, {
+    AddNetwork: (call: grpc.ServerUnaryCall<AddNetworkRequest, AddNetworkReply>, cb: grpc.sendUnaryData<AddNetworkReply>) => {
+      const req = call.request;
+      stub.calls.push({ method: 'AddNetwork', request: req });
+      if (stub.failAdd) return cb({ code: stub.failAdd.code, details: stub.failAdd.details } as grpc.ServiceError);
+      const key = keyOf(req);
+      let ip = stub.allocations.get(key);
+      if (!ip) stub.allocations.set(key, (ip = `10.0.5.${next++}`));
+      cb(null, {
+        success: true, ipv4_addr: ip, ipv6_addr: '', device_number: 0, route_table_id: MAIN_ROUTE_TABLE,
+        vpc_v4_cidrs: ['10.0.0.0/16'], use_external_snat: false, eni_id: 'eni-0123456789abcdef0', message: '',
+      });
+    },
+    DelNetwork: (call: grpc.ServerUnaryCall<DelNetworkRequest, DelNetworkReply>, cb: grpc.sendUnaryData<DelNetworkReply>) => {
+      const req = call.request;
+      stub.calls.push({ method: 'DelNetwork', request: req });
+      const key = keyOf(req);
+      const ip = stub.allocations.get(key);
+      stub.allocations.delete(key);
+      cb(null, { success: true, released: ip !== undefined, ipv4_addr: ip ?? '', device_number: 0, route_table_id: MAIN_ROUTE_TABLE, message: '' });
+    },
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.bindAsync(`unix://${stub.socket}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve()));
+  });
+  return stub;
+}

@@ -1,0 +1,169 @@
+/**
+ * ipamd end to end over its real gRPC socket, against the simulated cloud through the
+ * real AWS SDK: warm-pool growth, ENI creation and tagging, limits, idempotency,
+ * version skew, crash-restart from the checkpoint, and start-up validation.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { DescribeNetworkInterfacesCommand, EC2Client } from '@aws-sdk/client-ec2';
+import * as grpc from '@grpc/grpc-js';
+import { IPAMD_PATH } from '../../demo/ipamd-process.js';
+import { createNode, type NodeHarness } from '../helpers/node-harness.js';
+import { ipamdClient, type GrpcError } from '../helpers/ipamd-client.js';
+import { waitFor } from '../helpers/wait.js';
+
+function ec2(h: NodeHarness): EC2Client {
+  return new EC2Client({ region: 'us-west-2', endpoint: h.sim.ec2Endpoint, credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, maxAttempts: 1 });
+}
+
+async function attachedEnis(h: NodeHarness) {
+  const out = await ec2(h).send(new DescribeNetworkInterfacesCommand({ Filters: [{ Name: 'attachment.instance-id', Values: [h.instanceId] }] }));
+  return (out.NetworkInterfaces ?? []).sort((a, b) => (a.Attachment?.DeviceIndex ?? 0) - (b.Attachment?.DeviceIndex ?? 0));
+}
+
+test('warm pool on a fresh m5.large: fills the primary ENI, then creates, tags and attaches a second ENI', async (t) => {
+  const h = await createNode({ ipamdEnv: { CLUSTER_NAME: 'demo', ADDITIONAL_ENI_TAGS: '{"team":"net"}' } });
+  t.after(() => h.close());
+  const d = await h.startIpamd();
+  await waitFor('9 available IPs on the primary ENI', async () => (await d.status()).counts.available >= 9);
+  const c = ipamdClient(h.socket);
+  t.after(() => c.close());
+  const r = await c.add('c1');
+  assert.equal(r.success, true);
+  assert.equal(r.device_number, 0);
+  assert.equal(r.route_table_id, 254);
+  assert.deepEqual(r.vpc_v4_cidrs, ['10.0.0.0/16']);
+  // WARM_ENI_TARGET=1: one whole ENI's worth must stay available, so a second ENI comes.
+  await waitFor('a second ENI with 9 IPs', async () => {
+    const s = await d.status();
+    return s.counts.enis === 2 && s.counts.available >= 9;
+  });
+  const enis = await attachedEnis(h);
+  assert.equal(enis.length, 2);
+  const second = enis[1]!;
+  const tags = Object.fromEntries((second.TagSet ?? []).map((x) => [x.Key, x.Value]));
+  assert.equal(tags['node.k8s.amazonaws.com/instance_id'], h.instanceId);
+  assert.match(tags['node.k8s.amazonaws.com/createdAt'] ?? '', /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+  assert.equal(tags['cluster.k8s.amazonaws.com/name'], 'demo');
+  assert.equal(tags.team, 'net');
+  assert.equal(second.Description, `aws-K8S-${h.instanceId}`);
+  assert.equal(second.Attachment?.DeviceIndex, 1);
+  assert.equal(second.Attachment?.DeleteOnTermination, true);
+  assert.equal((second.PrivateIpAddresses ?? []).filter((p) => !p.Primary).length, 9);
+  // What ipamd handed out is really assigned to our instance in EC2.
+  const onPrimary = (enis[0]!.PrivateIpAddresses ?? []).map((p) => p.PrivateIpAddress);
+  assert.ok(onPrimary.includes(r.ipv4_addr));
+  assert.equal(h.sim.countCalls(['UnassignPrivateIpAddresses', 'DetachNetworkInterface', 'DeleteNetworkInterface']), 0);
+});
+
+test('ADD is idempotent per key, DEL releases into cooldown, DEL again and DEL unknown change nothing', async (t) => {
+  const h = await createNode({ ipamdEnv: { WARM_IP_TARGET: '3' } });
+  t.after(() => h.close());
+  const d = await h.startIpamd();
+  const c = ipamdClient(h.socket);
+  t.after(() => c.close());
+  const a1 = await c.add('a');
+  const a2 = await c.add('a');
+  assert.equal(a2.ipv4_addr, a1.ipv4_addr);
+  const b = await c.add('b');
+  assert.notEqual(b.ipv4_addr, a1.ipv4_addr);
+  const other = await c.add('a', { if_name: 'eth1' });
+  assert.notEqual(other.ipv4_addr, a1.ipv4_addr);
+  const del1 = await c.del('a');
+  assert.equal(del1.released, true);
+  assert.equal(del1.ipv4_addr, a1.ipv4_addr);
+  assert.equal((await c.del('a')).released, false);
+  assert.equal((await c.del('never-added')).released, false);
+  const s = await d.status();
+  assert.equal(s.counts.assigned, 2, 'b and a/eth1 stay assigned');
+  assert.equal(s.counts.cooling, 1);
+  const fresh = await c.add('c');
+  assert.notEqual(fresh.ipv4_addr, a1.ipv4_addr, 'a cooling IP is not handed out again at once');
+});
+
+test('version skew and missing keys are refused with clear gRPC codes', async (t) => {
+  const h = await createNode();
+  t.after(() => h.close());
+  await h.startIpamd();
+  const c = ipamdClient(h.socket);
+  t.after(() => c.close());
+  await assert.rejects(c.add('x', { api_version: 2 }), (e: GrpcError) => e.code === grpc.status.FAILED_PRECONDITION && /version 2/.test(e.details));
+  await assert.rejects(c.add('', {}), (e: GrpcError) => e.code === grpc.status.INVALID_ARGUMENT && /container_id/.test(e.details));
+});
+
+test('t3.medium at its limits: 15 concurrent ADDs get unique IPs on 3 ENIs, the 16th fails saying why', async (t) => {
+  const h = await createNode({ instanceType: 't3.medium', ipamdEnv: { ENI_IPAM_ADD_WAIT_TIMEOUT: '3s' } });
+  t.after(() => h.close());
+  const d = await h.startIpamd();
+  const c = ipamdClient(h.socket);
+  t.after(() => c.close());
+  const replies = await Promise.all(Array.from({ length: 15 }, (_, i) => c.add(`p${i}`)));
+  assert.equal(new Set(replies.map((r) => r.ipv4_addr)).size, 15);
+  assert.deepEqual([...new Set(replies.map((r) => r.device_number))].sort(), [0, 1, 2]);
+  await assert.rejects(c.add('p15'), (e: GrpcError) => e.code === grpc.status.RESOURCE_EXHAUSTED && /MAX_ENI|limit|ENIs/.test(e.details));
+  const s = await d.status();
+  assert.equal(s.counts.assigned, 15);
+  assert.equal((await attachedEnis(h)).length, 3);
+});
+
+test('kill -9 and restart: every pod keeps its IP and no new ADD receives one of them', async (t) => {
+  const h = await createNode({ ipamdEnv: { WARM_IP_TARGET: '4' } });
+  t.after(() => h.close());
+  let d = await h.startIpamd();
+  let c = ipamdClient(h.socket);
+  const before = new Map<string, string>();
+  for (let i = 0; i < 5; i++) before.set(`pod${i}`, (await c.add(`pod${i}`)).ipv4_addr);
+  c.close();
+  await d.kill9();
+  d = await h.startIpamd();
+  c = ipamdClient(h.socket);
+  t.after(() => c.close());
+  assert.equal((await d.status()).counts.assigned, 5);
+  for (const [id, ip] of before) assert.equal((await c.add(id)).ipv4_addr, ip, `${id} keeps ${ip}`);
+  const held = new Set(before.values());
+  for (let i = 0; i < 12; i++) {
+    const ip = (await c.add(`new${i}`)).ipv4_addr;
+    assert.ok(!held.has(ip), `new ADD got ${ip}, which a live pod holds`);
+    held.add(ip);
+  }
+  assert.equal(h.sim.countCalls(['UnassignPrivateIpAddresses', 'DetachNetworkInterface', 'DeleteNetworkInterface']), 0);
+});
+
+test('SIGTERM finishes the in-flight ADD, then exits 0', async (t) => {
+  const h = await createNode({ instanceType: 't3.medium', ipamdEnv: { WARM_IP_TARGET: '0', MINIMUM_IP_TARGET: '0' } });
+  t.after(() => h.close());
+  const d = await h.startIpamd();
+  const c = ipamdClient(h.socket);
+  t.after(() => c.close());
+  h.sim.faults.setLatency('AssignPrivateIpAddresses', 1500);
+  const inflight = c.add('slow'); // pool empty: waits on a refill that takes 1.5 s
+  await waitFor('the ADD to be waiting on the refill', async () => (await d.status()).waitingAdds === 1, 10_000, 10);
+  const code = d.stop();
+  const r = await inflight;
+  assert.equal(r.success, true);
+  assert.equal(await code, 0);
+});
+
+function runIpamdExpectingExit(env: NodeJS.ProcessEnv): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve) => {
+    const e = { ...process.env, ...env };
+    delete e.NODE_EXTRA_CA_CERTS;
+    const p = spawn(process.execPath, [IPAMD_PATH], { env: e, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => p.kill('SIGKILL'), 10_000);
+    p.on('exit', (code) => { clearTimeout(timer); resolve({ code, stderr }); });
+  });
+}
+
+test('an invalid env var stops ipamd with one line naming the variable and what it accepts', async () => {
+  for (const [name, value] of [['WARM_IP_TARGET', 'abc'], ['MAX_ENI', '-3'], ['AWS_VPC_K8S_CNI_LOGLEVEL', 'loud'], ['WARM_ENI_TARGET', '1.5']] as const) {
+    const r = await runIpamdExpectingExit({ [name]: value, AWS_EC2_METADATA_SERVICE_ENDPOINT: 'http://127.0.0.1:9' });
+    assert.equal(r.code, 1, `${name}=${value} must stop start-up`);
+    const lines = r.stderr.trim().split('\n');
+    assert.equal(lines.length, 1, `one line, got: ${r.stderr}`);
+    assert.match(lines[0]!, new RegExp(name));
+    assert.match(lines[0]!, /expect|accept|one of|must/i);
+  }
+});

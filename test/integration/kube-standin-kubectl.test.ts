@@ -1,0 +1,82 @@
+/**
+ * The Kubernetes API stand-in checked with an independent client, kubectl: discovery,
+ * list with a field selector (-o json), server-side tables (get nodes), get by name,
+ * NotFound, and a watch. Skipped with a message when kubectl is not installed
+ * (scripts/ensure-deps.sh --containerd installs Debian's kubernetes-client).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile, spawn, spawnSync } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { KubeApiStandIn } from '../../sim/kube/index.js';
+import { waitFor } from '../helpers/wait.js';
+
+const run = promisify(execFile);
+const haveKubectl = spawnSync('kubectl', ['version', '--client'], { stdio: 'ignore' }).status === 0;
+const skip = haveKubectl ? false : 'kubectl not installed (run scripts/ensure-deps.sh --containerd)';
+
+async function setup(t: { after(fn: () => Promise<void> | void): void }) {
+  const dir = await mkdtemp(join(tmpdir(), 'eni-ipam-kubectl-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const api = new KubeApiStandIn();
+  await api.start();
+  t.after(() => api.stop());
+  const kubeconfig = join(dir, 'kubeconfig');
+  await api.writeKubeconfig(kubeconfig);
+  api.upsertNode('node-1');
+  api.upsertNode('node-2');
+  api.upsertPod({ namespace: 'default', name: 'web-1', nodeName: 'node-1', podIP: '10.0.1.10', containerID: 'abc123' });
+  api.upsertPod({ namespace: 'kube-system', name: 'dns-1', nodeName: 'node-1', podIP: '10.0.1.11' });
+  api.upsertPod({ namespace: 'default', name: 'web-2', nodeName: 'node-2', podIP: '10.0.2.10' });
+  // HOME in the temp dir keeps kubectl's discovery cache out of the real home.
+  const env = { ...process.env, HOME: dir, KUBECONFIG: kubeconfig };
+  const kubectl = async (...args: string[]) => (await run('kubectl', ['--kubeconfig', kubeconfig, ...args], { env, timeout: 30_000 })).stdout;
+  return { api, kubeconfig, env, kubectl };
+}
+
+test('kubectl get pods -A --field-selector spec.nodeName=node-1 -o json', { skip }, async (t) => {
+  const { kubectl } = await setup(t);
+  const list = JSON.parse(await kubectl('get', 'pods', '-A', '--field-selector', 'spec.nodeName=node-1', '-o', 'json'));
+  assert.equal(list.kind, 'List');
+  const pods = list.items.map((p: { metadata: { namespace: string; name: string } }) => `${p.metadata.namespace}/${p.metadata.name}`).sort();
+  assert.deepEqual(pods, ['default/web-1', 'kube-system/dns-1']);
+  const web = list.items.find((p: { metadata: { name: string } }) => p.metadata.name === 'web-1');
+  assert.equal(web.kind, 'Pod');
+  assert.equal(web.spec.nodeName, 'node-1');
+  assert.equal(web.status.podIP, '10.0.1.10');
+  assert.deepEqual(web.status.podIPs, [{ ip: '10.0.1.10' }]);
+  assert.equal(web.status.containerStatuses[0].containerID, 'containerd://abc123');
+  assert.match(web.metadata.resourceVersion, /^\d+$/);
+});
+
+test('kubectl get nodes, get pod by name, NotFound, version', { skip }, async (t) => {
+  const { kubectl } = await setup(t);
+  const nodes = await kubectl('get', 'nodes');
+  assert.match(nodes, /^NAME\s+STATUS/m);
+  assert.match(nodes, /^node-1\s+Ready/m);
+  assert.match(nodes, /^node-2\s+Ready/m);
+  const wide = await kubectl('get', 'pods', '-A', '-o', 'wide');
+  assert.match(wide, /default\s+web-2\s+.*10\.0\.2\.10\s+node-2/);
+  const one = JSON.parse(await kubectl('get', 'pod', '-n', 'default', 'web-1', '-o', 'json'));
+  assert.equal(one.metadata.name, 'web-1');
+  const node = JSON.parse(await kubectl('get', 'node', 'node-2', '-o', 'json'));
+  assert.equal(node.kind, 'Node');
+  await assert.rejects(kubectl('get', 'pod', '-n', 'default', 'nope'), (e: { stderr?: string }) => /NotFound|not found/.test(e.stderr ?? ''));
+  assert.match(await kubectl('version', '-o', 'json'), /v1\.30\.0-standin/);
+});
+
+test('kubectl get pods --watch sees a pod added later', { skip }, async (t) => {
+  const { api, kubeconfig, env } = await setup(t);
+  const child = spawn('kubectl', ['--kubeconfig', kubeconfig, 'get', 'pods', '-n', 'default', '--watch', '-o', 'name'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  t.after(() => {
+    if (child.exitCode === null) child.kill('SIGTERM');
+  });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  await waitFor('initial pods', () => out.includes('pod/web-1'), 15_000);
+  api.upsertPod({ namespace: 'default', name: 'late-1', nodeName: 'node-1', podIP: '10.0.1.30' });
+  await waitFor('late-1 via the watch', () => out.includes('pod/late-1'), 10_000);
+});
