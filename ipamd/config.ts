@@ -38,6 +38,8 @@
  * | ENI_IPAM_SHRINK_DELAY | 60s | how long a surplus must persist before it is released |
  * | ENI_IPAM_RECONCILE_INTERVAL | 60s | period of the EC2/IMDS reconcile |
  * | ENI_IPAM_GC_INTERVAL | 60s | period of the allocation garbage collection |
+ * | ENI_IPAM_GC_GRACE | 60s | minimum age of an allocation before the GC may release it |
+ * | ENI_IPAM_NETWORK_NAME | aws-cni | CNI network name used for sandboxes adopted from the runtime |
  * | ENI_IPAM_POOL_INTERVAL | 5s | pool re-evaluation period when nothing triggers it |
  *
  * Durations: a plain number is seconds (fractions allowed), or a number with unit ms, s, m, h;
@@ -59,7 +61,8 @@ export interface IpamdConfig {
   logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal'; logFormat: 'json' | 'pretty';
   socketPath: string; checkpointPath: string; metricsBindAddress: string; introspectionBindAddress: string;
   disableMetrics: boolean; disableIntrospection: boolean;
-  addWaitTimeoutMs: number; shrinkDelayMs: number; reconcileIntervalMs: number; gcIntervalMs: number; poolIntervalMs: number;
+  addWaitTimeoutMs: number; shrinkDelayMs: number; reconcileIntervalMs: number; gcIntervalMs: number; gcGraceMs: number; poolIntervalMs: number;
+  networkName: string;
 }
 
 /** A bad environment variable. `message` is one line: variable, value, what it accepts. */
@@ -117,6 +120,8 @@ const SPECS: VarSpec[] = [
   v('ENI_IPAM_SHRINK_DELAY', 'shrinkDelayMs', duration(), '60s', 'How long a surplus must persist before it is released.'),
   v('ENI_IPAM_RECONCILE_INTERVAL', 'reconcileIntervalMs', duration(1), '60s', 'Period of the reconcile against EC2/IMDS.'),
   v('ENI_IPAM_GC_INTERVAL', 'gcIntervalMs', duration(1), '60s', 'Period of the allocation garbage collection.'),
+  v('ENI_IPAM_GC_GRACE', 'gcGraceMs', duration(), '60s', 'Minimum age of an allocation before the GC may release it (an ADD still in progress has no READY sandbox yet).'),
+  v('ENI_IPAM_NETWORK_NAME', 'networkName', text(128), 'aws-cni', 'CNI network name ("name" of the conflist), used for sandboxes adopted from the runtime.'),
   v('ENI_IPAM_POOL_INTERVAL', 'poolIntervalMs', duration(1), '5s', 'How often the pool controller re-evaluates when nothing triggers it.'),
 ];
 

@@ -16,6 +16,7 @@ import { poolCounts, type PoolTargets } from './pool/index.js';
 import { RpcServer } from './rpc/server.js';
 import { IpamService } from './service/ipam-service.js';
 import { discoverNode, loadInventory } from './startup/discover.js';
+import { startEvidence } from './startup/evidence.js';
 import { restoreFromCheckpoint } from './startup/restore-checkpoint.js';
 
 /** A running daemon. */
@@ -49,6 +50,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   const snapshot = (): CheckpointData => ({ version: 1, bootId, allocations: ds.allocations(), cooldown: ds.coolingEntries(Date.now()) });
   const writer = new CheckpointWriter(config.checkpointPath, snapshot);
   await writer.commit();
+  const evidence = await startEvidence({ config, ds, gate, log, persist: () => writer.commit() });
 
   const maxEni = Math.min(config.maxEni ?? inv.limits.maxEnis, inv.limits.maxEnis);
   const targets: PoolTargets = {
@@ -77,6 +79,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
       counts: ds.counts(now), pool: poolCounts(ds.poolViews(now), targets), targets,
       enis: ds.poolViews(now), releasesFrozen: gate.frozen, freezeReasons: gate.describe(),
       waitingAdds: pool.waiting, lastPoolError: pool.lastError ?? null, vpcCidrs: inv.vpcCidrs,
+      evidence: { criEndpoint: evidence.criEndpoint, kubernetes: evidence.kubeConfigured, passes: evidence.stats.passes, lastPass: evidence.stats.last ?? null, lastPassAt: evidence.stats.lastAt ?? null },
     };
   };
   let introspection: http.Server | undefined;
@@ -96,6 +99,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     async stop(graceMs = 10_000) {
       await rpc.shutdown(graceMs);
       await pool.stop();
+      await evidence.stop();
       await writer.flush();
       await new Promise<void>((r) => (introspection ? introspection.close(() => r()) : r()));
       log.info('ipamd stopped');

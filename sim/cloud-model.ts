@@ -8,7 +8,7 @@
 import { Ec2ApiError, eniNotFound, invalidParameter } from './ec2-errors.js';
 import type { FaultInjector, ImdsChangeKind } from './faults.js';
 import type { IdGenerator } from './ids.js';
-import { SubnetAddresses, cidrContains, parseIpv4Cidr } from './address-pool.js';
+import { SubnetAddresses, parseIpv4Cidr } from './address-pool.js';
 import { UNATTACHED_ENI_IPV4_LIMIT, instanceTypeInfo, type InstanceTypeInfo } from './instance-types.js';
 import type { Eni, Instance, SimState, Subnet } from './types.js';
 
@@ -264,11 +264,6 @@ export class CloudModel {
   /** Tells the IMDS view that `instanceId`'s metadata is about to change (for the lag knob). */
   notifyChange(kind: ImdsChangeKind, instanceId: string): void {
     this.beforeChange(kind, instanceId);
-  }
-
-  /** Whether an address lies in the VPC (used by IMDS/filters). */
-  inVpc(ip: string): boolean {
-    return cidrContains(this.state.vpcCidr, ip);
   }
 
   /** Clears pending transition timers. */

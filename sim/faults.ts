@@ -16,7 +16,10 @@ export interface BucketSpec { burst: number; refillPerSecond: number }
 /** EC2 throttling classes: `describe` (Describe*) and `mutating` (everything else). */
 export type ActionClass = 'describe' | 'mutating';
 
-/** Changes after which IMDS may lag behind EC2. */
+/**
+ * Changes after which IMDS may lag behind EC2. (`delete` is accepted for symmetry; only
+ * detached ENIs can be deleted and IMDS never lists those, so it has no visible effect.)
+ */
 export type ImdsChangeKind = 'attach' | 'detach' | 'assign' | 'unassign' | 'delete';
 
 /** An injected error: the next `count` calls of `action` fail with `code`. */

@@ -7,7 +7,10 @@
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 
-/** One allocation as stored: key `(networkName, containerID, ifName)`, its IPv4, its ENI. */
+/**
+ * One allocation as stored: key `(networkName, containerID, ifName)` (non-empty), its IPv4,
+ * its ENI (`''` while the IP is on no known ENI yet), and the pod as reported (fields may be empty).
+ */
 export interface CheckpointAllocation {
   networkName: string; containerID: string; ifName: string; ipv4: string; eniId: string;
   /** ms since epoch. */
@@ -31,9 +34,15 @@ const id = z.string().min(1, { error: 'expected a non-empty string' });
 const epochMs = z.number().finite().nonnegative();
 
 const allocation = z.object({
-  networkName: id, containerID: id, ifName: id, ipv4, eniId: id, allocatedAt: epochMs,
-  // The pod uid may be empty when a runtime did not pass K8S_POD_UID.
-  pod: z.object({ namespace: id, name: id, uid: z.string() }).optional(),
+  // The allocation key (networkName, containerID, ifName) must be complete.
+  networkName: id, containerID: id, ifName: id, ipv4,
+  // Empty while the IP is on no known ENI yet (a sandbox adopted from the runtime before
+  // IMDS/EC2 list its IP); the datastore fills it in when the IP shows up.
+  eniId: z.string(),
+  allocatedAt: epochMs,
+  // Pod metadata as the runtime reported it: informational, any field may be empty (a
+  // runtime may not pass K8S_POD_UID; CRI labels may be missing).
+  pod: z.object({ namespace: z.string(), name: z.string(), uid: z.string() }).optional(),
 });
 
 /** zod schema of {@link CheckpointData} (unknown extra fields are dropped). */

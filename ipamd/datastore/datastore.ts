@@ -9,7 +9,10 @@
  * - cooling:   released less than `cooldownMs` ago (IP_COOLDOWN_PERIOD) — neither
  *              available nor assigned, so a just-freed IP is not reused at once;
  * - releasing: reserved by the pool controller for an EC2 unassign in flight, so an
- *              ADD can never be handed an address that is being unassigned.
+ *              ADD can never be handed an address that is being unassigned;
+ * - unverified: found on an ENI at start with no checkpoint to say who holds it; a live
+ *              pod may be using it, so it is neither handed out nor released until a
+ *              clean read of the runtime says (DESIGN §4).
  */
 import type { Allocation, AllocationKey, DatastoreCounts, EniInfo, IpState, PodRef } from './types.js';
 
@@ -21,6 +24,7 @@ interface IpRecord {
   /** When it was last released (ms), for cooldown and least-recently-used reuse. */
   releasedAt?: number;
   releasing: boolean;
+  unverified?: boolean;
 }
 
 interface EniRecord {
@@ -271,6 +275,7 @@ export class Datastore {
     }
     if (r.holder !== undefined) return 'ip-taken';
     r.holder = ks;
+    r.unverified = false;
     r.releasing = false;
     r.releasedAt = undefined;
     this.allocationsByKey.set(ks, { ...a, eniId: r.eniId });
@@ -332,9 +337,36 @@ export class Datastore {
     return min;
   }
 
+  /**
+   * Marks every unheld IP as `unverified` (start-up without a usable checkpoint): such an
+   * IP is neither handed out nor released until {@link verifyAll}. @returns how many.
+   */
+  markAllUnverified(): number {
+    let n = 0;
+    for (const r of this.ipIndex.values()) {
+      if (r.holder === undefined) {
+        r.unverified = true;
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** Clears `unverified` everywhere (a clean evidence pass adopted what is in use). @returns how many. */
+  verifyAll(): number {
+    let n = 0;
+    for (const r of this.ipIndex.values()) {
+      if (r.unverified) {
+        r.unverified = false;
+        n++;
+      }
+    }
+    return n;
+  }
+
   /** Counts at `now` over all ENIs. */
   counts(now: number): DatastoreCounts {
-    const c: DatastoreCounts = { total: 0, assigned: 0, cooling: 0, releasing: 0, available: 0, enis: this.enisById.size };
+    const c: DatastoreCounts = { total: 0, assigned: 0, cooling: 0, releasing: 0, unverified: 0, available: 0, enis: this.enisById.size };
     for (const r of this.ipIndex.values()) {
       c.total++;
       c[this.stateOf(r, now)]++;
@@ -344,7 +376,8 @@ export class Datastore {
 
   /**
    * Per-ENI counts for the pool decisions. Addresses being released are left out of
-   * `total`: they are already on their way out.
+   * `total`: they are already on their way out. Unverified addresses count as cooling:
+   * not available (the pool grows around them) and never freed.
    */
   poolViews(now: number): EniPoolView[] {
     return this.listEnis().map((info) => {
@@ -357,7 +390,7 @@ export class Datastore {
         if (st === 'releasing') continue;
         v.total++;
         if (st === 'assigned') v.assigned++;
-        else if (st === 'cooling') v.cooling++;
+        else if (st === 'cooling' || st === 'unverified') v.cooling++; // not available, not freeable
       }
       return v;
     });
@@ -365,6 +398,7 @@ export class Datastore {
 
   private stateOf(r: IpRecord, now: number): IpState {
     if (r.holder !== undefined) return 'assigned';
+    if (r.unverified) return 'unverified';
     if (r.releasing) return 'releasing';
     if (r.releasedAt !== undefined && now - r.releasedAt < this.cooldownMs) return 'cooling';
     return 'available';

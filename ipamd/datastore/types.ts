@@ -46,14 +46,15 @@ export interface EniInfo {
 }
 
 /** State of one secondary IP as seen by the pool. */
-export type IpState = 'available' | 'assigned' | 'cooling' | 'releasing';
+export type IpState = 'available' | 'assigned' | 'cooling' | 'releasing' | 'unverified';
 
-/** Aggregate counts at one instant. `available = total − assigned − cooling − releasing`. */
+/** Aggregate counts at one instant. `available = total − assigned − cooling − releasing − unverified`. */
 export interface DatastoreCounts {
   total: number;
   assigned: number;
   cooling: number;
   releasing: number;
+  unverified: number;
   available: number;
   enis: number;
 }

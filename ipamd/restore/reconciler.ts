@@ -131,7 +131,12 @@ export class EvidenceReconciler {
       // A failed write loses nothing: after a crash the checkpoint is re-merged with the same evidence.
       await this.o.persist().catch((e: Error) => log.error({ err: e.message }, 'checkpoint write after evidence pass failed'));
     }
-    if (m.canRelease) gate.lift('checkpoint');
+    if (m.canRelease) {
+      // Every source read cleanly and what is in use was adopted: the rest is verified free.
+      const verified = ds.verifyAll();
+      if (verified > 0) log.info({ verified }, 'IPs found at start without a checkpoint are verified free');
+      gate.lift('checkpoint');
+    }
     const report: PassReport = { criOk: cri.ok === true, kubeOk: kube.ok === 'absent' ? 'absent' : kube.ok === true, adopted, released, conflicts: m.conflicts.length, live: m.live.length + adopted, canRelease: m.canRelease };
     log.debug(report, 'evidence pass');
     this.scheduleRetry(report);

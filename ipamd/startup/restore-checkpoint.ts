@@ -5,8 +5,9 @@
  * - Another boot: no sandbox survives a reboot, so the allocations are dropped and
  *   their IPs stay in the warm pool (still assigned in EC2; nothing is released here).
  * - Missing or corrupt file while the ENIs already hold secondary IPs: nobody can vouch
- *   for those IPs being free, so releases are frozen (source "checkpoint") until a
- *   runtime source does. A fresh node (no secondary IP anywhere) needs no freeze.
+ *   for those IPs being free, so they are marked unverified (never handed out, never
+ *   released) and releases are frozen (source "checkpoint") until a clean read of the
+ *   runtime adopts what is in use. A fresh node (no secondary IP anywhere) needs neither.
  */
 import type { CheckpointData, CheckpointLoad } from '../checkpoint/index.js';
 import type { Datastore } from '../datastore/datastore.js';
@@ -33,6 +34,7 @@ export function restoreFromCheckpoint(p: {
     const why = load.kind === 'missing' ? `no checkpoint at ${p.path}` : `checkpoint was corrupt (${load.reason}; kept at ${load.movedTo})`;
     if (load.kind === 'corrupt') log.error({ reason: load.reason, movedTo: load.movedTo }, 'checkpoint corrupt: moved aside, rebuilding state');
     if (held > 0) {
+      ds.markAllUnverified();
       gate.freeze('checkpoint', `${why} while the ENIs hold ${held} secondary IPs that pods may be using`);
       log.warn({ held }, `${why}: releases frozen until a source vouches for the IPs in use`);
     } else {

@@ -236,6 +236,17 @@ test('the file is never observed half-written while writes run', async (t) => {
   assert.deepEqual(leftovers, [], 'no temp files left');
 });
 
+test('what the datastore may hold loads back: ENI not yet known, empty pod metadata', async (t) => {
+  const dir = await tempDir(t);
+  const file = path.join(dir, 'ipam.json');
+  const data: CheckpointData = {
+    ...sample(0),
+    allocations: [{ networkName: 'aws-cni', containerID: 'c1', ifName: 'eth0', ipv4: '10.0.0.7', eniId: '', allocatedAt: 0, pod: { namespace: '', name: '', uid: '' } }],
+  };
+  await new CheckpointWriter(file, () => data, { fsync: false }).commit();
+  assert.deepEqual(await loadCheckpoint(file), { kind: 'ok', data });
+});
+
 test('unknown extra fields are tolerated and dropped', async (t) => {
   const dir = await tempDir(t);
   const file = path.join(dir, 'ipam.json');

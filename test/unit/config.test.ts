@@ -46,6 +46,8 @@ const ROWS: Row[] = [
   { name: 'ENI_IPAM_SHRINK_DELAY', key: 'shrinkDelayMs', def: 60_000, good: [['0', 0], ['2m', 120_000], ['596h', 596 * 3_600_000]], bad: ['later', '597h', '99999999999999999999'] },
   { name: 'ENI_IPAM_RECONCILE_INTERVAL', key: 'reconcileIntervalMs', def: 60_000, good: [['30s', 30_000]], bad: ['0', 'often'] },
   { name: 'ENI_IPAM_GC_INTERVAL', key: 'gcIntervalMs', def: 60_000, good: [['1m', 60_000]], bad: ['0ms'] },
+  { name: 'ENI_IPAM_GC_GRACE', key: 'gcGraceMs', def: 60_000, good: [['0', 0], ['90s', 90_000]], bad: ['-1', 'soon'] },
+  { name: 'ENI_IPAM_NETWORK_NAME', key: 'networkName', def: 'aws-cni', good: [['my-net', 'my-net']], bad: ['n'.repeat(129)] },
   { name: 'ENI_IPAM_POOL_INTERVAL', key: 'poolIntervalMs', def: 5_000, good: [['200ms', 200]], bad: ['0', '-5', '1000h'] },
 ];
 
