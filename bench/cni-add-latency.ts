@@ -30,7 +30,7 @@ async function main(): Promise<void> {
   const node = await createNamedNetns(`eni-bench-node-${process.pid}`);
   const socket = path.join(work, 'ipamd.sock');
   const ipamd = await startIpamd({
-    env: { AWS_EC2_ENDPOINT: sim.ec2Endpoint, AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpoint, ENI_IPAM_SOCKET: socket, ENI_IPAM_CHECKPOINT_PATH: path.join(work, 'ipam.json'), WARM_IP_TARGET: String(runs + 5), AWS_VPC_K8S_CNI_LOGLEVEL: 'warn' },
+    env: { AWS_EC2_ENDPOINT: sim.ec2Endpoint, AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpoint, ENI_IPAM_SOCKET: socket, ENI_IPAM_CHECKPOINT_PATH: path.join(work, 'ipam.json'), WARM_IP_TARGET: String(runs + 5), AWS_VPC_K8S_CNI_LOGLEVEL: 'info' },
     logFile: path.join(work, 'ipamd.log'),
   });
   const config = { cniVersion: '1.0.0', name: 'aws-cni', type: 'eni-ipam', ipamdSocket: socket };

@@ -6,6 +6,7 @@
  * Element names follow the EC2 service model the AWS SDK parses.
  */
 import { XMLBuilder } from 'fast-xml-parser';
+import { DEFAULT_SECURITY_GROUP } from './cloud-model.js';
 import type { InstanceTypeInfo } from './instance-types.js';
 import type { Eni, Instance, SimState, Subnet } from './types.js';
 
@@ -42,7 +43,7 @@ function tagSet(tags: Record<string, string>): { item: unknown[] } {
 }
 
 function groupSet(ids: string[]): { item: unknown[] } {
-  return set(ids.map((groupId) => ({ groupId, groupName: groupId === 'sg-0default0000000001' ? 'default' : groupId })));
+  return set(ids.map((groupId) => ({ groupId, groupName: groupId === DEFAULT_SECURITY_GROUP ? 'default' : groupId })));
 }
 
 function privateIps(eni: Eni): { item: unknown[] } {

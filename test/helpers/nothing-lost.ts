@@ -1,0 +1,108 @@
+/**
+ * The "nothing lost" check of issue 3 (DESIGN §4), as a pure function over what the
+ * test observed: the live CRI sandboxes, the simulated EC2 state and call log, and
+ * ipamd's allocations after a GC pass. Separate from the node composition so the rules
+ * read in one place.
+ *
+ * A pod is lost when its sandbox is READY but its IP is not on an attached ENI of the
+ * instance any more, or when EC2 was asked to take its IP (UnassignPrivateIpAddresses)
+ * or its ENI (DetachNetworkInterface, DeleteNetworkInterface) after the sandbox was
+ * created (EC2 API Reference for the three actions; request parameters as in the Query API).
+ */
+import type { ApiCallRecord, SimState } from '../../sim/index.js';
+
+/** One READY, non-host-network sandbox as the CRI runtime reports it. */
+export interface LiveSandbox {
+  id: string;
+  /** Pod IP (`PodSandboxStatus.status.network.ip`). */
+  ip: string;
+  podName: string;
+  podNamespace: string;
+  /** Creation time, ms since epoch (CRI `created_at` is in ns). */
+  createdAtMs: number;
+}
+
+/** Inputs of {@link findLosses}. */
+export interface LossInput {
+  live: LiveSandbox[];
+  /** IP each sandbox got at RunPodSandbox (from the harness), by sandbox id; may lack adopted ones. */
+  ipAtStart: ReadonlyMap<string, string>;
+  /** IP configured on eth0 inside each sandbox's netns, by sandbox id (undefined: not checked). */
+  ipInNetns?: ReadonlyMap<string, string | undefined>;
+  sim: SimState;
+  calls: readonly ApiCallRecord[];
+  instanceId: string;
+  /** ipamd's allocations (`GET /v1/allocations`) after a GC pass. */
+  allocations: Array<{ containerID: string; ipv4: string }>;
+}
+
+/** Values of `Name.1`, `Name.2`, ... (and a bare `Name`) of a Query API request. */
+function listParam(params: Record<string, string>, name: string): string[] {
+  const out: string[] = [];
+  if (params[name] !== undefined) out.push(params[name]!);
+  for (let i = 1; params[`${name}.${i}`] !== undefined; i++) out.push(params[`${name}.${i}`]!);
+  return out;
+}
+
+/**
+ * Applies every rule of the check and returns one line per violation (empty = nothing
+ * lost). Rules: each live sandbox kept the IP it started with (and has it on eth0); no
+ * IP is held by two live sandboxes; each live IP is a secondary IP of an ENI attached
+ * (status `attached`) to `instanceId`; no Unassign of a live IP, and no Detach/Delete of
+ * the ENI holding one, at or after the sandbox's creation; ipamd's allocations are
+ * exactly the live sandboxes (same container ids, same IPs).
+ */
+export function findLosses(i: LossInput): string[] {
+  const bad: string[] = [];
+  const byIp = new Map<string, LiveSandbox[]>();
+  for (const s of i.live) byIp.set(s.ip, [...(byIp.get(s.ip) ?? []), s]);
+  for (const [ip, holders] of byIp) {
+    if (holders.length > 1) bad.push(`IP ${ip} is held by ${holders.length} live sandboxes: ${holders.map((h) => h.podName).join(', ')}`);
+  }
+  const eniOfIp = new Map<string, { eniId: string; attachmentId?: string; ok: boolean }>();
+  for (const e of i.sim.enis.values()) {
+    const ok = e.attachment?.instanceId === i.instanceId && e.attachment.status === 'attached';
+    for (const ip of e.secondaryIps) eniOfIp.set(ip, { eniId: e.networkInterfaceId, ...(e.attachment ? { attachmentId: e.attachment.attachmentId } : {}), ok });
+  }
+  for (const s of i.live) {
+    const first = i.ipAtStart.get(s.id);
+    if (first !== undefined && first !== s.ip) bad.push(`sandbox ${s.podName} started with ${first}, now reports ${s.ip}`);
+    const inNs = i.ipInNetns?.get(s.id);
+    if (i.ipInNetns && inNs !== s.ip) bad.push(`sandbox ${s.podName}: eth0 in its netns has ${inNs ?? 'no IPv4'}, CRI says ${s.ip}`);
+    const eni = eniOfIp.get(s.ip);
+    if (!eni) bad.push(`sandbox ${s.podName}: EC2 has its IP ${s.ip} on no ENI`);
+    else if (!eni.ok) bad.push(`sandbox ${s.podName}: its IP ${s.ip} is on ${eni.eniId}, which is not attached to ${i.instanceId}`);
+  }
+  const liveByIp = new Map(i.live.map((s) => [s.ip, s]));
+  const liveEnis = new Map<string, LiveSandbox>();
+  const liveAttachments = new Map<string, LiveSandbox>();
+  for (const s of i.live) {
+    const e = eniOfIp.get(s.ip);
+    if (e) liveEnis.set(e.eniId, s);
+    if (e?.attachmentId) liveAttachments.set(e.attachmentId, s);
+  }
+  for (const c of i.calls) {
+    if (c.action === 'UnassignPrivateIpAddresses') {
+      for (const ip of listParam(c.params, 'PrivateIpAddress')) {
+        const s = liveByIp.get(ip);
+        if (s && c.at >= s.createdAtMs) bad.push(`UnassignPrivateIpAddresses of ${ip} (live pod ${s.podName}) at ${new Date(c.at).toISOString()}`);
+      }
+    } else if (c.action === 'DeleteNetworkInterface') {
+      const s = liveEnis.get(c.params['NetworkInterfaceId'] ?? '');
+      if (s && c.at >= s.createdAtMs) bad.push(`DeleteNetworkInterface of ${c.params['NetworkInterfaceId']}, which holds ${s.ip} (live pod ${s.podName})`);
+    } else if (c.action === 'DetachNetworkInterface') {
+      const s = liveAttachments.get(c.params['AttachmentId'] ?? '');
+      if (s) bad.push(`DetachNetworkInterface of ${c.params['AttachmentId']}, the ENI holding ${s.ip} (live pod ${s.podName})`);
+    }
+  }
+  const allocByIp = new Map(i.allocations.map((a) => [a.ipv4, a]));
+  for (const s of i.live) {
+    const a = allocByIp.get(s.ip);
+    if (!a) bad.push(`ipamd holds no allocation for live pod ${s.podName} (${s.ip})`);
+    else if (a.containerID !== s.id) bad.push(`ipamd gives ${s.ip} to container ${a.containerID.slice(0, 12)}, but live pod ${s.podName} is ${s.id.slice(0, 12)}`);
+  }
+  for (const a of i.allocations) {
+    if (!liveByIp.has(a.ipv4)) bad.push(`ipamd still holds ${a.ipv4} for ${a.containerID.slice(0, 12)}, which no live sandbox uses (leak after a GC pass)`);
+  }
+  return bad;
+}
