@@ -32,10 +32,8 @@ export async function cmdDel(env: CniEnv, conf: NetConf, warnings: string[]): Pr
     let ip = '';
     if (released.status === 'rejected') {
       warnings.push(`ipamd not reached on DEL, it will reclaim the IP later: ${(released.reason as Error).message}`);
-    } else if (!released.value.released) {
-      warnings.push('ipamd held no IP for this container (already released or unknown)');
-    } else {
-      ip = released.value.ipv4_addr;
+    } else if (released.value.released) {
+      ip = released.value.ipv4_addr; // released=false: unknown container or a repeated DEL, also success
     }
     if (unwired.status === 'rejected') {
       throw new CniError(CniCode.IoFailure, `failed to delete host veth ${hostVeth}`, (unwired.reason as Error).message);

@@ -14,6 +14,7 @@
  *              pod may be using it, so it is neither handed out nor released until a
  *              clean read of the runtime says (DESIGN §4).
  */
+import type { PoolEniView } from '../pool/types.js';
 import type { Allocation, AllocationKey, DatastoreCounts, EniInfo, IpState, PodRef } from './types.js';
 
 interface IpRecord {
@@ -43,17 +44,6 @@ export type AssignResult =
 /** Result of {@link Datastore.restoreAllocation}. */
 export type RestoreResult = 'restored' | 'pending' | 'duplicate-key' | 'ip-taken';
 
-/** Per-ENI view for the pure pool decisions (structurally `PoolEniView`). */
-export interface EniPoolView {
-  eniId: string;
-  deviceNumber: number;
-  isPrimary: boolean;
-  createdAtMs: number;
-  capacity: number;
-  total: number;
-  assigned: number;
-  cooling: number;
-}
 
 /** Canonical string of an allocation key (NUL-separated, so no field can forge another). */
 export function keyString(k: AllocationKey): string {
@@ -379,9 +369,9 @@ export class Datastore {
    * `total`: they are already on their way out. Unverified addresses count as cooling:
    * not available (the pool grows around them) and never freed.
    */
-  poolViews(now: number): EniPoolView[] {
+  poolViews(now: number): PoolEniView[] {
     return this.listEnis().map((info) => {
-      const v: EniPoolView = {
+      const v: PoolEniView = {
         eniId: info.eniId, deviceNumber: info.deviceNumber, isPrimary: info.isPrimary,
         createdAtMs: info.createdAtMs, capacity: info.capacity, total: 0, assigned: 0, cooling: 0,
       };

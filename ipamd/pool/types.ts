@@ -13,7 +13,7 @@ export type AllocationUnit = 'ip' | 'prefix';
 /** Addresses per slot for each {@link AllocationUnit}: 1 for a secondary IP, 16 for a /28 prefix. */
 export const ADDRESSES_PER_SLOT: Readonly<Record<AllocationUnit, number>> = { ip: 1, prefix: 16 };
 
-/** One attached ENI as the pool decisions see it (structurally the datastore's `EniPoolView`). */
+/** One attached ENI as the pool decisions see it (the datastore's `poolViews()` produces these). */
 export interface PoolEniView {
   eniId: string;
   /** Attachment device index; 0 is the instance's primary ENI. */

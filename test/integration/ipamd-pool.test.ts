@@ -6,6 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { mkdir, rm, rmdir } from 'node:fs/promises';
 import { DescribeNetworkInterfacesCommand, EC2Client } from '@aws-sdk/client-ec2';
 import * as grpc from '@grpc/grpc-js';
 import { IPAMD_PATH } from '../../demo/ipamd-process.js';
@@ -166,4 +167,27 @@ test('an invalid env var stops ipamd with one line naming the variable and what 
     assert.match(lines[0]!, new RegExp(name));
     assert.match(lines[0]!, /expect|accept|one of|must/i);
   }
+});
+
+test('a checkpoint write failure rolls the assignment back and fails the RPC; DEL likewise keeps the IP held', async (t) => {
+  const h = await createNode({ ipamdEnv: { WARM_IP_TARGET: '3' } });
+  t.after(() => h.close());
+  const d = await h.startIpamd();
+  const c = ipamdClient(h.socket);
+  t.after(() => c.close());
+  const kept = await c.add('kept');
+  await waitFor('a warm pool', async () => (await d.status()).counts.available >= 3);
+  // A directory where the checkpoint file must be renamed to makes every write fail.
+  await rm(h.checkpoint, { force: true });
+  await mkdir(h.checkpoint);
+  await assert.rejects(c.add('doomed'), (e: GrpcError) => e.code === grpc.status.INTERNAL && /persist/.test(e.details));
+  await assert.rejects(c.del('kept'), (e: GrpcError) => e.code === grpc.status.INTERNAL && /persist/.test(e.details));
+  const s = await d.status();
+  assert.equal(s.counts.assigned, 1, 'the failed ADD left nothing assigned, the failed DEL left kept assigned');
+  const allocs = (await (await fetch(`http://127.0.0.1:${d.introspectionPort}/v1/allocations`)).json()) as Array<{ containerID: string; ipv4: string }>;
+  assert.deepEqual(allocs.map((a) => [a.containerID, a.ipv4]), [['kept', kept.ipv4_addr]]);
+  await rmdir(h.checkpoint);
+  const ok = await c.add('doomed');
+  assert.notEqual(ok.ipv4_addr, kept.ipv4_addr);
+  assert.equal((await c.del('kept')).released, true);
 });
