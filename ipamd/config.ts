@@ -34,6 +34,9 @@
  * | INTROSPECTION_BIND_ADDRESS | 127.0.0.1:61679 | introspection HTTP host:port |
  * | DISABLE_METRICS | false | do not serve metrics |
  * | DISABLE_INTROSPECTION | false | do not serve introspection |
+ * | ENI_IPAM_INSTALL_CNI | true | once serving, install the plugin and the conflist |
+ * | ENI_IPAM_CNI_CONF_DIR | /etc/cni/net.d | where the conflist goes (temp file + rename in the same dir) |
+ * | ENI_IPAM_CNI_BIN_DIR | /opt/cni/bin | where the plugin is copied, as `eni-ipam` |
  * | ENI_IPAM_ADD_WAIT_TIMEOUT | 10s | how long an ADD waits for a refill when the pool is empty |
  * | ENI_IPAM_SHRINK_DELAY | 60s | how long a surplus must persist before it is released |
  * | ENI_IPAM_RECONCILE_INTERVAL | 60s | period of the EC2/IMDS reconcile |
@@ -60,6 +63,7 @@ export interface IpamdConfig {
   nodeName?: string; ec2Endpoint?: string; imdsEndpoint: string; criRuntimeEndpoint?: string;
   logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal'; logFormat: 'json' | 'pretty';
   socketPath: string; checkpointPath: string; metricsBindAddress: string; introspectionBindAddress: string;
+  installCni: boolean; cniConfDir: string; cniBinDir: string;
   disableMetrics: boolean; disableIntrospection: boolean;
   addWaitTimeoutMs: number; shrinkDelayMs: number; reconcileIntervalMs: number; gcIntervalMs: number; gcGraceMs: number; poolIntervalMs: number;
   networkName: string;
@@ -116,6 +120,9 @@ const SPECS: VarSpec[] = [
   v('INTROSPECTION_BIND_ADDRESS', 'introspectionBindAddress', hostPort(), '127.0.0.1:61679', 'host:port of the introspection HTTP endpoint.'),
   v('DISABLE_METRICS', 'disableMetrics', bool(), 'false', 'Do not serve metrics.'),
   v('DISABLE_INTROSPECTION', 'disableIntrospection', bool(), 'false', 'Do not serve introspection.'),
+  v('ENI_IPAM_INSTALL_CNI', 'installCni', bool(), 'true', 'Once serving, copy the plugin into the CNI bin dir and write the conflist into the CNI conf dir.'),
+  v('ENI_IPAM_CNI_CONF_DIR', 'cniConfDir', absolutePath(), '/etc/cni/net.d', 'CNI conf dir the conflist is written to (temp file + rename in the same dir).'),
+  v('ENI_IPAM_CNI_BIN_DIR', 'cniBinDir', absolutePath(), '/opt/cni/bin', 'CNI bin dir the plugin is copied to, as eni-ipam.'),
   v('ENI_IPAM_ADD_WAIT_TIMEOUT', 'addWaitTimeoutMs', duration(), '10s', 'How long an ADD waits for a refill when the pool is empty.'),
   v('ENI_IPAM_SHRINK_DELAY', 'shrinkDelayMs', duration(), '60s', 'How long a surplus must persist before it is released.'),
   v('ENI_IPAM_RECONCILE_INTERVAL', 'reconcileIntervalMs', duration(1), '60s', 'Period of the reconcile against EC2/IMDS.'),

@@ -16,6 +16,7 @@ import { poolCounts, type PoolTargets } from './pool/index.js';
 import { RpcServer } from './rpc/server.js';
 import { IpamService } from './service/ipam-service.js';
 import { discoverNode, loadInventory } from './startup/discover.js';
+import { installCni } from './startup/cni-install.js';
 import { startEvidence } from './startup/evidence.js';
 import { restoreFromCheckpoint } from './startup/restore-checkpoint.js';
 
@@ -90,6 +91,13 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     introspectionPort = started.port;
   }
   await rpc.listen();
+  if (config.installCni) {
+    const written = await installCni({
+      confDir: config.cniConfDir, binDir: config.cniBinDir, networkName: config.networkName,
+      podMtu: config.podMtu, vethPrefix: config.vethPrefix, ipamdSocket: config.socketPath,
+    });
+    log.info(written, 'installed the CNI plugin and conflist (ipamd is serving)');
+  }
   if (config.disableNetworkResourceProvisioning) log.warn('DISABLE_NETWORK_RESOURCE_PROVISIONING=true: the warm pool is not managed; serving only what the ENIs already hold');
   else pool.start();
   log.info({ socket: config.socketPath, introspectionPort, startupMs: Date.now() - t0, ...status().counts }, 'ipamd serving');

@@ -50,7 +50,8 @@ export async function createNode(p: { instanceType?: string; subnetCidr?: string
   h.env = {
     AWS_EC2_ENDPOINT: sim.ec2Endpoint, AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpoint,
     ENI_IPAM_SOCKET: h.socket, ENI_IPAM_CHECKPOINT_PATH: h.checkpoint, ENI_IPAM_POOL_INTERVAL: '200ms',
-    AWS_VPC_K8S_CNI_LOGLEVEL: 'debug', ...p.ipamdEnv,
+    AWS_VPC_K8S_CNI_LOGLEVEL: 'debug', ENI_IPAM_INSTALL_CNI: 'true',
+    ENI_IPAM_CNI_CONF_DIR: path.join(dir, 'cni', 'net.d'), ENI_IPAM_CNI_BIN_DIR: path.join(dir, 'cni', 'bin'), ...p.ipamdEnv,
   };
   return h;
 }

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdir, rm, rmdir } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, rmdir, stat } from 'node:fs/promises';
 import { DescribeNetworkInterfacesCommand, EC2Client } from '@aws-sdk/client-ec2';
 import * as grpc from '@grpc/grpc-js';
 import { IPAMD_PATH } from '../../demo/ipamd-process.js';
@@ -190,4 +190,30 @@ test('a checkpoint write failure rolls the assignment back and fails the RPC; DE
   const ok = await c.add('doomed');
   assert.notEqual(ok.ipv4_addr, kept.ipv4_addr);
   assert.equal((await c.del('kept')).released, true);
+});
+
+test('once serving, ipamd installs the plugin and a conflist built from its settings (temp file + rename)', async (t) => {
+  const h = await createNode({ ipamdEnv: { POD_MTU: '1500', AWS_VPC_K8S_CNI_VETHPREFIX: 'pod', ENI_IPAM_NETWORK_NAME: 'eni-net' } });
+  t.after(() => h.close());
+  await h.startIpamd();
+  const confDir = h.env.ENI_IPAM_CNI_CONF_DIR!;
+  const binDir = h.env.ENI_IPAM_CNI_BIN_DIR!;
+  assert.deepEqual(await readdir(confDir), ['10-eni-ipam.conflist'], 'no temp file left behind');
+  const conf = JSON.parse(await readFile(`${confDir}/10-eni-ipam.conflist`, 'utf8'));
+  assert.equal(conf.name, 'eni-net');
+  assert.deepEqual(conf.plugins, [{ type: 'eni-ipam', mtu: 1500, vethPrefix: 'pod', ipamdSocket: h.socket }]);
+  const st = await stat(`${binDir}/eni-ipam`);
+  assert.equal(st.mode & 0o777, 0o755);
+  // The installed binary answers VERSION.
+  const v = await new Promise<string>((resolve, reject) => {
+    const env: NodeJS.ProcessEnv = { ...process.env, CNI_COMMAND: 'VERSION' };
+    delete env.NODE_EXTRA_CA_CERTS;
+    const p = spawn(`${binDir}/eni-ipam`, [], { env, stdio: ['pipe', 'pipe', 'inherit'] });
+    let out = '';
+    p.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    p.on('error', reject);
+    p.on('close', () => resolve(out));
+    p.stdin.end('{"cniVersion":"1.0.0"}');
+  });
+  assert.ok(JSON.parse(v).supportedVersions.includes('1.1.0'));
 });
