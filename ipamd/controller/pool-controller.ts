@@ -13,6 +13,9 @@ import { planGrow, planShrink, poolCounts, SurplusTracker, type PoolTargets } fr
 import type { EniManager } from './eni-manager.js';
 import type { ReleaseGate } from './release-gate.js';
 
+/** EC2 codes meaning the subnet cannot give more addresses now. */
+const SUBNET_FULL = new Set(['InsufficientFreeAddressesInSubnet', 'InsufficientCidrBlocks']);
+
 /** An ADD could not get an address within its wait, with the reason in operator terms. */
 export class PoolExhaustedError extends Error {
   constructor(message: string) {
@@ -35,6 +38,8 @@ export interface PoolControllerOptions {
   shrinkDelayMs: number;
   /** Minimum ENI age before it may be freed (ms, default 60 000). */
   minEniAgeMs?: number;
+  /** How long grow pauses after InsufficientFreeAddressesInSubnet / InsufficientCidrBlocks (ms, default 30 000). */
+  subnetFullPauseMs?: number;
   now?: () => number;
 }
 
@@ -57,6 +62,8 @@ export class PoolController {
   private stopped = false;
   /** Last grow failure, for status output. */
   lastError?: string;
+  /** Grow is paused until this time (ms) after the subnet ran out of addresses. */
+  private growPausedUntil = 0;
 
   constructor(private readonly o: PoolControllerOptions) {
     this.now = o.now ?? Date.now;
@@ -142,6 +149,10 @@ export class PoolController {
   /** One grow pass: fill existing ENIs, then new ENIs, per the pure plan. */
   private async grow(): Promise<{ changed: boolean; blocked?: string }> {
     const { ds, ec2, enis, log, targets } = this.o;
+    if (this.now() < this.growPausedUntil) {
+      // The subnet had no free address moments ago: asking again now only burns API budget.
+      return { changed: false, blocked: this.lastError ?? 'subnet out of addresses' };
+    }
     const plan = planGrow(ds.poolViews(this.now()), targets, this.waiters.size);
     let changed = false;
     let blocked = plan.unmet > 0 ? plan.blockedReason : undefined;
@@ -159,7 +170,12 @@ export class PoolController {
       }
       this.lastError = undefined;
     } catch (e) {
-      const reason = e instanceof Ec2Error ? `${e.action} failed with ${e.code}` : (e as Error).message;
+      let reason = e instanceof Ec2Error ? `${e.action} failed with ${e.code}` : (e as Error).message;
+      if (e instanceof Ec2Error && SUBNET_FULL.has(e.code)) {
+        const pauseMs = this.o.subnetFullPauseMs ?? 30_000;
+        this.growPausedUntil = this.now() + pauseMs;
+        reason = `the subnet has no free addresses (${e.code}); grow paused for ${Math.round(pauseMs / 1000)} s`;
+      }
       this.lastError = reason;
       blocked = reason;
       log.warn({ err: (e as Error).message }, 'pool grow failed');

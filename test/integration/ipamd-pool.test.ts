@@ -217,3 +217,19 @@ test('once serving, ipamd installs the plugin and a conflist built from its sett
   });
   assert.ok(JSON.parse(v).supportedVersions.includes('1.1.0'));
 });
+
+test('a full subnet fails waiting ADDs with the reason and pauses grow instead of hammering EC2', async (t) => {
+  // /28: 16 − 5 reserved = 11 addresses; the instance takes 1, the primary ENI fills with 9.
+  const h = await createNode({ subnetCidr: '10.0.0.0/28', ipamdEnv: { ENI_IPAM_ADD_WAIT_TIMEOUT: '1500ms' } });
+  t.after(() => h.close());
+  const d = await h.startIpamd();
+  const c = ipamdClient(h.socket);
+  t.after(() => c.close());
+  await waitFor('the primary ENI filled', async () => (await d.status()).counts.total === 9);
+  for (let i = 0; i < 9; i++) await c.add(`p${i}`);
+  await assert.rejects(c.add('p9'), (e: GrpcError) => e.code === grpc.status.RESOURCE_EXHAUSTED && /subnet has no free addresses/.test(e.details));
+  await assert.rejects(c.add('p10'), (e: GrpcError) => e.code === grpc.status.RESOURCE_EXHAUSTED);
+  const creates = h.sim.countCalls('CreateNetworkInterface');
+  assert.ok(creates >= 1 && creates <= 2, `CreateNetworkInterface called ${creates} times within the pause`);
+  assert.equal((await d.status()).counts.assigned, 9);
+});
