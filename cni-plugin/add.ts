@@ -6,6 +6,7 @@
 import { isIPv4 } from 'node:net';
 import type { AddNetworkReply } from '../proto/ipam.js';
 import { requireEnv, type CniEnv } from './env.js';
+import { chainAddResult } from './chain.js';
 import { CniCode, CniError } from './errors.js';
 import { connectIpamd, IpamdCallError, RETRYABLE_STATUSES } from './ipamd-client.js';
 import type { NetConf } from './netconf.js';
@@ -33,11 +34,11 @@ export function addFailure(e: unknown): CniError {
 
 /**
  * Runs ADD. `warnings` collects non-fatal problems for the log.
- * @returns the result in `conf.cniVersion` and the pod IP.
+ * @returns the result in `conf.cniVersion` (after `prevResult`'s entries in a conflist) and the pod IP.
  * @throws CniError: 4 bad env, 11 ipamd unavailable / no IP now, 100 ipamd refused,
  *   5 wiring failed (netns missing, ip error).
  */
-export async function cmdAdd(env: CniEnv, conf: NetConf, warnings: string[]): Promise<{ result: AddResult; ip: string }> {
+export async function cmdAdd(env: CniEnv, conf: NetConf, warnings: string[]): Promise<{ result: AddResult | Record<string, unknown>; ip: string }> {
   requireEnv(env, 'ADD');
   const ids = networkIds(env, conf);
   const ipamd = connectIpamd(conf.ipamdSocket);
@@ -70,7 +71,7 @@ export async function cmdAdd(env: CniEnv, conf: NetConf, warnings: string[]): Pr
       pod: { ifName: env.ifName, mac: plan.podMac, netns: env.netns },
       ipv4: plan.ipv4, mtu: plan.mtu,
     });
-    return { result, ip: plan.ipv4 };
+    return { result: chainAddResult(result, conf.prevResult), ip: plan.ipv4 };
   } finally {
     ipamd.close();
   }

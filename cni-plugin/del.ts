@@ -1,15 +1,19 @@
 /**
  * CNI DEL: idempotent, succeeds in the end. Deletes the host veth by its computed name
  * (removing the pair and the host route) and releases the IP at ipamd (`DelNetwork`
- * reason "cni-del") in parallel. A missing/empty netns, an unknown container and an
- * unreachable ipamd (it reclaims the IP later) are all success, logged as warnings.
+ * reason "cni-del") in parallel, then removes the pod's ip rules. A missing/empty netns,
+ * an unknown container and an unreachable ipamd (it reclaims the IP later) are all
+ * success, logged as warnings; with ipamd unreachable the host side is torn down from
+ * `prevResult` (the IP it names: its rules, unless another attachment now holds it).
  */
 import { requireEnv, type CniEnv } from './env.js';
 import { CniCode, CniError } from './errors.js';
+import { teardownHost } from './host-teardown.js';
 import { connectIpamd } from './ipamd-client.js';
 import type { NetConf } from './netconf.js';
+import { readPrevResult } from './prev-result.js';
 import { networkIds } from './request.js';
-import { hostVethName } from './veth-name.js';
+import { hostVethMac, hostVethName, podVethMac } from './veth-name.js';
 import { deleteHostVeth } from './wiring.js';
 
 /** Deadline of `DelNetwork` in ms. */
@@ -29,15 +33,27 @@ export async function cmdDel(env: CniEnv, conf: NetConf, warnings: string[]): Pr
       deleteHostVeth(hostVeth),
       ipamd.delNetwork({ ...networkIds(env, conf), reason: 'cni-del' }, DEL_TIMEOUT_MS),
     ]);
-    let ip = '';
-    if (released.status === 'rejected') {
-      warnings.push(`ipamd not reached on DEL, it will reclaim the IP later: ${(released.reason as Error).message}`);
-    } else if (released.value.released) {
-      ip = released.value.ipv4_addr; // released=false: unknown container or a repeated DEL, also success
-    }
     if (unwired.status === 'rejected') {
       throw new CniError(CniCode.IoFailure, `failed to delete host veth ${hostVeth}`, (unwired.reason as Error).message);
     }
+    let ip = '';
+    let cleanup: Promise<string[]> | undefined;
+    if (released.status === 'rejected') {
+      warnings.push(`ipamd not reached on DEL, it will reclaim the IP later: ${(released.reason as Error).message}`);
+      const prev = conf.prevResult ? readPrevResult(conf.prevResult, env.ifName) : undefined;
+      if (prev && typeof prev !== 'string') cleanup = teardownHost({ hostVeth, ipv4: prev.ipv4, vethDone: true });
+    } else if (released.value.released) {
+      ip = released.value.ipv4_addr; // released=false: unknown container or a repeated DEL, also success
+      // route_table_id 0: ipamd no longer knows the ENI, so rules are found by IP instead.
+      cleanup = released.value.route_table_id === 0 ? teardownHost({ hostVeth, ipv4: ip, vethDone: true }) : teardownHost({
+        hostVeth, ipv4: ip, vethDone: true,
+        plan: {
+          netns: env.netns, ifName: env.ifName, hostVeth, hostMac: hostVethMac(env.containerId, env.ifName),
+          podMac: podVethMac(env.containerId, env.ifName), ipv4: ip, mtu: conf.mtu, routeTableId: released.value.route_table_id,
+        },
+      });
+    }
+    if (cleanup) warnings.push(...await cleanup.catch((e: Error) => [`host cleanup after DEL failed: ${e.message}`]));
     return { ip };
   } finally {
     ipamd.close();

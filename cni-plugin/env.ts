@@ -93,16 +93,16 @@ export function readCniEnv(env: NodeJS.ProcessEnv = process.env): CniEnv {
 }
 
 /**
- * Checks the variables a verb needs (CNI spec: ADD needs CNI_CONTAINERID, CNI_NETNS,
+ * Checks the variables a verb needs (CNI spec: ADD and CHECK need CNI_CONTAINERID, CNI_NETNS,
  * CNI_IFNAME; DEL needs CNI_CONTAINERID and CNI_IFNAME, CNI_NETNS may be empty), and their
  * shapes: container id `[A-Za-z0-9][A-Za-z0-9_.-]*`, ifname a valid Linux interface
  * name, netns an absolute path without whitespace or quotes (it goes into `ip -batch`).
  * @throws CniError code 4 naming the missing or malformed variable.
  */
-export function requireEnv(e: CniEnv, verb: 'ADD' | 'DEL'): void {
+export function requireEnv(e: CniEnv, verb: 'ADD' | 'DEL' | 'CHECK'): void {
   const missing: string[] = [];
   if (!e.containerId) missing.push('CNI_CONTAINERID');
-  if (verb === 'ADD' && !e.netns) missing.push('CNI_NETNS');
+  if (verb !== 'DEL' && !e.netns) missing.push('CNI_NETNS');
   if (!e.ifName) missing.push('CNI_IFNAME');
   if (missing.length > 0) throw new CniError(CniCode.InvalidEnv, `missing ${missing.join(', ')}`, `required for CNI_COMMAND=${verb}`);
   if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(e.containerId)) {

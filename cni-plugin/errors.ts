@@ -22,8 +22,14 @@ export const CniCode = {
   InvalidNetworkConfig: 7,
   /** Try again later (ipamd unavailable, or no IP available now). */
   TryAgainLater: 11,
+  /** STATUS (1.1.0): the plugin is not available, i.e. cannot service ADD requests. */
+  PluginNotAvailable: 50,
+  /** STATUS (1.1.0): not available, and existing containers may have limited connectivity. */
+  PluginNotAvailableLimitedConnectivity: 51,
   /** Plugin-specific: ipamd refused the request (version skew, bad request, internal error). */
   IpamdError: 100,
+  /** Plugin-specific: CHECK found the attachment drifted from `prevResult` (the message says what). */
+  CheckFailed: 100,
 } as const;
 
 /** A failure to report to the runtime as a CNI error object. */

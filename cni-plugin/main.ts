@@ -1,7 +1,7 @@
 /**
  * Entry point of the eni-ipam CNI plugin (bundled to `dist/cni-plugin/eni-ipam.cjs`):
- * verb dispatch only. ADD and DEL are loaded on demand so VERSION (and errors found
- * before any RPC) never evaluate the gRPC stack.
+ * verb dispatch only. The verbs (ADD, DEL, CHECK, GC, STATUS) are loaded on demand so
+ * VERSION (and errors found before any RPC) never evaluate the gRPC stack.
  */
 import { runInvocation, type VerbHandler } from './invocation.js';
 
@@ -16,7 +16,21 @@ const handlers: Record<string, VerbHandler> = {
     const r = await cmdDel(env, conf, warnings);
     return { ip: r.ip };
   },
-  // CHECK, GC and STATUS: CNI error 4 "not implemented yet" until a later issue.
+  CHECK: async (env, conf) => {
+    const { cmdCheck } = await import('./check.js');
+    await cmdCheck(env, conf);
+    return {};
+  },
+  GC: async (_env, conf, warnings) => {
+    const { cmdGc } = await import('./gc.js');
+    await cmdGc(conf, warnings);
+    return {};
+  },
+  STATUS: async (_env, conf) => {
+    const { cmdStatus } = await import('./status.js');
+    await cmdStatus(conf);
+    return {};
+  },
 };
 
 runInvocation(handlers).then(

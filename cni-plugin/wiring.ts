@@ -4,13 +4,15 @@
  * in the pod's.
  *
  * Node side: veth pair created with the peer directly in the pod netns (by path), fixed
- * MACs and MTU, host end up, host route `<ip>/32 dev <hostVeth> scope link`.
+ * MACs and MTU, host end up, host route `<ip>/32 dev <hostVeth> scope link`, the pod's
+ * ip rules ({@link policyRoutingLines}).
  * Pod side: `lo` up, peer up, `<ip>/32`, `169.254.1.1 dev <if> scope link`,
  * `default via 169.254.1.1`, permanent neighbour 169.254.1.1 → host veth MAC.
  */
 import { stat } from 'node:fs/promises';
 import { CniCode, CniError } from './errors.js';
 import { IpBatchError, ipBatch } from './ip-batch.js';
+import { ipDeleteAll } from './ip-query.js';
 import { POD_GATEWAY } from './result.js';
 
 /** Everything needed to wire (or unwire) one attachment. */
@@ -30,13 +32,32 @@ export interface WiringPlan {
   routeTableId: number;
 }
 
+/** Priority of the pod's `to <ip> lookup main` rule (DESIGN §1 step 4; ipamd/network/rule-priorities.ts). */
+export const TO_POD_RULE_PRIORITY = 512;
+/** Priority of the pod's `from <ip> lookup <ENI table>` rule (secondary ENIs only). */
+export const FROM_POD_RULE_PRIORITY = 1536;
+/** Route table id of the main table (pods on the primary ENI). */
+const MAIN_TABLE = 254;
+
 /**
- * Seam for the ip rules of DESIGN §1 step 4 (prio 512 `to <ip> lookup main`, prio 1536
- * `from <ip> lookup <eni table>` for secondary ENIs): extra node-side `ip` batch lines.
- * Empty for now (a later issue adds them).
+ * The pod's ip rules (DESIGN §1 step 4) as node-side `ip -batch` lines, appended to the
+ * host batch of ADD (no extra process): prio 512 `to <ip>/32 lookup main` always (traffic
+ * to the pod reaches its host veth whatever other tables say), and, when the IP belongs
+ * to a secondary ENI (`routeTableId` not 254; 0 = unset counts as main), prio 1536
+ * `from <ip>/32 lookup <routeTableId>` so the pod's traffic leaves through that ENI.
+ * CHECK, DEL and GC derive what to verify/remove from these lines (pod-rules.ts).
  */
-export function policyRoutingLines(_plan: WiringPlan): string[] {
-  return [];
+export function policyRoutingLines(plan: WiringPlan): string[] {
+  const lines = [`rule add to ${plan.ipv4}/32 lookup main prio ${TO_POD_RULE_PRIORITY}`];
+  if (plan.routeTableId > 0 && plan.routeTableId !== MAIN_TABLE) {
+    lines.push(`rule add from ${plan.ipv4}/32 lookup ${plan.routeTableId} prio ${FROM_POD_RULE_PRIORITY}`);
+  }
+  return lines;
+}
+
+/** `rule del` lines for exactly the rules {@link policyRoutingLines} adds. */
+function policyRoutingDeleteLines(plan: WiringPlan): string[] {
+  return policyRoutingLines(plan).map((l) => l.replace(/^rule add /, 'rule del '));
 }
 
 /** The node-side `ip -batch` lines for `plan`. */
@@ -78,8 +99,9 @@ export async function deleteHostVeth(name: string): Promise<boolean> {
 }
 
 /**
- * Wires the attachment. Idempotent: when the host veth already exists (a repeated ADD)
- * it is deleted and everything re-created. On failure, whatever was created is removed.
+ * Wires the attachment. Idempotent: when the host veth or a pod rule already exists (a
+ * repeated ADD, or rules left by an earlier holder of the IP) they are deleted and
+ * everything re-created. On failure, whatever was created (veth, rules) is removed.
  * @throws CniError code 5 (I/O failure): the netns path does not exist (message names
  *   it), or an `ip` command failed (details carry iproute2's message).
  */
@@ -94,13 +116,15 @@ export async function wirePod(p: WiringPlan): Promise<void> {
       await ipBatch(hostLines(p));
     } catch (e) {
       if (!(e instanceof IpBatchError && /File exists/.test(e.stderr))) throw e;
-      // A repeated ADD: start again from scratch.
+      // A repeated ADD, or rules an earlier holder of this IP left behind: start again from scratch.
       await deleteHostVeth(p.hostVeth);
+      await ipDeleteAll(policyRoutingDeleteLines(p));
       await ipBatch(hostLines(p));
     }
     await ipBatch(podLines(p), p.netns);
   } catch (e) {
     await deleteHostVeth(p.hostVeth).catch(() => undefined);
+    await ipDeleteAll(policyRoutingDeleteLines(p)).catch(() => undefined);
     throw new CniError(CniCode.IoFailure, `failed to wire ${p.ifName} in netns ${p.netns}`, (e as Error).message);
   }
 }

@@ -32,8 +32,8 @@ export interface IpamdProcess {
  * @throws Error with the log tail if it exits or does not get ready in time.
  */
 export async function startIpamd(p: { env: NodeJS.ProcessEnv; logFile: string; prefix?: string[]; timeoutMs?: number }): Promise<IpamdProcess> {
-  // Never touch the machine's real /etc/cni/net.d unless the caller asks for it.
-  const env: NodeJS.ProcessEnv = { ...process.env, INTROSPECTION_BIND_ADDRESS: '127.0.0.1:0', DISABLE_METRICS: 'true', ENI_IPAM_INSTALL_CNI: 'false', ...p.env };
+  // Never touch the machine's real /etc/cni/net.d or its routing/iptables unless the caller asks for it.
+  const env: NodeJS.ProcessEnv = { ...process.env, INTROSPECTION_BIND_ADDRESS: '127.0.0.1:0', DISABLE_METRICS: 'true', ENI_IPAM_INSTALL_CNI: 'false', ENI_IPAM_HOST_NETWORK: 'false', ...p.env };
   if (/^(warn|error|fatal)$/i.test(env.AWS_VPC_K8S_CNI_LOGLEVEL ?? '')) throw new Error('startIpamd needs AWS_VPC_K8S_CNI_LOGLEVEL info or more verbose to see "ipamd serving"');
   delete env.NODE_EXTRA_CA_CERTS;
   const argv = [...(p.prefix ?? []), process.execPath, IPAMD_PATH];

@@ -21,6 +21,16 @@ export function wholeNumber(min: number, max?: number): Field<number> {
   return z.string().trim().regex(/^[0-9]+$/, { error: msg }).transform(Number).pipe(max === undefined ? n : n.max(max, { error: msg }));
 }
 
+/**
+ * A decimal number in (0, max] (digits with an optional fraction: `5`, `0.5`; no sign or
+ * exponent). Used for rates such as ENI_IPAM_EC2_RATE (calls/s).
+ */
+export function positiveDecimal(max: number): Field<number> {
+  const msg = `expected a number > 0 and <= ${max} (e.g. 5 or 0.5)`;
+  return z.string().trim().regex(/^(\d+(\.\d+)?|\.\d+)$/, { error: msg }).transform(Number)
+    .pipe(z.number({ error: msg }).positive({ error: msg }).max(max, { error: msg }));
+}
+
 /** true/false/1/0, case-insensitive. */
 export function bool(): Field<boolean> {
   const msg = 'expected true, false, 1 or 0';

@@ -9,8 +9,8 @@
  * | WARM_ENI_TARGET | 1 | whole ENIs' worth of secondary IPs kept available (when no IP target is set) |
  * | WARM_IP_TARGET | unset | available IPs to keep; set (with or instead of MINIMUM_IP_TARGET) → warm-ip mode |
  * | MINIMUM_IP_TARGET | unset | floor on total IPs on the node |
- * | WARM_PREFIX_TARGET | unset | available /28 prefixes to keep; needs ENABLE_PREFIX_DELEGATION=true |
- * | ENABLE_PREFIX_DELEGATION | false | assign /28 prefixes instead of single secondary IPs |
+ * | WARM_PREFIX_TARGET | unset | free /28 prefixes to keep; needs ENABLE_PREFIX_DELEGATION=true; WARM_IP_TARGET/MINIMUM_IP_TARGET override it |
+ * | ENABLE_PREFIX_DELEGATION | false | assign /28 prefixes (16 addresses each) instead of single secondary IPs; Nitro instance types only |
  * | MAX_ENI | unset (instance limit) | cap on attached ENIs, ≥ 1 |
  * | IP_COOLDOWN_PERIOD | 30 (s) | how long a released IP waits before reuse |
  * | AWS_VPC_ENI_MTU | 9001 | MTU of the ENIs, 576–9001 |
@@ -34,6 +34,7 @@
  * | INTROSPECTION_BIND_ADDRESS | 127.0.0.1:61679 | introspection HTTP host:port |
  * | DISABLE_METRICS | false | do not serve metrics |
  * | DISABLE_INTROSPECTION | false | do not serve introspection |
+ * | ENI_IPAM_HOST_NETWORK | true | per-ENI links, route tables, ip rules and SNAT on the node |
  * | ENI_IPAM_INSTALL_CNI | true | once serving, install the plugin and the conflist |
  * | ENI_IPAM_CNI_CONF_DIR | /etc/cni/net.d | where the conflist goes (temp file + rename in the same dir) |
  * | ENI_IPAM_CNI_BIN_DIR | /opt/cni/bin | where the plugin is copied, as `eni-ipam` |
@@ -44,13 +45,21 @@
  * | ENI_IPAM_GC_GRACE | 60s | minimum age of an allocation before the GC may release it |
  * | ENI_IPAM_NETWORK_NAME | aws-cni | CNI network name used for sandboxes adopted from the runtime |
  * | ENI_IPAM_POOL_INTERVAL | 5s | pool re-evaluation period when nothing triggers it |
+ * | ENI_IPAM_MIN_ENI_AGE | 60s | an ENI younger than this is never freed by shrink |
+ * | ENI_IPAM_IMDS_ENI_WAIT | 30s | how long grow waits for IMDS to list a new ENI before the reconcile takes over |
+ * | ENI_IPAM_LEAKED_ENI_SWEEP_INTERVAL | 1h | period of the leaked-ENI sweep |
+ * | ENI_IPAM_LEAKED_ENI_SWEEP_JITTER | 300s | the first sweep starts after a random delay up to this |
+ * | ENI_IPAM_EC2_RATE | 5 | node-local EC2 call rate (calls/s, fractions allowed, ≤ 1000) |
+ * | ENI_IPAM_EC2_BURST | 20 | node-local EC2 burst (calls, 1–10000) |
+ * | ENI_IPAM_EC2_TIMEOUT | 10s | timeout of one EC2 attempt |
+ * | ENI_IPAM_EC2_MAX_ATTEMPTS | 5 | attempts per EC2 call, the first included (1–20); retries back off with jitter |
  *
  * Durations: a plain number is seconds (fractions allowed), or a number with unit ms, s, m, h;
  * at most 596h (Node's timer limit).
  * Booleans: true, false, 1, 0 (any case).
  */
 import {
-  absolutePath, bool, criEndpoint, duration, hostPort, httpUrl, ipv4CidrList, oneOf, tagMap, text, vethPrefix, wholeNumber, type Field,
+  absolutePath, bool, criEndpoint, duration, hostPort, httpUrl, ipv4CidrList, oneOf, positiveDecimal, tagMap, text, vethPrefix, wholeNumber, type Field,
 } from './config-fields.js';
 
 /** The validated ipamd configuration. Durations are in ms. */
@@ -63,10 +72,12 @@ export interface IpamdConfig {
   nodeName?: string; ec2Endpoint?: string; imdsEndpoint: string; criRuntimeEndpoint?: string;
   logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal'; logFormat: 'json' | 'pretty';
   socketPath: string; checkpointPath: string; metricsBindAddress: string; introspectionBindAddress: string;
-  installCni: boolean; cniConfDir: string; cniBinDir: string;
+  installCni: boolean; cniConfDir: string; cniBinDir: string; hostNetworking: boolean;
   disableMetrics: boolean; disableIntrospection: boolean;
   addWaitTimeoutMs: number; shrinkDelayMs: number; reconcileIntervalMs: number; gcIntervalMs: number; gcGraceMs: number; poolIntervalMs: number;
+  ec2RatePerSecond: number; ec2Burst: number; ec2TimeoutMs: number; ec2MaxAttempts: number;
   networkName: string;
+  minEniAgeMs: number; imdsEniWaitMs: number; leakedEniSweepIntervalMs: number; leakedEniSweepJitterMs: number;
 }
 
 /** A bad environment variable. `message` is one line: variable, value, what it accepts. */
@@ -95,8 +106,8 @@ const SPECS: VarSpec[] = [
   v('WARM_ENI_TARGET', 'warmEniTarget', wholeNumber(0), '1', "Whole ENIs' worth of secondary IPs kept available when neither WARM_IP_TARGET nor MINIMUM_IP_TARGET is set."),
   v('WARM_IP_TARGET', 'warmIpTarget', wholeNumber(0), undefined, 'Available IPs to keep; setting it or MINIMUM_IP_TARGET switches to warm-ip mode.'),
   v('MINIMUM_IP_TARGET', 'minimumIpTarget', wholeNumber(0), undefined, 'Floor on the total IPs on the node.'),
-  v('WARM_PREFIX_TARGET', 'warmPrefixTarget', wholeNumber(0), undefined, 'Available /28 prefixes to keep; requires ENABLE_PREFIX_DELEGATION=true.'),
-  v('ENABLE_PREFIX_DELEGATION', 'enablePrefixDelegation', bool(), 'false', 'Assign /28 prefixes to ENIs instead of single secondary IPs.'),
+  v('WARM_PREFIX_TARGET', 'warmPrefixTarget', wholeNumber(0), undefined, 'Free /28 prefixes (no address in use) to keep; requires ENABLE_PREFIX_DELEGATION=true; ignored when WARM_IP_TARGET or MINIMUM_IP_TARGET is set (they count IPs, rounded up to prefixes).'),
+  v('ENABLE_PREFIX_DELEGATION', 'enablePrefixDelegation', bool(), 'false', 'Assign /28 prefixes (16 addresses each, Ipv4PrefixCount) to ENIs instead of single secondary IPs; refused at start on non-Nitro instance types. Without WARM_PREFIX_TARGET/WARM_IP_TARGET/MINIMUM_IP_TARGET, WARM_ENI_TARGET counts whole ENIs of prefixes.'),
   v('MAX_ENI', 'maxEni', wholeNumber(1), undefined, 'Cap on attached ENIs (the instance type limit still applies).', 'instance limit'),
   v('IP_COOLDOWN_PERIOD', 'ipCooldownMs', duration(), '30', 'Seconds a released IP waits before it is handed out again.', '30 s'),
   v('AWS_VPC_ENI_MTU', 'eniMtu', wholeNumber(576, 9001), '9001', 'MTU of the ENIs (576-9001).'),
@@ -120,6 +131,7 @@ const SPECS: VarSpec[] = [
   v('INTROSPECTION_BIND_ADDRESS', 'introspectionBindAddress', hostPort(), '127.0.0.1:61679', 'host:port of the introspection HTTP endpoint.'),
   v('DISABLE_METRICS', 'disableMetrics', bool(), 'false', 'Do not serve metrics.'),
   v('DISABLE_INTROSPECTION', 'disableIntrospection', bool(), 'false', 'Do not serve introspection.'),
+  v('ENI_IPAM_HOST_NETWORK', 'hostNetworking', bool(), 'true', 'Set up per-ENI links, route tables, ip rules and SNAT on the node (off only for demos/tests without real ENIs).'),
   v('ENI_IPAM_INSTALL_CNI', 'installCni', bool(), 'true', 'Once serving, copy the plugin into the CNI bin dir and write the conflist into the CNI conf dir.'),
   v('ENI_IPAM_CNI_CONF_DIR', 'cniConfDir', absolutePath(), '/etc/cni/net.d', 'CNI conf dir the conflist is written to (temp file + rename in the same dir).'),
   v('ENI_IPAM_CNI_BIN_DIR', 'cniBinDir', absolutePath(), '/opt/cni/bin', 'CNI bin dir the plugin is copied to, as eni-ipam.'),
@@ -130,6 +142,14 @@ const SPECS: VarSpec[] = [
   v('ENI_IPAM_GC_GRACE', 'gcGraceMs', duration(), '60s', 'Minimum age of an allocation before the GC may release it (an ADD still in progress has no READY sandbox yet).'),
   v('ENI_IPAM_NETWORK_NAME', 'networkName', text(128), 'aws-cni', 'CNI network name ("name" of the conflist), used for sandboxes adopted from the runtime.'),
   v('ENI_IPAM_POOL_INTERVAL', 'poolIntervalMs', duration(1), '5s', 'How often the pool controller re-evaluates when nothing triggers it.'),
+  v('ENI_IPAM_MIN_ENI_AGE', 'minEniAgeMs', duration(), '60s', 'An ENI younger than this is never freed by shrink (it was just created for demand).'),
+  v('ENI_IPAM_IMDS_ENI_WAIT', 'imdsEniWaitMs', duration(), '30s', 'How long grow waits (with backoff) for IMDS to list a new ENI before leaving it pending for the reconcile; its IPs are not served before IMDS lists it.'),
+  v('ENI_IPAM_LEAKED_ENI_SWEEP_INTERVAL', 'leakedEniSweepIntervalMs', duration(1), '1h', 'Period of the sweep that deletes leaked ENIs (ours, available, createdAt older than 5 min); off with DISABLE_LEAKED_ENI_CLEANUP.'),
+  v('ENI_IPAM_LEAKED_ENI_SWEEP_JITTER', 'leakedEniSweepJitterMs', duration(), '300s', 'The first leaked-ENI sweep starts after a random delay up to this, so nodes started together do not sweep in step.'),
+  v('ENI_IPAM_EC2_RATE', 'ec2RatePerSecond', positiveDecimal(1000), '5', 'Node-local EC2 call rate in calls per second (token bucket refill; fractions allowed).'),
+  v('ENI_IPAM_EC2_BURST', 'ec2Burst', wholeNumber(1, 10000), '20', 'Node-local EC2 burst: calls that may go out at once before the rate applies.'),
+  v('ENI_IPAM_EC2_TIMEOUT', 'ec2TimeoutMs', duration(1), '10s', 'Timeout of one EC2 attempt.'),
+  v('ENI_IPAM_EC2_MAX_ATTEMPTS', 'ec2MaxAttempts', wholeNumber(1, 20), '5', 'Attempts per EC2 call, the first included; throttled and 5xx attempts are retried with jittered exponential backoff.'),
 ];
 
 /** Quotes a value for a one-line message (JSON escapes, long values cut). */

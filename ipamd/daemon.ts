@@ -12,11 +12,16 @@ import { ReleaseGate } from './controller/release-gate.js';
 import { Datastore } from './datastore/datastore.js';
 import type { Logger } from './log.js';
 import { startIntrospection } from './observability/introspection.js';
+import { createMetrics } from './observability/metrics.js';
+import { startMetricsServer, type MetricsServer } from './observability/metrics-server.js';
 import { poolCounts, type PoolTargets } from './pool/index.js';
 import { RpcServer } from './rpc/server.js';
 import { IpamService } from './service/ipam-service.js';
-import { discoverNode, loadInventory } from './startup/discover.js';
+import { discoverNode, loadInventory, prefixDelegationRefusal } from './startup/discover.js';
+import { planAdoption, registerAdoption } from './startup/adopt.js';
+import { startEniLifecycle, type EniLifecycle } from './startup/eni-lifecycle.js';
 import { installCni } from './startup/cni-install.js';
+import { startHostNetworkSync } from './startup/host-network-sync.js';
 import { startEvidence } from './startup/evidence.js';
 import { restoreFromCheckpoint } from './startup/restore-checkpoint.js';
 
@@ -35,14 +40,23 @@ export interface Daemon {
  *         ipamd, or a setting cannot work on this instance (the message says which).
  */
 export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Daemon> {
-  if (config.enablePrefixDelegation) {
-    throw new Error('ENABLE_PREFIX_DELEGATION=true is not supported by this build yet; accepted value: false');
-  }
   const t0 = Date.now();
   const bootId = readBootId();
-  const inv = await discoverNode({ imdsEndpoint: config.imdsEndpoint, ...(config.ec2Endpoint ? { ec2Endpoint: config.ec2Endpoint } : {}), log });
-  const ds = new Datastore(config.ipCooldownMs);
-  loadInventory(ds, inv, Date.now());
+  const metrics = createMetrics();
+  const inv = await discoverNode({
+    imdsEndpoint: config.imdsEndpoint, ...(config.ec2Endpoint ? { ec2Endpoint: config.ec2Endpoint } : {}), log,
+    ec2Options: { ratePerSecond: config.ec2RatePerSecond, burst: config.ec2Burst, timeoutMs: config.ec2TimeoutMs, maxAttempts: config.ec2MaxAttempts, ...metrics.ec2 },
+  });
+  const unit = config.enablePrefixDelegation ? 'prefix' : 'ip';
+  const refusal = config.enablePrefixDelegation ? prefixDelegationRefusal(inv.limits) : undefined;
+  if (refusal) {
+    inv.ec2.close();
+    throw new Error(refusal);
+  }
+  const ds = new Datastore(config.ipCooldownMs, unit);
+  // Half-done ENI work (crash, IMDS lag) is not served from until the reconcile finishes it.
+  const adoption = planAdoption(inv);
+  loadInventory(ds, { ...inv, managed: adoption.load }, Date.now());
 
   const gate = new ReleaseGate();
   gate.onChange((frozen, reasons) => (frozen ? log.warn({ reasons }, 'releases frozen') : log.info('releases unfrozen')));
@@ -58,6 +72,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     warmEniTarget: config.warmEniTarget, maxEni,
     ...(config.warmIpTarget !== undefined ? { warmIpTarget: config.warmIpTarget } : {}),
     ...(config.minimumIpTarget !== undefined ? { minimumIpTarget: config.minimumIpTarget } : {}),
+    unit, ...(config.warmPrefixTarget !== undefined ? { warmPrefixTarget: config.warmPrefixTarget } : {}),
   };
   const enis = new EniManager({
     ec2: inv.ec2, ds, gate, log,
@@ -68,10 +83,13 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     ...(config.clusterName ? { clusterName: config.clusterName } : {}),
     additionalTags: config.additionalEniTags,
     unmanagedDeviceIndexes: new Set(inv.unmanaged.map((e) => e.attachment?.deviceIndex ?? -1)),
+    imds: inv.imds, imdsWaitMs: config.imdsEniWaitMs, prefixDelegation: config.enablePrefixDelegation,
   });
-  const pool = new PoolController({ ds, ec2: inv.ec2, enis, gate, log, targets, intervalMs: config.poolIntervalMs, shrinkDelayMs: config.shrinkDelayMs });
+  registerAdoption(adoption, enis, log);
+  const pool = new PoolController({ ds, ec2: inv.ec2, enis, gate, log, targets, intervalMs: config.poolIntervalMs, shrinkDelayMs: config.shrinkDelayMs, minEniAgeMs: config.minEniAgeMs });
   const service = new IpamService({ ds, pool, persist: () => writer.commit(), log, addWaitTimeoutMs: config.addWaitTimeoutMs });
-  const rpc = new RpcServer({ socketPath: config.socketPath, service, log, vpcCidrs: () => inv.vpcCidrs, externalSnat: config.externalSnat });
+  metrics.setSources({ ds, gate, pool, limits: () => ({ maxEni, ipMax: maxEni * (inv.limits.ipv4PerEni - 1) * (unit === 'prefix' ? 16 : 1) }) });
+  const rpc = new RpcServer({ socketPath: config.socketPath, service, log, vpcCidrs: () => inv.vpcCidrs, externalSnat: config.externalSnat, observe: metrics.observeRpc });
 
   const status = () => {
     const now = Date.now();
@@ -80,9 +98,11 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
       counts: ds.counts(now), pool: poolCounts(ds.poolViews(now), targets), targets,
       enis: ds.poolViews(now), releasesFrozen: gate.frozen, freezeReasons: gate.describe(),
       waitingAdds: pool.waiting, lastPoolError: pool.lastError ?? null, vpcCidrs: inv.vpcCidrs,
+      eniLifecycle: lifecycle?.status() ?? null,
       evidence: { criEndpoint: evidence.criEndpoint, kubernetes: evidence.kubeConfigured, passes: evidence.stats.passes, lastPass: evidence.stats.last ?? null, lastPassAt: evidence.stats.lastAt ?? null },
     };
   };
+  let lifecycle: EniLifecycle | undefined;
   let introspection: http.Server | undefined;
   let introspectionPort: number | undefined;
   if (!config.disableIntrospection) {
@@ -90,6 +110,14 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     introspection = started.server;
     introspectionPort = started.port;
   }
+  let metricsServer: MetricsServer | undefined;
+  if (!config.disableMetrics) metricsServer = await startMetricsServer(config.metricsBindAddress, metrics);
+  const hostNet = config.hostNetworking
+    ? await startHostNetworkSync({
+      ds, log, primaryMac: inv.instance.primaryMac, nodeIp: inv.instance.localIpv4, vpcCidrs: inv.vpcCidrs,
+      eniMtu: config.eniMtu, externalSnat: config.externalSnat, excludeSnatCidrs: config.excludeSnatCidrs, intervalMs: 1000,
+    })
+    : undefined;
   await rpc.listen();
   if (config.installCni) {
     const written = await installCni({
@@ -99,17 +127,23 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     log.info(written, 'installed the CNI plugin and conflist (ipamd is serving)');
   }
   if (config.disableNetworkResourceProvisioning) log.warn('DISABLE_NETWORK_RESOURCE_PROVISIONING=true: the warm pool is not managed; serving only what the ENIs already hold');
-  else pool.start();
-  log.info({ socket: config.socketPath, introspectionPort, startupMs: Date.now() - t0, ...status().counts }, 'ipamd serving');
+  else {
+    pool.start();
+    lifecycle = startEniLifecycle({ config, inv, ds, gate, enis, pool, log });
+  }
+  log.info({ socket: config.socketPath, introspectionPort, metricsPort: metricsServer?.port, startupMs: Date.now() - t0, ...status().counts }, 'ipamd serving');
 
   return {
     ds, gate, pool,
     async stop(graceMs = 10_000) {
       await rpc.shutdown(graceMs);
+      await lifecycle?.stop();
       await pool.stop();
+      hostNet?.stop();
       await evidence.stop();
       await writer.flush();
       await new Promise<void>((r) => (introspection ? introspection.close(() => r()) : r()));
+      await metricsServer?.close();
       log.info('ipamd stopped');
     },
   };

@@ -64,3 +64,67 @@ export interface DelNetworkReply {
   route_table_id: number;
   message: string;
 }
+
+/** `IpamStatusRequest` (CNI STATUS). */
+export interface IpamStatusRequest {
+  api_version: number;
+  client_version: string;
+  network_name: string;
+}
+
+/** `IpamStatusReply.code` values: the CNI 1.1 STATUS error codes ipamd reports. */
+export const IpamStatusCode = {
+  /** An address can be had now. */
+  Ok: 0,
+  /** ipamd is not available (not ready, shutting down): CNI code 50. */
+  NotAvailable: 50,
+  /** No address now: the pool is empty and cannot grow. */
+  NoAddress: 51,
+} as const;
+
+/** `IpamStatusReply`. */
+export interface IpamStatusReply {
+  can_serve: boolean;
+  code: number;
+  message: string;
+}
+
+/** `ValidAttachment`: one entry of CNI GC's `cni.dev/valid-attachments`. */
+export interface ValidAttachment {
+  container_id: string;
+  if_name: string;
+}
+
+/** `GcNetworkRequest`. */
+export interface GcNetworkRequest {
+  api_version: number;
+  client_version: string;
+  network_name: string;
+  valid_attachments: ValidAttachment[];
+}
+
+/** `ReleasedAttachment`: one allocation GC released. */
+export interface ReleasedAttachment {
+  container_id: string;
+  if_name: string;
+  ipv4_addr: string;
+  route_table_id: number;
+}
+
+/** `GcNetworkReply`. */
+export interface GcNetworkReply {
+  released: ReleasedAttachment[];
+  message: string;
+}
+
+/** `CheckNetworkRequest` (CNI CHECK): the same identifying fields as ADD. */
+export type CheckNetworkRequest = NetworkRequestIds;
+
+/** `CheckNetworkReply`. */
+export interface CheckNetworkReply {
+  held: boolean;
+  ipv4_addr: string;
+  device_number: number;
+  route_table_id: number;
+  eni_id: string;
+}

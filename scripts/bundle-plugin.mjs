@@ -1,41 +1,116 @@
 #!/usr/bin/env node
 /**
- * Bundles the CNI plugin (cni-plugin/main.ts and everything it imports, @grpc/grpc-js and
- * protobufjs/light included) into ONE CommonJS file, dist/cni-plugin/eni-ipam.cjs, with a
- * `#!/usr/bin/env node` shebang and mode 0755: node20, minified. Runs after tsc in
- * `npm run build`. First refreshes cni-plugin/generated/ipam-descriptor.ts from
- * proto/ipam.proto when it is stale (scripts/gen-ipam-descriptor.mjs).
+ * Bundles the CNI plugin into ONE CommonJS file, dist/cni-plugin/eni-ipam.cjs
+ * (`#!/usr/bin/env node`, mode 0755, node20, minified). Runs after tsc in `npm run build`.
+ * First refreshes cni-plugin/generated/ipam-codec.ts (the static codec the plugin uses,
+ * scripts/gen-ipam-codec.mjs) and ipam-descriptor.ts (scripts/gen-ipam-descriptor.mjs)
+ * from proto/ipam.proto when they are stale.
  *
- * Prints the output size. Exits non-zero on any esbuild error.
+ * Two stages (what won in bench/cni-plugin-startup.ts):
+ * 1. the inner bundle: cni-plugin/main.ts and everything it imports (protobufjs/minimal
+ *    under the generated codec, zod/mini; gRPC is spoken over node:http2 by
+ *    cni-plugin/grpc-http2.ts);
+ * 2. the outer file: cni-plugin/cached-main.ts with the inner bundle embedded as a
+ *    string, run through a V8 code cache kept next to the plugin file
+ *    (cni-plugin/code-cache.ts). With `--no-code-cache` the inner bundle is written as
+ *    is (what the bench compares against).
+ *
+ * CLI: `node scripts/bundle-plugin.mjs [--no-code-cache] [--outfile PATH]`. Prints the
+ * output size; exits non-zero on any esbuild error. Exported for the benchmarks:
+ * `bundlePlugin(options)`.
  */
-import { chmodSync, readFileSync, statSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
+import { CODEC_PATH, writeIpamCodec } from './gen-ipam-codec.mjs';
 import { DESCRIPTOR_PATH, writeIpamDescriptor } from './gen-ipam-descriptor.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const outfile = `${root}dist/cni-plugin/eni-ipam.cjs`;
+/** Where `npm run build` writes the plugin. */
+export const DEFAULT_OUTFILE = `${root}dist/cni-plugin/eni-ipam.cjs`;
 const { version } = JSON.parse(readFileSync(`${root}package.json`, 'utf8'));
 
-if (writeIpamDescriptor()) console.error(`bundle-plugin: ${DESCRIPTOR_PATH} was stale and has been regenerated (re-run tsc for dist/)`);
+/** esbuild plugin: resolves `./ipamd-client.js` (imported by the verb handlers) to `file`. */
+function replaceIpamdClient(file) {
+  return {
+    name: 'replace-ipamd-client',
+    setup(b) {
+      b.onResolve({ filter: /^\.\/ipamd-client\.js$/ }, () => ({ path: file }));
+    },
+  };
+}
 
-await build({
-  entryPoints: [`${root}cni-plugin/main.ts`],
-  outfile,
-  bundle: true,
-  platform: 'node',
-  target: 'node20',
-  format: 'cjs',
-  minify: true,
-  legalComments: 'eof',
-  logLevel: 'warning',
-  // `import.meta.url` (used by proto/ipam.ts for IPAM_PROTO_PATH) has no CJS equivalent:
-  // point it at the bundle itself so module evaluation cannot throw.
-  banner: { js: '#!/usr/bin/env node\nconst __eniIpamImportMetaUrl = require("url").pathToFileURL(__filename).href;' },
-  define: {
-    'import.meta.url': '__eniIpamImportMetaUrl',
-    'process.env.ENI_IPAM_BUILD_VERSION': JSON.stringify(version),
-  },
-});
-chmodSync(outfile, 0o755);
-console.error(`bundle-plugin: wrote ${outfile} (${Math.round(statSync(outfile).size / 1024)} KiB)`);
+/**
+ * Builds the plugin.
+ * @param {object} [o]
+ * @param {string} [o.outfile] output path (default dist/cni-plugin/eni-ipam.cjs); its directory is created.
+ * @param {boolean} [o.codeCache] wrap in the V8 code-cache loader (default true).
+ * @param {string} [o.ipamdClient] absolute path of a module to use instead of
+ *   cni-plugin/ipamd-client.ts (same exports), for benchmarking other transports.
+ * @returns {Promise<{ outfile: string, bytes: number, innerBytes: number, sourceHash: string }>}
+ * @throws the esbuild error when bundling fails.
+ */
+export async function bundlePlugin(o = {}) {
+  const outfile = path.resolve(o.outfile ?? DEFAULT_OUTFILE);
+  const codeCache = o.codeCache ?? true;
+  const inner = await build({
+    entryPoints: [`${root}cni-plugin/main.ts`],
+    bundle: true,
+    write: false,
+    outfile,
+    platform: 'node',
+    target: 'node20',
+    format: 'cjs',
+    minify: true,
+    legalComments: 'eof',
+    logLevel: 'warning',
+    plugins: o.ipamdClient ? [replaceIpamdClient(path.resolve(o.ipamdClient))] : [],
+    // `import.meta.url` (used by proto/ipam.ts for IPAM_PROTO_PATH) has no CJS equivalent:
+    // point it at the plugin file itself so module evaluation cannot throw.
+    banner: { js: 'const __eniIpamImportMetaUrl = require("url").pathToFileURL(__filename).href;' },
+    define: {
+      'import.meta.url': '__eniIpamImportMetaUrl',
+      'process.env.ENI_IPAM_BUILD_VERSION': JSON.stringify(version),
+    },
+  });
+  const innerSource = inner.outputFiles[0].text;
+  const sourceHash = createHash('sha256').update(innerSource).digest('hex').slice(0, 16);
+  let text;
+  if (!codeCache) {
+    text = `#!/usr/bin/env node\n${innerSource}`;
+  } else {
+    const outer = await build({
+      entryPoints: [`${root}cni-plugin/cached-main.ts`],
+      bundle: true,
+      write: false,
+      outfile,
+      platform: 'node',
+      target: 'node20',
+      format: 'cjs',
+      minify: true,
+      legalComments: 'none',
+      logLevel: 'warning',
+      banner: { js: '#!/usr/bin/env node' },
+      define: {
+        __ENI_IPAM_PLUGIN_SOURCE__: JSON.stringify(innerSource),
+        __ENI_IPAM_PLUGIN_SOURCE_HASH__: JSON.stringify(sourceHash),
+      },
+    });
+    text = outer.outputFiles[0].text;
+  }
+  mkdirSync(path.dirname(outfile), { recursive: true });
+  writeFileSync(outfile, text);
+  chmodSync(outfile, 0o755);
+  return { outfile, bytes: statSync(outfile).size, innerBytes: Buffer.byteLength(innerSource), sourceHash };
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
+  const { values } = parseArgs({ options: { 'no-code-cache': { type: 'boolean', default: false }, outfile: { type: 'string' } } });
+  if (writeIpamDescriptor()) console.error(`bundle-plugin: ${DESCRIPTOR_PATH} was stale and has been regenerated (re-run tsc for dist/)`);
+  if (writeIpamCodec()) console.error(`bundle-plugin: ${CODEC_PATH} was stale and has been regenerated (re-run tsc for dist/)`);
+  const r = await bundlePlugin({ outfile: values.outfile, codeCache: !values['no-code-cache'] });
+  console.error(`bundle-plugin: wrote ${r.outfile} (${Math.round(r.bytes / 1024)} KiB${values['no-code-cache'] ? '' : `, V8 code cache loader, source ${r.sourceHash}`})`);
+}

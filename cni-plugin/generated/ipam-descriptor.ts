@@ -17,6 +17,18 @@ export const IPAM_DESCRIPTOR = {
                 "DelNetwork": {
                   "requestType": "DelNetworkRequest",
                   "responseType": "DelNetworkReply"
+                },
+                "IpamStatus": {
+                  "requestType": "IpamStatusRequest",
+                  "responseType": "IpamStatusReply"
+                },
+                "GcNetwork": {
+                  "requestType": "GcNetworkRequest",
+                  "responseType": "GcNetworkReply"
+                },
+                "CheckNetwork": {
+                  "requestType": "CheckNetworkRequest",
+                  "responseType": "CheckNetworkReply"
                 }
               }
             },
@@ -178,6 +190,172 @@ export const IPAM_DESCRIPTOR = {
                 "message": {
                   "type": "string",
                   "id": 6
+                }
+              }
+            },
+            "IpamStatusRequest": {
+              "fields": {
+                "api_version": {
+                  "type": "uint32",
+                  "id": 1
+                },
+                "client_version": {
+                  "type": "string",
+                  "id": 2
+                },
+                "network_name": {
+                  "type": "string",
+                  "id": 3
+                }
+              }
+            },
+            "IpamStatusReply": {
+              "fields": {
+                "can_serve": {
+                  "type": "bool",
+                  "id": 1
+                },
+                "code": {
+                  "type": "uint32",
+                  "id": 2
+                },
+                "message": {
+                  "type": "string",
+                  "id": 3
+                }
+              }
+            },
+            "ValidAttachment": {
+              "fields": {
+                "container_id": {
+                  "type": "string",
+                  "id": 1
+                },
+                "if_name": {
+                  "type": "string",
+                  "id": 2
+                }
+              }
+            },
+            "GcNetworkRequest": {
+              "fields": {
+                "api_version": {
+                  "type": "uint32",
+                  "id": 1
+                },
+                "client_version": {
+                  "type": "string",
+                  "id": 2
+                },
+                "network_name": {
+                  "type": "string",
+                  "id": 3
+                },
+                "valid_attachments": {
+                  "rule": "repeated",
+                  "type": "ValidAttachment",
+                  "id": 4
+                }
+              }
+            },
+            "ReleasedAttachment": {
+              "fields": {
+                "container_id": {
+                  "type": "string",
+                  "id": 1
+                },
+                "if_name": {
+                  "type": "string",
+                  "id": 2
+                },
+                "ipv4_addr": {
+                  "type": "string",
+                  "id": 3
+                },
+                "route_table_id": {
+                  "type": "uint32",
+                  "id": 4
+                }
+              }
+            },
+            "GcNetworkReply": {
+              "fields": {
+                "released": {
+                  "rule": "repeated",
+                  "type": "ReleasedAttachment",
+                  "id": 1
+                },
+                "message": {
+                  "type": "string",
+                  "id": 2
+                }
+              }
+            },
+            "CheckNetworkRequest": {
+              "fields": {
+                "api_version": {
+                  "type": "uint32",
+                  "id": 1
+                },
+                "client_version": {
+                  "type": "string",
+                  "id": 2
+                },
+                "container_id": {
+                  "type": "string",
+                  "id": 3
+                },
+                "if_name": {
+                  "type": "string",
+                  "id": 4
+                },
+                "network_name": {
+                  "type": "string",
+                  "id": 5
+                },
+                "netns": {
+                  "type": "string",
+                  "id": 6
+                },
+                "k8s_pod_name": {
+                  "type": "string",
+                  "id": 7
+                },
+                "k8s_pod_namespace": {
+                  "type": "string",
+                  "id": 8
+                },
+                "k8s_pod_infra_container_id": {
+                  "type": "string",
+                  "id": 9
+                },
+                "k8s_pod_uid": {
+                  "type": "string",
+                  "id": 10
+                }
+              }
+            },
+            "CheckNetworkReply": {
+              "fields": {
+                "held": {
+                  "type": "bool",
+                  "id": 1
+                },
+                "ipv4_addr": {
+                  "type": "string",
+                  "id": 2
+                },
+                "device_number": {
+                  "type": "uint32",
+                  "id": 3
+                },
+                "route_table_id": {
+                  "type": "uint32",
+                  "id": 4
+                },
+                "eni_id": {
+                  "type": "string",
+                  "id": 5
                 }
               }
             }

@@ -9,8 +9,9 @@
 import type { Datastore } from '../datastore/datastore.js';
 import { Ec2Error, type Ec2Api } from '../cloud/ec2.js';
 import type { Logger } from '../log.js';
-import { planGrow, planShrink, poolCounts, SurplusTracker, type PoolTargets } from '../pool/index.js';
+import { planGrow, poolCounts, SurplusTracker, type PoolTargets } from '../pool/index.js';
 import type { EniManager } from './eni-manager.js';
+import { ShrinkExecutor } from './shrink-executor.js';
 import type { ReleaseGate } from './release-gate.js';
 
 /** EC2 codes meaning the subnet cannot give more addresses now. */
@@ -54,12 +55,14 @@ interface Waiter {
 export class PoolController {
   private readonly now: () => number;
   private readonly surplus = new SurplusTracker();
+  private readonly shrinker: ShrinkExecutor;
   private readonly waiters = new Set<Waiter>();
   private running?: Promise<void>;
   private again = false;
   private timer?: NodeJS.Timeout;
   private cooldownTimer?: NodeJS.Timeout;
   private stopped = false;
+  private started = false;
   /** Last grow failure, for status output. */
   lastError?: string;
   /** Grow is paused until this time (ms) after the subnet ran out of addresses. */
@@ -67,10 +70,15 @@ export class PoolController {
 
   constructor(private readonly o: PoolControllerOptions) {
     this.now = o.now ?? Date.now;
+    this.shrinker = new ShrinkExecutor({
+      ds: o.ds, ec2: o.ec2, enis: o.enis, gate: o.gate, log: o.log, targets: o.targets, surplus: this.surplus,
+      shrinkDelayMs: o.shrinkDelayMs, minEniAgeMs: o.minEniAgeMs ?? 60_000, now: () => this.now(),
+    });
   }
 
   /** Starts the periodic loop and runs a first step. */
   start(): void {
+    this.started = true;
     this.timer = setInterval(() => this.trigger(), this.o.intervalMs);
     this.timer.unref();
     this.trigger();
@@ -117,6 +125,44 @@ export class PoolController {
     });
   }
 
+  /**
+   * Why the pool could not add even one address now, or undefined when a grow step
+   * could (for CNI STATUS; changes nothing, calls no API). Blocked when the controller
+   * is not running (not started, DISABLE_NETWORK_RESOURCE_PROVISIONING, stopped), while
+   * grow is paused after the subnet ran out of addresses, or when the pure grow plan
+   * ({@link planGrow}) cannot place one more address (instance at MAX_ENI, every ENI full).
+   */
+  growBlockedReason(): string | undefined {
+    if (this.stopped) return 'ipamd is shutting down';
+    if (!this.started) return 'the warm pool is not managed (DISABLE_NETWORK_RESOURCE_PROVISIONING=true, or ipamd is still starting)';
+    const now = this.now();
+    if (now < this.growPausedUntil) return this.lastError ?? 'the subnet has no free addresses';
+    const views = this.o.ds.poolViews(now);
+    const need = poolCounts(views, this.o.targets).short + 1;
+    const plan = planGrow(views, this.o.targets, 1);
+    return need - plan.unmet >= 1 ? undefined : (plan.blockedReason ?? 'the pool cannot grow');
+  }
+
+  /**
+   * Runs `fn` while no pool step runs (the EC2/IMDS reconcile: a describe must not race
+   * a grow or shrink). Steps asked for meanwhile run right after.
+   */
+  async exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    while (this.running) await this.running.catch(() => undefined);
+    let done!: () => void;
+    this.running = new Promise<void>((r) => (done = r));
+    try {
+      return await fn();
+    } finally {
+      this.running = undefined;
+      done();
+      if (this.again) {
+        this.again = false;
+        this.trigger();
+      }
+    }
+  }
+
   /** Number of ADDs waiting for an address. */
   get waiting(): number {
     return this.waiters.size;
@@ -158,12 +204,20 @@ export class PoolController {
     let blocked = plan.unmet > 0 ? plan.blockedReason : undefined;
     try {
       for (const a of plan.assign) {
-        const ips = await ec2.assignIps(a.eniId, a.count);
-        ds.addIps(a.eniId, ips);
+        if (targets.unit === 'prefix') {
+          // Prefix delegation: one AssignPrivateIpAddresses with Ipv4PrefixCount; 16 addresses per /28.
+          const prefixes = await ec2.assignPrefixes(a.eniId, a.count);
+          ds.addPrefixes(a.eniId, prefixes);
+          log.info({ eniId: a.eniId, prefixes }, 'assigned /28 prefixes');
+        } else {
+          const ips = await ec2.assignIps(a.eniId, a.count);
+          ds.addIps(a.eniId, ips);
+          log.info({ eniId: a.eniId, count: ips.length }, 'assigned secondary IPs');
+        }
         changed = true;
-        log.info({ eniId: a.eniId, count: ips.length }, 'assigned secondary IPs');
       }
       for (const count of plan.createEnis) {
+        if (enis.pendingIds().length > 0) break; // an ENI is attached but not adopted yet (IMDS lag): it comes first
         if (enis.attachedCount() >= targets.maxEni) break;
         await enis.createAndAttach(count);
         changed = true;
@@ -183,39 +237,9 @@ export class PoolController {
     return { changed, ...(blocked ? { blocked } : {}) };
   }
 
-  /** Releases surplus that stayed surplus for the hysteresis period, unless releases are frozen. */
+  /** Releases surplus that stayed surplus for the hysteresis period (see shrink-executor.ts). */
   private async shrink(): Promise<void> {
-    const { ds, ec2, enis, gate, log, targets } = this.o;
-    const now = this.now();
-    const views = ds.poolViews(now);
-    const counts = poolCounts(views, targets);
-    this.surplus.observe(counts.over, now);
-    let budget = this.surplus.releasable(now, this.o.shrinkDelayMs);
-    if (budget <= 0 || gate.frozen) return;
-    const plan = planShrink(views, targets, now, this.o.minEniAgeMs ?? 60_000);
-    for (const u of plan.unassign) {
-      if (budget <= 0 || gate.frozen) break;
-      const ips = ds.reserveForRelease(u.eniId, Math.min(u.count, budget), this.now());
-      if (ips.length === 0) continue;
-      try {
-        await ec2.unassignIps(u.eniId, ips);
-      } catch (e) {
-        ds.cancelRelease(ips);
-        log.warn({ eniId: u.eniId, err: (e as Error).message }, 'unassign failed; IPs kept in the pool');
-        return;
-      }
-      const kept = ds.removeIps(ips, this.now());
-      budget -= ips.length - kept.length;
-      log.info({ eniId: u.eniId, ips }, 'released surplus secondary IPs');
-    }
-    for (const eniId of plan.deleteEnis) {
-      if (gate.frozen) break;
-      try {
-        await enis.free(eniId);
-      } catch (e) {
-        log.warn({ eniId, err: (e as Error).message }, 'freeing ENI failed; will retry');
-      }
-    }
+    await this.shrinker.run(() => this.waiters.size > 0);
   }
 
   private failOrWaitForCooldown(blocked: string | undefined): void {

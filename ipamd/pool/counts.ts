@@ -1,6 +1,7 @@
 /**
  * Pool counts and the warm-pool formulas (DESIGN §3 "Pool math", AWS
- * amazon-vpc-cni-k8s docs/eni-and-ip-target.md semantics, with the cooldown fix).
+ * amazon-vpc-cni-k8s docs/eni-and-ip-target.md and docs/prefix-and-ip-target.md
+ * semantics, with the cooldown fix).
  */
 import { ADDRESSES_PER_SLOT, type PoolCounts, type PoolEniView, type PoolTargets } from './types.js';
 
@@ -12,6 +13,19 @@ export function addressesPerSlot(t: PoolTargets): number {
 /** True when WARM_IP_TARGET or MINIMUM_IP_TARGET is set (even to 0): warm-ip mode. */
 export function isWarmIpMode(t: PoolTargets): boolean {
   return t.warmIpTarget !== undefined || t.minimumIpTarget !== undefined;
+}
+
+/**
+ * True in `'prefix'` unit with WARM_PREFIX_TARGET set and neither WARM_IP_TARGET nor
+ * MINIMUM_IP_TARGET set (those override it, as in amazon-vpc-cni-k8s): warm-prefix mode.
+ */
+export function isWarmPrefixMode(t: PoolTargets): boolean {
+  return (t.unit ?? 'ip') === 'prefix' && !isWarmIpMode(t) && t.warmPrefixTarget !== undefined;
+}
+
+/** Free /28 prefixes over all ENIs (sum of `freeSlots`; 0 for views without it). */
+export function freePrefixCount(enis: PoolEniView[]): number {
+  return enis.reduce((s, v) => s + (v.freeSlots ?? 0), 0);
 }
 
 /** Available addresses on one ENI: total − assigned − cooling, never negative. */
@@ -54,12 +68,17 @@ export function removableWholeEnis(enis: PoolEniView[], t: PoolTargets, eligible
 }
 
 /**
- * Pool totals and how far they are from the targets.
+ * Pool totals and how far they are from the targets (all in addresses).
  *
  * - `available = total − assigned − cooling`: cooling IPs are not available.
  * - warm-ip mode (WARM_IP_TARGET or MINIMUM_IP_TARGET set; the unset one counts as 0):
  *   `short = max(WARM − available, MIN − total, 0)`,
- *   `over = max(min(available − WARM, total − MIN), 0)`.
+ *   `over = max(min(available − WARM, total − MIN), 0)`; in `'prefix'` unit `over` is
+ *   rounded down to whole free /28 prefixes (16 × min(⌊over / 16⌋, free prefixes)), and
+ *   `short` is rounded up to prefixes by {@link planGrow}.
+ * - warm-prefix mode (`'prefix'` unit, WARM_PREFIX_TARGET set): a prefix is free when none
+ *   of its 16 addresses is in use; `short = 16 × max(WARM_PREFIX_TARGET − free, 0)`,
+ *   `over = 16 × max(free − WARM_PREFIX_TARGET, 0)`.
  * - warm-eni mode: `short = max(warmEniTarget × capacityPerEni − available, 0)`; `over`
  *   is the addresses on whole removable ENIs (an ENI holding no IP counts as 1, so an
  *   empty surplus ENI still registers as surplus).
@@ -74,14 +93,22 @@ export function poolCounts(enis: PoolEniView[], t: PoolTargets): PoolCounts {
     cooling += v.cooling;
     available += availableOn(v);
   }
+  const aps = addressesPerSlot(t);
+  const base = { total, assigned, cooling, available, ...(aps > 1 ? { freePrefixes: freePrefixCount(enis) } : {}) };
   if (isWarmIpMode(t)) {
     const warm = t.warmIpTarget ?? 0;
     const min = t.minimumIpTarget ?? 0;
     const short = Math.max(warm - available, min - total, 0);
-    const over = Math.max(Math.min(available - warm, total - min), 0);
-    return { total, assigned, cooling, available, short, over, mode: 'warm-ip' };
+    const rawOver = Math.max(Math.min(available - warm, total - min), 0);
+    const over = aps === 1 ? rawOver : Math.min(Math.floor(rawOver / aps), base.freePrefixes ?? 0) * aps;
+    return { ...base, short, over, mode: 'warm-ip' };
+  }
+  if (isWarmPrefixMode(t)) {
+    const free = base.freePrefixes ?? 0;
+    const want = t.warmPrefixTarget ?? 0;
+    return { ...base, short: Math.max(want - free, 0) * aps, over: Math.max(free - want, 0) * aps, mode: 'warm-prefix' };
   }
   const short = Math.max(t.warmEniTarget * capacityPerEni(enis) - available, 0);
   const over = removableWholeEnis(enis, t).reduce((s, v) => s + Math.max(v.total, 1), 0);
-  return { total, assigned, cooling, available, short, over, mode: 'warm-eni' };
+  return { ...base, short, over, mode: 'warm-eni' };
 }

@@ -8,7 +8,9 @@ import type { GrowPlan, PoolEniView, PoolTargets } from './types.js';
 /**
  * Plans one grow step.
  *
- * Need = `short` (see {@link poolCounts}) + `extraDemand` (ADDs waiting with no IP).
+ * Need = `short` (see {@link poolCounts}) + `extraDemand` (ADDs waiting with no IP), in
+ * addresses, rounded up to whole slots (`⌈need / 16⌉` /28 prefixes in `'prefix'` unit).
+ * An ENI's room is `roomSlots` when the view has it, else ⌊(capacity − total) / slot⌋.
  * Existing ENIs with room are filled first, lowest device number first, one assign
  * batch per ENI; then new ENIs are planned while `attached < maxEni`. In warm-eni
  * mode every ENI touched is filled to capacity (AWS assigns a whole ENI's worth there),
@@ -18,7 +20,8 @@ import type { GrowPlan, PoolEniView, PoolTargets } from './types.js';
  *
  * @param enis per-ENI counts (addresses); @param t targets (`maxEni` is the effective limit);
  * @param extraDemand waiting ADDs (addresses, default 0).
- * @returns the plan; counts in `assign`/`createEnis` are slots (secondary IPs in `'ip'` mode).
+ * @returns the plan; counts in `assign`/`createEnis` are slots (secondary IPs in `'ip'`
+ * unit, /28 prefixes in `'prefix'` unit); `unmet` is in addresses.
  */
 export function planGrow(enis: PoolEniView[], t: PoolTargets, extraDemand = 0): GrowPlan {
   const counts = poolCounts(enis, t);
@@ -32,7 +35,7 @@ export function planGrow(enis: PoolEniView[], t: PoolTargets, extraDemand = 0): 
 
   for (const v of byDevice(enis, 'asc')) {
     if (needSlots <= 0) break;
-    const room = Math.floor(Math.max(v.capacity - v.total, 0) / aps);
+    const room = Math.max(v.roomSlots ?? Math.floor(Math.max(v.capacity - v.total, 0) / aps), 0);
     if (room <= 0) continue;
     const n = fillWhole ? room : Math.min(room, needSlots);
     plan.assign.push({ eniId: v.eniId, count: n });

@@ -4,7 +4,7 @@
  */
 export { ADDRESSES_PER_SLOT } from './types.js';
 export type { AllocationUnit, GrowPlan, PoolCounts, PoolEniView, PoolTargets, ShrinkPlan } from './types.js';
-export { poolCounts } from './counts.js';
+export { freePrefixCount, isWarmPrefixMode, poolCounts } from './counts.js';
 export { planGrow } from './grow.js';
 export { planShrink } from './shrink.js';
 export { SurplusTracker } from './surplus.js';

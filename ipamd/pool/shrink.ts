@@ -1,5 +1,5 @@
 /**
- * Shrink decision: which available secondary IPs to unassign and which ENIs to delete
+ * Shrink decision: which available secondary IPs or free /28 prefixes to unassign and which ENIs to delete
  * (DESIGN §3 "Pool math"). Pure; the pool controller applies hysteresis
  * ({@link SurplusTracker}) and the release freeze before executing it.
  */
@@ -17,12 +17,17 @@ import type { PoolEniView, PoolTargets, ShrinkPlan } from './types.js';
  * holding no IP at all is deleted even when the budget is spent.) Since at most
  * `over` addresses leave, WARM_IP_TARGET and MINIMUM_IP_TARGET still hold afterwards.
  *
- * warm-eni mode: never unassigns single IPs; deletes whole empty ENIs (same
+ * `'prefix'` unit (warm-ip and warm-prefix modes): the same walk, but only whole free
+ * /28 prefixes are unassigned (`freeSlots`: none of the 16 addresses assigned, cooling,
+ * unverified or releasing), ⌊budget / 16⌋ at most; `over` is already a multiple of 16.
+ *
+ * warm-eni mode: never unassigns single IPs or prefixes; deletes whole empty ENIs (same
  * protections) while the remaining available ≥ warmEniTarget × capacity.
  *
  * @param enis per-ENI counts; @param t targets; @param now ms since epoch;
  * @param minEniAgeMs ENIs younger than this are kept (ms, default 60 000).
- * @returns the plan; unassign counts are slots (secondary IPs in `'ip'` mode).
+ * @returns the plan; unassign counts are slots (secondary IPs in `'ip'` unit, /28
+ * prefixes in `'prefix'` unit).
  */
 export function planShrink(enis: PoolEniView[], t: PoolTargets, now: number, minEniAgeMs = 60_000): ShrinkPlan {
   const plan: ShrinkPlan = { unassign: [], deleteEnis: [] };

@@ -4,7 +4,7 @@
  *
  * Units: every count is in IPv4 **addresses** unless a field says "slots". A slot is
  * what one EC2 assign call hands out per unit: one secondary IP in `'ip'` mode, one
- * /28 prefix (16 addresses) in `'prefix'` mode (prefix delegation, a later issue).
+ * /28 prefix (16 addresses) in `'prefix'` mode (prefix delegation, ENABLE_PREFIX_DELEGATION).
  */
 
 /** What one EC2 assignment unit is: a secondary IP, or a /28 IPv4 prefix. */
@@ -22,22 +22,40 @@ export interface PoolEniView {
   isPrimary: boolean;
   /** When the ENI was created (ms since epoch). */
   createdAtMs: number;
-  /** Secondary IPv4 addresses this ENI may hold = Ipv4AddressesPerInterface − 1 (the ENI's primary IP is not for pods). */
+  /**
+   * Addresses this ENI may hold for pods: `'ip'` mode: Ipv4AddressesPerInterface − 1 (the
+   * ENI's primary IP is not for pods); `'prefix'` mode: (Ipv4AddressesPerInterface − 1) × 16
+   * (every slot a /28 prefix).
+   */
   capacity: number;
-  /** Secondary IPs currently on the ENI. */
+  /** Addresses currently on the ENI (secondary IPs plus the 16 of each /28 prefix). */
   total: number;
   /** Held by pods. */
   assigned: number;
   /** Released, still in IP_COOLDOWN_PERIOD: neither available nor assigned. */
   cooling: number;
   /**
-   * Prefix mode only: /28 prefixes on this ENI none of whose addresses is assigned or
-   * cooling (the only ones that may be unassigned). Ignored in `'ip'` mode.
+   * Prefix mode only: /28 prefixes on this ENI none of whose 16 addresses is assigned,
+   * cooling, unverified or releasing (the only ones that may be unassigned). Ignored in `'ip'` mode.
    */
   freeSlots?: number;
+  /** /28 prefixes on the ENI (any state, releasing ones excluded); informational. */
+  prefixes?: number;
+  /**
+   * EC2 slots still free on this ENI (one slot holds a secondary IP or a /28 prefix) =
+   * (Ipv4AddressesPerInterface − 1) − secondary IPs − prefixes on it. When absent, grow
+   * uses ⌊(capacity − total) / addresses per slot⌋.
+   */
+  roomSlots?: number;
 }
 
-/** The warm-pool targets (AWS env vars WARM_ENI_TARGET, WARM_IP_TARGET, MINIMUM_IP_TARGET). */
+/**
+ * The warm-pool targets (AWS env vars WARM_ENI_TARGET, WARM_IP_TARGET, MINIMUM_IP_TARGET,
+ * WARM_PREFIX_TARGET). Mode precedence (amazon-vpc-cni-k8s docs/prefix-and-ip-target.md):
+ * WARM_IP_TARGET/MINIMUM_IP_TARGET set → warm-ip (counted in IPs, rounded up to prefixes
+ * in `'prefix'` unit); else, in `'prefix'` unit with WARM_PREFIX_TARGET set → warm-prefix;
+ * else warm-eni (whole ENIs' worth of IPs, or of prefixes).
+ */
 export interface PoolTargets {
   warmEniTarget: number;
   /** Set (even to 0) together with or instead of `minimumIpTarget`: warm-ip mode. */
@@ -45,8 +63,10 @@ export interface PoolTargets {
   minimumIpTarget?: number;
   /** Effective ENI limit: min(MAX_ENI, instance type limit). */
   maxEni: number;
-  /** Assignment unit; default `'ip'`. `'prefix'` is scaffolding for prefix delegation. */
+  /** Assignment unit; default `'ip'`; `'prefix'` with ENABLE_PREFIX_DELEGATION=true. */
   unit?: AllocationUnit;
+  /** WARM_PREFIX_TARGET: free /28 prefixes to keep (`'prefix'` unit only; ignored in warm-ip mode). */
+  warmPrefixTarget?: number;
 }
 
 /** Pool totals and the distance to the targets, in addresses. */
@@ -58,9 +78,14 @@ export interface PoolCounts {
   available: number;
   /** Addresses missing to meet the targets. */
   short: number;
-  /** Addresses that could be released while the targets still hold (warm-eni: only whole removable ENIs). */
+  /**
+   * Addresses that could be released while the targets still hold (warm-eni: only whole
+   * removable ENIs; `'prefix'` unit: only whole free /28 prefixes, so a multiple of 16).
+   */
   over: number;
-  mode: 'warm-ip' | 'warm-eni';
+  mode: 'warm-ip' | 'warm-prefix' | 'warm-eni';
+  /** `'prefix'` unit only: /28 prefixes none of whose addresses is in use (sum of `freeSlots`). */
+  freePrefixes?: number;
 }
 
 /** What to add: one assign batch per existing ENI, then new ENIs. */

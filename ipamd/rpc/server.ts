@@ -15,7 +15,8 @@ import * as protoLoader from '@grpc/proto-loader';
 import { HealthImplementation } from 'grpc-health-check';
 import {
   CNI_BACKEND_SERVICE, IPAM_API_VERSION, IPAM_PROTO_PATH,
-  type AddNetworkReply, type AddNetworkRequest, type DelNetworkReply, type DelNetworkRequest, type NetworkRequestIds,
+  type AddNetworkReply, type AddNetworkRequest, type CheckNetworkReply, type CheckNetworkRequest, type DelNetworkReply,
+  type DelNetworkRequest, type GcNetworkReply, type GcNetworkRequest, type IpamStatusReply, type IpamStatusRequest, type NetworkRequestIds,
 } from '../../proto/ipam.js';
 import type { Logger } from '../log.js';
 import { PoolExhaustedError } from '../controller/pool-controller.js';
@@ -29,8 +30,11 @@ export interface RpcServerOptions {
   vpcCidrs: () => string[];
   externalSnat: boolean;
   /** Called with each RPC's verb, outcome ("ok" or a status name) and latency in ms. */
-  observe?: (verb: 'add' | 'del', outcome: string, ms: number) => void;
+  observe?: (verb: RpcVerb, outcome: string, ms: number) => void;
 }
+
+/** The RPCs of `CNIBackend`, by CNI verb: AddNetwork, DelNetwork, IpamStatus, GcNetwork, CheckNetwork. */
+export type RpcVerb = 'add' | 'del' | 'status' | 'gc' | 'check';
 
 class RpcError extends Error {
   constructor(readonly code: grpc.status, message: string) {
@@ -50,6 +54,9 @@ export class RpcServer {
     this.server.addService(pkg.eniipam.v1.CNIBackend.service, {
       AddNetwork: this.unary('add', (req: AddNetworkRequest) => this.addNetwork(req)),
       DelNetwork: this.unary('del', (req: DelNetworkRequest) => this.delNetwork(req)),
+      IpamStatus: this.unary('status', async (req: IpamStatusRequest) => this.ipamStatus(req)),
+      GcNetwork: this.unary('gc', (req: GcNetworkRequest) => this.gcNetwork(req)),
+      CheckNetwork: this.unary('check', async (req: CheckNetworkRequest) => this.checkNetwork(req)),
     });
     this.health.addToServer(this.server);
   }
@@ -113,7 +120,38 @@ export class RpcServer {
     };
   }
 
-  private unary<Req, Rep>(verb: 'add' | 'del', fn: (req: Req) => Promise<Rep>): grpc.handleUnaryCall<Req, Rep> {
+  /** CNI STATUS: can an ADD get an address now (code 51 with the reason when not). */
+  private ipamStatus(req: IpamStatusRequest): IpamStatusReply {
+    checkApiVersion(req);
+    const s = this.o.service.status();
+    return { can_serve: s.canServe, code: s.code, message: s.message };
+  }
+
+  /** CNI GC: releases the network's allocations that are not in `valid_attachments`, durably. */
+  private async gcNetwork(req: GcNetworkRequest): Promise<GcNetworkReply> {
+    checkApiVersion(req);
+    if (!req.network_name) throw new RpcError(grpc.status.INVALID_ARGUMENT, 'request lacks network_name');
+    const valid = req.valid_attachments ?? [];
+    const bad = valid.findIndex((v) => !v.container_id || !v.if_name);
+    if (bad >= 0) throw new RpcError(grpc.status.INVALID_ARGUMENT, `valid_attachments[${bad}] lacks container_id or if_name`);
+    const released = await this.o.service.gc(req.network_name, valid.map((v) => ({ containerID: v.container_id, ifName: v.if_name })));
+    return {
+      released: released.map((r) => ({
+        container_id: r.allocation.containerID, if_name: r.allocation.ifName, ipv4_addr: r.allocation.ipv4, route_table_id: r.routeTableId ?? 0,
+      })),
+      message: `${released.length} released`,
+    };
+  }
+
+  /** CNI CHECK: what the key holds; never assigns. */
+  private checkNetwork(req: CheckNetworkRequest): CheckNetworkReply {
+    checkRequest(req);
+    const r = this.o.service.lookup({ networkName: req.network_name, containerID: req.container_id, ifName: req.if_name });
+    if (!r) return { held: false, ipv4_addr: '', device_number: 0, route_table_id: 0, eni_id: '' };
+    return { held: true, ipv4_addr: r.allocation.ipv4, device_number: r.eni?.deviceNumber ?? 0, route_table_id: r.routeTableId ?? 0, eni_id: r.allocation.eniId };
+  }
+
+  private unary<Req, Rep>(verb: RpcVerb, fn: (req: Req) => Promise<Rep>): grpc.handleUnaryCall<Req, Rep> {
     return (call, cb) => {
       const t0 = performance.now();
       if (this.draining) {
@@ -140,11 +178,15 @@ export class RpcServer {
 }
 
 function checkRequest(req: NetworkRequestIds): void {
+  checkApiVersion(req);
+  const missing = (['container_id', 'if_name', 'network_name'] as const).filter((f) => !req[f]);
+  if (missing.length) throw new RpcError(grpc.status.INVALID_ARGUMENT, `request lacks ${missing.join(', ')}`);
+}
+
+function checkApiVersion(req: { api_version: number; client_version: string }): void {
   if (req.api_version !== IPAM_API_VERSION) {
     throw new RpcError(grpc.status.FAILED_PRECONDITION, `plugin speaks ipam API version ${req.api_version || 'unknown'} (client ${req.client_version || 'unknown'}); this ipamd speaks version ${IPAM_API_VERSION}: upgrade the plugin and ipamd together`);
   }
-  const missing = (['container_id', 'if_name', 'network_name'] as const).filter((f) => !req[f]);
-  if (missing.length) throw new RpcError(grpc.status.INVALID_ARGUMENT, `request lacks ${missing.join(', ')}`);
 }
 
 /** Removes a leftover socket file; refuses if a live server still answers on it. */

@@ -7,6 +7,8 @@ import type { Datastore } from '../datastore/datastore.js';
 import type { Allocation, AllocationKey, EniInfo, PodRef } from '../datastore/types.js';
 import type { Logger } from '../log.js';
 import { PoolExhaustedError, type PoolController } from '../controller/pool-controller.js';
+import { gcNetwork, type GcAttachment, type GcReleased } from './gc.js';
+import { ipamStatus, type IpamStatus } from './status.js';
 
 /** Route table id of the main table (pods on the primary ENI). */
 const MAIN_TABLE = 254;
@@ -127,5 +129,28 @@ export class IpamService {
     const eni = ds.getEni(a.eniId);
     log.info({ ip: a.ipv4, eniId: a.eniId, containerID: key.containerID, reason }, 'released IP');
     return { released: true, allocation: a, ...(eni ? { eni, routeTableId: routeTableFor(eni) } : {}) };
+  }
+
+  /**
+   * CNI GC: releases (into cooldown, durably) every allocation of `networkName` whose
+   * attachment is not in `valid`; see {@link gcNetwork}. @throws Error if not durable.
+   */
+  async gc(networkName: string, valid: readonly GcAttachment[]): Promise<GcReleased[]> {
+    return gcNetwork({
+      ds: this.o.ds, persist: this.o.persist, released: () => this.o.pool.trigger(), log: this.o.log, now: this.now, routeTableFor,
+    }, networkName, valid);
+  }
+
+  /** CNI STATUS: whether an ADD can get an address now; see {@link ipamStatus}. */
+  status(): IpamStatus {
+    return ipamStatus({ ds: this.o.ds, growBlockedReason: () => this.o.pool.growBlockedReason(), addWaitTimeoutMs: this.o.addWaitTimeoutMs, now: this.now });
+  }
+
+  /** CNI CHECK: the key's allocation and its ENI's route table, or undefined. Changes nothing. */
+  lookup(key: AllocationKey): { allocation: Allocation; eni?: EniInfo; routeTableId?: number } | undefined {
+    const a = this.o.ds.lookup(key);
+    if (!a) return undefined;
+    const eni = this.o.ds.getEni(a.eniId);
+    return eni ? { allocation: a, eni, routeTableId: routeTableFor(eni) } : { allocation: a };
   }
 }

@@ -5,7 +5,7 @@
  * eventually consistent and EC2 is the truth (DESIGN §4 rule 4).
  */
 import pRetry from 'p-retry';
-import { Ec2Api, type Ec2CallObserver, type Ec2Eni, type InstanceTypeLimits } from '../cloud/ec2.js';
+import { Ec2Api, type Ec2ApiOptions, type Ec2CallObserver, type Ec2Eni, type InstanceTypeLimits } from '../cloud/ec2.js';
 import { ImdsClient, type ImdsEni, type ImdsInstance } from '../cloud/imds.js';
 import type { Datastore } from '../datastore/datastore.js';
 import type { Logger } from '../log.js';
@@ -23,6 +23,10 @@ export interface NodeInventory {
   /** Attached ENIs we must not touch (untagged or no_manage=true). */
   unmanaged: Ec2Eni[];
   ec2: Ec2Api;
+  /** The IMDS client (a hint: used to wait until the OS sees a new ENI). */
+  imds: ImdsClient;
+  /** The ENIs IMDS listed at discovery. */
+  imdsEnis: ImdsEni[];
 }
 
 /** Options of {@link discoverNode}. */
@@ -31,6 +35,8 @@ export interface DiscoverOptions {
   ec2Endpoint?: string;
   log: Logger;
   observeEc2?: Ec2CallObserver;
+  /** More {@link Ec2Api} options: budget (rate, burst), attempts, timeout, metric hooks. */
+  ec2Options?: Omit<Ec2ApiOptions, 'region' | 'endpoint'>;
   /** Attempts for the IMDS/EC2 reads before giving up (default 8, backoff 0.5 s → 8 s). */
   retries?: number;
 }
@@ -49,7 +55,7 @@ export async function discoverNode(o: DiscoverOptions): Promise<NodeInventory> {
   const imdsEnis = await retry('IMDS ENIs', () => imds.enis());
   const primary = imdsEnis.find((e) => e.mac === instance.primaryMac) ?? imdsEnis.find((e) => e.deviceNumber === 0);
   if (!primary) throw new Error(`IMDS lists no primary ENI (mac ${instance.primaryMac})`);
-  const ec2 = new Ec2Api({ region: instance.region, ...(o.ec2Endpoint ? { endpoint: o.ec2Endpoint } : {}), ...(o.observeEc2 ? { observe: o.observeEc2 } : {}) });
+  const ec2 = new Ec2Api({ ...o.ec2Options, region: instance.region, ...(o.ec2Endpoint ? { endpoint: o.ec2Endpoint } : {}), ...(o.observeEc2 ? { observe: o.observeEc2 } : {}) });
   const limits = await retry('DescribeInstanceTypes', () => ec2.instanceTypeLimits(instance.instanceType));
   const attached = await retry('DescribeNetworkInterfaces', () => ec2.describeEnisByFilters({ 'attachment.instance-id': [instance.instanceId] }));
 
@@ -65,10 +71,26 @@ export async function discoverNode(o: DiscoverOptions): Promise<NodeInventory> {
   }
   for (const e of unmanaged) o.log.info({ eniId: e.eniId, deviceIndex: e.attachment?.deviceIndex }, 'attached ENI not managed by eni-ipam (untagged or no_manage); left alone');
   o.log.info({ instanceId: instance.instanceId, instanceType: instance.instanceType, maxEnis: limits.maxEnis, ipv4PerEni: limits.ipv4PerEni, managed: managed.map((e) => e.eniId) }, 'discovered instance');
-  return { instance, limits, primary, vpcCidrs: primary.vpcCidrs.length ? primary.vpcCidrs : [primary.subnetCidr], managed, unmanaged, ec2 };
+  return { instance, limits, primary, vpcCidrs: primary.vpcCidrs.length ? primary.vpcCidrs : [primary.subnetCidr], managed, unmanaged, ec2, imds, imdsEnis };
 }
 
-/** Puts the managed ENIs and their secondary IPs (as EC2 reports them) into the datastore. */
+/**
+ * Why ENABLE_PREFIX_DELEGATION=true cannot work on this instance type, as one line, or
+ * undefined when it can. Prefix delegation needs a Nitro instance type (AWS EC2 User
+ * Guide, "Assign prefixes to network interfaces"; amazon-vpc-cni-k8s v1.9.0): the
+ * DescribeInstanceTypes `Hypervisor` must be `nitro`, or the type bare metal (Nitro System).
+ */
+export function prefixDelegationRefusal(limits: InstanceTypeLimits): string | undefined {
+  if (limits.hypervisor === 'nitro' || limits.bareMetal) return undefined;
+  return `ENABLE_PREFIX_DELEGATION=true is refused: instance type ${limits.instanceType} runs on the ${limits.hypervisor} hypervisor, `
+    + 'and /28 prefix delegation needs a Nitro instance type; set ENABLE_PREFIX_DELEGATION=false or use a Nitro type';
+}
+
+/**
+ * Puts the managed ENIs with their secondary IPs and /28 prefixes (as EC2 reports them,
+ * EC2 being the truth, not IMDS) into the datastore. ENI capacity is in EC2 slots
+ * (Ipv4AddressesPerInterface − 1; one slot per secondary IP or per prefix).
+ */
 export function loadInventory(ds: Datastore, inv: NodeInventory, now: number): void {
   for (const eni of inv.managed) {
     const dev = eni.attachment?.deviceIndex ?? 0;
@@ -81,5 +103,6 @@ export function loadInventory(ds: Datastore, inv: NodeInventory, now: number): v
       capacity: inv.limits.ipv4PerEni - 1,
     });
     ds.addIps(eni.eniId, eni.secondaryIps);
+    ds.addPrefixes(eni.eniId, eni.ipv4Prefixes);
   }
 }

@@ -3,7 +3,8 @@
  * from CRI_RUNTIME_ENDPOINT or auto-detected, logged) and, when MY_NODE_NAME is set, the
  * pods bound to this node from the Kubernetes API (loaded lazily: the client library
  * costs ~0.4 s to import). Then runs the first evidence pass, bounded by the sources'
- * own ≤ 5 s timeouts, and starts the periodic one.
+ * own ≤ 5 s timeouts, and starts the periodic one. Start-up waits for the first pass
+ * only FIRST_PASS_WAIT_MS: a hung runtime must not delay serving from the checkpoint.
  */
 import type { IpamdConfig } from '../config.js';
 import type { ReleaseGate } from '../controller/release-gate.js';
@@ -22,7 +23,22 @@ export interface Evidence {
   stop(): Promise<void>;
 }
 
-/** Starts the sources and the reconciler; resolves after the first pass. Never throws for an unreadable source. */
+/** How long start-up waits for the pod list to sync before the first pass, ms (a source's own timeout is ≤ 5 s). */
+export const KUBE_SYNC_WAIT_MS = 5000;
+
+/**
+ * How long start-up waits for the first evidence pass before ipamd serves anyway, ms.
+ * Serving early is safe: without a checkpoint every IP found on the ENIs is unverified
+ * (never handed out), with one every handed-out IP was free when it was written, and
+ * the "startup" freeze keeps every release off until the pass has ended.
+ */
+export const FIRST_PASS_WAIT_MS = 2000;
+
+/**
+ * Starts the sources and the reconciler; resolves after the first pass or after
+ * FIRST_PASS_WAIT_MS, whichever comes first (the pass then goes on in the background,
+ * releases frozen with reason "startup" until it ends). Never throws for an unreadable source.
+ */
 export async function startEvidence(p: { config: IpamdConfig; ds: Datastore; gate: ReleaseGate; log: Logger; persist: () => Promise<void> }): Promise<Evidence> {
   const { config, log } = p;
   const { endpoint, detected } = detectCriEndpoint(config.criRuntimeEndpoint);
@@ -30,13 +46,16 @@ export async function startEvidence(p: { config: IpamdConfig; ds: Datastore; gat
   const cri = new CriSource({ endpoint, log });
 
   let kube: (PodCache & { stop(): Promise<void> }) | undefined;
+  let kubeSynced: Promise<void> = Promise.resolve();
+  let endKubeWait = (): void => undefined;
   if (config.nodeName) {
     const { KubePodSource } = await import('../restore/kube-source.js');
     const src = new KubePodSource({ nodeName: config.nodeName, log });
     src.start();
-    await new Promise<void>((resolve) => {
-      const t = setTimeout(resolve, 5000);
-      src.onChange(() => { if (src.snapshot().synced) { clearTimeout(t); resolve(); } });
+    kubeSynced = new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, KUBE_SYNC_WAIT_MS);
+      endKubeWait = () => { clearTimeout(t); resolve(); };
+      src.onChange(() => { if (src.snapshot().synced) endKubeWait(); });
     });
     kube = src;
   } else {
@@ -49,11 +68,29 @@ export async function startEvidence(p: { config: IpamdConfig; ds: Datastore; gat
     intervalMs: config.gcIntervalMs, graceMs: config.gcGraceMs, networkName: config.networkName,
     onPass: (r) => { stats.passes++; stats.last = r; stats.lastAt = Date.now(); },
   });
-  await reconciler.runPass().catch((e: Error) => log.error({ err: e.message }, 'first evidence pass failed'));
-  reconciler.start();
+  // The first pass (after the pod list synced, or KUBE_SYNC_WAIT_MS) may outlast a hung
+  // source's 5 s timeout; serving does not wait for it beyond FIRST_PASS_WAIT_MS, but
+  // releases stay frozen until it has ended (it then sets the per-source freezes itself).
+  let stopped = false;
+  p.gate.freeze('startup', 'the first evidence pass has not finished yet');
+  const first = (async () => {
+    await kubeSynced;
+    if (stopped) return;
+    await reconciler.runPass().catch((e: Error) => log.error({ err: e.message }, 'first evidence pass failed'));
+    if (stopped) return;
+    p.gate.lift('startup');
+    reconciler.start();
+  })();
+  let waitTimer: NodeJS.Timeout | undefined;
+  const done = await Promise.race([first.then(() => true), new Promise<false>((r) => { waitTimer = setTimeout(() => r(false), FIRST_PASS_WAIT_MS); })]);
+  clearTimeout(waitTimer);
+  if (!done) log.warn({ waitedMs: FIRST_PASS_WAIT_MS }, 'a restore source is slow: serving from the checkpoint before the first evidence pass ends; releases stay frozen until it does');
   return {
     reconciler, criEndpoint: endpoint, kubeConfigured: !!kube, stats,
     async stop() {
+      stopped = true;
+      endKubeWait();
+      await first;
       await reconciler.stop();
       await kube?.stop();
       cri.close();

@@ -31,6 +31,12 @@ export interface CniBackendStub {
   allocations: Map<string, string>;
   /** When set, AddNetwork fails with this gRPC status (e.g. `grpc.status.UNAVAILABLE`). */
   failAdd?: { code: grpc.status; details: string };
+  /**
+   * When set, AddNetwork's reply for a new allocation is overridden with these fields
+   * (e.g. `{ ipv4_addr, device_number, route_table_id }` of a secondary ENI); the IP it
+   * gives is the one recorded in {@link allocations}.
+   */
+  addReply?: (req: AddNetworkRequest) => Partial<AddNetworkReply> | undefined;
   /** Stops serving (connections refused afterwards); idempotent. */
   stop(): Promise<void>;
   /** {@link stop} and remove the temp dir; idempotent. */
@@ -46,6 +52,8 @@ export async function startCniBackendStub(): Promise<CniBackendStub> {
   const pkg = grpc.loadPackageDefinition(def) as unknown as { eniipam: { v1: { CNIBackend: { service: grpc.ServiceDefinition } } } };
   const server = new grpc.Server();
   let next = 10;
+  /** ENI facts given by `addReply`, per allocation key, echoed in DelNetwork's reply. */
+  const eniOf = new Map<string, { device_number: number; route_table_id: number }>();
   let stopped = false;
   const stub: CniBackendStub = {
     socket: path.join(dir, 'ipamd.sock'),
@@ -69,10 +77,13 @@ export async function startCniBackendStub(): Promise<CniBackendStub> {
       if (stub.failAdd) return cb({ code: stub.failAdd.code, details: stub.failAdd.details } as grpc.ServiceError);
       const key = keyOf(req);
       let ip = stub.allocations.get(key);
-      if (!ip) stub.allocations.set(key, (ip = `10.0.5.${next++}`));
+      const extra = stub.addReply?.(req) ?? {};
+      if (!ip) stub.allocations.set(key, (ip = extra.ipv4_addr ?? `10.0.5.${next++}`));
+      if (extra.route_table_id !== undefined) eniOf.set(key, { device_number: extra.device_number ?? 0, route_table_id: extra.route_table_id });
       cb(null, {
-        success: true, ipv4_addr: ip, ipv6_addr: '', device_number: 0, route_table_id: MAIN_ROUTE_TABLE,
+        success: true, ipv6_addr: '', device_number: 0, route_table_id: MAIN_ROUTE_TABLE,
         vpc_v4_cidrs: ['10.0.0.0/16'], use_external_snat: false, eni_id: 'eni-0123456789abcdef0', message: '',
+        ...extra, ipv4_addr: ip,
       });
     },
     DelNetwork: (call: grpc.ServerUnaryCall<DelNetworkRequest, DelNetworkReply>, cb: grpc.sendUnaryData<DelNetworkReply>) => {
@@ -80,8 +91,10 @@ export async function startCniBackendStub(): Promise<CniBackendStub> {
       stub.calls.push({ method: 'DelNetwork', request: req });
       const key = keyOf(req);
       const ip = stub.allocations.get(key);
+      const eni = eniOf.get(key) ?? { device_number: 0, route_table_id: MAIN_ROUTE_TABLE };
       stub.allocations.delete(key);
-      cb(null, { success: true, released: ip !== undefined, ipv4_addr: ip ?? '', device_number: 0, route_table_id: MAIN_ROUTE_TABLE, message: '' });
+      eniOf.delete(key);
+      cb(null, { success: true, released: ip !== undefined, ipv4_addr: ip ?? '', ...eni, message: '' });
     },
   });
   await new Promise<void>((resolve, reject) => {

@@ -87,6 +87,8 @@ export interface ContainerdNode {
   startIpamd(extra?: NodeJS.ProcessEnv): Promise<IpamdProcess>;
   /** SIGTERM (graceful: the checkpoint is flushed). No-op when none runs. */
   stopIpamd(): Promise<void>;
+  /** SIGKILL, as a crash would (the checkpoint is whatever was last written). */
+  killIpamd(): Promise<void>;
   /** stopIpamd() then startIpamd(extra). */
   restartIpamd(extra?: NodeJS.ProcessEnv): Promise<IpamdProcess>;
   /** `GET /v1/status` of the running ipamd. @throws when none runs. */
@@ -105,6 +107,8 @@ export interface ContainerdNode {
   removePod(id: string): Promise<void>;
   /** READY non-host-network sandboxes with an IP, straight from containerd. */
   liveSandboxes(): Promise<LiveSandbox[]>;
+  /** The plugin's network configuration (conflist entry + name/cniVersion), for running it by hand with execPlugin. */
+  pluginConf: Record<string, unknown>;
   /** Marks "something changed now" (for the GC grace wait of assertNothingLost). */
   touch(): void;
   /** Waits for a GC pass that started after the grace of the last change; returns the status then. */
@@ -178,12 +182,15 @@ export async function createContainerdNode(o: ContainerdNodeOptions = {}): Promi
     const n: ContainerdNode = {
       sim, kube, instanceId: inst.instanceId, dir, socket, checkpoint: path.join(dir, 'ipam.json'), ipamdLog: path.join(dir, 'ipamd.log'),
       cniLog, criSocket: containerd.socket, kubeconfig, nodeNetns, cri, containerd, pods: new Map(),
+      pluginConf: { cniVersion: conflist.cniVersion, name: conflist.name, ...conflist.plugins[0] },
       env: {
         AWS_EC2_ENDPOINT: sim.ec2Endpoint, AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpoint,
         ENI_IPAM_SOCKET: socket, ENI_IPAM_CHECKPOINT_PATH: path.join(dir, 'ipam.json'),
         CRI_RUNTIME_ENDPOINT: `unix://${containerd.socket}`, MY_NODE_NAME: NODE_NAME, KUBECONFIG: kubeconfig,
         ENI_IPAM_GC_INTERVAL: '1s', ENI_IPAM_GC_GRACE: '2s', ENI_IPAM_POOL_INTERVAL: '200ms',
-        AWS_VPC_K8S_CNI_LOGLEVEL: 'debug', ...o.ipamdEnv,
+        AWS_VPC_K8S_CNI_LOGLEVEL: 'debug',
+        // ipamd runs in the test's own namespace: it must not touch the host's links, rules or /etc/cni.
+        ENI_IPAM_HOST_NETWORK: 'false', ENI_IPAM_INSTALL_CNI: 'false', ...o.ipamdEnv,
       },
       async startIpamd(extra = {}) {
         assert.equal(n.ipamd, undefined, 'ipamd already runs');
@@ -197,6 +204,11 @@ export async function createContainerdNode(o: ContainerdNodeOptions = {}): Promi
         const p = n.ipamd;
         n.ipamd = undefined;
         if (p) await p.stop(10_000);
+      },
+      async killIpamd() {
+        const p = n.ipamd;
+        n.ipamd = undefined;
+        if (p) await p.kill9();
       },
       async restartIpamd(extra) {
         await n.stopIpamd();

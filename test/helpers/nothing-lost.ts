@@ -106,3 +106,12 @@ export function findLosses(i: LossInput): string[] {
   }
   return bad;
 }
+
+/** EC2 actions that give an address back: the ones a release freeze must stop. */
+export const RELEASE_ACTIONS = ['UnassignPrivateIpAddresses', 'DetachNetworkInterface', 'DeleteNetworkInterface'] as const;
+
+/** The release calls (see {@link RELEASE_ACTIONS}) in `calls` from index `from` on, as `Action(params)` lines. */
+export function releaseCallsSince(calls: readonly ApiCallRecord[], from: number): string[] {
+  return calls.slice(from).filter((c) => (RELEASE_ACTIONS as readonly string[]).includes(c.action))
+    .map((c) => `${c.action}(${Object.entries(c.params).filter(([k]) => k !== 'Action' && k !== 'Version').map(([k, v]) => `${k}=${v}`).join(', ')})`);
+}

@@ -171,12 +171,15 @@ test('bad input and failed wiring give the spec error codes', async (t) => {
   assert.match(noNetns.json.msg, /CNI_NETNS/);
   const badConf = await e.call({ ...base, config: { ...e.config, vethPrefix: 'toolong' } });
   assert.equal(badConf.json.code, 7);
-  for (const verb of ['CHECK', 'GC', 'STATUS'] as const) {
+  // The verbs' version gates (CNI spec: GC and STATUS from 1.1.0) and CHECK's prevResult.
+  for (const verb of ['GC', 'STATUS'] as const) {
     const r = await e.call({ ...base, command: verb });
-    assert.equal(r.code, 1);
-    assert.equal(r.json.code, 4);
-    assert.match(r.json.msg, /not implemented yet/);
+    assert.deepEqual([r.code, r.json.code, r.json.msg], [1, 1, `config version does not allow ${verb}`]);
   }
+  const noPrev = await e.call({ ...base, command: 'CHECK' });
+  assert.deepEqual([noPrev.code, noPrev.json.code, noPrev.json.msg], [1, 7, 'prevResult is missing']);
+  const unknownVerb = await e.call({ ...base, command: 'FROB' as 'ADD' });
+  assert.deepEqual([unknownVerb.json.code, unknownVerb.json.msg], [4, 'CNI_COMMAND FROB is not implemented yet']);
   const version = await e.call({ ...base, command: 'VERSION', config: '' });
   assert.deepEqual(version.json, { cniVersion: '1.1.0', supportedVersions: ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] });
   assert.equal(e.stub.calls.length, 0, 'no RPC for invalid input');

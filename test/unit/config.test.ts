@@ -49,6 +49,10 @@ const ROWS: Row[] = [
   { name: 'ENI_IPAM_GC_GRACE', key: 'gcGraceMs', def: 60_000, good: [['0', 0], ['90s', 90_000]], bad: ['-1', 'soon'] },
   { name: 'ENI_IPAM_NETWORK_NAME', key: 'networkName', def: 'aws-cni', good: [['my-net', 'my-net']], bad: ['n'.repeat(129)] },
   { name: 'ENI_IPAM_POOL_INTERVAL', key: 'poolIntervalMs', def: 5_000, good: [['200ms', 200]], bad: ['0', '-5', '1000h'] },
+  { name: 'ENI_IPAM_MIN_ENI_AGE', key: 'minEniAgeMs', def: 60_000, good: [['0', 0], ['2m', 120_000]], bad: ['-1', 'old'] },
+  { name: 'ENI_IPAM_IMDS_ENI_WAIT', key: 'imdsEniWaitMs', def: 30_000, good: [['0', 0], ['90s', 90_000]], bad: ['never'] },
+  { name: 'ENI_IPAM_LEAKED_ENI_SWEEP_INTERVAL', key: 'leakedEniSweepIntervalMs', def: 3_600_000, good: [['30m', 1_800_000]], bad: ['0', 'hourly'] },
+  { name: 'ENI_IPAM_LEAKED_ENI_SWEEP_JITTER', key: 'leakedEniSweepJitterMs', def: 300_000, good: [['0', 0], ['10s', 10_000]], bad: ['-1'] },
 ];
 
 function expectError(env: NodeJS.ProcessEnv, variable: string): ConfigError {

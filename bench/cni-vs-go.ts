@@ -1,0 +1,208 @@
+/**
+ * bench: the eni-ipam CNI plugin against the Go baseline, Debian's `ptp` + `host-local`
+ * (package containernetworking-plugins, /usr/lib/cni; `bash scripts/ensure-deps.sh
+ * --containerd` installs it), in one run on one machine, NODE_EXTRA_CA_CERTS unset:
+ *
+ * (a) CNI ADD and DEL, median/p90 over `--pods` (50) fresh named netns each: our plugin
+ *     (dist/cni-plugin/eni-ipam.cjs as built, V8 code cache warmed by the warm-up rounds)
+ *     against the real ipamd with a warm pool on the simulated cloud, vs ptp + host-local;
+ *     both exec'd the same way inside a throw-away node netns, timed by bash `time`
+ *     (bench/timed-exec.ts), rounds interleaved so both see the same machine load;
+ * (b) containerd RunPodSandbox median over `--sandboxes` (20) pods: two private
+ *     containerd 1.6 (test/helpers/containerd.ts), one whose conflist is ours (the full
+ *     test node of test/helpers/containerd-node.ts: sim + ipamd), one with ptp +
+ *     host-local, pods alternating between them; StopPodSandbox/RemovePodSandbox too;
+ * (c) `node -e 0`, the floor, in the same rounds as (a).
+ *
+ * Prints a markdown table with the ratios (targets: ADD ≤ 2×, RunPodSandbox ≤ 1.3×), and
+ * the CPU time (user+sys) of ADD/DEL, which other load on the machine distorts less.
+ * Needs root. Everything created (netns, containerd, ipamd, temp dirs) is removed.
+ *
+ *   node dist/bench/cni-vs-go.js [--pods 50] [--sandboxes 20] [--no-cri]
+ */
+import { randomUUID } from 'node:crypto';
+import { copyFile, mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { PLUGIN_PATH } from '../demo/cni-exec.js';
+import { startIpamd } from '../demo/ipamd-process.js';
+import { createNamedNetns, type Netns } from '../demo/netns.js';
+import { SimCloud } from '../sim/index.js';
+import { startContainerd } from '../test/helpers/containerd.js';
+import { createContainerdNode } from '../test/helpers/containerd-node.js';
+import { CriTestClient } from '../test/helpers/cri-client.js';
+import { ms, summarize, timedExec, type Summary } from './timed-exec.js';
+
+/** Debian's Go plugins. */
+const GO_CNI_DIR = '/usr/lib/cni';
+
+/** The ptp + host-local plugin entry (the reference baseline's), host-local state in `dataDir`. */
+function goPlugin(dataDir: string, subnet: string): Record<string, unknown> {
+  return { type: 'ptp', ipMasq: false, mtu: 9001, ipam: { type: 'host-local', dataDir, ranges: [[{ subnet }]], routes: [{ dst: '0.0.0.0/0' }] } };
+}
+
+const sleep = (msec: number) => new Promise((r) => setTimeout(r, msec));
+
+/** Results of part (a). */
+interface PluginTimes { add: number[]; del: number[]; version: number[]; addCpu: number[]; delCpu: number[] }
+interface CniResults { ours: PluginTimes; go: PluginTimes; floor: number[]; floorCpu: number[] }
+
+/** (a) + (c): ADD/DEL of both plugins in fresh netns inside a node netns, and the node floor. */
+async function benchCni(pods: number, work: string): Promise<CniResults> {
+  const times = (): PluginTimes => ({ add: [], del: [], version: [], addCpu: [], delCpu: [] });
+  const r: CniResults = { ours: times(), go: times(), floor: [], floorCpu: [] };
+  const sim = new SimCloud();
+  await sim.start();
+  const cleanups: Array<() => Promise<unknown>> = [() => sim.stop()];
+  try {
+    const subnet = sim.addSubnet({ cidr: '10.0.0.0/22' });
+    sim.launchInstance({ instanceType: 'c5.4xlarge', subnetId: subnet.subnetId });
+    const node = await createNamedNetns(`eni-vs-go-node-${process.pid}`);
+    cleanups.push(() => node.remove());
+    const binDir = path.join(work, 'bin');
+    await mkdir(binDir, { recursive: true });
+    const plugin = path.join(binDir, 'eni-ipam');
+    await copyFile(PLUGIN_PATH, plugin); // its V8 code cache will sit next to it
+    const socket = path.join(work, 'ipamd.sock');
+    const ipamd = await startIpamd({
+      env: {
+        AWS_EC2_ENDPOINT: sim.ec2Endpoint, AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpoint, ENI_IPAM_SOCKET: socket,
+        ENI_IPAM_CHECKPOINT_PATH: path.join(work, 'ipam.json'), WARM_IP_TARGET: '20', ENI_IPAM_POOL_INTERVAL: '200ms', AWS_VPC_K8S_CNI_LOGLEVEL: 'info',
+      },
+      logFile: path.join(work, 'ipamd.log'),
+    });
+    cleanups.push(() => ipamd.stop());
+    for (let t = 0; t < 100 && (await ipamd.status()).counts.available < 20; t++) await sleep(100);
+    const ours = { cniVersion: '1.0.0', name: 'aws-cni', type: 'eni-ipam', ipamdSocket: socket };
+    const go = { cniVersion: '1.0.0', name: 'gobench', ...goPlugin(path.join(work, 'host-local'), '10.234.0.0/22') };
+
+    const cycle = async (who: 'ours' | 'go', i: number, record: boolean): Promise<void> => {
+      const pod = await createNamedNetns(`eni-vs-go-${who}-${process.pid}`);
+      try {
+        const argv = who === 'ours' ? [process.execPath, plugin] : [path.join(GO_CNI_DIR, 'ptp')];
+        const input = JSON.stringify(who === 'ours' ? ours : go);
+        const env = {
+          CNI_CONTAINERID: `${who}${process.pid}x${i}`, CNI_NETNS: pod.path, CNI_IFNAME: 'eth0', CNI_PATH: GO_CNI_DIR,
+          CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=bench;K8S_POD_NAME=pod-${i};K8S_POD_INFRA_CONTAINER_ID=${who}${i}`,
+        };
+        const v = await timedExec(argv, { env: { ...env, CNI_COMMAND: 'VERSION' }, netns: node.path });
+        const a = await timedExec(argv, { env: { ...env, CNI_COMMAND: 'ADD' }, input, netns: node.path });
+        if (a.code !== 0) throw new Error(`${who} ADD ${i} failed: ${a.stdout}${a.stderr}`);
+        const d = await timedExec(argv, { env: { ...env, CNI_COMMAND: 'DEL' }, input, netns: node.path });
+        if (d.code !== 0) throw new Error(`${who} DEL ${i} failed: ${d.stdout}${d.stderr}`);
+        if (record) {
+          r[who].add.push(a.wallMs);
+          r[who].del.push(d.wallMs);
+          r[who].version.push(v.wallMs);
+          r[who].addCpu.push(a.cpuMs);
+          r[who].delCpu.push(d.cpuMs);
+        }
+      } finally {
+        await pod.remove();
+      }
+    };
+    for (let i = 0; i < 3; i++) { await cycle('ours', -1 - i, false); await cycle('go', -1 - i, false); } // warm-up (writes the V8 cache)
+    for (let i = 0; i < pods; i++) {
+      const order: Array<'ours' | 'go'> = i % 2 ? ['go', 'ours'] : ['ours', 'go'];
+      for (const who of order) await cycle(who, i, true);
+      const f = await timedExec([process.execPath, '-e', '0']);
+      r.floor.push(f.wallMs);
+      r.floorCpu.push(f.cpuMs);
+    }
+    return r;
+  } finally {
+    for (const fn of cleanups.reverse()) await fn().catch((e: Error) => console.error(`cleanup: ${e.message}`));
+  }
+}
+
+/** Results of part (b), per runtime setup: RunPodSandbox / StopPodSandbox / RemovePodSandbox in ms. */
+interface CriResults { run: number[]; stop: number[]; remove: number[] }
+
+/** (b): RunPodSandbox with our plugin vs ptp + host-local, two containerd, pods alternating. */
+async function benchCri(sandboxes: number, work: string): Promise<{ ours: CriResults; go: CriResults }> {
+  const cleanups: Array<() => Promise<unknown>> = [];
+  try {
+    const oursNode = await createContainerdNode({ instanceType: 'c5.4xlarge', ipamdEnv: { WARM_IP_TARGET: '20', AWS_VPC_K8S_CNI_LOGLEVEL: 'info' } });
+    cleanups.push(() => oursNode.close());
+    // The Go side: its own node netns, bin dir (ptp, host-local, loopback) and conf dir.
+    const goDir = path.join(work, 'go-cri');
+    const binDir = path.join(goDir, 'bin');
+    const confDir = path.join(goDir, 'conf');
+    await mkdir(binDir, { recursive: true });
+    await mkdir(confDir, { recursive: true });
+    for (const p of ['ptp', 'host-local', 'loopback']) await copyFile(path.join(GO_CNI_DIR, p), path.join(binDir, p));
+    // Written as temp file + rename in the same dir (what containerd's conf watcher expects).
+    const tmp = path.join(confDir, '.10-gobench.conflist.tmp');
+    await writeFile(tmp, JSON.stringify({ cniVersion: '1.0.0', name: 'gobench', plugins: [goPlugin(path.join(goDir, 'host-local'), '10.235.0.0/22')] }));
+    await rename(tmp, path.join(confDir, '10-gobench.conflist'));
+    const goNetns: Netns = await createNamedNetns(`eni-vs-go-cri-${process.pid}`);
+    cleanups.push(() => goNetns.remove());
+    const goContainerd = await startContainerd({ baseDir: path.join(goDir, 'containerd'), nodeNetnsPath: goNetns.path, cniBinDir: binDir, cniConfDir: confDir });
+    cleanups.push(() => goContainerd.stop());
+    const goCri = new CriTestClient(goContainerd.socket, 60_000);
+    cleanups.push(async () => goCri.close());
+    for (let t = 0; t < 100 && (await oursNode.status()).counts.available < 10; t++) await sleep(100);
+
+    const res = { ours: { run: [], stop: [], remove: [] } as CriResults, go: { run: [], stop: [], remove: [] } as CriResults };
+    const one = async (who: 'ours' | 'go', i: number, record: boolean): Promise<void> => {
+      const cri = who === 'ours' ? oursNode.cri : goCri;
+      const t0 = performance.now();
+      const id = await cri.runPodSandbox({ name: `bench-${who}-${i}`, namespace: 'bench', uid: randomUUID() });
+      const t1 = performance.now();
+      await cri.stopPodSandbox(id);
+      const t2 = performance.now();
+      await cri.removePodSandbox(id);
+      const t3 = performance.now();
+      if (record) {
+        res[who].run.push(t1 - t0);
+        res[who].stop.push(t2 - t1);
+        res[who].remove.push(t3 - t2);
+      }
+    };
+    for (let i = 0; i < 2; i++) { await one('ours', -1 - i, false); await one('go', -1 - i, false); }
+    for (let i = 0; i < sandboxes; i++) {
+      const order: Array<'ours' | 'go'> = i % 2 ? ['go', 'ours'] : ['ours', 'go'];
+      for (const who of order) await one(who, i, true);
+    }
+    return res;
+  } finally {
+    for (const fn of cleanups.reverse()) await fn().catch((e: Error) => console.error(`cleanup: ${e.message}`));
+  }
+}
+
+const cell = (s: Summary) => `${ms(s.median)} / ${ms(s.p90)}`;
+const ratio = (a: Summary, b: Summary) => `${(a.median / b.median).toFixed(2)}×`;
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { pods: { type: 'string', default: '50' }, sandboxes: { type: 'string', default: '20' }, 'no-cri': { type: 'boolean', default: false } } });
+  delete process.env.NODE_EXTRA_CA_CERTS;
+  const load0 = os.loadavg()[0]!;
+  const work = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-vs-go-'));
+  let cni: CniResults;
+  let cri: { ours: CriResults; go: CriResults } | undefined;
+  try {
+    cni = await benchCni(Number(values.pods), path.join(work, 'cni'));
+    if (!values['no-cri']) cri = await benchCri(Number(values.sandboxes), work);
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+  const s = summarize;
+  console.log(`eni-ipam CNI plugin vs Go ptp + host-local, ${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} vCPU, Node ${process.version}, load average ${load0.toFixed(1)} → ${os.loadavg()[0]!.toFixed(1)}`);
+  console.log('');
+  console.log('| what (ms, median / p90) | eni-ipam (Node) | Go ptp + host-local | ratio | target |');
+  console.log('|---|---|---|---|---|');
+  console.log(`| CNI ADD, ${cni.ours.add.length} fresh netns | ${cell(s(cni.ours.add))} | ${cell(s(cni.go.add))} | ${ratio(s(cni.ours.add), s(cni.go.add))} | ≤ 2× |`);
+  console.log(`| CNI DEL | ${cell(s(cni.ours.del))} | ${cell(s(cni.go.del))} | ${ratio(s(cni.ours.del), s(cni.go.del))} | – |`);
+  console.log(`| CNI ADD, CPU time (user+sys, with children) | ${cell(s(cni.ours.addCpu))} | ${cell(s(cni.go.addCpu))} | ${ratio(s(cni.ours.addCpu), s(cni.go.addCpu))} | – |`);
+  console.log(`| CNI DEL, CPU time | ${cell(s(cni.ours.delCpu))} | ${cell(s(cni.go.delCpu))} | ${ratio(s(cni.ours.delCpu), s(cni.go.delCpu))} | – |`);
+  console.log(`| plugin start only (VERSION) | ${cell(s(cni.ours.version))} | ${cell(s(cni.go.version))} | ${ratio(s(cni.ours.version), s(cni.go.version))} | – |`);
+  if (cri) {
+    console.log(`| containerd RunPodSandbox, ${cri.ours.run.length} pods | ${cell(s(cri.ours.run))} | ${cell(s(cri.go.run))} | ${ratio(s(cri.ours.run), s(cri.go.run))} | ≤ 1.3× |`);
+    console.log(`| containerd StopPodSandbox | ${cell(s(cri.ours.stop))} | ${cell(s(cri.go.stop))} | ${ratio(s(cri.ours.stop), s(cri.go.stop))} | – |`);
+    console.log(`| containerd RemovePodSandbox | ${cell(s(cri.ours.remove))} | ${cell(s(cri.go.remove))} | ${ratio(s(cri.ours.remove), s(cri.go.remove))} | – |`);
+  }
+  console.log(`| \`node -e 0\` (the floor), same rounds | ${cell(s(cni.floor))} (CPU ${ms(s(cni.floorCpu).median)}) | – | – | – |`);
+}
+
+main().then(() => process.exit(0), (e: Error) => { console.error(e.stack); process.exit(1); });

@@ -1,0 +1,146 @@
+/**
+ * bench: a fleet of ipamd instances restarting together against one simulated account
+ * whose EC2 throttles each action class (Describe*, mutating) with a token bucket of
+ * burst 100, refill 20/s — as EC2 does per account (AWS EC2 Developer Guide, "Request
+ * throttling"). Prints figures, no pass/fail.
+ *
+ * One SimCloud, `--nodes` instances (m5.large) launched in it, each with its own IMDS
+ * view (`sim.imdsEndpointFor(id)`), temp dir, CRI stand-in and real ipamd, all in this
+ * process (startDaemon; explicit dummy AWS credentials in the environment, since the
+ * SDK's instance-profile lookup would only see the default instance).
+ *   1. Warm-up, unthrottled: start every node (25 at a time), run `--pods` pods on each,
+ *      let the pools settle.
+ *   2. Stop every ipamd (graceful), switch throttling on, start them all at once. A
+ *      start that fails is retried after 2 s, doubling up to 32 s (a kubelet restarting
+ *      the pod; kubelet's own back-off starts at 10 s).
+ *   3. As each node serves: repeat the ADD of every pod it had (must return the same IP)
+ *      and ADD `--new-pods` new pods.
+ * Reports: time until all serve, start failures, pods failed (target: none), EC2 calls
+ * and throttled calls after the restart, time until EC2 calls die down, RSS and CPU.
+ *
+ *   node dist/bench/fleet-restart.js [--nodes 200] [--pods 5] [--new-pods 2] [--burst 100] [--refill 20]
+ */
+import os from 'node:os';
+import { parseArgs } from 'node:util';
+import { SimCloud } from '../sim/index.js';
+import { ipamdClient, type GrpcError, type TestIpamdClient } from '../test/helpers/ipamd-client.js';
+import { createSimNode, type SimNode } from '../test/property/sim-node.js';
+import { callsByAction, isMutating, machineLine, rssMiB, sleep, throttledCalls } from './bench-util.js';
+import { quantile } from './stats.js';
+
+interface FleetNode {
+  node: SimNode;
+  client: TestIpamdClient;
+  pods: Map<string, string>;
+  servedAtMs?: number;
+  startFailures: number;
+}
+
+async function addPod(f: FleetNode, id: string): Promise<string> {
+  f.node.cri?.add({ id, name: `pod-${id}`, namespace: 'fleet', uid: `uid-${id}` });
+  const r = await f.client.add(id);
+  f.node.cri?.setIp(id, r.ipv4_addr);
+  return r.ipv4_addr;
+}
+
+async function waitQuiet(sim: SimCloud, quietMs: number, maxMs: number): Promise<void> {
+  for (const until = Date.now() + maxMs; Date.now() < until && Date.now() - (sim.calls.at(-1)?.at ?? 0) < quietMs;) await sleep(200);
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: {
+    nodes: { type: 'string', default: '200' }, pods: { type: 'string', default: '5' }, 'new-pods': { type: 'string', default: '2' },
+    burst: { type: 'string', default: '100' }, refill: { type: 'string', default: '20' },
+  } });
+  const o = { nodes: Number(values.nodes), pods: Number(values.pods), newPods: Number(values['new-pods']), burst: Number(values.burst), refill: Number(values.refill) };
+  delete process.env.NODE_EXTRA_CA_CERTS;
+  const sim = new SimCloud({ seed: 5 });
+  await sim.start();
+  const subnet = sim.addSubnet({ cidr: '10.0.0.0/17' });
+  sim.faults.setLatency('*', { min: 5, max: 30 });
+  const fleet: FleetNode[] = [];
+  const cpu0 = process.cpuUsage();
+  try {
+    for (let i = 0; i < o.nodes; i++) {
+      const node = await createSimNode({ sim, subnetId: subnet.subnetId, instanceType: 'm5.large' });
+      fleet.push({ node, client: ipamdClient(node.socket), pods: new Map(), startFailures: 0 });
+    }
+    // 1. Warm-up.
+    for (let i = 0; i < fleet.length; i += 25) {
+      await Promise.all(fleet.slice(i, i + 25).map(async (f) => {
+        await f.node.start();
+        for (let p = 0; p < o.pods; p++) f.pods.set(`${f.node.instanceId}-p${p}`, await addPod(f, `${f.node.instanceId}-p${p}`));
+      }));
+    }
+    await waitQuiet(sim, 3000, 120_000);
+    const rssWarm = rssMiB();
+    // 2. Restart together, throttled.
+    await Promise.all(fleet.map((f) => f.node.stop()));
+    sim.faults.setThrottle('describe', { burst: o.burst, refillPerSecond: o.refill });
+    sim.faults.setThrottle('mutating', { burst: o.burst, refillPerSecond: o.refill });
+    const from = sim.calls.length;
+    const t0 = Date.now();
+    const failedPods: string[] = [];
+    let newSeq = 0;
+    await Promise.all(fleet.map(async (f) => {
+      for (let backoff = 2000; ; backoff = Math.min(backoff * 2, 32_000)) {
+        try {
+          await f.node.start();
+          break;
+        } catch {
+          f.startFailures++;
+          await sleep(backoff);
+        }
+      }
+      f.servedAtMs = Date.now() - t0;
+      // 3. Pods: the old ones keep their IPs, new ones get one.
+      await Promise.all([...f.pods].map(async ([id, ip]) => {
+        try {
+          const got = await addPod(f, id);
+          if (got !== ip) failedPods.push(`${id}: had ${ip}, repeated ADD returned ${got}`);
+        } catch (e) {
+          failedPods.push(`${id} (existing): ${(e as GrpcError).details ?? (e as Error).message}`);
+        }
+      }));
+      await Promise.all(Array.from({ length: o.newPods }, async () => {
+        const id = `${f.node.instanceId}-new${newSeq++}`;
+        try {
+          await addPod(f, id);
+        } catch (e) {
+          failedPods.push(`${id} (new): ${(e as GrpcError).details ?? (e as Error).message}`);
+        }
+      }));
+    }));
+    const allServingMs = Math.max(...fleet.map((f) => f.servedAtMs ?? Infinity));
+    const podsDoneMs = Date.now() - t0;
+    // Let the pools finish their post-restart work: until no call was throttled for 10 s (at most 120 s more).
+    const lastThrottled = () => sim.calls.slice(from).reduce((m, c) => (c.errorCode === 'RequestLimitExceeded' ? Math.max(m, c.at) : m), t0);
+    for (const until = Date.now() + 120_000; Date.now() < until && Date.now() - lastThrottled() < 10_000;) await sleep(500);
+    const calls = sim.calls.slice(from);
+    const lastThrottledMs = lastThrottled() - t0;
+    const windowS = (Date.now() - t0) / 1000;
+    const cpu = process.cpuUsage(cpu0);
+    const served = fleet.map((f) => f.servedAtMs ?? Infinity);
+    const desc = calls.filter((c) => !isMutating(c.action));
+    const mut = calls.filter((c) => isMutating(c.action));
+    console.log(`Fleet restart: ${o.nodes} ipamd (m5.large, default WARM_ENI_TARGET=1, ${o.pods} pods each) restarting together in one process against one simulated account, `
+      + `throttled per class at burst ${o.burst} / refill ${o.refill}/s, EC2 latency 5–30 ms, ${machineLine(os.cpus().length)}`);
+    console.log('| figure | value |\n|---|---|');
+    console.log(`| time until all ${o.nodes} serve | ${(allServingMs / 1000).toFixed(1)} s (p50 ${(quantile(served, 0.5) / 1000).toFixed(1)} s, p90 ${(quantile(served, 0.9) / 1000).toFixed(1)} s) |`);
+    console.log(`| starts that failed and were retried | ${fleet.reduce((s, f) => s + f.startFailures, 0)} (on ${fleet.filter((f) => f.startFailures > 0).length} nodes) |`);
+    console.log(`| pods failed (of ${o.nodes * (o.pods + o.newPods)}: ${o.pods} existing + ${o.newPods} new per node) | ${failedPods.length} |`);
+    console.log(`| all pod ADDs answered | ${(podsDoneMs / 1000).toFixed(1)} s |`);
+    console.log(`| EC2 calls in the ${windowS.toFixed(0)} s after the restart (Describe* / mutating) | ${calls.length} (${desc.length} / ${mut.length}) |`);
+    console.log(`| throttled (RequestLimitExceeded) (Describe* / mutating) | ${throttledCalls(calls)} (${throttledCalls(desc)} / ${throttledCalls(mut)}) |`);
+    console.log(`| last throttled call after the restart | ${(lastThrottledMs / 1000).toFixed(1)} s |`);
+    console.log(`| calls by action | ${[...callsByAction(calls)].map(([a, n]) => `${a} ${n}`).join(', ')} |`);
+    console.log(`| bench process RSS after warm-up / at the end | ${rssWarm} / ${rssMiB()} MiB |`);
+    console.log(`| bench process CPU (user + system), whole run | ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s |`);
+    for (const p of failedPods.slice(0, 10)) console.log(`  failed: ${p}`);
+  } finally {
+    await Promise.all(fleet.map(async (f) => { f.client.close(); await f.node.close(); }));
+    await sim.stop();
+  }
+}
+
+main().catch((e: Error) => { console.error(e.stack); process.exit(1); });

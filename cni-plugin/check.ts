@@ -1,0 +1,79 @@
+/**
+ * CNI CHECK (spec 0.4.0+, "CHECK"): verifies that the attachment ADD made still exists
+ * as `prevResult` describes it. ipamd must still hold the address for this key
+ * (`CheckNetwork`, which never assigns); inside the pod netns (entered by path only):
+ * the interface, its `<ip>/32`, the `169.254.1.1` scope-link route, the default route
+ * via it, the permanent neighbour entry pointing at the host veth MAC; on the node: the
+ * host veth, the host route `<ip>/32` to it, and the ip rules `policyRoutingLines` adds
+ * for the ENI's route table. Success prints nothing; drift fails with code 100 naming
+ * every missing piece.
+ */
+import { findDrift } from './check-drift.js';
+import { requireEnv, type CniEnv } from './env.js';
+import { CniCode, CniError } from './errors.js';
+import { ipShow } from './ip-query.js';
+import { connectIpamd, IpamdCallError } from './ipamd-client.js';
+import type { NetConf } from './netconf.js';
+import { expectedPodRules } from './pod-rules.js';
+import { readPrevResult } from './prev-result.js';
+import { networkIds } from './request.js';
+import { versionAtLeast } from './versions.js';
+import { hostVethMac, hostVethName, podVethMac } from './veth-name.js';
+import type { WiringPlan } from './wiring.js';
+
+/** Deadline of `CheckNetwork` in ms. */
+export const CHECK_TIMEOUT_MS = 5_000;
+
+/**
+ * Runs CHECK.
+ * @throws CniError 1 for a config version before 0.4.0; 4 bad env; 7 no usable
+ *   prevResult; 11 ipamd unreachable; 100 drift (message lists what is missing or
+ *   different, e.g. `route default via 169.254.1.1 dev eth0 missing in /var/run/netns/x`).
+ */
+export async function cmdCheck(env: CniEnv, conf: NetConf): Promise<void> {
+  if (!versionAtLeast(conf.cniVersion, '0.4.0')) throw new CniError(CniCode.IncompatibleVersion, 'config version does not allow CHECK', `cniVersion ${conf.cniVersion}; CHECK needs 0.4.0`);
+  requireEnv(env, 'CHECK');
+  const prev = readPrevResult(conf.prevResult, env.ifName);
+  if (typeof prev === 'string') throw new CniError(CniCode.InvalidNetworkConfig, prev, 'CHECK verifies the attachment against prevResult, the result of its ADD');
+  const problems: string[] = [];
+  if (prev.podIf?.sandbox && prev.podIf.sandbox !== env.netns) problems.push(`prevResult puts ${env.ifName} in ${prev.podIf.sandbox}, not CNI_NETNS ${env.netns}`);
+  if (prev.prefixLen !== 32) problems.push(`prevResult gives ${prev.ipv4}/${prev.prefixLen}, this plugin assigns /32`);
+
+  const ipamd = connectIpamd(conf.ipamdSocket);
+  const held = ipamd.checkNetwork(networkIds(env, conf), CHECK_TIMEOUT_MS).finally(() => ipamd.close());
+  const podState = ipShow(['addr show', 'route show', 'neigh show'], env.netns);
+  const nodeState = ipShow(['link show', 'route show', 'rule show']);
+  const [h, pod, node] = await Promise.allSettled([held, podState, nodeState]);
+
+  let routeTableId: number | undefined;
+  if (h.status === 'rejected') {
+    const e = h.reason as Error;
+    if (!(e instanceof IpamdCallError) || e.statusName === 'UNAVAILABLE' || e.statusName === 'DEADLINE_EXCEEDED') {
+      throw new CniError(CniCode.TryAgainLater, 'cannot reach ipamd to verify the allocation, try again later', e.message);
+    }
+    throw new CniError(CniCode.IpamdError, 'ipamd refused CHECK', e.message);
+  } else if (!h.value.held) {
+    problems.push(`ipamd holds no IP for container ${env.containerId} ${env.ifName} in network ${conf.name} (prevResult says ${prev.ipv4})`);
+  } else if (h.value.ipv4_addr !== prev.ipv4) {
+    problems.push(`ipamd holds ${h.value.ipv4_addr} for this container, prevResult says ${prev.ipv4}`);
+  } else {
+    routeTableId = h.value.route_table_id;
+  }
+  if (pod.status === 'rejected') throw new CniError(CniCode.CheckFailed, `cannot read netns ${env.netns}`, (pod.reason as Error).message);
+  if (node.status === 'rejected') throw new CniError(CniCode.IoFailure, 'cannot read the node network state', (node.reason as Error).message);
+
+  const hostVeth = hostVethName(conf.vethPrefix, env.containerId, env.ifName);
+  const plan: WiringPlan = {
+    netns: env.netns, ifName: env.ifName, hostVeth, hostMac: hostVethMac(env.containerId, env.ifName),
+    podMac: podVethMac(env.containerId, env.ifName), ipv4: prev.ipv4, mtu: conf.mtu, routeTableId: routeTableId ?? 0,
+  };
+  const [addrs, routes, neighs] = pod.value;
+  const [links, nodeRoutes, rules] = node.value;
+  problems.push(...findDrift({
+    netns: env.netns, ifName: env.ifName, ipv4: prev.ipv4, hostVeth, hostMac: plan.hostMac,
+    ...(prev.podIf?.mac ? { podMac: prev.podIf.mac } : {}),
+    // The table is only known when ipamd still holds this IP; otherwise that is the problem reported.
+    rules: routeTableId !== undefined ? expectedPodRules(plan) : [],
+  }, { addrs: addrs!, routes: routes!, neighs: neighs! }, { links: links!, routes: nodeRoutes!, rules: rules! }));
+  if (problems.length) throw new CniError(CniCode.CheckFailed, problems.join('; '), `CHECK of ${env.ifName} in ${env.netns} against prevResult`);
+}

@@ -1,0 +1,75 @@
+/**
+ * CNI GC (spec 1.1.0, "GC"): the runtime lists the attachments it still knows in
+ * `cni.dev/valid-attachments` (`[{"containerID","ifname"}]`); ipamd releases every
+ * allocation of this network not listed (`GcNetwork`), and the plugin removes the
+ * leftover node side of each released one (host veth, host route, ip rules). Nothing
+ * is printed on success.
+ */
+import { IPAM_API_VERSION, type ValidAttachment } from '../proto/ipam.js';
+import { CniCode, CniError } from './errors.js';
+import { teardownHost } from './host-teardown.js';
+import { connectIpamd, IpamdCallError } from './ipamd-client.js';
+import type { NetConf } from './netconf.js';
+import { PLUGIN_VERSION } from './request.js';
+import { versionAtLeast } from './versions.js';
+import { hostVethMac, hostVethName, podVethMac } from './veth-name.js';
+
+/** Deadline of `GcNetwork` in ms (it waits for one checkpoint write). */
+export const GC_TIMEOUT_MS = 10_000;
+
+/** The config key of the valid attachments, and the alias some libcni versions also send. */
+export const VALID_ATTACHMENTS_KEYS = ['cni.dev/valid-attachments', 'cni.dev/attachments'] as const;
+
+/**
+ * Reads `cni.dev/valid-attachments` (or its alias `cni.dev/attachments`).
+ * @throws CniError 7 when it is absent or not a list of `{containerID, ifname}` strings
+ *   (a GC without the list would release everything, so it is refused).
+ */
+export function validAttachments(conf: NetConf): ValidAttachment[] {
+  const key = VALID_ATTACHMENTS_KEYS.find((k) => conf[k] !== undefined);
+  const raw = key ? conf[key] : undefined;
+  if (!Array.isArray(raw)) throw new CniError(CniCode.InvalidNetworkConfig, 'GC needs cni.dev/valid-attachments', key ? `${key} is not a list` : 'the key is absent');
+  return raw.map((a, i) => {
+    const o = (typeof a === 'object' && a !== null ? a : {}) as Record<string, unknown>;
+    if (typeof o.containerID !== 'string' || !o.containerID || typeof o.ifname !== 'string' || !o.ifname) {
+      throw new CniError(CniCode.InvalidNetworkConfig, `invalid ${key}[${i}]`, 'expected {"containerID": string, "ifname": string}');
+    }
+    return { container_id: o.containerID, if_name: o.ifname };
+  });
+}
+
+/**
+ * Runs GC. `warnings` collects non-fatal problems for the log.
+ * @throws CniError 1 for a config version before 1.1.0, 7 for a bad valid-attachments
+ *   list, 11 when ipamd cannot be reached, 100 when ipamd refused, 5 when a released
+ *   attachment's host veth could not be deleted (all others are still tried).
+ */
+export async function cmdGc(conf: NetConf, warnings: string[]): Promise<{ released: string[] }> {
+  if (!versionAtLeast(conf.cniVersion, '1.1.0')) throw new CniError(CniCode.IncompatibleVersion, 'config version does not allow GC', `cniVersion ${conf.cniVersion}; GC needs 1.1.0`);
+  const valid = validAttachments(conf);
+  const ipamd = connectIpamd(conf.ipamdSocket);
+  let released;
+  try {
+    released = (await ipamd.gcNetwork({ api_version: IPAM_API_VERSION, client_version: PLUGIN_VERSION, network_name: conf.name, valid_attachments: valid }, GC_TIMEOUT_MS)).released;
+  } catch (e) {
+    const down = !(e instanceof IpamdCallError) || e.statusName === 'UNAVAILABLE' || e.statusName === 'DEADLINE_EXCEEDED';
+    throw new CniError(down ? CniCode.TryAgainLater : CniCode.IpamdError, down ? 'cannot reach ipamd for GC, try again later' : 'ipamd refused GC', (e as Error).message);
+  } finally {
+    ipamd.close();
+  }
+  const failed: string[] = [];
+  await Promise.all(released.map(async (r) => {
+    const hostVeth = hostVethName(conf.vethPrefix, r.container_id, r.if_name);
+    const plan = {
+      netns: '', ifName: r.if_name, hostVeth, hostMac: hostVethMac(r.container_id, r.if_name), podMac: podVethMac(r.container_id, r.if_name),
+      ipv4: r.ipv4_addr, mtu: conf.mtu, routeTableId: r.route_table_id,
+    };
+    try {
+      warnings.push(...await teardownHost({ hostVeth, ipv4: r.ipv4_addr, ...(r.route_table_id ? { plan } : {}) }));
+    } catch (e) {
+      failed.push(`${hostVeth} (${r.ipv4_addr}): ${(e as Error).message}`);
+    }
+  }));
+  if (failed.length) throw new CniError(CniCode.IoFailure, `GC released ${released.length} IPs but could not remove ${failed.length} host veths`, failed.join('; '));
+  return { released: released.map((r) => r.ipv4_addr) };
+}

@@ -1,0 +1,43 @@
+/**
+ * Removes the node side of one attachment (DESIGN §1 step 4, undone): the host veth
+ * (its peer and the host route `<ip>/32 dev <veth>` go with it) and the pod's ip rules.
+ * Used by DEL (also when ipamd is unreachable: from `prevResult`) and by GC for the
+ * attachments ipamd released. Idempotent: what is already gone is fine.
+ */
+import { ipDeleteAll, ipShow } from './ip-query.js';
+import { podRuleDeleteLines, ruleDeleteLinesFor } from './pod-rules.js';
+import { deleteHostVeth, type WiringPlan } from './wiring.js';
+
+/** What to remove. */
+export interface HostTeardown {
+  /** Host veth name (computed from container id + ifname). */
+  hostVeth: string;
+  /** Pod IPv4 when known (ipamd's reply or prevResult); without it only the veth goes. */
+  ipv4?: string;
+  /**
+   * The wiring plan with the ENI's route table when ipamd said which (then exactly the
+   * rules `policyRoutingLines(plan)` adds are deleted). Without it (ipamd unreachable)
+   * every rule naming `ipv4` alone is deleted — unless another device now routes that
+   * IP (another pod got it), then rules and routes are left alone.
+   */
+  plan?: WiringPlan;
+  /** Set when the veth was already deleted by the caller (skips that step). */
+  vethDone?: boolean;
+}
+
+/**
+ * Tears down the node side of one attachment.
+ * @returns warnings (things left in place on purpose, failures to delete some rule).
+ * @throws IpBatchError when the host veth exists but cannot be deleted.
+ */
+export async function teardownHost(t: HostTeardown): Promise<string[]> {
+  if (!t.vethDone) await deleteHostVeth(t.hostVeth);
+  if (!t.ipv4) return [];
+  if (t.plan) {
+    return (await ipDeleteAll(podRuleDeleteLines(t.plan))).map((m) => `rule cleanup for ${t.ipv4}: ${m}`);
+  }
+  const [routes, rules] = await ipShow(['route show table all', 'rule show']);
+  const other = routes!.find((r) => (r.dst === t.ipv4 || r.dst === `${t.ipv4}/32`) && typeof r.dev === 'string' && r.dev !== t.hostVeth);
+  if (other) return [`${t.ipv4} is routed to ${String(other.dev)} (another attachment holds it now): its rules and routes were left alone`];
+  return (await ipDeleteAll(ruleDeleteLinesFor(rules!, t.ipv4))).map((m) => `rule cleanup for ${t.ipv4}: ${m}`);
+}

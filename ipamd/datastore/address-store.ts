@@ -1,0 +1,308 @@
+/**
+ * The address half of the datastore: ENIs, the addresses they hold (secondary IPs and
+ * the 16 addresses of each /28 prefix) and their states, release reservations, counts
+ * and pool views. {@link Datastore} adds the allocations on top. Pure and synchronous;
+ * time is passed in as `now` (ms since epoch). See `datastore.ts` for the address states.
+ */
+import type { AllocationUnit, PoolEniView } from '../pool/types.js';
+import { dropPrefix, freePrefixesOf, markReleasing, newPrefixes, type StateFn } from './prefixes.js';
+import { ipStateOf, keyString, type EniRecord, type IpRecord } from './records.js';
+import type { Allocation, DatastoreCounts, EniInfo, IpState } from './types.js';
+import { poolViewOf } from './views.js';
+
+/** ENIs and their addresses; base class of the datastore (not used on its own). */
+export abstract class AddressStore {
+  protected readonly enisById = new Map<string, EniRecord>();
+  protected readonly ipIndex = new Map<string, IpRecord>();
+  /** Allocations restored for IPs not (yet) on any known ENI: kept, never handed out. */
+  protected readonly pendingByIp = new Map<string, Allocation>();
+
+  /**
+   * @param cooldownMs IP_COOLDOWN_PERIOD in ms (≥ 0).
+   * @param unit what the pool assigns: `'ip'` (secondary IPs) or `'prefix'` (/28 prefixes,
+   *        ENABLE_PREFIX_DELEGATION); only changes the units of {@link poolViews}.
+   * @throws RangeError if `cooldownMs` is negative or NaN.
+   */
+  constructor(protected readonly cooldownMs: number, protected readonly unit: AllocationUnit = 'ip') {
+    if (!(cooldownMs >= 0)) throw new RangeError(`cooldownMs must be >= 0, got ${cooldownMs}`);
+  }
+
+  /** Adds an ENI, or refreshes the metadata of a known one (its IPs are kept). */
+  upsertEni(info: EniInfo): void {
+    const rec = this.enisById.get(info.eniId);
+    if (rec) rec.info = { ...info };
+    else this.enisById.set(info.eniId, { info: { ...info }, ips: new Map(), prefixes: new Map() });
+  }
+
+  /** The ENI's info, or undefined. */
+  getEni(eniId: string): EniInfo | undefined {
+    return this.enisById.get(eniId)?.info;
+  }
+
+  /** All ENIs, by device number. */
+  listEnis(): EniInfo[] {
+    return [...this.enisById.values()].map((r) => r.info).sort((a, b) => a.deviceNumber - b.deviceNumber);
+  }
+
+  /** Addresses on an ENI (any state; secondary IPs and prefix addresses), sorted. Throws if the ENI is unknown. */
+  eniIps(eniId: string): string[] {
+    return [...this.mustEni(eniId).ips.keys()].sort();
+  }
+
+  /**
+   * Adds secondary IPs to a known ENI. Addresses already known are ignored. An address
+   * that a pending (restored) allocation claims becomes assigned to it at once.
+   * @throws Error if the ENI is unknown or an IP sits on another ENI.
+   */
+  addIps(eniId: string, ips: readonly string[]): void {
+    const rec = this.mustEni(eniId);
+    for (const ip of ips) {
+      const known = this.ipIndex.get(ip);
+      if (known) {
+        if (known.eniId !== eniId) throw new Error(`IP ${ip} is already on ${known.eniId}, not ${eniId}`);
+        continue;
+      }
+      this.insertIp(rec, ip);
+    }
+  }
+
+  /**
+   * Adds /28 prefixes to a known ENI; each yields 16 assignable addresses. Prefixes
+   * already on that ENI are ignored; an address that a pending (restored) allocation
+   * claims becomes assigned to it at once. All prefixes are checked before any is added.
+   * @throws Error if the ENI is unknown, a prefix is not an aligned IPv4 /28, or one of
+   *         its addresses is already known (on another ENI, or as a secondary IP).
+   */
+  addPrefixes(eniId: string, prefixes: readonly string[]): void {
+    const rec = this.mustEni(eniId);
+    for (const [p, ips] of newPrefixes(rec, prefixes, this.ipIndex)) {
+      rec.prefixes.set(p, ips);
+      for (const ip of ips) this.insertIp(rec, ip, p);
+    }
+  }
+
+  /** /28 prefixes on an ENI (any state), sorted. Throws if the ENI is unknown. */
+  eniPrefixes(eniId: string): string[] {
+    return [...this.mustEni(eniId).prefixes.keys()].sort();
+  }
+
+  /** The /28 prefix an address belongs to, or undefined (a secondary IP, or unknown). */
+  prefixOf(ip: string): string | undefined {
+    return this.ipIndex.get(ip)?.prefix;
+  }
+
+  /**
+   * Picks up to `count` free prefixes of an ENI (none of their 16 addresses assigned,
+   * cooling, unverified or releasing), newest first, and marks all their addresses
+   * `releasing`, so no ADD can take one while the EC2 unassign is in flight.
+   * @returns the reserved prefixes (possibly fewer than asked).
+   */
+  reservePrefixesForRelease(eniId: string, count: number, now: number): string[] {
+    const rec = this.mustEni(eniId);
+    const picked = freePrefixesOf(rec, this.stateAt(now)).reverse().slice(0, Math.max(0, count));
+    for (const p of picked) markReleasing(rec, p, true);
+    return picked;
+  }
+
+  /** Returns reserved prefixes to the pool (the EC2 unassign failed or was cancelled). */
+  cancelPrefixRelease(prefixes: readonly string[]): void {
+    for (const p of prefixes) {
+      const rec = this.recordOfPrefix(p);
+      if (rec) markReleasing(rec, p, false);
+    }
+  }
+
+  /**
+   * Forgets prefixes after EC2 confirmed they were unassigned. A prefix is removed only
+   * if none of its addresses is assigned, cooling or unverified; otherwise it is kept and reported.
+   * @returns the prefixes that were not removed because an address is in use.
+   */
+  removePrefixes(prefixes: readonly string[], now: number): string[] {
+    const state = this.stateAt(now);
+    return prefixes.filter((p) => {
+      const rec = this.recordOfPrefix(p);
+      return rec !== undefined && !dropPrefix(rec, p, this.ipIndex, state);
+    });
+  }
+
+  /**
+   * Removes an ENI that holds no assigned, cooling or releasing address.
+   * @throws Error naming what it still holds.
+   */
+  removeEni(eniId: string, now: number): void {
+    const rec = this.enisById.get(eniId);
+    if (!rec) return;
+    for (const r of rec.ips.values()) {
+      const st = this.stateOf(r, now);
+      if (st !== 'available') throw new Error(`ENI ${eniId} still holds ${r.ip} (${st})`);
+    }
+    for (const ip of rec.ips.keys()) this.ipIndex.delete(ip);
+    this.enisById.delete(eniId);
+  }
+
+  /**
+   * Picks up to `count` available secondary IPs of an ENI (never an address of a /28
+   * prefix: prefixes are released whole, see {@link reservePrefixesForRelease}) and marks
+   * them `releasing`, so no ADD can take them while the EC2 unassign is in flight.
+   * @returns the reserved IPs (possibly fewer than asked).
+   */
+  reserveForRelease(eniId: string, count: number, now: number): string[] {
+    return this.reserve(eniId, count, now, (r) => r.prefix === undefined);
+  }
+
+  /** Reserves every available address of an ENI, prefix addresses included (for an ENI about to be freed). */
+  reserveAllForRelease(eniId: string, now: number): string[] {
+    return this.reserve(eniId, Number.MAX_SAFE_INTEGER, now, () => true);
+  }
+
+  private reserve(eniId: string, count: number, now: number, which: (r: IpRecord) => boolean): string[] {
+    const rec = this.mustEni(eniId);
+    const free = [...rec.ips.values()].filter((r) => which(r) && this.stateOf(r, now) === 'available');
+    free.sort((a, b) => (b.releasedAt ?? -1) - (a.releasedAt ?? -1));
+    const picked = free.slice(0, Math.max(0, count));
+    for (const r of picked) r.releasing = true;
+    return picked.map((r) => r.ip);
+  }
+
+  /** Returns reserved IPs to the pool (the EC2 release failed or was cancelled). */
+  cancelRelease(ips: readonly string[]): void {
+    for (const ip of ips) {
+      const r = this.ipIndex.get(ip);
+      if (r) r.releasing = false;
+    }
+  }
+
+  /**
+   * Forgets addresses EC2 no longer holds (an unassign it confirmed, or a complete
+   * describe that no longer shows them). Only `releasing` or available addresses are
+   * removed; an assigned, cooling or unverified one is kept and reported. An address of
+   * a /28 prefix leaves its prefix (which then is never free again; an emptied prefix is
+   * forgotten): prefixes are *released* only whole, via {@link reservePrefixesForRelease}.
+   * @returns the addresses that were not removed because they are in use.
+   */
+  removeIps(ips: readonly string[], now: number): string[] {
+    const kept: string[] = [];
+    for (const ip of ips) {
+      const r = this.ipIndex.get(ip);
+      if (!r) continue;
+      const st = this.stateOf(r, now);
+      if (st !== 'releasing' && st !== 'available') {
+        kept.push(ip);
+        continue;
+      }
+      const rec = this.enisById.get(r.eniId);
+      rec?.ips.delete(ip);
+      this.ipIndex.delete(ip);
+      if (rec && r.prefix !== undefined) {
+        const left = (rec.prefixes.get(r.prefix) ?? []).filter((x) => x !== ip);
+        if (left.length > 0) rec.prefixes.set(r.prefix, left);
+        else rec.prefixes.delete(r.prefix);
+      }
+    }
+    return kept;
+  }
+
+  /** State of a known IP, or undefined if it is on no ENI. */
+  ipState(ip: string, now: number): IpState | undefined {
+    const r = this.ipIndex.get(ip);
+    return r ? this.stateOf(r, now) : undefined;
+  }
+
+
+  /** IPs still in cooldown at `now`, with their release time (for the checkpoint). */
+  coolingEntries(now: number): Array<{ ip: string; releasedAt: number }> {
+    const out: Array<{ ip: string; releasedAt: number }> = [];
+    for (const r of this.ipIndex.values()) {
+      if (this.stateOf(r, now) === 'cooling') out.push({ ip: r.ip, releasedAt: r.releasedAt! });
+    }
+    return out;
+  }
+
+  /** When the earliest cooling IP becomes available (ms), or undefined if none cools. */
+  nextCooldownEnd(now: number): number | undefined {
+    let min: number | undefined;
+    for (const e of this.coolingEntries(now)) {
+      const end = e.releasedAt + this.cooldownMs;
+      if (min === undefined || end < min) min = end;
+    }
+    return min;
+  }
+
+  /**
+   * Marks every unheld IP as `unverified` (start-up without a usable checkpoint): such an
+   * IP is neither handed out nor released until {@link verifyAll}. @returns how many.
+   */
+  markAllUnverified(): number {
+    let n = 0;
+    for (const r of this.ipIndex.values()) {
+      if (r.holder === undefined) {
+        r.unverified = true;
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** Clears `unverified` everywhere (a clean evidence pass adopted what is in use). @returns how many. */
+  verifyAll(): number {
+    let n = 0;
+    for (const r of this.ipIndex.values()) {
+      if (r.unverified) {
+        r.unverified = false;
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** Counts at `now` over all ENIs. */
+  counts(now: number): DatastoreCounts {
+    const c: DatastoreCounts = { total: 0, assigned: 0, cooling: 0, releasing: 0, unverified: 0, available: 0, enis: this.enisById.size };
+    for (const r of this.ipIndex.values()) {
+      c.total++;
+      c[this.stateOf(r, now)]++;
+    }
+    return c;
+  }
+
+  /**
+   * Per-ENI counts for the pool decisions, in addresses (see `views.ts`): addresses being
+   * released are left out of `total`; unverified ones count as cooling (not available,
+   * never freed); in `'prefix'` unit `capacity` is slots × 16 and `freeSlots` counts the
+   * wholly free /28 prefixes.
+   */
+  poolViews(now: number): PoolEniView[] {
+    return this.listEnis().map((info) => poolViewOf(this.enisById.get(info.eniId)!, this.unit, this.stateAt(now)));
+  }
+
+  protected stateOf(r: IpRecord, now: number): IpState {
+    return ipStateOf(r, now, this.cooldownMs);
+  }
+
+  protected stateAt(now: number): StateFn {
+    return (r) => ipStateOf(r, now, this.cooldownMs);
+  }
+
+  protected insertIp(rec: EniRecord, ip: string, prefix?: string): void {
+    const r: IpRecord = { ip, eniId: rec.info.eniId, releasing: false, ...(prefix ? { prefix } : {}) };
+    const pending = this.pendingByIp.get(ip);
+    if (pending) {
+      this.pendingByIp.delete(ip);
+      pending.eniId = rec.info.eniId;
+      r.holder = keyString(pending);
+    }
+    rec.ips.set(ip, r);
+    this.ipIndex.set(ip, r);
+  }
+
+  protected recordOfPrefix(prefix: string): EniRecord | undefined {
+    for (const rec of this.enisById.values()) if (rec.prefixes.has(prefix)) return rec;
+    return undefined;
+  }
+
+  protected mustEni(eniId: string): EniRecord {
+    const rec = this.enisById.get(eniId);
+    if (!rec) throw new Error(`unknown ENI ${eniId}`);
+    return rec;
+  }
+}

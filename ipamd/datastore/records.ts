@@ -1,0 +1,43 @@
+/**
+ * Internal records of the datastore (not exported from the package surface): one per
+ * address and one per ENI, and the address-state function. Pure; no I/O.
+ */
+import type { AllocationKey, EniInfo, IpState } from './types.js';
+
+/** Canonical string of an allocation key (NUL-separated, so no field can forge another). */
+export function keyString(k: AllocationKey): string {
+  return `${k.networkName}\u0000${k.containerID}\u0000${k.ifName}`;
+}
+
+/** One address the node holds: a secondary IP, or one of the 16 addresses of a /28 prefix. */
+export interface IpRecord {
+  ip: string;
+  eniId: string;
+  /** The /28 prefix (`a.b.c.d/28`) the address belongs to; undefined for a secondary IP. */
+  prefix?: string;
+  /** Allocation key string while assigned. */
+  holder?: string;
+  /** When it was last released (ms), for cooldown and least-recently-used reuse. */
+  releasedAt?: number;
+  releasing: boolean;
+  unverified?: boolean;
+}
+
+/** One ENI with its addresses and its /28 prefixes (prefix → its 16 addresses, in order). */
+export interface EniRecord {
+  info: EniInfo;
+  ips: Map<string, IpRecord>;
+  prefixes: Map<string, string[]>;
+}
+
+/**
+ * State of an address at `now` (ms): assigned > unverified > releasing > cooling
+ * (released less than `cooldownMs` ago) > available.
+ */
+export function ipStateOf(r: IpRecord, now: number, cooldownMs: number): IpState {
+  if (r.holder !== undefined) return 'assigned';
+  if (r.unverified) return 'unverified';
+  if (r.releasing) return 'releasing';
+  if (r.releasedAt !== undefined && now - r.releasedAt < cooldownMs) return 'cooling';
+  return 'available';
+}

@@ -1,0 +1,57 @@
+/**
+ * Starts the background ENI lifecycle work beside the pool controller: the EC2/IMDS
+ * reconcile (ENI_IPAM_RECONCILE_INTERVAL) and the leaked-ENI sweep
+ * (ENI_IPAM_LEAKED_ENI_SWEEP_INTERVAL after a random start delay up to
+ * ENI_IPAM_LEAKED_ENI_SWEEP_JITTER; off with DISABLE_LEAKED_ENI_CLEANUP). Both are off
+ * with DISABLE_NETWORK_RESOURCE_PROVISIONING (the caller does not start them then).
+ */
+import type { IpamdConfig } from '../config.js';
+import type { EniManager } from '../controller/eni-manager.js';
+import { EniReconciler, type ExclusivePool, type ReconcileReport } from '../controller/eni-reconcile.js';
+import { LeakedEniSweeper, type SweepReport } from '../controller/leak-sweep.js';
+import type { ReleaseGate } from '../controller/release-gate.js';
+import type { Datastore } from '../datastore/datastore.js';
+import type { Logger } from '../log.js';
+import type { NodeInventory } from './discover.js';
+
+/** The running lifecycle tasks. */
+export interface EniLifecycle {
+  reconciler: EniReconciler;
+  sweeper?: LeakedEniSweeper;
+  /** JSON for `/v1/status`. */
+  status(): { pendingEnis: string[]; orphanEnis: string[]; reconcilePasses: number; lastReconcile: ReconcileReport | null; lastSweep: SweepReport | null; sweepEnabled: boolean };
+  stop(): Promise<void>;
+}
+
+/** Starts the reconcile (one pass at once) and, unless disabled, the sweep. Never throws. */
+export function startEniLifecycle(p: {
+  config: IpamdConfig; inv: NodeInventory; ds: Datastore; gate: ReleaseGate; enis: EniManager; pool: ExclusivePool; log: Logger;
+}): EniLifecycle {
+  const { config, inv, enis, log } = p;
+  const reconciler = new EniReconciler({
+    ec2: inv.ec2, imds: inv.imds, ds: p.ds, enis, pool: p.pool, log, instanceId: inv.instance.instanceId, intervalMs: config.reconcileIntervalMs,
+  });
+  reconciler.start();
+  let sweeper: LeakedEniSweeper | undefined;
+  if (config.disableLeakedEniCleanup) {
+    log.info('DISABLE_LEAKED_ENI_CLEANUP=true: the leaked-ENI sweep is off');
+  } else {
+    sweeper = new LeakedEniSweeper({
+      ec2: inv.ec2, gate: p.gate, log, instanceId: inv.instance.instanceId, vpcId: inv.primary.vpcId,
+      ...(config.clusterName ? { clusterName: config.clusterName } : {}),
+      intervalMs: config.leakedEniSweepIntervalMs, jitterMs: config.leakedEniSweepJitterMs, isBusy: (id) => enis.isBusy(id),
+    });
+    sweeper.start();
+  }
+  return {
+    reconciler, ...(sweeper ? { sweeper } : {}),
+    status: () => ({
+      pendingEnis: enis.pendingIds(), orphanEnis: enis.orphanIds(), reconcilePasses: reconciler.passes,
+      lastReconcile: reconciler.last ?? null, lastSweep: sweeper?.last ?? null, sweepEnabled: !!sweeper,
+    }),
+    async stop() {
+      await sweeper?.stop();
+      await reconciler.stop();
+    },
+  };
+}

@@ -1,0 +1,158 @@
+/**
+ * One simulated node for property tests and benchmarks: an instance launched in a
+ * (possibly shared) {@link SimCloud}, a temp dir for ipamd's socket and checkpoint, an
+ * optional CRI stand-in, and the real ipamd — either in this process through
+ * `startDaemon(loadConfig(env), silentLogger)` (the real daemon over its real gRPC
+ * socket; cheap to restart, many fit in one process) or as the real binary in a child
+ * process (so a restart can be a SIGKILL crash). `status()` is `GET /v1/status`.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
+import { loadConfig } from '../../ipamd/config.js';
+import { startDaemon, type Daemon } from '../../ipamd/daemon.js';
+import { startIpamd, type IpamdProcess } from '../../demo/ipamd-process.js';
+import type { SimCloud } from '../../sim/index.js';
+import { startCriStandin, type CriStandin } from './cri-standin.js';
+
+/** How ipamd runs: in this process (startDaemon) or as the real binary in a child. */
+export type DaemonMode = 'in-process' | 'child';
+
+/** Options of {@link createSimNode}. */
+export interface SimNodeOptions {
+  sim: SimCloud;
+  subnetId: string;
+  /** Default m5.large. */
+  instanceType?: string;
+  /** ipamd environment added to the node defaults (see {@link SimNode.env}). */
+  env?: Record<string, string>;
+  /** Default in-process. */
+  mode?: DaemonMode;
+  /** Serve a CRI stand-in so the evidence pass can read a runtime (default true). Without it releases stay frozen. */
+  cri?: boolean;
+}
+
+/** Picks a free TCP port on 127.0.0.1 (bind to 0, read, close). */
+export async function freePort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+  const port = (s.address() as net.AddressInfo).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+/** A silent pino logger for in-process daemons. */
+const silent = pino({ level: 'silent' });
+
+/**
+ * The SDK's default credential chain reads `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`
+ * from the environment; the simulated EC2 does not check signatures. Sets dummy ones if
+ * none are set, so in-process daemons do not fall back to the instance-profile lookup.
+ */
+export function ensureDummyAwsCredentials(): void {
+  process.env.AWS_ACCESS_KEY_ID ||= 'AKIDSIMULATED';
+  process.env.AWS_SECRET_ACCESS_KEY ||= 'simulated-secret';
+}
+
+/** A simulated node; see the module docstring. */
+export class SimNode {
+  /** The full ipamd environment (node defaults + options). */
+  readonly env: Record<string, string>;
+  private daemon?: Daemon;
+  private child?: IpamdProcess;
+  private port = 0;
+  /** Number of daemon starts so far. */
+  starts = 0;
+
+  constructor(readonly sim: SimCloud, readonly instanceId: string, readonly dir: string, readonly mode: DaemonMode, readonly cri: CriStandin | undefined, extra: Record<string, string>) {
+    this.env = {
+      AWS_EC2_ENDPOINT: sim.ec2Endpoint, AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpointFor(instanceId),
+      AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID ?? 'AKIDSIMULATED', AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY ?? 'simulated-secret',
+      ENI_IPAM_SOCKET: this.socket, ENI_IPAM_CHECKPOINT_PATH: this.checkpoint,
+      CRI_RUNTIME_ENDPOINT: `unix://${cri ? cri.socketPath : path.join(dir, 'no-cri.sock')}`,
+      ENI_IPAM_INSTALL_CNI: 'false', ENI_IPAM_HOST_NETWORK: 'false', DISABLE_METRICS: 'true', AWS_VPC_K8S_CNI_LOGLEVEL: mode === 'child' ? 'info' : 'error',
+      ...extra,
+    };
+  }
+
+  /** ipamd's gRPC socket. */
+  get socket(): string {
+    return path.join(this.dir, 'ipamd.sock');
+  }
+
+  /** ipamd's checkpoint file. */
+  get checkpoint(): string {
+    return path.join(this.dir, 'ipam.json');
+  }
+
+  /** True between a successful {@link start} and {@link stop}. */
+  get running(): boolean {
+    return !!(this.daemon || this.child);
+  }
+
+  /**
+   * Starts ipamd and resolves once it serves.
+   * @throws Error (ConfigError for a bad env; the daemon's own start-up error otherwise).
+   */
+  async start(): Promise<void> {
+    if (this.running) throw new Error('ipamd already running on this node');
+    this.starts++;
+    if (this.mode === 'child') {
+      this.child = await startIpamd({ env: { ...this.env, INTROSPECTION_BIND_ADDRESS: '127.0.0.1:0' }, logFile: path.join(this.dir, 'ipamd.log') });
+      this.port = this.child.introspectionPort;
+      return;
+    }
+    this.port = await freePort();
+    const config = loadConfig({ ...this.env, INTROSPECTION_BIND_ADDRESS: `127.0.0.1:${this.port}` });
+    this.daemon = await startDaemon(config, silent);
+  }
+
+  /**
+   * Stops ipamd: graceful (drain RPCs, flush the checkpoint), or with `crash` a SIGKILL
+   * (child mode only; in-process it is graceful, there is no way to crash half a process).
+   */
+  async stop(p: { crash?: boolean; graceMs?: number } = {}): Promise<void> {
+    const d = this.daemon;
+    const c = this.child;
+    this.daemon = undefined;
+    this.child = undefined;
+    if (d) await d.stop(p.graceMs ?? 5000);
+    if (c) {
+      if (p.crash) await c.kill9();
+      else await c.stop(p.graceMs ?? 5000);
+    }
+  }
+
+  /** `GET /v1/status` of the running ipamd. @throws Error when it is not running. */
+  async status(): Promise<any> { // eslint-disable-line @typescript-eslint/no-explicit-any
+    if (!this.running) throw new Error('ipamd is not running');
+    return (await fetch(`http://127.0.0.1:${this.port}/v1/status`)).json();
+  }
+
+  /**
+   * Stops ipamd (if running), the CRI stand-in, and removes the temp dir (kept, for its
+   * ipamd.log and checkpoint, when ENI_IPAM_KEEP_NODE_DIR=1). Never throws.
+   */
+  async close(): Promise<void> {
+    await this.stop().catch(() => undefined);
+    await this.cri?.close().catch(() => undefined);
+    if (process.env.ENI_IPAM_KEEP_NODE_DIR === '1') return;
+    await rm(this.dir, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+/** Launches the instance, makes the temp dir and the CRI stand-in; ipamd is not started. */
+export async function createSimNode(o: SimNodeOptions): Promise<SimNode> {
+  ensureDummyAwsCredentials();
+  const inst = o.sim.launchInstance({ instanceType: o.instanceType ?? 'm5.large', subnetId: o.subnetId });
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-node-'));
+  try {
+    const cri = o.cri === false ? undefined : await startCriStandin(path.join(dir, 'cri.sock'));
+    return new SimNode(o.sim, inst.instanceId, dir, o.mode ?? 'in-process', cri, o.env ?? {});
+  } catch (e) {
+    await rm(dir, { recursive: true, force: true });
+    throw e;
+  }
+}
