@@ -285,9 +285,11 @@ export class EniManager {
         log.warn({ eniId }, 'not freeing ENI: not tagged as ours');
         return false;
       }
-      if (gate.frozen || opts.shouldCancel?.()) {
+      // Nothing may have come into use meanwhile (e.g. an evidence pass adopting a sandbox's IP).
+      const inUse = ds.eniIps(eniId).some((ip) => ds.ipState(ip, this.now()) !== 'releasing');
+      if (gate.frozen || inUse || opts.shouldCancel?.()) {
         ds.cancelRelease(reserved);
-        log.info({ eniId, frozen: gate.frozen }, 'ENI free cancelled before the detach');
+        log.info({ eniId, frozen: gate.frozen, inUse }, 'ENI free cancelled before the detach');
         return false;
       }
       if (eni.attachment) {

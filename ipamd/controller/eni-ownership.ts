@@ -4,6 +4,7 @@
  * recognises them), who may manage it, and how to read an EC2 failure's outcome.
  */
 import { Ec2Error, type Ec2Eni } from '../cloud/ec2.js';
+import { THROTTLE_CODES } from '../cloud/retry.js';
 
 /** Tag keys (compatible with amazon-vpc-cni-k8s, so existing tooling recognises our ENIs). */
 export const TAG_INSTANCE_ID = 'node.k8s.amazonaws.com/instance_id';
@@ -34,6 +35,7 @@ export function failedForSure(e: unknown): boolean {
   const kind = (e as Ec2Error & { kind?: string }).kind;
   if (kind === 'client' || kind === 'throttle') return true;
   if (kind === 'server' || kind === 'transport') return false;
+  if (THROTTLE_CODES.has(e.code)) return true; // refused before anything was done (EC2 answers 503)
   return e.httpStatus !== undefined && e.httpStatus >= 400 && e.httpStatus < 500;
 }
 

@@ -155,7 +155,8 @@ export class EniReconciler {
     const now = this.now();
     const seen = new Set<string>();
     for (const eni of attached) {
-      seen.add(eni.eniId);
+      // A detaching ENI is on its way out: for the datastore it is as good as gone.
+      if (eni.attachment?.status !== 'detaching') seen.add(eni.eniId);
       const primary = eni.attachment?.deviceIndex === 0;
       if (!primary && !isOurEni(eni, this.o.instanceId)) continue;
       const status = eni.attachment?.status;
@@ -182,15 +183,22 @@ export class EniReconciler {
     }
     for (const info of ds.listEnis()) {
       if (info.isPrimary || seen.has(info.eniId)) continue;
-      // EC2 (complete describe) no longer shows it attached to us: unheld IPs go; held ones stay, reported.
-      const ips = ds.eniIps(info.eniId);
-      const kept = ds.removeIps(ips, now);
-      r.removedIps.push(...ips.filter((ip) => !kept.includes(ip)));
+      // EC2 (complete describe) no longer shows it attached to us: unheld addresses go; held ones stay, reported.
+      const before = ds.eniIps(info.eniId);
+      ds.removePrefixes(ds.eniPrefixes(info.eniId), now);
+      ds.removeIps(ds.eniIps(info.eniId).filter((ip) => ds.prefixOf(ip) === undefined), now);
+      const kept = ds.eniIps(info.eniId);
+      r.removedIps.push(...before.filter((ip) => !kept.includes(ip)));
       r.heldMissing.push(...kept.filter((ip) => ds.ipState(ip, now) === 'assigned'));
-      if (kept.length === 0) ds.removeEni(info.eniId, now);
+      if (kept.length === 0) {
+        ds.removeEni(info.eniId, now);
+        // Still detaching (someone detached our ENI): keep its device index, delete it once available.
+        if (attached.some((e) => e.eniId === info.eniId)) enis.markOrphan(info.eniId, info.deviceNumber);
+      }
       log.warn({ eniId: info.eniId, kept }, 'reconcile: ENI in the datastore is not attached in EC2');
     }
-    for (const eniId of enis.pendingIds()) if (!seen.has(eniId)) enis.forget(eniId);
+    const listed = new Set(attached.map((e) => e.eniId));
+    for (const eniId of enis.pendingIds()) if (!listed.has(eniId)) enis.forget(eniId);
     await this.fixDeleteOnTermination(attached, r);
     r.orphansDeleted = await enis.retryOrphans();
     r.pendingEnis = enis.pendingIds();

@@ -131,6 +131,13 @@ export async function runEpisode(cfg: EpisodeConfig): Promise<EpisodeResult> {
     const pickHeld = () => { const ids = [...held.keys()].filter((id) => !busy.has(id)); return ids.length ? ids[Math.floor(r() * ids.length)] : undefined; };
     const onOurEni = (ip: string) => [...sim.state.enis.values()].some((e) => e.attachment?.instanceId === n.instanceId && (e.secondaryIps.includes(ip) || e.ipv4Prefixes.some((p) => inCidr(ip, p))));
 
+    /** Diagnostics for a failure message: where EC2 has the IP now, and the last release call naming it. */
+    const whereIs = (ip: string) => {
+      const eni = [...sim.state.enis.values()].find((e) => e.secondaryIps.includes(ip) || e.ipv4Prefixes.some((p) => inCidr(ip, p)));
+      const last = sim.calls.filter((x) => x.action === 'UnassignPrivateIpAddresses' && Object.values(x.params).includes(ip)).at(-1);
+      return `(EC2 now: ${eni ? `${eni.networkInterfaceId} ${eni.status} attachment ${eni.attachment?.status ?? 'none'}` : 'on no ENI'}; `
+        + `last Unassign of it: ${last ? `${new Date(last.at).toISOString()} +${last.durationMs ?? '∞'} ms ${last.ok ? 'ok' : last.errorCode ?? 'in flight'}` : 'none'}; now ${new Date().toISOString()})`;
+    };
     const add = async (id: string) => {
       busy.add(id);
       n.cri?.add({ id, name: `pod-${id}`, namespace: 'default', uid: `uid-${id}` });
@@ -141,7 +148,7 @@ export async function runEpisode(cfg: EpisodeConfig): Promise<EpisodeResult> {
         if (!rep.success || !rep.ipv4_addr) { bad(`ADD ${id}: success=${rep.success} with no IP (${rep.message})`); return; }
         const other = [...held.values()].find((h) => h.ip === rep.ipv4_addr && h.to === Infinity);
         if (other) bad(`ADD ${id} got ${rep.ipv4_addr}, which live pod ${other.containerId} holds`);
-        if (!onOurEni(rep.ipv4_addr)) bad(`ADD ${id} got ${rep.ipv4_addr}, which EC2 does not show on an ENI attached to ${n.instanceId}`);
+        if (!onOurEni(rep.ipv4_addr)) bad(`ADD ${id} got ${rep.ipv4_addr} from ${rep.eni_id}, which EC2 does not show on an ENI attached to ${n.instanceId} ${whereIs(rep.ipv4_addr)}`);
         const h: Hold = { containerId: id, ip: rep.ipv4_addr, eniId: rep.eni_id, from: at, to: Infinity };
         holds.push(h);
         held.set(id, h);

@@ -34,13 +34,25 @@ export interface SimNodeOptions {
   cri?: boolean;
 }
 
-/** Picks a free TCP port on 127.0.0.1 (bind to 0, read, close). */
+/**
+ * Picks a TCP port on 127.0.0.1 that is free now: a random one in [20000, 32000), below
+ * Linux's ephemeral range (32768–60999), so servers binding port 0 meanwhile cannot take
+ * it. @throws Error after 50 ports in use.
+ */
 export async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
+  for (let i = 0; i < 50; i++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const s = net.createServer();
+    const ok = await new Promise<boolean>((r) => {
+      s.once('error', () => r(false));
+      s.listen(port, '127.0.0.1', () => r(true));
+    });
+    if (ok) {
+      await new Promise<void>((r) => s.close(() => r()));
+      return port;
+    }
+  }
+  throw new Error('no free TCP port found in 20000-31999');
 }
 
 /** A silent pino logger for in-process daemons. */
@@ -104,9 +116,15 @@ export class SimNode {
       this.port = this.child.introspectionPort;
       return;
     }
+    // No retry on EADDRINUSE: a startDaemon that fails after its evidence pass started
+    // leaves that pass running against the same checkpoint file.
     this.port = await freePort();
     const config = loadConfig({ ...this.env, INTROSPECTION_BIND_ADDRESS: `127.0.0.1:${this.port}` });
-    this.daemon = await startDaemon(config, silent);
+    // With ENI_IPAM_KEEP_NODE_DIR=1 the in-process daemon logs (debug) to <dir>/ipamd.log, kept for a post-mortem.
+    const log = process.env.ENI_IPAM_KEEP_NODE_DIR === '1'
+      ? pino({ level: 'debug', base: { component: 'ipamd' }, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination({ dest: path.join(this.dir, 'ipamd.log'), append: true, sync: false }))
+      : silent;
+    this.daemon = await startDaemon(config, log);
   }
 
   /**

@@ -66,6 +66,7 @@ test('failedForSure: 4xx and throttling prove nothing happened; 5xx, timeouts an
   const err = (code: string, status?: number, kind?: string) => Object.assign(new Ec2Error('UnassignPrivateIpAddresses', code, 'x', status), kind ? { kind } : {});
   assert.equal(failedForSure(err('InvalidParameterValue', 400)), true);
   assert.equal(failedForSure(err('RequestLimitExceeded', 503, 'throttle')), true);
+  assert.equal(failedForSure(err('RequestLimitExceeded', 503)), true);
   assert.equal(failedForSure(err('InternalError', 500)), false);
   assert.equal(failedForSure(err('InternalError', 500, 'server')), false);
   assert.equal(failedForSure(err('TimeoutError', undefined, 'transport')), false);
