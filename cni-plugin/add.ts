@@ -8,6 +8,7 @@ import type { AddNetworkReply } from '../proto/ipam.js';
 import { requireEnv, type CniEnv } from './env.js';
 import { chainAddResult } from './chain.js';
 import { CniCode, CniError } from './errors.js';
+import type { VerbContext } from './invocation.js';
 import { connectIpamd, IpamdCallError, RETRYABLE_STATUSES } from './ipamd-client.js';
 import type { NetConf } from './netconf.js';
 import { networkIds } from './request.js';
@@ -38,7 +39,7 @@ export function addFailure(e: unknown): CniError {
  * @throws CniError: 4 bad env, 11 ipamd unavailable / no IP now, 100 ipamd refused,
  *   5 wiring failed (netns missing, ip error).
  */
-export async function cmdAdd(env: CniEnv, conf: NetConf, warnings: string[]): Promise<{ result: AddResult | Record<string, unknown>; ip: string }> {
+export async function cmdAdd(env: CniEnv, conf: NetConf, warnings: string[], ctx: VerbContext = {}): Promise<{ result: AddResult | Record<string, unknown>; ip: string }> {
   requireEnv(env, 'ADD');
   const ids = networkIds(env, conf);
   const ipamd = connectIpamd(conf.ipamdSocket);
@@ -59,7 +60,7 @@ export async function cmdAdd(env: CniEnv, conf: NetConf, warnings: string[]): Pr
       ipv4: reply.ipv4_addr, mtu: conf.mtu, routeTableId: reply.route_table_id,
     };
     try {
-      await wirePod(plan);
+      await wirePod(plan, ctx.nodeNetns);
     } catch (e) {
       await ipamd.delNetwork({ ...ids, reason: 'add-failed' }, ROLLBACK_TIMEOUT_MS).catch((err: Error) => {
         warnings.push(`could not return ${plan.ipv4} to ipamd after the failed ADD: ${err.message}`);

@@ -83,14 +83,14 @@ export function podLines(p: WiringPlan): string[] {
 }
 
 /**
- * Deletes the host veth `name` in the current netns (which removes its peer and the
- * host route with it).
+ * Deletes the host veth `name` in the node netns (`nodeNetns`, default the current one),
+ * which removes its peer and the host route with it.
  * @returns true if it existed, false if there was no such device.
  * @throws IpBatchError for any other failure.
  */
-export async function deleteHostVeth(name: string): Promise<boolean> {
+export async function deleteHostVeth(name: string, nodeNetns?: string): Promise<boolean> {
   try {
-    await ipBatch([`link del dev ${name}`]);
+    await ipBatch([`link del dev ${name}`], nodeNetns);
     return true;
   } catch (e) {
     if (e instanceof IpBatchError && /Cannot find device|does not exist/i.test(e.stderr)) return false;
@@ -102,10 +102,12 @@ export async function deleteHostVeth(name: string): Promise<boolean> {
  * Wires the attachment. Idempotent: when the host veth or a pod rule already exists (a
  * repeated ADD, or rules left by an earlier holder of the IP) they are deleted and
  * everything re-created. On failure, whatever was created (veth, rules) is removed.
+ * The node side goes into `nodeNetns` (a netns path; default the current netns, which
+ * is the node's for the plugin process and for a host-network ipamd).
  * @throws CniError code 5 (I/O failure): the netns path does not exist (message names
  *   it), or an `ip` command failed (details carry iproute2's message).
  */
-export async function wirePod(p: WiringPlan): Promise<void> {
+export async function wirePod(p: WiringPlan, nodeNetns?: string): Promise<void> {
   try {
     await stat(p.netns);
   } catch (e) {
@@ -113,18 +115,18 @@ export async function wirePod(p: WiringPlan): Promise<void> {
   }
   try {
     try {
-      await ipBatch(hostLines(p));
+      await ipBatch(hostLines(p), nodeNetns);
     } catch (e) {
       if (!(e instanceof IpBatchError && /File exists/.test(e.stderr))) throw e;
       // A repeated ADD, or rules an earlier holder of this IP left behind: start again from scratch.
-      await deleteHostVeth(p.hostVeth);
-      await ipDeleteAll(policyRoutingDeleteLines(p));
-      await ipBatch(hostLines(p));
+      await deleteHostVeth(p.hostVeth, nodeNetns);
+      await ipDeleteAll(policyRoutingDeleteLines(p), nodeNetns);
+      await ipBatch(hostLines(p), nodeNetns);
     }
     await ipBatch(podLines(p), p.netns);
   } catch (e) {
-    await deleteHostVeth(p.hostVeth).catch(() => undefined);
-    await ipDeleteAll(policyRoutingDeleteLines(p)).catch(() => undefined);
+    await deleteHostVeth(p.hostVeth, nodeNetns).catch(() => undefined);
+    await ipDeleteAll(policyRoutingDeleteLines(p), nodeNetns).catch(() => undefined);
     throw new CniError(CniCode.IoFailure, `failed to wire ${p.ifName} in netns ${p.netns}`, (e as Error).message);
   }
 }
