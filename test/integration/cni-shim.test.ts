@@ -14,14 +14,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
 import net from 'node:net';
 import path from 'node:path';
-import type { CniOutcome } from '../../demo/cni-exec.js';
+import { execPlugin, type CniOutcome } from '../../demo/cni-exec.js';
 import { createNamedNetns } from '../../demo/netns.js';
-import { decodeRequest } from '../../ipamd/cni-exec/protocol.js';
+import { decodeRequest, encodeResult } from '../../ipamd/cni-exec/protocol.js';
 import { ipIn, ipj, startCniNode, type CniNode, type VerbCall } from '../helpers/cni-node.js';
 import { pluginArgv } from '../helpers/plugin-under-test.js';
+import { waitFor } from '../helpers/wait.js';
 
 const newId = () => randomBytes(32).toString('hex');
 const DEBUG = { ENI_IPAM_SHIM_DEBUG: '1' };
@@ -34,6 +36,11 @@ const viaNode = (n: CniNode, c: VerbCall): Promise<CniOutcome> => n.call({ ...c,
 /** Invocations ipamd's exec server ran so far (from its log). */
 async function served(n: CniNode): Promise<number> {
   return (await readFile(path.join(n.h.dir, 'ipamd.log'), 'utf8')).split('\n').filter((l) => l.includes('"CNI exec: invocation done"')).length;
+}
+
+/** Waits until ipamd's log shows `count` exec invocations (its log is written asynchronously). */
+async function servedReaches(n: CniNode, count: number): Promise<number> {
+  return waitFor(`ipamd logged ${count} exec invocations`, async () => { const s = await served(n); return s >= count ? s : undefined; }, 5000, 50);
 }
 
 /** An ADD result with the per-attachment values (IP, MACs, names, netns) replaced by placeholders. */
@@ -63,7 +70,7 @@ test('ADD, CHECK and DEL through the shim match the Node plugin, both netns shap
       assert.equal(add.code, 0, `${who} ADD (${shapeOf}): ${add.stdout} ${add.stderr}`);
       if (who === 'shim') {
         assert.doesNotMatch(add.stderr, FELL_BACK, 'the shim used the exec socket');
-        assert.equal(await served(n), before + 1, 'ipamd ran the ADD in-process');
+        assert.equal(await servedReaches(n, before + 1), before + 1, 'ipamd ran the ADD in-process');
       }
       const ip = ipOf(add.json);
       const check = await run(n, { ...att, command: 'CHECK', conf: { prevResult: add.json } });
@@ -168,7 +175,7 @@ test('ipamd answers "run it yourself": shim in another netns, pod netns not visi
   assert.equal(inPrivateMounts.code, 0, `${inPrivateMounts.stdout} ${inPrivateMounts.stderr}`);
   assert.match(inPrivateMounts.stderr, /eni-ipam: running \S+: CNI_NETNS \S+ is \d+:\d+ for the plugin but not visible to ipamd/);
   assert.match(await ipIn(hidden.path, ['-4', '-o', 'addr', 'show', 'dev', 'eth0']), /inet \d+\.\d+\.\d+\.\d+\/32/, 'the Node plugin wired the pod');
-  assert.equal(await served(n), before + 1, 'ipamd ran only the first ADD');
+  assert.equal(await servedReaches(n, before + 1), before + 1, 'ipamd ran only the first ADD');
 });
 
 /** Runs the shim inside the netns at `nodePath` instead of the node's (same config). */
@@ -204,4 +211,36 @@ test('a connection dropped after the request was sent is CNI error 11, never a f
   assert.equal(requests, 3);
   assert.equal((await n.d.status()).counts.assigned, 0, 'no ADD reached ipamd');
   assert.deepEqual(await ipj(n.node.path, ['link', 'show', 'type', 'veth']), []);
+});
+
+test('the shim reads execSocket from the top level of the config only (last one wins), else runs the Node plugin', async (t) => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-shim-scan-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const sock = path.join(dir, 'exec.sock');
+  const server = net.createServer((c) => {
+    let buf = Buffer.alloc(0);
+    c.on('data', (d: Buffer) => {
+      buf = Buffer.concat([buf, d]);
+      const r = decodeRequest(buf);
+      if (r.state === 'complete') c.end(encodeResult(0, `served ${r.request.env.CNI_COMMAND}`, ''));
+    });
+  });
+  await new Promise<void>((r) => server.listen(sock, r));
+  t.after(() => new Promise((r) => server.close(r)));
+  const run = (config: string) => execPlugin({ command: 'VERSION', config, plugin: pluginArgv('shim'), env: DEBUG });
+  const s = JSON.stringify(sock);
+  for (const config of [
+    `{"prevResult":{"execSocket":"/nope"},"execSocket":${s}}`,
+    `{"execSocket":"/nope","execSocket":${s}}`,
+    ` {"a":[1,{"b":"\\"}]"}],"n":-1.5e3,"t":true,"z":null,"execSocket":${s}} \n`,
+  ]) {
+    const out = await run(config);
+    assert.deepEqual([out.code, out.stdout], [0, 'served VERSION'], config);
+  }
+  for (const config of [`{"exec\\u0053ocket":${s}}`, '{"execSocket":""}', `{"execSocket":${s}`, `[${s}]`, '']) {
+    const out = await run(config);
+    assert.equal(out.code, 0, config);
+    assert.equal(out.json?.cniVersion, '1.1.0', config);
+    assert.match(out.stderr, FELL_BACK, `${config}: the Node plugin answered`);
+  }
 });
