@@ -3,15 +3,21 @@
  * (package containernetworking-plugins, /usr/lib/cni; `bash scripts/ensure-deps.sh
  * --containerd` installs it), in one run on one machine, NODE_EXTRA_CA_CERTS unset:
  *
- * (a) CNI ADD and DEL, median/p90 over `--pods` (50) fresh named netns each: our plugin
- *     (dist/cni-plugin/eni-ipam.cjs as built, V8 code cache warmed by the warm-up rounds)
- *     against the real ipamd with a warm pool on the simulated cloud, vs ptp + host-local;
- *     both exec'd the same way inside a throw-away node netns, timed by bash `time`
- *     (bench/timed-exec.ts), rounds interleaved so both see the same machine load;
+ * (a) CNI ADD and DEL, median/p90 over `--pods` (50) fresh named netns each, for three
+ *     plugins: the native shim's fast path (dist/cni-plugin/eni-ipam → ipamd's CNI exec
+ *     socket; ipamd and its own sim process in the shim's netns, as a hostNetwork ipamd
+ *     is: bench/shim-node.ts), the Node plugin (dist/cni-plugin/eni-ipam.cjs as built, V8
+ *     code cache warmed by the warm-up rounds) against the real ipamd with a warm pool on
+ *     the simulated cloud, and ptp + host-local; all exec'd the same way inside a
+ *     throw-away node netns, timed by bash `time` (bench/timed-exec.ts), rounds
+ *     interleaved so all see the same machine load;
  * (b) containerd RunPodSandbox median over `--sandboxes` (20) pods: two private
  *     containerd 1.6 (test/helpers/containerd.ts), one whose conflist is ours (the full
- *     test node of test/helpers/containerd-node.ts: sim + ipamd), one with ptp +
- *     host-local, pods alternating between them; StopPodSandbox/RemovePodSandbox too;
+ *     test node of test/helpers/containerd-node.ts: sim + ipamd, with the shim installed
+ *     beside the Node plugin and `execSocket` in the conflist; ipamd runs outside the
+ *     node netns there, so it wires the node side through ENI_IPAM_CNI_EXEC_NETNS, one
+ *     `nsenter` more per ADD than in production), one with ptp + host-local, pods
+ *     alternating between them; StopPodSandbox/RemovePodSandbox too;
  * (c) `node -e 0`, the floor, in the same rounds as (a).
  *
  * Prints a markdown table with the ratios (targets: ADD ≤ 2×, RunPodSandbox ≤ 1.3×), and
@@ -21,7 +27,7 @@
  *   node dist/bench/cni-vs-go.js [--pods 50] [--sandboxes 20] [--no-cri]
  */
 import { randomUUID } from 'node:crypto';
-import { copyFile, mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -32,7 +38,10 @@ import { SimCloud } from '../sim/index.js';
 import { startContainerd } from '../test/helpers/containerd.js';
 import { createContainerdNode } from '../test/helpers/containerd-node.js';
 import { CriTestClient } from '../test/helpers/cri-client.js';
+import { startShimNode } from './shim-node.js';
 import { ms, summarize, timedExec, type Summary } from './timed-exec.js';
+
+const SHIM_PATH = new URL('../cni-plugin/eni-ipam', import.meta.url).pathname;
 
 /** Debian's Go plugins. */
 const GO_CNI_DIR = '/usr/lib/cni';
@@ -46,12 +55,13 @@ const sleep = (msec: number) => new Promise((r) => setTimeout(r, msec));
 
 /** Results of part (a). */
 interface PluginTimes { add: number[]; del: number[]; version: number[]; addCpu: number[]; delCpu: number[] }
-interface CniResults { ours: PluginTimes; go: PluginTimes; floor: number[]; floorCpu: number[] }
+type Who = 'shim' | 'ours' | 'go';
+interface CniResults { shim: PluginTimes; ours: PluginTimes; go: PluginTimes; floor: number[]; floorCpu: number[] }
 
 /** (a) + (c): ADD/DEL of both plugins in fresh netns inside a node netns, and the node floor. */
 async function benchCni(pods: number, work: string): Promise<CniResults> {
   const times = (): PluginTimes => ({ add: [], del: [], version: [], addCpu: [], delCpu: [] });
-  const r: CniResults = { ours: times(), go: times(), floor: [], floorCpu: [] };
+  const r: CniResults = { shim: times(), ours: times(), go: times(), floor: [], floorCpu: [] };
   const sim = new SimCloud();
   await sim.start();
   const cleanups: Array<() => Promise<unknown>> = [() => sim.stop()];
@@ -73,23 +83,28 @@ async function benchCni(pods: number, work: string): Promise<CniResults> {
       logFile: path.join(work, 'ipamd.log'),
     });
     cleanups.push(() => ipamd.stop());
+    const shimNode = await startShimNode(path.join(work, 'shim'), 'bench', { WARM_IP_TARGET: '20' });
+    cleanups.push(() => shimNode.stop());
     for (let t = 0; t < 100 && (await ipamd.status()).counts.available < 20; t++) await sleep(100);
+    for (let t = 0; t < 100 && (await shimNode.available()) < 20; t++) await sleep(100);
     const ours = { cniVersion: '1.0.0', name: 'aws-cni', type: 'eni-ipam', ipamdSocket: socket };
     const go = { cniVersion: '1.0.0', name: 'gobench', ...goPlugin(path.join(work, 'host-local'), '10.234.0.0/22') };
 
-    const cycle = async (who: 'ours' | 'go', i: number, record: boolean): Promise<void> => {
+    const cycle = async (who: Who, i: number, record: boolean): Promise<void> => {
       const pod = await createNamedNetns(`eni-vs-go-${who}-${process.pid}`);
       try {
-        const argv = who === 'ours' ? [process.execPath, plugin] : [path.join(GO_CNI_DIR, 'ptp')];
-        const input = JSON.stringify(who === 'ours' ? ours : go);
+        const argv = who === 'ours' ? [process.execPath, plugin] : who === 'shim' ? [shimNode.plugin] : [path.join(GO_CNI_DIR, 'ptp')];
+        const input = JSON.stringify(who === 'ours' ? ours : who === 'shim' ? shimNode.config : go);
+        const nodeNs = who === 'shim' ? shimNode.netns.path : node.path;
         const env = {
           CNI_CONTAINERID: `${who}${process.pid}x${i}`, CNI_NETNS: pod.path, CNI_IFNAME: 'eth0', CNI_PATH: GO_CNI_DIR,
           CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=bench;K8S_POD_NAME=pod-${i};K8S_POD_INFRA_CONTAINER_ID=${who}${i}`,
         };
-        const v = await timedExec(argv, { env: { ...env, CNI_COMMAND: 'VERSION' }, netns: node.path });
-        const a = await timedExec(argv, { env: { ...env, CNI_COMMAND: 'ADD' }, input, netns: node.path });
+        const v = await timedExec(argv, { env: { ...env, CNI_COMMAND: 'VERSION' }, input, netns: nodeNs });
+        const a = await timedExec(argv, { env: { ...env, CNI_COMMAND: 'ADD', ENI_IPAM_SHIM_DEBUG: '1' }, input, netns: nodeNs });
         if (a.code !== 0) throw new Error(`${who} ADD ${i} failed: ${a.stdout}${a.stderr}`);
-        const d = await timedExec(argv, { env: { ...env, CNI_COMMAND: 'DEL' }, input, netns: node.path });
+        if (who === 'shim' && a.stderr.includes('eni-ipam.cjs')) throw new Error(`the shim fell back to the Node plugin: ${a.stderr}`);
+        const d = await timedExec(argv, { env: { ...env, CNI_COMMAND: 'DEL' }, input, netns: nodeNs });
         if (d.code !== 0) throw new Error(`${who} DEL ${i} failed: ${d.stdout}${d.stderr}`);
         if (record) {
           r[who].add.push(a.wallMs);
@@ -102,9 +117,10 @@ async function benchCni(pods: number, work: string): Promise<CniResults> {
         await pod.remove();
       }
     };
-    for (let i = 0; i < 3; i++) { await cycle('ours', -1 - i, false); await cycle('go', -1 - i, false); } // warm-up (writes the V8 cache)
+    for (let i = 0; i < 3; i++) for (const who of ['shim', 'ours', 'go'] as const) await cycle(who, -1 - i, false); // warm-up (writes the V8 cache)
+    const orders: Who[][] = [['shim', 'ours', 'go'], ['go', 'shim', 'ours'], ['ours', 'go', 'shim']];
     for (let i = 0; i < pods; i++) {
-      const order: Array<'ours' | 'go'> = i % 2 ? ['go', 'ours'] : ['ours', 'go'];
+      const order = orders[i % 3]!;
       for (const who of order) await cycle(who, i, true);
       const f = await timedExec([process.execPath, '-e', '0']);
       r.floor.push(f.wallMs);
@@ -123,8 +139,19 @@ interface CriResults { run: number[]; stop: number[]; remove: number[] }
 async function benchCri(sandboxes: number, work: string): Promise<{ ours: CriResults; go: CriResults }> {
   const cleanups: Array<() => Promise<unknown>> = [];
   try {
-    const oursNode = await createContainerdNode({ instanceType: 'c5.4xlarge', ipamdEnv: { WARM_IP_TARGET: '20', AWS_VPC_K8S_CNI_LOGLEVEL: 'info' } });
+    const oursNode = await createContainerdNode({ instanceType: 'c5.4xlarge', startIpamd: false, ipamdEnv: { WARM_IP_TARGET: '20', AWS_VPC_K8S_CNI_LOGLEVEL: 'info' } });
     cleanups.push(() => oursNode.close());
+    // Install as ipamd does: the shim as eni-ipam, the Node plugin beside it, execSocket in the conflist.
+    const oursBin = path.join(oursNode.dir, 'cni', 'bin');
+    await rename(path.join(oursBin, 'eni-ipam'), path.join(oursBin, 'eni-ipam.cjs'));
+    await copyFile(SHIM_PATH, path.join(oursBin, 'eni-ipam'));
+    const conflistFile = path.join(oursNode.dir, 'cni', 'conf', '10-eni-ipam.conflist');
+    const conflist = JSON.parse(await readFile(conflistFile, 'utf8')) as { plugins: Array<Record<string, unknown>> };
+    conflist.plugins[0]!.execSocket = path.join(oursNode.dir, 'cni-exec.sock');
+    await writeFile(`${conflistFile}.tmp`, JSON.stringify(conflist));
+    await rename(`${conflistFile}.tmp`, conflistFile);
+    oursNode.env.ENI_IPAM_CNI_EXEC_NETNS = oursNode.nodeNetns.path;
+    await oursNode.startIpamd();
     // The Go side: its own node netns, bin dir (ptp, host-local, loopback) and conf dir.
     const goDir = path.join(work, 'go-cri');
     const binDir = path.join(goDir, 'bin');
@@ -190,19 +217,23 @@ async function main(): Promise<void> {
   const s = summarize;
   console.log(`eni-ipam CNI plugin vs Go ptp + host-local, ${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} vCPU, Node ${process.version}, load average ${load0.toFixed(1)} → ${os.loadavg()[0]!.toFixed(1)}`);
   console.log('');
-  console.log('| what (ms, median / p90) | eni-ipam (Node) | Go ptp + host-local | ratio | target |');
-  console.log('|---|---|---|---|---|');
-  console.log(`| CNI ADD, ${cni.ours.add.length} fresh netns | ${cell(s(cni.ours.add))} | ${cell(s(cni.go.add))} | ${ratio(s(cni.ours.add), s(cni.go.add))} | ≤ 2× |`);
-  console.log(`| CNI DEL | ${cell(s(cni.ours.del))} | ${cell(s(cni.go.del))} | ${ratio(s(cni.ours.del), s(cni.go.del))} | – |`);
-  console.log(`| CNI ADD, CPU time (user+sys, with children) | ${cell(s(cni.ours.addCpu))} | ${cell(s(cni.go.addCpu))} | ${ratio(s(cni.ours.addCpu), s(cni.go.addCpu))} | – |`);
-  console.log(`| CNI DEL, CPU time | ${cell(s(cni.ours.delCpu))} | ${cell(s(cni.go.delCpu))} | ${ratio(s(cni.ours.delCpu), s(cni.go.delCpu))} | – |`);
-  console.log(`| plugin start only (VERSION) | ${cell(s(cni.ours.version))} | ${cell(s(cni.go.version))} | ${ratio(s(cni.ours.version), s(cni.go.version))} | – |`);
+  const row3 = (what: string, k: 'add' | 'del' | 'addCpu' | 'delCpu' | 'version', target: string) =>
+    `| ${what} | ${cell(s(cni.shim[k]))} | ${cell(s(cni.ours[k]))} | ${cell(s(cni.go[k]))} | ${ratio(s(cni.shim[k]), s(cni.go[k]))} | ${ratio(s(cni.ours[k]), s(cni.go[k]))} | ${target} |`;
+  console.log('| what (ms, median / p90) | eni-ipam shim → ipamd | eni-ipam Node plugin | Go ptp + host-local | ratio shim/Go | ratio Node/Go | target |');
+  console.log('|---|---|---|---|---|---|---|');
+  console.log(row3(`CNI ADD, ${cni.shim.add.length} fresh netns`, 'add', '≤ 2×'));
+  console.log(row3('CNI DEL', 'del', '–'));
+  console.log(row3('CNI ADD, CPU time (user+sys of the plugin process and its children)', 'addCpu', '–'));
+  console.log(row3('CNI DEL, CPU time', 'delCpu', '–'));
+  console.log(row3('plugin start only (VERSION)', 'version', '–'));
   if (cri) {
-    console.log(`| containerd RunPodSandbox, ${cri.ours.run.length} pods | ${cell(s(cri.ours.run))} | ${cell(s(cri.go.run))} | ${ratio(s(cri.ours.run), s(cri.go.run))} | ≤ 1.3× |`);
-    console.log(`| containerd StopPodSandbox | ${cell(s(cri.ours.stop))} | ${cell(s(cri.go.stop))} | ${ratio(s(cri.ours.stop), s(cri.go.stop))} | – |`);
-    console.log(`| containerd RemovePodSandbox | ${cell(s(cri.ours.remove))} | ${cell(s(cri.go.remove))} | ${ratio(s(cri.ours.remove), s(cri.go.remove))} | – |`);
+    console.log(`| containerd RunPodSandbox, ${cri.ours.run.length} pods | ${cell(s(cri.ours.run))} | – | ${cell(s(cri.go.run))} | ${ratio(s(cri.ours.run), s(cri.go.run))} | – | ≤ 1.3× |`);
+    console.log(`| containerd StopPodSandbox | ${cell(s(cri.ours.stop))} | – | ${cell(s(cri.go.stop))} | ${ratio(s(cri.ours.stop), s(cri.go.stop))} | – | – |`);
+    console.log(`| containerd RemovePodSandbox | ${cell(s(cri.ours.remove))} | – | ${cell(s(cri.go.remove))} | ${ratio(s(cri.ours.remove), s(cri.go.remove))} | – | – |`);
   }
-  console.log(`| \`node -e 0\` (the floor), same rounds | ${cell(s(cni.floor))} (CPU ${ms(s(cni.floorCpu).median)}) | – | – | – |`);
+  console.log(`| \`node -e 0\` (the floor), same rounds | – | ${cell(s(cni.floor))} (CPU ${ms(s(cni.floorCpu).median)}) | – | – | – | – |`);
+  console.log('');
+  console.log('CPU time of the shim counts the shim process only: the work ipamd does for it (in-process) is not in it.');
 }
 
 main().then(() => process.exit(0), (e: Error) => { console.error(e.stack); process.exit(1); });

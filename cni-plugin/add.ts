@@ -1,19 +1,22 @@
 /**
  * CNI ADD (DESIGN §1 steps 2-5): ask ipamd for an IP, wire the netns, return the result.
- * If wiring fails, what was created is removed and the IP is handed back to ipamd
- * (`DelNetwork` reason "add-failed") before the error is reported.
+ * The veth pair is created while ipamd answers (it needs no IP; ipamd's answer waits for
+ * its checkpoint fsync), then the address, routes and rules go in. If wiring fails, what
+ * was created is removed and the IP is handed back to ipamd (`DelNetwork` reason
+ * "add-failed") before the error is reported; if ipamd gives no IP, the veth is removed.
  */
 import { isIPv4 } from 'node:net';
 import type { AddNetworkReply } from '../proto/ipam.js';
 import { requireEnv, type CniEnv } from './env.js';
 import { chainAddResult } from './chain.js';
 import { CniCode, CniError } from './errors.js';
+import type { VerbContext } from './invocation.js';
 import { connectIpamd, IpamdCallError, RETRYABLE_STATUSES } from './ipamd-client.js';
 import type { NetConf } from './netconf.js';
 import { networkIds } from './request.js';
 import { encodeAddResult, type AddResult } from './result.js';
 import { hostVethMac, hostVethName, podVethMac } from './veth-name.js';
-import { wirePod, type WiringPlan } from './wiring.js';
+import { addressPod, createVeth, deleteHostVeth, type VethPlan, type WiringPlan } from './wiring.js';
 
 /** Deadline of `AddNetwork` in ms: ipamd may wait (bounded) on a pool refill. */
 export const ADD_TIMEOUT_MS = 15_000;
@@ -38,28 +41,35 @@ export function addFailure(e: unknown): CniError {
  * @throws CniError: 4 bad env, 11 ipamd unavailable / no IP now, 100 ipamd refused,
  *   5 wiring failed (netns missing, ip error).
  */
-export async function cmdAdd(env: CniEnv, conf: NetConf, warnings: string[]): Promise<{ result: AddResult | Record<string, unknown>; ip: string }> {
+export async function cmdAdd(env: CniEnv, conf: NetConf, warnings: string[], ctx: VerbContext = {}): Promise<{ result: AddResult | Record<string, unknown>; ip: string }> {
   requireEnv(env, 'ADD');
   const ids = networkIds(env, conf);
+  const veth: VethPlan = {
+    netns: env.netns, ifName: env.ifName,
+    hostVeth: hostVethName(conf.vethPrefix, env.containerId, env.ifName),
+    hostMac: hostVethMac(env.containerId, env.ifName), podMac: podVethMac(env.containerId, env.ifName), mtu: conf.mtu,
+  };
+  // The veth needs no IP: create it while ipamd assigns one (and persists it).
+  const created = createVeth(veth, ctx.nodeNetns).then(() => undefined, (e: unknown) => e);
+  const dropVeth = async () => { if (await created === undefined) await deleteHostVeth(veth.hostVeth, ctx.nodeNetns).catch(() => undefined); };
   const ipamd = connectIpamd(conf.ipamdSocket);
   try {
     let reply: AddNetworkReply;
     try {
       reply = await ipamd.addNetwork(ids, ADD_TIMEOUT_MS);
     } catch (e) {
+      await dropVeth();
       throw addFailure(e);
     }
     if (!reply.success || !isIPv4(reply.ipv4_addr)) {
+      await dropVeth();
       throw new CniError(CniCode.IpamdError, 'ipamd did not assign an IPv4 address', reply.message || `reply ${JSON.stringify(reply)}`);
     }
-    const plan: WiringPlan = {
-      netns: env.netns, ifName: env.ifName,
-      hostVeth: hostVethName(conf.vethPrefix, env.containerId, env.ifName),
-      hostMac: hostVethMac(env.containerId, env.ifName), podMac: podVethMac(env.containerId, env.ifName),
-      ipv4: reply.ipv4_addr, mtu: conf.mtu, routeTableId: reply.route_table_id,
-    };
+    const plan: WiringPlan = { ...veth, ipv4: reply.ipv4_addr, routeTableId: reply.route_table_id };
     try {
-      await wirePod(plan);
+      const failed = await created;
+      if (failed !== undefined) throw failed;
+      await addressPod(plan, ctx.nodeNetns);
     } catch (e) {
       await ipamd.delNetwork({ ...ids, reason: 'add-failed' }, ROLLBACK_TIMEOUT_MS).catch((err: Error) => {
         warnings.push(`could not return ${plan.ipv4} to ipamd after the failed ADD: ${err.message}`);

@@ -10,6 +10,7 @@
  */
 import { findDrift } from './check-drift.js';
 import { requireEnv, type CniEnv } from './env.js';
+import type { VerbContext } from './invocation.js';
 import { CniCode, CniError } from './errors.js';
 import { ipShow } from './ip-query.js';
 import { connectIpamd, IpamdCallError } from './ipamd-client.js';
@@ -30,7 +31,7 @@ export const CHECK_TIMEOUT_MS = 5_000;
  *   prevResult; 11 ipamd unreachable; 100 drift (message lists what is missing or
  *   different, e.g. `route default via 169.254.1.1 dev eth0 missing in /var/run/netns/x`).
  */
-export async function cmdCheck(env: CniEnv, conf: NetConf): Promise<void> {
+export async function cmdCheck(env: CniEnv, conf: NetConf, ctx: VerbContext = {}): Promise<void> {
   if (!versionAtLeast(conf.cniVersion, '0.4.0')) throw new CniError(CniCode.IncompatibleVersion, 'config version does not allow CHECK', `cniVersion ${conf.cniVersion}; CHECK needs 0.4.0`);
   requireEnv(env, 'CHECK');
   const prev = readPrevResult(conf.prevResult, env.ifName);
@@ -42,7 +43,7 @@ export async function cmdCheck(env: CniEnv, conf: NetConf): Promise<void> {
   const ipamd = connectIpamd(conf.ipamdSocket);
   const held = ipamd.checkNetwork(networkIds(env, conf), CHECK_TIMEOUT_MS).finally(() => ipamd.close());
   const podState = ipShow(['addr show', 'route show', 'neigh show'], env.netns);
-  const nodeState = ipShow(['link show', 'route show', 'rule show']);
+  const nodeState = ipShow(['link show', 'route show', 'rule show'], ctx.nodeNetns);
   const [h, pod, node] = await Promise.allSettled([held, podState, nodeState]);
 
   let routeTableId: number | undefined;

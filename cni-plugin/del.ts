@@ -7,6 +7,7 @@
  * `prevResult` (the IP it names: its rules, unless another attachment now holds it).
  */
 import { requireEnv, type CniEnv } from './env.js';
+import type { VerbContext } from './invocation.js';
 import { CniCode, CniError } from './errors.js';
 import { teardownHost } from './host-teardown.js';
 import { connectIpamd } from './ipamd-client.js';
@@ -24,13 +25,13 @@ export const DEL_TIMEOUT_MS = 5_000;
  * @returns the released IP ('' when ipamd held none or could not be asked).
  * @throws CniError 4 for bad env; 5 only when the host veth exists but cannot be deleted.
  */
-export async function cmdDel(env: CniEnv, conf: NetConf, warnings: string[]): Promise<{ ip: string }> {
+export async function cmdDel(env: CniEnv, conf: NetConf, warnings: string[], ctx: VerbContext = {}): Promise<{ ip: string }> {
   requireEnv(env, 'DEL');
   const hostVeth = hostVethName(conf.vethPrefix, env.containerId, env.ifName);
   const ipamd = connectIpamd(conf.ipamdSocket);
   try {
     const [unwired, released] = await Promise.allSettled([
-      deleteHostVeth(hostVeth),
+      deleteHostVeth(hostVeth, ctx.nodeNetns),
       ipamd.delNetwork({ ...networkIds(env, conf), reason: 'cni-del' }, DEL_TIMEOUT_MS),
     ]);
     if (unwired.status === 'rejected') {
@@ -41,12 +42,12 @@ export async function cmdDel(env: CniEnv, conf: NetConf, warnings: string[]): Pr
     if (released.status === 'rejected') {
       warnings.push(`ipamd not reached on DEL, it will reclaim the IP later: ${(released.reason as Error).message}`);
       const prev = conf.prevResult ? readPrevResult(conf.prevResult, env.ifName) : undefined;
-      if (prev && typeof prev !== 'string') cleanup = teardownHost({ hostVeth, ipv4: prev.ipv4, vethDone: true });
+      if (prev && typeof prev !== 'string') cleanup = teardownHost({ hostVeth, ipv4: prev.ipv4, vethDone: true, nodeNetns: ctx.nodeNetns });
     } else if (released.value.released) {
       ip = released.value.ipv4_addr; // released=false: unknown container or a repeated DEL, also success
       // route_table_id 0: ipamd no longer knows the ENI, so rules are found by IP instead.
-      cleanup = released.value.route_table_id === 0 ? teardownHost({ hostVeth, ipv4: ip, vethDone: true }) : teardownHost({
-        hostVeth, ipv4: ip, vethDone: true,
+      cleanup = released.value.route_table_id === 0 ? teardownHost({ hostVeth, ipv4: ip, vethDone: true, nodeNetns: ctx.nodeNetns }) : teardownHost({
+        hostVeth, ipv4: ip, vethDone: true, nodeNetns: ctx.nodeNetns,
         plan: {
           netns: env.netns, ifName: env.ifName, hostVeth, hostMac: hostVethMac(env.containerId, env.ifName),
           podMac: podVethMac(env.containerId, env.ifName), ipv4: ip, mtu: conf.mtu, routeTableId: released.value.route_table_id,

@@ -81,7 +81,7 @@ export function parseCniArgs(raw: string): CniArgs {
  * variables are required depends on the verb: see {@link requireEnv}.
  * @throws CniError code 4 for a malformed CNI_ARGS.
  */
-export function readCniEnv(env: NodeJS.ProcessEnv = process.env): CniEnv {
+export function readCniEnv(env: Readonly<Record<string, string | undefined>>): CniEnv {
   return {
     command: env.CNI_COMMAND ?? '',
     containerId: env.CNI_CONTAINERID ?? '',

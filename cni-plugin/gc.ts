@@ -7,6 +7,7 @@
  */
 import { IPAM_API_VERSION, type ValidAttachment } from '../proto/ipam.js';
 import { CniCode, CniError } from './errors.js';
+import type { VerbContext } from './invocation.js';
 import { teardownHost } from './host-teardown.js';
 import { connectIpamd, IpamdCallError } from './ipamd-client.js';
 import type { NetConf } from './netconf.js';
@@ -44,7 +45,7 @@ export function validAttachments(conf: NetConf): ValidAttachment[] {
  *   list, 11 when ipamd cannot be reached, 100 when ipamd refused, 5 when a released
  *   attachment's host veth could not be deleted (all others are still tried).
  */
-export async function cmdGc(conf: NetConf, warnings: string[]): Promise<{ released: string[] }> {
+export async function cmdGc(conf: NetConf, warnings: string[], ctx: VerbContext = {}): Promise<{ released: string[] }> {
   if (!versionAtLeast(conf.cniVersion, '1.1.0')) throw new CniError(CniCode.IncompatibleVersion, 'config version does not allow GC', `cniVersion ${conf.cniVersion}; GC needs 1.1.0`);
   const valid = validAttachments(conf);
   const ipamd = connectIpamd(conf.ipamdSocket);
@@ -65,7 +66,7 @@ export async function cmdGc(conf: NetConf, warnings: string[]): Promise<{ releas
       ipv4: r.ipv4_addr, mtu: conf.mtu, routeTableId: r.route_table_id,
     };
     try {
-      warnings.push(...await teardownHost({ hostVeth, ipv4: r.ipv4_addr, ...(r.route_table_id ? { plan } : {}) }));
+      warnings.push(...await teardownHost({ hostVeth, ipv4: r.ipv4_addr, nodeNetns: ctx.nodeNetns, ...(r.route_table_id ? { plan } : {}) }));
     } catch (e) {
       failed.push(`${hostVeth} (${r.ipv4_addr}): ${(e as Error).message}`);
     }

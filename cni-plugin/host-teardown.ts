@@ -23,6 +23,8 @@ export interface HostTeardown {
   plan?: WiringPlan;
   /** Set when the veth was already deleted by the caller (skips that step). */
   vethDone?: boolean;
+  /** Netns path of the node side (default: the current netns). */
+  nodeNetns?: string;
 }
 
 /**
@@ -31,13 +33,13 @@ export interface HostTeardown {
  * @throws IpBatchError when the host veth exists but cannot be deleted.
  */
 export async function teardownHost(t: HostTeardown): Promise<string[]> {
-  if (!t.vethDone) await deleteHostVeth(t.hostVeth);
+  if (!t.vethDone) await deleteHostVeth(t.hostVeth, t.nodeNetns);
   if (!t.ipv4) return [];
   if (t.plan) {
-    return (await ipDeleteAll(podRuleDeleteLines(t.plan))).map((m) => `rule cleanup for ${t.ipv4}: ${m}`);
+    return (await ipDeleteAll(podRuleDeleteLines(t.plan), t.nodeNetns)).map((m) => `rule cleanup for ${t.ipv4}: ${m}`);
   }
-  const [routes, rules] = await ipShow(['route show table all', 'rule show']);
+  const [routes, rules] = await ipShow(['route show table all', 'rule show'], t.nodeNetns);
   const other = routes!.find((r) => (r.dst === t.ipv4 || r.dst === `${t.ipv4}/32`) && typeof r.dev === 'string' && r.dev !== t.hostVeth);
   if (other) return [`${t.ipv4} is routed to ${String(other.dev)} (another attachment holds it now): its rules and routes were left alone`];
-  return (await ipDeleteAll(ruleDeleteLinesFor(rules!, t.ipv4))).map((m) => `rule cleanup for ${t.ipv4}: ${m}`);
+  return (await ipDeleteAll(ruleDeleteLinesFor(rules!, t.ipv4), t.nodeNetns)).map((m) => `rule cleanup for ${t.ipv4}: ${m}`);
 }

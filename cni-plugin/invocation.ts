@@ -3,6 +3,11 @@
  * answers VERSION, validates the config, runs the handler, prints the result or the CNI
  * error object on stdout (CNI spec "Result"/"Error"), appends the log line, and returns
  * the exit code (0 success, 1 error).
+ *
+ * Runs in two hosts: the plugin process (cni-plugin/main.ts, I/O = the process's env,
+ * fd 0, fd 1, fd 2) and ipamd's CNI exec server (ipamd/cni-exec), which runs many
+ * invocations concurrently in one process. So everything an invocation reads or writes
+ * goes through its {@link InvocationIo}; no module here keeps per-invocation state.
  */
 import { readFileSync, writeSync } from 'node:fs';
 import { readCniEnv, type CniEnv } from './env.js';
@@ -18,20 +23,38 @@ export interface VerbOutcome {
   ip?: string;
 }
 
-/** A verb handler; `warnings` collects non-fatal problems for the log line. @throws CniError. */
-export type VerbHandler = (env: CniEnv, conf: NetConf, warnings: string[]) => Promise<VerbOutcome>;
+/** Where a verb runs, beyond the CNI environment. */
+export interface VerbContext {
+  /**
+   * Path of the network namespace the node side (host veth, host routes, ip rules) is
+   * wired in; undefined = the current netns (the plugin process's, or a host-network
+   * ipamd's). Set only by ipamd's exec server when it runs outside the node's netns.
+   */
+  nodeNetns?: string;
+}
 
-/** I/O of an invocation (replaceable for tests): defaults are the process's env, fd 0 and fd 1. */
+/**
+ * A verb handler; `warnings` collects non-fatal problems for the log line.
+ * @throws CniError.
+ */
+export type VerbHandler = (env: CniEnv, conf: NetConf, warnings: string[], ctx: VerbContext) => Promise<VerbOutcome>;
+
+/** I/O of an invocation: the process's env, fd 0, 1, 2 by default; ipamd's exec server passes its own. */
 export interface InvocationIo {
-  env: NodeJS.ProcessEnv;
+  env: Readonly<Record<string, string | undefined>>;
   readStdin: () => string;
   writeStdout: (s: string) => void;
+  /** Warnings (one line each); default fd 2. */
+  writeStderr?: (s: string) => void;
+  /** Default: the current netns is the node's. */
+  ctx?: VerbContext;
 }
 
 const defaultIo = (): InvocationIo => ({
   env: process.env,
   readStdin: () => readFileSync(0, 'utf8'),
   writeStdout: (s) => { writeSync(1, s); },
+  writeStderr: (s) => { writeSync(2, s); },
 });
 
 /**
@@ -67,23 +90,24 @@ export async function runInvocation(handlers: Record<string, VerbHandler>, io: I
         ? new CniError(CniCode.InvalidEnv, 'missing CNI_COMMAND')
         : new CniError(CniCode.InvalidEnv, `CNI_COMMAND ${verb} is not implemented yet`, `implemented: VERSION, ${Object.keys(handlers).join(', ')}`);
     }
-    const out = await handler(env, conf, warnings);
+    const out = await handler(env, conf, warnings, io.ctx ?? {});
     ip = out.ip;
     if (out.output !== undefined) io.writeStdout(JSON.stringify(out.output));
   } catch (e) {
     error = asCniError(e);
     io.writeStdout(JSON.stringify(error.toJSON(cniVersion)));
   }
+  const stderr = io.writeStderr ?? ((s: string) => { process.stderr.write(s); });
   if (conf?.logFile) {
-    appendInvocationLog(conf.logFile, {
+    await appendInvocationLog(conf.logFile, {
       time: new Date().toISOString(), verb,
       containerId: env?.containerId ?? io.env.CNI_CONTAINERID ?? '', ifName: env?.ifName ?? io.env.CNI_IFNAME ?? '', netns: env?.netns ?? io.env.CNI_NETNS ?? '',
       outcome: error ? 'error' : 'ok', ms: Math.round((performance.now() - t0) * 10) / 10,
       ...(error ? { code: error.code, msg: error.msg, details: error.details } : {}),
       ...(ip ? { ip } : {}),
       ...(warnings.length ? { warnings } : {}),
-    });
+    }, stderr);
   }
-  for (const w of warnings) process.stderr.write(`eni-ipam: ${w}\n`);
+  for (const w of warnings) stderr(`eni-ipam: ${w}\n`);
   return error ? 1 : 0;
 }

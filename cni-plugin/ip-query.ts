@@ -5,29 +5,10 @@
  * (never fail for a missing object) belong here, so the lines map 1:1 to the commands.
  * Also runs best-effort delete batches (`ip -force -batch -`).
  */
-import { spawn } from 'node:child_process';
-
-/** Directories appended to PATH for `ip` and `nsenter` (runtimes may pass a minimal PATH). */
-const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+import { runIp } from './ip-batch.js';
 
 /** One object of iproute2's JSON output (`ip -j addr|route|neigh|rule|link show`). */
 export type IpJson = Record<string, unknown>;
-
-function runIp(flags: string[], lines: string[], netnsPath?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const argv = netnsPath ? ['nsenter', `--net=${netnsPath}`, 'ip', ...flags, '-batch', '-'] : ['ip', ...flags, '-batch', '-'];
-  return new Promise((resolve, reject) => {
-    const env = { ...process.env, PATH: `${process.env.PATH ? `${process.env.PATH}:` : ''}${SYSTEM_PATH}` };
-    const p = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe'], env });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    p.on('error', reject);
-    p.on('close', (code) => resolve({ code, stdout, stderr }));
-    p.stdin.on('error', () => undefined);
-    p.stdin.end(`${lines.join('\n')}\n`);
-  });
-}
 
 /**
  * Runs the listing commands `shows` (e.g. `['addr show', 'route show']`) in one process,
@@ -37,7 +18,7 @@ function runIp(flags: string[], lines: string[], netnsPath?: string): Promise<{ 
  *   path cannot be entered) or the output does not have one JSON array per command.
  */
 export async function ipShow(shows: string[], netnsPath?: string): Promise<IpJson[][]> {
-  const r = await runIp(['-json'], shows, netnsPath);
+  const r = await runIp(['-json'], shows, netnsPath, true);
   if (r.code !== 0) throw new Error(`ip -json -batch (${shows.join('; ')})${netnsPath ? ` in ${netnsPath}` : ''} exited ${r.code}: ${r.stderr.trim() || '(no message)'}`);
   const out = r.stdout.split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as IpJson[]);
   if (out.length !== shows.length || !out.every(Array.isArray)) throw new Error(`unexpected output of ip -json -batch (${shows.join('; ')}): ${r.stdout.slice(0, 200)}`);
@@ -49,12 +30,13 @@ const GONE = /No such file or directory|Cannot find device|does not exist|No suc
 
 /**
  * Runs delete commands with `ip -force -batch -` (every line is tried even after one
- * fails), in the current netns. Failures because the object is already gone are ignored.
+ * fails), in the current netns or the one at `netnsPath`. Failures because the object
+ * is already gone are ignored.
  * @returns the other failures' messages (empty when everything went or was gone).
  */
-export async function ipDeleteAll(lines: string[]): Promise<string[]> {
+export async function ipDeleteAll(lines: string[], netnsPath?: string): Promise<string[]> {
   if (lines.length === 0) return [];
-  const r = await runIp(['-force'], lines);
+  const r = await runIp(['-force'], lines, netnsPath);
   if (r.code === 0) return [];
   return r.stderr.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !GONE.test(l) && !/^Command failed/.test(l));
 }

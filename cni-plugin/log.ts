@@ -2,7 +2,7 @@
  * The plugin's invocation log: one JSON line per run appended to `logFile` (never
  * stdout, which belongs to the CNI result).
  */
-import { appendFileSync, mkdirSync } from 'node:fs';
+import { appendFile, mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
 /** One invocation. `ms` is the wall time from start to answer. */
@@ -25,14 +25,15 @@ export interface InvocationLog {
 }
 
 /**
- * Appends `entry` as one JSON line to `file` (creating its directory). Never throws: a
- * log failure is reported on stderr only.
+ * Appends `entry` as one JSON line to `file` (creating its directory), with one write
+ * (O_APPEND), so concurrent invocations never interleave lines. Never throws: a log
+ * failure is reported through `stderr` only.
  */
-export function appendInvocationLog(file: string, entry: InvocationLog): void {
+export async function appendInvocationLog(file: string, entry: InvocationLog, stderr: (s: string) => void): Promise<void> {
   try {
-    mkdirSync(dirname(file), { recursive: true });
-    appendFileSync(file, `${JSON.stringify(entry)}\n`);
+    await mkdir(dirname(file), { recursive: true });
+    await appendFile(file, `${JSON.stringify(entry)}\n`);
   } catch (e) {
-    process.stderr.write(`eni-ipam: cannot write log ${file}: ${(e as Error).message}\n`);
+    stderr(`eni-ipam: cannot write log ${file}: ${(e as Error).message}\n`);
   }
 }

@@ -31,6 +31,7 @@ const schema = z.looseObject({
   ), DEFAULT_VETH_PREFIX),
   ipamdSocket: z._default(z.string({ error: 'ipamdSocket must be a string' }).check(z.regex(/^\//, 'ipamdSocket must be an absolute path')), DEFAULT_IPAMD_SOCKET),
   logFile: z.optional(z.string({ error: 'logFile must be a string' }).check(z.regex(/^\//, 'logFile must be an absolute path'))),
+  execSocket: z.optional(z.string({ error: 'execSocket must be a string' }).check(z.regex(/^(\/.*)?$/, 'execSocket must be an absolute path or empty'))),
   prevResult: z.optional(z.record(z.string(), z.unknown(), { error: 'prevResult must be an object' })),
   runtimeConfig: z.optional(z.record(z.string(), z.unknown(), { error: 'runtimeConfig must be an object' })),
 });
@@ -49,6 +50,11 @@ export interface NetConf {
   ipamdSocket: string;
   /** When set, one JSON line per invocation is appended to this file. */
   logFile?: string;
+  /**
+   * ipamd's CNI exec socket, read by the native shim only (cni-plugin/shim): '' = do not
+   * use it; absent = the shim's default `/var/run/eni-ipam/cni-exec.sock`.
+   */
+  execSocket?: string;
   /** The previous result (DEL, CHECK), as the runtime sent it. */
   prevResult?: Record<string, unknown>;
   /** Runtime-provided capability values. */

@@ -1,7 +1,8 @@
 /**
- * Netns plumbing of one pod attachment (DESIGN §1 step 4) with iproute2, two processes
- * per ADD: one `ip -batch -` in the node's netns, one `nsenter --net=<netns> ip -batch -`
- * in the pod's.
+ * Netns plumbing of one pod attachment (DESIGN §1 step 4) with iproute2, in two stages so
+ * ADD can overlap the first with ipamd's answer (whose checkpoint fsync dominates it):
+ * the veth pair (one `ip -batch -` in the node's netns), then, with the IP, the node's
+ * route and rules and the pod side (`nsenter --net=<netns> ip -batch -`) in parallel.
  *
  * Node side: veth pair created with the peer directly in the pod netns (by path), fixed
  * MACs and MTU, host end up, host route `<ip>/32 dev <hostVeth> scope link`, the pod's
@@ -60,14 +61,25 @@ function policyRoutingDeleteLines(plan: WiringPlan): string[] {
   return policyRoutingLines(plan).map((l) => l.replace(/^rule add /, 'rule del '));
 }
 
-/** The node-side `ip -batch` lines for `plan`. */
-export function hostLines(p: WiringPlan): string[] {
+/** The part of a plan known before ipamd answers (everything but the address and its table). */
+export type VethPlan = Omit<WiringPlan, 'ipv4' | 'routeTableId'>;
+
+/** Node-side lines creating the veth pair (peer straight into the pod netns); no IP needed. */
+export function vethLines(p: VethPlan): string[] {
   return [
     `link add name ${p.hostVeth} address ${p.hostMac} mtu ${p.mtu} type veth peer name ${p.ifName} address ${p.podMac} mtu ${p.mtu} netns ${p.netns}`,
     `link set dev ${p.hostVeth} up`,
-    `route replace ${p.ipv4}/32 dev ${p.hostVeth} scope link`,
-    ...policyRoutingLines(p),
   ];
+}
+
+/** Node-side lines for the pod's address: host route and ip rules. */
+export function hostRouteLines(p: WiringPlan): string[] {
+  return [`route replace ${p.ipv4}/32 dev ${p.hostVeth} scope link`, ...policyRoutingLines(p)];
+}
+
+/** All node-side `ip -batch` lines for `plan` ({@link vethLines} then {@link hostRouteLines}). */
+export function hostLines(p: WiringPlan): string[] {
+  return [...vethLines(p), ...hostRouteLines(p)];
 }
 
 /** The pod-side `ip -batch` lines for `plan`. */
@@ -83,14 +95,14 @@ export function podLines(p: WiringPlan): string[] {
 }
 
 /**
- * Deletes the host veth `name` in the current netns (which removes its peer and the
- * host route with it).
+ * Deletes the host veth `name` in the node netns (`nodeNetns`, default the current one),
+ * which removes its peer and the host route with it.
  * @returns true if it existed, false if there was no such device.
  * @throws IpBatchError for any other failure.
  */
-export async function deleteHostVeth(name: string): Promise<boolean> {
+export async function deleteHostVeth(name: string, nodeNetns?: string): Promise<boolean> {
   try {
-    await ipBatch([`link del dev ${name}`]);
+    await ipBatch([`link del dev ${name}`], nodeNetns);
     return true;
   } catch (e) {
     if (e instanceof IpBatchError && /Cannot find device|does not exist/i.test(e.stderr)) return false;
@@ -98,14 +110,19 @@ export async function deleteHostVeth(name: string): Promise<boolean> {
   }
 }
 
+const wireError = (p: VethPlan, e: unknown): CniError =>
+  (e instanceof CniError ? e : new CniError(CniCode.IoFailure, `failed to wire ${p.ifName} in netns ${p.netns}`, (e as Error).message));
+
 /**
- * Wires the attachment. Idempotent: when the host veth or a pod rule already exists (a
- * repeated ADD, or rules left by an earlier holder of the IP) they are deleted and
- * everything re-created. On failure, whatever was created (veth, rules) is removed.
- * @throws CniError code 5 (I/O failure): the netns path does not exist (message names
- *   it), or an `ip` command failed (details carry iproute2's message).
+ * Stage 1 of wiring, which needs no IP (ADD runs it while ipamd assigns one): checks the
+ * netns path and creates the veth pair, host end up. Idempotent: an existing host veth
+ * (a repeated ADD) is deleted and the pair created again. On failure nothing is left.
+ * The node side goes into `nodeNetns` (a netns path; default the current netns, which
+ * is the node's for the plugin process and for a host-network ipamd).
+ * @throws CniError code 5: the netns path does not exist (message names it), or `ip`
+ *   failed (details carry iproute2's message).
  */
-export async function wirePod(p: WiringPlan): Promise<void> {
+export async function createVeth(p: VethPlan, nodeNetns?: string): Promise<void> {
   try {
     await stat(p.netns);
   } catch (e) {
@@ -113,18 +130,39 @@ export async function wirePod(p: WiringPlan): Promise<void> {
   }
   try {
     try {
-      await ipBatch(hostLines(p));
+      await ipBatch(vethLines(p), nodeNetns);
     } catch (e) {
       if (!(e instanceof IpBatchError && /File exists/.test(e.stderr))) throw e;
-      // A repeated ADD, or rules an earlier holder of this IP left behind: start again from scratch.
-      await deleteHostVeth(p.hostVeth);
-      await ipDeleteAll(policyRoutingDeleteLines(p));
-      await ipBatch(hostLines(p));
+      await deleteHostVeth(p.hostVeth, nodeNetns); // a repeated ADD: start again from scratch
+      await ipBatch(vethLines(p), nodeNetns);
     }
-    await ipBatch(podLines(p), p.netns);
   } catch (e) {
-    await deleteHostVeth(p.hostVeth).catch(() => undefined);
-    await ipDeleteAll(policyRoutingDeleteLines(p)).catch(() => undefined);
-    throw new CniError(CniCode.IoFailure, `failed to wire ${p.ifName} in netns ${p.netns}`, (e as Error).message);
+    await deleteHostVeth(p.hostVeth, nodeNetns).catch(() => undefined);
+    throw wireError(p, e);
   }
+}
+
+/**
+ * Stage 2, once the IP is known: the host route and ip rules on the node and the pod
+ * side (address, routes, neighbour) at the same time, as two `ip` processes. Rules an
+ * earlier holder of this IP left behind are replaced. On failure the veth and the rules
+ * are removed.
+ * @throws CniError code 5 with iproute2's message.
+ */
+export async function addressPod(p: WiringPlan, nodeNetns?: string): Promise<void> {
+  const host = async (): Promise<void> => {
+    try {
+      await ipBatch(hostRouteLines(p), nodeNetns);
+    } catch (e) {
+      if (!(e instanceof IpBatchError && /File exists/.test(e.stderr))) throw e;
+      await ipDeleteAll(policyRoutingDeleteLines(p), nodeNetns);
+      await ipBatch(hostRouteLines(p), nodeNetns);
+    }
+  };
+  const [h, pod] = await Promise.allSettled([host(), ipBatch(podLines(p), p.netns)]);
+  const failed = h.status === 'rejected' ? h.reason : pod.status === 'rejected' ? pod.reason : undefined;
+  if (failed === undefined) return;
+  await deleteHostVeth(p.hostVeth, nodeNetns).catch(() => undefined);
+  await ipDeleteAll(policyRoutingDeleteLines(p), nodeNetns).catch(() => undefined);
+  throw wireError(p, failed);
 }

@@ -22,6 +22,8 @@ export interface CniCall {
   env?: NodeJS.ProcessEnv;
   /** Command prefix, e.g. `['nsenter', '--net=/var/run/netns/node']`. */
   prefix?: string[];
+  /** The plugin command (default: Node running the bundled plugin, `[node, PLUGIN_PATH]`). */
+  plugin?: string[];
 }
 
 /** What the plugin did: exit code, parsed stdout (if JSON), raw stdout/stderr, wall time in ms. */
@@ -48,7 +50,7 @@ export function execPlugin(c: CniCall): Promise<CniOutcome> {
     CNI_ARGS: Object.entries(c.args ?? {}).map(([k, v]) => `${k}=${v}`).join(';'),
     CNI_PATH: '/opt/cni/bin',
   });
-  const argv = [...(c.prefix ?? []), process.execPath, PLUGIN_PATH];
+  const argv = [...(c.prefix ?? []), ...(c.plugin ?? [process.execPath, PLUGIN_PATH])];
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
     const p = spawn(argv[0]!, argv.slice(1), { env, stdio: ['pipe', 'pipe', 'pipe'] });

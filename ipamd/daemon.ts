@@ -5,6 +5,7 @@
  */
 import type http from 'node:http';
 import { CheckpointWriter, loadCheckpoint, readBootId, type CheckpointData } from './checkpoint/index.js';
+import { CniExecServer } from './cni-exec/server.js';
 import type { IpamdConfig } from './config.js';
 import { EniManager } from './controller/eni-manager.js';
 import { PoolController } from './controller/pool-controller.js';
@@ -119,10 +120,13 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     })
     : undefined;
   await rpc.listen();
+  // The shim's fast path: plugin invocations run in-process (started before the conflist exists).
+  const cniExec = config.cniExec ? new CniExecServer({ socketPath: config.cniExecSocket, log, ...(config.cniExecNetns ? { nodeNetns: config.cniExecNetns } : {}) }) : undefined;
+  await cniExec?.listen();
   if (config.installCni) {
     const written = await installCni({
       confDir: config.cniConfDir, binDir: config.cniBinDir, networkName: config.networkName,
-      podMtu: config.podMtu, vethPrefix: config.vethPrefix, ipamdSocket: config.socketPath,
+      podMtu: config.podMtu, vethPrefix: config.vethPrefix, ipamdSocket: config.socketPath, execSocket: cniExec ? config.cniExecSocket : '',
     });
     log.info(written, 'installed the CNI plugin and conflist (ipamd is serving)');
   }
@@ -131,11 +135,12 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     pool.start();
     lifecycle = startEniLifecycle({ config, inv, ds, gate, enis, pool, log });
   }
-  log.info({ socket: config.socketPath, introspectionPort, metricsPort: metricsServer?.port, startupMs: Date.now() - t0, ...status().counts }, 'ipamd serving');
+  log.info({ socket: config.socketPath, cniExecSocket: cniExec ? config.cniExecSocket : null, introspectionPort, metricsPort: metricsServer?.port, startupMs: Date.now() - t0, ...status().counts }, 'ipamd serving');
 
   return {
     ds, gate, pool,
     async stop(graceMs = 10_000) {
+      await cniExec?.close(graceMs); // its invocations call the RPCs: they finish first
       await rpc.shutdown(graceMs);
       await lifecycle?.stop();
       await pool.stop();

@@ -15,12 +15,18 @@
  *    (cni-plugin/code-cache.ts). With `--no-code-cache` the inner bundle is written as
  *    is (what the bench compares against).
  *
+ * 3. the native shim, dist/cni-plugin/eni-ipam (cni-plugin/shim/eni-ipam-shim.c, gcc
+ *    -O2, linked statically when libc.a is installed so it runs on any Linux host):
+ *    the binary installed as the CNI plugin; it forwards to ipamd's exec socket and
+ *    execs `eni-ipam.cjs` beside it when ipamd cannot take the call.
+ *
  * CLI: `node scripts/bundle-plugin.mjs [--no-code-cache] [--outfile PATH]`. Prints the
- * output size; exits non-zero on any esbuild error. Exported for the benchmarks:
- * `bundlePlugin(options)`.
+ * output sizes; exits non-zero on any esbuild or gcc error. The shim is built only
+ * without --outfile. Exported for the benchmarks: `bundlePlugin(options)`, `buildShim(options)`.
  */
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -107,10 +113,41 @@ export async function bundlePlugin(o = {}) {
   return { outfile, bytes: statSync(outfile).size, innerBytes: Buffer.byteLength(innerSource), sourceHash };
 }
 
+/** Where `npm run build` writes the shim (beside the Node plugin it falls back to). */
+export const DEFAULT_SHIM_OUTFILE = `${root}dist/cni-plugin/eni-ipam`;
+
+/**
+ * Compiles the native shim with gcc (static when the C library's libc.a is installed).
+ * @param {object} [o]
+ * @param {string} [o.outfile] output path (default dist/cni-plugin/eni-ipam), written via temp file + rename.
+ * @returns {{ outfile: string, bytes: number, static: boolean }}
+ * @throws Error with gcc's message when it fails or is missing (scripts/ensure-deps.sh installs it).
+ */
+export function buildShim(o = {}) {
+  const outfile = path.resolve(o.outfile ?? DEFAULT_SHIM_OUTFILE);
+  mkdirSync(path.dirname(outfile), { recursive: true });
+  const tmp = `${outfile}.tmp-${process.pid}`;
+  let libcA = '';
+  try {
+    libcA = execFileSync('gcc', ['-print-file-name=libc.a'], { encoding: 'utf8' }).trim();
+  } catch (e) {
+    throw new Error(`bundle-plugin: gcc is needed to build the CNI shim (bash scripts/ensure-deps.sh installs gcc and libc6-dev): ${e.message}`);
+  }
+  const isStatic = libcA.startsWith('/') && existsSync(libcA);
+  execFileSync('gcc', ['-O2', '-Wall', '-Wextra', '-Werror', ...(isStatic ? ['-static'] : []), '-o', tmp, `${root}cni-plugin/shim/eni-ipam-shim.c`], { stdio: ['ignore', 'inherit', 'inherit'] });
+  chmodSync(tmp, 0o755);
+  renameSync(tmp, outfile);
+  return { outfile, bytes: statSync(outfile).size, static: isStatic };
+}
+
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
   const { values } = parseArgs({ options: { 'no-code-cache': { type: 'boolean', default: false }, outfile: { type: 'string' } } });
   if (writeIpamDescriptor()) console.error(`bundle-plugin: ${DESCRIPTOR_PATH} was stale and has been regenerated (re-run tsc for dist/)`);
   if (writeIpamCodec()) console.error(`bundle-plugin: ${CODEC_PATH} was stale and has been regenerated (re-run tsc for dist/)`);
   const r = await bundlePlugin({ outfile: values.outfile, codeCache: !values['no-code-cache'] });
   console.error(`bundle-plugin: wrote ${r.outfile} (${Math.round(r.bytes / 1024)} KiB${values['no-code-cache'] ? '' : `, V8 code cache loader, source ${r.sourceHash}`})`);
+  if (!values.outfile) {
+    const s = buildShim();
+    console.error(`bundle-plugin: wrote ${s.outfile} (${Math.round(s.bytes / 1024)} KiB, ${s.static ? 'static' : 'dynamic: libc.a not found'})`);
+  }
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what eni-ipam needs on a fresh Debian 12 machine with Node 20, then builds.
-#   - Debian packages: iproute2 (ip), util-linux (nsenter, unshare), procps, bash;
-#     with --containerd also containerd, runc, iptables, gcc/libc6-dev (pause image) and
+#   - Debian packages: iproute2 (ip), util-linux (nsenter, unshare), procps, bash, and
+#     gcc + libc6-dev (the build compiles the CNI shim, cni-plugin/shim, statically);
+#     with --containerd also containerd, runc, iptables and
 #     containernetworking-plugins (/usr/lib/cni: loopback, ptp, host-local), kubernetes-client (kubectl).
 #   - npm packages from package-lock.json (npm ci) when node_modules is missing or stale.
 #   - the build (tsc + the bundled CNI plugin) when sources are newer than dist/.
@@ -17,12 +18,13 @@ command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
 command -v unshare >/dev/null 2>&1 || need+=(util-linux)
 command -v pkill >/dev/null 2>&1 || need+=(procps)
+command -v gcc >/dev/null 2>&1 || need+=(gcc)
+# libc6-dev: headers and libc.a (the shim links statically).
+[ -f /usr/include/stdio.h ] && [ -n "$(find /usr/lib -name libc.a -print -quit 2>/dev/null)" ] || need+=(libc6-dev)
 if [ "$want_containerd" = 1 ]; then
   command -v containerd >/dev/null 2>&1 || need+=(containerd)
   command -v runc >/dev/null 2>&1 || need+=(runc)
   command -v iptables >/dev/null 2>&1 || need+=(iptables)
-  command -v gcc >/dev/null 2>&1 || need+=(gcc)
-  [ -f /usr/include/stdio.h ] || need+=(libc6-dev)
   # Debian's CNI plugins (loopback, ptp, host-local...) in /usr/lib/cni, for the CRI tests.
   [ -x /usr/lib/cni/ptp ] && [ -x /usr/lib/cni/host-local ] && [ -x /usr/lib/cni/loopback ] || need+=(containernetworking-plugins)
   # kubectl: an independent client for the Kubernetes API stand-in (sim/kube) in the tests.

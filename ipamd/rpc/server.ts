@@ -190,7 +190,7 @@ function checkApiVersion(req: { api_version: number; client_version: string }): 
 }
 
 /** Removes a leftover socket file; refuses if a live server still answers on it. */
-async function removeStaleSocket(sock: string): Promise<void> {
+export async function removeStaleSocket(sock: string): Promise<void> {
   const st = await fs.lstat(sock).catch(() => undefined);
   if (!st) return;
   if (!st.isSocket()) throw new Error(`${sock} exists and is not a socket; refusing to replace it`);

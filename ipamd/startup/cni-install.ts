@@ -1,16 +1,22 @@
 /**
  * Installs the CNI plugin and its network configuration once ipamd serves (DESIGN §8:
  * kubelet reports the node Ready as soon as a conflist exists, so it must not exist
- * before ipamd can answer). Both files are written as a temp file in the destination
- * directory followed by a rename: containerd reloads its conf dir on a write or a rename
- * *within* it, and a running plugin binary is never overwritten in place.
+ * before ipamd can answer). The plugin is two files in the bin dir: the native shim as
+ * `eni-ipam` (the binary the runtime execs; it forwards to ipamd's exec socket) and the
+ * bundled Node plugin beside it as `eni-ipam.cjs` (what the shim execs when ipamd cannot
+ * take the call). Every file is written as a temp file in the destination directory
+ * followed by a rename: containerd reloads its conf dir on a write or a rename *within*
+ * it, and a running plugin binary is never overwritten in place. The Node plugin goes
+ * first, so an installed shim always finds its fallback.
  */
 import { chmod, copyFile, mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** The bundled plugin shipped next to ipamd in `dist/`. */
+/** The bundled Node plugin shipped in `dist/`. */
 export const BUNDLED_PLUGIN_PATH = fileURLToPath(new URL('../../cni-plugin/eni-ipam.cjs', import.meta.url));
+/** The native shim shipped beside it (built by `npm run build` from cni-plugin/shim). */
+export const BUNDLED_SHIM_PATH = fileURLToPath(new URL('../../cni-plugin/eni-ipam', import.meta.url));
 
 /** Name of the conflist file (sorts before most others: the runtime picks the first). */
 export const CONFLIST_NAME = '10-eni-ipam.conflist';
@@ -26,8 +32,12 @@ export interface CniInstallOptions {
   /** Host-side veth prefix (AWS_VPC_K8S_CNI_VETHPREFIX, already validated). */
   vethPrefix: string;
   ipamdSocket: string;
-  /** Plugin source to copy (default: the bundled one). */
+  /** ipamd's CNI exec socket, or '' when it is off (the shim then runs the Node plugin). */
+  execSocket: string;
+  /** Node plugin to copy (default: the bundled one). */
   pluginSource?: string;
+  /** Shim to copy (default: the built one). */
+  shimSource?: string;
 }
 
 /** The conflist document ipamd installs (CNI spec 1.0.0 network configuration list). */
@@ -35,27 +45,34 @@ export function renderConflist(o: CniInstallOptions): object {
   return {
     cniVersion: '1.0.0',
     name: o.networkName,
-    plugins: [{ type: 'eni-ipam', mtu: o.podMtu, vethPrefix: o.vethPrefix, ipamdSocket: o.ipamdSocket }],
+    plugins: [{ type: 'eni-ipam', mtu: o.podMtu, vethPrefix: o.vethPrefix, ipamdSocket: o.ipamdSocket, execSocket: o.execSocket }],
   };
 }
 
+/** Copies `src` to `dir/name` with `mode` via a temp file in `dir` + rename. */
+async function installFile(src: string, dir: string, name: string, mode: number): Promise<string> {
+  const dest = path.join(dir, name);
+  const tmp = path.join(dir, `.${name}.tmp-${process.pid}`);
+  try {
+    await copyFile(src, tmp);
+    await chmod(tmp, mode);
+    await rename(tmp, dest);
+  } finally {
+    await rm(tmp, { force: true });
+  }
+  return dest;
+}
+
 /**
- * Copies the plugin to `<binDir>/eni-ipam` (mode 0755) and writes
+ * Installs `<binDir>/eni-ipam.cjs`, then `<binDir>/eni-ipam` (both mode 0755), then writes
  * `<confDir>/10-eni-ipam.conflist`, each via a temp file + rename in the same directory.
- * @returns the two paths written. @throws Error on I/O failure (temp files are removed).
+ * @returns the paths written. @throws Error on I/O failure (temp files are removed).
  */
-export async function installCni(o: CniInstallOptions): Promise<{ plugin: string; conflist: string }> {
+export async function installCni(o: CniInstallOptions): Promise<{ plugin: string; nodePlugin: string; conflist: string }> {
   await mkdir(o.binDir, { recursive: true });
   await mkdir(o.confDir, { recursive: true });
-  const plugin = path.join(o.binDir, 'eni-ipam');
-  const pluginTmp = path.join(o.binDir, `.eni-ipam.tmp-${process.pid}`);
-  try {
-    await copyFile(o.pluginSource ?? BUNDLED_PLUGIN_PATH, pluginTmp);
-    await chmod(pluginTmp, 0o755);
-    await rename(pluginTmp, plugin);
-  } finally {
-    await rm(pluginTmp, { force: true });
-  }
+  const nodePlugin = await installFile(o.pluginSource ?? BUNDLED_PLUGIN_PATH, o.binDir, 'eni-ipam.cjs', 0o755);
+  const plugin = await installFile(o.shimSource ?? BUNDLED_SHIM_PATH, o.binDir, 'eni-ipam', 0o755);
   const conflist = path.join(o.confDir, CONFLIST_NAME);
   const confTmp = path.join(o.confDir, `.${CONFLIST_NAME}.tmp-${process.pid}`);
   try {
@@ -64,5 +81,5 @@ export async function installCni(o: CniInstallOptions): Promise<{ plugin: string
   } finally {
     await rm(confTmp, { force: true });
   }
-  return { plugin, conflist };
+  return { plugin, nodePlugin, conflist };
 }

@@ -16,8 +16,9 @@ import { waitFor } from '../helpers/wait.js';
 const newId = () => randomBytes(32).toString('hex');
 const legacy = (v: string) => v.startsWith('0.');
 
-test('result shape, verb gates and error objects per cniVersion', async (t) => {
-  const n = await startCniNode(t, 'cv');
+// Once with the Node plugin, once through the native shim (ipamd's exec server runs the verbs).
+for (const plugin of ['node', 'shim'] as const) test(`result shape, verb gates and error objects per cniVersion (${plugin})`, async (t) => {
+  const n = await startCniNode(t, `cv${plugin[0]}`, { plugin });
   for (const v of SUPPORTED_VERSIONS) {
     const pod = await n.pod();
     const id = newId();

@@ -1,0 +1,79 @@
+/**
+ * bench helper: a node set up as in production for the CNI shim's fast path: ipamd in
+ * the same network namespace as the plugin (a throw-away netns standing for the host
+ * network of a hostNetwork DaemonSet), with its own simulated cloud process
+ * (dist/sim/main.js) in that netns too, since ipamd there cannot reach loopback
+ * servers of this process. The CNI bin dir holds the shim as `eni-ipam` and the Node
+ * plugin beside it as `eni-ipam.cjs`, as ipamd installs them. `stop()` removes it all.
+ */
+import { spawn, execFile } from 'node:child_process';
+import { copyFile, mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { PLUGIN_PATH } from '../demo/cni-exec.js';
+import { startIpamd } from '../demo/ipamd-process.js';
+import { createNamedNetns, type Netns } from '../demo/netns.js';
+
+const SIM_MAIN = fileURLToPath(new URL('../sim/main.js', import.meta.url));
+const SHIM = fileURLToPath(new URL('../cni-plugin/eni-ipam', import.meta.url));
+
+/** A running shim node. */
+export interface ShimNode {
+  netns: Netns;
+  /** The installed shim (`<binDir>/eni-ipam`). */
+  plugin: string;
+  /** The plugin config: network name, ipamd and exec sockets. */
+  config: Record<string, unknown>;
+  /** Available IPs in ipamd's pool (introspection read from inside the netns). */
+  available(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts sim + ipamd inside a new netns named `eni-shim-<tag>-<pid>`, files under `dir`.
+ * @throws Error (after cleaning up) when the sim or ipamd does not start.
+ */
+export async function startShimNode(dir: string, tag: string, ipamdEnv: NodeJS.ProcessEnv): Promise<ShimNode> {
+  const cleanups: Array<() => Promise<unknown>> = [];
+  const stop = async () => { for (const fn of cleanups.splice(0).reverse()) await fn().catch(() => undefined); };
+  try {
+    const netns = await createNamedNetns(`eni-shim-${tag}-${process.pid}`);
+    cleanups.push(() => netns.remove());
+    const env = { ...process.env };
+    delete env.NODE_EXTRA_CA_CERTS;
+    const sim = spawn('nsenter', [`--net=${netns.path}`, process.execPath, SIM_MAIN, '--instance-type', 'c5.4xlarge', '--subnet-cidr', '10.0.0.0/22'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+    cleanups.push(async () => { sim.kill('SIGTERM'); });
+    const endpoints = await new Promise<{ ec2Endpoint: string; imdsEndpoint: string }>((resolve, reject) => {
+      let out = '';
+      sim.stdout!.on('data', (d: Buffer) => {
+        out += d.toString();
+        const line = out.split('\n')[0];
+        if (out.includes('\n')) { try { resolve(JSON.parse(line!)); } catch (e) { reject(e); } }
+      });
+      sim.on('exit', (code) => reject(new Error(`sim exited ${code}`)));
+    });
+    const binDir = path.join(dir, 'bin');
+    await mkdir(binDir, { recursive: true });
+    await copyFile(PLUGIN_PATH, path.join(binDir, 'eni-ipam.cjs'));
+    const plugin = path.join(binDir, 'eni-ipam');
+    await copyFile(SHIM, plugin);
+    const socket = path.join(dir, 'ipamd.sock');
+    const ipamd = await startIpamd({
+      prefix: ['nsenter', `--net=${netns.path}`],
+      env: {
+        AWS_EC2_ENDPOINT: endpoints.ec2Endpoint, AWS_EC2_METADATA_SERVICE_ENDPOINT: endpoints.imdsEndpoint, ENI_IPAM_SOCKET: socket,
+        ENI_IPAM_CHECKPOINT_PATH: path.join(dir, 'ipam.json'), ENI_IPAM_POOL_INTERVAL: '200ms', AWS_VPC_K8S_CNI_LOGLEVEL: 'info', ...ipamdEnv,
+      },
+      logFile: path.join(dir, 'ipamd.log'),
+    });
+    cleanups.push(() => ipamd.stop());
+    const config = { cniVersion: '1.0.0', name: 'aws-cni', type: 'eni-ipam', ipamdSocket: socket, execSocket: path.join(dir, 'cni-exec.sock') };
+    const script = `fetch('http://127.0.0.1:${ipamd.introspectionPort}/v1/status').then(r=>r.json()).then(j=>console.log(j.counts.available))`;
+    const available = async () => Number((await promisify(execFile)('nsenter', [`--net=${netns.path}`, process.execPath, '-e', script], { env })).stdout.trim());
+    return { netns, plugin, config, available, stop };
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+}

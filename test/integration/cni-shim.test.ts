@@ -1,0 +1,246 @@
+/**
+ * The native CNI shim (cni-plugin/shim) against the real ipamd and its CNI exec server,
+ * in real namespaces: the fast path gives what the Node plugin gives (ADD/CHECK/DEL, both
+ * netns path shapes, CHECK drift, error codes for malformed input, concurrent ADDs);
+ * the fallbacks run the Node plugin with the same env and stdin (exec socket absent:
+ * VERSION and DEL-with-ipamd-down from prevResult; ipamd answering "F" for a shim in
+ * another netns, or for a pod netns ipamd cannot see); and a connection dropped after
+ * the request was sent gives CNI error 11 and never a second ADD.
+ *
+ * The shim prints `eni-ipam: running .../eni-ipam.cjs: <reason>` on stderr when it falls
+ * back (ENI_IPAM_SHIM_DEBUG=1), which is how these tests tell the paths apart; ipamd's
+ * log lines "CNI exec: invocation done" count the calls it ran.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import net from 'node:net';
+import path from 'node:path';
+import { execPlugin, type CniOutcome } from '../../demo/cni-exec.js';
+import { createNamedNetns } from '../../demo/netns.js';
+import { decodeRequest, encodeResult } from '../../ipamd/cni-exec/protocol.js';
+import { ipIn, ipj, startCniNode, type CniNode, type VerbCall } from '../helpers/cni-node.js';
+import { pluginArgv } from '../helpers/plugin-under-test.js';
+import { waitFor } from '../helpers/wait.js';
+
+const newId = () => randomBytes(32).toString('hex');
+const DEBUG = { ENI_IPAM_SHIM_DEBUG: '1' };
+const FELL_BACK = /eni-ipam: running \S+eni-ipam\.cjs: /;
+
+/** Runs `c` through the shim (with the fallback trace on) or the Node plugin. */
+const viaShim = (n: CniNode, c: VerbCall): Promise<CniOutcome> => n.call({ ...c, plugin: pluginArgv('shim'), env: { ...DEBUG, ...c.env } });
+const viaNode = (n: CniNode, c: VerbCall): Promise<CniOutcome> => n.call({ ...c, plugin: pluginArgv('node') });
+
+/** Invocations ipamd's exec server ran so far (from its log). */
+async function served(n: CniNode): Promise<number> {
+  return (await readFile(path.join(n.h.dir, 'ipamd.log'), 'utf8')).split('\n').filter((l) => l.includes('"CNI exec: invocation done"')).length;
+}
+
+/** Waits until ipamd's log shows `count` exec invocations (its log is written asynchronously). */
+async function servedReaches(n: CniNode, count: number): Promise<number> {
+  return waitFor(`ipamd logged ${count} exec invocations`, async () => { const s = await served(n); return s >= count ? s : undefined; }, 5000, 50);
+}
+
+/** An ADD result with the per-attachment values (IP, MACs, names, netns) replaced by placeholders. */
+function shape(r: unknown, ip: string, netns: string): string {
+  return JSON.stringify(r).replaceAll(ip, '<ip>').replaceAll(netns, '<netns>')
+    .replace(/"([0-9a-f]{2}:){5}[0-9a-f]{2}"/g, '"<mac>"').replace(/"eni[0-9a-f]{12}"/g, '"<veth>"');
+}
+
+/** The pod netns as iproute2 shows it, with the per-attachment values replaced. */
+async function podState(netns: string, ip: string): Promise<string> {
+  const parts = [await ipIn(netns, ['-4', '-o', 'addr']), await ipIn(netns, ['route']), await ipIn(netns, ['neigh'])];
+  return parts.join('\n').replaceAll(ip, '<ip>').replace(/([0-9a-f]{2}:){5}[0-9a-f]{2}/g, '<mac>');
+}
+
+const ipOf = (r: { ips: Array<{ address: string }> }): string => r.ips[0]!.address.split('/')[0]!;
+
+test('ADD, CHECK and DEL through the shim match the Node plugin, both netns shapes, and CHECK drift', async (t) => {
+  const n = await startCniNode(t, 'sh', { plugin: 'shim' });
+  for (const shapeOf of ['named', 'proc'] as const) {
+    const results: Record<string, { out: string; pod: string; check: string; drift: unknown }> = {};
+    for (const who of ['shim', 'node'] as const) {
+      const run = who === 'shim' ? viaShim : viaNode;
+      const pod = await n.pod(shapeOf);
+      const att = { containerId: newId(), netns: pod.path, ifName: 'eth0' };
+      const before = await served(n);
+      const add = await run(n, { ...att, command: 'ADD' });
+      assert.equal(add.code, 0, `${who} ADD (${shapeOf}): ${add.stdout} ${add.stderr}`);
+      if (who === 'shim') {
+        assert.doesNotMatch(add.stderr, FELL_BACK, 'the shim used the exec socket');
+        assert.equal(await servedReaches(n, before + 1), before + 1, 'ipamd ran the ADD in-process');
+      }
+      const ip = ipOf(add.json);
+      const check = await run(n, { ...att, command: 'CHECK', conf: { prevResult: add.json } });
+      assert.deepEqual([check.code, check.stdout], [0, ''], `${who} CHECK: ${check.stdout}`);
+      const podNow = await podState(pod.path, ip);
+      await ipIn(pod.path, ['route', 'del', 'default']);
+      const drift = await run(n, { ...att, command: 'CHECK', conf: { prevResult: add.json } });
+      assert.equal(drift.code, 1);
+      const del = await run(n, { ...att, command: 'DEL', conf: { prevResult: add.json } });
+      assert.deepEqual([del.code, del.stdout], [0, ''], `${who} DEL: ${del.stdout} ${del.stderr}`);
+      if (who === 'shim') assert.doesNotMatch(del.stderr, FELL_BACK);
+      assert.deepEqual(await ipj(n.node.path, ['link', 'show', 'type', 'veth']), [], 'host veth gone');
+      assert.equal((await ipIn(n.node.path, ['rule'])).includes(ip), false, 'pod rules gone');
+      results[who] = { out: shape(add.json, ip, pod.path), pod: podNow, check: check.stdout, drift: JSON.parse(JSON.stringify(drift.json).replaceAll(pod.path, '<netns>')) };
+    }
+    assert.deepEqual(results.shim, results.node, `shim and Node plugin agree (${shapeOf} netns)`);
+  }
+  assert.equal((await n.d.status()).counts.assigned, 0);
+});
+
+test('malformed input gets the same CNI error through the shim as from the Node plugin', async (t) => {
+  const n = await startCniNode(t, 'sm', { plugin: 'shim' });
+  const pod = await n.pod();
+  const att = { containerId: newId(), netns: pod.path, ifName: 'eth0' };
+  const cases: VerbCall[] = [
+    { ...att, command: 'ADD', rawConfig: 'not json' },
+    { ...att, command: 'ADD', rawConfig: '[1,2]' },
+    { ...att, command: 'ADD', rawConfig: JSON.stringify({ ...n.config, execSocket: `${n.h.dir}/cni-exec.sock`, cniVersion: '9.9.9' }) },
+    { ...att, command: 'ADD', rawConfig: JSON.stringify({ ...n.config, execSocket: `${n.h.dir}/cni-exec.sock`, mtu: 'big' }) },
+    { ...att, command: 'ADD', containerId: '../x', conf: {} },
+    { ...att, command: 'ADD', args: { K8S_POD_NAME: 'a', Bogus: '1' }, conf: {} },
+    { ...att, command: 'FOO' as 'ADD', conf: {} },
+  ];
+  for (const c of cases) {
+    const s = await viaShim(n, c);
+    const o = await viaNode(n, c);
+    assert.equal(s.code, 1, `shim: ${s.stdout}`);
+    assert.deepEqual([s.code, s.json?.code, s.json?.msg, s.json?.cniVersion], [o.code, o.json?.code, o.json?.msg, o.json?.cniVersion], `${c.rawConfig ?? JSON.stringify(c)}: shim ${s.stdout} vs node ${o.stdout}`);
+  }
+  assert.equal((await n.d.status()).counts.assigned, 0);
+});
+
+test('concurrent ADDs through the shim run independently inside ipamd', async (t) => {
+  const n = await startCniNode(t, 'sc', { plugin: 'shim', ipamdEnv: { WARM_IP_TARGET: '8' } });
+  const pods = await Promise.all(Array.from({ length: 6 }, () => n.pod()));
+  const atts = pods.map((p) => ({ containerId: newId(), netns: p.path, ifName: 'eth0' }));
+  const adds = await Promise.all(atts.map((a) => viaShim(n, { ...a, command: 'ADD' })));
+  for (const a of adds) assert.equal(a.code, 0, `${a.stdout} ${a.stderr}`);
+  const ips = adds.map((a) => ipOf(a.json));
+  assert.equal(new Set(ips).size, ips.length, 'distinct IPs');
+  for (const [i, p] of pods.entries()) assert.match(await ipIn(p.path, ['-4', '-o', 'addr', 'show', 'dev', 'eth0']), new RegExp(`inet ${ips[i]!.replaceAll('.', '\\.')}/32`));
+  const dels = await Promise.all(atts.map((a, i) => viaShim(n, { ...a, command: 'DEL', conf: { prevResult: adds[i]!.json } })));
+  for (const d of dels) assert.equal(d.code, 0, d.stdout);
+  assert.deepEqual(await ipj(n.node.path, ['link', 'show', 'type', 'veth']), []);
+  assert.equal((await n.d.status()).counts.assigned, 0);
+});
+
+test('exec socket absent: VERSION and DEL with ipamd down run the Node plugin (teardown from prevResult)', async (t) => {
+  const n = await startCniNode(t, 'sd', { plugin: 'shim' });
+  const pod = await n.pod();
+  const att = { containerId: newId(), netns: pod.path, ifName: 'eth0' };
+  const add = await viaShim(n, { ...att, command: 'ADD' });
+  assert.equal(add.code, 0, add.stdout);
+  const ip = ipOf(add.json);
+  assert.match(await ipIn(n.node.path, ['rule']), new RegExp(`to ${ip.replaceAll('.', '\\.')} lookup main`));
+  await n.d.stop();
+  const version = await viaShim(n, { command: 'VERSION', rawConfig: '' });
+  assert.deepEqual(version.json, { cniVersion: '1.1.0', supportedVersions: ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] });
+  assert.match(version.stderr, FELL_BACK);
+  const del = await viaShim(n, { ...att, command: 'DEL', conf: { prevResult: add.json } });
+  assert.deepEqual([del.code, del.stdout], [0, ''], del.stderr);
+  assert.match(del.stderr, FELL_BACK, 'the Node plugin ran');
+  assert.match(del.stderr, /ipamd not reached on DEL/);
+  assert.deepEqual(await ipj(n.node.path, ['link', 'show', 'type', 'veth']), [], 'host veth gone');
+  assert.equal((await ipIn(n.node.path, ['rule'])).includes(ip), false, 'pod rules removed from prevResult');
+  const add2 = await viaShim(n, { ...att, containerId: newId(), command: 'ADD' });
+  assert.deepEqual([add2.code, add2.json.code], [1, 11], 'ADD with ipamd down: try again later');
+});
+
+test('ipamd answers "run it yourself": shim in another netns, pod netns not visible to ipamd', async (t) => {
+  const n = await startCniNode(t, 'sf', { plugin: 'shim' });
+  const before = await served(n);
+  // A shim in another "node" netns than the one ipamd wires: ipamd refuses, the Node plugin runs there.
+  const other = await createNamedNetns(`eni-sf-o${process.pid}`);
+  t.after(() => other.remove());
+  const pod = await n.pod();
+  const att = { containerId: newId(), netns: pod.path, ifName: 'eth0' };
+  const add = await viaShim(n, { ...att, command: 'ADD' });
+  assert.equal(add.code, 0, add.stdout);
+  const elsewhere = await viaShimIn(n, other.path, { ...att, containerId: newId(), netns: (await n.pod()).path, command: 'ADD' });
+  assert.equal(elsewhere.code, 0, `${elsewhere.stdout} ${elsewhere.stderr}`);
+  assert.match(elsewhere.stderr, /eni-ipam: running \S+: the plugin runs in netns/);
+  assert.equal((await ipj(other.path, ['link', 'show', 'type', 'veth'])).length, 1, 'the Node plugin wired the node side in its own netns');
+  // A pod netns bind-mounted in a private mount namespace of the shim: ipamd cannot see it.
+  const hidden = await n.pod('proc');
+  const dir = path.join(n.h.dir, 'hidden');
+  const script = `mkdir -p ${dir} && mount -t tmpfs none ${dir} && touch ${dir}/ns && mount --bind ${hidden.path} ${dir}/ns && exec "$@"`;
+  const inPrivateMounts = await n.call({
+    containerId: newId(), netns: `${dir}/ns`, ifName: 'eth0', command: 'ADD', env: DEBUG,
+    plugin: ['unshare', '--mount', '--propagation', 'private', 'sh', '-c', script, 'sh', ...pluginArgv('shim')],
+  });
+  assert.equal(inPrivateMounts.code, 0, `${inPrivateMounts.stdout} ${inPrivateMounts.stderr}`);
+  assert.match(inPrivateMounts.stderr, /eni-ipam: running \S+: CNI_NETNS \S+ is \d+:\d+ for the plugin but not visible to ipamd/);
+  assert.match(await ipIn(hidden.path, ['-4', '-o', 'addr', 'show', 'dev', 'eth0']), /inet \d+\.\d+\.\d+\.\d+\/32/, 'the Node plugin wired the pod');
+  assert.equal(await servedReaches(n, before + 1), before + 1, 'ipamd ran only the first ADD');
+});
+
+/** Runs the shim inside the netns at `nodePath` instead of the node's (same config). */
+function viaShimIn(n: CniNode, nodePath: string, c: VerbCall): Promise<CniOutcome> {
+  return n.call({ ...c, plugin: ['nsenter', `--net=${nodePath}`, ...pluginArgv('shim')], env: DEBUG });
+}
+
+test('a connection dropped after the request was sent is CNI error 11, never a fallback (no double ADD)', async (t) => {
+  const n = await startCniNode(t, 'sx', { plugin: 'shim' });
+  const fake = path.join(n.h.dir, 'fake-exec.sock');
+  let requests = 0;
+  let mode: 'drop' | 'partial' | 'garbage' = 'drop';
+  const server = net.createServer((c) => {
+    let buf = Buffer.alloc(0);
+    c.on('data', (d: Buffer) => {
+      buf = Buffer.concat([buf, d]);
+      if (decodeRequest(buf).state !== 'complete') return;
+      requests++;
+      if (mode === 'drop') c.destroy();
+      else if (mode === 'partial') c.end(Buffer.from('EIX1R\0\0'));
+      else c.end(Buffer.from('hello'));
+    });
+  });
+  await new Promise<void>((r) => server.listen(fake, r));
+  t.after(() => new Promise((r) => server.close(r)));
+  for (const m of ['drop', 'partial', 'garbage'] as const) {
+    mode = m;
+    const pod = await n.pod();
+    const out = await viaShim(n, { containerId: newId(), netns: pod.path, ifName: 'eth0', command: 'ADD', conf: { execSocket: fake, cniVersion: '0.4.0' } });
+    assert.deepEqual([out.code, out.json?.code, out.json?.cniVersion], [1, 11, '0.4.0'], `${m}: ${out.stdout}`);
+    assert.doesNotMatch(out.stderr, FELL_BACK, `${m}: no fallback after the request was sent`);
+  }
+  assert.equal(requests, 3);
+  assert.equal((await n.d.status()).counts.assigned, 0, 'no ADD reached ipamd');
+  assert.deepEqual(await ipj(n.node.path, ['link', 'show', 'type', 'veth']), []);
+});
+
+test('the shim reads execSocket from the top level of the config only (last one wins), else runs the Node plugin', async (t) => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-shim-scan-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const sock = path.join(dir, 'exec.sock');
+  const server = net.createServer((c) => {
+    let buf = Buffer.alloc(0);
+    c.on('data', (d: Buffer) => {
+      buf = Buffer.concat([buf, d]);
+      const r = decodeRequest(buf);
+      if (r.state === 'complete') c.end(encodeResult(0, `served ${r.request.env.CNI_COMMAND}`, ''));
+    });
+  });
+  await new Promise<void>((r) => server.listen(sock, r));
+  t.after(() => new Promise((r) => server.close(r)));
+  const run = (config: string) => execPlugin({ command: 'VERSION', config, plugin: pluginArgv('shim'), env: DEBUG });
+  const s = JSON.stringify(sock);
+  for (const config of [
+    `{"prevResult":{"execSocket":"/nope"},"execSocket":${s}}`,
+    `{"execSocket":"/nope","execSocket":${s}}`,
+    ` {"a":[1,{"b":"\\"}]"}],"n":-1.5e3,"t":true,"z":null,"execSocket":${s}} \n`,
+  ]) {
+    const out = await run(config);
+    assert.deepEqual([out.code, out.stdout], [0, 'served VERSION'], config);
+  }
+  for (const config of [`{"exec\\u0053ocket":${s}}`, '{"execSocket":""}', `{"execSocket":${s}`, `[${s}]`, '']) {
+    const out = await run(config);
+    assert.equal(out.code, 0, config);
+    assert.equal(out.json?.cniVersion, '1.1.0', config);
+    assert.match(out.stderr, FELL_BACK, `${config}: the Node plugin answered`);
+  }
+});
