@@ -11,11 +11,13 @@
  * - the simulated cloud in the test process, reachable inside the namespace at the same
  *   URLs, and ipamd's introspection reachable here, through netns-bridge.ts.
  *
- * ipamd runs with `ENI_IPAM_HOST_NETWORK=false`: its host networking looks up each
- * ENI's link by the MAC IMDS gives, and the simulated ENIs have no link in the node
- * namespace (ipamd would refuse to start, then wait 10 s per ENI the pool attaches).
- * The plugin's own pod wiring (veth, /32 routes, ip rules) is real and is what the
- * tests check. Needs root, containerd, runc, gcc + libc6-dev, and a built tree.
+ * - with `hostNetwork` (the default), ipamd's host networking on too, in the node
+ *   namespace: eni-link-plug.ts gives every ENI the simulated EC2 attaches a link with
+ *   its MAC (`eth<device index>`, a veth into a "vpc" namespace), so ipamd sets up the
+ *   per-ENI route tables, rules and SNAT there. Without those links ipamd refuses to
+ *   start ("no interface has the primary ENI's MAC").
+ *
+ * Needs root, containerd, runc, gcc + libc6-dev, iptables, and a built tree.
  */
 import { copyFile, chmod, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -26,6 +28,7 @@ import { SimCloud } from '../../sim/index.js';
 import { startContainerd, type Containerd } from './containerd.js';
 import type { IpamdAllocation, IpamdStatus } from './containerd-node.js';
 import { CriTestClient } from './cri-client.js';
+import { plugEniLinks, type EniLinkPlug } from './eni-link-plug.js';
 import { bridgeNetns, type NetnsBridge } from './netns-bridge.js';
 
 /** ipamd's introspection port inside the node namespace (a fresh namespace: nothing else binds it). */
@@ -45,6 +48,8 @@ export interface InstalledCniNode {
   checkpoint: string;
   ipamdLog: string;
   nodeNetns: Netns;
+  /** The ENI links, when `hostNetwork` is on. */
+  eniLinks?: EniLinkPlug;
   containerd: Containerd;
   cri: CriTestClient;
   ipamd?: IpamdProcess;
@@ -64,9 +69,10 @@ let seq = 0;
  * Builds the node without starting ipamd (the test watches the install happen).
  * @param o.instanceType EC2 instance type (default m5.xlarge: 4 ENIs × 14 pod IPs).
  * @param o.ipamdEnv added to ipamd's environment.
+ * @param o.hostNetwork ipamd's host networking with plugged ENI links (default true).
  * @throws Error (after removing what was created) when a part does not start.
  */
-export async function createInstalledCniNode(o: { instanceType?: string; ipamdEnv?: NodeJS.ProcessEnv } = {}): Promise<InstalledCniNode> {
+export async function createInstalledCniNode(o: { instanceType?: string; ipamdEnv?: NodeJS.ProcessEnv; hostNetwork?: boolean } = {}): Promise<InstalledCniNode> {
   const cleanups: Array<() => Promise<unknown>> = [];
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => (closing ??= (async () => {
@@ -94,6 +100,14 @@ export async function createInstalledCniNode(o: { instanceType?: string; ipamdEn
 
     const nodeNetns = await createNamedNetns(`eni-ctd-${process.pid}-${seq++}`);
     cleanups.push(() => nodeNetns.remove());
+    const hostNetwork = o.hostNetwork ?? true;
+    let eniLinks: EniLinkPlug | undefined;
+    if (hostNetwork) {
+      const vpc = await createNamedNetns(`eni-vpc-${process.pid}-${seq - 1}`);
+      cleanups.push(() => vpc.remove());
+      eniLinks = await plugEniLinks({ sim, instanceId: inst.instanceId, node: nodeNetns, vpc });
+      cleanups.push(() => eniLinks!.stop());
+    }
     const port = (url: string): number => Number(new URL(url).port);
     const bridge: NetnsBridge = await bridgeNetns({
       netnsPath: nodeNetns.path, dir, inward: [port(sim.ec2Endpoint), port(sim.imdsEndpoint)], outward: [INTROSPECTION_PORT],
@@ -114,7 +128,7 @@ export async function createInstalledCniNode(o: { instanceType?: string; ipamdEn
       return (await r.json()) as T;
     };
     const node: InstalledCniNode = {
-      sim, instanceId: inst.instanceId, dir, confDir, binDir, nodeNetns, containerd, cri,
+      sim, instanceId: inst.instanceId, dir, confDir, binDir, nodeNetns, containerd, cri, ...(eniLinks ? { eniLinks } : {}),
       socket: path.join(dir, 'ipamd.sock'), checkpoint: path.join(dir, 'ipam.json'), ipamdLog: path.join(dir, 'ipamd.log'),
       async startIpamd() {
         if (node.ipamd) throw new Error('ipamd already runs');
@@ -125,7 +139,7 @@ export async function createInstalledCniNode(o: { instanceType?: string; ipamdEn
             ENI_IPAM_SOCKET: node.socket, ENI_IPAM_CHECKPOINT_PATH: node.checkpoint, CRI_RUNTIME_ENDPOINT: `unix://${containerd.socket}`,
             INTROSPECTION_BIND_ADDRESS: `127.0.0.1:${INTROSPECTION_PORT}`, ENI_IPAM_POOL_INTERVAL: '200ms',
             ENI_IPAM_INSTALL_CNI: 'true', ENI_IPAM_CNI_CONF_DIR: confDir, ENI_IPAM_CNI_BIN_DIR: binDir,
-            ENI_IPAM_HOST_NETWORK: 'false', ...o.ipamdEnv,
+            ENI_IPAM_HOST_NETWORK: String(hostNetwork), ...o.ipamdEnv,
           },
         });
         return node.ipamd;

@@ -4,7 +4,9 @@
  * and containerd's conf/bin dirs, so the conflist and the executable containerd runs are
  * whatever `installCni` wrote (no file layout is assumed beyond the CNI contract: the
  * conflist's `type` names an executable in the bin dir). Then a 50-pod burst with no
- * leftovers after DEL. See containerd-cni-node.ts for the topology.
+ * leftovers after DEL. ipamd's host networking is on in the node namespace (plugged ENI
+ * links), so the burst also checks that pods on secondary ENIs leave through their ENI.
+ * See containerd-cni-node.ts for the topology.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,7 +14,6 @@ import { randomUUID } from 'node:crypto';
 import { constants, existsSync, watch } from 'node:fs';
 import { access, readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { ipIn } from '../../demo/netns.js';
 import { createInstalledCniNode, type InstalledCniNode } from '../helpers/containerd-cni-node.js';
 import { ipj } from '../helpers/cni-node.js';
 import { findLosses } from '../helpers/nothing-lost.js';
@@ -34,10 +35,38 @@ async function mapLimit<T, R>(items: T[], limit: number, fn: (x: T) => Promise<R
   return out;
 }
 
-/** The node namespace's links, routes (all tables, both families) and rules, as text. */
-async function nodeNetworkState(ns: string): Promise<string> {
-  const parts = await Promise.all([['-o', 'link', 'show'], ['-4', 'route', 'show', 'table', 'all'], ['-6', 'route', 'show', 'table', 'all'], ['-4', 'rule', 'show']].map((a) => ipIn(ns, a)));
-  return parts.join('\n').replace(/ qlen \d+/g, '');
+/**
+ * What pods left in the node namespace: links other than `lo` and the ENI links
+ * (`eth<d>`), routes (any table) to a pod IP or through a non-ENI device, and rules
+ * naming a pod IP or at the pod rule priorities (512 to-pod, 1536 from-pod).
+ */
+async function podLeftovers(ns: string, podIps: Set<string>): Promise<string[]> {
+  const isNodeDev = (d: unknown) => d === 'lo' || /^eth\d+$/.test(String(d));
+  const bad: string[] = [];
+  for (const l of await ipj(ns, ['link', 'show'])) if (!isNodeDev(l.ifname)) bad.push(`link ${l.ifname}`);
+  for (const r of await ipj(ns, ['-4', 'route', 'show', 'table', 'all'])) {
+    if (podIps.has(String(r.dst).split('/')[0]!) || (r.dev && !isNodeDev(r.dev))) bad.push(`route ${r.dst} dev ${r.dev} table ${r.table ?? 'main'}`);
+  }
+  for (const r of await ipj(ns, ['-4', 'rule', 'show'])) {
+    if (podIps.has(r.src) || podIps.has(r.dst) || r.priority === 512 || r.priority === 1536) bad.push(`rule ${JSON.stringify(r)}`);
+  }
+  return bad;
+}
+
+/**
+ * For a pod whose IP is on a secondary ENI (device d ≥ 1): the plugin's from-pod rule
+ * sends it to table d+1, and ipamd's default route there leaves through `eth<d>`.
+ * Returns the problem, or undefined when the routing agrees (or the pod is on the primary ENI).
+ */
+async function egressMismatch(n: InstalledCniNode, ip: string): Promise<string | undefined> {
+  const eni = [...n.sim.state.enis.values()].find((e) => e.secondaryIps.includes(ip));
+  const d = eni?.attachment?.deviceIndex;
+  if (d === undefined) return `${ip} is on no attached ENI`;
+  const rule = (await ipj(n.nodeNetns.path, ['-4', 'rule', 'show'])).find((r) => r.priority === 1536 && r.src === ip);
+  if (d === 0) return rule ? `${ip} is on the primary ENI but has a from-pod rule to table ${rule.table}` : undefined;
+  if (String(rule?.table) !== String(d + 1)) return `${ip} is on device ${d}, its from-pod rule says table ${rule?.table ?? '(none)'}`;
+  const def = (await ipj(n.nodeNetns.path, ['-4', 'route', 'show', 'table', String(d + 1), 'default']))[0];
+  return def?.dev === `eth${d}` ? undefined : `table ${d + 1} default route goes via ${def?.dev ?? '(none)'}, not eth${d}`;
 }
 
 /** What the pod namespace at `ns` holds on eth0: its /32 IPv4 and whether the default route goes via the link-local gateway. */
@@ -93,7 +122,9 @@ test('ipamd installs the conflist once serving; pods through containerd get its 
   const entry = conflist.plugins[0];
   assert.equal(entry.ipamdSocket, n.socket);
   await access(path.join(n.binDir, entry.type), constants.X_OK);
-  // Now the failed sandbox can go (a DEL of an attachment ipamd never saw: success, no change).
+  // Once containerd has reloaded its conf dir (asynchronously, on the rename), the failed
+  // sandbox can go: a DEL of an attachment ipamd never saw succeeds and changes nothing.
+  await waitFor('containerd to load the installed conflist', () => n.cri.stopPodSandbox(failed[0]!.id).then(() => true, () => false), 10_000, 100);
   await removeAll(n, failed.map((s) => s.id), 1);
   assert.deepEqual(await n.cri.listPodSandbox(), []);
 
@@ -118,6 +149,7 @@ test('ipamd installs the conflist once serving; pods through containerd get its 
   assert.equal(ips.size, 3, 'three distinct IPs');
   assert.equal((await n.status()).counts.assigned, 3);
 
+  assert.ok((await podLeftovers(n.nodeNetns.path, ips)).length >= 9, 'the leftover check sees the live pods (veth, /32 route, rule each)');
   await removeAll(n, ids, 3);
   const s = await n.status();
   assert.deepEqual([s.counts.assigned, await n.allocations()], [0, []], 'every IP released');
@@ -125,11 +157,7 @@ test('ipamd installs the conflist once serving; pods through containerd get its 
   assert.deepEqual(cp.allocations, []);
   assert.deepEqual(cp.cooldown.map((c) => c.ip).filter((ip) => ips.has(ip)).sort(), [...ips].sort(), 'the released IPs are cooling');
   assert.ok(s.counts.cooling >= 3, `cooling ${s.counts.cooling}`);
-  assert.deepEqual((await ipj(n.nodeNetns.path, ['link', 'show', 'type', 'veth'])).map((l) => l.ifname), [], 'no host veth left');
-  const routes = await ipj(n.nodeNetns.path, ['-4', 'route', 'show', 'table', 'all']);
-  assert.deepEqual(routes.filter((r) => ips.has(String(r.dst).split('/')[0]!)), [], 'no host route left');
-  const rules = await ipj(n.nodeNetns.path, ['-4', 'rule', 'show']);
-  assert.deepEqual(rules.filter((r) => ips.has(r.src) || ips.has(r.dst)), [], 'no ip rule left');
+  assert.deepEqual(await podLeftovers(n.nodeNetns.path, ips), [], 'no host veth, route or rule left');
   assert.deepEqual(await mountedNetns(netnsPaths), [], 'no pod netns left');
 });
 
@@ -139,7 +167,6 @@ test('a 50-pod burst through containerd: unique IPs, nothing lost, nothing left 
   const n = await createInstalledCniNode({ instanceType: 'm5.xlarge' });
   t.after(() => n.close());
   await n.startIpamd();
-  const before = await nodeNetworkState(n.nodeNetns.path);
 
   const specs = Array.from({ length: PODS }, (_, i) => pod(`burst-${i}`));
   const t0 = Date.now();
@@ -165,17 +192,23 @@ test('a 50-pod burst through containerd: unique IPs, nothing lost, nothing left 
   });
   assert.deepEqual(losses, [], losses.join('\n'));
   assert.deepEqual(new Set(allocations.map((a) => a.containerID)), new Set(ids), 'ipamd holds exactly the 50 sandboxes');
+  const egress = (await Promise.all(live.map((x) => egressMismatch(n, x.ip)))).filter(Boolean);
+  assert.deepEqual(egress, [], 'pods on secondary ENIs leave through their ENI');
+  const enisUsed = new Set(allocations.map((a) => a.eniId)).size;
+  assert.ok(enisUsed >= 4, `50 pods need 4 ENIs of 14 pod IPs each (used ${enisUsed})`);
 
+  const podIps = new Set(live.map((x) => x.ip));
+  assert.ok((await podLeftovers(n.nodeNetns.path, podIps)).length >= 3 * PODS, 'the leftover check sees the live pods');
   const t1 = Date.now();
   await removeAll(n, ids, PARALLEL);
   const delMs = Date.now() - t1;
-  t.diagnostic(`${PODS} RunPodSandbox, ${PARALLEL} at a time: ${addMs} ms; Stop+Remove: ${delMs} ms; ENIs used: ${(await n.status()).enis.length}`);
+  t.diagnostic(`${PODS} RunPodSandbox, ${PARALLEL} at a time: ${addMs} ms; Stop+Remove: ${delMs} ms; ENIs used: ${enisUsed}`);
 
   const s = await n.status();
   assert.equal(s.counts.assigned, 0, 'ipamd assigned count back to 0');
   assert.deepEqual(await n.allocations(), []);
   assert.deepEqual((await checkpoint(n)).allocations, [], 'nothing in the checkpoint');
   assert.deepEqual(await n.cri.listPodSandbox(), []);
-  assert.equal(await nodeNetworkState(n.nodeNetns.path), before, 'node links, routes and rules as before the burst');
+  assert.deepEqual(await podLeftovers(n.nodeNetns.path, podIps), [], 'no host veth, route or rule left');
   assert.deepEqual(await mountedNetns(netnsPaths), [], 'no pod netns mount left');
 });
