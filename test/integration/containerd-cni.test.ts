@@ -170,7 +170,12 @@ test('a 50-pod burst through containerd: unique IPs, nothing lost, nothing left 
 
   const specs = Array.from({ length: PODS }, (_, i) => pod(`burst-${i}`));
   const t0 = Date.now();
-  const ids = await mapLimit(specs, PARALLEL, (p) => n.cri.runPodSandbox(p));
+  const ipAtStart = new Map<string, string>();
+  const ids = await mapLimit(specs, PARALLEL, async (p) => {
+    const id = await n.cri.runPodSandbox(p);
+    ipAtStart.set(id, (await n.cri.podSandboxStatus(id)).status?.network?.ip ?? '');
+    return id;
+  });
   const addMs = Date.now() - t0;
 
   const live = await n.cri.liveSandboxes();
@@ -188,7 +193,7 @@ test('a 50-pod burst through containerd: unique IPs, nothing lost, nothing left 
   }
   const allocations = await n.allocations();
   const losses = findLosses({
-    live, ipAtStart: new Map(live.map((s) => [s.id, s.ip])), ipInNetns, sim: n.sim.state, calls: n.sim.calls, instanceId: n.instanceId, allocations,
+    live, ipAtStart, ipInNetns, sim: n.sim.state, calls: n.sim.calls, instanceId: n.instanceId, allocations,
   });
   assert.deepEqual(losses, [], losses.join('\n'));
   assert.deepEqual(new Set(allocations.map((a) => a.containerID)), new Set(ids), 'ipamd holds exactly the 50 sandboxes');
