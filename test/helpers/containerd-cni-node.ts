@@ -19,7 +19,8 @@
  *
  * Needs root, containerd, runc, gcc + libc6-dev, iptables, and a built tree.
  */
-import { copyFile, chmod, mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import { copyFile, chmod, mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startIpamd, type IpamdProcess } from '../../demo/ipamd-process.js';
@@ -30,6 +31,7 @@ import type { IpamdAllocation, IpamdStatus } from './containerd-node.js';
 import { CriTestClient } from './cri-client.js';
 import { plugEniLinks, type EniLinkPlug } from './eni-link-plug.js';
 import { bridgeNetns, type NetnsBridge } from './netns-bridge.js';
+import { waitFor } from './wait.js';
 
 /** ipamd's introspection port inside the node namespace (a fresh namespace: nothing else binds it). */
 const INTROSPECTION_PORT = 61679;
@@ -53,7 +55,11 @@ export interface InstalledCniNode {
   containerd: Containerd;
   cri: CriTestClient;
   ipamd?: IpamdProcess;
-  /** Starts ipamd in the node namespace; resolves once it logs "ipamd serving". */
+  /**
+   * Starts ipamd in the node namespace; resolves once it serves and, on a first install,
+   * containerd has loaded the conflist ipamd wrote (containerd reloads its conf dir
+   * asynchronously after the rename; a sandbox run before that fails).
+   */
   startIpamd(): Promise<IpamdProcess>;
   /** `GET /v1/status` of ipamd. */
   status(): Promise<IpamdStatus>;
@@ -64,6 +70,19 @@ export interface InstalledCniNode {
 }
 
 let seq = 0;
+
+/**
+ * Runs a sandbox that must fail (no network config yet) and returns the id of the
+ * NOTREADY record containerd keeps of it.
+ * @throws Error when it does not fail or leaves no record.
+ */
+async function failedProbeSandbox(cri: CriTestClient): Promise<string> {
+  const name = `cni-probe-${randomUUID().slice(0, 8)}`;
+  const ran = await cri.runPodSandbox({ name, namespace: 'kube-system', uid: randomUUID() }).then(() => true, () => false);
+  const rec = (await cri.listPodSandbox()).find((s) => s.metadata?.name === name);
+  if (ran || !rec) throw new Error(`probe sandbox ${name} ${ran ? 'ran without a network config' : 'left no record'}`);
+  return rec.id;
+}
 
 /**
  * Builds the node without starting ipamd (the test watches the install happen).
@@ -132,6 +151,10 @@ export async function createInstalledCniNode(o: { instanceType?: string; ipamdEn
       socket: path.join(dir, 'ipamd.sock'), checkpoint: path.join(dir, 'ipam.json'), ipamdLog: path.join(dir, 'ipamd.log'),
       async startIpamd() {
         if (node.ipamd) throw new Error('ipamd already runs');
+        // A sandbox that failed for want of a network can be stopped only once containerd
+        // has a network config: that tells when the install has been loaded.
+        const firstInstall = (await readdir(confDir)).every((f) => f.startsWith('.'));
+        const probe = firstInstall ? await failedProbeSandbox(cri) : undefined;
         node.ipamd = await startIpamd({
           logFile: node.ipamdLog, prefix: ['nsenter', `--net=${nodeNetns.path}`],
           env: {
@@ -142,6 +165,10 @@ export async function createInstalledCniNode(o: { instanceType?: string; ipamdEn
             ENI_IPAM_HOST_NETWORK: String(hostNetwork), ...o.ipamdEnv,
           },
         });
+        if (probe) {
+          await waitFor('containerd to load the installed conflist', () => cri.stopPodSandbox(probe).then(() => true, () => false), 10_000, 100);
+          await cri.removePodSandbox(probe);
+        }
         return node.ipamd;
       },
       status: () => getJson<IpamdStatus>('/v1/status'),
