@@ -69,12 +69,12 @@ async function egressMismatch(n: InstalledCniNode, ip: string): Promise<string |
   return def?.dev === `eth${d}` ? undefined : `table ${d + 1} default route goes via ${def?.dev ?? '(none)'}, not eth${d}`;
 }
 
-/** What the pod namespace at `ns` holds on eth0: its /32 IPv4 and whether the default route goes via the link-local gateway. */
-async function podSide(ns: string): Promise<{ ip?: string; defaultVia?: string }> {
+/** What the pod namespace at `ns` holds on eth0: its /32 IPv4, MTU, and the default route's gateway. */
+async function podSide(ns: string): Promise<{ ip?: string; mtu?: number; defaultVia?: string }> {
   const [link] = await ipj(ns, ['-4', 'addr', 'show', 'dev', 'eth0']);
   const a = (link?.addr_info ?? []).find((x: { prefixlen: number }) => x.prefixlen === 32);
   const def = (await ipj(ns, ['-4', 'route', 'show', 'default'])).find((r: { dev: string }) => r.dev === 'eth0');
-  return { ip: a?.local, defaultVia: def?.gateway };
+  return { ip: a?.local, mtu: link?.mtu, defaultVia: def?.gateway };
 }
 
 /** Pod netns bind mounts still present (from /proc/self/mountinfo) among `paths`. */
@@ -97,7 +97,8 @@ async function removeAll(n: InstalledCniNode, ids: string[], limit: number): Pro
 }
 
 test('ipamd installs the conflist once serving; pods through containerd get its IPs and give them back', async (t) => {
-  const n = await createInstalledCniNode();
+  // Non-default pod MTU and veth prefix: the conflist must carry them to the plugin.
+  const n = await createInstalledCniNode({ ipamdEnv: { POD_MTU: '1500', AWS_VPC_K8S_CNI_VETHPREFIX: 'pod' } });
   t.after(() => n.close());
   assert.deepEqual(await readdir(n.confDir), [], 'no conflist before ipamd runs');
   await assert.rejects(n.cri.runPodSandbox(pod('too-early')), /cni|network/i, 'containerd has no network before ipamd installs one');
@@ -120,7 +121,7 @@ test('ipamd installs the conflist once serving; pods through containerd get its 
   assert.ok(changes.every((c) => c.socketListening), `the conflist appeared only after ipamd listened: ${JSON.stringify(changes)}`);
   const conflist = JSON.parse(await readFile(path.join(n.confDir, confs[0]!), 'utf8'));
   const entry = conflist.plugins[0];
-  assert.equal(entry.ipamdSocket, n.socket);
+  assert.deepEqual([entry.ipamdSocket, entry.mtu, entry.vethPrefix], [n.socket, 1500, 'pod']);
   await access(path.join(n.binDir, entry.type), constants.X_OK);
   // containerd has loaded the conflist (startIpamd waited for it): the failed sandbox can
   // go now, a DEL of an attachment ipamd never saw, which succeeds and changes nothing.
@@ -141,9 +142,9 @@ test('ipamd installs the conflist once serving; pods through containerd get its 
     const ns = await n.cri.netnsPath(id);
     assert.match(ns ?? '', /^\/var\/run\/netns\/cni-/);
     netnsPaths.push(ns!);
-    assert.deepEqual(await podSide(ns!), { ip, defaultVia: '169.254.1.1' }, 'eth0 in the pod has the IP and the default route');
+    assert.deepEqual(await podSide(ns!), { ip, mtu: 1500, defaultVia: '169.254.1.1' }, 'eth0 in the pod: the IP, POD_MTU, the default route');
     const [hostRoute] = await ipj(n.nodeNetns.path, ['-4', 'route', 'show', `${ip}/32`]);
-    assert.match(hostRoute?.dev ?? '', new RegExp(`^${entry.vethPrefix ?? 'eni'}`), 'the node routes the pod IP to its host veth');
+    assert.match(hostRoute?.dev ?? '', /^pod/, 'the node routes the pod IP to its host veth (AWS_VPC_K8S_CNI_VETHPREFIX)');
   }
   assert.equal(ips.size, 3, 'three distinct IPs');
   assert.equal((await n.status()).counts.assigned, 3);
@@ -188,7 +189,7 @@ test('a 50-pod burst through containerd: unique IPs, nothing lost, nothing left 
     netnsPaths.push(ns);
     const side = await podSide(ns);
     ipInNetns.set(s.id, side.ip);
-    assert.equal(side.defaultVia, '169.254.1.1', `default route in ${s.podName}`);
+    assert.deepEqual([side.mtu, side.defaultVia], [9001, '169.254.1.1'], `MTU (AWS_VPC_ENI_MTU default) and default route in ${s.podName}`);
   }
   const allocations = await n.allocations();
   const losses = findLosses({
