@@ -1,9 +1,13 @@
 /**
  * CNI STATUS (spec 1.1.0, "STATUS"): succeeds (nothing printed) when ipamd can hand out
- * an IPv4 address now; otherwise fails with code 50 (plugin not available: ipamd
- * unreachable, not ready, shutting down, or an ipamd too old to answer) or the code
- * ipamd reports (51: no IP can be had now, the pool is empty and cannot grow), with
- * ipamd's reason as the message.
+ * an IPv4 address now. Otherwise it fails with the spec's codes:
+ * - 50 "the plugin is not available (i.e. cannot service ADD requests)": ipamd
+ *   unreachable (no socket, nothing listening, shutting down, too old to answer), not
+ *   ready, or its pool is empty and cannot grow. Pods already running keep their
+ *   addresses and routes, so this is not 51.
+ * - 51 "not available, and existing containers in the network may have limited
+ *   connectivity": only when ipamd itself reports it.
+ * The message is ipamd's reason.
  */
 import { IPAM_API_VERSION } from '../proto/ipam.js';
 import { CniCode, CniError } from './errors.js';
@@ -18,7 +22,7 @@ export const STATUS_TIMEOUT_MS = 3_000;
 /**
  * Runs STATUS.
  * @throws CniError 1 for a config version before 1.1.0, 50 when ipamd cannot be asked,
- *   50/51 as ipamd answers when it cannot serve.
+ *   51 when ipamd says existing pods are affected, else 50 when ipamd cannot serve.
  */
 export async function cmdStatus(conf: NetConf): Promise<void> {
   if (!versionAtLeast(conf.cniVersion, '1.1.0')) throw new CniError(CniCode.IncompatibleVersion, 'config version does not allow STATUS', `cniVersion ${conf.cniVersion}; STATUS needs 1.1.0`);

@@ -72,14 +72,19 @@ export interface IpamStatusRequest {
   network_name: string;
 }
 
-/** `IpamStatusReply.code` values: the CNI 1.1 STATUS error codes ipamd reports. */
+/**
+ * `IpamStatusReply.code` values: the CNI 1.1.0 STATUS error codes ipamd reports
+ * (SPEC.md "STATUS": 50 "the plugin is not available (i.e. cannot service ADD
+ * requests)", 51 "the plugin is not available, and existing containers in the network
+ * may have limited connectivity").
+ */
 export const IpamStatusCode = {
   /** An address can be had now. */
   Ok: 0,
-  /** ipamd is not available (not ready, shutting down): CNI code 50. */
+  /** No ADD can be served now (not ready, shutting down, pool empty and cannot grow); existing pods are unaffected. */
   NotAvailable: 50,
-  /** No address now: the pool is empty and cannot grow. */
-  NoAddress: 51,
+  /** As 50, and existing pods may have limited connectivity. ipamd knows no such condition yet; the plugin passes it through. */
+  LimitedConnectivity: 51,
 } as const;
 
 /** `IpamStatusReply`. */

@@ -120,7 +120,7 @@ export class RpcServer {
     };
   }
 
-  /** CNI STATUS: can an ADD get an address now (code 51 with the reason when not). */
+  /** CNI STATUS: can an ADD get an address now (code 50 with the reason when not). */
   private ipamStatus(req: IpamStatusRequest): IpamStatusReply {
     checkApiVersion(req);
     const s = this.o.service.status();

@@ -2,11 +2,15 @@
  * CNI STATUS on ipamd's side (CNI spec 1.1.0, "STATUS"): can an ADD get an IPv4 address
  * now? Yes when one is available, when the pool controller can still grow, or when a
  * cooling address frees within the bounded ADD wait. Changes nothing, calls no API.
+ *
+ * When it cannot, the answer is code 50 ("not available, i.e. cannot service ADD
+ * requests"), not 51: an empty pool that cannot grow stops new pods only; the pods
+ * that hold addresses keep their routes and their connectivity.
  */
 import type { Datastore } from '../datastore/datastore.js';
 import { IpamStatusCode } from '../../proto/ipam.js';
 
-/** The answer: `code` 0 when `canServe`, else 51 (no address can be had now). */
+/** The answer: `code` 0 when `canServe`, else 50 (no ADD can be served now). */
 export interface IpamStatus {
   canServe: boolean;
   code: number;
@@ -36,7 +40,7 @@ export function ipamStatus(d: StatusDeps): IpamStatus {
     return { canServe: true, code: IpamStatusCode.Ok, message: `no IP available now; a cooling IP is free in ${Math.max(0, Math.ceil(coolEnd - now))} ms` };
   }
   return {
-    canServe: false, code: IpamStatusCode.NoAddress,
+    canServe: false, code: IpamStatusCode.NotAvailable,
     message: `no IP can be had now (${c.assigned} assigned, ${c.cooling} cooling, ${c.unverified} unverified of ${c.total}) and the pool cannot grow: ${blocked}`,
   };
 }

@@ -247,18 +247,7 @@ export async function createContainerdNode(o: ContainerdNodeOptions = {}): Promi
         n.pods.delete(id);
         n.touch();
       },
-      async liveSandboxes() {
-        const out: LiveSandbox[] = [];
-        for (const sb of await cri.listPodSandbox({ state: { state: 'SANDBOX_READY' } })) {
-          const st = (await cri.podSandboxStatus(sb.id)).status;
-          if (!st || st.state !== 'SANDBOX_READY' || st.linux?.namespaces?.options?.network === 'NODE' || !st.network?.ip) continue;
-          out.push({
-            id: sb.id, ip: st.network.ip, podName: st.metadata?.name ?? '', podNamespace: st.metadata?.namespace ?? '',
-            createdAtMs: Math.floor(Number(BigInt(st.created_at || sb.created_at || '0') / 1_000_000n)),
-          });
-        }
-        return out;
-      },
+      liveSandboxes: () => cri.liveSandboxes(),
       touch() {
         lastChangeAt = Date.now();
       },

@@ -28,6 +28,16 @@ import { buildPauseImage, type PauseImage } from './pause-image.js';
 const run = promisify(execFile);
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/** Resolves when `p` settles or after `ms`, whichever is first; the timer never outlives it. */
+async function settledWithin(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([p, new Promise<void>((r) => { timer = setTimeout(r, ms); })]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Options of startContainerd. */
 export interface ContainerdOptions {
   /** Directory holding everything of this containerd; created if missing, deleted by stop(). */
@@ -272,10 +282,10 @@ export async function startContainerd(o: ContainerdOptions): Promise<Containerd>
     // 2. containerd itself.
     if (!exited && pid > 0) {
       process.kill(pid, 'SIGTERM');
-      await Promise.race([exitP, sleep(5000)]);
+      await settledWithin(exitP, 5000);
       if (!exited) {
         process.kill(pid, 'SIGKILL');
-        await Promise.race([exitP, sleep(2000)]);
+        await settledWithin(exitP, 2000);
       }
     }
     if (pid > 0 && alive(pid) && !exited) problems.push(`containerd pid ${pid} still alive`);

@@ -9,6 +9,8 @@ import {
   type PodSandbox, type PodSandboxFilter, type PodSandboxStatusResponse, type VersionResponse,
 } from '../../ipamd/restore/cri-source-grpc.js';
 
+import type { LiveSandbox } from './nothing-lost.js';
+
 export type { PodSandbox, PodSandboxStatusResponse };
 
 /** A pod to run as a sandbox. */
@@ -84,6 +86,20 @@ export class CriTestClient {
   /** `ListPodSandbox` with an optional filter (id, state, label selector). */
   async listPodSandbox(filter?: PodSandboxFilter): Promise<PodSandbox[]> {
     return (await this.rt.call('ListPodSandbox', filter ? { filter } : {}, this.deadline)).items;
+  }
+
+  /** READY, non-host-network sandboxes that have an IP, with their pod identity and creation time (ms). */
+  async liveSandboxes(): Promise<LiveSandbox[]> {
+    const out: LiveSandbox[] = [];
+    for (const sb of await this.listPodSandbox({ state: { state: 'SANDBOX_READY' } })) {
+      const st = (await this.podSandboxStatus(sb.id)).status;
+      if (!st || st.state !== 'SANDBOX_READY' || st.linux?.namespaces?.options?.network === 'NODE' || !st.network?.ip) continue;
+      out.push({
+        id: sb.id, ip: st.network.ip, podName: st.metadata?.name ?? '', podNamespace: st.metadata?.namespace ?? '',
+        createdAtMs: Math.floor(Number(BigInt(st.created_at || sb.created_at || '0') / 1_000_000n)),
+      });
+    }
+    return out;
   }
 
   /**

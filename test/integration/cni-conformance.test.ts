@@ -3,11 +3,14 @@
  * real namespaces, per version and verb: the ADD result shape for every cniVersion,
  * VERSION, the verbs' version gates (CHECK from 0.4.0, GC and STATUS from 1.1.0), error
  * objects, ADD inside a conflist, GC with `cni.dev/valid-attachments`, and STATUS with
- * ipamd up, with an instance at its limits (pool empty and cannot grow), and down.
+ * ipamd up, with an instance at its limits (pool empty and cannot grow: 50, the running
+ * pods are unaffected), stopped, killed (stale socket) and absent (all 50).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { SUPPORTED_VERSIONS } from '../../cni-plugin/versions.js';
 import { ipamdClient } from '../helpers/ipamd-client.js';
 import { ipj, startCniNode } from '../helpers/cni-node.js';
@@ -139,25 +142,32 @@ test('GC releases the attachments not in cni.dev/valid-attachments, in its netwo
   assert.equal((await n.d.status()).counts.assigned, 0);
 });
 
-test('STATUS: 0 with ipamd up, 51 when the pool is empty and cannot grow, 50 with ipamd down', async (t) => {
+test('STATUS: 0 with ipamd up; 50 when the pool is empty and cannot grow, with ipamd down, killed or absent', async (t) => {
+  // CNI 1.1.0 STATUS: 50 "cannot service ADD requests"; 51 only when existing containers may
+  // lose connectivity, which none of these conditions causes (a running pod keeps passing CHECK).
   // t3.medium: 3 ENIs × 5 secondary IPs = 15 pod IPs at most.
   const n = await startCniNode(t, 'st', { instanceType: 't3.medium', ipamdEnv: { WARM_IP_TARGET: '2' } });
   const up = await n.call({ command: 'STATUS' });
   assert.deepEqual([up.code, up.stdout], [0, ''], up.stdout);
+  const running = { containerId: newId(), netns: (await n.pod()).path, ifName: 'eth0' };
+  const add = await n.call({ ...running, command: 'ADD' });
+  assert.equal(add.code, 0, add.stdout);
   const client = ipamdClient(n.h.socket);
   t.after(() => client.close());
-  for (let i = 0; i < 15; i++) await client.add(`fill-${i}`);
+  for (let i = 0; i < 14; i++) await client.add(`fill-${i}`);
   const s = await n.d.status();
   assert.deepEqual([s.counts.assigned, s.counts.available, s.enis.length], [15, 0, 3]);
   const full = await n.call({ command: 'STATUS' });
   assert.equal(full.code, 1);
-  assert.equal(full.json.code, 51, full.stdout);
+  assert.equal(full.json.code, 50, full.stdout);
   assert.equal(full.json.cniVersion, '1.1.0');
   assert.match(full.json.msg, /no IP can be had now \(15 assigned.*MAX_ENI \(3 ENIs\)/);
   await assert.rejects(client.add('fill-16'), (e: Error & { code: number }) => e.code === 8, 'ADD agrees: RESOURCE_EXHAUSTED');
+  const check = await n.call({ ...running, command: 'CHECK', conf: { prevResult: add.json } });
+  assert.deepEqual([check.code, check.stdout], [0, ''], `the running pod is intact while STATUS says 50: ${check.stdout}`);
   await client.del('fill-0');
   const cooling = await n.call({ command: 'STATUS' });
-  assert.equal(cooling.json?.code, 51, 'an IP cooling for 30 s is no IP now');
+  assert.equal(cooling.json?.code, 50, 'an IP cooling for 30 s is no IP now');
 
   await n.d.stop(5000);
   await waitFor('ipamd to be gone', async () => (await n.call({ command: 'STATUS' })).json?.code === 50, 10_000);
@@ -165,4 +175,17 @@ test('STATUS: 0 with ipamd up, 51 when the pool is empty and cannot grow, 50 wit
   assert.equal(down.code, 1);
   assert.deepEqual([down.json.code, down.json.msg], [50, `ipamd is not available on ${n.h.socket}`]);
   assert.match(down.json.details, /IpamStatus failed/);
+
+  // Killed (stale socket file, nothing listening: also how a not-yet-serving ipamd looks), then no socket at all.
+  const again = await n.h.startIpamd();
+  const restarted = await n.call({ command: 'STATUS' });
+  assert.match(restarted.json?.msg ?? '', /^no IP can be had now/, `ipamd answers again (its restored pool is still full): ${restarted.stdout}`);
+  await again.kill9();
+  assert.equal(existsSync(n.h.socket), true, 'SIGKILL leaves the socket file behind');
+  const killed = await n.call({ command: 'STATUS' });
+  assert.deepEqual([killed.code, killed.json?.code, killed.json?.msg], [1, 50, `ipamd is not available on ${n.h.socket}`], killed.stdout);
+  await rm(n.h.socket, { force: true });
+  const absent = await n.call({ command: 'STATUS' });
+  assert.deepEqual([absent.code, absent.json?.code], [1, 50], absent.stdout);
+  assert.match(absent.json.details, /ENOENT|No such file|connect/i);
 });

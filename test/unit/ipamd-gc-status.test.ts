@@ -44,16 +44,16 @@ test('GC rolls every release back when the checkpoint write fails', async () => 
   assert.equal(ds.allocations().length, 3);
 });
 
-test('STATUS: available, can grow, cooling soon, or 51 with the reason', () => {
+test('STATUS: available, can grow, cooling soon, or 50 with the reason (existing pods unaffected, so not 51)', () => {
   const ds = store();
   const st = (blocked: string | undefined, now = T0 + 1, addWaitTimeoutMs = 10_000) => ipamStatus({ ds, growBlockedReason: () => blocked, addWaitTimeoutMs, now: () => now });
   assert.equal(st('full').canServe, false);
   assert.deepEqual(st(undefined), { canServe: true, code: 0, message: 'no IP available now; the pool can grow' });
   const full = st('instance at MAX_ENI (3 ENIs) and every ENI holds its 5 secondary IPs');
-  assert.deepEqual([full.canServe, full.code], [false, 51]);
+  assert.deepEqual([full.canServe, full.code], [false, 50]);
   assert.match(full.message, /^no IP can be had now \(3 assigned, 0 cooling, 0 unverified of 3\) and the pool cannot grow: instance at MAX_ENI/);
   ds.release({ networkName: 'aws-cni', containerID: 'a', ifName: 'eth0' }, T0 + 1);
-  assert.equal(st('full', T0 + 2).code, 51, 'cooling for 30 s > the 10 s ADD wait');
+  assert.equal(st('full', T0 + 2).code, 50, 'cooling for 30 s > the 10 s ADD wait');
   assert.deepEqual([st('full', T0 + 25_000).canServe, st('full', T0 + 25_000).message], [true, 'no IP available now; a cooling IP is free in 5001 ms']);
   assert.deepEqual(st('full', T0 + 40_000), { canServe: true, code: 0, message: '1 IPs available' });
 });
