@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { SimCloud } from '../sim/index.js';
-import { execPlugin } from './cni-exec.js';
+import { execPlugin, SHIM_PATH } from './cni-exec.js';
 import { startIpamd, type IpamdProcess } from './ipamd-process.js';
 import { createNamedNetns, createProcNetns, run, tcpSendFrom, type Netns } from './netns.js';
 
@@ -26,7 +26,7 @@ export interface ScenarioOptions {
   print: (line: string) => void;
 }
 
-interface Pod { name: string; ns: Netns; containerId: string; ip?: string; eni?: string; device?: number; tcp?: string }
+interface Pod { name: string; ns: Netns; containerId: string; ip?: string; eni?: string; device?: number; tcp?: string; addMs?: number }
 
 const NETWORK = 'aws-cni';
 
@@ -53,7 +53,10 @@ export async function runScenario(o: ScenarioOptions): Promise<number> {
     o.print(`simulated cloud: EC2 ${sim.ec2Endpoint}, IMDS ${sim.imdsEndpoint}, ${o.instanceType} ${inst.instanceId} (node IP ${nodeIp}, subnet ${subnet.cidr})`);
     ipamd = await startIpamd({ env, logFile: path.join(work, 'ipamd.log') });
     o.print(`ipamd pid ${ipamd.pid} serving on ${socket} (log: ${path.join(work, 'ipamd.log')})`);
-    const config = { cniVersion: '1.0.0', name: NETWORK, type: 'eni-ipam', ipamdSocket: socket, mtu: 9001 };
+    // The native shim is what ipamd installs as `eni-ipam`: it forwards each call to ipamd's
+    // exec socket (default: cni-exec.sock beside ENI_IPAM_SOCKET), as on a real node.
+    const execSocket = path.join(work, 'cni-exec.sock');
+    const config = { cniVersion: '1.0.0', name: NETWORK, type: 'eni-ipam', ipamdSocket: socket, execSocket, mtu: 9001 };
 
     if (o.daemon) {
       o.print(`daemon mode: ipamd keeps running; Ctrl-C stops it and removes everything.`);
@@ -76,11 +79,12 @@ export async function runScenario(o: ScenarioOptions): Promise<number> {
     }
     for (const p of pods) {
       const r = await execPlugin({
-        command: 'ADD', containerId: p.containerId, netns: p.ns.path, ifName: 'eth0', config,
+        command: 'ADD', containerId: p.containerId, netns: p.ns.path, ifName: 'eth0', config, plugin: [SHIM_PATH],
         args: { IgnoreUnknown: '1', K8S_POD_NAMESPACE: 'default', K8S_POD_NAME: p.name, K8S_POD_INFRA_CONTAINER_ID: p.containerId, K8S_POD_UID: randomUUID() },
       });
       if (r.code !== 0) throw new Error(`ADD ${p.name} failed: ${r.stdout}${r.stderr}`);
       p.ip = String(r.json.ips[0].address).split('/')[0];
+      p.addMs = r.ms;
     }
     const allocs = (await (await fetch(`http://127.0.0.1:${ipamd.introspectionPort}/v1/allocations`)).json()) as Array<{ containerID: string; eniId: string }>;
     const status = await ipamd.status();
@@ -99,13 +103,13 @@ export async function runScenario(o: ScenarioOptions): Promise<number> {
       }
     }
     o.print('');
-    printTable(o.print, ['pod', 'netns', 'IP', 'ENI', 'device', `TCP to node ${nodeIp}:8080`],
-      pods.map((p) => [p.name, p.ns.path, p.ip ?? '-', p.eni ?? '-', String(p.device ?? '-'), p.tcp ?? '-']));
+    printTable(o.print, ['pod', 'netns', 'IP', 'ENI', 'device', 'ADD ms', `TCP to node ${nodeIp}:8080`],
+      pods.map((p) => [p.name, p.ns.path, p.ip ?? '-', p.eni ?? '-', String(p.device ?? '-'), p.addMs === undefined ? '-' : p.addMs.toFixed(1), p.tcp ?? '-']));
     o.print('');
     printPool(o.print, 'pool after ADD', await ipamd.status(), sim);
 
     for (const p of pods) {
-      const r = await execPlugin({ command: 'DEL', containerId: p.containerId, netns: p.ns.path, ifName: 'eth0', config });
+      const r = await execPlugin({ command: 'DEL', containerId: p.containerId, netns: p.ns.path, ifName: 'eth0', config, plugin: [SHIM_PATH] });
       if (r.code !== 0) { failed = true; o.print(`DEL ${p.name} failed: ${r.stdout}`); }
     }
     printPool(o.print, 'pool after DEL', await ipamd.status(), sim);
