@@ -71,4 +71,7 @@ test('failedForSure: 4xx and throttling prove nothing happened; 5xx, timeouts an
   assert.equal(failedForSure(err('InternalError', 500, 'server')), false);
   assert.equal(failedForSure(err('TimeoutError', undefined, 'transport')), false);
   assert.equal(failedForSure(new Error('socket hang up')), false);
+  // Retried, then a 4xx: the first attempt (5xx/timeout) may have done it; the 4xx proves nothing.
+  assert.equal(failedForSure(Object.assign(err('InvalidParameterValue', 400, 'client'), { attempts: 2 })), false);
+  assert.equal(failedForSure(Object.assign(err('InvalidAttachmentID.NotFound', 400, 'client'), { attempts: 3 })), false);
 });
