@@ -44,3 +44,13 @@ export function failedForSure(e: unknown): boolean {
   return e.httpStatus !== undefined && e.httpStatus >= 400 && e.httpStatus < 500;
 }
 
+/**
+ * True when a failed UnassignPrivateIpAddresses proves the addresses (or /28 prefixes) are
+ * all still on the ENI: the call was surely not executed ({@link failedForSure}) and EC2
+ * did not refuse it because of the addresses themselves. `InvalidParameterValue` is what
+ * EC2 answers when some of them are not assigned to the ENI (any more): the datastore is
+ * behind EC2, and only a describe may say which ones are left.
+ */
+export function unassignRefusedKeepingAddresses(e: unknown): boolean {
+  return failedForSure(e) && !(e instanceof Ec2Error && e.code === 'InvalidParameterValue');
+}
