@@ -38,7 +38,8 @@ export class CloudModel {
   constructor(
     readonly state: SimState,
     private readonly ids: IdGenerator,
-    private readonly faults: FaultInjector,
+    /** The fault knobs (handlers read the Describe* page cap). */
+    readonly faults: FaultInjector,
     private readonly beforeChange: BeforeChangeHook,
   ) {}
 

@@ -26,7 +26,7 @@ const describeNetworkInterfaces: ActionHandler = (model, p) => {
     enis = enis.filter((e) => want.has(e.networkInterfaceId));
   }
   enis = applyFilters(enis, filters(p), eniFilterValues, FILTER_NAMES.eni);
-  const pg = page(enis, optInt(p, 'MaxResults', 0, 1000), optString(p, 'NextToken'));
+  const pg = page(enis, optInt(p, 'MaxResults', 0, 1000), optString(p, 'NextToken'), model.faults.describePageSize);
   return { networkInterfaceSet: set(pg.items.map(eniXml)), ...(pg.nextToken ? { nextToken: pg.nextToken } : {}) };
 };
 
@@ -39,7 +39,7 @@ const describeSubnets: ActionHandler = (model, p) => {
     subnets = subnets.filter((s) => ids.includes(s.subnetId));
   }
   subnets = applyFilters(subnets, filters(p), subnetFilterValues(tagsOf(model)), FILTER_NAMES.subnet);
-  const pg = page(subnets, optInt(p, 'MaxResults', 0, 1000), optString(p, 'NextToken'));
+  const pg = page(subnets, optInt(p, 'MaxResults', 0, 1000), optString(p, 'NextToken'), model.faults.describePageSize);
   return { subnetSet: set(pg.items.map((s) => subnetXml(s, tagsOf(model)(s.subnetId)))), ...(pg.nextToken ? { nextToken: pg.nextToken } : {}) };
 };
 
@@ -52,16 +52,16 @@ const describeInstances: ActionHandler = (model, p) => {
     insts = insts.filter((i) => ids.includes(i.instanceId));
   }
   insts = applyFilters(insts, filters(p), instanceFilterValues(tagsOf(model)), FILTER_NAMES.instance);
-  const pg = page(insts, optInt(p, 'MaxResults', 0, 1000), optString(p, 'NextToken'));
+  const pg = page(insts, optInt(p, 'MaxResults', 0, 1000), optString(p, 'NextToken'), model.faults.describePageSize);
   return { reservationSet: set(pg.items.map((i) => reservationXml(model.state, i, tagsOf(model)(i.instanceId)))), ...(pg.nextToken ? { nextToken: pg.nextToken } : {}) };
 };
 
-const describeInstanceTypes: ActionHandler = (_model, p) => {
+const describeInstanceTypes: ActionHandler = (model, p) => {
   const names = list(p, 'InstanceType');
   const unknown = names.filter((n) => !instanceTypeInfo(n));
   if (unknown.length) throw new Ec2ApiError('InvalidInstanceType', `The following supplied instance types do not exist: [${unknown.join(', ')}]`);
   const types = names.length ? names.map((n) => instanceTypeInfo(n)!) : [...INSTANCE_TYPES.values()];
-  const pg = page(types, optInt(p, 'MaxResults', 0, 1000), optString(p, 'NextToken'));
+  const pg = page(types, optInt(p, 'MaxResults', 0, 1000), optString(p, 'NextToken'), model.faults.describePageSize);
   return { instanceTypeSet: set(pg.items.map(instanceTypeXml)), ...(pg.nextToken ? { nextToken: pg.nextToken } : {}) };
 };
 

@@ -1,7 +1,8 @@
 /**
  * The EC2 Query API HTTP server: decodes `application/x-www-form-urlencoded` requests
  * (AWS EC2 API Reference, "Query requests"; the SigV4 signature is not checked), applies
- * the fault knobs (throttle → latency → injected error), runs the action, answers with
+ * the fault knobs (throttle → latency → injected error, which fails the call before or
+ * after the action takes effect, or withholds the answer), runs the action, answers with
  * EC2 XML, and records every call. Also serves the JSON admin endpoints:
  * `GET /_sim/calls`, `GET /_sim/state`, `GET|POST /_sim/faults`, `POST /_sim/reset-calls`.
  */
@@ -10,7 +11,7 @@ import http from 'node:http';
 import { ACTIONS, callInstanceId } from './ec2-actions.js';
 import { Ec2ApiError } from './ec2-errors.js';
 import { renderError, renderResponse } from './ec2-xml.js';
-import type { FaultInjector } from './faults.js';
+import { NO_RESPONSE, type DrawnFault, type FaultInjector } from './faults.js';
 import type { CloudModel } from './cloud-model.js';
 import { parseForm } from './query-params.js';
 import { stateToJson } from './state-json.js';
@@ -97,10 +98,13 @@ export class Ec2Server {
       if (!this.faults.takeToken(action)) throw new Ec2ApiError('RequestLimitExceeded', 'Request limit exceeded.');
       const delay = this.faults.latencyFor(action);
       if (delay > 0) await this.sleep(delay);
-      const injected = this.faults.takeInjectedError(action);
-      if (injected) throw new Ec2ApiError(injected.code, injected.message);
+      const injected = this.faults.takeInjectedError(action, { laterPage: params.NextToken !== undefined });
+      if (injected?.when === 'before') return await this.injectedFailure(injected, rec, res, t0);
       if (params.DryRun === 'true') throw new Ec2ApiError('DryRunOperation', 'Request would have succeeded, but DryRun flag is set.', 412);
-      const xml = renderResponse(action, requestId, handler(this.model, params));
+      const body = handler(this.model, params);
+      // 'after': the action took effect, but the client hears a failure (or nothing).
+      if (injected) return await this.injectedFailure(injected, rec, res, t0);
+      const xml = renderResponse(action, requestId, body);
       rec.ok = true;
       rec.durationMs = Date.now() - t0;
       sendXml(res, 200, xml, requestId);
@@ -110,6 +114,17 @@ export class Ec2Server {
       rec.durationMs = Date.now() - t0;
       sendXml(res, err.status, renderError(err.code, err.message, requestId), requestId);
     }
+  }
+
+  /**
+   * Answers a call that drew an injected fault: the EC2 error, or for {@link NO_RESPONSE}
+   * no answer at all until the client hangs up (or the server closes).
+   */
+  private async injectedFailure(f: DrawnFault, rec: ApiCallRecord, res: http.ServerResponse, t0: number): Promise<void> {
+    if (f.code !== NO_RESPONSE) throw new Ec2ApiError(f.code, f.message);
+    rec.errorCode = NO_RESPONSE;
+    if (!res.destroyed) await new Promise<void>((resolve) => res.once('close', () => resolve()));
+    rec.durationMs = Date.now() - t0;
   }
 
   private sleep(ms: number): Promise<void> {

@@ -22,8 +22,26 @@ export type ActionClass = 'describe' | 'mutating';
  */
 export type ImdsChangeKind = 'attach' | 'detach' | 'assign' | 'unassign' | 'delete';
 
-/** An injected error: the next `count` calls of `action` fail with `code`. */
-export interface InjectedError { action: string; code: string; count: number; message?: string }
+/**
+ * Pseudo error code of an injected fault that gets no answer at all: the sim holds the
+ * request open until the client gives up (its timeout), as a lost response would look.
+ * Recorded in the call log with this code.
+ */
+export const NO_RESPONSE = 'NoResponse';
+
+/**
+ * An injected error: the next `count` calls of `action` fail with `code` (an EC2 error
+ * code answered with its AWS HTTP status, or {@link NO_RESPONSE}).
+ * - `when: 'before'` (default): EC2 does nothing and fails the call;
+ * - `when: 'after'`: EC2 performs the action, then fails the call (a 5xx or a timeout
+ *   whose outcome the client cannot know: "did it happen or not?").
+ * - `laterPagesOnly`: only calls that carry a `NextToken` match (a Describe* that fails
+ *   part-way through its pages: a partial describe).
+ */
+export interface InjectedError { action: string; code: string; count: number; message?: string; when?: 'before' | 'after'; laterPagesOnly?: boolean }
+
+/** What a call that drew an injected fault must do. */
+export interface DrawnFault { code: string; message: string; when: 'before' | 'after' }
 
 const latencySchema = z.union([z.number().nonnegative(), z.object({ min: z.number().nonnegative(), max: z.number().nonnegative() })]);
 const bucketSchema = z.object({ burst: z.number().positive(), refillPerSecond: z.number().nonnegative() });
@@ -33,7 +51,12 @@ export const FaultConfigSchema = z.object({
   reset: z.boolean().optional(),
   latency: z.record(z.string(), z.union([latencySchema, z.null()])).optional(),
   throttle: z.object({ describe: z.union([bucketSchema, z.null()]).optional(), mutating: z.union([bucketSchema, z.null()]).optional() }).optional(),
-  errors: z.array(z.object({ action: z.string().min(1), code: z.string().min(1), count: z.number().int().positive(), message: z.string().optional() })).optional(),
+  errors: z.array(z.object({
+    action: z.string().min(1), code: z.string().min(1), count: z.number().int().positive(), message: z.string().optional(),
+    when: z.enum(['before', 'after']).optional(), laterPagesOnly: z.boolean().optional(),
+  })).optional(),
+  /** Largest page any Describe* answers with (null clears): forces pagination with few resources. */
+  describePageSize: z.union([z.number().int().positive(), z.null()]).optional(),
   imdsLagMs: z.partialRecord(z.enum(['attach', 'detach', 'assign', 'unassign', 'delete']), z.number().nonnegative()).optional(),
   attachmentDelays: z.object({ attachMs: z.number().nonnegative().optional(), detachMs: z.number().nonnegative().optional() }).optional(),
 }).strict();
@@ -58,6 +81,8 @@ export class FaultInjector {
   attachDelayMs = 0;
   /** ms from DetachNetworkInterface until the ENI is `available` (0 = at once). */
   detachDelayMs = 0;
+  /** Largest page a Describe* answers with (undefined = as the request asks). */
+  describePageSize?: number;
 
   constructor(private readonly now: () => number = Date.now) {}
 
@@ -98,13 +123,22 @@ export class FaultInjector {
     this.injected.push({ ...e });
   }
 
-  /** Consumes one injected error for `action`, if any is pending. */
-  takeInjectedError(action: string): { code: string; message: string } | undefined {
-    const e = this.injected.find((x) => x.action === action && x.count > 0);
+  /**
+   * Consumes one injected error for `action`, if any is pending and matches.
+   * @param call.laterPage true when the request carries a NextToken.
+   */
+  takeInjectedError(action: string, call: { laterPage?: boolean } = {}): DrawnFault | undefined {
+    const e = this.injected.find((x) => x.action === action && x.count > 0 && (!x.laterPagesOnly || call.laterPage === true));
     if (!e) return undefined;
     e.count -= 1;
     if (e.count === 0) this.injected = this.injected.filter((x) => x !== e);
-    return { code: e.code, message: e.message ?? `Injected fault: ${e.code}` };
+    return { code: e.code, message: e.message ?? `Injected fault: ${e.code}`, when: e.when ?? 'before' };
+  }
+
+  /** Caps every Describe* page at `n` items (null: no cap). @throws RangeError for n < 1. */
+  setDescribePageSize(n: number | null): void {
+    if (n !== null && !(Number.isInteger(n) && n >= 1)) throw new RangeError(`describePageSize must be a whole number >= 1, got ${n}`);
+    this.describePageSize = n ?? undefined;
   }
 
   /** Number of injected failures still pending (all actions). */
@@ -137,6 +171,7 @@ export class FaultInjector {
     this.imdsLag.clear();
     this.attachDelayMs = 0;
     this.detachDelayMs = 0;
+    this.describePageSize = undefined;
   }
 
   /**
@@ -158,6 +193,7 @@ export class FaultInjector {
     for (const e of c.errors ?? []) this.injectError(e);
     for (const [k, ms] of Object.entries(c.imdsLagMs ?? {})) this.setImdsLag(k as ImdsChangeKind, ms);
     if (c.attachmentDelays) this.setAttachmentDelays(c.attachmentDelays);
+    if (c.describePageSize !== undefined) this.setDescribePageSize(c.describePageSize);
   }
 
   /** JSON view of the current knobs. */
@@ -168,6 +204,7 @@ export class FaultInjector {
       errors: this.injected.map((e) => ({ ...e })),
       imdsLagMs: Object.fromEntries(this.imdsLag),
       attachmentDelays: { attachMs: this.attachDelayMs, detachMs: this.detachDelayMs },
+      describePageSize: this.describePageSize ?? null,
     };
   }
 }

@@ -115,10 +115,11 @@ function encodeToken(offset: number): string {
 }
 
 /**
- * Cuts one page of `items`: `maxResults` (5–1000, per EC2) from the offset in `nextToken`.
+ * Cuts one page of `items`: `maxResults` (5–1000, per EC2) from the offset in `nextToken`,
+ * at most `cap` items (the sim's `describePageSize` knob; may be below EC2's minimum of 5).
  * @throws Ec2ApiError InvalidParameterValue for a bad MaxResults, InvalidNextToken for a bad token.
  */
-export function page<T>(items: T[], maxResults: number | undefined, nextToken: string | undefined): { items: T[]; nextToken?: string } {
+export function page<T>(items: T[], maxResults: number | undefined, nextToken: string | undefined, cap?: number): { items: T[]; nextToken?: string } {
   let offset = 0;
   if (nextToken) {
     try {
@@ -129,8 +130,9 @@ export function page<T>(items: T[], maxResults: number | undefined, nextToken: s
       throw new Ec2ApiError('InvalidNextToken', 'The token provided is invalid or expired.');
     }
   }
-  if (maxResults === undefined) return { items: items.slice(offset) };
-  if (maxResults < 5 || maxResults > 1000) throw invalidParameter(`Value ( ${maxResults} ) for parameter maxResults is invalid. Expecting a value between 5 and 1000.`);
-  const end = offset + maxResults;
+  if (maxResults !== undefined && (maxResults < 5 || maxResults > 1000)) throw invalidParameter(`Value ( ${maxResults} ) for parameter maxResults is invalid. Expecting a value between 5 and 1000.`);
+  const size = Math.min(maxResults ?? Infinity, cap ?? Infinity);
+  if (size === Infinity) return { items: items.slice(offset) };
+  const end = offset + size;
   return { items: items.slice(offset, end), ...(end < items.length ? { nextToken: encodeToken(end) } : {}) };
 }

@@ -11,6 +11,7 @@ import { Ec2Error, type Ec2Api } from '../cloud/ec2.js';
 import type { Logger } from '../log.js';
 import { planGrow, poolCounts, SurplusTracker, type PoolTargets } from '../pool/index.js';
 import type { EniManager } from './eni-manager.js';
+import { failedForSure } from './eni-ownership.js';
 import { ShrinkExecutor } from './shrink-executor.js';
 import type { ReleaseGate } from './release-gate.js';
 
@@ -202,8 +203,10 @@ export class PoolController {
     const plan = planGrow(ds.poolViews(this.now()), targets, this.waiters.size);
     let changed = false;
     let blocked = plan.unmet > 0 ? plan.blockedReason : undefined;
+    let currentAssign: string | undefined;
     try {
       for (const a of plan.assign) {
+        currentAssign = a.eniId;
         if (targets.unit === 'prefix') {
           // Prefix delegation: one AssignPrivateIpAddresses with Ipv4PrefixCount; 16 addresses per /28.
           const prefixes = await ec2.assignPrefixes(a.eniId, a.count);
@@ -215,6 +218,7 @@ export class PoolController {
           log.info({ eniId: a.eniId, count: ips.length }, 'assigned secondary IPs');
         }
         changed = true;
+        currentAssign = undefined;
       }
       for (const count of plan.createEnis) {
         if (enis.pendingIds().length > 0) break; // an ENI is attached but not adopted yet (IMDS lag): it comes first
@@ -231,10 +235,39 @@ export class PoolController {
         reason = `the subnet has no free addresses (${e.code}); grow paused for ${Math.round(pauseMs / 1000)} s`;
       }
       this.lastError = reason;
-      blocked = reason;
+      // A 5xx, timeout or throttle may pass on the next step: waiting ADDs keep their bounded
+      // wait (the message names this error if it runs out) instead of failing at once.
+      const transient = e instanceof Ec2Error && (e.kind === 'server' || e.kind === 'transport' || e.kind === 'throttle');
+      if (!transient) blocked = reason;
       log.warn({ err: (e as Error).message }, 'pool grow failed');
+      if (currentAssign && !failedForSure(e) && await this.settleAssign(currentAssign)) changed = true;
     }
     return { changed, ...(blocked ? { blocked } : {}) };
+  }
+
+  /**
+   * After an assign of unknown outcome (5xx, timeout) EC2 is asked what the ENI holds:
+   * addresses it shows that the datastore lacks are added (EC2 is the truth), so the
+   * next plan neither asks for them again nor runs into the ENI's limit. A failed
+   * describe decides nothing (the reconcile catches up). @returns true if any were added.
+   */
+  private async settleAssign(eniId: string): Promise<boolean> {
+    const { ds, ec2, log } = this.o;
+    try {
+      const [eni] = await ec2.describeEnis([eniId]);
+      if (!eni || !ds.getEni(eniId)) return false;
+      const haveIps = new Set(ds.eniIps(eniId));
+      const havePrefixes = new Set(ds.eniPrefixes(eniId));
+      const ips = eni.secondaryIps.filter((ip) => !haveIps.has(ip));
+      const prefixes = eni.ipv4Prefixes.filter((p) => !havePrefixes.has(p));
+      if (ips.length) ds.addIps(eniId, ips);
+      if (prefixes.length) ds.addPrefixes(eniId, prefixes);
+      if (ips.length + prefixes.length) log.info({ eniId, ips, prefixes }, 'assign of unknown outcome had happened: added what EC2 shows');
+      return ips.length + prefixes.length > 0;
+    } catch (e) {
+      log.info({ eniId, err: (e as Error).message }, 'cannot settle an assign of unknown outcome yet; the reconcile will');
+      return false;
+    }
   }
 
   /** Releases surplus that stayed surplus for the hysteresis period (see shrink-executor.ts). */

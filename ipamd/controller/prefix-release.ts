@@ -10,7 +10,7 @@
 import type { Ec2Api } from '../cloud/ec2.js';
 import type { Datastore } from '../datastore/datastore.js';
 import type { Logger } from '../log.js';
-import { failedForSure } from './eni-ownership.js';
+import { unassignRefusedKeepingAddresses } from './eni-ownership.js';
 import type { ReleaseGate } from './release-gate.js';
 
 /** Options of {@link PrefixReleaser}. */
@@ -63,7 +63,7 @@ export class PrefixReleaser {
     try {
       await ec2.unassignPrefixes(eniId, prefixes);
     } catch (e) {
-      if (failedForSure(e)) {
+      if (unassignRefusedKeepingAddresses(e)) {
         ds.cancelPrefixRelease(prefixes);
         log.warn({ eniId, prefixes, err: (e as Error).message }, 'prefix unassign failed; prefixes kept in the pool');
       } else {

@@ -17,7 +17,7 @@ import type { Ec2Api } from '../cloud/ec2.js';
 import type { Datastore } from '../datastore/datastore.js';
 import type { Logger } from '../log.js';
 import { ADDRESSES_PER_SLOT, planShrink, poolCounts, type PoolTargets, type SurplusTracker } from '../pool/index.js';
-import { failedForSure } from './eni-ownership.js';
+import { unassignRefusedKeepingAddresses } from './eni-ownership.js';
 import type { EniManager } from './eni-manager.js';
 import { PrefixReleaser } from './prefix-release.js';
 import type { ReleaseGate } from './release-gate.js';
@@ -140,7 +140,7 @@ export class ShrinkExecutor {
     try {
       await ec2.unassignIps(eniId, ips);
     } catch (e) {
-      if (failedForSure(e)) {
+      if (unassignRefusedKeepingAddresses(e)) {
         ds.cancelRelease(ips);
         log.warn({ eniId, err: (e as Error).message }, 'unassign failed; IPs kept in the pool');
       } else {

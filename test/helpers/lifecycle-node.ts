@@ -4,15 +4,16 @@
  * step with the test's pods, so ipamd's releases are unfrozen, and short timers. Also
  * the "nothing lost" check for these tests and small EC2 helpers over the real SDK.
  */
-import ipaddr from 'ipaddr.js';
 import { CreateNetworkInterfaceCommand, CreateTagsCommand, EC2Client } from '@aws-sdk/client-ec2';
 import type { AddNetworkReply } from '../../proto/ipam.js';
 import type { Eni } from '../../sim/index.js';
 import { startFakeCri, type FakeCri } from './fake-cri.js';
 import { ipamdClient, type TestIpamdClient } from './ipamd-client.js';
 import { createNode, type NodeHarness } from './node-harness.js';
-import { findLosses } from './nothing-lost.js';
+import { eniPodAddresses, findLosses } from './nothing-lost.js';
 import { waitFor } from './wait.js';
+
+export { listParam, prefixAddresses } from './nothing-lost.js';
 
 /** Environment giving short timers (overridable per test). */
 export const FAST_ENV: NodeJS.ProcessEnv = {
@@ -114,14 +115,11 @@ export async function nothingLost(n: LifecycleNode): Promise<string[]> {
   const d = n.h.ipamd!;
   const allocations = (await (await fetch(`http://127.0.0.1:${d.introspectionPort}/v1/allocations`)).json()) as Array<{ containerID: string; ipv4: string }>;
   const live = [...n.cri.sandboxes.values()].map((s) => ({ id: s.id, ip: s.ip, podName: s.name, podNamespace: s.namespace, createdAtMs: s.createdAtMs }));
-  // Addresses of delegated /28 prefixes count as the ENI's addresses too.
-  const enis = new Map([...n.h.sim.state.enis].map(([id, e]) => [id, { ...e, secondaryIps: [...e.secondaryIps, ...e.ipv4Prefixes.flatMap(prefixAddresses)] }]));
-  const sim = { ...n.h.sim.state, enis };
-  const bad = findLosses({ live, ipAtStart: new Map(live.map((s) => [s.id, s.ip])), sim, calls: n.h.sim.calls, instanceId: n.h.instanceId, allocations });
+  const bad = findLosses({ live, ipAtStart: new Map(live.map((s) => [s.id, s.ip])), sim: n.h.sim.state, calls: n.h.sim.calls, instanceId: n.h.instanceId, allocations });
   for (const e of leakedEnis(n)) bad.push(`leaked ENI ${e.networkInterfaceId} (available, ours)`);
   const seen = new Map<string, string>();
-  for (const e of enis.values()) {
-    for (const ip of e.secondaryIps) {
+  for (const e of n.h.sim.state.enis.values()) {
+    for (const ip of eniPodAddresses(e)) {
       if (seen.has(ip)) bad.push(`IP ${ip} is on ${seen.get(ip)} and ${e.networkInterfaceId}`);
       seen.set(ip, e.networkInterfaceId);
     }
@@ -129,21 +127,7 @@ export async function nothingLost(n: LifecycleNode): Promise<string[]> {
   return bad;
 }
 
-/** The 16 addresses of an IPv4 /28 (`10.0.0.16/28` → 10.0.0.16 … 10.0.0.31). */
-export function prefixAddresses(cidr: string): string[] {
-  const [base, len] = ipaddr.IPv4.parseCIDR(cidr);
-  const first = base.toByteArray().reduce((v, b) => v * 256 + b, 0);
-  return Array.from({ length: 2 ** (32 - len) }, (_, i) => ipaddr.fromByteArray([...Array(4)].map((_, k) => ((first + i) >>> (24 - 8 * k)) & 255)).toString());
-}
-
 /** Resolves when a call of `action` is in flight in the sim (arrived, not answered yet). */
 export async function waitInFlight(n: LifecycleNode, action: string, timeoutMs = 20_000): Promise<void> {
   await waitFor(`${action} in flight`, () => n.h.sim.calls.some((c) => c.action === action && c.durationMs === undefined), timeoutMs, 10);
-}
-
-/** Names of the EC2 params with a list (`PrivateIpAddress.1`, ...). */
-export function listParam(params: Record<string, string>, name: string): string[] {
-  const out: string[] = [];
-  for (let i = 1; params[`${name}.${i}`] !== undefined; i++) out.push(params[`${name}.${i}`]!);
-  return out;
 }

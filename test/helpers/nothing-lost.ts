@@ -5,11 +5,14 @@
  * read in one place.
  *
  * A pod is lost when its sandbox is READY but its IP is not on an attached ENI of the
- * instance any more, or when EC2 was asked to take its IP (UnassignPrivateIpAddresses)
- * or its ENI (DetachNetworkInterface, DeleteNetworkInterface) after the sandbox was
- * created (EC2 API Reference for the three actions; request parameters as in the Query API).
+ * instance any more, or when EC2 was asked to take its IP (UnassignPrivateIpAddresses,
+ * by address or by the /28 prefix holding it) or its ENI (DetachNetworkInterface,
+ * DeleteNetworkInterface) after the sandbox was created (EC2 API Reference for the three
+ * actions; request parameters as in the Query API). With prefix delegation an ENI's
+ * addresses are its secondary IPs plus every address of its delegated /28 prefixes.
  */
-import type { ApiCallRecord, SimState } from '../../sim/index.js';
+import ipaddr from 'ipaddr.js';
+import type { ApiCallRecord, Eni, SimState } from '../../sim/index.js';
 
 /** One READY, non-host-network sandbox as the CRI runtime reports it. */
 export interface LiveSandbox {
@@ -37,19 +40,32 @@ export interface LossInput {
 }
 
 /** Values of `Name.1`, `Name.2`, ... (and a bare `Name`) of a Query API request. */
-function listParam(params: Record<string, string>, name: string): string[] {
+export function listParam(params: Record<string, string>, name: string): string[] {
   const out: string[] = [];
   if (params[name] !== undefined) out.push(params[name]!);
   for (let i = 1; params[`${name}.${i}`] !== undefined; i++) out.push(params[`${name}.${i}`]!);
   return out;
 }
 
+/** Every address of an IPv4 CIDR (`10.0.0.16/28` → 10.0.0.16 … 10.0.0.31). @throws Error for a bad CIDR. */
+export function prefixAddresses(cidr: string): string[] {
+  const [base, len] = ipaddr.IPv4.parseCIDR(cidr);
+  const first = base.toByteArray().reduce((v, b) => v * 256 + b, 0);
+  return Array.from({ length: 2 ** (32 - len) }, (_, i) => ipaddr.fromByteArray([...Array(4)].map((_, k) => ((first + i) >>> (24 - 8 * k)) & 255)).toString());
+}
+
+/** The addresses pods can get from an ENI: its secondary IPs and the addresses of its /28 prefixes. */
+export function eniPodAddresses(e: Pick<Eni, 'secondaryIps' | 'ipv4Prefixes'>): string[] {
+  return [...e.secondaryIps, ...e.ipv4Prefixes.flatMap(prefixAddresses)];
+}
+
 /**
  * Applies every rule of the check and returns one line per violation (empty = nothing
  * lost). Rules: each live sandbox kept the IP it started with (and has it on eth0); no
  * IP is held by two live sandboxes; each live IP is a secondary IP of an ENI attached
- * (status `attached`) to `instanceId`; no Unassign of a live IP, and no Detach/Delete of
- * the ENI holding one, at or after the sandbox's creation; ipamd's allocations are
+ * (status `attached`) to `instanceId`, or inside one of its /28 prefixes; no Unassign of a
+ * live IP or of the prefix holding it, and no Detach/Delete of the ENI holding one, at or
+ * after the sandbox's creation; ipamd's allocations are
  * exactly the live sandboxes (same container ids, same IPs).
  */
 export function findLosses(i: LossInput): string[] {
@@ -62,7 +78,7 @@ export function findLosses(i: LossInput): string[] {
   const eniOfIp = new Map<string, { eniId: string; attachmentId?: string; ok: boolean }>();
   for (const e of i.sim.enis.values()) {
     const ok = e.attachment?.instanceId === i.instanceId && e.attachment.status === 'attached';
-    for (const ip of e.secondaryIps) eniOfIp.set(ip, { eniId: e.networkInterfaceId, ...(e.attachment ? { attachmentId: e.attachment.attachmentId } : {}), ok });
+    for (const ip of eniPodAddresses(e)) eniOfIp.set(ip, { eniId: e.networkInterfaceId, ...(e.attachment ? { attachmentId: e.attachment.attachmentId } : {}), ok });
   }
   for (const s of i.live) {
     const first = i.ipAtStart.get(s.id);
@@ -87,6 +103,12 @@ export function findLosses(i: LossInput): string[] {
         const s = liveByIp.get(ip);
         if (s && c.at >= s.createdAtMs) bad.push(`UnassignPrivateIpAddresses of ${ip} (live pod ${s.podName}) at ${new Date(c.at).toISOString()}`);
       }
+      for (const prefix of listParam(c.params, 'Ipv4Prefix')) {
+        for (const ip of validPrefixAddresses(prefix)) {
+          const s = liveByIp.get(ip);
+          if (s && c.at >= s.createdAtMs) bad.push(`UnassignPrivateIpAddresses of prefix ${prefix}, which holds ${ip} (live pod ${s.podName}) at ${new Date(c.at).toISOString()}`);
+        }
+      }
     } else if (c.action === 'DeleteNetworkInterface') {
       const s = liveEnis.get(c.params['NetworkInterfaceId'] ?? '');
       if (s && c.at >= s.createdAtMs) bad.push(`DeleteNetworkInterface of ${c.params['NetworkInterfaceId']}, which holds ${s.ip} (live pod ${s.podName})`);
@@ -105,6 +127,11 @@ export function findLosses(i: LossInput): string[] {
     if (!liveByIp.has(a.ipv4)) bad.push(`ipamd still holds ${a.ipv4} for ${a.containerID.slice(0, 12)}, which no live sandbox uses (leak after a GC pass)`);
   }
   return bad;
+}
+
+/** Addresses of a prefix from a request parameter; none when it is not a valid IPv4 CIDR. */
+function validPrefixAddresses(cidr: string): string[] {
+  return ipaddr.IPv4.isValidCIDRFourPartDecimal(cidr) ? prefixAddresses(cidr) : [];
 }
 
 /** EC2 actions that give an address back: the ones a release freeze must stop. */

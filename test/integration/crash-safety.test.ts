@@ -151,3 +151,46 @@ test('shrink: crash between DetachNetworkInterface and DeleteNetworkInterface â†
   if (leakedEnis(n).length) await sweepLeaks(n);
   assert.deepEqual(await nothingLost(n), []);
 });
+
+test('grow: crash between AssignPrivateIpAddresses and the datastore update â†’ the IPs come back from EC2, none twice', async (t) => {
+  const n = await nodeWithPods(t, { WARM_IP_TARGET: '2' });
+  const failed: string[] = [];
+  const ids = ['a0', 'a1', 'a2'];
+  await crashDuring(n, 'AssignPrivateIpAddresses', 1500, async () => {
+    const r = await Promise.allSettled(ids.map((id) => n.add(id)));
+    r.forEach((x, i) => { if (x.status === 'rejected') failed.push(ids[i]!); });
+  });
+  await tearDown(n, failed);
+  const primary = [...n.h.sim.state.enis.values()].find((e) => e.attachment?.instanceId === n.h.instanceId && e.attachment.deviceIndex === 0)!;
+  await waitFor('the datastore holds what EC2 shows', async () => (await n.status()).counts.total === primary.secondaryIps.length + ourEnis(n).reduce((k, e) => k + e.secondaryIps.length, 0));
+  const got = new Set(n.pods.values());
+  for (let i = 0; i < 6; i++) {
+    const ip = (await n.add(`new${i}`)).ipv4_addr;
+    assert.ok(!got.has(ip), `${ip} handed out twice`);
+    got.add(ip);
+  }
+  assert.deepEqual(await nothingLost(n), []);
+});
+
+test('prefix mode: crashes between AssignPrivateIpAddresses (Ipv4PrefixCount) or UnassignPrivateIpAddresses (Ipv4Prefix) and the datastore', async (t) => {
+  const n = await nodeWithPods(t, { ENABLE_PREFIX_DELEGATION: 'true', WARM_PREFIX_TARGET: '1', ENI_IPAM_SHRINK_DELAY: '500ms' });
+  const failed: string[] = [];
+  const ids = Array.from({ length: 14 }, (_, i) => `p${i}`);
+  await crashDuring(n, 'AssignPrivateIpAddresses', 1500, async () => {
+    const r = await Promise.allSettled(ids.map((id) => n.add(id)));
+    r.forEach((x, i) => { if (x.status === 'rejected') failed.push(ids[i]!); });
+  });
+  await tearDown(n, failed);
+  const prefixCount = () => [...n.h.sim.state.enis.values()].filter((e) => e.attachment?.instanceId === n.h.instanceId).reduce((k, e) => k + e.ipv4Prefixes.length, 0);
+  await waitFor('every /28 EC2 shows is known again', async () => (await n.status()).counts.total === prefixCount() * 16);
+  assert.deepEqual(await nothingLost(n), []);
+  // Now a prefix release cut off by the crash: its pods are gone, the /28 goes back to EC2.
+  const held = [...n.pods.keys()].filter((id) => id.startsWith('p'));
+  await crashDuring(n, 'UnassignPrivateIpAddresses', 1500, () => Promise.all(held.map((id) => n.del(id))));
+  const unassigned = n.h.sim.calls.filter((c) => c.action === 'UnassignPrivateIpAddresses').flatMap((c) => listParam(c.params, 'Ipv4Prefix'));
+  assert.ok(unassigned.length > 0, 'a /28 was being released at the crash');
+  await waitFor('the datastore holds what EC2 shows', async () => (await n.status()).counts.total === prefixCount() * 16);
+  for (let i = 0; i < 20; i++) await n.add(`q${i}`);
+  assert.equal(new Set(n.pods.values()).size, n.pods.size, 'no IP twice');
+  assert.deepEqual(await nothingLost(n), []);
+});

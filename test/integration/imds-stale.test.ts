@@ -7,7 +7,8 @@
  * does not list yet at a restart stay with their pods. The reconcile reports the
  * content differences. Each test ends with the "nothing lost" check.
  *
- * "Partial list at restart" is tested for secondary IPs and for /28 prefixes.
+ * "Partial list at restart" is tested for secondary IPs and for /28 prefixes. One test
+ * runs the "new ENI missing 90 s" case with every period scaled by the same factor.
  */
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
@@ -60,6 +61,47 @@ test('when IMDS is later than ENI_IPAM_IMDS_ENI_WAIT, the ENI stays pending, no 
   assert.deepEqual(after.eniLifecycle.pendingEnis, []);
   assert.ok(after.eniLifecycle.reconcilePasses >= 2, 'adopted by a reconcile retry, well before the 30 s interval');
   assert.equal(new Set(replies.map((r) => r.ip)).size, 7);
+  assert.deepEqual(await nothingLost(n), []);
+});
+
+/**
+ * The field's timings scaled by 1/30 so the order of events is the production one: IMDS
+ * lists the new ENI 90 s (3 s) late, grow waits 30 s (1 s) for it, the reconcile runs
+ * every 60 s (2 s), an ADD waits at most 10 s (333 ms). ADDs the old pool cannot serve
+ * fail with the reason and are retried (as kubelet does) until the ENI is adopted.
+ */
+test('scaled 1/30: a new ENI IMDS lists 90 s late outlasts the grow wait and several reconcile passes; adopted once listed', async (t) => {
+  const n = await nodeWithPods(t, { ENI_IPAM_IMDS_ENI_WAIT: '1s', ENI_IPAM_RECONCILE_INTERVAL: '2s', ENI_IPAM_ADD_WAIT_TIMEOUT: '333ms' });
+  n.h.sim.faults.setImdsLag('attach', 3000);
+  const passesBefore = (await n.status()).eniLifecycle.reconcilePasses as number;
+  const served: Array<{ ip: string; at: number }> = [];
+  const failures: string[] = [];
+  await Promise.all(Array.from({ length: 7 }, async (_, i) => {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        served.push({ ip: (await n.add(`g${i}`)).ipv4_addr, at: Date.now() });
+        return;
+      } catch (e) {
+        failures.push((e as Error).message);
+        n.cri.removePod(`g${i}`);
+        await n.client.del(`g${i}`); // kubelet's DEL of the failed sandbox, then a retry
+        assert.ok(attempt < 60, 'retried for 30 s');
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
+  }));
+  const attach = n.h.sim.calls.find((c) => c.action === 'AttachNetworkInterface')!;
+  const visibleAt = attach.at + 3000;
+  assert.ok(failures.length > 0, 'some ADDs outwaited their 333 ms');
+  for (const m of failures) assert.match(m, /no free IP/);
+  const late = served.filter((r) => onSecondEni(n, r.ip));
+  assert.ok(late.length > 0);
+  for (const r of late) assert.ok(r.at >= visibleAt - 50, `${r.ip} served ${visibleAt - r.at} ms before IMDS listed its ENI`);
+  assert.equal(n.h.sim.countCalls('CreateNetworkInterface'), 1, 'no second ENI while the first is pending');
+  const s = await n.status();
+  assert.ok(s.eniLifecycle.reconcilePasses - passesBefore >= 3, `several reconcile passes during the lag (${s.eniLifecycle.reconcilePasses - passesBefore})`);
+  assert.deepEqual(s.eniLifecycle.pendingEnis, []);
+  assert.equal(new Set(served.map((r) => r.ip)).size, 7);
   assert.deepEqual(await nothingLost(n), []);
 });
 

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Ec2Error, type Ec2Eni } from '../../ipamd/cloud/ec2.js';
-import { failedForSure } from '../../ipamd/controller/eni-ownership.js';
+import { failedForSure, unassignRefusedKeepingAddresses } from '../../ipamd/controller/eni-ownership.js';
 import { whyNotLeaked } from '../../ipamd/controller/leak-sweep.js';
 import { planAdoption } from '../../ipamd/startup/adopt.js';
 
@@ -71,4 +71,15 @@ test('failedForSure: 4xx and throttling prove nothing happened; 5xx, timeouts an
   assert.equal(failedForSure(err('InternalError', 500, 'server')), false);
   assert.equal(failedForSure(err('TimeoutError', undefined, 'transport')), false);
   assert.equal(failedForSure(new Error('socket hang up')), false);
+  // Retried, then a 4xx: the first attempt (5xx/timeout) may have done it; the 4xx proves nothing.
+  assert.equal(failedForSure(Object.assign(err('InvalidParameterValue', 400, 'client'), { attempts: 2 })), false);
+  assert.equal(failedForSure(Object.assign(err('InvalidAttachmentID.NotFound', 400, 'client'), { attempts: 3 })), false);
+});
+
+test('unassignRefusedKeepingAddresses: only a refusal that is not about the addresses proves they are all still there', () => {
+  const err = (code: string, status?: number, kind?: string) => Object.assign(new Ec2Error('UnassignPrivateIpAddresses', code, 'x', status), kind ? { kind } : {});
+  assert.equal(unassignRefusedKeepingAddresses(err('RequestLimitExceeded', 503, 'throttle')), true);
+  assert.equal(unassignRefusedKeepingAddresses(err('UnauthorizedOperation', 403, 'client')), true);
+  assert.equal(unassignRefusedKeepingAddresses(err('InvalidParameterValue', 400, 'client')), false, 'some are not assigned (any more)');
+  assert.equal(unassignRefusedKeepingAddresses(err('InternalError', 500, 'server')), false);
 });
