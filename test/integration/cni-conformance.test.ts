@@ -152,7 +152,7 @@ test('STATUS: 0 with ipamd up, 51 when the pool is empty and cannot grow, 50 wit
   assert.equal(full.code, 1);
   assert.equal(full.json.code, 51, full.stdout);
   assert.equal(full.json.cniVersion, '1.1.0');
-  assert.match(full.json.msg, /no IP can be had now \(15 assigned.*MAX_ENI \(3 ENIs\)/);
+  assert.match(full.json.msg, /no IP can be had now \(15 assigned.*instance type t3.medium is at its ENI limit \(3 ENIs\)/);
   await assert.rejects(client.add('fill-16'), (e: Error & { code: number }) => e.code === 8, 'ADD agrees: RESOURCE_EXHAUSTED');
   await client.del('fill-0');
   const cooling = await n.call({ command: 'STATUS' });
