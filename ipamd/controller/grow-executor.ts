@@ -63,6 +63,8 @@ export class GrowExecutor {
   private readonly inFlight = new Set<Promise<void>>();
   private seq = 0;
   private pausedUntil = 0;
+  /** Why grow is paused (the subnet ran out of addresses). */
+  private pauseReason = 'the subnet has no free addresses';
   private createBackoffMs = 0;
   private createHoldUntil = 0;
   /** Set while creations are held because EC2 refused an attach for the instance's limit. */
@@ -93,7 +95,7 @@ export class GrowExecutor {
    * address leaves it unmet.
    */
   blockedNow(short: number): string | undefined {
-    if (this.o.now() < this.pausedUntil) return this.lastError ?? 'the subnet has no free addresses';
+    if (this.o.now() < this.pausedUntil) return this.pauseReason;
     const plan = this.plan(1);
     return short + 1 - plan.unmet >= 1 ? undefined : this.reason(plan);
   }
@@ -104,7 +106,7 @@ export class GrowExecutor {
    */
   async run(waiting: number): Promise<GrowOutcome> {
     const { enis, log, targets } = this.o;
-    if (this.o.now() < this.pausedUntil) return { changed: false, blocked: this.lastError ?? 'the subnet has no free addresses' };
+    if (this.o.now() < this.pausedUntil) return { changed: false, blocked: this.pauseReason };
     const plan = this.plan(waiting);
     let blocked = plan.unmet > 0 ? this.reason(plan) : undefined;
     // An attached ENI not adopted yet (IMDS lag) comes first; after a failed creation, back off.
@@ -116,16 +118,16 @@ export class GrowExecutor {
     const assigns = plan.assign.filter((a) => !a.eniId.startsWith(PHANTOM));
     if (assigns.length + creates.length === 0) return { changed: false, ...(blocked ? { blocked } : {}) };
     log.info({ assign: assigns, createEnis: creates, creating: this.creations.size, waiting, unmet: plan.unmet }, 'pool grow');
-    for (const count of creates) this.launch(count);
+    // Existing ENIs first (one call each, no new ENI if the subnet is short), then every new ENI at once.
     const results = await Promise.allSettled(assigns.map((a) => this.assign(a.eniId, a.count)));
     const errors = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as Error] : []));
-    const changed = creates.length > 0 || results.some((r) => r.status === 'fulfilled');
-    if (errors.length === 0) {
-      if (assigns.length) this.lastError = undefined;
-      return { changed, ...(blocked ? { blocked } : {}) };
-    }
-    blocked = this.classify(errors) ?? blocked;
-    return { changed, ...(blocked ? { blocked } : { failed: true }) };
+    if (errors.length > 0) blocked = this.classify(errors) ?? blocked;
+    else if (assigns.length) this.lastError = undefined;
+    // Re-checked after the await: the ENI limit is counted exactly at launch (device indexes are reserved synchronously).
+    const launched = this.o.now() < this.pausedUntil ? [] : creates.slice(0, Math.max(targets.maxEni - enis.attachedCount(), 0));
+    for (const count of launched) this.launch(count);
+    const changed = launched.length > 0 || results.some((r) => r.status === 'fulfilled');
+    return { changed, ...(blocked ? { blocked } : errors.length ? { failed: true } : {}) };
   }
 
   /**
@@ -211,6 +213,7 @@ export class GrowExecutor {
       const pauseMs = this.o.subnetFullPauseMs ?? 30_000;
       this.pausedUntil = this.o.now() + pauseMs;
       blocked = subnetFullReason(enis.instance.subnetId, subnetFull.code, pauseMs);
+      this.pauseReason = blocked;
     } else if (attachLimit) {
       blocked = `EC2 refused to attach another ENI (${ATTACH_LIMIT}): the instance is at its ENI limit`
         + `${limits ? ` (instance type ${limits.instanceType} allows ${limits.instanceMaxEnis})` : ''}`;

@@ -60,6 +60,7 @@ export class PoolController {
   private again = false;
   private timer?: NodeJS.Timeout;
   private wakeTimer?: NodeJS.Timeout;
+  private scheduled?: NodeJS.Immediate;
   private stopped = false;
   private started = false;
 
@@ -97,26 +98,41 @@ export class PoolController {
     this.stopped = true;
     clearInterval(this.timer);
     clearTimeout(this.wakeTimer);
+    if (this.scheduled) clearImmediate(this.scheduled);
+    this.scheduled = undefined;
     this.waiters.failAll(new PoolExhaustedError('ipamd is shutting down'));
     await this.running;
     await this.grower.idle();
   }
 
-  /** Schedules a step (coalesced: at most one runs, and one more follows if asked meanwhile). */
+  /**
+   * Schedules a step (coalesced: at most one runs, and one more follows if asked
+   * meanwhile). The step starts on the next turn of the event loop, so ADDs that find
+   * the pool empty at the same moment are planned for in one refill.
+   */
   trigger(): void {
     if (this.stopped) return;
     if (this.running) {
       this.again = true;
       return;
     }
-    this.running = this.loop().finally(() => {
-      this.running = undefined;
+    this.scheduled ??= setImmediate(() => {
+      this.scheduled = undefined;
+      if (this.stopped) return;
+      if (this.running) {
+        this.again = true;
+        return;
+      }
+      this.running = this.loop().finally(() => {
+        this.running = undefined;
+      });
     });
   }
 
   /** Resolves once no step and no ENI creation runs (for tests and shutdown). */
   async idle(): Promise<void> {
-    while (this.running || this.grower.creating > 0) {
+    while (this.running || this.scheduled || this.grower.creating > 0) {
+      if (this.scheduled && !this.running) await new Promise((r) => setImmediate(r));
       await this.running;
       await this.grower.idle();
     }
