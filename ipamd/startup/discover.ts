@@ -80,14 +80,11 @@ export async function discoverNode(o: DiscoverOptions): Promise<NodeInventory> {
   let limits: InstanceTypeLimits;
   let attached: Ec2Eni[];
   try {
-    // Both reads at once: a start under throttling waits out one back-off, not two in a row.
-    const [l, a] = await Promise.all([
-      loadInstanceTypeLimits({ ec2, instanceType: instance.instanceType, log: o.log, callOptions: callOptions('DescribeInstanceTypes'), ...(o.limitsCacheFile ? { cacheFile: o.limitsCacheFile } : {}) }),
-      ec2.describeEnisByFilters({ 'attachment.instance-id': [instance.instanceId] }, callOptions('DescribeNetworkInterfaces')),
-    ]);
+    // One after the other: under fleet-wide throttling, two reads at once per node only double the refused attempts.
+    const l = await loadInstanceTypeLimits({ ec2, instanceType: instance.instanceType, log: o.log, callOptions: callOptions('DescribeInstanceTypes'), ...(o.limitsCacheFile ? { cacheFile: o.limitsCacheFile } : {}) });
     limits = l.limits;
-    attached = a;
     o.log.info({ instanceType: instance.instanceType, source: l.source }, 'instance type limits loaded');
+    attached = await ec2.describeEnisByFilters({ 'attachment.instance-id': [instance.instanceId] }, callOptions('DescribeNetworkInterfaces'));
   } catch (e) {
     ec2.close();
     throw e;
