@@ -89,14 +89,16 @@ async function main(): Promise<void> {
     const from = sim.calls.length;
     const t0 = Date.now();
     const failedPods: string[] = [];
+    const startErrors: string[] = [];
     let newSeq = 0;
     await Promise.all(fleet.map(async (f) => {
       for (let backoff = 2000; ; backoff = Math.min(backoff * 2, 32_000)) {
         try {
           await f.node.start();
           break;
-        } catch {
+        } catch (e) {
           f.startFailures++;
+          startErrors.push(`${f.node.instanceId}: ${(e as Error).message}`);
           await sleep(backoff);
         }
       }
@@ -148,6 +150,7 @@ async function main(): Promise<void> {
     console.log(`| bench process RSS after warm-up / at the end | ${rssWarm} / ${rssMiB()} MiB |`);
     console.log(`| bench process CPU (user + system), whole run | ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s |`);
     for (const p of failedPods.slice(0, 10)) console.log(`  failed: ${p}`);
+    for (const e of startErrors.slice(0, 10)) console.log(`  start failed: ${e}`);
   } finally {
     await Promise.all(fleet.map(async (f) => { f.client.close(); await f.node.close(); }));
     await sim.stop();
