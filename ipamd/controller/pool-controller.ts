@@ -4,13 +4,15 @@
  * (single flight), on a timer, after every ADD/DEL, and when an ADD finds the pool
  * empty — then the waiting ADDs are counted as extra demand in one coalesced refill.
  *
- * A step executes the pure grow plan (`pool/`) in parallel: one assign batch per
- * existing ENI and every new ENI the plan asks for at once (each with its own device
- * index, bounded by the ENI limit), all through the EC2 wrapper and its token bucket.
- * Waiting ADDs are woken the moment addresses appear (the datastore signals every
- * addition), not when the step ends. A refill that cannot succeed (ENI limit reached
+ * A step runs the grow side (`grow-executor.ts`: assign batches on existing ENIs, then
+ * every new ENI at once, each at its own device index, in the background), then wakes or
+ * fails waiters, then, when nothing is wanted or on its way, the shrink side
+ * (`shrink-executor.ts`). Waiting ADDs (`address-waiters.ts`) are woken the moment
+ * addresses appear (the datastore signals every addition; a timer covers cooldown ends),
+ * not when a step or a creation ends. A refill that cannot succeed (ENI limit reached
  * with every ENI full, subnet out of addresses, EC2 refusing the attach) fails the
- * waiters at once with the binding limit named ({@link growBlockedReason}).
+ * waiters that the ENIs still being created cannot serve, at once, naming the binding
+ * limit (`pool/grow-limits.ts`).
  */
 import type { Datastore } from '../datastore/datastore.js';
 import type { Ec2Api } from '../cloud/ec2.js';
