@@ -16,11 +16,15 @@
  *   3. As each node serves: repeat the ADD of every pod it had (must return the same IP)
  *      and ADD `--new-pods` new pods.
  * Reports: time until all serve, start failures, pods failed (target: none), EC2 calls
- * and throttled calls after the restart, time until EC2 calls die down, RSS and CPU.
+ * and throttled calls after the restart, start-up reads per start, time until EC2 calls
+ * die down, RSS and CPU. `--no-limits-cache` deletes each node's cached instance-type
+ * limits before the restart (every start then makes its one DescribeInstanceTypes).
  *
- *   node dist/bench/fleet-restart.js [--nodes 200] [--pods 5] [--new-pods 2] [--burst 100] [--refill 20]
+ *   node dist/bench/fleet-restart.js [--nodes 200] [--pods 5] [--new-pods 2] [--burst 100] [--refill 20] [--no-limits-cache]
  */
+import { rm } from 'node:fs/promises';
 import os from 'node:os';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { SimCloud } from '../sim/index.js';
 import { ipamdClient, type GrpcError, type TestIpamdClient } from '../test/helpers/ipamd-client.js';
@@ -50,9 +54,12 @@ async function waitQuiet(sim: SimCloud, quietMs: number, maxMs: number): Promise
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: {
     nodes: { type: 'string', default: '200' }, pods: { type: 'string', default: '5' }, 'new-pods': { type: 'string', default: '2' },
-    burst: { type: 'string', default: '100' }, refill: { type: 'string', default: '20' },
+    burst: { type: 'string', default: '100' }, refill: { type: 'string', default: '20' }, 'no-limits-cache': { type: 'boolean', default: false },
   } });
-  const o = { nodes: Number(values.nodes), pods: Number(values.pods), newPods: Number(values['new-pods']), burst: Number(values.burst), refill: Number(values.refill) };
+  const o = {
+    nodes: Number(values.nodes), pods: Number(values.pods), newPods: Number(values['new-pods']), burst: Number(values.burst), refill: Number(values.refill),
+    noLimitsCache: values['no-limits-cache'] ?? false,
+  };
   delete process.env.NODE_EXTRA_CA_CERTS;
   const sim = new SimCloud({ seed: 5 });
   await sim.start();
@@ -76,19 +83,22 @@ async function main(): Promise<void> {
     const rssWarm = rssMiB();
     // 2. Restart together, throttled.
     await Promise.all(fleet.map((f) => f.node.stop()));
+    if (o.noLimitsCache) await Promise.all(fleet.map((f) => rm(path.join(f.node.dir, 'instance-limits.json'), { force: true })));
     sim.faults.setThrottle('describe', { burst: o.burst, refillPerSecond: o.refill });
     sim.faults.setThrottle('mutating', { burst: o.burst, refillPerSecond: o.refill });
     const from = sim.calls.length;
     const t0 = Date.now();
     const failedPods: string[] = [];
+    const startErrors: string[] = [];
     let newSeq = 0;
     await Promise.all(fleet.map(async (f) => {
       for (let backoff = 2000; ; backoff = Math.min(backoff * 2, 32_000)) {
         try {
           await f.node.start();
           break;
-        } catch {
+        } catch (e) {
           f.startFailures++;
+          startErrors.push(`${f.node.instanceId}: ${(e as Error).message}`);
           await sleep(backoff);
         }
       }
@@ -134,9 +144,13 @@ async function main(): Promise<void> {
     console.log(`| throttled (RequestLimitExceeded) (Describe* / mutating) | ${throttledCalls(calls)} (${throttledCalls(desc)} / ${throttledCalls(mut)}) |`);
     console.log(`| last throttled call after the restart | ${(lastThrottledMs / 1000).toFixed(1)} s |`);
     console.log(`| calls by action | ${[...callsByAction(calls)].map(([a, n]) => `${a} ${n}`).join(', ')} |`);
+    const starts = fleet.reduce((s, f) => s + 1 + f.startFailures, 0);
+    const perStart = (action: string) => (calls.filter((c) => c.action === action).length / starts).toFixed(2);
+    console.log(`| DescribeInstanceTypes and DescribeNetworkInterfaces per start, in the window, attempts incl. throttled (${starts} starts${o.noLimitsCache ? ', limits cache deleted' : ''}) | DescribeInstanceTypes ${perStart('DescribeInstanceTypes')}, DescribeNetworkInterfaces ${perStart('DescribeNetworkInterfaces')} |`);
     console.log(`| bench process RSS after warm-up / at the end | ${rssWarm} / ${rssMiB()} MiB |`);
     console.log(`| bench process CPU (user + system), whole run | ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s |`);
     for (const p of failedPods.slice(0, 10)) console.log(`  failed: ${p}`);
+    for (const e of startErrors.slice(0, 10)) console.log(`  start failed: ${e}`);
   } finally {
     await Promise.all(fleet.map(async (f) => { f.client.close(); await f.node.close(); }));
     await sim.stop();

@@ -4,6 +4,7 @@
  * signals; everything with a lifetime is started and stopped here.
  */
 import type http from 'node:http';
+import path from 'node:path';
 import { CheckpointWriter, loadCheckpoint, readBootId, type CheckpointData } from './checkpoint/index.js';
 import { CniExecServer } from './cni-exec/server.js';
 import type { IpamdConfig } from './config.js';
@@ -46,6 +47,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   const metrics = createMetrics();
   const inv = await discoverNode({
     imdsEndpoint: config.imdsEndpoint, ...(config.ec2Endpoint ? { ec2Endpoint: config.ec2Endpoint } : {}), log,
+    limitsCacheFile: path.join(path.dirname(config.checkpointPath), 'instance-limits.json'),
     ec2Options: { ratePerSecond: config.ec2RatePerSecond, burst: config.ec2Burst, timeoutMs: config.ec2TimeoutMs, maxAttempts: config.ec2MaxAttempts, ...metrics.ec2 },
   });
   const unit = config.enablePrefixDelegation ? 'prefix' : 'ip';
@@ -75,6 +77,8 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     ...(config.minimumIpTarget !== undefined ? { minimumIpTarget: config.minimumIpTarget } : {}),
     unit, ...(config.warmPrefixTarget !== undefined ? { warmPrefixTarget: config.warmPrefixTarget } : {}),
   };
+  // Host networking of a new ENI is set up before its IPs can be handed out (assigned below, once started).
+  let hostNet: Awaited<ReturnType<typeof startHostNetworkSync>> | undefined;
   const enis = new EniManager({
     ec2: inv.ec2, ds, gate, log,
     instance: {
@@ -85,9 +89,11 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     additionalTags: config.additionalEniTags,
     unmanagedDeviceIndexes: new Set(inv.unmanaged.map((e) => e.attachment?.deviceIndex ?? -1)),
     imds: inv.imds, imdsWaitMs: config.imdsEniWaitMs, prefixDelegation: config.enablePrefixDelegation,
+    ...(config.hostNetworking ? { beforeEniUsable: (eni) => (hostNet ? hostNet.setupEni(eni) : Promise.reject(new Error('host networking is not set up yet'))) } : {}),
   });
   registerAdoption(adoption, enis, log);
-  const pool = new PoolController({ ds, ec2: inv.ec2, enis, gate, log, targets, intervalMs: config.poolIntervalMs, shrinkDelayMs: config.shrinkDelayMs, minEniAgeMs: config.minEniAgeMs });
+  const limits = { instanceType: inv.instance.instanceType, instanceMaxEnis: inv.limits.maxEnis, ipv4PerEni: inv.limits.ipv4PerEni, ...(config.maxEni !== undefined ? { maxEniSetting: config.maxEni } : {}) };
+  const pool = new PoolController({ ds, ec2: inv.ec2, enis, gate, log, targets, limits, intervalMs: config.poolIntervalMs, shrinkDelayMs: config.shrinkDelayMs, minEniAgeMs: config.minEniAgeMs });
   const service = new IpamService({ ds, pool, persist: () => writer.commit(), log, addWaitTimeoutMs: config.addWaitTimeoutMs });
   metrics.setSources({ ds, gate, pool, limits: () => ({ maxEni, ipMax: maxEni * (inv.limits.ipv4PerEni - 1) * (unit === 'prefix' ? 16 : 1) }) });
   const rpc = new RpcServer({ socketPath: config.socketPath, service, log, vpcCidrs: () => inv.vpcCidrs, externalSnat: config.externalSnat, observe: metrics.observeRpc });
@@ -113,7 +119,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   }
   let metricsServer: MetricsServer | undefined;
   if (!config.disableMetrics) metricsServer = await startMetricsServer(config.metricsBindAddress, metrics);
-  const hostNet = config.hostNetworking
+  hostNet = config.hostNetworking
     ? await startHostNetworkSync({
       ds, log, primaryMac: inv.instance.primaryMac, nodeIp: inv.instance.localIpv4, vpcCidrs: inv.vpcCidrs,
       eniMtu: config.eniMtu, externalSnat: config.externalSnat, excludeSnatCidrs: config.excludeSnatCidrs, intervalMs: 1000,
@@ -144,6 +150,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
       await rpc.shutdown(graceMs);
       await lifecycle?.stop();
       await pool.stop();
+      inv.ec2.close();
       hostNet?.stop();
       await evidence.stop();
       await writer.flush();

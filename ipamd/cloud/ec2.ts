@@ -119,6 +119,18 @@ export interface Ec2ApiOptions {
   onWait?: Ec2WaitObserver;
 }
 
+/**
+ * Per-call overrides of {@link Ec2Api}'s retry policy (start-up discovery gives its few
+ * reads a larger, still bounded, attempt budget so a fleet-wide throttling storm does
+ * not fail the start, without a second retry layer on top).
+ */
+export interface Ec2CallOptions {
+  /** Attempts for this call, the first included (default: the client's `maxAttempts`). */
+  maxAttempts?: number;
+  /** Called before each retry of this call (after the client-wide `onRetry`). */
+  onRetry?: (code: string, attempt: number, delayMs: number) => void;
+}
+
 /** Normalised EC2 operations used by ipamd. All methods throw {@link Ec2Error}. */
 export class Ec2Api {
   readonly client: EC2Client;
@@ -150,9 +162,9 @@ export class Ec2Api {
     this.closing.abort();
   }
 
-  /** Network limits of one instance type. */
-  async instanceTypeLimits(instanceType: string): Promise<InstanceTypeLimits> {
-    const out = await this.call('DescribeInstanceTypes', (o) => this.client.send(new DescribeInstanceTypesCommand({ InstanceTypes: [instanceType as _InstanceType] }), o));
+  /** Network limits of one instance type (DescribeInstanceTypes `NetworkInfo`, `Hypervisor`, `BareMetal`). */
+  async instanceTypeLimits(instanceType: string, opts?: Ec2CallOptions): Promise<InstanceTypeLimits> {
+    const out = await this.call('DescribeInstanceTypes', (o) => this.client.send(new DescribeInstanceTypesCommand({ InstanceTypes: [instanceType as _InstanceType] }), o), opts);
     const t = out.InstanceTypes?.[0];
     const ni = t?.NetworkInfo;
     if (!t || !ni?.MaximumNetworkInterfaces || !ni.Ipv4AddressesPerInterface) {
@@ -167,10 +179,10 @@ export class Ec2Api {
     return this.describeEnisWhere({ NetworkInterfaceIds: eniIds });
   }
 
-  /** Describes ENIs matching filters, following NextToken pages. */
-  async describeEnisByFilters(filters: Record<string, string[]>): Promise<Ec2Eni[]> {
+  /** Describes ENIs matching filters, following NextToken pages (`opts` apply to each page). */
+  async describeEnisByFilters(filters: Record<string, string[]>, opts?: Ec2CallOptions): Promise<Ec2Eni[]> {
     const Filters: Filter[] = Object.entries(filters).map(([Name, Values]) => ({ Name, Values }));
-    return this.describeEnisWhere({ Filters });
+    return this.describeEnisWhere({ Filters }, opts);
   }
 
   /** The IPv4 CIDR and free-address count of a subnet. */
@@ -262,11 +274,11 @@ export class Ec2Api {
     await this.call('CreateTags', (o) => this.client.send(new CreateTagsCommand({ Resources: [resourceId], Tags: Object.entries(tags).map(([Key, Value]) => ({ Key, Value })) }), o));
   }
 
-  private async describeEnisWhere(input: { NetworkInterfaceIds?: string[]; Filters?: Filter[] }): Promise<Ec2Eni[]> {
+  private async describeEnisWhere(input: { NetworkInterfaceIds?: string[]; Filters?: Filter[] }, opts?: Ec2CallOptions): Promise<Ec2Eni[]> {
     const out: Ec2Eni[] = [];
     let NextToken: string | undefined;
     do {
-      const page = await this.call('DescribeNetworkInterfaces', (o) => this.client.send(new DescribeNetworkInterfacesCommand({ ...input, ...(NextToken ? { NextToken } : {}), ...(input.NetworkInterfaceIds ? {} : { MaxResults: 1000 }) }), o));
+      const page = await this.call('DescribeNetworkInterfaces', (o) => this.client.send(new DescribeNetworkInterfacesCommand({ ...input, ...(NextToken ? { NextToken } : {}), ...(input.NetworkInterfaceIds ? {} : { MaxResults: 1000 }) }), o), opts);
       for (const ni of page.NetworkInterfaces ?? []) out.push(normaliseEni(ni));
       NextToken = page.NextToken;
     } while (NextToken);
@@ -275,9 +287,11 @@ export class Ec2Api {
 
   /**
    * One EC2 call with the budget, retries and per-attempt timeouts described in the
-   * module docstring. @throws Ec2Error with the last attempt's code.
+   * module docstring; `opts` override the attempt budget for this call.
+   * @throws Ec2Error with the last attempt's code.
    */
-  private async call<T>(action: string, send: (o: { abortSignal: AbortSignal }) => Promise<T>): Promise<T> {
+  private async call<T>(action: string, send: (o: { abortSignal: AbortSignal }) => Promise<T>, opts?: Ec2CallOptions): Promise<T> {
+    const maxAttempts = opts?.maxAttempts ?? this.maxAttempts;
     for (let attempt = 1; ; attempt++) {
       if (this.closing.signal.aborted) throw aborted(action, attempt);
       const waitMs = this.budget.reserve(action);
@@ -300,10 +314,11 @@ export class Ec2Api {
         const err = e as { name?: string; Code?: string; code?: string; message?: string; $metadata?: { httpStatusCode?: number } };
         const code = err.Code ?? (err.$metadata?.httpStatusCode === undefined && typeof err.code === 'string' ? err.code : undefined) ?? err.name ?? 'UnknownError';
         const status = err.$metadata?.httpStatusCode;
-        const v = this.budget.onFailure(action, code, status, attempt, this.maxAttempts);
+        const v = this.budget.onFailure(action, code, status, attempt, maxAttempts);
         this.o.observe?.(action, code, ms, { attempt, kind: v.kind, ...(status !== undefined ? { httpStatus: status } : {}) });
         if (v.retry && !this.closing.signal.aborted) {
           this.o.onRetry?.(action, code, attempt, v.holdMs);
+          opts?.onRetry?.(code, attempt, v.holdMs);
           continue;
         }
         const out = new Ec2Error(action, code, err.message ?? String(e), status);

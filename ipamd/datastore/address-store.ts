@@ -16,6 +16,8 @@ export abstract class AddressStore {
   protected readonly ipIndex = new Map<string, IpRecord>();
   /** Allocations restored for IPs not (yet) on any known ENI: kept, never handed out. */
   protected readonly pendingByIp = new Map<string, Allocation>();
+  /** Told after a change that may have made an address available (see {@link onAddressesAvailable}). */
+  private availabilityListener?: () => void;
 
   /**
    * @param cooldownMs IP_COOLDOWN_PERIOD in ms (≥ 0).
@@ -64,6 +66,7 @@ export abstract class AddressStore {
       }
       this.insertIp(rec, ip);
     }
+    this.addressesMayBeAvailable();
   }
 
   /**
@@ -79,6 +82,7 @@ export abstract class AddressStore {
       rec.prefixes.set(p, ips);
       for (const ip of ips) this.insertIp(rec, ip, p);
     }
+    this.addressesMayBeAvailable();
   }
 
   /** /28 prefixes on an ENI (any state), sorted. Throws if the ENI is unknown. */
@@ -110,6 +114,7 @@ export abstract class AddressStore {
       const rec = this.recordOfPrefix(p);
       if (rec) markReleasing(rec, p, false);
     }
+    this.addressesMayBeAvailable();
   }
 
   /**
@@ -170,6 +175,7 @@ export abstract class AddressStore {
       const r = this.ipIndex.get(ip);
       if (r) r.releasing = false;
     }
+    this.addressesMayBeAvailable();
   }
 
   /**
@@ -252,6 +258,7 @@ export abstract class AddressStore {
         n++;
       }
     }
+    if (n > 0) this.addressesMayBeAvailable();
     return n;
   }
 
@@ -273,6 +280,21 @@ export abstract class AddressStore {
    */
   poolViews(now: number): PoolEniView[] {
     return this.listEnis().map((info) => poolViewOf(this.enisById.get(info.eniId)!, this.unit, this.stateAt(now)));
+  }
+
+  /**
+   * Sets the one listener called (synchronously, after the change) whenever addresses
+   * may have become available: IPs or /28 prefixes added, a release reservation
+   * cancelled, unverified addresses verified, an assignment rolled back. Cooldown expiry
+   * is a matter of time and is not signalled. The listener must not throw.
+   */
+  onAddressesAvailable(fn: () => void): void {
+    this.availabilityListener = fn;
+  }
+
+  /** Calls the {@link onAddressesAvailable} listener, if any. */
+  protected addressesMayBeAvailable(): void {
+    this.availabilityListener?.();
   }
 
   protected stateOf(r: IpRecord, now: number): IpState {

@@ -107,6 +107,7 @@ export class Datastore extends AddressStore {
     this.allocationsByKey.delete(ks);
     const r = this.ipIndex.get(a.ipv4);
     if (r && r.holder === ks) r.holder = undefined;
+    this.addressesMayBeAvailable();
     return true;
   }
 

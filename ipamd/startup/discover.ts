@@ -1,15 +1,26 @@
 /**
  * Start-up discovery: who this instance is (IMDSv2), its network limits
- * (DescribeInstanceTypes) and its attached ENIs — read from IMDS, then confirmed with
+ * (DescribeInstanceTypes, at most once per start and cached across starts: see
+ * `cloud/instance-limits.ts`) and its attached ENIs — read from IMDS, then confirmed with
  * one DescribeNetworkInterfaces filtered by `attachment.instance-id`, because IMDS is
  * eventually consistent and EC2 is the truth (DESIGN §4 rule 4).
+ *
+ * One retry layer per source, bounded, each retry logged: IMDS reads are retried here
+ * (the IMDS client does not retry); EC2 calls are retried only inside {@link Ec2Api}
+ * (token bucket, jittered back-off shared by the action class), with a start-up attempt
+ * budget larger than the steady-state one, so a fleet restarting under throttling rides
+ * out the storm without a second layer multiplying the attempts.
  */
 import pRetry from 'p-retry';
-import { Ec2Api, type Ec2ApiOptions, type Ec2CallObserver, type Ec2Eni, type InstanceTypeLimits } from '../cloud/ec2.js';
+import { Ec2Api, type Ec2ApiOptions, type Ec2CallObserver, type Ec2CallOptions, type Ec2Eni, type InstanceTypeLimits } from '../cloud/ec2.js';
 import { ImdsClient, type ImdsEni, type ImdsInstance } from '../cloud/imds.js';
+import { loadInstanceTypeLimits } from '../cloud/instance-limits.js';
 import type { Datastore } from '../datastore/datastore.js';
 import type { Logger } from '../log.js';
-import { isOurEni, TAG_CREATED_AT } from '../controller/eni-manager.js';
+import { isOurEni, TAG_CREATED_AT } from '../controller/eni-ownership.js';
+
+/** Default attempts of each start-up EC2 read (bounded: ~1.5 min of jittered back-off at most). */
+export const DEFAULT_DISCOVERY_EC2_ATTEMPTS = 10;
 
 /** What discovery found. */
 export interface NodeInventory {
@@ -37,27 +48,47 @@ export interface DiscoverOptions {
   observeEc2?: Ec2CallObserver;
   /** More {@link Ec2Api} options: budget (rate, burst), attempts, timeout, metric hooks. */
   ec2Options?: Omit<Ec2ApiOptions, 'region' | 'endpoint'>;
-  /** Attempts for the IMDS/EC2 reads before giving up (default 8, backoff 0.5 s → 8 s). */
+  /** Retries of each IMDS read before giving up (default 8, backoff 0.5 s → 8 s). */
   retries?: number;
+  /** Attempts of each start-up EC2 read, the first included (default {@link DEFAULT_DISCOVERY_EC2_ATTEMPTS}). */
+  ec2Attempts?: number;
+  /** File caching the instance type's limits across starts (omit: one DescribeInstanceTypes every start). */
+  limitsCacheFile?: string;
 }
 
 /**
- * Discovers the instance and its ENIs.
- * @throws Error (after retries) if IMDS or EC2 cannot be read: ipamd cannot run blind.
+ * Discovers the instance and its ENIs. On failure the EC2 client is closed.
+ * @throws Error if IMDS cannot be read after its retries, or an EC2 read fails after its
+ *         attempts (Ec2Error): ipamd cannot run blind.
  */
 export async function discoverNode(o: DiscoverOptions): Promise<NodeInventory> {
   const imds = new ImdsClient({ endpoint: o.imdsEndpoint });
-  const retry = <T>(what: string, fn: () => Promise<T>) => pRetry(fn, {
+  const imdsRead = <T>(what: string, fn: () => Promise<T>) => pRetry(fn, {
     retries: o.retries ?? 8, minTimeout: 500, maxTimeout: 8000, randomize: true,
-    onFailedAttempt: (e) => o.log.warn({ what, attempt: e.attemptNumber, err: e.message }, 'discovery read failed; retrying'),
+    onFailedAttempt: (e) => o.log.warn({ what, attempt: e.attemptNumber, retriesLeft: e.retriesLeft, err: e.message }, 'discovery: IMDS read failed; retrying'),
   });
-  const instance = await retry('IMDS instance', () => imds.instance());
-  const imdsEnis = await retry('IMDS ENIs', () => imds.enis());
+  const instance = await imdsRead('instance', () => imds.instance());
+  const imdsEnis = await imdsRead('ENIs', () => imds.enis());
   const primary = imdsEnis.find((e) => e.mac === instance.primaryMac) ?? imdsEnis.find((e) => e.deviceNumber === 0);
   if (!primary) throw new Error(`IMDS lists no primary ENI (mac ${instance.primaryMac})`);
   const ec2 = new Ec2Api({ ...o.ec2Options, region: instance.region, ...(o.ec2Endpoint ? { endpoint: o.ec2Endpoint } : {}), ...(o.observeEc2 ? { observe: o.observeEc2 } : {}) });
-  const limits = await retry('DescribeInstanceTypes', () => ec2.instanceTypeLimits(instance.instanceType));
-  const attached = await retry('DescribeNetworkInterfaces', () => ec2.describeEnisByFilters({ 'attachment.instance-id': [instance.instanceId] }));
+  const maxAttempts = o.ec2Attempts ?? DEFAULT_DISCOVERY_EC2_ATTEMPTS;
+  const callOptions = (action: string): Ec2CallOptions => ({
+    maxAttempts,
+    onRetry: (code, attempt, delayMs) => o.log.warn({ action, code, attempt, maxAttempts, delayMs: Math.round(delayMs) }, 'discovery: EC2 read failed; retrying'),
+  });
+  let limits: InstanceTypeLimits;
+  let attached: Ec2Eni[];
+  try {
+    // One after the other: under fleet-wide throttling, two reads at once per node only double the refused attempts.
+    const l = await loadInstanceTypeLimits({ ec2, instanceType: instance.instanceType, log: o.log, callOptions: callOptions('DescribeInstanceTypes'), ...(o.limitsCacheFile ? { cacheFile: o.limitsCacheFile } : {}) });
+    limits = l.limits;
+    o.log.info({ instanceType: instance.instanceType, source: l.source }, 'instance type limits loaded');
+    attached = await ec2.describeEnisByFilters({ 'attachment.instance-id': [instance.instanceId] }, callOptions('DescribeNetworkInterfaces'));
+  } catch (e) {
+    ec2.close();
+    throw e;
+  }
 
   const managed: Ec2Eni[] = [];
   const unmanaged: Ec2Eni[] = [];

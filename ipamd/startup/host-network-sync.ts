@@ -1,8 +1,13 @@
 /**
  * Keeps the node's host networking (DESIGN §7) in step with the ENIs in the datastore:
  * node-wide rules, sysctls and SNAT once at start, then per secondary ENI its link,
- * route table and rule as ENIs appear, and their removal as ENIs leave. Every step of
+ * route table and rule, and their removal as ENIs leave. Every step of
  * {@link HostNetwork} is idempotent, so a restart simply re-applies everything.
+ *
+ * A new ENI is set up through `setupEni`, which the ENI manager calls (its
+ * `beforeEniUsable` hook) before the ENI's IPs enter the datastore: no pod gets an IP
+ * whose ENI has no route table or rule yet. The periodic pass stays as the safety net
+ * for ENIs that entered the datastore another way, and for removals.
  */
 import type { Datastore } from '../datastore/datastore.js';
 import type { EniInfo } from '../datastore/types.js';
@@ -26,23 +31,28 @@ export interface HostNetworkSyncOptions {
 /**
  * Applies the node setup and every known ENI (throws if that fails: ipamd must not serve
  * pods it cannot route), then follows ENI changes in the background.
- * @returns `sync()` to run a pass now (after a pool step) and `stop()`.
+ * @returns `sync()` to run a pass now, `setupEni(eni)` to set one ENI up now (throws if
+ *          that fails; idempotent), and `stop()`.
  */
-export async function startHostNetworkSync(o: HostNetworkSyncOptions): Promise<{ sync(): Promise<void>; stop(): void }> {
+export async function startHostNetworkSync(o: HostNetworkSyncOptions): Promise<{ sync(): Promise<void>; setupEni(eni: EniInfo): Promise<void>; stop(): void }> {
   const hn = new HostNetwork({ eniMtu: o.eniMtu, externalSnat: o.externalSnat, excludeSnatCidrs: o.excludeSnatCidrs, log: o.log });
   await hn.setupNode({ primaryMac: o.primaryMac, nodeIp: o.nodeIp, vpcCidrs: o.vpcCidrs });
   const applied = new Map<string, EniInfo>();
+  /** Set up through the hook, not yet seen in the datastore: never torn down as "freed". */
+  const viaHook = new Set<string>();
   let running: Promise<void> | undefined;
+  const setupEni = async (eni: EniInfo, hook = false) => {
+    await hn.setupEni(eni);
+    applied.set(eni.eniId, eni);
+    if (hook) viaHook.add(eni.eniId);
+    o.log.info({ eniId: eni.eniId, deviceNumber: eni.deviceNumber, table: eni.deviceNumber + 1 }, 'host networking set up for ENI');
+  };
   const pass = async () => {
     const now = new Map(o.ds.listEnis().filter((e) => !e.isPrimary).map((e) => [e.eniId, e]));
-    for (const [id, eni] of now) {
-      if (applied.has(id)) continue;
-      await hn.setupEni(eni);
-      applied.set(id, eni);
-      o.log.info({ eniId: id, deviceNumber: eni.deviceNumber, table: eni.deviceNumber + 1 }, 'host networking set up for ENI');
-    }
+    for (const [id, eni] of now) if (!applied.has(id)) await setupEni(eni);
+    for (const id of viaHook) if (now.has(id)) viaHook.delete(id);
     for (const [id, eni] of applied) {
-      if (now.has(id)) continue;
+      if (now.has(id) || viaHook.has(id) || o.ds.getEni(id)) continue;
       await hn.teardownEni(eni);
       applied.delete(id);
       o.log.info({ eniId: id }, 'host networking removed for freed ENI');
@@ -52,5 +62,5 @@ export async function startHostNetworkSync(o: HostNetworkSyncOptions): Promise<{
   for (const eni of o.ds.listEnis()) if (!eni.isPrimary) { await hn.setupEni(eni); applied.set(eni.eniId, eni); }
   const timer = setInterval(() => void sync(), o.intervalMs);
   timer.unref();
-  return { sync, stop: () => clearInterval(timer) };
+  return { sync, setupEni: (eni) => setupEni(eni, true), stop: () => clearInterval(timer) };
 }

@@ -161,7 +161,7 @@ test('STATUS: 0 with ipamd up; 50 when the pool is empty and cannot grow, with i
   assert.equal(full.code, 1);
   assert.equal(full.json.code, 50, full.stdout);
   assert.equal(full.json.cniVersion, '1.1.0');
-  assert.match(full.json.msg, /no IP can be had now \(15 assigned.*MAX_ENI \(3 ENIs\)/);
+  assert.match(full.json.msg, /no IP can be had now \(15 assigned.*instance type t3.medium is at its ENI limit \(3 ENIs\)/);
   await assert.rejects(client.add('fill-16'), (e: Error & { code: number }) => e.code === 8, 'ADD agrees: RESOURCE_EXHAUSTED');
   const check = await n.call({ ...running, command: 'CHECK', conf: { prevResult: add.json } });
   assert.deepEqual([check.code, check.stdout], [0, ''], `the running pod is intact while STATUS says 50: ${check.stdout}`);

@@ -1,0 +1,117 @@
+/**
+ * ADDs waiting for an address on an empty pool (DESIGN §1: bounded wait on one
+ * coalesced refill). FIFO: {@link AddressWaiters.wake} resolves the oldest waiters, as
+ * many as there are available addresses, the moment addresses may have appeared (the
+ * datastore tells after IPs/prefixes are added or a release is cancelled; the pool
+ * controller after a step and when a cooling IP's cooldown ends). A woken waiter takes
+ * its address in the same macrotask (its continuation is a chain of microtasks up to
+ * the synchronous `Datastore.assign`), so addresses handed to woken waiters are counted
+ * as taken until the next macrotask, and a burst of wake-ups does not over-wake.
+ * A waiter that loses its address anyway simply waits again for the rest of its time.
+ */
+
+/** An ADD could not get an address within its wait, with the reason in operator terms. */
+export class PoolExhaustedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PoolExhaustedError';
+  }
+}
+
+interface Waiter {
+  resolve: () => void;
+  reject: (e: Error) => void;
+  deadline: number;
+  timer: NodeJS.Timeout;
+}
+
+/** The queue of waiting ADDs. */
+export class AddressWaiters {
+  private readonly queue = new Set<Waiter>();
+  private inTransit = 0;
+  private transitReset?: NodeJS.Immediate;
+
+  /**
+   * @param available addresses available now (total − assigned − cooling − …);
+   * @param timeoutReason text appended to the timeout error (e.g. the last grow failure);
+   * @param now clock in ms.
+   */
+  constructor(private readonly available: () => number, private readonly timeoutReason: () => string | undefined, private readonly now: () => number) {}
+
+  /** Number of waiting ADDs (woken ones excluded). */
+  get size(): number {
+    return this.queue.size;
+  }
+
+  /**
+   * Waits until woken (an address may be had) or `timeoutMs` passes.
+   * @throws PoolExhaustedError on timeout or when failed by {@link fail}/{@link failAll}.
+   */
+  wait(timeoutMs: number): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const w: Waiter = {
+        resolve, reject, deadline: this.now() + timeoutMs,
+        timer: setTimeout(() => {
+          const why = this.timeoutReason();
+          this.settle(w, new PoolExhaustedError(`no free IP after waiting ${timeoutMs} ms${why ? `: ${why}` : ''}`));
+        }, timeoutMs),
+      };
+      this.queue.add(w);
+      this.wake();
+    });
+  }
+
+  /** Wakes the oldest waiters, one per available address not yet promised to a woken waiter. @returns how many were woken. */
+  wake(): number {
+    if (this.queue.size === 0) return 0;
+    let budget = this.available() - this.inTransit;
+    let woken = 0;
+    for (const w of this.queue) {
+      if (budget <= 0) break;
+      this.settle(w);
+      budget--;
+      woken++;
+    }
+    if (woken > 0) {
+      this.inTransit += woken;
+      this.transitReset ??= setImmediate(() => {
+        this.inTransit = 0;
+        this.transitReset = undefined;
+      });
+    }
+    return woken;
+  }
+
+  /**
+   * Fails, with `reason`, every waiter that nothing can serve: all of them except the
+   * `spare` oldest (addresses still on their way) and those whose deadline falls after
+   * `coolEnd` (the next cooling IP's end; they wait for it).
+   * @returns how many were failed.
+   */
+  fail(reason: string, coolEnd?: number, spare = 0): number {
+    let n = 0;
+    let kept = 0;
+    for (const w of [...this.queue]) {
+      if (kept < spare) {
+        kept++;
+        continue;
+      }
+      if (coolEnd !== undefined && coolEnd <= w.deadline) continue;
+      this.settle(w, new PoolExhaustedError(`no free IP and the pool cannot grow: ${reason}`));
+      n++;
+    }
+    return n;
+  }
+
+  /** Fails every waiter with `err` (shutdown). */
+  failAll(err: Error): void {
+    for (const w of [...this.queue]) this.settle(w, err);
+  }
+
+  private settle(w: Waiter, err?: Error): void {
+    if (!this.queue.delete(w)) return;
+    clearTimeout(w.timer);
+    if (err) w.reject(err);
+    else w.resolve();
+  }
+}

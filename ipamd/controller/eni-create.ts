@@ -1,0 +1,115 @@
+/**
+ * Grow side of the ENI lifecycle (DESIGN §3 "ENI ownership"): create a tagged ENI with
+ * its secondary IPs (or /28 prefixes) in one CreateNetworkInterface, attach it at a
+ * device index reserved beforehand, set DeleteOnTermination, wait for the attachment
+ * (EC2) and for IMDS to list it, then hand it to the adopter (which runs the
+ * "before usable" hook and puts its addresses into the datastore). Every call goes
+ * through {@link Ec2Api}, so parallel creations share the node's token bucket.
+ */
+import type { Ec2Api, Ec2Eni } from '../cloud/ec2.js';
+import type { EniInfo } from '../datastore/types.js';
+import type { Logger } from '../log.js';
+import { ENI_DESCRIPTION_PREFIX, failedForSure, TAG_CLUSTER_NAME, TAG_CREATED_AT, TAG_INSTANCE_ID } from './eni-ownership.js';
+import { waitForAttachment, waitForImds, type ImdsEniLister } from './eni-wait.js';
+
+/** The instance facts the ENI manager needs. */
+export interface InstanceContext {
+  instanceId: string;
+  /** Subnet and security groups of the primary ENI: new ENIs go there. */
+  subnetId: string;
+  subnetCidr: string;
+  securityGroupIds: string[];
+  /** Max ENIs (instance limit, capped by MAX_ENI). */
+  maxEnis: number;
+  /** Secondary IPs per ENI (Ipv4AddressesPerInterface − 1). */
+  ipsPerEni: number;
+}
+
+/** What a creation needs from the ENI manager. */
+export interface EniCreateContext {
+  ec2: Ec2Api;
+  log: Logger;
+  instance: InstanceContext;
+  clusterName?: string;
+  additionalTags: Record<string, string>;
+  /** ENABLE_PREFIX_DELEGATION: the count is /28 prefixes (`Ipv4PrefixCount`). */
+  prefixDelegation: boolean;
+  imds?: ImdsEniLister;
+  imdsWaitMs: number;
+  settleMs: number;
+  now: () => number;
+  /** ENIs this process works on now (the sweep skips them). */
+  inFlight: Set<string>;
+  /** Attached ENIs whose DeleteOnTermination could not be set yet. */
+  needsDeleteOnTermination: Set<string>;
+  /** The attached ENI now holds `deviceIndex` as pending (no longer a mere reservation). */
+  attachedPending(eniId: string, deviceIndex: number): void;
+  /** Runs the "before usable" hook and puts the ENI into the datastore; undefined = left pending. */
+  adopt(eni: Ec2Eni): Promise<EniInfo | undefined>;
+}
+
+/** The tags of a new ENI (DESIGN §3): ADDITIONAL_ENI_TAGS, then ours (which win). */
+export function newEniTags(c: Pick<EniCreateContext, 'additionalTags' | 'instance' | 'clusterName'>, createdAtMs: number): Record<string, string> {
+  return {
+    ...c.additionalTags,
+    [TAG_INSTANCE_ID]: c.instance.instanceId,
+    [TAG_CREATED_AT]: new Date(createdAtMs).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    ...(c.clusterName ? { [TAG_CLUSTER_NAME]: c.clusterName } : {}),
+  };
+}
+
+/**
+ * Creates a tagged ENI with `count` secondary IPs (with prefix delegation: /28
+ * prefixes; capped at the per-ENI limit) in the primary ENI's subnet, attaches it at
+ * `deviceIndex` (reserved by the caller), sets DeleteOnTermination, waits for the
+ * attachment and for IMDS to list it (up to `imdsWaitMs`), then adopts it. If IMDS is
+ * still behind or the hook fails, the ENI stays pending (counted, not served from) and
+ * the reconcile adopts it later. If the attach fails for sure, the new (unattached,
+ * ours) ENI is deleted again; if its outcome is unknown, the ENI is left pending.
+ * A failed DeleteOnTermination is not fatal: the reconcile sets it later.
+ * @returns the new ENI's info, or undefined when it was left pending. @throws Ec2Error
+ */
+export async function createAndAttachEni(c: EniCreateContext, count: number, deviceIndex: number): Promise<EniInfo | undefined> {
+  const { ec2, instance, log } = c;
+  const n = Math.min(count, instance.ipsPerEni);
+  const eni = await ec2.createEni({
+    subnetId: instance.subnetId, description: `${ENI_DESCRIPTION_PREFIX}${instance.instanceId}`, tags: newEniTags(c, c.now()),
+    // With prefix delegation the count is /28 prefixes (one EC2 slot each, like a secondary IP).
+    ...(c.prefixDelegation ? { secondaryCount: 0, prefixCount: n } : { secondaryCount: n }),
+    securityGroupIds: instance.securityGroupIds,
+  });
+  c.inFlight.add(eni.eniId);
+  try {
+    log.info({ eniId: eni.eniId, deviceIndex, secondaryIps: eni.secondaryIps.length, prefixes: eni.ipv4Prefixes.length }, 'created ENI');
+    let attachmentId: string;
+    try {
+      attachmentId = await ec2.attachEni(eni.eniId, instance.instanceId, deviceIndex);
+    } catch (e) {
+      if (!failedForSure(e)) {
+        // The attach may have happened: keep the index; the reconcile adopts it or the sweep deletes it.
+        c.attachedPending(eni.eniId, deviceIndex);
+        throw e;
+      }
+      log.warn({ eniId: eni.eniId, err: (e as Error).message }, 'attach failed; deleting the new ENI');
+      await ec2.deleteEni(eni.eniId).catch((d: Error) => log.error({ eniId: eni.eniId, err: d.message }, 'could not delete unattached ENI; the leaked-ENI sweep will retry'));
+      throw e;
+    }
+    c.attachedPending(eni.eniId, deviceIndex);
+    try {
+      await ec2.setDeleteOnTermination(eni.eniId, attachmentId);
+    } catch (e) {
+      c.needsDeleteOnTermination.add(eni.eniId);
+      log.warn({ eniId: eni.eniId, err: (e as Error).message }, 'could not set DeleteOnTermination; the reconcile retries');
+    }
+    const settled = await waitForAttachment(ec2, eni.eniId, 'attached', c.settleMs, c.now);
+    if (!(await waitForImds(c.imds, eni.eniId, c.imdsWaitMs, c.now, log))) {
+      log.warn({ eniId: eni.eniId, waitedMs: c.imdsWaitMs }, 'IMDS does not list the new ENI yet; left pending for the reconcile');
+      return undefined;
+    }
+    const info = await c.adopt(settled);
+    if (info) log.info({ eniId: eni.eniId, deviceIndex, attachmentId, ips: settled.secondaryIps.length, prefixes: settled.ipv4Prefixes.length }, 'attached ENI');
+    return info;
+  } finally {
+    c.inFlight.delete(eni.eniId);
+  }
+}

@@ -1,0 +1,263 @@
+/**
+ * Executes the grow side of the warm pool (issue 4 item 2; DESIGN §3 "Pool math"): the
+ * pure plan (`planGrow`) sized for the targets plus every waiting ADD, one
+ * AssignPrivateIpAddresses batch per existing ENI (awaited), and every new ENI the plan
+ * asks for launched at once in the background, each with its own device index (reserved
+ * synchronously by the ENI manager), bounded by the ENI limit. All calls go through the
+ * EC2 wrapper, so parallel creations share the node's token bucket.
+ *
+ * ENIs being created count in later plans as ENIs already holding their requested
+ * addresses, so a refill asked for while one is in flight adds only what is still
+ * missing, and does not wait for the first to finish. Attached ENIs the datastore does
+ * not serve from (unmanaged, pending adoption, orphans) count toward the ENI limit.
+ *
+ * Failures: a full subnet pauses grow (`subnetFullPauseMs`) and, like EC2 refusing an
+ * attach for the instance's limit, makes the refill one that cannot succeed ("blocked",
+ * with the reason); other failures are transient: ENI creation backs off (1 s doubling
+ * to 30 s) and waiters keep waiting.
+ */
+import { Ec2Error, type Ec2Api } from '../cloud/ec2.js';
+import type { Datastore } from '../datastore/datastore.js';
+import type { Logger } from '../log.js';
+import { ADDRESSES_PER_SLOT, planGrow, type GrowPlan, type PoolEniView, type PoolTargets } from '../pool/index.js';
+import { growBlockedReason, subnetFullReason, type EniLimits } from '../pool/grow-limits.js';
+import type { EniManager } from './eni-manager.js';
+import { failedForSure } from './eni-ownership.js';
+
+/** EC2 codes meaning the subnet cannot give more addresses now. */
+const SUBNET_FULL = new Set(['InsufficientFreeAddressesInSubnet', 'InsufficientCidrBlocks']);
+/** Id prefix of the stand-ins for ENIs being created in a plan. */
+const PHANTOM = '(being created) ';
+/** EC2 code meaning the instance cannot take another ENI. */
+const ATTACH_LIMIT = 'AttachmentLimitExceeded';
+
+/** Options of {@link GrowExecutor}. */
+export interface GrowExecutorOptions {
+  ds: Datastore;
+  ec2: Ec2Api;
+  enis: EniManager;
+  log: Logger;
+  targets: PoolTargets;
+  /** Where the ENI limits come from, to name the binding one (omit: the pure plan's wording). */
+  limits?: EniLimits;
+  /** How long grow pauses after InsufficientFreeAddressesInSubnet / InsufficientCidrBlocks (ms, default 30 000). */
+  subnetFullPauseMs?: number;
+  now: () => number;
+  /** Called when a background ENI creation has finished, either way (the controller re-plans). */
+  onCreationDone: () => void;
+}
+
+/** What one grow pass did. */
+export interface GrowOutcome {
+  /** Addresses were added or ENI creations launched. */
+  changed: boolean;
+  /** The refill cannot succeed now (a limit binds, the subnet is full): waiters beyond `incoming` fail. */
+  blocked?: string;
+  /** A transient failure (throttled, timeout...): waiters keep waiting; retry soon. */
+  failed?: boolean;
+}
+
+/** Plans and runs grow passes (one at a time: the pool controller's single flight). */
+export class GrowExecutor {
+  /** ENI creations in flight: id → slots requested. */
+  private readonly creations = new Map<number, number>();
+  private readonly inFlight = new Set<Promise<void>>();
+  private seq = 0;
+  private pausedUntil = 0;
+  /** Why grow is paused (the subnet ran out of addresses). */
+  private pauseReason = 'the subnet has no free addresses';
+  private createBackoffMs = 0;
+  private createHoldUntil = 0;
+  /** Set while creations are held because EC2 refused an attach for the instance's limit. */
+  private createHoldReason?: string;
+  /** Last grow failure, for status output and timeout messages. */
+  lastError?: string;
+
+  constructor(private readonly o: GrowExecutorOptions) {}
+
+  /** Addresses the ENIs being created will hold (what they asked for, plus their room for a later assign). */
+  incoming(): number {
+    return this.creations.size * this.o.enis.instance.ipsPerEni * ADDRESSES_PER_SLOT[this.o.targets.unit ?? 'ip'];
+  }
+
+  /** Number of ENI creations in flight. */
+  get creating(): number {
+    return this.creations.size;
+  }
+
+  /** Resolves once no ENI creation is in flight (each ends within its own EC2 timeouts). */
+  async idle(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+  }
+
+  /**
+   * Why not even one more address can be placed now, or undefined (for CNI STATUS;
+   * calls no API): grow paused after the subnet ran out, or the plan for one more
+   * address leaves it unmet.
+   */
+  blockedNow(short: number): string | undefined {
+    if (this.o.now() < this.pausedUntil) return this.pauseReason;
+    const plan = this.plan(1);
+    return short + 1 - plan.unmet >= 1 ? undefined : this.reason(plan);
+  }
+
+  /**
+   * One grow pass for the targets plus `waiting` ADDs: assign batches (awaited) and new
+   * ENIs (launched; `onCreationDone` tells when each ends). Never throws.
+   */
+  async run(waiting: number): Promise<GrowOutcome> {
+    const { enis, log, targets } = this.o;
+    if (this.o.now() < this.pausedUntil) return { changed: false, blocked: this.pauseReason };
+    const plan = this.plan(waiting);
+    let blocked = plan.unmet > 0 ? this.reason(plan) : undefined;
+    // An attached ENI not adopted yet (IMDS lag) comes first; after a failed creation, back off.
+    const held = this.o.now() < this.createHoldUntil;
+    if (held && this.createHoldReason && plan.createEnis.length > 0) blocked = this.createHoldReason;
+    const mayCreate = enis.awaitingAdoption().length === 0 && !held;
+    const creates = mayCreate ? plan.createEnis.slice(0, Math.max(targets.maxEni - enis.attachedCount(), 0)) : [];
+    // Demand placed on ENIs still being created is assigned once they are attached (the re-plan after each creation).
+    const assigns = plan.assign.filter((a) => !a.eniId.startsWith(PHANTOM));
+    if (assigns.length + creates.length === 0) return { changed: false, ...(blocked ? { blocked } : {}) };
+    log.info({ assign: assigns, createEnis: creates, creating: this.creations.size, waiting, unmet: plan.unmet }, 'pool grow');
+    // Existing ENIs first (one call each, no new ENI if the subnet is short), then every new ENI at once.
+    const results = await Promise.allSettled(assigns.map((a) => this.assign(a.eniId, a.count)));
+    const errors = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as Error] : []));
+    if (errors.length > 0) blocked = this.classify(errors) ?? blocked;
+    else if (assigns.length) this.lastError = undefined;
+    // Re-checked after the await: the ENI limit is counted exactly at launch (device indexes are reserved synchronously).
+    const launched = this.o.now() < this.pausedUntil ? [] : creates.slice(0, Math.max(targets.maxEni - enis.attachedCount(), 0));
+    for (const count of launched) this.launch(count);
+    const changed = launched.length > 0 || results.some((r) => r.status === 'fulfilled');
+    return { changed, ...(blocked ? { blocked } : errors.length ? { failed: true } : {}) };
+  }
+
+  /**
+   * The grow plan for now: the datastore's ENIs plus the ENIs being created (holding
+   * what they asked for, with room for the rest; an assign planned on one of them waits
+   * until it is attached), with the ENI limit reduced by the attached ENIs the datastore
+   * does not serve from.
+   */
+  private plan(extraDemand: number): GrowPlan {
+    const { ds, enis, targets } = this.o;
+    const now = this.o.now();
+    const views = ds.poolViews(now);
+    const aps = ADDRESSES_PER_SLOT[targets.unit ?? 'ip'];
+    const capacity = enis.instance.ipsPerEni * aps;
+    const prefix = aps > 1;
+    const phantoms: PoolEniView[] = [...this.creations.values()].map((slots, i) => ({
+      eniId: `${PHANTOM}${i}`, deviceNumber: 100_000 + i, isPrimary: false, createdAtMs: now, capacity, total: slots * aps,
+      assigned: 0, cooling: 0, roomSlots: Math.max(enis.instance.ipsPerEni - slots, 0), ...(prefix ? { freeSlots: slots, prefixes: slots } : {}),
+    }));
+    const outside = enis.unmanagedCount() + enis.orphanIds().length + enis.awaitingAdoption().length;
+    return planGrow([...views, ...phantoms], { ...targets, maxEni: Math.max(targets.maxEni - outside, 0) }, extraDemand);
+  }
+
+  /** Why the plan cannot place everything, naming the binding limit. */
+  private reason(plan: GrowPlan): string {
+    const { ds, enis, targets, limits } = this.o;
+    if (!limits) return plan.blockedReason ?? 'the pool cannot grow';
+    return growBlockedReason(ds.poolViews(this.o.now()), targets, limits, {
+      unmanaged: enis.unmanagedCount(), pending: enis.awaitingAdoption().length, orphans: enis.orphanIds().length, creating: this.creations.size,
+    });
+  }
+
+  /** Starts one ENI creation in the background. */
+  private launch(count: number): void {
+    const id = ++this.seq;
+    this.creations.set(id, count);
+    const run: Promise<void> = this.o.enis.createAndAttach(count).then(
+      () => {
+        this.createBackoffMs = 0;
+        this.createHoldReason = undefined;
+        this.lastError = undefined;
+      },
+      (e: Error) => {
+        const blocked = this.classify([e]);
+        const attachLimit = e instanceof Ec2Error && e.code === ATTACH_LIMIT;
+        this.createBackoffMs = Math.min(this.createBackoffMs ? this.createBackoffMs * 2 : 1000, 30_000);
+        this.createHoldUntil = this.o.now() + (attachLimit ? 30_000 : this.createBackoffMs);
+        this.createHoldReason = attachLimit ? blocked : undefined;
+      },
+    ).finally(() => {
+      this.creations.delete(id);
+      this.inFlight.delete(run);
+      this.o.onCreationDone();
+    });
+    this.inFlight.add(run);
+  }
+
+  /**
+   * One AssignPrivateIpAddresses batch on an existing ENI (prefix delegation: /28
+   * prefixes, 16 addresses each). After a failure of unknown outcome (5xx, timeout),
+   * what EC2 then shows on the ENI is settled before the error is passed on.
+   * @throws the EC2 error.
+   */
+  private async assign(eniId: string, count: number): Promise<void> {
+    try {
+      await this.assignOnce(eniId, count);
+    } catch (e) {
+      if (!failedForSure(e)) await this.settleAssign(eniId);
+      throw e;
+    }
+  }
+
+  /**
+   * After an assign of unknown outcome EC2 is asked what the ENI holds: addresses it
+   * shows that the datastore lacks are added (EC2 is the truth), so the next plan neither
+   * asks for them again nor runs into the ENI's limit. A failed describe decides nothing
+   * (the reconcile catches up). Never throws.
+   */
+  private async settleAssign(eniId: string): Promise<void> {
+    const { ds, ec2, log } = this.o;
+    try {
+      const [eni] = await ec2.describeEnis([eniId]);
+      if (!eni || !ds.getEni(eniId)) return;
+      const haveIps = new Set(ds.eniIps(eniId));
+      const havePrefixes = new Set(ds.eniPrefixes(eniId));
+      const ips = eni.secondaryIps.filter((ip) => !haveIps.has(ip));
+      const prefixes = eni.ipv4Prefixes.filter((p) => !havePrefixes.has(p));
+      if (ips.length) ds.addIps(eniId, ips);
+      if (prefixes.length) ds.addPrefixes(eniId, prefixes);
+      if (ips.length + prefixes.length) log.info({ eniId, ips, prefixes }, 'assign of unknown outcome had happened: added what EC2 shows');
+    } catch (e) {
+      log.info({ eniId, err: (e as Error).message }, 'cannot settle an assign of unknown outcome yet; the reconcile will');
+    }
+  }
+
+  private async assignOnce(eniId: string, count: number): Promise<void> {
+    const { ds, ec2, log, targets } = this.o;
+    if (targets.unit === 'prefix') {
+      const prefixes = await ec2.assignPrefixes(eniId, count);
+      ds.addPrefixes(eniId, prefixes);
+      log.info({ eniId, prefixes }, 'assigned /28 prefixes');
+    } else {
+      const ips = await ec2.assignIps(eniId, count);
+      ds.addIps(eniId, ips);
+      log.info({ eniId, count: ips.length }, 'assigned secondary IPs');
+    }
+  }
+
+  /**
+   * Records grow failures (`lastError`); a full subnet pauses grow.
+   * @returns the reason when the refill cannot succeed (subnet full, attach limit), else undefined (transient).
+   */
+  private classify(errors: Error[]): string | undefined {
+    const { enis, log, limits } = this.o;
+    for (const e of errors) log.warn({ err: e.message }, 'pool grow failed');
+    const subnetFull = errors.find((e): e is Ec2Error => e instanceof Ec2Error && SUBNET_FULL.has(e.code));
+    const attachLimit = errors.find((e): e is Ec2Error => e instanceof Ec2Error && e.code === ATTACH_LIMIT);
+    let blocked: string | undefined;
+    if (subnetFull) {
+      const pauseMs = this.o.subnetFullPauseMs ?? 30_000;
+      this.pausedUntil = this.o.now() + pauseMs;
+      blocked = subnetFullReason(enis.instance.subnetId, subnetFull.code, pauseMs);
+      this.pauseReason = blocked;
+    } else if (attachLimit) {
+      blocked = `EC2 refused to attach another ENI (${ATTACH_LIMIT}): the instance is at its ENI limit`
+        + `${limits ? ` (instance type ${limits.instanceType} allows ${limits.instanceMaxEnis})` : ''}`;
+    }
+    const first = errors[0]!;
+    this.lastError = blocked ?? (first instanceof Ec2Error ? `${first.action} failed with ${first.code}` : first.message);
+    return blocked;
+  }
+}
