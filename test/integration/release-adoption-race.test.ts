@@ -16,12 +16,15 @@ import { ipamdClient, type TestIpamdClient } from '../helpers/ipamd-client.js';
 import { waitFor } from '../helpers/wait.js';
 import { createSimNode, type SimNode } from '../property/sim-node.js';
 
-/** How long the simulated EC2 takes to answer an unassign (ms): the adoption lands inside it. */
-const UNASSIGN_MS = 900;
+/**
+ * How long the simulated EC2 takes to answer an unassign (ms): the adoption must land
+ * inside it (an evidence pass every 100 ms), with room for a slow, loaded machine.
+ */
+const UNASSIGN_MS = 4000;
 
 interface Rig { sim: SimCloud; node: SimNode; c: TestIpamdClient; d: Daemon }
 
-/** A node with WARM_IP_TARGET=1, no cooldown and no hysteresis: a DEL's IP is unassigned at once. */
+/** A node with WARM_IP_TARGET=1, no cooldown and no hysteresis (a DEL's IP is unassigned at once); the GC grace outlasts each test. */
 async function rig(t: TestContext): Promise<Rig> {
   const sim = new SimCloud({ seed: 11 });
   await sim.start();
@@ -32,7 +35,7 @@ async function rig(t: TestContext): Promise<Rig> {
     sim, subnetId: subnet.subnetId,
     env: {
       WARM_IP_TARGET: '1', MINIMUM_IP_TARGET: '0', IP_COOLDOWN_PERIOD: '0', ENI_IPAM_SHRINK_DELAY: '0', ENI_IPAM_POOL_INTERVAL: '50ms',
-      ENI_IPAM_GC_INTERVAL: '100ms', ENI_IPAM_GC_GRACE: '1s', ENI_IPAM_RECONCILE_INTERVAL: '60s',
+      ENI_IPAM_GC_INTERVAL: '100ms', ENI_IPAM_GC_GRACE: '30s', ENI_IPAM_RECONCILE_INTERVAL: '60s',
     },
   });
   t.after(() => node.close());
@@ -62,6 +65,9 @@ async function unassignSent(r: Rig, ip: string): Promise<number> {
   return call.at;
 }
 
+/** A check: has the simulated EC2 answered an unassign (any)? */
+const unassignDone = (r: Rig) => () => r.sim.calls.some((x) => x.action === 'UnassignPrivateIpAddresses' && x.durationMs !== undefined);
+
 const key = (id: string) => ({ networkName: 'aws-cni', containerID: id, ifName: 'eth0' });
 
 test('a sandbox whose DEL ipamd already served is not re-adopted from a runtime snapshot taken before the DEL', async (t) => {
@@ -73,7 +79,7 @@ test('a sandbox whose DEL ipamd already served is not re-adopted from a runtime 
   await waitFor('the pool to settle', () => r.d.ds.counts(Date.now()).available === 1);
 
   // A slow runtime: the next evidence pass reads p1 (READY, with its IP) and gets the answer late.
-  cri.statusDelayMs = 300;
+  cri.statusDelayMs = 1000;
   const before = cri.statusCalls;
   await waitFor('an evidence pass reading the runtime', () => cri.statusCalls > before, 5000, 2);
   // containerd's StopPodSandbox: CNI DEL while the sandbox is still READY, then the sandbox goes.
@@ -81,8 +87,8 @@ test('a sandbox whose DEL ipamd already served is not re-adopted from a runtime 
   cri.remove('p1');
   cri.statusDelayMs = 0;
   await unassignSent(r, ip);
-  // The pass with the stale snapshot has merged (300 ms), and the unassign has answered (900 ms).
-  await waitFor('the unassign to finish', () => r.sim.calls.some((x) => x.action === 'UnassignPrivateIpAddresses' && x.durationMs !== undefined), 10_000, 20);
+  // The pass with the stale snapshot merges (1 s) while the unassign is in flight (4 s), then EC2 answers.
+  await waitFor('the unassign to finish', unassignDone(r), 15_000, 20);
   await new Promise((res) => setTimeout(res, 100));
 
   assert.equal(r.d.ds.lookup(key('p1')), undefined, 'the deleted sandbox was adopted again from a stale runtime snapshot');
@@ -104,9 +110,10 @@ test('a live sandbox found holding an IP whose unassign is in flight: EC2 decide
   // While EC2 works on the unassign, the runtime reports another sandbox using that IP
   // (e.g. one the checkpoint lacked): the evidence pass sees it.
   cri.add({ id: 'ghost', name: 'pod-ghost', namespace: 'default', uid: 'uid-ghost', ip });
-  const passes = cri.statusCalls;
-  await waitFor('an evidence pass that saw the sandbox', () => cri.statusCalls > passes, 5000, 5);
-  await waitFor('the unassign to finish', () => r.sim.calls.some((x) => x.action === 'UnassignPrivateIpAddresses' && x.durationMs !== undefined), 10_000, 20);
+  await waitFor('the evidence pass to adopt the sandbox', () => r.d.ds.lookup(key('ghost')), 10_000, 5);
+  assert.equal(unassignDone(r)(), false, 'adopted while the unassign is in flight');
+  assert.equal(r.d.ds.ipState(ip, Date.now()), 'assigned', 'nobody else can be handed the address meanwhile');
+  await waitFor('the unassign to finish', unassignDone(r), 15_000, 20);
   assert.ok(Date.now() - sentAt >= UNASSIGN_MS - 50);
   await new Promise((res) => setTimeout(res, 100));
 
@@ -138,9 +145,9 @@ test('a live sandbox found holding an IP whose unassign then fails for sure keep
   cri.remove('p1');
   await unassignSent(r, ip);
   cri.add({ id: 'ghost', name: 'pod-ghost', namespace: 'default', uid: 'uid-ghost', ip });
-  const passes = cri.statusCalls;
-  await waitFor('an evidence pass that saw the sandbox', () => cri.statusCalls > passes, 5000, 5);
-  await waitFor('the unassign to fail', () => r.sim.calls.some((x) => x.action === 'UnassignPrivateIpAddresses' && x.durationMs !== undefined), 10_000, 20);
+  await waitFor('the evidence pass to adopt the sandbox', () => r.d.ds.lookup(key('ghost')), 10_000, 5);
+  assert.equal(unassignDone(r)(), false, 'adopted while the unassign is in flight');
+  await waitFor('the unassign to fail', unassignDone(r), 15_000, 20);
   await new Promise((res) => setTimeout(res, 100));
 
   assert.equal(ec2Ips(r).has(ip), true, 'EC2 refused the unassign');
