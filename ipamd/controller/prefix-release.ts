@@ -3,14 +3,15 @@
  * goes only whole, and only when none of its 16 addresses is assigned, cooling,
  * unverified or releasing (the datastore reserves it first, so no ADD can take one of
  * its addresses while the unassign is in flight). One UnassignPrivateIpAddresses with
- * `Ipv4Prefix.N` per ENI. Every release passes the {@link ReleaseGate}; a call whose
- * outcome is unknown (5xx, timeout) leaves the prefixes reserved until a describe of
- * the ENI settles them — no decision is made from a failed describe.
+ * `Ipv4Prefix.N` per ENI. Every release passes the {@link ReleaseGate}; the steps from
+ * reservation to EC2's answer (an adoption mid-way, an outcome unknown until a describe
+ * settles it) are those of release-batch.ts.
  */
 import type { Ec2Api } from '../cloud/ec2.js';
 import type { Datastore } from '../datastore/datastore.js';
+import type { Allocation } from '../datastore/types.js';
 import type { Logger } from '../log.js';
-import { unassignRefusedKeepingAddresses } from './eni-ownership.js';
+import { decideSend, sendRelease, UnsettledReleases, type ReleaseOps } from './release-batch.js';
 import type { ReleaseGate } from './release-gate.js';
 
 /** Options of {@link PrefixReleaser}. */
@@ -25,8 +26,11 @@ export interface PrefixReleaserOptions {
 
 /** Outcome of {@link PrefixReleaser.release}. */
 export type PrefixReleaseResult =
-  /** EC2 confirmed; the prefixes left the datastore (possibly none: nothing was free). */
-  | { kind: 'released'; prefixes: string[] }
+  /**
+   * EC2 confirmed; the prefixes left the datastore (possibly none: nothing was free).
+   * `lost`: allocations adopted onto one of their addresses while the call was in flight (now pending).
+   */
+  | { kind: 'released'; prefixes: string[]; lost: Allocation[] }
   /** Demand came back (or releases froze) before the call: the reservation was returned. */
   | { kind: 'cancelled'; why: string }
   /** The call failed; the shrink should stop for this pass. */
@@ -34,14 +38,22 @@ export type PrefixReleaseResult =
 
 /** Unassigns free /28 prefixes, one batch per ENI. */
 export class PrefixReleaser {
+  private readonly ops: ReleaseOps;
   /** Prefixes whose unassign outcome is unknown, by ENI: kept `releasing` until EC2 says. */
-  private readonly unsettled = new Map<string, Set<string>>();
+  private readonly unsettled: UnsettledReleases;
 
-  constructor(private readonly o: PrefixReleaserOptions) {}
+  constructor(private readonly o: PrefixReleaserOptions) {
+    const { ds } = o;
+    this.ops = {
+      what: '/28 prefixes', cancel: (p) => ds.cancelPrefixRelease(p), markSent: (p) => ds.markPrefixReleaseSent(p),
+      complete: (p) => ds.completePrefixRelease(p), onEni: (eni) => eni.ipv4Prefixes,
+    };
+    this.unsettled = new UnsettledReleases({ ec2: o.ec2, log: o.log, ops: this.ops });
+  }
 
   /** Prefixes held back because an unassign's outcome is not known yet. */
   unsettledPrefixes(): string[] {
-    return [...this.unsettled.values()].flatMap((s) => [...s]);
+    return this.unsettled.list();
   }
 
   /**
@@ -52,56 +64,24 @@ export class PrefixReleaser {
    */
   async release(eniId: string, count: number, demand: () => string | undefined): Promise<PrefixReleaseResult> {
     const { ds, ec2, gate, log } = this.o;
-    if (count <= 0) return { kind: 'released', prefixes: [] };
-    const prefixes = ds.reservePrefixesForRelease(eniId, count, this.o.now());
-    if (prefixes.length === 0) return { kind: 'released', prefixes: [] };
-    const why = gate.frozen ? 'releases frozen' : demand();
-    if (why) {
-      ds.cancelPrefixRelease(prefixes);
-      return { kind: 'cancelled', why };
-    }
-    try {
-      await ec2.unassignPrefixes(eniId, prefixes);
-    } catch (e) {
-      if (unassignRefusedKeepingAddresses(e)) {
-        ds.cancelPrefixRelease(prefixes);
-        log.warn({ eniId, prefixes, err: (e as Error).message }, 'prefix unassign failed; prefixes kept in the pool');
-      } else {
-        const set = this.unsettled.get(eniId) ?? new Set<string>();
-        for (const p of prefixes) set.add(p);
-        this.unsettled.set(eniId, set);
-        log.warn({ eniId, prefixes, err: (e as Error).message }, 'prefix unassign outcome unknown; prefixes held back until EC2 says');
-      }
-      return { kind: 'failed' };
-    }
-    const kept = ds.removePrefixes(prefixes, this.o.now());
-    if (kept.length) log.error({ eniId, kept }, 'unassigned prefixes still had addresses in use; kept in the datastore');
-    log.info({ eniId, prefixes }, 'released surplus /28 prefixes');
-    return { kind: 'released', prefixes: prefixes.filter((p) => !kept.includes(p)) };
+    const none: PrefixReleaseResult = { kind: 'released', prefixes: [], lost: [] };
+    if (count <= 0) return none;
+    const reserved = ds.reservePrefixesForRelease(eniId, count, this.o.now());
+    if (reserved.length === 0) return none;
+    const d = decideSend(reserved, this.ops, gate, demand);
+    if (d.kind !== 'send') return d.kind === 'nothing' ? none : d;
+    const r = await sendRelease({ eniId, items: d.items, call: () => ec2.unassignPrefixes(eniId, d.items), ops: this.ops, unsettled: this.unsettled, log });
+    if (!r.ok) return { kind: 'failed' };
+    log.info({ eniId, prefixes: d.items }, 'released surplus /28 prefixes');
+    return { kind: 'released', prefixes: d.items, lost: r.lost };
   }
 
   /**
    * Asks EC2 about prefixes whose unassign outcome is unknown: still on the ENI → back to
    * the pool; gone → removed from the datastore. A failed describe decides nothing.
+   * @returns allocations made pending (see {@link PrefixReleaseResult}).
    */
-  async settle(): Promise<void> {
-    const { ds, ec2, log } = this.o;
-    for (const [eniId, set] of [...this.unsettled]) {
-      let eni;
-      try {
-        [eni] = await ec2.describeEnis([eniId]);
-      } catch (e) {
-        log.info({ eniId, err: (e as Error).message }, 'cannot settle an unknown prefix unassign yet');
-        continue;
-      }
-      if (!eni) continue;
-      const still = new Set(eni.ipv4Prefixes);
-      const back = [...set].filter((p) => still.has(p));
-      const gone = [...set].filter((p) => !still.has(p));
-      ds.cancelPrefixRelease(back);
-      ds.removePrefixes(gone, this.o.now());
-      this.unsettled.delete(eniId);
-      log.info({ eniId, back, gone }, 'settled a prefix unassign of unknown outcome');
-    }
+  settle(): Promise<Allocation[]> {
+    return this.unsettled.settle();
   }
 }

@@ -9,17 +9,20 @@
  * (state `releasing`, which ADD never hands out), then sent to EC2. Before every EC2
  * call and between ENIs it checks whether demand came back (an ADD waits, or the pool is
  * short of its targets without the reserved IPs); if so the reservation is returned and
- * the shrink stops. A failed unassign returns its IPs only when EC2 surely did not act
- * (4xx/throttle); otherwise EC2 is asked which IPs are still on the ENI, and IPs whose
- * fate is unknown stay reserved until a later describe settles them.
+ * the shrink stops. From the reservation to EC2's answer the steps are release-batch.ts:
+ * an IP the evidence pass adopts before the call is not sent; one adopted while the call
+ * is in flight follows EC2's answer (kept if EC2 keeps it, flagged pending and reported
+ * in {@link ShrinkOutcome.lost} if EC2 took it); an outcome EC2 did not give (5xx,
+ * timeout) stays reserved until a describe settles it.
  */
 import type { Ec2Api } from '../cloud/ec2.js';
 import type { Datastore } from '../datastore/datastore.js';
+import type { Allocation } from '../datastore/types.js';
 import type { Logger } from '../log.js';
 import { ADDRESSES_PER_SLOT, planShrink, poolCounts, type PoolTargets, type SurplusTracker } from '../pool/index.js';
-import { unassignRefusedKeepingAddresses } from './eni-ownership.js';
 import type { EniManager } from './eni-manager.js';
 import { PrefixReleaser } from './prefix-release.js';
+import { decideSend, sendRelease, UnsettledReleases, type ReleaseOps } from './release-batch.js';
 import type { ReleaseGate } from './release-gate.js';
 
 /** Options of {@link ShrinkExecutor}. */
@@ -42,25 +45,34 @@ export interface ShrinkExecutorOptions {
 export interface ShrinkOutcome {
   unassigned: string[];
   freedEnis: string[];
+  /** Allocations adopted onto an address while its unassign was in flight, which EC2 then took (now pending; logged as errors). */
+  lost: Allocation[];
   /** Why the run stopped early, if it did. */
   cancelled?: string;
 }
 
 /** Runs shrink passes; one at a time (the pool controller's single flight). */
 export class ShrinkExecutor {
+  private readonly ops: ReleaseOps;
   /** IPs whose unassign outcome is unknown, by ENI: kept `releasing` until EC2 settles it. */
-  private readonly unsettled = new Map<string, Set<string>>();
+  private readonly unsettled: UnsettledReleases;
 
   /** Prefix delegation: releases whole free /28 prefixes instead of single IPs (prefix-release.ts). */
   private readonly prefixes?: PrefixReleaser;
 
   constructor(private readonly o: ShrinkExecutorOptions) {
+    const { ds } = o;
+    this.ops = {
+      what: 'secondary IPs', cancel: (ips) => ds.cancelRelease(ips), markSent: (ips) => ds.markReleaseSent(ips),
+      complete: (ips) => ds.completeRelease(ips), onEni: (eni) => eni.secondaryIps,
+    };
+    this.unsettled = new UnsettledReleases({ ec2: o.ec2, log: o.log, ops: this.ops });
     if (o.targets.unit === 'prefix') this.prefixes = new PrefixReleaser({ ds: o.ds, ec2: o.ec2, gate: o.gate, log: o.log, now: o.now });
   }
 
   /** IPs held back because an unassign's outcome is not known yet. */
   unsettledIps(): string[] {
-    return [...this.unsettled.values()].flatMap((s) => [...s]);
+    return this.unsettled.list();
   }
 
   /**
@@ -69,9 +81,8 @@ export class ShrinkExecutor {
    */
   async run(demandWaiting: () => boolean): Promise<ShrinkOutcome> {
     const { ds, enis, gate, log, targets } = this.o;
-    const out: ShrinkOutcome = { unassigned: [], freedEnis: [] };
-    await this.settle();
-    await this.prefixes?.settle();
+    const out: ShrinkOutcome = { unassigned: [], freedEnis: [], lost: [] };
+    out.lost.push(...await this.unsettled.settle(), ...(await this.prefixes?.settle() ?? []));
     const now = this.o.now();
     const views = ds.poolViews(now);
     const counts = poolCounts(views, targets);
@@ -97,20 +108,24 @@ export class ShrinkExecutor {
         if (r.kind === 'cancelled') return cancel(r.why);
         if (r.kind === 'failed') return out;
         out.unassigned.push(...r.prefixes);
+        out.lost.push(...r.lost);
         budget -= r.prefixes.length * ADDRESSES_PER_SLOT.prefix;
         continue;
       }
       const ips = ds.reserveForRelease(u.eniId, Math.min(u.count, budget), this.o.now());
       if (ips.length === 0) continue;
-      const why = demand();
-      if (why) {
-        ds.cancelRelease(ips);
-        return cancel(why);
+      const d = decideSend(ips, this.ops, gate, demand);
+      if (d.kind === 'cancelled') return cancel(d.why);
+      if (d.kind === 'nothing') continue;
+      const r = await sendRelease({ eniId: u.eniId, items: d.items, call: () => this.o.ec2.unassignIps(u.eniId, d.items), ops: this.ops, unsettled: this.unsettled, log });
+      if (!r.ok) {
+        out.lost.push(...await this.unsettled.settle());
+        return out;
       }
-      const released = await this.unassign(u.eniId, ips);
-      if (released === undefined) return out;
-      out.unassigned.push(...released);
-      budget -= released.length;
+      log.info({ eniId: u.eniId, ips: d.items }, 'released surplus secondary IPs');
+      out.unassigned.push(...d.items);
+      out.lost.push(...r.lost);
+      budget -= d.items.length;
     }
     for (const eniId of plan.deleteEnis) {
       const why = demand();
@@ -129,52 +144,5 @@ export class ShrinkExecutor {
       }
     }
     return out;
-  }
-
-  /**
-   * One batched unassign of reserved IPs. @returns the IPs EC2 no longer holds (removed
-   * from the datastore), or undefined when the call failed (the shrink stops).
-   */
-  private async unassign(eniId: string, ips: string[]): Promise<string[] | undefined> {
-    const { ds, ec2, log } = this.o;
-    try {
-      await ec2.unassignIps(eniId, ips);
-    } catch (e) {
-      if (unassignRefusedKeepingAddresses(e)) {
-        ds.cancelRelease(ips);
-        log.warn({ eniId, err: (e as Error).message }, 'unassign failed; IPs kept in the pool');
-      } else {
-        const set = this.unsettled.get(eniId) ?? new Set<string>();
-        for (const ip of ips) set.add(ip);
-        this.unsettled.set(eniId, set);
-        log.warn({ eniId, ips, err: (e as Error).message }, 'unassign outcome unknown; IPs held back until EC2 says');
-        await this.settle();
-      }
-      return undefined;
-    }
-    ds.removeIps(ips, this.o.now());
-    log.info({ eniId, ips }, 'released surplus secondary IPs');
-    return ips;
-  }
-
-  /** Asks EC2 about IPs whose unassign outcome is unknown: still there → back to the pool; gone → removed. */
-  private async settle(): Promise<void> {
-    const { ds, ec2, log } = this.o;
-    for (const [eniId, set] of [...this.unsettled]) {
-      let eni;
-      try {
-        [eni] = await ec2.describeEnis([eniId]);
-      } catch (e) {
-        log.info({ eniId, err: (e as Error).message }, 'cannot settle unknown unassign yet');
-        continue;
-      }
-      if (!eni) continue;
-      const still = new Set(eni.secondaryIps);
-      const ips = [...set];
-      ds.cancelRelease(ips.filter((ip) => still.has(ip)));
-      ds.removeIps(ips.filter((ip) => !still.has(ip)), this.o.now());
-      this.unsettled.delete(eniId);
-      log.info({ eniId, back: ips.filter((ip) => still.has(ip)), gone: ips.filter((ip) => !still.has(ip)) }, 'settled an unassign of unknown outcome');
-    }
   }
 }

@@ -5,7 +5,7 @@
  * time is passed in as `now` (ms since epoch). See `datastore.ts` for the address states.
  */
 import type { AllocationUnit, PoolEniView } from '../pool/types.js';
-import { dropPrefix, freePrefixesOf, markReleasing, newPrefixes, type StateFn } from './prefixes.js';
+import { ADDRESSES_PER_PREFIX, dropPrefix, freePrefixesOf, markReleasing, newPrefixes, type StateFn } from './prefixes.js';
 import { ipStateOf, keyString, type EniRecord, type IpRecord } from './records.js';
 import type { Allocation, DatastoreCounts, EniInfo, IpState } from './types.js';
 import { poolViewOf } from './views.js';
@@ -104,8 +104,27 @@ export abstract class AddressStore {
   reservePrefixesForRelease(eniId: string, count: number, now: number): string[] {
     const rec = this.mustEni(eniId);
     const picked = freePrefixesOf(rec, this.stateAt(now)).reverse().slice(0, Math.max(0, count));
-    for (const p of picked) markReleasing(rec, p, true);
+    for (const p of picked) markReleasing(rec, p, 'reserved');
     return picked;
+  }
+
+  /**
+   * The last step before a releaser calls EC2 with reserved prefixes: marks them `sent`
+   * and returns them — except a prefix one of whose addresses an adoption took meanwhile
+   * (`Datastore.restoreAllocation` cancels a reservation not yet sent): its reservation
+   * is returned to the pool and it must not be sent.
+   */
+  markPrefixReleaseSent(prefixes: readonly string[]): string[] {
+    const out: string[] = [];
+    for (const p of prefixes) {
+      const rec = this.recordOfPrefix(p);
+      if (!rec) continue;
+      const ips = rec.prefixes.get(p) ?? [];
+      const intact = ips.length === ADDRESSES_PER_PREFIX && ips.every((ip) => this.stillReserved(rec.ips.get(ip)));
+      markReleasing(rec, p, intact ? 'sent' : false);
+      if (intact) out.push(p);
+    }
+    return out;
   }
 
   /** Returns reserved prefixes to the pool (the EC2 unassign failed or was cancelled). */
@@ -165,11 +184,30 @@ export abstract class AddressStore {
     const free = [...rec.ips.values()].filter((r) => which(r) && this.stateOf(r, now) === 'available');
     free.sort((a, b) => (b.releasedAt ?? -1) - (a.releasedAt ?? -1));
     const picked = free.slice(0, Math.max(0, count));
-    for (const r of picked) r.releasing = true;
+    for (const r of picked) r.releasing = 'reserved';
     return picked.map((r) => r.ip);
   }
 
-  /** Returns reserved IPs to the pool (the EC2 release failed or was cancelled). */
+  /**
+   * The last step before a releaser calls EC2 with reserved addresses: marks them `sent`
+   * (from now on only EC2's answer settles them) and returns them — except those whose
+   * reservation an adoption cancelled meanwhile (`Datastore.restoreAllocation`), which
+   * must not be sent. Call it synchronously right before the EC2 call.
+   */
+  markReleaseSent(ips: readonly string[]): string[] {
+    return ips.filter((ip) => {
+      const r = this.ipIndex.get(ip);
+      if (!this.stillReserved(r)) return false;
+      r.releasing = 'sent';
+      return true;
+    });
+  }
+
+  /**
+   * Returns reserved IPs to the pool: the EC2 release failed for sure, was cancelled, or a
+   * describe shows them still on the ENI. An IP adopted while its unassign was in flight
+   * keeps its holder and so becomes plainly assigned (EC2 kept it).
+   */
   cancelRelease(ips: readonly string[]): void {
     for (const ip of ips) {
       const r = this.ipIndex.get(ip);
@@ -196,16 +234,30 @@ export abstract class AddressStore {
         kept.push(ip);
         continue;
       }
-      const rec = this.enisById.get(r.eniId);
-      rec?.ips.delete(ip);
-      this.ipIndex.delete(ip);
-      if (rec && r.prefix !== undefined) {
-        const left = (rec.prefixes.get(r.prefix) ?? []).filter((x) => x !== ip);
-        if (left.length > 0) rec.prefixes.set(r.prefix, left);
-        else rec.prefixes.delete(r.prefix);
-      }
+      this.dropAddress(r);
     }
     return kept;
+  }
+
+  /**
+   * Removes one address from its ENI and the index, whatever its state (its holder, if
+   * any, is the caller's business). An address of a /28 prefix leaves its prefix; an
+   * emptied prefix is forgotten.
+   */
+  protected dropAddress(r: IpRecord): void {
+    const rec = this.enisById.get(r.eniId);
+    rec?.ips.delete(r.ip);
+    this.ipIndex.delete(r.ip);
+    if (rec && r.prefix !== undefined) {
+      const left = (rec.prefixes.get(r.prefix) ?? []).filter((x) => x !== r.ip);
+      if (left.length > 0) rec.prefixes.set(r.prefix, left);
+      else rec.prefixes.delete(r.prefix);
+    }
+  }
+
+  /** True for a known address that is reserved or sent for release and held by nobody. */
+  private stillReserved(r: IpRecord | undefined): r is IpRecord {
+    return r !== undefined && r.releasing !== false && r.holder === undefined;
   }
 
   /** State of a known IP, or undefined if it is on no ENI. */

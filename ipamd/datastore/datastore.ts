@@ -11,8 +11,11 @@
  * - assigned:  held by exactly one allocation key;
  * - cooling:   released less than `cooldownMs` ago (IP_COOLDOWN_PERIOD) — neither
  *              available nor assigned, so a just-freed IP is not reused at once;
- * - releasing: reserved by the pool controller for an EC2 unassign in flight, so an
- *              ADD can never be handed an address that is being unassigned;
+ * - releasing: reserved by the pool controller for an EC2 unassign (or an ENI detach),
+ *              so an ADD can never be handed an address that is being released. A
+ *              release is first `reserved`, then `sent` right before the EC2 call
+ *              (`markReleaseSent`); see {@link Datastore.restoreAllocation} for what an
+ *              adoption does to each phase, and {@link Datastore.completeRelease};
  * - unverified: found on an ENI at start with no checkpoint to say who holds it; a live
  *              pod may be using it, so it is neither handed out nor released until a
  *              clean read of the runtime says (DESIGN §4).
@@ -33,7 +36,10 @@ export type AssignResult =
   | { kind: 'empty' };
 
 /** Result of {@link Datastore.restoreAllocation}. */
-export type RestoreResult = 'restored' | 'pending' | 'duplicate-key' | 'ip-taken';
+export type RestoreResult = 'restored' | 'releasing' | 'pending' | 'duplicate-key' | 'ip-taken';
+
+/** Container ids remembered as released ({@link Datastore.wasReleased}), oldest forgotten first. */
+export const RELEASED_CONTAINERS_KEPT = 4096;
 
 /**
  * In-memory ENI/IP/allocation store. See the module docstring for the address states;
@@ -42,6 +48,8 @@ export type RestoreResult = 'restored' | 'pending' | 'duplicate-key' | 'ip-taken
  */
 export class Datastore extends AddressStore {
   private readonly allocationsByKey = new Map<string, Allocation>();
+  /** Container ids whose attachment was released (DEL, GC) and not assigned since; insertion order = age. */
+  private readonly releasedContainers = new Set<string>();
 
   /**
    * Assigns an address to `key`. Idempotent: a key that already holds an address gets
@@ -71,6 +79,7 @@ export class Datastore extends AddressStore {
       best.releasedAt = undefined;
       const allocation: Allocation = { ...key, ipv4: best.ip, eniId: rec.info.eniId, allocatedAt: now, ...(pod ? { pod } : {}) };
       this.allocationsByKey.set(ks, allocation);
+      this.releasedContainers.delete(key.containerID);
       return { kind: 'assigned', allocation: { ...allocation }, eni: rec.info };
     }
     return { kind: 'empty' };
@@ -78,11 +87,15 @@ export class Datastore extends AddressStore {
 
   /**
    * Releases the address held by `key` into cooldown. A key that holds nothing is a
-   * no-op (DEL of an unknown container). Never touches another key's address.
+   * no-op (DEL of an unknown container). Never touches another key's address. Either
+   * way the container is remembered as released ({@link wasReleased}).
    * @returns the released allocation, or undefined.
    */
   release(key: AllocationKey, now: number): Allocation | undefined {
     const ks = keyString(key);
+    this.releasedContainers.delete(key.containerID);
+    this.releasedContainers.add(key.containerID);
+    if (this.releasedContainers.size > RELEASED_CONTAINERS_KEPT) this.releasedContainers.delete(this.releasedContainers.values().next().value!);
     const a = this.allocationsByKey.get(ks);
     if (!a) return undefined;
     this.allocationsByKey.delete(ks);
@@ -116,12 +129,22 @@ export class Datastore extends AddressStore {
    * the runtime retries). Refuses if the address was taken meanwhile.
    */
   rollbackRelease(allocation: Allocation): boolean {
-    return this.restoreAllocation(allocation) === 'restored';
+    const r = this.restoreAllocation(allocation);
+    return r === 'restored' || r === 'releasing';
   }
 
   /**
-   * Re-creates an allocation from a restore source (checkpoint, runtime).
-   * - `restored`: the IP is on a known ENI and free (available or cooling) → assigned;
+   * Re-creates an allocation from a restore source (checkpoint, runtime, a DEL rolled back).
+   * - `restored`: the IP is on a known ENI and held by nobody → assigned. If it was
+   *   reserved for a release not sent to EC2 yet, the reservation is cancelled (the
+   *   releaser's {@link markReleaseSent} / {@link markPrefixReleaseSent} leaves it out):
+   *   a live pod's IP is never unassigned;
+   * - `releasing`: the IP's unassign was already sent to EC2 (it cannot be called back).
+   *   The allocation is recorded at once (the IP stays unavailable to anyone else) and
+   *   EC2's answer decides: the unassign failed or EC2 still shows the IP →
+   *   {@link cancelRelease} and it is plainly assigned; EC2 took it →
+   *   {@link completeRelease} turns the allocation `pending` and reports it. The caller
+   *   should log this loudly: ipamd released an address a pod is using;
    * - `pending`: the IP is on no known ENI yet (IMDS/EC2 lag): the allocation is kept
    *   and the IP becomes assigned the moment {@link addIps} adds it;
    * - `duplicate-key`: the key already holds an address (left as is);
@@ -141,10 +164,54 @@ export class Datastore extends AddressStore {
     if (r.holder !== undefined) return 'ip-taken';
     r.holder = ks;
     r.unverified = false;
-    r.releasing = false;
     r.releasedAt = undefined;
     this.allocationsByKey.set(ks, { ...a, eniId: r.eniId });
+    this.releasedContainers.delete(a.containerID);
+    if (r.releasing === 'sent') return 'releasing';
+    r.releasing = false;
     return 'restored';
+  }
+
+  /**
+   * EC2 confirmed these addresses are gone (an unassign it answered, or a describe that
+   * settled one of unknown outcome): they leave the datastore whatever their state.
+   * An allocation holding one (adopted while the unassign was in flight, see
+   * {@link restoreAllocation}) is kept, never dropped, but becomes pending: never handed
+   * out, a repeated ADD is refused, and it is assigned again if EC2 ever puts the
+   * address back on one of our ENIs.
+   * @returns those allocations (copies), for the caller to report as conflicts.
+   */
+  completeRelease(ips: readonly string[]): Allocation[] {
+    const lost: Allocation[] = [];
+    for (const ip of ips) {
+      const r = this.ipIndex.get(ip);
+      if (!r) continue;
+      const held = r.holder === undefined ? undefined : this.allocationsByKey.get(r.holder);
+      if (held) {
+        this.pendingByIp.set(ip, held);
+        lost.push({ ...held });
+      }
+      this.dropAddress(r);
+    }
+    return lost;
+  }
+
+  /** {@link completeRelease} for whole /28 prefixes EC2 confirmed gone. @returns the allocations made pending. */
+  completePrefixRelease(prefixes: readonly string[]): Allocation[] {
+    return prefixes.flatMap((p) => {
+      const rec = this.recordOfPrefix(p);
+      return rec ? this.completeRelease([...(rec.prefixes.get(p) ?? [])]) : [];
+    });
+  }
+
+  /**
+   * True if an attachment of `containerID` was released (CNI DEL or GC) and none was
+   * assigned or restored for it since. The evidence pass never adopts such a sandbox: a
+   * runtime still listing it READY with its IP is a snapshot from before the DEL, or a
+   * StopPodSandbox in progress (CNI DEL comes first). Bounded ({@link RELEASED_CONTAINERS_KEPT}).
+   */
+  wasReleased(containerID: string): boolean {
+    return this.releasedContainers.has(containerID);
   }
 
   /** Marks a known, unheld IP as cooling since `releasedAt` (restored cooldown entry). */

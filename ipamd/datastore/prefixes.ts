@@ -56,7 +56,7 @@ export function freePrefixesOf(rec: EniRecord, state: StateFn): string[] {
 
 /** True when at least one address of the prefix is `releasing` (an unassign is in flight). */
 export function isPrefixReleasing(rec: EniRecord, prefix: string): boolean {
-  return (rec.prefixes.get(prefix) ?? []).some((ip) => rec.ips.get(ip)?.releasing === true);
+  return (rec.prefixes.get(prefix) ?? []).some((ip) => !!rec.ips.get(ip)?.releasing);
 }
 
 /**
@@ -79,8 +79,8 @@ export function newPrefixes(rec: EniRecord, prefixes: readonly string[], index: 
   return add;
 }
 
-/** Sets or clears `releasing` on every address of a prefix of `rec`. */
-export function markReleasing(rec: EniRecord, prefix: string, releasing: boolean): void {
+/** Sets (to a phase) or clears (`false`) `releasing` on every address of a prefix of `rec`. */
+export function markReleasing(rec: EniRecord, prefix: string, releasing: IpRecord['releasing']): void {
   for (const ip of rec.prefixes.get(prefix) ?? []) {
     const r = rec.ips.get(ip);
     if (r) r.releasing = releasing;

@@ -9,6 +9,13 @@ export function keyString(k: AllocationKey): string {
   return `${k.networkName}\u0000${k.containerID}\u0000${k.ifName}`;
 }
 
+/**
+ * Where a release of an address stands: `reserved` by a releaser that has not called
+ * EC2 yet (an adoption may still cancel it), or `sent` (the EC2 call was made or is
+ * about to be: only EC2's answer can settle it). See `Datastore.restoreAllocation`.
+ */
+export type ReleasePhase = 'reserved' | 'sent';
+
 /** One address the node holds: a secondary IP, or one of the 16 addresses of a /28 prefix. */
 export interface IpRecord {
   ip: string;
@@ -19,7 +26,8 @@ export interface IpRecord {
   holder?: string;
   /** When it was last released (ms), for cooldown and least-recently-used reuse. */
   releasedAt?: number;
-  releasing: boolean;
+  /** Release in progress (false: none). An address can be held *and* `sent` (adopted mid-flight). */
+  releasing: false | ReleasePhase;
   unverified?: boolean;
 }
 

@@ -9,7 +9,11 @@
  *   that pod uid).
  * - A READY sandbox that no allocation covers is **adopted** when its IP is on one of
  *   our ENIs and free; if another allocation holds that IP, it is a conflict (logged,
- *   nothing changes).
+ *   nothing changes). A sandbox whose CNI DEL ipamd already served is never adopted
+ *   (`stale`): the runtime's list was read before the DEL (the read and the merge are
+ *   not atomic), or its StopPodSandbox is under way (containerd tears the network down
+ *   first, while the sandbox is still READY). Adopting it would hand a dead sandbox an
+ *   IP that meanwhile went back to the pool — or to an unassign in flight at EC2.
  * - An allocation is **released** only when every source that could vouch for it was
  *   read successfully, none does, and it is older than `graceMs` (an ADD in progress has
  *   no READY sandbox yet). An unreadable source means no release at all.
@@ -47,6 +51,8 @@ export interface MergeInput {
   isOurIp: (ip: string) => boolean;
   /** Holder of an IP in the datastore, if any. */
   holderOf: (ip: string) => Allocation | undefined;
+  /** True if ipamd served a DEL (or GC) for this container id since it last assigned it (`Datastore.wasReleased`). */
+  wasReleased?: (containerID: string) => boolean;
   now: number;
   graceMs: number;
   /** CNI network name and ifName used for adopted sandboxes. */
@@ -60,6 +66,8 @@ export interface MergeResult {
   adopt: Allocation[];
   release: Allocation[];
   conflicts: Array<{ sandbox: SandboxEvidence; holder: Allocation }>;
+  /** Sandboxes not adopted because ipamd already served their DEL (see the module docstring). */
+  stale: SandboxEvidence[];
   /** Sandboxes with an IP that is not on our ENIs (another network, or IMDS/EC2 lag). */
   foreign: SandboxEvidence[];
   /** True when releases are allowed at all (every source that could vouch was read). */
@@ -88,9 +96,14 @@ export function mergeEvidence(i: MergeInput): MergeResult {
   const adopt: Allocation[] = [];
   const conflicts: MergeResult['conflicts'] = [];
   const foreign: SandboxEvidence[] = [];
+  const stale: SandboxEvidence[] = [];
   const covered = new Set(i.allocations.map((a) => a.containerID));
   for (const s of cri) {
     if (covered.has(s.id) || !s.ip) continue;
+    if (i.wasReleased?.(s.id)) {
+      stale.push(s);
+      continue;
+    }
     if (!i.isOurIp(s.ip)) {
       foreign.push(s);
       continue;
@@ -105,5 +118,5 @@ export function mergeEvidence(i: MergeInput): MergeResult {
       pod: { namespace: s.podNamespace, name: s.podName, uid: s.podUid },
     });
   }
-  return { live, adopt, release, conflicts, foreign, canRelease };
+  return { live, adopt, release, conflicts, stale, foreign, canRelease };
 }

@@ -107,7 +107,7 @@ export class EvidenceReconciler {
     const now = this.now();
     const m: MergeResult = mergeEvidence({
       allocations: ds.allocations(), cri, kube, now, graceMs: this.o.graceMs, networkName: this.o.networkName, ifName: 'eth0',
-      isOurIp: (ip) => ds.ipState(ip, now) !== undefined, holderOf: (ip) => ds.holderOf(ip),
+      isOurIp: (ip) => ds.ipState(ip, now) !== undefined, holderOf: (ip) => ds.holderOf(ip), wasReleased: (id) => ds.wasReleased(id),
     });
     let adopted = 0;
     for (const a of m.adopt) {
@@ -115,8 +115,13 @@ export class EvidenceReconciler {
       if (r === 'restored') {
         adopted++;
         log.info({ containerID: a.containerID, ip: a.ipv4, pod: a.pod }, 'adopted a running sandbox the checkpoint lacked');
+      } else if (r === 'releasing') {
+        // The unassign was already sent: EC2's answer decides (shrink-executor / prefix-release settle it).
+        adopted++;
+        log.error({ containerID: a.containerID, ip: a.ipv4, pod: a.pod }, 'adopted a running sandbox whose IP has an unassign in flight at EC2: kept if EC2 keeps the IP, flagged (pending, ADD refused) if EC2 takes it');
       }
     }
+    for (const s of m.stale) log.debug({ sandbox: s.id, ip: s.ip }, 'runtime still lists a sandbox whose DEL was served; not adopted');
     let released = 0;
     if (m.canRelease) {
       for (const a of m.release) {

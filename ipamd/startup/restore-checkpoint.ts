@@ -53,6 +53,11 @@ export function restoreFromCheckpoint(p: {
     const r = ds.restoreAllocation({ ...a });
     if (r === 'restored') sum.restored++;
     else if (r === 'pending') sum.pending++;
+    else if (r === 'releasing') {
+      // Only if a release were under way (never at start-up): recorded, EC2's answer decides (Datastore.restoreAllocation).
+      sum.restored++;
+      log.error({ allocation: a }, 'checkpoint allocation holds an IP whose unassign is in flight at EC2; kept, EC2 decides');
+    }
     else {
       sum.conflicts++;
       log.error({ allocation: a, result: r }, 'checkpoint allocation conflicts with another; kept the first');

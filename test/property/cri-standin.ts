@@ -42,6 +42,13 @@ export class CriStandin {
   readonly sandboxes = new Map<string, StandinSandbox>();
   /** Number of ListPodSandbox calls answered (how often ipamd read the runtime). */
   lists = 0;
+  /** Number of PodSandboxStatus calls received. */
+  statusCalls = 0;
+  /**
+   * Delay (ms) before a PodSandboxStatus answer is sent. The answer is computed when the
+   * request arrives, so a delayed answer is a stale snapshot, as from a slow runtime.
+   */
+  statusDelayMs = 0;
 
   constructor(readonly socketPath: string, private readonly server: grpc.Server) {}
 
@@ -79,7 +86,10 @@ export class CriStandin {
         this.lists++;
         cb(null, { items: [...this.sandboxes.values()].map((s) => ({ id: s.id, metadata: md(s), state: 'SANDBOX_READY', created_at: ns(s), labels: labels(s), annotations: {}, runtime_handler: '' })) });
       },
-      PodSandboxStatus: (c: Call, cb: Cb) => {
+      PodSandboxStatus: (c: Call, rawCb: Cb) => {
+        this.statusCalls++;
+        const delay = this.statusDelayMs;
+        const cb: Cb = delay > 0 ? (err, out) => void setTimeout(() => rawCb(err, out), delay) : rawCb;
         const s = this.sandboxes.get(String(c.request.pod_sandbox_id ?? ''));
         if (!s) return cb({ code: grpc.status.NOT_FOUND, details: `sandbox ${String(c.request.pod_sandbox_id)} not found` });
         cb(null, {

@@ -99,6 +99,11 @@ export class SimNode {
     return path.join(this.dir, 'ipam.json');
   }
 
+  /** The in-process daemon while it runs (its datastore, gate, pool); undefined in child mode. */
+  get daemonHandle(): Daemon | undefined {
+    return this.daemon;
+  }
+
   /** True between a successful {@link start} and {@link stop}. */
   get running(): boolean {
     return !!(this.daemon || this.child);
