@@ -84,6 +84,13 @@ export async function freeEni(c: EniFreeContext, eniId: string, opts: FreeOption
       log.info({ eniId, frozen: gate.frozen, inUse }, 'ENI free cancelled before the detach');
       return false;
     }
+    // Synchronously before the call: an adoption that cancelled part of the reservation
+    // (a sandbox found using one of these IPs) stops the free here.
+    if (ds.markReleaseSent(reserved).length !== reserved.length) {
+      ds.cancelRelease(reserved);
+      log.info({ eniId }, 'ENI free cancelled before the detach: an address was adopted');
+      return false;
+    }
     if (eni.attachment) {
       try {
         await ec2.detachEni(eni.attachment.attachmentId);
@@ -96,7 +103,11 @@ export async function freeEni(c: EniFreeContext, eniId: string, opts: FreeOption
       }
     }
     // From here on the ENI's IPs are (or may be) off the instance: out of the pool now.
-    ds.cancelRelease(reserved);
+    // An address adopted while the detach was in flight keeps its allocation, pending.
+    for (const a of ds.completeRelease(ds.eniIps(eniId))) {
+      log.error({ eniId, ip: a.ipv4, containerID: a.containerID, pod: a.pod },
+        'a sandbox was found using an IP of an ENI being detached: its allocation is kept but pending (ADD refused); the pod needs a restart');
+    }
     dropFromDatastore(c, eniId);
     c.markOrphan(eniId, info.deviceNumber);
     try {
