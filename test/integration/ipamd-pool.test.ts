@@ -6,6 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import path from 'node:path';
 import { mkdir, readdir, readFile, rm, rmdir, stat } from 'node:fs/promises';
 import { DescribeNetworkInterfacesCommand, EC2Client } from '@aws-sdk/client-ec2';
 import * as grpc from '@grpc/grpc-js';
@@ -201,9 +202,10 @@ test('once serving, ipamd installs the plugin and a conflist built from its sett
   assert.deepEqual(await readdir(confDir), ['10-eni-ipam.conflist'], 'no temp file left behind');
   const conf = JSON.parse(await readFile(`${confDir}/10-eni-ipam.conflist`, 'utf8'));
   assert.equal(conf.name, 'eni-net');
-  assert.deepEqual(conf.plugins, [{ type: 'eni-ipam', mtu: 1500, vethPrefix: 'pod', ipamdSocket: h.socket }]);
-  const st = await stat(`${binDir}/eni-ipam`);
-  assert.equal(st.mode & 0o777, 0o755);
+  assert.deepEqual(conf.plugins, [{ type: 'eni-ipam', mtu: 1500, vethPrefix: 'pod', ipamdSocket: h.socket, execSocket: path.join(path.dirname(h.socket), 'cni-exec.sock') }]);
+  // The native shim and, beside it, the Node plugin it falls back to; no temp file left.
+  assert.deepEqual((await readdir(binDir)).filter((f) => f.startsWith('eni-ipam') || f.startsWith('.eni-ipam')).sort(), ['eni-ipam', 'eni-ipam.cjs']);
+  for (const f of ['eni-ipam', 'eni-ipam.cjs']) assert.equal((await stat(`${binDir}/${f}`)).mode & 0o777, 0o755, f);
   // The installed binary answers VERSION.
   const v = await new Promise<string>((resolve, reject) => {
     const env: NodeJS.ProcessEnv = { ...process.env, CNI_COMMAND: 'VERSION' };
