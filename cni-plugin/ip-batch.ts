@@ -4,18 +4,50 @@
  * `nsenter --net=<path>` (never by a PID parsed out of the path). The one place that
  * spawns `ip` for the plugin (ip-query.ts builds on {@link runIp}).
  *
+ * `ip` and `nsenter` are looked up once, by absolute path (system dirs first, then PATH):
+ * a PATH walk per spawn costs several failed execve in the child (measured in ipamd).
  * The child's environment is fixed at module load (PATH plus the system dirs, `LC_ALL=C`
  * so iproute2's messages are the English ones the callers match): nothing here reads the
  * invocation's or the host process's environment per call, so the same code runs in the
  * plugin process and inside ipamd (ipamd/cni-exec).
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { accessSync, constants } from 'node:fs';
 
 /** Directories appended to PATH for `ip` and `nsenter` (runtimes may pass a minimal PATH). */
 const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 /** Environment of every `ip`/`nsenter` child (read once; immutable). */
 const IP_ENV: NodeJS.ProcessEnv = Object.freeze({ PATH: process.env.PATH ? `${process.env.PATH}:${SYSTEM_PATH}` : SYSTEM_PATH, LC_ALL: 'C' });
+
+const resolved = new Map<string, string>();
+
+/**
+ * Absolute path of the executable `name`: the first of the system dirs, then PATH's,
+ * holding an executable file by that name; `name` itself (a PATH lookup by the child)
+ * when none does. Cached for the life of the process.
+ */
+export function executablePath(name: string): string {
+  let found = resolved.get(name);
+  if (found !== undefined) return found;
+  found = name;
+  for (const dir of `${SYSTEM_PATH}:${process.env.PATH ?? ''}`.split(':')) {
+    if (!dir.startsWith('/')) continue;
+    try {
+      accessSync(`${dir}/${name}`, constants.X_OK);
+      found = `${dir}/${name}`;
+      break;
+    } catch { /* not here */ }
+  }
+  resolved.set(name, found);
+  return found;
+}
+
+/** argv of `ip <flags> -batch -`, inside the netns at `netnsPath` when given. */
+function ipArgv(flags: string[], netnsPath?: string): string[] {
+  const ip = [executablePath('ip'), ...flags, '-batch', '-'];
+  return netnsPath ? [executablePath('nsenter'), `--net=${netnsPath}`, ...ip] : ip;
+}
 
 /** A failed `ip` batch: `stderr` is iproute2's message (e.g. "RTNETLINK answers: File exists"). */
 export class IpBatchError extends Error {
@@ -34,7 +66,7 @@ export interface IpRun { argv: string[]; code: number | null; stdout: string; st
  * @throws Error when the process cannot be spawned (a non-zero exit is in the result).
  */
 export function runIp(flags: string[], lines: string[], netnsPath?: string, wantStdout = false): Promise<IpRun> {
-  const argv = netnsPath ? ['nsenter', `--net=${netnsPath}`, 'ip', ...flags, '-batch', '-'] : ['ip', ...flags, '-batch', '-'];
+  const argv = ipArgv(flags, netnsPath);
   return new Promise((resolve, reject) => {
     const p = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', wantStdout ? 'pipe' : 'ignore', 'pipe'], env: IP_ENV });
     let stdout = '';
@@ -58,4 +90,77 @@ export function runIp(flags: string[], lines: string[], netnsPath?: string, want
 export async function ipBatch(lines: string[], netnsPath?: string): Promise<void> {
   const r = await runIp([], lines, netnsPath);
   if (r.code !== 0) throw new IpBatchError(r.argv, r.code, r.stderr);
+}
+
+/**
+ * One `ip -o -batch -` process kept open so that commands can be fed to it as they become
+ * known (ADD spawns its processes before ipamd answers and sends the address lines
+ * after, so no process start lies on the path after the answer). iproute2 runs each
+ * line as soon as it reads it and stops at the first failing one.
+ */
+export interface IpStream {
+  /** Sends `lines` (run as soon as ip reads them; a dead process ignores them). */
+  write(lines: string[]): void;
+  /**
+   * Sends a marker command and resolves once ip ran it: every line sent before ran OK.
+   * @throws IpBatchError when ip exited first (a line failed).
+   */
+  barrier(): Promise<void>;
+  /**
+   * Sends `lines`, closes ip's stdin and waits for its exit.
+   * @throws IpBatchError when ip exits non-zero; Error when it cannot be spawned.
+   */
+  end(lines?: string[]): Promise<void>;
+}
+
+/** Marker of {@link IpStream.barrier}: prints exactly one line under `-o`, in any netns. */
+const BARRIER_LINE = 'link show dev lo';
+
+/**
+ * Starts `ip -o -batch -` (inside the netns at `netnsPath` when given, by `nsenter`)
+ * reading its commands from an open stdin; see {@link IpStream}. The caller must call
+ * `end()` on every path, or the process waits for input forever.
+ */
+export function openIpStream(netnsPath?: string): IpStream {
+  const argv = ipArgv(['-o'], netnsPath);
+  let p: ChildProcess;
+  let stderr = '';
+  let lines = 0;
+  let barriers = 0;
+  const waiting: { n: number; resolve: () => void; reject: (e: Error) => void }[] = [];
+  let exit: Error | undefined;
+  const exited = new Promise<void>((resolve, reject) => {
+    p = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe'], env: IP_ENV });
+    p.stdout!.on('data', (d: Buffer) => {
+      for (const b of d) if (b === 10) lines++;
+      while (waiting.length && waiting[0]!.n <= lines) waiting.shift()!.resolve();
+    });
+    p.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    p.stdin!.on('error', () => undefined); // ip exited before reading everything
+    const done = (e: Error | undefined) => {
+      exit = e ?? new IpBatchError(argv, 0, 'ip exited before the marker');
+      for (const w of waiting.splice(0)) w.reject(exit);
+      if (e) reject(e); else resolve();
+    };
+    p.on('error', (e) => done(e));
+    p.on('close', (code) => done(code === 0 ? undefined : new IpBatchError(argv, code, stderr)));
+  });
+  exited.catch(() => undefined); // observed through end()/barrier()
+  const write = (more: string[]) => {
+    if (more.length && p.stdin!.writable) p.stdin!.write(`${more.join('\n')}\n`);
+  };
+  return {
+    write,
+    barrier: () => {
+      if (exit) return Promise.reject(exit);
+      write([BARRIER_LINE]);
+      const n = ++barriers;
+      return new Promise((resolve, reject) => waiting.push({ n, resolve, reject }));
+    },
+    end: (more = []) => {
+      write(more);
+      if (p.stdin!.writable) p.stdin!.end();
+      return exited;
+    },
+  };
 }
