@@ -11,7 +11,7 @@
  * invocation's or the host process's environment per call, so the same code runs in the
  * plugin process and inside ipamd (ipamd/cni-exec).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 
 /** Directories appended to PATH for `ip` and `nsenter` (runtimes may pass a minimal PATH). */
@@ -49,6 +49,48 @@ function ipArgv(flags: string[], netnsPath?: string): string[] {
   return netnsPath ? [executablePath('nsenter'), `--net=${netnsPath}`, ...ip] : ip;
 }
 
+/** A started child (`ip` or `nsenter`) with piped stdin, stdout and stderr. */
+export interface IpChild {
+  /** Appends to the child's stdin (ignored once it exited). */
+  write(data: string): void;
+  /** Closes the child's stdin. */
+  end(): void;
+}
+
+/** Callbacks of an {@link IpChild}: output chunks, then exactly one of `exit` (the code) or `failed` (spawn error). */
+export interface IpChildEvents {
+  stdout(data: string): void;
+  stderr(data: string): void;
+  exit(code: number | null): void;
+  failed(e: Error): void;
+}
+
+/** Starts `argv` with `env`; events are delivered asynchronously. */
+export type IpSpawner = (argv: string[], env: NodeJS.ProcessEnv, on: IpChildEvents) => IpChild;
+
+/** The default spawner: `child_process.spawn` in this thread. */
+const localSpawner: IpSpawner = (argv, env, on) => {
+  const p = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe'], env });
+  p.stdout.setEncoding('utf8').on('data', on.stdout);
+  p.stderr.setEncoding('utf8').on('data', on.stderr);
+  p.stdin.on('error', () => undefined); // ip may exit before reading everything
+  let over = false;
+  p.on('error', (e) => { if (!over) { over = true; on.failed(e); } });
+  p.on('close', (code) => { if (!over) { over = true; on.exit(code); } });
+  return { write: (d) => { if (p.stdin.writable) p.stdin.write(d); }, end: () => { if (p.stdin.writable) p.stdin.end(); } };
+};
+
+let spawner: IpSpawner = localSpawner;
+
+/**
+ * Replaces how `ip`/`nsenter` are started (ipamd starts them from a worker thread so that
+ * forking its large process does not stall its event loop: ipamd/cni-exec/spawn-worker.ts);
+ * undefined restores `child_process.spawn` in this thread.
+ */
+export function setIpSpawner(s: IpSpawner | undefined): void {
+  spawner = s ?? localSpawner;
+}
+
 /** A failed `ip` batch: `stderr` is iproute2's message (e.g. "RTNETLINK answers: File exists"). */
 export class IpBatchError extends Error {
   constructor(readonly argv: string[], readonly exitCode: number | null, readonly stderr: string) {
@@ -68,15 +110,16 @@ export interface IpRun { argv: string[]; code: number | null; stdout: string; st
 export function runIp(flags: string[], lines: string[], netnsPath?: string, wantStdout = false): Promise<IpRun> {
   const argv = ipArgv(flags, netnsPath);
   return new Promise((resolve, reject) => {
-    const p = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', wantStdout ? 'pipe' : 'ignore', 'pipe'], env: IP_ENV });
     let stdout = '';
     let stderr = '';
-    p.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
-    p.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-    p.on('error', reject);
-    p.on('close', (code) => resolve({ argv, code, stdout, stderr }));
-    p.stdin!.on('error', () => undefined); // ip may exit before reading everything
-    p.stdin!.end(`${lines.join('\n')}\n`);
+    const child = spawner(argv, IP_ENV, {
+      stdout: (d) => { if (wantStdout) stdout += d; },
+      stderr: (d) => { stderr += d; },
+      exit: (code) => resolve({ argv, code, stdout, stderr }),
+      failed: reject,
+    });
+    child.write(`${lines.join('\n')}\n`);
+    child.end();
   });
 }
 
@@ -123,31 +166,32 @@ const BARRIER_LINE = 'link show dev lo';
  */
 export function openIpStream(netnsPath?: string): IpStream {
   const argv = ipArgv(['-o'], netnsPath);
-  let p: ChildProcess;
   let stderr = '';
   let lines = 0;
   let barriers = 0;
   const waiting: { n: number; resolve: () => void; reject: (e: Error) => void }[] = [];
   let exit: Error | undefined;
+  let ended = false;
+  let child: IpChild | undefined;
   const exited = new Promise<void>((resolve, reject) => {
-    p = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe'], env: IP_ENV });
-    p.stdout!.on('data', (d: Buffer) => {
-      for (const b of d) if (b === 10) lines++;
-      while (waiting.length && waiting[0]!.n <= lines) waiting.shift()!.resolve();
-    });
-    p.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-    p.stdin!.on('error', () => undefined); // ip exited before reading everything
     const done = (e: Error | undefined) => {
       exit = e ?? new IpBatchError(argv, 0, 'ip exited before the marker');
       for (const w of waiting.splice(0)) w.reject(exit);
       if (e) reject(e); else resolve();
     };
-    p.on('error', (e) => done(e));
-    p.on('close', (code) => done(code === 0 ? undefined : new IpBatchError(argv, code, stderr)));
+    child = spawner(argv, IP_ENV, {
+      stdout: (d) => {
+        for (let i = d.indexOf('\n'); i >= 0; i = d.indexOf('\n', i + 1)) lines++;
+        while (waiting.length && waiting[0]!.n <= lines) waiting.shift()!.resolve();
+      },
+      stderr: (d) => { stderr += d; },
+      exit: (code) => done(code === 0 ? undefined : new IpBatchError(argv, code, stderr)),
+      failed: (e) => done(e),
+    });
   });
   exited.catch(() => undefined); // observed through end()/barrier()
   const write = (more: string[]) => {
-    if (more.length && p.stdin!.writable) p.stdin!.write(`${more.join('\n')}\n`);
+    if (more.length && !ended) child!.write(`${more.join('\n')}\n`);
   };
   return {
     write,
@@ -159,7 +203,7 @@ export function openIpStream(netnsPath?: string): IpStream {
     },
     end: (more = []) => {
       write(more);
-      if (p.stdin!.writable) p.stdin!.end();
+      if (!ended) { ended = true; child!.end(); }
       return exited;
     },
   };
