@@ -18,6 +18,7 @@
 import { chmod, mkdir, stat } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
+import { shareUnixSessions } from '../../cni-plugin/grpc-http2.js';
 import { VERB_HANDLERS } from '../../cni-plugin/handlers.js';
 import { runInvocation, type VerbHandler } from '../../cni-plugin/invocation.js';
 import type { Logger } from '../log.js';
@@ -87,6 +88,7 @@ export class CniExecServer {
     });
     await chmod(sock, 0o600);
     if (this.o.spawnInWorker ?? true) this.spawnWorker = startSpawnWorker();
+    shareUnixSessions(true); // the plugin code's calls to ipamd reuse one connection
   }
 
   /** Invocations running now. */
@@ -109,7 +111,10 @@ export class CniExecServer {
       ]);
       clearTimeout(timer);
     }
-    if (!this.inFlight.size) await this.spawnWorker?.stop();
+    if (!this.inFlight.size) {
+      shareUnixSessions(false);
+      await this.spawnWorker?.stop();
+    }
     else this.o.log.warn({ running: this.inFlight.size }, 'CNI exec: invocations still running after the shutdown grace');
   }
 
@@ -161,6 +166,7 @@ export class CniExecServer {
   private async serve(c: net.Socket, req: ExecRequest): Promise<void> {
     const t0 = performance.now();
     const why = await this.refusal(req);
+    (globalThis as any).__t0 = t0;
     const who = { verb: req.env.CNI_COMMAND ?? '', containerId: req.env.CNI_CONTAINERID ?? '', netns: req.env.CNI_NETNS ?? '' };
     if (why) {
       this.o.log.info({ ...who, reason: why }, 'CNI exec: not run here, the shim falls back to the Node plugin');
