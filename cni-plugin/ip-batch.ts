@@ -4,8 +4,9 @@
  * `nsenter --net=<path>` (never by a PID parsed out of the path). The one place that
  * spawns `ip` for the plugin (ip-query.ts builds on {@link runIp}).
  *
- * `ip` and `nsenter` are looked up once, by absolute path (system dirs first, then PATH):
- * a PATH walk per spawn costs several failed execve in the child (measured in ipamd).
+ * `ip` and `nsenter` are looked up once, in the children's PATH order (the process's PATH,
+ * then the system dirs), and spawned by absolute path: a PATH walk per spawn costs several
+ * failed execve in the child (seen in an strace of ipamd).
  * The child's environment is fixed at module load (PATH plus the system dirs, `LC_ALL=C`
  * so iproute2's messages are the English ones the callers match): nothing here reads the
  * invocation's or the host process's environment per call, so the same code runs in the
@@ -23,15 +24,15 @@ const IP_ENV: NodeJS.ProcessEnv = Object.freeze({ PATH: process.env.PATH ? `${pr
 const resolved = new Map<string, string>();
 
 /**
- * Absolute path of the executable `name`: the first of the system dirs, then PATH's,
- * holding an executable file by that name; `name` itself (a PATH lookup by the child)
- * when none does. Cached for the life of the process.
+ * Absolute path of the executable `name`: the first directory of the children's PATH
+ * ({@link IP_ENV}) holding an executable file by that name; `name` itself (a PATH lookup
+ * by the child) when none does. Cached for the life of the process.
  */
 export function executablePath(name: string): string {
   let found = resolved.get(name);
   if (found !== undefined) return found;
   found = name;
-  for (const dir of `${SYSTEM_PATH}:${process.env.PATH ?? ''}`.split(':')) {
+  for (const dir of IP_ENV.PATH!.split(':')) {
     if (!dir.startsWith('/')) continue;
     try {
       accessSync(`${dir}/${name}`, constants.X_OK);

@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { IpBatchError, ipBatch, openIpStream } from '../../cni-plugin/ip-batch.js';
+import { IpBatchError, executablePath, ipBatch, openIpStream } from '../../cni-plugin/ip-batch.js';
 import { ipShow } from '../../cni-plugin/ip-query.js';
 import { createNamedNetns } from '../../demo/netns.js';
 import { startSpawnWorker } from '../../ipamd/cni-exec/spawn-worker.js';
@@ -52,6 +52,11 @@ async function scenarios(tag: string): Promise<void> {
     await ns.remove();
   }
 }
+
+test('ip and nsenter are spawned by absolute path; an unknown name is left to the PATH lookup', () => {
+  for (const n of ['ip', 'nsenter']) assert.match(executablePath(n), new RegExp(`^/.*/${n}$`));
+  assert.equal(executablePath(`no-such-tool-${process.pid}`), `no-such-tool-${process.pid}`);
+});
 
 test('openIpStream: lines run as sent, barriers, failures (main thread)', async () => {
   await scenarios('main');
