@@ -1,7 +1,8 @@
 /**
  * CNI ADD (DESIGN §1 steps 2-5): ask ipamd for an IP, wire the netns, return the result.
- * The veth pair is created while ipamd answers (it needs no IP; ipamd's answer waits for
- * its checkpoint fsync), then the address, routes and rules go in. If wiring fails, what
+ * What needs no IP (veth pair, links up, pod routes, neighbour) is wired while ipamd
+ * answers (its answer waits for its checkpoint fsync), then the pod address, host route
+ * and rules go in. If wiring fails, what
  * was created is removed and the IP is handed back to ipamd (`DelNetwork` reason
  * "add-failed") before the error is reported; if ipamd gives no IP, the veth is removed.
  */
@@ -16,7 +17,7 @@ import type { NetConf } from './netconf.js';
 import { networkIds } from './request.js';
 import { encodeAddResult, type AddResult } from './result.js';
 import { hostVethMac, hostVethName, podVethMac } from './veth-name.js';
-import { addressPod, createVeth, deleteHostVeth, type VethPlan, type WiringPlan } from './wiring.js';
+import { startWiring, type VethPlan, type WiringPlan } from './wiring.js';
 
 /** Deadline of `AddNetwork` in ms: ipamd may wait (bounded) on a pool refill. */
 export const ADD_TIMEOUT_MS = 15_000;
@@ -49,27 +50,27 @@ export async function cmdAdd(env: CniEnv, conf: NetConf, warnings: string[], ctx
     hostVeth: hostVethName(conf.vethPrefix, env.containerId, env.ifName),
     hostMac: hostVethMac(env.containerId, env.ifName), podMac: podVethMac(env.containerId, env.ifName), mtu: conf.mtu,
   };
-  // The veth needs no IP: create it while ipamd assigns one (and persists it).
-  const created = createVeth(veth, ctx.nodeNetns).then(() => undefined, (e: unknown) => e);
-  const dropVeth = async () => { if (await created === undefined) await deleteHostVeth(veth.hostVeth, ctx.nodeNetns).catch(() => undefined); };
   const ipamd = connectIpamd(conf.ipamdSocket);
+  // The request goes first; everything that needs no IP is wired while ipamd assigns one
+  // (and persists it).
+  const asked = ipamd.addNetwork(ids, ADD_TIMEOUT_MS);
+  asked.catch(() => undefined); // awaited below, after the wiring started
+  const wiring = startWiring(veth, ctx.nodeNetns);
   try {
     let reply: AddNetworkReply;
     try {
-      reply = await ipamd.addNetwork(ids, ADD_TIMEOUT_MS);
+      reply = await asked;
     } catch (e) {
-      await dropVeth();
+      await wiring.abort();
       throw addFailure(e);
     }
     if (!reply.success || !isIPv4(reply.ipv4_addr)) {
-      await dropVeth();
+      await wiring.abort();
       throw new CniError(CniCode.IpamdError, 'ipamd did not assign an IPv4 address', reply.message || `reply ${JSON.stringify(reply)}`);
     }
     const plan: WiringPlan = { ...veth, ipv4: reply.ipv4_addr, routeTableId: reply.route_table_id };
     try {
-      const failed = await created;
-      if (failed !== undefined) throw failed;
-      await addressPod(plan, ctx.nodeNetns);
+      await wiring.finish(plan);
     } catch (e) {
       await ipamd.delNetwork({ ...ids, reason: 'add-failed' }, ROLLBACK_TIMEOUT_MS).catch((err: Error) => {
         warnings.push(`could not return ${plan.ipv4} to ipamd after the failed ADD: ${err.message}`);

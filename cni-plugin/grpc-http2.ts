@@ -71,25 +71,87 @@ function decodeGrpcMessage(v: string | string[] | undefined): string {
   }
 }
 
-/** Opens (lazily) a channel to the gRPC server listening on the Unix socket `socketPath`. */
+/** The error each session reported ('error' event), for the calls on it. */
+const sessionErrors = new WeakMap<http2.ClientHttp2Session, Error>();
+
+function newSession(socketPath: string): http2.ClientHttp2Session {
+  const s = http2.connect('http://localhost', { createConnection: () => net.connect(socketPath) });
+  s.on('error', (e: Error) => { sessionErrors.set(s, e); });
+  return s;
+}
+
+const usable = (s: http2.ClientHttp2Session | undefined): s is http2.ClientHttp2Session => !!s && !s.destroyed && !s.closed;
+
+/** How long (ms) a shared session stays open without calls. */
+export const SHARED_SESSION_IDLE_MS = 30_000;
+
+let sharing = false;
+const sharedSessions = new Map<string, { session: http2.ClientHttp2Session; idle?: NodeJS.Timeout }>();
+
+/**
+ * Turns on (or off) sharing of one HTTP/2 session per socket path by all channels of this
+ * process, for a long-lived process making many calls (ipamd running the plugin code
+ * in-process, ipamd/cni-exec): a call then costs no connect and no HTTP/2 handshake.
+ * A shared session is replaced once it is closed, destroyed, failed or told GOAWAY (the
+ * server restarted), is closed after {@link SHARED_SESSION_IDLE_MS} without calls, and
+ * never keeps the process alive. A channel's `close()` leaves it open. Turning sharing
+ * off closes the shared sessions. Off by default (the one-shot plugin process).
+ */
+export function shareUnixSessions(on: boolean): void {
+  sharing = on;
+  if (on) return;
+  for (const { session, idle } of sharedSessions.values()) {
+    clearTimeout(idle);
+    session.close();
+  }
+  sharedSessions.clear();
+}
+
+/** The shared session to `socketPath`, opened or replaced when needed; its idle timer restarted. */
+function sharedSession(socketPath: string): http2.ClientHttp2Session {
+  let entry = sharedSessions.get(socketPath);
+  if (!entry || !usable(entry.session)) {
+    if (entry) clearTimeout(entry.idle);
+    const session = newSession(socketPath);
+    session.unref();
+    const forget = () => {
+      const e = sharedSessions.get(socketPath);
+      if (e?.session !== session) return;
+      clearTimeout(e.idle);
+      sharedSessions.delete(socketPath);
+    };
+    session.on('close', forget);
+    session.on('goaway', forget);
+    session.on('error', forget);
+    entry = { session };
+    sharedSessions.set(socketPath, entry);
+  }
+  clearTimeout(entry.idle);
+  const { session } = entry;
+  entry.idle = setTimeout(() => session.close(), SHARED_SESSION_IDLE_MS).unref();
+  return session;
+}
+
+/**
+ * Opens (lazily) a channel to the gRPC server listening on the Unix socket `socketPath`:
+ * its own connection, or the process's shared one when {@link shareUnixSessions} is on.
+ */
 export function openUnixChannel(socketPath: string): GrpcUnaryChannel {
   let session: http2.ClientHttp2Session | undefined;
-  let sessionError: Error | undefined;
   let closed = false;
   const connect = (): http2.ClientHttp2Session => {
-    if (session && !session.destroyed && !session.closed) return session;
-    sessionError = undefined;
-    const s = http2.connect('http://localhost', { createConnection: () => net.connect(socketPath) });
-    s.on('error', (e: Error) => { sessionError = e; });
-    session = s;
-    return s;
+    if (sharing) return sharedSession(socketPath);
+    if (!usable(session)) session = newSession(socketPath);
+    return session;
   };
 
   const unary = (path: string, message: Uint8Array, timeoutMs: number): Promise<Buffer> => new Promise((resolve, reject) => {
     if (closed) return reject(new GrpcCallFailure(GrpcStatus.UNAVAILABLE, 'channel closed'));
     let stream: http2.ClientHttp2Stream;
+    let onSession: http2.ClientHttp2Session;
     try {
-      stream = connect().request({
+      onSession = connect();
+      stream = onSession.request({
         ':method': 'POST', ':path': path,
         'content-type': 'application/grpc', te: 'trailers', 'grpc-timeout': grpcTimeoutHeader(timeoutMs),
       });
@@ -138,7 +200,7 @@ export function openUnixChannel(socketPath: string): GrpcUnaryChannel {
       // cancels the pending stream (ERR_HTTP2_STREAM_CANCEL, the cause attached) before
       // the session's own 'error' event. Both are UNAVAILABLE, as in grpc-js.
       const cancelled = (streamError as NodeJS.ErrnoException | undefined)?.code === 'ERR_HTTP2_STREAM_CANCEL';
-      const connectError = sessionError ?? (cancelled ? ((streamError!.cause as Error | undefined) ?? streamError) : undefined);
+      const connectError = sessionErrors.get(onSession) ?? (cancelled ? ((streamError!.cause as Error | undefined) ?? streamError) : undefined);
       if (connectError) return fail(GrpcStatus.UNAVAILABLE, `${socketPath}: ${connectError.message}`);
       if (stream.rstCode) return fail(statusFromRstCode(stream.rstCode), `stream reset (HTTP/2 error ${stream.rstCode})`);
       if (!headers) return fail(GrpcStatus.UNAVAILABLE, `connection to ${socketPath} closed before a response${streamError ? `: ${streamError.message}` : ''}`);
@@ -151,7 +213,7 @@ export function openUnixChannel(socketPath: string): GrpcUnaryChannel {
     unary,
     close: () => {
       closed = true;
-      session?.close();
+      if (!sharing) session?.close();
     },
   };
 }

@@ -4,18 +4,93 @@
  * `nsenter --net=<path>` (never by a PID parsed out of the path). The one place that
  * spawns `ip` for the plugin (ip-query.ts builds on {@link runIp}).
  *
+ * `ip` and `nsenter` are looked up once, in the children's PATH order (the process's PATH,
+ * then the system dirs), and spawned by absolute path: a PATH walk per spawn costs several
+ * failed execve in the child (seen in an strace of ipamd).
  * The child's environment is fixed at module load (PATH plus the system dirs, `LC_ALL=C`
  * so iproute2's messages are the English ones the callers match): nothing here reads the
  * invocation's or the host process's environment per call, so the same code runs in the
  * plugin process and inside ipamd (ipamd/cni-exec).
  */
 import { spawn } from 'node:child_process';
+import { accessSync, constants } from 'node:fs';
 
 /** Directories appended to PATH for `ip` and `nsenter` (runtimes may pass a minimal PATH). */
 const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 /** Environment of every `ip`/`nsenter` child (read once; immutable). */
 const IP_ENV: NodeJS.ProcessEnv = Object.freeze({ PATH: process.env.PATH ? `${process.env.PATH}:${SYSTEM_PATH}` : SYSTEM_PATH, LC_ALL: 'C' });
+
+const resolved = new Map<string, string>();
+
+/**
+ * Absolute path of the executable `name`: the first directory of the children's PATH
+ * ({@link IP_ENV}) holding an executable file by that name; `name` itself (a PATH lookup
+ * by the child) when none does. Cached for the life of the process.
+ */
+export function executablePath(name: string): string {
+  let found = resolved.get(name);
+  if (found !== undefined) return found;
+  found = name;
+  for (const dir of IP_ENV.PATH!.split(':')) {
+    if (!dir.startsWith('/')) continue;
+    try {
+      accessSync(`${dir}/${name}`, constants.X_OK);
+      found = `${dir}/${name}`;
+      break;
+    } catch { /* not here */ }
+  }
+  resolved.set(name, found);
+  return found;
+}
+
+/** argv of `ip <flags> -batch -`, inside the netns at `netnsPath` when given. */
+function ipArgv(flags: string[], netnsPath?: string): string[] {
+  const ip = [executablePath('ip'), ...flags, '-batch', '-'];
+  return netnsPath ? [executablePath('nsenter'), `--net=${netnsPath}`, ...ip] : ip;
+}
+
+/** A started child (`ip` or `nsenter`) with piped stdin, stdout and stderr. */
+export interface IpChild {
+  /** Appends to the child's stdin (ignored once it exited). */
+  write(data: string): void;
+  /** Closes the child's stdin. */
+  end(): void;
+}
+
+/** Callbacks of an {@link IpChild}: output chunks, then exactly one of `exit` (the code) or `failed` (spawn error). */
+export interface IpChildEvents {
+  stdout(data: string): void;
+  stderr(data: string): void;
+  exit(code: number | null): void;
+  failed(e: Error): void;
+}
+
+/** Starts `argv` with `env`; events are delivered asynchronously. */
+export type IpSpawner = (argv: string[], env: NodeJS.ProcessEnv, on: IpChildEvents) => IpChild;
+
+/** The default spawner: `child_process.spawn` in this thread. */
+const localSpawner: IpSpawner = (argv, env, on) => {
+  const p = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe'], env });
+  p.stdout.setEncoding('utf8').on('data', on.stdout);
+  p.stderr.setEncoding('utf8').on('data', on.stderr);
+  p.stdin.on('error', () => undefined); // ip may exit before reading everything
+  let over = false;
+  p.on('error', (e) => { if (!over) { over = true; on.failed(e); } });
+  p.on('close', (code) => { if (!over) { over = true; on.exit(code); } });
+  return { write: (d) => { if (p.stdin.writable) p.stdin.write(d); }, end: () => { if (p.stdin.writable) p.stdin.end(); } };
+};
+
+let spawner: IpSpawner = localSpawner;
+
+/**
+ * Replaces how `ip`/`nsenter` are started (ipamd starts them from a worker thread so that
+ * forking its large process does not stall its event loop: ipamd/cni-exec/spawn-worker.ts);
+ * undefined restores `child_process.spawn` in this thread.
+ */
+export function setIpSpawner(s: IpSpawner | undefined): void {
+  spawner = s ?? localSpawner;
+}
 
 /** A failed `ip` batch: `stderr` is iproute2's message (e.g. "RTNETLINK answers: File exists"). */
 export class IpBatchError extends Error {
@@ -34,17 +109,18 @@ export interface IpRun { argv: string[]; code: number | null; stdout: string; st
  * @throws Error when the process cannot be spawned (a non-zero exit is in the result).
  */
 export function runIp(flags: string[], lines: string[], netnsPath?: string, wantStdout = false): Promise<IpRun> {
-  const argv = netnsPath ? ['nsenter', `--net=${netnsPath}`, 'ip', ...flags, '-batch', '-'] : ['ip', ...flags, '-batch', '-'];
+  const argv = ipArgv(flags, netnsPath);
   return new Promise((resolve, reject) => {
-    const p = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', wantStdout ? 'pipe' : 'ignore', 'pipe'], env: IP_ENV });
     let stdout = '';
     let stderr = '';
-    p.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
-    p.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-    p.on('error', reject);
-    p.on('close', (code) => resolve({ argv, code, stdout, stderr }));
-    p.stdin!.on('error', () => undefined); // ip may exit before reading everything
-    p.stdin!.end(`${lines.join('\n')}\n`);
+    const child = spawner(argv, IP_ENV, {
+      stdout: (d) => { if (wantStdout) stdout += d; },
+      stderr: (d) => { stderr += d; },
+      exit: (code) => resolve({ argv, code, stdout, stderr }),
+      failed: reject,
+    });
+    child.write(`${lines.join('\n')}\n`);
+    child.end();
   });
 }
 
@@ -58,4 +134,78 @@ export function runIp(flags: string[], lines: string[], netnsPath?: string, want
 export async function ipBatch(lines: string[], netnsPath?: string): Promise<void> {
   const r = await runIp([], lines, netnsPath);
   if (r.code !== 0) throw new IpBatchError(r.argv, r.code, r.stderr);
+}
+
+/**
+ * One `ip -o -batch -` process kept open so that commands can be fed to it as they become
+ * known (ADD spawns its processes before ipamd answers and sends the address lines
+ * after, so no process start lies on the path after the answer). iproute2 runs each
+ * line as soon as it reads it and stops at the first failing one.
+ */
+export interface IpStream {
+  /** Sends `lines` (run as soon as ip reads them; a dead process ignores them). */
+  write(lines: string[]): void;
+  /**
+   * Sends a marker command and resolves once ip ran it: every line sent before ran OK.
+   * @throws IpBatchError when ip exited first (a line failed).
+   */
+  barrier(): Promise<void>;
+  /**
+   * Sends `lines`, closes ip's stdin and waits for its exit.
+   * @throws IpBatchError when ip exits non-zero; Error when it cannot be spawned.
+   */
+  end(lines?: string[]): Promise<void>;
+}
+
+/** Marker of {@link IpStream.barrier}: prints exactly one line under `-o`, in any netns. */
+const BARRIER_LINE = 'link show dev lo';
+
+/**
+ * Starts `ip -o -batch -` (inside the netns at `netnsPath` when given, by `nsenter`)
+ * reading its commands from an open stdin; see {@link IpStream}. The caller must call
+ * `end()` on every path, or the process waits for input forever.
+ */
+export function openIpStream(netnsPath?: string): IpStream {
+  const argv = ipArgv(['-o'], netnsPath);
+  let stderr = '';
+  let lines = 0;
+  let barriers = 0;
+  const waiting: { n: number; resolve: () => void; reject: (e: Error) => void }[] = [];
+  let exit: Error | undefined;
+  let ended = false;
+  let child: IpChild | undefined;
+  const exited = new Promise<void>((resolve, reject) => {
+    const done = (e: Error | undefined) => {
+      exit = e ?? new IpBatchError(argv, 0, 'ip exited before the marker');
+      for (const w of waiting.splice(0)) w.reject(exit);
+      if (e) reject(e); else resolve();
+    };
+    child = spawner(argv, IP_ENV, {
+      stdout: (d) => {
+        for (let i = d.indexOf('\n'); i >= 0; i = d.indexOf('\n', i + 1)) lines++;
+        while (waiting.length && waiting[0]!.n <= lines) waiting.shift()!.resolve();
+      },
+      stderr: (d) => { stderr += d; },
+      exit: (code) => done(code === 0 ? undefined : new IpBatchError(argv, code, stderr)),
+      failed: (e) => done(e),
+    });
+  });
+  exited.catch(() => undefined); // observed through end()/barrier()
+  const write = (more: string[]) => {
+    if (more.length && !ended) child!.write(`${more.join('\n')}\n`);
+  };
+  return {
+    write,
+    barrier: () => {
+      if (exit) return Promise.reject(exit);
+      write([BARRIER_LINE]);
+      const n = ++barriers;
+      return new Promise((resolve, reject) => waiting.push({ n, resolve, reject }));
+    },
+    end: (more = []) => {
+      write(more);
+      if (!ended) { ended = true; child!.end(); }
+      return exited;
+    },
+  };
 }

@@ -1,8 +1,10 @@
 /**
  * Netns plumbing of one pod attachment (DESIGN §1 step 4) with iproute2, in two stages so
  * ADD can overlap the first with ipamd's answer (whose checkpoint fsync dominates it):
- * the veth pair (one `ip -batch -` in the node's netns), then, with the IP, the node's
- * route and rules and the pod side (`nsenter --net=<netns> ip -batch -`) in parallel.
+ * everything that needs no IP (veth pair, links up, pod routes and neighbour), then, with
+ * the IP, the node's route and rules and the pod's address. Two `ip -batch -` processes
+ * (node netns; pod netns by `nsenter --net=<netns>`) started in stage 1 run both stages:
+ * they read stage 2's lines from their still-open stdin (ip-batch.ts openIpStream).
  *
  * Node side: veth pair created with the peer directly in the pod netns (by path), fixed
  * MACs and MTU, host end up, host route `<ip>/32 dev <hostVeth> scope link`, the pod's
@@ -12,7 +14,7 @@
  */
 import { stat } from 'node:fs/promises';
 import { CniCode, CniError } from './errors.js';
-import { IpBatchError, ipBatch } from './ip-batch.js';
+import { IpBatchError, ipBatch, openIpStream, type IpStream } from './ip-batch.js';
 import { ipDeleteAll } from './ip-query.js';
 import { POD_GATEWAY } from './result.js';
 
@@ -82,16 +84,9 @@ export function hostLines(p: WiringPlan): string[] {
   return [...vethLines(p), ...hostRouteLines(p)];
 }
 
-/** The pod-side `ip -batch` lines for `plan`. */
+/** All pod-side `ip -batch` lines for `plan`, as one batch (`lo` up, {@link podRouteLines}, {@link podAddressLines}). */
 export function podLines(p: WiringPlan): string[] {
-  return [
-    'link set dev lo up',
-    `link set dev ${p.ifName} up`,
-    `addr replace ${p.ipv4}/32 dev ${p.ifName}`,
-    `route replace ${POD_GATEWAY} dev ${p.ifName} scope link`,
-    `route replace default via ${POD_GATEWAY} dev ${p.ifName}`,
-    `neigh replace ${POD_GATEWAY} lladdr ${p.hostMac} dev ${p.ifName} nud permanent`,
-  ];
+  return ['link set dev lo up', ...podRouteLines(p), ...podAddressLines(p)];
 }
 
 /**
@@ -113,56 +108,102 @@ export async function deleteHostVeth(name: string, nodeNetns?: string): Promise<
 const wireError = (p: VethPlan, e: unknown): CniError =>
   (e instanceof CniError ? e : new CniError(CniCode.IoFailure, `failed to wire ${p.ifName} in netns ${p.netns}`, (e as Error).message));
 
-/**
- * Stage 1 of wiring, which needs no IP (ADD runs it while ipamd assigns one): checks the
- * netns path and creates the veth pair, host end up. Idempotent: an existing host veth
- * (a repeated ADD) is deleted and the pair created again. On failure nothing is left.
- * The node side goes into `nodeNetns` (a netns path; default the current netns, which
- * is the node's for the plugin process and for a host-network ipamd).
- * @throws CniError code 5: the netns path does not exist (message names it), or `ip`
- *   failed (details carry iproute2's message).
- */
-export async function createVeth(p: VethPlan, nodeNetns?: string): Promise<void> {
-  try {
-    await stat(p.netns);
-  } catch (e) {
-    throw new CniError(CniCode.IoFailure, `netns ${p.netns} does not exist`, (e as Error).message);
-  }
-  try {
-    try {
-      await ipBatch(vethLines(p), nodeNetns);
-    } catch (e) {
-      if (!(e instanceof IpBatchError && /File exists/.test(e.stderr))) throw e;
-      await deleteHostVeth(p.hostVeth, nodeNetns); // a repeated ADD: start again from scratch
-      await ipBatch(vethLines(p), nodeNetns);
-    }
-  } catch (e) {
-    await deleteHostVeth(p.hostVeth, nodeNetns).catch(() => undefined);
-    throw wireError(p, e);
-  }
+/** Pod-side lines that need no IP: the peer up, gateway and default routes, neighbour. */
+export function podRouteLines(p: VethPlan): string[] {
+  return [
+    `link set dev ${p.ifName} up`,
+    `route replace ${POD_GATEWAY} dev ${p.ifName} scope link`,
+    `route replace default via ${POD_GATEWAY} dev ${p.ifName}`,
+    `neigh replace ${POD_GATEWAY} lladdr ${p.hostMac} dev ${p.ifName} nud permanent`,
+  ];
 }
 
+/** The pod-side line that needs the IP. */
+export function podAddressLines(p: WiringPlan): string[] {
+  return [`addr replace ${p.ipv4}/32 dev ${p.ifName}`];
+}
+
+/** ADD's wiring once started by {@link startWiring}: finished with the IP, or abandoned. */
+export interface PendingWiring {
+  /**
+   * Stage 2 with the IP: the host route and ip rules, the pod's address. Rules an earlier
+   * holder of this IP left behind are replaced. On failure the veth and the rules are
+   * removed.
+   * @throws CniError code 5: stage 1 failed (netns missing, ip error) or stage 2 did.
+   */
+  finish(p: WiringPlan): Promise<void>;
+  /** Abandons the wiring (no IP): ends the processes and removes the veth. Never throws. */
+  abort(): Promise<void>;
+}
+
+const isFileExists = (e: unknown): boolean => e instanceof IpBatchError && /File exists/.test(e.stderr);
+
 /**
- * Stage 2, once the IP is known: the host route and ip rules on the node and the pod
- * side (address, routes, neighbour) at the same time, as two `ip` processes. Rules an
- * earlier holder of this IP left behind are replaced. On failure the veth and the rules
- * are removed.
- * @throws CniError code 5 with iproute2's message.
+ * Stage 1 of wiring, which needs no IP (ADD runs it while ipamd assigns one): checks the
+ * netns path, then starts one `ip -batch` in the node netns (`nodeNetns`, a path; default
+ * the current one, which is the node's for the plugin process and for a host-network
+ * ipamd) creating the veth pair with the peer in the pod netns, host end up, and one in
+ * the pod netns bringing `lo` and the peer up and adding the gateway route, the default
+ * route and the neighbour (routes need no address). Both processes then wait for the
+ * lines that need the IP ({@link PendingWiring.finish}), so no process starts after
+ * ipamd's answer. Idempotent: an existing host veth (a repeated ADD) is deleted and the
+ * pair created again. On failure nothing is left. Errors surface in `finish`.
  */
-export async function addressPod(p: WiringPlan, nodeNetns?: string): Promise<void> {
-  const host = async (): Promise<void> => {
+export function startWiring(p: VethPlan, nodeNetns?: string): PendingWiring {
+  const stage1 = (async (): Promise<{ host: IpStream; pod: IpStream }> => {
     try {
-      await ipBatch(hostRouteLines(p), nodeNetns);
+      await stat(p.netns);
     } catch (e) {
-      if (!(e instanceof IpBatchError && /File exists/.test(e.stderr))) throw e;
-      await ipDeleteAll(policyRoutingDeleteLines(p), nodeNetns);
-      await ipBatch(hostRouteLines(p), nodeNetns);
+      throw new CniError(CniCode.IoFailure, `netns ${p.netns} does not exist`, (e as Error).message);
     }
+    let host = openIpStream(nodeNetns);
+    host.write(vethLines(p));
+    const pod = openIpStream(p.netns);
+    pod.write(['link set dev lo up']);
+    try {
+      try {
+        await host.barrier();
+      } catch (e) {
+        if (!isFileExists(e)) throw e;
+        await deleteHostVeth(p.hostVeth, nodeNetns); // a repeated ADD: start again from scratch
+        host = openIpStream(nodeNetns);
+        host.write(vethLines(p));
+        await host.barrier();
+      }
+      pod.write(podRouteLines(p));
+      return { host, pod };
+    } catch (e) {
+      await Promise.allSettled([host.end(), pod.end()]);
+      await deleteHostVeth(p.hostVeth, nodeNetns).catch(() => undefined);
+      throw wireError(p, e);
+    }
+  })();
+  stage1.catch(() => undefined); // surfaced by finish()/abort()
+
+  return {
+    async finish(plan: WiringPlan): Promise<void> {
+      const { host, pod } = await stage1;
+      const hostSide = async (): Promise<void> => {
+        try {
+          await host.end(hostRouteLines(plan));
+        } catch (e) {
+          if (!isFileExists(e)) throw e;
+          await ipDeleteAll(policyRoutingDeleteLines(plan), nodeNetns);
+          await ipBatch(hostRouteLines(plan), nodeNetns);
+        }
+      };
+      const [h, podSide] = await Promise.allSettled([hostSide(), pod.end(podAddressLines(plan))]);
+      const failed = h.status === 'rejected' ? h.reason : podSide.status === 'rejected' ? podSide.reason : undefined;
+      if (failed === undefined) return;
+      await deleteHostVeth(plan.hostVeth, nodeNetns).catch(() => undefined);
+      await ipDeleteAll(policyRoutingDeleteLines(plan), nodeNetns).catch(() => undefined);
+      throw wireError(plan, failed);
+    },
+    async abort(): Promise<void> {
+      const started = await stage1.catch(() => undefined);
+      if (!started) return; // stage 1 cleaned up after itself
+      await Promise.allSettled([started.host.end(), started.pod.end()]);
+      await deleteHostVeth(p.hostVeth, nodeNetns).catch(() => undefined);
+    },
   };
-  const [h, pod] = await Promise.allSettled([host(), ipBatch(podLines(p), p.netns)]);
-  const failed = h.status === 'rejected' ? h.reason : pod.status === 'rejected' ? pod.reason : undefined;
-  if (failed === undefined) return;
-  await deleteHostVeth(p.hostVeth, nodeNetns).catch(() => undefined);
-  await ipDeleteAll(policyRoutingDeleteLines(p), nodeNetns).catch(() => undefined);
-  throw wireError(p, failed);
 }

@@ -18,10 +18,12 @@
 import { chmod, mkdir, stat } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
+import { shareUnixSessions } from '../../cni-plugin/grpc-http2.js';
 import { VERB_HANDLERS } from '../../cni-plugin/handlers.js';
 import { runInvocation, type VerbHandler } from '../../cni-plugin/invocation.js';
 import type { Logger } from '../log.js';
 import { removeStaleSocket } from '../rpc/server.js';
+import { startSpawnWorker, type SpawnWorker } from './spawn-worker.js';
 import { decodeRequest, encodeFallback, encodeResult, type ExecRequest } from './protocol.js';
 
 /** How long a connection may take to deliver its whole request (ms) before it is dropped. */
@@ -42,6 +44,11 @@ export interface CniExecServerOptions {
   nodeNetns?: string;
   /** Verb handlers (default: the plugin's, cni-plugin/handlers.ts). */
   handlers?: Readonly<Record<string, VerbHandler>>;
+  /**
+   * Start `ip`/`nsenter` from a worker thread (spawn-worker.ts; default true): forking
+   * ipamd from the main thread stalls the event loop that answers the same ADD's RPC.
+   */
+  spawnInWorker?: boolean;
 }
 
 /** `<dev>:<ino>` of the namespace file at `p` (what the shim sends), or `!<code>` when stat fails. */
@@ -60,6 +67,7 @@ export class CniExecServer {
   private readonly inFlight = new Set<Promise<void>>();
   private nodeNetnsId = '';
   private closing = false;
+  private spawnWorker: SpawnWorker | undefined;
 
   constructor(private readonly o: CniExecServerOptions) {}
 
@@ -79,6 +87,8 @@ export class CniExecServer {
       this.server.listen(sock, () => { this.server.off('error', reject); resolve(); });
     });
     await chmod(sock, 0o600);
+    if (this.o.spawnInWorker ?? true) this.spawnWorker = startSpawnWorker();
+    shareUnixSessions(true); // the plugin code's calls to ipamd reuse one connection
   }
 
   /** Invocations running now. */
@@ -93,14 +103,19 @@ export class CniExecServer {
   async close(graceMs: number): Promise<void> {
     this.closing = true;
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
-    if (this.inFlight.size === 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.allSettled([...this.inFlight]),
-      new Promise<void>((r) => { timer = setTimeout(r, graceMs); }),
-    ]);
-    clearTimeout(timer);
-    if (this.inFlight.size) this.o.log.warn({ running: this.inFlight.size }, 'CNI exec: invocations still running after the shutdown grace');
+    if (this.inFlight.size !== 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.allSettled([...this.inFlight]),
+        new Promise<void>((r) => { timer = setTimeout(r, graceMs); }),
+      ]);
+      clearTimeout(timer);
+    }
+    if (!this.inFlight.size) {
+      shareUnixSessions(false);
+      await this.spawnWorker?.stop();
+    }
+    else this.o.log.warn({ running: this.inFlight.size }, 'CNI exec: invocations still running after the shutdown grace');
   }
 
   private onConnection(c: net.Socket): void {
@@ -151,6 +166,7 @@ export class CniExecServer {
   private async serve(c: net.Socket, req: ExecRequest): Promise<void> {
     const t0 = performance.now();
     const why = await this.refusal(req);
+    (globalThis as any).__t0 = t0;
     const who = { verb: req.env.CNI_COMMAND ?? '', containerId: req.env.CNI_CONTAINERID ?? '', netns: req.env.CNI_NETNS ?? '' };
     if (why) {
       this.o.log.info({ ...who, reason: why }, 'CNI exec: not run here, the shim falls back to the Node plugin');
