@@ -11,6 +11,7 @@
 import http2 from 'node:http2';
 import net from 'node:net';
 import { GrpcStatus, statusFromHttp, statusFromRstCode } from './grpc-status.js';
+import { inProcessEndpoint, type InProcessUnary } from './in-process-endpoint.js';
 
 /** A call that ended with a non-OK gRPC status: `code` (GrpcStatus) and `details` (the grpc-message). */
 export class GrpcCallFailure extends Error {
@@ -145,7 +146,13 @@ export function openUnixChannel(socketPath: string): GrpcUnaryChannel {
     return session;
   };
 
-  const unary = (path: string, message: Uint8Array, timeoutMs: number): Promise<Buffer> => new Promise((resolve, reject) => {
+  const unary = (path: string, message: Uint8Array, timeoutMs: number): Promise<Buffer> => {
+    if (closed) return Promise.reject(new GrpcCallFailure(GrpcStatus.UNAVAILABLE, 'channel closed'));
+    const local = inProcessEndpoint(socketPath);
+    return local ? callInProcess(local, path, message, timeoutMs) : overHttp2(path, message, timeoutMs);
+  };
+
+  const overHttp2 = (path: string, message: Uint8Array, timeoutMs: number): Promise<Buffer> => new Promise((resolve, reject) => {
     if (closed) return reject(new GrpcCallFailure(GrpcStatus.UNAVAILABLE, 'channel closed'));
     let stream: http2.ClientHttp2Stream;
     let onSession: http2.ClientHttp2Session;
@@ -216,4 +223,24 @@ export function openUnixChannel(socketPath: string): GrpcUnaryChannel {
       if (!sharing) session?.close();
     },
   };
+}
+
+/**
+ * One unary call to an in-process endpoint (in-process-endpoint.ts) with the same
+ * deadline rule as the wire: DEADLINE_EXCEEDED once `timeoutMs` passes (the server
+ * side's work is not cancelled, as a gRPC server may also finish after a deadline).
+ * @throws GrpcCallFailure.
+ */
+function callInProcess(fn: InProcessUnary, path: string, message: Uint8Array, timeoutMs: number): Promise<Buffer> {
+  return new Promise<Buffer>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new GrpcCallFailure(GrpcStatus.DEADLINE_EXCEEDED, `in-process ${path}: deadline of ${timeoutMs} ms exceeded`)), timeoutMs);
+    timer.unref();
+    fn(path, message).then(
+      (b) => { clearTimeout(timer); resolve(b); },
+      (e: unknown) => {
+        clearTimeout(timer);
+        reject(e instanceof GrpcCallFailure ? e : new GrpcCallFailure(GrpcStatus.INTERNAL, (e as Error)?.message ?? String(e)));
+      },
+    );
+  });
 }

@@ -127,7 +127,12 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     : undefined;
   await rpc.listen();
   // The shim's fast path: plugin invocations run in-process (started before the conflist exists).
-  const cniExec = config.cniExec ? new CniExecServer({ socketPath: config.cniExecSocket, log, ...(config.cniExecNetns ? { nodeNetns: config.cniExecNetns } : {}) }) : undefined;
+  const cniExec = config.cniExec
+    ? new CniExecServer({
+      socketPath: config.cniExecSocket, log, ...(config.cniExecNetns ? { nodeNetns: config.cniExecNetns } : {}),
+      inProcessIpamd: { socketPath: config.socketPath, invoke: (p, req) => rpc.invokeInProcess(p, req) },
+    })
+    : undefined;
   await cniExec?.listen();
   if (config.installCni) {
     const written = await installCni({

@@ -19,6 +19,7 @@ import { chmod, mkdir, stat } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { shareUnixSessions } from '../../cni-plugin/grpc-http2.js';
+import { registerInProcessEndpoint, type InProcessUnary } from '../../cni-plugin/in-process-endpoint.js';
 import { VERB_HANDLERS } from '../../cni-plugin/handlers.js';
 import { runInvocation, type VerbHandler } from '../../cni-plugin/invocation.js';
 import type { Logger } from '../log.js';
@@ -49,6 +50,12 @@ export interface CniExecServerOptions {
    * ipamd from the main thread stalls the event loop that answers the same ADD's RPC.
    */
   spawnInWorker?: boolean;
+  /**
+   * This ipamd's gRPC server, called in-process by the plugin code when a config's
+   * `ipamdSocket` is `socketPath` (cni-plugin/in-process-endpoint.ts): same bytes, no
+   * HTTP/2 round trip. Omit to always go over the socket.
+   */
+  inProcessIpamd?: { socketPath: string; invoke: InProcessUnary };
 }
 
 /** `<dev>:<ino>` of the namespace file at `p` (what the shim sends), or `!<code>` when stat fails. */
@@ -68,6 +75,7 @@ export class CniExecServer {
   private nodeNetnsId = '';
   private closing = false;
   private spawnWorker: SpawnWorker | undefined;
+  private unregisterIpamd: (() => void) | undefined;
 
   constructor(private readonly o: CniExecServerOptions) {}
 
@@ -89,6 +97,7 @@ export class CniExecServer {
     await chmod(sock, 0o600);
     if (this.o.spawnInWorker ?? true) this.spawnWorker = startSpawnWorker();
     shareUnixSessions(true); // the plugin code's calls to ipamd reuse one connection
+    if (this.o.inProcessIpamd) this.unregisterIpamd = registerInProcessEndpoint(this.o.inProcessIpamd.socketPath, this.o.inProcessIpamd.invoke);
   }
 
   /** Invocations running now. */
@@ -112,6 +121,7 @@ export class CniExecServer {
       clearTimeout(timer);
     }
     if (!this.inFlight.size) {
+      this.unregisterIpamd?.();
       shareUnixSessions(false);
       await this.spawnWorker?.stop();
     }

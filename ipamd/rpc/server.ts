@@ -18,6 +18,7 @@ import {
   type AddNetworkReply, type AddNetworkRequest, type CheckNetworkReply, type CheckNetworkRequest, type DelNetworkReply,
   type DelNetworkRequest, type GcNetworkReply, type GcNetworkRequest, type IpamStatusReply, type IpamStatusRequest, type NetworkRequestIds,
 } from '../../proto/ipam.js';
+import { GrpcCallFailure } from '../../cni-plugin/grpc-http2.js';
 import type { Logger } from '../log.js';
 import { PoolExhaustedError } from '../controller/pool-controller.js';
 import { NotReadyError, type IpamService } from '../service/ipam-service.js';
@@ -47,18 +48,52 @@ export class RpcServer {
   private readonly server = new grpc.Server();
   private readonly health = new HealthImplementation({ '': 'NOT_SERVING', [CNI_BACKEND_SERVICE]: 'NOT_SERVING' });
   private draining = false;
+  /** The CNIBackend methods by path (`/eniipam.v1.CNIBackend/AddNetwork`): codecs and handler, for in-process calls. */
+  private readonly byPath = new Map<string, { def: grpc.MethodDefinition<unknown, unknown>; run: (req: unknown) => Promise<RpcOutcome<unknown>> }>();
 
   constructor(private readonly o: RpcServerOptions) {
     const def = protoLoader.loadSync(IPAM_PROTO_PATH, { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true });
     const pkg = grpc.loadPackageDefinition(def) as unknown as { eniipam: { v1: { CNIBackend: { service: grpc.ServiceDefinition } } } };
-    this.server.addService(pkg.eniipam.v1.CNIBackend.service, {
-      AddNetwork: this.unary('add', (req: AddNetworkRequest) => this.addNetwork(req)),
-      DelNetwork: this.unary('del', (req: DelNetworkRequest) => this.delNetwork(req)),
-      IpamStatus: this.unary('status', async (req: IpamStatusRequest) => this.ipamStatus(req)),
-      GcNetwork: this.unary('gc', (req: GcNetworkRequest) => this.gcNetwork(req)),
-      CheckNetwork: this.unary('check', async (req: CheckNetworkRequest) => this.checkNetwork(req)),
-    });
+    const service = pkg.eniipam.v1.CNIBackend.service;
+    const handlers: Record<string, (req: unknown) => Promise<RpcOutcome<unknown>>> = {
+      AddNetwork: (req) => this.run('add', req as AddNetworkRequest, (r) => this.addNetwork(r)),
+      DelNetwork: (req) => this.run('del', req as DelNetworkRequest, (r) => this.delNetwork(r)),
+      IpamStatus: (req) => this.run('status', req as IpamStatusRequest, async (r) => this.ipamStatus(r)),
+      GcNetwork: (req) => this.run('gc', req as GcNetworkRequest, (r) => this.gcNetwork(r)),
+      CheckNetwork: (req) => this.run('check', req as CheckNetworkRequest, async (r) => this.checkNetwork(r)),
+    };
+    const impl: grpc.UntypedServiceImplementation = {};
+    for (const [name, run] of Object.entries(handlers)) {
+      impl[name] = ((call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+        void run(call.request).then((o) => (o.ok ? cb(null, o.reply) : cb({ code: o.code, details: o.details })));
+      }) as grpc.handleUnaryCall<unknown, unknown>;
+      const m = service[name]!;
+      this.byPath.set(m.path, { def: m as grpc.MethodDefinition<unknown, unknown>, run });
+    }
+    this.server.addService(service, impl);
     this.health.addToServer(this.server);
+  }
+
+  /**
+   * Serves one CNIBackend call made inside this process (the CNI exec server's plugin
+   * code; cni-plugin/in-process-endpoint.ts): the same request bytes, decoding,
+   * handler, status codes and metrics as a call over the socket, without the HTTP/2
+   * transport. @returns the serialized reply. @throws GrpcCallFailure with the status a
+   * socket call would get (UNIMPLEMENTED for an unknown path, INTERNAL for undecodable bytes).
+   */
+  async invokeInProcess(methodPath: string, request: Uint8Array): Promise<Buffer> {
+    const fail = (code: number, details: string): Error => new GrpcCallFailure(code, details);
+    const m = this.byPath.get(methodPath);
+    if (!m) throw fail(grpc.status.UNIMPLEMENTED, `unknown method ${methodPath}`);
+    let req: unknown;
+    try {
+      req = m.def.requestDeserialize(Buffer.from(request.buffer, request.byteOffset, request.byteLength));
+    } catch (e) {
+      throw fail(grpc.status.INTERNAL, `cannot decode the request: ${(e as Error).message}`);
+    }
+    const o = await m.run(req);
+    if (!o.ok) throw fail(o.code, o.details);
+    return m.def.responseSerialize(o.reply);
   }
 
   /**
@@ -151,31 +186,31 @@ export class RpcServer {
     return { held: true, ipv4_addr: r.allocation.ipv4, device_number: r.eni?.deviceNumber ?? 0, route_table_id: r.routeTableId ?? 0, eni_id: r.allocation.eniId };
   }
 
-  private unary<Req, Rep>(verb: RpcVerb, fn: (req: Req) => Promise<Rep>): grpc.handleUnaryCall<Req, Rep> {
-    return (call, cb) => {
-      const t0 = performance.now();
-      if (this.draining) {
-        this.o.observe?.(verb, 'UNAVAILABLE', 0);
-        cb({ code: grpc.status.UNAVAILABLE, details: 'ipamd is shutting down' });
-        return;
-      }
-      fn(call.request).then(
-        (rep) => {
-          this.o.observe?.(verb, 'ok', performance.now() - t0);
-          cb(null, rep);
-        },
-        (e: Error) => {
-          const code = e instanceof RpcError ? e.code
-            : e instanceof PoolExhaustedError ? grpc.status.RESOURCE_EXHAUSTED
-              : e instanceof NotReadyError ? grpc.status.UNAVAILABLE : grpc.status.INTERNAL;
-          this.o.observe?.(verb, grpc.status[code] ?? String(code), performance.now() - t0);
-          if (code === grpc.status.INTERNAL) this.o.log.error({ verb, err: e.message }, 'RPC failed');
-          cb({ code, details: e.message });
-        },
-      );
-    };
+  /** Runs one handler with the draining rule, the error → status mapping and the metrics. Never rejects. */
+  private async run<Req, Rep>(verb: RpcVerb, req: Req, fn: (req: Req) => Promise<Rep>): Promise<RpcOutcome<Rep>> {
+    const t0 = performance.now();
+    if (this.draining) {
+      this.o.observe?.(verb, 'UNAVAILABLE', 0);
+      return { ok: false, code: grpc.status.UNAVAILABLE, details: 'ipamd is shutting down' };
+    }
+    try {
+      const reply = await fn(req);
+      this.o.observe?.(verb, 'ok', performance.now() - t0);
+      return { ok: true, reply };
+    } catch (err) {
+      const e = err as Error;
+      const code = e instanceof RpcError ? e.code
+        : e instanceof PoolExhaustedError ? grpc.status.RESOURCE_EXHAUSTED
+          : e instanceof NotReadyError ? grpc.status.UNAVAILABLE : grpc.status.INTERNAL;
+      this.o.observe?.(verb, grpc.status[code] ?? String(code), performance.now() - t0);
+      if (code === grpc.status.INTERNAL) this.o.log.error({ verb, err: e.message }, 'RPC failed');
+      return { ok: false, code, details: e.message };
+    }
   }
 }
+
+/** What a handler run ended with: the reply, or the gRPC status to answer. */
+type RpcOutcome<Rep> = { ok: true; reply: Rep } | { ok: false; code: grpc.status; details: string };
 
 function checkRequest(req: NetworkRequestIds): void {
   checkApiVersion(req);

@@ -1,0 +1,87 @@
+/**
+ * The in-process RPC path (cni-plugin/in-process-endpoint.ts + RpcServer.invokeInProcess):
+ * inside ipamd, the plugin code run by the CNI exec server calls ipamd's handlers with
+ * the same request bytes as over the socket, and gets the same replies and the same gRPC
+ * status codes, without the HTTP/2 round trip. A real ipamd in this process
+ * (startDaemon, exec server on) against the simulated cloud over HTTP.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { rename } from 'node:fs/promises';
+import { SimCloud } from '../../sim/index.js';
+import { IPAM_API_VERSION, type AddNetworkRequest } from '../../proto/ipam.js';
+import { connectIpamd, IpamdCallError } from '../../cni-plugin/ipamd-client.js';
+import { GrpcCallFailure, openUnixChannel, shareUnixSessions } from '../../cni-plugin/grpc-http2.js';
+import { GrpcStatus } from '../../cni-plugin/grpc-status.js';
+import { inProcessEndpoint } from '../../cni-plugin/in-process-endpoint.js';
+import { ipamdClient } from '../helpers/ipamd-client.js';
+import { waitFor } from '../helpers/wait.js';
+import { createSimNode } from '../property/sim-node.js';
+
+const req = (containerId: string, over: Partial<AddNetworkRequest> = {}): AddNetworkRequest => ({
+  api_version: IPAM_API_VERSION, client_version: 'test', container_id: containerId, if_name: 'eth0', network_name: 'aws-cni',
+  netns: '/var/run/netns/x', k8s_pod_name: `pod-${containerId}`, k8s_pod_namespace: 'default', k8s_pod_infra_container_id: containerId, k8s_pod_uid: '', ...over,
+});
+
+test('plugin calls inside ipamd take the in-process path: same replies and statuses as over the socket', async (t) => {
+  const sim = new SimCloud({ seed: 5 });
+  await sim.start();
+  t.after(() => sim.stop());
+  const subnet = sim.addSubnet({ cidr: '10.0.0.0/24' });
+  const node = await createSimNode({ sim, subnetId: subnet.subnetId, env: { WARM_IP_TARGET: '3', ENI_IPAM_CNI_EXEC: 'true' } });
+  t.after(() => node.close());
+  await node.start();
+  await waitFor('a warm IP', () => node.daemonHandle!.ds.counts(Date.now()).available >= 1);
+  assert.ok(inProcessEndpoint(node.socket), 'the exec server registered ipamd as an in-process endpoint');
+
+  // Over the socket (grpc-js, the test's own client) and in-process (the plugin's client) agree.
+  const wire = ipamdClient(node.socket);
+  t.after(() => wire.close());
+  const viaSocket = await wire.add('c1');
+  const plugin = connectIpamd(node.socket);
+  t.after(() => plugin.close());
+  const again = await plugin.addNetwork(req('c1'), 5000);
+  assert.equal(again.ipv4_addr, viaSocket.ipv4_addr, 'a repeated ADD through the in-process path returns the same IP');
+  assert.equal(again.message, 'already assigned');
+  assert.equal(again.device_number, viaSocket.device_number);
+  assert.deepEqual(again.vpc_v4_cidrs, viaSocket.vpc_v4_cidrs);
+
+  // The socket file moved away and every open connection to it dropped: a fresh client's
+  // calls still work, so they do not use the socket.
+  const moved = `${node.socket}.moved`;
+  await rename(node.socket, moved);
+  shareUnixSessions(false);
+  shareUnixSessions(true);
+  plugin.close();
+  const fresh = connectIpamd(node.socket);
+  t.after(() => fresh.close());
+  try {
+    const c2 = await fresh.addNetwork(req('c2'), 5000);
+    assert.notEqual(c2.ipv4_addr, viaSocket.ipv4_addr);
+    assert.ok(node.daemonHandle!.ds.counts(Date.now()).assigned >= 2);
+    const del = await fresh.delNetwork({ ...req('c2'), reason: 'test' }, 5000);
+    assert.equal(del.released, true);
+    assert.equal(del.ipv4_addr, c2.ipv4_addr);
+    const check = await fresh.checkNetwork(req('c1'), 5000);
+    assert.equal(check.held, true);
+    assert.equal(check.ipv4_addr, viaSocket.ipv4_addr);
+
+    // Same statuses as a socket call would get.
+    const statusOf = async (p: Promise<unknown>): Promise<number> => p.then(() => -1, (e: unknown) => (e as IpamdCallError).status);
+    assert.equal(await statusOf(fresh.addNetwork(req('c3', { api_version: IPAM_API_VERSION + 1 }), 5000)), GrpcStatus.FAILED_PRECONDITION);
+    assert.equal(await statusOf(fresh.addNetwork(req(''), 5000)), GrpcStatus.INVALID_ARGUMENT);
+    const raw = openUnixChannel(node.socket);
+    await assert.rejects(raw.unary('/eniipam.v1.CNIBackend/NoSuchMethod', new Uint8Array(0), 5000),
+      (e: unknown) => e instanceof GrpcCallFailure && e.code === GrpcStatus.UNIMPLEMENTED);
+    await assert.rejects(raw.unary('/eniipam.v1.CNIBackend/AddNetwork', Uint8Array.from([0xff, 0xff, 0xff]), 5000),
+      (e: unknown) => e instanceof GrpcCallFailure && e.code === GrpcStatus.INTERNAL);
+    raw.close();
+  } finally {
+    await rename(moved, node.socket);
+  }
+
+  // Once ipamd stops, the registration is gone: the call goes to the (removed) socket and fails UNAVAILABLE.
+  await node.stop();
+  assert.equal(inProcessEndpoint(node.socket), undefined);
+  await assert.rejects(fresh.addNetwork(req('c4'), 2000), (e: unknown) => e instanceof IpamdCallError && e.status === GrpcStatus.UNAVAILABLE);
+});
