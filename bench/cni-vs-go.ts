@@ -9,7 +9,8 @@
  *     is: bench/shim-node.ts), the Node plugin (dist/cni-plugin/eni-ipam.cjs as built, V8
  *     code cache warmed by the warm-up rounds) against the real ipamd with a warm pool on
  *     the simulated cloud, and ptp + host-local; all exec'd the same way inside a
- *     throw-away node netns, timed by bash `time` (bench/timed-exec.ts), rounds
+ *     throw-away node netns, timed from inside bash (bench/timed-exec.ts: wall time from
+ *     $EPOCHREALTIME, µs; CPU from `time`), rounds
  *     interleaved so all see the same machine load;
  * (b) containerd RunPodSandbox median over `--sandboxes` (20) pods: two private
  *     containerd 1.6 (test/helpers/containerd.ts), one whose conflist is ours (the full

@@ -1,14 +1,14 @@
 /**
- * Times one child process the way the CNI benchmarks need it: `bash`'s `time` keyword
- * measures the command's wall time and its CPU time (user + sys of it and its children),
- * from inside bash, so neither bash's own start nor an `nsenter` into the node netns is
- * counted. Used for our plugin and Debian's Go plugins alike (same method, same run).
+ * Times one child process the way the CNI benchmarks need it, from inside bash, so
+ * neither bash's own start nor an `nsenter` into the node netns is counted: the wall
+ * time from `$EPOCHREALTIME` (µs) read just before and just after the command, and the
+ * CPU time (user + sys of it and its children) from the `time` keyword (1 ms resolution). Used for our plugin and Debian's Go plugins alike (same method, same run).
  * NODE_EXTRA_CA_CERTS is always removed from the child's environment.
  */
 import { spawn } from 'node:child_process';
 import { quantile } from './stats.js';
 
-/** One timed run: exit code, output, wall and CPU time in ms (1 ms resolution). */
+/** One timed run: exit code, output, wall time (µs resolution) and CPU time (1 ms resolution), in ms. */
 export interface TimedRun {
   code: number;
   stdout: string;
@@ -27,7 +27,7 @@ export interface TimedExecOptions {
   netns?: string;
 }
 
-const SCRIPT = 'TIMEFORMAT="%3R %3U %3S"; { time "$@" 2>&4 ; } 4>&2 2>&3';
+const SCRIPT = 'TIMEFORMAT="%3U %3S"; s=$EPOCHREALTIME; { time "$@" 2>&4 ; } 4>&2 2>&3; rc=$?; e=$EPOCHREALTIME; echo "wall $s $e" >&3; exit $rc';
 
 /**
  * Runs `argv` and times it.
@@ -48,9 +48,12 @@ export function timedExec(argv: string[], o: TimedExecOptions = {}): Promise<Tim
     (p.stdio[3] as NodeJS.ReadableStream).on('data', (d: Buffer) => (timing += d.toString()));
     p.on('error', reject);
     p.on('close', (code) => {
-      const m = /(\d+\.\d+) (\d+\.\d+) (\d+\.\d+)/.exec(timing);
-      if (!m) return reject(new Error(`no timing from bash for ${argv.join(' ')}: ${timing || stderr}`));
-      resolve({ code: code ?? -1, stdout, stderr, wallMs: Number(m[1]) * 1000, cpuMs: (Number(m[2]) + Number(m[3])) * 1000 });
+      const cpu = /^(\d+\.\d+) (\d+\.\d+)$/m.exec(timing);
+      const wall = /^wall (\d+)[.,](\d{6}) (\d+)[.,](\d{6})$/m.exec(timing);
+      if (!cpu || !wall) return reject(new Error(`no timing from bash for ${argv.join(' ')}: ${timing || stderr}`));
+      const us = (sec: string, frac: string) => BigInt(sec) * 1_000_000n + BigInt(frac);
+      const wallMs = Number(us(wall[3]!, wall[4]!) - us(wall[1]!, wall[2]!)) / 1000;
+      resolve({ code: code ?? -1, stdout, stderr, wallMs, cpuMs: (Number(cpu[1]) + Number(cpu[2])) * 1000 });
     });
     p.stdin!.on('error', () => undefined); // the command may exit before reading stdin
     p.stdin!.end(o.input ?? '');
