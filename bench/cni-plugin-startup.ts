@@ -16,7 +16,7 @@
  * produced by a warm-up ADD). Each round runs every build (rotating the order) for
  * VERSION, ADD into a fresh named netns and DEL, against the stand-in ipamd (grpc-js +
  * proto-loader, test/helpers/cni-backend-stub.ts), inside a throw-away node netns; plus
- * `node -e 0`, the floor. Times are bash `time` wall and CPU (user+sys) of the plugin
+ * `node -e 0`, the floor. Times (bench/timed-exec.ts) are wall ($EPOCHREALTIME) and CPU (user+sys) of the plugin
  * process and its children (`ip`, `nsenter`).
  *
  *   node dist/bench/cni-plugin-startup.js [--runs 20]

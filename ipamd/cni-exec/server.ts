@@ -176,7 +176,6 @@ export class CniExecServer {
   private async serve(c: net.Socket, req: ExecRequest): Promise<void> {
     const t0 = performance.now();
     const why = await this.refusal(req);
-    (globalThis as any).__t0 = t0;
     const who = { verb: req.env.CNI_COMMAND ?? '', containerId: req.env.CNI_CONTAINERID ?? '', netns: req.env.CNI_NETNS ?? '' };
     if (why) {
       this.o.log.info({ ...who, reason: why }, 'CNI exec: not run here, the shim falls back to the Node plugin');
