@@ -110,9 +110,13 @@ export class KubeApiStandIn {
     this.store.delete('pods', namespace, name);
   }
 
-  /** Creates a node (watch event ADDED); a no-op when it exists. */
-  upsertNode(name: string): void {
-    this.store.upsertNode(name);
+  /**
+   * Creates a node (watch event ADDED); a no-op when it exists, unless `containerRuntimeVersion`
+   * (`status.nodeInfo.containerRuntimeVersion`, e.g. `containerd://1.6.20~ds1`) is given: then it
+   * is set (MODIFIED when the node exists).
+   */
+  upsertNode(name: string, containerRuntimeVersion?: string): void {
+    this.store.upsertNode(name, containerRuntimeVersion);
   }
 
   /** Sets the failure mode; any mode but 'none' also cuts every open watch (connection reset). */

@@ -64,12 +64,17 @@ export class KubeStore {
     return pod;
   }
 
-  /** Creates a node if it does not exist (a no-op otherwise). */
-  upsertNode(name: string): void {
+  /**
+   * Creates a node if it does not exist (a no-op otherwise), or, given `containerRuntimeVersion`,
+   * creates it or replaces its runtime version (MODIFIED, same uid).
+   */
+  upsertNode(name: string, containerRuntimeVersion?: string): void {
     const key = objectKey(undefined, name);
-    if (this.objects.nodes.has(key)) return;
+    const old = this.objects.nodes.get(key);
+    if (old && containerRuntimeVersion === undefined) return;
     const rv = this.rv + 1;
-    this.commit('nodes', key, buildNode(name, newUid(), String(rv), nowTimestamp()), 'ADDED', rv);
+    const node = buildNode(name, old?.metadata.uid ?? newUid(), String(rv), old?.metadata.creationTimestamp ?? nowTimestamp(), containerRuntimeVersion);
+    this.commit('nodes', key, node, old ? 'MODIFIED' : 'ADDED', rv);
   }
 
   /** Deletes an object; returns false when it did not exist. */
