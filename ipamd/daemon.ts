@@ -65,10 +65,17 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   gate.onChange((frozen, reasons) => (frozen ? log.warn({ reasons }, 'releases frozen') : log.info('releases unfrozen')));
   const load = await loadCheckpoint(config.checkpointPath);
   restoreFromCheckpoint({ load, bootId, ds, gate, log, path: config.checkpointPath, now: Date.now() });
-  const snapshot = (): CheckpointData => ({ version: 1, bootId, allocations: ds.allocations(), cooldown: ds.coolingEntries(Date.now()) });
+  // The runtime identity this boot's checkpoint recorded (plausibility check), kept in every write.
+  const recordedIdentity = load.kind === 'ok' && load.data.bootId === bootId ? load.data.runtime : undefined;
+  let runtimeIdentity = (): CheckpointData['runtime'] => recordedIdentity;
+  const snapshot = (): CheckpointData => {
+    const runtime = runtimeIdentity();
+    return { version: 1, bootId, allocations: ds.allocations(), cooldown: ds.coolingEntries(Date.now()), ...(runtime ? { runtime } : {}) };
+  };
   const writer = new CheckpointWriter(config.checkpointPath, snapshot);
   await writer.commit();
-  const evidence = await startEvidence({ config, ds, gate, log, persist: () => writer.commit() });
+  const evidence = await startEvidence({ config, ds, gate, log, persist: () => writer.commit(), ...(recordedIdentity ? { recordedIdentity } : {}) });
+  runtimeIdentity = evidence.runtimeIdentity;
 
   const maxEni = Math.min(config.maxEni ?? inv.limits.maxEnis, inv.limits.maxEnis);
   const targets: PoolTargets = {
