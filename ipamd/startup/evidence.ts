@@ -25,7 +25,19 @@ export interface Evidence {
   stats: { passes: number; last?: PassReport; lastAt?: number };
   /** The runtime identity recorded for this boot (for the checkpoint), if any. */
   runtimeIdentity(): RuntimeIdentity | undefined;
+  /** What the kernel source reads (e.g. "the kernel (ipamd's netns)"). */
+  kernelSource: string;
+  /** Each source's state at the last pass and whether the brake held (metrics, status); undefined before it. */
+  sourceStates(): { sources: Record<string, 'ok' | 'unreadable' | 'suspect'>; brakeHeld: boolean } | undefined;
   stop(): Promise<void>;
+}
+
+/** Each source's state in a pass report: unreadable, suspect (answered implausibly) or ok; an absent Kubernetes source is left out. */
+export function sourceStates(r: PassReport): { sources: Record<string, 'ok' | 'unreadable' | 'suspect'>; brakeHeld: boolean } {
+  const state = (ok: boolean, suspect?: string) => (!ok ? 'unreadable' : suspect ? 'suspect' : 'ok');
+  const sources: Record<string, 'ok' | 'unreadable' | 'suspect'> = { cri: state(r.criOk, r.suspect.cri), kernel: state(r.kernelOk) };
+  if (r.kubeOk !== 'absent') sources['kube'] = state(r.kubeOk, r.suspect.kube);
+  return { sources, brakeHeld: r.brake !== undefined };
 }
 
 /** How long start-up waits for the pod list to sync before the first pass, ms (a source's own timeout is ≤ 5 s). */
@@ -100,6 +112,8 @@ export async function startEvidence(p: {
   if (!done) log.warn({ waitedMs: FIRST_PASS_WAIT_MS }, 'a restore source is slow: serving from the checkpoint before the first evidence pass ends; releases stay frozen until it does');
   return {
     reconciler, criEndpoint: endpoint, kubeConfigured: !!kube, stats, runtimeIdentity: () => reconciler.recordedIdentity,
+    kernelSource: kernel instanceof KernelSource ? kernel.description : 'the kernel',
+    sourceStates: () => (stats.last ? sourceStates(stats.last) : undefined),
     async stop() {
       stopped = true;
       endKubeWait();
