@@ -65,10 +65,17 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   gate.onChange((frozen, reasons) => (frozen ? log.warn({ reasons }, 'releases frozen') : log.info('releases unfrozen')));
   const load = await loadCheckpoint(config.checkpointPath);
   restoreFromCheckpoint({ load, bootId, ds, gate, log, path: config.checkpointPath, now: Date.now() });
-  const snapshot = (): CheckpointData => ({ version: 1, bootId, allocations: ds.allocations(), cooldown: ds.coolingEntries(Date.now()) });
+  // The runtime identity this boot's checkpoint recorded (plausibility check), kept in every write.
+  const recordedIdentity = load.kind === 'ok' && load.data.bootId === bootId ? load.data.runtime : undefined;
+  let runtimeIdentity = (): CheckpointData['runtime'] => recordedIdentity;
+  const snapshot = (): CheckpointData => {
+    const runtime = runtimeIdentity();
+    return { version: 1, bootId, allocations: ds.allocations(), cooldown: ds.coolingEntries(Date.now()), ...(runtime ? { runtime } : {}) };
+  };
   const writer = new CheckpointWriter(config.checkpointPath, snapshot);
   await writer.commit();
-  const evidence = await startEvidence({ config, ds, gate, log, persist: () => writer.commit() });
+  const evidence = await startEvidence({ config, ds, gate, log, persist: () => writer.commit(), ...(recordedIdentity ? { recordedIdentity } : {}) });
+  runtimeIdentity = evidence.runtimeIdentity;
 
   const maxEni = Math.min(config.maxEni ?? inv.limits.maxEnis, inv.limits.maxEnis);
   const targets: PoolTargets = {
@@ -95,7 +102,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   const limits = { instanceType: inv.instance.instanceType, instanceMaxEnis: inv.limits.maxEnis, ipv4PerEni: inv.limits.ipv4PerEni, ...(config.maxEni !== undefined ? { maxEniSetting: config.maxEni } : {}) };
   const pool = new PoolController({ ds, ec2: inv.ec2, enis, gate, log, targets, limits, intervalMs: config.poolIntervalMs, shrinkDelayMs: config.shrinkDelayMs, minEniAgeMs: config.minEniAgeMs });
   const service = new IpamService({ ds, pool, persist: () => writer.commit(), log, addWaitTimeoutMs: config.addWaitTimeoutMs });
-  metrics.setSources({ ds, gate, pool, limits: () => ({ maxEni, ipMax: maxEni * (inv.limits.ipv4PerEni - 1) * (unit === 'prefix' ? 16 : 1) }) });
+  metrics.setSources({ ds, gate, pool, limits: () => ({ maxEni, ipMax: maxEni * (inv.limits.ipv4PerEni - 1) * (unit === 'prefix' ? 16 : 1) }), evidence: evidence.sourceStates });
   const rpc = new RpcServer({ socketPath: config.socketPath, service, log, vpcCidrs: () => inv.vpcCidrs, externalSnat: config.externalSnat, observe: metrics.observeRpc });
 
   const status = () => {
@@ -106,7 +113,10 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
       enis: ds.poolViews(now), releasesFrozen: gate.frozen, freezeReasons: gate.describe(),
       waitingAdds: pool.waiting, lastPoolError: pool.lastError ?? null, vpcCidrs: inv.vpcCidrs,
       eniLifecycle: lifecycle?.status() ?? null,
-      evidence: { criEndpoint: evidence.criEndpoint, kubernetes: evidence.kubeConfigured, passes: evidence.stats.passes, lastPass: evidence.stats.last ?? null, lastPassAt: evidence.stats.lastAt ?? null },
+      evidence: {
+        criEndpoint: evidence.criEndpoint, kubernetes: evidence.kubeConfigured, kernel: evidence.kernelSource, passes: evidence.stats.passes,
+        sources: evidence.sourceStates()?.sources ?? null, lastPass: evidence.stats.last ?? null, lastPassAt: evidence.stats.lastAt ?? null,
+      },
     };
   };
   let lifecycle: EniLifecycle | undefined;

@@ -165,7 +165,6 @@ export async function createContainerdNode(o: ContainerdNodeOptions = {}): Promi
     const kube = new KubeApiStandIn();
     await kube.start();
     cleanups.push(() => kube.stop());
-    kube.upsertNode(NODE_NAME);
     const kubeconfig = path.join(dir, 'kubeconfig');
     await kube.writeKubeconfig(kubeconfig);
 
@@ -198,6 +197,7 @@ export async function createContainerdNode(o: ContainerdNodeOptions = {}): Promi
     cleanups.push(() => containerd.stop());
     const cri = new CriTestClient(containerd.socket, 60_000);
     cleanups.push(async () => cri.close());
+    // The node reports its runtime as kubelet does (<runtime_name>://<runtime_version>): ipamd compares it with CRI Version.
     const version = await cri.version();
     kube.upsertNode(NODE_NAME, `${version.runtime_name}://${version.runtime_version}`);
     const getJson = async <T>(p: string): Promise<T> => {
@@ -220,6 +220,8 @@ export async function createContainerdNode(o: ContainerdNodeOptions = {}): Promi
         AWS_VPC_K8S_CNI_LOGLEVEL: 'debug',
         // ipamd runs in the test's own namespace or the node's: it must not touch the host's links, rules or /etc/cni.
         ENI_IPAM_HOST_NETWORK: 'false', ENI_IPAM_INSTALL_CNI: 'false',
+        // The pods' veths and routes live in the node netns: ipamd's kernel source reads them there.
+        ENI_IPAM_CNI_EXEC_NETNS: nodeNetns.path,
         ...(introspection ? { INTROSPECTION_BIND_ADDRESS: `127.0.0.1:${NODE_INTROSPECTION_PORT}` } : {}), ...o.ipamdEnv,
       },
       async startIpamd(extra = {}) {
