@@ -269,18 +269,20 @@ export function duplicateIps(live: LiveSandbox[]): string[] {
  * The safety assertions of issue 10 item 7, all checked before failing so the message
  * lists every one that does not hold: no release call took a live pod's IP or ENI, no IP
  * is on two live sandboxes, and, unless `suspect` is undefined, releases are frozen and
- * each string of `suspect` (what names a lying source: the wrong runtime's socket, the
- * wrong node name) is in a freeze reason.
+ * each entry of `suspect` (what names a lying source: the wrong runtime's endpoint; or
+ * several strings that must be in the same reason, e.g. "Kubernetes" and the node name)
+ * is in a freeze reason.
  * @throws AssertionError listing the failures and the figures.
  */
-export function checkSafety(f: OutageFigures, suspect: string[] | undefined): void {
+export function checkSafety(f: OutageFigures, suspect: Array<string | string[]> | undefined): void {
   const problems: string[] = [];
   if (f.liveReleaseCalls.length) problems.push(`${f.liveReleaseCalls.length} EC2 release call(s) took live pods' IPs/ENIs:\n    ${f.liveReleaseCalls.join('\n    ')}`);
   if (f.duplicateIps.length) problems.push(`${f.duplicateIps.length} IP(s) on two live sandboxes: ${f.duplicateIps.join('; ')}`);
   if (suspect !== undefined) {
     if (!f.frozen) problems.push(`releases are not frozen (reasons seen during the window: ${JSON.stringify(f.reasonsSeen)})`);
-    for (const name of f.frozen ? suspect : []) {
-      if (!f.reasons.some((r) => r.includes(name))) problems.push(`no freeze reason names the suspect source "${name}": ${JSON.stringify(f.reasons)}`);
+    for (const names of f.frozen ? suspect : []) {
+      const all = typeof names === 'string' ? [names] : names;
+      if (!f.reasons.some((r) => all.every((x) => r.includes(x)))) problems.push(`no freeze reason names the suspect source (${all.map((x) => `"${x}"`).join(' and ')}): ${JSON.stringify(f.reasons)}`);
     }
   }
   assert.deepEqual(problems, [], `scenario ${f.scenario}:\n  ${problems.join('\n  ')}\nfigures: ${figureLine(f)}`);

@@ -34,7 +34,7 @@ test('e1. MY_NODE_NAME naming no node (Kubernetes on) and the runtime wrong → 
   await bench.restart({ CRI_RUNTIME_ENDPOINT: bench.wrong.endpoint, MY_NODE_NAME: 'node-wrong' });
   const f = await bench.observe('e1', 2);
   t.diagnostic(`FIGURES ${figureLine(f)}`);
-  checkSafety(f, ['node-wrong', bench.wrong.socket]);
+  checkSafety(f, [`runtime at ${bench.wrong.endpoint}`, ['Kubernetes', 'node node-wrong']]);
   await bench.recover();
 });
 
@@ -46,7 +46,7 @@ test('e2. MY_NODE_NAME naming another node (its 3 pods are the wrong ones) and t
   await bench.restart({ CRI_RUNTIME_ENDPOINT: `unix://${dead}`, MY_NODE_NAME: 'node-2' });
   const f = await bench.observe('e2', 2);
   t.diagnostic(`FIGURES ${figureLine(f)}`);
-  checkSafety(f, ['node-2', dead]);
+  checkSafety(f, [dead, ['Kubernetes', 'node node-2']]);
   await bench.recover();
 });
 
@@ -56,7 +56,7 @@ test('f1. runtime right, Kubernetes lists none of the live pods → nothing rele
   await bench.restart({});
   const f = await bench.observe('f1', 2);
   t.diagnostic(`FIGURES ${figureLine(f)}`);
-  checkSafety(f, ['Kubernetes']);
+  checkSafety(f, [['Kubernetes', `node ${NODE_NAME}`]]);
   await bench.recover();
 });
 
@@ -67,7 +67,7 @@ test('f2. runtime right, Kubernetes lists 12 wrong pods on this node → nothing
   await bench.restart({});
   const f = await bench.observe('f2', 2);
   t.diagnostic(`FIGURES ${figureLine(f)}`);
-  checkSafety(f, ['Kubernetes']);
+  checkSafety(f, [['Kubernetes', `node ${NODE_NAME}`]]);
   await bench.recover();
 });
 

@@ -11,7 +11,7 @@
  *
  * Each asserts that no Unassign/Detach/Delete took a live pod's IP or ENI, that new pods
  * started after the restart got no live pod's IP, that releases are frozen with a reason
- * naming the wrong runtime's socket; then the configuration is fixed and the
+ * naming the wrong runtime's endpoint ("runtime at unix://…"); then the configuration is fixed and the
  * nothing-lost check runs. One node and its second runtime serve all four scenarios.
  * Needs root and `scripts/ensure-deps.sh --containerd`; run under
  * `flock /tmp/eni-ipam-containerd.lock`.
@@ -34,7 +34,7 @@ test('a. wrong but reachable runtime (empty), checkpoint intact → nothing rele
   await bench.restart(wrongRuntime());
   const f = await bench.observe('a');
   t.diagnostic(`FIGURES ${figureLine(f)}`);
-  checkSafety(f, [bench.wrong.socket]);
+  checkSafety(f, [`runtime at ${bench.wrong.endpoint}`]);
   await bench.recover();
 });
 
@@ -43,7 +43,7 @@ test('b. wrong but reachable runtime (empty), checkpoint deleted → nothing rel
   await bench.restart(wrongRuntime(), { deleteCheckpoint: true });
   const f = await bench.observe('b');
   t.diagnostic(`FIGURES ${figureLine(f)}`);
-  checkSafety(f, [bench.wrong.socket]);
+  checkSafety(f, [`runtime at ${bench.wrong.endpoint}`]);
   await bench.recover();
 });
 
@@ -54,7 +54,7 @@ test('c. wrong runtime running 3 foreign sandboxes, checkpoint intact → nothin
   await bench.restart(wrongRuntime());
   const f = await bench.observe('c');
   t.diagnostic(`FIGURES ${figureLine(f)}`);
-  checkSafety(f, [bench.wrong.socket]);
+  checkSafety(f, [`runtime at ${bench.wrong.endpoint}`]);
   await bench.recover();
 });
 
@@ -76,6 +76,6 @@ test('d. kill -9 during a burst of 6 ADDs, restarted against the wrong runtime �
   const f = await bench.observe('d');
   f.failedNewPods.push(...retryFailed);
   t.diagnostic(`FIGURES ${figureLine(f)}`);
-  checkSafety(f, [bench.wrong.socket]);
+  checkSafety(f, [`runtime at ${bench.wrong.endpoint}`]);
   await bench.recover();
 });
