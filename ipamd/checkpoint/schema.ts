@@ -58,5 +58,6 @@ export const checkpointSchema = z.object({
   bootId: id,
   allocations: z.array(allocation),
   cooldown: z.array(z.object({ ip: ipv4, releasedAt: epochMs })),
-  runtime: z.object({ name: id, version: z.string() }).optional(),
+  // Informational: a malformed value is dropped (the pass records it again), never a reason to distrust the file.
+  runtime: z.object({ name: id, version: z.string() }).optional().catch(undefined),
 });

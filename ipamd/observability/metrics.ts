@@ -93,7 +93,7 @@ export function packageVersion(): string {
 export function createMetrics(o: CreateMetricsOptions = {}): IpamdMetrics {
   const registry = new Registry();
   const registers = [registry];
-  let src: MetricsSources | undefined = o.ds && o.gate ? { ds: o.ds, gate: o.gate, ...(o.pool ? { pool: o.pool } : {}), ...(o.limits ? { limits: o.limits } : {}), ...(o.now ? { now: o.now } : {}) } : undefined;
+  let src: MetricsSources | undefined = o.ds && o.gate ? { ds: o.ds, gate: o.gate, ...(o.pool ? { pool: o.pool } : {}), ...(o.limits ? { limits: o.limits } : {}), ...(o.now ? { now: o.now } : {}), ...(o.evidence ? { evidence: o.evidence } : {}) } : undefined;
   const counts = (): DatastoreCounts | undefined => src?.ds.counts((src.now ?? Date.now)());
   const sampled = (name: string, help: string, pick: (c: DatastoreCounts) => number) => new Gauge({
     name, help, registers,

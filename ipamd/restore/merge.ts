@@ -140,7 +140,7 @@ export function mergeEvidence(i: MergeInput): MergeResult {
     if (c.suspect) suspect.cri = `${who} answered with ${cri.length} sandboxes and knows ${c.known} of the ${c.base} pods the kernel shows wired; ${heldText} and the kernel shows ${i.kernel.podVeths} pod veths`;
     const idWhy = runtimeIdentityVerdict(i.criEndpoint ?? 'the CRI endpoint', {
       ...(i.criIdentity ? { runtime: i.criIdentity } : {}), ...(i.nodeRuntimeVersion ? { nodeRuntimeVersion: i.nodeRuntimeVersion } : {}),
-      ...(i.recordedIdentity ? { recorded: i.recordedIdentity } : {}), cov: c,
+      ...(i.recordedIdentity ? { recorded: i.recordedIdentity } : {}), cov: c, heldOld: i.allocations.filter(old).length,
     });
     if (idWhy) suspect.cri = suspect.cri ? `${suspect.cri}; ${idWhy}` : idWhy;
   }

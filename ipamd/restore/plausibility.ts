@@ -14,7 +14,8 @@
  *   differs from the node's `status.nodeInfo.containerRuntimeVersion` (kubelet builds it
  *   as `<runtime_name>://<runtime_version>` from the same RPC), or from the identity this
  *   boot's checkpoint recorded — unless the runtime proves itself by knowing every one of
- *   (at least one) kernel-wired allocations, as after an in-place runtime upgrade.
+ *   (at least one) kernel-wired allocations, as after an in-place runtime upgrade, or
+ *   nothing is at stake (no allocation older than the grace, no wired pod).
  *
  * A suspect source still vouches: what it lists is kept live. Only its silence is ignored.
  */
@@ -73,6 +74,8 @@ export interface IdentityInput {
   recorded?: RuntimeIdentity;
   /** The runtime's coverage of kernel-wired allocations (proves a same-runtime upgrade). */
   cov: Coverage;
+  /** Allocations older than the GC grace (what a lie could release); 0 means nothing is at stake. */
+  heldOld: number;
 }
 
 /**
@@ -85,7 +88,8 @@ export function runtimeIdentityVerdict(endpoint: string, i: IdentityInput): stri
   if (node && !sameIdentity(node, i.runtime)) {
     return `runtime at ${endpoint} is ${formatIdentity(i.runtime)} but the node reports ${i.nodeRuntimeVersion} (status.nodeInfo.containerRuntimeVersion): kubelet uses another runtime`;
   }
-  const proven = i.cov.base >= 1 && i.cov.known === i.cov.base;
+  // Proven: it knows every kernel-wired pod, or nothing it could wrongly release exists.
+  const proven = (i.cov.base >= 1 && i.cov.known === i.cov.base) || (i.cov.base === 0 && i.heldOld === 0);
   if (i.recorded && !sameIdentity(i.recorded, i.runtime) && !proven && !node) {
     return `runtime at ${endpoint} is ${formatIdentity(i.runtime)} but this boot's checkpoint recorded ${formatIdentity(i.recorded)}, and it does not know the sandboxes the kernel shows wired`;
   }

@@ -193,7 +193,7 @@ export class EvidenceReconciler {
       for (const a of m.release) {
         if (ds.release(a, now)) {
           released++;
-          log.info({ containerID: a.containerID, ip: a.ipv4, pod: a.pod }, 'GC: no source vouches for this allocation (runtime, Kubernetes, kernel); released into cooldown');
+          log.info({ containerID: a.containerID, ip: a.ipv4, pod: a.pod }, 'GC: no source vouches for this allocation; released into cooldown');
         }
       }
     }

@@ -121,6 +121,11 @@ test('runtime identity: differs from the node → suspect; from the checkpoint �
   }
   const unknown = mergeEvidence(input({ allocations: base.allocations, kernel: base.kernel, cri: knowsHalf, recordedIdentity: { name: 'containerd', version: '1.6.20' }, nodeRuntimeVersion: 'docker://1' }));
   assert.equal(unknown.suspect.cri, undefined, 'a runtime that does not answer Version is judged on its sandboxes alone');
+  const idle = mergeEvidence(input({ allocations: [alloc(1, NOW)], criIdentity: { name: 'containerd', version: '1.7.0' }, recordedIdentity: { name: 'containerd', version: '1.6.20' } }));
+  assert.equal(idle.suspect.cri, undefined, 'an upgraded runtime on a node with nothing at stake is not frozen forever');
+  assert.equal(idle.identityTrusted, true);
+  const unwired = mergeEvidence(input({ allocations: [alloc(1)], criIdentity: { name: 'containerd', version: '1.7.0' }, recordedIdentity: { name: 'containerd', version: '1.6.20' } }));
+  assert.match(unwired.suspect.cri ?? '', /checkpoint recorded containerd 1\.6\.20/, 'an old allocation the kernel cannot speak for is at stake');
 });
 
 test('a wrong MY_NODE_NAME: Kubernetes lists no pods while the kernel shows them wired → suspect', () => {
