@@ -268,7 +268,8 @@ export function duplicateIps(live: LiveSandbox[]): string[] {
 /**
  * The safety assertions of issue 10 item 7, all checked before failing so the message
  * lists every one that does not hold: no release call took a live pod's IP or ENI, no IP
- * is on two live sandboxes, and, unless `suspect` is undefined, releases are frozen and
+ * is on two live sandboxes, every new pod started (an ADD refused at wiring because its IP
+ * still routes to a live pod's veth was handed a live IP all the same), and, unless `suspect` is undefined, releases are frozen and
  * each entry of `suspect` (what names a lying source: the wrong runtime's endpoint; or
  * several strings that must be in the same reason, e.g. "Kubernetes" and the node name)
  * is in a freeze reason.
@@ -278,6 +279,8 @@ export function checkSafety(f: OutageFigures, suspect: Array<string | string[]> 
   const problems: string[] = [];
   if (f.liveReleaseCalls.length) problems.push(`${f.liveReleaseCalls.length} EC2 release call(s) took live pods' IPs/ENIs:\n    ${f.liveReleaseCalls.join('\n    ')}`);
   if (f.duplicateIps.length) problems.push(`${f.duplicateIps.length} IP(s) on two live sandboxes: ${f.duplicateIps.join('; ')}`);
+  // A new pod refused at wiring (its IP still routed to a live pod's veth) was handed a live IP all the same.
+  if (f.failedNewPods.length) problems.push(`${f.failedNewPods.length} new pod(s) did not start: ${f.failedNewPods.join('; ')}`);
   if (suspect !== undefined) {
     if (!f.frozen) problems.push(`releases are not frozen (reasons seen during the window: ${JSON.stringify(f.reasonsSeen)})`);
     for (const names of f.frozen ? suspect : []) {
