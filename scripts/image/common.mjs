@@ -31,17 +31,17 @@ export class ImageBuildError extends Error {
  * Picks the lines of a tool's stderr/stdout that say what went wrong: apt/mmdebstrap
  * `E:` lines, `npm error` lines (without the log-file boilerplate), tar/umoci errors.
  * @param {string} text the tool's combined output
- * @param {number} [max] how many lines to keep (default 2)
+ * @param {number} [max] how many lines to keep (default 1: the first says what failed)
  * @returns {string} those lines joined with "; " (or the last non-empty line, or "")
  */
-export function errorSummary(text, max = 2) {
+export function errorSummary(text, max = 1) {
   const lines = String(text).split('\n').map((l) => l.trim()).filter(Boolean);
   const errs = lines.filter((l) =>
     /^E: /.test(l) ||
-    (/^npm (error|ERR!) /.test(l) && !/(A complete log of this run|log of this run can be found|^npm (error|ERR!) *$)/.test(l)) ||
+    (/^npm (error|ERR!) /.test(l) && !/(A complete log of this run|log of this run can be found|^npm (error|ERR!) *$|^npm (error|ERR!) code )/.test(l)) ||
     /(^|: )(error|fatal|Error)\b/.test(l));
   const picked = (errs.length > 0 ? errs : lines.slice(-1)).slice(0, max);
-  return picked.map((l) => l.replace(/^npm (error|ERR!) /, '')).join('; ');
+  return picked.map((l) => l.replace(/^npm (error|ERR!) (notarget )?/, '')).join('; ');
 }
 
 /**

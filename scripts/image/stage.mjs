@@ -24,7 +24,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { BUILD_DIR, ImageBuildError, ROOT, run, sha256 } from './common.mjs';
-import { fetchNodeRuntime } from './node-runtime.mjs';
+import { fetchNodeRuntime, readNodePin } from './node-runtime.mjs';
 
 /** Default staging dir. */
 export const STAGE_DIR = path.join(BUILD_DIR, 'stage');
@@ -71,8 +71,9 @@ async function installProductionDeps(appDir, log) {
 
 /**
  * Stages the image's own files (see the file comment for the layout).
- * @param {{ out?: string, arch: string, log?: (line: string) => void }} o
- *   out: staging dir, emptied first (default build/image/stage); arch: process.arch spelling
+ * @param {{ out?: string, arch: string, pinFile?: string, log?: (line: string) => void }} o
+ *   out: staging dir, emptied first (default build/image/stage); arch: process.arch spelling;
+ *   pinFile: Node runtime pin (default image/node-runtime.json)
  * @returns {Promise<{ dir: string, node: Awaited<ReturnType<typeof fetchNodeRuntime>> }>}
  * @throws ImageBuildError when the tree is not built, or a package cannot be fetched
  */
@@ -84,7 +85,7 @@ export async function stage(o) {
   if (!existsSync(path.join(ROOT, 'dist', 'cni-plugin', 'eni-ipam'))) {
     throw new ImageBuildError('dist/cni-plugin/eni-ipam (the static shim) is missing: build first (npm run build; needs gcc and libc6-dev)');
   }
-  const node = await fetchNodeRuntime({ arch: o.arch, log: o.log });
+  const node = await fetchNodeRuntime({ arch: o.arch, pin: readNodePin(o.arch, o.pinFile), log: o.log });
   rmSync(dir, { recursive: true, force: true });
   const app = path.join(dir, 'app');
   mkdirSync(path.join(dir, 'usr', 'local', 'bin'), { recursive: true });
