@@ -87,10 +87,18 @@ export async function buildImage(o = {}) {
       return { ...prev, upToDate: true, seconds: Math.round((Date.now() - t0) / 100) / 10 };
     }
   }
-  rmSync(summary, { force: true });
   const work = path.join(BUILD_DIR, 'work');
   rmSync(work, { recursive: true, force: true });
   mkdirSync(work, { recursive: true });
+  try {
+    return await build(o, { t0, log, debArch, version, epoch, baseEpoch, summary, inputs, work });
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/** buildImage's steps after the up-to-date check; `work` is a scratch dir the caller removes. */
+async function build(o, { t0, log, debArch, version, epoch, baseEpoch, summary, inputs, work }) {
 
   // Both fetch over the network; wait for both (no child left running) and report the first failure.
   const [d, s] = await Promise.allSettled([
@@ -117,6 +125,7 @@ export async function buildImage(o = {}) {
   const tag = version;
   const name = `docker.io/library/eni-ipam:${tag}`;
   const archive = path.join(BUILD_DIR, `eni-ipam-${version}.oci.tar`);
+  rmSync(summary, { force: true });
   rmSync(archive, { force: true });
   log('OCI archive (umoci)');
   const { manifestDigest } = await writeOciArchive({
@@ -135,7 +144,6 @@ export async function buildImage(o = {}) {
       'io.eni-ipam.node-runtime': staged.node.pin.spec,
     },
   });
-  rmSync(work, { recursive: true, force: true });
   const result = {
     archive, name, tag, manifestDigest, sizeBytes: statSync(archive).size, node: staged.node.pin.spec,
     seconds: Math.round((Date.now() - t0) / 100) / 10, inputs, upToDate: false,
