@@ -4,6 +4,7 @@
  * runner that turns a failed tool into that line, and the reproducible timestamp.
  */
 import { execFile } from 'node:child_process';
+import { readdirSync, rmSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -98,5 +99,18 @@ export async function sourceDateEpoch(paths = []) {
     return Number.isInteger(t) && t > 0 ? t : 0;
   } catch {
     return 0;
+  }
+}
+
+/**
+ * Removes the other entries of a cache family (`<dir>/<prefix>*`) once `keep` is written,
+ * so build/image/cache holds one Debian tarball, one runtime and one node_modules per arch.
+ * @param {string} dir cache dir
+ * @param {string} prefix family prefix, e.g. `debian-amd64-`
+ * @param {string} keep the entry's base name to keep (files starting with it stay too)
+ */
+export function pruneCache(dir, prefix, keep) {
+  for (const e of readdirSync(dir)) {
+    if (e.startsWith(prefix) && !e.startsWith(keep)) rmSync(path.join(dir, e), { recursive: true, force: true });
   }
 }

@@ -12,7 +12,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { BUILD_DIR, ImageBuildError, ROOT, run, sha256 } from './common.mjs';
+import { BUILD_DIR, ImageBuildError, ROOT, pruneCache, run, sha256 } from './common.mjs';
 
 /** The package list both image builds read (this one and the Dockerfile). */
 export const PACKAGES_FILE = path.join(ROOT, 'image', 'debian-packages.txt');
@@ -120,5 +120,6 @@ export async function buildDebianRootfs(o) {
   const installed = installedPackages(status);
   writeFileSync(list, `${installed.join('\n')}\n`);
   renameSync(tmp, tar);
+  pruneCache(cacheDir, `debian-${o.debArch}-`, path.basename(tar));
   return { tar, packages: installed, cached: false };
 }

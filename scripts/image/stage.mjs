@@ -7,7 +7,9 @@
  *   usr/local/bin/node               the pinned Node runtime (scripts/image/node-runtime.mjs)
  *   usr/local/share/doc/node/LICENSE
  *   app/package.json, app/package-lock.json
- *   app/node_modules/                production dependencies only (npm ci --omit=dev)
+ *   app/node_modules/                production dependencies only (npm ci --omit=dev), without
+ *                                    type declarations and source maps (*.d.ts, *.map: ~50 MiB
+ *                                    Node never loads)
  *   app/dist/{ipamd,cni-plugin,proto}/  the built daemon, the static shim and the Node plugin
  *   app/proto/                       .proto files ipamd loads at run time
  *   app/config/                      the conflist template and the env example
@@ -23,7 +25,7 @@ import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, re
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { BUILD_DIR, ImageBuildError, ROOT, run, sha256 } from './common.mjs';
+import { BUILD_DIR, ImageBuildError, ROOT, pruneCache, run, sha256 } from './common.mjs';
 import { fetchNodeRuntime, readNodePin } from './node-runtime.mjs';
 
 /** Default staging dir. */
@@ -31,6 +33,9 @@ export const STAGE_DIR = path.join(BUILD_DIR, 'stage');
 
 /** The dist/ subtrees ipamd needs at run time (it imports nothing from dist/sim, dist/test...). */
 const DIST_DIRS = ['ipamd', 'cni-plugin', 'proto'];
+
+/** Files of npm packages Node never loads at run time: type declarations and source maps. */
+const NOT_LOADED = /\.(d\.[cm]?ts|map)$/;
 
 /** The entrypoint script (/app/bin/ipamd). */
 const ENTRYPOINT = '#!/bin/sh\n# eni-ipam image entrypoint: ipamd on the image\'s Node runtime.\nexec /usr/local/bin/node /app/dist/ipamd/main.js "$@"\n';
@@ -64,8 +69,9 @@ async function installProductionDeps(appDir, log) {
     rmSync(path.join(tmp, 'package.json'));
     rmSync(path.join(tmp, 'package-lock.json'));
     renameSync(tmp, cached);
+    pruneCache(path.dirname(cached), 'node_modules-', path.basename(cached));
   }
-  cpSync(path.join(cached, 'node_modules'), path.join(appDir, 'node_modules'), { recursive: true, verbatimSymlinks: true });
+  cpSync(path.join(cached, 'node_modules'), path.join(appDir, 'node_modules'), { recursive: true, verbatimSymlinks: true, filter: (src) => !NOT_LOADED.test(src) });
   return hit;
 }
 
