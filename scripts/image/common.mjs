@@ -29,18 +29,19 @@ export class ImageBuildError extends Error {
 }
 
 /**
- * Picks the lines of a tool's stderr/stdout that say what went wrong: apt/mmdebstrap
- * `E:` lines, `npm error` lines (without the log-file boilerplate), tar/umoci errors.
+ * Picks the lines of a tool's stderr/stdout that say what went wrong: apt's "Failed to
+ * fetch" warning (an unreachable mirror) or `E:` lines, `npm error` lines (without the
+ * code/errno/log-file boilerplate), else lines saying error/fatal (tar, umoci).
  * @param {string} text the tool's combined output
  * @param {number} [max] how many lines to keep (default 1: the first says what failed)
  * @returns {string} those lines joined with "; " (or the last non-empty line, or "")
  */
 export function errorSummary(text, max = 1) {
   const lines = String(text).split('\n').map((l) => l.trim()).filter(Boolean);
-  const errs = lines.filter((l) =>
-    /^E: /.test(l) ||
-    (/^npm (error|ERR!) /.test(l) && !/(A complete log of this run|log of this run can be found|^npm (error|ERR!) *$|^npm (error|ERR!) code )/.test(l)) ||
-    /(^|: )(error|fatal|Error)\b/.test(l));
+  const tool = lines.filter((l) =>
+    /^(E: |W: Failed to fetch )/.test(l) ||
+    (/^npm (error|ERR!) /.test(l) && !/(A complete log of this run|log of this run can be found|^npm (error|ERR!) *$|^npm (error|ERR!) (code|syscall|errno) )/.test(l)));
+  const errs = tool.length > 0 ? tool : lines.filter((l) => /(^|: )(error|fatal|Error)\b/.test(l));
   const picked = (errs.length > 0 ? errs : lines.slice(-1)).slice(0, max);
   return picked.map((l) => l.replace(/^npm (error|ERR!) (notarget )?/, '')).join('; ');
 }
