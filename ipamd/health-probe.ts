@@ -56,7 +56,7 @@ export async function probeHealth(o: ProbeOptions): Promise<ProbeOutcome> {
     return { code: PROBE_EXIT.notServing, message: `ipamd health${o.service ? ` (${o.service})` : ''}: ${status} on ${o.socket}` };
   } catch (e) {
     const err = e as grpc.ServiceError;
-    return { code: PROBE_EXIT.unreachable, message: `ipamd is not serving on ${o.socket}: ${grpc.status[err.code] ?? 'ERROR'}: ${err.details || err.message}` };
+    return { code: PROBE_EXIT.unreachable, message: `ipamd is not serving on ${o.socket}: ${grpc.status[err.code] ?? 'ERROR'}: ${(err.details || err.message).replace(/\s*Resolution note:\s*$/, '')}` };
   } finally {
     client.close();
   }

@@ -20,6 +20,16 @@ test('a value of the wrong type is refused by values.schema.json, naming the fie
   await assert.rejects(renderChart({ criSocket: 'containerd' }), /\/criSocket'/);
 });
 
+test('an env var the chart sets from another value is refused in env, naming that value', async () => {
+  await assert.rejects(renderChart({ env: { CRI_RUNTIME_ENDPOINT: 'unix:///var/run/crio/crio.sock' } }), /env\.CRI_RUNTIME_ENDPOINT is set by the chart from criSocket; set that instead/);
+});
+
+test('helm lint --strict passes with non-default values too', async () => {
+  const r = await helm(['lint', '--strict', CHART, '--set', 'podMonitor.create=true,serviceMonitor.create=true,rbac.nodeEventsAndStatus=true',
+    '--set', 'criSocket=/var/run/crio/crio.sock', '--set-string', 'image.digest=sha256:' + '0'.repeat(64), '--set', 'imagePullSecrets[0].name=regcred']);
+  assert.equal(r.code, 0, r.stdout + r.stderr);
+});
+
 test('an unknown key (a typo) is refused, naming it', async () => {
   await assert.rejects(renderChart({ nodeSelectr: { 'kubernetes.io/os': 'linux' } }), /additional properties 'nodeSelectr' not allowed/);
   await assert.rejects(renderChart({ podMonitor: { enabled: true } }), /podMonitor': additional properties 'enabled' not allowed/);
