@@ -11,7 +11,7 @@
  */
 import { readFileSync, writeSync } from 'node:fs';
 import { readCniEnv, type CniEnv } from './env.js';
-import { asCniError, CniCode, CniError, echo } from './errors.js';
+import { asCniError, clip, CniCode, CniError, ECHO_MAX_CHARS } from './errors.js';
 import { appendInvocationLog } from './log.js';
 import type { NetConf } from './netconf.js';
 import { versionResult } from './result.js';
@@ -90,7 +90,7 @@ export async function runInvocation(handlers: Record<string, VerbHandler>, io: I
     if (!handler) {
       throw verb === ''
         ? new CniError(CniCode.InvalidEnv, 'missing CNI_COMMAND')
-        : new CniError(CniCode.InvalidEnv, `CNI_COMMAND ${echo(verb)} is not implemented yet`, `implemented: VERSION, ${Object.keys(handlers).join(', ')}`);
+        : new CniError(CniCode.InvalidEnv, `CNI_COMMAND ${clip(verb, ECHO_MAX_CHARS)} is not implemented yet`, `implemented: VERSION, ${Object.keys(handlers).join(', ')}`);
     }
     const out = await handler(env, conf, warnings, io.ctx ?? {});
     ip = out.ip;
