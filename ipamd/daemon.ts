@@ -5,7 +5,7 @@
  */
 import type http from 'node:http';
 import path from 'node:path';
-import { CheckpointWriter, loadCheckpoint, readBootId, type CheckpointData } from './checkpoint/index.js';
+import { checkpointBoundsFor, CheckpointWriter, loadCheckpoint, readBootId, type CheckpointData } from './checkpoint/index.js';
 import { CniExecServer } from './cni-exec/server.js';
 import type { IpamdConfig } from './config.js';
 import { EniManager } from './controller/eni-manager.js';
@@ -64,7 +64,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
 
   const gate = new ReleaseGate();
   gate.onChange((frozen, reasons) => (frozen ? log.warn({ reasons }, 'releases frozen') : log.info('releases unfrozen')));
-  const load = await loadCheckpoint(config.checkpointPath);
+  const load = await loadCheckpoint(config.checkpointPath, checkpointBoundsFor(inv.limits.maxEnis, inv.limits.ipv4PerEni));
   restoreFromCheckpoint({ load, bootId, ds, gate, log, path: config.checkpointPath, now: Date.now() });
   const snapshot = (): CheckpointData => ({ version: 1, bootId, allocations: ds.allocations(), cooldown: ds.coolingEntries(Date.now()) });
   const writer = new CheckpointWriter(config.checkpointPath, snapshot);
