@@ -5,12 +5,13 @@
  */
 import type http from 'node:http';
 import path from 'node:path';
-import { CheckpointWriter, loadCheckpoint, readBootId, type CheckpointData } from './checkpoint/index.js';
+import { checkpointBoundsFor, CheckpointWriter, loadCheckpoint, readBootId, type CheckpointData } from './checkpoint/index.js';
 import { CniExecServer } from './cni-exec/server.js';
 import type { IpamdConfig } from './config.js';
 import { EniManager } from './controller/eni-manager.js';
 import { PoolController } from './controller/pool-controller.js';
 import { ReleaseGate } from './controller/release-gate.js';
+import { kernelRoutedReader, startQuarantineCheck } from './controller/quarantine-check.js';
 import { Datastore } from './datastore/datastore.js';
 import type { Logger } from './log.js';
 import { startIntrospection } from './observability/introspection.js';
@@ -63,7 +64,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
 
   const gate = new ReleaseGate();
   gate.onChange((frozen, reasons) => (frozen ? log.warn({ reasons }, 'releases frozen') : log.info('releases unfrozen')));
-  const load = await loadCheckpoint(config.checkpointPath);
+  const load = await loadCheckpoint(config.checkpointPath, checkpointBoundsFor(inv.limits.maxEnis, inv.limits.ipv4PerEni));
   restoreFromCheckpoint({ load, bootId, ds, gate, log, path: config.checkpointPath, now: Date.now() });
   const snapshot = (): CheckpointData => ({ version: 1, bootId, allocations: ds.allocations(), cooldown: ds.coolingEntries(Date.now()) });
   const writer = new CheckpointWriter(config.checkpointPath, snapshot);
@@ -94,8 +95,9 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   registerAdoption(adoption, enis, log);
   const limits = { instanceType: inv.instance.instanceType, instanceMaxEnis: inv.limits.maxEnis, ipv4PerEni: inv.limits.ipv4PerEni, ...(config.maxEni !== undefined ? { maxEniSetting: config.maxEni } : {}) };
   const pool = new PoolController({ ds, ec2: inv.ec2, enis, gate, log, targets, limits, intervalMs: config.poolIntervalMs, shrinkDelayMs: config.shrinkDelayMs, minEniAgeMs: config.minEniAgeMs });
-  const service = new IpamService({ ds, pool, persist: () => writer.commit(), log, addWaitTimeoutMs: config.addWaitTimeoutMs });
-  metrics.setSources({ ds, gate, pool, limits: () => ({ maxEni, ipMax: maxEni * (inv.limits.ipv4PerEni - 1) * (unit === 'prefix' ? 16 : 1) }) });
+  const service = new IpamService({ ds, pool, persist: () => writer.commit(), log, addWaitTimeoutMs: config.addWaitTimeoutMs, onConflict: () => metrics.ipConflict() });
+  const quarantine = startQuarantineCheck({ ds, log, intervalMs: config.gcIntervalMs, read: kernelRoutedReader(config.cniExecNetns) });
+  metrics.setSources({ ds, gate, pool, quarantined: () => ds.quarantined().length, limits: () => ({ maxEni, ipMax: maxEni * (inv.limits.ipv4PerEni - 1) * (unit === 'prefix' ? 16 : 1) }) });
   const rpc = new RpcServer({ socketPath: config.socketPath, service, log, vpcCidrs: () => inv.vpcCidrs, externalSnat: config.externalSnat, observe: metrics.observeRpc });
 
   const status = () => {
@@ -106,6 +108,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
       enis: ds.poolViews(now), releasesFrozen: gate.frozen, freezeReasons: gate.describe(),
       waitingAdds: pool.waiting, lastPoolError: pool.lastError ?? null, vpcCidrs: inv.vpcCidrs,
       eniLifecycle: lifecycle?.status() ?? null,
+      quarantinedIps: ds.quarantined().map((q) => ({ ...q, since: new Date(q.since).toISOString() })),
       evidence: { criEndpoint: evidence.criEndpoint, kubernetes: evidence.kubeConfigured, passes: evidence.stats.passes, lastPass: evidence.stats.last ?? null, lastPassAt: evidence.stats.lastAt ?? null },
     };
   };
@@ -158,6 +161,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
       inv.ec2.close();
       hostNet?.stop();
       await evidence.stop();
+      await quarantine.stop();
       await writer.flush();
       await new Promise<void>((r) => (introspection ? introspection.close(() => r()) : r()));
       await metricsServer?.close();
