@@ -37,8 +37,8 @@
  * | ENI_IPAM_HOST_NETWORK | true | per-ENI links, route tables, ip rules and SNAT on the node |
  * | ENI_IPAM_INSTALL_CNI | true | once serving, install the plugin and the conflist |
  * | ENI_IPAM_CNI_CONF_DIR | /etc/cni/net.d | where the conflist goes (temp file + rename in the same dir) |
- * | ENI_IPAM_CNI_BIN_DIR | /opt/cni/bin | where the plugin is copied: the shim as `eni-ipam`, the Node plugin as `eni-ipam.cjs` |
- * | ENI_IPAM_CNI_EXEC | true | serve CNI invocations forwarded by the native shim in-process (false: the shim runs the Node plugin) |
+ * | ENI_IPAM_CNI_BIN_DIR | /opt/cni/bin | where the plugin is copied: the shim as `eni-ipam` (and the Node plugin `eni-ipam.cjs` only with ENI_IPAM_CNI_EXEC=false) |
+ * | ENI_IPAM_CNI_EXEC | true | serve CNI invocations forwarded by the native shim in-process (false, developer mode: the Node plugin is installed and the shim runs it; needs Node on the host) |
  * | ENI_IPAM_CNI_EXEC_SOCKET | cni-exec.sock beside ENI_IPAM_SOCKET | the exec socket (mode 0600), named in the conflist as `execSocket` |
  * | ENI_IPAM_CNI_EXEC_NETNS | unset (ipamd's own) | netns path the exec socket wires the node side in (tests/demos running ipamd outside the node netns) |
  * | ENI_IPAM_ADD_WAIT_TIMEOUT | 10s | how long an ADD waits for a refill when the pool is empty |
@@ -138,8 +138,8 @@ const SPECS: VarSpec[] = [
   v('ENI_IPAM_HOST_NETWORK', 'hostNetworking', bool(), 'true', 'Set up per-ENI links, route tables, ip rules and SNAT on the node (off only for demos/tests without real ENIs).'),
   v('ENI_IPAM_INSTALL_CNI', 'installCni', bool(), 'true', 'Once serving, copy the plugin into the CNI bin dir and write the conflist into the CNI conf dir.'),
   v('ENI_IPAM_CNI_CONF_DIR', 'cniConfDir', absolutePath(), '/etc/cni/net.d', 'CNI conf dir the conflist is written to (temp file + rename in the same dir).'),
-  v('ENI_IPAM_CNI_BIN_DIR', 'cniBinDir', absolutePath(), '/opt/cni/bin', 'CNI bin dir the plugin is copied to: the native shim as eni-ipam, the Node plugin beside it as eni-ipam.cjs.'),
-  v('ENI_IPAM_CNI_EXEC', 'cniExec', bool(), 'true', 'Serve CNI invocations forwarded by the native shim on the exec socket, in-process (no Node start per pod); false: no exec socket, the shim always runs the Node plugin.'),
+  v('ENI_IPAM_CNI_BIN_DIR', 'cniBinDir', absolutePath(), '/opt/cni/bin', 'CNI bin dir the plugin is copied to: the native shim as eni-ipam (plus the Node plugin eni-ipam.cjs only with ENI_IPAM_CNI_EXEC=false).'),
+  v('ENI_IPAM_CNI_EXEC', 'cniExec', bool(), 'true', 'Serve CNI invocations forwarded by the native shim on the exec socket, in-process (no Node start per pod). false is a developer mode: no exec socket; the Node plugin is installed beside the shim, named in the conflist as nodePlugin, and run for every call (needs Node on the host).'),
   v('ENI_IPAM_CNI_EXEC_SOCKET', 'cniExecSocket', absolutePath(), undefined, 'Unix socket (mode 0600) of the CNI exec server, written into the conflist as execSocket.', 'cni-exec.sock beside ENI_IPAM_SOCKET'),
   v('ENI_IPAM_CNI_EXEC_NETNS', 'cniExecNetns', absolutePath(), undefined, "Network namespace (path) in which exec-socket invocations wire the node side; only shims running in it are served. For tests and demos that run ipamd outside the node's namespace.", "ipamd's own"),
   v('ENI_IPAM_ADD_WAIT_TIMEOUT', 'addWaitTimeoutMs', duration(), '10s', 'How long an ADD waits for a refill when the pool is empty.'),
