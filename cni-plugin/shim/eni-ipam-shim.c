@@ -8,7 +8,7 @@
  * (the one description of it; keep both sides in step).
  *
  * 1. Reads stdin (the network config, at most MAX_STDIN bytes: a larger one is CNI error
- *    7, never cut) and scans its top level for "execSocket" (default DEFAULT_EXEC_SOCKET),
+ *    7, never cut; one that is not a JSON object, or nests over 64 deep, is error 6) and scans its top level for "execSocket" (default DEFAULT_EXEC_SOCKET),
  *    "ipamdWaitSeconds" (ADD's wait for ipamd, default 10, 0-300) and "nodePlugin".
  * 2. VERSION is answered here, from the versions the build passes in (scripts/bundle-plugin.mjs
  *    reads them from cni-plugin/versions.ts, so there is one list).
@@ -276,6 +276,8 @@ int main(void) {
     snprintf(d, sizeof d, "stdin has %zu bytes; eni-ipam accepts at most %u (8 MiB)", in_total, MAX_STDIN);
     cni_error(INVALID_CONFIG, "network configuration too large", d);
   }
+  if (!json_is_object(in.p, in.len))
+    cni_error(DECODE, "failed to decode the network configuration", "stdin is not a JSON object (or is nested more than 64 deep)");
   if (top_level_string(in.p, in.len, "nodePlugin", node_plugin, sizeof node_plugin) != 1 || node_plugin[0] != '/') node_plugin[0] = '\0';
   double wait_s = DEFAULT_WAIT_S, w;
   if (top_level_number(in.p, in.len, "ipamdWaitSeconds", &w) == 1 && w >= 0 && w <= MAX_WAIT_S) wait_s = w;

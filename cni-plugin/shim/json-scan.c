@@ -85,6 +85,13 @@ static const char *skip_value(const char *p, const char *e, int depth) {
   return p > s ? p : NULL;
 }
 
+int json_is_object(const char *json, size_t n) {
+  const char *p = ws(json, json + n), *e = json + n;
+  if (p >= e || *p != '{') return 0;
+  p = skip_value(p, e, 0);
+  return p && ws(p, e) == e;
+}
+
 /* Finds the last top-level member `key`: 1 with its value span in *v..*ve, 0 absent, -1 unscannable. */
 static int top_level_member(const char *json, size_t n, const char *key, const char **v, const char **ve) {
   const char *p = ws(json, json + n), *e = json + n;

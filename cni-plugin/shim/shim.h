@@ -21,6 +21,8 @@ int write_all(int fd, const char *p, size_t n);
  * not decode / too long. Last occurrence wins, as in JSON.parse.
  */
 int top_level_string(const char *json, size_t n, const char *key, char *out, size_t outsz);
+/* 1 when `json` is one JSON object (nesting at most 64 deep), else 0. */
+int json_is_object(const char *json, size_t n);
 /* Same for a number (JSON number syntax, stored as double): 1, 0 (absent or not a number), -1. */
 int top_level_number(const char *json, size_t n, const char *key, double *out);
 
