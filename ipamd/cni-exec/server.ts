@@ -244,8 +244,9 @@ export class CniExecServer {
       if (req.podNetns.startsWith('!') && mine.startsWith('!')) return undefined; // gone for both: the plugin code reports it
       if (req.podNetns.startsWith('!')) return `CNI_NETNS ${netns} does not exist for the plugin (${req.podNetns.slice(1)}) but does for ipamd: the plugin and ipamd must see the node's mounts alike`;
       if (mine !== req.podNetns) {
-        const seen = mine.startsWith('!') ? `does not exist in ipamd's mount namespace (${mine.slice(1)})` : `is another namespace for ipamd (${mine}) than for the plugin (${req.podNetns})`;
-        const fix = netns.startsWith('/proc/')
+        const proc = netns.startsWith('/proc/');
+        const seen = mine.startsWith('!') ? `does not exist in ipamd's ${proc ? 'PID' : 'mount'} namespace (${mine.slice(1)})` : `is another namespace for ipamd (${mine}) than for the plugin (${req.podNetns})`;
+        const fix = proc
           ? 'the eni-ipam DaemonSet needs hostPID: true'
           : `the eni-ipam DaemonSet needs the ${path.dirname(netns)} hostPath mount with mountPropagation: HostToContainer`;
         return `ipamd cannot enter the pod netns: CNI_NETNS ${netns} ${seen}; ${fix}`;
