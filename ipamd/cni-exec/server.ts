@@ -43,6 +43,8 @@ export const REQUEST_DEADLINE_MS = 5_000;
 export const MAX_PENDING = 64;
 /** Default cap on open connections (receiving or running). */
 export const MAX_CONNECTIONS = 256;
+/** How long (ms) a shim has to read its answer once sent, before the connection is destroyed. */
+export const ANSWER_READ_GRACE_MS = 10_000;
 /** Default cap on bytes held by requests still arriving, all connections together (two 8 MiB configs fit). */
 export const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
 
@@ -90,6 +92,17 @@ export async function netnsId(p: string): Promise<string> {
   } catch (e) {
     return `!${(e as NodeJS.ErrnoException).code ?? 'error'}`;
   }
+}
+
+/**
+ * Sends the answer and half-closes; a peer that does not read it and close within
+ * {@link ANSWER_READ_GRACE_MS} is destroyed (it must not hold an fd and the answer for ever).
+ */
+function answer(c: net.Socket, bytes: Buffer): void {
+  c.end(bytes);
+  const t = setTimeout(() => c.destroy(), ANSWER_READ_GRACE_MS);
+  t.unref();
+  c.once('close', () => clearTimeout(t));
 }
 
 /** The CNI exec server; see the module docstring. */
@@ -212,7 +225,7 @@ export class CniExecServer {
       chunks.length = 0;
       if (r.state === 'refused') {
         this.o.log.warn({ reason: r.reason }, 'CNI exec: refused a request');
-        c.end(encodeFallback(r.reason));
+        answer(c, encodeFallback(r.reason));
         return;
       }
       const job = this.serve(c, r.request).catch((e: Error) => {
@@ -259,13 +272,13 @@ export class CniExecServer {
     const t0 = performance.now();
     const who = { verb: req.env.CNI_COMMAND ?? '', containerId: req.env.CNI_CONTAINERID ?? '', netns: req.env.CNI_NETNS ?? '' };
     if (this.closing) {
-      c.end(encodeUnavailable('ipamd is shutting down'));
+      answer(c, encodeUnavailable('ipamd is shutting down'));
       return;
     }
     const why = await this.refusal(req);
     if (why) {
       this.o.log.warn({ ...who, reason: why }, 'CNI exec: cannot run this invocation here');
-      c.end(encodeFallback(why));
+      answer(c, encodeFallback(why));
       return;
     }
     let stdout = '';
@@ -282,6 +295,6 @@ export class CniExecServer {
       this.o.log.warn({ ...who, exitCode: code }, 'CNI exec: the shim went away before the answer (the runtime will retry)');
       return;
     }
-    c.end(encodeResult(code, stdout, stderr));
+    answer(c, encodeResult(code, stdout, stderr));
   }
 }
