@@ -147,6 +147,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     const written = await installCni({
       confDir: config.cniConfDir, binDir: config.cniBinDir, networkName: config.networkName,
       podMtu: config.podMtu, vethPrefix: config.vethPrefix, ipamdSocket: config.socketPath, execSocket: cniExec ? config.cniExecSocket : '',
+      ipamdWaitSeconds: config.cniIpamdWaitMs / 1000,
     });
     log.info(written, 'installed the CNI plugin and conflist (ipamd is serving)');
   }

@@ -44,6 +44,8 @@ export interface CniInstallOptions {
   ipamdSocket: string;
   /** ipamd's CNI exec socket, or '' when it is off (the Node plugin is then installed and the shim runs it). */
   execSocket: string;
+  /** How long the shim's ADD waits for ipamd to serve, s (conflist `ipamdWaitSeconds`; default: the shim's 10). */
+  ipamdWaitSeconds?: number;
   /** Node plugin to copy (default: the bundled one). */
   pluginSource?: string;
   /** Shim to copy (default: the built one). */
@@ -57,6 +59,7 @@ export function renderConflist(o: CniInstallOptions): object {
     name: o.networkName,
     plugins: [{
       type: 'eni-ipam', mtu: o.podMtu, vethPrefix: o.vethPrefix, ipamdSocket: o.ipamdSocket, execSocket: o.execSocket,
+      ...(o.ipamdWaitSeconds !== undefined ? { ipamdWaitSeconds: o.ipamdWaitSeconds } : {}),
       ...(o.execSocket === '' ? { nodePlugin: path.join(o.binDir, NODE_PLUGIN_NAME) } : {}),
     }],
   };
