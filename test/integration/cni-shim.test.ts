@@ -16,13 +16,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import net from 'node:net';
 import path from 'node:path';
 import { execPlugin, PLUGIN_PATH, type CniOutcome } from '../../demo/cni-exec.js';
 import { createNamedNetns } from '../../demo/netns.js';
-import { decodeRequest, encodeResult, MAX_STDIN_BYTES } from '../../ipamd/cni-exec/protocol.js';
+import { decodeRequest, encodeResult, encodeUnavailable, MAX_STDIN_BYTES } from '../../ipamd/cni-exec/protocol.js';
+import { spoolDirFor } from '../../ipamd/cni-exec/spool.js';
 import { ipIn, ipj, startCniNode, type CniNode, type VerbCall } from '../helpers/cni-node.js';
 import { pluginArgv } from '../helpers/plugin-under-test.js';
 import { waitFor } from '../helpers/wait.js';
@@ -222,6 +223,38 @@ test('a connection dropped after the request was sent is CNI error 11, never a f
   assert.equal(requests, 3);
   assert.equal((await n.d.status()).counts.assigned, 0, 'no ADD reached ipamd');
   assert.deepEqual(await ipj(n.node.path, ['link', 'show', 'type', 'veth']), []);
+});
+
+test('ipamd answering "U" (shutting down, nothing done): ADD retries and gets served, DEL is spooled, STATUS is 50', async (t) => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-shim-u-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const sock = path.join(dir, 'exec.sock');
+  let unavailable = 0;
+  let served = 0;
+  const server = net.createServer((c) => {
+    let buf = Buffer.alloc(0);
+    c.on('data', (d: Buffer) => {
+      buf = Buffer.concat([buf, d]);
+      const r = decodeRequest(buf);
+      if (r.state !== 'complete') return;
+      const verb = r.request.env.CNI_COMMAND;
+      if (verb !== 'ADD' || unavailable < 3) { unavailable++; c.end(encodeUnavailable('ipamd is shutting down')); return; }
+      served++;
+      c.end(encodeResult(0, 'served ADD', ''));
+    });
+  });
+  await new Promise<void>((r) => server.listen(sock, r));
+  t.after(() => new Promise((r) => server.close(r)));
+  const conf = (extra: object = {}) => JSON.stringify({ cniVersion: '1.1.0', name: 'aws-cni', type: 'eni-ipam', execSocket: sock, ...extra });
+  const add = await execPlugin({ command: 'ADD', containerId: newId(), netns: '/proc/self/ns/net', config: conf({ ipamdWaitSeconds: 5 }), plugin: pluginArgv('shim') });
+  assert.deepEqual([add.code, add.stdout, unavailable, served], [0, 'served ADD', 3, 1], 'retried after each U, served once');
+  const id = newId();
+  const del = await execPlugin({ command: 'DEL', containerId: id, config: conf(), plugin: pluginArgv('shim') });
+  assert.deepEqual([del.code, del.stdout], [0, ''], del.stderr);
+  assert.match(del.stderr, /ipamd is not serving \(ipamd is shutting down\)/);
+  assert.equal((await readdir(spoolDirFor(sock))).length, 1);
+  const status = await execPlugin({ command: 'STATUS', config: conf(), plugin: pluginArgv('shim') });
+  assert.deepEqual([status.code, status.json?.code, status.json?.details], [1, 50, 'ipamd is shutting down']);
 });
 
 test('the shim reads execSocket from the top level of the config only (last one wins); unreadable configs get their CNI code', async (t) => {
