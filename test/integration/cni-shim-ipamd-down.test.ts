@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { versionResult } from '../../cni-plugin/result.js';
-import { spoolDirFor, spoolFileName } from '../../ipamd/cni-exec/spool.js';
+import { spoolDirFor, spoolFileName, writeSpoolEntry } from '../../ipamd/cni-exec/spool.js';
 import { ipIn, ipj, startCniNode, type CniNode, type VerbCall } from '../helpers/cni-node.js';
 import { releaseCallsSince } from '../helpers/nothing-lost.js';
 import { NODE_STILL_PRESENT, withoutNode } from '../helpers/no-node.js';
@@ -155,4 +155,18 @@ test('DEL with ipamd down and bad input: the shim validates what the spool needs
     assert.match(o.json.msg, msg);
   }
   await assert.rejects(readdir(spoolDirFor(execSocketOf(n))).then((l) => { if (l.length === 0) throw new Error('empty'); }), 'nothing spooled for refused input');
+});
+
+test('a DEL spooled while ipamd runs (the window where its socket refused) is applied without a restart', async (t) => {
+  const n = await startCniNode(t, 'nr', { plugin: 'shim' });
+  const pod = await n.pod();
+  const att = { containerId: newId(), netns: pod.path, ifName: 'eth0' };
+  const add = await noNode(n, { ...att, command: 'ADD' });
+  assert.equal(add.code, 0, add.stdout);
+  const ip = ipOf(add.json);
+  await writeSpoolEntry(spoolDirFor(execSocketOf(n)), { networkName: 'aws-cni', containerID: att.containerId, ifName: 'eth0', netns: pod.path, spooledAt: Date.now() });
+  await waitFor('the running ipamd applied the spooled DEL', async () => (await n.d.status()).counts.assigned === 0, 10_000);
+  await waitFor('spool emptied', async () => (await readdir(spoolDirFor(execSocketOf(n)))).length === 0, 5000);
+  assert.deepEqual(await ipj(n.node.path, ['link', 'show', 'type', 'veth']), [], 'host veth (and its route) gone');
+  assert.equal((await ipIn(n.node.path, ['rule'])).includes(ip), false, 'ip rules gone');
 });
