@@ -22,8 +22,9 @@
  * timeout: a byte every second does not extend it); at most `maxPending` connections
  * may be receiving a request at once and `maxConnections` be open in all; the bytes
  * held by requests still arriving are capped at `maxBufferedBytes` in total. A
- * connection over a bound is closed at once (nothing was run; the shim reports CNI
- * error 11 and the runtime retries).
+ * connection over the pending cap is answered "U" (busy, nothing run: the shim's ADD
+ * retries within its wait, a DEL is spooled); one over the deadline or the memory cap is
+ * closed at once (nothing was run; the shim reports CNI error 11, the runtime retries).
  */
 import { chmod, mkdir, stat } from 'node:fs/promises';
 import net from 'node:net';
@@ -183,7 +184,8 @@ export class CniExecServer {
   private onConnection(c: net.Socket): void {
     c.on('error', () => undefined); // a shim that went away: nothing to answer
     if (this.pending >= (this.o.maxPending ?? MAX_PENDING)) {
-      this.drop(c, 'pending', { pending: this.pending });
+      // Nothing will be run: say so ("U"), so the shim retries (ADD) or spools (DEL); its bytes are discarded.
+      this.drop(c, 'pending', { pending: this.pending }, encodeUnavailable(`ipamd is busy: ${this.pending} connections are sending requests`));
       return;
     }
     this.pending++;
@@ -237,13 +239,18 @@ export class CniExecServer {
     });
   }
 
-  /** Closes a connection over a bound (nothing was run) and counts it. */
-  private drop(c: net.Socket, bound: keyof CniExecServer['dropped'], info: Record<string, number>): void {
+  /** Closes a connection over a bound (nothing was run) and counts it; with `unavailable`, answers it first. */
+  private drop(c: net.Socket, bound: keyof CniExecServer['dropped'], info: Record<string, number>, unavailable?: Buffer): void {
     this.dropped[bound]++;
     if (this.dropped[bound] === 1 || this.dropped[bound] % 100 === 0) {
       this.o.log.warn({ bound, ...info, droppedSoFar: this.dropped[bound] }, 'CNI exec: closed a connection over a bound (nothing was run)');
     }
-    c.destroy();
+    if (!unavailable) {
+      c.destroy();
+      return;
+    }
+    c.resume(); // discard what it sends
+    answer(c, unavailable);
   }
 
   /** Why this request must not run here (one line naming the DaemonSet setting), or undefined when it may. */

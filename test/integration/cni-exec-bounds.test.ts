@@ -2,8 +2,9 @@
  * Bounds of ipamd's CNI exec socket (issue 10 "Also fix"), against the real ipamd process
  * over its real Unix socket: a request must arrive whole within a deadline from the
  * accept (a byte every second does not extend it), connections still receiving a request
- * are capped, and so are the bytes held by partial requests (ipamd's RSS is read from
- * /proc/<pid>/status). After each attack the shim is served normally again.
+ * are capped (an ADD arriving meanwhile is told "busy" and retries within its wait), and
+ * so are the bytes held by partial requests (ipamd's RSS is read from /proc/<pid>/status).
+ * After each attack the shim is served normally again.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -55,6 +56,9 @@ test('200 slow-drip connections (a byte a second) are all dropped by the whole-r
   for (const x of conns) x.c.write(wire);
   const drip = setInterval(() => { for (const x of conns) if (!x.closed()) x.c.write(' '); }, 1000);
   t.after(() => clearInterval(drip));
+  // A real ADD while the drips hold every pending slot: answered "U" (busy), it retries within its wait.
+  const pod = await n.pod();
+  const during = n.call({ containerId: randomBytes(32).toString('hex'), netns: pod.path, ifName: 'eth0', command: 'ADD', plugin: pluginArgv('shim'), conf: { ipamdWaitSeconds: 20 } });
   await waitFor('every slow-drip connection closed by ipamd', () => conns.every((x) => x.closed()), REQUEST_DEADLINE_MS + 10_000, 100);
   clearInterval(drip);
   const last = Math.max(...conns.map((x) => x.closedAt())) - t0;
@@ -62,6 +66,8 @@ test('200 slow-drip connections (a byte a second) are all dropped by the whole-r
   t.diagnostic(`200 drips: ${early} closed at once (over the ${MAX_PENDING} pending cap), the last at ${Math.round(last)} ms (deadline ${REQUEST_DEADLINE_MS} ms) while dripping a byte a second`);
   assert.ok(early >= 200 - MAX_PENDING, `${early} closed at once over the pending cap`);
   assert.ok(last < REQUEST_DEADLINE_MS + 3000, `the last was closed at ${Math.round(last)} ms, not kept alive by its drip`);
+  const add = await during;
+  assert.equal(add.code, 0, `the ADD made while the slots were held succeeded once they were dropped: ${add.stdout}`);
   await stillServes(n);
 });
 
