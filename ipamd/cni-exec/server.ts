@@ -205,6 +205,7 @@ export class CniExecServer {
       stopReceiving();
       this.drop(c, 'deadline', { bytes: size });
     }, this.o.requestDeadlineMs ?? REQUEST_DEADLINE_MS);
+    deadline.unref();
     c.on('close', stopReceiving);
     c.on('data', (d: Buffer) => {
       if (!receiving) return;
