@@ -74,7 +74,7 @@ test('root filesystem: node, ip, both iptables backends, nsenter, the shim, ipam
   for (const p of [
     './usr/local/bin/node', './usr/sbin/ip', './usr/sbin/iptables-legacy', './usr/sbin/iptables-nft', './usr/bin/nsenter',
     './etc/ssl/certs/ca-certificates.crt', './app/bin/ipamd', './app/dist/ipamd/main.js', './app/dist/cni-plugin/eni-ipam',
-    './app/dist/cni-plugin/eni-ipam.cjs', './app/proto/ipam.proto', './app/proto/cri/api.proto', './app/config/10-eni-ipam.conflist',
+    './app/dist/cni-plugin/eni-ipam.cjs', './app/dist/ipamd/probe.js', './app/dist/ipamd/node-init.js', './app/proto/ipam.proto', './app/proto/cri/api.proto', './app/config/10-eni-ipam.conflist',
     './app/package.json', './app/node_modules/@aws-sdk/client-ec2/package.json', './app/node_modules/@grpc/grpc-js/package.json',
   ]) assert.ok(members.has(p), `${p} is in the image`);
   // Every package package-lock.json marks dev-only (typescript, esbuild, @esbuild/*, ...) is absent.
@@ -162,6 +162,9 @@ test('containerd imports the archive and runs node, ip, iptables and the entrypo
   assert.match(tools.out, /nsenter from util-linux/);
   // The entrypoint loads ipamd's whole module graph on the image's Node with production
   // dependencies only, then refuses a bad variable with one line naming it.
+  // The chart's probe command runs on the image's Node: no socket is exit code 2 ("no answer").
+  const probe = await runIn(['node', '/app/dist/ipamd/probe.js', '--socket', '/run/no-ipamd.sock', '--timeout', '2000']);
+  assert.equal(probe.code, 2, probe.out);
   const bad = await runIn([], ['--env', 'WARM_ENI_TARGET=lots']);
   assert.equal(bad.code, 1, bad.out);
   assert.match(bad.out, /^eni-ipamd: .*WARM_ENI_TARGET/m);
