@@ -5,7 +5,8 @@
 #     with --containerd also containerd, runc, iptables and
 #     containernetworking-plugins (/usr/lib/cni: loopback, ptp, host-local), kubernetes-client (kubectl);
 #     with --image also mmdebstrap (the image's Debian root filesystem) and umoci (the OCI layout),
-#     what `npm run image` needs (scripts/image/build.mjs).
+#     what `npm run image` needs (scripts/image/build.mjs), and buildah (the image test builds the
+#     Dockerfile with it).
 #   - npm packages from package-lock.json (npm ci) when node_modules is missing or stale.
 #   - the build (tsc + the bundled CNI plugin) when sources are newer than dist/.
 # Idempotent and quiet when everything is already in place.
@@ -44,6 +45,7 @@ fi
 if [ "$want_image" = 1 ]; then
   command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap)
   command -v umoci >/dev/null 2>&1 || need+=(umoci)
+  command -v buildah >/dev/null 2>&1 || need+=(buildah)
 fi
 if [ "${#need[@]}" -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then echo "eni-ipam: need root to install: ${need[*]}" >&2; exit 1; fi

@@ -12,7 +12,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, lstatSync, readFileSync, statSync } from 'node:fs';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -21,6 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { createNamedNetns } from '../../demo/netns.js';
 import { startContainerd } from '../helpers/containerd.js';
+import { buildDockerfile } from '../helpers/buildah-dockerfile.js';
 import { isStaticElf, openOciArchive, type OciArchive } from '../helpers/oci-archive.js';
 
 const execFileP = promisify(execFile);
@@ -38,6 +39,11 @@ async function runBuild(args: string[]): Promise<{ code: number; stdout: string;
       resolve({ code: err ? Number((err as NodeJS.ErrnoException & { code?: number }).code ?? 1) : 0, stdout, stderr });
     });
   });
+}
+
+/** Whether `p` is a symbolic link (dangling ones included). */
+function isSymlink(p: string): boolean {
+  try { return lstatSync(p).isSymbolicLink(); } catch { return false; }
 }
 
 let built: BuildResult;
@@ -118,6 +124,30 @@ test('Dockerfile agrees with the archive: base packages, staged tree, entrypoint
   const onlyStaged = [...staged].filter((p) => !upper.has(p));
   const onlyArchive = [...upper].filter((p) => !staged.has(p));
   assert.deepEqual({ onlyStaged: onlyStaged.slice(0, 5), onlyArchive: onlyArchive.slice(0, 5) }, { onlyStaged: [], onlyArchive: [] });
+});
+
+test('the Dockerfile built by buildah holds the same /app, Node, packages, entrypoint and working dir', async (t) => {
+  const img = await buildDockerfile({ contextDir: ROOT, cacheDir: path.join(ROOT, 'build', 'image', 'cache') });
+  t.after(() => img.remove());
+  assert.deepEqual(img.config.Entrypoint, oci.config.config.Entrypoint);
+  assert.equal(img.config.WorkingDir, oci.config.config.WorkingDir);
+  assert.equal(img.config.User, oci.config.config.User);
+  // Every path the archive's upper layers (node, node_modules, app) hold, with the same type.
+  const upper: string[] = [];
+  for (let i = 1; i < oci.manifest.layers.length; i++) upper.push(...await oci.layerMembers(i));
+  const wrong = upper.filter((m) => {
+    const p = path.join(img.rootfs, m);
+    return m.endsWith('/') ? !existsSync(p) || !statSync(p).isDirectory() : !existsSync(p) && !isSymlink(p);
+  });
+  assert.deepEqual(wrong.slice(0, 5), [], 'paths of the archive missing from the Dockerfile build');
+  const extra = (await readdir(path.join(img.rootfs, 'app'), { recursive: true })).map((r) => `./app/${r}`)
+    .filter((p) => !members.has(p) && !members.has(`${p}/`));
+  assert.deepEqual(extra.slice(0, 5), [], 'paths of the Dockerfile build under /app missing from the archive');
+  const { stdout: nodeV } = await execFileP('chroot', [img.rootfs, '/usr/local/bin/node', '--version']);
+  assert.equal(nodeV.trim(), `v${NODE_PIN.version}`);
+  const wanted = readFileSync(path.join(ROOT, 'image', 'debian-packages.txt'), 'utf8').split('\n').map((l) => l.replace(/#.*/, '').trim()).filter(Boolean);
+  const { stdout: dpkg } = await execFileP('chroot', [img.rootfs, 'dpkg-query', '-W', '-f', '${Package} ${Status}\n', ...wanted]);
+  for (const p of wanted) assert.match(dpkg, new RegExp(`^${p.replace(/[+.]/g, '\\$&')}(:\\S+)? install ok installed$`, 'm'), `${p} installed by the Dockerfile`);
 });
 
 test('containerd imports the archive and runs node, ip, iptables and the entrypoint from it', async (t) => {
