@@ -28,6 +28,7 @@ import { startEniLifecycle, type EniLifecycle } from './startup/eni-lifecycle.js
 import { installCni } from './startup/cni-install.js';
 import { startHostNetworkSync } from './startup/host-network-sync.js';
 import { startEvidence } from './startup/evidence.js';
+import { KernelSource } from './restore/kernel-source.js';
 import { restoreFromCheckpoint } from './startup/restore-checkpoint.js';
 
 /** A running daemon. */
@@ -68,7 +69,13 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   gate.onChange((frozen, reasons) => (frozen ? log.warn({ reasons }, 'releases frozen') : log.info('releases unfrozen')));
   const load = await loadCheckpoint(config.checkpointPath, checkpointBoundsFor(inv.limits.maxEnis, inv.limits.ipv4PerEni));
   restoreFromCheckpoint({ load, bootId, ds, gate, log, path: config.checkpointPath, now: Date.now() });
-  const snapshot = (): CheckpointData => ({ version: 1, bootId, allocations: ds.allocations(), cooldown: ds.coolingEntries(Date.now()) });
+  // The runtime identity this boot's checkpoint recorded (plausibility check), kept in every write.
+  const recordedIdentity = load.kind === 'ok' && load.data.bootId === bootId ? load.data.runtime : undefined;
+  let runtimeIdentity = (): CheckpointData['runtime'] => recordedIdentity;
+  const snapshot = (): CheckpointData => {
+    const runtime = runtimeIdentity();
+    return { version: 1, bootId, allocations: ds.allocations(), cooldown: ds.coolingEntries(Date.now()), ...(runtime ? { runtime } : {}) };
+  };
   const writer = new CheckpointWriter(config.checkpointPath, snapshot);
   await writer.commit();
   // DELs the shim spooled while ipamd was down: applied before the first evidence pass, so none is adopted.
@@ -77,7 +84,10 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     vethPrefix: config.vethPrefix, ...(config.cniExecNetns ? { nodeNetns: config.cniExecNetns } : {}),
   });
   await spool.applyPending('startup');
-  const evidence = await startEvidence({ config, ds, gate, log, persist: () => writer.commit() });
+  // One kernel source for the evidence passes and for CNI GC (both check it before releasing).
+  const kernel = new KernelSource(config.cniExecNetns ? { netnsPath: config.cniExecNetns } : {});
+  const evidence = await startEvidence({ config, ds, gate, log, kernel, persist: () => writer.commit(), ...(recordedIdentity ? { recordedIdentity } : {}) });
+  runtimeIdentity = evidence.runtimeIdentity;
 
   const maxEni = Math.min(config.maxEni ?? inv.limits.maxEnis, inv.limits.maxEnis);
   const targets: PoolTargets = {
@@ -103,9 +113,9 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   registerAdoption(adoption, enis, log);
   const limits = { instanceType: inv.instance.instanceType, instanceMaxEnis: inv.limits.maxEnis, ipv4PerEni: inv.limits.ipv4PerEni, ...(config.maxEni !== undefined ? { maxEniSetting: config.maxEni } : {}) };
   const pool = new PoolController({ ds, ec2: inv.ec2, enis, gate, log, targets, limits, intervalMs: config.poolIntervalMs, shrinkDelayMs: config.shrinkDelayMs, minEniAgeMs: config.minEniAgeMs });
-  const service = new IpamService({ ds, pool, persist: () => writer.commit(), log, addWaitTimeoutMs: config.addWaitTimeoutMs, onConflict: () => metrics.ipConflict() });
+  const service = new IpamService({ ds, pool, persist: () => writer.commit(), log, addWaitTimeoutMs: config.addWaitTimeoutMs, onConflict: () => metrics.ipConflict(), kernel });
   const quarantine = startQuarantineCheck({ ds, log, intervalMs: config.gcIntervalMs, read: kernelRoutedReader(config.cniExecNetns) });
-  metrics.setSources({ ds, gate, pool, quarantined: () => ds.quarantined().length, limits: () => ({ maxEni, ipMax: maxEni * (inv.limits.ipv4PerEni - 1) * (unit === 'prefix' ? 16 : 1) }) });
+  metrics.setSources({ ds, gate, pool, quarantined: () => ds.quarantined().length, limits: () => ({ maxEni, ipMax: maxEni * (inv.limits.ipv4PerEni - 1) * (unit === 'prefix' ? 16 : 1) }), evidence: evidence.sourceStates });
   const rpc = new RpcServer({ socketPath: config.socketPath, service, log, vpcCidrs: () => inv.vpcCidrs, externalSnat: config.externalSnat, observe: metrics.observeRpc });
 
   const status = () => {
@@ -117,7 +127,10 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
       waitingAdds: pool.waiting, lastPoolError: pool.lastError ?? null, vpcCidrs: inv.vpcCidrs,
       eniLifecycle: lifecycle?.status() ?? null,
       quarantinedIps: ds.quarantined().map((q) => ({ ...q, since: new Date(q.since).toISOString() })),
-      evidence: { criEndpoint: evidence.criEndpoint, kubernetes: evidence.kubeConfigured, passes: evidence.stats.passes, lastPass: evidence.stats.last ?? null, lastPassAt: evidence.stats.lastAt ?? null },
+      evidence: {
+        criEndpoint: evidence.criEndpoint, kubernetes: evidence.kubeConfigured, kernel: evidence.kernelSource, passes: evidence.stats.passes,
+        sources: evidence.sourceStates()?.sources ?? null, lastPass: evidence.stats.last ?? null, lastPassAt: evidence.stats.lastAt ?? null,
+      },
     };
   };
   let lifecycle: EniLifecycle | undefined;

@@ -1,7 +1,8 @@
 /**
  * The checkpoint file format (DESIGN §3 "Checkpoint"), version 1, and its zod schema:
  * `{"version":1,"bootId","allocations":[{"networkName","containerID","ifName","ipv4",
- * "eniId","allocatedAt","pod":{"namespace","name","uid"}}],"cooldown":[{"ip","releasedAt"}]}`.
+ * "eniId","allocatedAt","pod":{"namespace","name","uid"}}],"cooldown":[{"ip","releasedAt"}],
+ * "runtime":{"name","version"}}` (`runtime` optional, added later: older files still load).
  * Times are ms since the epoch. No I/O.
  */
 import ipaddr from 'ipaddr.js';
@@ -24,6 +25,12 @@ export interface CheckpointData {
   bootId: string;
   allocations: CheckpointAllocation[];
   cooldown: Array<{ ip: string; releasedAt: number }>;
+  /**
+   * The CRI runtime (`Version`: runtime_name, runtime_version) an evidence pass of this
+   * boot found plausible (restore/plausibility.ts). Optional: checkpoints written before
+   * it existed, or before any pass trusted the runtime, have none.
+   */
+  runtime?: { name: string; version: string };
 }
 
 /** The only version this code reads and writes. */
@@ -51,4 +58,6 @@ export const checkpointSchema = z.object({
   bootId: id,
   allocations: z.array(allocation),
   cooldown: z.array(z.object({ ip: ipv4, releasedAt: epochMs })),
+  // Informational: a malformed value is dropped (the pass records it again), never a reason to distrust the file.
+  runtime: z.object({ name: id, version: z.string() }).optional().catch(undefined),
 });

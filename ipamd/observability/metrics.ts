@@ -31,6 +31,11 @@ export interface MetricsSources {
   now?: () => number;
   /** How many addresses are quarantined now (`eni_ipam_quarantined_ips`). */
   quarantined?: () => number;
+  /**
+   * The last evidence pass: each restore source's state (`ok`, `unreadable`, `suspect`;
+   * absent sources left out) and whether the release brake held. Undefined before the first pass.
+   */
+  evidence?: () => { sources: Record<string, 'ok' | 'unreadable' | 'suspect'>; brakeHeld: boolean } | undefined;
 }
 
 /** Options of {@link createMetrics}: sources may be given now or later with `setSources`. */
@@ -92,7 +97,7 @@ export function packageVersion(): string {
 export function createMetrics(o: CreateMetricsOptions = {}): IpamdMetrics {
   const registry = new Registry();
   const registers = [registry];
-  let src: MetricsSources | undefined = o.ds && o.gate ? { ds: o.ds, gate: o.gate, ...(o.pool ? { pool: o.pool } : {}), ...(o.limits ? { limits: o.limits } : {}), ...(o.now ? { now: o.now } : {}) } : undefined;
+  let src: MetricsSources | undefined = o.ds && o.gate ? { ds: o.ds, gate: o.gate, ...(o.pool ? { pool: o.pool } : {}), ...(o.limits ? { limits: o.limits } : {}), ...(o.now ? { now: o.now } : {}), ...(o.evidence ? { evidence: o.evidence } : {}) } : undefined;
   const counts = (): DatastoreCounts | undefined => src?.ds.counts((src.now ?? Date.now)());
   const sampled = (name: string, help: string, pick: (c: DatastoreCounts) => number) => new Gauge({
     name, help, registers,
@@ -147,6 +152,14 @@ export function createMetrics(o: CreateMetricsOptions = {}): IpamdMetrics {
       }
     },
   });
+  new Gauge({
+    name: 'eni_ipam_evidence_source_state', help: 'State of each restore evidence source at the last pass (value 1 on its state): ok, unreadable, or suspect (answered, but implausibly: its silence is not believed and releases freeze)', labelNames: ['source', 'state'], registers,
+    collect() {
+      this.reset();
+      for (const [source, state] of Object.entries(src?.evidence?.()?.sources ?? {})) this.set({ source, state }, 1);
+    },
+  });
+  new Gauge({ name: 'eni_ipam_release_brake_held', help: '1 when the last evidence pass would have released more than max(2, 10 %) of the allocations on a single source\'s word and released nothing, else 0', registers, collect() { this.set(src?.evidence?.()?.brakeHeld ? 1 : 0); } });
   const addLatency = new Histogram({ name: 'eni_ipam_add_latency_seconds', help: 'AddNetwork latency (seconds), by outcome', labelNames: ['outcome'], buckets: RPC_BUCKETS, registers });
   const delLatency = new Histogram({ name: 'eni_ipam_del_latency_seconds', help: 'DelNetwork latency (seconds), by outcome', labelNames: ['outcome'], buckets: RPC_BUCKETS, registers });
   const rpcReq = new Counter({ name: 'eni_ipam_rpc_requests_total', help: 'gRPC requests by verb and outcome', labelNames: ['verb', 'outcome'], registers });
