@@ -119,8 +119,12 @@ async function build(o, { t0, log, debArch, version, epoch, baseEpoch, summary, 
     node: staged.node.pin, debs: debian.packages, npm: npmPackages(path.join(dir, 'app')),
     layers: [debian.tar, nodeLayer, depsLayer, appLayer],
   });
-  const lock = checkContents({ debArch, text, update: o.updateLock ?? false, newFile: path.join(BUILD_DIR, `contents-${debArch}.lock.new`) });
+  const lock = checkContents({
+    debArch, text, update: o.updateLock ?? false, newFile: path.join(BUILD_DIR, `contents-${debArch}.lock.new`),
+    debianDrift: process.env.ENI_IPAM_IMAGE_DEBIAN_DRIFT === 'warn' ? 'warn' : 'fail',
+  });
   if (lock.changed) log(`rewrote ${path.relative(ROOT, lock.file)}`);
+  if (lock.drift) log(`warning: ${lock.drift}`);
 
   const tag = version;
   const name = `docker.io/library/eni-ipam:${tag}`;

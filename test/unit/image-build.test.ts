@@ -101,6 +101,15 @@ test('checkContents: equal passes, drift fails with one line and writes the new 
   });
   assert.equal(await readFile(newFile, 'utf8'), v2);
   assert.equal(await readFile(file, 'utf8'), v1, 'a failed check leaves the lock alone');
+  // The test suite's setting: a Debian-only difference is a warning, anything of ours still fails.
+  const warned = checkContents({ debArch: arch, text: v2, update: false, newFile, debianDrift: 'warn' });
+  assert.match(warned.drift, /^Debian packages moved on the mirror since image\/contents-test\d+\.lock was written \(\+1 -1 lines/);
+  assert.equal(warned.changed, false);
+  assert.equal(await readFile(file, 'utf8'), v1, 'a warning leaves the lock alone');
+  const ours = `${v1}path -rw-r--r-- 0:0 ./app/dist/ipamd/new.js\n`;
+  assert.throws(() => checkContents({ debArch: arch, text: ours, update: false, newFile, debianDrift: 'warn' }), /the image differs/);
+  const npmDrift = v1.replace('# h\n', '# h\nnpm pino@10.4.1\n');
+  assert.throws(() => checkContents({ debArch: arch, text: npmDrift, update: false, newFile, debianDrift: 'warn' }), /the image differs/);
   checkContents({ debArch: arch, text: v2, update: true, newFile });
   assert.equal(await readFile(file, 'utf8'), v2);
 });
