@@ -140,6 +140,8 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
       podMtu: config.podMtu, vethPrefix: config.vethPrefix, ipamdSocket: config.socketPath, execSocket: cniExec ? config.cniExecSocket : '',
     });
     log.info(written, 'installed the CNI plugin and conflist (ipamd is serving)');
+    if (written.shadowedBy.length > 0) log.error({ shadowedBy: written.shadowedBy }, 'network config files sort before ours: the runtime uses the first, not eni-ipam');
+    if (written.shadowed.length > 0) log.warn({ shadowed: written.shadowed }, 'other network config files left in place; ours sorts first, the runtime ignores them');
   }
   if (config.disableNetworkResourceProvisioning) log.warn('DISABLE_NETWORK_RESOURCE_PROVISIONING=true: the warm pool is not managed; serving only what the ENIs already hold');
   else {
