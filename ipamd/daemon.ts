@@ -65,7 +65,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   gate.onChange((frozen, reasons) => (frozen ? log.warn({ reasons }, 'releases frozen') : log.info('releases unfrozen')));
   const load = await loadCheckpoint(config.checkpointPath);
   restoreFromCheckpoint({ load, bootId, ds, gate, log, path: config.checkpointPath, now: Date.now() });
-  const snapshot = (): CheckpointData => ({ version: 1, bootId, allocations: ds.allocations(), cooldown: ds.coolingEntries(Date.now()) });
+  const snapshot = (): CheckpointData => ({ version: 1, bootId, allocations: ds.allocations(), cooldown: ds.coolingEntries(Date.now()), released: ds.releasedEntries() });
   const writer = new CheckpointWriter(config.checkpointPath, snapshot);
   await writer.commit();
   const evidence = await startEvidence({ config, ds, gate, log, persist: () => writer.commit() });

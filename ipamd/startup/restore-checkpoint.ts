@@ -1,7 +1,8 @@
 /**
  * Restores allocations from the checkpoint into the datastore (DESIGN §3, §4).
  *
- * - Same boot: every allocation is re-created; cooldown entries too.
+ * - Same boot: every allocation is re-created; cooldown entries and the remembered
+ *   DELs (`released`, so a sandbox still stopping is not re-adopted) too.
  * - Another boot: no sandbox survives a reboot, so the allocations are dropped and
  *   their IPs stay in the warm pool (still assigned in EC2; nothing is released here).
  * - Missing or corrupt file while the ENIs already hold secondary IPs: nobody can vouch
@@ -49,6 +50,8 @@ export function restoreFromCheckpoint(p: {
     log.info({ checkpointBoot: data.bootId, bootId: p.bootId, allocations: data.allocations.length }, 'checkpoint is from a previous boot: no sandbox survives a reboot, its IPs return to the warm pool (still assigned in EC2)');
     return sum;
   }
+  // Before the allocations: one restored for the same container clears its entry (an ADD after the DEL).
+  ds.restoreReleased(data.released ?? []);
   for (const a of data.allocations) {
     const r = ds.restoreAllocation({ ...a });
     if (r === 'restored') sum.restored++;
@@ -65,6 +68,6 @@ export function restoreFromCheckpoint(p: {
   }
   for (const c of data.cooldown) ds.restoreCooldown(c.ip, c.releasedAt);
   if (sum.pending > 0) log.warn({ pending: ds.pendingAllocations().map((a) => a.ipv4) }, 'restored allocations whose IP EC2 does not show on our ENIs: kept, never handed out');
-  log.info({ restored: sum.restored, pending: sum.pending, conflicts: sum.conflicts }, 'restored allocations from checkpoint');
+  log.info({ restored: sum.restored, pending: sum.pending, conflicts: sum.conflicts, rememberedDels: data.released?.length ?? 0 }, 'restored allocations from checkpoint');
   return sum;
 }
