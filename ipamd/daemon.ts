@@ -26,6 +26,7 @@ import { installCni } from './startup/cni-install.js';
 import { startHostNetworkSync } from './startup/host-network-sync.js';
 import { startEvidence } from './startup/evidence.js';
 import { restoreFromCheckpoint } from './startup/restore-checkpoint.js';
+import { importAwsNodeCheckpoint, markAwsNodeCheckpointImported } from './startup/aws-node-import.js';
 
 /** A running daemon. */
 export interface Daemon {
@@ -63,11 +64,20 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
 
   const gate = new ReleaseGate();
   gate.onChange((frozen, reasons) => (frozen ? log.warn({ reasons }, 'releases frozen') : log.info('releases unfrozen')));
-  const load = await loadCheckpoint(config.checkpointPath);
-  restoreFromCheckpoint({ load, bootId, ds, gate, log, path: config.checkpointPath, now: Date.now() });
+  let load = await loadCheckpoint(config.checkpointPath);
+  // No checkpoint of our own: take over from aws-node's, if it left one this boot (issue 10 item 6).
+  const fromAwsNode = load.kind === 'missing'
+    ? await importAwsNodeCheckpoint({ path: config.awsNodeCheckpointPath, asideDir: path.dirname(config.checkpointPath), bootId, networkName: config.networkName, log })
+    : undefined;
+  if (fromAwsNode?.kind === 'imported') load = fromAwsNode.load;
+  restoreFromCheckpoint({ load, bootId, ds, gate, log, path: config.checkpointPath, now: Date.now(), ...(fromAwsNode?.kind === 'imported' ? { importedFrom: config.awsNodeCheckpointPath } : {}) });
   const snapshot = (): CheckpointData => ({ version: 1, bootId, allocations: ds.allocations(), cooldown: ds.coolingEntries(Date.now()), released: ds.releasedEntries() });
   const writer = new CheckpointWriter(config.checkpointPath, snapshot);
   await writer.commit();
+  if (fromAwsNode?.kind === 'imported') {
+    const to = await markAwsNodeCheckpointImported(config.awsNodeCheckpointPath).catch((e: Error) => `not renamed: ${e.message}`);
+    log.info({ renamedTo: to }, 'aws-node checkpoint imported into ours');
+  }
   const evidence = await startEvidence({ config, ds, gate, log, persist: () => writer.commit() });
 
   const maxEni = Math.min(config.maxEni ?? inv.limits.maxEnis, inv.limits.maxEnis);

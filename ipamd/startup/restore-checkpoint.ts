@@ -27,6 +27,13 @@ export interface CheckpointRestoreSummary {
 /** Applies a loaded checkpoint to the datastore and the release gate. */
 export function restoreFromCheckpoint(p: {
   load: CheckpointLoad; bootId: string; ds: Datastore; gate: ReleaseGate; log: Logger; path: string; now: number;
+  /**
+   * Set when the data was imported from another IPAM's checkpoint (aws-node, the path):
+   * the IPs it does not name are marked unverified and releases frozen (source
+   * "checkpoint") until a clean evidence pass, as with no checkpoint at all, because
+   * another program's file is not evidence that the rest is free.
+   */
+  importedFrom?: string;
 }): CheckpointRestoreSummary {
   const { load, ds, gate, log } = p;
   const sum: CheckpointRestoreSummary = { kind: load.kind, restored: 0, pending: 0, conflicts: 0, dropped: 0 };
@@ -67,6 +74,10 @@ export function restoreFromCheckpoint(p: {
     }
   }
   for (const c of data.cooldown) ds.restoreCooldown(c.ip, c.releasedAt);
+  if (p.importedFrom !== undefined) {
+    const others = ds.markAllUnverified();
+    if (others > 0) gate.freeze('checkpoint', `allocations imported from the aws-node checkpoint ${p.importedFrom}; the ${others} other IPs on the ENIs stay unverified until every source has been read`);
+  }
   if (sum.pending > 0) log.warn({ pending: ds.pendingAllocations().map((a) => a.ipv4) }, 'restored allocations whose IP EC2 does not show on our ENIs: kept, never handed out');
   log.info({ restored: sum.restored, pending: sum.pending, conflicts: sum.conflicts, rememberedDels: data.released?.length ?? 0 }, 'restored allocations from checkpoint');
   return sum;
