@@ -105,7 +105,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   const limits = { instanceType: inv.instance.instanceType, instanceMaxEnis: inv.limits.maxEnis, ipv4PerEni: inv.limits.ipv4PerEni, ...(config.maxEni !== undefined ? { maxEniSetting: config.maxEni } : {}) };
   const pool = new PoolController({ ds, ec2: inv.ec2, enis, gate, log, targets, limits, intervalMs: config.poolIntervalMs, shrinkDelayMs: config.shrinkDelayMs, minEniAgeMs: config.minEniAgeMs });
   const service = new IpamService({ ds, pool, persist: () => writer.commit(), log, addWaitTimeoutMs: config.addWaitTimeoutMs });
-  metrics.setSources({ ds, gate, pool, limits: () => ({ maxEni, ipMax: maxEni * (inv.limits.ipv4PerEni - 1) * (unit === 'prefix' ? 16 : 1) }) });
+  metrics.setSources({ ds, gate, pool, sysctls: () => hostNet?.sysctls() ?? [], limits: () => ({ maxEni, ipMax: maxEni * (inv.limits.ipv4PerEni - 1) * (unit === 'prefix' ? 16 : 1) }) });
   const rpc = new RpcServer({ socketPath: config.socketPath, service, log, vpcCidrs: () => inv.vpcCidrs, externalSnat: config.externalSnat, observe: metrics.observeRpc });
 
   const status = () => {
@@ -115,7 +115,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
       counts: ds.counts(now), pool: poolCounts(ds.poolViews(now), targets), targets,
       enis: ds.poolViews(now), releasesFrozen: gate.frozen, freezeReasons: gate.describe(),
       waitingAdds: pool.waiting, lastPoolError: pool.lastError ?? null, vpcCidrs: inv.vpcCidrs,
-      eniLifecycle: lifecycle?.status() ?? null,
+      eniLifecycle: lifecycle?.status() ?? null, nodeSysctls: hostNet?.sysctls() ?? null,
       evidence: { criEndpoint: evidence.criEndpoint, kubernetes: evidence.kubeConfigured, passes: evidence.stats.passes, lastPass: evidence.stats.last ?? null, lastPassAt: evidence.stats.lastAt ?? null },
     };
   };
