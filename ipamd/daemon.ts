@@ -15,6 +15,7 @@ import { Datastore } from './datastore/datastore.js';
 import type { Logger } from './log.js';
 import { startIntrospection } from './observability/introspection.js';
 import { createMetrics } from './observability/metrics.js';
+import { PluginLogFiles } from './observability/log-files.js';
 import { startMetricsServer, type MetricsServer } from './observability/metrics-server.js';
 import { poolCounts, type PoolTargets } from './pool/index.js';
 import { RpcServer } from './rpc/server.js';
@@ -136,18 +137,20 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     })
     : undefined;
   await rpc.listen();
-  // The shim's fast path: plugin invocations run in-process (started before the conflist exists).
+  // The shim's fast path: plugin invocations run in-process (started before the conflist exists), their log rotated.
+  const pluginLogs = new PluginLogFiles({ maxSize: config.logFileMaxSize, maxFiles: config.logFileMaxFiles });
   const cniExec = config.cniExec
     ? new CniExecServer({
       socketPath: config.cniExecSocket, log, ...(config.cniExecNetns ? { nodeNetns: config.cniExecNetns } : {}),
       inProcessIpamd: { socketPath: config.socketPath, invoke: (p, req) => rpc.invokeInProcess(p, req) },
+      appendLog: (file, line) => pluginLogs.append(file, line),
     })
     : undefined;
   await cniExec?.listen();
   if (config.installCni) {
     const written = await installCni({
       confDir: config.cniConfDir, binDir: config.cniBinDir, networkName: config.networkName,
-      podMtu: config.podMtu, vethPrefix: config.vethPrefix, ipamdSocket: config.socketPath, execSocket: cniExec ? config.cniExecSocket : '',
+      podMtu: config.podMtu, vethPrefix: config.vethPrefix, ipamdSocket: config.socketPath, execSocket: cniExec ? config.cniExecSocket : '', pluginLogFile: config.pluginLogFile,
     });
     log.info(written, 'installed the CNI plugin and conflist (ipamd is serving)');
     if (written.shadowedBy.length > 0) log.error({ shadowedBy: written.shadowedBy }, 'network config files sort before ours: the runtime uses the first, not eni-ipam');
@@ -171,6 +174,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
       hostNet?.stop();
       await evidence.stop();
       await writer.flush();
+      await pluginLogs.close();
       await new Promise<void>((r) => (introspection ? introspection.close(() => r()) : r()));
       await metricsServer?.close();
       log.info('ipamd stopped');

@@ -53,6 +53,8 @@ export interface CniInstallOptions {
   ipamdSocket: string;
   /** ipamd's CNI exec socket, or '' when it is off (the shim then runs the Node plugin). */
   execSocket: string;
+  /** The plugin's log file (AWS_VPC_K8S_PLUGIN_LOG_FILE), written as the conflist's `logFile`; omitted when undefined. */
+  pluginLogFile?: string;
   /** Node plugin to copy (default: the bundled one). */
   pluginSource?: string;
   /** Shim to copy (default: the built one). */
@@ -64,7 +66,7 @@ export function renderConflist(o: CniInstallOptions): object {
   return {
     cniVersion: '1.0.0',
     name: o.networkName,
-    plugins: [{ type: 'eni-ipam', mtu: o.podMtu, vethPrefix: o.vethPrefix, ipamdSocket: o.ipamdSocket, execSocket: o.execSocket }],
+    plugins: [{ type: 'eni-ipam', mtu: o.podMtu, vethPrefix: o.vethPrefix, ipamdSocket: o.ipamdSocket, execSocket: o.execSocket, ...(o.pluginLogFile ? { logFile: o.pluginLogFile } : {}) }],
   };
 }
 

@@ -171,7 +171,7 @@ export async function createInstalledCniNode(o: { instanceType?: string; ipamdEn
             ENI_IPAM_SOCKET: node.socket, ENI_IPAM_CHECKPOINT_PATH: node.checkpoint, CRI_RUNTIME_ENDPOINT: `unix://${containerd.socket}`,
             INTROSPECTION_BIND_ADDRESS: `127.0.0.1:${INTROSPECTION_PORT}`, ENI_IPAM_POOL_INTERVAL: '200ms',
             ENI_IPAM_INSTALL_CNI: 'true', ENI_IPAM_CNI_CONF_DIR: confDir, ENI_IPAM_CNI_BIN_DIR: binDir,
-            ENI_IPAM_HOST_NETWORK: String(hostNetwork), ...o.ipamdEnv,
+            ENI_IPAM_HOST_NETWORK: String(hostNetwork), AWS_VPC_K8S_PLUGIN_LOG_FILE: path.join(dir, 'plugin.log'), ...o.ipamdEnv,
           },
         });
         if (probe) {

@@ -127,6 +127,9 @@ test('aws-node → eni-ipam on a node with 12 live pods: every pod keeps its IP,
   assert.equal(new Set(fresh).size, 3, `fresh IPs distinct: ${fresh}`);
   for (const ip of fresh) assert.equal(awsIps.has(ip), false, `new pod got ${ip}, a migrated pod's IP`);
 
+  // The plugin log named in ipamd's conflist (AWS_VPC_K8S_PLUGIN_LOG_FILE) has the new pods' ADDs, run in ipamd.
+  const pluginLog = (await readFile(path.join(n.dir, 'plugin.log'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { verb: string; ip?: string; outcome: string });
+  assert.deepEqual(pluginLog.filter((l) => l.verb === 'ADD' && l.outcome === 'ok').map((l) => l.ip).sort(), [...fresh].sort());
   // A migrated pod's DEL through containerd (now our plugin) releases its imported allocation.
   const victim = awsPods[11]!;
   await n.cri.stopPodSandbox(victim.containerID);

@@ -202,7 +202,7 @@ test('once serving, ipamd installs the plugin and a conflist built from its sett
   assert.deepEqual(await readdir(confDir), ['05-eni-ipam.conflist'], 'no temp file left behind');
   const conf = JSON.parse(await readFile(`${confDir}/05-eni-ipam.conflist`, 'utf8'));
   assert.equal(conf.name, 'eni-net');
-  assert.deepEqual(conf.plugins, [{ type: 'eni-ipam', mtu: 1500, vethPrefix: 'pod', ipamdSocket: h.socket, execSocket: path.join(path.dirname(h.socket), 'cni-exec.sock') }]);
+  assert.deepEqual(conf.plugins, [{ type: 'eni-ipam', mtu: 1500, vethPrefix: 'pod', ipamdSocket: h.socket, execSocket: path.join(path.dirname(h.socket), 'cni-exec.sock'), logFile: '/var/log/aws-routed-eni/plugin.log' }]);
   // The native shim and, beside it, the Node plugin it falls back to; no temp file left.
   assert.deepEqual((await readdir(binDir)).filter((f) => f.startsWith('eni-ipam') || f.startsWith('.eni-ipam')).sort(), ['eni-ipam', 'eni-ipam.cjs']);
   for (const f of ['eni-ipam', 'eni-ipam.cjs']) assert.equal((await stat(`${binDir}/${f}`)).mode & 0o777, 0o755, f);
