@@ -8,7 +8,8 @@
  * gauges, `awscni_add_ip_req_count`, `awscni_del_ip_req_count`, ...). Ours are prefixed
  * `eni_ipam_` and use base units (seconds): ADD/DEL latency histograms, EC2 latency per
  * action, per-action/outcome EC2 counters, retries, budget waits, IPs per state (cooling
- * included), waiting ADDs, and the release gate (frozen 1/0 and its reasons).
+ * included), waiting ADDs, the release gate (frozen 1/0 and its reasons), and the node
+ * kernel settings ipamd checks (`eni_ipam_node_sysctl_ok{sysctl}`, network/sysctl.ts).
  *
  * Gauges are sampled from the datastore and the release gate at scrape time
  * (prom-client `collect()`), so they can never drift from the state they describe.
@@ -90,7 +91,7 @@ export function packageVersion(): string {
 export function createMetrics(o: CreateMetricsOptions = {}): IpamdMetrics {
   const registry = new Registry();
   const registers = [registry];
-  let src: MetricsSources | undefined = o.ds && o.gate ? { ds: o.ds, gate: o.gate, ...(o.pool ? { pool: o.pool } : {}), ...(o.limits ? { limits: o.limits } : {}), ...(o.now ? { now: o.now } : {}) } : undefined;
+  let src: MetricsSources | undefined = o.ds && o.gate ? { ds: o.ds, gate: o.gate, ...(o.pool ? { pool: o.pool } : {}), ...(o.limits ? { limits: o.limits } : {}), ...(o.sysctls ? { sysctls: o.sysctls } : {}), ...(o.now ? { now: o.now } : {}) } : undefined;
   const counts = (): DatastoreCounts | undefined => src?.ds.counts((src.now ?? Date.now)());
   const sampled = (name: string, help: string, pick: (c: DatastoreCounts) => number) => new Gauge({
     name, help, registers,
