@@ -3,8 +3,9 @@
  * the same network namespace as the plugin (a throw-away netns standing for the host
  * network of a hostNetwork DaemonSet), with its own simulated cloud process
  * (dist/sim/main.js) in that netns too, since ipamd there cannot reach loopback
- * servers of this process. The CNI bin dir holds the shim as `eni-ipam` and the Node
- * plugin beside it as `eni-ipam.cjs`, as ipamd installs them. `stop()` removes it all.
+ * servers of this process. The CNI bin dir holds the shim as `eni-ipam` (as ipamd
+ * installs it) and, for comparisons, the Node plugin beside it as `eni-ipam.cjs` (not
+ * named in the config, so the shim never runs it). `stop()` removes it all.
  */
 import { spawn, execFile } from 'node:child_process';
 import { copyFile, mkdir } from 'node:fs/promises';

@@ -2,22 +2,24 @@
  * CNI ADD (DESIGN §1 steps 2-5): ask ipamd for an IP, wire the netns, return the result.
  * What needs no IP (veth pair, links up, pod routes, neighbour) is wired while ipamd
  * answers (its answer waits for its checkpoint fsync), then the pod address, host route
- * and rules go in. If wiring fails, what
- * was created is removed and the IP is handed back to ipamd (`DelNetwork` reason
- * "add-failed") before the error is reported; if ipamd gives no IP, the veth is removed.
+ * and rules go in. If anything fails after ipamd assigned the IP (wiring, building or
+ * serialising the result), what was created is removed and the IP is handed back to
+ * ipamd (`DelNetwork` reason "add-failed", or "ip-conflict" when the node already routes
+ * the IP to another pod) before the error is reported; if ipamd gives no IP, the veth is
+ * removed.
  */
 import { isIPv4 } from 'node:net';
-import type { AddNetworkReply } from '../proto/ipam.js';
+import { DEL_REASON_IP_CONFLICT, type AddNetworkReply } from '../proto/ipam.js';
 import { requireEnv, type CniEnv } from './env.js';
 import { chainAddResult } from './chain.js';
-import { CniCode, CniError } from './errors.js';
+import { asCniError, CniCode, CniError } from './errors.js';
 import type { VerbContext } from './invocation.js';
 import { connectIpamd, IpamdCallError, RETRYABLE_STATUSES } from './ipamd-client.js';
 import type { NetConf } from './netconf.js';
 import { networkIds } from './request.js';
 import { encodeAddResult, type AddResult } from './result.js';
 import { hostVethMac, hostVethName, podVethMac } from './veth-name.js';
-import { startWiring, type VethPlan, type WiringPlan } from './wiring.js';
+import { IpConflictError, startWiring, unwire, type VethPlan, type WiringPlan } from './wiring.js';
 
 /** Deadline of `AddNetwork` in ms: ipamd may wait (bounded) on a pool refill. */
 export const ADD_TIMEOUT_MS = 15_000;
@@ -38,11 +40,15 @@ export function addFailure(e: unknown): CniError {
 
 /**
  * Runs ADD. `warnings` collects non-fatal problems for the log.
- * @returns the result in `conf.cniVersion` (after `prevResult`'s entries in a conflist) and the pod IP.
- * @throws CniError: 4 bad env, 11 ipamd unavailable / no IP now, 100 ipamd refused,
- *   5 wiring failed (netns missing, ip error).
+ * @returns the result in `conf.cniVersion` (after `prevResult`'s entries in a conflist),
+ *   the same serialised (`json`, what is printed) and the pod IP.
+ * @throws CniError: 4 bad env or CNI_NETNS is the node's namespace, 11 ipamd unavailable /
+ *   no IP now / the IP is already routed to another pod on this node (IpConflictError;
+ *   ipamd is told with reason "ip-conflict" and quarantines it), 100 ipamd refused, 5
+ *   wiring failed (netns missing, ip error) or anything else after the assignment (then
+ *   the wiring is removed and the IP returned first).
  */
-export async function cmdAdd(env: CniEnv, conf: NetConf, warnings: string[], ctx: VerbContext = {}): Promise<{ result: AddResult | Record<string, unknown>; ip: string }> {
+export async function cmdAdd(env: CniEnv, conf: NetConf, warnings: string[], ctx: VerbContext = {}): Promise<{ result: AddResult | Record<string, unknown>; json: string; ip: string }> {
   requireEnv(env, 'ADD');
   const ids = networkIds(env, conf);
   const veth: VethPlan = {
@@ -69,20 +75,28 @@ export async function cmdAdd(env: CniEnv, conf: NetConf, warnings: string[], ctx
       throw new CniError(CniCode.IpamdError, 'ipamd did not assign an IPv4 address', reply.message || `reply ${JSON.stringify(reply)}`);
     }
     const plan: WiringPlan = { ...veth, ipv4: reply.ipv4_addr, routeTableId: reply.route_table_id };
+    let wired = false;
     try {
       await wiring.finish(plan);
+      wired = true;
+      const result = encodeAddResult(conf.cniVersion, {
+        hostVeth: { name: plan.hostVeth, mac: plan.hostMac },
+        pod: { ifName: env.ifName, mac: plan.podMac, netns: env.netns },
+        ipv4: plan.ipv4, mtu: plan.mtu,
+      });
+      const chained = chainAddResult(result, conf.prevResult);
+      // Serialised here, inside the rollback: nothing that can fail comes after the IP is kept.
+      return { result: chained, json: JSON.stringify(chained), ip: plan.ipv4 };
     } catch (e) {
-      await ipamd.delNetwork({ ...ids, reason: 'add-failed' }, ROLLBACK_TIMEOUT_MS).catch((err: Error) => {
+      // Any failure after the assignment gives everything back: the wiring, then the IP.
+      if (wired) await unwire(plan, ctx.nodeNetns);
+      const conflict = e instanceof IpConflictError;
+      await ipamd.delNetwork({ ...ids, reason: conflict ? DEL_REASON_IP_CONFLICT : 'add-failed' }, ROLLBACK_TIMEOUT_MS).catch((err: Error) => {
         warnings.push(`could not return ${plan.ipv4} to ipamd after the failed ADD: ${err.message}`);
       });
-      throw e;
+      if (conflict) warnings.push(`refused ${plan.ipv4}: ${(e as IpConflictError).msg}`);
+      throw asCniError(e, CniCode.IoFailure, 'ADD failed after the IP was assigned; the IP and the wiring were given back');
     }
-    const result = encodeAddResult(conf.cniVersion, {
-      hostVeth: { name: plan.hostVeth, mac: plan.hostMac },
-      pod: { ifName: env.ifName, mac: plan.podMac, netns: env.netns },
-      ipv4: plan.ipv4, mtu: plan.mtu,
-    });
-    return { result: chainAddResult(result, conf.prevResult), ip: plan.ipv4 };
   } finally {
     ipamd.close();
   }

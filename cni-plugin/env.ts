@@ -3,7 +3,7 @@
  * CNI_NETNS, CNI_IFNAME, CNI_ARGS and CNI_PATH. Errors are {@link CniError} code 4
  * (invalid necessary environment variables).
  */
-import { CniCode, CniError } from './errors.js';
+import { CniCode, CniError, echo } from './errors.js';
 import { ifNameError } from './veth-name.js';
 
 /** The Kubernetes keys containerd / CRI-O put in CNI_ARGS (in any order). */
@@ -46,7 +46,7 @@ const KNOWN: Record<string, keyof K8sArgs> = {
 function parseBool(key: string, v: string): boolean {
   if (/^(1|true)$/i.test(v)) return true;
   if (/^(0|false)$/i.test(v)) return false;
-  throw new CniError(CniCode.InvalidEnv, 'invalid CNI_ARGS', `${key}=${v}: expected 1, 0, true or false`);
+  throw new CniError(CniCode.InvalidEnv, 'invalid CNI_ARGS', `${key}=${echo(v)}: expected 1, 0, true or false`);
 }
 
 /**
@@ -61,17 +61,17 @@ export function parseCniArgs(raw: string): CniArgs {
   for (const pair of raw.split(';')) {
     if (pair === '') continue;
     const eq = pair.indexOf('=');
-    if (eq <= 0) throw new CniError(CniCode.InvalidEnv, 'invalid CNI_ARGS', `${JSON.stringify(pair)} is not KEY=VALUE`);
+    if (eq <= 0) throw new CniError(CniCode.InvalidEnv, 'invalid CNI_ARGS', `${echo(pair)} is not KEY=VALUE`);
     const key = pair.slice(0, eq);
     const value = pair.slice(eq + 1);
-    if (seen.has(key)) throw new CniError(CniCode.InvalidEnv, 'invalid CNI_ARGS', `key ${key} given twice`);
+    if (seen.has(key)) throw new CniError(CniCode.InvalidEnv, 'invalid CNI_ARGS', `key ${echo(key)} given twice`);
     seen.add(key);
     if (key === 'IgnoreUnknown') out.ignoreUnknown = parseBool(key, value);
     else if (KNOWN[key]) out[KNOWN[key]] = value;
     else unknown.push(key);
   }
   if (unknown.length > 0 && !out.ignoreUnknown) {
-    throw new CniError(CniCode.InvalidEnv, 'invalid CNI_ARGS', `unknown keys ${unknown.join(', ')} (set IgnoreUnknown=1 to allow them)`);
+    throw new CniError(CniCode.InvalidEnv, 'invalid CNI_ARGS', `unknown keys ${unknown.slice(0, 8).map(echo).join(', ')}${unknown.length > 8 ? ` and ${unknown.length - 8} more` : ''} (set IgnoreUnknown=1 to allow them)`);
   }
   return out;
 }
@@ -106,11 +106,11 @@ export function requireEnv(e: CniEnv, verb: 'ADD' | 'DEL' | 'CHECK'): void {
   if (!e.ifName) missing.push('CNI_IFNAME');
   if (missing.length > 0) throw new CniError(CniCode.InvalidEnv, `missing ${missing.join(', ')}`, `required for CNI_COMMAND=${verb}`);
   if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(e.containerId)) {
-    throw new CniError(CniCode.InvalidEnv, 'invalid CNI_CONTAINERID', `${JSON.stringify(e.containerId)}: expected [A-Za-z0-9][A-Za-z0-9_.-]*`);
+    throw new CniError(CniCode.InvalidEnv, 'invalid CNI_CONTAINERID', `${echo(e.containerId)}: expected [A-Za-z0-9][A-Za-z0-9_.-]*`);
   }
   const ifErr = ifNameError(e.ifName);
   if (ifErr) throw new CniError(CniCode.InvalidEnv, 'invalid CNI_IFNAME', ifErr);
   if (e.netns && !/^\/[^\s"'\\]*$/.test(e.netns)) {
-    throw new CniError(CniCode.InvalidEnv, 'invalid CNI_NETNS', `${JSON.stringify(e.netns)} is not an absolute path without whitespace or quotes`);
+    throw new CniError(CniCode.InvalidEnv, 'invalid CNI_NETNS', `${echo(e.netns)} is not an absolute path without whitespace or quotes`);
   }
 }

@@ -32,15 +32,50 @@ export const CniCode = {
   CheckFailed: 100,
 } as const;
 
+/** Longest echoed value in a message, in characters ({@link echo}). */
+export const ECHO_MAX_CHARS = 64;
+/** Longest `msg` of an error object, in characters (longer ones are cut by {@link clip}). */
+export const MSG_MAX_CHARS = 512;
+/** Longest `details` of an error object, in characters. */
+export const DETAILS_MAX_CHARS = 2048;
+
+/**
+ * `s` cut to `max` characters, with what was cut said (`…(+N chars)`), so an error never
+ * carries an unbounded input back to the runtime or the log.
+ */
+export function clip(s: string, max: number): string {
+  return s.length <= max ? s : `${s.slice(0, max)}…(+${s.length - max} chars)`;
+}
+
+/**
+ * An offending input value quoted for a message: JSON-quoted (escapes control
+ * characters) and cut to {@link ECHO_MAX_CHARS} characters of the value. The one way
+ * error paths echo what they were given (a 100 KB `cniVersion` comes back as ~80 chars).
+ */
+export function echo(value: unknown): string {
+  const s = typeof value === 'string' ? value : String(value);
+  return JSON.stringify(s.length <= ECHO_MAX_CHARS ? s : s.slice(0, ECHO_MAX_CHARS)) + (s.length > ECHO_MAX_CHARS ? `…(+${s.length - ECHO_MAX_CHARS} chars)` : '');
+}
+
 /** A failure to report to the runtime as a CNI error object. */
 export class CniError extends Error {
+  /** The spec's `msg`, at most {@link MSG_MAX_CHARS} characters. */
+  readonly msg: string;
+  /** The spec's `details`, at most {@link DETAILS_MAX_CHARS} characters. */
+  readonly details: string;
+
   /**
    * @param code CNI error code ({@link CniCode}).
-   * @param msg short message (the spec's `msg`).
-   * @param details longer explanation (the spec's `details`), e.g. the underlying error.
+   * @param msg short message (the spec's `msg`); cut to {@link MSG_MAX_CHARS}.
+   * @param details longer explanation (the spec's `details`), e.g. the underlying error;
+   *   cut to {@link DETAILS_MAX_CHARS}.
    */
-  constructor(readonly code: number, readonly msg: string, readonly details = '') {
-    super(details ? `${msg}: ${details}` : msg);
+  constructor(readonly code: number, msg: string, details = '') {
+    const m = clip(msg, MSG_MAX_CHARS);
+    const d = clip(details, DETAILS_MAX_CHARS);
+    super(d ? `${m}: ${d}` : m);
+    this.msg = m;
+    this.details = d;
     this.name = 'CniError';
   }
 

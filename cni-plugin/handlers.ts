@@ -12,7 +12,7 @@ export const VERB_HANDLERS: Readonly<Record<string, VerbHandler>> = Object.freez
   ADD: async (env, conf, warnings, ctx) => {
     const { cmdAdd } = await import('./add.js');
     const r = await cmdAdd(env, conf, warnings, ctx);
-    return { output: r.result, ip: r.ip };
+    return { outputJson: r.json, ip: r.ip };
   },
   DEL: async (env, conf, warnings, ctx) => {
     const { cmdDel } = await import('./del.js');

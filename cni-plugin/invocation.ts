@@ -11,7 +11,7 @@
  */
 import { readFileSync, writeSync } from 'node:fs';
 import { readCniEnv, type CniEnv } from './env.js';
-import { asCniError, CniCode, CniError } from './errors.js';
+import { asCniError, clip, CniCode, CniError, ECHO_MAX_CHARS } from './errors.js';
 import { appendInvocationLog, type InvocationLog } from './log.js';
 import type { NetConf } from './netconf.js';
 import { versionResult } from './result.js';
@@ -20,6 +20,8 @@ import { isSupportedVersion, LATEST_VERSION } from './versions.js';
 /** What a verb handler returns: the object to print (nothing for DEL) and the pod IP for the log. */
 export interface VerbOutcome {
   output?: unknown;
+  /** `output` already serialised (ADD serialises inside its rollback); printed as is. */
+  outputJson?: string;
   ip?: string;
 }
 
@@ -93,11 +95,12 @@ export async function runInvocation(handlers: Record<string, VerbHandler>, io: I
     if (!handler) {
       throw verb === ''
         ? new CniError(CniCode.InvalidEnv, 'missing CNI_COMMAND')
-        : new CniError(CniCode.InvalidEnv, `CNI_COMMAND ${verb} is not implemented yet`, `implemented: VERSION, ${Object.keys(handlers).join(', ')}`);
+        : new CniError(CniCode.InvalidEnv, `CNI_COMMAND ${clip(verb, ECHO_MAX_CHARS)} is not implemented yet`, `implemented: VERSION, ${Object.keys(handlers).join(', ')}`);
     }
     const out = await handler(env, conf, warnings, io.ctx ?? {});
     ip = out.ip;
-    if (out.output !== undefined) io.writeStdout(JSON.stringify(out.output));
+    if (out.outputJson !== undefined) io.writeStdout(out.outputJson);
+    else if (out.output !== undefined) io.writeStdout(JSON.stringify(out.output));
   } catch (e) {
     error = asCniError(e);
     io.writeStdout(JSON.stringify(error.toJSON(cniVersion)));

@@ -1,8 +1,9 @@
 /**
  * Entry point of the eni-ipam CNI plugin process (bundled to `dist/cni-plugin/eni-ipam.cjs`):
  * one invocation with the process's env, stdin and stdout (handlers.ts has the verbs).
- * The native shim (cni-plugin/shim) execs this file when ipamd's exec socket cannot
- * be used.
+ * A developer's tool (tests, benches, running a verb by hand): production runs the same
+ * code inside ipamd behind the native shim, which execs this file only when the config
+ * names it as `nodePlugin` (ENI_IPAM_CNI_EXEC=false).
  */
 import { VERB_HANDLERS } from './handlers.js';
 import { runInvocation } from './invocation.js';

@@ -8,7 +8,7 @@
  */
 import * as z from 'zod/mini';
 import { DEFAULT_IPAMD_SOCKET } from '../proto/ipam.js';
-import { CniCode, CniError } from './errors.js';
+import { CniCode, CniError, echo } from './errors.js';
 import { isSupportedVersion, SUPPORTED_VERSIONS } from './versions.js';
 import { vethPrefixError } from './veth-name.js';
 
@@ -32,6 +32,8 @@ const schema = z.looseObject({
   ipamdSocket: z._default(z.string({ error: 'ipamdSocket must be a string' }).check(z.regex(/^\//, 'ipamdSocket must be an absolute path')), DEFAULT_IPAMD_SOCKET),
   logFile: z.optional(z.string({ error: 'logFile must be a string' }).check(z.regex(/^\//, 'logFile must be an absolute path'))),
   execSocket: z.optional(z.string({ error: 'execSocket must be a string' }).check(z.regex(/^(\/.*)?$/, 'execSocket must be an absolute path or empty'))),
+  ipamdWaitSeconds: z.optional(z.number({ error: 'ipamdWaitSeconds must be a number' }).check(z.gte(0, 'ipamdWaitSeconds must be >= 0'), z.lte(300, 'ipamdWaitSeconds must be <= 300'))),
+  nodePlugin: z.optional(z.string({ error: 'nodePlugin must be a string' }).check(z.regex(/^(\/.*)?$/, 'nodePlugin must be an absolute path or empty'))),
   prevResult: z.optional(z.record(z.string(), z.unknown(), { error: 'prevResult must be an object' })),
   runtimeConfig: z.optional(z.record(z.string(), z.unknown(), { error: 'runtimeConfig must be an object' })),
 });
@@ -51,10 +53,20 @@ export interface NetConf {
   /** When set, one JSON line per invocation is appended to this file. */
   logFile?: string;
   /**
-   * ipamd's CNI exec socket, read by the native shim only (cni-plugin/shim): '' = do not
-   * use it; absent = the shim's default `/var/run/eni-ipam/cni-exec.sock`.
+   * ipamd's CNI exec socket, read by the native shim only (cni-plugin/shim): absent = the
+   * shim's default `/var/run/eni-ipam/cni-exec.sock`; '' = none (needs `nodePlugin`).
    */
   execSocket?: string;
+  /**
+   * Native shim only: how long (s, 0-300, default 10) an ADD waits for ipamd to serve
+   * (a DaemonSet rolling update) before CNI error 11.
+   */
+  ipamdWaitSeconds?: number;
+  /**
+   * Native shim only (developer mode): absolute path of the Node plugin to exec when
+   * ipamd cannot take the call. ipamd writes it only with ENI_IPAM_CNI_EXEC=false.
+   */
+  nodePlugin?: string;
   /** The previous result (DEL, CHECK), as the runtime sent it. */
   prevResult?: Record<string, unknown>;
   /** Runtime-provided capability values. */
@@ -63,11 +75,43 @@ export interface NetConf {
 }
 
 /**
+ * Deepest nesting of objects/arrays accepted on stdin. A real config with a chained
+ * `prevResult` nests about 6 deep; anything deeper than this is refused before it is
+ * parsed, because the result of ADD copies `prevResult` and serialising (or walking) a
+ * 100,000-deep value overflows the stack after an IP was assigned.
+ */
+export const MAX_CONFIG_DEPTH = 64;
+
+/**
+ * The deepest `{`/`[` nesting of the JSON text `raw` (brackets inside strings ignored),
+ * stopping as soon as it exceeds `limit`. Linear, no recursion, no allocation.
+ */
+export function jsonDepthExceeds(raw: string, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > limit) return true;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return false;
+}
+
+/**
  * Decodes stdin as JSON; returns the object and its `cniVersion` if any, without
  * validating the rest (errors must be printed in the config's version when it has one).
- * @throws CniError code 6 if `raw` is not a JSON object.
+ * @throws CniError code 6 if `raw` is not a JSON object, or nests objects/arrays deeper
+ *   than {@link MAX_CONFIG_DEPTH} (refused before anything is allocated).
  */
 export function decodeConfig(raw: string): Record<string, unknown> {
+  if (jsonDepthExceeds(raw, MAX_CONFIG_DEPTH)) {
+    throw new CniError(CniCode.DecodeFailure, 'failed to decode the network configuration', `objects/arrays nest deeper than ${MAX_CONFIG_DEPTH} levels`);
+  }
   let v: unknown;
   try {
     v = JSON.parse(raw);
@@ -86,7 +130,7 @@ export function decodeConfig(raw: string): Record<string, unknown> {
  */
 export function validateConfig(obj: Record<string, unknown>): NetConf {
   if (typeof obj.cniVersion === 'string' && !isSupportedVersion(obj.cniVersion)) {
-    throw new CniError(CniCode.IncompatibleVersion, `unsupported cniVersion ${JSON.stringify(obj.cniVersion)}`, `supported: ${SUPPORTED_VERSIONS.join(', ')}`);
+    throw new CniError(CniCode.IncompatibleVersion, `unsupported cniVersion ${echo(obj.cniVersion)}`, `supported: ${SUPPORTED_VERSIONS.join(', ')}`);
   }
   const r = schema.safeParse(obj);
   if (!r.success) {

@@ -4,6 +4,7 @@
  * any state, and the result can report both MACs before the kernel is touched.
  */
 import { createHash } from 'node:crypto';
+import { echo } from './errors.js';
 
 /** Linux IFNAMSIZ − 1: the longest interface name the kernel accepts. */
 export const MAX_IFNAME_LEN = 15;
@@ -17,16 +18,16 @@ export const RESERVED_VETH_PREFIXES: readonly string[] = ['eth', 'vlan', 'lo'];
  * @returns an error message, or undefined when the prefix is valid.
  */
 export function vethPrefixError(prefix: string): string | undefined {
-  if (prefix.length < 1 || prefix.length > MAX_VETH_PREFIX_LEN) return `vethPrefix must be 1-${MAX_VETH_PREFIX_LEN} characters, got ${JSON.stringify(prefix)}`;
-  if (!/^[A-Za-z0-9_-]+$/.test(prefix)) return `vethPrefix may only contain letters, digits, '_' and '-', got ${JSON.stringify(prefix)}`;
-  if (RESERVED_VETH_PREFIXES.includes(prefix)) return `vethPrefix ${JSON.stringify(prefix)} is reserved (${RESERVED_VETH_PREFIXES.join(', ')})`;
+  if (prefix.length < 1 || prefix.length > MAX_VETH_PREFIX_LEN) return `vethPrefix must be 1-${MAX_VETH_PREFIX_LEN} characters, got ${echo(prefix)}`;
+  if (!/^[A-Za-z0-9_-]+$/.test(prefix)) return `vethPrefix may only contain letters, digits, '_' and '-', got ${echo(prefix)}`;
+  if (RESERVED_VETH_PREFIXES.includes(prefix)) return `vethPrefix ${echo(prefix)} is reserved (${RESERVED_VETH_PREFIXES.join(', ')})`;
   return undefined;
 }
 
 /** Checks an interface name as the kernel would: 1-15 chars, no '/', ':', whitespace, not '.' or '..'. */
 export function ifNameError(name: string): string | undefined {
-  if (name.length < 1 || name.length > MAX_IFNAME_LEN) return `interface name must be 1-${MAX_IFNAME_LEN} characters, got ${JSON.stringify(name)}`;
-  if (/[\s/:]/.test(name) || name === '.' || name === '..') return `invalid interface name ${JSON.stringify(name)}`;
+  if (name.length < 1 || name.length > MAX_IFNAME_LEN) return `interface name must be 1-${MAX_IFNAME_LEN} characters, got ${echo(name)}`;
+  if (/[\s/:]/.test(name) || name === '.' || name === '..') return `invalid interface name ${echo(name)}`;
   return undefined;
 }
 

@@ -9,13 +9,22 @@
  * Node side: veth pair created with the peer directly in the pod netns (by path), fixed
  * MACs and MTU, host end up, host route `<ip>/32 dev <hostVeth> scope link`, the pod's
  * ip rules ({@link policyRoutingLines}).
+ *
+ * Last line of defence (issue 10 item 4): the host route is *added*, never replaced, so
+ * an IP that the node already routes to another device (a live pod ipamd lost track
+ * of) makes the batch fail with EEXIST instead of silently moving that pod's route. Only
+ * then (off the fast path) is the route read to tell a conflict ({@link IpConflictError}:
+ * the live pod's route and rules are left untouched, only the new veth is removed) from
+ * ip rules an earlier holder of the IP left behind (replaced, as before). Rules alone
+ * never mean a live pod: every live pod has its host route, and rules outlive a failed
+ * DEL while routes go with their veth.
  * Pod side: `lo` up, peer up, `<ip>/32`, `169.254.1.1 dev <if> scope link`,
  * `default via 169.254.1.1`, permanent neighbour 169.254.1.1 → host veth MAC.
  */
 import { stat } from 'node:fs/promises';
-import { CniCode, CniError } from './errors.js';
+import { CniCode, CniError, echo } from './errors.js';
 import { IpBatchError, ipBatch, openIpStream, type IpStream } from './ip-batch.js';
-import { ipDeleteAll } from './ip-query.js';
+import { ipDeleteAll, ipShow } from './ip-query.js';
 import { POD_GATEWAY } from './result.js';
 
 /** Everything needed to wire (or unwire) one attachment. */
@@ -74,9 +83,54 @@ export function vethLines(p: VethPlan): string[] {
   ];
 }
 
-/** Node-side lines for the pod's address: host route and ip rules. */
-export function hostRouteLines(p: WiringPlan): string[] {
-  return [`route replace ${p.ipv4}/32 dev ${p.hostVeth} scope link`, ...policyRoutingLines(p)];
+/**
+ * Node-side lines for the pod's address: host route and ip rules. The route is `add`ed
+ * (fails with EEXIST when the node already routes the IP: see the module docstring);
+ * `replace` only once a read showed the route is this attachment's own.
+ */
+export function hostRouteLines(p: WiringPlan, route: 'add' | 'replace' = 'add'): string[] {
+  return [`route ${route} ${p.ipv4}/32 dev ${p.hostVeth} scope link`, ...policyRoutingLines(p)];
+}
+
+/**
+ * ADD refused because the node already routes the IP to another device (another pod's
+ * live veth): code 11 (try again later: ipamd quarantines the IP, so the retried ADD
+ * gets another one). Nothing of the other attachment was touched.
+ */
+export class IpConflictError extends CniError {
+  constructor(readonly ipv4: string, readonly device: string) {
+    super(CniCode.TryAgainLater, `IP ${ipv4} is already in use on this node: it is routed to ${echo(device)} (another pod's veth)`,
+      'ADD refused, the other pod\'s route and rules were left untouched; ipamd quarantines this IP and the retried ADD gets another one');
+    this.name = 'IpConflictError';
+  }
+}
+
+/**
+ * The device (other than `ownVeth`) the node's main table routes `<ip>/32` to, or
+ * undefined. One `ip -json` read in the node netns (`nodeNetns`, default the current).
+ * @throws Error when the read fails.
+ */
+export async function otherRouteDevice(ipv4: string, ownVeth: string, nodeNetns?: string): Promise<string | undefined> {
+  const [routes] = await ipShow([`route show exact ${ipv4}/32`], nodeNetns);
+  const other = routes!.find((r) => typeof r.dev === 'string' && r.dev !== ownVeth) ?? routes!.find((r) => r.dev === undefined);
+  return other ? String(other.dev ?? other.gateway ?? other.type ?? 'a non-device route') : undefined;
+}
+
+/** `/proc/self/ns/net`: this process's (the node's, for the plugin and a host-network ipamd) network namespace. */
+const OWN_NETNS = '/proc/self/ns/net';
+
+/**
+ * Refuses a pod netns that is the node's own: same namespace identity (device + inode
+ * of the nsfs file, not the path: `/var/run/netns/<name>`, `/proc/self/ns/net` or any
+ * other path to it), compared with `nodeNetns` (default this process's netns).
+ * @throws CniError 5 when `podNetns` does not exist, 4 when it is the node's namespace.
+ */
+export async function checkPodNetns(podNetns: string, nodeNetns?: string): Promise<void> {
+  const [pod, node] = await Promise.allSettled([stat(podNetns), stat(nodeNetns ?? OWN_NETNS)]);
+  if (pod.status === 'rejected') throw new CniError(CniCode.IoFailure, `netns ${podNetns} does not exist`, (pod.reason as Error).message);
+  if (node.status === 'fulfilled' && pod.value.dev === node.value.dev && pod.value.ino === node.value.ino) {
+    throw new CniError(CniCode.InvalidEnv, 'invalid CNI_NETNS', `${echo(podNetns)} is the node's own network namespace; a pod must have a network namespace of its own`);
+  }
 }
 
 /** All node-side `ip -batch` lines for `plan` ({@link vethLines} then {@link hostRouteLines}). */
@@ -128,12 +182,24 @@ export interface PendingWiring {
   /**
    * Stage 2 with the IP: the host route and ip rules, the pod's address. Rules an earlier
    * holder of this IP left behind are replaced. On failure the veth and the rules are
-   * removed.
-   * @throws CniError code 5: stage 1 failed (netns missing, ip error) or stage 2 did.
+   * removed, except on a conflict (then only the new veth goes).
+   * @throws IpConflictError (code 11) when the node already routes the IP to another
+   *   device; CniError code 5: stage 1 failed (netns missing, ip error) or stage 2 did;
+   *   code 4: the pod netns is the node's own.
    */
   finish(p: WiringPlan): Promise<void>;
   /** Abandons the wiring (no IP): ends the processes and removes the veth. Never throws. */
   abort(): Promise<void>;
+}
+
+/**
+ * Undoes a finished wiring of `p` (ADD failed after {@link PendingWiring.finish}): removes
+ * the host veth (peer and host route with it) and the rules {@link policyRoutingLines}
+ * added. Never throws.
+ */
+export async function unwire(p: WiringPlan, nodeNetns?: string): Promise<void> {
+  await deleteHostVeth(p.hostVeth, nodeNetns).catch(() => undefined);
+  await ipDeleteAll(policyRoutingDeleteLines(p), nodeNetns).catch(() => undefined);
 }
 
 const isFileExists = (e: unknown): boolean => e instanceof IpBatchError && /File exists/.test(e.stderr);
@@ -151,11 +217,7 @@ const isFileExists = (e: unknown): boolean => e instanceof IpBatchError && /File
  */
 export function startWiring(p: VethPlan, nodeNetns?: string): PendingWiring {
   const stage1 = (async (): Promise<{ host: IpStream; pod: IpStream }> => {
-    try {
-      await stat(p.netns);
-    } catch (e) {
-      throw new CniError(CniCode.IoFailure, `netns ${p.netns} does not exist`, (e as Error).message);
-    }
+    await checkPodNetns(p.netns, nodeNetns);
     let host = openIpStream(nodeNetns);
     host.write(vethLines(p));
     const pod = openIpStream(p.netns);
@@ -188,14 +250,21 @@ export function startWiring(p: VethPlan, nodeNetns?: string): PendingWiring {
           await host.end(hostRouteLines(plan));
         } catch (e) {
           if (!isFileExists(e)) throw e;
+          // Unreadable counts as a conflict: the rules may be a live pod's, never delete them.
+          const other = await otherRouteDevice(plan.ipv4, plan.hostVeth, nodeNetns)
+            .catch((err: Error) => `an existing route that could not be read (${err.message})`);
+          if (other !== undefined) throw new IpConflictError(plan.ipv4, other);
+          // Our route went in; an earlier holder's rules were in the way: replace them.
           await ipDeleteAll(policyRoutingDeleteLines(plan), nodeNetns);
-          await ipBatch(hostRouteLines(plan), nodeNetns);
+          await ipBatch(hostRouteLines(plan, 'replace'), nodeNetns);
         }
       };
       const [h, podSide] = await Promise.allSettled([hostSide(), pod.end(podAddressLines(plan))]);
       const failed = h.status === 'rejected' ? h.reason : podSide.status === 'rejected' ? podSide.reason : undefined;
       if (failed === undefined) return;
       await deleteHostVeth(plan.hostVeth, nodeNetns).catch(() => undefined);
+      // The rules belong to the live pod that holds the IP: never touch them.
+      if (failed instanceof IpConflictError) throw failed;
       await ipDeleteAll(policyRoutingDeleteLines(plan), nodeNetns).catch(() => undefined);
       throw wireError(plan, failed);
     },

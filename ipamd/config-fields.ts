@@ -3,6 +3,7 @@
  * typed value, and on failure its issue message completes the sentence
  * `<VAR>="<value>" is invalid: <message>` (see `config.ts`). No I/O.
  */
+import path from 'node:path';
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 
@@ -128,13 +129,48 @@ export function absolutePath(): Field<string> {
   return z.string().trim().regex(/^\//, { error: 'expected an absolute path' });
 }
 
-/** A CRI socket: `unix:///path` or `/path`; returned as the plain socket path. */
+/** Longest Unix socket path in bytes: `sun_path` is 108 bytes with the terminating NUL (unix(7)). */
+export const MAX_UNIX_SOCKET_PATH_BYTES = 107;
+
+/** Why `p` cannot be a Unix socket path (too long for `sun_path`), or undefined. */
+export function socketPathTooLong(p: string): string | undefined {
+  const n = Buffer.byteLength(p);
+  return n > MAX_UNIX_SOCKET_PATH_BYTES ? `a Unix socket path may be at most ${MAX_UNIX_SOCKET_PATH_BYTES} bytes (sun_path, unix(7)); this one is ${n}` : undefined;
+}
+
+/** An absolute Unix socket path of at most {@link MAX_UNIX_SOCKET_PATH_BYTES} bytes. */
+export function unixSocketPath(): Field<string> {
+  return absolutePath().transform((s, ctx) => {
+    const why = socketPathTooLong(s);
+    return why ? fail(ctx, s, why) : s;
+  });
+}
+
+/** Pseudo filesystems that can never hold ipamd's state files. */
+const PSEUDO_FS = ['/proc', '/sys', '/dev'];
+
+/** The pseudo filesystem (`/proc`, `/sys`, `/dev`) holding the absolute path `p`, or undefined. */
+export function pseudoFsOf(p: string): string | undefined {
+  const n = path.posix.normalize(p);
+  return PSEUDO_FS.find((root) => n === root || n.startsWith(`${root}/`));
+}
+
+/** An absolute path of a state file (checkpoint), not under /proc, /sys or /dev. */
+export function stateFilePath(): Field<string> {
+  return absolutePath().transform((s, ctx) => {
+    const fs = pseudoFsOf(s);
+    return fs ? fail(ctx, s, `expected a file path outside ${PSEUDO_FS.join(', ')}: ${fs} is a pseudo filesystem and can never hold it`) : s;
+  });
+}
+
+/** A CRI socket: `unix:///path` or `/path` (at most 107 bytes); returned as the plain socket path. */
 export function criEndpoint(): Field<string> {
   const msg = 'expected unix:///path/to/socket or an absolute socket path';
   return z.string().trim().transform((s, ctx) => {
     const p = s.startsWith('unix://') ? s.slice('unix://'.length) : s;
     if (!p.startsWith('/') || p.length < 2) return fail(ctx, s, msg);
-    return p;
+    const why = socketPathTooLong(p);
+    return why ? fail(ctx, s, why) : p;
   });
 }
 

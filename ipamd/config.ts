@@ -37,9 +37,10 @@
  * | ENI_IPAM_HOST_NETWORK | true | per-ENI links, route tables, ip rules and SNAT on the node |
  * | ENI_IPAM_INSTALL_CNI | true | once serving, install the plugin and the conflist |
  * | ENI_IPAM_CNI_CONF_DIR | /etc/cni/net.d | where the conflist goes (temp file + rename in the same dir) |
- * | ENI_IPAM_CNI_BIN_DIR | /opt/cni/bin | where the plugin is copied: the shim as `eni-ipam`, the Node plugin as `eni-ipam.cjs` |
- * | ENI_IPAM_CNI_EXEC | true | serve CNI invocations forwarded by the native shim in-process (false: the shim runs the Node plugin) |
+ * | ENI_IPAM_CNI_BIN_DIR | /opt/cni/bin | where the plugin is copied: the shim as `eni-ipam` (and the Node plugin `eni-ipam.cjs` only with ENI_IPAM_CNI_EXEC=false) |
+ * | ENI_IPAM_CNI_EXEC | true | serve CNI invocations forwarded by the native shim in-process (false, developer mode: the Node plugin is installed and the shim runs it; needs Node on the host) |
  * | ENI_IPAM_CNI_EXEC_SOCKET | cni-exec.sock beside ENI_IPAM_SOCKET | the exec socket (mode 0600), named in the conflist as `execSocket` |
+ * | ENI_IPAM_CNI_IPAMD_WAIT | 10s | written into the conflist as `ipamdWaitSeconds`: how long the shim's ADD waits for ipamd to serve (≤ 300 s) |
  * | ENI_IPAM_CNI_EXEC_NETNS | unset (ipamd's own) | netns path the exec socket wires the node side in (tests/demos running ipamd outside the node netns) |
  * | ENI_IPAM_ADD_WAIT_TIMEOUT | 10s | how long an ADD waits for a refill when the pool is empty |
  * | ENI_IPAM_SHRINK_DELAY | 60s | how long a surplus must persist before it is released |
@@ -66,8 +67,10 @@
  * at most 596h (Node's timer limit).
  * Booleans: true, false, 1, 0 (any case).
  */
+import { realpathSync, statSync } from 'node:fs';
 import {
-  absolutePath, bool, criEndpoint, duration, fileSize, hostPort, httpUrl, ipv4CidrList, logTarget, oneOf, pluginLogFile, positiveDecimal, tagMap, text, vethPrefix, wholeNumber, type Field,
+  absolutePath, bool, criEndpoint, duration, fileSize, hostPort, httpUrl, ipv4CidrList, logTarget, oneOf, pluginLogFile, positiveDecimal, pseudoFsOf, socketPathTooLong, stateFilePath, tagMap, text,
+  unixSocketPath, vethPrefix, wholeNumber, type Field,
 } from './config-fields.js';
 
 /** The validated ipamd configuration. Durations are in ms. */
@@ -81,7 +84,7 @@ export interface IpamdConfig {
   logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal'; logFormat: 'json' | 'pretty';
   socketPath: string; checkpointPath: string; metricsBindAddress: string; introspectionBindAddress: string;
   installCni: boolean; cniConfDir: string; cniBinDir: string; hostNetworking: boolean;
-  cniExec: boolean; cniExecSocket: string; cniExecNetns?: string;
+  cniExec: boolean; cniExecSocket: string; cniExecNetns?: string; cniIpamdWaitMs: number;
   disableMetrics: boolean; disableIntrospection: boolean;
   addWaitTimeoutMs: number; shrinkDelayMs: number; reconcileIntervalMs: number; gcIntervalMs: number; gcGraceMs: number; poolIntervalMs: number;
   ec2RatePerSecond: number; ec2Burst: number; ec2TimeoutMs: number; ec2MaxAttempts: number;
@@ -136,8 +139,8 @@ const SPECS: VarSpec[] = [
   v('CRI_RUNTIME_ENDPOINT', 'criRuntimeEndpoint', criEndpoint(), undefined, 'CRI socket (unix:///path or /path).', 'auto-detect'),
   v('AWS_VPC_K8S_CNI_LOGLEVEL', 'logLevel', oneOf(['trace', 'debug', 'info', 'warn', 'error', 'fatal']), 'info', 'Log level: trace, debug, info, warn, error or fatal (any case).'),
   v('ENI_IPAM_LOG_FORMAT', 'logFormat', oneOf(['json', 'pretty']), 'json', 'Log format: json or pretty.'),
-  v('ENI_IPAM_SOCKET', 'socketPath', absolutePath(), '/var/run/eni-ipam/ipamd.sock', 'Unix socket of the gRPC service the CNI plugin calls.'),
-  v('ENI_IPAM_CHECKPOINT_PATH', 'checkpointPath', absolutePath(), '/var/run/eni-ipam/ipam.json', 'Checkpoint file of the allocations.'),
+  v('ENI_IPAM_SOCKET', 'socketPath', unixSocketPath(), '/var/run/eni-ipam/ipamd.sock', 'Unix socket of the gRPC service the CNI plugin calls (at most 107 bytes, the sun_path limit).'),
+  v('ENI_IPAM_CHECKPOINT_PATH', 'checkpointPath', stateFilePath(), '/var/run/eni-ipam/ipam.json', 'Checkpoint file of the allocations (a file path; refused under /proc, /sys or /dev, or when it is a directory).'),
   v('METRICS_BIND_ADDRESS', 'metricsBindAddress', hostPort(), ':61678', 'host:port of the Prometheus metrics endpoint.'),
   v('INTROSPECTION_BIND_ADDRESS', 'introspectionBindAddress', hostPort(), '127.0.0.1:61679', 'host:port of the introspection HTTP endpoint.'),
   v('DISABLE_METRICS', 'disableMetrics', bool(), 'false', 'Do not serve metrics.'),
@@ -145,9 +148,10 @@ const SPECS: VarSpec[] = [
   v('ENI_IPAM_HOST_NETWORK', 'hostNetworking', bool(), 'true', 'Set up per-ENI links, route tables, ip rules and SNAT on the node (off only for demos/tests without real ENIs).'),
   v('ENI_IPAM_INSTALL_CNI', 'installCni', bool(), 'true', 'Once serving, copy the plugin into the CNI bin dir and write the conflist into the CNI conf dir.'),
   v('ENI_IPAM_CNI_CONF_DIR', 'cniConfDir', absolutePath(), '/etc/cni/net.d', 'CNI conf dir the conflist is written to (temp file + rename in the same dir).'),
-  v('ENI_IPAM_CNI_BIN_DIR', 'cniBinDir', absolutePath(), '/opt/cni/bin', 'CNI bin dir the plugin is copied to: the native shim as eni-ipam, the Node plugin beside it as eni-ipam.cjs.'),
-  v('ENI_IPAM_CNI_EXEC', 'cniExec', bool(), 'true', 'Serve CNI invocations forwarded by the native shim on the exec socket, in-process (no Node start per pod); false: no exec socket, the shim always runs the Node plugin.'),
-  v('ENI_IPAM_CNI_EXEC_SOCKET', 'cniExecSocket', absolutePath(), undefined, 'Unix socket (mode 0600) of the CNI exec server, written into the conflist as execSocket.', 'cni-exec.sock beside ENI_IPAM_SOCKET'),
+  v('ENI_IPAM_CNI_BIN_DIR', 'cniBinDir', absolutePath(), '/opt/cni/bin', 'CNI bin dir the plugin is copied to: the native shim as eni-ipam (plus the Node plugin eni-ipam.cjs only with ENI_IPAM_CNI_EXEC=false).'),
+  v('ENI_IPAM_CNI_EXEC', 'cniExec', bool(), 'true', 'Serve CNI invocations forwarded by the native shim on the exec socket, in-process (no Node start per pod). false is a developer mode: no exec socket; the Node plugin is installed beside the shim, named in the conflist as nodePlugin, and run for every call (needs Node on the host).'),
+  v('ENI_IPAM_CNI_EXEC_SOCKET', 'cniExecSocket', unixSocketPath(), undefined, 'Unix socket (mode 0600, at most 107 bytes) of the CNI exec server, written into the conflist as execSocket.', 'cni-exec.sock beside ENI_IPAM_SOCKET'),
+  v('ENI_IPAM_CNI_IPAMD_WAIT', 'cniIpamdWaitMs', duration(), '10s', 'Written into the conflist as ipamdWaitSeconds: how long the shim\'s ADD waits (retrying) for ipamd to serve, e.g. during a DaemonSet rolling update, before CNI error 11 (at most 300s).'),
   v('ENI_IPAM_CNI_EXEC_NETNS', 'cniExecNetns', absolutePath(), undefined, "Network namespace (path) in which exec-socket invocations wire the node side; only shims running in it are served. For tests and demos that run ipamd outside the node's namespace.", "ipamd's own"),
   v('ENI_IPAM_ADD_WAIT_TIMEOUT', 'addWaitTimeoutMs', duration(), '10s', 'How long an ADD waits for a refill when the pool is empty.'),
   v('ENI_IPAM_SHRINK_DELAY', 'shrinkDelayMs', duration(), '60s', 'How long a surplus must persist before it is released.'),
@@ -171,7 +175,7 @@ const SPECS: VarSpec[] = [
   v('ENI_IPAM_LOG_FILE_MAX_FILES', 'logFileMaxFiles', wholeNumber(1, 100), '5', 'Rotated log files kept per log (gzip-compressed).'),
 ];
 
-/** Quotes a value for a one-line message (JSON escapes, long values cut). */
+/** Quotes a value for a one-line message (JSON escapes, long values cut to 120 characters). */
 function quote(raw: string): string {
   const s = raw.length > 120 ? `${raw.slice(0, 120)}…` : raw;
   return JSON.stringify(s);
@@ -203,12 +207,40 @@ export function loadConfig(env: NodeJS.ProcessEnv): IpamdConfig {
   }
   const c = out as unknown as IpamdConfig;
   if (c.podMtu === undefined) c.podMtu = c.eniMtu;
-  if (c.cniExecSocket === undefined) c.cniExecSocket = `${c.socketPath.slice(0, c.socketPath.lastIndexOf('/') + 1)}cni-exec.sock`;
+  if (c.cniExecSocket === undefined) {
+    c.cniExecSocket = `${c.socketPath.slice(0, c.socketPath.lastIndexOf('/') + 1)}cni-exec.sock`;
+    const why = socketPathTooLong(c.cniExecSocket);
+    if (why) throw new ConfigError('ENI_IPAM_SOCKET', `ENI_IPAM_SOCKET=${quote(c.socketPath)} is invalid: the exec socket beside it (${quote(c.cniExecSocket)}) is too long: ${why}; set ENI_IPAM_CNI_EXEC_SOCKET or a shorter directory`);
+  }
+  if (c.cniIpamdWaitMs > 300_000) throw new ConfigError('ENI_IPAM_CNI_IPAMD_WAIT', `ENI_IPAM_CNI_IPAMD_WAIT=${quote(env.ENI_IPAM_CNI_IPAMD_WAIT ?? '')} is invalid: expected a duration up to 300s (the shim's bound)`);
   if (c.warmPrefixTarget !== undefined && !c.enablePrefixDelegation) {
     throw new ConfigError('WARM_PREFIX_TARGET',
       `WARM_PREFIX_TARGET=${quote(env.WARM_PREFIX_TARGET ?? '')} is invalid: it requires ENABLE_PREFIX_DELEGATION=true (ENABLE_PREFIX_DELEGATION is ${quote(env.ENABLE_PREFIX_DELEGATION || 'false')})`);
   }
   return c;
+}
+
+/**
+ * The checks of {@link loadConfig} that need the filesystem, run once at start: the
+ * checkpoint path (ENI_IPAM_CHECKPOINT_PATH), when something exists there, must be a
+ * regular file (not a directory, device, socket...) and must not resolve (through
+ * symlinks) into /proc, /sys or /dev. A missing file is fine (first start).
+ * @throws ConfigError (one line naming the variable).
+ */
+export function checkConfigOnDisk(c: IpamdConfig): void {
+  const name = 'ENI_IPAM_CHECKPOINT_PATH';
+  let st;
+  try {
+    st = statSync(c.checkpointPath);
+  } catch {
+    return; // absent (or its directory is): created at start
+  }
+  const bad = (why: string) => new ConfigError(name, `${name}=${quote(c.checkpointPath)} is invalid: ${why}`);
+  if (st.isDirectory()) throw bad('it is a directory; expected the path of the checkpoint file (e.g. /var/run/eni-ipam/ipam.json)');
+  if (!st.isFile()) throw bad('it exists and is not a regular file; expected the path of the checkpoint file');
+  const real = realpathSync(c.checkpointPath);
+  const fs = pseudoFsOf(real);
+  if (fs) throw bad(`it resolves to ${quote(real)} under ${fs}, a pseudo filesystem that can never hold the checkpoint`);
 }
 
 /**

@@ -5,12 +5,15 @@
  */
 import type http from 'node:http';
 import path from 'node:path';
-import { CheckpointWriter, loadCheckpoint, readBootId, type CheckpointData } from './checkpoint/index.js';
+import { checkpointBoundsFor, CheckpointWriter, loadCheckpoint, readBootId, type CheckpointData } from './checkpoint/index.js';
 import { CniExecServer } from './cni-exec/server.js';
+import { DelSpool } from './cni-exec/spool-applier.js';
+import { spoolDirFor } from './cni-exec/spool.js';
 import type { IpamdConfig } from './config.js';
 import { EniManager } from './controller/eni-manager.js';
 import { PoolController } from './controller/pool-controller.js';
 import { ReleaseGate } from './controller/release-gate.js';
+import { kernelRoutedReader, startQuarantineCheck } from './controller/quarantine-check.js';
 import { Datastore } from './datastore/datastore.js';
 import type { Logger } from './log.js';
 import { startIntrospection } from './observability/introspection.js';
@@ -26,6 +29,7 @@ import { startEniLifecycle, type EniLifecycle } from './startup/eni-lifecycle.js
 import { installCni } from './startup/cni-install.js';
 import { startHostNetworkSync } from './startup/host-network-sync.js';
 import { startEvidence } from './startup/evidence.js';
+import { KernelSource } from './restore/kernel-source.js';
 import { restoreFromCheckpoint } from './startup/restore-checkpoint.js';
 import { importAwsNodeCheckpoint, markAwsNodeCheckpointImported } from './startup/aws-node-import.js';
 
@@ -65,21 +69,36 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
 
   const gate = new ReleaseGate();
   gate.onChange((frozen, reasons) => (frozen ? log.warn({ reasons }, 'releases frozen') : log.info('releases unfrozen')));
-  let load = await loadCheckpoint(config.checkpointPath);
+  let load = await loadCheckpoint(config.checkpointPath, checkpointBoundsFor(inv.limits.maxEnis, inv.limits.ipv4PerEni));
   // No checkpoint of our own: take over from aws-node's, if it left one this boot (issue 10 item 6).
   const fromAwsNode = load.kind === 'missing'
     ? await importAwsNodeCheckpoint({ path: config.awsNodeCheckpointPath, asideDir: path.dirname(config.checkpointPath), bootId, networkName: config.networkName, log })
     : undefined;
   if (fromAwsNode?.kind === 'imported') load = fromAwsNode.load;
   restoreFromCheckpoint({ load, bootId, ds, gate, log, path: config.checkpointPath, now: Date.now(), ...(fromAwsNode?.kind === 'imported' ? { importedFrom: config.awsNodeCheckpointPath } : {}) });
-  const snapshot = (): CheckpointData => ({ version: 1, bootId, allocations: ds.allocations(), cooldown: ds.coolingEntries(Date.now()), released: ds.releasedEntries() });
+  // The runtime identity this boot's checkpoint recorded (plausibility check), kept in every write.
+  const recordedIdentity = load.kind === 'ok' && load.data.bootId === bootId ? load.data.runtime : undefined;
+  let runtimeIdentity = (): CheckpointData['runtime'] => recordedIdentity;
+  const snapshot = (): CheckpointData => {
+    const runtime = runtimeIdentity();
+    return { version: 1, bootId, allocations: ds.allocations(), cooldown: ds.coolingEntries(Date.now()), released: ds.releasedEntries(), ...(runtime ? { runtime } : {}) };
+  };
   const writer = new CheckpointWriter(config.checkpointPath, snapshot);
   await writer.commit();
   if (fromAwsNode?.kind === 'imported') {
     const to = await markAwsNodeCheckpointImported(config.awsNodeCheckpointPath).catch((e: Error) => `not renamed: ${e.message}`);
     log.info({ renamedTo: to }, 'aws-node checkpoint imported into ours');
   }
-  const evidence = await startEvidence({ config, ds, gate, log, persist: () => writer.commit() });
+  // DELs the shim spooled while ipamd was down: applied before the first evidence pass, so none is adopted.
+  const spool = new DelSpool({
+    dir: spoolDirFor(config.cniExecSocket), ds, persist: () => writer.commit(), log, registry: metrics.registry,
+    vethPrefix: config.vethPrefix, ...(config.cniExecNetns ? { nodeNetns: config.cniExecNetns } : {}),
+  });
+  await spool.applyPending('startup');
+  // One kernel source for the evidence passes and for CNI GC (both check it before releasing).
+  const kernel = new KernelSource(config.cniExecNetns ? { netnsPath: config.cniExecNetns } : {});
+  const evidence = await startEvidence({ config, ds, gate, log, kernel, persist: () => writer.commit(), ...(recordedIdentity ? { recordedIdentity } : {}) });
+  runtimeIdentity = evidence.runtimeIdentity;
 
   const maxEni = Math.min(config.maxEni ?? inv.limits.maxEnis, inv.limits.maxEnis);
   const targets: PoolTargets = {
@@ -105,8 +124,9 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   registerAdoption(adoption, enis, log);
   const limits = { instanceType: inv.instance.instanceType, instanceMaxEnis: inv.limits.maxEnis, ipv4PerEni: inv.limits.ipv4PerEni, ...(config.maxEni !== undefined ? { maxEniSetting: config.maxEni } : {}) };
   const pool = new PoolController({ ds, ec2: inv.ec2, enis, gate, log, targets, limits, intervalMs: config.poolIntervalMs, shrinkDelayMs: config.shrinkDelayMs, minEniAgeMs: config.minEniAgeMs });
-  const service = new IpamService({ ds, pool, persist: () => writer.commit(), log, addWaitTimeoutMs: config.addWaitTimeoutMs });
-  metrics.setSources({ ds, gate, pool, sysctls: () => hostNet?.sysctls() ?? [], limits: () => ({ maxEni, ipMax: maxEni * (inv.limits.ipv4PerEni - 1) * (unit === 'prefix' ? 16 : 1) }) });
+  const service = new IpamService({ ds, pool, persist: () => writer.commit(), log, addWaitTimeoutMs: config.addWaitTimeoutMs, onConflict: () => metrics.ipConflict(), kernel });
+  const quarantine = startQuarantineCheck({ ds, log, intervalMs: config.gcIntervalMs, read: kernelRoutedReader(config.cniExecNetns) });
+  metrics.setSources({ ds, gate, pool, quarantined: () => ds.quarantined().length, sysctls: () => hostNet?.sysctls() ?? [], limits: () => ({ maxEni, ipMax: maxEni * (inv.limits.ipv4PerEni - 1) * (unit === 'prefix' ? 16 : 1) }), evidence: evidence.sourceStates });
   const rpc = new RpcServer({ socketPath: config.socketPath, service, log, vpcCidrs: () => inv.vpcCidrs, externalSnat: config.externalSnat, observe: metrics.observeRpc });
 
   const status = () => {
@@ -117,7 +137,11 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
       enis: ds.poolViews(now), releasesFrozen: gate.frozen, freezeReasons: gate.describe(),
       waitingAdds: pool.waiting, lastPoolError: pool.lastError ?? null, vpcCidrs: inv.vpcCidrs,
       eniLifecycle: lifecycle?.status() ?? null, nodeSysctls: hostNet?.sysctls() ?? null,
-      evidence: { criEndpoint: evidence.criEndpoint, kubernetes: evidence.kubeConfigured, passes: evidence.stats.passes, lastPass: evidence.stats.last ?? null, lastPassAt: evidence.stats.lastAt ?? null },
+      quarantinedIps: ds.quarantined().map((q) => ({ ...q, since: new Date(q.since).toISOString() })),
+      evidence: {
+        criEndpoint: evidence.criEndpoint, kubernetes: evidence.kubeConfigured, kernel: evidence.kernelSource, passes: evidence.stats.passes,
+        sources: evidence.sourceStates()?.sources ?? null, lastPass: evidence.stats.last ?? null, lastPassAt: evidence.stats.lastAt ?? null,
+      },
     };
   };
   let lifecycle: EniLifecycle | undefined;
@@ -147,10 +171,12 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     })
     : undefined;
   await cniExec?.listen();
+  await spool.start(() => pool.trigger()); // entries spooled since the start-up pass (the socket was not there yet)
   if (config.installCni) {
     const written = await installCni({
       confDir: config.cniConfDir, binDir: config.cniBinDir, networkName: config.networkName,
       podMtu: config.podMtu, vethPrefix: config.vethPrefix, ipamdSocket: config.socketPath, execSocket: cniExec ? config.cniExecSocket : '', pluginLogFile: config.pluginLogFile,
+      ipamdWaitSeconds: config.cniIpamdWaitMs / 1000,
     });
     log.info(written, 'installed the CNI plugin and conflist (ipamd is serving)');
     if (written.shadowedBy.length > 0) log.error({ shadowedBy: written.shadowedBy }, 'network config files sort before ours: the runtime uses the first, not eni-ipam');
@@ -167,12 +193,14 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     ds, gate, pool,
     async stop(graceMs = 10_000) {
       await cniExec?.close(graceMs); // its invocations call the RPCs: they finish first
+      await spool.stop();
       await rpc.shutdown(graceMs);
       await lifecycle?.stop();
       await pool.stop();
       inv.ec2.close();
       hostNet?.stop();
       await evidence.stop();
+      await quarantine.stop();
       await writer.flush();
       await pluginLogs.close();
       await new Promise<void>((r) => (introspection ? introspection.close(() => r()) : r()));

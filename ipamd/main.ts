@@ -5,7 +5,7 @@
  * daemon, and on SIGTERM/SIGINT stops taking new work, finishes in-flight RPCs, flushes
  * the checkpoint and exits 0.
  */
-import { ConfigError, loadConfig } from './config.js';
+import { checkConfigOnDisk, ConfigError, loadConfig } from './config.js';
 import { startDaemon } from './daemon.js';
 import { createLogger } from './log.js';
 import { closeLog, openRotatingLog } from './observability/log-files.js';
@@ -14,6 +14,7 @@ async function main(): Promise<void> {
   let config;
   try {
     config = loadConfig(process.env);
+    checkConfigOnDisk(config);
   } catch (e) {
     if (e instanceof ConfigError) {
       process.stderr.write(`eni-ipamd: ${e.message}\n`);

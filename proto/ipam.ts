@@ -20,6 +20,12 @@ export const IPAM_PROTO_PATH = fileURLToPath(new URL('../../proto/ipam.proto', i
 /** Route table id of the main table, used for pods on the primary ENI. */
 export const MAIN_ROUTE_TABLE = 254;
 
+/**
+ * `DelNetworkRequest.reason` of an ADD the plugin refused because the node already routes
+ * the assigned IP to another pod: ipamd releases the key and quarantines the IP.
+ */
+export const DEL_REASON_IP_CONFLICT = 'ip-conflict';
+
 /** Fields identifying one attachment, common to ADD and DEL (field names as in the .proto). */
 export interface NetworkRequestIds {
   api_version: number;

@@ -4,5 +4,5 @@
  */
 export type { CheckpointAllocation, CheckpointData } from './schema.js';
 export { CHECKPOINT_VERSION, checkpointSchema } from './schema.js';
-export { loadCheckpoint, readBootId, type CheckpointLoad } from './load.js';
+export { checkpointBoundsFor, loadCheckpoint, readBootId, type CheckpointBounds, type CheckpointLoad } from './load.js';
 export { CheckpointWriter, type CheckpointWriterOptions } from './writer.js';

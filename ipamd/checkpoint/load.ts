@@ -7,6 +7,33 @@ import { readFileSync } from 'node:fs';
 import { readFile, rename, stat } from 'node:fs/promises';
 import { checkpointSchema, CHECKPOINT_VERSION, type CheckpointData } from './schema.js';
 
+/**
+ * What a checkpoint of this node can plausibly hold (issue 10: a valid 55 MB checkpoint
+ * with 200,000 allocations was accepted and every ADD then rewrote it, 7 → 446 ms).
+ * Beyond either bound the file is treated as corrupt (moved aside, state rebuilt).
+ */
+export interface CheckpointBounds {
+  /** Most allocations (and, separately, cooldown entries) a checkpoint may list. */
+  maxEntries: number;
+  /** Largest file in bytes (checked before the file is read). */
+  maxBytes: number;
+}
+
+/** Bytes one allocation may take in the file, generously (key ≤ ~400, pod ≤ ~360, the rest ~150). */
+const BYTES_PER_ENTRY = 1024;
+
+/**
+ * The bounds of a node with `maxEnis` ENIs of `ipv4PerEni` addresses each (the instance
+ * type's limits, IMDS/EC2): at most every address of every ENI as /28 prefixes
+ * (`maxEnis × ipv4PerEni × 16`, prefix delegation's capacity, whatever the current mode,
+ * so switching modes never makes a checkpoint "corrupt"), and 1 KiB per entry for the
+ * allocations and the cooldown list, plus 64 KiB.
+ */
+export function checkpointBoundsFor(maxEnis: number, ipv4PerEni: number): CheckpointBounds {
+  const maxEntries = Math.max(1, maxEnis * ipv4PerEni * 16);
+  return { maxEntries, maxBytes: 2 * maxEntries * BYTES_PER_ENTRY + 64 * 1024 };
+}
+
 /** Result of {@link loadCheckpoint}. `movedTo` is where a corrupt file was kept. */
 export type CheckpointLoad =
   | { kind: 'ok'; data: CheckpointData }
@@ -22,8 +49,8 @@ export function readBootId(): string {
   return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
 }
 
-/** Why `text` is not a valid version-1 checkpoint, or the data. */
-function parse(buf: Buffer): { data: CheckpointData } | { reason: string } {
+/** Why `text` is not a valid version-1 checkpoint within `bounds`, or the data. */
+function parse(buf: Buffer, bounds?: CheckpointBounds): { data: CheckpointData } | { reason: string } {
   if (buf.length === 0) return { reason: 'file is empty (0 bytes)' };
   if (buf.every((b) => b === 0)) return { reason: `file is all zero bytes (${buf.length} bytes)` };
   let json: unknown;
@@ -41,7 +68,13 @@ function parse(buf: Buffer): { data: CheckpointData } | { reason: string } {
     const where = i.path.length ? i.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('').replace(/^\./, '') : '(root)';
     return { reason: `schema invalid at ${where}: ${i.message}${r.error.issues.length > 1 ? ` (and ${r.error.issues.length - 1} more)` : ''}` };
   }
-  return { data: r.data as CheckpointData };
+  const data = r.data as CheckpointData;
+  if (bounds) {
+    for (const [field, n] of [['allocations', data.allocations.length], ['cooldown', data.cooldown.length]] as const) {
+      if (n > bounds.maxEntries) return { reason: `implausible: ${n} ${field} entries, more than this node's ENIs can hold (${bounds.maxEntries})` };
+    }
+  }
+  return { data };
 }
 
 /** A free name `<path>.corrupt-<ISO time>[-n]` next to the file. */
@@ -62,20 +95,24 @@ async function asideName(path: string, now: Date): Promise<string> {
  * Loads the checkpoint at `path`.
  * - no file → `{kind:'missing'}`;
  * - valid version-1 content → `{kind:'ok', data}`;
- * - empty, truncated, zero-filled, non-JSON, schema-invalid or unknown-version content →
+ * - empty, truncated, zero-filled, non-JSON, schema-invalid or unknown-version content, or
+ *   (with `bounds`) a file larger than `bounds.maxBytes` (not read) or listing more than
+ *   `bounds.maxEntries` allocations or cooldown entries →
  *   the file is renamed to `<path>.corrupt-<ISO time>` and `{kind:'corrupt', reason, movedTo}`.
  * Never throws for bad content.
  * @throws the fs error for I/O failures other than ENOENT (e.g. EACCES, EISDIR, a failed rename).
  */
-export async function loadCheckpoint(path: string): Promise<CheckpointLoad> {
-  let buf: Buffer;
+export async function loadCheckpoint(path: string, bounds?: CheckpointBounds): Promise<CheckpointLoad> {
+  let r: { data: CheckpointData } | { reason: string };
   try {
-    buf = await readFile(path);
+    const size = bounds ? (await stat(path)).size : 0;
+    r = bounds && size > bounds.maxBytes
+      ? { reason: `implausible: ${size} bytes, more than a checkpoint of this node can take (${bounds.maxBytes})` }
+      : parse(await readFile(path), bounds);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { kind: 'missing' };
     throw e;
   }
-  const r = parse(buf);
   if ('data' in r) return { kind: 'ok', data: r.data };
   const movedTo = await asideName(path, new Date());
   await rename(path, movedTo);

@@ -3,6 +3,14 @@
  * EC2 (UnassignPrivateIpAddresses, DetachNetworkInterface, DeleteNetworkInterface)
  * must pass. Releases are **frozen** while any reason is held (DESIGN §4 rule 3): a
  * source that could not be read never turns into "free".
+ *
+ * Sources that hold it: `startup` (first evidence pass not done), `checkpoint` (missing
+ * or corrupt while the ENIs hold IPs), `cri`, `kube`, `kernel` (unreadable, or suspect:
+ * answered implausibly; restore/plausibility.ts), `brake` (the last evidence pass wanted
+ * to release more than max(2, 10 %) on one source's word and released nothing;
+ * restore/release-brake.ts). While any is held the shrink (shrink-executor.ts), prefix
+ * release, ENI freeing (eni-free.ts) and the leaked-ENI sweep do nothing, so no address
+ * a held pass kept is ever unassigned, detached or deleted.
  */
 export class ReleaseGate {
   private readonly reasons = new Map<string, string>();

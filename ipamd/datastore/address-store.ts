@@ -301,11 +301,22 @@ export abstract class AddressStore {
     return n;
   }
 
-  /** Clears `unverified` everywhere (a clean evidence pass adopted what is in use). @returns how many. */
-  verifyAll(): number {
+  /** The IPs marked unverified now (dotted quads, unordered). */
+  unverifiedIps(): string[] {
+    const out: string[] = [];
+    for (const [ip, r] of this.ipIndex) if (r.unverified) out.push(ip);
+    return out;
+  }
+
+  /**
+   * Clears `unverified` everywhere (a clean evidence pass adopted what is in use), except
+   * on IPs for which `keep(ip)` is true (the kernel shows them wired to a pod: never
+   * verified free). @returns how many were cleared.
+   */
+  verifyAll(keep?: (ip: string) => boolean): number {
     let n = 0;
-    for (const r of this.ipIndex.values()) {
-      if (r.unverified) {
+    for (const [ip, r] of this.ipIndex) {
+      if (r.unverified && !keep?.(ip)) {
         r.unverified = false;
         n++;
       }

@@ -18,7 +18,9 @@
  *              adoption does to each phase, and {@link Datastore.completeRelease};
  * - unverified: found on an ENI at start with no checkpoint to say who holds it; a live
  *              pod may be using it, so it is neither handed out nor released until a
- *              clean read of the runtime says (DESIGN §4).
+ *              clean read of the runtime says (DESIGN §4). A *quarantined* address (an
+ *              ADD found the node routing it to another pod: {@link Datastore.quarantine})
+ *              is in this state too, until {@link Datastore.liftQuarantine}.
  */
 import { AddressStore } from './address-store.js';
 import { freePrefixesOf } from './prefixes.js';
@@ -285,5 +287,35 @@ export class Datastore extends AddressStore {
   /** Allocations whose IP is on no known ENI yet. */
   pendingAllocations(): Allocation[] {
     return [...this.pendingByIp.values()].map((a) => ({ ...a }));
+  }
+
+  /**
+   * Quarantines `ip` (issue 10 item 4): the plugin found the node already routing it to
+   * another pod's veth, so some live pod uses it while ipamd thought it free. From now on
+   * it is never handed out and never released (state `unverified`, whether or not it is
+   * held) until {@link liftQuarantine}. Re-quarantining keeps the first `since`.
+   * @returns false when the address is not on any known ENI (nothing to keep out).
+   */
+  quarantine(ip: string, now: number, reason: string): boolean {
+    const r = this.ipIndex.get(ip);
+    if (!r) return false;
+    r.quarantined ??= { since: now, reason };
+    return true;
+  }
+
+  /** Ends the quarantine of `ip` (the conflict is gone). @returns true if it was quarantined. */
+  liftQuarantine(ip: string): boolean {
+    const r = this.ipIndex.get(ip);
+    if (!r?.quarantined) return false;
+    r.quarantined = undefined;
+    this.addressesMayBeAvailable();
+    return true;
+  }
+
+  /** Quarantined addresses (ms since epoch of `since`), sorted by IP. */
+  quarantined(): Array<{ ip: string; eniId: string; since: number; reason: string }> {
+    return [...this.ipIndex.values()].filter((r) => r.quarantined)
+      .map((r) => ({ ip: r.ip, eniId: r.eniId, ...r.quarantined! }))
+      .sort((a, b) => (a.ip < b.ip ? -1 : a.ip > b.ip ? 1 : 0));
   }
 }

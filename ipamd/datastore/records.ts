@@ -29,6 +29,12 @@ export interface IpRecord {
   /** Release in progress (false: none). An address can be held *and* `sent` (adopted mid-flight). */
   releasing: false | ReleasePhase;
   unverified?: boolean;
+  /**
+   * Quarantined (issue 10 item 4): an ADD found the node already routing this address to
+   * another pod's veth. Counts as `unverified` (never handed out, never released) until
+   * the conflict is gone (`Datastore.liftQuarantine`).
+   */
+  quarantined?: { since: number; reason: string };
 }
 
 /** One ENI with its addresses and its /28 prefixes (prefix → its 16 addresses, in order). */
@@ -39,12 +45,12 @@ export interface EniRecord {
 }
 
 /**
- * State of an address at `now` (ms): assigned > unverified > releasing > cooling
- * (released less than `cooldownMs` ago) > available.
+ * State of an address at `now` (ms): assigned > unverified (or quarantined) > releasing >
+ * cooling (released less than `cooldownMs` ago) > available.
  */
 export function ipStateOf(r: IpRecord, now: number, cooldownMs: number): IpState {
   if (r.holder !== undefined) return 'assigned';
-  if (r.unverified) return 'unverified';
+  if (r.unverified || r.quarantined) return 'unverified';
   if (r.releasing) return 'releasing';
   if (r.releasedAt !== undefined && now - r.releasedAt < cooldownMs) return 'cooling';
   return 'available';

@@ -32,6 +32,13 @@ export interface MetricsSources {
   sysctls?: () => Array<{ sysctl: string; ok: boolean }>;
   /** Clock in ms (default Date.now). */
   now?: () => number;
+  /** How many addresses are quarantined now (`eni_ipam_quarantined_ips`). */
+  quarantined?: () => number;
+  /**
+   * The last evidence pass: each restore source's state (`ok`, `unreadable`, `suspect`;
+   * absent sources left out) and whether the release brake held. Undefined before the first pass.
+   */
+  evidence?: () => { sources: Record<string, 'ok' | 'unreadable' | 'suspect'>; brakeHeld: boolean } | undefined;
 }
 
 /** Options of {@link createMetrics}: sources may be given now or later with `setSources`. */
@@ -58,6 +65,8 @@ export interface IpamdMetrics {
   ipamdError(fn: string): void;
   /** Counts a reconcile pass (`awscni_reconcile_count{fn}`), e.g. fn "ec2", "imds", "evidence". */
   reconciled(fn: string): void;
+  /** Counts an ADD refused because the node already routed its IP to another pod (`eni_ipam_ip_conflicts_total`). */
+  ipConflict(): void;
   /** Counts addresses dropped from the datastore because EC2 no longer lists them (`awscni_force_removed_ips`). */
   forceRemovedIps(n: number): void;
   /** Sets (or replaces) what the gauges read; gauges report nothing/0 until set. */
@@ -91,7 +100,7 @@ export function packageVersion(): string {
 export function createMetrics(o: CreateMetricsOptions = {}): IpamdMetrics {
   const registry = new Registry();
   const registers = [registry];
-  let src: MetricsSources | undefined = o.ds && o.gate ? { ds: o.ds, gate: o.gate, ...(o.pool ? { pool: o.pool } : {}), ...(o.limits ? { limits: o.limits } : {}), ...(o.sysctls ? { sysctls: o.sysctls } : {}), ...(o.now ? { now: o.now } : {}) } : undefined;
+  let src: MetricsSources | undefined = o.ds && o.gate ? { ds: o.ds, gate: o.gate, ...(o.pool ? { pool: o.pool } : {}), ...(o.limits ? { limits: o.limits } : {}), ...(o.sysctls ? { sysctls: o.sysctls } : {}), ...(o.now ? { now: o.now } : {}), ...(o.evidence ? { evidence: o.evidence } : {}) } : undefined;
   const counts = (): DatastoreCounts | undefined => src?.ds.counts((src.now ?? Date.now)());
   const sampled = (name: string, help: string, pick: (c: DatastoreCounts) => number) => new Gauge({
     name, help, registers,
@@ -134,6 +143,8 @@ export function createMetrics(o: CreateMetricsOptions = {}): IpamdMetrics {
     name: 'eni_ipam_node_sysctl_ok', help: '1 when a node kernel setting ipamd needs is right, 0 when wrong or unreadable (set by the privileged init container)', labelNames: ['sysctl'], registers,
     collect() { this.reset(); for (const c of src?.sysctls?.() ?? []) this.set({ sysctl: c.sysctl }, c.ok ? 1 : 0); },
   });
+  const conflicts = new Counter({ name: 'eni_ipam_ip_conflicts_total', help: 'ADDs refused because the node already routed the assigned IP to another pod (duplicate IP; the IP is quarantined)', registers });
+  new Gauge({ name: 'eni_ipam_quarantined_ips', help: 'IPs quarantined after a duplicate was found at wiring time: never handed out until the other route is gone', registers, collect() { this.set(src?.quarantined?.() ?? 0); } });
   new Gauge({ name: 'eni_ipam_waiting_adds', help: 'ADDs waiting for the pool to refill', registers, collect() { this.set(src?.pool?.waiting ?? 0); } });
   new Gauge({ name: 'eni_ipam_releases_frozen', help: '1 while releases (unassign, detach, delete) are frozen, else 0', registers, collect() { this.set(src?.gate.frozen ? 1 : 0); } });
   new Gauge({
@@ -148,6 +159,14 @@ export function createMetrics(o: CreateMetricsOptions = {}): IpamdMetrics {
       }
     },
   });
+  new Gauge({
+    name: 'eni_ipam_evidence_source_state', help: 'State of each restore evidence source at the last pass (value 1 on its state): ok, unreadable, or suspect (answered, but implausibly: its silence is not believed and releases freeze)', labelNames: ['source', 'state'], registers,
+    collect() {
+      this.reset();
+      for (const [source, state] of Object.entries(src?.evidence?.()?.sources ?? {})) this.set({ source, state }, 1);
+    },
+  });
+  new Gauge({ name: 'eni_ipam_release_brake_held', help: '1 when the last evidence pass would have released more than max(2, 10 %) of the allocations on a single source\'s word and released nothing, else 0', registers, collect() { this.set(src?.evidence?.()?.brakeHeld ? 1 : 0); } });
   const addLatency = new Histogram({ name: 'eni_ipam_add_latency_seconds', help: 'AddNetwork latency (seconds), by outcome', labelNames: ['outcome'], buckets: RPC_BUCKETS, registers });
   const delLatency = new Histogram({ name: 'eni_ipam_del_latency_seconds', help: 'DelNetwork latency (seconds), by outcome', labelNames: ['outcome'], buckets: RPC_BUCKETS, registers });
   const rpcReq = new Counter({ name: 'eni_ipam_rpc_requests_total', help: 'gRPC requests by verb and outcome', labelNames: ['verb', 'outcome'], registers });
@@ -200,6 +219,9 @@ export function createMetrics(o: CreateMetricsOptions = {}): IpamdMetrics {
     },
     reconciled(fn) {
       reconcile.inc({ fn });
+    },
+    ipConflict() {
+      conflicts.inc();
     },
     forceRemovedIps(n) {
       if (n > 0) forceRemoved.inc(n);

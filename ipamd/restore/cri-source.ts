@@ -143,6 +143,25 @@ export class CriSource {
     }
   }
 
+  /**
+   * The runtime's identity from CRI `Version` (`runtime_name`, `runtime_version`; kubelet
+   * reports the same as `status.nodeInfo.containerRuntimeVersion` = `<name>://<version>`).
+   * Bounded by `timeoutMs`.
+   * @returns undefined when the runtime does not answer it (UNIMPLEMENTED, unreachable,
+   *   empty name): the caller then judges the runtime on its sandboxes alone. Never throws.
+   */
+  async runtimeIdentity(): Promise<{ name: string; version: string } | undefined> {
+    if (!this.socketExists()) return undefined;
+    const client = (this.client ??= new RuntimeServiceClient(this.socketPath));
+    try {
+      const v = await client.call('Version', { version: 'v1' }, Date.now() + this.timeoutMs);
+      return v.runtime_name ? { name: v.runtime_name, version: v.runtime_version } : undefined;
+    } catch (e) {
+      this.log?.debug({ endpoint: this.endpoint, err: (e as Error).message }, 'CRI Version failed; runtime identity unknown');
+      return undefined;
+    }
+  }
+
   /** Releases the gRPC channel. The instance stays usable (the next read reconnects). */
   close(): void {
     this.resetClient();

@@ -13,6 +13,7 @@ import type { AgentTrackingKubeConfig } from './kube-source-config.js';
 import { loadKubeConfig } from './kube-source-config.js';
 import { KubeUnavailableError, describeError } from './kube-source-errors.js';
 import { listNodePods } from './kube-source-list.js';
+import { readNodeRuntimeVersion } from './kube-source-node.js';
 import { podKey, toKubePod, type KubePod } from './kube-source-pod.js';
 import { watchNodePods, type RunningWatch } from './kube-source-watch.js';
 
@@ -29,6 +30,8 @@ export interface KubePodSnapshot {
   lastError?: string;
   /** When the cache was last confirmed complete (epoch ms): a list succeeded and its watch was established. */
   syncedAt?: number;
+  /** This node's `status.nodeInfo.containerRuntimeVersion`, read after each list (undefined if unreadable). */
+  nodeRuntimeVersion?: string;
 }
 
 /** Constructor options; the retry bounds are optional tuning (ms). */
@@ -60,6 +63,7 @@ export class KubePodSource {
   private synced = false;
   private lastError?: string;
   private syncedAt?: number;
+  private nodeRuntimeVersion?: string;
   private readonly listeners: Array<() => void> = [];
   private running = false;
   private loop?: Promise<void>;
@@ -101,6 +105,7 @@ export class KubePodSource {
     const s: KubePodSnapshot = { synced: this.synced, pods: [...this.pods.values()].map((p) => ({ ...p })) };
     if (this.lastError !== undefined) s.lastError = this.lastError;
     if (this.syncedAt !== undefined) s.syncedAt = this.syncedAt;
+    if (this.nodeRuntimeVersion !== undefined) s.nodeRuntimeVersion = this.nodeRuntimeVersion;
     return s;
   }
 
@@ -135,6 +140,7 @@ export class KubePodSource {
         const list = await listNodePods(kc, this.nodeName, this.timeoutMs, this.stopCtl.signal);
         if (this.stopCtl.signal.aborted) break;
         this.pods = list.pods;
+        this.nodeRuntimeVersion = await readNodeRuntimeVersion(kc, this.nodeName, this.timeoutMs, (why) => this.log?.debug({ node: this.nodeName, err: why }, 'node read failed; runtime identity not compared with the node'));
         this.changed();
         let rv = list.resourceVersion;
         let relist = false;

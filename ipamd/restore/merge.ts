@@ -5,8 +5,9 @@
  *
  * - An allocation is **live** if any readable source vouches for it: the CRI runtime
  *   (a READY sandbox whose id is the allocation's container id, or whose IP is the
- *   allocation's IP) or Kubernetes (a non-host-network pod on this node with that IP or
- *   that pod uid).
+ *   allocation's IP), Kubernetes (a non-host-network pod on this node with that IP or
+ *   that pod uid), or the node's kernel (a `/32` host route to a veth whose peer is in
+ *   another netns; kernel-parse.ts). A suspect source still vouches.
  * - A READY sandbox that no allocation covers is **adopted** when its IP is on one of
  *   our ENIs and free; if another allocation holds that IP, it is a conflict (logged,
  *   nothing changes). A sandbox whose CNI DEL ipamd already served is never adopted
@@ -15,10 +16,16 @@
  *   first, while the sandbox is still READY). Adopting it would hand a dead sandbox an
  *   IP that meanwhile went back to the pool — or to an unassign in flight at EC2.
  * - An allocation is **released** only when every source that could vouch for it was
- *   read successfully, none does, and it is older than `graceMs` (an ADD in progress has
- *   no READY sandbox yet). An unreadable source means no release at all.
+ *   read successfully, none is suspect (plausibility.ts), none vouches, it is older than
+ *   `graceMs` (an ADD in progress has no READY sandbox yet), and the release brake
+ *   (release-brake.ts) lets the pass through. An unreadable or suspect source means no
+ *   release at all.
+ * - Unverified IPs (start-up without a checkpoint) that the kernel shows wired to a pod
+ *   are never verified free (`keepUnverified`).
  */
 import type { Allocation } from '../datastore/types.js';
+import { coverage, formatIdentity, runtimeIdentityVerdict, type Coverage, type RuntimeIdentity } from './plausibility.js';
+import { applyBrake, confirmedGone, type BrakeVerdict } from './release-brake.js';
 
 /** A READY sandbox as the CRI runtime reports it. */
 export interface SandboxEvidence {
@@ -41,12 +48,29 @@ export interface PodEvidence {
 /** One source's read: `ok: false` means it could not be read (its data is ignored). */
 export type SourceRead<T> = { ok: true; items: T[] } | { ok: false; reason: string } | { ok: 'absent' };
 
+/** The kernel's read: the pod IPs it shows wired (kernel-parse.ts) and how many pod veths exist at all. */
+export type KernelRead = { ok: true; podIps: ReadonlySet<string>; podVeths: number } | { ok: false; reason: string };
+
 /** Inputs of {@link mergeEvidence}. */
 export interface MergeInput {
   allocations: Allocation[];
   cri: SourceRead<SandboxEvidence>;
   /** `absent` when no Kubernetes source is configured (it cannot vouch, so it is not waited for). */
   kube: SourceRead<PodEvidence>;
+  /** The node's kernel; always configured (it cannot be misconfigured away). */
+  kernel: KernelRead;
+  /** IPs marked unverified (start-up without a checkpoint); default none. */
+  unverifiedIps?: string[];
+  /** The runtime's endpoint, for reasons (`unix:///run/containerd/containerd.sock`). */
+  criEndpoint?: string;
+  /** The runtime's CRI `Version` answer, when it gave one. */
+  criIdentity?: RuntimeIdentity;
+  /** `status.nodeInfo.containerRuntimeVersion` of this node (Kubernetes source on and the node read). */
+  nodeRuntimeVersion?: string;
+  /** The runtime identity this boot's checkpoint recorded. */
+  recordedIdentity?: RuntimeIdentity;
+  /** This node's name as the Kubernetes source uses it (MY_NODE_NAME), for reasons. */
+  nodeName?: string;
   /** True if the IP is a secondary IP on one of our ENIs. */
   isOurIp: (ip: string) => boolean;
   /** Holder of an IP in the datastore, if any. */
@@ -70,28 +94,86 @@ export interface MergeResult {
   stale: SandboxEvidence[];
   /** Sandboxes with an IP that is not on our ENIs (another network, or IMDS/EC2 lag). */
   foreign: SandboxEvidence[];
-  /** True when releases are allowed at all (every source that could vouch was read). */
+  /**
+   * True when releases are allowed at all: every source that could vouch was read, none
+   * is suspect, and the brake did not hold. Also gates verifying unverified IPs free.
+   */
   canRelease: boolean;
+  /** Why a source's silence is not believed (plausibility.ts), by source. */
+  suspect: { cri?: string; kube?: string };
+  /** Coverage of kernel-wired held addresses by source (undefined when not judged). */
+  coverage: { cri?: Coverage; kube?: Coverage };
+  /** The brake's verdict (undefined when releases were not allowed anyway). */
+  brake?: BrakeVerdict;
+  /** Allocations no other source vouched for that the kernel kept live. */
+  kernelVouched: Allocation[];
+  /** Unverified IPs the kernel shows wired to a pod: never verified free. */
+  keepUnverified: string[];
+  /** True when the runtime's identity may be recorded as this boot's (read, known, not suspect). */
+  identityTrusted: boolean;
 }
 
 /** Applies the rules of the module docstring. Pure. */
 export function mergeEvidence(i: MergeInput): MergeResult {
   const cri = i.cri.ok === true ? i.cri.items : [];
   const pods = i.kube.ok === true ? i.kube.items.filter((p) => !p.hostNetwork) : [];
+  const kernelIps: ReadonlySet<string> = i.kernel.ok ? i.kernel.podIps : new Set();
   const byId = new Set(cri.map((s) => s.id));
   const criIps = new Set(cri.map((s) => s.ip).filter((x): x is string => !!x));
   const podIps = new Set(pods.map((p) => p.podIP).filter((x): x is string => !!x));
   const podUids = new Set(pods.map((p) => p.uid));
-  const vouched = (a: Allocation) => byId.has(a.containerID) || criIps.has(a.ipv4) || podIps.has(a.ipv4) || (!!a.pod?.uid && podUids.has(a.pod.uid));
+  const criKnows = (a: Allocation) => byId.has(a.containerID) || criIps.has(a.ipv4);
+  const kubeKnows = (a: Allocation) => podIps.has(a.ipv4) || (!!a.pod?.uid && podUids.has(a.pod.uid));
+  const old = (a: Allocation) => i.now - a.allocatedAt >= i.graceMs;
 
-  const canRelease = i.cri.ok === true && i.kube.ok !== false;
-  const live: Allocation[] = [];
-  const release: Allocation[] = [];
-  for (const a of i.allocations) {
-    if (vouched(a)) live.push(a);
-    else if (canRelease && i.now - a.allocatedAt >= i.graceMs) release.push(a);
-    else live.push(a);
+  // Plausibility: judged on the held addresses the kernel shows wired to a pod.
+  const wiredAllocs = i.kernel.ok ? i.allocations.filter((a) => old(a) && kernelIps.has(a.ipv4)) : [];
+  const wiredUnverified = i.kernel.ok ? (i.unverifiedIps ?? []).filter((ip) => kernelIps.has(ip)) : [];
+  const base = wiredAllocs.length + wiredUnverified.length;
+  const suspect: MergeResult['suspect'] = {};
+  const cov: MergeResult['coverage'] = {};
+  const held = i.allocations.length;
+  const heldText = held > 0 || wiredUnverified.length === 0 ? `the checkpoint holds ${held} from this boot` : 'there is no checkpoint';
+  if (i.kernel.ok && i.cri.ok === true) {
+    const c = (cov.cri = coverage(base, wiredAllocs.filter(criKnows).length + wiredUnverified.filter((ip) => criIps.has(ip)).length));
+    const who = `runtime at ${i.criEndpoint ?? 'the CRI endpoint'} (${formatIdentity(i.criIdentity)})`;
+    if (c.suspect) suspect.cri = `${who} answered with ${cri.length} sandboxes and knows ${c.known} of the ${c.base} pods the kernel shows wired; ${heldText} and the kernel shows ${i.kernel.podVeths} pod veths`;
+    const idWhy = runtimeIdentityVerdict(i.criEndpoint ?? 'the CRI endpoint', {
+      ...(i.criIdentity ? { runtime: i.criIdentity } : {}), ...(i.nodeRuntimeVersion ? { nodeRuntimeVersion: i.nodeRuntimeVersion } : {}),
+      ...(i.recordedIdentity ? { recorded: i.recordedIdentity } : {}), cov: c, heldOld: i.allocations.filter(old).length,
+    });
+    if (idWhy) suspect.cri = suspect.cri ? `${suspect.cri}; ${idWhy}` : idWhy;
   }
+  if (i.kernel.ok && i.kube.ok === true) {
+    const c = (cov.kube = coverage(base, wiredAllocs.filter(kubeKnows).length + wiredUnverified.filter((ip) => podIps.has(ip)).length));
+    if (c.suspect) suspect.kube = `Kubernetes lists ${pods.length} pods on node ${i.nodeName ?? '(MY_NODE_NAME)'} and knows ${c.known} of the ${c.base} pods the kernel shows wired; ${heldText} and the kernel shows ${i.kernel.podVeths} pod veths (is MY_NODE_NAME this node's name?)`;
+  }
+
+  const readable = i.cri.ok === true && i.kube.ok !== false && i.kernel.ok;
+  const trusted = readable && !suspect.cri && !suspect.kube;
+  const live: Allocation[] = [];
+  const kernelVouched: Allocation[] = [];
+  const candidates: Array<{ a: Allocation; confirmed: boolean }> = [];
+  for (const a of i.allocations) {
+    if (criKnows(a) || kubeKnows(a)) live.push(a);
+    else if (kernelIps.has(a.ipv4)) {
+      live.push(a);
+      kernelVouched.push(a);
+    } else if (trusted && old(a)) {
+      // The kernel's silence counts only from a view that shows pod veths at all (not the wrong netns).
+      const kernelSaysGone = i.kernel.ok && i.kernel.podVeths > 0;
+      candidates.push({ a, confirmed: confirmedGone({ cri: true, kube: i.kube.ok === true, kernel: kernelSaysGone }) });
+    } else live.push(a);
+  }
+  let brake: BrakeVerdict | undefined;
+  let release: Allocation[] = [];
+  if (trusted) {
+    const single = candidates.filter((c) => !c.confirmed).length;
+    brake = applyBrake({ held, single, confirmed: candidates.length - single, sources: 'the runtime' });
+    if (brake.held) live.push(...candidates.map((c) => c.a));
+    else release = candidates.map((c) => c.a);
+  } else live.push(...candidates.map((c) => c.a));
+  const canRelease = trusted && !brake?.held;
 
   const adopt: Allocation[] = [];
   const conflicts: MergeResult['conflicts'] = [];
@@ -118,5 +200,10 @@ export function mergeEvidence(i: MergeInput): MergeResult {
       pod: { namespace: s.podNamespace, name: s.podName, uid: s.podUid },
     });
   }
-  return { live, adopt, release, conflicts, stale, foreign, canRelease };
+  const adoptedIps = new Set(adopt.map((a) => a.ipv4));
+  const keepUnverified = (i.unverifiedIps ?? []).filter((ip) => kernelIps.has(ip) && !adoptedIps.has(ip));
+  return {
+    live, adopt, release, conflicts, stale, foreign, canRelease, suspect, coverage: cov, ...(brake ? { brake } : {}),
+    kernelVouched, keepUnverified, identityTrusted: i.cri.ok === true && !!i.criIdentity && !suspect.cri && i.kernel.ok,
+  };
 }

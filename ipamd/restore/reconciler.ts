@@ -1,24 +1,31 @@
 /**
  * The evidence reconciler: at start and then every ENI_IPAM_GC_INTERVAL it reads the
- * CRI runtime and the Kubernetes pod cache, applies {@link mergeEvidence} to the
+ * CRI runtime (sandboxes and its `Version` identity), the Kubernetes pod cache and the
+ * node's kernel (one `ip -json -batch` run), applies {@link mergeEvidence} to the
  * datastore (adopt sandboxes it lacks, release leaked allocations into cooldown), and
- * keeps the release gate honest: any unreadable source freezes releases (DESIGN §4
- * rule 3); a clean read of every source lifts the freeze, including the start-up one
- * held for a missing or corrupt checkpoint.
+ * keeps the release gate honest (DESIGN §4 rules 3 and 5): an unreadable source
+ * (gate source `cri`, `kube`, `kernel`) or a suspect one (same source, the reason says
+ * why) freezes releases, and so does a pass the release brake held (`brake`); a clean,
+ * plausible read of every source lifts them, including the start-up freeze held for a
+ * missing or corrupt checkpoint.
  */
 import type { Datastore } from '../datastore/datastore.js';
 import type { ReleaseGate } from '../controller/release-gate.js';
 import type { Logger } from '../log.js';
-import { mergeEvidence, type MergeResult, type PodEvidence, type SandboxEvidence, type SourceRead } from './merge.js';
+import type { KernelReader } from './kernel-source.js';
+import { mergeEvidence, type KernelRead, type MergeResult, type PodEvidence, type SandboxEvidence, type SourceRead } from './merge.js';
+import { formatIdentity, type RuntimeIdentity } from './plausibility.js';
 
 /** Anything that lists READY sandboxes, throwing when it cannot (CriSource). */
 export interface SandboxLister {
   listReadySandboxes(): Promise<SandboxEvidence[]>;
+  /** The runtime's CRI `Version` (name, version); undefined when it does not answer it. Never throws. */
+  runtimeIdentity?(): Promise<RuntimeIdentity | undefined>;
 }
 
 /** Anything that holds a synced pod cache (KubePodSource). */
 export interface PodCache {
-  snapshot(): { synced: boolean; pods: PodEvidence[]; lastError?: string };
+  snapshot(): { synced: boolean; pods: PodEvidence[]; lastError?: string; nodeRuntimeVersion?: string };
 }
 
 /** Options of {@link EvidenceReconciler}. */
@@ -29,6 +36,15 @@ export interface ReconcilerOptions {
   cri: SandboxLister;
   /** Undefined when no Kubernetes source is configured. */
   kube?: PodCache;
+  /** The node's kernel (kernel-source.ts). */
+  kernel: KernelReader;
+  /** The runtime's endpoint and this node's name, for freeze reasons. */
+  criEndpoint?: string;
+  nodeName?: string;
+  /** The runtime identity this boot's checkpoint recorded, if any. */
+  recordedIdentity?: RuntimeIdentity;
+  /** Called with the runtime identity whenever a pass trusted it (to record it in the checkpoint). */
+  onTrustedIdentity?: (id: RuntimeIdentity) => void;
   persist: () => Promise<void>;
   intervalMs: number;
   /** Minimum allocation age before a GC release (ms); covers ADDs still in progress. */
@@ -43,10 +59,24 @@ export interface ReconcilerOptions {
 export interface PassReport {
   criOk: boolean;
   kubeOk: boolean | 'absent';
+  kernelOk: boolean;
+  /** Pod IPs the kernel showed wired, and pod veths it showed (0 when unreadable). */
+  kernelPods: number;
+  kernelPodVeths: number;
+  /** Runtime identity as `containerd 1.6.20`, or `identity unknown`. */
+  runtime: string;
   adopted: number;
   released: number;
   conflicts: number;
   live: number;
+  /** Allocations only the kernel kept live. */
+  kernelVouched: number;
+  /** Unverified IPs kept unverified because the kernel shows them wired. */
+  keptUnverified: number;
+  /** Reasons a source is suspect, by source. */
+  suspect: { cri?: string; kube?: string };
+  /** Set when the release brake held this pass. */
+  brake?: string;
   canRelease: boolean;
 }
 
@@ -58,9 +88,20 @@ export class EvidenceReconciler {
   private stopped = false;
   private running?: Promise<PassReport>;
   private readonly now: () => number;
+  /** Freeze reasons this reconciler holds, by gate source (to log changes once). */
+  private readonly reasons = new Map<string, string>();
+  /** The runtime identity recorded for this boot (from the checkpoint, then from trusted passes). */
+  private recorded?: RuntimeIdentity;
+  private identityUnsaved = false;
 
   constructor(private readonly o: ReconcilerOptions) {
     this.now = o.now ?? Date.now;
+    if (o.recordedIdentity) this.recorded = o.recordedIdentity;
+  }
+
+  /** The runtime identity recorded for this boot, if any (written into the checkpoint). */
+  get recordedIdentity(): RuntimeIdentity | undefined {
+    return this.recorded;
   }
 
   /** Starts the periodic pass (the first one runs at once; call {@link runPass} to await it). */
@@ -83,32 +124,56 @@ export class EvidenceReconciler {
     return this.running;
   }
 
-  private async pass(): Promise<PassReport> {
-    const { ds, gate, log } = this.o;
-    let cri: SourceRead<SandboxEvidence>;
-    try {
-      cri = { ok: true, items: await this.o.cri.listReadySandboxes() };
-      gate.lift('cri');
-    } catch (e) {
-      cri = { ok: false, reason: (e as Error).message };
-      gate.freeze('cri', `container runtime unreadable: ${(e as Error).message}`);
+  /** Freezes (reason) or lifts (undefined) `source`, logging a new or changed reason once. */
+  private hold(source: string, reason: string | undefined): void {
+    const was = this.reasons.get(source);
+    if (reason === undefined) {
+      this.o.gate.lift(source);
+      if (was !== undefined) this.o.log.info({ source }, 'freeze lifted');
+      this.reasons.delete(source);
+      return;
     }
+    this.o.gate.freeze(source, reason);
+    if (was !== reason) this.o.log.warn({ source, reason }, 'releases frozen');
+    this.reasons.set(source, reason);
+  }
+
+  private async pass(): Promise<PassReport> {
+    const { ds, log } = this.o;
+    // The three reads run together: the kernel's is one process, the runtime's a few RPCs.
+    const [criRead, identity, kernel] = await Promise.all([
+      this.o.cri.listReadySandboxes().then((items): SourceRead<SandboxEvidence> => ({ ok: true, items }), (e: Error): SourceRead<SandboxEvidence> => ({ ok: false, reason: e.message })),
+      this.o.cri.runtimeIdentity?.().catch(() => undefined),
+      this.o.kernel.readKernel().then((k): KernelRead => ({ ok: true, podIps: new Set(k.pods.keys()), podVeths: k.podVeths }), (e: Error): KernelRead => ({ ok: false, reason: e.message })),
+    ]);
+    const cri = criRead;
     let kube: SourceRead<PodEvidence> = { ok: 'absent' };
+    let nodeRuntimeVersion: string | undefined;
     if (this.o.kube) {
       const snap = this.o.kube.snapshot();
       if (snap.synced) {
         kube = { ok: true, items: snap.pods };
-        gate.lift('kube');
-      } else {
-        kube = { ok: false, reason: snap.lastError ?? 'pod list not synced yet' };
-        gate.freeze('kube', `Kubernetes pods unreadable: ${snap.lastError ?? 'not synced yet'}`);
-      }
+        nodeRuntimeVersion = snap.nodeRuntimeVersion;
+      } else kube = { ok: false, reason: snap.lastError ?? 'pod list not synced yet' };
     }
     const now = this.now();
+    const unverifiedIps = ds.unverifiedIps();
     const m: MergeResult = mergeEvidence({
-      allocations: ds.allocations(), cri, kube, now, graceMs: this.o.graceMs, networkName: this.o.networkName, ifName: 'eth0',
+      allocations: ds.allocations(), cri, kube, kernel, unverifiedIps, now, graceMs: this.o.graceMs, networkName: this.o.networkName, ifName: 'eth0',
       isOurIp: (ip) => ds.ipState(ip, now) !== undefined, holderOf: (ip) => ds.holderOf(ip), wasReleased: (id) => ds.wasReleased(id),
+      ...(this.o.criEndpoint ? { criEndpoint: this.o.criEndpoint } : {}), ...(this.o.nodeName ? { nodeName: this.o.nodeName } : {}),
+      ...(identity ? { criIdentity: identity } : {}), ...(nodeRuntimeVersion ? { nodeRuntimeVersion } : {}),
+      ...(this.recorded ? { recordedIdentity: this.recorded } : {}),
     });
+    this.hold('cri', cri.ok === true ? m.suspect.cri && `suspect: ${m.suspect.cri}` : `container runtime unreadable: ${cri.ok === false ? cri.reason : 'not configured'}`);
+    if (this.o.kube) this.hold('kube', kube.ok === true ? m.suspect.kube && `suspect: ${m.suspect.kube}` : `Kubernetes pods unreadable: ${kube.ok === false ? kube.reason : 'not configured'}`);
+    this.hold('kernel', kernel.ok ? undefined : kernel.reason);
+    this.hold('brake', m.brake?.held ? m.brake.reason : undefined);
+    if (m.identityTrusted && identity && (!this.recorded || formatIdentity(this.recorded) !== formatIdentity(identity))) {
+      this.recorded = identity;
+      this.identityUnsaved = true;
+      this.o.onTrustedIdentity?.(identity);
+    }
     let adopted = 0;
     for (const a of m.adopt) {
       const r = ds.restoreAllocation(a);
@@ -122,8 +187,10 @@ export class EvidenceReconciler {
       }
     }
     for (const s of m.stale) log.debug({ sandbox: s.id, ip: s.ip }, 'runtime still lists a sandbox whose DEL was served; not adopted');
-    // The memory of DELs expires once the runtime no longer lists the sandbox (persisted with the next write).
-    if (cri.ok === true) ds.expireReleased(new Set(cri.items.map((s) => s.id)), now - this.o.graceMs);
+    for (const a of m.kernelVouched) log.debug({ containerID: a.containerID, ip: a.ipv4 }, 'kept: the kernel shows this IP wired to a pod veth although no other source lists it');
+    // The memory of DELs expires once a plausible runtime read no longer lists the sandbox
+    // (a suspect read proves nothing; persisted with the next write).
+    if (cri.ok === true && !m.suspect.cri) ds.expireReleased(new Set(cri.items.map((s) => s.id)), now - this.o.graceMs);
     let released = 0;
     if (m.canRelease) {
       for (const a of m.release) {
@@ -134,17 +201,26 @@ export class EvidenceReconciler {
       }
     }
     for (const c of m.conflicts) log.error({ sandbox: c.sandbox, holder: c.holder }, 'runtime sandbox uses an IP another allocation holds; left unchanged');
-    if (adopted + released > 0) {
+    if (adopted + released > 0 || this.identityUnsaved) {
       // A failed write loses nothing: after a crash the checkpoint is re-merged with the same evidence.
+      this.identityUnsaved = false;
       await this.o.persist().catch((e: Error) => log.error({ err: e.message }, 'checkpoint write after evidence pass failed'));
     }
     if (m.canRelease) {
-      // Every source read cleanly and what is in use was adopted: the rest is verified free.
-      const verified = ds.verifyAll();
-      if (verified > 0) log.info({ verified }, 'IPs found at start without a checkpoint are verified free');
-      gate.lift('checkpoint');
+      // Every source read cleanly and what is in use was adopted: the rest is verified free,
+      // except what the kernel shows wired to a pod (kept unverified: never handed out, never released).
+      const keep = new Set(m.keepUnverified);
+      const verified = ds.verifyAll((ip) => keep.has(ip));
+      if (verified > 0) log.info({ verified, keptUnverified: keep.size }, 'IPs found at start without a checkpoint are verified free');
+      if (keep.size > 0) log.warn({ ips: m.keepUnverified }, 'IPs found at start without a checkpoint that the kernel shows wired to pods no source lists: kept unverified');
+      this.o.gate.lift('checkpoint');
     }
-    const report: PassReport = { criOk: cri.ok === true, kubeOk: kube.ok === 'absent' ? 'absent' : kube.ok === true, adopted, released, conflicts: m.conflicts.length, live: m.live.length + adopted, canRelease: m.canRelease };
+    const report: PassReport = {
+      criOk: cri.ok === true, kubeOk: kube.ok === 'absent' ? 'absent' : kube.ok === true, kernelOk: kernel.ok,
+      kernelPods: kernel.ok ? kernel.podIps.size : 0, kernelPodVeths: kernel.ok ? kernel.podVeths : 0, runtime: formatIdentity(identity),
+      adopted, released, conflicts: m.conflicts.length, live: m.live.length + adopted, kernelVouched: m.kernelVouched.length,
+      keptUnverified: m.keepUnverified.length, suspect: m.suspect, ...(m.brake?.held ? { brake: m.brake.reason! } : {}), canRelease: m.canRelease,
+    };
     log.debug(report, 'evidence pass');
     this.scheduleRetry(report);
     this.o.onPass?.(report);
@@ -154,7 +230,7 @@ export class EvidenceReconciler {
   /** An unreadable source is retried with jittered exponential backoff (0.5 s → interval), not only on the GC timer. */
   private scheduleRetry(r: PassReport): void {
     clearTimeout(this.retryTimer);
-    if (this.stopped || (r.criOk && r.kubeOk !== false)) {
+    if (this.stopped || (r.criOk && r.kubeOk !== false && r.kernelOk)) {
       this.retryDelayMs = 0;
       return;
     }

@@ -32,6 +32,44 @@ export interface RpcServerOptions {
   externalSnat: boolean;
   /** Called with each RPC's verb, outcome ("ok" or a status name) and latency in ms. */
   observe?: (verb: RpcVerb, outcome: string, ms: number) => void;
+  /** Connection bounds (tests shorten them); default {@link RPC_CONNECTION_BOUNDS}. */
+  connectionBounds?: Partial<RpcConnectionBounds>;
+}
+
+/**
+ * How long ipamd keeps a client connection on its gRPC socket (grpc-js server options,
+ * gRFC A9 "Server-side Connection Management"; all in ms). The plugin opens one
+ * connection per invocation and closes it, so an idle connection is a leak (a client
+ * that died half-way, or a flood): it is closed after `idleMs` without a call, any
+ * connection is drained after `maxAgeMs` (+ `ageGraceMs` for calls in flight), and one
+ * whose peer stops answering HTTP/2 PINGs (`keepaliveMs`, `keepaliveTimeoutMs`) is dropped.
+ * grpc-js has no connection cap of its own: ipamd accepts on its own `net.Server`
+ * (`maxConnections`) and hands each connection to grpc-js (`createConnectionInjector`).
+ */
+export interface RpcConnectionBounds {
+  /** Most client connections open at once; more are closed at accept (the plugin sees UNAVAILABLE: CNI "try again later"). */
+  maxConnections: number;
+  idleMs: number;
+  maxAgeMs: number;
+  ageGraceMs: number;
+  keepaliveMs: number;
+  keepaliveTimeoutMs: number;
+}
+
+/** Defaults of {@link RpcConnectionBounds}: ADD's own deadline is 15 s, so 30 s idle is generous. */
+export const RPC_CONNECTION_BOUNDS: Readonly<RpcConnectionBounds> = Object.freeze({
+  maxConnections: 1024, idleMs: 30_000, maxAgeMs: 300_000, ageGraceMs: 30_000, keepaliveMs: 60_000, keepaliveTimeoutMs: 20_000,
+});
+
+/** grpc-js server options for `b`. */
+export function grpcServerOptions(b: RpcConnectionBounds): grpc.ServerOptions {
+  return {
+    'grpc.max_connection_idle_ms': b.idleMs,
+    'grpc.max_connection_age_ms': b.maxAgeMs,
+    'grpc.max_connection_age_grace_ms': b.ageGraceMs,
+    'grpc.keepalive_time_ms': b.keepaliveMs,
+    'grpc.keepalive_timeout_ms': b.keepaliveTimeoutMs,
+  };
 }
 
 /** The RPCs of `CNIBackend`, by CNI verb: AddNetwork, DelNetwork, IpamStatus, GcNetwork, CheckNetwork. */
@@ -45,13 +83,17 @@ class RpcError extends Error {
 
 /** The gRPC front of ipamd. */
 export class RpcServer {
-  private readonly server = new grpc.Server();
+  private readonly server: grpc.Server;
+  private readonly bounds: RpcConnectionBounds;
+  private listener?: net.Server;
   private readonly health = new HealthImplementation({ '': 'NOT_SERVING', [CNI_BACKEND_SERVICE]: 'NOT_SERVING' });
   private draining = false;
   /** The CNIBackend methods by path (`/eniipam.v1.CNIBackend/AddNetwork`): codecs and handler, for in-process calls. */
   private readonly byPath = new Map<string, { def: grpc.MethodDefinition<unknown, unknown>; run: (req: unknown) => Promise<RpcOutcome<unknown>> }>();
 
   constructor(private readonly o: RpcServerOptions) {
+    this.bounds = { ...RPC_CONNECTION_BOUNDS, ...o.connectionBounds };
+    this.server = new grpc.Server(grpcServerOptions(this.bounds));
     const def = protoLoader.loadSync(IPAM_PROTO_PATH, { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true });
     const pkg = grpc.loadPackageDefinition(def) as unknown as { eniipam: { v1: { CNIBackend: { service: grpc.ServiceDefinition } } } };
     const service = pkg.eniipam.v1.CNIBackend.service;
@@ -98,15 +140,22 @@ export class RpcServer {
 
   /**
    * Binds the Unix socket (creating its directory 0750), sets mode 0660, reports SERVING.
+   * At most `maxConnections` client connections are open at once ({@link RpcConnectionBounds}).
    * @throws Error if another process is already serving on the socket.
    */
   async listen(): Promise<void> {
     const sock = this.o.socketPath;
     await fs.mkdir(path.dirname(sock), { recursive: true, mode: 0o750 });
     await removeStaleSocket(sock);
+    const injector = this.server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+    const listener = net.createServer((conn) => injector.injectConnection(conn));
+    listener.maxConnections = this.bounds.maxConnections;
     await new Promise<void>((resolve, reject) => {
-      this.server.bindAsync(`unix://${sock}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve()));
+      listener.once('error', reject);
+      listener.listen(sock, () => { listener.off('error', reject); resolve(); });
     });
+    listener.on('error', (e) => this.o.log.error({ err: e.message }, 'gRPC socket error'));
+    this.listener = listener;
     await fs.chmod(sock, 0o660);
     this.health.setStatus('', 'SERVING');
     this.health.setStatus(CNI_BACKEND_SERVICE, 'SERVING');
@@ -118,6 +167,7 @@ export class RpcServer {
    */
   async shutdown(graceMs: number): Promise<void> {
     this.draining = true;
+    this.listener?.close();
     this.health.setStatus('', 'NOT_SERVING');
     this.health.setStatus(CNI_BACKEND_SERVICE, 'NOT_SERVING');
     await new Promise<void>((resolve) => {

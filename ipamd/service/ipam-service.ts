@@ -3,10 +3,12 @@
  * the change durable before answering; DEL releases into cooldown the same way.
  * A failed checkpoint write undoes the change and fails the request (DESIGN §1 step 3).
  */
+import { DEL_REASON_IP_CONFLICT } from '../../proto/ipam.js';
 import type { Datastore } from '../datastore/datastore.js';
 import type { Allocation, AllocationKey, EniInfo, PodRef } from '../datastore/types.js';
 import type { Logger } from '../log.js';
 import { PoolExhaustedError, type PoolController } from '../controller/pool-controller.js';
+import type { KernelReader } from '../restore/kernel-source.js';
 import { gcNetwork, type GcAttachment, type GcReleased } from './gc.js';
 import { ipamStatus, type IpamStatus } from './status.js';
 
@@ -54,6 +56,10 @@ export interface IpamServiceOptions {
   /** Bounded wait for an address when the pool is empty (ms). */
   addWaitTimeoutMs: number;
   now?: () => number;
+  /** Told of each IP quarantined after a refused ADD (metrics). */
+  onConflict?: (ip: string) => void;
+  /** The node's kernel, checked before CNI GC releases anything (see gcNetwork). */
+  kernel?: KernelReader;
 }
 
 /** Route table of an ENI: main for the primary ENI, device number + 1 otherwise (DESIGN §7). */
@@ -108,7 +114,9 @@ export class IpamService {
 
   /**
    * Releases the key's address into cooldown. A key holding nothing succeeds with
-   * `released: false` (the container is remembered as released either way, durably). @throws Error if the release could not be made durable (then
+   * `released: false` (the container is remembered as released either way, durably). With
+   * reason {@link DEL_REASON_IP_CONFLICT} the address is also
+   * quarantined ({@link Datastore.quarantine}), logged as a duplicate and reported. @throws Error if the release could not be made durable (then
    * the allocation is put back, so a retried DEL finds it).
    */
   async del(key: AllocationKey, reason: string): Promise<DelResult> {
@@ -121,6 +129,13 @@ export class IpamService {
       // restart): written once, best effort, as a DEL of nothing must still succeed.
       if (!known) await this.o.persist().catch((e: Error) => log.warn({ err: e.message, containerID: key.containerID }, 'checkpoint write of a remembered DEL failed'));
       return { released: false };
+    }
+    if (reason === DEL_REASON_IP_CONFLICT) {
+      // Same tick as the release: no ADD can be handed the address in between.
+      ds.quarantine(a.ipv4, this.now(), `ADD of container ${key.containerID} found it routed to another pod on the node`);
+      log.error({ ip: a.ipv4, eniId: a.eniId, containerID: key.containerID },
+        'duplicate IP: the node already routes this IP to another pod (an allocation ipamd lost); ADD refused, IP quarantined until that route is gone');
+      this.o.onConflict?.(a.ipv4);
     }
     try {
       await this.o.persist();
@@ -142,6 +157,7 @@ export class IpamService {
   async gc(networkName: string, valid: readonly GcAttachment[]): Promise<GcReleased[]> {
     return gcNetwork({
       ds: this.o.ds, persist: this.o.persist, released: () => this.o.pool.trigger(), log: this.o.log, now: this.now, routeTableFor,
+      ...(this.o.kernel ? { kernel: this.o.kernel } : {}),
     }, networkName, valid);
   }
 

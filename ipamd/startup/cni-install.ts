@@ -1,13 +1,20 @@
 /**
  * Installs the CNI plugin and its network configuration once ipamd serves (DESIGN §8:
  * kubelet reports the node Ready as soon as a conflist exists, so it must not exist
- * before ipamd can answer). The plugin is two files in the bin dir: the native shim as
- * `eni-ipam` (the binary the runtime execs; it forwards to ipamd's exec socket) and the
- * bundled Node plugin beside it as `eni-ipam.cjs` (what the shim execs when ipamd cannot
- * take the call). Every file is written as a temp file in the destination directory
- * followed by a rename: containerd reloads its conf dir on a write or a rename *within*
- * it, and a running plugin binary is never overwritten in place. The Node plugin goes
- * first, so an installed shim always finds its fallback.
+ * before ipamd can answer). The plugin is the native shim, installed as `eni-ipam` (the
+ * binary the runtime execs; it forwards to ipamd's exec socket and answers every verb on
+ * its own when ipamd is not serving: it needs no Node.js on the host).
+ *
+ * The Node plugin (`eni-ipam.cjs`) is a developer's tool (tests, benches, running by
+ * hand) and is installed only when the exec socket is off (ENI_IPAM_CNI_EXEC=false):
+ * then the conflist names it as `nodePlugin` and the shim execs it for every call, which
+ * needs Node on the host. With the exec socket on (the default, and what the DaemonSet
+ * runs) it is neither installed nor named, so nothing on the host can depend on it.
+ *
+ * Every file is written as a temp file in the destination directory followed by a
+ * rename: containerd reloads its conf dir on a write or a rename *within* it, and a
+ * running plugin binary is never overwritten in place. The Node plugin (when installed)
+ * goes first, so a conflist naming it always finds it.
  *
  * Name and order (issue 9 item 6): containerd (and CRI-O) load the conf dir's files in
  * lexical order and use the first network (containerd's `max_conf_num` defaults to 1), so
@@ -27,6 +34,9 @@ import { fileURLToPath } from 'node:url';
 export const BUNDLED_PLUGIN_PATH = fileURLToPath(new URL('../../cni-plugin/eni-ipam.cjs', import.meta.url));
 /** The native shim shipped beside it (built by `npm run build` from cni-plugin/shim). */
 export const BUNDLED_SHIM_PATH = fileURLToPath(new URL('../../cni-plugin/eni-ipam', import.meta.url));
+
+/** File name of the Node plugin in the bin dir (installed only with the exec socket off). */
+export const NODE_PLUGIN_NAME = 'eni-ipam.cjs';
 
 /** Name of the conflist file: sorts before `10-aws.conflist` and most others (the runtime picks the first). */
 export const CONFLIST_NAME = '05-eni-ipam.conflist';
@@ -51,10 +61,12 @@ export interface CniInstallOptions {
   /** Host-side veth prefix (AWS_VPC_K8S_CNI_VETHPREFIX, already validated). */
   vethPrefix: string;
   ipamdSocket: string;
-  /** ipamd's CNI exec socket, or '' when it is off (the shim then runs the Node plugin). */
+  /** ipamd's CNI exec socket, or '' when it is off (the Node plugin is then installed and the shim runs it). */
   execSocket: string;
   /** The plugin's log file (AWS_VPC_K8S_PLUGIN_LOG_FILE), written as the conflist's `logFile`; omitted when undefined. */
   pluginLogFile?: string;
+  /** How long the shim's ADD waits for ipamd to serve, s (conflist `ipamdWaitSeconds`; default: the shim's 10). */
+  ipamdWaitSeconds?: number;
   /** Node plugin to copy (default: the bundled one). */
   pluginSource?: string;
   /** Shim to copy (default: the built one). */
@@ -66,7 +78,12 @@ export function renderConflist(o: CniInstallOptions): object {
   return {
     cniVersion: '1.0.0',
     name: o.networkName,
-    plugins: [{ type: 'eni-ipam', mtu: o.podMtu, vethPrefix: o.vethPrefix, ipamdSocket: o.ipamdSocket, execSocket: o.execSocket, ...(o.pluginLogFile ? { logFile: o.pluginLogFile } : {}) }],
+    plugins: [{
+      type: 'eni-ipam', mtu: o.podMtu, vethPrefix: o.vethPrefix, ipamdSocket: o.ipamdSocket, execSocket: o.execSocket,
+      ...(o.ipamdWaitSeconds !== undefined ? { ipamdWaitSeconds: o.ipamdWaitSeconds } : {}),
+      ...(o.pluginLogFile ? { logFile: o.pluginLogFile } : {}),
+      ...(o.execSocket === '' ? { nodePlugin: path.join(o.binDir, NODE_PLUGIN_NAME) } : {}),
+    }],
   };
 }
 
@@ -87,7 +104,8 @@ async function installFile(src: string, dir: string, name: string, mode: number)
 /** What {@link installCni} did. */
 export interface CniInstallResult {
   plugin: string;
-  nodePlugin: string;
+  /** Undefined when the Node plugin was not installed (exec socket on). */
+  nodePlugin?: string;
   conflist: string;
   /** Network config files in the conf dir that sort before ours (the runtime would pick the first of them instead). */
   shadowedBy: string[];
@@ -98,15 +116,17 @@ export interface CniInstallResult {
 }
 
 /**
- * Installs `<binDir>/eni-ipam.cjs`, then `<binDir>/eni-ipam` (both mode 0755), then writes
- * `<confDir>/05-eni-ipam.conflist`, each via a temp file + rename in the same directory,
- * then removes our former `10-eni-ipam.conflist` if present. Other files are never touched.
- * @returns the paths written and the other network config files found. @throws Error on I/O failure (temp files are removed).
+ * Installs `<binDir>/eni-ipam` (the shim, mode 0755) — preceded by `<binDir>/eni-ipam.cjs`
+ * only when `execSocket` is '' — then writes `<confDir>/05-eni-ipam.conflist`, each via a
+ * temp file + rename in the same directory, then removes our former `10-eni-ipam.conflist`
+ * if present (other files are never touched).
+ * @returns the paths written (`nodePlugin` undefined when not installed) and the other network config files found.
+ * @throws Error on I/O failure (temp files are removed).
  */
 export async function installCni(o: CniInstallOptions): Promise<CniInstallResult> {
   await mkdir(o.binDir, { recursive: true });
   await mkdir(o.confDir, { recursive: true });
-  const nodePlugin = await installFile(o.pluginSource ?? BUNDLED_PLUGIN_PATH, o.binDir, 'eni-ipam.cjs', 0o755);
+  const nodePlugin = o.execSocket === '' ? await installFile(o.pluginSource ?? BUNDLED_PLUGIN_PATH, o.binDir, NODE_PLUGIN_NAME, 0o755) : undefined;
   const plugin = await installFile(o.shimSource ?? BUNDLED_SHIM_PATH, o.binDir, 'eni-ipam', 0o755);
   const conflist = path.join(o.confDir, CONFLIST_NAME);
   const confTmp = path.join(o.confDir, `.${CONFLIST_NAME}.tmp-${process.pid}`);
@@ -116,12 +136,11 @@ export async function installCni(o: CniInstallOptions): Promise<CniInstallResult
   } finally {
     await rm(confTmp, { force: true });
   }
-  const legacy = path.join(o.confDir, LEGACY_CONFLIST_NAME);
   const names = await readdir(o.confDir);
   const removedLegacy = names.includes(LEGACY_CONFLIST_NAME);
-  if (removedLegacy) await rm(legacy, { force: true });
+  if (removedLegacy) await rm(path.join(o.confDir, LEGACY_CONFLIST_NAME), { force: true });
   const others = names
     .filter((n) => n !== CONFLIST_NAME && n !== LEGACY_CONFLIST_NAME && !n.startsWith('.') && CNI_CONF_EXTENSIONS.some((x) => n.endsWith(x)))
     .sort();
-  return { plugin, nodePlugin, conflist, shadowedBy: others.filter((n) => n < CONFLIST_NAME), shadowed: others.filter((n) => n > CONFLIST_NAME), removedLegacy };
+  return { plugin, ...(nodePlugin ? { nodePlugin } : {}), conflist, shadowedBy: others.filter((n) => n < CONFLIST_NAME), shadowed: others.filter((n) => n > CONFLIST_NAME), removedLegacy };
 }

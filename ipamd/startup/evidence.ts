@@ -1,8 +1,9 @@
 /**
  * Builds the evidence sources of the restore (DESIGN §4): the CRI runtime (endpoint
- * from CRI_RUNTIME_ENDPOINT or auto-detected, logged) and, when MY_NODE_NAME is set, the
- * pods bound to this node from the Kubernetes API (loaded lazily: the client library
- * costs ~0.4 s to import). Then runs the first evidence pass, bounded by the sources'
+ * from CRI_RUNTIME_ENDPOINT or auto-detected, logged), the node's kernel (always; in
+ * ENI_IPAM_CNI_EXEC_NETNS when set, else ipamd's own netns) and, when MY_NODE_NAME is
+ * set, the pods bound to this node from the Kubernetes API (loaded lazily: the client
+ * library costs ~0.4 s to import). Then runs the first evidence pass, bounded by the sources'
  * own ≤ 5 s timeouts, and starts the periodic one. Start-up waits for the first pass
  * only FIRST_PASS_WAIT_MS: a hung runtime must not delay serving from the checkpoint.
  */
@@ -11,6 +12,8 @@ import type { ReleaseGate } from '../controller/release-gate.js';
 import type { Datastore } from '../datastore/datastore.js';
 import type { Logger } from '../log.js';
 import { CriSource, detectCriEndpoint } from '../restore/cri-source.js';
+import { KernelSource, type KernelReader } from '../restore/kernel-source.js';
+import type { RuntimeIdentity } from '../restore/plausibility.js';
 import { EvidenceReconciler, type PassReport, type PodCache } from '../restore/reconciler.js';
 
 /** The running evidence machinery. */
@@ -20,7 +23,21 @@ export interface Evidence {
   kubeConfigured: boolean;
   /** Passes run so far and the last report (for status). */
   stats: { passes: number; last?: PassReport; lastAt?: number };
+  /** The runtime identity recorded for this boot (for the checkpoint), if any. */
+  runtimeIdentity(): RuntimeIdentity | undefined;
+  /** What the kernel source reads (e.g. "the kernel (ipamd's netns)"). */
+  kernelSource: string;
+  /** Each source's state at the last pass and whether the brake held (metrics, status); undefined before it. */
+  sourceStates(): { sources: Record<string, 'ok' | 'unreadable' | 'suspect'>; brakeHeld: boolean } | undefined;
   stop(): Promise<void>;
+}
+
+/** Each source's state in a pass report: unreadable, suspect (answered implausibly) or ok; an absent Kubernetes source is left out. */
+export function sourceStates(r: PassReport): { sources: Record<string, 'ok' | 'unreadable' | 'suspect'>; brakeHeld: boolean } {
+  const state = (ok: boolean, suspect?: string) => (!ok ? 'unreadable' : suspect ? 'suspect' : 'ok');
+  const sources: Record<string, 'ok' | 'unreadable' | 'suspect'> = { cri: state(r.criOk, r.suspect.cri), kernel: state(r.kernelOk) };
+  if (r.kubeOk !== 'absent') sources['kube'] = state(r.kubeOk, r.suspect.kube);
+  return { sources, brakeHeld: r.brake !== undefined };
 }
 
 /** How long start-up waits for the pod list to sync before the first pass, ms (a source's own timeout is ≤ 5 s). */
@@ -39,7 +56,13 @@ export const FIRST_PASS_WAIT_MS = 2000;
  * FIRST_PASS_WAIT_MS, whichever comes first (the pass then goes on in the background,
  * releases frozen with reason "startup" until it ends). Never throws for an unreadable source.
  */
-export async function startEvidence(p: { config: IpamdConfig; ds: Datastore; gate: ReleaseGate; log: Logger; persist: () => Promise<void> }): Promise<Evidence> {
+export async function startEvidence(p: {
+  config: IpamdConfig; ds: Datastore; gate: ReleaseGate; log: Logger; persist: () => Promise<void>;
+  /** The runtime identity this boot's checkpoint recorded. */
+  recordedIdentity?: RuntimeIdentity;
+  /** The kernel source; default iproute2 in ENI_IPAM_CNI_EXEC_NETNS or ipamd's own netns. */
+  kernel?: KernelReader;
+}): Promise<Evidence> {
   const { config, log } = p;
   const { endpoint, detected } = detectCriEndpoint(config.criRuntimeEndpoint);
   log.info({ endpoint, detected, configured: config.criRuntimeEndpoint ?? null }, detected || config.criRuntimeEndpoint ? 'CRI runtime endpoint chosen' : 'no CRI socket found; using the containerd default (releases stay frozen until it answers)');
@@ -62,9 +85,11 @@ export async function startEvidence(p: { config: IpamdConfig; ds: Datastore; gat
     log.warn('MY_NODE_NAME is not set: the Kubernetes pod source is off; the CRI runtime alone vouches for allocations');
   }
 
+  const kernel = p.kernel ?? new KernelSource(config.cniExecNetns ? { netnsPath: config.cniExecNetns } : {});
   const stats: Evidence['stats'] = { passes: 0 };
   const reconciler = new EvidenceReconciler({
-    ds: p.ds, gate: p.gate, log, cri, ...(kube ? { kube } : {}), persist: p.persist,
+    ds: p.ds, gate: p.gate, log, cri, ...(kube ? { kube } : {}), persist: p.persist, kernel, criEndpoint: endpoint,
+    ...(config.nodeName ? { nodeName: config.nodeName } : {}), ...(p.recordedIdentity ? { recordedIdentity: p.recordedIdentity } : {}),
     intervalMs: config.gcIntervalMs, graceMs: config.gcGraceMs, networkName: config.networkName,
     onPass: (r) => { stats.passes++; stats.last = r; stats.lastAt = Date.now(); },
   });
@@ -86,7 +111,9 @@ export async function startEvidence(p: { config: IpamdConfig; ds: Datastore; gat
   clearTimeout(waitTimer);
   if (!done) log.warn({ waitedMs: FIRST_PASS_WAIT_MS }, 'a restore source is slow: serving from the checkpoint before the first evidence pass ends; releases stay frozen until it does');
   return {
-    reconciler, criEndpoint: endpoint, kubeConfigured: !!kube, stats,
+    reconciler, criEndpoint: endpoint, kubeConfigured: !!kube, stats, runtimeIdentity: () => reconciler.recordedIdentity,
+    kernelSource: kernel instanceof KernelSource ? kernel.description : 'the kernel',
+    sourceStates: () => (stats.last ? sourceStates(stats.last) : undefined),
     async stop() {
       stopped = true;
       endKubeWait();

@@ -68,8 +68,8 @@ export function buildPod(p: PodSpecInput, uid: string, resourceVersion: string, 
   };
 }
 
-/** Builds a core/v1 Node named `name` with a Ready=True condition. */
-export function buildNode(name: string, uid: string, resourceVersion: string, created: string): KubeObject {
+/** Builds a core/v1 Node named `name` with a Ready=True condition (`containerRuntimeVersion` as kubelet reports it). */
+export function buildNode(name: string, uid: string, resourceVersion: string, created: string, containerRuntimeVersion = 'containerd://1.6'): KubeObject {
   return {
     kind: 'Node',
     apiVersion: 'v1',
@@ -78,7 +78,7 @@ export function buildNode(name: string, uid: string, resourceVersion: string, cr
     status: {
       conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status', lastHeartbeatTime: created, lastTransitionTime: created }],
       addresses: [{ type: 'Hostname', address: name }],
-      nodeInfo: { kubeletVersion: 'v1.30.0-standin', containerRuntimeVersion: 'containerd://1.6', operatingSystem: 'linux', architecture: 'amd64' },
+      nodeInfo: { kubeletVersion: 'v1.30.0-standin', containerRuntimeVersion, operatingSystem: 'linux', architecture: 'amd64' },
     },
   };
 }

@@ -111,8 +111,8 @@ export class KubeApiStandIn {
   }
 
   /** Creates a node (watch event ADDED); a no-op when it exists. */
-  upsertNode(name: string): void {
-    this.store.upsertNode(name);
+  upsertNode(name: string, containerRuntimeVersion?: string): void {
+    this.store.upsertNode(name, containerRuntimeVersion);
   }
 
   /** Sets the failure mode; any mode but 'none' also cuts every open watch (connection reset). */

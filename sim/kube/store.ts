@@ -64,12 +64,16 @@ export class KubeStore {
     return pod;
   }
 
-  /** Creates a node if it does not exist (a no-op otherwise). */
-  upsertNode(name: string): void {
+  /**
+   * Creates a node if it does not exist (a no-op otherwise). `containerRuntimeVersion`
+   * (e.g. `containerd://1.6.20~ds1`, as kubelet reports its runtime) replaces the default
+   * `containerd://1.6`; ipamd compares it with its runtime's CRI Version.
+   */
+  upsertNode(name: string, containerRuntimeVersion?: string): void {
     const key = objectKey(undefined, name);
     if (this.objects.nodes.has(key)) return;
     const rv = this.rv + 1;
-    this.commit('nodes', key, buildNode(name, newUid(), String(rv), nowTimestamp()), 'ADDED', rv);
+    this.commit('nodes', key, buildNode(name, newUid(), String(rv), nowTimestamp(), containerRuntimeVersion), 'ADDED', rv);
   }
 
   /** Deletes an object; returns false when it did not exist. */

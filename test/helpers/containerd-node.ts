@@ -153,7 +153,6 @@ export async function createContainerdNode(o: ContainerdNodeOptions = {}): Promi
     const kube = new KubeApiStandIn();
     await kube.start();
     cleanups.push(() => kube.stop());
-    kube.upsertNode(NODE_NAME);
     const kubeconfig = path.join(dir, 'kubeconfig');
     await kube.writeKubeconfig(kubeconfig);
 
@@ -177,6 +176,9 @@ export async function createContainerdNode(o: ContainerdNodeOptions = {}): Promi
     cleanups.push(() => containerd.stop());
     const cri = new CriTestClient(containerd.socket, 60_000);
     cleanups.push(async () => cri.close());
+    // The node reports its runtime as kubelet does (<runtime_name>://<runtime_version>): ipamd compares it with CRI Version.
+    const v = await cri.version();
+    kube.upsertNode(NODE_NAME, `${v.runtime_name}://${v.runtime_version}`);
 
     let lastChangeAt = Date.now();
     const n: ContainerdNode = {
@@ -190,7 +192,9 @@ export async function createContainerdNode(o: ContainerdNodeOptions = {}): Promi
         ENI_IPAM_GC_INTERVAL: '1s', ENI_IPAM_GC_GRACE: '2s', ENI_IPAM_POOL_INTERVAL: '200ms',
         AWS_VPC_K8S_CNI_LOGLEVEL: 'debug',
         // ipamd runs in the test's own namespace: it must not touch the host's links, rules or /etc/cni.
-        ENI_IPAM_HOST_NETWORK: 'false', ENI_IPAM_INSTALL_CNI: 'false', ...o.ipamdEnv,
+        ENI_IPAM_HOST_NETWORK: 'false', ENI_IPAM_INSTALL_CNI: 'false',
+        // The pods' veths and routes live in the node netns: ipamd's kernel source reads them there.
+        ENI_IPAM_CNI_EXEC_NETNS: nodeNetns.path, ...o.ipamdEnv,
       },
       async startIpamd(extra = {}) {
         assert.equal(n.ipamd, undefined, 'ipamd already runs');

@@ -1,8 +1,8 @@
 /**
  * Which build of the CNI plugin a test runs: `node` (the bundled Node plugin,
  * dist/cni-plugin/eni-ipam.cjs, run with this Node) or `shim` (the native shim
- * dist/cni-plugin/eni-ipam, which forwards to ipamd's CNI exec socket and falls back to
- * the Node plugin beside it). The default comes from `ENI_IPAM_TEST_PLUGIN` (`node`
+ * dist/cni-plugin/eni-ipam, which forwards to ipamd's CNI exec socket and answers on its
+ * own when ipamd is not serving). The default comes from `ENI_IPAM_TEST_PLUGIN` (`node`
  * when unset), so a whole test file can be re-run through the shim:
  * `ENI_IPAM_TEST_PLUGIN=shim node --test dist/test/integration/cni-check.test.js`.
  */

@@ -146,7 +146,8 @@ test('STATUS: 0 with ipamd up; 50 when the pool is empty and cannot grow, with i
   // CNI 1.1.0 STATUS: 50 "cannot service ADD requests"; 51 only when existing containers may
   // lose connectivity, which none of these conditions causes (a running pod keeps passing CHECK).
   // t3.medium: 3 ENIs × 5 secondary IPs = 15 pod IPs at most.
-  const n = await startCniNode(t, 'st', { instanceType: 't3.medium', ipamdEnv: { WARM_IP_TARGET: '2' } });
+  // The Node plugin's messages with ipamd down (the shim's: cni-shim-ipamd-down.test.ts).
+  const n = await startCniNode(t, 'st', { instanceType: 't3.medium', ipamdEnv: { WARM_IP_TARGET: '2' }, plugin: 'node' });
   const up = await n.call({ command: 'STATUS' });
   assert.deepEqual([up.code, up.stdout], [0, ''], up.stdout);
   const running = { containerId: newId(), netns: (await n.pod()).path, ifName: 'eth0' };

@@ -151,7 +151,7 @@ test('wasReleased: set by a release (also of a key holding nothing), cleared by 
 test('merge: a sandbox whose DEL was served is neither adopted nor a conflict, even once its IP went to another pod', () => {
   const sandbox = { id: 'gone', podName: 'pod-gone', podNamespace: 'default', podUid: 'uid-gone', ip: IP };
   const base = {
-    kube: { ok: 'absent' as const }, now: 100, graceMs: 60_000, networkName: 'aws-cni', ifName: 'eth0',
+    kube: { ok: 'absent' as const }, kernel: { ok: true as const, podIps: new Set<string>(), podVeths: 0 }, now: 100, graceMs: 60_000, networkName: 'aws-cni', ifName: 'eth0',
     isOurIp: () => true, cri: { ok: true as const, items: [sandbox] }, wasReleased: (id: string) => id === 'gone',
   };
   const free = mergeEvidence({ ...base, allocations: [], holderOf: () => undefined });

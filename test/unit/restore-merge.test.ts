@@ -12,7 +12,7 @@ const sb = (id: string, ip?: string) => ({ id, podName: `pod-${id}`, podNamespac
 function input(p: Partial<MergeInput>): MergeInput {
   const allocations = p.allocations ?? [];
   return {
-    allocations, cri: { ok: true, items: [] }, kube: { ok: 'absent' }, now: 100_000, graceMs: 60_000,
+    allocations, cri: { ok: true, items: [] }, kube: { ok: 'absent' }, kernel: { ok: true, podIps: new Set(), podVeths: 0 }, now: 100_000, graceMs: 60_000,
     networkName: 'aws-cni', ifName: 'eth0', isOurIp: (ip) => ip.startsWith('10.0.'),
     holderOf: (ip) => allocations.find((a) => a.ipv4 === ip), ...p,
   };

@@ -1,0 +1,120 @@
+/**
+ * The node's kernel as restore evidence (DESIGN §4 rule 5), the pure half: parses the
+ * output of one `ip -json -batch -` run of `route show table main`, `link show type veth`
+ * and `rule show` (iproute2 ≥ 5, each command printing one JSON array, one per line)
+ * into the pod IPs the kernel shows wired.
+ *
+ * A pod IP is **vouched for by the kernel** when the main table holds a host route
+ * `<ip>/32 dev <veth>` whose device is a veth whose peer lives in another network
+ * namespace (`ip -j link` prints `link_netnsid` for such a veth, and `link` (the peer's
+ * name) when the peer is in the same namespace). The CNI plugin wires exactly that
+ * (cni-plugin/wiring.ts) and the kernel deletes the veth, and with it the route, when
+ * the pod's namespace goes away, so the route cannot outlive the pod.
+ *
+ * The pod's ip rules (`to <ip>/32 lookup main`, `from <ip>/32 lookup <table>`) are
+ * reported beside it (`rules`), but a rule alone vouches for nothing: rules are bound
+ * to no device, so after a pod namespace vanished without a CNI DEL they stay forever
+ * and would keep a genuinely leaked allocation from ever being released.
+ *
+ * Anything that is not exactly that shape makes the whole read fail
+ * ({@link KernelParseError}): the caller then counts the kernel as unreadable and
+ * freezes releases, never as "no pods".
+ */
+import ipaddr from 'ipaddr.js';
+
+/** One pod IP the kernel shows wired. */
+export interface KernelPodRoute {
+  /** IPv4 dotted quad of the `/32` host route. */
+  ip: string;
+  /** Host-side veth name (`dev` of the route). */
+  dev: string;
+  /** ip rules naming this IP (`to` or `from`, as `/32` or bare), 0 if none. */
+  rules: number;
+}
+
+/** The kernel's view of the node's pods. */
+export interface KernelEvidence {
+  /** Pod IPs wired to a veth whose peer is in another netns, by IP. */
+  pods: Map<string, KernelPodRoute>;
+  /** Veths whose peer is in another netns (pod veths), whether or not a route names them. */
+  podVeths: number;
+  /** IPs that only ip rules name (no route to a pod veth): leftovers or half-done wiring; informational. */
+  rulesOnly: string[];
+}
+
+/** The `ip -json -batch -` input that {@link parseKernelOutput} expects, one command a line. */
+export const KERNEL_BATCH = 'route show table main\nlink show type veth\nrule show\n';
+
+/** The output of `ip -json` was not what iproute2 prints; `message` says what and where. */
+export class KernelParseError extends Error {
+  override name = 'KernelParseError';
+}
+
+type Json = Record<string, unknown>;
+
+/**
+ * Splits the batch output into its top-level JSON arrays. iproute2 prints one array
+ * per command, one per line; a command that printed nothing (old iproute2 with an
+ * empty table) is not accepted: the caller must see exactly three arrays.
+ * @throws KernelParseError if a line is not a JSON array of objects.
+ */
+function arrays(text: string): Json[][] {
+  const out: Json[][] = [];
+  for (const [n, line] of text.split('\n').entries()) {
+    if (line.trim() === '') continue;
+    let v: unknown;
+    try {
+      v = JSON.parse(line);
+    } catch (e) {
+      throw new KernelParseError(`ip -json output line ${n + 1} is not JSON (${(e as Error).message}): ${line.slice(0, 80)}`);
+    }
+    if (!Array.isArray(v) || v.some((x) => typeof x !== 'object' || x === null || Array.isArray(x))) {
+      throw new KernelParseError(`ip -json output line ${n + 1} is not an array of objects: ${line.slice(0, 80)}`);
+    }
+    out.push(v as Json[]);
+  }
+  return out;
+}
+
+/** `10.0.0.5` or `10.0.0.5/32` → `10.0.0.5`; undefined for anything else (other prefixes, IPv6, `default`). */
+function hostIpv4(dst: unknown): string | undefined {
+  if (typeof dst !== 'string') return undefined;
+  const [addr, len, extra] = dst.split('/');
+  if (extra !== undefined || (len !== undefined && len !== '32')) return undefined;
+  return addr !== undefined && ipaddr.IPv4.isValidFourPartDecimal(addr) ? addr : undefined;
+}
+
+/**
+ * Parses the three arrays of one `ip -json -batch -` run of {@link KERNEL_BATCH}.
+ * @param text stdout of `ip -json -batch -` (UTF-8).
+ * @returns the pod IPs the kernel vouches for, the number of pod veths, and rule-only IPs.
+ * @throws KernelParseError when the output is not three JSON arrays of the expected
+ *   objects (a route without `dst`, a link without `ifname`, a rule without `priority`).
+ */
+export function parseKernelOutput(text: string): KernelEvidence {
+  const parts = arrays(text);
+  if (parts.length !== 3) throw new KernelParseError(`expected 3 JSON arrays from ip -json -batch (routes, veths, rules), got ${parts.length}`);
+  const [routes, links, rules] = parts as [Json[], Json[], Json[]];
+  const podVeths = new Set<string>();
+  for (const l of links) {
+    if (typeof l['ifname'] !== 'string') throw new KernelParseError(`ip -json link entry without ifname: ${JSON.stringify(l).slice(0, 120)}`);
+    // link_netnsid: the peer is in another netns. Its absence (and a `link` name) means a local pair.
+    if (typeof l['link_netnsid'] === 'number') podVeths.add(l['ifname']);
+  }
+  const ruleCount = new Map<string, number>();
+  for (const r of rules) {
+    if (typeof r['priority'] !== 'number') throw new KernelParseError(`ip -json rule entry without priority: ${JSON.stringify(r).slice(0, 120)}`);
+    const ips = new Set([hostIpv4(r['dst']), hostIpv4(r['src'])].filter((x): x is string => !!x));
+    for (const ip of ips) ruleCount.set(ip, (ruleCount.get(ip) ?? 0) + 1);
+  }
+  const pods = new Map<string, KernelPodRoute>();
+  for (const r of routes) {
+    if (typeof r['dst'] !== 'string') throw new KernelParseError(`ip -json route entry without dst: ${JSON.stringify(r).slice(0, 120)}`);
+    const ip = hostIpv4(r['dst']);
+    const dev = r['dev'];
+    if (!ip || typeof dev !== 'string' || !podVeths.has(dev) || r['type'] !== undefined && r['type'] !== 'unicast') continue;
+    pods.set(ip, { ip, dev, rules: ruleCount.get(ip) ?? 0 });
+  }
+  const rulesOnly = [...ruleCount.keys()].filter((ip) => !pods.has(ip)).sort();
+  return { pods, podVeths: podVeths.size, rulesOnly };
+}

@@ -1,0 +1,97 @@
+/**
+ * Plausibility before trust (DESIGN §4 rule 5), pure: a source that answers is not yet a
+ * source that is right. The seed outage was a *reachable wrong* runtime (the containerd
+ * socket mounted while kubelet used docker) answering "no sandboxes", and every pod was
+ * declared dead. A read is **suspect** (its "gone" is not believed; releases freeze) when:
+ *
+ * - **coverage**: the kernel shows pod veths for at least {@link SUSPECT_MIN_BASE}
+ *   addresses this ipamd holds (allocations older than the GC grace, or, without a
+ *   checkpoint, unverified IPs), and the source knows fewer than a quarter of them
+ *   ({@link SUSPECT_MAX_KNOWN_FRACTION}). A right runtime lists a READY sandbox for
+ *   every wired pod (allocations younger than the grace are left out: their ADD may
+ *   still be under way); a right Kubernetes source lists every pod bound to the node.
+ * - **identity** (runtime only): the CRI `Version` answer (runtime name and version)
+ *   differs from the node's `status.nodeInfo.containerRuntimeVersion` (kubelet builds it
+ *   as `<runtime_name>://<runtime_version>` from the same RPC), or from the identity this
+ *   boot's checkpoint recorded — unless the runtime proves itself by knowing every one of
+ *   (at least one) kernel-wired allocations, as after an in-place runtime upgrade, or
+ *   nothing is at stake (no allocation older than the grace, no wired pod).
+ *
+ * A suspect source still vouches: what it lists is kept live. Only its silence is ignored.
+ */
+
+/** Runtime identity from CRI `Version` (`runtime_name`, `runtime_version`). */
+export interface RuntimeIdentity {
+  name: string;
+  version: string;
+}
+
+/** Fewest kernel-wired held addresses for the coverage rule to judge a source. */
+export const SUSPECT_MIN_BASE = 2;
+/** A source knowing fewer than this fraction of the kernel-wired held addresses is suspect. */
+export const SUSPECT_MAX_KNOWN_FRACTION = 0.25;
+
+/** `containerd 1.6.20` — the identity as people write it. */
+export function formatIdentity(id: RuntimeIdentity | undefined): string {
+  return id ? `${id.name} ${id.version}`.trim() : 'identity unknown';
+}
+
+/** `containerd://1.6.20` (as kubelet reports `containerRuntimeVersion`) → identity; undefined when not of that shape. */
+export function parseNodeRuntimeVersion(s: string | undefined): RuntimeIdentity | undefined {
+  if (!s) return undefined;
+  const i = s.indexOf('://');
+  if (i <= 0) return undefined;
+  return { name: s.slice(0, i), version: s.slice(i + 3) };
+}
+
+/** True when both identities name the same runtime and version. */
+export function sameIdentity(a: RuntimeIdentity, b: RuntimeIdentity): boolean {
+  return a.name === b.name && a.version === b.version;
+}
+
+/** What the coverage rule found for one source. */
+export interface Coverage {
+  /** Kernel-wired held addresses the rule judges on. */
+  base: number;
+  /** Of those, how many the source knows. */
+  known: number;
+  /** True when the source is suspect by coverage. */
+  suspect: boolean;
+}
+
+/** Applies the coverage rule: `known` of `base` kernel-wired held addresses. */
+export function coverage(base: number, known: number): Coverage {
+  return { base, known, suspect: base >= SUSPECT_MIN_BASE && known < base * SUSPECT_MAX_KNOWN_FRACTION };
+}
+
+/** Inputs of {@link runtimeIdentityVerdict}. */
+export interface IdentityInput {
+  /** The runtime's answer to `Version`; undefined when it did not answer it (old runtime, stand-in). */
+  runtime?: RuntimeIdentity;
+  /** `status.nodeInfo.containerRuntimeVersion` of this node, when the Kubernetes source read it. */
+  nodeRuntimeVersion?: string;
+  /** The identity this boot's checkpoint recorded, if any. */
+  recorded?: RuntimeIdentity;
+  /** The runtime's coverage of kernel-wired allocations (proves a same-runtime upgrade). */
+  cov: Coverage;
+  /** Allocations older than the GC grace (what a lie could release); 0 means nothing is at stake. */
+  heldOld: number;
+}
+
+/**
+ * The identity rule. @returns the reason the runtime is suspect, or undefined.
+ * An unknown runtime identity is never suspect by itself (the coverage rule still applies).
+ */
+export function runtimeIdentityVerdict(endpoint: string, i: IdentityInput): string | undefined {
+  if (!i.runtime) return undefined;
+  const node = parseNodeRuntimeVersion(i.nodeRuntimeVersion);
+  if (node && !sameIdentity(node, i.runtime)) {
+    return `runtime at ${endpoint} is ${formatIdentity(i.runtime)} but the node reports ${i.nodeRuntimeVersion} (status.nodeInfo.containerRuntimeVersion): kubelet uses another runtime`;
+  }
+  // Proven: it knows every kernel-wired pod, or nothing it could wrongly release exists.
+  const proven = (i.cov.base >= 1 && i.cov.known === i.cov.base) || (i.cov.base === 0 && i.heldOld === 0);
+  if (i.recorded && !sameIdentity(i.recorded, i.runtime) && !proven && !node) {
+    return `runtime at ${endpoint} is ${formatIdentity(i.runtime)} but this boot's checkpoint recorded ${formatIdentity(i.recorded)}, and it does not know the sandboxes the kernel shows wired`;
+  }
+  return undefined;
+}

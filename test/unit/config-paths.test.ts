@@ -1,0 +1,70 @@
+/**
+ * Start-up validation of ipamd's path settings (issue 10 "Also fix"): a checkpoint under
+ * /proc (ipamd used to spin at ~90 % CPU and never serve), a checkpoint path that is a
+ * directory (EISDIR without the variable), a Unix socket path over the 107-byte sun_path
+ * limit (a misleading ENOENT chmod and a stray socket under a truncated name). The real
+ * ipamd binary is started with each bad value and must exit 1 at once with one line
+ * naming the variable, having created nothing.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { IPAMD_PATH } from '../../demo/ipamd-process.js';
+import { checkConfigOnDisk, ConfigError, loadConfig } from '../../ipamd/config.js';
+
+/** Runs ipamd with `env` (nothing else of the test's environment that ipamd reads); resolves with its exit code and stderr, or fails after `ms`. */
+function runIpamd(env: NodeJS.ProcessEnv, ms = 10_000): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, [IPAMD_PATH], { env: { PATH: process.env.PATH, AWS_EC2_METADATA_SERVICE_ENDPOINT: 'http://127.0.0.1:9', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => { p.kill('SIGKILL'); reject(new Error(`ipamd did not exit within ${ms} ms; stderr: ${stderr.slice(0, 500)}`)); }, ms);
+    p.on('close', (code) => { clearTimeout(timer); resolve({ code, stderr }); });
+  });
+}
+
+test('a bad path setting stops ipamd at start with one line naming the variable', async (t) => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-cfg-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const sockDir = path.join(dir, 's'.repeat(100));
+  await mkdir(sockDir);
+  await mkdir(path.join(dir, 'ckpt-dir'));
+  const ok = { ENI_IPAM_SOCKET: path.join(dir, 'ipamd.sock'), ENI_IPAM_CHECKPOINT_PATH: path.join(dir, 'ipam.json') };
+  const cases: Array<{ env: NodeJS.ProcessEnv; variable: string; why: RegExp }> = [
+    { env: { ENI_IPAM_CHECKPOINT_PATH: '/proc/self/ipam.json' }, variable: 'ENI_IPAM_CHECKPOINT_PATH', why: /\/proc is a pseudo filesystem/ },
+    { env: { ENI_IPAM_CHECKPOINT_PATH: '/sys/kernel/ipam.json' }, variable: 'ENI_IPAM_CHECKPOINT_PATH', why: /\/sys is a pseudo filesystem/ },
+    { env: { ENI_IPAM_CHECKPOINT_PATH: '/var/../proc/x' }, variable: 'ENI_IPAM_CHECKPOINT_PATH', why: /\/proc is a pseudo filesystem/ },
+    { env: { ENI_IPAM_CHECKPOINT_PATH: path.join(dir, 'ckpt-dir') }, variable: 'ENI_IPAM_CHECKPOINT_PATH', why: /is a directory/ },
+    { env: { ENI_IPAM_SOCKET: path.join(sockDir, 'ipamd.sock') }, variable: 'ENI_IPAM_SOCKET', why: /at most 107 bytes.*this one is 1\d\d/ },
+    { env: { ENI_IPAM_CNI_EXEC_SOCKET: path.join(sockDir, 'x.sock') }, variable: 'ENI_IPAM_CNI_EXEC_SOCKET', why: /at most 107 bytes/ },
+    { env: { ENI_IPAM_SOCKET: path.join(dir, `${'s'.repeat(107 - dir.length - 9)}`, 'ipam.sk') }, variable: 'ENI_IPAM_SOCKET', why: /exec socket beside it .* too long/ },
+    { env: { CRI_RUNTIME_ENDPOINT: `unix://${path.join(sockDir, 'cri.sock')}` }, variable: 'CRI_RUNTIME_ENDPOINT', why: /at most 107 bytes/ },
+  ];
+  for (const c of cases) {
+    const r = await runIpamd({ ...ok, ...c.env });
+    assert.equal(r.code, 1, `${JSON.stringify(c.env)}: ${r.stderr}`);
+    const lines = r.stderr.trim().split('\n');
+    assert.equal(lines.length, 1, r.stderr);
+    assert.match(lines[0]!, new RegExp(`^eni-ipamd: ${c.variable}=".*" is invalid: `), r.stderr);
+    assert.match(lines[0]!, c.why, r.stderr);
+  }
+  // Nothing was created: no socket under a truncated name, no checkpoint.
+  assert.deepEqual(await readdir(sockDir), []);
+  assert.deepEqual((await readdir(dir)).sort(), ['ckpt-dir', 's'.repeat(100)]);
+});
+
+test('loadConfig/checkConfigOnDisk accept the defaults and a 107-byte socket path', () => {
+  const c = loadConfig({});
+  assert.equal(c.checkpointPath, '/var/run/eni-ipam/ipam.json');
+  const sock = `/${'a'.repeat(106)}`;
+  assert.equal(Buffer.byteLength(sock), 107);
+  assert.equal(loadConfig({ ENI_IPAM_SOCKET: sock, ENI_IPAM_CNI_EXEC_SOCKET: '/run/x.sock' }).socketPath, sock);
+  assert.throws(() => loadConfig({ ENI_IPAM_SOCKET: `${sock}b` }), (e: unknown) => e instanceof ConfigError && e.variable === 'ENI_IPAM_SOCKET');
+  // A multi-byte path counts bytes, not characters.
+  assert.throws(() => loadConfig({ ENI_IPAM_SOCKET: `/${'é'.repeat(54)}` }), ConfigError);
+  checkConfigOnDisk({ ...c, checkpointPath: '/nonexistent/dir/ipam.json' });
+  assert.throws(() => checkConfigOnDisk({ ...c, checkpointPath: '/dev/null' }), /not a regular file/);
+});
