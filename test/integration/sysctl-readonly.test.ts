@@ -18,8 +18,8 @@ import { run } from '../../demo/netns.js';
 import { createInstalledCniNode } from '../helpers/containerd-cni-node.js';
 import { waitFor } from '../helpers/wait.js';
 
-/** Runs "$@" with /proc/sys read-only in a private mount namespace (what a non-privileged container sees). */
-const READ_ONLY_PROC_SYS = ['unshare', '-m', '--propagation', 'private', 'sh', '-ec', 'mount --bind /proc/sys /proc/sys; mount -o remount,bind,ro /proc/sys; exec "$@"', 'ro-proc-sys'];
+/** Runs "$@" with /proc/sys read-only in a mount namespace of its own (what a non-privileged container sees); host mounts still propagate in (slave, like HostToContainer), so new pod netns are visible. */
+const READ_ONLY_PROC_SYS = ['unshare', '-m', '--propagation', 'slave', 'sh', '-ec', 'mount --bind /proc/sys /proc/sys; mount -o remount,bind,ro /proc/sys; exec "$@"', 'ro-proc-sys'];
 
 test('ipamd with a read-only /proc/sys and wrong sysctls starts, serves, and reports them', async (t) => {
   const n = await createInstalledCniNode({ instanceType: 'm5.large', nodeSysctls: false, ipamdPrefix: READ_ONLY_PROC_SYS });
