@@ -69,10 +69,11 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
 
   const gate = new ReleaseGate();
   gate.onChange((frozen, reasons) => (frozen ? log.warn({ reasons }, 'releases frozen') : log.info('releases unfrozen')));
-  let load = await loadCheckpoint(config.checkpointPath, checkpointBoundsFor(inv.limits.maxEnis, inv.limits.ipv4PerEni));
+  const bounds = checkpointBoundsFor(inv.limits.maxEnis, inv.limits.ipv4PerEni);
+  let load = await loadCheckpoint(config.checkpointPath, bounds);
   // No checkpoint of our own: take over from aws-node's, if it left one this boot (issue 10 item 6).
   const fromAwsNode = load.kind === 'missing'
-    ? await importAwsNodeCheckpoint({ path: config.awsNodeCheckpointPath, asideDir: path.dirname(config.checkpointPath), bootId, networkName: config.networkName, log })
+    ? await importAwsNodeCheckpoint({ path: config.awsNodeCheckpointPath, asideDir: path.dirname(config.checkpointPath), bootId, networkName: config.networkName, maxEntries: bounds.maxEntries, log })
     : undefined;
   if (fromAwsNode?.kind === 'imported') load = fromAwsNode.load;
   restoreFromCheckpoint({ load, bootId, ds, gate, log, path: config.checkpointPath, now: Date.now(), ...(fromAwsNode?.kind === 'imported' ? { importedFrom: config.awsNodeCheckpointPath } : {}) });
@@ -81,7 +82,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   let runtimeIdentity = (): CheckpointData['runtime'] => recordedIdentity;
   const snapshot = (): CheckpointData => {
     const runtime = runtimeIdentity();
-    return { version: 1, bootId, allocations: ds.allocations(), cooldown: ds.coolingEntries(Date.now()), released: ds.releasedEntries(), ...(runtime ? { runtime } : {}) };
+    return { version: 1, bootId, allocations: ds.allocations(), cooldown: ds.coolingEntries(Date.now()), released: ds.releasedEntries().slice(-bounds.maxEntries), ...(runtime ? { runtime } : {}) };
   };
   const writer = new CheckpointWriter(config.checkpointPath, snapshot);
   await writer.commit();

@@ -52,10 +52,11 @@ export type AwsNodeConversion =
  * timestamp in ms; `eniId` '' (the datastore fills it from EC2). The network name becomes
  * `networkName` (ours): after the take-over the runtime's DELs come through our conflist,
  * with its name; the names changed are listed in `renamedFrom`. Pure.
- * @returns `ok: false` with a reason for content that is not JSON, not this schema, or of
- *          another version (the whole file is then left unimported); never throws.
+ * @returns `ok: false` with a reason for content that is not JSON, not this schema, of
+ *          another version, or with more than `maxEntries` allocations (the node's bound,
+ *          checkpointBoundsFor) — the whole file is then left unimported; never throws.
  */
-export function convertAwsNodeCheckpoint(text: string, p: { bootId: string; networkName: string }): AwsNodeConversion {
+export function convertAwsNodeCheckpoint(text: string, p: { bootId: string; networkName: string; maxEntries?: number }): AwsNodeConversion {
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -72,6 +73,8 @@ export function convertAwsNodeCheckpoint(text: string, p: { bootId: string; netw
     const i = r.error.issues[0]!;
     return { ok: false, reason: `schema invalid at ${i.path.map(String).join('.') || '(root)'}: ${i.message}` };
   }
+  const n = r.data.allocations?.length ?? 0;
+  if (p.maxEntries !== undefined && n > p.maxEntries) return { ok: false, reason: `implausible: ${n} allocations, more than this node's ENIs can hold (${p.maxEntries})` };
   const allocations: CheckpointAllocation[] = [];
   const skipped: SkippedEntry[] = [];
   const renamed = new Set<string>();

@@ -48,6 +48,8 @@ export async function kernelBootTimeMs(statPath = '/proc/stat'): Promise<number>
  */
 export async function importAwsNodeCheckpoint(p: {
   path: string; asideDir: string; bootId: string; networkName: string; log: Logger; now?: Date; bootTimeMs?: number;
+  /** Most allocations this node can hold (checkpointBoundsFor); more makes the file implausible. */
+  maxEntries?: number;
 }): Promise<AwsNodeImport> {
   const { log } = p;
   const reject = async (reason: string): Promise<AwsNodeImport> => {
@@ -70,7 +72,7 @@ export async function importAwsNodeCheckpoint(p: {
   }
   if (read.kind === 'missing') return { kind: 'missing' };
   if (read.kind === 'bad') return reject(read.reason);
-  const conv = convertAwsNodeCheckpoint(read.text, { bootId: p.bootId, networkName: p.networkName });
+  const conv = convertAwsNodeCheckpoint(read.text, { bootId: p.bootId, networkName: p.networkName, ...(p.maxEntries !== undefined ? { maxEntries: p.maxEntries } : {}) });
   if (!conv.ok) return reject(conv.reason);
   if (conv.skipped.length > 0) log.warn({ skipped: conv.skipped }, 'aws-node checkpoint entries not imported');
   if (conv.renamedFrom.length > 0) log.warn({ from: conv.renamedFrom, to: p.networkName }, 'aws-node allocations imported under this ipamd\'s network name (the runtime\'s DELs now come through its conflist)');

@@ -57,6 +57,8 @@ test('convert refuses unknown versions, non-JSON and schema errors with a reason
     [awsFile([{ networkName: 'aws-cni', containerID: '', ifName: 'eth0', ipv4: '10.0.0.1', allocationTimestamp: 1 }]), /allocations\.0\.containerID/],
     [awsFile([{ networkName: 'aws-cni', containerID: 'x', ifName: 'eth0', ipv4: '10.0.0.300', allocationTimestamp: 1 }]), /allocations\.0\.ipv4/],
   ];
+  const many = convertAwsNodeCheckpoint(awsFile(), { ...p, maxEntries: 1 });
+  assert.match(!many.ok ? many.reason : '', /implausible: 3 allocations, more than this node's ENIs can hold \(1\)/);
   for (const [text, why] of cases) {
     const r = convertAwsNodeCheckpoint(text, p);
     assert.equal(r.ok, false, text);
