@@ -8,7 +8,8 @@
  * gauges, `awscni_add_ip_req_count`, `awscni_del_ip_req_count`, ...). Ours are prefixed
  * `eni_ipam_` and use base units (seconds): ADD/DEL latency histograms, EC2 latency per
  * action, per-action/outcome EC2 counters, retries, budget waits, IPs per state (cooling
- * included), waiting ADDs, and the release gate (frozen 1/0 and its reasons).
+ * included), waiting ADDs, the release gate (frozen 1/0 and its reasons), and the node
+ * kernel settings ipamd checks (`eni_ipam_node_sysctl_ok{sysctl}`, network/sysctl.ts).
  *
  * Gauges are sampled from the datastore and the release gate at scrape time
  * (prom-client `collect()`), so they can never drift from the state they describe.
@@ -27,6 +28,8 @@ export interface MetricsSources {
   pool?: { readonly waiting: number };
   /** ENI limit of the node (MAX_ENI capped by the instance) and the addresses those ENIs can hold for pods. */
   limits?: () => { maxEni: number; ipMax: number };
+  /** Node kernel settings ipamd checks (network/sysctl.ts): `eni_ipam_node_sysctl_ok{sysctl}`. */
+  sysctls?: () => Array<{ sysctl: string; ok: boolean }>;
   /** Clock in ms (default Date.now). */
   now?: () => number;
   /** How many addresses are quarantined now (`eni_ipam_quarantined_ips`). */
@@ -97,7 +100,7 @@ export function packageVersion(): string {
 export function createMetrics(o: CreateMetricsOptions = {}): IpamdMetrics {
   const registry = new Registry();
   const registers = [registry];
-  let src: MetricsSources | undefined = o.ds && o.gate ? { ds: o.ds, gate: o.gate, ...(o.pool ? { pool: o.pool } : {}), ...(o.limits ? { limits: o.limits } : {}), ...(o.now ? { now: o.now } : {}), ...(o.evidence ? { evidence: o.evidence } : {}) } : undefined;
+  let src: MetricsSources | undefined = o.ds && o.gate ? { ds: o.ds, gate: o.gate, ...(o.pool ? { pool: o.pool } : {}), ...(o.limits ? { limits: o.limits } : {}), ...(o.sysctls ? { sysctls: o.sysctls } : {}), ...(o.now ? { now: o.now } : {}), ...(o.evidence ? { evidence: o.evidence } : {}) } : undefined;
   const counts = (): DatastoreCounts | undefined => src?.ds.counts((src.now ?? Date.now)());
   const sampled = (name: string, help: string, pick: (c: DatastoreCounts) => number) => new Gauge({
     name, help, registers,
@@ -136,6 +139,10 @@ export function createMetrics(o: CreateMetricsOptions = {}): IpamdMetrics {
   });
   void ipsByState;
   sampled('eni_ipam_cooling_ip_addresses', 'Released IPs still in IP_COOLDOWN_PERIOD: neither available nor assigned', (c) => c.cooling);
+  new Gauge({
+    name: 'eni_ipam_node_sysctl_ok', help: '1 when a node kernel setting ipamd needs is right, 0 when wrong or unreadable (set by the privileged init container)', labelNames: ['sysctl'], registers,
+    collect() { this.reset(); for (const c of src?.sysctls?.() ?? []) this.set({ sysctl: c.sysctl }, c.ok ? 1 : 0); },
+  });
   const conflicts = new Counter({ name: 'eni_ipam_ip_conflicts_total', help: 'ADDs refused because the node already routed the assigned IP to another pod (duplicate IP; the IP is quarantined)', registers });
   new Gauge({ name: 'eni_ipam_quarantined_ips', help: 'IPs quarantined after a duplicate was found at wiring time: never handed out until the other route is gone', registers, collect() { this.set(src?.quarantined?.() ?? 0); } });
   new Gauge({ name: 'eni_ipam_waiting_adds', help: 'ADDs waiting for the pool to refill', registers, collect() { this.set(src?.pool?.waiting ?? 0); } });
