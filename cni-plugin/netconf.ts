@@ -32,6 +32,8 @@ const schema = z.looseObject({
   ipamdSocket: z._default(z.string({ error: 'ipamdSocket must be a string' }).check(z.regex(/^\//, 'ipamdSocket must be an absolute path')), DEFAULT_IPAMD_SOCKET),
   logFile: z.optional(z.string({ error: 'logFile must be a string' }).check(z.regex(/^\//, 'logFile must be an absolute path'))),
   execSocket: z.optional(z.string({ error: 'execSocket must be a string' }).check(z.regex(/^(\/.*)?$/, 'execSocket must be an absolute path or empty'))),
+  ipamdWaitSeconds: z.optional(z.number({ error: 'ipamdWaitSeconds must be a number' }).check(z.gte(0, 'ipamdWaitSeconds must be >= 0'), z.lte(300, 'ipamdWaitSeconds must be <= 300'))),
+  nodePlugin: z.optional(z.string({ error: 'nodePlugin must be a string' }).check(z.regex(/^(\/.*)?$/, 'nodePlugin must be an absolute path or empty'))),
   prevResult: z.optional(z.record(z.string(), z.unknown(), { error: 'prevResult must be an object' })),
   runtimeConfig: z.optional(z.record(z.string(), z.unknown(), { error: 'runtimeConfig must be an object' })),
 });
@@ -51,10 +53,20 @@ export interface NetConf {
   /** When set, one JSON line per invocation is appended to this file. */
   logFile?: string;
   /**
-   * ipamd's CNI exec socket, read by the native shim only (cni-plugin/shim): '' = do not
-   * use it; absent = the shim's default `/var/run/eni-ipam/cni-exec.sock`.
+   * ipamd's CNI exec socket, read by the native shim only (cni-plugin/shim): absent = the
+   * shim's default `/var/run/eni-ipam/cni-exec.sock`; '' = none (needs `nodePlugin`).
    */
   execSocket?: string;
+  /**
+   * Native shim only: how long (s, 0-300, default 10) an ADD waits for ipamd to serve
+   * (a DaemonSet rolling update) before CNI error 11.
+   */
+  ipamdWaitSeconds?: number;
+  /**
+   * Native shim only (developer mode): absolute path of the Node plugin to exec when
+   * ipamd cannot take the call. ipamd writes it only with ENI_IPAM_CNI_EXEC=false.
+   */
+  nodePlugin?: string;
   /** The previous result (DEL, CHECK), as the runtime sent it. */
   prevResult?: Record<string, unknown>;
   /** Runtime-provided capability values. */

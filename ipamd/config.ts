@@ -37,9 +37,10 @@
  * | ENI_IPAM_HOST_NETWORK | true | per-ENI links, route tables, ip rules and SNAT on the node |
  * | ENI_IPAM_INSTALL_CNI | true | once serving, install the plugin and the conflist |
  * | ENI_IPAM_CNI_CONF_DIR | /etc/cni/net.d | where the conflist goes (temp file + rename in the same dir) |
- * | ENI_IPAM_CNI_BIN_DIR | /opt/cni/bin | where the plugin is copied: the shim as `eni-ipam`, the Node plugin as `eni-ipam.cjs` |
- * | ENI_IPAM_CNI_EXEC | true | serve CNI invocations forwarded by the native shim in-process (false: the shim runs the Node plugin) |
+ * | ENI_IPAM_CNI_BIN_DIR | /opt/cni/bin | where the plugin is copied: the shim as `eni-ipam` (and the Node plugin `eni-ipam.cjs` only with ENI_IPAM_CNI_EXEC=false) |
+ * | ENI_IPAM_CNI_EXEC | true | serve CNI invocations forwarded by the native shim in-process (false, developer mode: the Node plugin is installed and the shim runs it; needs Node on the host) |
  * | ENI_IPAM_CNI_EXEC_SOCKET | cni-exec.sock beside ENI_IPAM_SOCKET | the exec socket (mode 0600), named in the conflist as `execSocket` |
+ * | ENI_IPAM_CNI_IPAMD_WAIT | 10s | written into the conflist as `ipamdWaitSeconds`: how long the shim's ADD waits for ipamd to serve (≤ 300 s) |
  * | ENI_IPAM_CNI_EXEC_NETNS | unset (ipamd's own) | netns path the exec socket wires the node side in (tests/demos running ipamd outside the node netns) |
  * | ENI_IPAM_ADD_WAIT_TIMEOUT | 10s | how long an ADD waits for a refill when the pool is empty |
  * | ENI_IPAM_SHRINK_DELAY | 60s | how long a surplus must persist before it is released |
@@ -76,7 +77,7 @@ export interface IpamdConfig {
   logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal'; logFormat: 'json' | 'pretty';
   socketPath: string; checkpointPath: string; metricsBindAddress: string; introspectionBindAddress: string;
   installCni: boolean; cniConfDir: string; cniBinDir: string; hostNetworking: boolean;
-  cniExec: boolean; cniExecSocket: string; cniExecNetns?: string;
+  cniExec: boolean; cniExecSocket: string; cniExecNetns?: string; cniIpamdWaitMs: number;
   disableMetrics: boolean; disableIntrospection: boolean;
   addWaitTimeoutMs: number; shrinkDelayMs: number; reconcileIntervalMs: number; gcIntervalMs: number; gcGraceMs: number; poolIntervalMs: number;
   ec2RatePerSecond: number; ec2Burst: number; ec2TimeoutMs: number; ec2MaxAttempts: number;
@@ -138,9 +139,10 @@ const SPECS: VarSpec[] = [
   v('ENI_IPAM_HOST_NETWORK', 'hostNetworking', bool(), 'true', 'Set up per-ENI links, route tables, ip rules and SNAT on the node (off only for demos/tests without real ENIs).'),
   v('ENI_IPAM_INSTALL_CNI', 'installCni', bool(), 'true', 'Once serving, copy the plugin into the CNI bin dir and write the conflist into the CNI conf dir.'),
   v('ENI_IPAM_CNI_CONF_DIR', 'cniConfDir', absolutePath(), '/etc/cni/net.d', 'CNI conf dir the conflist is written to (temp file + rename in the same dir).'),
-  v('ENI_IPAM_CNI_BIN_DIR', 'cniBinDir', absolutePath(), '/opt/cni/bin', 'CNI bin dir the plugin is copied to: the native shim as eni-ipam, the Node plugin beside it as eni-ipam.cjs.'),
-  v('ENI_IPAM_CNI_EXEC', 'cniExec', bool(), 'true', 'Serve CNI invocations forwarded by the native shim on the exec socket, in-process (no Node start per pod); false: no exec socket, the shim always runs the Node plugin.'),
+  v('ENI_IPAM_CNI_BIN_DIR', 'cniBinDir', absolutePath(), '/opt/cni/bin', 'CNI bin dir the plugin is copied to: the native shim as eni-ipam (plus the Node plugin eni-ipam.cjs only with ENI_IPAM_CNI_EXEC=false).'),
+  v('ENI_IPAM_CNI_EXEC', 'cniExec', bool(), 'true', 'Serve CNI invocations forwarded by the native shim on the exec socket, in-process (no Node start per pod). false is a developer mode: no exec socket; the Node plugin is installed beside the shim, named in the conflist as nodePlugin, and run for every call (needs Node on the host).'),
   v('ENI_IPAM_CNI_EXEC_SOCKET', 'cniExecSocket', absolutePath(), undefined, 'Unix socket (mode 0600) of the CNI exec server, written into the conflist as execSocket.', 'cni-exec.sock beside ENI_IPAM_SOCKET'),
+  v('ENI_IPAM_CNI_IPAMD_WAIT', 'cniIpamdWaitMs', duration(), '10s', 'Written into the conflist as ipamdWaitSeconds: how long the shim\'s ADD waits (retrying) for ipamd to serve, e.g. during a DaemonSet rolling update, before CNI error 11 (at most 300s).'),
   v('ENI_IPAM_CNI_EXEC_NETNS', 'cniExecNetns', absolutePath(), undefined, "Network namespace (path) in which exec-socket invocations wire the node side; only shims running in it are served. For tests and demos that run ipamd outside the node's namespace.", "ipamd's own"),
   v('ENI_IPAM_ADD_WAIT_TIMEOUT', 'addWaitTimeoutMs', duration(), '10s', 'How long an ADD waits for a refill when the pool is empty.'),
   v('ENI_IPAM_SHRINK_DELAY', 'shrinkDelayMs', duration(), '60s', 'How long a surplus must persist before it is released.'),
@@ -192,6 +194,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): IpamdConfig {
   const c = out as unknown as IpamdConfig;
   if (c.podMtu === undefined) c.podMtu = c.eniMtu;
   if (c.cniExecSocket === undefined) c.cniExecSocket = `${c.socketPath.slice(0, c.socketPath.lastIndexOf('/') + 1)}cni-exec.sock`;
+  if (c.cniIpamdWaitMs > 300_000) throw new ConfigError('ENI_IPAM_CNI_IPAMD_WAIT', `ENI_IPAM_CNI_IPAMD_WAIT=${quote(env.ENI_IPAM_CNI_IPAMD_WAIT ?? '')} is invalid: expected a duration up to 300s (the shim's bound)`);
   if (c.warmPrefixTarget !== undefined && !c.enablePrefixDelegation) {
     throw new ConfigError('WARM_PREFIX_TARGET',
       `WARM_PREFIX_TARGET=${quote(env.WARM_PREFIX_TARGET ?? '')} is invalid: it requires ENABLE_PREFIX_DELEGATION=true (ENABLE_PREFIX_DELEGATION is ${quote(env.ENABLE_PREFIX_DELEGATION || 'false')})`);

@@ -7,6 +7,8 @@ import type http from 'node:http';
 import path from 'node:path';
 import { CheckpointWriter, loadCheckpoint, readBootId, type CheckpointData } from './checkpoint/index.js';
 import { CniExecServer } from './cni-exec/server.js';
+import { DelSpool } from './cni-exec/spool-applier.js';
+import { spoolDirFor } from './cni-exec/spool.js';
 import type { IpamdConfig } from './config.js';
 import { EniManager } from './controller/eni-manager.js';
 import { PoolController } from './controller/pool-controller.js';
@@ -68,6 +70,12 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   const snapshot = (): CheckpointData => ({ version: 1, bootId, allocations: ds.allocations(), cooldown: ds.coolingEntries(Date.now()) });
   const writer = new CheckpointWriter(config.checkpointPath, snapshot);
   await writer.commit();
+  // DELs the shim spooled while ipamd was down: applied before the first evidence pass, so none is adopted.
+  const spool = new DelSpool({
+    dir: spoolDirFor(config.cniExecSocket), ds, persist: () => writer.commit(), log, registry: metrics.registry,
+    vethPrefix: config.vethPrefix, ...(config.cniExecNetns ? { nodeNetns: config.cniExecNetns } : {}),
+  });
+  await spool.applyPending('startup');
   const evidence = await startEvidence({ config, ds, gate, log, persist: () => writer.commit() });
 
   const maxEni = Math.min(config.maxEni ?? inv.limits.maxEnis, inv.limits.maxEnis);
@@ -134,10 +142,12 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     })
     : undefined;
   await cniExec?.listen();
+  await spool.start(() => pool.trigger()); // entries spooled since the start-up pass (the socket was not there yet)
   if (config.installCni) {
     const written = await installCni({
       confDir: config.cniConfDir, binDir: config.cniBinDir, networkName: config.networkName,
       podMtu: config.podMtu, vethPrefix: config.vethPrefix, ipamdSocket: config.socketPath, execSocket: cniExec ? config.cniExecSocket : '',
+      ipamdWaitSeconds: config.cniIpamdWaitMs / 1000,
     });
     log.info(written, 'installed the CNI plugin and conflist (ipamd is serving)');
   }
@@ -152,6 +162,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     ds, gate, pool,
     async stop(graceMs = 10_000) {
       await cniExec?.close(graceMs); // its invocations call the RPCs: they finish first
+      await spool.stop();
       await rpc.shutdown(graceMs);
       await lifecycle?.stop();
       await pool.stop();

@@ -15,10 +15,11 @@
  *    (cni-plugin/code-cache.ts). With `--no-code-cache` the inner bundle is written as
  *    is (what the bench compares against).
  *
- * 3. the native shim, dist/cni-plugin/eni-ipam (cni-plugin/shim/eni-ipam-shim.c, gcc
- *    -O2, linked statically when libc.a is installed so it runs on any Linux host):
- *    the binary installed as the CNI plugin; it forwards to ipamd's exec socket and
- *    execs `eni-ipam.cjs` beside it when ipamd cannot take the call.
+ * 3. the native shim, dist/cni-plugin/eni-ipam (cni-plugin/shim/*.c, gcc -O2, linked
+ *    statically when libc.a is installed so it runs on any Linux host, with the CNI
+ *    versions of cni-plugin/versions.ts compiled in): the binary installed as the CNI
+ *    plugin; it forwards to ipamd's exec socket and answers on its own when ipamd
+ *    cannot take the call (it needs no Node.js).
  *
  * CLI: `node scripts/bundle-plugin.mjs [--no-code-cache] [--outfile PATH]`. Prints the
  * output sizes; exits non-zero on any esbuild or gcc error. The shim is built only
@@ -26,7 +27,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -113,6 +114,21 @@ export async function bundlePlugin(o = {}) {
   return { outfile, bytes: statSync(outfile).size, innerBytes: Buffer.byteLength(innerSource), sourceHash };
 }
 
+/**
+ * The CNI versions of cni-plugin/versions.ts (SUPPORTED_VERSIONS, LATEST_VERSION), read
+ * from its source so the shim's VERSION answer comes from the same one list.
+ * @returns {{ supported: string[], latest: string }}
+ * @throws Error when versions.ts no longer has the two constants in the expected shape.
+ */
+export function cniVersions() {
+  const src = readFileSync(`${root}cni-plugin/versions.ts`, 'utf8');
+  const list = /SUPPORTED_VERSIONS:[^=]*=\s*\[([^\]]*)\]/.exec(src);
+  const latest = /LATEST_VERSION\s*=\s*'([0-9.]+)'/.exec(src);
+  const supported = list ? [...list[1].matchAll(/'([0-9.]+)'/g)].map((m) => m[1]) : [];
+  if (!latest || supported.length === 0) throw new Error('bundle-plugin: cannot read SUPPORTED_VERSIONS / LATEST_VERSION from cni-plugin/versions.ts');
+  return { supported, latest: latest[1] };
+}
+
 /** Where `npm run build` writes the shim (beside the Node plugin it falls back to). */
 export const DEFAULT_SHIM_OUTFILE = `${root}dist/cni-plugin/eni-ipam`;
 
@@ -134,7 +150,10 @@ export function buildShim(o = {}) {
     throw new Error(`bundle-plugin: gcc is needed to build the CNI shim (bash scripts/ensure-deps.sh installs gcc and libc6-dev): ${e.message}`);
   }
   const isStatic = libcA.startsWith('/') && existsSync(libcA);
-  execFileSync('gcc', ['-O2', '-Wall', '-Wextra', '-Werror', ...(isStatic ? ['-static'] : []), '-o', tmp, `${root}cni-plugin/shim/eni-ipam-shim.c`], { stdio: ['ignore', 'inherit', 'inherit'] });
+  const v = cniVersions();
+  const defines = [`-DENI_IPAM_VERSIONS=${JSON.stringify(v.supported.map((x) => JSON.stringify(x)).join(','))}`, `-DENI_IPAM_LATEST_VERSION=${JSON.stringify(v.latest)}`];
+  const sources = readdirSync(`${root}cni-plugin/shim`).filter((f) => f.endsWith('.c')).sort().map((f) => `${root}cni-plugin/shim/${f}`);
+  execFileSync('gcc', ['-O2', '-Wall', '-Wextra', '-Werror', ...defines, ...(isStatic ? ['-static'] : []), '-o', tmp, ...sources], { stdio: ['ignore', 'inherit', 'inherit'] });
   chmodSync(tmp, 0o755);
   renameSync(tmp, outfile);
   return { outfile, bytes: statSync(outfile).size, static: isStatic };

@@ -1,24 +1,38 @@
 /*
  * eni-ipam-shim: the CNI binary `eni-ipam` (installed by ipamd, ipamd/startup/cni-install.ts).
+ * It is what the runtime executes on the host, and the host has no Node.js (EKS AMIs,
+ * Bottlerocket): every verb is answered here when ipamd cannot take it.
  *
- * All CNI logic is TypeScript. This program only carries one invocation to ipamd's CNI
- * exec socket, which runs the plugin code in-process (ipamd/cni-exec), and relays the
- * answer, so a pod ADD does not pay for a Node start. Wire format: the docstring of
- * ipamd/cni-exec/protocol.ts (the one description of it; keep both sides in step).
+ * All CNI logic is TypeScript and runs inside ipamd: this program carries one invocation
+ * to ipamd's CNI exec socket and relays the answer. Wire format: ipamd/cni-exec/protocol.ts
+ * (the one description of it; keep both sides in step).
  *
- * 1. Reads stdin (the network config) and finds the socket in its top-level
- *    "execSocket" string (default DEFAULT_EXEC_SOCKET; "" = do not use it).
- * 2. Connects. If that fails (ipamd down or not started: ENOENT, ECONNREFUSED, ...),
- *    nothing was sent: it execs the Node plugin `eni-ipam.cjs` beside its own binary
- *    with the same environment and the same stdin bytes (so VERSION, and DEL with ipamd
- *    down, work exactly as the Node plugin does). Same when the config cannot be
- *    scanned, or when ipamd answers "F" (run it yourself; sent before doing anything).
- * 3. Otherwise it sends the request and writes ipamd's stdout/stderr bytes and exit code.
- *    After the request was sent it never falls back: a dropped connection, a malformed
- *    or late answer is CNI error 11 (try again later) on stdout, exit 1, so an ADD can
- *    never run twice.
+ * 1. Reads stdin (the network config, at most MAX_STDIN bytes: a larger one is CNI error
+ *    7, never cut; one that is not a JSON object, or nests over 64 deep, is error 6) and scans its top level for "execSocket" (default DEFAULT_EXEC_SOCKET),
+ *    "ipamdWaitSeconds" (ADD's wait for ipamd, default 10, 0-300) and "nodePlugin".
+ * 2. VERSION is answered here, from the versions the build passes in (scripts/bundle-plugin.mjs
+ *    reads them from cni-plugin/versions.ts, so there is one list).
+ * 3. Connects and sends the request; ipamd answers R (ran it: relay stdout, stderr, exit code),
+ *    U (not serving, nothing done) or F (cannot run it here, nothing done).
+ * 4. ipamd not serving (no socket, connection refused, or U):
+ *    - ADD retries the connection until ipamdWaitSeconds have passed (a DaemonSet rolling
+ *      update), then CNI error 11 "ipamd is not serving";
+ *    - DEL is recorded in the spool (<dir of execSocket>/del-spool, spool.c; ipamd applies
+ *      it before its first evidence pass, or as soon as it sees it) and succeeds (exit 0,
+ *      no output, as any DEL);
+ *    - CHECK and GC: CNI error 11; STATUS: 50 (spec 1.1.0, "plugin not available").
+ *    F: DEL is spooled too; STATUS 50; other verbs CNI error 5 with ipamd's reason (it names
+ *    the DaemonSet setting that is missing: hostNetwork, hostPID, the /var/run/netns mount).
+ * 5. After the request was sent it never runs anything else: a dropped connection, a
+ *    malformed or late answer is CNI error 11, so an ADD can never run twice.
  *
- * Build: gcc -O2 -static (scripts/bundle-plugin.mjs). Linux only.
+ * Developer mode: with a "nodePlugin" path in the config (ipamd writes it only when
+ * ENI_IPAM_CNI_EXEC=false), the shim execs that Node plugin (same env and stdin) wherever
+ * it would otherwise fail for lack of ipamd (no execSocket, not serving, F). Production
+ * configs do not have it: nothing here ever needs Node.
+ *
+ * Build: gcc -O2 -static with -DENI_IPAM_VERSIONS and -DENI_IPAM_LATEST_VERSION
+ * (scripts/bundle-plugin.mjs). Linux only.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -36,178 +50,135 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+#include "shim.h"
+
+#ifndef ENI_IPAM_VERSIONS
+#error "build with scripts/bundle-plugin.mjs: it passes -DENI_IPAM_VERSIONS from cni-plugin/versions.ts"
+#endif
+#ifndef ENI_IPAM_LATEST_VERSION
+#error "build with scripts/bundle-plugin.mjs: it passes -DENI_IPAM_LATEST_VERSION from cni-plugin/versions.ts"
+#endif
 
 #define DEFAULT_EXEC_SOCKET "/var/run/eni-ipam/cni-exec.sock"
-#define NODE_PLUGIN_NAME "eni-ipam.cjs"
+#define SPOOL_SUBDIR "del-spool"      /* spool.ts SPOOL_DIR_NAME */
 #define MAX_STDIN (8u << 20)          /* protocol.ts MAX_STDIN_BYTES */
 #define MAX_RESPONSE (64u << 20)
 #define RESPONSE_TIMEOUT_MS 110000    /* longer than any verb's deadlines at ipamd */
-#define TRY_AGAIN 11                  /* CNI "try again later" */
+#define DEFAULT_WAIT_S 10.0           /* ADD's wait for ipamd to serve */
+#define MAX_WAIT_S 300.0
+#define RETRY_MS 200
+
+enum { INCOMPATIBLE = 1, INVALID_ENV = 4, IO_FAILURE = 5, DECODE = 6, INVALID_CONFIG = 7, TRY_AGAIN = 11, NOT_AVAILABLE = 50 };
 
 extern char **environ;
+char cni_version[16] = ENI_IPAM_LATEST_VERSION;
 
-struct buf { char *p; size_t len, cap; };
+static struct buf in;                 /* stdin */
+static size_t in_total;               /* stdin bytes, including any beyond MAX_STDIN */
+static const char *verb = "";
+static char node_plugin[PATH_MAX];    /* "" = developer mode off */
+static struct sockaddr_un addr = { .sun_family = AF_UNIX };
 
-static void put(struct buf *b, const void *d, size_t n) {
-  if (b->len + n > b->cap) {
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->len + n) cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p) { fputs("eni-ipam: out of memory\n", stderr); exit(1); }
-    b->p = p; b->cap = cap;
-  }
-  memcpy(b->p + b->len, d, n);
-  b->len += n;
-}
-
-static void put_u32(struct buf *b, uint32_t v) {
-  unsigned char x[4] = { v >> 24, v >> 16, v >> 8, v };
-  put(b, x, 4);
-}
-
-static void put_field(struct buf *b, const void *d, size_t n) { put_u32(b, (uint32_t)n); put(b, d, n); }
-
-static int write_all(int fd, const char *p, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0) { if (errno == EINTR) continue; return -1; }
-    p += w; n -= (size_t)w;
-  }
-  return 0;
-}
-
-/* ---- a small, careful scan of the top level of a JSON object (RFC 8259) ---- */
-
-static const char *ws(const char *p, const char *e) {
-  while (p < e && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
-  return p;
-}
-
-/* p at '"': returns the position after the closing quote, or NULL. */
-static const char *skip_string(const char *p, const char *e) {
-  for (p++; p < e; p++) {
-    if (*p == '\\') { if (++p >= e) return NULL; }
-    else if (*p == '"') return p + 1;
-    else if ((unsigned char)*p < 0x20) return NULL;
-  }
-  return NULL;
-}
-
-static const char *skip_value(const char *p, const char *e, int depth) {
-  p = ws(p, e);
-  if (p >= e || depth > 64) return NULL;
-  if (*p == '"') return skip_string(p, e);
-  if (*p == '{' || *p == '[') {
-    char close = *p == '{' ? '}' : ']';
-    p = ws(p + 1, e);
-    if (p < e && *p == close) return p + 1;
-    for (;;) {
-      if (close == '}') {
-        if (p >= e || *p != '"' || !(p = skip_string(p, e))) return NULL;
-        p = ws(p, e);
-        if (p >= e || *p++ != ':') return NULL;
-      }
-      if (!(p = skip_value(p, e, depth + 1))) return NULL;
-      p = ws(p, e);
-      if (p < e && *p == ',') { p = ws(p + 1, e); continue; }
-      if (p < e && *p == close) return p + 1;
-      return NULL;
-    }
-  }
-  const char *s = p; /* number, true, false, null */
-  while (p < e && ((*p && strchr("+-.eE", *p)) || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z'))) p++;
-  return p > s ? p : NULL;
-}
-
-/*
- * Finds the top-level member `key` whose value is a string. Returns 1 (copied to out,
- * last occurrence wins as in JSON.parse), 0 (absent or not a string), -1 (not a JSON
- * object, or a key/value with escapes this scan does not decode, or too long).
- */
-static int top_level_string(const char *json, size_t n, const char *key, char *out, size_t outsz) {
-  const char *p = ws(json, json + n), *e = json + n;
-  int found = 0;
-  if (p >= e || *p++ != '{') return -1;
-  p = ws(p, e);
-  if (p < e && *p == '}') return ws(p + 1, e) == e ? 0 : -1;
-  for (;;) {
-    if (p >= e || *p != '"') return -1;
-    const char *k = p + 1, *ke = skip_string(p, e);
-    if (!ke) return -1;
-    size_t klen = (size_t)(ke - 1 - k);
-    if (memchr(k, '\\', klen)) return -1; /* an escaped key could spell `key` */
-    int match = klen == strlen(key) && memcmp(k, key, klen) == 0;
-    p = ws(ke, e);
-    if (p >= e || *p++ != ':') return -1;
-    p = ws(p, e);
-    const char *v = p;
-    if (!(p = skip_value(p, e, 0))) return -1;
-    if (match) {
-      if (*v != '"') found = 0;
-      else {
-        size_t vlen = (size_t)(p - 1 - (v + 1));
-        if (memchr(v + 1, '\\', vlen) || vlen >= outsz) return -1;
-        memcpy(out, v + 1, vlen);
-        out[vlen] = '\0';
-        found = 1;
-      }
-    }
-    p = ws(p, e);
-    if (p < e && *p == ',') { p = ws(p + 1, e); continue; }
-    if (p < e && *p == '}') return ws(p + 1, e) == e ? found : -1;
-    return -1;
-  }
-}
-
-/* ---- outcomes ---- */
-
-static char cni_version[16] = "1.1.0";
-
-static void json_str(struct buf *b, const char *s) {
-  put(b, "\"", 1);
-  for (; *s; s++) {
-    char esc[8];
-    if (*s == '"' || *s == '\\') { esc[0] = '\\'; esc[1] = *s; put(b, esc, 2); }
-    else if ((unsigned char)*s < 0x20) { snprintf(esc, sizeof esc, "\\u%04x", (unsigned char)*s); put(b, esc, 6); }
-    else put(b, s, 1);
-  }
-  put(b, "\"", 1);
-}
-
-/* Prints the CNI error object (spec "Error") and exits 1. */
-static void cni_error(int code, const char *msg, const char *details) {
+void cni_error(int code, const char *msg, const char *details) {
   struct buf b = {0};
   char num[16];
-  put(&b, "{\"cniVersion\":", 14);
+  put_str(&b, "{\"cniVersion\":");
   json_str(&b, cni_version);
   snprintf(num, sizeof num, ",\"code\":%d", code);
-  put(&b, num, strlen(num));
-  put(&b, ",\"msg\":", 7);
+  put_str(&b, num);
+  put_str(&b, ",\"msg\":");
   json_str(&b, msg);
-  put(&b, ",\"details\":", 11);
+  put_str(&b, ",\"details\":");
   json_str(&b, details);
-  put(&b, "}", 1);
+  put_str(&b, "}");
   write_all(1, b.p, b.len);
   exit(1);
 }
 
-/* Execs the Node plugin beside this binary with the same env and the same stdin bytes. */
-static void run_node_plugin(const struct buf *in, const char *why) {
-  char self[PATH_MAX], plugin[PATH_MAX + 16];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) cni_error(TRY_AGAIN, "cannot find the eni-ipam Node plugin", strerror(errno));
-  self[n] = '\0';
-  char *slash = strrchr(self, '/');
-  if (slash) slash[1] = '\0';
-  snprintf(plugin, sizeof plugin, "%s%s", slash ? self : "./", NODE_PLUGIN_NAME);
-  if (getenv("ENI_IPAM_SHIM_DEBUG")) fprintf(stderr, "eni-ipam: running %s: %s\n", plugin, why);
+static int is_supported(const char *v) {
+  char q[24];
+  if (strlen(v) > 16) return 0;
+  snprintf(q, sizeof q, "\"%s\"", v);
+  return strstr(ENI_IPAM_VERSIONS, q) != NULL;
+}
+
+static long long now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* Developer mode: execs the Node plugin named by "nodePlugin" with the same env and stdin bytes. */
+static void run_node_plugin(const char *why) {
+  if (getenv("ENI_IPAM_SHIM_DEBUG")) fprintf(stderr, "eni-ipam: running %s: %s\n", node_plugin, why);
   int fd = memfd_create("eni-ipam-stdin", 0);
-  if (fd < 0 || write_all(fd, in->p ? in->p : "", in->len) < 0 || lseek(fd, 0, SEEK_SET) < 0 || dup2(fd, 0) < 0)
+  if (fd < 0 || write_all(fd, in.p ? in.p : "", in.len) < 0 || lseek(fd, 0, SEEK_SET) < 0 || dup2(fd, 0) < 0)
     cni_error(TRY_AGAIN, "cannot pass stdin to the eni-ipam Node plugin", strerror(errno));
   if (fd != 0) close(fd);
-  char *argv[] = { plugin, NULL };
-  execv(plugin, argv);
-  cni_error(TRY_AGAIN, "cannot run the eni-ipam Node plugin", strerror(errno));
+  char *argv[] = { node_plugin, NULL };
+  execv(node_plugin, argv);
+  cni_error(TRY_AGAIN, "cannot run the eni-ipam Node plugin (nodePlugin in the network config)", strerror(errno));
+}
+
+static int valid_name(const char *s) { /* netconf.ts: ^[a-zA-Z0-9][a-zA-Z0-9_.-]*$ */
+  if (!*s) return 0;
+  for (const char *p = s; *p; p++) {
+    int alnum = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9');
+    if (!alnum && (p == s || !strchr("_.-", *p))) return 0;
+  }
+  return 1;
+}
+
+static int valid_ifname(const char *s) { /* veth-name.ts ifNameError: 1-15 bytes, not . or .., no / : or space */
+  size_t n = strlen(s);
+  if (n == 0 || n > 15 || !strcmp(s, ".") || !strcmp(s, "..")) return 0;
+  for (const char *p = s; *p; p++) if (*p == '/' || *p == ':' || (unsigned char)*p <= ' ' || *p == 0x7f) return 0;
+  return 1;
+}
+
+/* DEL while ipamd cannot take it: validate what the spool needs, record it, succeed. */
+static void spool_this_del(const char *cause) {
+  char v[64], name[256], dir[sizeof addr.sun_path + 16], why[512];
+  int r = top_level_string(in.p ? in.p : "", in.len, "cniVersion", v, sizeof v);
+  if (r < 0) cni_error(DECODE, "failed to decode the network configuration", "stdin is not a JSON object the shim can read while ipamd is not serving");
+  if (r == 0) cni_error(INVALID_CONFIG, "invalid network configuration", "cniVersion: cniVersion must be a string");
+  if (!is_supported(v)) {
+    char d[128];
+    snprintf(d, sizeof d, "supported: %s", ENI_IPAM_VERSIONS);
+    cni_error(INCOMPATIBLE, "unsupported cniVersion", d);
+  }
+  if (top_level_string(in.p, in.len, "name", name, sizeof name) != 1 || !valid_name(name))
+    cni_error(INVALID_CONFIG, "invalid network configuration", "name: must start with a letter or digit and contain only letters, digits, \"_\", \".\" and \"-\"");
+  const char *cid = getenv("CNI_CONTAINERID"), *ifn = getenv("CNI_IFNAME"), *ns = getenv("CNI_NETNS");
+  if (!cid || !*cid || !ifn || !*ifn)
+    cni_error(INVALID_ENV, !cid || !*cid ? (!ifn || !*ifn ? "missing CNI_CONTAINERID, CNI_IFNAME" : "missing CNI_CONTAINERID") : "missing CNI_IFNAME", "required for CNI_COMMAND=DEL");
+  if (!valid_name(cid)) cni_error(INVALID_ENV, "invalid CNI_CONTAINERID", "expected [A-Za-z0-9][A-Za-z0-9_.-]*");
+  if (!valid_ifname(ifn)) cni_error(INVALID_ENV, "invalid CNI_IFNAME", "expected 1-15 bytes without '/', ':' or whitespace");
+  snprintf(dir, sizeof dir, "%s", addr.sun_path);
+  char *slash = strrchr(dir, '/');
+  snprintf(slash + 1, sizeof dir - (size_t)(slash + 1 - dir), "%s", SPOOL_SUBDIR);
+  if (spool_del(dir, name, cid, ifn, ns ? ns : "", why, sizeof why) != 0)
+    cni_error(TRY_AGAIN, "ipamd is not serving and the DEL could not be recorded, try again later", why);
+  fprintf(stderr, "eni-ipam: ipamd is not serving (%s): DEL of %s/%s recorded in %s for ipamd to apply\n", cause, cid, ifn, dir);
+  exit(0);
+}
+
+/* ipamd cannot take this invocation now (`cause`): the verb's answer when ipamd is down. */
+static void not_serving(const char *cause, double waited_s) {
+  char msg[512];
+  if (!strcmp(verb, "DEL")) spool_this_del(cause);
+  if (!strcmp(verb, "STATUS")) {
+    snprintf(msg, sizeof msg, "ipamd is not serving on %s", addr.sun_path);
+    cni_error(NOT_AVAILABLE, msg, cause);
+  }
+  if (!strcmp(verb, "ADD") || !strcmp(verb, "CHECK") || !strcmp(verb, "GC")) {
+    if (waited_s > 0) snprintf(msg, sizeof msg, "ipamd is not serving on %s (waited %.1f s), try again later", addr.sun_path, waited_s);
+    else snprintf(msg, sizeof msg, "ipamd is not serving on %s, try again later", addr.sun_path);
+    cni_error(TRY_AGAIN, msg, cause);
+  }
+  if (!*verb) cni_error(INVALID_ENV, "missing CNI_COMMAND", "expected ADD, DEL, CHECK, GC, STATUS or VERSION");
+  snprintf(msg, sizeof msg, "CNI_COMMAND %.64s is not implemented", verb);
+  cni_error(INVALID_ENV, msg, "implemented: VERSION, ADD, DEL, CHECK, GC, STATUS");
 }
 
 static void netns_id(const char *path, char *out, size_t outsz) {
@@ -218,14 +189,14 @@ static void netns_id(const char *path, char *out, size_t outsz) {
 }
 
 static uint32_t get_u32(const unsigned char *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+static void put_u32(struct buf *b, uint32_t v) { unsigned char x[4] = { v >> 24, v >> 16, v >> 8, v }; put(b, x, 4); }
+static void put_field(struct buf *b, const void *d, size_t n) { put_u32(b, (uint32_t)n); put(b, d, n); }
 
 /* Reads the whole response (until EOF) within the deadline. Returns 0, or -1 with errno. */
 static int read_response(int fd, struct buf *r) {
-  struct timespec t0, t;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
+  long long t0 = now_ms();
   for (;;) {
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    long left = RESPONSE_TIMEOUT_MS - ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
+    long long left = RESPONSE_TIMEOUT_MS - (now_ms() - t0);
     struct pollfd pfd = { .fd = fd, .events = POLLIN };
     int pr = left > 0 ? poll(&pfd, 1, (int)left) : 0;
     if (pr < 0 && errno == EINTR) continue;
@@ -241,29 +212,82 @@ static int read_response(int fd, struct buf *r) {
   }
 }
 
+/* The short reason of an F or U answer (one line for messages). */
+static void answer_reason(const struct buf *r, char *why, size_t whysz) {
+  const unsigned char *p = (const unsigned char *)r->p;
+  size_t n = r->len >= 9 && 9 + (size_t)get_u32(p + 5) == r->len ? get_u32(p + 5) : 0;
+  if (n > whysz - 1) n = whysz - 1;
+  memcpy(why, r->p + 9, n);
+  why[n] = '\0';
+}
+
+/*
+ * Sends the request on a connected socket and acts on the answer. Returns only for U
+ * (ipamd not serving, nothing done), with its reason in `why`.
+ */
+static void exchange(int fd, const struct buf *req, char *why, size_t whysz) {
+  if (write_all(fd, req->p, req->len) < 0) cni_error(TRY_AGAIN, "lost the connection to ipamd while sending, try again later", strerror(errno));
+  struct buf r = {0};
+  if (read_response(fd, &r) < 0) cni_error(TRY_AGAIN, "no answer from ipamd, try again later", strerror(errno));
+  close(fd);
+  const unsigned char *p = (const unsigned char *)r.p;
+  if (r.len < 5 || memcmp(p, "EIX1", 4) != 0) cni_error(TRY_AGAIN, "ipamd closed the connection without an answer, try again later", "outcome unknown; the runtime retries");
+  if (p[4] == 'U' || p[4] == 'F') {
+    answer_reason(&r, why, whysz);
+    if (p[4] == 'U') return;
+    if (*node_plugin) run_node_plugin(why);
+    if (!strcmp(verb, "DEL")) spool_this_del(why);
+    if (!strcmp(verb, "STATUS")) cni_error(NOT_AVAILABLE, why, "ipamd cannot run CNI invocations from this plugin");
+    cni_error(IO_FAILURE, why, "ipamd refused to run this invocation; nothing was done");
+  }
+  if (p[4] == 'R' && r.len >= 13) {
+    uint32_t code = get_u32(p + 5), olen = get_u32(p + 9);
+    if (13 + (size_t)olen + 4 <= r.len) {
+      uint32_t elen = get_u32(p + 13 + olen);
+      if (17 + (size_t)olen + elen == r.len) {
+        write_all(2, r.p + 17 + olen, elen);
+        if (write_all(1, r.p + 13, olen) < 0) exit(1);
+        exit(code > 255 ? 1 : (int)code);
+      }
+    }
+  }
+  cni_error(TRY_AGAIN, "malformed answer from ipamd, try again later", "outcome unknown; the runtime retries");
+}
+
 int main(void) {
-  struct buf in = {0};
   char chunk[65536];
-  for (;;) { /* stdin: the network configuration */
+  for (;;) { /* stdin: the network configuration; beyond MAX_STDIN only counted */
     ssize_t n = read(0, chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    if (in.len + (size_t)n > MAX_STDIN) run_node_plugin(&in, "stdin larger than the exec protocol allows"); /* unreachable in practice */
-    put(&in, chunk, (size_t)n);
+    in_total += (size_t)n;
+    if (in.len + (size_t)n <= MAX_STDIN) put(&in, chunk, (size_t)n);
+  }
+  if (!in.p) put(&in, "", 0);
+  verb = getenv("CNI_COMMAND") ? getenv("CNI_COMMAND") : "";
+  if (!strcmp(verb, "VERSION")) {
+    static const char out[] = "{\"cniVersion\":\"" ENI_IPAM_LATEST_VERSION "\",\"supportedVersions\":[" ENI_IPAM_VERSIONS "]}";
+    return write_all(1, out, sizeof out - 1) < 0 ? 1 : 0;
   }
   char ver[sizeof cni_version];
-  if (top_level_string(in.p ? in.p : "", in.len, "cniVersion", ver, sizeof ver) == 1 && ver[0] && strspn(ver, "0123456789.") == strlen(ver))
-    strcpy(cni_version, ver);
+  if (in_total <= MAX_STDIN && top_level_string(in.p, in.len, "cniVersion", ver, sizeof ver) == 1 && is_supported(ver)) strcpy(cni_version, ver);
+  if (in_total > MAX_STDIN) {
+    char d[160];
+    snprintf(d, sizeof d, "stdin has %zu bytes; eni-ipam accepts at most %u (8 MiB)", in_total, MAX_STDIN);
+    cni_error(INVALID_CONFIG, "network configuration too large", d);
+  }
+  if (!json_is_object(in.p, in.len))
+    cni_error(DECODE, "failed to decode the network configuration", "stdin is not a JSON object (or is nested more than 64 deep)");
+  if (top_level_string(in.p, in.len, "nodePlugin", node_plugin, sizeof node_plugin) != 1 || node_plugin[0] != '/') node_plugin[0] = '\0';
+  double wait_s = DEFAULT_WAIT_S, w;
+  if (top_level_number(in.p, in.len, "ipamdWaitSeconds", &w) == 1 && w >= 0 && w <= MAX_WAIT_S) wait_s = w;
+  int found = top_level_string(in.p, in.len, "execSocket", addr.sun_path, sizeof addr.sun_path);
+  if (found != 1) strcpy(addr.sun_path, DEFAULT_EXEC_SOCKET); /* absent, or not scannable: ipamd's answer will say what is wrong */
+  if (addr.sun_path[0] != '/') {
+    if (*node_plugin) run_node_plugin("execSocket is empty");
+    cni_error(INVALID_CONFIG, "invalid network configuration", "execSocket: must be the absolute path of ipamd's CNI exec socket (an empty one needs nodePlugin)");
+  }
 
-  struct sockaddr_un addr = { .sun_family = AF_UNIX };
-  int found = top_level_string(in.p ? in.p : "", in.len, "execSocket", addr.sun_path, sizeof addr.sun_path);
-  if (found < 0) run_node_plugin(&in, "config not scanned (not a plain JSON object)");
-  if (found == 0) strcpy(addr.sun_path, DEFAULT_EXEC_SOCKET);
-  if (addr.sun_path[0] != '/') run_node_plugin(&in, "execSocket is empty or not an absolute path");
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) run_node_plugin(&in, strerror(errno));
-
-  /* Connected: from here on, never fall back unless ipamd answers "F". */
   struct buf req = {0}, env = {0};
   char self_ns[64], pod_ns[64];
   for (char **e = environ; *e; e++)
@@ -276,31 +300,21 @@ int main(void) {
   put_field(&req, self_ns, strlen(self_ns));
   put_field(&req, pod_ns, strlen(pod_ns));
   signal(SIGPIPE, SIG_IGN);
-  if (write_all(fd, req.p, req.len) < 0) cni_error(TRY_AGAIN, "lost the connection to ipamd while sending, try again later", strerror(errno));
 
-  struct buf r = {0};
-  if (read_response(fd, &r) < 0) cni_error(TRY_AGAIN, "no answer from ipamd, try again later", strerror(errno));
-  const unsigned char *p = (const unsigned char *)r.p;
-  if (r.len < 5 || memcmp(p, "EIX1", 4) != 0) cni_error(TRY_AGAIN, "ipamd closed the connection without an answer, try again later", "outcome unknown; the runtime retries");
-  if (p[4] == 'F' && r.len >= 9 && 9 + (size_t)get_u32(p + 5) == r.len) {
-    char why[512];
-    size_t n = get_u32(p + 5) < sizeof why - 1 ? get_u32(p + 5) : sizeof why - 1;
-    memcpy(why, p + 9, n);
-    why[n] = '\0';
-    close(fd);
-    run_node_plugin(&in, why);
-  }
-  if (p[4] == 'R' && r.len >= 13) {
-    uint32_t code = get_u32(p + 5), olen = get_u32(p + 9);
-    if (13 + (size_t)olen + 4 <= r.len) {
-      uint32_t elen = get_u32(p + 13 + olen);
-      if (17 + (size_t)olen + elen == r.len) {
-        write_all(2, r.p + 17 + olen, elen);
-        if (write_all(1, r.p + 13, olen) < 0) return 1;
-        return code > 255 ? 1 : (int)code;
-      }
+  long long t0 = now_ms(), deadline = t0 + (!strcmp(verb, "ADD") ? (long long)(wait_s * 1000) : 0);
+  char why[512];
+  for (;;) {
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) cni_error(TRY_AGAIN, "cannot create a socket, try again later", strerror(errno));
+    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0) exchange(fd, &req, why, sizeof why); /* returns only for U */
+    else {
+      snprintf(why, sizeof why, "%s: %s", addr.sun_path, strerror(errno));
+      close(fd);
     }
+    if (*node_plugin) run_node_plugin(why);
+    long long left = deadline - now_ms();
+    if (left <= 0) not_serving(why, strcmp(verb, "ADD") ? 0 : (double)(now_ms() - t0) / 1000.0);
+    struct timespec ts = { 0, (left < RETRY_MS ? left : RETRY_MS) * 1000000L };
+    nanosleep(&ts, NULL);
   }
-  cni_error(TRY_AGAIN, "malformed answer from ipamd, try again later", "outcome unknown; the runtime retries");
-  return 1;
 }

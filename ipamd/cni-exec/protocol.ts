@@ -15,19 +15,28 @@
  *       podNetns  field: `<st_dev>:<st_ino>` of stat(CNI_NETNS) as the shim sees it;
  *                 empty when CNI_NETNS is empty; `!<errno>` when stat failed
  *
- *     response = "EIX1" ( "R" exitCode stdout stderr | "F" reason )
+ *     response = "EIX1" ( "R" exitCode stdout stderr | "U" reason | "F" reason )
  *       R         ipamd ran the invocation: u32 exit code, then the stdout and stderr
  *                 fields, which the shim writes to fd 1 and fd 2 before exiting
- *       F         "run it yourself", sent BEFORE anything was done (ipamd wires the
+ *       U         "not serving", sent BEFORE anything was done (ipamd is shutting down):
+ *                 the shim acts as when the socket refuses (ADD waits and retries, DEL is
+ *                 spooled, CHECK/GC code 11, STATUS code 50); `reason` is one line
+ *       F         "cannot run it here", sent BEFORE anything was done (ipamd wires the
  *                 node side in another netns than the shim's, cannot see the pod netns
- *                 the way the shim does, or does not speak this version): the shim
- *                 execs the Node plugin (`eni-ipam.cjs` beside it) with the same env and
- *                 stdin; `reason` is one line for the shim's stderr
+ *                 the way the shim does, or the request is over a limit): `reason` is one
+ *                 line that names the DaemonSet setting to fix. The shim reports it as a
+ *                 CNI error (STATUS 50, other verbs 5; a DEL is spooled instead), or, only
+ *                 with a `nodePlugin` in the config (developer mode), execs that Node
+ *                 plugin with the same env and stdin
  *
  * The shim sends the whole request and then reads. A connection that ends without a
  * complete response means "unknown outcome": the shim reports CNI error 11 (try again
- * later) and never falls back, so an ADD cannot run twice. Limits: env ≤ 64 KiB,
- * stdin ≤ 8 MiB, each netns id ≤ 64 bytes (a larger request is answered "F").
+ * later) and never runs anything else, so an ADD cannot run twice. Limits: env ≤ 64 KiB,
+ * stdin ≤ 8 MiB (the shim refuses a larger config itself, CNI error 7, never cut), each
+ * netns id ≤ 64 bytes (a larger request is answered "F"). ipamd also bounds what a
+ * connection may cost it (server.ts): the whole request must arrive within a deadline
+ * from accept, open connections are capped, and so are the bytes held by requests still
+ * arriving; a connection over a bound is closed (the shim reports code 11).
  */
 
 /** The 4 magic bytes that start every request and response (format version 1). */
@@ -54,7 +63,8 @@ export interface ExecRequest {
 /** Result of {@link decodeRequest}: complete, incomplete (read more) or refused (answer "F"). */
 export type DecodeResult =
   | { state: 'complete'; request: ExecRequest }
-  | { state: 'incomplete' }
+  /** `need`: total bytes required before decoding again can make progress (no point before). */
+  | { state: 'incomplete'; need: number }
   | { state: 'refused'; reason: string };
 
 const LIMITS = [MAX_ENV_BYTES, MAX_STDIN_BYTES, MAX_NETNS_ID_BYTES, MAX_NETNS_ID_BYTES] as const;
@@ -62,22 +72,22 @@ const NAMES = ['env', 'stdin', 'selfNetns', 'podNetns'] as const;
 
 /**
  * Decodes a request from the bytes received so far. Pure.
- * @returns "incomplete" while bytes are missing; "refused" for a foreign magic or a
+ * @returns "incomplete" while bytes are missing (with the size worth waiting for); "refused" for a foreign magic or a
  *   field over its limit (known as soon as its length arrives).
  */
 export function decodeRequest(buf: Buffer): DecodeResult {
   if (buf.length < MAGIC.length) {
-    return MAGIC.subarray(0, buf.length).equals(buf) ? { state: 'incomplete' } : { state: 'refused', reason: 'not an eni-ipam exec request (bad magic)' };
+    return MAGIC.subarray(0, buf.length).equals(buf) ? { state: 'incomplete', need: MAGIC.length } : { state: 'refused', reason: 'not an eni-ipam exec request (bad magic)' };
   }
   if (!buf.subarray(0, MAGIC.length).equals(MAGIC)) return { state: 'refused', reason: `unsupported exec protocol ${JSON.stringify(buf.subarray(0, 4).toString('latin1'))}; this ipamd speaks EIX1` };
   const fields: Buffer[] = [];
   let off = MAGIC.length;
   for (let i = 0; i < NAMES.length; i++) {
-    if (buf.length < off + 4) return { state: 'incomplete' };
+    if (buf.length < off + 4) return { state: 'incomplete', need: off + 4 };
     const len = buf.readUInt32BE(off);
     if (len > LIMITS[i]!) return { state: 'refused', reason: `${NAMES[i]} field of ${len} bytes exceeds ${LIMITS[i]}` };
     off += 4;
-    if (buf.length < off + len) return { state: 'incomplete' };
+    if (buf.length < off + len) return { state: 'incomplete', need: off + len };
     fields.push(buf.subarray(off, off + len));
     off += len;
   }
@@ -108,13 +118,18 @@ export function encodeResult(exitCode: number, stdout: string, stderr: string): 
   return Buffer.concat([MAGIC, Buffer.from('R', 'latin1'), code, ...field(Buffer.from(stdout, 'utf8')), ...field(Buffer.from(stderr, 'utf8'))]);
 }
 
-/** Encodes an "F" response: nothing was done; the shim runs the Node plugin itself. */
+/** Encodes an "F" response: nothing was done; `reason` names what to fix (the shim reports it). */
 export function encodeFallback(reason: string): Buffer {
   return Buffer.concat([MAGIC, Buffer.from('F', 'latin1'), ...field(Buffer.from(reason, 'utf8'))]);
 }
 
+/** Encodes a "U" response: ipamd is not serving; nothing was done (the shim acts as if the socket refused). */
+export function encodeUnavailable(reason: string): Buffer {
+  return Buffer.concat([MAGIC, Buffer.from('U', 'latin1'), ...field(Buffer.from(reason, 'utf8'))]);
+}
+
 /** A decoded response (for tests). */
-export type ExecResponse = { kind: 'R'; exitCode: number; stdout: string; stderr: string } | { kind: 'F'; reason: string };
+export type ExecResponse = { kind: 'R'; exitCode: number; stdout: string; stderr: string } | { kind: 'F' | 'U'; reason: string };
 
 /**
  * Decodes a complete response. Pure.
@@ -133,7 +148,7 @@ export function decodeResponse(buf: Buffer): ExecResponse {
   };
   const kind = String.fromCharCode(buf[4]!);
   let out: ExecResponse;
-  if (kind === 'F') out = { kind, reason: take() };
+  if (kind === 'F' || kind === 'U') out = { kind, reason: take() };
   else if (kind === 'R') {
     if (buf.length < 9) throw new Error('truncated response');
     const exitCode = buf.readUInt32BE(5);

@@ -7,13 +7,23 @@
  *
  * Before running anything, the server checks that running it here gives what the
  * shim's own process would: the shim's netns must be the node netns ipamd wires the
- * host side in (`nodeNetns`, default ipamd's own), and for ADD/CHECK the pod netns path
- * must name the same namespace for ipamd as for the shim (a `/proc/<pid>/ns/net` path
- * needs ipamd in the host PID namespace, a `/var/run/netns/...` one needs the mount
- * propagated into ipamd's container). Otherwise it answers "F" and the shim runs the
- * Node plugin itself. Once an invocation started, it runs to its end even if the shim
- * went away (its outcome is then unknown to the runtime, which retries: ADD and DEL are
+ * host side in (`nodeNetns`, default ipamd's own: the DaemonSet needs hostNetwork), and
+ * for ADD/CHECK the pod netns path must name the same namespace for ipamd as for the
+ * shim (a `/proc/<pid>/ns/net` path needs ipamd in the host PID namespace: hostPID; a
+ * `/var/run/netns/...` one needs that directory mounted with HostToContainer
+ * propagation). Otherwise it answers "F" with a reason that names the DaemonSet setting,
+ * which the shim reports as a CNI error. While shutting down it answers "U" (not
+ * serving). Once an invocation started, it runs to its end even if the shim went away
+ * (its outcome is then unknown to the runtime, which retries: ADD and DEL are
  * idempotent at ipamd).
+ *
+ * Bounds (a client that never finishes must not hold ipamd's memory or fds): the whole
+ * request must arrive within `requestDeadlineMs` of the accept (a deadline, not an idle
+ * timeout: a byte every second does not extend it); at most `maxPending` connections
+ * may be receiving a request at once and `maxConnections` be open in all; the bytes
+ * held by requests still arriving are capped at `maxBufferedBytes` in total. A
+ * connection over a bound is closed at once (nothing was run; the shim reports CNI
+ * error 11 and the runtime retries).
  */
 import { chmod, mkdir, stat } from 'node:fs/promises';
 import net from 'node:net';
@@ -25,10 +35,18 @@ import { runInvocation, type VerbHandler } from '../../cni-plugin/invocation.js'
 import type { Logger } from '../log.js';
 import { removeStaleSocket } from '../rpc/server.js';
 import { startSpawnWorker, type SpawnWorker } from './spawn-worker.js';
-import { decodeRequest, encodeFallback, encodeResult, type ExecRequest } from './protocol.js';
+import { decodeRequest, encodeFallback, encodeResult, encodeUnavailable, type ExecRequest } from './protocol.js';
 
-/** How long a connection may take to deliver its whole request (ms) before it is dropped. */
-export const REQUEST_READ_TIMEOUT_MS = 10_000;
+/** Default deadline (ms from accept) for a connection's whole request; the shim sends it in one go. */
+export const REQUEST_DEADLINE_MS = 5_000;
+/** Default cap on connections still receiving their request. */
+export const MAX_PENDING = 64;
+/** Default cap on open connections (receiving or running). */
+export const MAX_CONNECTIONS = 256;
+/** How long (ms) a shim has to read its answer once sent, before the connection is destroyed. */
+export const ANSWER_READ_GRACE_MS = 10_000;
+/** Default cap on bytes held by requests still arriving, all connections together (two 8 MiB configs fit). */
+export const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
 
 /** Verbs that enter the pod netns by its path (DEL, GC, STATUS, VERSION never do). */
 const ENTERS_POD_NETNS = new Set(['ADD', 'CHECK']);
@@ -56,6 +74,14 @@ export interface CniExecServerOptions {
    * HTTP/2 round trip. Omit to always go over the socket.
    */
   inProcessIpamd?: { socketPath: string; invoke: InProcessUnary };
+  /** Whole-request deadline, ms from accept (default {@link REQUEST_DEADLINE_MS}). */
+  requestDeadlineMs?: number;
+  /** Connections receiving a request at once (default {@link MAX_PENDING}). */
+  maxPending?: number;
+  /** Open connections in all (default {@link MAX_CONNECTIONS}). */
+  maxConnections?: number;
+  /** Bytes held by partial requests, in total (default {@link MAX_BUFFERED_BYTES}). */
+  maxBufferedBytes?: number;
 }
 
 /** `<dev>:<ino>` of the namespace file at `p` (what the shim sends), or `!<code>` when stat fails. */
@@ -68,12 +94,27 @@ export async function netnsId(p: string): Promise<string> {
   }
 }
 
+/**
+ * Sends the answer and half-closes; a peer that does not read it and close within
+ * {@link ANSWER_READ_GRACE_MS} is destroyed (it must not hold an fd and the answer for ever).
+ */
+function answer(c: net.Socket, bytes: Buffer): void {
+  c.end(bytes);
+  const t = setTimeout(() => c.destroy(), ANSWER_READ_GRACE_MS);
+  t.unref();
+  c.once('close', () => clearTimeout(t));
+}
+
 /** The CNI exec server; see the module docstring. */
 export class CniExecServer {
   private readonly server = net.createServer((c) => this.onConnection(c));
   private readonly inFlight = new Set<Promise<void>>();
   private nodeNetnsId = '';
   private closing = false;
+  private pending = 0;
+  private buffered = 0;
+  /** Connections closed for a bound, by bound (for logs and tests). */
+  readonly dropped = { deadline: 0, pending: 0, memory: 0 };
   private spawnWorker: SpawnWorker | undefined;
   private unregisterIpamd: (() => void) | undefined;
 
@@ -94,6 +135,7 @@ export class CniExecServer {
       this.server.once('error', reject);
       this.server.listen(sock, () => { this.server.off('error', reject); resolve(); });
     });
+    this.server.maxConnections = this.o.maxConnections ?? MAX_CONNECTIONS;
     await chmod(sock, 0o600);
     if (this.o.spawnInWorker ?? true) this.spawnWorker = startSpawnWorker();
     shareUnixSessions(true); // the plugin code's calls to ipamd reuse one connection
@@ -105,8 +147,18 @@ export class CniExecServer {
     return this.inFlight.size;
   }
 
+  /** Bytes held now by requests still arriving. */
+  get bufferedBytes(): number {
+    return this.buffered;
+  }
+
+  /** Connections receiving their request now. */
+  get pendingConnections(): number {
+    return this.pending;
+  }
+
   /**
-   * Stops accepting (the socket file goes, so new shims fall back to the Node plugin),
+   * Stops accepting (the socket file goes: new shims wait (ADD) or spool (DEL)),
    * then waits for the running invocations to finish, at most `graceMs`.
    */
   async close(graceMs: number): Promise<void> {
@@ -129,22 +181,51 @@ export class CniExecServer {
   }
 
   private onConnection(c: net.Socket): void {
+    c.on('error', () => undefined); // a shim that went away: nothing to answer
+    if (this.pending >= (this.o.maxPending ?? MAX_PENDING)) {
+      this.drop(c, 'pending', { pending: this.pending });
+      return;
+    }
+    this.pending++;
     const chunks: Buffer[] = [];
     let size = 0;
-    let done = false;
-    c.setTimeout(REQUEST_READ_TIMEOUT_MS, () => { if (!done) c.destroy(); });
-    c.on('error', () => undefined); // a shim that went away: nothing to answer
+    let need = 0;
+    let receiving = true;
+    const stopReceiving = () => {
+      if (!receiving) return;
+      receiving = false;
+      this.pending--;
+      this.buffered -= size;
+      clearTimeout(deadline);
+    };
+    const deadline = setTimeout(() => {
+      if (!receiving) return;
+      stopReceiving();
+      this.drop(c, 'deadline', { bytes: size });
+    }, this.o.requestDeadlineMs ?? REQUEST_DEADLINE_MS);
+    c.on('close', stopReceiving);
     c.on('data', (d: Buffer) => {
-      if (done) return;
+      if (!receiving) return;
+      if (this.buffered + d.length > (this.o.maxBufferedBytes ?? MAX_BUFFERED_BYTES)) {
+        const bytes = size + d.length;
+        stopReceiving();
+        this.drop(c, 'memory', { bytes, bufferedBytes: this.buffered });
+        return;
+      }
       chunks.push(d);
       size += d.length;
+      this.buffered += d.length;
+      if (size < need) return; // decoding cannot progress before `need` bytes
       const r = decodeRequest(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
-      if (r.state === 'incomplete') return;
-      done = true;
-      c.setTimeout(0);
+      if (r.state === 'incomplete') {
+        need = r.need;
+        return;
+      }
+      stopReceiving();
+      chunks.length = 0;
       if (r.state === 'refused') {
-        this.o.log.warn({ reason: r.reason }, 'CNI exec: refused a request, the shim falls back');
-        c.end(encodeFallback(r.reason));
+        this.o.log.warn({ reason: r.reason }, 'CNI exec: refused a request');
+        answer(c, encodeFallback(r.reason));
         return;
       }
       const job = this.serve(c, r.request).catch((e: Error) => {
@@ -156,18 +237,32 @@ export class CniExecServer {
     });
   }
 
-  /** Why this request must not run here, or undefined when it may. */
+  /** Closes a connection over a bound (nothing was run) and counts it. */
+  private drop(c: net.Socket, bound: keyof CniExecServer['dropped'], info: Record<string, number>): void {
+    this.dropped[bound]++;
+    if (this.dropped[bound] === 1 || this.dropped[bound] % 100 === 0) {
+      this.o.log.warn({ bound, ...info, droppedSoFar: this.dropped[bound] }, 'CNI exec: closed a connection over a bound (nothing was run)');
+    }
+    c.destroy();
+  }
+
+  /** Why this request must not run here (one line naming the DaemonSet setting), or undefined when it may. */
   private async refusal(req: ExecRequest): Promise<string | undefined> {
-    if (this.closing) return 'ipamd is shutting down';
     if (req.selfNetns !== this.nodeNetnsId) {
-      return `the plugin runs in netns ${req.selfNetns}, ipamd wires the node side in ${this.nodeNetnsId}`;
+      return `ipamd is not in the node's network namespace (the plugin runs in netns ${req.selfNetns}, ipamd wires the node side in ${this.nodeNetnsId}): the eni-ipam DaemonSet needs hostNetwork: true`;
     }
     const netns = req.env.CNI_NETNS ?? '';
     if (ENTERS_POD_NETNS.has(req.env.CNI_COMMAND ?? '') && netns !== '') {
-      if (req.podNetns.startsWith('!')) return `the plugin cannot stat CNI_NETNS ${netns} (${req.podNetns.slice(1)})`;
       const mine = await netnsId(netns);
+      if (req.podNetns.startsWith('!') && mine.startsWith('!')) return undefined; // gone for both: the plugin code reports it
+      if (req.podNetns.startsWith('!')) return `CNI_NETNS ${netns} does not exist for the plugin (${req.podNetns.slice(1)}) but does for ipamd: the plugin and ipamd must see the node's mounts alike`;
       if (mine !== req.podNetns) {
-        return `CNI_NETNS ${netns} is ${req.podNetns} for the plugin but ${mine.startsWith('!') ? `not visible to ipamd (${mine.slice(1)})` : mine} for ipamd (ipamd needs hostPID and /var/run/netns mounted with HostToContainer propagation)`;
+        const proc = netns.startsWith('/proc/');
+        const seen = mine.startsWith('!') ? `does not exist in ipamd's ${proc ? 'PID' : 'mount'} namespace (${mine.slice(1)})` : `is another namespace for ipamd (${mine}) than for the plugin (${req.podNetns})`;
+        const fix = proc
+          ? 'the eni-ipam DaemonSet needs hostPID: true'
+          : `the eni-ipam DaemonSet needs the ${path.dirname(netns)} hostPath mount with mountPropagation: HostToContainer`;
+        return `ipamd cannot enter the pod netns: CNI_NETNS ${netns} ${seen}; ${fix}`;
       }
     }
     return undefined;
@@ -175,11 +270,15 @@ export class CniExecServer {
 
   private async serve(c: net.Socket, req: ExecRequest): Promise<void> {
     const t0 = performance.now();
-    const why = await this.refusal(req);
     const who = { verb: req.env.CNI_COMMAND ?? '', containerId: req.env.CNI_CONTAINERID ?? '', netns: req.env.CNI_NETNS ?? '' };
+    if (this.closing) {
+      answer(c, encodeUnavailable('ipamd is shutting down'));
+      return;
+    }
+    const why = await this.refusal(req);
     if (why) {
-      this.o.log.info({ ...who, reason: why }, 'CNI exec: not run here, the shim falls back to the Node plugin');
-      c.end(encodeFallback(why));
+      this.o.log.warn({ ...who, reason: why }, 'CNI exec: cannot run this invocation here');
+      answer(c, encodeFallback(why));
       return;
     }
     let stdout = '';
@@ -196,6 +295,6 @@ export class CniExecServer {
       this.o.log.warn({ ...who, exitCode: code }, 'CNI exec: the shim went away before the answer (the runtime will retry)');
       return;
     }
-    c.end(encodeResult(code, stdout, stderr));
+    answer(c, encodeResult(code, stdout, stderr));
   }
 }

@@ -2,25 +2,28 @@
  * The native CNI shim (cni-plugin/shim) against the real ipamd and its CNI exec server,
  * in real namespaces: the fast path gives what the Node plugin gives (ADD/CHECK/DEL, both
  * netns path shapes, CHECK drift, error codes for malformed input, concurrent ADDs);
- * the fallbacks run the Node plugin with the same env and stdin (exec socket absent:
- * VERSION and DEL-with-ipamd-down from prevResult; ipamd answering "F" for a shim in
- * another netns, or for a pod netns ipamd cannot see); and a connection dropped after
- * the request was sent gives CNI error 11 and never a second ADD.
+ * ipamd refusing to run an invocation ("F": the shim in another netns, a pod netns ipamd
+ * cannot see) is a CNI error naming the DaemonSet setting, never a silent fallback; the
+ * Node plugin runs only in developer mode (`nodePlugin` in the config); a connection
+ * dropped after the request was sent gives CNI error 11 and never a second ADD; a config
+ * over the protocol's 8 MiB is refused whole. (ipamd down on a host without Node:
+ * cni-shim-ipamd-down.test.ts.)
  *
- * The shim prints `eni-ipam: running .../eni-ipam.cjs: <reason>` on stderr when it falls
- * back (ENI_IPAM_SHIM_DEBUG=1), which is how these tests tell the paths apart; ipamd's
- * log lines "CNI exec: invocation done" count the calls it ran.
+ * The shim prints `eni-ipam: running <nodePlugin>: <reason>` on stderr when it execs the
+ * Node plugin (ENI_IPAM_SHIM_DEBUG=1), which is how these tests tell the paths apart;
+ * ipamd's log lines "CNI exec: invocation done" count the calls it ran.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import net from 'node:net';
 import path from 'node:path';
-import { execPlugin, type CniOutcome } from '../../demo/cni-exec.js';
+import { execPlugin, PLUGIN_PATH, type CniOutcome } from '../../demo/cni-exec.js';
 import { createNamedNetns } from '../../demo/netns.js';
-import { decodeRequest, encodeResult } from '../../ipamd/cni-exec/protocol.js';
+import { decodeRequest, encodeResult, encodeUnavailable, MAX_STDIN_BYTES } from '../../ipamd/cni-exec/protocol.js';
+import { spoolDirFor } from '../../ipamd/cni-exec/spool.js';
 import { ipIn, ipj, startCniNode, type CniNode, type VerbCall } from '../helpers/cni-node.js';
 import { pluginArgv } from '../helpers/plugin-under-test.js';
 import { waitFor } from '../helpers/wait.js';
@@ -128,41 +131,50 @@ test('concurrent ADDs through the shim run independently inside ipamd', async (t
   assert.equal((await n.d.status()).counts.assigned, 0);
 });
 
-test('exec socket absent: VERSION and DEL with ipamd down run the Node plugin (teardown from prevResult)', async (t) => {
+test('developer mode: with nodePlugin in the config the shim execs the Node plugin when ipamd is down (teardown from prevResult)', async (t) => {
   const n = await startCniNode(t, 'sd', { plugin: 'shim' });
+  const dev = { nodePlugin: PLUGIN_PATH };
   const pod = await n.pod();
   const att = { containerId: newId(), netns: pod.path, ifName: 'eth0' };
-  const add = await viaShim(n, { ...att, command: 'ADD' });
+  const add = await viaShim(n, { ...att, command: 'ADD', conf: dev });
   assert.equal(add.code, 0, add.stdout);
+  assert.doesNotMatch(add.stderr, FELL_BACK, 'ipamd serving: the exec socket is used even in developer mode');
   const ip = ipOf(add.json);
   assert.match(await ipIn(n.node.path, ['rule']), new RegExp(`to ${ip.replaceAll('.', '\\.')} lookup main`));
   await n.d.stop();
-  const version = await viaShim(n, { command: 'VERSION', rawConfig: '' });
+  const version = await viaShim(n, { command: 'VERSION', rawConfig: JSON.stringify({ cniVersion: '1.0.0', ...dev }) });
   assert.deepEqual(version.json, { cniVersion: '1.1.0', supportedVersions: ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] });
-  assert.match(version.stderr, FELL_BACK);
-  const del = await viaShim(n, { ...att, command: 'DEL', conf: { prevResult: add.json } });
+  assert.doesNotMatch(version.stderr, FELL_BACK, 'VERSION is always the shim\'s own');
+  const del = await viaShim(n, { ...att, command: 'DEL', conf: { ...dev, prevResult: add.json } });
   assert.deepEqual([del.code, del.stdout], [0, ''], del.stderr);
   assert.match(del.stderr, FELL_BACK, 'the Node plugin ran');
   assert.match(del.stderr, /ipamd not reached on DEL/);
   assert.deepEqual(await ipj(n.node.path, ['link', 'show', 'type', 'veth']), [], 'host veth gone');
   assert.equal((await ipIn(n.node.path, ['rule'])).includes(ip), false, 'pod rules removed from prevResult');
-  const add2 = await viaShim(n, { ...att, containerId: newId(), command: 'ADD' });
+  const add2 = await viaShim(n, { ...att, containerId: newId(), command: 'ADD', conf: dev });
   assert.deepEqual([add2.code, add2.json.code], [1, 11], 'ADD with ipamd down: try again later');
+  assert.match(add2.stderr, FELL_BACK);
 });
 
-test('ipamd answers "run it yourself": shim in another netns, pod netns not visible to ipamd', async (t) => {
+test('ipamd cannot run it here: a CNI error naming the DaemonSet setting (no fallback), or the Node plugin in developer mode', async (t) => {
   const n = await startCniNode(t, 'sf', { plugin: 'shim' });
   const before = await served(n);
-  // A shim in another "node" netns than the one ipamd wires: ipamd refuses, the Node plugin runs there.
+  // A shim in another "node" netns than the one ipamd wires: ipamd is not in the host netns.
   const other = await createNamedNetns(`eni-sf-o${process.pid}`);
   t.after(() => other.remove());
   const pod = await n.pod();
   const att = { containerId: newId(), netns: pod.path, ifName: 'eth0' };
   const add = await viaShim(n, { ...att, command: 'ADD' });
   assert.equal(add.code, 0, add.stdout);
-  const elsewhere = await viaShimIn(n, other.path, { ...att, containerId: newId(), netns: (await n.pod()).path, command: 'ADD' });
+  const refused = await viaShimIn(n, other.path, { ...att, containerId: newId(), netns: (await n.pod()).path, command: 'ADD' });
+  assert.deepEqual([refused.code, refused.json?.code], [1, 5], refused.stdout);
+  assert.match(refused.json.msg, /ipamd is not in the node's network namespace .*needs hostNetwork: true/);
+  assert.deepEqual(await ipj(other.path, ['link', 'show', 'type', 'veth']), [], 'nothing was wired');
+  const status = await viaShimIn(n, other.path, { command: 'STATUS' });
+  assert.deepEqual([status.code, status.json?.code], [1, 50], status.stdout);
+  const elsewhere = await viaShimIn(n, other.path, { ...att, containerId: newId(), netns: (await n.pod()).path, command: 'ADD', conf: { nodePlugin: PLUGIN_PATH } });
   assert.equal(elsewhere.code, 0, `${elsewhere.stdout} ${elsewhere.stderr}`);
-  assert.match(elsewhere.stderr, /eni-ipam: running \S+: the plugin runs in netns/);
+  assert.match(elsewhere.stderr, /eni-ipam: running \S+: ipamd is not in the node's network namespace/);
   assert.equal((await ipj(other.path, ['link', 'show', 'type', 'veth'])).length, 1, 'the Node plugin wired the node side in its own netns');
   // A pod netns bind-mounted in a private mount namespace of the shim: ipamd cannot see it.
   const hidden = await n.pod('proc');
@@ -172,9 +184,9 @@ test('ipamd answers "run it yourself": shim in another netns, pod netns not visi
     containerId: newId(), netns: `${dir}/ns`, ifName: 'eth0', command: 'ADD', env: DEBUG,
     plugin: ['unshare', '--mount', '--propagation', 'private', 'sh', '-c', script, 'sh', ...pluginArgv('shim')],
   });
-  assert.equal(inPrivateMounts.code, 0, `${inPrivateMounts.stdout} ${inPrivateMounts.stderr}`);
-  assert.match(inPrivateMounts.stderr, /eni-ipam: running \S+: CNI_NETNS \S+ is \d+:\d+ for the plugin but not visible to ipamd/);
-  assert.match(await ipIn(hidden.path, ['-4', '-o', 'addr', 'show', 'dev', 'eth0']), /inet \d+\.\d+\.\d+\.\d+\/32/, 'the Node plugin wired the pod');
+  assert.deepEqual([inPrivateMounts.code, inPrivateMounts.json?.code], [1, 5], `${inPrivateMounts.stdout} ${inPrivateMounts.stderr}`);
+  assert.match(inPrivateMounts.json.msg, new RegExp(`ipamd cannot enter the pod netns: CNI_NETNS ${dir}/ns does not exist in ipamd's mount namespace \\(ENOENT\\); the eni-ipam DaemonSet needs the ${dir} hostPath mount with mountPropagation: HostToContainer`));
+  assert.deepEqual(await ipj(hidden.path, ['link', 'show', 'type', 'veth']), [], 'the pod was not wired');
   assert.equal(await servedReaches(n, before + 1), before + 1, 'ipamd ran only the first ADD');
 });
 
@@ -213,7 +225,39 @@ test('a connection dropped after the request was sent is CNI error 11, never a f
   assert.deepEqual(await ipj(n.node.path, ['link', 'show', 'type', 'veth']), []);
 });
 
-test('the shim reads execSocket from the top level of the config only (last one wins), else runs the Node plugin', async (t) => {
+test('ipamd answering "U" (shutting down, nothing done): ADD retries and gets served, DEL is spooled, STATUS is 50', async (t) => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-shim-u-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const sock = path.join(dir, 'exec.sock');
+  let unavailable = 0;
+  let served = 0;
+  const server = net.createServer((c) => {
+    let buf = Buffer.alloc(0);
+    c.on('data', (d: Buffer) => {
+      buf = Buffer.concat([buf, d]);
+      const r = decodeRequest(buf);
+      if (r.state !== 'complete') return;
+      const verb = r.request.env.CNI_COMMAND;
+      if (verb !== 'ADD' || unavailable < 3) { unavailable++; c.end(encodeUnavailable('ipamd is shutting down')); return; }
+      served++;
+      c.end(encodeResult(0, 'served ADD', ''));
+    });
+  });
+  await new Promise<void>((r) => server.listen(sock, r));
+  t.after(() => new Promise((r) => server.close(r)));
+  const conf = (extra: object = {}) => JSON.stringify({ cniVersion: '1.1.0', name: 'aws-cni', type: 'eni-ipam', execSocket: sock, ...extra });
+  const add = await execPlugin({ command: 'ADD', containerId: newId(), netns: '/proc/self/ns/net', config: conf({ ipamdWaitSeconds: 5 }), plugin: pluginArgv('shim') });
+  assert.deepEqual([add.code, add.stdout, unavailable, served], [0, 'served ADD', 3, 1], 'retried after each U, served once');
+  const id = newId();
+  const del = await execPlugin({ command: 'DEL', containerId: id, config: conf(), plugin: pluginArgv('shim') });
+  assert.deepEqual([del.code, del.stdout], [0, ''], del.stderr);
+  assert.match(del.stderr, /ipamd is not serving \(ipamd is shutting down\)/);
+  assert.equal((await readdir(spoolDirFor(sock))).length, 1);
+  const status = await execPlugin({ command: 'STATUS', config: conf(), plugin: pluginArgv('shim') });
+  assert.deepEqual([status.code, status.json?.code, status.json?.details], [1, 50, 'ipamd is shutting down']);
+});
+
+test('the shim reads execSocket from the top level of the config only (last one wins); unreadable configs get their CNI code', async (t) => {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-shim-scan-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
   const sock = path.join(dir, 'exec.sock');
@@ -227,7 +271,7 @@ test('the shim reads execSocket from the top level of the config only (last one 
   });
   await new Promise<void>((r) => server.listen(sock, r));
   t.after(() => new Promise((r) => server.close(r)));
-  const run = (config: string) => execPlugin({ command: 'VERSION', config, plugin: pluginArgv('shim'), env: DEBUG });
+  const run = (config: string) => execPlugin({ command: 'CHECK', config, plugin: pluginArgv('shim'), env: DEBUG });
   const s = JSON.stringify(sock);
   for (const config of [
     `{"prevResult":{"execSocket":"/nope"},"execSocket":${s}}`,
@@ -235,12 +279,38 @@ test('the shim reads execSocket from the top level of the config only (last one 
     ` {"a":[1,{"b":"\\"}]"}],"n":-1.5e3,"t":true,"z":null,"execSocket":${s}} \n`,
   ]) {
     const out = await run(config);
-    assert.deepEqual([out.code, out.stdout], [0, 'served VERSION'], config);
+    assert.deepEqual([out.code, out.stdout], [0, 'served CHECK'], config);
   }
-  for (const config of [`{"exec\\u0053ocket":${s}}`, '{"execSocket":""}', `{"execSocket":${s}`, `[${s}]`, '']) {
+  const cases: Array<[string, number, RegExp]> = [
+    [`{"exec\\u0053ocket":${s}}`, 11, /^ipamd is not serving on \/var\/run\/eni-ipam\/cni-exec\.sock/], // unscannable key: the default socket
+    ['{"execSocket":""}', 7, /^invalid network configuration$/],
+    [`{"execSocket":${s}`, 6, /^failed to decode/],
+    [`[${s}]`, 6, /^failed to decode/],
+    ['', 6, /^failed to decode/],
+    [`${'['.repeat(100)}${']'.repeat(100)}`, 6, /^failed to decode/],
+  ];
+  for (const [config, code, msg] of cases) {
     const out = await run(config);
-    assert.equal(out.code, 0, config);
-    assert.equal(out.json?.cniVersion, '1.1.0', config);
-    assert.match(out.stderr, FELL_BACK, `${config}: the Node plugin answered`);
+    assert.deepEqual([out.code, out.json?.code], [1, code], `${config}: ${out.stdout}`);
+    assert.match(out.json.msg, msg, config);
+    assert.doesNotMatch(out.stderr, FELL_BACK);
   }
+});
+
+test('a network configuration over the exec protocol limit is refused whole (code 7), one under it is served whole', async (t) => {
+  const n = await startCniNode(t, 'sl', { plugin: 'shim' });
+  const pod = await n.pod();
+  const att = { containerId: newId(), netns: pod.path, ifName: 'eth0' };
+  const big = await viaShim(n, { ...att, command: 'ADD', conf: { padding: 'x'.repeat(MAX_STDIN_BYTES) } });
+  assert.deepEqual([big.code, big.json?.code, big.json?.msg], [1, 7, 'network configuration too large'], big.stdout);
+  assert.match(big.json.details, /^stdin has \d+ bytes; eni-ipam accepts at most 8388608 \(8 MiB\)$/);
+  const bigDel = await viaShim(n, { ...att, command: 'DEL', conf: { padding: 'x'.repeat(MAX_STDIN_BYTES) } });
+  assert.deepEqual([bigDel.code, bigDel.json?.code], [1, 7], 'a DEL too: never cut, never spooled half-read');
+  // Just under the limit: ipamd gets every byte and runs it (the padding is an unknown key, kept).
+  const conf = { ...n.config, ...att, padding: '' };
+  const room = MAX_STDIN_BYTES - Buffer.byteLength(JSON.stringify(conf)) - 100;
+  const near = await viaShim(n, { ...att, command: 'ADD', conf: { padding: 'y'.repeat(room) } });
+  assert.equal(near.code, 0, `${near.stdout.slice(0, 300)} ${near.stderr}`);
+  assert.equal(ipOf(near.json).split('.').length, 4);
+  assert.equal((await n.d.status()).counts.assigned, 1);
 });

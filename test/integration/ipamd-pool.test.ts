@@ -194,7 +194,7 @@ test('a checkpoint write failure rolls the assignment back and fails the RPC; DE
 });
 
 test('once serving, ipamd installs the plugin and a conflist built from its settings (temp file + rename)', async (t) => {
-  const h = await createNode({ ipamdEnv: { POD_MTU: '1500', AWS_VPC_K8S_CNI_VETHPREFIX: 'pod', ENI_IPAM_NETWORK_NAME: 'eni-net' } });
+  const h = await createNode({ ipamdEnv: { POD_MTU: '1500', AWS_VPC_K8S_CNI_VETHPREFIX: 'pod', ENI_IPAM_NETWORK_NAME: 'eni-net', ENI_IPAM_CNI_IPAMD_WAIT: '2500ms' } });
   t.after(() => h.close());
   await h.startIpamd();
   const confDir = h.env.ENI_IPAM_CNI_CONF_DIR!;
@@ -202,10 +202,10 @@ test('once serving, ipamd installs the plugin and a conflist built from its sett
   assert.deepEqual(await readdir(confDir), ['10-eni-ipam.conflist'], 'no temp file left behind');
   const conf = JSON.parse(await readFile(`${confDir}/10-eni-ipam.conflist`, 'utf8'));
   assert.equal(conf.name, 'eni-net');
-  assert.deepEqual(conf.plugins, [{ type: 'eni-ipam', mtu: 1500, vethPrefix: 'pod', ipamdSocket: h.socket, execSocket: path.join(path.dirname(h.socket), 'cni-exec.sock') }]);
-  // The native shim and, beside it, the Node plugin it falls back to; no temp file left.
-  assert.deepEqual((await readdir(binDir)).filter((f) => f.startsWith('eni-ipam') || f.startsWith('.eni-ipam')).sort(), ['eni-ipam', 'eni-ipam.cjs']);
-  for (const f of ['eni-ipam', 'eni-ipam.cjs']) assert.equal((await stat(`${binDir}/${f}`)).mode & 0o777, 0o755, f);
+  assert.deepEqual(conf.plugins, [{ type: 'eni-ipam', mtu: 1500, vethPrefix: 'pod', ipamdSocket: h.socket, execSocket: path.join(path.dirname(h.socket), 'cni-exec.sock'), ipamdWaitSeconds: 2.5 }]);
+  // Only the native shim: the host needs no Node plugin (and no Node); no temp file left.
+  assert.deepEqual((await readdir(binDir)).filter((f) => f.startsWith('eni-ipam') || f.startsWith('.eni-ipam')).sort(), ['eni-ipam']);
+  assert.equal((await stat(`${binDir}/eni-ipam`)).mode & 0o777, 0o755);
   // The installed binary answers VERSION.
   const v = await new Promise<string>((resolve, reject) => {
     const env: NodeJS.ProcessEnv = { ...process.env, CNI_COMMAND: 'VERSION' };

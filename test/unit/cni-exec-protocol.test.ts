@@ -1,13 +1,13 @@
 /**
  * The CNI exec socket's wire format (ipamd/cni-exec/protocol.ts): requests decode
  * whatever the chunking, report "incomplete" until the last byte, are refused for a
- * foreign magic or an oversized field as soon as its length is known; responses
- * round-trip and malformed ones are rejected.
+ * foreign magic or an oversized field as soon as its length is known; responses (R, U,
+ * F) round-trip and malformed ones are rejected.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  decodeRequest, decodeResponse, encodeFallback, encodeRequest, encodeResult, MAX_ENV_BYTES, type ExecRequest,
+  decodeRequest, decodeResponse, encodeFallback, encodeRequest, encodeResult, encodeUnavailable, MAX_ENV_BYTES, type ExecRequest,
 } from '../../ipamd/cni-exec/protocol.js';
 
 const req: ExecRequest = {
@@ -17,7 +17,11 @@ const req: ExecRequest = {
 
 test('a request decodes only once complete, from any prefix', () => {
   const wire = encodeRequest(req);
-  for (let i = 0; i < wire.length; i++) assert.deepEqual(decodeRequest(wire.subarray(0, i)), { state: 'incomplete' }, `prefix ${i}`);
+  for (let i = 0; i < wire.length; i++) {
+    const r = decodeRequest(wire.subarray(0, i));
+    assert.equal(r.state, 'incomplete', `prefix ${i}`);
+    assert.ok(r.state === 'incomplete' && r.need > i && r.need <= wire.length, `prefix ${i}: need ${JSON.stringify(r)} is ahead and within the request`);
+  }
   assert.deepEqual(decodeRequest(wire), { state: 'complete', request: req });
 });
 
@@ -33,6 +37,7 @@ test('foreign magic and oversized fields are refused before the body arrives', (
 test('responses round-trip; truncated or trailing bytes are errors', () => {
   assert.deepEqual(decodeResponse(encodeResult(1, '{"code":11}', 'warn\n')), { kind: 'R', exitCode: 1, stdout: '{"code":11}', stderr: 'warn\n' });
   assert.deepEqual(decodeResponse(encodeFallback('other netns')), { kind: 'F', reason: 'other netns' });
+  assert.deepEqual(decodeResponse(encodeUnavailable('shutting down')), { kind: 'U', reason: 'shutting down' });
   const r = encodeResult(0, 'x', '');
   assert.throws(() => decodeResponse(r.subarray(0, r.length - 1)));
   assert.throws(() => decodeResponse(Buffer.concat([r, Buffer.from('z')])));

@@ -43,6 +43,7 @@ const ROWS: Row[] = [
   { name: 'DISABLE_METRICS', key: 'disableMetrics', def: false, good: [['true', true]], bad: ['y'] },
   { name: 'DISABLE_INTROSPECTION', key: 'disableIntrospection', def: false, good: [['1', true]], bad: ['y'] },
   { name: 'ENI_IPAM_ADD_WAIT_TIMEOUT', key: 'addWaitTimeoutMs', def: 10_000, good: [['3s', 3_000], ['500ms', 500], ['0', 0], ['1.5', 1_500], ['1h', 3_600_000]], bad: ['3 s', '-1', 's', '1.5.2', '10x'] },
+  { name: 'ENI_IPAM_CNI_IPAMD_WAIT', key: 'cniIpamdWaitMs', def: 10_000, good: [['0', 0], ['2500ms', 2_500], ['300s', 300_000]], bad: ['301s', '1h', 'soon'] },
   { name: 'ENI_IPAM_SHRINK_DELAY', key: 'shrinkDelayMs', def: 60_000, good: [['0', 0], ['2m', 120_000], ['596h', 596 * 3_600_000]], bad: ['later', '597h', '99999999999999999999'] },
   { name: 'ENI_IPAM_RECONCILE_INTERVAL', key: 'reconcileIntervalMs', def: 60_000, good: [['30s', 30_000]], bad: ['0', 'often'] },
   { name: 'ENI_IPAM_GC_INTERVAL', key: 'gcIntervalMs', def: 60_000, good: [['1m', 60_000]], bad: ['0ms'] },
