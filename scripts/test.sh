@@ -4,7 +4,7 @@
 # namespaces, gRPC over Unix sockets and the AWS SDK against the simulated cloud).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/ensure-deps.sh --containerd
+bash scripts/ensure-deps.sh --containerd --image
 unset NODE_EXTRA_CA_CERTS
 # Every test file, the warm-pool property test (dist/test/property, issue 4: 10,000 random
 # operations, about 1-3 minutes on 2 cores) last. `npm run test:property` runs it alone;
