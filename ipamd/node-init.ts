@@ -1,0 +1,53 @@
+#!/usr/bin/env node
+/**
+ * eni-ipam node init: what the DaemonSet's privileged init container runs
+ * (`node /app/dist/ipamd/node-init.js`) before ipamd starts, so that ipamd itself needs
+ * only NET_ADMIN/NET_RAW (DESIGN §8: /proc/sys is read-only in an unprivileged container).
+ *
+ * 1. Installs the native CNI shim into the host's CNI bin dir: copied to a temp file in
+ *    that dir, mode 0755, fsynced, then renamed over `eni-ipam`, so a runtime executing
+ *    the plugin at that moment sees the old file or the new one, never half of one.
+ * 2. Sets the kernel settings ipamd checks (DESIGN §7), in the host network namespace
+ *    (the pod has hostNetwork): `net.ipv4.ip_forward=1`, and loose reverse-path
+ *    filtering (`rp_filter=2`, ip-sysctl.rst; RFC 3704) on `all` and on the primary
+ *    interface. The kernel uses max(all, <if>), so both are set.
+ *
+ * Arguments: `--shim PATH` (default /app/dist/cni-plugin/eni-ipam), `--cni-bin-dir DIR`
+ * (default /host/opt/cni/bin), `--primary-if NAME` (default: the interface of the main
+ * table's IPv4 default route, read from /proc/net/route), `--skip-sysctls`.
+ * Exit 0 when all is done; 1 with one line naming what failed; 3 on bad arguments.
+ */
+import { parseArgs } from 'node:util';
+import { installShim, primaryInterface, setNodeSysctls } from './node-init-steps.js';
+
+async function main(): Promise<void> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: process.argv.slice(2), strict: true, allowPositionals: false,
+      options: {
+        shim: { type: 'string', default: '/app/dist/cni-plugin/eni-ipam' },
+        'cni-bin-dir': { type: 'string', default: '/host/opt/cni/bin' },
+        'primary-if': { type: 'string' },
+        'skip-sysctls': { type: 'boolean', default: false },
+      },
+    }));
+  } catch (e) {
+    process.stderr.write(`eni-ipam-node-init: ${(e as Error).message}\n`);
+    process.exit(3);
+  }
+  try {
+    const dest = await installShim(values.shim, values['cni-bin-dir']);
+    process.stdout.write(`eni-ipam-node-init: installed ${dest}\n`);
+    if (!values['skip-sysctls']) {
+      const ifName = values['primary-if'] ?? (await primaryInterface());
+      const set = await setNodeSysctls(ifName);
+      process.stdout.write(`eni-ipam-node-init: ${set.join(', ')}\n`);
+    }
+  } catch (e) {
+    process.stderr.write(`eni-ipam-node-init: ${(e as Error).message}\n`);
+    process.exit(1);
+  }
+}
+
+void main();

@@ -1,0 +1,108 @@
+/**
+ * What the chart renders, checked object by object: every object is valid against the
+ * Kubernetes OpenAPI with unknown fields refused (test/helpers/k8s-validate.ts), and
+ * non-default values land where they must.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { renderChart } from '../helpers/helm.js';
+import { validateObject } from '../helpers/k8s-validate.js';
+
+type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+const find = (objs: Obj[], kind: string): Obj => {
+  const o = objs.find((x) => x.kind === kind);
+  assert.ok(o, `no ${kind} rendered (got ${objs.map((x) => x.kind).join(', ')})`);
+  return o;
+};
+const ipamd = (ds: Obj): Obj => ds.spec.template.spec.containers.find((c: Obj) => c.name === 'ipamd');
+const envOf = (c: Obj): Map<string, Obj> => new Map(c.env.map((e: Obj) => [e.name, e]));
+
+async function assertValid(objs: Obj[]): Promise<void> {
+  for (const o of objs) assert.deepEqual(await validateObject(o), [], `${o.kind}/${o.metadata?.name}`);
+}
+
+test('defaults: every object validates; the DaemonSet has what a node needs', async () => {
+  const objs = await renderChart();
+  assert.deepEqual(objs.map((o) => o.kind).sort(), ['ClusterRole', 'ClusterRoleBinding', 'DaemonSet', 'ServiceAccount']);
+  await assertValid(objs);
+  const pod = find(objs, 'DaemonSet').spec.template.spec;
+  assert.equal(pod.hostNetwork, true);
+  assert.equal(pod.hostPID, true);
+  assert.equal(pod.priorityClassName, 'system-node-critical');
+  assert.deepEqual(pod.tolerations, [{ operator: 'Exists' }]);
+  const terms = pod.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions;
+  assert.deepEqual(terms.find((t: Obj) => t.key === 'eks.amazonaws.com/compute-type'), { key: 'eks.amazonaws.com/compute-type', operator: 'NotIn', values: ['fargate', 'hybrid', 'auto'] });
+  const c = ipamd(find(objs, 'DaemonSet'));
+  assert.deepEqual(c.securityContext, { capabilities: { add: ['NET_ADMIN', 'NET_RAW'] } });
+  assert.equal(pod.initContainers[0].securityContext.privileged, true);
+  const probe = ['node', '/app/dist/ipamd/probe.js', '--socket', '/var/run/eni-ipam/ipamd.sock', '--timeout', '5000'];
+  assert.deepEqual(c.readinessProbe.exec.command, probe);
+  assert.deepEqual(c.livenessProbe.exec.command, probe);
+  const mounts = new Map(c.volumeMounts.map((m: Obj) => [m.mountPath, m]));
+  assert.equal((mounts.get('/var/run/netns') as Obj).mountPropagation, 'HostToContainer');
+  for (const p of ['/run/xtables.lock', '/var/run/eni-ipam', '/run/containerd', '/host/var/log/aws-routed-eni', '/host/opt/cni/bin', '/host/etc/cni/net.d']) assert.ok(mounts.has(p), p);
+  const vols = new Map(pod.volumes.map((v: Obj) => [v.name, v.hostPath]));
+  assert.deepEqual(vols.get('xtables-lock'), { path: '/run/xtables.lock', type: 'FileOrCreate' });
+  assert.equal(envOf(c).get('CRI_RUNTIME_ENDPOINT')!.value, 'unix:///run/containerd/containerd.sock');
+  assert.deepEqual(c.resources, { requests: { cpu: '25m', memory: '192Mi' }, limits: { memory: '256Mi' } });
+  const role = find(objs, 'ClusterRole');
+  assert.deepEqual(role.rules, [{ apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] }, { apiGroups: [''], resources: ['nodes'], verbs: ['get'] }]);
+});
+
+test('non-default values: CRI-O socket, extraEnv, IRSA, monitoring, pull secrets, nodeSelector, digest', async () => {
+  const roleArn = 'arn:aws:iam::111122223333:role/eni-ipam';
+  const digest = `sha256:${'ab'.repeat(32)}`;
+  const objs = await renderChart({
+    criSocket: '/var/run/crio/crio.sock',
+    extraEnv: [{ name: 'CLUSTER_NAME', valueFrom: { configMapKeyRef: { name: 'cluster', key: 'name' } } }],
+    serviceAccount: { annotations: { 'eks.amazonaws.com/role-arn': roleArn } },
+    podMonitor: { create: true, interval: '15s' },
+    serviceMonitor: { create: true },
+    imagePullSecrets: [{ name: 'regcred' }],
+    nodeSelector: { 'node.kubernetes.io/instance-type': 'm5.large' },
+    image: { repository: '111122223333.dkr.ecr.us-west-2.amazonaws.com/eni-ipam', digest },
+    rbac: { nodeEventsAndStatus: true },
+    env: { WARM_IP_TARGET: 5 },
+  });
+  await assertValid(objs);
+  assert.deepEqual(objs.map((o) => o.kind).sort(), ['ClusterRole', 'ClusterRoleBinding', 'DaemonSet', 'PodMonitor', 'Service', 'ServiceAccount', 'ServiceMonitor']);
+  assert.equal(find(objs, 'ServiceAccount').metadata.annotations['eks.amazonaws.com/role-arn'], roleArn);
+  const ds = find(objs, 'DaemonSet');
+  const pod = ds.spec.template.spec;
+  assert.deepEqual(pod.imagePullSecrets, [{ name: 'regcred' }]);
+  assert.deepEqual(pod.nodeSelector, { 'node.kubernetes.io/instance-type': 'm5.large' });
+  const c = ipamd(ds);
+  assert.equal(c.image, `111122223333.dkr.ecr.us-west-2.amazonaws.com/eni-ipam@${digest}`);
+  assert.equal(pod.initContainers[0].image, c.image);
+  const env = envOf(c);
+  assert.equal(env.get('CRI_RUNTIME_ENDPOINT')!.value, 'unix:///var/run/crio/crio.sock');
+  assert.deepEqual(env.get('CLUSTER_NAME')!.valueFrom, { configMapKeyRef: { name: 'cluster', key: 'name' } });
+  assert.equal(env.get('WARM_IP_TARGET')!.value, '5');
+  const criMount = c.volumeMounts.find((m: Obj) => m.name === 'cri-socket-dir');
+  assert.equal(criMount.mountPath, '/var/run/crio');
+  assert.deepEqual(pod.volumes.find((v: Obj) => v.name === 'cri-socket-dir').hostPath, { path: '/var/run/crio', type: 'Directory' });
+  assert.ok(!c.volumeMounts.some((m: Obj) => m.mountPath === '/run/containerd'));
+  const pm = find(objs, 'PodMonitor');
+  assert.equal(pm.spec.podMetricsEndpoints[0].port, 'metrics');
+  assert.equal(pm.spec.podMetricsEndpoints[0].interval, '15s');
+  assert.deepEqual(pm.spec.selector.matchLabels, ds.spec.selector.matchLabels);
+  assert.deepEqual(find(objs, 'Service').spec.selector, ds.spec.selector.matchLabels);
+  assert.ok(find(objs, 'ClusterRole').rules.some((r: Obj) => r.resources.includes('nodes/status') && r.verbs.includes('patch')));
+});
+
+test('a misspelled field in a rendered object fails validation, naming its path', async () => {
+  const ds = find(await renderChart(), 'DaemonSet');
+  const pod = ds.spec.template.spec;
+  pod.hostNetwrk = pod.hostNetwork;
+  delete pod.hostNetwork;
+  ipamd(ds).volumeMounts[0].mountPropagaton = 'HostToContainer';
+  ipamd(ds).resources.limits.memory = 256; // a number: not a Quantity string
+  const errors = await validateObject(ds);
+  assert.ok(errors.some((e) => /spec\.template\.spec\.hostNetwrk: unknown field/.test(e)), errors.join('\n'));
+  assert.ok(errors.some((e) => /volumeMounts\[0\]\.mountPropagaton: unknown field/.test(e)), errors.join('\n'));
+  assert.ok(errors.some((e) => /limits\.memory: expected string/.test(e)), errors.join('\n'));
+  // and a missing required field (the OpenAPI schema pass)
+  const sa = find(await renderChart(), 'ClusterRoleBinding');
+  delete sa.roleRef;
+  assert.ok((await validateObject(sa)).some((e) => /roleRef/.test(e)));
+});
