@@ -3,7 +3,8 @@
  * pod `helm template` renders, in a container of the node's containerd:
  *
  * - a "node" network namespace with the ENI links the simulated EC2 attaches
- *   (eni-link-plug.ts) and the instance's primary private IP on `eth0`; the simulated
+ *   (eni-link-plug.ts), the instance's primary private IP on `eth0` and the default
+ *   route through it; the simulated
  *   cloud (EC2 + IMDS, in the test process) answers inside it at the same loopback URLs,
  *   and ipamd's introspection (127.0.0.1:61679 inside) is bridged out (netns-bridge.ts);
  * - a node mount namespace (node-mountns.ts) without Node.js, where per-test dirs stand
@@ -28,6 +29,7 @@ import type { IpamdAllocation, IpamdStatus } from './containerd-node.js';
 import { CriTestClient } from './cri-client.js';
 import { plugEniLinks } from './eni-link-plug.js';
 import { bridgeNetns } from './netns-bridge.js';
+import { imageRefOf } from './image-archive.js';
 import { createNodeMountNs, type NodeMountNs } from './node-mountns.js';
 
 const run = promisify(execFile);
@@ -78,14 +80,6 @@ export interface DsNode {
 
 let seq = 0;
 
-/** Image reference recorded in an OCI archive's index.json (`io.containerd.image.name`). @throws Error when absent. */
-export async function imageRefOf(archive: string): Promise<string> {
-  const index = JSON.parse((await run('tar', ['-xOf', archive, 'index.json'], { maxBuffer: 1 << 20 })).stdout) as { manifests?: Array<{ annotations?: Record<string, string> }> };
-  const ref = index.manifests?.map((m) => m.annotations?.['io.containerd.image.name']).find(Boolean);
-  if (!ref) throw new Error(`${archive}: index.json names no image (annotation io.containerd.image.name)`);
-  return ref;
-}
-
 /**
  * Builds the node and imports `imageArchive`.
  * @param o.instanceType default m5.xlarge (4 ENIs × 14 pod IPs).
@@ -127,6 +121,9 @@ export async function createDsNode(o: { imageArchive: string; instanceType?: str
     cleanups.push(() => links.stop());
     await run('ip', ['-n', nodeNetns.name, 'addr', 'add', `${nodeIp}/32`, 'dev', 'eth0']);
     await run('ip', ['-n', nodeNetns.name, 'link', 'set', 'eth0', 'up']);
+    // A node's default route leaves through its primary ENI (node-init reads the primary
+    // interface from it); here it leads into the test's "vpc" namespace and no further.
+    await run('ip', ['-n', nodeNetns.name, 'route', 'add', 'default', 'dev', 'eth0']);
     const port = (url: string): number => Number(new URL(url).port);
     const bridge = await bridgeNetns({ netnsPath: nodeNetns.path, dir, inward: [port(sim.ec2Endpoint), port(sim.imdsEndpoint), port(kube.url)], outward: [INTROSPECTION_PORT, 61678] });
     cleanups.push(() => bridge.close());

@@ -19,7 +19,8 @@ import { createDsNode, type DsNode } from '../helpers/containerd-ds-node.js';
 import { runDaemonSetPod, waitProbe, type DaemonSetPod } from '../helpers/daemonset-node.js';
 import { findDaemonSet, type K8sDaemonSet } from '../helpers/daemonset-pod.js';
 import { findLosses } from '../helpers/nothing-lost.js';
-import { extraEnvValue, findHelm, findImageArchive, helmTemplate } from '../helpers/rendered-chart.js';
+import { HELM, renderChart } from '../helpers/helm.js';
+import { findImageArchive } from '../helpers/image-archive.js';
 import { waitFor } from '../helpers/wait.js';
 
 const PODS = 20;
@@ -27,7 +28,7 @@ const ECHO_PORT = 8080;
 
 const archive = findImageArchive();
 const skip = !archive ? 'no image archive: run `npm run image` (or set ENI_IPAM_IMAGE_ARCHIVE)'
-  : !findHelm() && !process.env['ENI_IPAM_E2E_MANIFEST'] ? 'no helm binary for `helm template`' : false;
+  : !existsSync(HELM) ? 'no helm binary: bash scripts/ensure-helm.sh' : false;
 
 /** Runs `fn` over `items` with at most `limit` in flight; results in input order. */
 async function mapLimit<T, R>(items: T[], limit: number, fn: (x: T, i: number) => Promise<R>): Promise<R[]> {
@@ -46,11 +47,11 @@ async function render(n: DsNode): Promise<K8sDaemonSet> {
   const colon = ref.lastIndexOf(':');
   const values = {
     image: { repository: ref.slice(0, colon), tag: ref.slice(colon + 1), pullPolicy: 'Never' },
-    extraEnv: await extraEnvValue({
-      ...n.cloudEnv, ENI_IPAM_POOL_INTERVAL: '200ms', ENI_IPAM_GC_INTERVAL: '1s', ENI_IPAM_GC_GRACE: '2s', AWS_VPC_K8S_CNI_LOGLEVEL: 'debug',
-    }),
+    extraEnv: Object.entries({
+      ...n.cloudEnv, ENI_IPAM_POOL_INTERVAL: '200ms', ENI_IPAM_GC_INTERVAL: '1s', ENI_IPAM_GC_GRACE: '2s',
+    }).map(([name, value]) => ({ name, value })),
   };
-  return findDaemonSet(await helmTemplate(values));
+  return findDaemonSet(await renderChart(values));
 }
 
 /** One "nothing lost" pass: every live pod kept its IP (CRI and eth0), no IP twice, EC2 agrees, ipamd holds exactly the live pods. */
