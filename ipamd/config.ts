@@ -57,6 +57,7 @@
  * | ENI_IPAM_EC2_BURST | 20 | node-local EC2 burst (calls, 1–10000) |
  * | ENI_IPAM_EC2_TIMEOUT | 10s | timeout of one EC2 attempt |
  * | ENI_IPAM_EC2_MAX_ATTEMPTS | 5 | attempts per EC2 call, the first included (1–20); retries back off with jitter |
+ * | ENI_IPAM_AWS_NODE_CHECKPOINT_PATH | /var/run/aws-node/ipam.json | aws-node's checkpoint, imported when ours is absent and it is from this boot |
  *
  * Durations: a plain number is seconds (fractions allowed), or a number with unit ms, s, m, h;
  * at most 596h (Node's timer limit).
@@ -83,6 +84,7 @@ export interface IpamdConfig {
   ec2RatePerSecond: number; ec2Burst: number; ec2TimeoutMs: number; ec2MaxAttempts: number;
   networkName: string;
   minEniAgeMs: number; imdsEniWaitMs: number; leakedEniSweepIntervalMs: number; leakedEniSweepJitterMs: number;
+  awsNodeCheckpointPath: string;
 }
 
 /** A bad environment variable. `message` is one line: variable, value, what it accepts. */
@@ -159,6 +161,7 @@ const SPECS: VarSpec[] = [
   v('ENI_IPAM_EC2_BURST', 'ec2Burst', wholeNumber(1, 10000), '20', 'Node-local EC2 burst: calls that may go out at once before the rate applies.'),
   v('ENI_IPAM_EC2_TIMEOUT', 'ec2TimeoutMs', duration(1), '10s', 'Timeout of one EC2 attempt.'),
   v('ENI_IPAM_EC2_MAX_ATTEMPTS', 'ec2MaxAttempts', wholeNumber(1, 20), '5', 'Attempts per EC2 call, the first included; throttled and 5xx attempts are retried with jittered exponential backoff.'),
+  v('ENI_IPAM_AWS_NODE_CHECKPOINT_PATH', 'awsNodeCheckpointPath', absolutePath(), '/var/run/aws-node/ipam.json', "amazon-vpc-cni-k8s's checkpoint: imported when ipamd has no checkpoint of its own and this file was written during this boot (taking over a node from aws-node)."),
 ];
 
 /** Quotes a value for a one-line message (JSON escapes, long values cut). */

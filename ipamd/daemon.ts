@@ -28,6 +28,7 @@ import { installCni } from './startup/cni-install.js';
 import { startHostNetworkSync } from './startup/host-network-sync.js';
 import { startEvidence } from './startup/evidence.js';
 import { restoreFromCheckpoint } from './startup/restore-checkpoint.js';
+import { importAwsNodeCheckpoint, markAwsNodeCheckpointImported } from './startup/aws-node-import.js';
 
 /** A running daemon. */
 export interface Daemon {
@@ -65,9 +66,14 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
 
   const gate = new ReleaseGate();
   gate.onChange((frozen, reasons) => (frozen ? log.warn({ reasons }, 'releases frozen') : log.info('releases unfrozen')));
-  const load = await loadCheckpoint(config.checkpointPath);
-  restoreFromCheckpoint({ load, bootId, ds, gate, log, path: config.checkpointPath, now: Date.now() });
-  const snapshot = (): CheckpointData => ({ version: 1, bootId, allocations: ds.allocations(), cooldown: ds.coolingEntries(Date.now()) });
+  let load = await loadCheckpoint(config.checkpointPath);
+  // No checkpoint of our own: take over from aws-node's, if it left one this boot (issue 10 item 6).
+  const fromAwsNode = load.kind === 'missing'
+    ? await importAwsNodeCheckpoint({ path: config.awsNodeCheckpointPath, asideDir: path.dirname(config.checkpointPath), bootId, networkName: config.networkName, log })
+    : undefined;
+  if (fromAwsNode?.kind === 'imported') load = fromAwsNode.load;
+  restoreFromCheckpoint({ load, bootId, ds, gate, log, path: config.checkpointPath, now: Date.now(), ...(fromAwsNode?.kind === 'imported' ? { importedFrom: config.awsNodeCheckpointPath } : {}) });
+  const snapshot = (): CheckpointData => ({ version: 1, bootId, allocations: ds.allocations(), cooldown: ds.coolingEntries(Date.now()), released: ds.releasedEntries() });
   const writer = new CheckpointWriter(config.checkpointPath, snapshot);
   await writer.commit();
   // DELs the shim spooled while ipamd was down: applied before the first evidence pass, so none is adopted.
@@ -76,6 +82,10 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     vethPrefix: config.vethPrefix, ...(config.cniExecNetns ? { nodeNetns: config.cniExecNetns } : {}),
   });
   await spool.applyPending('startup');
+  if (fromAwsNode?.kind === 'imported') {
+    const to = await markAwsNodeCheckpointImported(config.awsNodeCheckpointPath).catch((e: Error) => `not renamed: ${e.message}`);
+    log.info({ renamedTo: to }, 'aws-node checkpoint imported into ours');
+  }
   const evidence = await startEvidence({ config, ds, gate, log, persist: () => writer.commit() });
 
   const maxEni = Math.min(config.maxEni ?? inv.limits.maxEnis, inv.limits.maxEnis);
@@ -103,7 +113,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   const limits = { instanceType: inv.instance.instanceType, instanceMaxEnis: inv.limits.maxEnis, ipv4PerEni: inv.limits.ipv4PerEni, ...(config.maxEni !== undefined ? { maxEniSetting: config.maxEni } : {}) };
   const pool = new PoolController({ ds, ec2: inv.ec2, enis, gate, log, targets, limits, intervalMs: config.poolIntervalMs, shrinkDelayMs: config.shrinkDelayMs, minEniAgeMs: config.minEniAgeMs });
   const service = new IpamService({ ds, pool, persist: () => writer.commit(), log, addWaitTimeoutMs: config.addWaitTimeoutMs });
-  metrics.setSources({ ds, gate, pool, limits: () => ({ maxEni, ipMax: maxEni * (inv.limits.ipv4PerEni - 1) * (unit === 'prefix' ? 16 : 1) }) });
+  metrics.setSources({ ds, gate, pool, sysctls: () => hostNet?.sysctls() ?? [], limits: () => ({ maxEni, ipMax: maxEni * (inv.limits.ipv4PerEni - 1) * (unit === 'prefix' ? 16 : 1) }) });
   const rpc = new RpcServer({ socketPath: config.socketPath, service, log, vpcCidrs: () => inv.vpcCidrs, externalSnat: config.externalSnat, observe: metrics.observeRpc });
 
   const status = () => {
@@ -113,7 +123,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
       counts: ds.counts(now), pool: poolCounts(ds.poolViews(now), targets), targets,
       enis: ds.poolViews(now), releasesFrozen: gate.frozen, freezeReasons: gate.describe(),
       waitingAdds: pool.waiting, lastPoolError: pool.lastError ?? null, vpcCidrs: inv.vpcCidrs,
-      eniLifecycle: lifecycle?.status() ?? null,
+      eniLifecycle: lifecycle?.status() ?? null, nodeSysctls: hostNet?.sysctls() ?? null,
       evidence: { criEndpoint: evidence.criEndpoint, kubernetes: evidence.kubeConfigured, passes: evidence.stats.passes, lastPass: evidence.stats.last ?? null, lastPassAt: evidence.stats.lastAt ?? null },
     };
   };
@@ -150,6 +160,8 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
       ipamdWaitSeconds: config.cniIpamdWaitMs / 1000,
     });
     log.info(written, 'installed the CNI plugin and conflist (ipamd is serving)');
+    if (written.shadowedBy.length > 0) log.error({ shadowedBy: written.shadowedBy }, 'network config files sort before ours: the runtime uses the first, not eni-ipam');
+    if (written.shadowed.length > 0) log.warn({ shadowed: written.shadowed }, 'other network config files left in place; ours sorts first, the runtime ignores them');
   }
   if (config.disableNetworkResourceProvisioning) log.warn('DISABLE_NETWORK_RESOURCE_PROVISIONING=true: the warm pool is not managed; serving only what the ENIs already hold');
   else {

@@ -1,8 +1,13 @@
 /**
  * The checkpoint file format (DESIGN §3 "Checkpoint"), version 1, and its zod schema:
  * `{"version":1,"bootId","allocations":[{"networkName","containerID","ifName","ipv4",
- * "eniId","allocatedAt","pod":{"namespace","name","uid"}}],"cooldown":[{"ip","releasedAt"}]}`.
- * Times are ms since the epoch. No I/O.
+ * "eniId","allocatedAt","pod":{"namespace","name","uid"}}],"cooldown":[{"ip","releasedAt"}],
+ * "released":[{"containerID","releasedAt"}]}`. Times are ms since the epoch. No I/O.
+ *
+ * `released` (issue 10 item 5: the containers ipamd served a DEL for, so a sandbox still
+ * stopping is not re-adopted after a restart) was added without a version bump: it is
+ * optional, so a checkpoint written before it loads (as "nothing remembered"), and an
+ * older ipamd reading a newer file drops the unknown field (zod strips extra keys).
  */
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
@@ -24,6 +29,8 @@ export interface CheckpointData {
   bootId: string;
   allocations: CheckpointAllocation[];
   cooldown: Array<{ ip: string; releasedAt: number }>;
+  /** Containers ipamd served a DEL (or GC) for and that the runtime may still list; optional (absent in older files). */
+  released?: Array<{ containerID: string; releasedAt: number }>;
 }
 
 /** The only version this code reads and writes. */
@@ -51,4 +58,5 @@ export const checkpointSchema = z.object({
   bootId: id,
   allocations: z.array(allocation),
   cooldown: z.array(z.object({ ip: ipv4, releasedAt: epochMs })),
+  released: z.array(z.object({ containerID: id, releasedAt: epochMs })).optional(),
 });

@@ -27,6 +27,8 @@ export interface MetricsSources {
   pool?: { readonly waiting: number };
   /** ENI limit of the node (MAX_ENI capped by the instance) and the addresses those ENIs can hold for pods. */
   limits?: () => { maxEni: number; ipMax: number };
+  /** Node kernel settings ipamd checks (network/sysctl.ts): `eni_ipam_node_sysctl_ok{sysctl}`. */
+  sysctls?: () => Array<{ sysctl: string; ok: boolean }>;
   /** Clock in ms (default Date.now). */
   now?: () => number;
 }
@@ -127,6 +129,10 @@ export function createMetrics(o: CreateMetricsOptions = {}): IpamdMetrics {
   });
   void ipsByState;
   sampled('eni_ipam_cooling_ip_addresses', 'Released IPs still in IP_COOLDOWN_PERIOD: neither available nor assigned', (c) => c.cooling);
+  new Gauge({
+    name: 'eni_ipam_node_sysctl_ok', help: '1 when a node kernel setting ipamd needs is right, 0 when wrong or unreadable (set by the privileged init container)', labelNames: ['sysctl'], registers,
+    collect() { this.reset(); for (const c of src?.sysctls?.() ?? []) this.set({ sysctl: c.sysctl }, c.ok ? 1 : 0); },
+  });
   new Gauge({ name: 'eni_ipam_waiting_adds', help: 'ADDs waiting for the pool to refill', registers, collect() { this.set(src?.pool?.waiting ?? 0); } });
   new Gauge({ name: 'eni_ipam_releases_frozen', help: '1 while releases (unassign, detach, delete) are frozen, else 0', registers, collect() { this.set(src?.gate.frozen ? 1 : 0); } });
   new Gauge({

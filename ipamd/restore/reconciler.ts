@@ -122,6 +122,8 @@ export class EvidenceReconciler {
       }
     }
     for (const s of m.stale) log.debug({ sandbox: s.id, ip: s.ip }, 'runtime still lists a sandbox whose DEL was served; not adopted');
+    // The memory of DELs expires once the runtime no longer lists the sandbox (persisted with the next write).
+    if (cri.ok === true) ds.expireReleased(new Set(cri.items.map((s) => s.id)), now - this.o.graceMs);
     let released = 0;
     if (m.canRelease) {
       for (const a of m.release) {

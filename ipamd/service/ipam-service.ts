@@ -108,14 +108,18 @@ export class IpamService {
 
   /**
    * Releases the key's address into cooldown. A key holding nothing succeeds with
-   * `released: false`. @throws Error if the release could not be made durable (then
+   * `released: false` (the container is remembered as released either way, durably). @throws Error if the release could not be made durable (then
    * the allocation is put back, so a retried DEL finds it).
    */
   async del(key: AllocationKey, reason: string): Promise<DelResult> {
     const { ds, log } = this.o;
+    const known = ds.wasReleased(key.containerID);
     const a = ds.release(key, this.now());
     if (!a) {
       log.debug({ containerID: key.containerID, reason }, 'DEL for a container holding no IP');
+      // The DEL is remembered (a sandbox still stopping is never adopted, even after a
+      // restart): written once, best effort, as a DEL of nothing must still succeed.
+      if (!known) await this.o.persist().catch((e: Error) => log.warn({ err: e.message, containerID: key.containerID }, 'checkpoint write of a remembered DEL failed'));
       return { released: false };
     }
     try {

@@ -199,8 +199,8 @@ test('once serving, ipamd installs the plugin and a conflist built from its sett
   await h.startIpamd();
   const confDir = h.env.ENI_IPAM_CNI_CONF_DIR!;
   const binDir = h.env.ENI_IPAM_CNI_BIN_DIR!;
-  assert.deepEqual(await readdir(confDir), ['10-eni-ipam.conflist'], 'no temp file left behind');
-  const conf = JSON.parse(await readFile(`${confDir}/10-eni-ipam.conflist`, 'utf8'));
+  assert.deepEqual(await readdir(confDir), ['05-eni-ipam.conflist'], 'no temp file left behind');
+  const conf = JSON.parse(await readFile(`${confDir}/05-eni-ipam.conflist`, 'utf8'));
   assert.equal(conf.name, 'eni-net');
   assert.deepEqual(conf.plugins, [{ type: 'eni-ipam', mtu: 1500, vethPrefix: 'pod', ipamdSocket: h.socket, execSocket: path.join(path.dirname(h.socket), 'cni-exec.sock'), ipamdWaitSeconds: 2.5 }]);
   // Only the native shim: the host needs no Node plugin (and no Node); no temp file left.
