@@ -158,28 +158,45 @@ test('the rendered DaemonSet runs ipamd in containerd on a node without Node.js:
   }
   const spooledWhileDown = spooled(n).length;
   assert.equal(spooledWhileDown, 5, `5 DELs spooled: ${spooled(n).join(', ')}`);
-  const addStart = Date.now();
-  const outcomes = { waited: 3, failed11: 0, retried: 0 };
-  const adds = ['new-0', 'new-1', 'new-2'].map(async (name) => {
+  // ADDs while it is down. The first outlasts the shim's bound (default 10 s) for sure:
+  // it must fail with CNI code 11, and kubelet's retry (a new RunPodSandbox) must succeed
+  // once the new ipamd serves. The other two start just before the new pod and wait.
+  const outcomes = { waited: 0, failed11: 0, retried: 0 };
+  let markReady: () => void = () => undefined;
+  const newIpamdReady = new Promise<void>((r) => { markReady = r; });
+  const addDone = new Map<string, number>();
+  const add = async (name: string): Promise<string> => {
     const uid = randomUUID();
     try {
-      return await runPod(name, uid);
+      const id = await runPod(name, uid);
+      addDone.set(id, Date.now());
+      return id;
     } catch (e) {
       const msg = (e as Error).message;
-      assert.match(msg, /\b11\b|not serving/i, `an ADD that outlasts the bound fails with code 11: ${msg}`);
+      assert.match(msg, /not serving/i, `an ADD that outlasts the bound fails naming ipamd: ${msg}`);
       outcomes.failed11++;
-      // kubelet: the failed sandbox is cleaned up and RunPodSandbox is retried.
-      for (const sb of await n.cri.listPodSandbox()) if (sb.metadata?.name === name && sb.state !== 'SANDBOX_READY') { await n.cri.stopPodSandbox(sb.id).catch(() => undefined); await n.cri.removePodSandbox(sb.id).catch(() => undefined); }
+      // kubelet: the failed sandbox is removed and RunPodSandbox is tried again later.
+      for (const sb of await n.cri.listPodSandbox()) {
+        if (sb.metadata?.name === name && sb.state !== 'SANDBOX_READY') { await n.cri.stopPodSandbox(sb.id).catch(() => undefined); await n.cri.removePodSandbox(sb.id).catch(() => undefined); }
+      }
+      await newIpamdReady;
       outcomes.retried++;
       return runPod(name, uid);
     }
-  });
+  };
+  const first = add('new-0');
+  await waitFor('the first ADD to outlast the bound', () => outcomes.failed11 === 1, 20_000, 100);
+  const waiting = ['new-1', 'new-2'].map(add);
   // The new DaemonSet pod replaces the old one (kubelet deletes the old pod, runs the new).
   await ipamdPod.remove();
+  const newPodAt = Date.now();
   ipamdPod = await dsRun('eni-ipam-bbbbb');
   await waitProbe(ipamdPod, 'readinessProbe', (c) => c === 0, 60_000);
-  const newIds = await Promise.all(adds);
-  t.diagnostic(`3 ADDs during the update: ${Date.now() - addStart} ms; ${JSON.stringify(outcomes)}`);
+  markReady();
+  const newIds = await Promise.all([first, ...waiting]);
+  outcomes.waited = newIds.filter((id) => (addDone.get(id) ?? 0) > newPodAt).length;
+  assert.equal(outcomes.waited, 2, 'the two ADDs started while ipamd was down completed only after the new pod started');
+  assert.deepEqual([outcomes.failed11, outcomes.retried], [1, 1]);
   await waitFor('the spooled DELs applied', () => spooled(n).length === 0, 20_000, 100);
   for (const id of newIds) assert.ok(ipAtStart.get(id), 'each new pod has an IP');
   const allocations = await n.allocations();
