@@ -9,7 +9,7 @@
  *   and ipamd's introspection (127.0.0.1:61679 inside) is bridged out (netns-bridge.ts);
  * - a node mount namespace (node-mountns.ts) without Node.js, where per-test dirs stand
  *   for `/etc/cni/net.d`, `/opt/cni/bin`, `/run/eni-ipam`, `/run/xtables.lock`,
- *   `/var/log/aws-routed-eni` and `/run/containerd` (containerd's own dir, so its socket
+ *   `/var/log/aws-routed-eni`, `/run/aws-node` and `/run/containerd` (containerd's own dir, so its socket
  *   is `/run/containerd/containerd.sock` on the node); `/run/netns` is the host's;
  * - containerd 1.6 running in both namespaces, CNI dirs `/etc/cni/net.d` + `/opt/cni/bin`
  *   (`loopback` copied in), with the image archive under test imported.
@@ -41,6 +41,7 @@ export const INTROSPECTION_PORT = 61679;
 export const NODE_BINDS = [
   { nodePath: '/etc/cni/net.d' }, { nodePath: '/opt/cni/bin' }, { nodePath: '/run/eni-ipam' },
   { nodePath: '/run/xtables.lock', kind: 'file' as const }, { nodePath: '/var/log/aws-routed-eni' }, { nodePath: '/run/containerd' },
+  { nodePath: '/run/aws-node' },
 ];
 
 /** The node; see the module docstring. */

@@ -6,6 +6,9 @@
  * with the chart's `extraEnv` at render time. See containerd-ds-node.ts for the node and
  * daemonset-node.ts for how the pod is run (kubelet's part, through the CRI).
  *
+ * Second test (issue 9 item 6): the same DaemonSet taking over a node from aws-node
+ * (its 10-aws.conflist, plugin stand-in, ENI and checkpoint in /var/run/aws-node).
+ *
  * Skipped (with the reason) when no image archive or no helm binary is found. Run under
  * `flock /tmp/eni-ipam-containerd.lock`.
  */
@@ -13,8 +16,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import {
+  AssignPrivateIpAddressesCommand, AttachNetworkInterfaceCommand, CreateNetworkInterfaceCommand, EC2Client, ModifyNetworkInterfaceAttributeCommand,
+} from '@aws-sdk/client-ec2';
 import { ipIn, tcpSendFrom } from '../../demo/netns.js';
+import { awsConflist, awsNodeCheckpoint, installAwsCniStandin, parseAdds } from '../helpers/aws-cni-standin.js';
 import { createDsNode, type DsNode } from '../helpers/containerd-ds-node.js';
 import { runDaemonSetPod, waitProbe, type DaemonSetPod } from '../helpers/daemonset-node.js';
 import { findDaemonSet, type K8sDaemonSet } from '../helpers/daemonset-pod.js';
@@ -22,6 +30,7 @@ import { findLosses } from '../helpers/nothing-lost.js';
 import { HELM, renderChart } from '../helpers/helm.js';
 import { findImageArchive } from '../helpers/image-archive.js';
 import { waitFor } from '../helpers/wait.js';
+import { ensureDummyAwsCredentials } from '../property/sim-node.js';
 
 const PODS = 20;
 const ECHO_PORT = 8080;
@@ -217,9 +226,83 @@ test('the rendered DaemonSet runs ipamd in containerd on a node without Node.js:
   assert.notEqual(crashed.liveness, 0, 'liveness fails after a crash with a stale socket');
 });
 
-test('taking over a node from aws-node: 10-aws.conflist and its checkpoint present before install', { todo: 'enable once the `migration` branch (aws-node checkpoint import, 05-eni-ipam.conflist) is merged' }, () => {
-  // Integrator: write an aws-node-style /etc/cni/net.d/10-aws.conflist and
-  // /var/run/aws-node/ipam.json (bind them in NODE_BINDS) with pods running through it,
-  // then run the DaemonSet as above: containerd must load ours (sorts first) and every
-  // running pod keeps its IP (nothingLost with the pods' start IPs).
+test('taking over a node from aws-node with the rendered DaemonSet: ours wins over 10-aws.conflist, running pods keep their IPs', { skip, timeout: 180_000 }, async (t) => {
+  const n = await createDsNode({ imageArchive: archive!, instanceType: 'm5.large' });
+  t.after(() => n.close());
+  const ds = await render(n);
+  // The node as aws-node left it: secondary IPs on the primary ENI and an ENI it created,
+  // its conflist and plugin (a stand-in wiring pods the aws way), 6 pods, its checkpoint.
+  ensureDummyAwsCredentials();
+  const ec2 = new EC2Client({ region: 'us-west-2', endpoint: n.sim.ec2Endpoint, maxAttempts: 1 });
+  t.after(() => ec2.destroy());
+  const primary = [...n.sim.state.enis.values()].find((e) => e.attachment?.instanceId === n.instanceId && e.attachment.deviceIndex === 0)!;
+  await ec2.send(new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: primary.networkInterfaceId, SecondaryPrivateIpAddressCount: 4 }));
+  const created = await ec2.send(new CreateNetworkInterfaceCommand({
+    SubnetId: primary.subnetId, Description: `aws-K8S-${n.instanceId}`, Groups: primary.securityGroupIds,
+    TagSpecifications: [{ ResourceType: 'network-interface', Tags: [
+      { Key: 'node.k8s.amazonaws.com/instance_id', Value: n.instanceId },
+      { Key: 'node.k8s.amazonaws.com/createdAt', Value: new Date(Date.now() - 3_600_000).toISOString().replace(/\.\d+Z$/, 'Z') },
+    ] }],
+  }));
+  const eni1 = created.NetworkInterface!.NetworkInterfaceId!;
+  const att = await ec2.send(new AttachNetworkInterfaceCommand({ NetworkInterfaceId: eni1, InstanceId: n.instanceId, DeviceIndex: 1 }));
+  await ec2.send(new ModifyNetworkInterfaceAttributeCommand({ NetworkInterfaceId: eni1, Attachment: { AttachmentId: att.AttachmentId!, DeleteOnTermination: true } }));
+  await ec2.send(new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: eni1, SecondaryPrivateIpAddressCount: 4 }));
+  const secondaries = (id: string) => n.sim.state.enis.get(id)!.secondaryIps;
+  const stateDir = path.join(n.dir, 'aws-cni-state');
+  await mkdir(stateDir);
+  await writeFile(path.join(stateDir, 'pool'), [...secondaries(primary.networkInterfaceId).slice(0, 3).map((ip) => `${ip} main`), ...secondaries(eni1).slice(0, 3).map((ip) => `${ip} 2`)].join('\n') + '\n');
+  await installAwsCniStandin(n.host('/opt/cni/bin'), stateDir);
+  await writeFile(n.host('/etc/cni/net.d/10-aws.conflist'), JSON.stringify(awsConflist()));
+  const ipAtStart = new Map<string, string>();
+  for (let i = 0; i < 6; i++) {
+    const id = await waitFor(`aws-pod-${i} through aws-cni`, async () => {
+      const name = `aws-pod-${i}`;
+      try {
+        return await n.cri.runPodSandbox({ name, namespace: 'default', uid: randomUUID() });
+      } catch (e) {
+        if (i > 0) throw e; // the first one may race containerd's conf reload
+        for (const sb of await n.cri.listPodSandbox()) if (sb.metadata?.name === name) await n.cri.removePodSandbox(sb.id).catch(() => undefined);
+        return undefined;
+      }
+    }, 15_000, 200);
+    ipAtStart.set(id, (await n.cri.podSandboxStatus(id)).status!.network!.ip);
+  }
+  const awsPods = parseAdds(await readFile(path.join(stateDir, 'adds'), 'utf8'));
+  assert.equal(awsPods.length, 6);
+  for (const p of awsPods) n.kube.upsertPod({ namespace: p.namespace, name: p.name, uid: randomUUID(), nodeName: n.nodeName, podIP: p.ip, containerID: p.containerID });
+  await writeFile(n.host('/run/aws-node/ipam.json'), awsNodeCheckpoint(awsPods));
+  await writeFile(path.join(stateDir, 'gone'), '');
+
+  const callsBefore = n.sim.calls.length;
+  const pod = await runDaemonSetPod({
+    cri: n.cri, ds, id: { name: 'eni-ipam-ccccc', namespace: ds.metadata.namespace ?? 'kube-system', uid: randomUUID(), nodeName: n.nodeName, hostIP: n.nodeIp },
+    node: n.mountNs, logRoot: `${n.dir}/pod-logs`, passthrough: ['/run/netns'],
+  });
+  t.after(() => pod.remove().catch(() => undefined));
+  await waitProbe(pod, 'readinessProbe', (c) => c === 0, 60_000);
+  const conf = await waitFor('our conflist beside the aws one', () => {
+    const f = readdirSync(n.host('/etc/cni/net.d')).filter((x) => !x.startsWith('.')).sort();
+    return f.length === 2 ? f : undefined;
+  }, 30_000, 100);
+  assert.deepEqual(conf, ['05-eni-ipam.conflist', '10-aws.conflist'], 'ours sorts first (the runtime uses it); the aws one is left in place');
+  const byId = new Map((await n.allocations()).map((a) => [a.containerID, a.ipv4]));
+  for (const p of awsPods) assert.equal(byId.get(p.containerID), p.ip, `${p.name} keeps ${p.ip} (imported from aws-node's checkpoint)`);
+  // A new pod goes through our conflist and gets a fresh IP.
+  const id = await waitFor('a new pod through eni-ipam', async () => {
+    const name = `new-${randomUUID().slice(0, 6)}`;
+    try {
+      return await n.cri.runPodSandbox({ name, namespace: 'default', uid: randomUUID() });
+    } catch {
+      for (const sb of await n.cri.listPodSandbox()) if (sb.metadata?.name === name) await n.cri.removePodSandbox(sb.id).catch(() => undefined);
+      return undefined;
+    }
+  }, 20_000, 200);
+  const fresh = (await n.cri.podSandboxStatus(id)).status!.network!.ip;
+  assert.equal(awsPods.some((p) => p.ip === fresh), false, `the new pod got ${fresh}, not a migrated pod's IP`);
+  ipAtStart.set(id, fresh);
+  const lost = await nothingLost(n, ipAtStart);
+  const released = n.sim.calls.slice(callsBefore).filter((c) => ['UnassignPrivateIpAddresses', 'DetachNetworkInterface', 'DeleteNetworkInterface'].includes(c.action));
+  assert.deepEqual(released.map((c) => c.action), [], 'nothing released during the takeover');
+  t.diagnostic(`aws-node takeover: ${conf.join(' < ')}; ${awsPods.length} aws-wired pods kept their IPs; new pod ${fresh}; live ${lost.live} == assigned ${lost.assigned}`);
 });
