@@ -287,7 +287,10 @@ test('taking over a node from aws-node with the rendered DaemonSet: ours wins ov
   }, 30_000, 100);
   assert.deepEqual(conf, ['05-eni-ipam.conflist', '10-aws.conflist'], 'ours sorts first (the runtime uses it); the aws one is left in place');
   const byId = new Map((await n.allocations()).map((a) => [a.containerID, a.ipv4]));
-  for (const p of awsPods) assert.equal(byId.get(p.containerID), p.ip, `${p.name} keeps ${p.ip} (imported from aws-node's checkpoint)`);
+  for (const p of awsPods) assert.equal(byId.get(p.containerID), p.ip, `${p.name} keeps ${p.ip}`);
+  // Imported from the checkpoint (not only adopted from CRI/kernel evidence): ipamd renames
+  // the file once imported, which it can only do if the chart mounts /var/run/aws-node.
+  assert.deepEqual(readdirSync(n.host('/run/aws-node')).map((f) => f.replace(/-\d{4}-.*$/, '')), ['ipam.json.imported-by-eni-ipam'], "aws-node's checkpoint imported and renamed");
   // A new pod goes through our conflist and gets a fresh IP.
   const id = await waitFor('a new pod through eni-ipam', async () => {
     const name = `new-${randomUUID().slice(0, 6)}`;
