@@ -3,7 +3,7 @@
  * the tests that run it in containerd, and the reference containerd stores it under.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -34,4 +34,30 @@ export async function imageRefOf(archive: string): Promise<string> {
   const ref = index.manifests?.map((m) => m.annotations?.['io.containerd.image.name']).find(Boolean);
   if (!ref) throw new Error(`${archive}: index.json names no image (annotation io.containerd.image.name)`);
   return ref;
+}
+
+let building: Promise<string> | undefined;
+
+/**
+ * The archive to test, built if needed: $ENI_IPAM_IMAGE_ARCHIVE when set, else what
+ * `node scripts/image/build.mjs` (= `npm run image`; a no-op when its inputs are
+ * unchanged, so one build serves the whole test run) reports in
+ * build/image/eni-ipam-<version>.json. Memoised per process.
+ * @returns the archive path. @throws Error with the build's stderr when it fails.
+ */
+export function ensureImageArchive(): Promise<string> {
+  return (building ??= (async () => {
+    const env = process.env['ENI_IPAM_IMAGE_ARCHIVE'];
+    if (env) {
+      if (!existsSync(env)) throw new Error(`ENI_IPAM_IMAGE_ARCHIVE=${env} does not exist`);
+      return env;
+    }
+    try {
+      await run(process.execPath, [path.join(ROOT, 'scripts', 'image', 'build.mjs')], { cwd: ROOT, maxBuffer: 16 << 20 });
+    } catch (e) {
+      throw new Error(`npm run image failed: ${(e as { stderr?: string }).stderr ?? (e as Error).message}`);
+    }
+    const { version } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    return (JSON.parse(readFileSync(path.join(ROOT, 'build', 'image', `eni-ipam-${version}.json`), 'utf8')) as { archive: string }).archive;
+  })());
 }
