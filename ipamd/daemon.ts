@@ -86,16 +86,16 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   };
   const writer = new CheckpointWriter(config.checkpointPath, snapshot);
   await writer.commit();
-  if (fromAwsNode?.kind === 'imported') {
-    const to = await markAwsNodeCheckpointImported(config.awsNodeCheckpointPath).catch((e: Error) => `not renamed: ${e.message}`);
-    log.info({ renamedTo: to }, 'aws-node checkpoint imported into ours');
-  }
   // DELs the shim spooled while ipamd was down: applied before the first evidence pass, so none is adopted.
   const spool = new DelSpool({
     dir: spoolDirFor(config.cniExecSocket), ds, persist: () => writer.commit(), log, registry: metrics.registry,
     vethPrefix: config.vethPrefix, ...(config.cniExecNetns ? { nodeNetns: config.cniExecNetns } : {}),
   });
   await spool.applyPending('startup');
+  if (fromAwsNode?.kind === 'imported') {
+    const to = await markAwsNodeCheckpointImported(config.awsNodeCheckpointPath).catch((e: Error) => `not renamed: ${e.message}`);
+    log.info({ renamedTo: to }, 'aws-node checkpoint imported into ours');
+  }
   // One kernel source for the evidence passes and for CNI GC (both check it before releasing).
   const kernel = new KernelSource(config.cniExecNetns ? { netnsPath: config.cniExecNetns } : {});
   const evidence = await startEvidence({ config, ds, gate, log, kernel, persist: () => writer.commit(), ...(recordedIdentity ? { recordedIdentity } : {}) });

@@ -58,7 +58,7 @@ export interface PodSandboxConfig {
   log_directory?: string;
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
-  linux?: { cgroup_parent?: string; security_context?: { namespace_options?: { network?: NamespaceMode; pid?: NamespaceMode; ipc?: NamespaceMode } } };
+  linux?: { cgroup_parent?: string; security_context?: { namespace_options?: { network?: NamespaceMode; pid?: NamespaceMode; ipc?: NamespaceMode }; privileged?: boolean } };
 }
 
 /** `VersionResponse`. */

@@ -33,7 +33,7 @@ test('defaults: every object validates; the DaemonSet has what a node needs', as
   const terms = pod.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions;
   assert.deepEqual(terms.find((t: Obj) => t.key === 'eks.amazonaws.com/compute-type'), { key: 'eks.amazonaws.com/compute-type', operator: 'NotIn', values: ['fargate', 'hybrid', 'auto'] });
   const c = ipamd(find(objs, 'DaemonSet'));
-  assert.deepEqual(c.securityContext, { capabilities: { add: ['NET_ADMIN', 'NET_RAW'] } });
+  assert.deepEqual(c.securityContext, { capabilities: { add: ['NET_ADMIN', 'NET_RAW', 'SYS_ADMIN'] } });
   assert.equal(pod.initContainers[0].securityContext.privileged, true);
   const probe = ['node', '/app/dist/ipamd/probe.js', '--socket', '/var/run/eni-ipam/ipamd.sock', '--timeout', '5000'];
   assert.deepEqual(c.readinessProbe.exec.command, probe);

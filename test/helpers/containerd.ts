@@ -54,6 +54,11 @@ export interface ContainerdOptions {
   pauseCacheDir?: string;
   /** How long to wait for the CRI socket to answer, ms (default 30 000). */
   startTimeoutMs?: number;
+  /**
+   * A mount namespace to run containerd in (`/proc/<pid>/ns/mnt`, see node-mountns.ts);
+   * default: the test's own. Paths in this config must then resolve there as well.
+   */
+  mountNsPath?: string;
 }
 
 /** A running private containerd. */
@@ -241,7 +246,7 @@ export async function startContainerd(o: ContainerdOptions): Promise<Containerd>
   const env = { ...process.env };
   delete env['NODE_EXTRA_CA_CERTS'];
   const logFd = openSync(logFile, 'a');
-  const child = spawn('nsenter', [`--net=${o.nodeNetnsPath}`, 'containerd', '--config', path.join(baseDir, 'config.toml')], {
+  const child = spawn('nsenter', [`--net=${o.nodeNetnsPath}`, ...(o.mountNsPath ? [`--mount=${o.mountNsPath}`] : []), 'containerd', '--config', path.join(baseDir, 'config.toml')], {
     env, stdio: ['ignore', logFd, logFd], detached: true,
   });
   closeSync(logFd);

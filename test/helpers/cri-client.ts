@@ -6,8 +6,9 @@
  */
 import {
   RuntimeServiceClient, criSocketPath,
-  type PodSandbox, type PodSandboxFilter, type PodSandboxStatusResponse, type VersionResponse,
+  type PodSandbox, type PodSandboxConfig, type PodSandboxFilter, type PodSandboxStatusResponse, type VersionResponse,
 } from '../../ipamd/restore/cri-source-grpc.js';
+import type { ContainerConfig, ContainerMethods, ContainerStatus, CriContainer } from './cri-container-types.js';
 
 import type { LiveSandbox } from './nothing-lost.js';
 
@@ -25,7 +26,14 @@ export interface PodSpec {
   logDirectory?: string;
   /** Share the node's network namespace (hostNetwork: true). */
   hostNetwork?: boolean;
+  /** Share the node's PID namespace (hostPID: true). */
+  hostPID?: boolean;
+  /** The sandbox may hold privileged containers (kubelet sets it when any container is privileged). */
+  privileged?: boolean;
 }
+
+/** A generic unary call on the RuntimeService channel (the container RPCs are not in ipamd's typed method map). */
+type AnyCall = (method: string, req: unknown, deadline: number) => Promise<unknown>;
 
 /** Test CRI client; every call has a deadline (`timeoutMs`, default 60 000 ms). */
 export class CriTestClient {
@@ -51,7 +59,12 @@ export class CriTestClient {
    * @throws grpc ServiceError on failure (e.g. UNKNOWN with the CNI error text).
    */
   async runPodSandbox(p: PodSpec): Promise<string> {
-    const config = {
+    return (await this.rt.call('RunPodSandbox', { config: this.sandboxConfig(p), runtime_handler: '' }, this.deadline)).pod_sandbox_id;
+  }
+
+  /** The `PodSandboxConfig` kubelet would send for `p` (also needed by CreateContainer). */
+  sandboxConfig(p: PodSpec): PodSandboxConfig {
+    return {
       metadata: { name: p.name, namespace: p.namespace, uid: p.uid, attempt: 0 },
       // kubelet leaves the hostname empty for host-network pods (runc refuses it without a private UTS namespace).
       hostname: p.hostNetwork ? '' : p.name,
@@ -63,9 +76,62 @@ export class CriTestClient {
         'io.kubernetes.pod.uid': p.uid,
       },
       annotations: p.annotations ?? {},
-      linux: { security_context: { namespace_options: { network: p.hostNetwork ? 'NODE' as const : 'POD' as const, pid: 'CONTAINER' as const, ipc: 'POD' as const } } },
+      linux: {
+        security_context: {
+          namespace_options: { network: p.hostNetwork ? 'NODE' as const : 'POD' as const, pid: p.hostPID ? 'NODE' as const : 'CONTAINER' as const, ipc: 'POD' as const },
+          ...(p.privileged ? { privileged: true } : {}),
+        },
+      },
     };
-    return (await this.rt.call('RunPodSandbox', { config, runtime_handler: '' }, this.deadline)).pod_sandbox_id;
+  }
+
+  private containerCall<M extends keyof ContainerMethods>(method: M, req: ContainerMethods[M][0], deadline = this.deadline): Promise<ContainerMethods[M][1]> {
+    return (this.rt.call as unknown as AnyCall).call(this.rt, method, req, deadline) as Promise<ContainerMethods[M][1]>;
+  }
+
+  /**
+   * `CreateContainer` in sandbox `sandboxId` (created from `sandbox`, which the runtime needs again).
+   * @returns the container id. @throws grpc ServiceError (e.g. image not found).
+   */
+  async createContainer(sandboxId: string, sandbox: PodSandboxConfig, config: ContainerConfig): Promise<string> {
+    return (await this.containerCall('CreateContainer', { pod_sandbox_id: sandboxId, config, sandbox_config: sandbox })).container_id;
+  }
+
+  /** `StartContainer`. @throws grpc ServiceError when the process cannot start. */
+  async startContainer(id: string): Promise<void> {
+    await this.containerCall('StartContainer', { container_id: id });
+  }
+
+  /** `StopContainer`: SIGTERM, SIGKILL after `timeoutS` seconds (kubelet: terminationGracePeriodSeconds). Idempotent. */
+  async stopContainer(id: string, timeoutS: number): Promise<void> {
+    await this.containerCall('StopContainer', { container_id: id, timeout: timeoutS }, Date.now() + this.timeoutMs + timeoutS * 1000);
+  }
+
+  /** `RemoveContainer` (stops it first if needed). Idempotent. */
+  async removeContainer(id: string): Promise<void> {
+    await this.containerCall('RemoveContainer', { container_id: id });
+  }
+
+  /** `ListContainers`, optionally only those of one sandbox. */
+  async listContainers(podSandboxId?: string): Promise<CriContainer[]> {
+    return (await this.containerCall('ListContainers', podSandboxId ? { filter: { pod_sandbox_id: podSandboxId } } : {})).containers;
+  }
+
+  /** `ContainerStatus` (state, exit code, reason). @throws grpc NOT_FOUND for an unknown id. */
+  async containerStatus(id: string): Promise<ContainerStatus> {
+    const st = (await this.containerCall('ContainerStatus', { container_id: id })).status;
+    if (!st) throw new Error(`ContainerStatus ${id}: no status`);
+    return st;
+  }
+
+  /**
+   * `ExecSync`: runs `cmd` in the running container `id`, as kubelet runs an exec probe.
+   * @param timeoutS the probe's timeoutSeconds (0 = none).
+   * @returns exit code and output. @throws grpc ServiceError when the exec cannot run at all.
+   */
+  async execSync(id: string, cmd: string[], timeoutS: number): Promise<{ exitCode: number; stdout: string; stderr: string }> {
+    const r = await this.containerCall('ExecSync', { container_id: id, cmd, timeout: timeoutS }, Date.now() + this.timeoutMs + timeoutS * 1000);
+    return { exitCode: r.exit_code, stdout: Buffer.from(r.stdout ?? []).toString('utf8'), stderr: Buffer.from(r.stderr ?? []).toString('utf8') };
   }
 
   /** `StopPodSandbox` (CNI DEL with the netns; idempotent). */

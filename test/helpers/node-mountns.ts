@@ -1,0 +1,182 @@
+/**
+ * The mount namespace of a simulated node: what containerd, the CNI plugins it execs
+ * and the containers it starts see as "the host's" file system.
+ *
+ * - Node.js is absent: every PATH dir holding `node`/`nodejs` is covered by an overlay
+ *   whose upper dir has whiteouts for them (the overlayfs way to delete a lower file), so
+ *   `command -v node` finds nothing there, as on an EKS-optimized AMI or Bottlerocket.
+ * - The node's well-known paths (`/etc/cni/net.d`, `/opt/cni/bin`, `/var/run/eni-ipam`,
+ *   `/run/xtables.lock`, ...) are bind mounts of per-test dirs/files, so a DaemonSet's
+ *   hostPath volumes can be used verbatim and the test reads and writes the same files
+ *   through `hostPathOf()`.
+ * - `/run/netns` stays the host's shared mount (peer group): the pod netns containerd
+ *   creates there are visible to the test, which checks pods through them.
+ *
+ * Only the root mount (and the mount holding each bind target) is made a slave first
+ * (then shared in a peer group of its own), so nothing mounted here propagates back to
+ * the host. The namespace lives as long as a
+ * holder process (`sleep infinity` under `unshare -m`); enter it with `nsenterArgs`.
+ * Mount targets that did not exist on the host are created (empty) and removed at close.
+ *
+ * Needs root, util-linux (unshare, nsenter, mount, findmnt) and overlayfs.
+ */
+import { spawn, execFile } from 'node:child_process';
+import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, rmdir, unlink, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { waitFor } from './wait.js';
+
+const run = promisify(execFile);
+
+/** One node path backed by a per-test file or dir. */
+export interface NodeBind {
+  /** Absolute path on the node (e.g. `/etc/cni/net.d`). */
+  nodePath: string;
+  /** `dir` (default) or `file`. */
+  kind?: 'dir' | 'file';
+}
+
+/** A running node mount namespace. */
+export interface NodeMountNs {
+  /** PID of the holder process; `/proc/<pid>/ns/mnt` is the namespace. */
+  pid: number;
+  /** `/proc/<pid>/ns/mnt`. */
+  nsPath: string;
+  /** Per-test dir holding the backing files (`<root>/node/<nodePath>`). */
+  root: string;
+  /** Node paths the binds cover. */
+  binds: NodeBind[];
+  /** Dirs whose `node` binaries are hidden. */
+  hiddenNodeDirs: string[];
+  /** `nsenter` arguments entering this mount namespace (add `--net=` for the node netns). */
+  nsenterArgs: string[];
+  /**
+   * The test-side path of node path `p` when a bind covers it (its backing file), else
+   * undefined (then the node sees the host's own path).
+   */
+  hostPathOf(p: string): string | undefined;
+  /** Runs `argv` inside the namespace (mount ns only); resolves with stdout. @throws on non-zero exit. */
+  exec(argv: string[]): Promise<string>;
+  /** Kills the holder (the namespace and its mounts go when its last process exits) and removes created targets. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** A node path with `/var/run` spelled `/run` (the same dir on every distribution with a merged /run). */
+export function canonicalNodePath(p: string): string {
+  const abs = path.resolve(p);
+  return abs === '/var/run' || abs.startsWith('/var/run/') ? abs.slice('/var'.length) : abs;
+}
+
+/** Where `node`/`nodejs` live on this host (real dirs, deduplicated). */
+function nodeDirs(): string[] {
+  const dirs = new Set<string>();
+  for (const d of ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin', ...(process.env['PATH'] ?? '').split(':')]) {
+    if (!d.startsWith('/')) continue;
+    for (const n of ['node', 'nodejs']) {
+      try {
+        statSync(path.join(d, n));
+        dirs.add(realDir(d));
+      } catch { /* not here */ }
+    }
+  }
+  return [...dirs];
+}
+
+function realDir(d: string): string {
+  try {
+    return realpathSync(d);
+  } catch {
+    return d;
+  }
+}
+
+/**
+ * Creates the namespace.
+ * @param o.root per-test dir (created) for the backing files and overlay dirs.
+ * @param o.binds node paths to back with per-test files.
+ * @throws Error (after cleaning up) if unshare/mount fail or Node.js is still found inside.
+ */
+export async function createNodeMountNs(o: { root: string; binds: NodeBind[] }): Promise<NodeMountNs> {
+  await mkdir(o.root, { recursive: true });
+  const root = await mkdtemp(path.join(o.root, 'mntns-'));
+  const created: string[] = [];
+  const holder = spawn('unshare', ['-m', '--propagation', 'unchanged', 'sleep', 'infinity'], { stdio: 'ignore', detached: true });
+  holder.unref();
+  const pid = holder.pid ?? -1;
+  let exited = false;
+  const exitP = new Promise<void>((r) => { holder.once('exit', () => { exited = true; r(); }); holder.once('error', () => { exited = true; r(); }); });
+  const nsPath = `/proc/${pid}/ns/mnt`;
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => (closing ??= (async () => {
+    if (!exited) {
+      try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+      await Promise.race([exitP, new Promise((r) => setTimeout(r, 3000))]);
+    }
+    // Targets we created on the host, deepest first; only if still empty (rmdir/unlink of an empty file).
+    for (const t of created.sort((a, b) => b.length - a.length)) {
+      try {
+        if (statSync(t).isDirectory()) await rmdir(t);
+        else if (statSync(t).size === 0) await unlink(t);
+      } catch { /* not empty or gone: leave it */ }
+    }
+    await rm(root, { recursive: true, force: true });
+  })());
+  const nsenter = ['nsenter', `--mount=${nsPath}`, '--'];
+  const exec = async (argv: string[]): Promise<string> => (await run(nsenter[0]!, [...nsenter.slice(1), ...argv])).stdout;
+  try {
+    const self = statSync('/proc/self/ns/mnt').ino;
+    await waitFor('the node mount namespace', () => !exited && existsSync(nsPath) && statSync(nsPath).ino !== self, 5000, 20);
+    // Nothing mounted below may reach the host: slave the root mount (not recursively:
+    // /run/netns must stay in the host's peer group), then make it shared again in a peer
+    // group of its own, as a node's root is (systemd), which containerd requires of a
+    // hostPath's mount for HostToContainer propagation (it checks the path unresolved:
+    // /var/run/netns is "on /").
+    const slaved = new Set<string>();
+    const slave = async (m: string): Promise<void> => {
+      await exec(['mount', '--make-slave', m]);
+      await exec(['mount', '--make-shared', m]);
+      slaved.add(m);
+    };
+    await slave('/');
+    const binds = o.binds.map((b) => ({ nodePath: canonicalNodePath(b.nodePath), kind: b.kind ?? 'dir' as const }));
+    for (const b of binds) {
+      const src = path.join(root, 'node', b.nodePath);
+      await mkdir(b.kind === 'dir' ? src : path.dirname(src), { recursive: true });
+      if (b.kind === 'file') await writeFile(src, '', { flag: 'a' });
+      // Create the mount target on the host if missing (recorded for removal).
+      const missing: string[] = [];
+      for (let p = b.kind === 'dir' ? b.nodePath : path.dirname(b.nodePath); !existsSync(p); p = path.dirname(p)) missing.push(p);
+      for (const m of missing.reverse()) { await mkdir(m); created.push(m); }
+      if (b.kind === 'file' && !existsSync(b.nodePath)) { await writeFile(b.nodePath, ''); created.push(b.nodePath); }
+      const holding = (await exec(['findmnt', '-n', '-o', 'TARGET', '--target', b.nodePath])).trim();
+      if (!slaved.has(holding) && !holding.startsWith('/run/netns')) await slave(holding);
+      await exec(['mount', '--bind', src, b.nodePath]);
+    }
+    const hidden = nodeDirs();
+    for (const [i, d] of hidden.entries()) {
+      const upper = path.join(root, `hide-${i}`, 'upper');
+      const work = path.join(root, `hide-${i}`, 'work');
+      await mkdir(upper, { recursive: true });
+      await mkdir(work, { recursive: true });
+      for (const n of ['node', 'nodejs']) if (existsSync(path.join(d, n))) await run('mknod', [path.join(upper, n), 'c', '0', '0']);
+      await exec(['mount', '-t', 'overlay', 'overlay', '-o', `lowerdir=${d},upperdir=${upper},workdir=${work}`, d]);
+    }
+    const found = await exec(['sh', '-c', 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH; command -v node nodejs || true']);
+    if (found.trim()) throw new Error(`node is still on the node's PATH: ${found.trim()}`);
+    const hostPathOf = (p: string): string | undefined => {
+      const abs = canonicalNodePath(p);
+      const b = binds.filter((x) => abs === x.nodePath || abs.startsWith(`${x.nodePath}/`)).sort((a, c) => c.nodePath.length - a.nodePath.length)[0];
+      return b ? path.join(root, 'node', abs) : undefined;
+    };
+    return { pid, nsPath, root, binds, hiddenNodeDirs: hidden, nsenterArgs: nsenter.slice(1, -1), hostPathOf, exec, close };
+  } catch (e) {
+    await close().catch(() => undefined);
+    throw e;
+  }
+}
+
+/** Mount points of the mount namespace of process `pid` (from its mountinfo), for diagnostics. */
+export function mountsOf(pid: number): string[] {
+  return readFileSync(`/proc/${pid}/mountinfo`, 'utf8').split('\n').map((l) => l.split(' ')[4] ?? '').filter(Boolean);
+}
