@@ -39,6 +39,15 @@ export const INSTANCE_TYPES: ReadonlyMap<string, InstanceTypeInfo> = new Map([
   T('c5.xlarge', 4, 15, 'nitro', 4, 8192),
   T('c5.4xlarge', 8, 30, 'nitro', 16, 32768),
   T('r5.large', 3, 10, 'nitro', 2, 16384),
+  T('t3.nano', 2, 2, 'nitro', 2, 512),
+  T('t3.xlarge', 4, 15, 'nitro', 4, 16384),
+  T('t3.2xlarge', 4, 15, 'nitro', 8, 32768),
+  T('m5.8xlarge', 8, 30, 'nitro', 32, 131072),
+  T('c5.2xlarge', 4, 15, 'nitro', 8, 16384),
+  T('c5.9xlarge', 8, 30, 'nitro', 36, 73728),
+  T('r5.xlarge', 4, 15, 'nitro', 4, 32768),
+  T('r5.2xlarge', 4, 15, 'nitro', 8, 65536),
+  T('m6i.large', 3, 10, 'nitro', 2, 8192),
 ].map((t) => [t.instanceType, t]));
 
 /** Per-ENI IPv4 cap for an ENI not attached to any instance (the largest per-ENI figure in EC2). */

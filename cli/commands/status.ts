@@ -1,0 +1,47 @@
+/** `eni-ipam status`: pool, ENIs, waiting ADDs, evidence sources, release freeze and why. */
+import type { CommandModule } from 'yargs';
+import { fetchStatus, socketHealth, type IpamdStatus } from '../ipamd-api.js';
+import { globalOptions } from '../options.js';
+import { paint, print, printJson, table } from '../output.js';
+import { eniRows } from '../views.js';
+
+/** The warm-pool settings in their env var names, e.g. `WARM_IP_TARGET=4 MAX_ENI=3`. */
+export function targetsLine(st: IpamdStatus): string {
+  const t = st.targets;
+  const parts = [`WARM_ENI_TARGET=${t.warmEniTarget}`];
+  if (t.warmIpTarget !== undefined) parts.push(`WARM_IP_TARGET=${t.warmIpTarget}`);
+  if (t.minimumIpTarget !== undefined) parts.push(`MINIMUM_IP_TARGET=${t.minimumIpTarget}`);
+  if (t.warmPrefixTarget !== undefined) parts.push(`WARM_PREFIX_TARGET=${t.warmPrefixTarget}`);
+  parts.push(`max ENIs=${t.maxEni}`, `unit=${t.unit ?? 'ip'}`);
+  return parts.join(' ');
+}
+
+/** Renders the status as text lines (table mode). */
+export function renderStatus(st: IpamdStatus, health: string): string {
+  const p = st.pool;
+  const src = st.evidence?.sources;
+  const srcText = src ? Object.entries(src).map(([k, v]) => `${k} ${v === 'ok' ? paint('green', v) : paint('red', v)}`).join(', ') : 'no evidence pass yet';
+  const lines = [
+    `node ${st.instanceId} (${st.instanceType}), ipamd ${health === 'SERVING' ? paint('green', health) : paint('red', health)}`,
+    `pool (${p.mode}): total ${p.total}, assigned ${p.assigned}, available ${p.available}, cooling ${p.cooling}, short ${p.short}, over ${p.over}${p.freePrefixes !== undefined ? `, free prefixes ${p.freePrefixes}` : ''}`,
+    `targets: ${targetsLine(st)}`,
+    `waiting ADDs: ${st.waitingAdds}${st.lastPoolError ? `; last pool error: ${paint('yellow', st.lastPoolError)}` : ''}`,
+    `releases: ${st.releasesFrozen ? `${paint('red', 'FROZEN')}: ${st.freezeReasons.join('; ')}` : paint('green', 'allowed')}`,
+    `evidence: ${srcText}${st.evidence?.criEndpoint ? ` (CRI ${st.evidence.criEndpoint}` + `, passes ${st.evidence.passes ?? 0})` : ''}`,
+  ];
+  if (st.quarantinedIps?.length) lines.push(`quarantined IPs: ${st.quarantinedIps.map((q) => q.ip).join(', ')}`);
+  const rows = eniRows(st, []).map((e) => [e.eniId, e.deviceNumber, e.routeTable, e.primary ? 'yes' : '', e.capacity, e.total, e.assigned, e.cooling, e.available]);
+  lines.push('', table(['ENI', 'DEVICE', 'ROUTE TABLE', 'PRIMARY', 'CAPACITY', 'TOTAL', 'ASSIGNED', 'COOLING', 'AVAILABLE'], rows));
+  return lines.join('\n');
+}
+
+export const statusCommand: CommandModule = {
+  command: 'status',
+  describe: 'pool, ENIs, waiting ADDs, evidence sources, release freeze and why',
+  handler: async (argv) => {
+    const o = globalOptions(argv);
+    const [st, health] = await Promise.all([fetchStatus(o), socketHealth(o)]);
+    if (o.output === 'json') printJson({ health, ...st });
+    else print(renderStatus(st, health));
+  },
+};
