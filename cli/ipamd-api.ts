@@ -5,7 +5,6 @@
  * the address and what to check; never a stack trace.
  */
 import { stat } from 'node:fs/promises';
-import { probeHealth } from '../ipamd/health-probe.js';
 import type { PoolCounts, PoolEniView, PoolTargets } from '../ipamd/pool/index.js';
 import { CliError, EXIT, systemError } from './errors.js';
 import type { GlobalOptions } from './options.js';
@@ -91,6 +90,7 @@ export async function socketHealth(o: GlobalOptions): Promise<string> {
     if (err.code === EXIT.unreachable) throw new CliError(`ipamd's socket ${o.socket} does not exist: is ipamd running? (set --socket or ENI_IPAM_SOCKET)`, EXIT.unreachable);
     throw err;
   }
+  const { probeHealth } = await import('../ipamd/health-probe.js'); // gRPC loads only when needed
   const r = await probeHealth({ socket: o.socket, service: '', timeoutMs: o.timeoutMs });
   if (r.code === 0) return 'SERVING';
   if (/EACCES|permission/i.test(r.message)) throw new CliError(`permission denied on ipamd's socket ${o.socket}: run eni-ipam as root`, EXIT.permission);

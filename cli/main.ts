@@ -54,7 +54,9 @@ export async function run(argv: string[]): Promise<void> {
     .version(false)
     .fail((msg, err) => {
       if (err) throw err;
-      die(`${msg} (see eni-ipam --help)`, EXIT.usage);
+      // yargs' suggestion alone does not name what was typed.
+      const named = /^Did you mean/.test(msg) ? `unknown command "${argv.find((a) => !a.startsWith('-')) ?? ''}". ${msg}` : msg;
+      die(`${named} (see eni-ipam --help)`, EXIT.usage);
     });
   await parser.parseAsync();
 }

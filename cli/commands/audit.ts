@@ -6,7 +6,7 @@
  */
 import type { CommandModule } from 'yargs';
 import { auditFindings } from '../audit/checks.js';
-import { collectAudit, type AuditInputs } from '../audit/collect.js';
+import type { AuditInputs } from '../audit/collect.js';
 import { EXIT } from '../errors.js';
 import { globalOptions } from '../options.js';
 import { paint, print, printJson, table } from '../output.js';
@@ -36,6 +36,7 @@ export const auditCommand: CommandModule = {
     .option('kubeconfig', { type: 'string', describe: 'kubeconfig file (default: in-cluster, KUBECONFIG, ~/.kube/config)' }),
   handler: async (argv) => {
     const o = globalOptions(argv);
+    const { collectAudit } = await import('../audit/collect.js'); // the AWS SDK and Kubernetes client load only here
     const inputs = await collectAudit(o, {
       ...(argv.region ? { region: String(argv.region) } : {}), noEc2: argv.ec2 === false,
       ...(argv['node-name'] ? { nodeName: String(argv['node-name']) } : {}), ...(argv.kubeconfig ? { kubeconfig: String(argv.kubeconfig) } : {}),

@@ -40,7 +40,8 @@ export const statusCommand: CommandModule = {
   describe: 'pool, ENIs, waiting ADDs, evidence sources, release freeze and why',
   handler: async (argv) => {
     const o = globalOptions(argv);
-    const [st, health] = await Promise.all([fetchStatus(o), socketHealth(o)]);
+    const st = await fetchStatus(o);
+    const health = await socketHealth(o);
     if (o.output === 'json') printJson({ health, ...st });
     else print(renderStatus(st, health));
   },

@@ -8,9 +8,7 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import * as tar from 'tar';
 import type { CommandModule } from 'yargs';
-import { collectBundle } from '../bundle.js';
 import { CliError, EXIT, systemError } from '../errors.js';
 import { globalOptions } from '../options.js';
 import { print, printJson } from '../output.js';
@@ -35,6 +33,7 @@ export const supportBundleCommand: CommandModule = {
     .option('log', { type: 'array', string: true, describe: `ipamd log files (default: files in ${DEFAULT_LOG_DIRS.join(', ')})` }),
   handler: async (argv) => {
     const o = globalOptions(argv);
+    const [{ collectBundle }, tar] = await Promise.all([import('../bundle.js'), import('tar')]);
     const stamp = new Date().toISOString().replace(/[:.]/g, '-');
     const name = `eni-ipam-support-${os.hostname()}-${stamp}`;
     const out = path.resolve(argv.out ? String(argv.out) : `${name}.tar.gz`);
