@@ -52,7 +52,7 @@ export async function httpGet(base: string, path: string, timeoutMs: number, wha
   } catch (e) {
     const err = e as Error & { cause?: NodeJS.ErrnoException };
     const why = err.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : err.cause?.code === 'ECONNREFUSED' ? 'connection refused' : (err.cause?.message ?? err.message);
-    throw new CliError(`cannot reach ${what} at ${base} (${why}): is ipamd running, and is this its network namespace? (set --introspection or INTROSPECTION_BIND_ADDRESS)`, EXIT.unreachable);
+    throw new CliError(`cannot reach ${what} at ${base} (${why}): is ipamd running, and is this its network namespace? (set ${what.includes('metrics') ? '--metrics or METRICS_BIND_ADDRESS' : '--introspection or INTROSPECTION_BIND_ADDRESS'})`, EXIT.unreachable);
   }
   const body = await res.text();
   if (!res.ok) throw new CliError(`${what} at ${url} answered HTTP ${res.status}`, EXIT.unreachable);

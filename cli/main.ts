@@ -25,6 +25,8 @@ function die(msg: string, code: number): never {
 
 /** Runs the CLI on `argv` (without node and the script). */
 export async function run(argv: string[]): Promise<void> {
+  // The AWS SDK's Node version notice is not the operator's business in the middle of a report.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const d = envDefaults();
   const parser = yargs(argv)
     .scriptName('eni-ipam')

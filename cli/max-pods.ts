@@ -49,7 +49,7 @@ export function maxPods(i: MaxPodsInput): MaxPodsResult {
   const info = instanceTypeInfo(i.instanceType);
   if (!info) {
     const near = closest(i.instanceType, [...INSTANCE_TYPES.keys()]);
-    throw new CliError(`unknown instance type "${i.instanceType}": the closest known one is ${near} (known: ${[...INSTANCE_TYPES.keys()].join(', ')})`, EXIT.usage);
+    throw new CliError(`unknown instance type "${i.instanceType}": the closest known one is ${near} (${INSTANCE_TYPES.size} types known)`, EXIT.usage);
   }
   if (i.cap !== undefined && (!Number.isInteger(i.cap) || i.cap < 1)) throw new CliError(`--max-pods-cap "${i.cap}" is invalid: expected a whole number >= 1`, EXIT.usage);
   const podEnis = Math.max(info.maxEnis - (i.customNetworking ? 1 : 0), 0);

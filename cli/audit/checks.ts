@@ -45,6 +45,14 @@ function ec2Holds(ip: string, secondary: string[], prefixes: string[]): boolean 
   });
 }
 
+/** `ip rule del …` for each rule naming `ip`, or how to find them when the rules were not read. */
+function deleteCommands(i: AuditInputs, ip: string): string {
+  const bare = (s?: string) => s?.replace(/\/32$/, '');
+  const cmds = i.rules.filter((r) => bare(r.src) === ip || bare(r.dst) === ip).map((r) =>
+    `ip rule del prio ${r.priority}${r.src && r.src !== 'all' ? ` from ${r.src}` : ''}${r.dst ? ` to ${r.dst}` : ''}${r.table ? ` lookup ${r.table}` : ''}`);
+  return cmds.length ? `it: ${cmds.join('; ')}` : `them: ip rule show | grep -w ${ip}, then ip rule del each`;
+}
+
 /** Every mismatch among the sources, in a stable order (by kind, then subject). */
 export function auditFindings(i: AuditInputs): Finding[] {
   const out: Finding[] = [];
@@ -130,7 +138,7 @@ export function auditFindings(i: AuditInputs): Finding[] {
           kind: 'leaked-ip-rule', subject: ip,
           detail: `${i.kernel.from} has ip rules for ${ip} but no route to a pod veth and no allocation`,
           meaning: 'a DEL left its policy routing behind: the next pod given this address may route through the wrong table',
-          action: `remove them: ip rule show | grep -w ${ip}, then ip rule del prio <prio> <selector> for each (ipamd does not remove rules it does not own)`,
+          action: `remove ${deleteCommands(i, ip)} (ipamd does not remove rules it did not make for a live allocation)`,
         });
       }
     }

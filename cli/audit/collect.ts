@@ -11,7 +11,9 @@
  * ipamd), the CRI runtime (ListPodSandbox + PodSandboxStatus; ipamd/restore/cri-source)
  * and, when a node name is known, the Kubernetes pods on this node.
  */
+import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import { checkpointSchema, type CheckpointData } from '../../ipamd/checkpoint/index.js';
 import { Ec2Api, type Ec2Eni } from '../../ipamd/cloud/ec2.js';
 import { ImdsClient } from '../../ipamd/cloud/imds.js';
@@ -28,12 +30,17 @@ import type { GlobalOptions } from '../options.js';
 /** A source's read: its data, or why it could not be read, or why it was not asked. */
 export type SourceRead<T> = { ok: true; data: T; from: string } | { ok: false; error: string; from: string } | { ok: false; skipped: string; from: string };
 
+/** One ip rule as `ip -json rule show` prints it. */
+export interface IpRule { priority: number; src?: string; dst?: string; table?: string; [k: string]: unknown }
+
 /** Everything the audit compares. */
 export interface AuditInputs {
   status: IpamdStatus;
   allocations: Allocation[];
   checkpoint: SourceRead<CheckpointData>;
   kernel: SourceRead<KernelEvidence>;
+  /** `ip -json rule show` of the same netns (for exact clean-up commands); empty when unreadable. */
+  rules: IpRule[];
   ec2: SourceRead<Ec2Eni[]>;
   cri: SourceRead<CriSandbox[]>;
   kube: SourceRead<KubePod[]>;
@@ -120,7 +127,11 @@ export async function collectAudit(o: GlobalOptions, a: AuditSourceOptions = {})
       return { ok: false, error: message(e), from: `CRI ${criEndpoint || o.criEndpoint || '(auto-detect)'}` };
     }
   })();
-  const kernel = kernelSrc.readKernel().then((data): SourceRead<KernelEvidence> => ({ ok: true, data, from: kernelSrc.description }), (e): SourceRead<KernelEvidence> => ({ ok: false, error: message(e), from: kernelSrc.description }));
-  const [checkpoint, k, ec2, c, kube] = await Promise.all([readCheckpoint(o.checkpoint), kernel, readEc2(o, status.enis.map((e) => e.eniId), a), cri, readKube(o, a)]);
-  return { status, allocations, checkpoint, kernel: k, ec2, cri: c, kube };
+  const where = o.netns ? `the kernel (netns ${o.netns})` : 'the kernel (this network namespace)';
+  const kernel = kernelSrc.readKernel().then((data): SourceRead<KernelEvidence> => ({ ok: true, data, from: where }), (e): SourceRead<KernelEvidence> => ({ ok: false, error: message(e).replace(kernelSrc.description, where), from: where }));
+  const rulesArgv = [...(o.netns ? ['nsenter', `--net=${o.netns}`] : []), 'ip', '-json', 'rule', 'show'];
+  const rules = promisify(execFile)(rulesArgv[0]!, rulesArgv.slice(1), { timeout: o.timeoutMs, maxBuffer: 32 * 1024 * 1024 })
+    .then((r) => JSON.parse(r.stdout || '[]') as IpRule[], () => [] as IpRule[]);
+  const [checkpoint, k, ec2, c, kube, r] = await Promise.all([readCheckpoint(o.checkpoint), kernel, readEc2(o, status.enis.map((e) => e.eniId), a), cri, readKube(o, a), rules]);
+  return { status, allocations, checkpoint, kernel: k, rules: r, ec2, cri: c, kube };
 }
