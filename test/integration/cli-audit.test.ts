@@ -65,6 +65,7 @@ test('audit is clean on a consistent node, then reports each planted mismatch (e
   for (const [kind, subject] of expect) {
     assert.match(r.stdout, new RegExp(`\\[${kind}\\] ${subject.replace(/\./g, '\\.')}\\b[^\\n]*\\n  what: +.*\\n  means: +.*\\n  do: +`), `${kind} ${subject} not reported:\n${r.stdout}`);
   }
+  assert.match(r.stdout, new RegExp(`do: +remove it: ip rule del prio 1536 from ${leaked.replace(/\./g, '\\.')} lookup 2`), 'the exact clean-up command');
   const json = await runCli(['audit', '-o', 'json', ...base], env);
   assert.equal(json.code, 1);
   const doc = JSON.parse(json.stdout) as { findings: Array<{ kind: string; subject: string }>; incomplete: boolean };
