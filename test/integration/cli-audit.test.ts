@@ -15,6 +15,8 @@ import { execFile } from 'node:child_process';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { EC2Client, UnassignPrivateIpAddressesCommand } from '@aws-sdk/client-ec2';
+import path from 'node:path';
+import { KubeApiStandIn } from '../../sim/kube/index.js';
 import { startCniNode } from '../helpers/cni-node.js';
 import { runCli } from '../helpers/cli-run.js';
 import { startFakeCri } from '../helpers/fake-cri.js';
@@ -25,7 +27,13 @@ test('audit is clean on a consistent node, then reports each planted mismatch (e
   const cri = await startFakeCri();
   t.after(() => cri.close());
   const n = await startCniNode(t, 'cliaud', { ipamdEnv: { CRI_RUNTIME_ENDPOINT: 'unix:///nonexistent/cri.sock', WARM_IP_TARGET: '4' } });
+  const kube = new KubeApiStandIn();
+  await kube.start();
+  t.after(() => kube.stop());
+  const kubeconfig = path.join(n.h.dir, 'kubeconfig');
+  await kube.writeKubeconfig(kubeconfig);
   const base = [
+    '--node-name', 'node-1', '--kubeconfig', kubeconfig,
     '--introspection', `127.0.0.1:${n.d.introspectionPort}`, '--socket', n.h.socket, '--checkpoint', n.h.checkpoint,
     '--cri-endpoint', cri.endpoint, '--netns', n.node.path,
   ];
@@ -38,6 +46,7 @@ test('audit is clean on a consistent node, then reports each planted mismatch (e
     assert.equal(add.code, 0, `ADD pod-${name}: ${add.stdout} ${add.stderr}`);
     ips[name] = String(add.json.ips[0].address).split('/')[0]!;
     if (name !== 'b') cri.addPod(id, ips[name]!);
+    kube.upsertPod({ namespace: 'default', name: `pod-${name}`, nodeName: 'node-1', podIP: ips[name]! });
   }
 
   // Baseline: a and c are listed by the runtime; b is added to it too, for the clean run.
@@ -45,10 +54,12 @@ test('audit is clean on a consistent node, then reports each planted mismatch (e
   const clean = await runCli(['audit', ...base], env);
   assert.equal(clean.code, 0, `clean audit:\n${clean.stdout}${clean.stderr}`);
   assert.match(clean.stdout, /no mismatch: every source agrees with ipamd/);
+  assert.match(clean.stdout, /kubernetes +ok .* 3 pods on this node/);
 
   // Plant each mismatch.
   cri.removePod('b'.repeat(64)); // allocation with no pod
   cri.addPod('d'.repeat(64), '10.0.0.241'); // pod with no allocation
+  kube.upsertPod({ namespace: 'default', name: 'stale', nodeName: 'node-1', podIP: '10.0.0.243' }); // a Kubernetes pod with no allocation
   const leaked = '10.0.0.242';
   await run('nsenter', [`--net=${n.node.path}`, 'ip', 'rule', 'add', 'from', leaked, 'lookup', '2', 'prio', '1536']); // leaked rule
   const allocs = (await (await fetch(`http://127.0.0.1:${n.d.introspectionPort}/v1/allocations`)).json()) as Array<{ ipv4: string; eniId: string }>;
@@ -61,6 +72,7 @@ test('audit is clean on a consistent node, then reports each planted mismatch (e
   assert.equal(r.code, 1, `audit with mismatches:\n${r.stdout}${r.stderr}`);
   const expect: Array<[string, string]> = [
     ['allocation-without-pod', ips.b!], ['pod-without-allocation', '10.0.0.241'], ['leaked-ip-rule', leaked], ['ec2-ip-missing', ips.c!],
+    ['kube-pod-without-allocation', '10.0.0.243'],
   ];
   for (const [kind, subject] of expect) {
     assert.match(r.stdout, new RegExp(`\\[${kind}\\] ${subject.replace(/\./g, '\\.')}\\b[^\\n]*\\n  what: +.*\\n  means: +.*\\n  do: +`), `${kind} ${subject} not reported:\n${r.stdout}`);
