@@ -13,7 +13,7 @@ import type { AuditInputs } from './collect.js';
 export type FindingKind =
   | 'checkpoint-missing-allocation' | 'checkpoint-extra-allocation'
   | 'ec2-eni-missing' | 'ec2-ip-missing'
-  | 'not-wired' | 'wired-without-allocation' | 'leaked-ip-rule'
+  | 'not-wired' | 'wired-without-allocation' | 'leaked-ip-rule' | 'veth-without-route'
   | 'allocation-without-pod' | 'pod-without-allocation' | 'pod-ip-differs'
   | 'kube-pod-without-allocation';
 
@@ -131,6 +131,16 @@ export function auditFindings(i: AuditInputs): Finding[] {
           action: `find the pod on ${r.dev} (crictl pods; ip link show ${r.dev}); delete it so it is wired again through eni-ipam`,
         });
       }
+    }
+    const routed = new Set([...k.pods.values()].map((r) => r.dev));
+    for (const dev of i.podVeths) {
+      if (routed.has(dev)) continue;
+      out.push({
+        kind: 'veth-without-route', subject: dev,
+        detail: `${i.kernel.from} has pod veth ${dev} (its peer in another netns) but no host route to it`,
+        meaning: 'a pod whose wiring was half undone (a DEL that failed midway) or never finished: it has no connectivity',
+        action: `find its pod (ip -d link show ${dev}; crictl pods); if none is alive, ip link del ${dev}`,
+      });
     }
     for (const ip of k.rulesOnly) {
       if (!byIp.has(ip)) {

@@ -41,6 +41,8 @@ export interface AuditInputs {
   kernel: SourceRead<KernelEvidence>;
   /** `ip -json rule show` of the same netns (for exact clean-up commands); empty when unreadable. */
   rules: IpRule[];
+  /** Host-side pod veths (peer in another netns) of the same netns, by name; empty when unreadable. */
+  podVeths: string[];
   ec2: SourceRead<Ec2Eni[]>;
   cri: SourceRead<CriSandbox[]>;
   kube: SourceRead<KubePod[]>;
@@ -129,9 +131,13 @@ export async function collectAudit(o: GlobalOptions, a: AuditSourceOptions = {})
   })();
   const where = o.netns ? `the kernel (netns ${o.netns})` : 'the kernel (this network namespace)';
   const kernel = kernelSrc.readKernel().then((data): SourceRead<KernelEvidence> => ({ ok: true, data, from: where }), (e): SourceRead<KernelEvidence> => ({ ok: false, error: message(e).replace(kernelSrc.description, where), from: where }));
-  const rulesArgv = [...(o.netns ? ['nsenter', `--net=${o.netns}`] : []), 'ip', '-json', 'rule', 'show'];
-  const rules = promisify(execFile)(rulesArgv[0]!, rulesArgv.slice(1), { timeout: o.timeoutMs, maxBuffer: 32 * 1024 * 1024 })
-    .then((r) => JSON.parse(r.stdout || '[]') as IpRule[], () => [] as IpRule[]);
-  const [checkpoint, k, ec2, c, kube, r] = await Promise.all([readCheckpoint(o.checkpoint), kernel, readEc2(o, status.enis.map((e) => e.eniId), a), cri, readKube(o, a), rules]);
-  return { status, allocations, checkpoint, kernel: k, rules: r, ec2, cri: c, kube };
+  const ipJson = <T>(args: string[]): Promise<T[]> => {
+    const argv = [...(o.netns ? ['nsenter', `--net=${o.netns}`] : []), 'ip', '-json', ...args];
+    return promisify(execFile)(argv[0]!, argv.slice(1), { timeout: o.timeoutMs, maxBuffer: 32 * 1024 * 1024 })
+      .then((r) => JSON.parse(r.stdout || '[]') as T[], () => [] as T[]);
+  };
+  const veths = ipJson<{ ifname: string; link_netnsid?: number }>(['link', 'show', 'type', 'veth'])
+    .then((ls) => ls.filter((l) => typeof l.link_netnsid === 'number').map((l) => l.ifname));
+  const [checkpoint, k, ec2, c, kube, r, v] = await Promise.all([readCheckpoint(o.checkpoint), kernel, readEc2(o, status.enis.map((e) => e.eniId), a), cri, readKube(o, a), ipJson<IpRule>(['rule', 'show']), veths]);
+  return { status, allocations, checkpoint, kernel: k, rules: r, podVeths: v, ec2, cri: c, kube };
 }

@@ -60,6 +60,8 @@ test('audit is clean on a consistent node, then reports each planted mismatch (e
   cri.removePod('b'.repeat(64)); // allocation with no pod
   cri.addPod('d'.repeat(64), '10.0.0.241'); // pod with no allocation
   kube.upsertPod({ namespace: 'default', name: 'stale', nodeName: 'node-1', podIP: '10.0.0.243' }); // a Kubernetes pod with no allocation
+  const dead = await n.pod();
+  await run('nsenter', [`--net=${n.node.path}`, 'ip', 'link', 'add', 'enileak0', 'type', 'veth', 'peer', 'name', 'eth0', 'netns', path.basename(dead.path)]); // a veth with no route
   const leaked = '10.0.0.242';
   await run('nsenter', [`--net=${n.node.path}`, 'ip', 'rule', 'add', 'from', leaked, 'lookup', '2', 'prio', '1536']); // leaked rule
   const allocs = (await (await fetch(`http://127.0.0.1:${n.d.introspectionPort}/v1/allocations`)).json()) as Array<{ ipv4: string; eniId: string }>;
@@ -72,7 +74,7 @@ test('audit is clean on a consistent node, then reports each planted mismatch (e
   assert.equal(r.code, 1, `audit with mismatches:\n${r.stdout}${r.stderr}`);
   const expect: Array<[string, string]> = [
     ['allocation-without-pod', ips.b!], ['pod-without-allocation', '10.0.0.241'], ['leaked-ip-rule', leaked], ['ec2-ip-missing', ips.c!],
-    ['kube-pod-without-allocation', '10.0.0.243'],
+    ['kube-pod-without-allocation', '10.0.0.243'], ['veth-without-route', 'enileak0'],
   ];
   for (const [kind, subject] of expect) {
     assert.match(r.stdout, new RegExp(`\\[${kind}\\] ${subject.replace(/\./g, '\\.')}\\b[^\\n]*\\n  what: +.*\\n  means: +.*\\n  do: +`), `${kind} ${subject} not reported:\n${r.stdout}`);
