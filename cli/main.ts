@@ -30,7 +30,7 @@ export async function run(argv: string[]): Promise<void> {
   const d = envDefaults();
   const parser = yargs(argv)
     .scriptName('eni-ipam')
-    .usage('$0 <command> [options]\n\nOperate eni-ipam on this node: what ipamd holds, why, and whether it agrees with the node, EC2 and the runtime.')
+    .usage('$0 <command> [options]    operate eni-ipam on this node')
     .option('output', { alias: 'o', choices: ['table', 'json'] as const, default: 'table', describe: 'output format' })
     .option('introspection', { type: 'string', default: d.introspection, describe: "ipamd's introspection host:port (env INTROSPECTION_BIND_ADDRESS)" })
     .option('metrics', { type: 'string', default: d.metrics, describe: "ipamd's metrics host:port (env METRICS_BIND_ADDRESS)" })
@@ -50,8 +50,8 @@ export async function run(argv: string[]): Promise<void> {
     .demandCommand(1, 'name a command (see eni-ipam --help)')
     .strict()
     .recommendCommands()
-    .epilogue('Exit codes: 0 ok; 1 audit found mismatches; 2 usage (unknown flag, bad value, unknown instance type); 3 ipamd unreachable; 4 permission denied; 5 a source could not be read (incomplete answer).')
-    .wrap(Math.min(110, process.stdout.columns || 100))
+    .epilogue('Exit codes: 0 ok; 1 audit found mismatches; 2 usage (unknown command or flag, bad value,\nunknown instance type); 3 ipamd unreachable; 4 permission denied; 5 a source could not be\nread (incomplete answer).')
+    .wrap(Math.min(120, process.stdout.columns || 120))
     .help()
     .version(false)
     .fail((msg, err) => {
