@@ -9,7 +9,7 @@
 import { growBlockedReason } from '../ipamd/pool/grow-limits.js';
 import { planGrow, planShrink, poolCounts, type GrowPlan, type PoolCounts, type ShrinkPlan } from '../ipamd/pool/index.js';
 import type { IpamdStatus } from './ipamd-api.js';
-import { targetsLine } from './commands/status.js';
+import { targetsLine } from './views.js';
 
 /** The plan, with the reasons in operator terms. */
 export interface PoolPlan {

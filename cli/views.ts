@@ -64,3 +64,14 @@ export function eniRows(st: IpamdStatus, allocs: Allocation[]): EniRow[] {
     pods: allocs.filter((a) => a.eniId === e.eniId).map((a) => `${a.pod ? `${a.pod.namespace}/${a.pod.name}` : a.containerID.slice(0, 12)} ${a.ipv4}`),
   }));
 }
+
+/** The warm-pool settings in their env var names, e.g. `WARM_IP_TARGET=4 MAX_ENI=3`. */
+export function targetsLine(st: IpamdStatus): string {
+  const t = st.targets;
+  const parts = [`WARM_ENI_TARGET=${t.warmEniTarget}`];
+  if (t.warmIpTarget !== undefined) parts.push(`WARM_IP_TARGET=${t.warmIpTarget}`);
+  if (t.minimumIpTarget !== undefined) parts.push(`MINIMUM_IP_TARGET=${t.minimumIpTarget}`);
+  if (t.warmPrefixTarget !== undefined) parts.push(`WARM_PREFIX_TARGET=${t.warmPrefixTarget}`);
+  parts.push(`max ENIs=${t.maxEni}`, `unit=${t.unit ?? 'ip'}`);
+  return parts.join(' ');
+}

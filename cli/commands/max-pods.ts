@@ -5,7 +5,7 @@ import { print, printJson } from '../output.js';
 
 export const maxPodsCommand: CommandModule = {
   command: 'max-pods',
-  describe: 'max pods for an instance type (ENIs × (IPs per ENI − 1) + 2; ×16 with prefixes; one ENI fewer with custom networking)',
+  describe: 'max pods for an instance type, amazon-vpc-cni-k8s formula',
   builder: (y) => y
     .option('instance-type', { type: 'string', demandOption: true, describe: 'EC2 instance type, e.g. m5.large' })
     .option('prefix-delegation', { type: 'boolean', default: false, describe: 'ENABLE_PREFIX_DELEGATION=true: /28 prefixes per slot' })

@@ -3,18 +3,7 @@ import type { CommandModule } from 'yargs';
 import { fetchStatus, socketHealth, type IpamdStatus } from '../ipamd-api.js';
 import { globalOptions } from '../options.js';
 import { paint, print, printJson, table } from '../output.js';
-import { eniRows } from '../views.js';
-
-/** The warm-pool settings in their env var names, e.g. `WARM_IP_TARGET=4 MAX_ENI=3`. */
-export function targetsLine(st: IpamdStatus): string {
-  const t = st.targets;
-  const parts = [`WARM_ENI_TARGET=${t.warmEniTarget}`];
-  if (t.warmIpTarget !== undefined) parts.push(`WARM_IP_TARGET=${t.warmIpTarget}`);
-  if (t.minimumIpTarget !== undefined) parts.push(`MINIMUM_IP_TARGET=${t.minimumIpTarget}`);
-  if (t.warmPrefixTarget !== undefined) parts.push(`WARM_PREFIX_TARGET=${t.warmPrefixTarget}`);
-  parts.push(`max ENIs=${t.maxEni}`, `unit=${t.unit ?? 'ip'}`);
-  return parts.join(' ');
-}
+import { eniRows, targetsLine } from '../views.js';
 
 /** Renders the status as text lines (table mode). */
 export function renderStatus(st: IpamdStatus, health: string): string {

@@ -27,7 +27,7 @@ async function defaultLogs(): Promise<string[]> {
 
 export const supportBundleCommand: CommandModule = {
   command: 'support-bundle',
-  describe: 'write one tarball with logs, checkpoint, introspection, metrics, kernel and iptables state, CRI sandboxes, redacted env',
+  describe: 'one tarball: logs, checkpoint, introspection, metrics, kernel, iptables, CRI, env',
   builder: (y) => y
     .option('out', { type: 'string', describe: 'tarball path (default ./eni-ipam-support-<host>-<time>.tar.gz)' })
     .option('log', { type: 'array', string: true, describe: `ipamd log files (default: files in ${DEFAULT_LOG_DIRS.join(', ')})` }),
