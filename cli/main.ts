@@ -19,7 +19,7 @@ import { envDefaults } from './options.js';
 
 /** Prints `msg` as the one error line and exits with `code`. */
 function die(msg: string, code: number): never {
-  process.stderr.write(`eni-ipam: ${msg.split('\n')[0]}\n`);
+  process.stderr.write(`eni-ipam: ${msg.trim().replace(/\s*\n\s*/g, ' ')}\n`);
   process.exit(code);
 }
 
@@ -38,7 +38,7 @@ export async function run(argv: string[]): Promise<void> {
     .option('checkpoint', { type: 'string', default: d.checkpoint, describe: "ipamd's checkpoint file (env ENI_IPAM_CHECKPOINT_PATH)" })
     .option('cri-endpoint', { type: 'string', ...(d.criEndpoint ? { default: d.criEndpoint } : {}), describe: 'CRI socket (env CRI_RUNTIME_ENDPOINT; default: auto-detect as ipamd does)' })
     .option('netns', { type: 'string', ...(d.netns ? { default: d.netns } : {}), describe: "network namespace (path) holding the pods' host side (env ENI_IPAM_CNI_EXEC_NETNS; default: this one)" })
-    .option('timeout', { type: 'number', default: 5000, describe: 'deadline of each read, ms' })
+    .option('timeout', { type: 'string', default: '5000', describe: 'deadline of each read, ms' })
     .command(statusCommand)
     .command(podsCommand)
     .command(enisCommand)
@@ -47,7 +47,7 @@ export async function run(argv: string[]): Promise<void> {
     .command(maxPodsCommand)
     .command(supportBundleCommand)
     .completion('completion', 'print a bash/zsh completion script (eni-ipam completion >> ~/.bashrc)')
-    .demandCommand(1, 'name a command (see eni-ipam --help)')
+    .demandCommand(1, 'name a command')
     .strict()
     .recommendCommands()
     .epilogue('Exit codes: 0 ok; 1 audit found mismatches; 2 usage (unknown command or flag, bad value,\nunknown instance type); 3 ipamd unreachable; 4 permission denied; 5 a source could not be\nread (incomplete answer).')
@@ -58,7 +58,7 @@ export async function run(argv: string[]): Promise<void> {
       if (err) throw err;
       // yargs' suggestion alone does not name what was typed.
       const named = /^Did you mean/.test(msg) ? `unknown command "${argv.find((a) => !a.startsWith('-')) ?? ''}". ${msg}` : msg;
-      die(`${named} (see eni-ipam --help)`, EXIT.usage);
+      die(named.includes('--help') ? named : `${named} (see eni-ipam --help)`, EXIT.usage);
     });
   await parser.parseAsync();
 }

@@ -53,7 +53,7 @@ export function envDefaults(env: NodeJS.ProcessEnv = process.env) {
 
 /** Builds {@link GlobalOptions} from yargs' parsed argv. @throws CliError (usage) for a bad value. */
 export function globalOptions(a: Record<string, unknown>): GlobalOptions {
-  const timeoutMs = Number(a.timeout);
+  const timeoutMs = /^[0-9]+$/.test(String(a.timeout)) ? Number(a.timeout) : NaN;
   if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 60_000) throw new CliError(`--timeout "${String(a.timeout)}" is invalid: expected a whole number of ms from 1 to 60000`, EXIT.usage);
   for (const f of ['socket', 'checkpoint'] as const) {
     if (!String(a[f]).startsWith('/')) throw new CliError(`--${f} "${String(a[f])}" is invalid: expected an absolute path`, EXIT.usage);

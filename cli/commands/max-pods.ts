@@ -10,11 +10,11 @@ export const maxPodsCommand: CommandModule = {
     .option('instance-type', { type: 'string', demandOption: true, describe: 'EC2 instance type, e.g. m5.large' })
     .option('prefix-delegation', { type: 'boolean', default: false, describe: 'ENABLE_PREFIX_DELEGATION=true: /28 prefixes per slot' })
     .option('custom-networking', { type: 'boolean', default: false, describe: 'custom networking (ENIConfig): the primary ENI serves no pod' })
-    .option('max-pods-cap', { type: 'number', describe: 'upper bound applied last (e.g. 110, kubelet\'s default)' }),
+    .option('max-pods-cap', { type: 'string', describe: 'upper bound applied last (e.g. 110, kubelet\'s default)' }),
   handler: async (argv) => {
     const r = maxPods({
       instanceType: String(argv['instance-type']), prefixDelegation: argv['prefix-delegation'] === true, customNetworking: argv['custom-networking'] === true,
-      ...(argv['max-pods-cap'] !== undefined ? { cap: Number(argv['max-pods-cap']) } : {}),
+      ...(argv['max-pods-cap'] !== undefined ? { cap: String(argv['max-pods-cap']) } : {}),
     });
     if (argv.output === 'json') return printJson(r);
     print(`${r.instanceType}: max pods ${r.maxPods} (${r.explain})`);
