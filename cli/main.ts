@@ -56,8 +56,14 @@ export async function run(argv: string[]): Promise<void> {
     .version(false)
     .fail((msg, err) => {
       if (err) throw err;
-      // yargs' suggestion alone does not name what was typed.
-      const named = /^Did you mean/.test(msg) ? `unknown command "${argv.find((a) => !a.startsWith('-')) ?? ''}". ${msg}` : msg;
+      // yargs' suggestion alone does not name what was typed, and it names `--no-x` as `x`.
+      let named = /^Did you mean/.test(msg) ? `unknown command "${argv.find((a) => !a.startsWith('-')) ?? ''}". ${msg}` : msg;
+      const unknown = /^Unknown arguments?: (.*)$/.exec(msg);
+      if (unknown) {
+        const typed = (n: string) => argv.map((a) => a.split('=')[0]!).find((a) => a === `--${n}` || a === `--no-${n}` || a === `-${n}`);
+        const names = unknown[1]!.split(', ').filter((n) => !/[A-Z]/.test(n)).map((n) => typed(n) ?? n);
+        named = `unknown ${names.every((n) => n.startsWith('-')) ? 'flag' : 'argument'}${names.length > 1 ? 's' : ''}: ${names.join(', ')}`;
+      }
       die(named.includes('--help') ? named : `${named} (see eni-ipam --help)`, EXIT.usage);
     });
   await parser.parseAsync();
