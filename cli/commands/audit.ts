@@ -26,6 +26,7 @@ export function sourceSummary(i: AuditInputs): Array<{ source: string; from: str
   ];
 }
 
+/** `audit`: exit 1 on any mismatch, 5 when a source could not be read, else 0. */
 export const auditCommand: CommandModule = {
   command: 'audit',
   describe: 'cross-check checkpoint, ipamd, kernel, EC2, CRI and Kubernetes; exit 1 on any mismatch',

@@ -3,6 +3,7 @@ import type { CommandModule } from 'yargs';
 import { maxPods } from '../max-pods.js';
 import { print, printJson } from '../output.js';
 
+/** `max-pods`: {@link maxPods}; exit 2 for an unknown instance type. */
 export const maxPodsCommand: CommandModule = {
   command: 'max-pods',
   describe: 'max pods for an instance type, amazon-vpc-cni-k8s formula',

@@ -5,6 +5,7 @@ import { globalOptions } from '../options.js';
 import { print, printJson } from '../output.js';
 import { planFromStatus } from '../plan.js';
 
+/** `plan`: {@link planFromStatus} on `/v1/status`; changes nothing. */
 export const planCommand: CommandModule = {
   command: 'plan',
   describe: 'what the pool controller would do next and why (binding target, limit), without doing it',

@@ -5,6 +5,7 @@ import { globalOptions } from '../options.js';
 import { print, printJson, table } from '../output.js';
 import { eniRows, podRows } from '../views.js';
 
+/** `pods`: one row per allocation, joined with its ENI's device number and route table. */
 export const podsCommand: CommandModule = {
   command: 'pods',
   describe: 'every allocation: pod, IP, ENI, device number, route table, sandbox',
@@ -18,6 +19,7 @@ export const podsCommand: CommandModule = {
   },
 };
 
+/** `enis`: one row per ENI ipamd serves from, with its pods. */
 export const enisCommand: CommandModule = {
   command: 'enis',
   describe: 'every ENI: device number, route table, capacity and use, and its pods',

@@ -24,6 +24,7 @@ export function renderStatus(st: IpamdStatus, health: string): string {
   return lines.join('\n');
 }
 
+/** `status`: reads `/v1/status` and the gRPC health of the socket; exit 3 when either is unreachable. */
 export const statusCommand: CommandModule = {
   command: 'status',
   describe: 'pool, ENIs, waiting ADDs, evidence sources, release freeze and why',

@@ -25,6 +25,7 @@ async function defaultLogs(): Promise<string[]> {
   return out;
 }
 
+/** `support-bundle`: writes the tarball (exit 0 even when parts are missing; they are listed). */
 export const supportBundleCommand: CommandModule = {
   command: 'support-bundle',
   describe: 'one tarball: logs, checkpoint, introspection, metrics, kernel, iptables, CRI, env',
