@@ -28,6 +28,7 @@ import { startEniLifecycle, type EniLifecycle } from './startup/eni-lifecycle.js
 import { installCni } from './startup/cni-install.js';
 import { startHostNetworkSync } from './startup/host-network-sync.js';
 import { startEvidence } from './startup/evidence.js';
+import { KernelSource } from './restore/kernel-source.js';
 import { restoreFromCheckpoint } from './startup/restore-checkpoint.js';
 
 /** A running daemon. */
@@ -83,7 +84,9 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     vethPrefix: config.vethPrefix, ...(config.cniExecNetns ? { nodeNetns: config.cniExecNetns } : {}),
   });
   await spool.applyPending('startup');
-  const evidence = await startEvidence({ config, ds, gate, log, persist: () => writer.commit(), ...(recordedIdentity ? { recordedIdentity } : {}) });
+  // One kernel source for the evidence passes and for CNI GC (both check it before releasing).
+  const kernel = new KernelSource(config.cniExecNetns ? { netnsPath: config.cniExecNetns } : {});
+  const evidence = await startEvidence({ config, ds, gate, log, kernel, persist: () => writer.commit(), ...(recordedIdentity ? { recordedIdentity } : {}) });
   runtimeIdentity = evidence.runtimeIdentity;
 
   const maxEni = Math.min(config.maxEni ?? inv.limits.maxEnis, inv.limits.maxEnis);
@@ -110,7 +113,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   registerAdoption(adoption, enis, log);
   const limits = { instanceType: inv.instance.instanceType, instanceMaxEnis: inv.limits.maxEnis, ipv4PerEni: inv.limits.ipv4PerEni, ...(config.maxEni !== undefined ? { maxEniSetting: config.maxEni } : {}) };
   const pool = new PoolController({ ds, ec2: inv.ec2, enis, gate, log, targets, limits, intervalMs: config.poolIntervalMs, shrinkDelayMs: config.shrinkDelayMs, minEniAgeMs: config.minEniAgeMs });
-  const service = new IpamService({ ds, pool, persist: () => writer.commit(), log, addWaitTimeoutMs: config.addWaitTimeoutMs, onConflict: () => metrics.ipConflict() });
+  const service = new IpamService({ ds, pool, persist: () => writer.commit(), log, addWaitTimeoutMs: config.addWaitTimeoutMs, onConflict: () => metrics.ipConflict(), kernel });
   const quarantine = startQuarantineCheck({ ds, log, intervalMs: config.gcIntervalMs, read: kernelRoutedReader(config.cniExecNetns) });
   metrics.setSources({ ds, gate, pool, quarantined: () => ds.quarantined().length, limits: () => ({ maxEni, ipMax: maxEni * (inv.limits.ipv4PerEni - 1) * (unit === 'prefix' ? 16 : 1) }), evidence: evidence.sourceStates });
   const rpc = new RpcServer({ socketPath: config.socketPath, service, log, vpcCidrs: () => inv.vpcCidrs, externalSnat: config.externalSnat, observe: metrics.observeRpc });

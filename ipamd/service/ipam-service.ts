@@ -8,6 +8,7 @@ import type { Datastore } from '../datastore/datastore.js';
 import type { Allocation, AllocationKey, EniInfo, PodRef } from '../datastore/types.js';
 import type { Logger } from '../log.js';
 import { PoolExhaustedError, type PoolController } from '../controller/pool-controller.js';
+import type { KernelReader } from '../restore/kernel-source.js';
 import { gcNetwork, type GcAttachment, type GcReleased } from './gc.js';
 import { ipamStatus, type IpamStatus } from './status.js';
 
@@ -57,6 +58,8 @@ export interface IpamServiceOptions {
   now?: () => number;
   /** Told of each IP quarantined after a refused ADD (metrics). */
   onConflict?: (ip: string) => void;
+  /** The node's kernel, checked before CNI GC releases anything (see gcNetwork). */
+  kernel?: KernelReader;
 }
 
 /** Route table of an ENI: main for the primary ENI, device number + 1 otherwise (DESIGN §7). */
@@ -149,6 +152,7 @@ export class IpamService {
   async gc(networkName: string, valid: readonly GcAttachment[]): Promise<GcReleased[]> {
     return gcNetwork({
       ds: this.o.ds, persist: this.o.persist, released: () => this.o.pool.trigger(), log: this.o.log, now: this.now, routeTableFor,
+      ...(this.o.kernel ? { kernel: this.o.kernel } : {}),
     }, networkName, valid);
   }
 
