@@ -1,7 +1,7 @@
 /**
  * Max pods per node, amazon-vpc-cni-k8s's formula (its misc/eni-max-pods.txt and
  * max-pods calculator; AWS EKS docs "Amazon EKS recommended maximum Pods for each
- * Amazon EC2 instance type"), over our instance limits table (sim/instance-types.ts,
+ * Amazon EC2 instance type"), over our instance limits table (ipamd/cloud/instance-types.ts,
  * DescribeInstanceTypes figures):
  *
  *   ENIs × (IPv4 addresses per ENI − 1) + 2
@@ -12,7 +12,7 @@
  * (kubelet's 110, say) is applied last. Pure.
  */
 import { closest } from 'fastest-levenshtein';
-import { INSTANCE_TYPES, instanceTypeInfo } from '../sim/instance-types.js';
+import { INSTANCE_TYPES, instanceTypeInfo } from '../ipamd/cloud/instance-types.js';
 import { CliError, EXIT } from './errors.js';
 
 /** Inputs of {@link maxPods}. */

@@ -1,7 +1,7 @@
 /**
  * `eni-ipam max-pods` against AWS's published figures. Expected values are typed from
  * amazon-vpc-cni-k8s misc/eni-max-pods.txt (the file EKS AMIs ship), one per instance
- * type; our figures come from the formula over sim/instance-types.ts.
+ * type; our figures come from the formula over ipamd/cloud/instance-types.ts.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
