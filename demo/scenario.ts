@@ -62,6 +62,7 @@ export async function runScenario(o: ScenarioOptions): Promise<number> {
       o.print(`daemon mode: ipamd keeps running; Ctrl-C stops it and removes everything.`);
       o.print(`  plugin config: ${JSON.stringify(config)}`);
       o.print(`  status: curl http://127.0.0.1:${ipamd.introspectionPort}/v1/status  (inside this network namespace)`);
+      o.print(`  operator CLI (in the node netns above): AWS_EC2_ENDPOINT=${sim.ec2Endpoint} AWS_EC2_METADATA_SERVICE_ENDPOINT=${sim.imdsEndpoint} INTROSPECTION_BIND_ADDRESS=127.0.0.1:${ipamd.introspectionPort} ENI_IPAM_SOCKET=${socket} ENI_IPAM_CHECKPOINT_PATH=${env.ENI_IPAM_CHECKPOINT_PATH} node dist/cli/main.js status`);
       await new Promise<void>((resolve) => { process.once('SIGINT', resolve); process.once('SIGTERM', resolve); });
       return 0;
     }

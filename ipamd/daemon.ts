@@ -134,7 +134,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     const now = Date.now();
     return {
       instanceId: inv.instance.instanceId, instanceType: inv.instance.instanceType,
-      counts: ds.counts(now), pool: poolCounts(ds.poolViews(now), targets), targets,
+      counts: ds.counts(now), pool: poolCounts(ds.poolViews(now), targets), targets, limits,
       enis: ds.poolViews(now), releasesFrozen: gate.frozen, freezeReasons: gate.describe(),
       waitingAdds: pool.waiting, lastPoolError: pool.lastError ?? null, vpcCidrs: inv.vpcCidrs,
       eniLifecycle: lifecycle?.status() ?? null, nodeSysctls: hostNet?.sysctls() ?? null,

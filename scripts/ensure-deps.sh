@@ -27,6 +27,7 @@ need=()
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
 command -v unshare >/dev/null 2>&1 || need+=(util-linux)
+command -v setpriv >/dev/null 2>&1 || need+=(util-linux) # the CLI test runs it as an unprivileged user
 command -v pkill >/dev/null 2>&1 || need+=(procps)
 command -v gcc >/dev/null 2>&1 || need+=(gcc)
 # libc6-dev: headers and libc.a (the shim links statically).

@@ -18,7 +18,7 @@ export function lockFile(debArch) {
 }
 
 /** /app/dist files listed one by one (the rest of /app/dist/<dir>/ is summarised by its dir). */
-const DIST_LISTED = new Set(['./app/dist/ipamd/main.js', './app/dist/cni-plugin/eni-ipam', './app/dist/cni-plugin/eni-ipam.cjs', './app/dist/proto/ipam.js']);
+const DIST_LISTED = new Set(['./app/dist/cli/main.js', './app/dist/ipamd/main.js', './app/dist/cni-plugin/eni-ipam', './app/dist/cni-plugin/eni-ipam.cjs', './app/dist/proto/ipam.js']);
 
 /**
  * Lists a layer tarball as `path <type+mode> <uid>:<gid> <name>[ -> target]` lines.

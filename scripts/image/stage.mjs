@@ -10,10 +10,11 @@
  *   app/node_modules/                production dependencies only (npm ci --omit=dev), without
  *                                    type declarations and source maps (*.d.ts, *.map: ~50 MiB
  *                                    Node never loads)
- *   app/dist/{ipamd,cni-plugin,proto}/  the built daemon, the static shim and the Node plugin
+ *   app/dist/{ipamd,cni-plugin,proto,cli}/  the built daemon, the static shim, the Node plugin, the operator CLI
  *   app/proto/                       .proto files ipamd loads at run time
  *   app/config/                      the conflist template and the env example
  *   app/bin/ipamd                    entrypoint: exec /usr/local/bin/node /app/dist/ipamd/main.js "$@"
+ *   app/bin/eni-ipam                 the operator CLI (kubectl exec ... -- /app/bin/eni-ipam status)
  *
  * Needs a built tree (`npm run build`). The production node_modules is cached under
  * build/image/cache keyed by package.json + package-lock.json.
@@ -31,14 +32,17 @@ import { fetchNodeRuntime, readNodePin } from './node-runtime.mjs';
 /** Default staging dir. */
 export const STAGE_DIR = path.join(BUILD_DIR, 'stage');
 
-/** The dist/ subtrees ipamd needs at run time (it imports nothing from dist/sim, dist/test...). */
-const DIST_DIRS = ['ipamd', 'cni-plugin', 'proto'];
+/** The dist/ subtrees needed at run time: ipamd, the plugin, and the operator CLI (nothing from dist/sim, dist/test...). */
+const DIST_DIRS = ['ipamd', 'cni-plugin', 'proto', 'cli'];
 
 /** Files of npm packages Node never loads at run time: type declarations and source maps. */
 const NOT_LOADED = /\.(d\.[cm]?ts|map)$/;
 
 /** The entrypoint script (/app/bin/ipamd). */
 const ENTRYPOINT = '#!/bin/sh\n# eni-ipam image entrypoint: ipamd on the image\'s Node runtime.\nexec /usr/local/bin/node /app/dist/ipamd/main.js "$@"\n';
+
+/** The operator CLI's wrapper (/app/bin/eni-ipam). */
+const CLI_ENTRYPOINT = '#!/bin/sh\n# eni-ipam operator CLI on the image\'s Node runtime.\nexec /usr/local/bin/node /app/dist/cli/main.js "$@"\n';
 
 /**
  * Installs the production dependencies into `<appDir>/node_modules` (from the cache when
@@ -110,6 +114,8 @@ export async function stage(o) {
   cpSync(path.join(ROOT, 'config'), path.join(app, 'config'), { recursive: true });
   writeFileSync(path.join(app, 'bin', 'ipamd'), ENTRYPOINT, { mode: 0o755 });
   chmodSync(path.join(app, 'bin', 'ipamd'), 0o755);
+  writeFileSync(path.join(app, 'bin', 'eni-ipam'), CLI_ENTRYPOINT, { mode: 0o755 });
+  chmodSync(path.join(app, 'bin', 'eni-ipam'), 0o755);
   if (readdirSync(path.join(app, 'node_modules')).length === 0) throw new ImageBuildError('npm ci --omit=dev installed nothing');
   return { dir, node };
 }

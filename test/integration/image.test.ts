@@ -195,6 +195,13 @@ test('containerd imports the archive and runs node, ip, iptables and the entrypo
   // The chart's probe command runs on the image's Node: no socket is exit code 2 ("no answer").
   const probe = await runIn(['node', '/app/dist/ipamd/probe.js', '--socket', '/run/no-ipamd.sock', '--timeout', '2000']);
   assert.equal(probe.code, 2, probe.out);
+  // The operator CLI runs on the image's Node with production dependencies only.
+  const cli = await runIn(['/app/bin/eni-ipam', 'max-pods', '--instance-type', 'm5.large']);
+  assert.equal(cli.code, 0, cli.out);
+  assert.match(cli.out, /m5\.large: max pods 29/);
+  const cliDown = await runIn(['/app/bin/eni-ipam', 'status', '--socket', '/run/no-ipamd.sock']);
+  assert.equal(cliDown.code, 3, cliDown.out);
+  assert.match(cliDown.out, /^eni-ipam: cannot reach ipamd introspection/m);
   const bad = await runIn([], ['--env', 'WARM_ENI_TARGET=lots']);
   assert.equal(bad.code, 1, bad.out);
   assert.match(bad.out, /^eni-ipamd: .*WARM_ENI_TARGET/m);

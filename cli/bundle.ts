@@ -1,0 +1,91 @@
+/**
+ * The support bundle's contents: best effort, each part on its own (an ipamd that is
+ * down still yields the kernel state, the checkpoint and the logs), each failure noted
+ * in MANIFEST.json instead of stopping the bundle. Environment values whose NAME
+ * matches KEY|SECRET|TOKEN|PASSWORD|CREDENTIAL (any case) are replaced by `<redacted>`.
+ */
+import { execFile } from 'node:child_process';
+import { copyFile, mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { CriSource, detectCriEndpoint } from '../ipamd/restore/cri-source.js';
+import { httpGet } from './ipamd-api.js';
+import type { GlobalOptions } from './options.js';
+
+/** Names of environment variables whose values never enter a bundle. */
+export const SECRET_NAME = /KEY|SECRET|TOKEN|PASSWORD|CREDENTIAL/i;
+
+/** `NAME=value` lines of `env`, sorted, secrets replaced by `<redacted>`. */
+export function redactedEnv(env: NodeJS.ProcessEnv): string {
+  return Object.keys(env).sort().map((k) => `${k}=${SECRET_NAME.test(k) ? '<redacted>' : env[k] ?? ''}`).join('\n') + '\n';
+}
+
+/** One part of the bundle: its file name and whether it was collected. */
+export interface BundlePart {
+  file: string;
+  ok: boolean;
+  error?: string;
+}
+
+/** The kernel and firewall commands captured (argv after an optional nsenter). */
+export const KERNEL_COMMANDS: Array<{ file: string; argv: string[] }> = [
+  { file: 'kernel/ip-rule.txt', argv: ['ip', 'rule', 'show'] },
+  { file: 'kernel/ip-route-all.txt', argv: ['ip', 'route', 'show', 'table', 'all'] },
+  { file: 'kernel/ip-addr.txt', argv: ['ip', 'addr', 'show'] },
+  { file: 'kernel/ip-link.txt', argv: ['ip', '-d', 'link', 'show'] },
+  { file: 'kernel/ip-neigh.txt', argv: ['ip', 'neigh', 'show'] },
+  { file: 'kernel/iptables-save.txt', argv: ['iptables-save'] },
+];
+
+/**
+ * Writes every part under `dir` and returns what was collected.
+ * @param logs log files to include (missing ones are noted).
+ */
+export async function collectBundle(o: GlobalOptions, dir: string, logs: string[]): Promise<BundlePart[]> {
+  const parts: BundlePart[] = [];
+  const put = async (file: string, produce: () => Promise<string | Buffer>) => {
+    try {
+      const body = await produce();
+      await mkdir(path.dirname(path.join(dir, file)), { recursive: true });
+      await writeFile(path.join(dir, file), body);
+      parts.push({ file, ok: true });
+    } catch (e) {
+      parts.push({ file, ok: false, error: ((e as Error).message ?? String(e)).split('\n')[0]! });
+    }
+  };
+  await put('introspection/status.json', () => httpGet(o.introspection, '/v1/status', o.timeoutMs));
+  await put('introspection/allocations.json', () => httpGet(o.introspection, '/v1/allocations', o.timeoutMs));
+  await put('metrics.txt', () => httpGet(o.metrics, '/metrics', o.timeoutMs, 'ipamd metrics'));
+  await mkdir(path.join(dir, 'state'), { recursive: true });
+  try {
+    await copyFile(o.checkpoint, path.join(dir, 'state', path.basename(o.checkpoint)));
+    parts.push({ file: `state/${path.basename(o.checkpoint)}`, ok: true });
+  } catch (e) {
+    parts.push({ file: `state/${path.basename(o.checkpoint)}`, ok: false, error: (e as Error).message });
+  }
+  const run = promisify(execFile);
+  for (const c of KERNEL_COMMANDS) {
+    const argv = o.netns ? ['nsenter', `--net=${o.netns}`, ...c.argv] : c.argv;
+    await put(c.file, async () => (await run(argv[0]!, argv.slice(1), { timeout: o.timeoutMs, maxBuffer: 64 * 1024 * 1024 })).stdout);
+  }
+  await put('cri/sandboxes.json', async () => {
+    const src = new CriSource({ endpoint: detectCriEndpoint(o.criEndpoint).endpoint, timeoutMs: Math.min(o.timeoutMs, 5000) });
+    try {
+      return JSON.stringify(await src.listReadySandboxes(), null, 1);
+    } finally {
+      src.close();
+    }
+  });
+  await put('env.txt', async () => redactedEnv(process.env));
+  for (const [n, l] of logs.entries()) {
+    const file = `logs/${n}-${path.basename(l)}`;
+    await mkdir(path.join(dir, 'logs'), { recursive: true });
+    try {
+      await copyFile(l, path.join(dir, file));
+      parts.push({ file, ok: true });
+    } catch (e) {
+      parts.push({ file, ok: false, error: (e as Error).message });
+    }
+  }
+  return parts;
+}
