@@ -110,6 +110,11 @@ export async function stage(o) {
   for (const d of DIST_DIRS) {
     cpSync(path.join(ROOT, 'dist', d), path.join(app, 'dist', d), { recursive: true, filter: (src) => !src.endsWith('.map') });
   }
+  // Compiled modules are data to node: 0644 whatever npm did to the package's bin targets in
+  // this checkout (npm chmods them +x when they exist at install time), so the lock is stable.
+  for (const f of readdirSync(path.join(app, 'dist'), { recursive: true, withFileTypes: true })) {
+    if (f.isFile() && f.name.endsWith('.js')) chmodSync(path.join(f.parentPath ?? f.path, f.name), 0o644);
+  }
   cpSync(path.join(ROOT, 'proto'), path.join(app, 'proto'), { recursive: true, filter: (src) => !/\.ts$/.test(src) });
   cpSync(path.join(ROOT, 'config'), path.join(app, 'config'), { recursive: true });
   writeFileSync(path.join(app, 'bin', 'ipamd'), ENTRYPOINT, { mode: 0o755 });
