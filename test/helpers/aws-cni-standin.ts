@@ -17,6 +17,12 @@
  */
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import {
+  AssignPrivateIpAddressesCommand, AttachNetworkInterfaceCommand, CreateNetworkInterfaceCommand, EC2Client, ModifyNetworkInterfaceAttributeCommand,
+} from '@aws-sdk/client-ec2';
+import type { SimCloud } from '../../sim/index.js';
+import type { Eni } from '../../sim/types.js';
+import { ensureDummyAwsCredentials } from '../property/sim-node.js';
 
 /** aws-node's conflist as it installs it (`10-aws.conflist`), with the stand-in as its plugin. */
 export function awsConflist(): object {
@@ -93,4 +99,40 @@ esac
 `;
   await writeFile(file, script, { mode: 0o755 });
   return file;
+}
+
+/** What {@link leaveEnisAsAwsNode} left on the simulated cloud. */
+export interface AwsNodeEnis {
+  ec2: EC2Client;
+  primary: Eni;
+  /** The ENI aws-node "created" (its tags, an hour old), attached at device index 1. */
+  eni1: string;
+  /** The secondary IPs of an ENI, in the order EC2 assigned them. */
+  secondaries: (eniId: string) => string[];
+}
+
+/**
+ * Leaves the simulated cloud as aws-node leaves a node, through the real AWS SDK over
+ * HTTP: `perEni` secondary IPs on the primary ENI, and an ENI with aws-node's tags
+ * (`node.k8s.amazonaws.com/instance_id`, `createdAt` an hour ago) and description
+ * created, attached at device index 1 (delete on termination) and given `perEni` more.
+ * The caller destroys the returned client (`ec2.destroy()`).
+ */
+export async function leaveEnisAsAwsNode(sim: SimCloud, instanceId: string, perEni: number): Promise<AwsNodeEnis> {
+  ensureDummyAwsCredentials();
+  const ec2 = new EC2Client({ region: 'us-west-2', endpoint: sim.ec2Endpoint, maxAttempts: 1 });
+  const primary = [...sim.state.enis.values()].find((e) => e.attachment?.instanceId === instanceId && e.attachment.deviceIndex === 0)!;
+  await ec2.send(new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: primary.networkInterfaceId, SecondaryPrivateIpAddressCount: perEni }));
+  const created = await ec2.send(new CreateNetworkInterfaceCommand({
+    SubnetId: primary.subnetId, Description: `aws-K8S-${instanceId}`, Groups: primary.securityGroupIds,
+    TagSpecifications: [{ ResourceType: 'network-interface', Tags: [
+      { Key: 'node.k8s.amazonaws.com/instance_id', Value: instanceId },
+      { Key: 'node.k8s.amazonaws.com/createdAt', Value: new Date(Date.now() - 3_600_000).toISOString().replace(/\.\d+Z$/, 'Z') },
+    ] }],
+  }));
+  const eni1 = created.NetworkInterface!.NetworkInterfaceId!;
+  const att = await ec2.send(new AttachNetworkInterfaceCommand({ NetworkInterfaceId: eni1, InstanceId: instanceId, DeviceIndex: 1 }));
+  await ec2.send(new ModifyNetworkInterfaceAttributeCommand({ NetworkInterfaceId: eni1, Attachment: { AttachmentId: att.AttachmentId!, DeleteOnTermination: true } }));
+  await ec2.send(new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: eni1, SecondaryPrivateIpAddressCount: perEni }));
+  return { ec2, primary, eni1, secondaries: (id) => sim.state.enis.get(id)!.secondaryIps };
 }

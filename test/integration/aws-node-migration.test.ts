@@ -19,15 +19,11 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import {
-  AssignPrivateIpAddressesCommand, AttachNetworkInterfaceCommand, CreateNetworkInterfaceCommand, EC2Client, ModifyNetworkInterfaceAttributeCommand,
-} from '@aws-sdk/client-ec2';
 import { ipIn } from '../../demo/netns.js';
-import { awsConflist, awsNodeCheckpoint, installAwsCniStandin, parseAdds } from '../helpers/aws-cni-standin.js';
+import { awsConflist, awsNodeCheckpoint, installAwsCniStandin, leaveEnisAsAwsNode, parseAdds } from '../helpers/aws-cni-standin.js';
 import { createInstalledCniNode } from '../helpers/containerd-cni-node.js';
 import { findLosses } from '../helpers/nothing-lost.js';
 import { waitFor } from '../helpers/wait.js';
-import { ensureDummyAwsCredentials } from '../property/sim-node.js';
 
 const RELEASE_ACTIONS = ['UnassignPrivateIpAddresses', 'DetachNetworkInterface', 'DeleteNetworkInterface'];
 
@@ -40,24 +36,9 @@ test('aws-node → eni-ipam on a node with 12 live pods: every pod keeps its IP,
   ipamdEnv.ENI_IPAM_AWS_NODE_CHECKPOINT_PATH = awsCkpt(n.dir);
 
   // --- The node as aws-node left it ---------------------------------------------------
-  ensureDummyAwsCredentials();
-  const ec2 = new EC2Client({ region: 'us-west-2', endpoint: n.sim.ec2Endpoint, maxAttempts: 1 });
-  t.after(() => ec2.destroy());
-  const primary = [...n.sim.state.enis.values()].find((e) => e.attachment?.instanceId === n.instanceId && e.attachment.deviceIndex === 0)!;
   // m5.large: 3 ENIs × 10 IPv4 (9 secondary each).
-  await ec2.send(new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: primary.networkInterfaceId, SecondaryPrivateIpAddressCount: 9 }));
-  const created = await ec2.send(new CreateNetworkInterfaceCommand({
-    SubnetId: primary.subnetId, Description: `aws-K8S-${n.instanceId}`, Groups: primary.securityGroupIds,
-    TagSpecifications: [{ ResourceType: 'network-interface', Tags: [
-      { Key: 'node.k8s.amazonaws.com/instance_id', Value: n.instanceId },
-      { Key: 'node.k8s.amazonaws.com/createdAt', Value: new Date(Date.now() - 3_600_000).toISOString().replace(/\.\d+Z$/, 'Z') },
-    ] }],
-  }));
-  const eni1 = created.NetworkInterface!.NetworkInterfaceId!;
-  const att = await ec2.send(new AttachNetworkInterfaceCommand({ NetworkInterfaceId: eni1, InstanceId: n.instanceId, DeviceIndex: 1 }));
-  await ec2.send(new ModifyNetworkInterfaceAttributeCommand({ NetworkInterfaceId: eni1, Attachment: { AttachmentId: att.AttachmentId!, DeleteOnTermination: true } }));
-  await ec2.send(new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: eni1, SecondaryPrivateIpAddressCount: 9 }));
-  const secondaries = (id: string) => n.sim.state.enis.get(id)!.secondaryIps;
+  const { ec2, primary, eni1, secondaries } = await leaveEnisAsAwsNode(n.sim, n.instanceId, 9);
+  t.after(() => ec2.destroy());
   // 8 pods on the primary ENI (route table main), 4 on device 1 (table 2).
   const pool = [...secondaries(primary.networkInterfaceId).slice(0, 8).map((ip) => `${ip} main`), ...secondaries(eni1).slice(0, 4).map((ip) => `${ip} 2`)];
   const stateDir = path.join(n.dir, 'aws-cni-state');

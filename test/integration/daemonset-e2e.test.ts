@@ -19,11 +19,8 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import {
-  AssignPrivateIpAddressesCommand, AttachNetworkInterfaceCommand, CreateNetworkInterfaceCommand, EC2Client, ModifyNetworkInterfaceAttributeCommand,
-} from '@aws-sdk/client-ec2';
 import { ipIn, tcpSendFrom } from '../../demo/netns.js';
-import { awsConflist, awsNodeCheckpoint, installAwsCniStandin, parseAdds } from '../helpers/aws-cni-standin.js';
+import { awsConflist, awsNodeCheckpoint, installAwsCniStandin, leaveEnisAsAwsNode, parseAdds } from '../helpers/aws-cni-standin.js';
 import { createDsNode, type DsNode } from '../helpers/containerd-ds-node.js';
 import { runDaemonSetPod, waitProbe, type DaemonSetPod } from '../helpers/daemonset-node.js';
 import { findDaemonSet, type K8sDaemonSet } from '../helpers/daemonset-pod.js';
@@ -31,7 +28,6 @@ import { findLosses } from '../helpers/nothing-lost.js';
 import { HELM, renderChart } from '../helpers/helm.js';
 import { ensureImageArchive } from '../helpers/image-archive.js';
 import { waitFor } from '../helpers/wait.js';
-import { ensureDummyAwsCredentials } from '../property/sim-node.js';
 
 const PODS = 20;
 const ECHO_PORT = 8080;
@@ -231,23 +227,8 @@ test('taking over a node from aws-node with the rendered DaemonSet: ours wins ov
   const ds = await render(n);
   // The node as aws-node left it: secondary IPs on the primary ENI and an ENI it created,
   // its conflist and plugin (a stand-in wiring pods the aws way), 6 pods, its checkpoint.
-  ensureDummyAwsCredentials();
-  const ec2 = new EC2Client({ region: 'us-west-2', endpoint: n.sim.ec2Endpoint, maxAttempts: 1 });
+  const { ec2, primary, eni1, secondaries } = await leaveEnisAsAwsNode(n.sim, n.instanceId, 4);
   t.after(() => ec2.destroy());
-  const primary = [...n.sim.state.enis.values()].find((e) => e.attachment?.instanceId === n.instanceId && e.attachment.deviceIndex === 0)!;
-  await ec2.send(new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: primary.networkInterfaceId, SecondaryPrivateIpAddressCount: 4 }));
-  const created = await ec2.send(new CreateNetworkInterfaceCommand({
-    SubnetId: primary.subnetId, Description: `aws-K8S-${n.instanceId}`, Groups: primary.securityGroupIds,
-    TagSpecifications: [{ ResourceType: 'network-interface', Tags: [
-      { Key: 'node.k8s.amazonaws.com/instance_id', Value: n.instanceId },
-      { Key: 'node.k8s.amazonaws.com/createdAt', Value: new Date(Date.now() - 3_600_000).toISOString().replace(/\.\d+Z$/, 'Z') },
-    ] }],
-  }));
-  const eni1 = created.NetworkInterface!.NetworkInterfaceId!;
-  const att = await ec2.send(new AttachNetworkInterfaceCommand({ NetworkInterfaceId: eni1, InstanceId: n.instanceId, DeviceIndex: 1 }));
-  await ec2.send(new ModifyNetworkInterfaceAttributeCommand({ NetworkInterfaceId: eni1, Attachment: { AttachmentId: att.AttachmentId!, DeleteOnTermination: true } }));
-  await ec2.send(new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: eni1, SecondaryPrivateIpAddressCount: 4 }));
-  const secondaries = (id: string) => n.sim.state.enis.get(id)!.secondaryIps;
   const stateDir = path.join(n.dir, 'aws-cni-state');
   await mkdir(stateDir);
   await writeFile(path.join(stateDir, 'pool'), [...secondaries(primary.networkInterfaceId).slice(0, 3).map((ip) => `${ip} main`), ...secondaries(eni1).slice(0, 3).map((ip) => `${ip} 2`)].join('\n') + '\n');
