@@ -3,11 +3,12 @@
  * eni-ipamd: the per-node IP address manager daemon. Composition root only: validates
  * the environment (a bad variable stops start-up with one line naming it), starts the
  * daemon, and on SIGTERM/SIGINT stops taking new work, finishes in-flight RPCs, flushes
- * the checkpoint and exits 0.
+ * the checkpoint and exits 0. SIGUSR2 cycles the log level (see log-level.ts).
  */
 import { checkConfigOnDisk, ConfigError, loadConfig } from './config.js';
 import { startDaemon } from './daemon.js';
 import { createLogger } from './log.js';
+import { installLogLevelSignal } from './log-level.js';
 
 async function main(): Promise<void> {
   let config;
@@ -22,6 +23,7 @@ async function main(): Promise<void> {
     throw e;
   }
   const log = createLogger({ level: config.logLevel, format: config.logFormat });
+  installLogLevelSignal(log, config.logLevel); // SIGUSR2: next more verbose level, wrapping (log-level.ts)
   let daemon;
   try {
     daemon = await startDaemon(config, log);

@@ -3,7 +3,8 @@
 #   - Debian packages: iproute2 (ip), util-linux (nsenter, unshare), procps, bash, unzip, and
 #     gcc + libc6-dev (the build compiles the CNI shim, cni-plugin/shim, statically);
 #     with --containerd also containerd, runc, iptables and
-#     containernetworking-plugins (/usr/lib/cni: loopback, ptp, host-local), kubernetes-client (kubectl).
+#     containernetworking-plugins (/usr/lib/cni: loopback, ptp, host-local), kubernetes-client (kubectl),
+#     prometheus (promtool: the metrics test checks a real scrape with `promtool check metrics`).
 #   - npm packages from package-lock.json (npm ci) when node_modules is missing or stale.
 #   - the build (tsc + the bundled CNI plugin) when sources are newer than dist/.
 # Idempotent and quiet when everything is already in place.
@@ -31,6 +32,8 @@ if [ "$want_containerd" = 1 ]; then
   [ -x /usr/lib/cni/ptp ] && [ -x /usr/lib/cni/host-local ] && [ -x /usr/lib/cni/loopback ] || need+=(containernetworking-plugins)
   # kubectl: an independent client for the Kubernetes API stand-in (sim/kube) in the tests.
   command -v kubectl >/dev/null 2>&1 || need+=(kubernetes-client)
+  # promtool (Debian's prometheus package): `promtool check metrics` on a real scrape in the tests.
+  command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 fi
 if [ "${#need[@]}" -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then echo "eni-ipam: need root to install: ${need[*]}" >&2; exit 1; fi
