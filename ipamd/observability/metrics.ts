@@ -63,7 +63,12 @@ export function createMetrics(o: CreateMetricsOptions = {}): IpamdMetrics {
     ds: o.ds, gate: o.gate, ...(o.pool ? { pool: o.pool } : {}), ...(o.limits ? { limits: o.limits } : {}), ...(o.now ? { now: o.now } : {}),
     ...(o.evidence ? { evidence: o.evidence } : {}), ...(o.quarantined ? { quarantined: o.quarantined } : {}),
   } : undefined;
-  if (o.processMetrics !== false) collectDefaultMetrics({ register: registry });
+  if (o.processMetrics !== false) {
+    collectDefaultMetrics({ register: registry });
+    // Gauges named *_total (promtool: "non-counter metrics should not have _total suffix");
+    // the same counts stay exported by type as nodejs_active_handles / _requests / _resources.
+    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) registry.removeSingleMetric(name);
+  }
   const build = new Gauge({ name: 'awscni_build_info', help: 'The CNI build information (value 1), labelled by version and Node.js version', labelNames: ['version', 'nodeversion'], registers: [registry] });
   build.set({ version: o.version ?? packageVersion(), nodeversion: process.version }, 1);
   registerPoolMetrics(registry, () => src);
