@@ -120,7 +120,8 @@ export class PoolController {
    * the pool empty at the same moment are planned for in one refill.
    */
   trigger(): void {
-    if (this.stopped) return;
+    // Not started (DISABLE_NETWORK_RESOURCE_PROVISIONING, or still starting): no step may assign or create; start() runs one.
+    if (this.stopped || !this.started) return;
     if (this.running) {
       this.again = true;
       return;

@@ -158,3 +158,28 @@ test('an ADD refused at the ENI limit counts failures{reason="eni_limit"}', asyn
   assert.equal(sample(m, 'eni_ipam_add_failures_total', { reason: 'eni_limit' }), 1);
   assert.equal(sample(m, 'eni_ipam_add_failures_total', { reason: 'subnet_full' }), 0);
 });
+
+test('ADDs failing while EC2 throttles every refill count failures{reason="throttled"}', async (t) => {
+  const { h, d, c, port } = await started(t, { ipamdEnv: { WARM_IP_TARGET: '2', ENI_IPAM_ADD_WAIT_TIMEOUT: '2s', ENI_IPAM_EC2_MAX_ATTEMPTS: '1' } });
+  await waitFor('a warm pool of 2', async () => (await d.status()).counts.available === 2);
+  for (const action of ['AssignPrivateIpAddresses', 'CreateNetworkInterface']) h.sim.faults.injectError({ action, code: 'RequestLimitExceeded', count: 10_000 });
+  const n = (await d.status()).counts.available as number;
+  await Promise.all(Array.from({ length: n }, (_, i) => c.add(`r${i}`)));
+  await addFails(c, 'throttled-out');
+  const m = await scrape(port);
+  assert.equal(sample(m, 'eni_ipam_add_failures_total', { reason: 'throttled' }), 1);
+  assert.ok((sample(m, 'eni_ipam_ec2_throttled_total', { action: 'AssignPrivateIpAddresses' }) ?? 0) >= 1);
+  assert.ok((sample(m, 'awscni_ipamd_error_count', { fn: 'grow_throttled' }) ?? 0) >= 1);
+});
+
+test('an ADD on a pool ipamd does not manage counts failures{reason="no_ip"}', async (t) => {
+  const { h, d, c, port } = await started(t, { ipamdEnv: { DISABLE_NETWORK_RESOURCE_PROVISIONING: 'true', ENI_IPAM_ADD_WAIT_TIMEOUT: '1s' } });
+  const n = (await d.status()).counts.available as number;
+  await Promise.all(Array.from({ length: n }, (_, i) => c.add(`s${i}`)));
+  await addFails(c, 'nothing-to-give');
+  const m = await scrape(port);
+  assert.equal(sample(m, 'eni_ipam_add_failures_total', { reason: 'no_ip' }), 1);
+  // "Never assign, create or free": a waiting ADD must not start a grow either.
+  assert.equal(h.sim.countCalls('AssignPrivateIpAddresses') + h.sim.countCalls('CreateNetworkInterface'), 0);
+  assert.equal(sample(m, 'awscni_no_available_ip_addresses'), 1);
+});
