@@ -183,3 +183,16 @@ test('an ADD on a pool ipamd does not manage counts failures{reason="no_ip"}', a
   assert.equal(h.sim.countCalls('AssignPrivateIpAddresses') + h.sim.countCalls('CreateNetworkInterface'), 0);
   assert.equal(sample(m, 'awscni_no_available_ip_addresses'), 1);
 });
+
+test('an ADD whose wait runs out while a slow refill is under way counts failures{reason="timeout"}', async (t) => {
+  const { h, d, c, port } = await started(t, { ipamdEnv: { WARM_IP_TARGET: '1', ENI_IPAM_ADD_WAIT_TIMEOUT: '1s' } });
+  await waitFor('a warm pool of 1', async () => (await d.status()).counts.available === 1);
+  for (const action of ['AssignPrivateIpAddresses', 'CreateNetworkInterface']) h.sim.faults.setLatency(action, 4000);
+  const n = (await d.status()).counts.available as number;
+  await Promise.all(Array.from({ length: n }, (_, i) => c.add(`u${i}`)));
+  await addFails(c, 'too-slow');
+  const m = await scrape(port);
+  assert.equal(sample(m, 'eni_ipam_add_failures_total', { reason: 'timeout' }), 1);
+  assert.equal(sample(m, 'eni_ipam_add_latency_seconds_bucket', { outcome: 'RESOURCE_EXHAUSTED', le: '0.5' }), 0, 'it waited its 1 s');
+  assert.equal(sample(m, 'eni_ipam_add_latency_seconds_bucket', { outcome: 'RESOURCE_EXHAUSTED', le: '2.5' }), 1);
+});
