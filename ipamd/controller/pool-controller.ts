@@ -176,21 +176,24 @@ export class PoolController {
   /**
    * Why an ADD that just failed for want of an address failed, in metric terms (see
    * `ADD_FAILURE_REASONS` in observability/metrics/cni.ts): `no_ip` when the pool is not
-   * managed or shutting down; `subnet_full` / `eni_limit` when grow is blocked by them now
-   * or its last attempt failed on them; `throttled` when EC2 throttled the last attempt;
-   * `frozen` when addresses are held unverified/releasing while releases are frozen;
+   * managed or shutting down; `subnet_full` when grow is paused on a full subnet;
+   * `frozen` when releases are frozen and addresses are held unverified/releasing while
+   * grow cannot help (or has no other failure); `eni_limit` when a limit blocks grow now or
+   * the last attempt failed on it; `throttled` when EC2 throttled the last attempt;
    * otherwise `timeout` (the wait ran out while the refill was under way). Calls no API.
    */
   addFailureReason(): 'no_ip' | 'subnet_full' | 'eni_limit' | 'throttled' | 'frozen' | 'timeout' {
     if (this.stopped || !this.started) return 'no_ip';
     const now = this.now();
     const blocked = this.grower.blockedKindNow(poolCounts(this.o.ds.poolViews(now), this.o.targets).short);
-    if (blocked) return blocked.kind;
+    if (blocked?.kind === 'subnet_full') return 'subnet_full';
+    // Addresses held unverified/releasing by a freeze would serve this ADD once the evidence is read: that is the cause to fix.
+    const c = this.o.ds.counts(now);
+    const heldByFreeze = this.o.gate.frozen && c.unverified + c.releasing > 0;
+    if (blocked) return heldByFreeze ? 'frozen' : blocked.kind;
     const last = this.grower.lastErrorKind;
     if (last && last !== 'ec2_error') return last;
-    const c = this.o.ds.counts(now);
-    if (this.o.gate.frozen && c.unverified + c.releasing > 0) return 'frozen';
-    return 'timeout';
+    return heldByFreeze ? 'frozen' : 'timeout';
   }
 
   /**

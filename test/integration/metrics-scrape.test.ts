@@ -23,6 +23,8 @@ import { waitFor } from '../helpers/wait.js';
 import { parsePrometheusText, sample, type PromSample } from '../helpers/prom-text.js';
 import { promtoolCheckMetrics } from '../helpers/promtool.js';
 import { ec2ClientFor } from '../helpers/sim-fixture.js';
+import { createLifecycleNode, waitUnfrozen } from '../helpers/lifecycle-node.js';
+import { rm } from 'node:fs/promises';
 
 /**
  * promtool lint findings accepted on purpose: amazon-vpc-cni-k8s's names, kept so its
@@ -45,16 +47,17 @@ const ALLOWED: Record<string, RegExp> = {
 
 const COMMON = { DISABLE_METRICS: 'false', METRICS_BIND_ADDRESS: '127.0.0.1:0', ENI_IPAM_INSTALL_CNI: 'false', ENI_IPAM_ADD_WAIT_TIMEOUT: '30s' };
 
-/** The metrics port ipamd logged in its "ipamd serving" line. */
-async function metricsPort(h: NodeHarness): Promise<number> {
-  return waitFor('metricsPort in the ipamd log', async () => {
+/** The metrics port ipamd logged in the "ipamd serving" line of its `start`-th start. */
+async function metricsPort(h: NodeHarness, start = 1): Promise<number> {
+  return waitFor(`metricsPort of start ${start} in the ipamd log`, async () => {
+    const ports: number[] = [];
     for (const line of (await readFile(path.join(h.dir, 'ipamd.log'), 'utf8').catch(() => '')).split('\n')) {
       try {
         const o = JSON.parse(line) as { msg?: string; metricsPort?: number };
-        if (o.msg === 'ipamd serving' && o.metricsPort) return o.metricsPort;
+        if (o.msg === 'ipamd serving' && o.metricsPort) ports.push(o.metricsPort);
       } catch { /* not JSON */ }
     }
-    return undefined;
+    return ports[start - 1];
   });
 }
 
@@ -195,4 +198,25 @@ test('an ADD whose wait runs out while a slow refill is under way counts failure
   assert.equal(sample(m, 'eni_ipam_add_failures_total', { reason: 'timeout' }), 1);
   assert.equal(sample(m, 'eni_ipam_add_latency_seconds_bucket', { outcome: 'RESOURCE_EXHAUSTED', le: '0.5' }), 0, 'it waited its 1 s');
   assert.equal(sample(m, 'eni_ipam_add_latency_seconds_bucket', { outcome: 'RESOURCE_EXHAUSTED', le: '2.5' }), 1);
+});
+
+test('an ADD failing while the addresses are held unverified by a freeze counts failures{reason="frozen"}', async (t) => {
+  const n = await createLifecycleNode({ env: { ...COMMON, MAX_ENI: '1', ENI_IPAM_ADD_WAIT_TIMEOUT: '2s' } });
+  t.after(() => n.close());
+  await n.start();
+  await waitUnfrozen(n);
+  await n.add('v0');
+  await waitFor('the primary ENI full', async () => (await n.status()).counts.total === 9);
+  // Restart without a checkpoint while the runtime cannot be read: every address is unverified and releases freeze.
+  await n.h.ipamd!.stop();
+  await rm(n.h.checkpoint, { force: true });
+  await n.start({ CRI_RUNTIME_ENDPOINT: `unix://${path.join(n.h.dir, 'dead-cri.sock')}` });
+  const s = await n.status();
+  assert.equal(s.releasesFrozen, true);
+  assert.ok(s.counts.unverified >= 8, JSON.stringify(s.counts));
+  await assert.rejects(n.add('v1'), (e: GrpcError) => e.code === grpc.status.RESOURCE_EXHAUSTED);
+  const m = await scrape(await metricsPort(n.h, 2));
+  assert.equal(sample(m, 'eni_ipam_add_failures_total', { reason: 'frozen' }), 1);
+  assert.equal(sample(m, 'eni_ipam_releases_frozen'), 1);
+  assert.ok(m.some((x) => x.name === 'eni_ipam_release_freeze_reason' && x.labels.source === 'cri'), 'the freeze names the runtime');
 });
