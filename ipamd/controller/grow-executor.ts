@@ -115,7 +115,6 @@ export class GrowExecutor {
     return short + 1 - plan.unmet >= 1 ? undefined : { kind: 'eni_limit', reason: this.reason(plan) };
   }
 
-
   /**
    * One grow pass for the targets plus `waiting` ADDs: assign batches (awaited) and new
    * ENIs (launched; `onCreationDone` tells when each ends). Never throws.
