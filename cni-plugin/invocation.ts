@@ -12,7 +12,7 @@
 import { readFileSync, writeSync } from 'node:fs';
 import { readCniEnv, type CniEnv } from './env.js';
 import { asCniError, clip, CniCode, CniError, ECHO_MAX_CHARS } from './errors.js';
-import { appendInvocationLog } from './log.js';
+import { appendInvocationLog, type InvocationLog } from './log.js';
 import type { NetConf } from './netconf.js';
 import { versionResult } from './result.js';
 import { isSupportedVersion, LATEST_VERSION } from './versions.js';
@@ -50,6 +50,11 @@ export interface InvocationIo {
   writeStderr?: (s: string) => void;
   /** Default: the current netns is the node's. */
   ctx?: VerbContext;
+  /**
+   * Writes the invocation log line (JSON + newline) to `file` instead of appending it
+   * here: ipamd's exec server passes its rotating plugin log. Returns false to have it appended here.
+   */
+  appendLog?: (file: string, line: string) => boolean;
 }
 
 const defaultIo = (): InvocationIo => ({
@@ -102,14 +107,15 @@ export async function runInvocation(handlers: Record<string, VerbHandler>, io: I
   }
   const stderr = io.writeStderr ?? ((s: string) => { process.stderr.write(s); });
   if (conf?.logFile) {
-    await appendInvocationLog(conf.logFile, {
+    const entry: InvocationLog = {
       time: new Date().toISOString(), verb,
       containerId: env?.containerId ?? io.env.CNI_CONTAINERID ?? '', ifName: env?.ifName ?? io.env.CNI_IFNAME ?? '', netns: env?.netns ?? io.env.CNI_NETNS ?? '',
       outcome: error ? 'error' : 'ok', ms: Math.round((performance.now() - t0) * 10) / 10,
       ...(error ? { code: error.code, msg: error.msg, details: error.details } : {}),
       ...(ip ? { ip } : {}),
       ...(warnings.length ? { warnings } : {}),
-    }, stderr);
+    };
+    if (!io.appendLog?.(conf.logFile, `${JSON.stringify(entry)}\n`)) await appendInvocationLog(conf.logFile, entry, stderr);
   }
   for (const w of warnings) stderr(`eni-ipam: ${w}\n`);
   return error ? 1 : 0;

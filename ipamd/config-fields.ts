@@ -184,3 +184,23 @@ export function vethPrefix(): Field<string> {
 export function text(max = 256): Field<string> {
   return z.string().max(max, { error: `expected at most ${max} characters` });
 }
+
+/** `stdout` or an absolute file path (AWS_VPC_K8S_CNI_LOG_FILE, as amazon-vpc-cni-k8s reads it). */
+export function logTarget(): Field<string> {
+  const msg = 'expected "stdout" or an absolute file path (e.g. /host/var/log/aws-routed-eni/ipamd.log)';
+  return z.string().trim().transform((s, ctx) => (s === 'stdout' || (s.startsWith('/') && !s.endsWith('/') && !s.includes('\0')) ? s : fail(ctx, s, msg)));
+}
+
+/** An absolute file path that is not stdout: a CNI plugin's stdout is its result (AWS_VPC_K8S_PLUGIN_LOG_FILE). */
+export function pluginLogFile(): Field<string> {
+  return z.string().trim().transform((s, ctx) => {
+    if (s === 'stdout') return fail(ctx, s, 'the plugin cannot log to stdout (its stdout is the CNI result); expected an absolute file path');
+    return s.startsWith('/') && !s.endsWith('/') && !s.includes('\0') ? s : fail(ctx, s, 'expected an absolute file path (e.g. /var/log/aws-routed-eni/plugin.log)');
+  });
+}
+
+/** A log file size before rotation: a whole number with unit K, M or G (e.g. `100M`); returned as given. */
+export function fileSize(): Field<string> {
+  const msg = 'expected a whole number > 0 with unit K, M or G (e.g. 100M)';
+  return z.string().trim().toUpperCase().regex(/^[1-9][0-9]{0,6}[KMG]$/, { error: msg });
+}

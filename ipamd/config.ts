@@ -57,6 +57,11 @@
  * | ENI_IPAM_EC2_BURST | 20 | node-local EC2 burst (calls, 1–10000) |
  * | ENI_IPAM_EC2_TIMEOUT | 10s | timeout of one EC2 attempt |
  * | ENI_IPAM_EC2_MAX_ATTEMPTS | 5 | attempts per EC2 call, the first included (1–20); retries back off with jitter |
+ * | AWS_VPC_K8S_CNI_LOG_FILE | stdout | ipamd's log: stdout or an absolute file path (rotated) |
+ * | AWS_VPC_K8S_PLUGIN_LOG_FILE | /var/log/aws-routed-eni/plugin.log | the plugin's log file, written into the conflist (not stdout) |
+ * | ENI_IPAM_LOG_FILE_MAX_SIZE | 100M | size at which a log file is rotated (K, M, G) |
+ * | ENI_IPAM_LOG_FILE_MAX_FILES | 5 | rotated files kept per log (gzip) |
+ * | ENI_IPAM_AWS_NODE_CHECKPOINT_PATH | /var/run/aws-node/ipam.json | aws-node's checkpoint, imported when ours is absent and it is from this boot |
  *
  * Durations: a plain number is seconds (fractions allowed), or a number with unit ms, s, m, h;
  * at most 596h (Node's timer limit).
@@ -64,7 +69,7 @@
  */
 import { realpathSync, statSync } from 'node:fs';
 import {
-  absolutePath, bool, criEndpoint, duration, hostPort, httpUrl, ipv4CidrList, oneOf, positiveDecimal, pseudoFsOf, socketPathTooLong, stateFilePath, tagMap, text,
+  absolutePath, bool, criEndpoint, duration, fileSize, hostPort, httpUrl, ipv4CidrList, logTarget, oneOf, pluginLogFile, positiveDecimal, pseudoFsOf, socketPathTooLong, stateFilePath, tagMap, text,
   unixSocketPath, vethPrefix, wholeNumber, type Field,
 } from './config-fields.js';
 
@@ -85,6 +90,8 @@ export interface IpamdConfig {
   ec2RatePerSecond: number; ec2Burst: number; ec2TimeoutMs: number; ec2MaxAttempts: number;
   networkName: string;
   minEniAgeMs: number; imdsEniWaitMs: number; leakedEniSweepIntervalMs: number; leakedEniSweepJitterMs: number;
+  awsNodeCheckpointPath: string;
+  logFile: string; pluginLogFile: string; logFileMaxSize: string; logFileMaxFiles: number;
 }
 
 /** A bad environment variable. `message` is one line: variable, value, what it accepts. */
@@ -161,6 +168,11 @@ const SPECS: VarSpec[] = [
   v('ENI_IPAM_EC2_BURST', 'ec2Burst', wholeNumber(1, 10000), '20', 'Node-local EC2 burst: calls that may go out at once before the rate applies.'),
   v('ENI_IPAM_EC2_TIMEOUT', 'ec2TimeoutMs', duration(1), '10s', 'Timeout of one EC2 attempt.'),
   v('ENI_IPAM_EC2_MAX_ATTEMPTS', 'ec2MaxAttempts', wholeNumber(1, 20), '5', 'Attempts per EC2 call, the first included; throttled and 5xx attempts are retried with jittered exponential backoff.'),
+  v('ENI_IPAM_AWS_NODE_CHECKPOINT_PATH', 'awsNodeCheckpointPath', absolutePath(), '/var/run/aws-node/ipam.json', "amazon-vpc-cni-k8s's checkpoint: imported when ipamd has no checkpoint of its own and this file was written during this boot (taking over a node from aws-node)."),
+  v('AWS_VPC_K8S_CNI_LOG_FILE', 'logFile', logTarget(), 'stdout', "ipamd's log: stdout, or a file rotated at ENI_IPAM_LOG_FILE_MAX_SIZE (amazon-vpc-cni-k8s's default, which the chart sets, is /host/var/log/aws-routed-eni/ipamd.log)."),
+  v('AWS_VPC_K8S_PLUGIN_LOG_FILE', 'pluginLogFile', pluginLogFile(), '/var/log/aws-routed-eni/plugin.log', "The CNI plugin's log file, written into the installed conflist (logFile); one JSON line per invocation, rotated like ipamd's. Not stdout."),
+  v('ENI_IPAM_LOG_FILE_MAX_SIZE', 'logFileMaxSize', fileSize(), '100M', 'Size at which a log file is rotated (to <file>.1.gz; K, M or G).'),
+  v('ENI_IPAM_LOG_FILE_MAX_FILES', 'logFileMaxFiles', wholeNumber(1, 100), '5', 'Rotated log files kept per log (gzip-compressed).'),
 ];
 
 /** Quotes a value for a one-line message (JSON escapes, long values cut to 120 characters). */

@@ -20,6 +20,7 @@ import { startIntrospection } from './observability/introspection.js';
 import { enisDocument } from './observability/introspect-enis.js';
 import { ipamdEnvSettings, networkEnvSettings } from './observability/env-settings.js';
 import { createMetrics } from './observability/metrics.js';
+import { PluginLogFiles } from './observability/log-files.js';
 import { startMetricsServer, type MetricsServer } from './observability/metrics-server.js';
 import { poolCounts, type PoolTargets } from './pool/index.js';
 import { RpcServer } from './rpc/server.js';
@@ -30,7 +31,9 @@ import { startEniLifecycle, type EniLifecycle } from './startup/eni-lifecycle.js
 import { installCni } from './startup/cni-install.js';
 import { startHostNetworkSync } from './startup/host-network-sync.js';
 import { startEvidence } from './startup/evidence.js';
+import { KernelSource } from './restore/kernel-source.js';
 import { restoreFromCheckpoint } from './startup/restore-checkpoint.js';
+import { importAwsNodeCheckpoint, markAwsNodeCheckpointImported } from './startup/aws-node-import.js';
 
 /** A running daemon. */
 export interface Daemon {
@@ -69,24 +72,36 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
 
   const gate = new ReleaseGate();
   gate.onChange((frozen, reasons) => (frozen ? log.warn({ reasons }, 'releases frozen') : log.info('releases unfrozen')));
-  const load = await loadCheckpoint(config.checkpointPath, checkpointBoundsFor(inv.limits.maxEnis, inv.limits.ipv4PerEni));
-  restoreFromCheckpoint({ load, bootId, ds, gate, log, path: config.checkpointPath, now: Date.now() });
+  const bounds = checkpointBoundsFor(inv.limits.maxEnis, inv.limits.ipv4PerEni);
+  let load = await loadCheckpoint(config.checkpointPath, bounds);
+  // No checkpoint of our own: take over from aws-node's, if it left one this boot (issue 10 item 6).
+  const fromAwsNode = load.kind === 'missing'
+    ? await importAwsNodeCheckpoint({ path: config.awsNodeCheckpointPath, asideDir: path.dirname(config.checkpointPath), bootId, networkName: config.networkName, maxEntries: bounds.maxEntries, log })
+    : undefined;
+  if (fromAwsNode?.kind === 'imported') load = fromAwsNode.load;
+  restoreFromCheckpoint({ load, bootId, ds, gate, log, path: config.checkpointPath, now: Date.now(), ...(fromAwsNode?.kind === 'imported' ? { importedFrom: config.awsNodeCheckpointPath } : {}) });
   // The runtime identity this boot's checkpoint recorded (plausibility check), kept in every write.
   const recordedIdentity = load.kind === 'ok' && load.data.bootId === bootId ? load.data.runtime : undefined;
   let runtimeIdentity = (): CheckpointData['runtime'] => recordedIdentity;
   const snapshot = (): CheckpointData => {
     const runtime = runtimeIdentity();
-    return { version: 1, bootId, allocations: ds.allocations(), cooldown: ds.coolingEntries(Date.now()), ...(runtime ? { runtime } : {}) };
+    return { version: 1, bootId, allocations: ds.allocations(), cooldown: ds.coolingEntries(Date.now()), released: ds.releasedEntries().slice(-bounds.maxEntries), ...(runtime ? { runtime } : {}) };
   };
   const writer = new CheckpointWriter(config.checkpointPath, snapshot);
   await writer.commit();
+  if (fromAwsNode?.kind === 'imported') {
+    const to = await markAwsNodeCheckpointImported(config.awsNodeCheckpointPath).catch((e: Error) => `not renamed: ${e.message}`);
+    log.info({ renamedTo: to }, 'aws-node checkpoint imported into ours');
+  }
   // DELs the shim spooled while ipamd was down: applied before the first evidence pass, so none is adopted.
   const spool = new DelSpool({
     dir: spoolDirFor(config.cniExecSocket), ds, persist: () => writer.commit(), log, registry: metrics.registry,
     vethPrefix: config.vethPrefix, ...(config.cniExecNetns ? { nodeNetns: config.cniExecNetns } : {}),
   });
   await spool.applyPending('startup');
-  const evidence = await startEvidence({ config, ds, gate, log, persist: () => writer.commit(), ...(recordedIdentity ? { recordedIdentity } : {}) });
+  // One kernel source for the evidence passes and for CNI GC (both check it before releasing).
+  const kernel = new KernelSource(config.cniExecNetns ? { netnsPath: config.cniExecNetns } : {});
+  const evidence = await startEvidence({ config, ds, gate, log, kernel, persist: () => writer.commit(), ...(recordedIdentity ? { recordedIdentity } : {}) });
   runtimeIdentity = evidence.runtimeIdentity;
   const nodeInitMs = Date.now() - t0;
 
@@ -120,10 +135,10 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   });
   const service = new IpamService({
     ds, pool, persist: () => writer.commit(), log, addWaitTimeoutMs: config.addWaitTimeoutMs,
-    onConflict: () => metrics.ipConflict(), onAddFailed: metrics.addFailed, onDel: metrics.delRequested,
+    onConflict: () => metrics.ipConflict(), onAddFailed: metrics.addFailed, onDel: metrics.delRequested, kernel,
   });
   const quarantine = startQuarantineCheck({ ds, log, intervalMs: config.gcIntervalMs, read: kernelRoutedReader(config.cniExecNetns) });
-  metrics.setSources({ ds, gate, pool, quarantined: () => ds.quarantined().length, limits: () => ({ maxEni, ipMax: maxEni * (inv.limits.ipv4PerEni - 1) * (unit === 'prefix' ? 16 : 1) }), evidence: evidence.sourceStates });
+  metrics.setSources({ ds, gate, pool, quarantined: () => ds.quarantined().length, sysctls: () => hostNet?.sysctls() ?? [], limits: () => ({ maxEni, ipMax: maxEni * (inv.limits.ipv4PerEni - 1) * (unit === 'prefix' ? 16 : 1) }), evidence: evidence.sourceStates });
   const rpc = new RpcServer({ socketPath: config.socketPath, service, log, vpcCidrs: () => inv.vpcCidrs, externalSnat: config.externalSnat, observe: metrics.observeRpc });
 
   const status = () => {
@@ -133,7 +148,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
       counts: ds.counts(now), pool: poolCounts(ds.poolViews(now), targets), targets,
       enis: ds.poolViews(now), releasesFrozen: gate.frozen, freezeReasons: gate.describe(),
       waitingAdds: pool.waiting, lastPoolError: pool.lastError ?? null, vpcCidrs: inv.vpcCidrs,
-      eniLifecycle: lifecycle?.status() ?? null,
+      eniLifecycle: lifecycle?.status() ?? null, nodeSysctls: hostNet?.sysctls() ?? null,
       quarantinedIps: ds.quarantined().map((q) => ({ ...q, since: new Date(q.since).toISOString() })),
       evidence: {
         criEndpoint: evidence.criEndpoint, kubernetes: evidence.kubeConfigured, kernel: evidence.kernelSource, passes: evidence.stats.passes,
@@ -161,11 +176,13 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     })
     : undefined;
   await rpc.listen();
-  // The shim's fast path: plugin invocations run in-process (started before the conflist exists).
+  // The shim's fast path: plugin invocations run in-process (started before the conflist exists), their log rotated.
+  const pluginLogs = new PluginLogFiles({ maxSize: config.logFileMaxSize, maxFiles: config.logFileMaxFiles });
   const cniExec = config.cniExec
     ? new CniExecServer({
       socketPath: config.cniExecSocket, log, ...(config.cniExecNetns ? { nodeNetns: config.cniExecNetns } : {}),
       inProcessIpamd: { socketPath: config.socketPath, invoke: (p, req) => rpc.invokeInProcess(p, req) },
+      appendLog: (file, line) => pluginLogs.append(file, line),
     })
     : undefined;
   await cniExec?.listen();
@@ -173,10 +190,12 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   if (config.installCni) {
     const written = await installCni({
       confDir: config.cniConfDir, binDir: config.cniBinDir, networkName: config.networkName,
-      podMtu: config.podMtu, vethPrefix: config.vethPrefix, ipamdSocket: config.socketPath, execSocket: cniExec ? config.cniExecSocket : '',
+      podMtu: config.podMtu, vethPrefix: config.vethPrefix, ipamdSocket: config.socketPath, execSocket: cniExec ? config.cniExecSocket : '', pluginLogFile: config.pluginLogFile,
       ipamdWaitSeconds: config.cniIpamdWaitMs / 1000,
     });
     log.info(written, 'installed the CNI plugin and conflist (ipamd is serving)');
+    if (written.shadowedBy.length > 0) log.error({ shadowedBy: written.shadowedBy }, 'network config files sort before ours: the runtime uses the first, not eni-ipam');
+    if (written.shadowed.length > 0) log.warn({ shadowed: written.shadowed }, 'other network config files left in place; ours sorts first, the runtime ignores them');
   }
   if (config.disableNetworkResourceProvisioning) log.warn('DISABLE_NETWORK_RESOURCE_PROVISIONING=true: the warm pool is not managed; serving only what the ENIs already hold');
   else {
@@ -199,6 +218,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
       await evidence.stop();
       await quarantine.stop();
       await writer.flush();
+      await pluginLogs.close();
       await new Promise<void>((r) => (introspection ? introspection.close(() => r()) : r()));
       await metricsServer?.close();
       log.info('ipamd stopped');

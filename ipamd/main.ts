@@ -9,6 +9,7 @@ import { checkConfigOnDisk, ConfigError, loadConfig } from './config.js';
 import { startDaemon } from './daemon.js';
 import { createLogger } from './log.js';
 import { installLogLevelSignal } from './log-level.js';
+import { closeLog, openRotatingLog } from './observability/log-files.js';
 
 async function main(): Promise<void> {
   let config;
@@ -22,14 +23,18 @@ async function main(): Promise<void> {
     }
     throw e;
   }
-  const log = createLogger({ level: config.logLevel, format: config.logFormat });
+  // AWS_VPC_K8S_CNI_LOG_FILE: a rotating file (observability/log-files.ts) or stdout.
+  const file = config.logFile === 'stdout' ? undefined : openRotatingLog(config.logFile, { maxSize: config.logFileMaxSize, maxFiles: config.logFileMaxFiles });
+  if (file) process.stdout.write(`eni-ipamd: logging to ${config.logFile} (rotated at ${config.logFileMaxSize}, ${config.logFileMaxFiles} kept)\n`);
+  const log = createLogger({ level: config.logLevel, format: config.logFormat, ...(file ? { stream: file } : {}) });
+  const flushed = async (): Promise<void> => { log.flush(); if (file) await closeLog(file); };
   installLogLevelSignal(log, config.logLevel); // SIGUSR2: next more verbose level, wrapping (log-level.ts)
   let daemon;
   try {
     daemon = await startDaemon(config, log);
   } catch (e) {
     log.fatal({ err: (e as Error).message }, 'ipamd could not start');
-    log.flush();
+    await flushed();
     process.stderr.write(`eni-ipamd: ${(e as Error).message}\n`);
     process.exit(1);
   }
@@ -39,8 +44,8 @@ async function main(): Promise<void> {
     stopping = true;
     log.info({ signal: sig }, 'shutting down: draining in-flight RPCs');
     daemon.stop().then(
-      () => { log.flush(); process.exit(0); },
-      (e: Error) => { log.error({ err: e.message }, 'shutdown failed'); log.flush(); process.exit(1); },
+      async () => { await flushed(); process.exit(0); },
+      async (e: Error) => { log.error({ err: e.message }, 'shutdown failed'); await flushed(); process.exit(1); },
     );
   };
   process.on('SIGTERM', onSignal);

@@ -4,7 +4,10 @@
 #     gcc + libc6-dev (the build compiles the CNI shim, cni-plugin/shim, statically);
 #     with --containerd also containerd, runc, iptables and
 #     containernetworking-plugins (/usr/lib/cni: loopback, ptp, host-local), kubernetes-client (kubectl),
-#     prometheus (promtool: the metrics test checks a real scrape with `promtool check metrics`).
+#     prometheus (promtool: the metrics test checks a real scrape with `promtool check metrics`);
+#     with --image also mmdebstrap (the image's Debian root filesystem) and umoci (the OCI layout),
+#     what `npm run image` needs (scripts/image/build.mjs), and buildah (the image test builds the
+#     Dockerfile with it).
 #   - npm packages from package-lock.json (npm ci) when node_modules is missing or stale.
 #   - the build (tsc + the bundled CNI plugin) when sources are newer than dist/.
 # Idempotent and quiet when everything is already in place.
@@ -12,7 +15,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 want_containerd=0
-[ "${1:-}" = "--containerd" ] && want_containerd=1
+want_image=0
+for arg in "$@"; do
+  case "$arg" in
+    --containerd) want_containerd=1 ;;
+    --image) want_image=1 ;;
+    *) echo "eni-ipam: ensure-deps.sh: unknown option '$arg' (accepted: --containerd, --image)" >&2; exit 2 ;;
+  esac
+done
 
 need=()
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
@@ -34,6 +44,11 @@ if [ "$want_containerd" = 1 ]; then
   command -v kubectl >/dev/null 2>&1 || need+=(kubernetes-client)
   # promtool (Debian's prometheus package): `promtool check metrics` on a real scrape in the tests.
   command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+fi
+if [ "$want_image" = 1 ]; then
+  command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap)
+  command -v umoci >/dev/null 2>&1 || need+=(umoci)
+  command -v buildah >/dev/null 2>&1 || need+=(buildah)
 fi
 if [ "${#need[@]}" -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then echo "eni-ipam: need root to install: ${need[*]}" >&2; exit 1; fi

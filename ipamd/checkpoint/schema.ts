@@ -2,8 +2,13 @@
  * The checkpoint file format (DESIGN §3 "Checkpoint"), version 1, and its zod schema:
  * `{"version":1,"bootId","allocations":[{"networkName","containerID","ifName","ipv4",
  * "eniId","allocatedAt","pod":{"namespace","name","uid"}}],"cooldown":[{"ip","releasedAt"}],
- * "runtime":{"name","version"}}` (`runtime` optional, added later: older files still load).
- * Times are ms since the epoch. No I/O.
+ * "released":[{"containerID","releasedAt"}],"runtime":{"name","version"}}`. Times are ms
+ * since the epoch. No I/O.
+ *
+ * `released` (issue 10 item 5: the containers ipamd served a DEL for, so a sandbox still
+ * stopping is not re-adopted after a restart) and `runtime` were added without a version
+ * bump: both are optional, so a checkpoint written before them loads, and an older ipamd
+ * reading a newer file drops the unknown fields (zod strips extra keys).
  */
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
@@ -25,6 +30,8 @@ export interface CheckpointData {
   bootId: string;
   allocations: CheckpointAllocation[];
   cooldown: Array<{ ip: string; releasedAt: number }>;
+  /** Containers ipamd served a DEL (or GC) for and that the runtime may still list; optional (absent in older files). */
+  released?: Array<{ containerID: string; releasedAt: number }>;
   /**
    * The CRI runtime (`Version`: runtime_name, runtime_version) an evidence pass of this
    * boot found plausible (restore/plausibility.ts). Optional: checkpoints written before
@@ -58,6 +65,7 @@ export const checkpointSchema = z.object({
   bootId: id,
   allocations: z.array(allocation),
   cooldown: z.array(z.object({ ip: ipv4, releasedAt: epochMs })),
+  released: z.array(z.object({ containerID: id, releasedAt: epochMs })).optional(),
   // Informational: a malformed value is dropped (the pass records it again), never a reason to distrust the file.
   runtime: z.object({ name: id, version: z.string() }).optional().catch(undefined),
 });

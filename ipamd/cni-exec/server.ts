@@ -75,6 +75,8 @@ export interface CniExecServerOptions {
    * HTTP/2 round trip. Omit to always go over the socket.
    */
   inProcessIpamd?: { socketPath: string; invoke: InProcessUnary };
+  /** Writes an invocation's log line to the conflist's `logFile` (ipamd's rotating plugin log); false = append it plainly. */
+  appendLog?: (file: string, line: string) => boolean;
   /** Whole-request deadline, ms from accept (default {@link REQUEST_DEADLINE_MS}). */
   requestDeadlineMs?: number;
   /** Connections receiving a request at once (default {@link MAX_PENDING}). */
@@ -297,6 +299,7 @@ export class CniExecServer {
       writeStdout: (s) => { stdout += s; },
       writeStderr: (s) => { stderr += s; },
       ctx: this.o.nodeNetns ? { nodeNetns: this.o.nodeNetns } : {},
+      ...(this.o.appendLog ? { appendLog: this.o.appendLog } : {}),
     });
     this.o.log.debug({ ...who, exitCode: code, ms: Math.round((performance.now() - t0) * 10) / 10 }, 'CNI exec: invocation done');
     if (c.destroyed) {

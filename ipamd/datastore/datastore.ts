@@ -50,8 +50,8 @@ export const RELEASED_CONTAINERS_KEPT = 4096;
  */
 export class Datastore extends AddressStore {
   private readonly allocationsByKey = new Map<string, Allocation>();
-  /** Container ids whose attachment was released (DEL, GC) and not assigned since; insertion order = age. */
-  private readonly releasedContainers = new Set<string>();
+  /** Container id → when its attachment was released (DEL, GC; ms) and not assigned since; insertion order = age. */
+  private readonly releasedContainers = new Map<string, number>();
 
   /**
    * Assigns an address to `key`. Idempotent: a key that already holds an address gets
@@ -95,9 +95,7 @@ export class Datastore extends AddressStore {
    */
   release(key: AllocationKey, now: number): Allocation | undefined {
     const ks = keyString(key);
-    this.releasedContainers.delete(key.containerID);
-    this.releasedContainers.add(key.containerID);
-    if (this.releasedContainers.size > RELEASED_CONTAINERS_KEPT) this.releasedContainers.delete(this.releasedContainers.values().next().value!);
+    this.rememberReleased(key.containerID, now);
     const a = this.allocationsByKey.get(ks);
     if (!a) return undefined;
     this.allocationsByKey.delete(ks);
@@ -210,10 +208,56 @@ export class Datastore extends AddressStore {
    * True if an attachment of `containerID` was released (CNI DEL or GC) and none was
    * assigned or restored for it since. The evidence pass never adopts such a sandbox: a
    * runtime still listing it READY with its IP is a snapshot from before the DEL, or a
-   * StopPodSandbox in progress (CNI DEL comes first). Bounded ({@link RELEASED_CONTAINERS_KEPT}).
+   * StopPodSandbox in progress (CNI DEL comes first). Bounded ({@link RELEASED_CONTAINERS_KEPT});
+   * kept in the checkpoint ({@link releasedEntries}), expired by {@link expireReleased}.
    */
   wasReleased(containerID: string): boolean {
     return this.releasedContainers.has(containerID);
+  }
+
+  /** Remembers `containerID` as released at `at` (ms), newest last, forgetting the oldest beyond {@link RELEASED_CONTAINERS_KEPT}. */
+  private rememberReleased(containerID: string, at: number): void {
+    this.releasedContainers.delete(containerID);
+    this.releasedContainers.set(containerID, at);
+    if (this.releasedContainers.size > RELEASED_CONTAINERS_KEPT) this.releasedContainers.delete(this.releasedContainers.keys().next().value!);
+  }
+
+  /**
+   * The remembered released containers ({@link wasReleased}), oldest first, for the
+   * checkpoint (issue 10 item 5: the memory of DELs survives a restart). At most
+   * {@link RELEASED_CONTAINERS_KEPT}; `releasedAt` in ms since epoch.
+   */
+  releasedEntries(): Array<{ containerID: string; releasedAt: number }> {
+    return [...this.releasedContainers].map(([containerID, releasedAt]) => ({ containerID, releasedAt }));
+  }
+
+  /**
+   * Restores remembered released containers from this boot's checkpoint (call before
+   * restoring its allocations: an allocation restored for the same container wins, as an
+   * assignment after the DEL would). Order is by `releasedAt`; beyond
+   * {@link RELEASED_CONTAINERS_KEPT} the oldest are forgotten. Entries already known keep the newer time.
+   */
+  restoreReleased(entries: ReadonlyArray<{ containerID: string; releasedAt: number }>): void {
+    const all = [...entries, ...this.releasedEntries()].sort((a, b) => a.releasedAt - b.releasedAt);
+    for (const e of all) this.rememberReleased(e.containerID, Math.max(e.releasedAt, this.releasedContainers.get(e.containerID) ?? 0));
+  }
+
+  /**
+   * Forgets released containers the runtime no longer lists: an entry expires when a
+   * successful runtime read (`listed`: the READY sandbox ids it returned) does not list
+   * it and it was released at or before `releasedBefore` (ms; the caller passes now − GC
+   * grace, so a read started before the DEL cannot expire it). A sandbox still stopping is
+   * still listed, so its entry stays. @returns how many entries were forgotten.
+   */
+  expireReleased(listed: ReadonlySet<string>, releasedBefore: number): number {
+    let n = 0;
+    for (const [id, at] of this.releasedContainers) {
+      if (!listed.has(id) && at <= releasedBefore) {
+        this.releasedContainers.delete(id);
+        n++;
+      }
+    }
+    return n;
   }
 
   /** Marks a known, unheld IP as cooling since `releasedAt` (restored cooldown entry). */

@@ -1,6 +1,6 @@
 /**
  * ipamd's host networking (DESIGN §7), the one object the daemon calls:
- * - {@link HostNetwork.setupNode} at start: sysctls, SNAT chain (or its removal with
+ * - {@link HostNetwork.setupNode} at start: sysctls checked (not set), SNAT chain (or its removal with
  *   external SNAT), and the node rules sending traffic that leaves the VPC to the main
  *   table (primary ENI, where it is SNATed) — see rule-priorities.ts;
  * - {@link HostNetwork.setupEni} at start for every attached secondary ENI and after an
@@ -16,7 +16,7 @@ import { detectIptablesBackend, Iptables, DEFAULT_LOCK_WAIT_S, type IptablesBack
 import { NON_VPC_MAIN_PRIORITY, VPC_GOTO_PRIORITY, VPC_GOTO_TARGET_PRIORITY } from './rule-priorities.js';
 import { CommandRunner } from './runner.js';
 import { applySnat } from './snat.js';
-import { applyNodeSysctls } from './sysctl.js';
+import { checkNodeSysctls, type SysctlCheck } from './sysctl.js';
 
 /** Options of {@link HostNetwork}. */
 export interface HostNetworkOptions {
@@ -99,12 +99,14 @@ export class HostNetwork {
   }
 
   /**
-   * Node-wide setup: `ip_forward=1`, `rp_filter=2` on the primary interface, the SNAT
-   * chain (removed with external SNAT), and the node rules of {@link nodeRules}.
+   * Node-wide setup: checks (never sets) `ip_forward` and the primary interface's
+   * `rp_filter` (sysctl.ts: the privileged init container sets them), then the SNAT
+   * chain (removed with external SNAT) and the node rules of {@link nodeRules}.
+   * @returns the sysctl checks (empty when host networking is off) and the primary interface.
    * @throws Error when the primary interface cannot be found; CommandError when a tool fails.
    */
-  setupNode(spec: NodeNetworkSpec): Promise<void> {
-    if (!this.enabled) return Promise.resolve();
+  setupNode(spec: NodeNetworkSpec): Promise<{ primaryIf?: string; sysctls: SysctlCheck[] }> {
+    if (!this.enabled) return Promise.resolve({ sysctls: [] });
     return this.serial(async () => {
       let primaryIf = spec.primaryIf;
       if (!primaryIf) {
@@ -112,13 +114,19 @@ export class HostNetwork {
         primaryIf = (await findLinkByMac(this.runner, spec.primaryMac))?.ifname;
         if (!primaryIf) throw new Error(`no interface has the primary ENI's MAC ${spec.primaryMac}`);
       }
-      await applyNodeSysctls(this.runner, primaryIf);
+      const sysctls = await checkNodeSysctls(this.runner, primaryIf);
       const ipt = await this.ipt();
       await applySnat(ipt, { nodeIp: spec.nodeIp, vpcCidrs: spec.vpcCidrs, excludeCidrs: this.o.excludeSnatCidrs, externalSnat: this.o.externalSnat });
       const changed = await syncRules(this.runner, (r) => NODE_RULE_PRIORITIES.has(r.priority),
         nodeRules([...spec.vpcCidrs, ...this.o.excludeSnatCidrs], this.o.externalSnat));
       this.o.log?.info({ primaryIf, nodeIp: spec.nodeIp, vpcCidrs: spec.vpcCidrs, externalSnat: this.o.externalSnat, backend: ipt.backend, ruleChanges: changed }, 'node host networking applied');
+      return { primaryIf, sysctls };
     });
+  }
+
+  /** Re-reads the node sysctls ({@link checkNodeSysctls}) for `primaryIf`. Never throws. */
+  checkSysctls(primaryIf: string): Promise<SysctlCheck[]> {
+    return checkNodeSysctls(this.runner, primaryIf);
   }
 
   /**

@@ -1,16 +1,29 @@
 /**
- * Kernel settings ipamd needs in the node's network namespace (DESIGN §7): IPv4
- * forwarding on, and loose reverse-path filtering (`rp_filter=2`, RFC 3704 "loose
- * mode", ip-sysctl.rst) on the primary interface, because replies to pods on secondary
- * ENIs and SNATed traffic arrive on an interface other than the one the main table's
- * route to their source points at. Written with `sysctl -w` in slash form
- * (`net/ipv4/conf/<if>/rp_filter`) so interface names containing dots work; through the
- * runner, so tests set them inside the namespace standing for the node.
+ * Kernel settings ipamd needs in the node's network namespace (DESIGN §7, §8), which it
+ * CHECKS and reports but never sets (issue 9 item 7): a DaemonSet container sees
+ * `/proc/sys` read-only unless privileged, so the chart's privileged init container
+ * (`eni-ipam-node-init`, ipamd/node-init-steps.ts `setNodeSysctls`) sets them:
+ *
+ * | sysctl | value set by the init container | ipamd reports it wrong when |
+ * |---|---|---|
+ * | `net.ipv4.ip_forward` | 1 | not 1: the node does not route pod traffic at all |
+ * | `net.ipv4.conf.all.rp_filter` | 2 (loose) | the effective value on the primary interface is 1 |
+ * | `net.ipv4.conf.<primary if>.rp_filter` | 2 (loose) | (same check: effective = max(all, <if>)) |
+ *
+ * Reverse-path filtering must not be strict (1) on the primary interface: replies to
+ * pods on secondary ENIs and SNATed traffic arrive on an interface other than the one the
+ * main table's route to their source points at (RFC 3704 "loose mode"; ip-sysctl.rst:
+ * 0 off, 1 strict, 2 loose; the value used is max(conf/all, conf/<if>)). Off (0) works
+ * too and is not reported. Read with `sysctl -n` in slash form (`net/ipv4/conf/<if>/rp_filter`,
+ * so interface names with dots work) through the runner, so tests check them inside the
+ * namespace standing for the node; reading works on a read-only /proc/sys.
  */
 import type { CommandRunner } from './runner.js';
 
 /** Loose reverse-path filtering (ip-sysctl.rst: 0 off, 1 strict, 2 loose). */
 export const RP_FILTER_LOOSE = 2;
+/** Strict reverse-path filtering: breaks replies to pods on secondary ENIs. */
+export const RP_FILTER_STRICT = 1;
 
 /** Sets one sysctl (`key` in slash form, e.g. `net/ipv4/ip_forward`) to `value`. @throws CommandError */
 export async function setSysctl(runner: CommandRunner, key: string, value: string | number): Promise<void> {
@@ -22,11 +35,47 @@ export async function getSysctl(runner: CommandRunner, key: string): Promise<str
   return (await runner.run('sysctl', ['-n', key])).stdout.trim();
 }
 
+/** One checked setting. `value` is what the kernel reports ('' when unreadable). */
+export interface SysctlCheck {
+  /** Dotted name, e.g. `net.ipv4.ip_forward` (for the primary interface's rp_filter: the effective value). */
+  sysctl: string;
+  value: string;
+  /** What ipamd needs, in words (e.g. "1", "0 or 2 (not strict)"). */
+  expected: string;
+  ok: boolean;
+  /** When not ok: what goes wrong, for the log and /v1/status. */
+  problem?: string;
+}
+
 /**
- * `net.ipv4.ip_forward=1` and `net.ipv4.conf.<primaryIf>.rp_filter=2`.
- * @throws CommandError (e.g. no such interface).
+ * Reads `net.ipv4.ip_forward` and the effective `rp_filter` of `primaryIf`
+ * (max(conf.all, conf.<primaryIf>)) and says which are wrong (see the module table). An
+ * unreadable setting is reported as not ok, with the error. Never throws.
  */
-export async function applyNodeSysctls(runner: CommandRunner, primaryIf: string): Promise<void> {
-  await setSysctl(runner, 'net/ipv4/ip_forward', 1);
-  await setSysctl(runner, `net/ipv4/conf/${primaryIf}/rp_filter`, RP_FILTER_LOOSE);
+export async function checkNodeSysctls(runner: CommandRunner, primaryIf: string): Promise<SysctlCheck[]> {
+  const read = async (key: string): Promise<{ v?: string; err?: string }> => {
+    try {
+      return { v: await getSysctl(runner, key) };
+    } catch (e) {
+      return { err: (e as Error).message.split('\n')[0]!.slice(0, 200) };
+    }
+  };
+  const out: SysctlCheck[] = [];
+  const fwd = await read('net/ipv4/ip_forward');
+  out.push(fwd.v === '1'
+    ? { sysctl: 'net.ipv4.ip_forward', value: '1', expected: '1', ok: true }
+    : { sysctl: 'net.ipv4.ip_forward', value: fwd.v ?? '', expected: '1', ok: false, problem: fwd.err ? `unreadable: ${fwd.err}` : `is ${fwd.v}: the node does not forward pod traffic (set by the privileged init container)` });
+  const all = await read('net/ipv4/conf/all/rp_filter');
+  const dev = await read(`net/ipv4/conf/${primaryIf}/rp_filter`);
+  const name = `net.ipv4.conf.${primaryIf}.rp_filter`;
+  const expected = `${RP_FILTER_LOOSE} (loose) or 0, effective max(all, ${primaryIf})`;
+  if (all.v === undefined || dev.v === undefined) {
+    out.push({ sysctl: name, value: '', expected, ok: false, problem: `unreadable: ${all.err ?? dev.err}` });
+  } else {
+    const eff = Math.max(Number(all.v), Number(dev.v));
+    out.push(eff === RP_FILTER_STRICT
+      ? { sysctl: name, value: String(eff), expected, ok: false, problem: `effective rp_filter is ${eff} (strict; all=${all.v}, ${primaryIf}=${dev.v}): replies to pods on secondary ENIs are dropped (set by the privileged init container)` }
+      : { sysctl: name, value: String(eff), expected, ok: true });
+  }
+  return out;
 }

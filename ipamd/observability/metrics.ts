@@ -60,7 +60,7 @@ export function packageVersion(): string {
 export function createMetrics(o: CreateMetricsOptions = {}): IpamdMetrics {
   const registry = new Registry();
   let src: MetricsSources | undefined = o.ds && o.gate ? {
-    ds: o.ds, gate: o.gate, ...(o.pool ? { pool: o.pool } : {}), ...(o.limits ? { limits: o.limits } : {}), ...(o.now ? { now: o.now } : {}),
+    ds: o.ds, gate: o.gate, ...(o.pool ? { pool: o.pool } : {}), ...(o.limits ? { limits: o.limits } : {}), ...(o.sysctls ? { sysctls: o.sysctls } : {}), ...(o.now ? { now: o.now } : {}),
     ...(o.evidence ? { evidence: o.evidence } : {}), ...(o.quarantined ? { quarantined: o.quarantined } : {}),
   } : undefined;
   if (o.processMetrics !== false) {

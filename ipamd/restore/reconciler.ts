@@ -188,6 +188,9 @@ export class EvidenceReconciler {
     }
     for (const s of m.stale) log.debug({ sandbox: s.id, ip: s.ip }, 'runtime still lists a sandbox whose DEL was served; not adopted');
     for (const a of m.kernelVouched) log.debug({ containerID: a.containerID, ip: a.ipv4 }, 'kept: the kernel shows this IP wired to a pod veth although no other source lists it');
+    // The memory of DELs expires once a plausible runtime read no longer lists the sandbox
+    // (a suspect read proves nothing; persisted with the next write).
+    if (cri.ok === true && !m.suspect.cri) ds.expireReleased(new Set(cri.items.map((s) => s.id)), now - this.o.graceMs);
     let released = 0;
     if (m.canRelease) {
       for (const a of m.release) {

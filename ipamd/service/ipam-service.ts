@@ -8,6 +8,7 @@ import type { Datastore } from '../datastore/datastore.js';
 import type { Allocation, AllocationKey, EniInfo, PodRef } from '../datastore/types.js';
 import type { Logger } from '../log.js';
 import { PoolExhaustedError, type PoolController } from '../controller/pool-controller.js';
+import type { KernelReader } from '../restore/kernel-source.js';
 import { gcNetwork, type GcAttachment, type GcReleased } from './gc.js';
 import { ipamStatus, type IpamStatus } from './status.js';
 
@@ -57,6 +58,8 @@ export interface IpamServiceOptions {
   now?: () => number;
   /** Told of each IP quarantined after a refused ADD (metrics). */
   onConflict?: (ip: string) => void;
+  /** The node's kernel, checked before CNI GC releases anything (see gcNetwork). */
+  kernel?: KernelReader;
   /** Told of each failed ADD with its reason; `noIp` when it failed for want of an address (metrics). */
   onAddFailed?: (reason: AddFailureReason, noIp: boolean) => void;
   /** Told of each DEL request with the reason the plugin gave (metrics). */
@@ -136,16 +139,21 @@ export class IpamService {
 
   /**
    * Releases the key's address into cooldown. A key holding nothing succeeds with
-   * `released: false`. With reason {@link DEL_REASON_IP_CONFLICT} the address is also
+   * `released: false` (the container is remembered as released either way, durably). With
+   * reason {@link DEL_REASON_IP_CONFLICT} the address is also
    * quarantined ({@link Datastore.quarantine}), logged as a duplicate and reported. @throws Error if the release could not be made durable (then
    * the allocation is put back, so a retried DEL finds it).
    */
   async del(key: AllocationKey, reason: string): Promise<DelResult> {
     const { ds, log } = this.o;
     this.o.onDel?.(reason);
+    const known = ds.wasReleased(key.containerID);
     const a = ds.release(key, this.now());
     if (!a) {
       log.info({ ...podFields(key, undefined, undefined, undefined), reason }, 'DEL: container holds no IP');
+      // The DEL is remembered (a sandbox still stopping is never adopted, even after a
+      // restart): written once, best effort, as a DEL of nothing must still succeed.
+      if (!known) await this.o.persist().catch((e: Error) => log.warn({ err: e.message, containerID: key.containerID }, 'checkpoint write of a remembered DEL failed'));
       return { released: false };
     }
     if (reason === DEL_REASON_IP_CONFLICT) {
@@ -175,6 +183,7 @@ export class IpamService {
   async gc(networkName: string, valid: readonly GcAttachment[]): Promise<GcReleased[]> {
     return gcNetwork({
       ds: this.o.ds, persist: this.o.persist, released: () => this.o.pool.trigger(), log: this.o.log, now: this.now, routeTableFor,
+      ...(this.o.kernel ? { kernel: this.o.kernel } : {}),
     }, networkName, valid);
   }
 

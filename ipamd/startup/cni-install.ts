@@ -15,8 +15,18 @@
  * rename: containerd reloads its conf dir on a write or a rename *within* it, and a
  * running plugin binary is never overwritten in place. The Node plugin (when installed)
  * goes first, so a conflist naming it always finds it.
+ *
+ * Name and order (issue 9 item 6): containerd (and CRI-O) load the conf dir's files in
+ * lexical order and use the first network (containerd's `max_conf_num` defaults to 1), so
+ * ours is `05-eni-ipam.conflist`, sorting before amazon-vpc-cni-k8s's `10-aws.conflist`.
+ * A leftover `10-aws.conflist` is left where it is: it sorts after ours and is never
+ * chosen while ours exists; it is not ours to move (a rollback to aws-node finds the node
+ * as aws-node left it, and aws-node rewrites it at its own start anyway), and renaming it
+ * would not change which network the runtime uses. Its presence is reported
+ * (`shadowed` in the result, logged by the caller). Our own conflist under its former name
+ * (`10-eni-ipam.conflist`, before this change) is removed once the new one is in place.
  */
-import { chmod, copyFile, mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -28,8 +38,17 @@ export const BUNDLED_SHIM_PATH = fileURLToPath(new URL('../../cni-plugin/eni-ipa
 /** File name of the Node plugin in the bin dir (installed only with the exec socket off). */
 export const NODE_PLUGIN_NAME = 'eni-ipam.cjs';
 
-/** Name of the conflist file (sorts before most others: the runtime picks the first). */
-export const CONFLIST_NAME = '10-eni-ipam.conflist';
+/** Name of the conflist file: sorts before `10-aws.conflist` and most others (the runtime picks the first). */
+export const CONFLIST_NAME = '05-eni-ipam.conflist';
+
+/** The name our conflist had before it was renamed to sort first; removed at install. */
+export const LEGACY_CONFLIST_NAME = '10-eni-ipam.conflist';
+
+/** amazon-vpc-cni-k8s's conflist, left in place when found (see the module docstring). */
+export const AWS_CONFLIST_NAME = '10-aws.conflist';
+
+/** File endings libcni loads from a conf dir (libcni `ConfFiles` with `.conf`, `.conflist`, `.json`). */
+const CNI_CONF_EXTENSIONS = ['.conf', '.conflist', '.json'];
 
 /** What goes into the conflist. */
 export interface CniInstallOptions {
@@ -44,6 +63,8 @@ export interface CniInstallOptions {
   ipamdSocket: string;
   /** ipamd's CNI exec socket, or '' when it is off (the Node plugin is then installed and the shim runs it). */
   execSocket: string;
+  /** The plugin's log file (AWS_VPC_K8S_PLUGIN_LOG_FILE), written as the conflist's `logFile`; omitted when undefined. */
+  pluginLogFile?: string;
   /** How long the shim's ADD waits for ipamd to serve, s (conflist `ipamdWaitSeconds`; default: the shim's 10). */
   ipamdWaitSeconds?: number;
   /** Node plugin to copy (default: the bundled one). */
@@ -60,6 +81,7 @@ export function renderConflist(o: CniInstallOptions): object {
     plugins: [{
       type: 'eni-ipam', mtu: o.podMtu, vethPrefix: o.vethPrefix, ipamdSocket: o.ipamdSocket, execSocket: o.execSocket,
       ...(o.ipamdWaitSeconds !== undefined ? { ipamdWaitSeconds: o.ipamdWaitSeconds } : {}),
+      ...(o.pluginLogFile ? { logFile: o.pluginLogFile } : {}),
       ...(o.execSocket === '' ? { nodePlugin: path.join(o.binDir, NODE_PLUGIN_NAME) } : {}),
     }],
   };
@@ -79,14 +101,29 @@ async function installFile(src: string, dir: string, name: string, mode: number)
   return dest;
 }
 
+/** What {@link installCni} did. */
+export interface CniInstallResult {
+  plugin: string;
+  /** Undefined when the Node plugin was not installed (exec socket on). */
+  nodePlugin?: string;
+  conflist: string;
+  /** Network config files in the conf dir that sort before ours (the runtime would pick the first of them instead). */
+  shadowedBy: string[];
+  /** Network config files that sort after ours (ignored by the runtime while ours exists), e.g. a leftover `10-aws.conflist`. */
+  shadowed: string[];
+  /** Our conflist under its former name, removed. */
+  removedLegacy: boolean;
+}
+
 /**
  * Installs `<binDir>/eni-ipam` (the shim, mode 0755) — preceded by `<binDir>/eni-ipam.cjs`
- * only when `execSocket` is '' — then writes `<confDir>/10-eni-ipam.conflist`, each via a
- * temp file + rename in the same directory.
- * @returns the paths written (`nodePlugin` undefined when not installed).
+ * only when `execSocket` is '' — then writes `<confDir>/05-eni-ipam.conflist`, each via a
+ * temp file + rename in the same directory, then removes our former `10-eni-ipam.conflist`
+ * if present (other files are never touched).
+ * @returns the paths written (`nodePlugin` undefined when not installed) and the other network config files found.
  * @throws Error on I/O failure (temp files are removed).
  */
-export async function installCni(o: CniInstallOptions): Promise<{ plugin: string; nodePlugin?: string; conflist: string }> {
+export async function installCni(o: CniInstallOptions): Promise<CniInstallResult> {
   await mkdir(o.binDir, { recursive: true });
   await mkdir(o.confDir, { recursive: true });
   const nodePlugin = o.execSocket === '' ? await installFile(o.pluginSource ?? BUNDLED_PLUGIN_PATH, o.binDir, NODE_PLUGIN_NAME, 0o755) : undefined;
@@ -99,5 +136,11 @@ export async function installCni(o: CniInstallOptions): Promise<{ plugin: string
   } finally {
     await rm(confTmp, { force: true });
   }
-  return { plugin, ...(nodePlugin ? { nodePlugin } : {}), conflist };
+  const names = await readdir(o.confDir);
+  const removedLegacy = names.includes(LEGACY_CONFLIST_NAME);
+  if (removedLegacy) await rm(path.join(o.confDir, LEGACY_CONFLIST_NAME), { force: true });
+  const others = names
+    .filter((n) => n !== CONFLIST_NAME && n !== LEGACY_CONFLIST_NAME && !n.startsWith('.') && CNI_CONF_EXTENSIONS.some((x) => n.endsWith(x)))
+    .sort();
+  return { plugin, ...(nodePlugin ? { nodePlugin } : {}), conflist, shadowedBy: others.filter((n) => n < CONFLIST_NAME), shadowed: others.filter((n) => n > CONFLIST_NAME), removedLegacy };
 }

@@ -1,6 +1,6 @@
 /**
  * Keeps the node's host networking (DESIGN §7) in step with the ENIs in the datastore:
- * node-wide rules, sysctls and SNAT once at start, then per secondary ENI its link,
+ * node-wide rules and SNAT once at start (sysctls checked then and every minute, not set), then per secondary ENI its link,
  * route table and rule, and their removal as ENIs leave. Every step of
  * {@link HostNetwork} is idempotent, so a restart simply re-applies everything.
  *
@@ -13,6 +13,10 @@ import type { Datastore } from '../datastore/datastore.js';
 import type { EniInfo } from '../datastore/types.js';
 import type { Logger } from '../log.js';
 import { HostNetwork } from '../network/host-network.js';
+import type { SysctlCheck } from '../network/sysctl.js';
+
+/** How often the node sysctls are read again (ms), so a fix (or a regression) shows without a restart. */
+export const SYSCTL_RECHECK_MS = 60_000;
 
 /** Options of {@link startHostNetworkSync}. */
 export interface HostNetworkSyncOptions {
@@ -34,9 +38,21 @@ export interface HostNetworkSyncOptions {
  * @returns `sync()` to run a pass now, `setupEni(eni)` to set one ENI up now (throws if
  *          that fails; idempotent), and `stop()`.
  */
-export async function startHostNetworkSync(o: HostNetworkSyncOptions): Promise<{ sync(): Promise<void>; setupEni(eni: EniInfo): Promise<void>; stop(): void }> {
+export async function startHostNetworkSync(o: HostNetworkSyncOptions): Promise<{ sync(): Promise<void>; setupEni(eni: EniInfo): Promise<void>; stop(): void; sysctls(): SysctlCheck[] }> {
   const hn = new HostNetwork({ eniMtu: o.eniMtu, externalSnat: o.externalSnat, excludeSnatCidrs: o.excludeSnatCidrs, log: o.log });
-  await hn.setupNode({ primaryMac: o.primaryMac, nodeIp: o.nodeIp, vpcCidrs: o.vpcCidrs });
+  const node = await hn.setupNode({ primaryMac: o.primaryMac, nodeIp: o.nodeIp, vpcCidrs: o.vpcCidrs });
+  // Checked, not set (issue 9 item 7): a wrong one is reported (log, metric, /v1/status) and ipamd serves on.
+  let sysctls = node.sysctls;
+  const report = (checks: SysctlCheck[], prev?: SysctlCheck[]) => {
+    for (const c of checks) {
+      const before = prev?.find((p) => p.sysctl === c.sysctl);
+      if (!c.ok && (!before || before.ok || before.value !== c.value)) o.log.error({ sysctl: c.sysctl, value: c.value, expected: c.expected, problem: c.problem }, 'node kernel setting is wrong (ipamd checks it; the privileged init container sets it)');
+      if (c.ok && before && !before.ok) o.log.info({ sysctl: c.sysctl, value: c.value }, 'node kernel setting is right now');
+    }
+  };
+  report(sysctls);
+  const sysctlTimer = node.primaryIf ? setInterval(() => void hn.checkSysctls(node.primaryIf!).then((c) => { report(c, sysctls); sysctls = c; }), SYSCTL_RECHECK_MS) : undefined;
+  sysctlTimer?.unref();
   const applied = new Map<string, EniInfo>();
   /** Set up through the hook, not yet seen in the datastore: never torn down as "freed". */
   const viaHook = new Set<string>();
@@ -62,5 +78,5 @@ export async function startHostNetworkSync(o: HostNetworkSyncOptions): Promise<{
   for (const eni of o.ds.listEnis()) if (!eni.isPrimary) { await hn.setupEni(eni); applied.set(eni.eniId, eni); }
   const timer = setInterval(() => void sync(), o.intervalMs);
   timer.unref();
-  return { sync, setupEni: (eni) => setupEni(eni, true), stop: () => clearInterval(timer) };
+  return { sync, setupEni: (eni) => setupEni(eni, true), stop: () => { clearInterval(timer); clearInterval(sysctlTimer); }, sysctls: () => sysctls };
 }

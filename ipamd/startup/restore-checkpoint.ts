@@ -1,7 +1,8 @@
 /**
  * Restores allocations from the checkpoint into the datastore (DESIGN §3, §4).
  *
- * - Same boot: every allocation is re-created; cooldown entries too.
+ * - Same boot: every allocation is re-created; cooldown entries and the remembered
+ *   DELs (`released`, so a sandbox still stopping is not re-adopted) too.
  * - Another boot: no sandbox survives a reboot, so the allocations are dropped and
  *   their IPs stay in the warm pool (still assigned in EC2; nothing is released here).
  * - Missing or corrupt file while the ENIs already hold secondary IPs: nobody can vouch
@@ -26,6 +27,13 @@ export interface CheckpointRestoreSummary {
 /** Applies a loaded checkpoint to the datastore and the release gate. */
 export function restoreFromCheckpoint(p: {
   load: CheckpointLoad; bootId: string; ds: Datastore; gate: ReleaseGate; log: Logger; path: string; now: number;
+  /**
+   * Set when the data was imported from another IPAM's checkpoint (aws-node, the path):
+   * the IPs it does not name are marked unverified and releases frozen (source
+   * "checkpoint") until a clean evidence pass, as with no checkpoint at all, because
+   * another program's file is not evidence that the rest is free.
+   */
+  importedFrom?: string;
 }): CheckpointRestoreSummary {
   const { load, ds, gate, log } = p;
   const sum: CheckpointRestoreSummary = { kind: load.kind, restored: 0, pending: 0, conflicts: 0, dropped: 0 };
@@ -49,6 +57,8 @@ export function restoreFromCheckpoint(p: {
     log.info({ checkpointBoot: data.bootId, bootId: p.bootId, allocations: data.allocations.length }, 'checkpoint is from a previous boot: no sandbox survives a reboot, its IPs return to the warm pool (still assigned in EC2)');
     return sum;
   }
+  // Before the allocations: one restored for the same container clears its entry (an ADD after the DEL).
+  ds.restoreReleased(data.released ?? []);
   for (const a of data.allocations) {
     const r = ds.restoreAllocation({ ...a });
     if (r === 'restored') sum.restored++;
@@ -64,7 +74,11 @@ export function restoreFromCheckpoint(p: {
     }
   }
   for (const c of data.cooldown) ds.restoreCooldown(c.ip, c.releasedAt);
+  if (p.importedFrom !== undefined) {
+    const others = ds.markAllUnverified();
+    if (others > 0) gate.freeze('checkpoint', `allocations imported from the aws-node checkpoint ${p.importedFrom}; the ${others} other IPs on the ENIs stay unverified until every source has been read`);
+  }
   if (sum.pending > 0) log.warn({ pending: ds.pendingAllocations().map((a) => a.ipv4) }, 'restored allocations whose IP EC2 does not show on our ENIs: kept, never handed out');
-  log.info({ restored: sum.restored, pending: sum.pending, conflicts: sum.conflicts }, 'restored allocations from checkpoint');
+  log.info({ restored: sum.restored, pending: sum.pending, conflicts: sum.conflicts, rememberedDels: data.released?.length ?? 0 }, 'restored allocations from checkpoint');
   return sum;
 }

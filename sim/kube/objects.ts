@@ -68,7 +68,11 @@ export function buildPod(p: PodSpecInput, uid: string, resourceVersion: string, 
   };
 }
 
-/** Builds a core/v1 Node named `name` with a Ready=True condition (`containerRuntimeVersion` as kubelet reports it). */
+/**
+ * Builds a core/v1 Node named `name` with a Ready=True condition. `containerRuntimeVersion`
+ * is `status.nodeInfo.containerRuntimeVersion` as kubelet reports it: `<CRI runtime_name>://<runtime_version>`
+ * (default `containerd://1.6`).
+ */
 export function buildNode(name: string, uid: string, resourceVersion: string, created: string, containerRuntimeVersion = 'containerd://1.6'): KubeObject {
   return {
     kind: 'Node',

@@ -110,7 +110,11 @@ export class KubeApiStandIn {
     this.store.delete('pods', namespace, name);
   }
 
-  /** Creates a node (watch event ADDED); a no-op when it exists. */
+  /**
+   * Creates a node (watch event ADDED); a no-op when it exists, unless `containerRuntimeVersion`
+   * (`status.nodeInfo.containerRuntimeVersion`, e.g. `containerd://1.6.20~ds1`) is given: then it
+   * is set (MODIFIED when the node exists).
+   */
   upsertNode(name: string, containerRuntimeVersion?: string): void {
     this.store.upsertNode(name, containerRuntimeVersion);
   }

@@ -65,15 +65,16 @@ export class KubeStore {
   }
 
   /**
-   * Creates a node if it does not exist (a no-op otherwise). `containerRuntimeVersion`
-   * (e.g. `containerd://1.6.20~ds1`, as kubelet reports its runtime) replaces the default
-   * `containerd://1.6`; ipamd compares it with its runtime's CRI Version.
+   * Creates a node if it does not exist (a no-op otherwise), or, given `containerRuntimeVersion`,
+   * creates it or replaces its runtime version (MODIFIED, same uid).
    */
   upsertNode(name: string, containerRuntimeVersion?: string): void {
     const key = objectKey(undefined, name);
-    if (this.objects.nodes.has(key)) return;
+    const old = this.objects.nodes.get(key);
+    if (old && containerRuntimeVersion === undefined) return;
     const rv = this.rv + 1;
-    this.commit('nodes', key, buildNode(name, newUid(), String(rv), nowTimestamp(), containerRuntimeVersion), 'ADDED', rv);
+    const node = buildNode(name, old?.metadata.uid ?? newUid(), String(rv), old?.metadata.creationTimestamp ?? nowTimestamp(), containerRuntimeVersion);
+    this.commit('nodes', key, node, old ? 'MODIFIED' : 'ADDED', rv);
   }
 
   /** Deletes an object; returns false when it did not exist. */

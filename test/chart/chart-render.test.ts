@@ -40,7 +40,7 @@ test('defaults: every object validates; the DaemonSet has what a node needs', as
   assert.deepEqual(c.livenessProbe.exec.command, probe);
   const mounts = new Map(c.volumeMounts.map((m: Obj) => [m.mountPath, m]));
   assert.equal((mounts.get('/var/run/netns') as Obj).mountPropagation, 'HostToContainer');
-  for (const p of ['/run/xtables.lock', '/var/run/eni-ipam', '/run/containerd', '/host/var/log/aws-routed-eni', '/host/opt/cni/bin', '/host/etc/cni/net.d']) assert.ok(mounts.has(p), p);
+  for (const p of ['/run/xtables.lock', '/var/run/eni-ipam', '/run/containerd', '/host/var/log/aws-routed-eni', '/host/opt/cni/bin', '/host/etc/cni/net.d', '/var/run/aws-node']) assert.ok(mounts.has(p), p);
   const vols = new Map(pod.volumes.map((v: Obj) => [v.name, v.hostPath]));
   assert.deepEqual(vols.get('xtables-lock'), { path: '/run/xtables.lock', type: 'FileOrCreate' });
   assert.equal(envOf(c).get('CRI_RUNTIME_ENDPOINT')!.value, 'unix:///run/containerd/containerd.sock');

@@ -24,7 +24,7 @@ import { copyFile, chmod, mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startIpamd, type IpamdProcess } from '../../demo/ipamd-process.js';
-import { createNamedNetns, type Netns } from '../../demo/netns.js';
+import { createNamedNetns, run, type Netns } from '../../demo/netns.js';
 import { SimCloud } from '../../sim/index.js';
 import { startContainerd, type Containerd } from './containerd.js';
 import type { IpamdAllocation, IpamdStatus } from './containerd-node.js';
@@ -71,6 +71,11 @@ export interface InstalledCniNode {
 
 let seq = 0;
 
+/** What the chart's init container sets in the node's namespace (ipamd/network/sysctl.ts): ip_forward=1, rp_filter=2 on all. */
+async function setNodeSysctlsIn(netnsPath: string): Promise<void> {
+  await run('nsenter', [`--net=${netnsPath}`, 'sysctl', '-qw', 'net.ipv4.ip_forward=1', 'net.ipv4.conf.all.rp_filter=2']);
+}
+
 /**
  * Runs a sandbox that must fail (no network config yet) and returns the id of the
  * NOTREADY record containerd keeps of it.
@@ -89,9 +94,12 @@ async function failedProbeSandbox(cri: CriTestClient): Promise<string> {
  * @param o.instanceType EC2 instance type (default m5.xlarge: 4 ENIs × 14 pod IPs).
  * @param o.ipamdEnv added to ipamd's environment.
  * @param o.hostNetwork ipamd's host networking with plugged ENI links (default true).
+ * @param o.ipamdPrefix command words put before ipamd's `nsenter --net=<node>` (e.g. an `unshare -m` wrapper).
+ * @param o.nodeSysctls set ip_forward=1 and rp_filter=2 (all) in the node namespace, as the chart's
+ *        privileged init container does (default true; ipamd only checks them).
  * @throws Error (after removing what was created) when a part does not start.
  */
-export async function createInstalledCniNode(o: { instanceType?: string; ipamdEnv?: NodeJS.ProcessEnv; hostNetwork?: boolean } = {}): Promise<InstalledCniNode> {
+export async function createInstalledCniNode(o: { instanceType?: string; ipamdEnv?: NodeJS.ProcessEnv; hostNetwork?: boolean; ipamdPrefix?: string[]; nodeSysctls?: boolean } = {}): Promise<InstalledCniNode> {
   const cleanups: Array<() => Promise<unknown>> = [];
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => (closing ??= (async () => {
@@ -119,6 +127,7 @@ export async function createInstalledCniNode(o: { instanceType?: string; ipamdEn
 
     const nodeNetns = await createNamedNetns(`eni-ctd-${process.pid}-${seq++}`);
     cleanups.push(() => nodeNetns.remove());
+    if (o.nodeSysctls ?? true) await setNodeSysctlsIn(nodeNetns.path);
     const hostNetwork = o.hostNetwork ?? true;
     let eniLinks: EniLinkPlug | undefined;
     if (hostNetwork) {
@@ -156,13 +165,13 @@ export async function createInstalledCniNode(o: { instanceType?: string; ipamdEn
         const firstInstall = (await readdir(confDir)).every((f) => f.startsWith('.'));
         const probe = firstInstall ? await failedProbeSandbox(cri) : undefined;
         node.ipamd = await startIpamd({
-          logFile: node.ipamdLog, prefix: ['nsenter', `--net=${nodeNetns.path}`],
+          logFile: node.ipamdLog, prefix: [...(o.ipamdPrefix ?? []), 'nsenter', `--net=${nodeNetns.path}`],
           env: {
             AWS_EC2_ENDPOINT: sim.ec2Endpoint, AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpoint,
             ENI_IPAM_SOCKET: node.socket, ENI_IPAM_CHECKPOINT_PATH: node.checkpoint, CRI_RUNTIME_ENDPOINT: `unix://${containerd.socket}`,
             INTROSPECTION_BIND_ADDRESS: `127.0.0.1:${INTROSPECTION_PORT}`, ENI_IPAM_POOL_INTERVAL: '200ms',
             ENI_IPAM_INSTALL_CNI: 'true', ENI_IPAM_CNI_CONF_DIR: confDir, ENI_IPAM_CNI_BIN_DIR: binDir,
-            ENI_IPAM_HOST_NETWORK: String(hostNetwork), ...o.ipamdEnv,
+            ENI_IPAM_HOST_NETWORK: String(hostNetwork), AWS_VPC_K8S_PLUGIN_LOG_FILE: path.join(dir, 'plugin.log'), ...o.ipamdEnv,
           },
         });
         if (probe) {

@@ -6,7 +6,12 @@
  * namespace pointed at all three (CRI_RUNTIME_ENDPOINT, MY_NODE_NAME + KUBECONFIG, short
  * GC interval and grace). The test plays kubelet: RunPodSandbox through the CRI, then the
  * pod (with its IP) is published in the stand-in; StopPodSandbox/RemovePodSandbox tear it
- * down and delete the pod. `assertNothingLost()` is the check of issue 3.
+ * down and delete the pod. `assertNothingLost()` is the check of issue 3. The stand-in's
+ * node reports containerd's own CRI identity (`containerd://<version>`), as kubelet would.
+ *
+ * With `ipamdInNodeNetns`, ipamd runs inside the node namespace, as on a real node
+ * (hostNetwork: it sees the pods' host-side veths, routes and rules), and reaches the
+ * sim and the stand-in, and the test reaches its introspection, through netns-bridge.ts.
  *
  * Needs root, Debian's containerd, runc and containernetworking-plugins, and a built
  * tree (`npm run build`: dist/cni-plugin/eni-ipam.cjs).
@@ -23,6 +28,7 @@ import { SimCloud } from '../../sim/index.js';
 import { KubeApiStandIn } from '../../sim/kube/index.js';
 import { startContainerd, type Containerd } from './containerd.js';
 import { CriTestClient } from './cri-client.js';
+import { bridgeNetns } from './netns-bridge.js';
 import { findLosses, type LiveSandbox } from './nothing-lost.js';
 import { waitFor } from './wait.js';
 
@@ -30,6 +36,8 @@ import { waitFor } from './wait.js';
 export const NODE_NAME = 'node-1';
 /** CNI network name (conflist `name`), also ipamd's ENI_IPAM_NETWORK_NAME default. */
 export const NETWORK_NAME = 'aws-cni';
+/** ipamd's introspection port inside the node namespace (with `ipamdInNodeNetns`; a fresh namespace, nothing else binds it). */
+const NODE_INTROSPECTION_PORT = 61679;
 
 /** The parts of ipamd's `GET /v1/status` these tests read. */
 export interface IpamdStatus {
@@ -58,6 +66,8 @@ export interface ContainerdNodeOptions {
   extraBins?: Record<string, string>;
   /** Start ipamd at once (default true). */
   startIpamd?: boolean;
+  /** Run ipamd inside the node network namespace, beside the pods' host veths (default false: the test's own). */
+  ipamdInNodeNetns?: boolean;
 }
 
 /** A running node; see the module docstring. */
@@ -83,6 +93,8 @@ export interface ContainerdNode {
   env: NodeJS.ProcessEnv;
   /** Pods run through {@link runPod}, by sandbox id (removed by removePod). */
   pods: Map<string, RunningPod>;
+  /** Whether runPod publishes the pod in the stand-in (default true; false lets a test make the API lie). */
+  publishPods: boolean;
   /** Starts ipamd with `env` + `extra`; resolves once it logs "ipamd serving". */
   startIpamd(extra?: NodeJS.ProcessEnv): Promise<IpamdProcess>;
   /** SIGTERM (graceful: the checkpoint is flushed). No-op when none runs. */
@@ -172,18 +184,33 @@ export async function createContainerdNode(o: ContainerdNodeOptions = {}): Promi
 
     const nodeNetns = await createNamedNetns(`eni-rs-${process.pid}-${nodeSeq++}`);
     cleanups.push(() => nodeNetns.remove());
+    let introspection: string | undefined;
+    if (o.ipamdInNodeNetns) {
+      const port = (url: string): number => Number(new URL(url).port);
+      const bridge = await bridgeNetns({
+        netnsPath: nodeNetns.path, dir, inward: [port(sim.ec2Endpoint), port(sim.imdsEndpoint), port(kube.url)], outward: [NODE_INTROSPECTION_PORT],
+      });
+      cleanups.push(() => bridge.close());
+      introspection = `http://127.0.0.1:${bridge.outward.get(NODE_INTROSPECTION_PORT)}`;
+    }
     const containerd = await startContainerd({ baseDir: path.join(dir, 'containerd'), nodeNetnsPath: nodeNetns.path, cniBinDir: binDir, cniConfDir: confDir });
     cleanups.push(() => containerd.stop());
     const cri = new CriTestClient(containerd.socket, 60_000);
     cleanups.push(async () => cri.close());
     // The node reports its runtime as kubelet does (<runtime_name>://<runtime_version>): ipamd compares it with CRI Version.
-    const v = await cri.version();
-    kube.upsertNode(NODE_NAME, `${v.runtime_name}://${v.runtime_version}`);
+    const version = await cri.version();
+    kube.upsertNode(NODE_NAME, `${version.runtime_name}://${version.runtime_version}`);
+    const getJson = async <T>(p: string): Promise<T> => {
+      assert.ok(n.ipamd, 'ipamd is not running');
+      const r = await fetch(`${introspection ?? `http://127.0.0.1:${n.ipamd.introspectionPort}`}${p}`);
+      if (!r.ok) throw new Error(`GET ${p}: HTTP ${r.status}`);
+      return (await r.json()) as T;
+    };
 
     let lastChangeAt = Date.now();
     const n: ContainerdNode = {
       sim, kube, instanceId: inst.instanceId, dir, socket, checkpoint: path.join(dir, 'ipam.json'), ipamdLog: path.join(dir, 'ipamd.log'),
-      cniLog, criSocket: containerd.socket, kubeconfig, nodeNetns, cri, containerd, pods: new Map(),
+      cniLog, criSocket: containerd.socket, kubeconfig, nodeNetns, cri, containerd, pods: new Map(), publishPods: true,
       pluginConf: { cniVersion: conflist.cniVersion, name: conflist.name, ...conflist.plugins[0] },
       env: {
         AWS_EC2_ENDPOINT: sim.ec2Endpoint, AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpoint,
@@ -191,16 +218,17 @@ export async function createContainerdNode(o: ContainerdNodeOptions = {}): Promi
         CRI_RUNTIME_ENDPOINT: `unix://${containerd.socket}`, MY_NODE_NAME: NODE_NAME, KUBECONFIG: kubeconfig,
         ENI_IPAM_GC_INTERVAL: '1s', ENI_IPAM_GC_GRACE: '2s', ENI_IPAM_POOL_INTERVAL: '200ms',
         AWS_VPC_K8S_CNI_LOGLEVEL: 'debug',
-        // ipamd runs in the test's own namespace: it must not touch the host's links, rules or /etc/cni.
+        // ipamd runs in the test's own namespace or the node's: it must not touch the host's links, rules or /etc/cni.
         ENI_IPAM_HOST_NETWORK: 'false', ENI_IPAM_INSTALL_CNI: 'false',
         // The pods' veths and routes live in the node netns: ipamd's kernel source reads them there.
-        ENI_IPAM_CNI_EXEC_NETNS: nodeNetns.path, ...o.ipamdEnv,
+        ENI_IPAM_CNI_EXEC_NETNS: nodeNetns.path,
+        ...(introspection ? { INTROSPECTION_BIND_ADDRESS: `127.0.0.1:${NODE_INTROSPECTION_PORT}` } : {}), ...o.ipamdEnv,
       },
       async startIpamd(extra = {}) {
         assert.equal(n.ipamd, undefined, 'ipamd already runs');
         const env = { ...n.env, ...extra };
         for (const [k, v] of Object.entries(extra)) if (v === undefined) delete env[k];
-        n.ipamd = await spawnIpamd({ env, logFile: n.ipamdLog });
+        n.ipamd = await spawnIpamd({ env, logFile: n.ipamdLog, ...(introspection ? { prefix: ['nsenter', `--net=${nodeNetns.path}`] } : {}) });
         n.touch();
         return n.ipamd;
       },
@@ -218,14 +246,8 @@ export async function createContainerdNode(o: ContainerdNodeOptions = {}): Promi
         await n.stopIpamd();
         return n.startIpamd(extra);
       },
-      async status() {
-        assert.ok(n.ipamd, 'ipamd is not running');
-        return (await n.ipamd.status()) as IpamdStatus;
-      },
-      async allocations() {
-        assert.ok(n.ipamd, 'ipamd is not running');
-        return (await (await fetch(`http://127.0.0.1:${n.ipamd.introspectionPort}/v1/allocations`)).json()) as IpamdAllocation[];
-      },
+      status: () => getJson<IpamdStatus>('/v1/status'),
+      allocations: () => getJson<IpamdAllocation[]>('/v1/allocations'),
       async runPod(name, namespace = 'default') {
         const uid = randomUUID();
         n.touch();
@@ -234,7 +256,7 @@ export async function createContainerdNode(o: ContainerdNodeOptions = {}): Promi
         assert.ok(ip, `sandbox of ${name} has no IP`);
         const pod = { id, ip, name, namespace, uid };
         n.pods.set(id, pod);
-        kube.upsertPod({ namespace, name, uid, nodeName: NODE_NAME, podIP: ip, containerID: id });
+        if (n.publishPods) kube.upsertPod({ namespace, name, uid, nodeName: NODE_NAME, podIP: ip, containerID: id });
         n.touch();
         return pod;
       },

@@ -28,12 +28,17 @@ export async function ipamdLog(file: string, msg?: string): Promise<IpamdLogLine
   return msg === undefined ? all : all.filter((l) => l.msg === msg);
 }
 
-/** ipamd log messages of releases: a DEL ("released IP") or the GC ("GC: ..."). */
-export const RELEASE_MSGS = ['released IP', 'GC: no source vouches for this allocation; released into cooldown'] as const;
+/** ipamd log message of a release by DEL. */
+export const DEL_RELEASE_MSG = 'released IP';
+/**
+ * Start of the GC's release message ("GC: no source vouches for this allocation; released
+ * into cooldown", or with the sources named: "... allocation (runtime, Kubernetes, kernel); ...").
+ */
+export const GC_RELEASE_PREFIX = 'GC: no source vouches for this allocation';
 
 /** Every release ipamd logged (DEL or GC), in order. */
 export async function releases(file: string): Promise<IpamdLogLine[]> {
-  return (await ipamdLog(file)).filter((l) => (RELEASE_MSGS as readonly string[]).includes(l.msg));
+  return (await ipamdLog(file)).filter((l) => l.msg === DEL_RELEASE_MSG || l.msg.startsWith(GC_RELEASE_PREFIX));
 }
 
 /** The plugin's invocations, optionally only those of `containerId`. */

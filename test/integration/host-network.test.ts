@@ -123,10 +123,19 @@ async function runScenario(t: { after(fn: () => unknown): void }, backend: Iptab
   const primary = { eniId: 'eni-00000000000000001', mac: eth0Mac, deviceNumber: 0, primaryIp: NODE_IP, subnetCidr: SUBNET, isPrimary: true };
   const hn = new HostNetwork({ netns: node.path, eniMtu: 9001, externalSnat: false, excludeSnatCidrs: ['198.51.100.0/24'], iptablesBackend: backend, linkWaitMs: 0 });
   const apply = async () => {
-    await hn.setupNode({ primaryMac: eth0Mac, nodeIp: NODE_IP, vpcCidrs: [VPC_CIDR] });
+    const r = await hn.setupNode({ primaryMac: eth0Mac, nodeIp: NODE_IP, vpcCidrs: [VPC_CIDR] });
     for (const eni of [primary, eni2]) await hn.setupEni(eni);
+    return r;
   };
-  await apply();
+  // ipamd checks the sysctls but does not set them: a fresh namespace (ip_forward=0) is reported wrong…
+  await inNs(node, 'sysctl', '-qw', 'net/ipv4/conf/eth0/rp_filter=1');
+  const unset = await hn.setupNode({ primaryMac: eth0Mac, nodeIp: NODE_IP, vpcCidrs: [VPC_CIDR] });
+  assert.deepEqual(unset.sysctls.map((c) => [c.sysctl, c.value, c.ok]), [['net.ipv4.ip_forward', '0', false], ['net.ipv4.conf.eth0.rp_filter', '1', false]]);
+  assert.equal(await inNs(node, 'sysctl', '-n', 'net.ipv4.ip_forward'), '0\n', 'ipamd did not set it');
+  // …and right once the privileged init container (node-init) has set them.
+  for (const kv of ['net/ipv4/ip_forward=1', 'net/ipv4/conf/all/rp_filter=2', 'net/ipv4/conf/eth0/rp_filter=2']) await inNs(node, 'sysctl', '-qw', kv);
+  const applied = await apply();
+  assert.deepEqual(applied.sysctls.map((c) => [c.sysctl, c.value, c.ok]), [['net.ipv4.ip_forward', '1', true], ['net.ipv4.conf.eth0.rp_filter', '2', true]]);
   const first = await nodeState(node, backend);
   await apply();
   assert.equal(await nodeState(node, backend), first, 'a second apply changes nothing');

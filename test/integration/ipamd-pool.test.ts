@@ -199,10 +199,10 @@ test('once serving, ipamd installs the plugin and a conflist built from its sett
   await h.startIpamd();
   const confDir = h.env.ENI_IPAM_CNI_CONF_DIR!;
   const binDir = h.env.ENI_IPAM_CNI_BIN_DIR!;
-  assert.deepEqual(await readdir(confDir), ['10-eni-ipam.conflist'], 'no temp file left behind');
-  const conf = JSON.parse(await readFile(`${confDir}/10-eni-ipam.conflist`, 'utf8'));
+  assert.deepEqual(await readdir(confDir), ['05-eni-ipam.conflist'], 'no temp file left behind');
+  const conf = JSON.parse(await readFile(`${confDir}/05-eni-ipam.conflist`, 'utf8'));
   assert.equal(conf.name, 'eni-net');
-  assert.deepEqual(conf.plugins, [{ type: 'eni-ipam', mtu: 1500, vethPrefix: 'pod', ipamdSocket: h.socket, execSocket: path.join(path.dirname(h.socket), 'cni-exec.sock'), ipamdWaitSeconds: 2.5 }]);
+  assert.deepEqual(conf.plugins, [{ type: 'eni-ipam', mtu: 1500, vethPrefix: 'pod', ipamdSocket: h.socket, execSocket: path.join(path.dirname(h.socket), 'cni-exec.sock'), ipamdWaitSeconds: 2.5, logFile: '/var/log/aws-routed-eni/plugin.log' }]);
   // Only the native shim: the host needs no Node plugin (and no Node); no temp file left.
   assert.deepEqual((await readdir(binDir)).filter((f) => f.startsWith('eni-ipam') || f.startsWith('.eni-ipam')).sort(), ['eni-ipam']);
   assert.equal((await stat(`${binDir}/eni-ipam`)).mode & 0o777, 0o755);

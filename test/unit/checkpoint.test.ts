@@ -255,3 +255,22 @@ test('unknown extra fields are tolerated and dropped', async (t) => {
   const r = await loadCheckpoint(file);
   assert.deepEqual(r, { kind: 'ok', data: sample(1) });
 });
+
+test('remembered DELs (`released`) round-trip; a checkpoint written before the field existed still loads', async (t) => {
+  const dir = await tempDir(t);
+  const file = path.join(dir, 'ipam.json');
+  const withReleased: CheckpointData = { ...sample(1), released: [{ containerID: 'gone', releasedAt: 1_700_000_000_900 }] };
+  await writeFile(file, JSON.stringify(withReleased));
+  const r = await loadCheckpoint(file);
+  assert.equal(r.kind, 'ok');
+  assert.deepEqual(r.kind === 'ok' && r.data.released, withReleased.released);
+  const old = sample(1);
+  await writeFile(file, JSON.stringify(old));
+  const r2 = await loadCheckpoint(file);
+  assert.equal(r2.kind, 'ok', 'an old checkpoint without `released` loads');
+  assert.equal(r2.kind === 'ok' && r2.data.released, undefined);
+  await writeFile(file, JSON.stringify({ ...old, released: [{ containerID: '', releasedAt: 1 }] }));
+  const r3 = await loadCheckpoint(file);
+  assert.equal(r3.kind, 'corrupt');
+  assert.match(r3.kind === 'corrupt' ? r3.reason : '', /released\[0\]\.containerID/);
+});

@@ -165,3 +165,25 @@ test('merge: a sandbox whose DEL was served is neither adopted nor a conflict, e
   const live = mergeEvidence({ ...base, wasReleased: () => false, allocations: [], holderOf: () => undefined });
   assert.deepEqual(live.adopt.map((a) => a.containerID), ['gone']);
 });
+
+test('remembered DELs: exported for the checkpoint, restored (an allocation restored after wins), expired only when unlisted and old enough', () => {
+  const ds = store();
+  ds.release(key('a'), 10);
+  ds.release(key('b'), 20);
+  assert.deepEqual(ds.releasedEntries(), [{ containerID: 'a', releasedAt: 10 }, { containerID: 'b', releasedAt: 20 }]);
+  const again = store();
+  again.restoreReleased(ds.releasedEntries());
+  assert.equal(again.wasReleased('a'), true);
+  assert.equal(again.wasReleased('b'), true);
+  // Expiry: 'a' is no longer listed and old enough; 'b' is still listed (stopping); 'c' too young.
+  again.release(key('c'), 100);
+  assert.equal(again.expireReleased(new Set(['b']), 50), 1);
+  assert.deepEqual(again.releasedEntries().map((e) => e.containerID), ['b', 'c']);
+  // Bounded on restore too: the newest are kept.
+  const many = Array.from({ length: RELEASED_CONTAINERS_KEPT + 5 }, (_, i) => ({ containerID: `m${i}`, releasedAt: i }));
+  const big = store();
+  big.restoreReleased(many);
+  assert.equal(big.releasedEntries().length, RELEASED_CONTAINERS_KEPT);
+  assert.equal(big.wasReleased('m0'), false);
+  assert.equal(big.wasReleased(`m${RELEASED_CONTAINERS_KEPT + 4}`), true);
+});

@@ -135,3 +135,16 @@ test('config: EC2 budget variables, defaults and validation', () => {
     assert.throws(() => loadConfig({ [name]: value }), (e: Error) => e.message.startsWith(`${name}=`), `${name}=${value}`);
   }
 });
+
+test('eni_ipam_node_sysctl_ok: 1 per right node sysctl, 0 per wrong one, sampled at scrape time', async () => {
+  const { ds } = node();
+  let checks = [{ sysctl: 'net.ipv4.ip_forward', ok: false }, { sysctl: 'net.ipv4.conf.eth0.rp_filter', ok: true }];
+  const m = createMetrics({ ds, gate: new ReleaseGate(), sysctls: () => checks });
+  let s = parsePrometheusText(await m.text());
+  assert.equal(sample(s, 'eni_ipam_node_sysctl_ok', { sysctl: 'net.ipv4.ip_forward' }), 0);
+  assert.equal(sample(s, 'eni_ipam_node_sysctl_ok', { sysctl: 'net.ipv4.conf.eth0.rp_filter' }), 1);
+  checks = [{ sysctl: 'net.ipv4.ip_forward', ok: true }];
+  s = parsePrometheusText(await m.text());
+  assert.equal(sample(s, 'eni_ipam_node_sysctl_ok', { sysctl: 'net.ipv4.ip_forward' }), 1);
+  assert.equal(sample(s, 'eni_ipam_node_sysctl_ok', { sysctl: 'net.ipv4.conf.eth0.rp_filter' }), undefined, 'a setting no longer checked is gone');
+});

@@ -24,6 +24,8 @@ export interface MetricsSources {
   pool?: { readonly waiting: number };
   /** ENI limit of the node (MAX_ENI capped by the instance) and the addresses those ENIs can hold for pods. */
   limits?: () => { maxEni: number; ipMax: number };
+  /** Node kernel settings ipamd checks (network/sysctl.ts): `eni_ipam_node_sysctl_ok{sysctl}`. */
+  sysctls?: () => Array<{ sysctl: string; ok: boolean }>;
   /** Clock in ms (default Date.now). */
   now?: () => number;
   /** How many addresses are quarantined now (`eni_ipam_quarantined_ips`). */

@@ -2,7 +2,7 @@
  * Node-state metrics: the release gate (frozen and why), the restore evidence sources,
  * the EC2/IMDS reconcile (`awscni_reconcile_count{fn}`, `awscni_force_removed_ips`,
  * `awscni_force_removed_enis`, IMDS↔EC2 drift, held IPs EC2 no longer shows), free
- * addresses per subnet, start-up durations (`awscni_ipamd_startup_duration_seconds`,
+ * addresses per subnet, the node's kernel settings (`eni_ipam_node_sysctl_ok{sysctl}`), start-up durations (`awscni_ipamd_startup_duration_seconds`,
  * `awscni_ipamd_node_initialization_duration_seconds`) and ipamd's own errors
  * (`awscni_ipamd_error_count{fn}`), actions in progress (`awscni_ipamd_action_inprogress{fn}`).
  */
@@ -57,6 +57,10 @@ export function registerStateMetrics(registry: Registry, src: () => MetricsSourc
   const startup = new Histogram({ name: 'awscni_ipamd_startup_duration_seconds', help: 'The duration of ipamd start-up from process start to ready to serve CNI requests', labelNames: ['success', 'with_api_server', 'failure_reason'], buckets: STARTUP_BUCKETS, registers });
   const nodeInit = new Histogram({ name: 'awscni_ipamd_node_initialization_duration_seconds', help: 'The duration of node initialization (discovery, checkpoint restore, evidence) during ipamd start-up', labelNames: ['success'], buckets: STARTUP_BUCKETS, registers });
 
+  new Gauge({
+    name: 'eni_ipam_node_sysctl_ok', help: '1 when a node kernel setting ipamd needs is right, 0 when wrong or unreadable (set by the privileged init container)', labelNames: ['sysctl'], registers,
+    collect() { this.reset(); for (const c of src()?.sysctls?.() ?? []) this.set({ sysctl: c.sysctl }, c.ok ? 1 : 0); },
+  });
   new Gauge({ name: 'eni_ipam_releases_frozen', help: '1 while releases (unassign, detach, delete) are frozen, else 0', registers, collect() { this.set(src()?.gate.frozen ? 1 : 0); } });
   new Gauge({
     name: 'eni_ipam_release_freeze_reason', help: 'One series per reason releases are frozen (value 1), labelled by source and reason', labelNames: ['source', 'reason'], registers,

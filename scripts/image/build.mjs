@@ -1,0 +1,180 @@
+#!/usr/bin/env node
+/**
+ * `npm run image`: builds the eni-ipam container image as an OCI archive, with no Docker
+ * engine and no image registry — Debian packages (mmdebstrap) and the npm registry only.
+ *
+ *   build/image/eni-ipam-<version>.oci.tar    the archive (`ctr -n k8s.io images import` loads
+ *                                             it as docker.io/library/eni-ipam:<version>)
+ *   build/image/eni-ipam-<version>.json       what was built: name, digest, size, Node version
+ *
+ * Four layers, bottom first: the Debian root filesystem (scripts/image/debian-rootfs.mjs),
+ * the Node runtime (/usr/local), the production node_modules, the app (/app minus
+ * node_modules). The staged tree is the one the Dockerfile copies (scripts/image/stage.mjs).
+ * The result is checked against image/contents-<arch>.lock (scripts/image/contents.mjs).
+ *
+ * The build is skipped when the archive exists and nothing it is made of changed (a hash of
+ * dist/{ipamd,cni-plugin,proto}, proto/, config/, package*.json, image/, scripts/image/).
+ *
+ * CLI: node scripts/image/build.mjs [--update-lock] [--refresh] [--packages-file FILE] [--node-pin FILE]
+ *   --update-lock       rewrite the content list instead of failing on a difference
+ *   --refresh           rebuild everything, the Debian root filesystem too, even when cached
+ *   --packages-file F   Debian package list (default image/debian-packages.txt)
+ *   --node-pin F        Node runtime pin (default image/node-runtime.json; to try another version)
+ * Every failure is one line on stderr (`eni-ipam image: …`) and exit status 1.
+ */
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { BUILD_DIR, ImageBuildError, ROOT, sha256, sourceDateEpoch } from './common.mjs';
+import { checkContents, contentList, npmPackages } from './contents.mjs';
+import { buildDebianRootfs } from './debian-rootfs.mjs';
+import { packLayer, writeOciArchive } from './oci.mjs';
+import { stage } from './stage.mjs';
+
+/** Debian/OCI architecture names by Node's process.arch. */
+const ARCHES = { x64: 'amd64', arm64: 'arm64' };
+
+/** The image's entrypoint, working dir and environment (the Dockerfile states the same). */
+export const IMAGE_CONFIG = {
+  entrypoint: ['/app/bin/ipamd'],
+  workingDir: '/app',
+  env: ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'],
+};
+
+/** Files and dirs (repository-relative) the image is made of, for the up-to-date check. */
+const INPUTS = ['dist/ipamd', 'dist/cni-plugin', 'dist/proto', 'proto', 'config', 'package.json', 'package-lock.json', 'image', 'scripts/image'];
+
+/**
+ * Hash of every input file's path, mode and contents (plus the options and timestamp).
+ * @param {string[]} extra more things the result depends on
+ * @returns {string} hex SHA-256
+ */
+function inputsKey(extra) {
+  const parts = [...extra];
+  const walk = (rel) => {
+    const abs = path.join(ROOT, rel);
+    if (!existsSync(abs)) { parts.push(`${rel}:missing`); return; }
+    const st = statSync(abs);
+    if (st.isDirectory()) { for (const e of readdirSync(abs).sort()) walk(path.join(rel, e)); return; }
+    if (/\.map$/.test(rel)) return;
+    parts.push(`${rel}:${st.mode}`, readFileSync(abs));
+  };
+  for (const i of INPUTS) walk(i);
+  return sha256(...parts);
+}
+
+/**
+ * Builds the image.
+ * @param {{ updateLock?: boolean, refresh?: boolean, packagesFile?: string, nodePinFile?: string,
+ *   log?: (line: string) => void }} o
+ * @returns {Promise<{ archive: string, name: string, tag: string, manifestDigest: string, sizeBytes: number,
+ *   node: string, seconds: number, inputs: string, upToDate: boolean, cached: { debian: boolean, node: boolean } }>}
+ * @throws ImageBuildError (one line) on any failure
+ */
+export async function buildImage(o = {}) {
+  const t0 = Date.now();
+  const log = o.log ?? (() => {});
+  const debArch = ARCHES[/** @type {keyof typeof ARCHES} */ (process.arch)];
+  if (!debArch) throw new ImageBuildError(`cannot build on CPU architecture '${process.arch}' (accepted: ${Object.keys(ARCHES).join(', ')})`);
+  const { version } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
+  const epoch = await sourceDateEpoch();
+  const baseEpoch = await sourceDateEpoch(['image/debian-packages.txt']) || epoch;
+  const summary = path.join(BUILD_DIR, `eni-ipam-${version}.json`);
+  const inputs = inputsKey([String(epoch), String(baseEpoch), process.arch, o.packagesFile ? readFileSync(o.packagesFile) : '', o.nodePinFile ? readFileSync(o.nodePinFile) : '']);
+  if (!o.updateLock && !o.refresh && existsSync(summary)) {
+    const prev = JSON.parse(readFileSync(summary, 'utf8'));
+    if (prev.inputs === inputs && existsSync(prev.archive) && statSync(prev.archive).size === prev.sizeBytes) {
+      return { ...prev, upToDate: true, seconds: Math.round((Date.now() - t0) / 100) / 10 };
+    }
+  }
+  const work = path.join(BUILD_DIR, 'work');
+  rmSync(work, { recursive: true, force: true });
+  mkdirSync(work, { recursive: true });
+  try {
+    return await build(o, { t0, log, debArch, version, epoch, baseEpoch, summary, inputs, work });
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/** buildImage's steps after the up-to-date check; `work` is a scratch dir the caller removes. */
+async function build(o, { t0, log, debArch, version, epoch, baseEpoch, summary, inputs, work }) {
+
+  // Both fetch over the network; wait for both (no child left running) and report the first failure.
+  const [d, s] = await Promise.allSettled([
+    buildDebianRootfs({ packagesFile: o.packagesFile, debArch, epoch: baseEpoch, refresh: o.refresh, log }),
+    stage({ arch: process.arch, pinFile: o.nodePinFile, log }),
+  ]);
+  if (d.status === 'rejected') throw d.reason;
+  if (s.status === 'rejected') throw s.reason;
+  const debian = d.value;
+  const staged = s.value;
+  log(`layers (SOURCE_DATE_EPOCH=${epoch})`);
+  const dir = staged.dir;
+  const nodeLayer = await packLayer({ dir, paths: ['./usr'], out: path.join(work, 'node.tar'), epoch });
+  const depsLayer = await packLayer({ dir, paths: ['./app/node_modules'], out: path.join(work, 'deps.tar'), epoch });
+  const appLayer = await packLayer({ dir, paths: ['./app'], exclude: ['./app/node_modules'], out: path.join(work, 'app.tar'), epoch });
+
+  const text = await contentList({
+    node: staged.node.pin, debs: debian.packages, npm: npmPackages(path.join(dir, 'app')),
+    layers: [debian.tar, nodeLayer, depsLayer, appLayer],
+  });
+  const lock = checkContents({
+    debArch, text, update: o.updateLock ?? false, newFile: path.join(BUILD_DIR, `contents-${debArch}.lock.new`),
+    debianDrift: process.env.ENI_IPAM_IMAGE_DEBIAN_DRIFT === 'warn' ? 'warn' : 'fail',
+  });
+  if (lock.changed) log(`rewrote ${path.relative(ROOT, lock.file)}`);
+  if (lock.drift) log(`warning: ${lock.drift}`);
+
+  const tag = version;
+  const name = `docker.io/library/eni-ipam:${tag}`;
+  const archive = path.join(BUILD_DIR, `eni-ipam-${version}.oci.tar`);
+  rmSync(summary, { force: true });
+  rmSync(archive, { force: true });
+  log('OCI archive (umoci)');
+  const { manifestDigest } = await writeOciArchive({
+    layoutDir: path.join(work, 'layout'), out: archive, tag, name, epoch, arch: debArch,
+    layers: [
+      { tar: debian.tar, createdBy: `mmdebstrap --variant=essential --include=${debian.packages.length} packages (image/debian-packages.txt)` },
+      { tar: nodeLayer, createdBy: `node runtime ${staged.node.pin.spec} -> /usr/local/bin/node` },
+      { tar: depsLayer, createdBy: 'npm ci --omit=dev -> /app/node_modules' },
+      { tar: appLayer, createdBy: 'eni-ipam dist, proto, config, bin/ipamd -> /app' },
+    ],
+    ...IMAGE_CONFIG,
+    labels: {
+      'org.opencontainers.image.title': 'eni-ipam',
+      'org.opencontainers.image.version': version,
+      'org.opencontainers.image.licenses': 'Apache-2.0',
+      'io.eni-ipam.node-runtime': staged.node.pin.spec,
+    },
+  });
+  const result = {
+    archive, name, tag, manifestDigest, sizeBytes: statSync(archive).size, node: staged.node.pin.spec,
+    seconds: Math.round((Date.now() - t0) / 100) / 10, inputs, upToDate: false,
+    cached: { debian: debian.cached, node: staged.node.cached },
+  };
+  writeFileSync(summary, `${JSON.stringify(result, null, 2)}\n`);
+  return result;
+}
+
+const isMain = process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(import.meta.url).pathname);
+if (isMain) {
+  const { values } = parseArgs({
+    options: {
+      'update-lock': { type: 'boolean', default: false },
+      refresh: { type: 'boolean', default: false },
+      'packages-file': { type: 'string' },
+      'node-pin': { type: 'string' },
+    },
+  });
+  const log = (l) => process.stderr.write(`eni-ipam image: ${l}\n`);
+  try {
+    const r = await buildImage({ updateLock: values['update-lock'], refresh: values.refresh, packagesFile: values['packages-file'] && path.resolve(values['packages-file']), nodePinFile: values['node-pin'] && path.resolve(values['node-pin']), log });
+    if (r.upToDate) { log(`${path.relative(process.cwd(), r.archive)} is up to date (${(r.sizeBytes / 1048576).toFixed(1)} MiB, ${r.name}, ${r.manifestDigest})`); process.exit(0); }
+    log(`wrote ${path.relative(process.cwd(), r.archive)} (${(r.sizeBytes / 1048576).toFixed(1)} MiB, ${r.name}, ${r.manifestDigest}, node ${r.node}) in ${r.seconds} s`);
+  } catch (e) {
+    if (!(e instanceof ImageBuildError)) throw e;
+    process.stderr.write(`eni-ipam image: ${e.message}\n`);
+    process.exit(1);
+  }
+}
