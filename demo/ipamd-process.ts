@@ -15,6 +15,8 @@ export interface IpamdProcess {
   pid: number;
   /** Port of the introspection endpoint on 127.0.0.1 (in ipamd's network namespace). */
   introspectionPort: number;
+  /** Port of the metrics endpoint, when metrics are served (DISABLE_METRICS=false). */
+  metricsPort?: number;
   /** Fetches `/v1/status` (only from the same network namespace). */
   status(): Promise<any>; // eslint-disable-line @typescript-eslint/no-explicit-any
   /** Sends SIGTERM and resolves with the exit code (SIGKILL after `graceMs`). */
@@ -40,6 +42,7 @@ export async function startIpamd(p: { env: NodeJS.ProcessEnv; logFile: string; p
   const child = spawn(argv[0]!, argv.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] });
   const log = createWriteStream(p.logFile, { flags: 'a' });
   let tail = '';
+  let metricsPort: number | undefined;
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code, sig) => resolve(code ?? (sig ? 128 : null))));
   const ready = new Promise<number>((resolve, reject) => {
     let buf = '';
@@ -52,8 +55,11 @@ export async function startIpamd(p: { env: NodeJS.ProcessEnv; logFile: string; p
         const line = buf.slice(0, i);
         buf = buf.slice(i + 1);
         try {
-          const o = JSON.parse(line) as { msg?: string; introspectionPort?: number };
-          if (o.msg === 'ipamd serving') resolve(o.introspectionPort ?? 0);
+          const o = JSON.parse(line) as { msg?: string; introspectionPort?: number; metricsPort?: number };
+          if (o.msg === 'ipamd serving') {
+            metricsPort = o.metricsPort;
+            resolve(o.introspectionPort ?? 0);
+          }
         } catch { /* not JSON */ }
       }
     });
@@ -67,7 +73,7 @@ export async function startIpamd(p: { env: NodeJS.ProcessEnv; logFile: string; p
     new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`ipamd not serving after ${timeoutMs} ms:\n${tail}`)), timeoutMs); }),
   ]).catch((e: Error) => { child.kill('SIGKILL'); throw e; }).finally(() => clearTimeout(timer));
   return {
-    child, pid: child.pid!, introspectionPort, exited,
+    child, pid: child.pid!, introspectionPort, ...(metricsPort ? { metricsPort } : {}), exited,
     status: async () => (await fetch(`http://127.0.0.1:${introspectionPort}/v1/status`)).json(),
     stop: async (graceMs = 15_000) => {
       child.kill('SIGTERM');

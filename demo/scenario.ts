@@ -48,7 +48,10 @@ export async function runScenario(o: ScenarioOptions): Promise<number> {
     const socket = path.join(work, 'ipamd.sock');
     const env = {
       AWS_EC2_ENDPOINT: sim.ec2Endpoint, AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpoint,
-      ENI_IPAM_SOCKET: socket, ENI_IPAM_CHECKPOINT_PATH: path.join(work, 'ipam.json'), ...o.ipamdEnv,
+      ENI_IPAM_SOCKET: socket, ENI_IPAM_CHECKPOINT_PATH: path.join(work, 'ipam.json'),
+      // Daemon mode serves like a node: metrics on :61678, introspection on :61679 (loopback of the demo's node netns).
+      ...(o.daemon ? { DISABLE_METRICS: 'false', METRICS_BIND_ADDRESS: '127.0.0.1:61678', INTROSPECTION_BIND_ADDRESS: '127.0.0.1:61679' } : {}),
+      ...o.ipamdEnv,
     };
     o.print(`simulated cloud: EC2 ${sim.ec2Endpoint}, IMDS ${sim.imdsEndpoint}, ${o.instanceType} ${inst.instanceId} (node IP ${nodeIp}, subnet ${subnet.cidr})`);
     ipamd = await startIpamd({ env, logFile: path.join(work, 'ipamd.log') });
@@ -62,6 +65,7 @@ export async function runScenario(o: ScenarioOptions): Promise<number> {
       o.print(`daemon mode: ipamd keeps running; Ctrl-C stops it and removes everything.`);
       o.print(`  plugin config: ${JSON.stringify(config)}`);
       o.print(`  status: curl http://127.0.0.1:${ipamd.introspectionPort}/v1/status  (inside this network namespace)`);
+      o.print(`  metrics: curl http://127.0.0.1:${ipamd.metricsPort ?? 61678}/metrics  (inside this network namespace)`);
       o.print(`  operator CLI (in the node netns above): AWS_EC2_ENDPOINT=${sim.ec2Endpoint} AWS_EC2_METADATA_SERVICE_ENDPOINT=${sim.imdsEndpoint} INTROSPECTION_BIND_ADDRESS=127.0.0.1:${ipamd.introspectionPort} ENI_IPAM_SOCKET=${socket} ENI_IPAM_CHECKPOINT_PATH=${env.ENI_IPAM_CHECKPOINT_PATH} node dist/cli/main.js status`);
       await new Promise<void>((resolve) => { process.once('SIGINT', resolve); process.once('SIGTERM', resolve); });
       return 0;

@@ -17,12 +17,14 @@ import { kernelRoutedReader, startQuarantineCheck } from './controller/quarantin
 import { Datastore } from './datastore/datastore.js';
 import type { Logger } from './log.js';
 import { startIntrospection } from './observability/introspection.js';
+import { enisDocument } from './observability/introspect-enis.js';
+import { ipamdEnvSettings, networkEnvSettings } from './observability/env-settings.js';
 import { createMetrics } from './observability/metrics.js';
 import { PluginLogFiles } from './observability/log-files.js';
 import { startMetricsServer, type MetricsServer } from './observability/metrics-server.js';
 import { poolCounts, type PoolTargets } from './pool/index.js';
 import { RpcServer } from './rpc/server.js';
-import { IpamService } from './service/ipam-service.js';
+import { IpamService, routeTableFor } from './service/ipam-service.js';
 import { discoverNode, loadInventory, prefixDelegationRefusal } from './startup/discover.js';
 import { planAdoption, registerAdoption } from './startup/adopt.js';
 import { startEniLifecycle, type EniLifecycle } from './startup/eni-lifecycle.js';
@@ -49,6 +51,7 @@ export interface Daemon {
  */
 export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Daemon> {
   const t0 = Date.now();
+  const processStart = performance.timeOrigin;
   const bootId = readBootId();
   const metrics = createMetrics();
   const inv = await discoverNode({
@@ -100,6 +103,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   const kernel = new KernelSource(config.cniExecNetns ? { netnsPath: config.cniExecNetns } : {});
   const evidence = await startEvidence({ config, ds, gate, log, kernel, persist: () => writer.commit(), ...(recordedIdentity ? { recordedIdentity } : {}) });
   runtimeIdentity = evidence.runtimeIdentity;
+  const nodeInitMs = Date.now() - t0;
 
   const maxEni = Math.min(config.maxEni ?? inv.limits.maxEnis, inv.limits.maxEnis);
   const targets: PoolTargets = {
@@ -124,8 +128,15 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   });
   registerAdoption(adoption, enis, log);
   const limits = { instanceType: inv.instance.instanceType, instanceMaxEnis: inv.limits.maxEnis, ipv4PerEni: inv.limits.ipv4PerEni, ...(config.maxEni !== undefined ? { maxEniSetting: config.maxEni } : {}) };
-  const pool = new PoolController({ ds, ec2: inv.ec2, enis, gate, log, targets, limits, intervalMs: config.poolIntervalMs, shrinkDelayMs: config.shrinkDelayMs, minEniAgeMs: config.minEniAgeMs });
-  const service = new IpamService({ ds, pool, persist: () => writer.commit(), log, addWaitTimeoutMs: config.addWaitTimeoutMs, onConflict: () => metrics.ipConflict(), kernel });
+  const pool = new PoolController({
+    ds, ec2: inv.ec2, enis, gate, log, targets, limits, intervalMs: config.poolIntervalMs, shrinkDelayMs: config.shrinkDelayMs, minEniAgeMs: config.minEniAgeMs,
+    onGrowFailed: (kind) => metrics.ipamdError(`grow_${kind}`), onSubnetFull: (subnetId) => metrics.subnetFree(subnetId, 0),
+    onStepError: () => metrics.ipamdError('pool_step'), inProgress: metrics.inProgress,
+  });
+  const service = new IpamService({
+    ds, pool, persist: () => writer.commit(), log, addWaitTimeoutMs: config.addWaitTimeoutMs,
+    onConflict: () => metrics.ipConflict(), onAddFailed: metrics.addFailed, onDel: metrics.delRequested, kernel,
+  });
   const quarantine = startQuarantineCheck({ ds, log, intervalMs: config.gcIntervalMs, read: kernelRoutedReader(config.cniExecNetns) });
   metrics.setSources({ ds, gate, pool, quarantined: () => ds.quarantined().length, sysctls: () => hostNet?.sysctls() ?? [], limits: () => ({ maxEni, ipMax: maxEni * (inv.limits.ipv4PerEni - 1) * (unit === 'prefix' ? 16 : 1) }), evidence: evidence.sourceStates });
   const rpc = new RpcServer({ socketPath: config.socketPath, service, log, vpcCidrs: () => inv.vpcCidrs, externalSnat: config.externalSnat, observe: metrics.observeRpc });
@@ -149,7 +160,10 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   let introspection: http.Server | undefined;
   let introspectionPort: number | undefined;
   if (!config.disableIntrospection) {
-    const started = await startIntrospection(config.introspectionBindAddress, { status, allocations: () => ds.allocations() });
+    const started = await startIntrospection(config.introspectionBindAddress, {
+      status, allocations: () => ds.allocations(), enis: () => enisDocument(ds, routeTableFor, Date.now()),
+      eniConfig: () => undefined, ipamdEnv: () => ipamdEnvSettings(config), networkEnv: () => networkEnvSettings(config),
+    });
     introspection = started.server;
     introspectionPort = started.port;
   }
@@ -186,8 +200,9 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   if (config.disableNetworkResourceProvisioning) log.warn('DISABLE_NETWORK_RESOURCE_PROVISIONING=true: the warm pool is not managed; serving only what the ENIs already hold');
   else {
     pool.start();
-    lifecycle = startEniLifecycle({ config, inv, ds, gate, enis, pool, log });
+    lifecycle = startEniLifecycle({ config, inv, ds, gate, enis, pool, log, metrics });
   }
+  metrics.started({ startupSeconds: (Date.now() - processStart) / 1000, nodeInitSeconds: nodeInitMs / 1000, withApiServer: !!evidence.kubeConfigured });
   log.info({ socket: config.socketPath, cniExecSocket: cniExec ? config.cniExecSocket : null, introspectionPort, metricsPort: metricsServer?.port, startupMs: Date.now() - t0, ...status().counts }, 'ipamd serving');
 
   return {

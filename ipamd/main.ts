@@ -3,11 +3,12 @@
  * eni-ipamd: the per-node IP address manager daemon. Composition root only: validates
  * the environment (a bad variable stops start-up with one line naming it), starts the
  * daemon, and on SIGTERM/SIGINT stops taking new work, finishes in-flight RPCs, flushes
- * the checkpoint and exits 0.
+ * the checkpoint and exits 0. SIGUSR2 cycles the log level (see log-level.ts).
  */
 import { checkConfigOnDisk, ConfigError, loadConfig } from './config.js';
 import { startDaemon } from './daemon.js';
 import { createLogger } from './log.js';
+import { installLogLevelSignal } from './log-level.js';
 import { closeLog, openRotatingLog } from './observability/log-files.js';
 
 async function main(): Promise<void> {
@@ -27,6 +28,7 @@ async function main(): Promise<void> {
   if (file) process.stdout.write(`eni-ipamd: logging to ${config.logFile} (rotated at ${config.logFileMaxSize}, ${config.logFileMaxFiles} kept)\n`);
   const log = createLogger({ level: config.logLevel, format: config.logFormat, ...(file ? { stream: file } : {}) });
   const flushed = async (): Promise<void> => { log.flush(); if (file) await closeLog(file); };
+  installLogLevelSignal(log, config.logLevel); // SIGUSR2: next more verbose level, wrapping (log-level.ts)
   let daemon;
   try {
     daemon = await startDaemon(config, log);

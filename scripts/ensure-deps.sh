@@ -3,7 +3,8 @@
 #   - Debian packages: iproute2 (ip), util-linux (nsenter, unshare), procps, bash, unzip, and
 #     gcc + libc6-dev (the build compiles the CNI shim, cni-plugin/shim, statically);
 #     with --containerd also containerd, runc, iptables and
-#     containernetworking-plugins (/usr/lib/cni: loopback, ptp, host-local), kubernetes-client (kubectl);
+#     containernetworking-plugins (/usr/lib/cni: loopback, ptp, host-local), kubernetes-client (kubectl),
+#     prometheus (promtool: the metrics test checks a real scrape with `promtool check metrics`);
 #     with --image also mmdebstrap (the image's Debian root filesystem) and umoci (the OCI layout),
 #     what `npm run image` needs (scripts/image/build.mjs), and buildah (the image test builds the
 #     Dockerfile with it).
@@ -42,6 +43,8 @@ if [ "$want_containerd" = 1 ]; then
   [ -x /usr/lib/cni/ptp ] && [ -x /usr/lib/cni/host-local ] && [ -x /usr/lib/cni/loopback ] || need+=(containernetworking-plugins)
   # kubectl: an independent client for the Kubernetes API stand-in (sim/kube) in the tests.
   command -v kubectl >/dev/null 2>&1 || need+=(kubernetes-client)
+  # promtool (Debian's prometheus package): `promtool check metrics` on a real scrape in the tests.
+  command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 fi
 if [ "$want_image" = 1 ]; then
   command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap)

@@ -51,6 +51,8 @@ export interface EniReconcilerOptions {
   /** First retry delay while ENIs are pending (ms, default 250; doubles up to `intervalMs`). */
   retryMinMs?: number;
   now?: () => number;
+  /** Told of every pass's report, failed passes included (metrics). */
+  onPass?: (r: ReconcileReport) => void;
 }
 
 /** What one pass found and did. */
@@ -61,6 +63,8 @@ export interface ReconcileReport {
   error?: string;
   imdsOk: boolean;
   adoptedEnis: string[];
+  /** ENIs dropped from the datastore: EC2 no longer shows them attached and no pod holds their IPs. */
+  removedEnis: string[];
   pendingEnis: string[];
   addedIps: string[];
   removedIps: string[];
@@ -121,6 +125,11 @@ export class EniReconciler {
     }).then((r) => {
       this.last = r;
       this.passes++;
+      try {
+        this.o.onPass?.(r);
+      } catch (e) {
+        this.o.log.warn({ err: (e as Error).message }, 'reconcile: pass observer failed');
+      }
       this.scheduleRetry(r);
       return r;
     }).finally(() => { this.running = undefined; });
@@ -129,7 +138,7 @@ export class EniReconciler {
 
   private empty(ok: boolean, error?: string): ReconcileReport {
     return {
-      at: this.now(), ok, ...(error ? { error } : {}), imdsOk: false, adoptedEnis: [], pendingEnis: this.o.enis.pendingIds(), addedIps: [], removedIps: [],
+      at: this.now(), ok, ...(error ? { error } : {}), imdsOk: false, adoptedEnis: [], removedEnis: [], pendingEnis: this.o.enis.pendingIds(), addedIps: [], removedIps: [],
       heldMissing: [], imdsOnly: [], imdsMissing: [], deleteOnTerminationFixed: [], orphansDeleted: [],
     };
   }
@@ -192,6 +201,7 @@ export class EniReconciler {
       r.heldMissing.push(...kept.filter((ip) => ds.ipState(ip, now) === 'assigned'));
       if (kept.length === 0) {
         ds.removeEni(info.eniId, now);
+        r.removedEnis.push(info.eniId);
         // Still detaching (someone detached our ENI): keep its device index, delete it once available.
         if (attached.some((e) => e.eniId === info.eniId)) enis.markOrphan(info.eniId, info.deviceNumber);
       }

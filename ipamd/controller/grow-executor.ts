@@ -45,7 +45,14 @@ export interface GrowExecutorOptions {
   now: () => number;
   /** Called when a background ENI creation has finished, either way (the controller re-plans). */
   onCreationDone: () => void;
+  /** Told of each failed grow attempt with its kind (metrics). */
+  onGrowFailed?: (kind: GrowFailureKind) => void;
+  /** Told when EC2 answered that the subnet has no free addresses (metrics: its free count is 0). */
+  onSubnetFull?: (subnetId: string) => void;
 }
+
+/** Kind of a grow failure: the subnet is full, an ENI limit binds, EC2 throttled, or another EC2/network error. */
+export type GrowFailureKind = 'subnet_full' | 'eni_limit' | 'throttled' | 'ec2_error';
 
 /** What one grow pass did. */
 export interface GrowOutcome {
@@ -72,6 +79,8 @@ export class GrowExecutor {
   private createHoldReason?: string;
   /** Last grow failure, for status output and timeout messages. */
   lastError?: string;
+  /** Kind of the last grow failure (cleared with `lastError`), for the ADD failure reason. */
+  lastErrorKind?: GrowFailureKind;
 
   constructor(private readonly o: GrowExecutorOptions) {}
 
@@ -96,9 +105,14 @@ export class GrowExecutor {
    * address leaves it unmet.
    */
   blockedNow(short: number): string | undefined {
-    if (this.o.now() < this.pausedUntil) return this.pauseReason;
+    return this.blockedKindNow(short)?.reason;
+  }
+
+  /** {@link blockedNow} with its kind: `subnet_full` while paused, `eni_limit` when the plan cannot place one more address. */
+  blockedKindNow(short: number): { kind: 'subnet_full' | 'eni_limit'; reason: string } | undefined {
+    if (this.o.now() < this.pausedUntil) return { kind: 'subnet_full', reason: this.pauseReason };
     const plan = this.plan(1);
-    return short + 1 - plan.unmet >= 1 ? undefined : this.reason(plan);
+    return short + 1 - plan.unmet >= 1 ? undefined : { kind: 'eni_limit', reason: this.reason(plan) };
   }
 
   /**
@@ -123,7 +137,7 @@ export class GrowExecutor {
     const results = await Promise.allSettled(assigns.map((a) => this.assign(a.eniId, a.count)));
     const errors = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as Error] : []));
     if (errors.length > 0) blocked = this.classify(errors) ?? blocked;
-    else if (assigns.length) this.lastError = undefined;
+    else if (assigns.length) this.lastError = this.lastErrorKind = undefined;
     // Re-checked after the await: the ENI limit is counted exactly at launch (device indexes are reserved synchronously).
     const launched = this.o.now() < this.pausedUntil ? [] : creates.slice(0, Math.max(targets.maxEni - enis.attachedCount(), 0));
     for (const count of launched) this.launch(count);
@@ -169,7 +183,7 @@ export class GrowExecutor {
       () => {
         this.createBackoffMs = 0;
         this.createHoldReason = undefined;
-        this.lastError = undefined;
+        this.lastError = this.lastErrorKind = undefined;
       },
       (e: Error) => {
         const blocked = this.classify([e]);
@@ -257,6 +271,9 @@ export class GrowExecutor {
         + `${limits ? ` (instance type ${limits.instanceType} allows ${limits.instanceMaxEnis})` : ''}`;
     }
     const first = errors[0]!;
+    this.lastErrorKind = subnetFull ? 'subnet_full' : attachLimit ? 'eni_limit' : errors.some((e) => e instanceof Ec2Error && e.kind === 'throttle') ? 'throttled' : 'ec2_error';
+    if (subnetFull) this.o.onSubnetFull?.(enis.instance.subnetId);
+    this.o.onGrowFailed?.(this.lastErrorKind);
     this.lastError = blocked ?? (first instanceof Ec2Error ? `${first.action} failed with ${first.code}` : first.message);
     return blocked;
   }

@@ -21,7 +21,7 @@ import { poolCounts, SurplusTracker, type PoolTargets } from '../pool/index.js';
 import type { EniLimits } from '../pool/grow-limits.js';
 import { AddressWaiters, PoolExhaustedError } from './address-waiters.js';
 import type { EniManager } from './eni-manager.js';
-import { GrowExecutor } from './grow-executor.js';
+import { GrowExecutor, type GrowFailureKind } from './grow-executor.js';
 import { ShrinkExecutor } from './shrink-executor.js';
 import type { ReleaseGate } from './release-gate.js';
 
@@ -49,6 +49,12 @@ export interface PoolControllerOptions {
   /** How long grow pauses after InsufficientFreeAddressesInSubnet / InsufficientCidrBlocks (ms, default 30 000). */
   subnetFullPauseMs?: number;
   now?: () => number;
+  /** Told of each failed grow attempt (kind) and each failed step (metrics). */
+  onGrowFailed?: (kind: GrowFailureKind) => void;
+  onSubnetFull?: (subnetId: string) => void;
+  onStepError?: () => void;
+  /** Marks a pool step in progress (metrics); the result is called when it ends. */
+  inProgress?: (fn: string) => () => void;
 }
 
 /** Runs grow/shrink steps against EC2 and wakes ADDs waiting for an address. */
@@ -76,6 +82,7 @@ export class PoolController {
       ds: o.ds, ec2: o.ec2, enis: o.enis, log: o.log, targets: o.targets, ...(o.limits ? { limits: o.limits } : {}),
       ...(o.subnetFullPauseMs !== undefined ? { subnetFullPauseMs: o.subnetFullPauseMs } : {}), now: () => this.now(),
       onCreationDone: () => this.trigger(),
+      ...(o.onGrowFailed ? { onGrowFailed: o.onGrowFailed } : {}), ...(o.onSubnetFull ? { onSubnetFull: o.onSubnetFull } : {}),
     });
     this.waiters = new AddressWaiters(() => o.ds.counts(this.now()).available, () => this.lastError, () => this.now());
     // Every addition of addresses (grow, adoption, reconcile, a cancelled release...) wakes waiting ADDs at once.
@@ -113,7 +120,8 @@ export class PoolController {
    * the pool empty at the same moment are planned for in one refill.
    */
   trigger(): void {
-    if (this.stopped) return;
+    // Not started (DISABLE_NETWORK_RESOURCE_PROVISIONING, or still starting): no step may assign or create; start() runs one.
+    if (this.stopped || !this.started) return;
     if (this.running) {
       this.again = true;
       return;
@@ -166,6 +174,29 @@ export class PoolController {
   }
 
   /**
+   * Why an ADD that just failed for want of an address failed, in metric terms (see
+   * `ADD_FAILURE_REASONS` in observability/metrics/cni.ts): `no_ip` when the pool is not
+   * managed or shutting down; `subnet_full` when grow is paused on a full subnet;
+   * `frozen` when releases are frozen and addresses are held unverified/releasing while
+   * grow cannot help (or has no other failure); `eni_limit` when a limit blocks grow now or
+   * the last attempt failed on it; `throttled` when EC2 throttled the last attempt;
+   * otherwise `timeout` (the wait ran out while the refill was under way). Calls no API.
+   */
+  addFailureReason(): 'no_ip' | 'subnet_full' | 'eni_limit' | 'throttled' | 'frozen' | 'timeout' {
+    if (this.stopped || !this.started) return 'no_ip';
+    const now = this.now();
+    const blocked = this.grower.blockedKindNow(poolCounts(this.o.ds.poolViews(now), this.o.targets).short);
+    if (blocked?.kind === 'subnet_full') return 'subnet_full';
+    // Addresses held unverified/releasing by a freeze would serve this ADD once the evidence is read: that is the cause to fix.
+    const c = this.o.ds.counts(now);
+    const heldByFreeze = this.o.gate.frozen && c.unverified + c.releasing > 0;
+    if (blocked) return heldByFreeze ? 'frozen' : blocked.kind;
+    const last = this.grower.lastErrorKind;
+    if (last && last !== 'ec2_error') return last;
+    return heldByFreeze ? 'frozen' : 'timeout';
+  }
+
+  /**
    * Runs `fn` while no pool step and no ENI creation runs (the EC2/IMDS reconcile: a
    * describe must not race a grow or shrink). Steps asked for meanwhile run right after.
    */
@@ -196,10 +227,14 @@ export class PoolController {
   private async loop(): Promise<void> {
     do {
       this.again = false;
+      const done = this.o.inProgress?.('poolStep');
       try {
         await this.step();
       } catch (e) {
         this.o.log.error({ err: (e as Error).message }, 'pool step failed');
+        this.o.onStepError?.();
+      } finally {
+        done?.();
       }
     } while (this.again && !this.stopped);
   }

@@ -87,7 +87,7 @@ export async function gcNetwork(d: GcDeps, networkName: string, valid: readonly 
     throw new Error(`could not persist the GC releases: ${(e as Error).message}`);
   }
   d.released();
-  for (const a of released) d.log.info({ ip: a.ipv4, eniId: a.eniId, containerID: a.containerID, ifName: a.ifName, reason }, 'released IP (attachment not in the runtime\'s valid list)');
+  for (const a of released) d.log.info({ podNamespace: a.pod?.namespace ?? null, podName: a.pod?.name ?? null, ip: a.ipv4, eniId: a.eniId, containerID: a.containerID, ifName: a.ifName, reason }, 'released IP (attachment not in the runtime\'s valid list)');
   return released.map((a) => {
     const eni = d.ds.getEni(a.eniId);
     return eni ? { allocation: a, routeTableId: d.routeTableFor(eni) } : { allocation: a };

@@ -60,6 +60,18 @@ export interface IpamServiceOptions {
   onConflict?: (ip: string) => void;
   /** The node's kernel, checked before CNI GC releases anything (see gcNetwork). */
   kernel?: KernelReader;
+  /** Told of each failed ADD with its reason; `noIp` when it failed for want of an address (metrics). */
+  onAddFailed?: (reason: AddFailureReason, noIp: boolean) => void;
+  /** Told of each DEL request with the reason the plugin gave (metrics). */
+  onDel?: (reason: string) => void;
+}
+
+/** Why an ADD failed (the `reason` label of `eni_ipam_add_failures_total`). */
+export type AddFailureReason = ReturnType<PoolController['addFailureReason']> | 'not_ready' | 'internal';
+
+/** The fields every ADD/DEL log line carries: pod namespace/name, container id, IP, ENI (null when unknown). */
+function podFields(key: AllocationKey, pod: PodRef | undefined, ip: string | undefined, eniId: string | undefined) {
+  return { podNamespace: pod?.namespace ?? null, podName: pod?.name ?? null, containerID: key.containerID, ip: ip ?? null, eniId: eniId ?? null };
 }
 
 /** Route table of an ENI: main for the primary ENI, device number + 1 otherwise (DESIGN §7). */
@@ -83,12 +95,25 @@ export class IpamService {
    *         Error (checkpoint write failed; the assignment was rolled back).
    */
   async add(req: AddRequest): Promise<AddResult> {
+    try {
+      return await this.addOnce(req);
+    } catch (e) {
+      const noIp = e instanceof PoolExhaustedError;
+      const reason: AddFailureReason = noIp ? this.o.pool.addFailureReason() : e instanceof NotReadyError ? 'not_ready' : 'internal';
+      this.o.log.warn({ ...podFields(req, req.pod, undefined, undefined), reason, err: (e as Error).message }, 'ADD failed');
+      this.o.onAddFailed?.(reason, noIp);
+      throw e;
+    }
+  }
+
+  private async addOnce(req: AddRequest): Promise<AddResult> {
     const { ds, pool, log } = this.o;
     const deadline = this.now() + this.o.addWaitTimeoutMs;
     for (;;) {
       const r = ds.assign(req, req.pod, this.now());
       if (r.kind === 'pending') throw new NotReadyError(`address ${r.allocation.ipv4} restored for this container is not yet visible on any ENI; retry`);
       if (r.kind === 'existing') {
+        log.info(podFields(req, req.pod ?? r.allocation.pod, r.allocation.ipv4, r.eni.eniId), 'ADD: container already holds this IP');
         return { allocation: r.allocation, eni: r.eni, routeTableId: routeTableFor(r.eni), existing: true };
       }
       if (r.kind === 'assigned') {
@@ -96,18 +121,18 @@ export class IpamService {
           await this.o.persist();
         } catch (e) {
           ds.rollbackAssign(r.allocation);
-          log.error({ err: (e as Error).message, ip: r.allocation.ipv4 }, 'checkpoint write failed; assignment rolled back');
+          log.error({ ...podFields(req, req.pod, r.allocation.ipv4, r.eni.eniId), err: (e as Error).message }, 'checkpoint write failed; assignment rolled back');
           throw new Error(`could not persist the assignment: ${(e as Error).message}`);
         }
         pool.trigger();
-        log.info({ ip: r.allocation.ipv4, eniId: r.eni.eniId, containerID: req.containerID, pod: req.pod }, 'assigned IP');
+        log.info(podFields(req, req.pod, r.allocation.ipv4, r.eni.eniId), 'assigned IP');
         return { allocation: r.allocation, eni: r.eni, routeTableId: routeTableFor(r.eni), existing: false };
       }
       const left = deadline - this.now();
       if (left <= 0) {
         throw new PoolExhaustedError(`no free IP within ${this.o.addWaitTimeoutMs} ms${pool.lastError ? `: ${pool.lastError}` : ''}`);
       }
-      log.info({ containerID: req.containerID, waitMs: left }, 'pool empty: waiting for a refill');
+      log.info({ ...podFields(req, req.pod, undefined, undefined), waitMs: left }, 'ADD: pool empty: waiting for a refill');
       await pool.waitForAddress(left);
     }
   }
@@ -121,10 +146,11 @@ export class IpamService {
    */
   async del(key: AllocationKey, reason: string): Promise<DelResult> {
     const { ds, log } = this.o;
+    this.o.onDel?.(reason);
     const known = ds.wasReleased(key.containerID);
     const a = ds.release(key, this.now());
     if (!a) {
-      log.debug({ containerID: key.containerID, reason }, 'DEL for a container holding no IP');
+      log.info({ ...podFields(key, undefined, undefined, undefined), reason }, 'DEL: container holds no IP');
       // The DEL is remembered (a sandbox still stopping is never adopted, even after a
       // restart): written once, best effort, as a DEL of nothing must still succeed.
       if (!known) await this.o.persist().catch((e: Error) => log.warn({ err: e.message, containerID: key.containerID }, 'checkpoint write of a remembered DEL failed'));
@@ -133,7 +159,7 @@ export class IpamService {
     if (reason === DEL_REASON_IP_CONFLICT) {
       // Same tick as the release: no ADD can be handed the address in between.
       ds.quarantine(a.ipv4, this.now(), `ADD of container ${key.containerID} found it routed to another pod on the node`);
-      log.error({ ip: a.ipv4, eniId: a.eniId, containerID: key.containerID },
+      log.error(podFields(key, a.pod, a.ipv4, a.eniId),
         'duplicate IP: the node already routes this IP to another pod (an allocation ipamd lost); ADD refused, IP quarantined until that route is gone');
       this.o.onConflict?.(a.ipv4);
     }
@@ -141,12 +167,12 @@ export class IpamService {
       await this.o.persist();
     } catch (e) {
       ds.rollbackRelease(a);
-      log.error({ err: (e as Error).message, ip: a.ipv4 }, 'checkpoint write failed; release rolled back');
+      log.error({ ...podFields(key, a.pod, a.ipv4, a.eniId), err: (e as Error).message }, 'checkpoint write failed; release rolled back');
       throw new Error(`could not persist the release: ${(e as Error).message}`);
     }
     this.o.pool.trigger();
     const eni = ds.getEni(a.eniId);
-    log.info({ ip: a.ipv4, eniId: a.eniId, containerID: key.containerID, reason }, 'released IP');
+    log.info({ ...podFields(key, a.pod, a.ipv4, a.eniId), reason }, 'released IP');
     return { released: true, allocation: a, ...(eni ? { eni, routeTableId: routeTableFor(eni) } : {}) };
   }
 

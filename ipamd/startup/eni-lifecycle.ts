@@ -4,6 +4,8 @@
  * (ENI_IPAM_LEAKED_ENI_SWEEP_INTERVAL after a random start delay up to
  * ENI_IPAM_LEAKED_ENI_SWEEP_JITTER; off with DISABLE_LEAKED_ENI_CLEANUP). Both are off
  * with DISABLE_NETWORK_RESOURCE_PROVISIONING (the caller does not start them then).
+ * After each successful reconcile pass, the subnets of the node's ENIs are described
+ * (one DescribeSubnets per subnet, off the ADD path) for their free-address count.
  */
 import type { IpamdConfig } from '../config.js';
 import type { EniManager } from '../controller/eni-manager.js';
@@ -26,10 +28,27 @@ export interface EniLifecycle {
 /** Starts the reconcile (one pass at once) and, unless disabled, the sweep. Never throws. */
 export function startEniLifecycle(p: {
   config: IpamdConfig; inv: NodeInventory; ds: Datastore; gate: ReleaseGate; enis: EniManager; pool: ExclusivePool; log: Logger;
+  /** Metrics hooks: each pass's report, and each subnet's free addresses. */
+  metrics?: { reconciled(r: ReconcileReport): void; subnetFree(subnetId: string, free: number): void };
 }): EniLifecycle {
   const { config, inv, enis, log } = p;
+  const describeSubnets = async () => {
+    for (const subnetId of new Set(p.ds.listEnis().map((e) => e.subnetId))) {
+      try {
+        p.metrics?.subnetFree(subnetId, (await inv.ec2.describeSubnet(subnetId)).availableIps);
+      } catch (e) {
+        log.debug({ subnetId, err: (e as Error).message }, 'could not describe the subnet (free addresses metric not updated)');
+      }
+    }
+  };
   const reconciler = new EniReconciler({
     ec2: inv.ec2, imds: inv.imds, ds: p.ds, enis, pool: p.pool, log, instanceId: inv.instance.instanceId, intervalMs: config.reconcileIntervalMs,
+    ...(p.metrics ? {
+      onPass: (r: ReconcileReport) => {
+        p.metrics!.reconciled(r);
+        if (r.ok) void describeSubnets();
+      },
+    } : {}),
   });
   reconciler.start();
   let sweeper: LeakedEniSweeper | undefined;
