@@ -145,6 +145,10 @@ export async function createDsNode(o: { imageArchive: string; instanceType?: str
     cleanups.push(() => containerd.stop());
     const cri = new CriTestClient(containerd.socket, 60_000);
     cleanups.push(async () => cri.close());
+    // The node reports its runtime as kubelet does (<runtime_name>://<runtime_version>): ipamd
+    // compares it with CRI Version, and a mismatch rightly freezes releases.
+    const version = await cri.version();
+    kube.upsertNode(nodeName, `${version.runtime_name}://${version.runtime_version}`);
     await run('ctr', ['--address', containerd.socket, '-n', 'k8s.io', 'images', 'import', o.imageArchive], { maxBuffer: 1 << 24 })
       .catch((e: { stderr?: string; message: string }) => { throw new Error(`ctr images import ${o.imageArchive}: ${e.stderr ?? e.message}`); });
 

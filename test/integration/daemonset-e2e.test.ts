@@ -62,10 +62,13 @@ async function render(n: DsNode): Promise<K8sDaemonSet> {
 async function nothingLost(n: DsNode, ipAtStart: Map<string, string>): Promise<{ live: number; assigned: number }> {
   const before = (await n.status()).evidence.passes;
   const since = Date.now() + 2050; // ENI_IPAM_GC_GRACE after the last change
+  let last: Awaited<ReturnType<DsNode['status']>> | undefined;
   await waitFor('a GC pass after the grace', async () => {
-    const s = await n.status();
+    const s = (last = await n.status());
     return s.evidence.passes > before && (s.evidence.lastPassAt ?? 0) >= since && s.evidence.lastPass?.canRelease;
-  }, 30_000, 200);
+  }, 30_000, 200).catch((e: Error) => {
+    throw new Error(`${e.message}; releases frozen: ${JSON.stringify(last?.freezeReasons ?? null)}; last pass: ${JSON.stringify(last?.evidence.lastPass ?? null)}`);
+  });
   const live = await n.cri.liveSandboxes();
   const ipInNetns = new Map<string, string | undefined>();
   for (const sb of live) {
