@@ -77,6 +77,10 @@ export class SimNode {
   private port = 0;
   /** Number of daemon starts so far. */
   starts = 0;
+  /** The ipamd child's pid while it runs (child mode), for benches that read /proc. */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
 
   constructor(readonly sim: SimCloud, readonly instanceId: string, readonly dir: string, readonly mode: DaemonMode, readonly cri: CriStandin | undefined, extra: Record<string, string>) {
     this.env = {
