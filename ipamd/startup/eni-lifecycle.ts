@@ -4,8 +4,11 @@
  * (ENI_IPAM_LEAKED_ENI_SWEEP_INTERVAL after a random start delay up to
  * ENI_IPAM_LEAKED_ENI_SWEEP_JITTER; off with DISABLE_LEAKED_ENI_CLEANUP). Both are off
  * with DISABLE_NETWORK_RESOURCE_PROVISIONING (the caller does not start them then).
- * After each successful reconcile pass, the subnets of the node's ENIs are described
- * (one DescribeSubnets per subnet, off the ADD path) for their free-address count.
+ * After a successful reconcile pass, the subnets of the node's ENIs are described (one
+ * DescribeSubnets per subnet, off the ADD path) for their free-address count — but only
+ * when this node changed what it holds in that subnet since the last describe, or every
+ * {@link SUBNET_REFRESH_MS} otherwise: EC2 calls are a shared per-account budget, and a
+ * fleet describing its subnets every minute for a gauge would spend it on nothing.
  */
 import type { IpamdConfig } from '../config.js';
 import type { EniManager } from '../controller/eni-manager.js';
@@ -15,6 +18,9 @@ import type { ReleaseGate } from '../controller/release-gate.js';
 import type { Datastore } from '../datastore/datastore.js';
 import type { Logger } from '../log.js';
 import type { NodeInventory } from './discover.js';
+
+/** How often a subnet's free-address count is re-read when this node changed nothing in it, ms. */
+export const SUBNET_REFRESH_MS = 10 * 60_000;
 
 /** The running lifecycle tasks. */
 export interface EniLifecycle {
@@ -32,10 +38,18 @@ export function startEniLifecycle(p: {
   metrics?: { reconciled(r: ReconcileReport): void; subnetFree(subnetId: string, free: number): void };
 }): EniLifecycle {
   const { config, inv, enis, log } = p;
+  const described = new Map<string, { at: number; held: number }>();
   const describeSubnets = async () => {
-    for (const subnetId of new Set(p.ds.listEnis().map((e) => e.subnetId))) {
+    const now = Date.now();
+    const views = new Map(p.ds.poolViews(now).map((v) => [v.eniId, v.total]));
+    const held = new Map<string, number>();
+    for (const e of p.ds.listEnis()) held.set(e.subnetId, (held.get(e.subnetId) ?? 0) + (views.get(e.eniId) ?? 0));
+    for (const [subnetId, total] of held) {
+      const last = described.get(subnetId);
+      if (last && last.held === total && now - last.at < SUBNET_REFRESH_MS) continue;
       try {
         p.metrics?.subnetFree(subnetId, (await inv.ec2.describeSubnet(subnetId)).availableIps);
+        described.set(subnetId, { at: now, held: total });
       } catch (e) {
         log.debug({ subnetId, err: (e as Error).message }, 'could not describe the subnet (free addresses metric not updated)');
       }
