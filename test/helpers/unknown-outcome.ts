@@ -31,8 +31,12 @@ export function injectUnknown(n: LifecycleNode, action: string, outcome: Unknown
   });
 }
 
-/** Waits until the injected failure was drawn by a call (and that call ended). */
-export async function waitFaultDrawn(n: LifecycleNode, action: string, timeoutMs = 20_000): Promise<void> {
+/**
+ * Waits until the injected failure was drawn by a call (and that call ended). The bound is
+ * generous (60 s): reaching the call takes cooldown, shrink delay and an ENI free, which a
+ * loaded 2-core CI machine has stretched past 20 s.
+ */
+export async function waitFaultDrawn(n: LifecycleNode, action: string, timeoutMs = 60_000): Promise<void> {
   await waitFor(`the injected ${action} failure drawn`, () => n.h.sim.faults.pendingInjectedErrors() === 0
     && n.h.sim.calls.some((c) => c.action === action && !c.ok && c.durationMs !== undefined), timeoutMs, 20);
 }

@@ -34,7 +34,7 @@ async function node(t: TestContext, env: NodeJS.ProcessEnv): Promise<LifecycleNo
 async function afterFailure(t: TestContext, n: LifecycleNode, action: string): Promise<string[]> {
   await waitFaultDrawn(n, action);
   await waitFor('the failed release settled', async () => !n.h.sim.calls.some((c) => c.action === action && c.durationMs === undefined)
-    && (await n.status()).counts.releasing === 0, 20_000);
+    && (await n.status()).counts.releasing === 0, 60_000);
   const available = (await n.status()).counts.available as number;
   const t0 = n.h.sim.calls.find((c) => c.action === action)!.at;
   t.diagnostic(`${available} available; mutating calls from the failure on: ${n.h.sim.calls.filter((c) => c.at >= t0 && !c.action.startsWith('Describe')).map((c) => `+${c.at - t0}ms ${c.action}${c.errorCode ? `!${c.errorCode}` : ''}`).join(', ')}`);
