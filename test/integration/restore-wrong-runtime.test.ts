@@ -64,7 +64,7 @@ test('d. kill -9 during a burst of 6 ADDs, restarted against the wrong runtime â
   // Killed once ipamd has assigned a random 1-3 of the 6 ADDs: the others are in flight or not yet sent.
   const killAfter = 1 + Math.floor(Math.random() * 3);
   const names = Array.from({ length: 6 }, (_, i) => `d-burst-${i}`);
-  const assigned = async (): Promise<number> => (await ipamdLog(n.ipamdLog, 'assigned IP')).filter((l) => (l as { pod?: { name?: string } }).pod?.name?.startsWith('d-burst-')).length;
+  const assigned = async (): Promise<number> => (await ipamdLog(n.ipamdLog, 'assigned IP')).filter((l) => (l as { podName?: string | null }).podName?.startsWith('d-burst-')).length;
   const settled = Promise.allSettled(names.map((name) => n.runPod(name)));
   await waitFor(`ipamd to assign ${killAfter} ADDs of the burst`, async () => (await assigned()) >= killAfter, 30_000, 2);
   await n.killIpamd();
