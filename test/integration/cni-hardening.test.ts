@@ -11,17 +11,14 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
-import { promisify } from 'node:util';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { execPlugin, type CniCall } from '../../demo/cni-exec.js';
 import { createNamedNetns, tcpSendFrom, type Netns } from '../../demo/netns.js';
 import { startCniBackendStub, type CniBackendStub } from '../helpers/cni-backend-stub.js';
+import { ipIn, ipj } from '../helpers/cni-node.js';
 import { waitFor } from '../helpers/wait.js';
 
-const ipIn = async (ns: string, args: string[]): Promise<string> => (await promisify(execFile)('nsenter', [`--net=${ns}`, 'ip', ...args])).stdout;
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-const ipj = async (ns: string, args: string[]): Promise<any[]> => JSON.parse((await ipIn(ns, ['-j', ...args])) || '[]');
 const NODE_ADDR = '10.0.0.10';
 const newId = () => randomBytes(32).toString('hex');
 
