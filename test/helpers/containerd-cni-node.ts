@@ -28,6 +28,7 @@ import { createNamedNetns, run, type Netns } from '../../demo/netns.js';
 import { SimCloud } from '../../sim/index.js';
 import { startContainerd, type Containerd } from './containerd.js';
 import type { IpamdAllocation, IpamdStatus } from './containerd-node.js';
+import { cleanupStack } from './cleanup-stack.js';
 import { CriTestClient } from './cri-client.js';
 import { plugEniLinks, type EniLinkPlug } from './eni-link-plug.js';
 import { bridgeNetns, type NetnsBridge } from './netns-bridge.js';
@@ -100,15 +101,8 @@ async function failedProbeSandbox(cri: CriTestClient): Promise<string> {
  * @throws Error (after removing what was created) when a part does not start.
  */
 export async function createInstalledCniNode(o: { instanceType?: string; ipamdEnv?: NodeJS.ProcessEnv; hostNetwork?: boolean; ipamdPrefix?: string[]; nodeSysctls?: boolean } = {}): Promise<InstalledCniNode> {
-  const cleanups: Array<() => Promise<unknown>> = [];
-  let closing: Promise<void> | undefined;
-  const close = (): Promise<void> => (closing ??= (async () => {
-    const errors: string[] = [];
-    for (const fn of cleanups.splice(0).reverse()) {
-      try { await fn(); } catch (e) { errors.push((e as Error).message); }
-    }
-    if (errors.length) throw new Error(`node cleanup incomplete:\n${errors.join('\n')}`);
-  })());
+  const cleanups = cleanupStack();
+  const close = cleanups.close;
   try {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-ctd-'));
     cleanups.push(() => rm(dir, { recursive: true, force: true }));

@@ -26,6 +26,7 @@ import { SimCloud } from '../../sim/index.js';
 import { KubeApiStandIn } from '../../sim/kube/index.js';
 import { startContainerd, type Containerd } from './containerd.js';
 import type { IpamdAllocation, IpamdStatus } from './containerd-node.js';
+import { cleanupStack } from './cleanup-stack.js';
 import { CriTestClient } from './cri-client.js';
 import { plugEniLinks } from './eni-link-plug.js';
 import { bridgeNetns } from './netns-bridge.js';
@@ -87,15 +88,8 @@ let seq = 0;
  * @throws Error (after removing what was created) when a part does not start.
  */
 export async function createDsNode(o: { imageArchive: string; instanceType?: string; nodeName?: string }): Promise<DsNode> {
-  const cleanups: Array<() => Promise<unknown>> = [];
-  let closing: Promise<void> | undefined;
-  const close = (): Promise<void> => (closing ??= (async () => {
-    const errors: string[] = [];
-    for (const fn of cleanups.splice(0).reverse()) {
-      try { await fn(); } catch (e) { errors.push((e as Error).message); }
-    }
-    if (errors.length) throw new Error(`node cleanup incomplete:\n${errors.join('\n')}`);
-  })());
+  const cleanups = cleanupStack();
+  const close = cleanups.close;
   try {
     const imageRef = await imageRefOf(o.imageArchive);
     const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-ds-'));
