@@ -165,6 +165,7 @@ test('every dashboard panel and alert rule returns data from a real Prometheus s
   }
   log(`panel peaks: ${[...peak].map(([k, v]) => `${k}=${+v.toFixed(4)}`).join('; ')}`);
 
+  log(`B releases frozen over the run: ${fmt(await prom.query(`max_over_time(eni_ipam_releases_frozen{instance="${instB}"}[2m])`))}; samples ${fmt(await prom.query(`count_over_time(eni_ipam_releases_frozen{instance="${instB}"}[2m])`))}`);
   // Each alert fired on the node built for it (waitFiring above), and never on the other one.
   for (const [alert, node] of Object.entries(EXPECTED_ALERTS)) {
     const other = node === 'A' ? instB : instA;

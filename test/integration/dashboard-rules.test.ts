@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { RULES_FILE, dashboardTargets, loadDashboard } from '../helpers/dashboard.js';
+import { RULES_FILE, dashboardTargets, loadDashboard, substituteVariables } from '../helpers/dashboard.js';
 
 test('promtool check rules passes on the shipped rules file', (t) => {
   const r = spawnSync('promtool', ['check', 'rules', RULES_FILE], { encoding: 'utf8', timeout: 30_000 });
@@ -25,4 +25,9 @@ test('every dashboard panel (rows aside) has at least one PromQL target', async 
     assert.ok(targets.some((x) => x.panel === p.title), `panel "${p.title}" has no target with an expr`);
   }
   assert.ok(targets.length >= 15, `${targets.length} targets`);
+  // Every variable a query uses is declared by the dashboard or built into Grafana.
+  const declared = Object.fromEntries(d.templating.list.map((v) => [v.name, 'x']));
+  assert.deepEqual(Object.keys(declared).sort(), ['datasource', 'instance', 'job']);
+  const builtins = { __rate_interval: '1m', __range: '1h', __interval: '15s' };
+  for (const x of targets) assert.doesNotThrow(() => substituteVariables(x.expr, { ...declared, ...builtins }), `panel "${x.panel}" ${x.refId}`);
 });
