@@ -24,8 +24,8 @@
  * The one thing the test changes in the shipped rules: every `for:` (2 to 10 minutes as
  * shipped) is 2s here, so a rule goes pending then firing within the run. Expressions,
  * windows ([5m]), thresholds and labels are as shipped. The shipped `for:` values are
- * what config/prometheus/eni-ipam-rules.yaml says (checked by promtool in
- * dashboard-rules.test.ts).
+ * what config/prometheus/eni-ipam-rules.yaml says; `promtool test rules` in
+ * dashboard-rules.test.ts shows each alert firing after its shipped `for:`.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
