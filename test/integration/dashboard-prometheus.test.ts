@@ -15,7 +15,7 @@
  *
  * Then every panel target's PromQL, read from config/grafana/eni-ipam-dashboard.json with
  * the Grafana variables replaced ($job: the scrape job, $instance: both targets,
- * $__rate_interval and $__range: 2m, longer than the test, so every rate sees the whole
+ * $__rate_interval and $__range: 5m, longer than the test, so every rate sees the whole
  * workload), is evaluated through /api/v1/query: each must return a non-empty result
  * with a finite value, and each panel must have shown a non-zero value at some point in
  * the run (max_over_time over a 1 s subquery). Every alert must fire, on the node built
@@ -140,9 +140,10 @@ test('every dashboard panel and alert rule returns data from a real Prometheus s
 
   // Every panel target, from the shipped dashboard.
   const dashboard = await loadDashboard();
-  const vars = { job: JOB, instance: `${instA.replace(/\./g, '\\\\.')}|${instB.replace(/\./g, '\\\\.')}`, __rate_interval: '2m', __range: '2m', __interval: '1s' };
+  const vars = { job: JOB, instance: `${instA.replace(/\./g, '\\\\.')}|${instB.replace(/\./g, '\\\\.')}`, __rate_interval: '5m', __range: '5m', __interval: '1s' };
   const targets = dashboardTargets(dashboard);
   const peak = new Map<string, number>();
+  const results = new Map<string, PromSeries[]>();
   for (const target of targets) {
     const expr = substituteVariables(target.expr, vars);
     const what = `panel "${target.panel}" target ${target.refId}: ${expr}`;
@@ -156,20 +157,39 @@ test('every dashboard panel and alert rule returns data from a real Prometheus s
       assert.fail(`${what} returned ${last.length ? `no finite value: ${fmt(last)}` : 'nothing'}`);
     }
     log(`panel "${target.panel}" ${target.refId}: ${fmt(last)}`);
-    const max = (await prom.query(`max(max_over_time((${expr})[2m:1s]))`))[0]?.value ?? 0;
+    results.set(`${target.panel}/${target.refId}`, last);
+    const max = (await prom.query(`max(max_over_time((${expr})[5m:1s]))`))[0]?.value ?? 0;
     peak.set(target.panel, Math.max(peak.get(target.panel) ?? 0, Number.isFinite(max) ? max : 0));
   }
   for (const p of dashboard.panels.filter((x) => x.type !== 'row')) {
     assert.ok(targets.some((x) => x.panel === p.title), `panel "${p.title}" has no PromQL target`);
     assert.ok((peak.get(p.title) ?? 0) > 0, `panel "${p.title}" never showed a non-zero value during the workload`);
   }
+  // What the scenarios put on the panels, node by node.
+  const value = (panel: string, refId: string, labels: Record<string, string>): number | undefined =>
+    results.get(`${panel}/${refId}`)?.find((x) => Object.entries(labels).every(([k, v]) => x.metric[k] === v))?.value;
+  assert.equal(value('Pool per node (total / assigned / available / cooling)', 'A', { instance: instA }), 9, 'A holds the 9 addresses its /28 allows');
+  assert.equal(value('Pool per node (total / assigned / available / cooling)', 'C', { instance: instA, state: 'available' }), 0, 'A has no free address');
+  assert.equal(value('Pool per node (total / assigned / available / cooling)', 'C', { instance: instA, state: 'cooling' }), 2, 'A\'s two DELs cool');
+  assert.ok((value('ADD failures by reason', 'A', { instance: instA, reason: 'subnet_full' }) ?? 0) > 0, 'A: ADDs failed with subnet_full');
+  assert.ok(results.get('Subnet free addresses/A')!.some((x) => x.value === 0), 'A\'s subnet shows 0 free addresses');
+  assert.equal(value('Releases frozen', 'A', { instance: instA }), 1, 'A: releases frozen');
+  assert.equal(value('Releases frozen', 'A', { instance: instB }), 0, 'B: releases not frozen');
+  assert.equal(value('Why releases are frozen', 'A', { instance: instA, source: 'cri' }), 1, 'A: frozen because of the CRI runtime');
+  assert.equal(value('Why releases are frozen', 'B', { instance: instA, source: 'cri', state: 'unreadable' }), 1, 'A: the CRI source is unreadable');
+  assert.equal(value('Restarts', 'A', { instance: instA }), 1, 'A restarted once');
+  assert.equal(value('Restarts', 'A', { instance: instB }), 0, 'B never restarted');
+  assert.ok((value('EC2 throttles by action', 'A', { action: 'AssignPrivateIpAddresses' }) ?? 0) > 0, 'B: AssignPrivateIpAddresses throttled');
+  assert.ok((value('ADD latency p50 / p99', 'B', { instance: instB }) ?? 0) > 1, 'B: ADD p99 over 1 s');
+  const waitingPeak = await prom.query(`max_over_time(eni_ipam_waiting_adds{instance="${instB}"}[5m:1s])`);
+  assert.ok((waitingPeak[0]?.value ?? 0) >= 1, `B: ADDs waited for the slow refill (peak ${fmt(waitingPeak)})`);
   log(`panel peaks: ${[...peak].map(([k, v]) => `${k}=${+v.toFixed(4)}`).join('; ')}`);
 
-  log(`B releases frozen over the run: ${fmt(await prom.query(`max_over_time(eni_ipam_releases_frozen{instance="${instB}"}[2m])`))}; samples ${fmt(await prom.query(`count_over_time(eni_ipam_releases_frozen{instance="${instB}"}[2m])`))}`);
+  log(`B releases frozen over the run: ${fmt(await prom.query(`max_over_time(eni_ipam_releases_frozen{instance="${instB}"}[5m])`))}; samples ${fmt(await prom.query(`count_over_time(eni_ipam_releases_frozen{instance="${instB}"}[5m])`))}`);
   // Each alert fired on the node built for it (waitFiring above), and never on the other one.
   for (const [alert, node] of Object.entries(EXPECTED_ALERTS)) {
     const other = node === 'A' ? instB : instA;
-    const fired = await prom.query(`max_over_time(ALERTS{alertname="${alert}", instance="${other}"}[2m])`);
+    const fired = await prom.query(`max_over_time(ALERTS{alertname="${alert}", instance="${other}"}[5m])`);
     assert.deepEqual(fired.map((x) => x.metric.alertstate), [], `alert ${alert} was active on the node not built for it (${other})`);
   }
 });
