@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { renderChart } from '../helpers/helm.js';
+import { CHART, helm, renderChart } from '../helpers/helm.js';
 import { validateObject } from '../helpers/k8s-validate.js';
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -134,4 +134,24 @@ test('dashboard and alert rules: off by default; on, they carry the shipped file
   assert.equal(other.metadata.labels.my_dashboards, 'yes');
   assert.equal(other.metadata.labels.grafana_dashboard, undefined, 'null removes the default label');
   assert.equal(other.metadata.annotations.grafana_folder, 'Networking');
+});
+
+test('the packaged chart carries the dashboard and rules (the files/ links resolved by helm package)', async () => {
+  const { mkdtemp, readFile, readdir, rm } = await import('node:fs/promises');
+  const dir = await mkdtemp('/tmp/eni-ipam-package-');
+  try {
+    const r = await helm(['package', CHART, '--destination', dir]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    const tgz = (await readdir(dir)).find((f) => f.endsWith('.tgz'));
+    assert.ok(tgz, `no .tgz in ${dir}`);
+    const t = await helm(['template', 'eni', `${dir}/${tgz}`, '--namespace', 'kube-system', '--set', 'grafanaDashboard.create=true,prometheusRule.create=true']);
+    assert.equal(t.code, 0, t.stderr);
+    const { parseAllDocuments } = await import('yaml');
+    const objs = parseAllDocuments(t.stdout).map((d) => d.toJS() as Obj).filter((o) => o !== null);
+    const dashboard = await readFile(new URL('../../../config/grafana/eni-ipam-dashboard.json', import.meta.url), 'utf8');
+    assert.equal(find(objs, 'ConfigMap').data['eni-ipam.json'], dashboard.trimEnd());
+    assert.equal(find(objs, 'PrometheusRule').spec.groups[0].rules.length, 4);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });
