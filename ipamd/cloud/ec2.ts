@@ -25,36 +25,9 @@ import {
 } from '@aws-sdk/client-ec2';
 import { Ec2Budget } from './ec2-budget.js';
 import type { BackoffPolicy, Ec2FailureKind } from './retry.js';
+import { Ec2Error, type CreateEniRequest, type Ec2Eni, type Ec2Port } from './ec2-port.js';
 
-/** An EC2 API error with its code (e.g. `InvalidNetworkInterfaceID.NotFound`). */
-export class Ec2Error extends Error {
-  /** Attempts made before giving up (1 when not retried). */
-  attempts = 1;
-  /** Kind of the last failure, when it came from EC2 or the network. */
-  kind?: Ec2FailureKind;
-
-  constructor(readonly action: string, readonly code: string, message: string, readonly httpStatus?: number) {
-    super(`${action}: ${code}: ${message}`);
-    this.name = 'Ec2Error';
-  }
-}
-
-/** An ENI as EC2 describes it. */
-export interface Ec2Eni {
-  eniId: string;
-  mac: string;
-  status: string;
-  subnetId: string;
-  vpcId: string;
-  description: string;
-  primaryIp: string;
-  /** Secondary private IPv4s (the primary excluded). */
-  secondaryIps: string[];
-  ipv4Prefixes: string[];
-  attachment?: { attachmentId: string; instanceId: string; deviceIndex: number; status: string; deleteOnTermination: boolean };
-  tags: Record<string, string>;
-  securityGroupIds: string[];
-}
+export { Ec2Error, type CreateEniRequest, type Ec2Eni, type Ec2Port } from './ec2-port.js';
 
 /** Network limits of an instance type (DescribeInstanceTypes `NetworkInfo`). */
 export interface InstanceTypeLimits {
@@ -131,8 +104,11 @@ export interface Ec2CallOptions {
   onRetry?: (code: string, attempt: number, delayMs: number) => void;
 }
 
-/** Normalised EC2 operations used by ipamd. All methods throw {@link Ec2Error}. */
-export class Ec2Api {
+/**
+ * Normalised EC2 operations used by ipamd, over the AWS SDK. All methods throw
+ * {@link Ec2Error}. Implements {@link Ec2Port}, the narrow part the controller uses.
+ */
+export class Ec2Api implements Ec2Port {
   readonly client: EC2Client;
   /** The node's EC2 budget (token bucket + back-off holds). */
   readonly budget: Ec2Budget;
@@ -198,7 +174,7 @@ export class Ec2Api {
    * `prefixCount` /28 IPv4 prefixes (`Ipv4PrefixCount`; EC2 refuses both in one request);
    * returns it (status `available`).
    */
-  async createEni(p: { subnetId: string; description: string; tags: Record<string, string>; secondaryCount: number; prefixCount?: number; securityGroupIds?: string[] }): Promise<Ec2Eni> {
+  async createEni(p: CreateEniRequest): Promise<Ec2Eni> {
     const out = await this.call('CreateNetworkInterface', (o) => this.client.send(new CreateNetworkInterfaceCommand({
       SubnetId: p.subnetId,
       Description: p.description,

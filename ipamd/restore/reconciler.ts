@@ -10,7 +10,7 @@
  * missing or corrupt checkpoint.
  */
 import type { Datastore } from '../datastore/datastore.js';
-import type { ReleaseGate } from '../controller/release-gate.js';
+import type { ReleaseGate } from '../controller/release/release-gate.js';
 import type { Logger } from '../log.js';
 import type { KernelReader } from './kernel-source.js';
 import { mergeEvidence, type KernelRead, type MergeResult, type PodEvidence, type SandboxEvidence, type SourceRead } from './merge.js';

@@ -25,10 +25,10 @@
  * An `available` ENI holds no address a pod can use (it is attached to no instance), so
  * deleting it cannot take an IP from a running pod.
  */
-import { Ec2Error, type Ec2Api, type Ec2Eni } from '../cloud/ec2.js';
-import type { Logger } from '../log.js';
+import { Ec2Error, type Ec2Port, type Ec2Eni } from '../../cloud/ec2-port.js';
+import type { Logger } from '../../log.js';
 import { ENI_DESCRIPTION_PREFIX, eniCreatedAtMs, TAG_CLUSTER_NAME, TAG_INSTANCE_ID, TAG_NO_MANAGE } from './eni-ownership.js';
-import type { ReleaseGate } from './release-gate.js';
+import type { ReleaseGate } from '../release/release-gate.js';
 
 /** Minimum age of a leaked ENI before the sweep deletes it (ms): 5 min, as DESIGN §3 and AWS. */
 export const LEAKED_ENI_MIN_AGE_MS = 5 * 60_000;
@@ -64,7 +64,7 @@ export function whyNotLeaked(eni: Ec2Eni, s: LeakScope): string | undefined {
 
 /** Options of {@link LeakedEniSweeper}. */
 export interface LeakedEniSweeperOptions {
-  ec2: Ec2Api;
+  ec2: Ec2Port;
   gate: ReleaseGate;
   log: Logger;
   instanceId: string;

@@ -3,17 +3,18 @@
  * nothing (detach, never forced; wait until `available`; delete, NotFound = deleted), and
  * retry the deletion of orphans. Nothing is detached or deleted while releases are frozen.
  */
-import { Ec2Error, type Ec2Api, type Ec2Eni } from '../cloud/ec2.js';
-import type { Datastore } from '../datastore/datastore.js';
-import type { Logger } from '../log.js';
-import { failedForSure, isOurEni } from './eni-ownership.js';
+import { Ec2Error, type Ec2Port, type Ec2Eni } from '../../cloud/ec2-port.js';
+import type { Datastore } from '../../datastore/datastore.js';
+import type { Logger } from '../../log.js';
+import { failedForSure } from '../../cloud/ec2-outcome.js';
+import { isOurEni } from './eni-ownership.js';
 import { waitForAttachment } from './eni-wait.js';
-import type { ReleaseGate } from './release-gate.js';
+import type { ReleaseGate } from '../release/release-gate.js';
 
 /** What freeing needs from the ENI manager (its state is shared, not copied). */
 export interface EniFreeContext {
   ds: Datastore;
-  ec2: Ec2Api;
+  ec2: Ec2Port;
   gate: ReleaseGate;
   log: Logger;
   instanceId: string;

@@ -7,8 +7,8 @@
  * while something is quarantined (nothing runs otherwise). A read that fails lifts
  * nothing (never free on absence of evidence).
  */
-import { ipShow } from '../../cni-plugin/ip-query.js';
-import type { Logger } from '../log.js';
+import { ipShow } from '../../../cni-plugin/ip-query.js';
+import type { Logger } from '../../log.js';
 
 /** What the check needs of the datastore. */
 export interface QuarantineStore {

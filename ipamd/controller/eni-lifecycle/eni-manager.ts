@@ -12,25 +12,25 @@
  * after the optional `beforeEniUsable` hook (host networking: link, route table, rule)
  * has succeeded for it; until then it is pending, and the reconcile retries.
  */
-import type { Datastore } from '../datastore/datastore.js';
-import type { EniInfo } from '../datastore/types.js';
-import type { Ec2Api, Ec2Eni } from '../cloud/ec2.js';
-import type { Logger } from '../log.js';
-import type { ReleaseGate } from './release-gate.js';
+import type { Datastore } from '../../datastore/datastore.js';
+import type { EniInfo } from '../../datastore/types.js';
+import type { Ec2Port, Ec2Eni } from '../../cloud/ec2-port.js';
+import type { Logger } from '../../log.js';
+import type { ReleaseGate } from '../release/release-gate.js';
 import { EniBook } from './eni-book.js';
 import { createAndAttachEni, type EniCreateContext, type InstanceContext } from './eni-create.js';
 import { freeEni, retryOrphans, type EniFreeContext, type FreeOptions } from './eni-free.js';
 import { eniCreatedAtMs } from './eni-ownership.js';
 import type { ImdsEniLister } from './eni-wait.js';
 
-export { ENI_DESCRIPTION_PREFIX, TAG_CLUSTER_NAME, TAG_CREATED_AT, TAG_INSTANCE_ID, TAG_NO_MANAGE, eniCreatedAtMs, failedForSure, isOurEni } from './eni-ownership.js';
+export { ENI_DESCRIPTION_PREFIX, TAG_CLUSTER_NAME, TAG_CREATED_AT, TAG_INSTANCE_ID, TAG_NO_MANAGE, eniCreatedAtMs, isOurEni } from './eni-ownership.js';
 export type { InstanceContext } from './eni-create.js';
 export type { FreeOptions } from './eni-free.js';
 export type { ImdsEniLister } from './eni-wait.js';
 
 /** Options of {@link EniManager}. */
 export interface EniManagerOptions {
-  ec2: Ec2Api;
+  ec2: Ec2Port;
   ds: Datastore;
   gate: ReleaseGate;
   log: Logger;

@@ -4,12 +4,13 @@
  * device index reserved beforehand, set DeleteOnTermination, wait for the attachment
  * (EC2) and for IMDS to list it, then hand it to the adopter (which runs the
  * "before usable" hook and puts its addresses into the datastore). Every call goes
- * through {@link Ec2Api}, so parallel creations share the node's token bucket.
+ * through the {@link Ec2Port} (in ipamd: Ec2Api, so parallel creations share the node's token bucket).
  */
-import type { Ec2Api, Ec2Eni } from '../cloud/ec2.js';
-import type { EniInfo } from '../datastore/types.js';
-import type { Logger } from '../log.js';
-import { ENI_DESCRIPTION_PREFIX, failedForSure, TAG_CLUSTER_NAME, TAG_CREATED_AT, TAG_INSTANCE_ID } from './eni-ownership.js';
+import type { Ec2Port, Ec2Eni } from '../../cloud/ec2-port.js';
+import type { EniInfo } from '../../datastore/types.js';
+import type { Logger } from '../../log.js';
+import { failedForSure } from '../../cloud/ec2-outcome.js';
+import { ENI_DESCRIPTION_PREFIX, TAG_CLUSTER_NAME, TAG_CREATED_AT, TAG_INSTANCE_ID } from './eni-ownership.js';
 import { waitForAttachment, waitForImds, type ImdsEniLister } from './eni-wait.js';
 
 /** The instance facts the ENI manager needs. */
@@ -27,7 +28,7 @@ export interface InstanceContext {
 
 /** What a creation needs from the ENI manager. */
 export interface EniCreateContext {
-  ec2: Ec2Api;
+  ec2: Ec2Port;
   log: Logger;
   instance: InstanceContext;
   clusterName?: string;

@@ -22,10 +22,10 @@
  * are reported only: an IMDS-only IP is never added, an IMDS-missing one never removed.
  */
 import ipaddr from 'ipaddr.js';
-import type { Ec2Api, Ec2Eni } from '../cloud/ec2.js';
-import type { ImdsEni } from '../cloud/imds.js';
-import type { Datastore } from '../datastore/datastore.js';
-import type { Logger } from '../log.js';
+import type { Ec2Port, Ec2Eni } from '../../cloud/ec2-port.js';
+import type { ImdsEni } from '../../cloud/imds.js';
+import type { Datastore } from '../../datastore/datastore.js';
+import type { Logger } from '../../log.js';
 import { isOurEni } from './eni-ownership.js';
 import type { EniManager, ImdsEniLister } from './eni-manager.js';
 
@@ -39,7 +39,7 @@ export interface ExclusivePool {
 
 /** Options of {@link EniReconciler}. */
 export interface EniReconcilerOptions {
-  ec2: Ec2Api;
+  ec2: Ec2Port;
   imds: ImdsEniLister;
   ds: Datastore;
   enis: EniManager;

@@ -14,16 +14,16 @@
  * waiters that the ENIs still being created cannot serve, at once, naming the binding
  * limit (`pool/grow-limits.ts`).
  */
-import type { Datastore } from '../datastore/datastore.js';
-import type { Ec2Api } from '../cloud/ec2.js';
-import type { Logger } from '../log.js';
-import { poolCounts, SurplusTracker, type PoolTargets } from '../pool/index.js';
-import type { EniLimits } from '../pool/grow-limits.js';
+import type { Datastore } from '../../datastore/datastore.js';
+import type { Ec2Port } from '../../cloud/ec2-port.js';
+import type { Logger } from '../../log.js';
+import { poolCounts, SurplusTracker, type PoolTargets } from '../../pool/index.js';
+import type { EniLimits } from '../../pool/grow-limits.js';
 import { AddressWaiters, PoolExhaustedError } from './address-waiters.js';
-import type { EniManager } from './eni-manager.js';
+import type { EniManager } from '../eni-lifecycle/eni-manager.js';
 import { GrowExecutor, type GrowFailureKind } from './grow-executor.js';
 import { ShrinkExecutor } from './shrink-executor.js';
-import type { ReleaseGate } from './release-gate.js';
+import type { ReleaseGate } from '../release/release-gate.js';
 
 export { PoolExhaustedError } from './address-waiters.js';
 
@@ -33,7 +33,7 @@ const RETRY_AFTER_FAILURE_MS = 500;
 /** Options of {@link PoolController}. */
 export interface PoolControllerOptions {
   ds: Datastore;
-  ec2: Ec2Api;
+  ec2: Ec2Port;
   enis: EniManager;
   gate: ReleaseGate;
   log: Logger;
