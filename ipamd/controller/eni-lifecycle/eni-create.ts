@@ -11,7 +11,7 @@ import type { EniInfo } from '../../datastore/types.js';
 import type { Logger } from '../../log.js';
 import { failedForSure } from '../../cloud/ec2-outcome.js';
 import { ENI_DESCRIPTION_PREFIX, TAG_CLUSTER_NAME, TAG_CREATED_AT, TAG_INSTANCE_ID } from './eni-ownership.js';
-import { waitForAttachment, waitForImds, type ImdsEniLister } from './eni-wait.js';
+import { waitForAttachment, waitForImds, type ImdsEniLister, type Sleep } from './eni-wait.js';
 
 /** The instance facts the ENI manager needs. */
 export interface InstanceContext {
@@ -39,6 +39,8 @@ export interface EniCreateContext {
   imdsWaitMs: number;
   settleMs: number;
   now: () => number;
+  /** Waits between polls (ms). */
+  sleep: Sleep;
   /** ENIs this process works on now (the sweep skips them). */
   inFlight: Set<string>;
   /** Attached ENIs whose DeleteOnTermination could not be set yet. */
@@ -102,8 +104,8 @@ export async function createAndAttachEni(c: EniCreateContext, count: number, dev
       c.needsDeleteOnTermination.add(eni.eniId);
       log.warn({ eniId: eni.eniId, err: (e as Error).message }, 'could not set DeleteOnTermination; the reconcile retries');
     }
-    const settled = await waitForAttachment(ec2, eni.eniId, 'attached', c.settleMs, c.now);
-    if (!(await waitForImds(c.imds, eni.eniId, c.imdsWaitMs, c.now, log))) {
+    const settled = await waitForAttachment(ec2, eni.eniId, 'attached', c.settleMs, c.now, c.sleep);
+    if (!(await waitForImds(c.imds, eni.eniId, c.imdsWaitMs, c.now, log, c.sleep))) {
       log.warn({ eniId: eni.eniId, waitedMs: c.imdsWaitMs }, 'IMDS does not list the new ENI yet; left pending for the reconcile');
       return undefined;
     }

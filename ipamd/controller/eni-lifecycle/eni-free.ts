@@ -8,7 +8,7 @@ import type { Datastore } from '../../datastore/datastore.js';
 import type { Logger } from '../../log.js';
 import { failedForSure } from '../../cloud/ec2-outcome.js';
 import { isOurEni } from './eni-ownership.js';
-import { waitForAttachment } from './eni-wait.js';
+import { waitForAttachment, type Sleep } from './eni-wait.js';
 import type { ReleaseGate } from '../release/release-gate.js';
 
 /** What freeing needs from the ENI manager (its state is shared, not copied). */
@@ -21,6 +21,8 @@ export interface EniFreeContext {
   now: () => number;
   /** How long to wait for a detach to settle (ms). */
   settleMs: number;
+  /** Waits between polls (ms). */
+  sleep: Sleep;
   /** ENIs this process works on now (the sweep skips them). */
   inFlight: Set<string>;
   /** Orphans: detached by us, not yet deleted. */
@@ -151,7 +153,7 @@ export async function retryOrphans(c: EniFreeContext): Promise<string[]> {
  */
 async function finishOrphan(c: EniFreeContext, eniId: string, wait: boolean): Promise<boolean> {
   try {
-    if (wait) await waitForAttachment(c.ec2, eniId, 'detached', c.settleMs, c.now);
+    if (wait) await waitForAttachment(c.ec2, eniId, 'detached', c.settleMs, c.now, c.sleep);
     else {
       const [eni] = await c.ec2.describeEnis([eniId]);
       if (eni && (eni.status !== 'available' || eni.attachment)) return false;
