@@ -28,6 +28,7 @@ import type { Datastore } from '../../datastore/datastore.js';
 import type { Logger } from '../../log.js';
 import { isOurEni } from './eni-ownership.js';
 import type { EniManager, ImdsEniLister } from './eni-manager.js';
+import { PeriodicTask } from '../periodic-task.js';
 
 /** The part of the pool controller the reconcile needs. */
 export interface ExclusivePool {
@@ -79,8 +80,9 @@ export interface ReconcileReport {
 /** Runs the reconcile on a timer, with quick retries while ENIs are pending. */
 export class EniReconciler {
   private readonly now: () => number;
-  private timer?: NodeJS.Timeout;
-  private retryTimer?: NodeJS.Timeout;
+  /** The periodic pass; its extra run is the quick retry while ENIs are pending. */
+  private readonly task: PeriodicTask;
+  /** Delay of the quick retry scheduled (ms), 0 when none is. */
   private retryMs = 0;
   private running?: Promise<ReconcileReport>;
   private stopped = false;
@@ -91,6 +93,7 @@ export class EniReconciler {
 
   constructor(private readonly o: EniReconcilerOptions) {
     this.now = o.now ?? Date.now;
+    this.task = new PeriodicTask({ intervalMs: o.intervalMs, run: () => this.runOnce() });
     o.enis.onPending(() => this.kick());
   }
 
@@ -98,22 +101,23 @@ export class EniReconciler {
   private kick(): void {
     if (this.stopped || this.retryMs > 0) return;
     this.retryMs = this.o.retryMinMs ?? 250;
-    this.retryTimer = setTimeout(() => void this.runOnce(), this.retryMs);
-    this.retryTimer.unref();
+    this.task.runAfter(this.retryMs);
   }
 
-  /** Starts the periodic pass and runs one now. */
-  start(): void {
-    this.timer = setInterval(() => void this.runOnce(), this.o.intervalMs);
-    this.timer.unref();
-    void this.runOnce();
+  /**
+   * Starts the periodic pass: the first now, or after `firstPassDelayMs` (ms; a start-up
+   * jitter: a quick retry asked for before then does not come sooner), then one every
+   * `intervalMs`.
+   */
+  start(firstPassDelayMs = 0): void {
+    if (firstPassDelayMs > 0) this.retryMs = firstPassDelayMs;
+    this.task.start(firstPassDelayMs);
   }
 
   /** Stops the timers and waits for a pass in flight. */
   async stop(): Promise<void> {
     this.stopped = true;
-    clearInterval(this.timer);
-    clearTimeout(this.retryTimer);
+    await this.task.stop();
     await this.running?.catch(() => undefined);
   }
 
@@ -301,13 +305,12 @@ export class EniReconciler {
 
   /** While ENIs are pending or orphaned, retry sooner than the interval (backoff). */
   private scheduleRetry(r: ReconcileReport): void {
-    clearTimeout(this.retryTimer);
+    this.task.cancelExtra();
     if (this.stopped || (r.ok && r.pendingEnis.length === 0 && this.o.enis.orphanIds().length === 0)) {
       this.retryMs = 0;
       return;
     }
     this.retryMs = Math.min(this.retryMs ? this.retryMs * 2 : (this.o.retryMinMs ?? 250), this.o.intervalMs);
-    this.retryTimer = setTimeout(() => void this.runOnce(), this.retryMs);
-    this.retryTimer.unref();
+    this.task.runAfter(this.retryMs);
   }
 }

@@ -23,6 +23,7 @@ import { AddressWaiters, PoolExhaustedError } from './address-waiters.js';
 import type { EniManager } from '../eni-lifecycle/eni-manager.js';
 import { GrowExecutor, type GrowFailureKind } from './grow-executor.js';
 import { ShrinkExecutor } from './shrink-executor.js';
+import { PeriodicTask } from '../periodic-task.js';
 import type { ReleaseGate } from '../release/release-gate.js';
 
 export { PoolExhaustedError } from './address-waiters.js';
@@ -66,7 +67,8 @@ export class PoolController {
   private readonly waiters: AddressWaiters;
   private running?: Promise<void>;
   private again = false;
-  private timer?: NodeJS.Timeout;
+  /** Re-evaluates every `intervalMs` when nothing else triggers a step. */
+  private readonly ticker: PeriodicTask;
   private wakeTimer?: NodeJS.Timeout;
   private scheduled?: NodeJS.Immediate;
   private stopped = false;
@@ -74,6 +76,7 @@ export class PoolController {
 
   constructor(private readonly o: PoolControllerOptions) {
     this.now = o.now ?? Date.now;
+    this.ticker = new PeriodicTask({ intervalMs: o.intervalMs, run: () => this.trigger() });
     this.shrinker = new ShrinkExecutor({
       ds: o.ds, ec2: o.ec2, enis: o.enis, gate: o.gate, log: o.log, targets: o.targets, surplus: this.surplus,
       shrinkDelayMs: o.shrinkDelayMs, minEniAgeMs: o.minEniAgeMs ?? 60_000, now: () => this.now(),
@@ -97,19 +100,18 @@ export class PoolController {
   /** Starts the periodic loop and runs a first step. */
   start(): void {
     this.started = true;
-    this.timer = setInterval(() => this.trigger(), this.o.intervalMs);
-    this.timer.unref();
-    this.trigger();
+    this.ticker.start(0);
   }
 
   /** Stops the loop, fails waiting ADDs, and waits for the step and the ENI creations in flight. */
   async stop(): Promise<void> {
     this.stopped = true;
-    clearInterval(this.timer);
+    const ticking = this.ticker.stop();
     clearTimeout(this.wakeTimer);
     if (this.scheduled) clearImmediate(this.scheduled);
     this.scheduled = undefined;
     this.waiters.failAll(new PoolExhaustedError('ipamd is shutting down'));
+    await ticking;
     await this.running;
     await this.grower.idle();
   }
