@@ -1,5 +1,5 @@
 /**
- * The evidence reconciler: at start and then every ENI_IPAM_GC_INTERVAL it reads the
+ * The evidence pass: at start and then every ENI_IPAM_GC_INTERVAL it reads the
  * CRI runtime (sandboxes and its `Version` identity), the Kubernetes pod cache and the
  * node's kernel (one `ip -json -batch` run), applies {@link mergeEvidence} to the
  * datastore (adopt sandboxes it lacks, release leaked allocations into cooldown), and
@@ -8,6 +8,12 @@
  * why) freezes releases, and so does a pass the release brake held (`brake`); a clean,
  * plausible read of every source lifts them, including the start-up freeze held for a
  * missing or corrupt checkpoint.
+ *
+ * Names, one per concept: the *evidence pass* (restore/reconciler.ts) reads the CRI
+ * runtime, Kubernetes and the kernel against the datastore's allocations; the *ENI
+ * reconcile* (controller/eni-lifecycle/eni-reconcile.ts) reads EC2 and IMDS against the
+ * datastore's ENIs and addresses; *CNI GC* (service/gc.ts) is the runtime's GC verb; the
+ * *leaked-ENI sweep* (controller/eni-lifecycle/leak-sweep.ts) deletes ENIs no node uses.
  */
 import type { Datastore } from '../datastore/datastore.js';
 import type { ReleaseGate } from '../controller/release/release-gate.js';
@@ -81,7 +87,7 @@ export interface PassReport {
   canRelease: boolean;
 }
 
-/** Periodic restore/GC pass over the evidence sources. */
+/** Runs the evidence pass: at start (restore), then every ENI_IPAM_GC_INTERVAL and sooner while a source is unreadable. */
 export class EvidenceReconciler {
   /** The periodic pass; its extra run is the retry while a source is unreadable. */
   private readonly task: PeriodicTask;

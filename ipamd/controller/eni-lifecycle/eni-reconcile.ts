@@ -1,5 +1,5 @@
 /**
- * The EC2/IMDS reconcile (issue 4 item 6, DESIGN §4 rule 4): every
+ * The ENI reconcile (issue 4 item 6, DESIGN §4 rule 4): every
  * ENI_IPAM_RECONCILE_INTERVAL it compares, **by content**, what the datastore holds,
  * what IMDS lists and what EC2 describes for this instance's ENIs. EC2 is the truth;
  * IMDS is a hint that the OS sees an interface.
@@ -20,6 +20,12 @@
  *
  * IPs IMDS lists that EC2 does not (`imdsOnly`) and EC2 IPs IMDS misses (`imdsMissing`)
  * are reported only: an IMDS-only IP is never added, an IMDS-missing one never removed.
+ *
+ * Names, one per concept: the *evidence pass* (restore/reconciler.ts) reads the CRI
+ * runtime, Kubernetes and the kernel against the datastore's allocations; the *ENI
+ * reconcile* (controller/eni-lifecycle/eni-reconcile.ts) reads EC2 and IMDS against the
+ * datastore's ENIs and addresses; *CNI GC* (service/gc.ts) is the runtime's GC verb; the
+ * *leaked-ENI sweep* (controller/eni-lifecycle/leak-sweep.ts) deletes ENIs no node uses.
  */
 import ipaddr from 'ipaddr.js';
 import type { Ec2Port, Ec2Eni } from '../../cloud/ec2-port.js';

@@ -199,7 +199,7 @@ export class PoolController {
   }
 
   /**
-   * Runs `fn` while no pool step and no ENI creation runs (the EC2/IMDS reconcile: a
+   * Runs `fn` while no pool step and no ENI creation runs (the ENI reconcile: a
    * describe must not race a grow or shrink). Steps asked for meanwhile run right after.
    */
   async exclusive<T>(fn: () => Promise<T>): Promise<T> {
