@@ -12,7 +12,7 @@
  * Contract every implementation keeps (what the executors rely on):
  * - every method throws {@link Ec2Error} only, with the EC2 error code;
  * - `attempts` and `kind` on the error say whether the request may have been executed
- *   (see `failedForSure` in controller/eni-lifecycle/ownership.ts): `client`/`throttle`
+ *   (see `failedForSure` in ec2-outcome.ts): `client`/`throttle`
  *   on the first attempt = not executed; `server`/`transport`, or any failure after a
  *   retry = unknown outcome;
  * - `describeEnis` with an unknown id fails the whole call with
