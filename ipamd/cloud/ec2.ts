@@ -1,5 +1,6 @@
 /**
- * The one EC2 client wrapper of ipamd: every EC2 call goes through {@link Ec2Api}, which
+ * The one EC2 client wrapper of ipamd, and the implementation of the {@link Ec2Port} (the
+ * narrow part the controller uses) that ipamd runs with: every EC2 call goes through {@link Ec2Api}, which
  * normalises the SDK shapes, maps errors to {@link Ec2Error} with the EC2 error code
  * (AWS EC2 API Reference, "Error codes"), and spends the node's EC2 budget carefully:
  *
@@ -25,7 +26,7 @@ import {
 } from '@aws-sdk/client-ec2';
 import { Ec2Budget } from './ec2-budget.js';
 import type { BackoffPolicy, Ec2FailureKind } from './retry.js';
-import { Ec2Error, type CreateEniRequest, type Ec2Eni, type Ec2Port } from './ec2-port.js';
+import { Ec2Error, type Ec2Eni, type Ec2Port } from './ec2-port.js';
 
 export { Ec2Error, type CreateEniRequest, type Ec2Eni, type Ec2Port } from './ec2-port.js';
 
@@ -104,11 +105,8 @@ export interface Ec2CallOptions {
   onRetry?: (code: string, attempt: number, delayMs: number) => void;
 }
 
-/**
- * Normalised EC2 operations used by ipamd, over the AWS SDK. All methods throw
- * {@link Ec2Error}. Implements {@link Ec2Port}, the narrow part the controller uses.
- */
-export class Ec2Api implements Ec2Port {
+/** Normalised EC2 operations used by ipamd. All methods throw {@link Ec2Error}. */
+export class Ec2Api {
   readonly client: EC2Client;
   /** The node's EC2 budget (token bucket + back-off holds). */
   readonly budget: Ec2Budget;
@@ -174,7 +172,7 @@ export class Ec2Api implements Ec2Port {
    * `prefixCount` /28 IPv4 prefixes (`Ipv4PrefixCount`; EC2 refuses both in one request);
    * returns it (status `available`).
    */
-  async createEni(p: CreateEniRequest): Promise<Ec2Eni> {
+  async createEni(p: { subnetId: string; description: string; tags: Record<string, string>; secondaryCount: number; prefixCount?: number; securityGroupIds?: string[] }): Promise<Ec2Eni> {
     const out = await this.call('CreateNetworkInterface', (o) => this.client.send(new CreateNetworkInterfaceCommand({
       SubnetId: p.subnetId,
       Description: p.description,
@@ -331,3 +329,6 @@ export function normaliseEni(ni: NetworkInterface): Ec2Eni {
     securityGroupIds: (ni.Groups ?? []).map((g) => g.GroupId ?? '').filter(Boolean),
   };
 }
+
+/** Compile-time check that {@link Ec2Api} implements the {@link Ec2Port} (structurally). */
+export const asEc2Port: (api: Ec2Api) => Ec2Port = (api) => api;
