@@ -161,3 +161,29 @@ test('an ENI a failed CreateNetworkInterface left behind is swept once 5 minutes
   assert.deepEqual(r.deleted, [leaked]);
   assert.equal(k.allEnis().length, 2, 'the primary and the ENI that worked');
 });
+
+/** Lets queued promise jobs and immediates run (timers stay mocked). */
+async function drain(): Promise<void> {
+  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+}
+
+test('reconcile start(delay): no pass before the delay, not even for a pending ENI; then one, then one per interval', async () => {
+  const k = executorKit();
+  const eniId = await strayAttached(k);
+  k.reconciler.start(5000);
+  k.enis.markPending(eniId, 1); // would schedule a quick retry (250 ms) without the start-up delay
+  mock.timers.tick(4999);
+  await drain();
+  assert.equal(k.reconciler.passes, 0);
+  mock.timers.tick(1);
+  await drain();
+  assert.equal(k.reconciler.passes, 1);
+  assert.deepEqual(k.reconciler.last?.adoptedEnis, [eniId]);
+  mock.timers.tick(60_000);
+  await drain();
+  assert.equal(k.reconciler.passes, 2, 'the periodic pass');
+  await k.reconciler.stop();
+  mock.timers.tick(600_000);
+  await drain();
+  assert.equal(k.reconciler.passes, 2, 'nothing after stop');
+});

@@ -90,6 +90,8 @@ export class EniReconciler {
   private readonly task: PeriodicTask;
   /** Delay of the quick retry scheduled (ms), 0 when none is. */
   private retryMs = 0;
+  /** The first pass is held back by a start-up delay (no quick retry before it). */
+  private firstPassDelayed = false;
   private running?: Promise<ReconcileReport>;
   private stopped = false;
   /** The last pass's report (for status). */
@@ -116,7 +118,10 @@ export class EniReconciler {
    * `intervalMs`.
    */
   start(firstPassDelayMs = 0): void {
-    if (firstPassDelayMs > 0) this.retryMs = firstPassDelayMs;
+    if (firstPassDelayMs > 0) {
+      this.retryMs = firstPassDelayMs;
+      this.firstPassDelayed = true;
+    }
     this.task.start(firstPassDelayMs);
   }
 
@@ -129,6 +134,10 @@ export class EniReconciler {
 
   /** Runs one pass now (coalesced with one in flight). Never throws. */
   runOnce(): Promise<ReconcileReport> {
+    if (this.firstPassDelayed) {
+      this.firstPassDelayed = false;
+      this.retryMs = 0; // quick retries after the first pass start from retryMinMs
+    }
     this.running ??= this.o.pool.exclusive(() => this.pass()).catch((e: Error) => {
       this.o.log.error({ err: e.message }, 'reconcile pass failed');
       return this.empty(false, e.message);
