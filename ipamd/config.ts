@@ -44,9 +44,9 @@
  * | ENI_IPAM_CNI_EXEC_NETNS | unset (ipamd's own) | netns path the exec socket wires the node side in (tests/demos running ipamd outside the node netns) |
  * | ENI_IPAM_ADD_WAIT_TIMEOUT | 10s | how long an ADD waits for a refill when the pool is empty |
  * | ENI_IPAM_SHRINK_DELAY | 60s | how long a surplus must persist before it is released |
- * | ENI_IPAM_RECONCILE_INTERVAL | 60s | period of the EC2/IMDS reconcile |
- * | ENI_IPAM_GC_INTERVAL | 60s | period of the allocation garbage collection |
- * | ENI_IPAM_GC_GRACE | 60s | minimum age of an allocation before the GC may release it |
+ * | ENI_IPAM_RECONCILE_INTERVAL | 60s | period of the ENI reconcile (datastore vs EC2 and IMDS) |
+ * | ENI_IPAM_GC_INTERVAL | 60s | period of the evidence pass (CRI, Kubernetes and kernel vs the datastore's allocations) |
+ * | ENI_IPAM_GC_GRACE | 60s | minimum age of an allocation before the evidence pass may release it |
  * | ENI_IPAM_NETWORK_NAME | aws-cni | CNI network name used for sandboxes adopted from the runtime |
  * | ENI_IPAM_POOL_INTERVAL | 5s | pool re-evaluation period when nothing triggers it |
  * | ENI_IPAM_MIN_ENI_AGE | 60s | an ENI younger than this is never freed by shrink |
@@ -155,9 +155,9 @@ const SPECS: VarSpec[] = [
   v('ENI_IPAM_CNI_EXEC_NETNS', 'cniExecNetns', absolutePath(), undefined, "Network namespace (path) in which exec-socket invocations wire the node side; only shims running in it are served. For tests and demos that run ipamd outside the node's namespace.", "ipamd's own"),
   v('ENI_IPAM_ADD_WAIT_TIMEOUT', 'addWaitTimeoutMs', duration(), '10s', 'How long an ADD waits for a refill when the pool is empty.'),
   v('ENI_IPAM_SHRINK_DELAY', 'shrinkDelayMs', duration(), '60s', 'How long a surplus must persist before it is released.'),
-  v('ENI_IPAM_RECONCILE_INTERVAL', 'reconcileIntervalMs', duration(1), '60s', 'Period of the reconcile against EC2/IMDS.'),
-  v('ENI_IPAM_GC_INTERVAL', 'gcIntervalMs', duration(1), '60s', 'Period of the allocation garbage collection.'),
-  v('ENI_IPAM_GC_GRACE', 'gcGraceMs', duration(), '60s', 'Minimum age of an allocation before the GC may release it (an ADD still in progress has no READY sandbox yet).'),
+  v('ENI_IPAM_RECONCILE_INTERVAL', 'reconcileIntervalMs', duration(1), '60s', 'Period of the ENI reconcile (the datastore\'s ENIs and addresses against EC2 and IMDS).'),
+  v('ENI_IPAM_GC_INTERVAL', 'gcIntervalMs', duration(1), '60s', 'Period of the evidence pass (the CRI runtime, Kubernetes and the kernel read against the datastore\'s allocations; leaked ones released after ENI_IPAM_GC_GRACE).'),
+  v('ENI_IPAM_GC_GRACE', 'gcGraceMs', duration(), '60s', 'Minimum age of an allocation before the evidence pass may release it (an ADD still in progress has no READY sandbox yet).'),
   v('ENI_IPAM_NETWORK_NAME', 'networkName', text(128), 'aws-cni', 'CNI network name ("name" of the conflist), used for sandboxes adopted from the runtime.'),
   v('ENI_IPAM_POOL_INTERVAL', 'poolIntervalMs', duration(1), '5s', 'How often the pool controller re-evaluates when nothing triggers it.'),
   v('ENI_IPAM_MIN_ENI_AGE', 'minEniAgeMs', duration(), '60s', 'An ENI younger than this is never freed by shrink (it was just created for demand).'),

@@ -1,5 +1,6 @@
 /**
- * The one EC2 client wrapper of ipamd: every EC2 call goes through {@link Ec2Api}, which
+ * The one EC2 client wrapper of ipamd, and the implementation of the {@link Ec2Port} (the
+ * narrow part the controller uses) that ipamd runs with: every EC2 call goes through {@link Ec2Api}, which
  * normalises the SDK shapes, maps errors to {@link Ec2Error} with the EC2 error code
  * (AWS EC2 API Reference, "Error codes"), and spends the node's EC2 budget carefully:
  *
@@ -25,36 +26,9 @@ import {
 } from '@aws-sdk/client-ec2';
 import { Ec2Budget } from './ec2-budget.js';
 import type { BackoffPolicy, Ec2FailureKind } from './retry.js';
+import { Ec2Error, type Ec2Eni, type Ec2Port } from './ec2-port.js';
 
-/** An EC2 API error with its code (e.g. `InvalidNetworkInterfaceID.NotFound`). */
-export class Ec2Error extends Error {
-  /** Attempts made before giving up (1 when not retried). */
-  attempts = 1;
-  /** Kind of the last failure, when it came from EC2 or the network. */
-  kind?: Ec2FailureKind;
-
-  constructor(readonly action: string, readonly code: string, message: string, readonly httpStatus?: number) {
-    super(`${action}: ${code}: ${message}`);
-    this.name = 'Ec2Error';
-  }
-}
-
-/** An ENI as EC2 describes it. */
-export interface Ec2Eni {
-  eniId: string;
-  mac: string;
-  status: string;
-  subnetId: string;
-  vpcId: string;
-  description: string;
-  primaryIp: string;
-  /** Secondary private IPv4s (the primary excluded). */
-  secondaryIps: string[];
-  ipv4Prefixes: string[];
-  attachment?: { attachmentId: string; instanceId: string; deviceIndex: number; status: string; deleteOnTermination: boolean };
-  tags: Record<string, string>;
-  securityGroupIds: string[];
-}
+export { Ec2Error, type CreateEniRequest, type Ec2Eni, type Ec2Port } from './ec2-port.js';
 
 /** Network limits of an instance type (DescribeInstanceTypes `NetworkInfo`). */
 export interface InstanceTypeLimits {
@@ -355,3 +329,6 @@ export function normaliseEni(ni: NetworkInterface): Ec2Eni {
     securityGroupIds: (ni.Groups ?? []).map((g) => g.GroupId ?? '').filter(Boolean),
   };
 }
+
+/** Compile-time check that {@link Ec2Api} implements the {@link Ec2Port} (structurally). */
+export const asEc2Port: (api: Ec2Api) => Ec2Port = (api) => api;

@@ -1,5 +1,5 @@
 /**
- * The evidence reconciler: at start and then every ENI_IPAM_GC_INTERVAL it reads the
+ * The evidence pass: at start and then every ENI_IPAM_GC_INTERVAL it reads the
  * CRI runtime (sandboxes and its `Version` identity), the Kubernetes pod cache and the
  * node's kernel (one `ip -json -batch` run), applies {@link mergeEvidence} to the
  * datastore (adopt sandboxes it lacks, release leaked allocations into cooldown), and
@@ -8,9 +8,16 @@
  * why) freezes releases, and so does a pass the release brake held (`brake`); a clean,
  * plausible read of every source lifts them, including the start-up freeze held for a
  * missing or corrupt checkpoint.
+ *
+ * Names, one per concept: the *evidence pass* (restore/reconciler.ts) reads the CRI
+ * runtime, Kubernetes and the kernel against the datastore's allocations; the *ENI
+ * reconcile* (controller/eni-lifecycle/eni-reconcile.ts) reads EC2 and IMDS against the
+ * datastore's ENIs and addresses; *CNI GC* (service/gc.ts) is the runtime's GC verb; the
+ * *leaked-ENI sweep* (controller/eni-lifecycle/leak-sweep.ts) deletes ENIs no node uses.
  */
 import type { Datastore } from '../datastore/datastore.js';
-import type { ReleaseGate } from '../controller/release-gate.js';
+import type { ReleaseGate } from '../controller/release/release-gate.js';
+import { PeriodicTask } from '../controller/periodic-task.js';
 import type { Logger } from '../log.js';
 import type { KernelReader } from './kernel-source.js';
 import { mergeEvidence, type KernelRead, type MergeResult, type PodEvidence, type SandboxEvidence, type SourceRead } from './merge.js';
@@ -80,10 +87,10 @@ export interface PassReport {
   canRelease: boolean;
 }
 
-/** Periodic restore/GC pass over the evidence sources. */
+/** Runs the evidence pass: at start (restore), then every ENI_IPAM_GC_INTERVAL and sooner while a source is unreadable. */
 export class EvidenceReconciler {
-  private timer?: NodeJS.Timeout;
-  private retryTimer?: NodeJS.Timeout;
+  /** The periodic pass; its extra run is the retry while a source is unreadable. */
+  private readonly task: PeriodicTask;
   private retryDelayMs = 0;
   private stopped = false;
   private running?: Promise<PassReport>;
@@ -96,6 +103,7 @@ export class EvidenceReconciler {
 
   constructor(private readonly o: ReconcilerOptions) {
     this.now = o.now ?? Date.now;
+    this.task = new PeriodicTask({ intervalMs: o.intervalMs, run: () => this.runPass() });
     if (o.recordedIdentity) this.recorded = o.recordedIdentity;
   }
 
@@ -106,15 +114,13 @@ export class EvidenceReconciler {
 
   /** Starts the periodic pass (the first one runs at once; call {@link runPass} to await it). */
   start(): void {
-    this.timer = setInterval(() => void this.runPass().catch(() => undefined), this.o.intervalMs);
-    this.timer.unref();
+    this.task.start();
   }
 
   /** Stops the timer and waits for a pass in flight. */
   async stop(): Promise<void> {
     this.stopped = true;
-    clearInterval(this.timer);
-    clearTimeout(this.retryTimer);
+    await this.task.stop();
     await this.running?.catch(() => undefined);
   }
 
@@ -229,14 +235,13 @@ export class EvidenceReconciler {
 
   /** An unreadable source is retried with jittered exponential backoff (0.5 s → interval), not only on the GC timer. */
   private scheduleRetry(r: PassReport): void {
-    clearTimeout(this.retryTimer);
+    this.task.cancelExtra();
     if (this.stopped || (r.criOk && r.kubeOk !== false && r.kernelOk)) {
       this.retryDelayMs = 0;
       return;
     }
     this.retryDelayMs = Math.min(this.retryDelayMs ? this.retryDelayMs * 2 : 500, this.o.intervalMs);
     const delay = this.retryDelayMs * (0.8 + Math.random() * 0.4);
-    this.retryTimer = setTimeout(() => void this.runPass().catch(() => undefined), delay);
-    this.retryTimer.unref();
+    this.task.runAfter(delay);
   }
 }

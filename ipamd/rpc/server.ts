@@ -20,7 +20,7 @@ import {
 } from '../../proto/ipam.js';
 import { GrpcCallFailure } from '../../cni-plugin/grpc-http2.js';
 import type { Logger } from '../log.js';
-import { PoolExhaustedError } from '../controller/pool-controller.js';
+import { PoolExhaustedError } from '../controller/pool-loop/pool-controller.js';
 import { NotReadyError, type IpamService } from '../service/ipam-service.js';
 
 /** Options of {@link RpcServer}. */

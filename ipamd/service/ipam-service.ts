@@ -7,7 +7,7 @@ import { DEL_REASON_IP_CONFLICT } from '../../proto/ipam.js';
 import type { Datastore } from '../datastore/datastore.js';
 import type { Allocation, AllocationKey, EniInfo, PodRef } from '../datastore/types.js';
 import type { Logger } from '../log.js';
-import { PoolExhaustedError, type PoolController } from '../controller/pool-controller.js';
+import { PoolExhaustedError, type PoolController } from '../controller/pool-loop/pool-controller.js';
 import type { KernelReader } from '../restore/kernel-source.js';
 import { gcNetwork, type GcAttachment, type GcReleased } from './gc.js';
 import { ipamStatus, type IpamStatus } from './status.js';

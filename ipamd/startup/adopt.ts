@@ -16,8 +16,8 @@
  * for its IPs stay `pending` in the datastore (kept, never released) until it is adopted.
  */
 import type { Ec2Eni } from '../cloud/ec2.js';
-import { isOurEni } from '../controller/eni-ownership.js';
-import type { EniManager } from '../controller/eni-manager.js';
+import { isOurEni } from '../controller/eni-lifecycle/eni-ownership.js';
+import type { EniManager } from '../controller/eni-lifecycle/eni-manager.js';
 import type { Logger } from '../log.js';
 import type { NodeInventory } from './discover.js';
 

@@ -17,7 +17,7 @@ import { ImdsClient, type ImdsEni, type ImdsInstance } from '../cloud/imds.js';
 import { loadInstanceTypeLimits } from '../cloud/instance-limits.js';
 import type { Datastore } from '../datastore/datastore.js';
 import type { Logger } from '../log.js';
-import { isOurEni, TAG_CREATED_AT } from '../controller/eni-ownership.js';
+import { isOurEni, TAG_CREATED_AT } from '../controller/eni-lifecycle/eni-ownership.js';
 
 /** Default attempts of each start-up EC2 read (bounded: ~1.5 min of jittered back-off at most). */
 export const DEFAULT_DISCOVERY_EC2_ATTEMPTS = 10;

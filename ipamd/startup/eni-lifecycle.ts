@@ -11,10 +11,10 @@
  * fleet describing its subnets every minute for a gauge would spend it on nothing.
  */
 import type { IpamdConfig } from '../config.js';
-import type { EniManager } from '../controller/eni-manager.js';
-import { EniReconciler, type ExclusivePool, type ReconcileReport } from '../controller/eni-reconcile.js';
-import { LeakedEniSweeper, type SweepReport } from '../controller/leak-sweep.js';
-import type { ReleaseGate } from '../controller/release-gate.js';
+import type { EniManager } from '../controller/eni-lifecycle/eni-manager.js';
+import { EniReconciler, type ExclusivePool, type ReconcileReport } from '../controller/eni-lifecycle/eni-reconcile.js';
+import { LeakedEniSweeper, type SweepReport } from '../controller/eni-lifecycle/leak-sweep.js';
+import type { ReleaseGate } from '../controller/release/release-gate.js';
 import type { Datastore } from '../datastore/datastore.js';
 import type { Logger } from '../log.js';
 import type { NodeInventory } from './discover.js';

@@ -8,7 +8,7 @@
  * only FIRST_PASS_WAIT_MS: a hung runtime must not delay serving from the checkpoint.
  */
 import type { IpamdConfig } from '../config.js';
-import type { ReleaseGate } from '../controller/release-gate.js';
+import type { ReleaseGate } from '../controller/release/release-gate.js';
 import type { Datastore } from '../datastore/datastore.js';
 import type { Logger } from '../log.js';
 import { CriSource, detectCriEndpoint } from '../restore/cri-source.js';

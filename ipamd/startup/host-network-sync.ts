@@ -14,6 +14,7 @@ import type { EniInfo } from '../datastore/types.js';
 import type { Logger } from '../log.js';
 import { HostNetwork } from '../network/host-network.js';
 import type { SysctlCheck } from '../network/sysctl.js';
+import { PeriodicTask } from '../controller/periodic-task.js';
 
 /** How often the node sysctls are read again (ms), so a fix (or a regression) shows without a restart. */
 export const SYSCTL_RECHECK_MS = 60_000;
@@ -51,8 +52,8 @@ export async function startHostNetworkSync(o: HostNetworkSyncOptions): Promise<{
     }
   };
   report(sysctls);
-  const sysctlTimer = node.primaryIf ? setInterval(() => void hn.checkSysctls(node.primaryIf!).then((c) => { report(c, sysctls); sysctls = c; }), SYSCTL_RECHECK_MS) : undefined;
-  sysctlTimer?.unref();
+  const sysctlTask = node.primaryIf ? new PeriodicTask({ intervalMs: SYSCTL_RECHECK_MS, run: () => hn.checkSysctls(node.primaryIf!).then((c) => { report(c, sysctls); sysctls = c; }) }) : undefined;
+  sysctlTask?.start();
   const applied = new Map<string, EniInfo>();
   /** Set up through the hook, not yet seen in the datastore: never torn down as "freed". */
   const viaHook = new Set<string>();
@@ -76,7 +77,7 @@ export async function startHostNetworkSync(o: HostNetworkSyncOptions): Promise<{
   };
   const sync = () => (running ??= pass().catch((e: Error) => o.log.error({ err: e.message }, 'host networking sync failed; retrying')).finally(() => { running = undefined; }));
   for (const eni of o.ds.listEnis()) if (!eni.isPrimary) { await hn.setupEni(eni); applied.set(eni.eniId, eni); }
-  const timer = setInterval(() => void sync(), o.intervalMs);
-  timer.unref();
-  return { sync, setupEni: (eni) => setupEni(eni, true), stop: () => { clearInterval(timer); clearInterval(sysctlTimer); }, sysctls: () => sysctls };
+  const syncTask = new PeriodicTask({ intervalMs: o.intervalMs, run: sync });
+  syncTask.start();
+  return { sync, setupEni: (eni) => setupEni(eni, true), stop: () => { void syncTask.stop(); void sysctlTask?.stop(); }, sysctls: () => sysctls };
 }

@@ -12,7 +12,7 @@
  */
 import type { CheckpointData, CheckpointLoad } from '../checkpoint/index.js';
 import type { Datastore } from '../datastore/datastore.js';
-import type { ReleaseGate } from '../controller/release-gate.js';
+import type { ReleaseGate } from '../controller/release/release-gate.js';
 import type { Logger } from '../log.js';
 
 /** Outcome counts of a restore, for logs and tests. */

@@ -1,7 +1,7 @@
 /**
  * Issue 4 item 4, ENI ownership, against the real ipamd binary and the simulated cloud:
  * the leaked-ENI sweep deletes only our tagged, `available` ENIs older than 5 minutes
- * (in CLUSTER_NAME scope: any instance of the cluster; see ipamd/controller/leak-sweep.ts),
+ * (in CLUSTER_NAME scope: any instance of the cluster; see ipamd/controller/eni-lifecycle/leak-sweep.ts),
  * never while releases are frozen, never with DISABLE_LEAKED_ENI_CLEANUP; untagged and
  * `no_manage=true` ENIs attached to the node are never touched, and new ENIs take the
  * first free device index around them.

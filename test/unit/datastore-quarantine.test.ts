@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { pino } from 'pino';
 import { Datastore } from '../../ipamd/datastore/datastore.js';
 import type { EniInfo } from '../../ipamd/datastore/types.js';
-import { checkQuarantine } from '../../ipamd/controller/quarantine-check.js';
+import { checkQuarantine } from '../../ipamd/controller/pool-loop/quarantine-check.js';
 
 const eni: EniInfo = {
   eniId: 'eni-0', mac: '02:00:00:00:00:00', deviceNumber: 0, subnetId: 'subnet-1', subnetCidr: '10.0.0.0/24',

@@ -11,8 +11,8 @@ import assert from 'node:assert/strict';
 import { Datastore, RELEASED_CONTAINERS_KEPT } from '../../ipamd/datastore/datastore.js';
 import type { Allocation, EniInfo } from '../../ipamd/datastore/types.js';
 import { mergeEvidence } from '../../ipamd/restore/merge.js';
-import { decideSend, type ReleaseOps } from '../../ipamd/controller/release-batch.js';
-import { ReleaseGate } from '../../ipamd/controller/release-gate.js';
+import { decideSend, type ReleaseOps } from '../../ipamd/controller/release/release-batch.js';
+import { ReleaseGate } from '../../ipamd/controller/release/release-gate.js';
 
 const eni = (id: string, dev: number): EniInfo => ({
   eniId: id, mac: `02:00:00:00:00:0${dev}`, deviceNumber: dev, subnetId: 'subnet-1', subnetCidr: '10.0.0.0/24',

@@ -6,8 +6,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Ec2Error, type Ec2Eni } from '../../ipamd/cloud/ec2.js';
-import { failedForSure, unassignRefusedKeepingAddresses } from '../../ipamd/controller/eni-ownership.js';
-import { whyNotLeaked } from '../../ipamd/controller/leak-sweep.js';
+import { failedForSure, unassignRefusedKeepingAddresses } from '../../ipamd/cloud/ec2-outcome.js';
+import { whyNotLeaked } from '../../ipamd/controller/eni-lifecycle/leak-sweep.js';
 import { planAdoption } from '../../ipamd/startup/adopt.js';
 
 const NOW = Date.parse('2026-01-01T12:00:00Z');

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Datastore } from '../../ipamd/datastore/datastore.js';
-import { ReleaseGate } from '../../ipamd/controller/release-gate.js';
+import { ReleaseGate } from '../../ipamd/controller/release/release-gate.js';
 import { createMetrics } from '../../ipamd/observability/metrics.js';
 import { startMetricsServer } from '../../ipamd/observability/metrics-server.js';
 import { loadConfig } from '../../ipamd/config.js';

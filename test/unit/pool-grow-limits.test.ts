@@ -7,8 +7,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { growBlockedReason, subnetFullReason, type EniLimits, type EnisOutsidePool } from '../../ipamd/pool/grow-limits.js';
 import type { PoolEniView, PoolTargets } from '../../ipamd/pool/types.js';
-import { AddressWaiters, PoolExhaustedError } from '../../ipamd/controller/address-waiters.js';
-import { EniBook } from '../../ipamd/controller/eni-book.js';
+import { AddressWaiters, PoolExhaustedError } from '../../ipamd/controller/pool-loop/address-waiters.js';
+import { EniBook } from '../../ipamd/controller/eni-lifecycle/eni-book.js';
 import { Datastore } from '../../ipamd/datastore/datastore.js';
 
 const full = (d: number, cap = 9): PoolEniView => ({ eniId: `eni-${d}`, deviceNumber: d, isPrimary: d === 0, createdAtMs: 0, capacity: cap, total: cap, assigned: cap, cooling: 0 });

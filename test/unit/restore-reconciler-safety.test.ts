@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { pino } from 'pino';
 import { Datastore } from '../../ipamd/datastore/datastore.js';
-import { ReleaseGate } from '../../ipamd/controller/release-gate.js';
+import { ReleaseGate } from '../../ipamd/controller/release/release-gate.js';
 import { EvidenceReconciler } from '../../ipamd/restore/reconciler.js';
 import type { KernelEvidence } from '../../ipamd/restore/kernel-parse.js';
 import type { SandboxEvidence } from '../../ipamd/restore/merge.js';

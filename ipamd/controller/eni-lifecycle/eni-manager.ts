@@ -12,25 +12,25 @@
  * after the optional `beforeEniUsable` hook (host networking: link, route table, rule)
  * has succeeded for it; until then it is pending, and the reconcile retries.
  */
-import type { Datastore } from '../datastore/datastore.js';
-import type { EniInfo } from '../datastore/types.js';
-import type { Ec2Api, Ec2Eni } from '../cloud/ec2.js';
-import type { Logger } from '../log.js';
-import type { ReleaseGate } from './release-gate.js';
+import type { Datastore } from '../../datastore/datastore.js';
+import type { EniInfo } from '../../datastore/types.js';
+import type { Ec2Port, Ec2Eni } from '../../cloud/ec2-port.js';
+import type { Logger } from '../../log.js';
+import type { ReleaseGate } from '../release/release-gate.js';
 import { EniBook } from './eni-book.js';
 import { createAndAttachEni, type EniCreateContext, type InstanceContext } from './eni-create.js';
 import { freeEni, retryOrphans, type EniFreeContext, type FreeOptions } from './eni-free.js';
 import { eniCreatedAtMs } from './eni-ownership.js';
-import type { ImdsEniLister } from './eni-wait.js';
+import { realSleep, type ImdsEniLister, type Sleep } from './eni-wait.js';
 
-export { ENI_DESCRIPTION_PREFIX, TAG_CLUSTER_NAME, TAG_CREATED_AT, TAG_INSTANCE_ID, TAG_NO_MANAGE, eniCreatedAtMs, failedForSure, isOurEni } from './eni-ownership.js';
+export { ENI_DESCRIPTION_PREFIX, TAG_CLUSTER_NAME, TAG_CREATED_AT, TAG_INSTANCE_ID, TAG_NO_MANAGE, eniCreatedAtMs, isOurEni } from './eni-ownership.js';
 export type { InstanceContext } from './eni-create.js';
 export type { FreeOptions } from './eni-free.js';
 export type { ImdsEniLister } from './eni-wait.js';
 
 /** Options of {@link EniManager}. */
 export interface EniManagerOptions {
-  ec2: Ec2Api;
+  ec2: Ec2Port;
   ds: Datastore;
   gate: ReleaseGate;
   log: Logger;
@@ -44,6 +44,8 @@ export interface EniManagerOptions {
   /** How long createAndAttach waits for IMDS to list a new ENI before leaving it to the reconcile (ms, default 30 000). */
   imdsWaitMs?: number;
   now?: () => number;
+  /** Waits between EC2/IMDS polls (ms; default a real timer; tests advance a virtual clock). */
+  sleep?: Sleep;
   /** How long to wait for an attachment to settle (ms, default 60 000). */
   settleTimeoutMs?: number;
   /**
@@ -69,10 +71,11 @@ export class EniManager extends EniBook {
   constructor(private readonly o: EniManagerOptions) {
     super(o.ds, o.unmanagedDeviceIndexes, o.now ?? Date.now);
     const settleMs = o.settleTimeoutMs ?? 60_000;
+    const sleep = o.sleep ?? realSleep;
     this.createCtx = {
       ec2: o.ec2, log: o.log, instance: o.instance, additionalTags: o.additionalTags, prefixDelegation: o.prefixDelegation ?? false,
       ...(o.clusterName ? { clusterName: o.clusterName } : {}), ...(o.imds ? { imds: o.imds } : {}),
-      imdsWaitMs: o.imdsWaitMs ?? 30_000, settleMs, now: this.now, inFlight: this.inFlightIds, needsDeleteOnTermination: this.needsDeleteOnTermination,
+      imdsWaitMs: o.imdsWaitMs ?? 30_000, settleMs, now: this.now, sleep, inFlight: this.inFlightIds, needsDeleteOnTermination: this.needsDeleteOnTermination,
       attachedPending: (eniId, deviceIndex) => {
         this.markPending(eniId, deviceIndex);
         this.releaseDeviceIndex(deviceIndex);
@@ -80,7 +83,7 @@ export class EniManager extends EniBook {
       adopt: (eni) => this.adoptWhenUsable(eni),
     };
     this.freeCtx = {
-      ds: o.ds, ec2: o.ec2, gate: o.gate, log: o.log, instanceId: o.instance.instanceId, now: this.now, settleMs,
+      ds: o.ds, ec2: o.ec2, gate: o.gate, log: o.log, instanceId: o.instance.instanceId, now: this.now, sleep, settleMs,
       inFlight: this.inFlightIds, orphans: this.orphans, markOrphan: (id, idx) => this.markOrphan(id, idx),
     };
   }

@@ -15,10 +15,10 @@
  * 3. {@link UnsettledReleases.settle}: a describe of the ENI decides the unknown ones; a
  *    failed describe decides nothing (DESIGN §8).
  */
-import type { Ec2Api, Ec2Eni } from '../cloud/ec2.js';
-import type { Allocation } from '../datastore/types.js';
-import type { Logger } from '../log.js';
-import { unassignRefusedKeepingAddresses } from './eni-ownership.js';
+import type { Ec2Port, Ec2Eni } from '../../cloud/ec2-port.js';
+import type { Allocation } from '../../datastore/types.js';
+import type { Logger } from '../../log.js';
+import { unassignRefusedKeepingAddresses } from '../../cloud/ec2-outcome.js';
 import type { ReleaseGate } from './release-gate.js';
 
 /** How one kind of release (items = IPs, or /28 prefixes) reads and changes the datastore. */
@@ -61,7 +61,7 @@ export function decideSend(items: readonly string[], ops: ReleaseOps, gate: Rele
 export class UnsettledReleases {
   private readonly byEni = new Map<string, Set<string>>();
 
-  constructor(private readonly o: { ec2: Ec2Api; log: Logger; ops: ReleaseOps }) {}
+  constructor(private readonly o: { ec2: Ec2Port; log: Logger; ops: ReleaseOps }) {}
 
   /** Items held back, all ENIs. */
   list(): string[] {

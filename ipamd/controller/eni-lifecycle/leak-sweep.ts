@@ -25,10 +25,11 @@
  * An `available` ENI holds no address a pod can use (it is attached to no instance), so
  * deleting it cannot take an IP from a running pod.
  */
-import { Ec2Error, type Ec2Api, type Ec2Eni } from '../cloud/ec2.js';
-import type { Logger } from '../log.js';
+import { Ec2Error, type Ec2Port, type Ec2Eni } from '../../cloud/ec2-port.js';
+import type { Logger } from '../../log.js';
 import { ENI_DESCRIPTION_PREFIX, eniCreatedAtMs, TAG_CLUSTER_NAME, TAG_INSTANCE_ID, TAG_NO_MANAGE } from './eni-ownership.js';
-import type { ReleaseGate } from './release-gate.js';
+import type { ReleaseGate } from '../release/release-gate.js';
+import { PeriodicTask } from '../periodic-task.js';
 
 /** Minimum age of a leaked ENI before the sweep deletes it (ms): 5 min, as DESIGN §3 and AWS. */
 export const LEAKED_ENI_MIN_AGE_MS = 5 * 60_000;
@@ -64,7 +65,7 @@ export function whyNotLeaked(eni: Ec2Eni, s: LeakScope): string | undefined {
 
 /** Options of {@link LeakedEniSweeper}. */
 export interface LeakedEniSweeperOptions {
-  ec2: Ec2Api;
+  ec2: Ec2Port;
   gate: ReleaseGate;
   log: Logger;
   instanceId: string;
@@ -95,7 +96,7 @@ export interface SweepReport {
 /** Runs the sweep on a jittered timer. */
 export class LeakedEniSweeper {
   private readonly now: () => number;
-  private timer?: NodeJS.Timeout;
+  private readonly task: PeriodicTask;
   private running?: Promise<SweepReport>;
   private stopped = false;
   /** The last sweep's report (for status). */
@@ -103,25 +104,20 @@ export class LeakedEniSweeper {
 
   constructor(private readonly o: LeakedEniSweeperOptions) {
     this.now = o.now ?? Date.now;
+    this.task = new PeriodicTask({ intervalMs: o.intervalMs, run: () => this.runOnce() });
   }
 
   /** Schedules the first sweep after the start jitter, then one every `intervalMs`. */
   start(): void {
     const first = Math.round((this.o.random ?? Math.random)() * this.o.jitterMs);
     this.o.log.info({ firstInMs: first, intervalMs: this.o.intervalMs, scope: this.o.clusterName ? `cluster ${this.o.clusterName}` : `instance ${this.o.instanceId}` }, 'leaked-ENI sweep scheduled');
-    const tick = (delay: number): void => {
-      this.timer = setTimeout(() => {
-        void this.runOnce().catch(() => undefined).finally(() => { if (!this.stopped) tick(this.o.intervalMs); });
-      }, delay);
-      this.timer.unref();
-    };
-    tick(first);
+    this.task.start(first);
   }
 
   /** Stops the timer and waits for a sweep in flight. */
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.timer);
+    await this.task.stop();
     await this.running?.catch(() => undefined);
   }
 

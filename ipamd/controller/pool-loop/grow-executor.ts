@@ -16,13 +16,13 @@
  * with the reason); other failures are transient: ENI creation backs off (1 s doubling
  * to 30 s) and waiters keep waiting.
  */
-import { Ec2Error, type Ec2Api } from '../cloud/ec2.js';
-import type { Datastore } from '../datastore/datastore.js';
-import type { Logger } from '../log.js';
-import { ADDRESSES_PER_SLOT, planGrow, type GrowPlan, type PoolEniView, type PoolTargets } from '../pool/index.js';
-import { growBlockedReason, subnetFullReason, type EniLimits } from '../pool/grow-limits.js';
-import type { EniManager } from './eni-manager.js';
-import { failedForSure } from './eni-ownership.js';
+import { Ec2Error, type Ec2Port } from '../../cloud/ec2-port.js';
+import type { Datastore } from '../../datastore/datastore.js';
+import type { Logger } from '../../log.js';
+import { ADDRESSES_PER_SLOT, planGrow, type GrowPlan, type PoolEniView, type PoolTargets } from '../../pool/index.js';
+import { growBlockedReason, subnetFullReason, type EniLimits } from '../../pool/grow-limits.js';
+import type { EniManager } from '../eni-lifecycle/eni-manager.js';
+import { failedForSure } from '../../cloud/ec2-outcome.js';
 
 /** EC2 codes meaning the subnet cannot give more addresses now. */
 const SUBNET_FULL = new Set(['InsufficientFreeAddressesInSubnet', 'InsufficientCidrBlocks']);
@@ -34,7 +34,7 @@ const ATTACH_LIMIT = 'AttachmentLimitExceeded';
 /** Options of {@link GrowExecutor}. */
 export interface GrowExecutorOptions {
   ds: Datastore;
-  ec2: Ec2Api;
+  ec2: Ec2Port;
   enis: EniManager;
   log: Logger;
   targets: PoolTargets;

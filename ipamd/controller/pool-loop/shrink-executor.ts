@@ -15,20 +15,20 @@
  * in {@link ShrinkOutcome.lost} if EC2 took it); an outcome EC2 did not give (5xx,
  * timeout) stays reserved until a describe settles it.
  */
-import type { Ec2Api } from '../cloud/ec2.js';
-import type { Datastore } from '../datastore/datastore.js';
-import type { Allocation } from '../datastore/types.js';
-import type { Logger } from '../log.js';
-import { ADDRESSES_PER_SLOT, planShrink, poolCounts, type PoolTargets, type SurplusTracker } from '../pool/index.js';
-import type { EniManager } from './eni-manager.js';
-import { PrefixReleaser } from './prefix-release.js';
-import { decideSend, sendRelease, UnsettledReleases, type ReleaseOps } from './release-batch.js';
-import type { ReleaseGate } from './release-gate.js';
+import type { Ec2Port } from '../../cloud/ec2-port.js';
+import type { Datastore } from '../../datastore/datastore.js';
+import type { Allocation } from '../../datastore/types.js';
+import type { Logger } from '../../log.js';
+import { ADDRESSES_PER_SLOT, planShrink, poolCounts, type PoolTargets, type SurplusTracker } from '../../pool/index.js';
+import type { EniManager } from '../eni-lifecycle/eni-manager.js';
+import { PrefixReleaser } from '../release/prefix-release.js';
+import { decideSend, sendRelease, UnsettledReleases, type ReleaseOps } from '../release/release-batch.js';
+import type { ReleaseGate } from '../release/release-gate.js';
 
 /** Options of {@link ShrinkExecutor}. */
 export interface ShrinkExecutorOptions {
   ds: Datastore;
-  ec2: Ec2Api;
+  ec2: Ec2Port;
   enis: EniManager;
   gate: ReleaseGate;
   log: Logger;

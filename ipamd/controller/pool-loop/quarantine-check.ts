@@ -7,8 +7,9 @@
  * while something is quarantined (nothing runs otherwise). A read that fails lifts
  * nothing (never free on absence of evidence).
  */
-import { ipShow } from '../../cni-plugin/ip-query.js';
-import type { Logger } from '../log.js';
+import { ipShow } from '../../../cni-plugin/ip-query.js';
+import type { Logger } from '../../log.js';
+import { PeriodicTask } from '../periodic-task.js';
 
 /** What the check needs of the datastore. */
 export interface QuarantineStore {
@@ -60,15 +61,7 @@ export async function checkQuarantine(o: Omit<QuarantineCheckOptions, 'intervalM
 
 /** Runs {@link checkQuarantine} every `intervalMs` until `stop()` (which waits for a pass in progress). */
 export function startQuarantineCheck(o: QuarantineCheckOptions): { stop(): Promise<void> } {
-  let running: Promise<unknown> = Promise.resolve();
-  const timer = setInterval(() => {
-    running = running.then(() => checkQuarantine(o));
-  }, o.intervalMs);
-  timer.unref();
-  return {
-    async stop() {
-      clearInterval(timer);
-      await running;
-    },
-  };
+  const task = new PeriodicTask({ intervalMs: o.intervalMs, run: () => checkQuarantine(o) });
+  task.start();
+  return { stop: () => task.stop() };
 }

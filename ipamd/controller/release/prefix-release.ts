@@ -7,17 +7,17 @@
  * reservation to EC2's answer (an adoption mid-way, an outcome unknown until a describe
  * settles it) are those of release-batch.ts.
  */
-import type { Ec2Api } from '../cloud/ec2.js';
-import type { Datastore } from '../datastore/datastore.js';
-import type { Allocation } from '../datastore/types.js';
-import type { Logger } from '../log.js';
+import type { Ec2Port } from '../../cloud/ec2-port.js';
+import type { Datastore } from '../../datastore/datastore.js';
+import type { Allocation } from '../../datastore/types.js';
+import type { Logger } from '../../log.js';
 import { decideSend, sendRelease, UnsettledReleases, type ReleaseOps } from './release-batch.js';
 import type { ReleaseGate } from './release-gate.js';
 
 /** Options of {@link PrefixReleaser}. */
 export interface PrefixReleaserOptions {
   ds: Datastore;
-  ec2: Ec2Api;
+  ec2: Ec2Port;
   gate: ReleaseGate;
   log: Logger;
   /** Clock (ms since epoch). */

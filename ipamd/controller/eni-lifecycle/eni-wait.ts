@@ -1,25 +1,31 @@
 /**
  * Polling waits of the ENI lifecycle: until EC2 reports an attachment settled, and until
  * IMDS (a hint that the OS sees the interface) lists a new ENI. Back-off from 100 ms
- * doubling to 2 s; every EC2 poll goes through {@link Ec2Api} (its token bucket).
+ * doubling to 2 s; every EC2 poll goes through the {@link Ec2Port} (in ipamd: Ec2Api and its token bucket).
  */
-import { setTimeout as sleep } from 'node:timers/promises';
-import { Ec2Error, type Ec2Api, type Ec2Eni } from '../cloud/ec2.js';
-import type { ImdsEni } from '../cloud/imds.js';
-import type { Logger } from '../log.js';
+import { setTimeout as timerSleep } from 'node:timers/promises';
+import { Ec2Error, type Ec2Port, type Ec2Eni } from '../../cloud/ec2-port.js';
+import type { ImdsEni } from '../../cloud/imds.js';
+import type { Logger } from '../../log.js';
 
 /** Lists the ENIs IMDS shows (ImdsClient satisfies it). */
 export interface ImdsEniLister {
   enis(): Promise<ImdsEni[]>;
 }
 
+/** Waits `ms` (the default: a timer; tests pass one that advances a virtual clock). */
+export type Sleep = (ms: number) => Promise<void>;
+
+/** The default {@link Sleep}: a real timer. */
+export const realSleep: Sleep = (ms) => timerSleep(ms);
+
 /**
  * Polls DescribeNetworkInterfaces until the ENI is `attached` (want `attached`) or
- * `available` with no live attachment (want `detached`).
+ * `available` with no live attachment (want `detached`), sleeping with `sleep` between polls.
  * @returns the ENI as EC2 describes it then.
  * @throws Ec2Error `InvalidNetworkInterfaceID.NotFound` if it vanished, `Timeout` after `timeoutMs`, or the describe's own error.
  */
-export async function waitForAttachment(ec2: Ec2Api, eniId: string, want: 'attached' | 'detached', timeoutMs: number, now: () => number): Promise<Ec2Eni> {
+export async function waitForAttachment(ec2: Ec2Port, eniId: string, want: 'attached' | 'detached', timeoutMs: number, now: () => number, sleep: Sleep = realSleep): Promise<Ec2Eni> {
   const deadline = now() + timeoutMs;
   let delay = 100;
   for (;;) {
@@ -37,7 +43,7 @@ export async function waitForAttachment(ec2: Ec2Api, eniId: string, want: 'attac
  * Polls IMDS until it lists `eniId`. IMDS read errors are logged (debug) and retried.
  * @returns true once listed, false after `timeoutMs`; true at once without an IMDS lister.
  */
-export async function waitForImds(imds: ImdsEniLister | undefined, eniId: string, timeoutMs: number, now: () => number, log: Logger): Promise<boolean> {
+export async function waitForImds(imds: ImdsEniLister | undefined, eniId: string, timeoutMs: number, now: () => number, log: Logger, sleep: Sleep = realSleep): Promise<boolean> {
   if (!imds) return true;
   const deadline = now() + timeoutMs;
   let delay = 100;

@@ -14,16 +14,17 @@
  * waiters that the ENIs still being created cannot serve, at once, naming the binding
  * limit (`pool/grow-limits.ts`).
  */
-import type { Datastore } from '../datastore/datastore.js';
-import type { Ec2Api } from '../cloud/ec2.js';
-import type { Logger } from '../log.js';
-import { poolCounts, SurplusTracker, type PoolTargets } from '../pool/index.js';
-import type { EniLimits } from '../pool/grow-limits.js';
+import type { Datastore } from '../../datastore/datastore.js';
+import type { Ec2Port } from '../../cloud/ec2-port.js';
+import type { Logger } from '../../log.js';
+import { poolCounts, SurplusTracker, type PoolTargets } from '../../pool/index.js';
+import type { EniLimits } from '../../pool/grow-limits.js';
 import { AddressWaiters, PoolExhaustedError } from './address-waiters.js';
-import type { EniManager } from './eni-manager.js';
+import type { EniManager } from '../eni-lifecycle/eni-manager.js';
 import { GrowExecutor, type GrowFailureKind } from './grow-executor.js';
 import { ShrinkExecutor } from './shrink-executor.js';
-import type { ReleaseGate } from './release-gate.js';
+import { PeriodicTask } from '../periodic-task.js';
+import type { ReleaseGate } from '../release/release-gate.js';
 
 export { PoolExhaustedError } from './address-waiters.js';
 
@@ -33,7 +34,7 @@ const RETRY_AFTER_FAILURE_MS = 500;
 /** Options of {@link PoolController}. */
 export interface PoolControllerOptions {
   ds: Datastore;
-  ec2: Ec2Api;
+  ec2: Ec2Port;
   enis: EniManager;
   gate: ReleaseGate;
   log: Logger;
@@ -66,7 +67,8 @@ export class PoolController {
   private readonly waiters: AddressWaiters;
   private running?: Promise<void>;
   private again = false;
-  private timer?: NodeJS.Timeout;
+  /** Re-evaluates every `intervalMs` when nothing else triggers a step. */
+  private readonly ticker: PeriodicTask;
   private wakeTimer?: NodeJS.Timeout;
   private scheduled?: NodeJS.Immediate;
   private stopped = false;
@@ -74,6 +76,7 @@ export class PoolController {
 
   constructor(private readonly o: PoolControllerOptions) {
     this.now = o.now ?? Date.now;
+    this.ticker = new PeriodicTask({ intervalMs: o.intervalMs, run: () => this.trigger() });
     this.shrinker = new ShrinkExecutor({
       ds: o.ds, ec2: o.ec2, enis: o.enis, gate: o.gate, log: o.log, targets: o.targets, surplus: this.surplus,
       shrinkDelayMs: o.shrinkDelayMs, minEniAgeMs: o.minEniAgeMs ?? 60_000, now: () => this.now(),
@@ -97,19 +100,18 @@ export class PoolController {
   /** Starts the periodic loop and runs a first step. */
   start(): void {
     this.started = true;
-    this.timer = setInterval(() => this.trigger(), this.o.intervalMs);
-    this.timer.unref();
-    this.trigger();
+    this.ticker.start(0);
   }
 
   /** Stops the loop, fails waiting ADDs, and waits for the step and the ENI creations in flight. */
   async stop(): Promise<void> {
     this.stopped = true;
-    clearInterval(this.timer);
+    const ticking = this.ticker.stop();
     clearTimeout(this.wakeTimer);
     if (this.scheduled) clearImmediate(this.scheduled);
     this.scheduled = undefined;
     this.waiters.failAll(new PoolExhaustedError('ipamd is shutting down'));
+    await ticking;
     await this.running;
     await this.grower.idle();
   }
@@ -197,7 +199,7 @@ export class PoolController {
   }
 
   /**
-   * Runs `fn` while no pool step and no ENI creation runs (the EC2/IMDS reconcile: a
+   * Runs `fn` while no pool step and no ENI creation runs (the ENI reconcile: a
    * describe must not race a grow or shrink). Steps asked for meanwhile run right after.
    */
   async exclusive<T>(fn: () => Promise<T>): Promise<T> {

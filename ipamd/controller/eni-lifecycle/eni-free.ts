@@ -3,23 +3,26 @@
  * nothing (detach, never forced; wait until `available`; delete, NotFound = deleted), and
  * retry the deletion of orphans. Nothing is detached or deleted while releases are frozen.
  */
-import { Ec2Error, type Ec2Api, type Ec2Eni } from '../cloud/ec2.js';
-import type { Datastore } from '../datastore/datastore.js';
-import type { Logger } from '../log.js';
-import { failedForSure, isOurEni } from './eni-ownership.js';
-import { waitForAttachment } from './eni-wait.js';
-import type { ReleaseGate } from './release-gate.js';
+import { Ec2Error, type Ec2Port, type Ec2Eni } from '../../cloud/ec2-port.js';
+import type { Datastore } from '../../datastore/datastore.js';
+import type { Logger } from '../../log.js';
+import { failedForSure } from '../../cloud/ec2-outcome.js';
+import { isOurEni } from './eni-ownership.js';
+import { waitForAttachment, type Sleep } from './eni-wait.js';
+import type { ReleaseGate } from '../release/release-gate.js';
 
 /** What freeing needs from the ENI manager (its state is shared, not copied). */
 export interface EniFreeContext {
   ds: Datastore;
-  ec2: Ec2Api;
+  ec2: Ec2Port;
   gate: ReleaseGate;
   log: Logger;
   instanceId: string;
   now: () => number;
   /** How long to wait for a detach to settle (ms). */
   settleMs: number;
+  /** Waits between polls (ms). */
+  sleep: Sleep;
   /** ENIs this process works on now (the sweep skips them). */
   inFlight: Set<string>;
   /** Orphans: detached by us, not yet deleted. */
@@ -150,7 +153,7 @@ export async function retryOrphans(c: EniFreeContext): Promise<string[]> {
  */
 async function finishOrphan(c: EniFreeContext, eniId: string, wait: boolean): Promise<boolean> {
   try {
-    if (wait) await waitForAttachment(c.ec2, eniId, 'detached', c.settleMs, c.now);
+    if (wait) await waitForAttachment(c.ec2, eniId, 'detached', c.settleMs, c.now, c.sleep);
     else {
       const [eni] = await c.ec2.describeEnis([eniId]);
       if (eni && (eni.status !== 'available' || eni.attachment)) return false;

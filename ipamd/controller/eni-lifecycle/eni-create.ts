@@ -4,13 +4,14 @@
  * device index reserved beforehand, set DeleteOnTermination, wait for the attachment
  * (EC2) and for IMDS to list it, then hand it to the adopter (which runs the
  * "before usable" hook and puts its addresses into the datastore). Every call goes
- * through {@link Ec2Api}, so parallel creations share the node's token bucket.
+ * through the {@link Ec2Port} (in ipamd: Ec2Api, so parallel creations share the node's token bucket).
  */
-import type { Ec2Api, Ec2Eni } from '../cloud/ec2.js';
-import type { EniInfo } from '../datastore/types.js';
-import type { Logger } from '../log.js';
-import { ENI_DESCRIPTION_PREFIX, failedForSure, TAG_CLUSTER_NAME, TAG_CREATED_AT, TAG_INSTANCE_ID } from './eni-ownership.js';
-import { waitForAttachment, waitForImds, type ImdsEniLister } from './eni-wait.js';
+import type { Ec2Port, Ec2Eni } from '../../cloud/ec2-port.js';
+import type { EniInfo } from '../../datastore/types.js';
+import type { Logger } from '../../log.js';
+import { failedForSure } from '../../cloud/ec2-outcome.js';
+import { ENI_DESCRIPTION_PREFIX, TAG_CLUSTER_NAME, TAG_CREATED_AT, TAG_INSTANCE_ID } from './eni-ownership.js';
+import { waitForAttachment, waitForImds, type ImdsEniLister, type Sleep } from './eni-wait.js';
 
 /** The instance facts the ENI manager needs. */
 export interface InstanceContext {
@@ -27,7 +28,7 @@ export interface InstanceContext {
 
 /** What a creation needs from the ENI manager. */
 export interface EniCreateContext {
-  ec2: Ec2Api;
+  ec2: Ec2Port;
   log: Logger;
   instance: InstanceContext;
   clusterName?: string;
@@ -38,6 +39,8 @@ export interface EniCreateContext {
   imdsWaitMs: number;
   settleMs: number;
   now: () => number;
+  /** Waits between polls (ms). */
+  sleep: Sleep;
   /** ENIs this process works on now (the sweep skips them). */
   inFlight: Set<string>;
   /** Attached ENIs whose DeleteOnTermination could not be set yet. */
@@ -101,8 +104,8 @@ export async function createAndAttachEni(c: EniCreateContext, count: number, dev
       c.needsDeleteOnTermination.add(eni.eniId);
       log.warn({ eniId: eni.eniId, err: (e as Error).message }, 'could not set DeleteOnTermination; the reconcile retries');
     }
-    const settled = await waitForAttachment(ec2, eni.eniId, 'attached', c.settleMs, c.now);
-    if (!(await waitForImds(c.imds, eni.eniId, c.imdsWaitMs, c.now, log))) {
+    const settled = await waitForAttachment(ec2, eni.eniId, 'attached', c.settleMs, c.now, c.sleep);
+    if (!(await waitForImds(c.imds, eni.eniId, c.imdsWaitMs, c.now, log, c.sleep))) {
       log.warn({ eniId: eni.eniId, waitedMs: c.imdsWaitMs }, 'IMDS does not list the new ENI yet; left pending for the reconcile');
       return undefined;
     }

@@ -1,5 +1,5 @@
 /**
- * The EC2/IMDS reconcile (issue 4 item 6, DESIGN §4 rule 4): every
+ * The ENI reconcile (issue 4 item 6, DESIGN §4 rule 4): every
  * ENI_IPAM_RECONCILE_INTERVAL it compares, **by content**, what the datastore holds,
  * what IMDS lists and what EC2 describes for this instance's ENIs. EC2 is the truth;
  * IMDS is a hint that the OS sees an interface.
@@ -20,14 +20,21 @@
  *
  * IPs IMDS lists that EC2 does not (`imdsOnly`) and EC2 IPs IMDS misses (`imdsMissing`)
  * are reported only: an IMDS-only IP is never added, an IMDS-missing one never removed.
+ *
+ * Names, one per concept: the *evidence pass* (restore/reconciler.ts) reads the CRI
+ * runtime, Kubernetes and the kernel against the datastore's allocations; the *ENI
+ * reconcile* (controller/eni-lifecycle/eni-reconcile.ts) reads EC2 and IMDS against the
+ * datastore's ENIs and addresses; *CNI GC* (service/gc.ts) is the runtime's GC verb; the
+ * *leaked-ENI sweep* (controller/eni-lifecycle/leak-sweep.ts) deletes ENIs no node uses.
  */
 import ipaddr from 'ipaddr.js';
-import type { Ec2Api, Ec2Eni } from '../cloud/ec2.js';
-import type { ImdsEni } from '../cloud/imds.js';
-import type { Datastore } from '../datastore/datastore.js';
-import type { Logger } from '../log.js';
+import type { Ec2Port, Ec2Eni } from '../../cloud/ec2-port.js';
+import type { ImdsEni } from '../../cloud/imds.js';
+import type { Datastore } from '../../datastore/datastore.js';
+import type { Logger } from '../../log.js';
 import { isOurEni } from './eni-ownership.js';
 import type { EniManager, ImdsEniLister } from './eni-manager.js';
+import { PeriodicTask } from '../periodic-task.js';
 
 /** The part of the pool controller the reconcile needs. */
 export interface ExclusivePool {
@@ -39,7 +46,7 @@ export interface ExclusivePool {
 
 /** Options of {@link EniReconciler}. */
 export interface EniReconcilerOptions {
-  ec2: Ec2Api;
+  ec2: Ec2Port;
   imds: ImdsEniLister;
   ds: Datastore;
   enis: EniManager;
@@ -79,9 +86,12 @@ export interface ReconcileReport {
 /** Runs the reconcile on a timer, with quick retries while ENIs are pending. */
 export class EniReconciler {
   private readonly now: () => number;
-  private timer?: NodeJS.Timeout;
-  private retryTimer?: NodeJS.Timeout;
+  /** The periodic pass; its extra run is the quick retry while ENIs are pending. */
+  private readonly task: PeriodicTask;
+  /** Delay of the quick retry scheduled (ms), 0 when none is. */
   private retryMs = 0;
+  /** The first pass is held back by a start-up delay (no quick retry before it). */
+  private firstPassDelayed = false;
   private running?: Promise<ReconcileReport>;
   private stopped = false;
   /** The last pass's report (for status). */
@@ -91,6 +101,7 @@ export class EniReconciler {
 
   constructor(private readonly o: EniReconcilerOptions) {
     this.now = o.now ?? Date.now;
+    this.task = new PeriodicTask({ intervalMs: o.intervalMs, run: () => this.runOnce() });
     o.enis.onPending(() => this.kick());
   }
 
@@ -98,27 +109,35 @@ export class EniReconciler {
   private kick(): void {
     if (this.stopped || this.retryMs > 0) return;
     this.retryMs = this.o.retryMinMs ?? 250;
-    this.retryTimer = setTimeout(() => void this.runOnce(), this.retryMs);
-    this.retryTimer.unref();
+    this.task.runAfter(this.retryMs);
   }
 
-  /** Starts the periodic pass and runs one now. */
-  start(): void {
-    this.timer = setInterval(() => void this.runOnce(), this.o.intervalMs);
-    this.timer.unref();
-    void this.runOnce();
+  /**
+   * Starts the periodic pass: the first now, or after `firstPassDelayMs` (ms; a start-up
+   * jitter: a quick retry asked for before then does not come sooner), then one every
+   * `intervalMs`.
+   */
+  start(firstPassDelayMs = 0): void {
+    if (firstPassDelayMs > 0) {
+      this.retryMs = firstPassDelayMs;
+      this.firstPassDelayed = true;
+    }
+    this.task.start(firstPassDelayMs);
   }
 
   /** Stops the timers and waits for a pass in flight. */
   async stop(): Promise<void> {
     this.stopped = true;
-    clearInterval(this.timer);
-    clearTimeout(this.retryTimer);
+    await this.task.stop();
     await this.running?.catch(() => undefined);
   }
 
   /** Runs one pass now (coalesced with one in flight). Never throws. */
   runOnce(): Promise<ReconcileReport> {
+    if (this.firstPassDelayed) {
+      this.firstPassDelayed = false;
+      this.retryMs = 0; // quick retries after the first pass start from retryMinMs
+    }
     this.running ??= this.o.pool.exclusive(() => this.pass()).catch((e: Error) => {
       this.o.log.error({ err: e.message }, 'reconcile pass failed');
       return this.empty(false, e.message);
@@ -301,13 +320,12 @@ export class EniReconciler {
 
   /** While ENIs are pending or orphaned, retry sooner than the interval (backoff). */
   private scheduleRetry(r: ReconcileReport): void {
-    clearTimeout(this.retryTimer);
+    this.task.cancelExtra();
     if (this.stopped || (r.ok && r.pendingEnis.length === 0 && this.o.enis.orphanIds().length === 0)) {
       this.retryMs = 0;
       return;
     }
     this.retryMs = Math.min(this.retryMs ? this.retryMs * 2 : (this.o.retryMinMs ?? 250), this.o.intervalMs);
-    this.retryTimer = setTimeout(() => void this.runOnce(), this.retryMs);
-    this.retryTimer.unref();
+    this.task.runAfter(this.retryMs);
   }
 }
