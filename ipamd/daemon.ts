@@ -140,7 +140,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     onConflict: () => metrics.ipConflict(), onDel: metrics.delRequested, kernel,
     onAddFailed: (reason, noIp, d) => {
       metrics.addFailed(reason, noIp);
-      reporter?.podAddFailed({ reason, message: d.message, ...(d.pod ? { pod: d.pod } : {}) });
+      if (noIp) reporter?.podAddFailed({ reason, message: d.message, ...(d.pod ? { pod: d.pod } : {}) });
     },
   });
   let reporter: KubeReporter | undefined; // Events, node condition, taint: started once the pool runs
