@@ -4,7 +4,8 @@
 #     gcc + libc6-dev (the build compiles the CNI shim, cni-plugin/shim, statically);
 #     with --containerd also containerd, runc, iptables and
 #     containernetworking-plugins (/usr/lib/cni: loopback, ptp, host-local), kubernetes-client (kubectl),
-#     prometheus (promtool: the metrics test checks a real scrape with `promtool check metrics`);
+#     prometheus (promtool: the metrics test checks a real scrape with `promtool check metrics`,
+#     the rules test runs `promtool check/test rules`; the dashboard test runs the server);
 #     with --image also mmdebstrap (the image's Debian root filesystem) and umoci (the OCI layout),
 #     what `npm run image` needs (scripts/image/build.mjs), and buildah (the image test builds the
 #     Dockerfile with it).
@@ -43,8 +44,9 @@ if [ "$want_containerd" = 1 ]; then
   [ -x /usr/lib/cni/ptp ] && [ -x /usr/lib/cni/host-local ] && [ -x /usr/lib/cni/loopback ] || need+=(containernetworking-plugins)
   # kubectl: an independent client for the Kubernetes API stand-in (sim/kube) in the tests.
   command -v kubectl >/dev/null 2>&1 || need+=(kubernetes-client)
-  # promtool (Debian's prometheus package): `promtool check metrics` on a real scrape in the tests.
-  command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+  # promtool and the server (Debian's prometheus package): `promtool check metrics` on a real
+  # scrape, `promtool check/test rules`, and /usr/bin/prometheus scraping ipamd in the dashboard test.
+  { command -v promtool && [ -x /usr/bin/prometheus ]; } >/dev/null 2>&1 || need+=(prometheus)
 fi
 if [ "$want_image" = 1 ]; then
   command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap)

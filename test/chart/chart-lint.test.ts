@@ -18,6 +18,8 @@ test('a value of the wrong type is refused by values.schema.json, naming the fie
   await assert.rejects(renderChart({ serviceAccount: { annotations: { 'eks.amazonaws.com/role-arn': 42 } } }), /serviceAccount\/annotations\/eks.amazonaws.com~1role-arn': got number, want string/);
   await assert.rejects(renderChart({ image: { digest: 'latest' } }), /\/image\/digest'/);
   await assert.rejects(renderChart({ criSocket: 'containerd' }), /\/criSocket'/);
+  await assert.rejects(renderChart({ grafanaDashboard: { labels: { grafana_dashboard: 1 } } }), /grafanaDashboard\/labels\/grafana_dashboard': got number, want string/);
+  await assert.rejects(renderChart({ prometheusRule: { create: 'yes' } }), /\/prometheusRule\/create': got string, want boolean/);
 });
 
 test('an env var the chart sets from another value is refused in env, naming that value', async () => {
@@ -25,7 +27,7 @@ test('an env var the chart sets from another value is refused in env, naming tha
 });
 
 test('helm lint --strict passes with non-default values too', async () => {
-  const r = await helm(['lint', '--strict', CHART, '--set', 'podMonitor.create=true,serviceMonitor.create=true,rbac.nodeEventsAndStatus=true,taintWhenExhausted=true',
+  const r = await helm(['lint', '--strict', CHART, '--set', 'podMonitor.create=true,serviceMonitor.create=true,rbac.nodeEventsAndStatus=true,taintWhenExhausted=true,grafanaDashboard.create=true,prometheusRule.create=true',
     '--set', 'criSocket=/var/run/crio/crio.sock', '--set-string', 'image.digest=sha256:' + '0'.repeat(64), '--set', 'imagePullSecrets[0].name=regcred']);
   assert.equal(r.code, 0, r.stdout + r.stderr);
 });

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { renderChart } from '../helpers/helm.js';
+import { CHART, helm, renderChart } from '../helpers/helm.js';
 import { validateObject } from '../helpers/k8s-validate.js';
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -113,4 +113,53 @@ test('a misspelled field in a rendered object fails validation, naming its path'
   const sa = find(await renderChart(), 'ClusterRoleBinding');
   delete sa.roleRef;
   assert.ok((await validateObject(sa)).some((e) => /roleRef/.test(e)));
+});
+
+test('dashboard and alert rules: off by default; on, they carry the shipped files (one copy) and validate', async () => {
+  const { readFile } = await import('node:fs/promises');
+  const { parse } = await import('yaml');
+  const root = new URL('../../../', import.meta.url);
+  const dashboard = await readFile(new URL('config/grafana/eni-ipam-dashboard.json', root), 'utf8');
+  const rules = parse(await readFile(new URL('config/prometheus/eni-ipam-rules.yaml', root), 'utf8')) as Obj;
+  assert.ok(!(await renderChart()).some((o: Obj) => o.kind === 'PrometheusRule' || (o.kind === 'ConfigMap' && /dashboard/.test(o.metadata.name))), 'off by default');
+
+  const objs = await renderChart({ grafanaDashboard: { create: true }, prometheusRule: { create: true, labels: { release: 'kube-prometheus-stack' } } });
+  await assertValid(objs);
+  const cm = find(objs, 'ConfigMap');
+  assert.equal(cm.metadata.labels.grafana_dashboard, '1', 'the Grafana sidecar\'s default label');
+  assert.equal(cm.metadata.namespace, 'kube-system');
+  assert.equal(cm.data['eni-ipam.json'], dashboard.trimEnd(), 'the ConfigMap holds config/grafana/eni-ipam-dashboard.json as shipped');
+  assert.equal(JSON.parse(cm.data['eni-ipam.json']).uid, 'eni-ipam');
+  const rule = find(objs, 'PrometheusRule');
+  assert.equal(rule.apiVersion, 'monitoring.coreos.com/v1');
+  assert.equal(rule.metadata.labels.release, 'kube-prometheus-stack');
+  assert.deepEqual(rule.spec.groups, rules.groups, 'the PrometheusRule holds config/prometheus/eni-ipam-rules.yaml as shipped');
+  assert.ok(rule.spec.groups[0].rules.some((r: Obj) => r.alert === 'EniIpamReleasesFrozen' && r.for === '10m'));
+
+  // The sidecar's label and namespace are values (grafana chart: sidecar.dashboards.label / labelValue).
+  const other = find(await renderChart({ grafanaDashboard: { create: true, namespace: 'monitoring', labels: { grafana_dashboard: null, my_dashboards: 'yes' }, annotations: { grafana_folder: 'Networking' } } }), 'ConfigMap');
+  assert.equal(other.metadata.namespace, 'monitoring');
+  assert.equal(other.metadata.labels.my_dashboards, 'yes');
+  assert.equal(other.metadata.labels.grafana_dashboard, undefined, 'null removes the default label');
+  assert.equal(other.metadata.annotations.grafana_folder, 'Networking');
+});
+
+test('the packaged chart carries the dashboard and rules (the files/ links resolved by helm package)', async () => {
+  const { mkdtemp, readFile, readdir, rm } = await import('node:fs/promises');
+  const dir = await mkdtemp('/tmp/eni-ipam-package-');
+  try {
+    const r = await helm(['package', CHART, '--destination', dir]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    const tgz = (await readdir(dir)).find((f) => f.endsWith('.tgz'));
+    assert.ok(tgz, `no .tgz in ${dir}`);
+    const t = await helm(['template', 'eni', `${dir}/${tgz}`, '--namespace', 'kube-system', '--set', 'grafanaDashboard.create=true,prometheusRule.create=true']);
+    assert.equal(t.code, 0, t.stderr);
+    const { parseAllDocuments } = await import('yaml');
+    const objs = parseAllDocuments(t.stdout).map((d) => d.toJS() as Obj).filter((o) => o !== null);
+    const dashboard = await readFile(new URL('../../../config/grafana/eni-ipam-dashboard.json', import.meta.url), 'utf8');
+    assert.equal(find(objs, 'ConfigMap').data['eni-ipam.json'], dashboard.trimEnd());
+    assert.equal(find(objs, 'PrometheusRule').spec.groups[0].rules.length, 4);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });

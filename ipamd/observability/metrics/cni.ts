@@ -47,6 +47,9 @@ export function registerCniMetrics(registry: Registry, internalError: (fn: strin
   const conflicts = new Counter({ name: 'eni_ipam_ip_conflicts_total', help: 'ADDs refused because the node already routed the assigned IP to another pod (duplicate IP; the IP is quarantined)', registers });
   const addLatency = new Histogram({ name: 'eni_ipam_add_latency_seconds', help: 'AddNetwork latency (seconds), by outcome', labelNames: ['outcome'], buckets: LATENCY_BUCKETS, registers });
   const delLatency = new Histogram({ name: 'eni_ipam_del_latency_seconds', help: 'DelNetwork latency (seconds), by outcome', labelNames: ['outcome'], buckets: LATENCY_BUCKETS, registers });
+  // The usual outcome exists from the start (at 0), so rate() over the buckets counts the first ADDs/DELs too.
+  addLatency.zero({ outcome: 'ok' });
+  delLatency.zero({ outcome: 'ok' });
   const rpcReq = new Counter({ name: 'eni_ipam_rpc_requests_total', help: 'gRPC requests by verb and outcome', labelNames: ['verb', 'outcome'], registers });
   return {
     observeRpc(verb, outcome, ms) {

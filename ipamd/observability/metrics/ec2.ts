@@ -38,11 +38,13 @@ export function registerEc2Metrics(registry: Registry): Ec2MetricHooks {
       ec2Req.inc({ fn: action });
       ec2Calls.inc({ action, outcome });
       ec2Latency.observe({ action }, ms / 1000);
+      // From an action's first call on, its throttle series exists (at 0): a rule's
+      // increase()/rate() then sees its first throttles, not only those after the series appeared.
+      ec2Throttled.inc({ action }, failed && info?.kind === 'throttle' ? 1 : 0);
       awsLatency.observe({ api: action, error: String(failed), status: info?.httpStatus !== undefined ? String(info.httpStatus) : '' }, ms);
       if (failed) {
         ec2Err.inc({ fn: action });
         awsErr.inc({ api: action, error: outcome });
-        if (info?.kind === 'throttle') ec2Throttled.inc({ action });
       }
     },
     onRetry(action, code) {

@@ -11,6 +11,12 @@ import type { MetricsSources } from './sources.js';
 
 /** Longest freeze reason kept as a label value. */
 const MAX_REASON = 200;
+/**
+ * `fn` values of `awscni_ipamd_error_count` exported at 0 from the start (the pool
+ * controller's failed grows by kind, its failed steps, failed reconciles), so a rule's
+ * increase()/rate() sees their first error; others (rpc_<verb>) appear when they happen.
+ */
+const KNOWN_ERROR_FNS = ['grow_subnet_full', 'grow_eni_limit', 'grow_throttled', 'grow_ec2_error', 'pool_step', 'reconcile'];
 /** Start-up buckets in seconds (discovery with EC2 retries can take a minute). */
 const STARTUP_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
@@ -44,6 +50,7 @@ export interface StateMetricHooks {
 export function registerStateMetrics(registry: Registry, src: () => MetricsSources | undefined): StateMetricHooks {
   const registers = [registry];
   const ipamdErr = new Counter({ name: 'awscni_ipamd_error_count', help: 'The number of errors encountered in ipamd', labelNames: ['fn'], registers });
+  for (const fn of KNOWN_ERROR_FNS) ipamdErr.inc({ fn }, 0);
   const inProgress = new Gauge({ name: 'awscni_ipamd_action_inprogress', help: 'The number of ipamd actions in progress', labelNames: ['fn'], registers });
   const reconcile = new Counter({ name: 'awscni_reconcile_count', help: 'The number of ENI and IP/prefix changes the EC2 reconcile made, by kind', labelNames: ['fn'], registers });
   const passes = new Counter({ name: 'eni_ipam_reconcile_passes_total', help: 'EC2/IMDS reconcile passes, by result (ok, failed: the describe failed and nothing changed)', labelNames: ['result'], registers });
