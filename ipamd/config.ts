@@ -92,6 +92,7 @@ export interface IpamdConfig {
   minEniAgeMs: number; imdsEniWaitMs: number; leakedEniSweepIntervalMs: number; leakedEniSweepJitterMs: number;
   awsNodeCheckpointPath: string;
   logFile: string; pluginLogFile: string; logFileMaxSize: string; logFileMaxFiles: number;
+  taintWhenExhausted: boolean;
 }
 
 /** A bad environment variable. `message` is one line: variable, value, what it accepts. */
@@ -173,6 +174,7 @@ const SPECS: VarSpec[] = [
   v('AWS_VPC_K8S_PLUGIN_LOG_FILE', 'pluginLogFile', pluginLogFile(), '/var/log/aws-routed-eni/plugin.log', "The CNI plugin's log file, written into the installed conflist (logFile); one JSON line per invocation, rotated like ipamd's. Not stdout."),
   v('ENI_IPAM_LOG_FILE_MAX_SIZE', 'logFileMaxSize', fileSize(), '100M', 'Size at which a log file is rotated (to <file>.1.gz; K, M or G).'),
   v('ENI_IPAM_LOG_FILE_MAX_FILES', 'logFileMaxFiles', wholeNumber(1, 100), '5', 'Rotated log files kept per log (gzip-compressed).'),
+  v('ENI_IPAM_TAINT_WHEN_EXHAUSTED', 'taintWhenExhausted', bool(), 'false', 'Taint the node eni-ipam.io/no-ip-available:NoSchedule while it can serve no new pod (no IP available and the pool cannot grow), removed as soon as it can; never for frozen releases alone. Needs MY_NODE_NAME and node patch rights (chart: taintWhenExhausted).'),
 ];
 
 /** Quotes a value for a one-line message (JSON escapes, long values cut to 120 characters). */

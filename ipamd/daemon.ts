@@ -20,6 +20,8 @@ import { startIntrospection } from './observability/introspection.js';
 import { enisDocument } from './observability/introspect-enis.js';
 import { ipamdEnvSettings, networkEnvSettings } from './observability/env-settings.js';
 import { createMetrics } from './observability/metrics.js';
+import { startKubeReporting } from './observability/kube-reporting.js';
+import type { KubeReporter } from './observability/kube-reporter.js';
 import { PluginLogFiles } from './observability/log-files.js';
 import { startMetricsServer, type MetricsServer } from './observability/metrics-server.js';
 import { poolCounts, type PoolTargets } from './pool/index.js';
@@ -135,8 +137,13 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   });
   const service = new IpamService({
     ds, pool, persist: () => writer.commit(), log, addWaitTimeoutMs: config.addWaitTimeoutMs,
-    onConflict: () => metrics.ipConflict(), onAddFailed: metrics.addFailed, onDel: metrics.delRequested, kernel,
+    onConflict: () => metrics.ipConflict(), onDel: metrics.delRequested, kernel,
+    onAddFailed: (reason, noIp, d) => {
+      metrics.addFailed(reason, noIp);
+      if (noIp) reporter?.podAddFailed({ reason, message: d.message, ...(d.pod ? { pod: d.pod } : {}) });
+    },
   });
+  let reporter: KubeReporter | undefined; // Events, node condition, taint: started once the pool runs
   const quarantine = startQuarantineCheck({ ds, log, intervalMs: config.gcIntervalMs, read: kernelRoutedReader(config.cniExecNetns) });
   metrics.setSources({ ds, gate, pool, quarantined: () => ds.quarantined().length, sysctls: () => hostNet?.sysctls() ?? [], limits: () => ({ maxEni, ipMax: maxEni * (inv.limits.ipv4PerEni - 1) * (unit === 'prefix' ? 16 : 1) }), evidence: evidence.sourceStates });
   const rpc = new RpcServer({ socketPath: config.socketPath, service, log, vpcCidrs: () => inv.vpcCidrs, externalSnat: config.externalSnat, observe: metrics.observeRpc });
@@ -202,12 +209,14 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     pool.start();
     lifecycle = startEniLifecycle({ config, inv, ds, gate, enis, pool, log, metrics });
   }
+  reporter = startKubeReporting({ config, log, ds, gate, pool, status: () => service.status() });
   metrics.started({ startupSeconds: (Date.now() - processStart) / 1000, nodeInitSeconds: nodeInitMs / 1000, withApiServer: !!evidence.kubeConfigured });
   log.info({ socket: config.socketPath, cniExecSocket: cniExec ? config.cniExecSocket : null, introspectionPort, metricsPort: metricsServer?.port, startupMs: Date.now() - t0, ...status().counts }, 'ipamd serving');
 
   return {
     ds, gate, pool,
     async stop(graceMs = 10_000) {
+      await reporter?.stop(); // first: a stopping pool must not read as "cannot serve" (a taint)
       await cniExec?.close(graceMs); // its invocations call the RPCs: they finish first
       await spool.stop();
       await rpc.shutdown(graceMs);

@@ -60,8 +60,8 @@ export interface IpamServiceOptions {
   onConflict?: (ip: string) => void;
   /** The node's kernel, checked before CNI GC releases anything (see gcNetwork). */
   kernel?: KernelReader;
-  /** Told of each failed ADD with its reason; `noIp` when it failed for want of an address (metrics). */
-  onAddFailed?: (reason: AddFailureReason, noIp: boolean) => void;
+  /** Told of each failed ADD with its reason; `noIp` when it failed for want of an address (metrics); `detail`: the pod and the error message (Events). */
+  onAddFailed?: (reason: AddFailureReason, noIp: boolean, detail: { pod?: PodRef; message: string }) => void;
   /** Told of each DEL request with the reason the plugin gave (metrics). */
   onDel?: (reason: string) => void;
 }
@@ -101,7 +101,7 @@ export class IpamService {
       const noIp = e instanceof PoolExhaustedError;
       const reason: AddFailureReason = noIp ? this.o.pool.addFailureReason() : e instanceof NotReadyError ? 'not_ready' : 'internal';
       this.o.log.warn({ ...podFields(req, req.pod, undefined, undefined), reason, err: (e as Error).message }, 'ADD failed');
-      this.o.onAddFailed?.(reason, noIp);
+      this.o.onAddFailed?.(reason, noIp, { ...(req.pod ? { pod: req.pod } : {}), message: (e as Error).message });
       throw e;
     }
   }

@@ -18,12 +18,15 @@ export const API_GROUP_LIST = { kind: 'APIGroupList', apiVersion: 'v1', groups: 
 
 const VERBS = ['get', 'list', 'watch'];
 
-/** `GET /api/v1`: the resources served (pods, nodes), read-only verbs. */
+/** `GET /api/v1`: the resources served and their verbs (pods read-only; events, node status and taints writable). */
 export const CORE_V1_RESOURCES = {
   kind: 'APIResourceList',
   groupVersion: 'v1',
   resources: [
-    { name: 'nodes', singularName: 'node', namespaced: false, kind: 'Node', verbs: VERBS, shortNames: ['no'] },
+    { name: 'events', singularName: 'event', namespaced: true, kind: 'Event', verbs: ['create', 'get', 'list', 'patch', 'watch'], shortNames: ['ev'] },
+    { name: 'namespaces', singularName: 'namespace', namespaced: false, kind: 'Namespace', verbs: VERBS, shortNames: ['ns'] },
+    { name: 'nodes', singularName: 'node', namespaced: false, kind: 'Node', verbs: [...VERBS, 'patch'], shortNames: ['no'] },
+    { name: 'nodes/status', singularName: '', namespaced: false, kind: 'Node', verbs: ['get', 'patch'] },
     { name: 'pods', singularName: 'pod', namespaced: true, kind: 'Pod', verbs: VERBS, shortNames: ['po'], categories: ['all'] },
   ],
 };

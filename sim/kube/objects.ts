@@ -82,10 +82,24 @@ export function buildNode(name: string, uid: string, resourceVersion: string, cr
     status: {
       conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status', lastHeartbeatTime: created, lastTransitionTime: created }],
       addresses: [{ type: 'Hostname', address: name }],
+      capacity: { cpu: '2', memory: '8Gi', pods: '110', 'ephemeral-storage': '20Gi' },
+      allocatable: { cpu: '2', memory: '8Gi', pods: '110', 'ephemeral-storage': '20Gi' },
       nodeInfo: { kubeletVersion: 'v1.30.0-standin', containerRuntimeVersion, operatingSystem: 'linux', architecture: 'amd64' },
     },
   };
 }
+
+/** A core/v1 Namespace, phase Active. */
+export function buildNamespace(name: string, uid: string, resourceVersion: string, created: string): KubeObject {
+  return {
+    kind: 'Namespace', apiVersion: 'v1',
+    metadata: { name, uid, resourceVersion, creationTimestamp: created, labels: { 'kubernetes.io/metadata.name': name } },
+    spec: { finalizers: ['kubernetes'] }, status: { phase: 'Active' },
+  };
+}
+
+/** Kind of each resource's objects. */
+export const KIND_OF = { pods: 'Pod', nodes: 'Node', events: 'Event', namespaces: 'Namespace' } as const;
 
 /** A list object (`PodList`, `NodeList`) at `resourceVersion`. */
 export function buildList(kind: string, items: KubeObject[], resourceVersion: string): Record<string, unknown> {

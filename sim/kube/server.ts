@@ -1,7 +1,9 @@
 /**
  * KubeApiStandIn: a small Kubernetes API server on loopback HTTP for tests and demos
- * (no kube-apiserver can be installed here). Read-only core/v1 pods and nodes with list,
- * get and watch, field selectors, resourceVersion and 410 Gone semantics, and failure
+ * (no kube-apiserver can be installed here). core/v1 pods, nodes, events and namespaces
+ * with list, get and watch (as Tables too, for kubectl), field selectors, resourceVersion
+ * and 410 Gone semantics; Events can be created and patched, a Node patched (taints) and
+ * its status subresource patched (conditions; writes.ts, patch.ts); and failure
  * injection for outage tests. No authentication: any bearer token is accepted.
  * Paths and semantics follow https://kubernetes.io/docs/reference/using-api/api-concepts/.
  */
@@ -9,11 +11,12 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { API_GROUP_LIST, CORE_V1_RESOURCES, STANDIN_VERSION, apiVersions } from './discovery.js';
 import { writeKubeconfigFile } from './kubeconfig.js';
-import { buildList, type PodSpecInput } from './objects.js';
+import { buildList, KIND_OF, type KubeObject, type PodSpecInput } from './objects.js';
 import { FieldSelectorError, matchesFields, parseFieldSelector } from './selectors.js';
-import { KubeStore, type Resource } from './store.js';
+import { KubeStore, NAMESPACED, type Resource } from './store.js';
 import { tableFor, wantsTable } from './table.js';
 import { sendStatus, serveWatch, type OpenWatch } from './watch-stream.js';
+import { applyCreate, applyPatch, type WriteResult } from './writes.js';
 
 /** Failure injection: 'timeout' accepts requests and never answers; 'error500' answers 500. */
 export type KubeFailureMode = 'none' | 'timeout' | 'error500';
@@ -24,18 +27,27 @@ interface Route {
   namespace?: string;
   name?: string;
   watch: boolean;
+  subresource?: 'status';
 }
+
+const RESOURCES = new Set<string>(['pods', 'nodes', 'events', 'namespaces']);
+const isResource = (s: string | undefined): s is Resource => s !== undefined && RESOURCES.has(s);
+
+/** Largest request body accepted (bytes). */
+const MAX_BODY = 1 << 20;
 
 /** Parses `/api/v1[/watch]/...` into a Route, or undefined for unknown paths. */
 function parseRoute(pathname: string): Route | undefined {
-  const parts = pathname.split('/').filter((s) => s.length > 0);
+  const parts = pathname.split('/').filter((s) => s.length > 0).map(decodeURIComponent);
   if (parts[0] !== 'api' || parts[1] !== 'v1') return undefined;
   let rest = parts.slice(2);
   const watch = rest[0] === 'watch';
   if (watch) rest = rest.slice(1);
-  if (rest[0] === 'pods' && rest.length === 1) return { resource: 'pods', watch };
-  if (rest[0] === 'nodes' && rest.length <= 2) return { resource: 'nodes', name: rest[1], watch };
-  if (rest[0] === 'namespaces' && rest.length >= 3 && rest.length <= 4 && rest[2] === 'pods') return { resource: 'pods', namespace: rest[1], name: rest[3], watch };
+  const [a, b, c, d] = rest;
+  if (rest.length === 1 && isResource(a)) return { resource: a, watch };
+  if (rest.length === 2 && isResource(a) && !NAMESPACED.has(a)) return { resource: a, name: b, watch };
+  if (rest.length === 3 && a === 'nodes' && c === 'status' && !watch) return { resource: 'nodes', name: b, watch, subresource: 'status' };
+  if (a === 'namespaces' && (rest.length === 3 || rest.length === 4) && isResource(c) && NAMESPACED.has(c)) return { resource: c, namespace: b, name: d, watch };
   return undefined;
 }
 
@@ -143,12 +155,13 @@ export class KubeApiStandIn {
     if (this.failure === 'timeout') return; // accepted, never answered
     if (this.failure === 'error500') return sendStatus(res, 500, 'InternalError', 'stand-in: injected failure');
     const u = new URL(path, 'http://standin');
-    if (req.method !== 'GET') return sendStatus(res, 405, 'MethodNotAllowed', `the server does not allow this method on the requested resource (${req.method})`);
-    const json = (body: unknown) => {
+    const json = (body: unknown, code = 200) => {
       const s = JSON.stringify(body);
-      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(s) });
+      res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(s) });
       res.end(s);
     };
+    if (req.method === 'POST' || req.method === 'PATCH') return this.write(req, res, u.pathname, json);
+    if (req.method !== 'GET') return sendStatus(res, 405, 'MethodNotAllowed', `the server does not allow this method on the requested resource (${req.method})`);
     switch (u.pathname.replace(/\/+$/, '')) {
       case '/version': return json(STANDIN_VERSION);
       case '/api': return json(apiVersions(this.boundUrl.replace(/^http:\/\//, '')));
@@ -164,6 +177,46 @@ export class KubeApiStandIn {
     this.serveResource(route, u.searchParams, req, res, json);
   }
 
+  /** POST (create) and PATCH: reads the JSON body (at most 1 MiB) and applies it (writes.ts). */
+  private write(req: IncomingMessage, res: ServerResponse, pathname: string, json: (b: unknown, code?: number) => void): void {
+    const route = parseRoute(pathname);
+    if (!route || route.watch) return sendStatus(res, 404, 'NotFound', 'the server could not find the requested resource');
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_BODY) {
+        sendStatus(res, 413, 'RequestEntityTooLarge', `request body larger than ${MAX_BODY} bytes`);
+        req.destroy();
+      } else chunks.push(c);
+    });
+    req.on('end', () => {
+      if (res.writableEnded) return;
+      let body: unknown;
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      } catch (e) {
+        return sendStatus(res, 400, 'BadRequest', `request body is not JSON: ${(e as Error).message}`);
+      }
+      const r: WriteResult = req.method === 'POST'
+        ? applyCreate(this.store, route, body)
+        : applyPatch(this.store, route, String(req.headers['content-type'] ?? ''), body);
+      if ('object' in r) return json(r.object, r.code);
+      sendStatus(res, r.code, r.reason, r.message);
+    });
+  }
+
+  /** A stored object (a copy), e.g. a Node to check its conditions and taints; undefined when absent. */
+  getObject(resource: Resource, namespace: string | undefined, name: string): KubeObject | undefined {
+    const o = this.store.get(resource, namespace, name);
+    return o ? structuredClone(o) : undefined;
+  }
+
+  /** Every stored object of `resource` (copies), e.g. the Events ipamd wrote. */
+  listObjects(resource: Resource): KubeObject[] {
+    return this.store.list(resource).map((o) => structuredClone(o));
+  }
+
   private serveResource(route: Route, q: URLSearchParams, req: IncomingMessage, res: ServerResponse, json: (b: unknown) => void): void {
     let terms;
     try {
@@ -176,6 +229,8 @@ export class KubeApiStandIn {
     const watch = route.watch || q.get('watch') === 'true' || q.get('watch') === '1';
     if (watch) {
       const t = q.get('timeoutSeconds');
+      const table = wantsTable(req);
+      const includeObject = q.get('includeObject');
       const open = serveWatch(this.store, {
         resource: route.resource,
         namespace: route.namespace,
@@ -184,11 +239,12 @@ export class KubeApiStandIn {
         timeoutSeconds: t !== null && Number(t) > 0 ? Number(t) : undefined,
         allowBookmarks: q.get('allowWatchBookmarks') === 'true',
         bookmarkIntervalMs: this.bookmarkIntervalMs,
+        ...(table ? { transform: (o: KubeObject) => tableFor(route.resource, [o], o.metadata.resourceVersion, includeObject) } : {}),
       }, res, () => this.watches.delete(res));
       if (!res.writableEnded) this.watches.set(res, open);
       return;
     }
-    const kind = route.resource === 'pods' ? 'Pod' : 'Node';
+    const kind = KIND_OF[route.resource];
     if (route.name !== undefined) {
       const obj = this.store.get(route.resource, route.namespace, route.name);
       if (!obj) return sendStatus(res, 404, 'NotFound', `${route.resource} "${route.name}" not found`);

@@ -5,10 +5,16 @@
  * watch subscribers. Follows the resourceVersion rules in
  * https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions.
  */
-import { buildNode, buildPod, newUid, nowTimestamp, type KubeObject, type PodSpecInput } from './objects.js';
+import { buildNamespace, buildNode, buildPod, newUid, nowTimestamp, type KubeObject, type PodSpecInput } from './objects.js';
 
 /** Resources the stand-in serves. */
-export type Resource = 'pods' | 'nodes';
+export type Resource = 'pods' | 'nodes' | 'events' | 'namespaces';
+
+/** Namespaced resources (the others are cluster-scoped). */
+export const NAMESPACED: ReadonlySet<Resource> = new Set(['pods', 'events']);
+
+/** Namespaces every cluster starts with. */
+const INITIAL_NAMESPACES = ['default', 'kube-node-lease', 'kube-public', 'kube-system'];
 
 /** One watch event as streamed (`object` is the object's state after the change). */
 export interface StoreEvent {
@@ -29,13 +35,48 @@ export function objectKey(namespace: string | undefined, name: string): string {
 /** The store; `historyLimit` bounds the retained events (default 1000). */
 export class KubeStore {
   private rv = 1;
-  private readonly objects: Record<Resource, Map<string, KubeObject>> = { pods: new Map(), nodes: new Map() };
+  private readonly objects: Record<Resource, Map<string, KubeObject>> = { pods: new Map(), nodes: new Map(), events: new Map(), namespaces: new Map() };
   private readonly history: StoreEvent[] = [];
   /** resourceVersion of the newest event dropped from history (0: none dropped). */
   private compactedRv = 0;
   private readonly listeners = new Set<StoreListener>();
 
-  constructor(private readonly historyLimit = 1000) {}
+  constructor(private readonly historyLimit = 1000) {
+    for (const ns of INITIAL_NAMESPACES) this.ensureNamespace(ns);
+  }
+
+  /** Creates namespace `name` (ADDED) unless it exists. */
+  ensureNamespace(name: string): void {
+    const key = objectKey(undefined, name);
+    if (this.objects.namespaces.has(key)) return;
+    const rv = this.rv + 1;
+    this.commit('namespaces', key, buildNamespace(name, newUid(), String(rv), nowTimestamp()), 'ADDED', rv);
+  }
+
+  /**
+   * Stores `obj` as a new object of `resource` (uid, resourceVersion, creationTimestamp
+   * filled in) and returns it. @throws Error('AlreadyExists') when the name is taken.
+   */
+  create(resource: Resource, obj: KubeObject): KubeObject {
+    const key = objectKey(obj.metadata.namespace, obj.metadata.name);
+    if (this.objects[resource].has(key)) throw new Error('AlreadyExists');
+    if (obj.metadata.namespace) this.ensureNamespace(obj.metadata.namespace);
+    const rv = this.rv + 1;
+    const stored = { ...obj, metadata: { ...obj.metadata, uid: newUid(), resourceVersion: String(rv), creationTimestamp: nowTimestamp() } } as KubeObject;
+    this.commit(resource, key, stored, 'ADDED', rv);
+    return stored;
+  }
+
+  /** Replaces an existing object with `obj` (MODIFIED, new resourceVersion; uid and creationTimestamp kept). */
+  replace(resource: Resource, obj: KubeObject): KubeObject {
+    const key = objectKey(obj.metadata.namespace, obj.metadata.name);
+    const old = this.objects[resource].get(key);
+    if (!old) throw new Error('NotFound');
+    const rv = this.rv + 1;
+    const stored = { ...obj, metadata: { ...obj.metadata, uid: old.metadata.uid, creationTimestamp: old.metadata.creationTimestamp, resourceVersion: String(rv) } } as KubeObject;
+    this.commit(resource, key, stored, 'MODIFIED', rv);
+    return stored;
+  }
 
   /** The current resourceVersion (the newest change, or 1 for an empty store). */
   get resourceVersion(): number {
@@ -54,6 +95,7 @@ export class KubeStore {
 
   /** Creates or replaces a pod (keeps its uid and creationTimestamp unless `p.uid` changes it). */
   upsertPod(p: PodSpecInput): KubeObject {
+    this.ensureNamespace(p.namespace);
     const key = objectKey(p.namespace, p.name);
     const old = this.objects.pods.get(key);
     const uid = p.uid ?? old?.metadata.uid ?? newUid();

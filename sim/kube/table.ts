@@ -26,10 +26,27 @@ const col = (name: string, type: string, priority = 0, format = '') => ({ name, 
 const COLUMNS: Record<Resource, ReturnType<typeof col>[]> = {
   pods: [col('Name', 'string', 0, 'name'), col('Ready', 'string'), col('Status', 'string'), col('Restarts', 'string'), col('Age', 'string'), col('IP', 'string', 1), col('Node', 'string', 1)],
   nodes: [col('Name', 'string', 0, 'name'), col('Status', 'string'), col('Roles', 'string'), col('Age', 'string'), col('Version', 'string')],
+  events: [col('Last Seen', 'string'), col('Type', 'string'), col('Reason', 'string'), col('Object', 'string'), col('Message', 'string'), col('Source', 'string', 1), col('Count', 'integer', 1), col('Name', 'string', 1, 'name')],
+  namespaces: [col('Name', 'string', 0, 'name'), col('Status', 'string'), col('Age', 'string')],
 };
+
+/** LAST SEEN of an Event as the API server prints it: "<last>", or "<last> (x<count> over <first>)". */
+function eventSeen(o: KubeObject): string {
+  const first = String(o.firstTimestamp ?? o.metadata.creationTimestamp);
+  const last = String(o.lastTimestamp ?? first);
+  const count = Number(o.count ?? 1);
+  return count > 1 ? `${age(last)} (x${count} over ${age(first)})` : age(last);
+}
 
 function cells(resource: Resource, o: KubeObject): unknown[] {
   if (resource === 'nodes') return [o.metadata.name, 'Ready', '<none>', age(o.metadata.creationTimestamp), 'v1.30.0-standin'];
+  if (resource === 'namespaces') return [o.metadata.name, 'Active', age(o.metadata.creationTimestamp)];
+  if (resource === 'events') {
+    const io = (o.involvedObject ?? {}) as { kind?: string; name?: string };
+    const src = (o.source ?? {}) as { component?: string; host?: string };
+    return [eventSeen(o), o.type ?? '', o.reason ?? '', `${String(io.kind ?? '').toLowerCase()}/${io.name ?? ''}`, o.message ?? '',
+      [src.component, src.host].filter(Boolean).join(', '), Number(o.count ?? 1), o.metadata.name];
+  }
   const st = o.status as { phase?: string; podIP?: string; containerStatuses?: Array<{ ready: boolean }> };
   const cs = st.containerStatuses ?? [];
   const ready = `${cs.filter((c) => c.ready).length}/${Math.max(1, cs.length)}`;

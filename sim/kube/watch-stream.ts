@@ -7,7 +7,7 @@
  * that history was already compacted), then live changes, until `timeoutSeconds`.
  */
 import type { ServerResponse } from 'node:http';
-import { buildStatus, type KubeObject } from './objects.js';
+import { buildStatus, KIND_OF, type KubeObject } from './objects.js';
 import { matchesFields, type FieldTerm } from './selectors.js';
 import type { KubeStore, Resource, StoreEvent } from './store.js';
 
@@ -24,6 +24,11 @@ export interface WatchRequest {
   allowBookmarks: boolean;
   /** Interval between BOOKMARK events (ms) when `allowBookmarks`. */
   bookmarkIntervalMs: number;
+  /**
+   * How each ADDED/MODIFIED/DELETED object is sent: e.g. as a one-row meta.k8s.io Table when
+   * the client asked for tables (kubectl get -w), so every row carries all its columns.
+   */
+  transform?: (o: KubeObject) => unknown;
 }
 
 /** Sends a JSON error (meta/v1 Status) with `code`. */
@@ -65,7 +70,8 @@ export function serveWatch(store: KubeStore, w: WatchRequest, res: ServerRespons
     initial = evs;
   }
   const matches = (o: KubeObject) => (w.namespace === undefined || o.metadata.namespace === w.namespace) && matchesFields(w.resource, w.terms, o);
-  const write = (type: string, object: unknown) => res.write(JSON.stringify({ type, object }) + '\n');
+  const send = (type: string, object: unknown) => res.write(JSON.stringify({ type, object }) + '\n');
+  const write = (type: string, object: KubeObject) => send(type, w.transform ? w.transform(object) : object);
 
   res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked', 'Cache-Control': 'no-cache, private' });
   res.flushHeaders(); // the client learns the watch is established before any event
@@ -78,9 +84,9 @@ export function serveWatch(store: KubeStore, w: WatchRequest, res: ServerRespons
   const unsubscribe = store.subscribe((e) => {
     if (e.resource === w.resource && matches(e.object)) write(e.type, e.object);
   });
-  const kind = w.resource === 'pods' ? 'Pod' : 'Node';
+  const kind = KIND_OF[w.resource];
   const bookmark = w.allowBookmarks
-    ? setInterval(() => write('BOOKMARK', { kind, apiVersion: 'v1', metadata: { resourceVersion: String(store.resourceVersion) } }), w.bookmarkIntervalMs)
+    ? setInterval(() => send('BOOKMARK', { kind, apiVersion: 'v1', metadata: { resourceVersion: String(store.resourceVersion) } }), w.bookmarkIntervalMs)
     : undefined;
   const timeout = w.timeoutSeconds !== undefined ? setTimeout(() => end(), w.timeoutSeconds * 1000) : undefined;
   let ended = false;
@@ -99,7 +105,7 @@ export function serveWatch(store: KubeStore, w: WatchRequest, res: ServerRespons
   res.on('close', cleanup);
   const expire = () => {
     if (ended) return;
-    write('ERROR', buildStatus(410, 'Expired', `too old resource version (compacted at ${store.resourceVersion})`));
+    send('ERROR', buildStatus(410, 'Expired', `too old resource version (compacted at ${store.resourceVersion})`));
     end();
   };
   return { end, expire };

@@ -27,7 +27,7 @@ test('an env var the chart sets from another value is refused in env, naming tha
 });
 
 test('helm lint --strict passes with non-default values too', async () => {
-  const r = await helm(['lint', '--strict', CHART, '--set', 'podMonitor.create=true,serviceMonitor.create=true,rbac.nodeEventsAndStatus=true,grafanaDashboard.create=true,prometheusRule.create=true',
+  const r = await helm(['lint', '--strict', CHART, '--set', 'podMonitor.create=true,serviceMonitor.create=true,rbac.nodeEventsAndStatus=true,taintWhenExhausted=true,grafanaDashboard.create=true,prometheusRule.create=true',
     '--set', 'criSocket=/var/run/crio/crio.sock', '--set-string', 'image.digest=sha256:' + '0'.repeat(64), '--set', 'imagePullSecrets[0].name=regcred']);
   assert.equal(r.code, 0, r.stdout + r.stderr);
 });

@@ -46,7 +46,11 @@ test('defaults: every object validates; the DaemonSet has what a node needs', as
   assert.equal(envOf(c).get('CRI_RUNTIME_ENDPOINT')!.value, 'unix:///run/containerd/containerd.sock');
   assert.deepEqual(c.resources, { requests: { cpu: '25m', memory: '192Mi' }, limits: { memory: '256Mi' } });
   const role = find(objs, 'ClusterRole');
-  assert.deepEqual(role.rules, [{ apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] }, { apiGroups: [''], resources: ['nodes'], verbs: ['get'] }]);
+  assert.deepEqual(role.rules, [
+    { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] }, { apiGroups: [''], resources: ['nodes'], verbs: ['get'] },
+    { apiGroups: ['', 'events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] }, { apiGroups: [''], resources: ['nodes/status'], verbs: ['patch'] },
+  ], 'Events and the node condition on by default; no node patch (the taint is opt-in)');
+  assert.equal(envOf(c).get('ENI_IPAM_TAINT_WHEN_EXHAUSTED')!.value, 'false');
 });
 
 test('non-default values: CRI-O socket, extraEnv, IRSA, monitoring, pull secrets, nodeSelector, digest', async () => {
@@ -61,7 +65,8 @@ test('non-default values: CRI-O socket, extraEnv, IRSA, monitoring, pull secrets
     imagePullSecrets: [{ name: 'regcred' }],
     nodeSelector: { 'node.kubernetes.io/instance-type': 'm5.large' },
     image: { repository: '111122223333.dkr.ecr.us-west-2.amazonaws.com/eni-ipam', digest },
-    rbac: { nodeEventsAndStatus: true },
+    rbac: { nodeEventsAndStatus: false },
+    taintWhenExhausted: true,
     env: { WARM_IP_TARGET: 5 },
   });
   await assertValid(objs);
@@ -87,7 +92,10 @@ test('non-default values: CRI-O socket, extraEnv, IRSA, monitoring, pull secrets
   assert.equal(pm.spec.podMetricsEndpoints[0].interval, '15s');
   assert.deepEqual(pm.spec.selector.matchLabels, ds.spec.selector.matchLabels);
   assert.deepEqual(find(objs, 'Service').spec.selector, ds.spec.selector.matchLabels);
-  assert.ok(find(objs, 'ClusterRole').rules.some((r: Obj) => r.resources.includes('nodes/status') && r.verbs.includes('patch')));
+  const rules = find(objs, 'ClusterRole').rules as Obj[];
+  assert.ok(!rules.some((r) => r.resources.includes('nodes/status') || r.resources.includes('events')), 'rbac.nodeEventsAndStatus=false drops the writes');
+  assert.ok(rules.some((r) => r.resources.includes('nodes') && r.verbs.includes('patch')), 'taintWhenExhausted grants node patch');
+  assert.equal(env.get('ENI_IPAM_TAINT_WHEN_EXHAUSTED')!.value, 'true');
 });
 
 test('a misspelled field in a rendered object fails validation, naming its path', async () => {

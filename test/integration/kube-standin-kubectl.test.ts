@@ -1,7 +1,8 @@
 /**
  * The Kubernetes API stand-in checked with an independent client, kubectl: discovery,
  * list with a field selector (-o json), server-side tables (get nodes), get by name,
- * NotFound, and a watch. Skipped with a message when kubectl is not installed
+ * NotFound, watches (full Table rows with -w), and what ipamd writes (Events, the node
+ * condition, the taint) as kubectl get events / describe show it. Skipped with a message when kubectl is not installed
  * (scripts/ensure-deps.sh --containerd installs Debian's kubernetes-client).
  */
 import { test } from 'node:test';
@@ -11,7 +12,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { KubeConfig } from '@kubernetes/client-node';
 import { KubeApiStandIn } from '../../sim/kube/index.js';
+import { isoSeconds, KubeWrites, statusOf } from '../../ipamd/observability/kube-writes.js';
+import { CONDITION_TYPE, EXHAUSTED_TAINT } from '../../ipamd/observability/node-ip-state.js';
 import { waitFor } from '../helpers/wait.js';
 
 const run = promisify(execFile);
@@ -79,4 +83,43 @@ test('kubectl get pods --watch sees a pod added later', { skip }, async (t) => {
   await waitFor('initial pods', () => out.includes('pod/web-1'), 15_000);
   api.upsertPod({ namespace: 'default', name: 'late-1', nodeName: 'node-1', podIP: '10.0.1.30' });
   await waitFor('late-1 via the watch', () => out.includes('pod/late-1'), 10_000);
+});
+
+test('kubectl get pods -w prints full rows for pods added later (Table watch events)', { skip }, async (t) => {
+  const { api, kubeconfig, env } = await setup(t);
+  const child = spawn('kubectl', ['--kubeconfig', kubeconfig, 'get', 'pods', '-n', 'default', '--watch'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  t.after(() => {
+    if (child.exitCode === null) child.kill('SIGTERM');
+  });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  await waitFor('initial rows', () => /^web-1\s+1\/1\s+Running\s+0\s+\d+s$/m.test(out), 15_000);
+  api.upsertPod({ namespace: 'default', name: 'late-1', nodeName: 'node-1', podIP: '10.0.1.30', containerID: 'def456' });
+  await waitFor('late-1 row with READY, STATUS, RESTARTS, AGE', () => /^late-1\s+1\/1\s+Running\s+0\s+\d+s$/m.test(out), 10_000);
+  assert.match(out, /^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE$/m);
+  assert.doesNotMatch(out, /^NAME\s+AGE$/m, `a bare NAME AGE header means the watch sent objects, not Tables:\n${out}`);
+});
+
+test('Events, the node condition and the taint written by ipamd\'s client show in kubectl get events / describe', { skip }, async (t) => {
+  const { api, kubeconfig, kubectl } = await setup(t);
+  api.upsertPod({ namespace: 'default', name: 'stuck', nodeName: 'node-1', uid: 'uid-stuck', phase: 'Pending' });
+  const kc = new KubeConfig();
+  kc.loadFromFile(kubeconfig);
+  const w = new KubeWrites(kc, 'node-1');
+  const now = Date.now();
+  await w.patchCondition({ type: CONDITION_TYPE, status: 'False', reason: 'SubnetFull', message: 'no IP can be had now', lastHeartbeatTime: isoSeconds(now), lastTransitionTime: isoSeconds(now) });
+  const node = await w.readNode();
+  assert.equal(node.status?.conditions?.find((c) => c.type === 'Ready')?.status, 'True', 'the strategic merge kept the other conditions');
+  await assert.rejects(w.patchTaints([{ key: EXHAUSTED_TAINT.key, effect: 'NoSchedule' }], '1'), (e) => statusOf(e) === 409, 'a stale resourceVersion is a conflict');
+  await w.patchTaints([{ key: EXHAUSTED_TAINT.key, effect: 'NoSchedule' }], node.metadata!.resourceVersion!);
+  const occ = { involved: { kind: 'Pod' as const, name: 'stuck', namespace: 'default', uid: 'uid-stuck' }, namespace: 'default', type: 'Warning' as const, reason: 'FailedIPAllocation', message: 'no IP (subnet_full)' };
+  const name = await w.writeEvent({ key: 'k', op: 'create', occurrence: occ, count: 1, firstTimestamp: now - 30_000, lastTimestamp: now });
+  await w.writeEvent({ key: 'k', op: 'patch', name, occurrence: occ, count: 4, firstTimestamp: now - 30_000, lastTimestamp: now });
+
+  assert.match(await kubectl('get', 'events', '-n', 'default'), /\(x4 over \d+s\)\s+Warning\s+FailedIPAllocation\s+pod\/stuck\s+no IP \(subnet_full\)/);
+  const dn = await kubectl('describe', 'node', 'node-1');
+  assert.match(dn, /^Taints:\s+eni-ipam\.io\/no-ip-available:NoSchedule$/m);
+  assert.match(dn, /^\s+eni-ipam\.io\/IPAllocatable\s+False\s+.*SubnetFull\s+no IP can be had now$/m);
+  assert.match(await kubectl('describe', 'pod', '-n', 'default', 'stuck'), /Warning\s+FailedIPAllocation\s+\d+s \(x4 over \d+s\)\s+eni-ipamd\s+no IP \(subnet_full\)/);
+  assert.match(await kubectl('get', 'namespaces'), /^kube-system\s+Active/m);
 });

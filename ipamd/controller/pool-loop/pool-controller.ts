@@ -175,6 +175,14 @@ export class PoolController {
     return this.grower.blockedNow(poolCounts(this.o.ds.poolViews(this.now()), this.o.targets).short);
   }
 
+  /** {@link growBlockedReason} with its kind (`not_managed` when the controller is not running), for the node condition. */
+  growBlocked(): { kind: 'not_managed' | 'subnet_full' | 'eni_limit'; reason: string } | undefined {
+    const reason = this.growBlockedReason();
+    if (reason === undefined) return undefined;
+    if (this.stopped || !this.started) return { kind: 'not_managed', reason };
+    return this.grower.blockedKindNow(poolCounts(this.o.ds.poolViews(this.now()), this.o.targets).short) ?? { kind: 'eni_limit', reason };
+  }
+
   /**
    * Why an ADD that just failed for want of an address failed, in metric terms (see
    * `ADD_FAILURE_REASONS` in observability/metrics/cni.ts): `no_ip` when the pool is not

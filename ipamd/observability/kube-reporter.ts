@@ -1,0 +1,205 @@
+/**
+ * Tells Kubernetes what the node's IP pool can do, beside the request path:
+ *
+ * - a Warning Event `FailedIPAllocation` on a pod whose ADD got no IP, naming the reason
+ *   (the `eni_ipam_add_failures_total` reason) and the binding limit; deduplicated and
+ *   rate-limited by {@link EventBook};
+ * - the Node condition `eni-ipam.io/IPAllocatable` (node-ip-state.ts), re-evaluated every
+ *   `intervalMs` from memory and patched only when it changes or every `heartbeatMs`,
+ *   with a Node Event when its status or reason changes;
+ * - with `taintWhenExhausted`, the taint `eni-ipam.io/no-ip-available:NoSchedule` while
+ *   the node can serve no new pod, removed as soon as it can (and removed at start when
+ *   the feature is off, so turning it off never strands a node).
+ *
+ * Fire and forget: {@link podAddFailed} only records in memory (bounded); one background
+ * loop makes every API call, one at a time, each with a deadline. A failing API never
+ * blocks or fails an ADD; failures are logged once per kind until the next success.
+ */
+import type { Logger } from '../log.js';
+import { EventBook, type EventBookOptions, type EventOccurrence } from './event-book.js';
+import { isoSeconds, statusOf, type KubeWrites } from './kube-writes.js';
+import { CONDITION_TYPE, conditionBody, nodeIpState, taintsWith, type NodeConditionBody, type NodeIpFacts, type NodeIpState, type TaintBody } from './node-ip-state.js';
+
+/** Reason of the pod Event. */
+export const POD_EVENT_REASON = 'FailedIPAllocation';
+
+/** Options of {@link KubeReporter}; times in ms. */
+export interface KubeReporterOptions {
+  writes: Pick<KubeWrites, 'writeEvent' | 'readNode' | 'patchCondition' | 'patchTaints'>;
+  nodeName: string;
+  log: Logger;
+  /** Apply the taint while the node can serve no new pod (ENI_IPAM_TAINT_WHEN_EXHAUSTED). */
+  taintWhenExhausted: boolean;
+  /** A snapshot of the pool's facts (memory only). */
+  facts: () => NodeIpFacts;
+  /** Re-evaluation period (default 1000). */
+  intervalMs?: number;
+  /** Condition re-written at least this often (lastHeartbeatTime; default 300 000). */
+  heartbeatMs?: number;
+  book?: EventBookOptions;
+  now?: () => number;
+}
+
+/** A failed ADD, as the reporter is told of it. */
+export interface AddFailureReport {
+  pod?: { namespace: string; name: string; uid?: string };
+  /** `eni_ipam_add_failures_total` reason: no_ip, subnet_full, eni_limit, throttled, frozen, timeout... */
+  reason: string;
+  /** The error the ADD failed with (names the binding limit when one binds). */
+  message: string;
+}
+
+/** See the module docstring. */
+export class KubeReporter {
+  private readonly book: EventBook;
+  private readonly now: () => number;
+  private readonly intervalMs: number;
+  private readonly heartbeatMs: number;
+  private stopped = false;
+  private loop?: Promise<void>;
+  private wake?: () => void;
+  private kicked = false;
+  /** The condition on the node as last read or written; undefined until the node was read. */
+  private cond?: Partial<NodeConditionBody>;
+  private condKnown = false;
+  private condWrittenAt = -Infinity;
+  /** Whether our taint is on the node, as last read or written; undefined: unknown. */
+  private tainted?: boolean;
+  private readonly failing = new Set<string>();
+
+  constructor(private readonly o: KubeReporterOptions) {
+    this.book = new EventBook(o.book);
+    this.now = o.now ?? Date.now;
+    this.intervalMs = o.intervalMs ?? 1000;
+    this.heartbeatMs = o.heartbeatMs ?? 300_000;
+  }
+
+  /** Starts the background loop (idempotent). */
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  /** Stops the loop; resolves once the call in flight (bounded by its deadline) ended. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake?.();
+    await this.loop;
+  }
+
+  /** Re-evaluates soon (a change the poll would only see later). */
+  kick(): void {
+    this.kicked = true;
+    this.wake?.();
+  }
+
+  /** Records a failed ADD (memory only; never throws, never waits). */
+  podAddFailed(r: AddFailureReport): void {
+    if (!r.pod?.name || !r.pod.namespace) return;
+    const occ: EventOccurrence = {
+      involved: { kind: 'Pod', name: r.pod.name, namespace: r.pod.namespace, ...(r.pod.uid ? { uid: r.pod.uid } : {}) },
+      namespace: r.pod.namespace, type: 'Warning', reason: POD_EVENT_REASON,
+      message: `eni-ipam could not assign an IP on node ${this.o.nodeName} (${r.reason}): ${r.message}`.slice(0, 1024),
+    };
+    this.book.observe(occ, this.now());
+    this.kick();
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      this.kicked = false;
+      try {
+        await this.tick();
+      } catch (e) {
+        this.failed('tick', e);
+      }
+      if (this.stopped || this.kicked) continue;
+      const wait = Math.min(this.intervalMs, this.book.nextDueIn(this.now()));
+      await new Promise<void>((r) => {
+        const t = setTimeout(r, wait);
+        this.wake = () => {
+          clearTimeout(t);
+          r();
+        };
+      });
+      this.wake = undefined;
+    }
+  }
+
+  private async tick(): Promise<void> {
+    const s = nodeIpState(this.o.facts());
+    await this.syncCondition(s);
+    await this.syncTaint(s);
+    await this.flushEvents();
+  }
+
+  private async syncCondition(s: NodeIpState): Promise<void> {
+    const now = this.now();
+    if (!this.condKnown) {
+      const node = (await this.call('read node', () => this.o.writes.readNode()))?.v;
+      if (!node) return;
+      const c = node.status?.conditions?.find((x) => x.type === CONDITION_TYPE);
+      this.cond = c ? { status: c.status as 'True' | 'False', reason: c.reason ?? '', message: c.message ?? '', ...(c.lastTransitionTime ? { lastTransitionTime: isoSeconds(new Date(c.lastTransitionTime).getTime()) } : {}) } : undefined;
+      this.tainted = (node.spec?.taints ?? []).some((t) => !taintsWith([t as TaintBody], false, ''));
+      this.condKnown = true;
+    }
+    const prev = this.cond;
+    const status = s.allocatable ? 'True' : 'False';
+    const same = prev?.status === status && prev.reason === s.reason && prev.message === s.message;
+    if (same && now - this.condWrittenAt < this.heartbeatMs) return;
+    const body = conditionBody(s, prev, isoSeconds(now));
+    if ((await this.call('patch node status', () => this.o.writes.patchCondition(body))) === undefined) return;
+    this.condWrittenAt = now;
+    this.cond = body;
+    if (prev?.status !== status || prev.reason !== s.reason) {
+      this.o.log.info({ condition: CONDITION_TYPE, status, reason: s.reason, message: s.message }, 'node IP condition changed');
+      this.book.observe({
+        involved: { kind: 'Node', name: this.o.nodeName, uid: this.o.nodeName }, namespace: 'default',
+        type: s.allocatable && s.reason === 'IPsAvailable' ? 'Normal' : 'Warning', reason: s.reason, message: `${CONDITION_TYPE}=${status}: ${s.message}`.slice(0, 1024),
+      }, now);
+    }
+  }
+
+  private async syncTaint(s: NodeIpState): Promise<void> {
+    const want = this.o.taintWhenExhausted && s.taint;
+    if (this.tainted === want) return;
+    const node = (await this.call('read node', () => this.o.writes.readNode()))?.v;
+    if (!node) return;
+    const next = taintsWith(node.spec?.taints as TaintBody[] | undefined, want, isoSeconds(this.now()));
+    if (next && (await this.call('patch node taints', () => this.o.writes.patchTaints(next, node.metadata?.resourceVersion ?? ''))) === undefined) return; // 409: next tick reads again
+    this.tainted = want;
+    this.o.log.info({ taint: 'eni-ipam.io/no-ip-available:NoSchedule', applied: want, reason: s.reason }, want ? 'node tainted: it can serve no new pod' : 'node taint removed');
+  }
+
+  private async flushEvents(): Promise<void> {
+    for (let w = this.book.take(this.now()); w && !this.stopped; w = this.book.take(this.now())) {
+      const write = w;
+      try {
+        this.book.written(write, await this.o.writes.writeEvent(write));
+        this.failing.delete('write event');
+      } catch (e) {
+        this.book.failed(write, write.op === 'patch' && statusOf(e) === 404);
+        this.failed('write event', e);
+      }
+    }
+  }
+
+  /** Runs an API call: `{ v }` on success, undefined (logged once per kind until it works again) on failure. */
+  private async call<T>(what: string, fn: () => Promise<T>): Promise<{ v: T } | undefined> {
+    try {
+      const v = await fn();
+      this.failing.delete(what);
+      return { v };
+    } catch (e) {
+      this.failed(what, e);
+      return undefined;
+    }
+  }
+
+  private failed(what: string, e: unknown): void {
+    if (this.failing.has(what)) return;
+    this.failing.add(what);
+    const status = statusOf(e);
+    const hint = status === 403 ? ' (RBAC: the chart grants it with rbac.nodeEventsAndStatus=true)' : '';
+    this.o.log.warn({ err: (e as Error).message?.split('\n')[0], status }, `Kubernetes ${what} failed${hint}; retrying quietly`);
+  }
+}

@@ -1,0 +1,62 @@
+/**
+ * Wires the {@link KubeReporter} to the daemon's parts: the Kubernetes client from the
+ * same configuration the pod source uses (restore/kube-source-config.ts), this node's
+ * name (MY_NODE_NAME), and the facts read from memory (datastore counts, CNI STATUS, the
+ * pool controller's grow block, the release gate). Off, with one log line, when
+ * MY_NODE_NAME is unset or no Kubernetes configuration loads.
+ */
+import type { IpamdConfig } from '../config.js';
+import type { PoolController } from '../controller/pool-controller.js';
+import type { ReleaseGate } from '../controller/release-gate.js';
+import type { Datastore } from '../datastore/datastore.js';
+import type { Logger } from '../log.js';
+import { loadKubeConfig } from '../restore/kube-source-config.js';
+import type { IpamStatus } from '../service/status.js';
+import { KubeReporter } from './kube-reporter.js';
+import { KubeWrites } from './kube-writes.js';
+import type { NodeIpFacts } from './node-ip-state.js';
+
+/** What {@link startKubeReporting} reads. */
+export interface KubeReportingDeps {
+  config: Pick<IpamdConfig, 'nodeName' | 'taintWhenExhausted'>;
+  log: Logger;
+  ds: Datastore;
+  gate: ReleaseGate;
+  pool: Pick<PoolController, 'growBlocked'>;
+  /** CNI STATUS (IpamService.status). */
+  status: () => IpamStatus;
+}
+
+/** The facts of node-ip-state.ts, from memory. */
+export function readNodeIpFacts(d: Omit<KubeReportingDeps, 'config' | 'log'>, now = Date.now()): NodeIpFacts {
+  const c = d.ds.counts(now);
+  const st = d.status();
+  const blocked = d.pool.growBlocked();
+  return {
+    canServe: st.canServe, serveMessage: st.message, available: c.available, ...(blocked ? { growBlocked: blocked } : {}),
+    frozen: d.gate.frozen, freezeReasons: d.gate.describe(), heldByFreeze: d.gate.frozen ? c.unverified + c.releasing : 0,
+  };
+}
+
+/** Starts the reporter, or returns undefined (logged) when it cannot run here. Never throws. */
+export function startKubeReporting(d: KubeReportingDeps): KubeReporter | undefined {
+  const nodeName = d.config.nodeName;
+  if (!nodeName) {
+    d.log.info('MY_NODE_NAME is not set: no Kubernetes Events, node condition or taint');
+    return undefined;
+  }
+  let kc;
+  try {
+    kc = loadKubeConfig().kc;
+  } catch (e) {
+    d.log.warn({ err: (e as Error).message }, 'no Kubernetes configuration: no Events, node condition or taint');
+    return undefined;
+  }
+  const reporter = new KubeReporter({
+    writes: new KubeWrites(kc, nodeName), nodeName, log: d.log, taintWhenExhausted: d.config.taintWhenExhausted,
+    facts: () => readNodeIpFacts(d),
+  });
+  d.gate.onChange(() => reporter.kick());
+  reporter.start();
+  return reporter;
+}
