@@ -15,7 +15,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { execPlugin, type CniCall } from '../../demo/cni-exec.js';
 import { createNamedNetns, tcpSendFrom, type Netns } from '../../demo/netns.js';
-import { startCniBackendStub, type CniBackendStub } from '../helpers/cni-backend-stub.js';
+import { startCniBackendStandIn, type CniBackendStandIn } from '../helpers/cni-backend-standin.js';
 import { ipIn, ipj } from '../helpers/cni-node.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -24,14 +24,14 @@ const newId = () => randomBytes(32).toString('hex');
 
 interface Env {
   node: Netns;
-  stub: CniBackendStub;
+  stub: CniBackendStandIn;
   config: Record<string, unknown>;
   pods: Netns[];
   call(c: Omit<CniCall, 'config' | 'prefix'> & { config?: unknown }): ReturnType<typeof execPlugin>;
 }
 
 async function setup(t: { after(fn: () => unknown): void }, tag: string): Promise<Env> {
-  const stub = await startCniBackendStub();
+  const stub = await startCniBackendStandIn();
   t.after(() => stub.close());
   const node = await createNamedNetns(`eni-hd-${tag}-${process.pid}`);
   t.after(() => node.remove());

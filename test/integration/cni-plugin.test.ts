@@ -15,7 +15,7 @@ import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { execPlugin, type CniCall } from '../../demo/cni-exec.js';
 import { createNamedNetns, createProcNetns, tcpSendFrom, type Netns } from '../../demo/netns.js';
-import { startCniBackendStub, type CniBackendStub } from '../helpers/cni-backend-stub.js';
+import { startCniBackendStandIn, type CniBackendStandIn } from '../helpers/cni-backend-standin.js';
 import { waitFor } from '../helpers/wait.js';
 
 /** `ip <args>` inside the netns at `ns` (entered by path). execFile, not demo's `ipIn`: its
@@ -28,14 +28,14 @@ const newId = () => randomBytes(32).toString('hex');
 
 interface Env {
   node: Netns;
-  stub: CniBackendStub;
+  stub: CniBackendStandIn;
   config: Record<string, unknown>;
   call(c: Omit<CniCall, 'config' | 'prefix'> & { config?: unknown }): ReturnType<typeof execPlugin>;
 }
 
 /** Node netns + stub + a plugin runner inside the node netns; all removed by t.after. */
 async function setup(t: { after(fn: () => unknown): void }, tag: string, extraConfig: Record<string, unknown> = {}): Promise<Env> {
-  const stub = await startCniBackendStub();
+  const stub = await startCniBackendStandIn();
   t.after(() => stub.close());
   const node = await createNamedNetns(`eni-cp-${tag}-${process.pid}`);
   t.after(() => node.remove());

@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { shareUnixSessions } from '../../cni-plugin/grpc-http2.js';
 import { connectIpamd } from '../../cni-plugin/ipamd-client.js';
-import { startCniBackendStub, type CniBackendStub } from '../helpers/cni-backend-stub.js';
+import { startCniBackendStandIn, type CniBackendStandIn } from '../helpers/cni-backend-standin.js';
 import { waitFor } from '../helpers/wait.js';
 
 /** A Unix-socket relay to `target()` counting connections (total and open). */
@@ -52,7 +52,7 @@ async function callOnce(sock: string, i: number): Promise<string> {
 test('shared sessions: one connection, replaced after a server restart, closed when turned off', async (t) => {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-shared-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
-  let stub: CniBackendStub = await startCniBackendStub();
+  let stub: CniBackendStandIn = await startCniBackendStandIn();
   t.after(() => stub.close());
   const relay = await countingRelay(path.join(dir, 'relay.sock'), () => stub.socket);
   t.after(() => relay.close());
@@ -71,7 +71,7 @@ test('shared sessions: one connection, replaced after a server restart, closed w
 
   // The server goes away and comes back: the next call gets a new connection and succeeds.
   await stub.close();
-  stub = await startCniBackendStub();
+  stub = await startCniBackendStandIn();
   await waitFor('the old connection dropped', () => relay.counts.open === 0 || undefined);
   assert.match(await callOnce(sock, 6), /^\d+\.\d+\.\d+\.\d+$/);
   assert.equal(relay.counts.total, 5);

@@ -22,7 +22,7 @@ import { createNamedNetns, type Netns } from '../../demo/netns.js';
 import { HostNetwork } from '../../ipamd/network/host-network.js';
 import { detectIptablesBackend, type IptablesBackend } from '../../ipamd/network/iptables.js';
 import { SNAT_CHAIN } from '../../ipamd/network/snat.js';
-import { startCniBackendStub } from '../helpers/cni-backend-stub.js';
+import { startCniBackendStandIn } from '../helpers/cni-backend-standin.js';
 import { waitFor } from '../helpers/wait.js';
 
 const execFileP = promisify(execFile);
@@ -162,7 +162,7 @@ async function runScenario(t: { after(fn: () => unknown): void }, backend: Iptab
   assert.match(nat, /-j SNAT --to-source 10\.0\.0\.4 --random-fully/);
 
   // Two pods wired by the real plugin; the stub ipamd says which ENI (table) holds each IP.
-  const stub = await startCniBackendStub();
+  const stub = await startCniBackendStandIn();
   t.after(() => stub.close());
   const podIp = new Map<string, { ipv4_addr: string; device_number: number; route_table_id: number }>();
   stub.addReply = (req) => ({ ...podIp.get(req.container_id), vpc_v4_cidrs: [VPC_CIDR] });

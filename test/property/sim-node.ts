@@ -15,7 +15,7 @@ import { loadConfig } from '../../ipamd/config.js';
 import { startDaemon, type Daemon } from '../../ipamd/daemon.js';
 import { startIpamd, type IpamdProcess } from '../../demo/ipamd-process.js';
 import type { SimCloud } from '../../sim/index.js';
-import { startCriStandin, type CriStandin } from './cri-standin.js';
+import { startCriStandIn, type CriStandIn } from '../../sim/cri/index.js';
 
 /** How ipamd runs: in this process (startDaemon) or as the real binary in a child. */
 export type DaemonMode = 'in-process' | 'child';
@@ -82,7 +82,7 @@ export class SimNode {
     return this.child?.pid;
   }
 
-  constructor(readonly sim: SimCloud, readonly instanceId: string, readonly dir: string, readonly mode: DaemonMode, readonly cri: CriStandin | undefined, extra: Record<string, string>) {
+  constructor(readonly sim: SimCloud, readonly instanceId: string, readonly dir: string, readonly mode: DaemonMode, readonly cri: CriStandIn | undefined, extra: Record<string, string>) {
     this.env = {
       AWS_EC2_ENDPOINT: sim.ec2Endpoint, AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpointFor(instanceId),
       AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID ?? 'AKIDSIMULATED', AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY ?? 'simulated-secret',
@@ -176,7 +176,7 @@ export async function createSimNode(o: SimNodeOptions): Promise<SimNode> {
   const inst = o.sim.launchInstance({ instanceType: o.instanceType ?? 'm5.large', subnetId: o.subnetId });
   const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-node-'));
   try {
-    const cri = o.cri === false ? undefined : await startCriStandin(path.join(dir, 'cri.sock'));
+    const cri = o.cri === false ? undefined : await startCriStandIn({ socketPath: path.join(dir, 'cri.sock') });
     return new SimNode(o.sim, inst.instanceId, dir, o.mode ?? 'in-process', cri, o.env ?? {});
   } catch (e) {
     await rm(dir, { recursive: true, force: true });
