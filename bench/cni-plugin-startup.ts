@@ -26,7 +26,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { createNamedNetns } from '../demo/netns.js';
+import { createNamedNetns } from '../test/kit/netns.js';
 import { startCniBackendStandIn } from '../test/helpers/cni-backend-standin.js';
 import { ms, summarize, timedExec, type TimedRun } from './timed-exec.js';
 

@@ -21,7 +21,7 @@ import { chmod, copyFile, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { createNamedNetns, type Netns } from '../../demo/netns.js';
+import { createNamedNetns, type Netns } from '../kit/netns.js';
 import { SimCloud } from '../../sim/index.js';
 import { KubeApiStandIn } from '../../sim/kube/index.js';
 import { startContainerd, type Containerd } from './containerd.js';

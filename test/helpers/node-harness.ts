@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { SimCloud } from '../../sim/index.js';
-import { startIpamd, type IpamdProcess } from '../../demo/ipamd-process.js';
+import { startIpamd, type IpamdProcess } from '../kit/ipamd-process.js';
 
 /** A running simulated node. */
 export interface NodeHarness {

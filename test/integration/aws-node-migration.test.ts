@@ -19,7 +19,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { ipIn } from '../../demo/netns.js';
+import { ipIn } from '../kit/netns.js';
 import { awsConflist, awsNodeCheckpoint, installAwsCniStandIn, leaveEnisAsAwsNode, parseAdds } from '../helpers/aws-cni-standin.js';
 import { createInstalledCniNode } from '../helpers/containerd-cni-node.js';
 import { findLosses } from '../helpers/nothing-lost.js';

@@ -13,8 +13,8 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { execPlugin, type CniCall } from '../../demo/cni-exec.js';
-import { createNamedNetns, createProcNetns, tcpSendFrom, type Netns } from '../../demo/netns.js';
+import { execPlugin, type CniCall } from '../kit/cni-exec.js';
+import { createNamedNetns, createProcNetns, tcpSendFrom, type Netns } from '../kit/netns.js';
 import { startCniBackendStandIn, type CniBackendStandIn } from '../helpers/cni-backend-standin.js';
 import { waitFor } from '../helpers/wait.js';
 

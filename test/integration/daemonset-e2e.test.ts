@@ -19,7 +19,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { ipIn, tcpSendFrom } from '../../demo/netns.js';
+import { ipIn, tcpSendFrom } from '../kit/netns.js';
 import { awsConflist, awsNodeCheckpoint, installAwsCniStandIn, leaveEnisAsAwsNode, parseAdds } from '../helpers/aws-cni-standin.js';
 import { createDsNode, type DsNode } from '../helpers/containerd-ds-node.js';
 import { runDaemonSetPod, waitProbe, type DaemonSetPod } from '../helpers/daemonset-node.js';

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { loadConfig } from '../../ipamd/config.js';
 import { startDaemon, type Daemon } from '../../ipamd/daemon.js';
-import { startIpamd, type IpamdProcess } from '../../demo/ipamd-process.js';
+import { startIpamd, type IpamdProcess } from '../kit/ipamd-process.js';
 import type { SimCloud } from '../../sim/index.js';
 import { startCriStandIn, type CriStandIn } from '../../sim/cri/index.js';
 
