@@ -7,7 +7,7 @@
 import { CreateNetworkInterfaceCommand, CreateTagsCommand, EC2Client } from '@aws-sdk/client-ec2';
 import type { AddNetworkReply } from '../../proto/ipam.js';
 import type { Eni } from '../../sim/index.js';
-import { startCriStandIn, type CriStandIn } from '../../sim/cri/index.js';
+import type { CriStandIn } from '../../sim/cri/index.js';
 import { ipamdClient, type TestIpamdClient } from './ipamd-client.js';
 import { createNode, type NodeHarness } from './node-harness.js';
 import { eniPodAddresses, findLosses } from './nothing-lost.js';
@@ -41,8 +41,9 @@ export interface LifecycleNode {
 
 /** Creates a node; call `start()` to run ipamd. */
 export async function createLifecycleNode(p: { instanceType?: string; subnetCidr?: string; env?: NodeJS.ProcessEnv } = {}): Promise<LifecycleNode> {
-  const cri = await startCriStandIn({ identity: null });
-  const h = await createNode({ ...(p.instanceType ? { instanceType: p.instanceType } : {}), ...(p.subnetCidr ? { subnetCidr: p.subnetCidr } : {}), ipamdEnv: { ...FAST_ENV, CRI_RUNTIME_ENDPOINT: cri.endpoint, ...p.env } });
+  // The CRI stand-in answers no Version (identity unknown), as this node always had it.
+  const h = await createNode({ ...(p.instanceType ? { instanceType: p.instanceType } : {}), ...(p.subnetCidr ? { subnetCidr: p.subnetCidr } : {}), cri: { identity: null }, ipamdEnv: { ...FAST_ENV, ...p.env } });
+  const cri = h.cri!;
   const ec2 = new EC2Client({ region: 'us-west-2', endpoint: h.sim.ec2Endpoint, credentials: { accessKeyId: 't', secretAccessKey: 't' }, maxAttempts: 1 });
   const n: LifecycleNode = {
     h, cri, ec2, pods: new Map(), client: undefined as unknown as TestIpamdClient,
@@ -67,7 +68,6 @@ export async function createLifecycleNode(p: { instanceType?: string; subnetCidr
       n.client?.close();
       ec2.destroy();
       await h.close();
-      await cri.close();
     },
   };
   return n;
