@@ -68,7 +68,7 @@ async function main(): Promise<void> {
   const runs = Number(values.runs);
   delete process.env.NODE_EXTRA_CA_CERTS;
   const work = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-startup-'));
-  const stub = await startCniBackendStandIn();
+  const standin = await startCniBackendStandIn();
   const node = await createNamedNetns(`eni-bench-su-${process.pid}`);
   const results = new Map<string, { version: TimedRun[]; add: TimedRun[]; del: TimedRun[] }>();
   const floor: TimedRun[] = [];
@@ -76,7 +76,7 @@ async function main(): Promise<void> {
   try {
     builds = await buildVariants(work);
     for (const b of builds) results.set(b.name, { version: [], add: [], del: [] });
-    const config = JSON.stringify({ cniVersion: '1.0.0', name: 'aws-cni', type: 'eni-ipam', ipamdSocket: stub.socket });
+    const config = JSON.stringify({ cniVersion: '1.0.0', name: 'aws-cni', type: 'eni-ipam', ipamdSocket: standin.socket });
     let seq = 0;
     const cycle = async (b: Build, record: boolean): Promise<void> => {
       const pod = await createNamedNetns(`eni-bench-su-pod-${process.pid}`);
@@ -107,7 +107,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await node.remove();
-    await stub.close();
+    await standin.close();
     await rm(work, { recursive: true, force: true });
   }
 
