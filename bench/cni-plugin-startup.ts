@@ -15,7 +15,7 @@
  * zod/mini. Each build is copied into its own temp dir (its code cache lives next to it,
  * produced by a warm-up ADD). Each round runs every build (rotating the order) for
  * VERSION, ADD into a fresh named netns and DEL, against the stand-in ipamd (grpc-js +
- * proto-loader, test/helpers/cni-backend-stub.ts), inside a throw-away node netns; plus
+ * proto-loader, test/helpers/cni-backend-standin.ts), inside a throw-away node netns; plus
  * `node -e 0`, the floor. Times (bench/timed-exec.ts) are wall ($EPOCHREALTIME) and CPU (user+sys) of the plugin
  * process and its children (`ip`, `nsenter`).
  *
@@ -26,8 +26,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { createNamedNetns } from '../demo/netns.js';
-import { startCniBackendStub } from '../test/helpers/cni-backend-stub.js';
+import { createNamedNetns } from '../test/kit/netns.js';
+import { startCniBackendStandIn } from '../test/helpers/cni-backend-standin.js';
 import { ms, summarize, timedExec, type TimedRun } from './timed-exec.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -68,7 +68,7 @@ async function main(): Promise<void> {
   const runs = Number(values.runs);
   delete process.env.NODE_EXTRA_CA_CERTS;
   const work = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-startup-'));
-  const stub = await startCniBackendStub();
+  const standin = await startCniBackendStandIn();
   const node = await createNamedNetns(`eni-bench-su-${process.pid}`);
   const results = new Map<string, { version: TimedRun[]; add: TimedRun[]; del: TimedRun[] }>();
   const floor: TimedRun[] = [];
@@ -76,7 +76,7 @@ async function main(): Promise<void> {
   try {
     builds = await buildVariants(work);
     for (const b of builds) results.set(b.name, { version: [], add: [], del: [] });
-    const config = JSON.stringify({ cniVersion: '1.0.0', name: 'aws-cni', type: 'eni-ipam', ipamdSocket: stub.socket });
+    const config = JSON.stringify({ cniVersion: '1.0.0', name: 'aws-cni', type: 'eni-ipam', ipamdSocket: standin.socket });
     let seq = 0;
     const cycle = async (b: Build, record: boolean): Promise<void> => {
       const pod = await createNamedNetns(`eni-bench-su-pod-${process.pid}`);
@@ -107,7 +107,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await node.remove();
-    await stub.close();
+    await standin.close();
     await rm(work, { recursive: true, force: true });
   }
 

@@ -32,9 +32,9 @@ import { copyFile, mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { PLUGIN_PATH } from '../demo/cni-exec.js';
-import { startIpamd } from '../demo/ipamd-process.js';
-import { createNamedNetns, type Netns } from '../demo/netns.js';
+import { PLUGIN_PATH } from '../test/kit/cni-exec.js';
+import { startIpamd } from '../test/kit/ipamd-process.js';
+import { createNamedNetns, type Netns } from '../test/kit/netns.js';
 import { SimCloud } from '../sim/index.js';
 import { startContainerd } from '../test/helpers/containerd.js';
 import { createContainerdNode } from '../test/helpers/containerd-node.js';

@@ -12,7 +12,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { createNamedNetns } from './netns.js';
+import { createNamedNetns } from '../test/kit/netns.js';
 import { runScenario } from './scenario.js';
 
 const IPAMD_ENV = /^(WARM_|MINIMUM_IP_TARGET|MAX_ENI|IP_COOLDOWN_PERIOD|ENABLE_PREFIX_DELEGATION|AWS_VPC_|ENI_IPAM_|CLUSTER_NAME|ADDITIONAL_ENI_TAGS)/;

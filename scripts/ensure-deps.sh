@@ -8,7 +8,7 @@
 #     the rules test runs `promtool check/test rules`; the dashboard test runs the server);
 #     with --image also mmdebstrap (the image's Debian root filesystem) and umoci (the OCI layout),
 #     what `npm run image` needs (scripts/image/build.mjs), and buildah (the image test builds the
-#     Dockerfile with it).
+#     Dockerfile with it); with --stress also stress-ng (scripts/test-loaded.sh loads the CPUs with it).
 #   - npm packages from package-lock.json (npm ci) when node_modules is missing or stale.
 #   - the build (tsc + the bundled CNI plugin) when sources are newer than dist/.
 # Idempotent and quiet when everything is already in place.
@@ -17,11 +17,13 @@ cd "$(dirname "$0")/.."
 
 want_containerd=0
 want_image=0
+want_stress=0
 for arg in "$@"; do
   case "$arg" in
     --containerd) want_containerd=1 ;;
     --image) want_image=1 ;;
-    *) echo "eni-ipam: ensure-deps.sh: unknown option '$arg' (accepted: --containerd, --image)" >&2; exit 2 ;;
+    --stress) want_stress=1 ;;
+    *) echo "eni-ipam: ensure-deps.sh: unknown option '$arg' (accepted: --containerd, --image, --stress)" >&2; exit 2 ;;
   esac
 done
 
@@ -52,6 +54,9 @@ if [ "$want_image" = 1 ]; then
   command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap)
   command -v umoci >/dev/null 2>&1 || need+=(umoci)
   command -v buildah >/dev/null 2>&1 || need+=(buildah)
+fi
+if [ "$want_stress" = 1 ]; then
+  command -v stress-ng >/dev/null 2>&1 || need+=(stress-ng)
 fi
 if [ "${#need[@]}" -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then echo "eni-ipam: need root to install: ${need[*]}" >&2; exit 1; fi

@@ -55,7 +55,7 @@ export function awsNodeCheckpoint(pods: AwsWiredPod[]): string {
  * Writes the stand-in as `<binDir>/aws-cni` (mode 0755) keeping its state in `stateDir`
  * (`pool`, `adds`, `gone`, `lock`). @returns the script path.
  */
-export async function installAwsCniStandin(binDir: string, stateDir: string): Promise<string> {
+export async function installAwsCniStandIn(binDir: string, stateDir: string): Promise<string> {
   const file = path.join(binDir, 'aws-cni');
   const q = JSON.stringify(stateDir);
   const script = `#!/bin/bash

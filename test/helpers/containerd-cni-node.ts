@@ -20,16 +20,15 @@
  * Needs root, containerd, runc, gcc + libc6-dev, iptables, and a built tree.
  */
 import { randomUUID } from 'node:crypto';
-import { copyFile, chmod, mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { copyFile, chmod, mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { startIpamd, type IpamdProcess } from '../../demo/ipamd-process.js';
-import { createNamedNetns, run, type Netns } from '../../demo/netns.js';
-import { SimCloud } from '../../sim/index.js';
-import { startContainerd, type Containerd } from './containerd.js';
+import { startIpamd, type IpamdProcess } from '../kit/ipamd-process.js';
+import { createNamedNetns, run, type Netns } from '../kit/netns.js';
+import type { SimCloud } from '../../sim/index.js';
+import { buildNode, withContainerd, type KitNode } from '../kit/node.js';
+import type { Containerd } from './containerd.js';
 import type { IpamdAllocation, IpamdStatus } from './containerd-node.js';
-import { cleanupStack } from './cleanup-stack.js';
-import { CriTestClient } from './cri-client.js';
+import type { CriTestClient } from './cri-client.js';
 import { plugEniLinks, type EniLinkPlug } from './eni-link-plug.js';
 import { bridgeNetns, type NetnsBridge } from './netns-bridge.js';
 import { waitFor } from './wait.js';
@@ -101,16 +100,13 @@ async function failedProbeSandbox(cri: CriTestClient): Promise<string> {
  * @throws Error (after removing what was created) when a part does not start.
  */
 export async function createInstalledCniNode(o: { instanceType?: string; ipamdEnv?: NodeJS.ProcessEnv; hostNetwork?: boolean; ipamdPrefix?: string[]; nodeSysctls?: boolean } = {}): Promise<InstalledCniNode> {
-  const cleanups = cleanupStack();
-  const close = cleanups.close;
+  let kit: KitNode | undefined;
+  const close = async (): Promise<void> => { await kit?.close(); };
   try {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-ctd-'));
-    cleanups.push(() => rm(dir, { recursive: true, force: true }));
-    const sim = new SimCloud();
-    await sim.start();
-    cleanups.push(() => sim.stop());
-    const subnet = sim.addSubnet({ cidr: '10.0.0.0/24' });
-    const inst = sim.launchInstance({ instanceType: o.instanceType ?? 'm5.xlarge', subnetId: subnet.subnetId });
+    const k = (kit = await buildNode({ instanceType: o.instanceType ?? 'm5.xlarge', dirPrefix: 'eni-ipam-ctd-', netns: 'eni-ctd' }));
+    const { dir, sim, cleanups } = k;
+    const nodeNetns = k.nodeNetns!;
+    const inst = { instanceId: k.instanceId };
 
     const confDir = path.join(dir, 'cni', 'net.d');
     const binDir = path.join(dir, 'cni', 'bin');
@@ -119,13 +115,11 @@ export async function createInstalledCniNode(o: { instanceType?: string; ipamdEn
     await copyFile('/usr/lib/cni/loopback', path.join(binDir, 'loopback'));
     await chmod(path.join(binDir, 'loopback'), 0o755);
 
-    const nodeNetns = await createNamedNetns(`eni-ctd-${process.pid}-${seq++}`);
-    cleanups.push(() => nodeNetns.remove());
     if (o.nodeSysctls ?? true) await setNodeSysctlsIn(nodeNetns.path);
     const hostNetwork = o.hostNetwork ?? true;
     let eniLinks: EniLinkPlug | undefined;
     if (hostNetwork) {
-      const vpc = await createNamedNetns(`eni-vpc-${process.pid}-${seq - 1}`);
+      const vpc = await createNamedNetns(`eni-vpc-${process.pid}-${seq++}`);
       cleanups.push(() => vpc.remove());
       eniLinks = await plugEniLinks({ sim, instanceId: inst.instanceId, node: nodeNetns, vpc });
       cleanups.push(() => eniLinks!.stop());
@@ -138,10 +132,7 @@ export async function createInstalledCniNode(o: { instanceType?: string; ipamdEn
     // ipamd stops after containerd removed the sandboxes (their DELs reach it) and before the bridge closes.
     const built: { node?: InstalledCniNode } = {};
     cleanups.push(async () => { await built.node?.ipamd?.stop(10_000); });
-    const containerd = await startContainerd({ baseDir: path.join(dir, 'containerd'), nodeNetnsPath: nodeNetns.path, cniBinDir: binDir, cniConfDir: confDir });
-    cleanups.push(() => containerd.stop());
-    const cri = new CriTestClient(containerd.socket, 60_000);
-    cleanups.push(async () => cri.close());
+    const { containerd, cri } = await withContainerd(k, { baseDir: path.join(dir, 'containerd'), nodeNetnsPath: nodeNetns.path, cniBinDir: binDir, cniConfDir: confDir });
 
     const introspection = `http://127.0.0.1:${bridge.outward.get(INTROSPECTION_PORT)}`;
     const getJson = async <T>(p: string): Promise<T> => {

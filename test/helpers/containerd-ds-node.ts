@@ -17,17 +17,15 @@
  * Needs root, containerd, runc, iproute2, util-linux, overlayfs, gcc (pause image).
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { chmod, copyFile, mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
+import { chmod, copyFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
-import { createNamedNetns, type Netns } from '../../demo/netns.js';
-import { SimCloud } from '../../sim/index.js';
-import { KubeApiStandIn } from '../../sim/kube/index.js';
-import { startContainerd, type Containerd } from './containerd.js';
+import { createNamedNetns, type Netns } from '../kit/netns.js';
+import type { SimCloud } from '../../sim/index.js';
+import type { KubeApiStandIn } from '../../sim/kube/index.js';
+import { buildNode, withContainerd, type KitNode } from '../kit/node.js';
+import type { Containerd } from './containerd.js';
 import type { IpamdAllocation, IpamdStatus } from './containerd-node.js';
-import { cleanupStack } from './cleanup-stack.js';
-import { CriTestClient } from './cri-client.js';
+import type { CriTestClient } from './cri-client.js';
 import { plugEniLinks } from './eni-link-plug.js';
 import { bridgeNetns } from './netns-bridge.js';
 import { imageRefOf } from './image-archive.js';
@@ -88,29 +86,19 @@ let seq = 0;
  * @throws Error (after removing what was created) when a part does not start.
  */
 export async function createDsNode(o: { imageArchive: string; instanceType?: string; nodeName?: string }): Promise<DsNode> {
-  const cleanups = cleanupStack();
-  const close = cleanups.close;
+  let kit: KitNode | undefined;
+  const close = async (): Promise<void> => { await kit?.close(); };
   try {
     const imageRef = await imageRefOf(o.imageArchive);
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-ds-'));
-    cleanups.push(() => rm(dir, { recursive: true, force: true }));
-    const sim = new SimCloud();
-    await sim.start();
-    cleanups.push(() => sim.stop());
-    const subnet = sim.addSubnet({ cidr: '10.0.0.0/24' });
-    const inst = sim.launchInstance({ instanceType: o.instanceType ?? 'm5.xlarge', subnetId: subnet.subnetId });
+    const nodeName = o.nodeName ?? 'node-1';
+    const k = (kit = await buildNode({ instanceType: o.instanceType ?? 'm5.xlarge', dirPrefix: 'eni-ipam-ds-', kube: { nodeName }, netns: 'eni-ds' }));
+    const { dir, sim, cleanups } = k;
+    const kube = k.kube!, nodeNetns = k.nodeNetns!;
+    const inst = { instanceId: k.instanceId };
     const nodeIp = [...sim.state.enis.values()].find((e) => e.attachment?.instanceId === inst.instanceId && e.attachment.deviceIndex === 0)?.primaryIp;
     if (!nodeIp) throw new Error('the simulated instance has no primary ENI');
 
-    const nodeName = o.nodeName ?? 'node-1';
-    const kube = new KubeApiStandIn();
-    await kube.start();
-    cleanups.push(() => kube.stop());
-    kube.upsertNode(nodeName);
-    const n = seq++;
-    const nodeNetns = await createNamedNetns(`eni-ds-${process.pid}-${n}`);
-    cleanups.push(() => nodeNetns.remove());
-    const vpc = await createNamedNetns(`eni-dsv-${process.pid}-${n}`);
+    const vpc = await createNamedNetns(`eni-dsv-${process.pid}-${seq++}`);
     cleanups.push(() => vpc.remove());
     const links = await plugEniLinks({ sim, instanceId: inst.instanceId, node: nodeNetns, vpc });
     cleanups.push(() => links.stop());
@@ -133,16 +121,10 @@ export async function createDsNode(o: { imageArchive: string; instanceType?: str
     await kube.writeKubeconfig(host('/run/eni-ipam/kubeconfig'));
     await copyFile('/usr/lib/cni/loopback', host('/opt/cni/bin/loopback'));
     await chmod(host('/opt/cni/bin/loopback'), 0o755);
-    const containerd = await startContainerd({
+    // withContainerd also reports containerd's CRI identity on the node, as kubelet does.
+    const { containerd, cri } = await withContainerd(k, {
       baseDir: host('/run/containerd'), nodeNetnsPath: nodeNetns.path, mountNsPath: mountNs.nsPath, cniBinDir: '/opt/cni/bin', cniConfDir: '/etc/cni/net.d',
     });
-    cleanups.push(() => containerd.stop());
-    const cri = new CriTestClient(containerd.socket, 60_000);
-    cleanups.push(async () => cri.close());
-    // The node reports its runtime as kubelet does (<runtime_name>://<runtime_version>): ipamd
-    // compares it with CRI Version, and a mismatch rightly freezes releases.
-    const version = await cri.version();
-    kube.upsertNode(nodeName, `${version.runtime_name}://${version.runtime_version}`);
     await run('ctr', ['--address', containerd.socket, '-n', 'k8s.io', 'images', 'import', o.imageArchive], { maxBuffer: 1 << 24 })
       .catch((e: { stderr?: string; message: string }) => { throw new Error(`ctr images import ${o.imageArchive}: ${e.stderr ?? e.message}`); });
 

@@ -18,16 +18,16 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { copyFile, chmod, mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { copyFile, chmod, mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { PLUGIN_PATH } from '../../demo/cni-exec.js';
-import { startIpamd as spawnIpamd, type IpamdProcess } from '../../demo/ipamd-process.js';
-import { createNamedNetns, ipIn, type Netns } from '../../demo/netns.js';
-import { SimCloud } from '../../sim/index.js';
-import { KubeApiStandIn } from '../../sim/kube/index.js';
-import { startContainerd, type Containerd } from './containerd.js';
-import { CriTestClient } from './cri-client.js';
+import { PLUGIN_PATH } from '../kit/cni-exec.js';
+import { startIpamd as spawnIpamd, type IpamdProcess } from '../kit/ipamd-process.js';
+import { ipIn, type Netns } from '../kit/netns.js';
+import { buildNode, withContainerd, type KitNode } from '../kit/node.js';
+import type { SimCloud } from '../../sim/index.js';
+import type { KubeApiStandIn } from '../../sim/kube/index.js';
+import type { Containerd } from './containerd.js';
+import type { CriTestClient } from './cri-client.js';
 import { bridgeNetns } from './netns-bridge.js';
 import { findLosses, type LiveSandbox } from './nothing-lost.js';
 import { waitFor } from './wait.js';
@@ -131,8 +131,6 @@ export interface ContainerdNode {
   close(): Promise<void>;
 }
 
-let nodeSeq = 0;
-
 /** Writes `text` to `file` as temp-file-in-the-same-dir + rename (what containerd's conf watcher reloads on). */
 async function writeViaRename(file: string, text: string): Promise<void> {
   const tmp = path.join(path.dirname(file), `.${path.basename(file)}.tmp-${process.pid}`);
@@ -146,27 +144,13 @@ async function writeViaRename(file: string, text: string): Promise<void> {
  *   or ipamd does not start.
  */
 export async function createContainerdNode(o: ContainerdNodeOptions = {}): Promise<ContainerdNode> {
-  const cleanups: Array<() => Promise<unknown>> = [];
-  const closeAll = async (): Promise<void> => {
-    const errors: string[] = [];
-    for (const fn of cleanups.splice(0).reverse()) {
-      try { await fn(); } catch (e) { errors.push((e as Error).message); }
-    }
-    if (errors.length) throw new Error(`node cleanup incomplete:\n${errors.join('\n')}`);
-  };
+  let built: KitNode | undefined;
+  const closeAll = async (): Promise<void> => { await built?.close(); };
   try {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-rs-'));
-    cleanups.push(() => rm(dir, { recursive: true, force: true }));
-    const sim = new SimCloud();
-    await sim.start();
-    cleanups.push(() => sim.stop());
-    const subnet = sim.addSubnet({ cidr: '10.0.0.0/24' });
-    const inst = sim.launchInstance({ instanceType: o.instanceType ?? 'm5.large', subnetId: subnet.subnetId });
-    const kube = new KubeApiStandIn();
-    await kube.start();
-    cleanups.push(() => kube.stop());
-    const kubeconfig = path.join(dir, 'kubeconfig');
-    await kube.writeKubeconfig(kubeconfig);
+    const k = (built = await buildNode({ instanceType: o.instanceType ?? 'm5.large', dirPrefix: 'eni-ipam-rs-', kube: { nodeName: NODE_NAME }, netns: 'eni-rs' }));
+    const { dir, sim, kube: kubeOrNone, kubeconfig: kubeconfigOrNone, nodeNetns: netnsOrNone, cleanups } = k;
+    const kube = kubeOrNone!, kubeconfig = kubeconfigOrNone!, nodeNetns = netnsOrNone!;
+    const inst = { instanceId: k.instanceId };
 
     const socket = path.join(dir, 'ipamd.sock');
     const cniLog = path.join(dir, 'cni.log');
@@ -182,8 +166,6 @@ export async function createContainerdNode(o: ContainerdNodeOptions = {}): Promi
     const conflist = { cniVersion: '1.0.0', name: NETWORK_NAME, plugins: [{ type: 'eni-ipam', ipamdSocket: socket, logFile: cniLog }, ...(o.chainedPlugins ?? [])] };
     await writeViaRename(path.join(confDir, '10-eni-ipam.conflist'), JSON.stringify(conflist));
 
-    const nodeNetns = await createNamedNetns(`eni-rs-${process.pid}-${nodeSeq++}`);
-    cleanups.push(() => nodeNetns.remove());
     let introspection: string | undefined;
     if (o.ipamdInNodeNetns) {
       const port = (url: string): number => Number(new URL(url).port);
@@ -193,13 +175,7 @@ export async function createContainerdNode(o: ContainerdNodeOptions = {}): Promi
       cleanups.push(() => bridge.close());
       introspection = `http://127.0.0.1:${bridge.outward.get(NODE_INTROSPECTION_PORT)}`;
     }
-    const containerd = await startContainerd({ baseDir: path.join(dir, 'containerd'), nodeNetnsPath: nodeNetns.path, cniBinDir: binDir, cniConfDir: confDir });
-    cleanups.push(() => containerd.stop());
-    const cri = new CriTestClient(containerd.socket, 60_000);
-    cleanups.push(async () => cri.close());
-    // The node reports its runtime as kubelet does (<runtime_name>://<runtime_version>): ipamd compares it with CRI Version.
-    const version = await cri.version();
-    kube.upsertNode(NODE_NAME, `${version.runtime_name}://${version.runtime_version}`);
+    const { containerd, cri } = await withContainerd(k, { baseDir: path.join(dir, 'containerd'), nodeNetnsPath: nodeNetns.path, cniBinDir: binDir, cniConfDir: confDir });
     const getJson = async <T>(p: string): Promise<T> => {
       assert.ok(n.ipamd, 'ipamd is not running');
       const r = await fetch(`${introspection ?? `http://127.0.0.1:${n.ipamd.introspectionPort}`}${p}`);

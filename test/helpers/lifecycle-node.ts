@@ -7,7 +7,7 @@
 import { CreateNetworkInterfaceCommand, CreateTagsCommand, EC2Client } from '@aws-sdk/client-ec2';
 import type { AddNetworkReply } from '../../proto/ipam.js';
 import type { Eni } from '../../sim/index.js';
-import { startFakeCri, type FakeCri } from './fake-cri.js';
+import type { CriStandIn } from '../../sim/cri/index.js';
 import { ipamdClient, type TestIpamdClient } from './ipamd-client.js';
 import { createNode, type NodeHarness } from './node-harness.js';
 import { eniPodAddresses, findLosses } from './nothing-lost.js';
@@ -24,7 +24,7 @@ export const FAST_ENV: NodeJS.ProcessEnv = {
 /** A node with its pods. */
 export interface LifecycleNode {
   h: NodeHarness;
-  cri: FakeCri;
+  cri: CriStandIn;
   client: TestIpamdClient;
   ec2: EC2Client;
   /** Live pods: container id → IP. */
@@ -41,8 +41,9 @@ export interface LifecycleNode {
 
 /** Creates a node; call `start()` to run ipamd. */
 export async function createLifecycleNode(p: { instanceType?: string; subnetCidr?: string; env?: NodeJS.ProcessEnv } = {}): Promise<LifecycleNode> {
-  const cri = await startFakeCri();
-  const h = await createNode({ ...(p.instanceType ? { instanceType: p.instanceType } : {}), ...(p.subnetCidr ? { subnetCidr: p.subnetCidr } : {}), ipamdEnv: { ...FAST_ENV, CRI_RUNTIME_ENDPOINT: cri.endpoint, ...p.env } });
+  // The CRI stand-in answers no Version (identity unknown), as this node always had it.
+  const h = await createNode({ ...(p.instanceType ? { instanceType: p.instanceType } : {}), ...(p.subnetCidr ? { subnetCidr: p.subnetCidr } : {}), cri: { identity: null }, ipamdEnv: { ...FAST_ENV, ...p.env } });
+  const cri = h.cri!;
   const ec2 = new EC2Client({ region: 'us-west-2', endpoint: h.sim.ec2Endpoint, credentials: { accessKeyId: 't', secretAccessKey: 't' }, maxAttempts: 1 });
   const n: LifecycleNode = {
     h, cri, ec2, pods: new Map(), client: undefined as unknown as TestIpamdClient,
@@ -67,7 +68,6 @@ export async function createLifecycleNode(p: { instanceType?: string; subnetCidr
       n.client?.close();
       ec2.destroy();
       await h.close();
-      await cri.close();
     },
   };
   return n;
@@ -114,7 +114,7 @@ export async function createEniVia(n: LifecycleNode, tags: Record<string, string
 export async function nothingLost(n: LifecycleNode): Promise<string[]> {
   const d = n.h.ipamd!;
   const allocations = (await (await fetch(`http://127.0.0.1:${d.introspectionPort}/v1/allocations`)).json()) as Array<{ containerID: string; ipv4: string }>;
-  const live = [...n.cri.sandboxes.values()].map((s) => ({ id: s.id, ip: s.ip, podName: s.name, podNamespace: s.namespace, createdAtMs: s.createdAtMs }));
+  const live = [...n.cri.sandboxes.values()].map((s) => ({ id: s.id, ip: s.ip ?? '', podName: s.name, podNamespace: s.namespace, createdAtMs: s.createdAtMs }));
   const bad = findLosses({ live, ipAtStart: new Map(live.map((s) => [s.id, s.ip])), sim: n.h.sim.state, calls: n.h.sim.calls, instanceId: n.h.instanceId, allocations });
   for (const e of leakedEnis(n)) bad.push(`leaked ENI ${e.networkInterfaceId} (available, ours)`);
   const seen = new Map<string, string>();

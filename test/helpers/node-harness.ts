@@ -1,13 +1,14 @@
 /**
- * A simulated node for integration tests: the simulated cloud in-process on loopback
- * (one subnet, one instance), a temp dir for ipamd's socket and checkpoint, and the
- * real ipamd binary as a child process pointed at it. `close()` removes everything.
+ * A simulated node for integration tests: the kit's node (test/kit/node.ts: the simulated
+ * cloud in-process on loopback, one subnet, one instance, a temp dir for ipamd's socket
+ * and checkpoint, optionally the CRI stand-in) and the real ipamd binary as a child
+ * process pointed at it. `close()` removes everything.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
-import { SimCloud } from '../../sim/index.js';
-import { startIpamd, type IpamdProcess } from '../../demo/ipamd-process.js';
+import type { SimCloud } from '../../sim/index.js';
+import type { CriStandIn, CriStandInOptions } from '../../sim/cri/index.js';
+import { buildNode } from '../kit/node.js';
+import { startIpamd, type IpamdProcess } from '../kit/ipamd-process.js';
 
 /** A running simulated node. */
 export interface NodeHarness {
@@ -16,6 +17,8 @@ export interface NodeHarness {
   nodeIp: string;
   subnetId: string;
   dir: string;
+  /** The CRI stand-in, when created with `cri`. */
+  cri?: CriStandIn;
   socket: string;
   checkpoint: string;
   ipamd?: IpamdProcess;
@@ -26,15 +29,16 @@ export interface NodeHarness {
   close(): Promise<void>;
 }
 
-/** Creates the node. `ipamdEnv` is added to the defaults (fast pool interval, short waits). */
-export async function createNode(p: { instanceType?: string; subnetCidr?: string; ipamdEnv?: NodeJS.ProcessEnv } = {}): Promise<NodeHarness> {
-  const sim = new SimCloud();
-  await sim.start();
-  const subnet = sim.addSubnet({ cidr: p.subnetCidr ?? '10.0.0.0/24' });
-  const inst = sim.launchInstance({ instanceType: p.instanceType ?? 'm5.large', subnetId: subnet.subnetId });
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-test-'));
+/**
+ * Creates the node: {@link buildNode} (simulated cloud, instance, temp dir; `cri` adds the
+ * CRI stand-in, closed by `close()`) plus ipamd's environment. `ipamdEnv` is added to the
+ * defaults (fast pool interval, short waits).
+ */
+export async function createNode(p: { instanceType?: string; subnetCidr?: string; ipamdEnv?: NodeJS.ProcessEnv; cri?: CriStandInOptions } = {}): Promise<NodeHarness> {
+  const k = await buildNode({ ...(p.instanceType ? { instanceType: p.instanceType } : {}), ...(p.subnetCidr ? { subnetCidr: p.subnetCidr } : {}), ...(p.cri ? { cri: p.cri } : {}), dirPrefix: 'eni-ipam-test-' });
+  const dir = k.dir;
   const h: NodeHarness = {
-    sim, instanceId: inst.instanceId, nodeIp: inst.privateIpAddress, subnetId: subnet.subnetId, dir,
+    sim: k.sim, instanceId: k.instanceId, nodeIp: k.nodeIp, subnetId: k.subnetId, dir, ...(k.cri ? { cri: k.cri } : {}),
     socket: path.join(dir, 'ipamd.sock'), checkpoint: path.join(dir, 'ipam.json'),
     env: {},
     async startIpamd(extra = {}) {
@@ -43,15 +47,15 @@ export async function createNode(p: { instanceType?: string; subnetCidr?: string
     },
     async close() {
       if (h.ipamd) await h.ipamd.stop(5000).catch(() => undefined);
-      await sim.stop().catch(() => undefined);
-      await rm(dir, { recursive: true, force: true });
+      await k.close().catch(() => undefined);
     },
   };
   h.env = {
-    AWS_EC2_ENDPOINT: sim.ec2Endpoint, AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpoint,
+    AWS_EC2_ENDPOINT: k.sim.ec2Endpoint, AWS_EC2_METADATA_SERVICE_ENDPOINT: k.sim.imdsEndpoint,
     ENI_IPAM_SOCKET: h.socket, ENI_IPAM_CHECKPOINT_PATH: h.checkpoint, ENI_IPAM_POOL_INTERVAL: '200ms',
     AWS_VPC_K8S_CNI_LOGLEVEL: 'debug', ENI_IPAM_INSTALL_CNI: 'true',
-    ENI_IPAM_CNI_CONF_DIR: path.join(dir, 'cni', 'net.d'), ENI_IPAM_CNI_BIN_DIR: path.join(dir, 'cni', 'bin'), ...p.ipamdEnv,
+    ENI_IPAM_CNI_CONF_DIR: path.join(dir, 'cni', 'net.d'), ENI_IPAM_CNI_BIN_DIR: path.join(dir, 'cni', 'bin'),
+    ...(k.cri ? { CRI_RUNTIME_ENDPOINT: k.cri.endpoint } : {}), ...p.ipamdEnv,
   };
   return h;
 }

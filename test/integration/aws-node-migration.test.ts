@@ -19,8 +19,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { ipIn } from '../../demo/netns.js';
-import { awsConflist, awsNodeCheckpoint, installAwsCniStandin, leaveEnisAsAwsNode, parseAdds } from '../helpers/aws-cni-standin.js';
+import { ipIn } from '../kit/netns.js';
+import { awsConflist, awsNodeCheckpoint, installAwsCniStandIn, leaveEnisAsAwsNode, parseAdds } from '../helpers/aws-cni-standin.js';
 import { createInstalledCniNode } from '../helpers/containerd-cni-node.js';
 import { findLosses } from '../helpers/nothing-lost.js';
 import { waitFor } from '../helpers/wait.js';
@@ -44,7 +44,7 @@ test('aws-node → eni-ipam on a node with 12 live pods: every pod keeps its IP,
   const stateDir = path.join(n.dir, 'aws-cni-state');
   await mkdir(stateDir);
   await writeFile(path.join(stateDir, 'pool'), pool.join('\n') + '\n');
-  await installAwsCniStandin(n.binDir, stateDir);
+  await installAwsCniStandIn(n.binDir, stateDir);
   await writeFile(path.join(n.confDir, '10-aws.conflist'), JSON.stringify(awsConflist()));
   await waitFor('the eni-link plug to show device 1', () => n.eniLinks!.links.has(eni1), 10_000, 100);
 

@@ -19,12 +19,12 @@ import path from 'node:path';
 import { KubeApiStandIn } from '../../sim/kube/index.js';
 import { startCniNode } from '../helpers/cni-node.js';
 import { runCli } from '../helpers/cli-run.js';
-import { startFakeCri } from '../helpers/fake-cri.js';
+import { startCriStandIn } from '../../sim/cri/index.js';
 
 const run = promisify(execFile);
 
 test('audit is clean on a consistent node, then reports each planted mismatch (exit 1)', { timeout: 120_000 }, async (t) => {
-  const cri = await startFakeCri();
+  const cri = await startCriStandIn({ identity: null });
   t.after(() => cri.close());
   const n = await startCniNode(t, 'cliaud', { ipamdEnv: { CRI_RUNTIME_ENDPOINT: 'unix:///nonexistent/cri.sock', WARM_IP_TARGET: '4' } });
   const kube = new KubeApiStandIn();

@@ -1,7 +1,7 @@
 /**
  * Fuzz-found holes of the CNI plugin (issue 10 item 4 and "Also fix"), through the real
  * bundled plugin (or the shim with ENI_IPAM_TEST_PLUGIN=shim falls back to it) against
- * the stand-in ipamd (helpers/cni-backend-stub.ts), in real namespaces:
+ * the stand-in ipamd (helpers/cni-backend-standin.ts), in real namespaces:
  * - an ADD handed an IP the node already routes to a live pod's veth is refused, the
  *   live pod's route, rules and traffic are untouched, ipamd is told "ip-conflict";
  * - a 100,000-deep `prevResult` is refused with code 6 before any IP is asked for;
@@ -13,9 +13,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { execPlugin, type CniCall } from '../../demo/cni-exec.js';
-import { createNamedNetns, tcpSendFrom, type Netns } from '../../demo/netns.js';
-import { startCniBackendStub, type CniBackendStub } from '../helpers/cni-backend-stub.js';
+import { execPlugin, type CniCall } from '../kit/cni-exec.js';
+import { createNamedNetns, tcpSendFrom, type Netns } from '../kit/netns.js';
+import { startCniBackendStandIn, type CniBackendStandIn } from '../helpers/cni-backend-standin.js';
 import { ipIn, ipj } from '../helpers/cni-node.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -24,22 +24,22 @@ const newId = () => randomBytes(32).toString('hex');
 
 interface Env {
   node: Netns;
-  stub: CniBackendStub;
+  standin: CniBackendStandIn;
   config: Record<string, unknown>;
   pods: Netns[];
   call(c: Omit<CniCall, 'config' | 'prefix'> & { config?: unknown }): ReturnType<typeof execPlugin>;
 }
 
 async function setup(t: { after(fn: () => unknown): void }, tag: string): Promise<Env> {
-  const stub = await startCniBackendStub();
-  t.after(() => stub.close());
+  const standin = await startCniBackendStandIn();
+  t.after(() => standin.close());
   const node = await createNamedNetns(`eni-hd-${tag}-${process.pid}`);
   t.after(() => node.remove());
   const pods: Netns[] = [];
   t.after(async () => { for (const p of pods) await p.remove(); });
-  const config = { cniVersion: '1.0.0', name: 'aws-cni', type: 'eni-ipam', ipamdSocket: stub.socket, mtu: 9001 };
+  const config = { cniVersion: '1.0.0', name: 'aws-cni', type: 'eni-ipam', ipamdSocket: standin.socket, mtu: 9001 };
   return {
-    node, stub, config, pods,
+    node, standin, config, pods,
     call: (c) => execPlugin({ ...c, config: c.config ?? config, prefix: ['nsenter', `--net=${node.path}`] }),
   };
 }
@@ -58,20 +58,20 @@ test('ADD handed an IP the node routes to a live pod is refused; the live pod ke
   await waitFor('the node TCP server', () => seen.includes('listening'));
 
   // Pod A, on a secondary ENI (table 3), so it has both its rules.
-  e.stub.addReply = () => ({ device_number: 2, route_table_id: 3 });
+  e.standin.addReply = () => ({ device_number: 2, route_table_id: 3 });
   const podA = await createNamedNetns(`eni-hd-a-${process.pid}`);
   e.pods.push(podA);
   const idA = newId();
   const addA = await e.call({ command: 'ADD', containerId: idA, netns: podA.path, ifName: 'eth0' });
   assert.equal(addA.code, 0, addA.stdout);
-  const x = e.stub.allocations.get(`aws-cni/${idA}/eth0`)!;
+  const x = e.standin.allocations.get(`aws-cni/${idA}/eth0`)!;
   const vethA = addA.json.interfaces[0].name as string;
   const rulesOf = async () => (await ipj(e.node.path, ['rule', 'show'])).filter((r) => r.dst === x || r.src === x).map((r) => `${r.priority} ${r.src} ${r.dst} ${r.table}`).sort();
   const rulesA = await rulesOf();
   assert.equal(rulesA.length, 2, JSON.stringify(rulesA));
 
-  // ipamd (here the stub) hands x out again to pod B, as a lost allocation would.
-  e.stub.addReply = () => ({ ipv4_addr: x, device_number: 0, route_table_id: 254 });
+  // ipamd (here the stand-in) hands x out again to pod B, as a lost allocation would.
+  e.standin.addReply = () => ({ ipv4_addr: x, device_number: 0, route_table_id: 254 });
   const podB = await createNamedNetns(`eni-hd-b-${process.pid}`);
   e.pods.push(podB);
   const idB = newId();
@@ -85,9 +85,9 @@ test('ADD handed an IP the node routes to a live pod is refused; the live pod ke
   assert.deepEqual(routes.map((r) => r.dev), [vethA]);
   assert.deepEqual(await rulesOf(), rulesA);
   assert.deepEqual(await vethsOf(e.node), [vethA]);
-  const del = e.stub.calls.find((c) => c.method === 'DelNetwork' && c.request.container_id === idB);
+  const del = e.standin.calls.find((c) => c.method === 'DelNetwork' && c.request.container_id === idB);
   assert.equal(del?.method === 'DelNetwork' ? del.request.reason : undefined, 'ip-conflict');
-  assert.equal(e.stub.allocations.has(`aws-cni/${idB}/eth0`), false);
+  assert.equal(e.standin.allocations.has(`aws-cni/${idB}/eth0`), false);
   // ... and A still talks to the node from x.
   await tcpSendFrom(podA.path, NODE_ADDR, 8080, 'still-alive');
   await waitFor('the node to see A from its IP', () => seen.includes(`still-alive ${x}`), 5000);
@@ -98,13 +98,13 @@ test('ADD with a 100,000-deep prevResult is refused with code 6 before an IP is 
   const pod = await createNamedNetns(`eni-hd-pdeep-${process.pid}`);
   e.pods.push(pod);
   const depth = 100_000;
-  const raw = `{"cniVersion":"1.0.0","name":"aws-cni","type":"eni-ipam","ipamdSocket":${JSON.stringify(e.stub.socket)},"prevResult":${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}}`;
+  const raw = `{"cniVersion":"1.0.0","name":"aws-cni","type":"eni-ipam","ipamdSocket":${JSON.stringify(e.standin.socket)},"prevResult":${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}}`;
   const r = await e.call({ command: 'ADD', containerId: newId(), netns: pod.path, ifName: 'eth0', config: raw });
   assert.equal(r.code, 1, r.stdout.slice(0, 500));
   assert.equal(r.json.code, 6, r.stdout.slice(0, 500));
   assert.match(r.json.details, /nest deeper than 64/);
-  assert.equal(e.stub.calls.filter((c) => c.method === 'AddNetwork').length, 0, 'no IP was asked for');
-  assert.equal(e.stub.allocations.size, 0);
+  assert.equal(e.standin.calls.filter((c) => c.method === 'AddNetwork').length, 0, 'no IP was asked for');
+  assert.equal(e.standin.allocations.size, 0);
   assert.deepEqual(await vethsOf(e.node), []);
   // A normal chained ADD still works.
   const ok = await e.call({ command: 'ADD', containerId: newId(), netns: pod.path, ifName: 'eth0', config: { ...e.config, prevResult: { cniVersion: '1.0.0', interfaces: [{ name: 'x' }], ips: [], dns: { nameservers: ['10.0.0.2'] } } } });
@@ -130,7 +130,7 @@ test("CNI_NETNS naming the node's own netns is refused; the node keeps its defau
     assert.equal(r.json.msg, 'invalid CNI_NETNS');
     assert.match(r.json.details, /is the node's own network namespace/);
     assert.deepEqual(await defaultRoute(), ['10.0.0.1 up0'], `the node's default route after ADD with ${netns}`);
-    assert.equal(e.stub.allocations.has(`aws-cni/${id}/eth0`), false, 'the IP was given back');
+    assert.equal(e.standin.allocations.has(`aws-cni/${id}/eth0`), false, 'the IP was given back');
     const d = await e.call({ command: 'DEL', containerId: id, netns, ifName: 'eth0' });
     assert.equal(d.code, 0, d.stdout);
     assert.deepEqual(await defaultRoute(), ['10.0.0.1 up0'], `the node's default route after DEL with ${netns}`);

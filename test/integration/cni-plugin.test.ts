@@ -1,6 +1,6 @@
 /**
  * The real bundled CNI plugin (dist/cni-plugin/eni-ipam.cjs) against a stand-in ipamd
- * (grpc-js + proto-loader over proto/ipam.proto, see helpers/cni-backend-stub.ts), run
+ * (grpc-js + proto-loader over proto/ipam.proto, see helpers/cni-backend-standin.ts), run
  * inside a "node" network namespace so nothing on the real host changes, wiring pod
  * namespaces of both shapes (`/var/run/netns/<name>` and `/proc/<pid>/ns/net`).
  */
@@ -13,9 +13,9 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { execPlugin, type CniCall } from '../../demo/cni-exec.js';
-import { createNamedNetns, createProcNetns, tcpSendFrom, type Netns } from '../../demo/netns.js';
-import { startCniBackendStub, type CniBackendStub } from '../helpers/cni-backend-stub.js';
+import { execPlugin, type CniCall } from '../kit/cni-exec.js';
+import { createNamedNetns, createProcNetns, tcpSendFrom, type Netns } from '../kit/netns.js';
+import { startCniBackendStandIn, type CniBackendStandIn } from '../helpers/cni-backend-standin.js';
 import { waitFor } from '../helpers/wait.js';
 
 /** `ip <args>` inside the netns at `ns` (entered by path). execFile, not demo's `ipIn`: its
@@ -28,20 +28,20 @@ const newId = () => randomBytes(32).toString('hex');
 
 interface Env {
   node: Netns;
-  stub: CniBackendStub;
+  standin: CniBackendStandIn;
   config: Record<string, unknown>;
   call(c: Omit<CniCall, 'config' | 'prefix'> & { config?: unknown }): ReturnType<typeof execPlugin>;
 }
 
-/** Node netns + stub + a plugin runner inside the node netns; all removed by t.after. */
+/** Node netns + standin + a plugin runner inside the node netns; all removed by t.after. */
 async function setup(t: { after(fn: () => unknown): void }, tag: string, extraConfig: Record<string, unknown> = {}): Promise<Env> {
-  const stub = await startCniBackendStub();
-  t.after(() => stub.close());
+  const standin = await startCniBackendStandIn();
+  t.after(() => standin.close());
   const node = await createNamedNetns(`eni-cp-${tag}-${process.pid}`);
   t.after(() => node.remove());
-  const config = { cniVersion: '1.0.0', name: 'aws-cni', type: 'eni-ipam', ipamdSocket: stub.socket, mtu: 9001, ...extraConfig };
+  const config = { cniVersion: '1.0.0', name: 'aws-cni', type: 'eni-ipam', ipamdSocket: standin.socket, mtu: 9001, ...extraConfig };
   return {
-    node, stub, config,
+    node, standin, config,
     call: (c) => execPlugin({ ...c, config: c.config ?? config, prefix: ['nsenter', `--net=${node.path}`] }),
   };
 }
@@ -71,9 +71,9 @@ test('ADD/DEL in real namespaces, both netns shapes, with traffic', async (t) =>
     const args = { K8S_POD_UID: `uid-${pod.shape}`, IgnoreUnknown: '1', K8S_POD_NAME: `pod-${pod.shape}`, K8S_POD_INFRA_CONTAINER_ID: id, K8S_POD_NAMESPACE: 'default' };
     const add = await e.call({ command: 'ADD', containerId: id, netns: pod.path, ifName: 'eth0', args });
     assert.equal(add.code, 0, `ADD (${pod.shape}): ${add.stdout} ${add.stderr}`);
-    const ip = e.stub.allocations.get(`aws-cni/${id}/eth0`)!;
-    assert.ok(ip, 'the stub allocated an IP');
-    const req = e.stub.calls.find((c) => c.method === 'AddNetwork' && c.request.container_id === id)!.request;
+    const ip = e.standin.allocations.get(`aws-cni/${id}/eth0`)!;
+    assert.ok(ip, 'the stand-in allocated an IP');
+    const req = e.standin.calls.find((c) => c.method === 'AddNetwork' && c.request.container_id === id)!.request;
     assert.deepEqual(
       [req.api_version, req.if_name, req.network_name, req.netns, req.k8s_pod_name, req.k8s_pod_namespace, req.k8s_pod_uid, req.k8s_pod_infra_container_id],
       [1, 'eth0', 'aws-cni', pod.path, `pod-${pod.shape}`, 'default', `uid-${pod.shape}`, id],
@@ -125,8 +125,8 @@ test('ADD/DEL in real namespaces, both netns shapes, with traffic', async (t) =>
     assert.deepEqual(await ipj(e.node.path, ['link', 'show', 'type', 'veth']), [], 'host veth removed');
     assert.deepEqual(await ipj(e.node.path, ['route', 'show', `${ip}/32`]), [], 'host route removed');
     assert.deepEqual(await ipj(pod.path, ['link', 'show', 'dev', 'eth0']).catch(() => []), [], 'pod interface removed');
-    assert.equal(e.stub.allocations.size, 0);
-    const reasons = e.stub.calls.flatMap((c) => (c.method === 'DelNetwork' && c.request.container_id === id ? [c.request.reason] : []));
+    assert.equal(e.standin.allocations.size, 0);
+    const reasons = e.standin.calls.flatMap((c) => (c.method === 'DelNetwork' && c.request.container_id === id ? [c.request.reason] : []));
     assert.deepEqual(reasons, ['cni-del', 'cni-del', 'cni-del']);
   }
   const log = (await readFile(logFile, 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
@@ -143,7 +143,7 @@ test('DEL with ipamd stopped still removes the veth and succeeds', async (t) => 
   const add = await e.call({ command: 'ADD', containerId: id, netns: pod.path, ifName: 'eth0' });
   assert.equal(add.code, 0, add.stdout);
   assert.equal((await ipj(e.node.path, ['link', 'show', 'type', 'veth'])).length, 1);
-  await e.stub.stop();
+  await e.standin.stop();
   const del = await e.call({ command: 'DEL', containerId: id, netns: pod.path, ifName: 'eth0' });
   assert.equal(del.code, 0, `DEL: ${del.stdout} ${del.stderr}`);
   assert.match(del.stderr, /reclaim/);
@@ -182,7 +182,7 @@ test('bad input and failed wiring give the spec error codes', async (t) => {
   assert.deepEqual([unknownVerb.json.code, unknownVerb.json.msg], [4, 'CNI_COMMAND FROB is not implemented yet']);
   const version = await e.call({ ...base, command: 'VERSION', config: '' });
   assert.deepEqual(version.json, { cniVersion: '1.1.0', supportedVersions: ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] });
-  assert.equal(e.stub.calls.length, 0, 'no RPC for invalid input');
+  assert.equal(e.standin.calls.length, 0, 'no RPC for invalid input');
 
   // A netns path that does not exist: clear error naming it, IP handed back with "add-failed".
   const missing = `/var/run/netns/does-not-exist-${process.pid}`;
@@ -192,9 +192,9 @@ test('bad input and failed wiring give the spec error codes', async (t) => {
   assert.equal(r.json.code, 5);
   assert.equal(r.json.cniVersion, '0.4.0');
   assert.ok(r.json.msg.includes(missing), r.json.msg);
-  assert.deepEqual(e.stub.calls.map((c) => [c.method, c.request.container_id, 'reason' in c.request ? c.request.reason : '']),
+  assert.deepEqual(e.standin.calls.map((c) => [c.method, c.request.container_id, 'reason' in c.request ? c.request.reason : '']),
     [['AddNetwork', id, ''], ['DelNetwork', id, 'add-failed']]);
-  assert.equal(e.stub.allocations.size, 0);
+  assert.equal(e.standin.allocations.size, 0);
   assert.deepEqual(await ipj(e.node.path, ['link', 'show', 'type', 'veth']), [], 'no veth left behind');
 
   // The interface name is taken inside the pod: wiring fails, nothing is left behind.
@@ -202,15 +202,15 @@ test('bad input and failed wiring give the spec error codes', async (t) => {
   const clash = await e.call({ ...base, containerId: newId() });
   assert.equal(clash.json.code, 5, clash.stdout);
   assert.deepEqual(await ipj(e.node.path, ['link', 'show', 'type', 'veth']), []);
-  assert.equal(e.stub.allocations.size, 0);
-  assert.equal(e.stub.calls.at(-1)?.method, 'DelNetwork');
+  assert.equal(e.standin.allocations.size, 0);
+  assert.equal(e.standin.calls.at(-1)?.method, 'DelNetwork');
 
   // ipamd refusing: version skew → 100; no IP now → 11.
-  e.stub.failAdd = { code: grpc.status.FAILED_PRECONDITION, details: 'api_version 1 not supported' };
+  e.standin.failAdd = { code: grpc.status.FAILED_PRECONDITION, details: 'api_version 1 not supported' };
   const skew = await e.call({ ...base, containerId: newId() });
   assert.equal(skew.json.code, 100);
   assert.match(skew.json.details, /FAILED_PRECONDITION/);
-  e.stub.failAdd = { code: grpc.status.RESOURCE_EXHAUSTED, details: 'no IP within 10 s' };
+  e.standin.failAdd = { code: grpc.status.RESOURCE_EXHAUSTED, details: 'no IP within 10 s' };
   const empty = await e.call({ ...base, containerId: newId() });
   assert.equal(empty.json.code, 11);
 });

@@ -19,8 +19,8 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { ipIn, tcpSendFrom } from '../../demo/netns.js';
-import { awsConflist, awsNodeCheckpoint, installAwsCniStandin, leaveEnisAsAwsNode, parseAdds } from '../helpers/aws-cni-standin.js';
+import { ipIn, tcpSendFrom } from '../kit/netns.js';
+import { awsConflist, awsNodeCheckpoint, installAwsCniStandIn, leaveEnisAsAwsNode, parseAdds } from '../helpers/aws-cni-standin.js';
 import { createDsNode, type DsNode } from '../helpers/containerd-ds-node.js';
 import { runDaemonSetPod, waitProbe, type DaemonSetPod } from '../helpers/daemonset-node.js';
 import { findDaemonSet, type K8sDaemonSet } from '../helpers/daemonset-pod.js';
@@ -235,7 +235,7 @@ test('taking over a node from aws-node with the rendered DaemonSet: ours wins ov
   const stateDir = path.join(n.dir, 'aws-cni-state');
   await mkdir(stateDir);
   await writeFile(path.join(stateDir, 'pool'), [...secondaries(primary.networkInterfaceId).slice(0, 3).map((ip) => `${ip} main`), ...secondaries(eni1).slice(0, 3).map((ip) => `${ip} 2`)].join('\n') + '\n');
-  await installAwsCniStandin(n.host('/opt/cni/bin'), stateDir);
+  await installAwsCniStandIn(n.host('/opt/cni/bin'), stateDir);
   await writeFile(n.host('/etc/cni/net.d/10-aws.conflist'), JSON.stringify(awsConflist()));
   const ipAtStart = new Map<string, string>();
   for (let i = 0; i < 6; i++) {

@@ -59,7 +59,7 @@ test('throttled EC2: ADDs are served from the warm pool, EC2 retries back off, m
   const c = ipamdClient(h.socket);
   t.after(() => c.close());
   await waitFor('a warm pool of 12 available IPs', async () => (await d.status()).counts.available >= 12);
-  await sleep(500); // let the pool controller settle
+  await waitFor('no EC2 call in flight', () => h.sim.calls.every((x) => x.durationMs !== undefined)); // the pool controller settled
   const before = h.sim.calls.length;
   const m0 = await scrape(port);
 
@@ -124,7 +124,9 @@ test('throttled EC2: ADDs are served from the warm pool, EC2 retries back off, m
   // Lift the throttle: the pool catches up, so nothing is left in flight.
   h.sim.faults.setThrottle('mutating', null);
   await waitFor('the pool back at 12 available', async () => (await d.status()).counts.available >= 12, 30_000);
-  await sleep(300);
+  // Wait until ipamd has counted every attempt the cloud answered (the state compared below), not a fixed time.
+  await waitFor('no EC2 call in flight', () => h.sim.calls.every((x) => x.durationMs !== undefined));
+  await waitFor('every EC2 attempt counted', async () => sumSamples(await scrape(port), 'awscni_ec2api_req_count') - sumSamples(m0, 'awscni_ec2api_req_count') === h.sim.calls.length - before);
 
   // /metrics agrees with the cloud's own call log.
   const m1 = await scrape(port);
@@ -161,7 +163,7 @@ test('injected RequestLimitExceeded on one action: retried with backoff inside o
   const c = ipamdClient(h.socket);
   t.after(() => c.close());
   await waitFor('2 available IPs', async () => (await d.status()).counts.available >= 2);
-  await sleep(300);
+  await waitFor('no EC2 call in flight', () => h.sim.calls.every((x) => x.durationMs !== undefined));
   const before = h.sim.calls.length;
   h.sim.faults.injectError({ action: 'AssignPrivateIpAddresses', code: 'RequestLimitExceeded', count: 3 });
   const r = await timedAdd(c, 'x1');

@@ -1,7 +1,7 @@
 /**
  * cni-plugin/grpc-http2.ts's shared session (shareUnixSessions, what ipamd turns on for
  * the plugin code it runs in-process) against a real grpc-js server (the CNI backend
- * stub) behind a counting Unix-socket relay: calls reuse one connection while sharing is
+ * stand-in) behind a counting Unix-socket relay: calls reuse one connection while sharing is
  * on, each channel has its own when off, a server that went away is replaced by a new
  * connection to the restarted one, and turning sharing off closes the shared connection.
  */
@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { shareUnixSessions } from '../../cni-plugin/grpc-http2.js';
 import { connectIpamd } from '../../cni-plugin/ipamd-client.js';
-import { startCniBackendStub, type CniBackendStub } from '../helpers/cni-backend-stub.js';
+import { startCniBackendStandIn, type CniBackendStandIn } from '../helpers/cni-backend-standin.js';
 import { waitFor } from '../helpers/wait.js';
 
 /** A Unix-socket relay to `target()` counting connections (total and open). */
@@ -52,9 +52,9 @@ async function callOnce(sock: string, i: number): Promise<string> {
 test('shared sessions: one connection, replaced after a server restart, closed when turned off', async (t) => {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-shared-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
-  let stub: CniBackendStub = await startCniBackendStub();
-  t.after(() => stub.close());
-  const relay = await countingRelay(path.join(dir, 'relay.sock'), () => stub.socket);
+  let standin: CniBackendStandIn = await startCniBackendStandIn();
+  t.after(() => standin.close());
+  const relay = await countingRelay(path.join(dir, 'relay.sock'), () => standin.socket);
   t.after(() => relay.close());
   const sock = path.join(dir, 'relay.sock');
   t.after(() => shareUnixSessions(false));
@@ -70,12 +70,12 @@ test('shared sessions: one connection, replaced after a server restart, closed w
   await waitFor('the per-channel connections closed', () => relay.counts.open === 1 || undefined);
 
   // The server goes away and comes back: the next call gets a new connection and succeeds.
-  await stub.close();
-  stub = await startCniBackendStub();
+  await standin.close();
+  standin = await startCniBackendStandIn();
   await waitFor('the old connection dropped', () => relay.counts.open === 0 || undefined);
   assert.match(await callOnce(sock, 6), /^\d+\.\d+\.\d+\.\d+$/);
   assert.equal(relay.counts.total, 5);
-  assert.equal(stub.calls.length, 1, 'the call reached the new server');
+  assert.equal(standin.calls.length, 1, 'the call reached the new server');
 
   // Off again: the shared connection is closed, none left open.
   shareUnixSessions(false);

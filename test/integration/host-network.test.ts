@@ -4,7 +4,7 @@
  * removed even on failure; nothing touches the real host's namespace):
  *
  *   pod-a 10.0.0.21 (primary ENI, table main)   pod-b 10.0.0.20 (secondary ENI, table 2)
- *        \  veth (real plugin ADD, stub ipamd)  /
+ *        \  veth (real plugin ADD, ipamd stand-in)  /
  *   node   eth0 10.0.0.4/24 = primary ENI, eth1 = secondary ENI (device 1), both veths into
  *   vpc    br0 10.0.0.1/24 (VPC router); lo: 203.0.113.10 (outside), 198.51.100.7 (excluded)
  *
@@ -17,12 +17,12 @@ import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
-import { execPlugin } from '../../demo/cni-exec.js';
-import { createNamedNetns, type Netns } from '../../demo/netns.js';
+import { execPlugin } from '../kit/cni-exec.js';
+import { createNamedNetns, type Netns } from '../kit/netns.js';
 import { HostNetwork } from '../../ipamd/network/host-network.js';
 import { detectIptablesBackend, type IptablesBackend } from '../../ipamd/network/iptables.js';
 import { SNAT_CHAIN } from '../../ipamd/network/snat.js';
-import { startCniBackendStub } from '../helpers/cni-backend-stub.js';
+import { startCniBackendStandIn } from '../helpers/cni-backend-standin.js';
 import { waitFor } from '../helpers/wait.js';
 
 const execFileP = promisify(execFile);
@@ -161,12 +161,12 @@ async function runScenario(t: { after(fn: () => unknown): void }, backend: Iptab
   assert.match(nat, new RegExp(`-A ${SNAT_CHAIN} -d 198\\.51\\.100\\.0/24 .*-j RETURN`));
   assert.match(nat, /-j SNAT --to-source 10\.0\.0\.4 --random-fully/);
 
-  // Two pods wired by the real plugin; the stub ipamd says which ENI (table) holds each IP.
-  const stub = await startCniBackendStub();
-  t.after(() => stub.close());
+  // Two pods wired by the real plugin; the ipamd stand-in says which ENI (table) holds each IP.
+  const standin = await startCniBackendStandIn();
+  t.after(() => standin.close());
   const podIp = new Map<string, { ipv4_addr: string; device_number: number; route_table_id: number }>();
-  stub.addReply = (req) => ({ ...podIp.get(req.container_id), vpc_v4_cidrs: [VPC_CIDR] });
-  const config = { cniVersion: '1.0.0', name: 'aws-cni', type: 'eni-ipam', ipamdSocket: stub.socket, mtu: 9001 };
+  standin.addReply = (req) => ({ ...podIp.get(req.container_id), vpc_v4_cidrs: [VPC_CIDR] });
+  const config = { cniVersion: '1.0.0', name: 'aws-cni', type: 'eni-ipam', ipamdSocket: standin.socket, mtu: 9001 };
   const cni = (command: 'ADD' | 'DEL', id: string, pod: Netns) =>
     execPlugin({ command, containerId: id, netns: pod.path, ifName: 'eth0', config, prefix: ['nsenter', `--net=${node.path}`] });
   const podA = await mk('poda');

@@ -19,7 +19,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { createNamedNetns } from '../../demo/netns.js';
+import { createNamedNetns } from '../kit/netns.js';
 import { startContainerd } from '../helpers/containerd.js';
 import { buildDockerfile } from '../helpers/buildah-dockerfile.js';
 import { isStaticElf, openOciArchive, type OciArchive } from '../helpers/oci-archive.js';

@@ -13,7 +13,7 @@ import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { tcpSendFrom } from '../../demo/netns.js';
+import { tcpSendFrom } from '../kit/netns.js';
 import { ipIn, ipj, startCniNode } from '../helpers/cni-node.js';
 import { ipamdClient } from '../helpers/ipamd-client.js';
 import { parsePrometheusText, sample } from '../helpers/prom-text.js';

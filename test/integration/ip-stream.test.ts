@@ -12,7 +12,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { IpBatchError, executablePath, ipBatch, openIpStream } from '../../cni-plugin/ip-batch.js';
 import { ipShow } from '../../cni-plugin/ip-query.js';
-import { createNamedNetns } from '../../demo/netns.js';
+import { createNamedNetns } from '../kit/netns.js';
 import { startSpawnWorker } from '../../ipamd/cni-exec/spawn-worker.js';
 
 const links = async (ns: string): Promise<string[]> =>

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { mkdir, readdir, readFile, rm, rmdir, stat } from 'node:fs/promises';
 import { DescribeNetworkInterfacesCommand, EC2Client } from '@aws-sdk/client-ec2';
 import * as grpc from '@grpc/grpc-js';
-import { IPAMD_PATH } from '../../demo/ipamd-process.js';
+import { IPAMD_PATH } from '../kit/ipamd-process.js';
 import { createNode, type NodeHarness } from '../helpers/node-harness.js';
 import { ipamdClient, type GrpcError } from '../helpers/ipamd-client.js';
 import { waitFor } from '../helpers/wait.js';

@@ -14,7 +14,7 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { IPAMD_PATH } from '../../demo/ipamd-process.js';
+import { IPAMD_PATH } from '../kit/ipamd-process.js';
 import { runInvocation } from '../../cni-plugin/invocation.js';
 import { PluginLogFiles } from '../../ipamd/observability/log-files.js';
 import { SimCloud } from '../../sim/index.js';

@@ -38,8 +38,9 @@ test('throttled EC2 (both classes) while pods come and go: every ADD served with
   for (let i = 0; i < 6; i++) await n.del(`a${i}`);
   await sleep(3000);
   await Promise.all(Array.from({ length: 4 }, (_, i) => addOnEc2(n, `b${i}`)));
-  await sleep(1000);
-  const throttled = n.h.sim.calls.slice(from).filter((c) => c.errorCode === 'RequestLimitExceeded');
+  const throttledCalls = () => n.h.sim.calls.slice(from).filter((c) => c.errorCode === 'RequestLimitExceeded');
+  await waitFor('the cloud to throttle ipamd twice', () => throttledCalls().length >= 2, 10_000).catch(() => undefined);
+  const throttled = throttledCalls();
   assert.ok(throttled.length >= 2, `the cloud throttled ipamd (${throttled.length} calls)`);
   n.h.sim.faults.setThrottle('mutating', null);
   n.h.sim.faults.setThrottle('describe', null);

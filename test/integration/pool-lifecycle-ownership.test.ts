@@ -68,8 +68,8 @@ test('no sweep while releases are frozen, nor with DISABLE_LEAKED_ENI_CLEANUP=tr
   t.after(() => n.close());
   const e = await seedEnis(n);
   await n.start({ CRI_RUNTIME_ENDPOINT: `unix://${n.h.dir}/no-such-cri.sock` });
-  await new Promise((r) => setTimeout(r, 2000));
-  const s = await n.status();
+  // Wait for the state asserted (a sweep pass that ran and skipped), not a fixed time.
+  const s = await waitFor('a sweep pass skipped', async () => { const x = await n.status(); return x.eniLifecycle.lastSweep?.skipped ? x : undefined; }, 15_000);
   assert.equal(s.releasesFrozen, true);
   assert.match(s.eniLifecycle.lastSweep?.skipped ?? '', /frozen/);
   assert.ok(n.h.sim.state.enis.has(e.oursOld!), 'frozen: nothing deleted');

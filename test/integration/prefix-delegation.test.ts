@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { DescribeNetworkInterfacesCommand, EC2Client } from '@aws-sdk/client-ec2';
 import ipaddr from 'ipaddr.js';
-import { IPAMD_PATH } from '../../demo/ipamd-process.js';
+import { IPAMD_PATH } from '../kit/ipamd-process.js';
 import { createNode, type NodeHarness } from '../helpers/node-harness.js';
 import { ipamdClient } from '../helpers/ipamd-client.js';
 import { createLifecycleNode, listParam, waitUnfrozen } from '../helpers/lifecycle-node.js';

@@ -65,6 +65,11 @@ async function unassignSent(r: Rig, ip: string): Promise<number> {
   return call.at;
 }
 
+/** Every address the datastore holds on an ENI, in any state. */
+function onDatastoreEnis(r: Rig): string[] {
+  return r.d.ds.listEnis().flatMap((e) => r.d.ds.eniIps(e.eniId));
+}
+
 /** A check: has the simulated EC2 answered an unassign (any)? */
 const unassignDone = (r: Rig) => () => r.sim.calls.some((x) => x.action === 'UnassignPrivateIpAddresses' && x.durationMs !== undefined);
 
@@ -89,7 +94,7 @@ test('a sandbox whose DEL ipamd already served is not re-adopted from a runtime 
   await unassignSent(r, ip);
   // The pass with the stale snapshot merges (1 s) while the unassign is in flight (4 s), then EC2 answers.
   await waitFor('the unassign to finish', unassignDone(r), 15_000, 20);
-  await new Promise((res) => setTimeout(res, 100));
+  await waitFor(`ipamd to drop ${ip} after EC2 unassigned it`, () => !onDatastoreEnis(r).includes(ip), 5_000, 5);
 
   assert.equal(r.d.ds.lookup(key('p1')), undefined, 'the deleted sandbox was adopted again from a stale runtime snapshot');
   assert.deepEqual(usableButGone(r), [], 'the datastore keeps addresses EC2 no longer shows');
@@ -115,7 +120,7 @@ test('a live sandbox found holding an IP whose unassign is in flight: EC2 decide
   assert.equal(r.d.ds.ipState(ip, Date.now()), 'assigned', 'nobody else can be handed the address meanwhile');
   await waitFor('the unassign to finish', unassignDone(r), 15_000, 20);
   assert.ok(Date.now() - sentAt >= UNASSIGN_MS - 50);
-  await new Promise((res) => setTimeout(res, 100));
+  await waitFor(`ipamd to drop ${ip} from its ENI after EC2 unassigned it`, () => !onDatastoreEnis(r).includes(ip), 5_000, 5);
 
   assert.equal(ec2Ips(r).has(ip), false, 'EC2 did unassign the IP');
   assert.deepEqual(usableButGone(r), [], 'the datastore keeps addresses EC2 no longer shows');

@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { startCniNode } from '../helpers/cni-node.js';
-import { startFakeCri } from '../helpers/fake-cri.js';
+import { startCriStandIn } from '../../sim/cri/index.js';
 import { waitFor } from '../helpers/wait.js';
 
 const GC_MSG = 'GC: no source vouches for this allocation; released into cooldown';
@@ -20,7 +20,7 @@ const gcReleases = async (logFile: string): Promise<string[]> =>
   (await readFile(logFile, 'utf8')).split('\n').filter((l) => l.includes(GC_MSG)).map((l) => (JSON.parse(l) as { containerID: string }).containerID);
 
 test('a healthy runtime that knows none of the wired pods releases nothing; the right one releases only the lost DEL', async (t) => {
-  const cri = await startFakeCri();
+  const cri = await startCriStandIn({ identity: null });
   t.after(() => cri.close());
   const n = await startCniNode(t, 'rk', {
     ipamdEnv: { CRI_RUNTIME_ENDPOINT: cri.endpoint, ENI_IPAM_GC_INTERVAL: '1s', ENI_IPAM_GC_GRACE: '1s', ENI_IPAM_SHRINK_DELAY: '1s', IP_COOLDOWN_PERIOD: '1s', WARM_IP_TARGET: '1' },

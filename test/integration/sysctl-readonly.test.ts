@@ -14,7 +14,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { run } from '../../demo/netns.js';
+import { run } from '../kit/netns.js';
 import { createInstalledCniNode } from '../helpers/containerd-cni-node.js';
 import { waitFor } from '../helpers/wait.js';
 

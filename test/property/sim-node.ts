@@ -6,16 +6,15 @@
  * socket; cheap to restart, many fit in one process) or as the real binary in a child
  * process (so a restart can be a SIGKILL crash). `status()` is `GET /v1/status`.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { loadConfig } from '../../ipamd/config.js';
 import { startDaemon, type Daemon } from '../../ipamd/daemon.js';
-import { startIpamd, type IpamdProcess } from '../../demo/ipamd-process.js';
+import { startIpamd, type IpamdProcess } from '../kit/ipamd-process.js';
 import type { SimCloud } from '../../sim/index.js';
-import { startCriStandin, type CriStandin } from './cri-standin.js';
+import type { CriStandIn } from '../../sim/cri/index.js';
+import { buildNode } from '../kit/node.js';
 
 /** How ipamd runs: in this process (startDaemon) or as the real binary in a child. */
 export type DaemonMode = 'in-process' | 'child';
@@ -82,7 +81,7 @@ export class SimNode {
     return this.child?.pid;
   }
 
-  constructor(readonly sim: SimCloud, readonly instanceId: string, readonly dir: string, readonly mode: DaemonMode, readonly cri: CriStandin | undefined, extra: Record<string, string>) {
+  constructor(readonly sim: SimCloud, readonly instanceId: string, readonly dir: string, readonly mode: DaemonMode, readonly cri: CriStandIn | undefined, extra: Record<string, string>, private readonly closeParts: () => Promise<void>) {
     this.env = {
       AWS_EC2_ENDPOINT: sim.ec2Endpoint, AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpointFor(instanceId),
       AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID ?? 'AKIDSIMULATED', AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY ?? 'simulated-secret',
@@ -164,22 +163,16 @@ export class SimNode {
    */
   async close(): Promise<void> {
     await this.stop().catch(() => undefined);
-    await this.cri?.close().catch(() => undefined);
-    if (process.env.ENI_IPAM_KEEP_NODE_DIR === '1') return;
-    await rm(this.dir, { recursive: true, force: true }).catch(() => undefined);
+    await this.closeParts().catch(() => undefined);
   }
 }
 
-/** Launches the instance, makes the temp dir and the CRI stand-in; ipamd is not started. */
+/** Launches the instance, makes the temp dir and the CRI stand-in (the kit's {@link buildNode}); ipamd is not started. */
 export async function createSimNode(o: SimNodeOptions): Promise<SimNode> {
   ensureDummyAwsCredentials();
-  const inst = o.sim.launchInstance({ instanceType: o.instanceType ?? 'm5.large', subnetId: o.subnetId });
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-node-'));
-  try {
-    const cri = o.cri === false ? undefined : await startCriStandin(path.join(dir, 'cri.sock'));
-    return new SimNode(o.sim, inst.instanceId, dir, o.mode ?? 'in-process', cri, o.env ?? {});
-  } catch (e) {
-    await rm(dir, { recursive: true, force: true });
-    throw e;
-  }
+  const k = await buildNode({
+    sim: o.sim, subnetId: o.subnetId, instanceType: o.instanceType ?? 'm5.large', dirPrefix: 'eni-ipam-node-',
+    keepDir: process.env.ENI_IPAM_KEEP_NODE_DIR === '1', ...(o.cri === false ? {} : { cri: {} }),
+  });
+  return new SimNode(o.sim, k.instanceId, k.dir, o.mode ?? 'in-process', k.cri, o.env ?? {}, k.close);
 }

@@ -7,7 +7,7 @@ import { createWriteStream } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 /** Path of the compiled daemon entry point. */
-export const IPAMD_PATH = fileURLToPath(new URL('../ipamd/main.js', import.meta.url));
+export const IPAMD_PATH = fileURLToPath(new URL('../../ipamd/main.js', import.meta.url));
 
 /** A running ipamd child. */
 export interface IpamdProcess {

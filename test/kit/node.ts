@@ -1,0 +1,151 @@
+/**
+ * The one node builder of the test kit: the parts every simulated test node shares,
+ * chosen by options, each registered on one cleanup stack so `close()` removes them in
+ * reverse order even when a later part fails to start.
+ *
+ * - always: a temp dir and an EC2 instance in the simulated cloud (EC2 + IMDS on
+ *   loopback), a fresh {@link SimCloud} with one subnet unless `sim` shares one;
+ * - `kube`: the Kubernetes API stand-in (sim/kube) with a kubeconfig in the dir and the
+ *   node registered;
+ * - `cri`: the CRI runtime stand-in (sim/cri), for nodes without containerd;
+ * - `netns`: a named "node" network namespace (the real host stays untouched).
+ *
+ * Layers add the rest: test/helpers/node-harness.ts (ipamd as a child process),
+ * lifecycle-node.ts and cni-node.ts on top of it, the containerd nodes
+ * (containerd-node.ts, containerd-cni-node.ts, containerd-ds-node.ts) with
+ * {@link withContainerd}, and the property/bench node (test/property/sim-node.ts).
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { SimCloud } from '../../sim/index.js';
+import { startCriStandIn, type CriStandIn, type CriStandInOptions } from '../../sim/cri/index.js';
+import { KubeApiStandIn } from '../../sim/kube/index.js';
+import { startContainerd, type Containerd, type ContainerdOptions } from '../helpers/containerd.js';
+import { cleanupStack, type CleanupStack } from '../helpers/cleanup-stack.js';
+import { CriTestClient } from '../helpers/cri-client.js';
+import { createNamedNetns, type Netns } from './netns.js';
+
+/** Options of {@link buildNode}. */
+export interface NodeOptions {
+  /** A simulated cloud to share (not stopped by close); default: a new one, stopped by close. */
+  sim?: SimCloud;
+  /** Subnet to launch in (with a shared `sim`); default: a new subnet of `subnetCidr`. */
+  subnetId?: string;
+  /** CIDR of the new subnet (default 10.0.0.0/24). */
+  subnetCidr?: string;
+  /** EC2 instance type (default m5.large: 3 ENIs x 10 IPv4). */
+  instanceType?: string;
+  /** Prefix of the temp dir's name (default `eni-ipam-node-`). */
+  dirPrefix?: string;
+  /** Keep the temp dir on close (a post-mortem). Default false. */
+  keepDir?: boolean;
+  /** Start the Kubernetes API stand-in, write `<dir>/kubeconfig` and register node `nodeName` (default node-1). */
+  kube?: { nodeName?: string };
+  /** Start the CRI stand-in (sim/cri) with these options (socket default: `<dir>/cri.sock`). */
+  cri?: CriStandInOptions;
+  /** Create a named node network namespace called `<netns>-<pid>-<n>`. */
+  netns?: string;
+}
+
+/** The parts {@link buildNode} made; see the module docstring. */
+export interface KitNode {
+  sim: SimCloud;
+  subnetId: string;
+  instanceId: string;
+  /** The instance's primary private IPv4. */
+  nodeIp: string;
+  /** Temp dir holding every file of this node. */
+  dir: string;
+  kube?: KubeApiStandIn;
+  /** Kubernetes node name (with `kube`). */
+  nodeName?: string;
+  /** `<dir>/kubeconfig` for the stand-in (with `kube`). */
+  kubeconfig?: string;
+  cri?: CriStandIn;
+  nodeNetns?: Netns;
+  /** The cleanup stack: layers push their parts on it. */
+  cleanups: CleanupStack;
+  /** Runs the cleanup stack once (later calls share the first run). @throws Error listing what could not be removed. */
+  close(): Promise<void>;
+}
+
+let seq = 0;
+
+/**
+ * Builds the parts chosen by `o`.
+ * @throws Error (after removing what was created) when a part does not start.
+ */
+export async function buildNode(o: NodeOptions = {}): Promise<KitNode> {
+  const cleanups = cleanupStack();
+  try {
+    const dir = await mkdtemp(path.join(os.tmpdir(), o.dirPrefix ?? 'eni-ipam-node-'));
+    if (!o.keepDir) cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    let sim = o.sim;
+    if (!sim) {
+      const own = new SimCloud();
+      await own.start();
+      cleanups.push(() => own.stop());
+      sim = own;
+    }
+    const subnetId = o.subnetId ?? sim.addSubnet({ cidr: o.subnetCidr ?? '10.0.0.0/24' }).subnetId;
+    const inst = sim.launchInstance({ instanceType: o.instanceType ?? 'm5.large', subnetId });
+    const n: KitNode = { sim, subnetId, instanceId: inst.instanceId, nodeIp: inst.privateIpAddress, dir, cleanups, close: cleanups.close };
+    if (o.kube) {
+      const kube = new KubeApiStandIn();
+      await kube.start();
+      cleanups.push(() => kube.stop());
+      n.kube = kube;
+      n.nodeName = o.kube.nodeName ?? 'node-1';
+      n.kubeconfig = path.join(dir, 'kubeconfig');
+      await kube.writeKubeconfig(n.kubeconfig);
+      kube.upsertNode(n.nodeName);
+    }
+    if (o.cri) {
+      const cri = await startCriStandIn({ socketPath: path.join(dir, 'cri.sock'), ...o.cri });
+      cleanups.push(() => cri.close());
+      n.cri = cri;
+    }
+    if (o.netns) {
+      const ns = await createNamedNetns(`${o.netns}-${process.pid}-${seq++}`);
+      cleanups.push(() => ns.remove());
+      n.nodeNetns = ns;
+    }
+    return n;
+  } catch (e) {
+    await cleanups.close().catch(() => undefined);
+    throw e;
+  }
+}
+
+/** A private containerd on the node and a CRI client to it. */
+export interface ContainerdLayer {
+  containerd: Containerd;
+  cri: CriTestClient;
+}
+
+/**
+ * Starts a private containerd (test/helpers/containerd.ts) for `n` and a CRI client
+ * (RPC timeout 60 s), both on `n`'s cleanup stack. When the node has a Kubernetes
+ * stand-in, the node reports containerd's CRI identity (`<runtime_name>://<runtime_version>`)
+ * as kubelet would: ipamd compares it with CRI Version, and a mismatch rightly freezes releases.
+ * @throws Error when containerd does not start (the caller's close() removes the rest).
+ */
+export async function withContainerd(n: KitNode, o: ContainerdOptions): Promise<ContainerdLayer> {
+  const containerd = await startContainerd(o);
+  n.cleanups.push(() => containerd.stop());
+  const cri = new CriTestClient(containerd.socket, 60_000);
+  n.cleanups.push(async () => cri.close());
+  if (n.kube && n.nodeName) {
+    const version = await cri.version();
+    n.kube.upsertNode(n.nodeName, `${version.runtime_name}://${version.runtime_version}`);
+  }
+  return { containerd, cri };
+}
+
+/** Fetches JSON from `base` + `p`. @throws Error naming the path and HTTP status when not 2xx. */
+export async function getJson<T>(base: string, p: string): Promise<T> {
+  const r = await fetch(`${base}${p}`);
+  if (!r.ok) throw new Error(`GET ${p}: HTTP ${r.status}`);
+  return (await r.json()) as T;
+}
