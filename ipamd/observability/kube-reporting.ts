@@ -6,8 +6,8 @@
  * MY_NODE_NAME is unset or no Kubernetes configuration loads.
  */
 import type { IpamdConfig } from '../config.js';
-import type { PoolController } from '../controller/pool-controller.js';
-import type { ReleaseGate } from '../controller/release-gate.js';
+import type { PoolController } from '../controller/pool-loop/pool-controller.js';
+import type { ReleaseGate } from '../controller/release/release-gate.js';
 import type { Datastore } from '../datastore/datastore.js';
 import type { Logger } from '../log.js';
 import { loadKubeConfig } from '../restore/kube-source-config.js';
