@@ -70,7 +70,7 @@ export interface IpChildEvents {
 export type IpSpawner = (argv: string[], env: NodeJS.ProcessEnv, on: IpChildEvents) => IpChild;
 
 /** The default spawner: `child_process.spawn` in this thread. */
-const localSpawner: IpSpawner = (argv, env, on) => {
+export const localSpawner: IpSpawner = (argv, env, on) => {
   const p = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe'], env });
   p.stdout.setEncoding('utf8').on('data', on.stdout);
   p.stderr.setEncoding('utf8').on('data', on.stderr);
@@ -80,17 +80,6 @@ const localSpawner: IpSpawner = (argv, env, on) => {
   p.on('close', (code) => { if (!over) { over = true; on.exit(code); } });
   return { write: (d) => { if (p.stdin.writable) p.stdin.write(d); }, end: () => { if (p.stdin.writable) p.stdin.end(); } };
 };
-
-let spawner: IpSpawner = localSpawner;
-
-/**
- * Replaces how `ip`/`nsenter` are started (ipamd starts them from a worker thread so that
- * forking its large process does not stall its event loop: ipamd/cni-exec/spawn-worker.ts);
- * undefined restores `child_process.spawn` in this thread.
- */
-export function setIpSpawner(s: IpSpawner | undefined): void {
-  spawner = s ?? localSpawner;
-}
 
 /** A failed `ip` batch: `stderr` is iproute2's message (e.g. "RTNETLINK answers: File exists"). */
 export class IpBatchError extends Error {
@@ -108,7 +97,7 @@ export interface IpRun { argv: string[]; code: number | null; stdout: string; st
  * given (`nsenter --net=<path>`). Stdout is collected only when `wantStdout`.
  * @throws Error when the process cannot be spawned (a non-zero exit is in the result).
  */
-export function runIp(flags: string[], lines: string[], netnsPath?: string, wantStdout = false): Promise<IpRun> {
+function runIpWith(spawner: IpSpawner, flags: string[], lines: string[], netnsPath?: string, wantStdout = false): Promise<IpRun> {
   const argv = ipArgv(flags, netnsPath);
   return new Promise((resolve, reject) => {
     let stdout = '';
@@ -131,8 +120,8 @@ export function runIp(flags: string[], lines: string[], netnsPath?: string, want
  * command (earlier commands stay applied).
  * @throws IpBatchError when ip exits non-zero; Error when it cannot be spawned.
  */
-export async function ipBatch(lines: string[], netnsPath?: string): Promise<void> {
-  const r = await runIp([], lines, netnsPath);
+async function ipBatchWith(spawner: IpSpawner, lines: string[], netnsPath?: string): Promise<void> {
+  const r = await runIpWith(spawner, [], lines, netnsPath);
   if (r.code !== 0) throw new IpBatchError(r.argv, r.code, r.stderr);
 }
 
@@ -165,7 +154,7 @@ const BARRIER_LINE = 'link show dev lo';
  * reading its commands from an open stdin; see {@link IpStream}. The caller must call
  * `end()` on every path, or the process waits for input forever.
  */
-export function openIpStream(netnsPath?: string): IpStream {
+function openIpStreamWith(spawner: IpSpawner, netnsPath?: string): IpStream {
   const argv = ipArgv(['-o'], netnsPath);
   let stderr = '';
   let lines = 0;
@@ -208,4 +197,56 @@ export function openIpStream(netnsPath?: string): IpStream {
       return exited;
     },
   };
+}
+
+/**
+ * How the plugin code runs `ip`: the three primitives above bound to one {@link IpSpawner}.
+ * The plugin process uses {@link LOCAL_IP} (children forked from its own thread); ipamd's
+ * CNI exec server builds one on its spawn worker (ipamd/cni-exec/spawn-worker.ts) and
+ * hands it to the plugin code in its host (host.ts), so nothing here is switched globally.
+ */
+export interface IpRunner {
+  /** See {@link runIp}. */
+  runIp(flags: string[], lines: string[], netnsPath?: string, wantStdout?: boolean): Promise<IpRun>;
+  /** See {@link ipBatch}. */
+  ipBatch(lines: string[], netnsPath?: string): Promise<void>;
+  /** See {@link openIpStream}. */
+  openIpStream(netnsPath?: string): IpStream;
+}
+
+/** A runner starting its children with `spawner` (default `child_process.spawn` in this thread). */
+export function createIpRunner(spawner: IpSpawner = localSpawner): IpRunner {
+  return {
+    runIp: (flags, lines, netnsPath, wantStdout) => runIpWith(spawner, flags, lines, netnsPath, wantStdout),
+    ipBatch: (lines, netnsPath) => ipBatchWith(spawner, lines, netnsPath),
+    openIpStream: (netnsPath) => openIpStreamWith(spawner, netnsPath),
+  };
+}
+
+/** The runner of a process that forks its own children (the plugin process, tools, tests). */
+export const LOCAL_IP: IpRunner = createIpRunner();
+
+/**
+ * Runs `ip <flags> -batch -` with `lines` on stdin, inside the netns at `netnsPath` when
+ * given (`nsenter --net=<path>`), from this thread. Stdout is collected only when `wantStdout`.
+ * @throws Error when the process cannot be spawned (a non-zero exit is in the result).
+ */
+export function runIp(flags: string[], lines: string[], netnsPath?: string, wantStdout = false): Promise<IpRun> {
+  return LOCAL_IP.runIp(flags, lines, netnsPath, wantStdout);
+}
+
+/**
+ * Runs `lines` as one `ip -batch -` process from this thread; inside the netns at
+ * `netnsPath` when given. Each line is one `ip` command without the leading `ip` (e.g.
+ * `link set dev lo up`); arguments must not contain whitespace or quotes. The batch
+ * stops at the first failing command (earlier commands stay applied).
+ * @throws IpBatchError when ip exits non-zero; Error when it cannot be spawned.
+ */
+export function ipBatch(lines: string[], netnsPath?: string): Promise<void> {
+  return LOCAL_IP.ipBatch(lines, netnsPath);
+}
+
+/** {@link IpStream} started from this thread; see {@link IpRunner.openIpStream}. */
+export function openIpStream(netnsPath?: string): IpStream {
+  return LOCAL_IP.openIpStream(netnsPath);
 }
