@@ -3,8 +3,9 @@
  * versus what the kernel holds now, as precise one-line problems. Pure: the state comes
  * in as iproute2 JSON (`ip -json addr|route|neigh|link|rule show`).
  */
-import type { IpJson } from './ip-query.js';
-import { formatRule, ruleMatches, type PodRule } from './pod-rules.js';
+import type { IpJson } from '../netfacts/ip-query.js';
+import type { IpRule } from '../netfacts/ip-rule.js';
+import { formatRule, ruleMatches } from './pod-rules.js';
 import { POD_GATEWAY } from './result.js';
 
 /** What should exist for the attachment. */
@@ -22,7 +23,7 @@ export interface ExpectedAttachment {
   /** Host veth MAC ADD set; the neighbour is compared with the live host veth's MAC when it exists. */
   hostMac: string;
   /** Node ip rules expected (empty: not checked). */
-  rules: PodRule[];
+  rules: IpRule[];
 }
 
 /** Kernel state inside the pod netns. */

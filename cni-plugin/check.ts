@@ -12,7 +12,7 @@ import { findDrift } from './check-drift.js';
 import { requireEnv, type CniEnv } from './env.js';
 import type { VerbContext } from './invocation.js';
 import { CniCode, CniError } from './errors.js';
-import { ipShow } from './ip-query.js';
+import { ipShow } from '../netfacts/ip-query.js';
 import { IpamdCallError } from '../proto/ipamd-api.js';
 import { hostOf } from './process-host.js';
 import type { NetConf } from './netconf.js';

@@ -5,7 +5,7 @@
  * attachments ipamd released. Idempotent: what is already gone is fine.
  */
 import { LOCAL_NODE, type NodeSide } from './host.js';
-import { ipDeleteAll, ipShow } from './ip-query.js';
+import { ipDeleteAll, ipShow } from '../netfacts/ip-query.js';
 import { podRuleDeleteLines, ruleDeleteLinesFor } from './pod-rules.js';
 import { deleteHostVeth, type WiringPlan } from './wiring.js';
 

@@ -8,7 +8,7 @@
  * with). Nothing in the plugin code is switched process-wide.
  */
 import type { IpamdClient } from '../proto/ipamd-api.js';
-import { LOCAL_IP, type IpRunner } from './ip-batch.js';
+import { LOCAL_IP, type IpRunner } from '../netfacts/ip-batch.js';
 
 /** How a verb reaches ipamd, spawns `ip`, and which netns is the node's. */
 export interface PluginHost {

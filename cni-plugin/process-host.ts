@@ -5,7 +5,7 @@
  * evaluates the gRPC stack.
  */
 import type { PluginHost } from './host.js';
-import { LOCAL_IP } from './ip-batch.js';
+import { LOCAL_IP } from '../netfacts/ip-batch.js';
 import { connectIpamd } from './ipamd-client.js';
 
 /** The host of the one-shot plugin process. */

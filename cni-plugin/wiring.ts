@@ -24,8 +24,10 @@
 import { stat } from 'node:fs/promises';
 import { CniCode, CniError, echo } from './errors.js';
 import { LOCAL_NODE, type NodeSide } from './host.js';
-import { IpBatchError, type IpStream } from './ip-batch.js';
-import { ipDeleteAll, ipShow } from './ip-query.js';
+import { IpBatchError, type IpStream } from '../netfacts/ip-batch.js';
+import { ipDeleteAll, ipShow } from '../netfacts/ip-query.js';
+import { ruleLine } from '../netfacts/ip-rule.js';
+import { expectedPodRules, podRuleDeleteLines } from './pod-rules.js';
 import { POD_GATEWAY } from './result.js';
 
 /** Everything needed to wire (or unwire) one attachment. */
@@ -45,32 +47,14 @@ export interface WiringPlan {
   routeTableId: number;
 }
 
-/** Priority of the pod's `to <ip> lookup main` rule (DESIGN §1 step 4; ipamd/network/rule-priorities.ts). */
-export const TO_POD_RULE_PRIORITY = 512;
-/** Priority of the pod's `from <ip> lookup <ENI table>` rule (secondary ENIs only). */
-export const FROM_POD_RULE_PRIORITY = 1536;
-/** Route table id of the main table (pods on the primary ENI). */
-const MAIN_TABLE = 254;
-
 /**
- * The pod's ip rules (DESIGN §1 step 4) as node-side `ip -batch` lines, appended to the
- * host batch of ADD (no extra process): prio 512 `to <ip>/32 lookup main` always (traffic
- * to the pod reaches its host veth whatever other tables say), and, when the IP belongs
- * to a secondary ENI (`routeTableId` not 254; 0 = unset counts as main), prio 1536
- * `from <ip>/32 lookup <routeTableId>` so the pod's traffic leaves through that ENI.
- * CHECK, DEL and GC derive what to verify/remove from these lines (pod-rules.ts).
+ * The pod's ip rules (netfacts/ip-rule.ts `podRules`: prio 512 `to <ip>/32 lookup main`,
+ * and prio 1536 `from <ip>/32 lookup <routeTableId>` for an IP of a secondary ENI)
+ * rendered as node-side `ip -batch` lines, appended to the host batch of ADD (no extra
+ * process). CHECK, DEL and GC use the same data (pod-rules.ts), not these lines.
  */
 export function policyRoutingLines(plan: WiringPlan): string[] {
-  const lines = [`rule add to ${plan.ipv4}/32 lookup main prio ${TO_POD_RULE_PRIORITY}`];
-  if (plan.routeTableId > 0 && plan.routeTableId !== MAIN_TABLE) {
-    lines.push(`rule add from ${plan.ipv4}/32 lookup ${plan.routeTableId} prio ${FROM_POD_RULE_PRIORITY}`);
-  }
-  return lines;
-}
-
-/** `rule del` lines for exactly the rules {@link policyRoutingLines} adds. */
-function policyRoutingDeleteLines(plan: WiringPlan): string[] {
-  return policyRoutingLines(plan).map((l) => l.replace(/^rule add /, 'rule del '));
+  return expectedPodRules(plan).map((r) => ruleLine('add', r, { tableNames: true }));
 }
 
 /** The part of a plan known before ipamd answers (everything but the address and its table). */
@@ -200,7 +184,7 @@ export interface PendingWiring {
  */
 export async function unwire(p: WiringPlan, node: NodeSide = LOCAL_NODE): Promise<void> {
   await deleteHostVeth(p.hostVeth, node).catch(() => undefined);
-  await ipDeleteAll(policyRoutingDeleteLines(p), node.nodeNetns, node.ip).catch(() => undefined);
+  await ipDeleteAll(podRuleDeleteLines(p), node.nodeNetns, node.ip).catch(() => undefined);
 }
 
 const isFileExists = (e: unknown): boolean => e instanceof IpBatchError && /File exists/.test(e.stderr);
@@ -257,7 +241,7 @@ export function startWiring(p: VethPlan, node: NodeSide = LOCAL_NODE): PendingWi
             .catch((err: Error) => `an existing route that could not be read (${err.message})`);
           if (other !== undefined) throw new IpConflictError(plan.ipv4, other);
           // Our route went in; an earlier holder's rules were in the way: replace them.
-          await ipDeleteAll(policyRoutingDeleteLines(plan), nodeNetns, ip);
+          await ipDeleteAll(podRuleDeleteLines(plan), nodeNetns, ip);
           await ip.ipBatch(hostRouteLines(plan, 'replace'), nodeNetns);
         }
       };
@@ -267,7 +251,7 @@ export function startWiring(p: VethPlan, node: NodeSide = LOCAL_NODE): PendingWi
       await deleteHostVeth(plan.hostVeth, node).catch(() => undefined);
       // The rules belong to the live pod that holds the IP: never touch them.
       if (failed instanceof IpConflictError) throw failed;
-      await ipDeleteAll(policyRoutingDeleteLines(plan), nodeNetns, ip).catch(() => undefined);
+      await ipDeleteAll(podRuleDeleteLines(plan), nodeNetns, ip).catch(() => undefined);
       throw wireError(plan, failed);
     },
     async abort(): Promise<void> {

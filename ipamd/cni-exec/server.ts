@@ -33,8 +33,9 @@ import { chmod, mkdir, stat } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import {
-  connectIpamd, createIpRunner, runInvocation, SessionPool, VERB_HANDLERS, type PluginHost, type VerbHandler,
+  connectIpamd, runInvocation, SessionPool, VERB_HANDLERS, type PluginHost, type VerbHandler,
 } from '../../cni-plugin/facade.js';
+import { createIpRunner } from '../../netfacts/ip-batch.js';
 import type { IpamdClient } from '../../proto/ipamd-api.js';
 import type { Logger } from '../log.js';
 import { removeStaleSocket } from '../rpc/server.js';

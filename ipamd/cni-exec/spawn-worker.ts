@@ -12,7 +12,7 @@
  * spawner go through `child_process.spawn` in the main thread again.
  */
 import { Worker } from 'node:worker_threads';
-import { localSpawner, type IpChildEvents, type IpSpawner } from '../../cni-plugin/facade.js';
+import { localSpawner, type IpChildEvents, type IpSpawner } from '../../netfacts/ip-batch.js';
 
 /** The worker's code (CommonJS, evaluated): spawn on request, relay every event back. */
 const WORKER_SOURCE = `

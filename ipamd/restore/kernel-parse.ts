@@ -21,6 +21,7 @@
  * freezes releases, never as "no pods".
  */
 import ipaddr from 'ipaddr.js';
+import { ruleFromJson, type RuleJson } from '../../netfacts/ip-rule.js';
 
 /** One pod IP the kernel shows wired. */
 export interface KernelPodRoute {
@@ -104,7 +105,8 @@ export function parseKernelOutput(text: string): KernelEvidence {
   const ruleCount = new Map<string, number>();
   for (const r of rules) {
     if (typeof r['priority'] !== 'number') throw new KernelParseError(`ip -json rule entry without priority: ${JSON.stringify(r).slice(0, 120)}`);
-    const ips = new Set([hostIpv4(r['dst']), hostIpv4(r['src'])].filter((x): x is string => !!x));
+    const rule = ruleFromJson(r as RuleJson); // the shared rule model (netfacts/ip-rule.ts): selectors as CIDRs
+    const ips = new Set([hostIpv4(rule.to), hostIpv4(rule.from)].filter((x): x is string => !!x));
     for (const ip of ips) ruleCount.set(ip, (ruleCount.get(ip) ?? 0) + 1);
   }
   const pods = new Map<string, KernelPodRoute>();

@@ -10,8 +10,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { IpBatchError, LOCAL_IP, createIpRunner, executablePath, type IpRunner } from '../../cni-plugin/ip-batch.js';
-import { ipShow } from '../../cni-plugin/ip-query.js';
+import { IpBatchError, LOCAL_IP, createIpRunner, executablePath, type IpRunner } from '../../netfacts/ip-batch.js';
+import { ipShow } from '../../netfacts/ip-query.js';
 import { createNamedNetns } from '../../demo/netns.js';
 import { startSpawnWorker } from '../../ipamd/cni-exec/spawn-worker.js';
 

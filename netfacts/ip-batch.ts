@@ -1,8 +1,9 @@
 /**
  * Runs iproute2 command batches (`ip -batch -`, commands on stdin, one process per
  * batch), optionally inside another network namespace entered by path with
- * `nsenter --net=<path>` (never by a PID parsed out of the path). The one place that
- * spawns `ip` for the plugin (ip-query.ts builds on {@link runIp}).
+ * `nsenter --net=<path>` (never by a PID parsed out of the path). The `ip` runner of the
+ * plugin's wiring and of ipamd's reads of pod wiring (ip-query.ts builds on it), shared
+ * from netfacts/ so neither imports the other.
  *
  * `ip` and `nsenter` are looked up once, in the children's PATH order (the process's PATH,
  * then the system dirs), and spawned by absolute path: a PATH walk per spawn costs several
@@ -10,7 +11,7 @@
  * The child's environment is fixed at module load (PATH plus the system dirs, `LC_ALL=C`
  * so iproute2's messages are the English ones the callers match): nothing here reads the
  * invocation's or the host process's environment per call, so the same code runs in the
- * plugin process and inside ipamd (ipamd/cni-exec).
+ * plugin process and inside ipamd (ipamd/cni-exec), where the CNI exec server builds an {@link IpRunner} on its spawn worker.
  */
 import { spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
