@@ -45,9 +45,9 @@ export function executablePath(name: string): string {
   return found;
 }
 
-/** argv of `ip <flags> -batch -`, inside the netns at `netnsPath` when given. */
-function ipArgv(flags: string[], netnsPath?: string): string[] {
-  const ip = [executablePath('ip'), ...flags, '-batch', '-'];
+/** argv of `ip <flags> -batch -` (`ipPath`, default the resolved `ip`), inside the netns at `netnsPath` when given. */
+function ipArgv(flags: string[], netnsPath?: string, ipPath?: string): string[] {
+  const ip = [ipPath ?? executablePath('ip'), ...flags, '-batch', '-'];
   return netnsPath ? [executablePath('nsenter'), `--net=${netnsPath}`, ...ip] : ip;
 }
 
@@ -57,6 +57,8 @@ export interface IpChild {
   write(data: string): void;
   /** Closes the child's stdin. */
   end(): void;
+  /** Kills the child (SIGKILL); its `exit` follows. */
+  kill(): void;
 }
 
 /** Callbacks of an {@link IpChild}: output chunks, then exactly one of `exit` (the code) or `failed` (spawn error). */
@@ -79,7 +81,11 @@ export const localSpawner: IpSpawner = (argv, env, on) => {
   let over = false;
   p.on('error', (e) => { if (!over) { over = true; on.failed(e); } });
   p.on('close', (code) => { if (!over) { over = true; on.exit(code); } });
-  return { write: (d) => { if (p.stdin.writable) p.stdin.write(d); }, end: () => { if (p.stdin.writable) p.stdin.end(); } };
+  return {
+    write: (d) => { if (p.stdin.writable) p.stdin.write(d); },
+    end: () => { if (p.stdin.writable) p.stdin.end(); },
+    kill: () => { p.kill('SIGKILL'); },
+  };
 };
 
 /** A failed `ip` batch: `stderr` is iproute2's message (e.g. "RTNETLINK answers: File exists"). */
@@ -90,24 +96,41 @@ export class IpBatchError extends Error {
   }
 }
 
-/** Outcome of one `ip` process. */
-export interface IpRun { argv: string[]; code: number | null; stdout: string; stderr: string }
+/**
+ * Outcome of one `ip` process; `killed` says why it was killed (then `code` is null and
+ * the output partial): it ran past the run's `timeoutMs`, or printed more than its `maxOutputBytes`.
+ */
+export interface IpRun { argv: string[]; code: number | null; stdout: string; stderr: string; killed?: 'timeout' | 'output' }
+
+/** Bounds of one run: kill the process after `timeoutMs` ms, or once its stdout exceeds `maxOutputBytes` (UTF-16 units counted). */
+export interface IpRunLimits { timeoutMs?: number; maxOutputBytes?: number }
 
 /**
  * Runs `ip <flags> -batch -` with `lines` on stdin, inside the netns at `netnsPath` when
  * given (`nsenter --net=<path>`). Stdout is collected only when `wantStdout`.
  * @throws Error when the process cannot be spawned (a non-zero exit is in the result).
  */
-function runIpWith(spawner: IpSpawner, flags: string[], lines: string[], netnsPath?: string, wantStdout = false): Promise<IpRun> {
-  const argv = ipArgv(flags, netnsPath);
+function runIpWith(spawner: IpSpawner, ipPath: string | undefined, flags: string[], lines: string[], netnsPath?: string, wantStdout = false, limits: IpRunLimits = {}): Promise<IpRun> {
+  const argv = ipArgv(flags, netnsPath, ipPath);
   return new Promise((resolve, reject) => {
     let stdout = '';
     let stderr = '';
+    let killed: IpRun['killed'];
+    const kill = (why: NonNullable<IpRun['killed']>) => {
+      if (killed) return;
+      killed = why;
+      child.kill();
+    };
+    const timer = limits.timeoutMs !== undefined ? setTimeout(() => kill('timeout'), limits.timeoutMs) : undefined;
     const child = spawner(argv, IP_ENV, {
-      stdout: (d) => { if (wantStdout) stdout += d; },
+      stdout: (d) => {
+        if (!wantStdout || killed) return;
+        stdout += d;
+        if (limits.maxOutputBytes !== undefined && stdout.length > limits.maxOutputBytes) kill('output');
+      },
       stderr: (d) => { stderr += d; },
-      exit: (code) => resolve({ argv, code, stdout, stderr }),
-      failed: reject,
+      exit: (code) => { clearTimeout(timer); resolve({ argv, code, stdout, stderr, ...(killed ? { killed } : {}) }); },
+      failed: (e) => { clearTimeout(timer); reject(e); },
     });
     child.write(`${lines.join('\n')}\n`);
     child.end();
@@ -122,7 +145,7 @@ function runIpWith(spawner: IpSpawner, flags: string[], lines: string[], netnsPa
  * @throws IpBatchError when ip exits non-zero; Error when it cannot be spawned.
  */
 async function ipBatchWith(spawner: IpSpawner, lines: string[], netnsPath?: string): Promise<void> {
-  const r = await runIpWith(spawner, [], lines, netnsPath);
+  const r = await runIpWith(spawner, undefined, [], lines, netnsPath);
   if (r.code !== 0) throw new IpBatchError(r.argv, r.code, r.stderr);
 }
 
@@ -207,18 +230,22 @@ function openIpStreamWith(spawner: IpSpawner, netnsPath?: string): IpStream {
  * hands it to the plugin code in its host (host.ts), so nothing here is switched globally.
  */
 export interface IpRunner {
-  /** See {@link runIp}. */
-  runIp(flags: string[], lines: string[], netnsPath?: string, wantStdout?: boolean): Promise<IpRun>;
+  /** See {@link runIp}; `limits` bound the process's time and output. */
+  runIp(flags: string[], lines: string[], netnsPath?: string, wantStdout?: boolean, limits?: IpRunLimits): Promise<IpRun>;
   /** See {@link ipBatch}. */
   ipBatch(lines: string[], netnsPath?: string): Promise<void>;
   /** See {@link openIpStream}. */
   openIpStream(netnsPath?: string): IpStream;
 }
 
-/** A runner starting its children with `spawner` (default `child_process.spawn` in this thread). */
-export function createIpRunner(spawner: IpSpawner = localSpawner): IpRunner {
+/**
+ * A runner starting its children with `spawner` (default `child_process.spawn` in this
+ * thread). `o.ipPath` replaces the `ip` binary of {@link IpRunner.runIp} (tests point it
+ * at a script printing garbage); default the `ip` found on the children's PATH.
+ */
+export function createIpRunner(spawner: IpSpawner = localSpawner, o: { ipPath?: string } = {}): IpRunner {
   return {
-    runIp: (flags, lines, netnsPath, wantStdout) => runIpWith(spawner, flags, lines, netnsPath, wantStdout),
+    runIp: (flags, lines, netnsPath, wantStdout, limits) => runIpWith(spawner, o.ipPath, flags, lines, netnsPath, wantStdout, limits),
     ipBatch: (lines, netnsPath) => ipBatchWith(spawner, lines, netnsPath),
     openIpStream: (netnsPath) => openIpStreamWith(spawner, netnsPath),
   };

@@ -23,6 +23,7 @@ const post = (m) => parentPort.postMessage(m);
 parentPort.on('message', (m) => {
   if (m.op !== 'spawn') {
     const p = kids.get(m.id);
+    if (p && m.op === 'kill') { p.kill('SIGKILL'); return; }
     if (!p || !p.stdin.writable) return;
     if (m.op === 'write') p.stdin.write(m.data); else p.stdin.end();
     return;
@@ -100,6 +101,7 @@ export function startSpawnWorker(): SpawnWorker {
     return {
       write: (data) => { if (!dead) worker.postMessage({ op: 'write', id, data }); },
       end: () => { if (!dead) worker.postMessage({ op: 'end', id }); },
+      kill: () => { if (!dead) worker.postMessage({ op: 'kill', id }); },
     };
   };
   return {
