@@ -4,6 +4,7 @@
  * in as iproute2 JSON (`ip -json addr|route|neigh|link|rule show`).
  */
 import type { IpJson } from '../netfacts/ip-query.js';
+import { routeFromJson, routesTo, type RouteJson } from '../netfacts/ip-route.js';
 import type { IpRule } from '../netfacts/ip-rule.js';
 import { formatRule, ruleMatches } from './pod-rules.js';
 import { POD_GATEWAY } from './result.js';
@@ -72,7 +73,7 @@ export function findDrift(e: ExpectedAttachment, pod: PodState, node: NodeState)
 
   if (!hostLink) p.push(`host veth ${e.hostVeth} missing on the node`);
   else if (!flags(hostLink).includes('UP')) p.push(`host veth ${e.hostVeth} is down on the node`);
-  const hostRoute = node.routes.find((r) => r.dst === e.ipv4 || r.dst === `${e.ipv4}/32`);
+  const [hostRoute] = routesTo(node.routes.map((j) => routeFromJson(j as RouteJson)), e.ipv4);
   if (!hostRoute) p.push(`host route ${e.ipv4}/32 dev ${e.hostVeth} missing on the node`);
   else if (hostRoute.dev !== e.hostVeth) p.push(`host route ${e.ipv4}/32 points at ${String(hostRoute.dev ?? hostRoute.gateway)}, not ${e.hostVeth}`);
   for (const want of e.rules) {

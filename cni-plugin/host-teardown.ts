@@ -6,6 +6,7 @@
  */
 import { LOCAL_NODE, type NodeSide } from './host.js';
 import { ipDeleteAll, ipShow } from '../netfacts/ip-query.js';
+import { routeFromJson, routesTo, type RouteJson } from '../netfacts/ip-route.js';
 import { podRuleDeleteLines, ruleDeleteLinesFor } from './pod-rules.js';
 import { deleteHostVeth, type WiringPlan } from './wiring.js';
 
@@ -41,7 +42,7 @@ export async function teardownHost(t: HostTeardown): Promise<string[]> {
     return (await ipDeleteAll(podRuleDeleteLines(t.plan), node.nodeNetns, node.ip)).map((m) => `rule cleanup for ${t.ipv4}: ${m}`);
   }
   const [routes, rules] = await ipShow(['route show table all', 'rule show'], node.nodeNetns, node.ip);
-  const other = routes!.find((r) => (r.dst === t.ipv4 || r.dst === `${t.ipv4}/32`) && typeof r.dev === 'string' && r.dev !== t.hostVeth);
-  if (other) return [`${t.ipv4} is routed to ${String(other.dev)} (another attachment holds it now): its rules and routes were left alone`];
+  const other = routesTo(routes!.map((j) => routeFromJson(j as RouteJson)), t.ipv4).find((r) => r.dev !== undefined && r.dev !== t.hostVeth);
+  if (other) return [`${t.ipv4} is routed to ${other.dev} (another attachment holds it now): its rules and routes were left alone`];
   return (await ipDeleteAll(ruleDeleteLinesFor(rules!, t.ipv4), node.nodeNetns, node.ip)).map((m) => `rule cleanup for ${t.ipv4}: ${m}`);
 }

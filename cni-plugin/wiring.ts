@@ -26,6 +26,7 @@ import { CniCode, CniError, echo } from './errors.js';
 import { LOCAL_NODE, type NodeSide } from './host.js';
 import { IpBatchError, type IpStream } from '../netfacts/ip-batch.js';
 import { ipDeleteAll, ipShow } from '../netfacts/ip-query.js';
+import { podHostRoute, routeFromJson, routeLine, type RouteJson } from '../netfacts/ip-route.js';
 import { ruleLine } from '../netfacts/ip-rule.js';
 import { expectedPodRules, podRuleDeleteLines } from './pod-rules.js';
 import { POD_GATEWAY } from './result.js';
@@ -74,7 +75,7 @@ export function vethLines(p: VethPlan): string[] {
  * `replace` only once a read showed the route is this attachment's own.
  */
 export function hostRouteLines(p: WiringPlan, route: 'add' | 'replace' = 'add'): string[] {
-  return [`route ${route} ${p.ipv4}/32 dev ${p.hostVeth} scope link`, ...policyRoutingLines(p)];
+  return [routeLine(route, podHostRoute(p.ipv4, p.hostVeth)), ...policyRoutingLines(p)];
 }
 
 /**
@@ -96,9 +97,12 @@ export class IpConflictError extends CniError {
  * @throws Error when the read fails.
  */
 export async function otherRouteDevice(ipv4: string, ownVeth: string, node: NodeSide = LOCAL_NODE): Promise<string | undefined> {
-  const [routes] = await ipShow([`route show exact ${ipv4}/32`], node.nodeNetns, node.ip);
-  const other = routes!.find((r) => typeof r.dev === 'string' && r.dev !== ownVeth) ?? routes!.find((r) => r.dev === undefined);
-  return other ? String(other.dev ?? other.gateway ?? other.type ?? 'a non-device route') : undefined;
+  const [rows] = await ipShow([`route show exact ${ipv4}/32`], node.nodeNetns, node.ip);
+  const routes = rows!.map((j) => ({ route: routeFromJson(j as RouteJson), typed: typeof j.type === 'string' }));
+  const other = routes.find(({ route: r }) => r.dev !== undefined && r.dev !== ownVeth) ?? routes.find(({ route: r }) => r.dev === undefined);
+  if (!other) return undefined;
+  const r = other.route;
+  return r.dev ?? r.gateway ?? (other.typed ? r.type : 'a non-device route');
 }
 
 /** `/proc/self/ns/net`: this process's (the node's, for the plugin and a host-network ipamd) network namespace. */
