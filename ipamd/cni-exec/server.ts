@@ -5,8 +5,8 @@
  * costs no Node start-up. The plugin code gets this server's host (cni-plugin/host.ts):
  * ipamd's own IPAM service called directly for a config naming ipamd's socket (no
  * protobuf, no HTTP/2), a shared HTTP/2 session for any other socket, `ip` spawned from
- * the spawn worker, and the node netns. Wire format: protocol.ts. Unix socket, mode 0600 (root only: whoever can
- * write to it can wire pods).
+ * the spawn worker, and the node netns. Wire format: protocol.ts. Unix socket, mode
+ * 0600 (root only: whoever can write to it can wire pods).
  *
  * Before running anything, the server checks that running it here gives what the
  * shim's own process would: the shim's netns must be the node netns ipamd wires the
@@ -66,7 +66,7 @@ export interface CniExecServerOptions {
    * (`/proc/self/ns/net`). Only shims running in that netns are served.
    */
   nodeNetns?: string;
-  /** Verb handlers (default: the plugin's, cni-plugin/handlers.ts). */
+  /** Verb handlers (default: the plugin's, `VERB_HANDLERS` of cni-plugin/facade.ts). */
   handlers?: Readonly<Record<string, VerbHandler>>;
   /**
    * Start `ip`/`nsenter` from a worker thread (spawn-worker.ts; default true): forking
