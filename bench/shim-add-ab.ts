@@ -1,13 +1,14 @@
 /**
  * bench: A/B of the shim fast path's CNI ADD/DEL latency between two ipamd set-ups that
- * differ only by environment variables (e.g. an experiment switch), in one run: two shim
+ * differ only by environment variables (e.g. an experiment switch) or by build (`--a-dist`,
+ * `--b-dist`: another build's dist/ directory, e.g. a copy made before a change), in one run: two shim
  * nodes (bench/shim-node.ts: sim + ipamd in a throw-away node netns each), rounds
  * alternating A/B on fresh named pod netns, wall time of the shim process measured with
  * `performance.now()` around its spawn (0.01 ms resolution, unlike `bash time`'s 1 ms;
  * the `nsenter` into the node netns is included, the same for both). Needs root;
  * everything created is removed.
  *
- *   node dist/bench/shim-add-ab.js [--rounds 60] [--a K=V]... [--b K=V]...
+ *   node dist/bench/shim-add-ab.js [--rounds 60] [--a K=V]... [--b K=V]... [--a-dist DIR] [--b-dist DIR]
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -42,13 +43,14 @@ function runShim(node: ShimNode, env: NodeJS.ProcessEnv): Promise<number> {
 const envOf = (kvs: string[]): NodeJS.ProcessEnv => Object.fromEntries(kvs.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { rounds: { type: 'string', default: '60' }, a: { type: 'string', multiple: true, default: [] }, b: { type: 'string', multiple: true, default: [] } } });
+  const { values } = parseArgs({ options: { rounds: { type: 'string', default: '60' }, a: { type: 'string', multiple: true, default: [] }, b: { type: 'string', multiple: true, default: [] }, 'a-dist': { type: 'string' }, 'b-dist': { type: 'string' } } });
+  const mainOf = (dist: string | undefined) => (dist ? path.resolve(dist, 'ipamd/main.js') : undefined);
   const work = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-shim-ab-'));
   const nodes: Record<'A' | 'B', ShimNode | undefined> = { A: undefined, B: undefined };
   const times = { A: { add: [] as number[], del: [] as number[] }, B: { add: [] as number[], del: [] as number[] } };
   try {
-    nodes.A = await startShimNode(path.join(work, 'a'), 'aba', { WARM_IP_TARGET: '20', ...envOf(values.a) });
-    nodes.B = await startShimNode(path.join(work, 'b'), 'abb', { WARM_IP_TARGET: '20', ...envOf(values.b) });
+    nodes.A = await startShimNode(path.join(work, 'a'), 'aba', { WARM_IP_TARGET: '20', ...envOf(values.a) }, mainOf(values['a-dist']));
+    nodes.B = await startShimNode(path.join(work, 'b'), 'abb', { WARM_IP_TARGET: '20', ...envOf(values.b) }, mainOf(values['b-dist']));
     for (const n of [nodes.A, nodes.B]) for (let t = 0; t < 100 && (await n.available()) < 20; t++) await new Promise((r) => setTimeout(r, 100));
     const rounds = Number(values.rounds);
     for (let i = -3; i < rounds; i++) {
@@ -69,7 +71,7 @@ async function main(): Promise<void> {
     await rm(work, { recursive: true, force: true });
   }
   const cell = (v: number[]) => { const s = summarize(v); return `${ms(s.median)} / ${ms(s.p90)}`; };
-  console.log(`shim ADD/DEL A/B, ${times.A.add.length} rounds each, load average ${os.loadavg()[0]!.toFixed(1)}; A: ${values.a.join(' ') || '(defaults)'}; B: ${values.b.join(' ') || '(defaults)'}`);
+  console.log(`shim ADD/DEL A/B, ${times.A.add.length} rounds each, load average ${os.loadavg()[0]!.toFixed(1)}; A: ${[values['a-dist'] ?? '', ...values.a].join(' ').trim() || '(defaults)'}; B: ${[values['b-dist'] ?? '', ...values.b].join(' ').trim() || '(defaults)'}`);
   console.log('| ms, median / p90 | A | B | B/A |');
   console.log('|---|---|---|---|');
   for (const k of ['add', 'del'] as const) {

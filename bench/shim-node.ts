@@ -33,9 +33,10 @@ export interface ShimNode {
 
 /**
  * Starts sim + ipamd inside a new netns named `eni-shim-<tag>-<pid>`, files under `dir`.
+ * `ipamdPath`: another build's dist/ipamd/main.js (default this build's).
  * @throws Error (after cleaning up) when the sim or ipamd does not start.
  */
-export async function startShimNode(dir: string, tag: string, ipamdEnv: NodeJS.ProcessEnv): Promise<ShimNode> {
+export async function startShimNode(dir: string, tag: string, ipamdEnv: NodeJS.ProcessEnv, ipamdPath?: string): Promise<ShimNode> {
   const cleanups: Array<() => Promise<unknown>> = [];
   const stop = async () => { for (const fn of cleanups.splice(0).reverse()) await fn().catch(() => undefined); };
   try {
@@ -67,6 +68,7 @@ export async function startShimNode(dir: string, tag: string, ipamdEnv: NodeJS.P
         ENI_IPAM_CHECKPOINT_PATH: path.join(dir, 'ipam.json'), ENI_IPAM_POOL_INTERVAL: '200ms', AWS_VPC_K8S_CNI_LOGLEVEL: 'info', ...ipamdEnv,
       },
       logFile: path.join(dir, 'ipamd.log'),
+      ...(ipamdPath ? { ipamdPath } : {}),
     });
     cleanups.push(() => ipamd.stop());
     const config = { cniVersion: '1.0.0', name: 'aws-cni', type: 'eni-ipam', ipamdSocket: socket, execSocket: path.join(dir, 'cni-exec.sock') };

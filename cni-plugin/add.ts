@@ -14,7 +14,8 @@ import { requireEnv, type CniEnv } from './env.js';
 import { chainAddResult } from './chain.js';
 import { asCniError, CniCode, CniError } from './errors.js';
 import type { VerbContext } from './invocation.js';
-import { connectIpamd, IpamdCallError, RETRYABLE_STATUSES } from './ipamd-client.js';
+import { IpamdCallError, RETRYABLE_STATUSES } from '../proto/ipamd-api.js';
+import { hostOf } from './process-host.js';
 import type { NetConf } from './netconf.js';
 import { networkIds } from './request.js';
 import { encodeAddResult, type AddResult } from './result.js';
@@ -56,12 +57,13 @@ export async function cmdAdd(env: CniEnv, conf: NetConf, warnings: string[], ctx
     hostVeth: hostVethName(conf.vethPrefix, env.containerId, env.ifName),
     hostMac: hostVethMac(env.containerId, env.ifName), podMac: podVethMac(env.containerId, env.ifName), mtu: conf.mtu,
   };
-  const ipamd = connectIpamd(conf.ipamdSocket);
+  const host = hostOf(ctx);
+  const ipamd = host.ipamd(conf.ipamdSocket);
   // The request goes first; everything that needs no IP is wired while ipamd assigns one
   // (and persists it).
   const asked = ipamd.addNetwork(ids, ADD_TIMEOUT_MS);
   asked.catch(() => undefined); // awaited below, after the wiring started
-  const wiring = startWiring(veth, ctx.nodeNetns);
+  const wiring = startWiring(veth, host);
   try {
     let reply: AddNetworkReply;
     try {
@@ -89,7 +91,7 @@ export async function cmdAdd(env: CniEnv, conf: NetConf, warnings: string[], ctx
       return { result: chained, json: JSON.stringify(chained), ip: plan.ipv4 };
     } catch (e) {
       // Any failure after the assignment gives everything back: the wiring, then the IP.
-      if (wired) await unwire(plan, ctx.nodeNetns);
+      if (wired) await unwire(plan, host);
       const conflict = e instanceof IpConflictError;
       await ipamd.delNetwork({ ...ids, reason: conflict ? DEL_REASON_IP_CONFLICT : 'add-failed' }, ROLLBACK_TIMEOUT_MS).catch((err: Error) => {
         warnings.push(`could not return ${plan.ipv4} to ipamd after the failed ADD: ${err.message}`);

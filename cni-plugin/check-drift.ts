@@ -3,8 +3,10 @@
  * versus what the kernel holds now, as precise one-line problems. Pure: the state comes
  * in as iproute2 JSON (`ip -json addr|route|neigh|link|rule show`).
  */
-import type { IpJson } from './ip-query.js';
-import { formatRule, ruleMatches, type PodRule } from './pod-rules.js';
+import type { IpJson } from '../netfacts/ip-query.js';
+import { routeFromJson, routesTo, type RouteJson } from '../netfacts/ip-route.js';
+import type { IpRule } from '../netfacts/ip-rule.js';
+import { formatRule, ruleMatches } from './pod-rules.js';
 import { POD_GATEWAY } from './result.js';
 
 /** What should exist for the attachment. */
@@ -22,7 +24,7 @@ export interface ExpectedAttachment {
   /** Host veth MAC ADD set; the neighbour is compared with the live host veth's MAC when it exists. */
   hostMac: string;
   /** Node ip rules expected (empty: not checked). */
-  rules: PodRule[];
+  rules: IpRule[];
 }
 
 /** Kernel state inside the pod netns. */
@@ -71,7 +73,7 @@ export function findDrift(e: ExpectedAttachment, pod: PodState, node: NodeState)
 
   if (!hostLink) p.push(`host veth ${e.hostVeth} missing on the node`);
   else if (!flags(hostLink).includes('UP')) p.push(`host veth ${e.hostVeth} is down on the node`);
-  const hostRoute = node.routes.find((r) => r.dst === e.ipv4 || r.dst === `${e.ipv4}/32`);
+  const [hostRoute] = routesTo(node.routes.map((j) => routeFromJson(j as RouteJson)), e.ipv4);
   if (!hostRoute) p.push(`host route ${e.ipv4}/32 dev ${e.hostVeth} missing on the node`);
   else if (hostRoute.dev !== e.hostVeth) p.push(`host route ${e.ipv4}/32 points at ${String(hostRoute.dev ?? hostRoute.gateway)}, not ${e.hostVeth}`);
   for (const want of e.rules) {

@@ -12,8 +12,9 @@ import { findDrift } from './check-drift.js';
 import { requireEnv, type CniEnv } from './env.js';
 import type { VerbContext } from './invocation.js';
 import { CniCode, CniError } from './errors.js';
-import { ipShow } from './ip-query.js';
-import { connectIpamd, IpamdCallError } from './ipamd-client.js';
+import { ipShow } from '../netfacts/ip-query.js';
+import { IpamdCallError } from '../proto/ipamd-api.js';
+import { hostOf } from './process-host.js';
 import type { NetConf } from './netconf.js';
 import { expectedPodRules } from './pod-rules.js';
 import { readPrevResult } from './prev-result.js';
@@ -40,10 +41,11 @@ export async function cmdCheck(env: CniEnv, conf: NetConf, ctx: VerbContext = {}
   if (prev.podIf?.sandbox && prev.podIf.sandbox !== env.netns) problems.push(`prevResult puts ${env.ifName} in ${prev.podIf.sandbox}, not CNI_NETNS ${env.netns}`);
   if (prev.prefixLen !== 32) problems.push(`prevResult gives ${prev.ipv4}/${prev.prefixLen}, this plugin assigns /32`);
 
-  const ipamd = connectIpamd(conf.ipamdSocket);
+  const host = hostOf(ctx);
+  const ipamd = host.ipamd(conf.ipamdSocket);
   const held = ipamd.checkNetwork(networkIds(env, conf), CHECK_TIMEOUT_MS).finally(() => ipamd.close());
-  const podState = ipShow(['addr show', 'route show', 'neigh show'], env.netns);
-  const nodeState = ipShow(['link show', 'route show', 'rule show'], ctx.nodeNetns);
+  const podState = ipShow(['addr show', 'route show', 'neigh show'], env.netns, host.ip);
+  const nodeState = ipShow(['link show', 'route show', 'rule show'], host.nodeNetns, host.ip);
   const [h, pod, node] = await Promise.allSettled([held, podState, nodeState]);
 
   let routeTableId: number | undefined;

@@ -10,7 +10,7 @@ import { requireEnv, type CniEnv } from './env.js';
 import type { VerbContext } from './invocation.js';
 import { CniCode, CniError } from './errors.js';
 import { teardownHost } from './host-teardown.js';
-import { connectIpamd } from './ipamd-client.js';
+import { hostOf } from './process-host.js';
 import type { NetConf } from './netconf.js';
 import { readPrevResult } from './prev-result.js';
 import { networkIds } from './request.js';
@@ -28,10 +28,11 @@ export const DEL_TIMEOUT_MS = 5_000;
 export async function cmdDel(env: CniEnv, conf: NetConf, warnings: string[], ctx: VerbContext = {}): Promise<{ ip: string }> {
   requireEnv(env, 'DEL');
   const hostVeth = hostVethName(conf.vethPrefix, env.containerId, env.ifName);
-  const ipamd = connectIpamd(conf.ipamdSocket);
+  const host = hostOf(ctx);
+  const ipamd = host.ipamd(conf.ipamdSocket);
   try {
     const [unwired, released] = await Promise.allSettled([
-      deleteHostVeth(hostVeth, ctx.nodeNetns),
+      deleteHostVeth(hostVeth, host),
       ipamd.delNetwork({ ...networkIds(env, conf), reason: 'cni-del' }, DEL_TIMEOUT_MS),
     ]);
     if (unwired.status === 'rejected') {
@@ -42,12 +43,12 @@ export async function cmdDel(env: CniEnv, conf: NetConf, warnings: string[], ctx
     if (released.status === 'rejected') {
       warnings.push(`ipamd not reached on DEL, it will reclaim the IP later: ${(released.reason as Error).message}`);
       const prev = conf.prevResult ? readPrevResult(conf.prevResult, env.ifName) : undefined;
-      if (prev && typeof prev !== 'string') cleanup = teardownHost({ hostVeth, ipv4: prev.ipv4, vethDone: true, nodeNetns: ctx.nodeNetns });
+      if (prev && typeof prev !== 'string') cleanup = teardownHost({ hostVeth, ipv4: prev.ipv4, vethDone: true, node: host });
     } else if (released.value.released) {
       ip = released.value.ipv4_addr; // released=false: unknown container or a repeated DEL, also success
       // route_table_id 0: ipamd no longer knows the ENI, so rules are found by IP instead.
-      cleanup = released.value.route_table_id === 0 ? teardownHost({ hostVeth, ipv4: ip, vethDone: true, nodeNetns: ctx.nodeNetns }) : teardownHost({
-        hostVeth, ipv4: ip, vethDone: true, nodeNetns: ctx.nodeNetns,
+      cleanup = released.value.route_table_id === 0 ? teardownHost({ hostVeth, ipv4: ip, vethDone: true, node: host }) : teardownHost({
+        hostVeth, ipv4: ip, vethDone: true, node: host,
         plan: {
           netns: env.netns, ifName: env.ifName, hostVeth, hostMac: hostVethMac(env.containerId, env.ifName),
           podMac: podVethMac(env.containerId, env.ifName), ipv4: ip, mtu: conf.mtu, routeTableId: released.value.route_table_id,

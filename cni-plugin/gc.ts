@@ -9,7 +9,8 @@ import { IPAM_API_VERSION, type ValidAttachment } from '../proto/ipam.js';
 import { CniCode, CniError } from './errors.js';
 import type { VerbContext } from './invocation.js';
 import { teardownHost } from './host-teardown.js';
-import { connectIpamd, IpamdCallError } from './ipamd-client.js';
+import { IpamdCallError } from '../proto/ipamd-api.js';
+import { hostOf } from './process-host.js';
 import type { NetConf } from './netconf.js';
 import { PLUGIN_VERSION } from './request.js';
 import { versionAtLeast } from './versions.js';
@@ -48,7 +49,8 @@ export function validAttachments(conf: NetConf): ValidAttachment[] {
 export async function cmdGc(conf: NetConf, warnings: string[], ctx: VerbContext = {}): Promise<{ released: string[] }> {
   if (!versionAtLeast(conf.cniVersion, '1.1.0')) throw new CniError(CniCode.IncompatibleVersion, 'config version does not allow GC', `cniVersion ${conf.cniVersion}; GC needs 1.1.0`);
   const valid = validAttachments(conf);
-  const ipamd = connectIpamd(conf.ipamdSocket);
+  const host = hostOf(ctx);
+  const ipamd = host.ipamd(conf.ipamdSocket);
   let released;
   try {
     released = (await ipamd.gcNetwork({ api_version: IPAM_API_VERSION, client_version: PLUGIN_VERSION, network_name: conf.name, valid_attachments: valid }, GC_TIMEOUT_MS)).released;
@@ -66,7 +68,7 @@ export async function cmdGc(conf: NetConf, warnings: string[], ctx: VerbContext 
       ipv4: r.ipv4_addr, mtu: conf.mtu, routeTableId: r.route_table_id,
     };
     try {
-      warnings.push(...await teardownHost({ hostVeth, ipv4: r.ipv4_addr, nodeNetns: ctx.nodeNetns, ...(r.route_table_id ? { plan } : {}) }));
+      warnings.push(...await teardownHost({ hostVeth, ipv4: r.ipv4_addr, node: host, ...(r.route_table_id ? { plan } : {}) }));
     } catch (e) {
       failed.push(`${hostVeth} (${r.ipv4_addr}): ${(e as Error).message}`);
     }

@@ -10,8 +10,7 @@
  */
 import http2 from 'node:http2';
 import net from 'node:net';
-import { GrpcStatus, statusFromHttp, statusFromRstCode } from './grpc-status.js';
-import { inProcessEndpoint, type InProcessUnary } from './in-process-endpoint.js';
+import { GrpcStatus, statusFromHttp, statusFromRstCode } from '../proto/grpc-status.js';
 
 /** A call that ended with a non-OK gRPC status: `code` (GrpcStatus) and `details` (the grpc-message). */
 export class GrpcCallFailure extends Error {
@@ -86,73 +85,72 @@ const usable = (s: http2.ClientHttp2Session | undefined): s is http2.ClientHttp2
 /** How long (ms) a shared session stays open without calls. */
 export const SHARED_SESSION_IDLE_MS = 30_000;
 
-let sharing = false;
-const sharedSessions = new Map<string, { session: http2.ClientHttp2Session; idle?: NodeJS.Timeout }>();
-
 /**
- * Turns on (or off) sharing of one HTTP/2 session per socket path by all channels of this
- * process, for a long-lived process making many calls (ipamd running the plugin code
- * in-process, ipamd/cni-exec): a call then costs no connect and no HTTP/2 handshake.
- * A shared session is replaced once it is closed, destroyed, failed or told GOAWAY (the
- * server restarted), is closed after {@link SHARED_SESSION_IDLE_MS} without calls, and
- * never keeps the process alive. A channel's `close()` leaves it open. Turning sharing
- * off closes the shared sessions. Off by default (the one-shot plugin process).
+ * One HTTP/2 session per socket path, shared by the channels opened with it: for a
+ * long-lived process making many calls (ipamd's CNI exec server, which hands a pool to
+ * the plugin code in its host) a call then costs no connect and no HTTP/2 handshake. A
+ * session is replaced once it is closed, destroyed, failed or told GOAWAY (the server
+ * restarted), is closed after {@link SHARED_SESSION_IDLE_MS} without calls, and never
+ * keeps the process alive. A channel's `close()` leaves it open; {@link SessionPool.close}
+ * closes them all. The one-shot plugin process uses none (one connection per channel).
  */
-export function shareUnixSessions(on: boolean): void {
-  sharing = on;
-  if (on) return;
-  for (const { session, idle } of sharedSessions.values()) {
-    clearTimeout(idle);
-    session.close();
-  }
-  sharedSessions.clear();
-}
+export class SessionPool {
+  private readonly sessions = new Map<string, { session: http2.ClientHttp2Session; idle?: NodeJS.Timeout }>();
 
-/** The shared session to `socketPath`, opened or replaced when needed; its idle timer restarted. */
-function sharedSession(socketPath: string): http2.ClientHttp2Session {
-  let entry = sharedSessions.get(socketPath);
-  if (!entry || !usable(entry.session)) {
-    if (entry) clearTimeout(entry.idle);
-    const session = newSession(socketPath);
-    session.unref();
-    const forget = () => {
-      const e = sharedSessions.get(socketPath);
-      if (e?.session !== session) return;
-      clearTimeout(e.idle);
-      sharedSessions.delete(socketPath);
-    };
-    session.on('close', forget);
-    session.on('goaway', forget);
-    session.on('error', forget);
-    entry = { session };
-    sharedSessions.set(socketPath, entry);
+  /** The shared session to `socketPath`, opened or replaced when needed; its idle timer restarted. */
+  session(socketPath: string): http2.ClientHttp2Session {
+    let entry = this.sessions.get(socketPath);
+    if (!entry || !usable(entry.session)) {
+      if (entry) clearTimeout(entry.idle);
+      const session = newSession(socketPath);
+      session.unref();
+      const forget = () => {
+        const e = this.sessions.get(socketPath);
+        if (e?.session !== session) return;
+        clearTimeout(e.idle);
+        this.sessions.delete(socketPath);
+      };
+      session.on('close', forget);
+      session.on('goaway', forget);
+      session.on('error', forget);
+      entry = { session };
+      this.sessions.set(socketPath, entry);
+    }
+    clearTimeout(entry.idle);
+    const { session } = entry;
+    entry.idle = setTimeout(() => session.close(), SHARED_SESSION_IDLE_MS).unref();
+    return session;
   }
-  clearTimeout(entry.idle);
-  const { session } = entry;
-  entry.idle = setTimeout(() => session.close(), SHARED_SESSION_IDLE_MS).unref();
-  return session;
+
+  /** Number of sessions open now (tests). */
+  get size(): number {
+    return this.sessions.size;
+  }
+
+  /** Closes every shared session (calls in flight end first); later calls open new ones. */
+  close(): void {
+    for (const { session, idle } of this.sessions.values()) {
+      clearTimeout(idle);
+      session.close();
+    }
+    this.sessions.clear();
+  }
 }
 
 /**
  * Opens (lazily) a channel to the gRPC server listening on the Unix socket `socketPath`:
- * its own connection, or the process's shared one when {@link shareUnixSessions} is on.
+ * its own connection, or `pool`'s shared one when given.
  */
-export function openUnixChannel(socketPath: string): GrpcUnaryChannel {
+export function openUnixChannel(socketPath: string, pool?: SessionPool): GrpcUnaryChannel {
   let session: http2.ClientHttp2Session | undefined;
   let closed = false;
   const connect = (): http2.ClientHttp2Session => {
-    if (sharing) return sharedSession(socketPath);
+    if (pool) return pool.session(socketPath);
     if (!usable(session)) session = newSession(socketPath);
     return session;
   };
 
-  const unary = (path: string, message: Uint8Array, timeoutMs: number): Promise<Buffer> => {
-    if (closed) return Promise.reject(new GrpcCallFailure(GrpcStatus.UNAVAILABLE, 'channel closed'));
-    const local = inProcessEndpoint(socketPath);
-    return local ? callInProcess(local, path, message, timeoutMs) : overHttp2(path, message, timeoutMs);
-  };
-
-  const overHttp2 = (path: string, message: Uint8Array, timeoutMs: number): Promise<Buffer> => new Promise((resolve, reject) => {
+  const unary = (path: string, message: Uint8Array, timeoutMs: number): Promise<Buffer> => new Promise((resolve, reject) => {
     if (closed) return reject(new GrpcCallFailure(GrpcStatus.UNAVAILABLE, 'channel closed'));
     let stream: http2.ClientHttp2Stream;
     let onSession: http2.ClientHttp2Session;
@@ -220,27 +218,7 @@ export function openUnixChannel(socketPath: string): GrpcUnaryChannel {
     unary,
     close: () => {
       closed = true;
-      if (!sharing) session?.close();
+      if (!pool) session?.close();
     },
   };
-}
-
-/**
- * One unary call to an in-process endpoint (in-process-endpoint.ts) with the same
- * deadline rule as the wire: DEADLINE_EXCEEDED once `timeoutMs` passes (the server
- * side's work is not cancelled, as a gRPC server may also finish after a deadline).
- * @throws GrpcCallFailure.
- */
-function callInProcess(fn: InProcessUnary, path: string, message: Uint8Array, timeoutMs: number): Promise<Buffer> {
-  return new Promise<Buffer>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new GrpcCallFailure(GrpcStatus.DEADLINE_EXCEEDED, `in-process ${path}: deadline of ${timeoutMs} ms exceeded`)), timeoutMs);
-    timer.unref();
-    fn(path, message).then(
-      (b) => { clearTimeout(timer); resolve(b); },
-      (e: unknown) => {
-        clearTimeout(timer);
-        reject(e instanceof GrpcCallFailure ? e : new GrpcCallFailure(GrpcStatus.INTERNAL, (e as Error)?.message ?? String(e)));
-      },
-    );
-  });
 }

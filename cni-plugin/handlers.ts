@@ -29,9 +29,9 @@ export const VERB_HANDLERS: Readonly<Record<string, VerbHandler>> = Object.freez
     await cmdGc(conf, warnings, ctx);
     return {};
   },
-  STATUS: async (_env, conf) => {
+  STATUS: async (_env, conf, _warnings, ctx) => {
     const { cmdStatus } = await import('./status.js');
-    await cmdStatus(conf);
+    await cmdStatus(conf, ctx);
     return {};
   },
 } satisfies Record<string, VerbHandler>);

@@ -4,7 +4,9 @@
  * Used by DEL (also when ipamd is unreachable: from `prevResult`) and by GC for the
  * attachments ipamd released. Idempotent: what is already gone is fine.
  */
-import { ipDeleteAll, ipShow } from './ip-query.js';
+import { LOCAL_NODE, type NodeSide } from './host.js';
+import { ipDeleteAll, ipShow } from '../netfacts/ip-query.js';
+import { routeFromJson, routesTo, type RouteJson } from '../netfacts/ip-route.js';
 import { podRuleDeleteLines, ruleDeleteLinesFor } from './pod-rules.js';
 import { deleteHostVeth, type WiringPlan } from './wiring.js';
 
@@ -23,8 +25,8 @@ export interface HostTeardown {
   plan?: WiringPlan;
   /** Set when the veth was already deleted by the caller (skips that step). */
   vethDone?: boolean;
-  /** Netns path of the node side (default: the current netns). */
-  nodeNetns?: string;
+  /** How to run `ip` and where the node side is (default: the current netns, `ip` forked here). */
+  node?: NodeSide;
 }
 
 /**
@@ -33,13 +35,14 @@ export interface HostTeardown {
  * @throws IpBatchError when the host veth exists but cannot be deleted.
  */
 export async function teardownHost(t: HostTeardown): Promise<string[]> {
-  if (!t.vethDone) await deleteHostVeth(t.hostVeth, t.nodeNetns);
+  const node = t.node ?? LOCAL_NODE;
+  if (!t.vethDone) await deleteHostVeth(t.hostVeth, node);
   if (!t.ipv4) return [];
   if (t.plan) {
-    return (await ipDeleteAll(podRuleDeleteLines(t.plan), t.nodeNetns)).map((m) => `rule cleanup for ${t.ipv4}: ${m}`);
+    return (await ipDeleteAll(podRuleDeleteLines(t.plan), node.nodeNetns, node.ip)).map((m) => `rule cleanup for ${t.ipv4}: ${m}`);
   }
-  const [routes, rules] = await ipShow(['route show table all', 'rule show'], t.nodeNetns);
-  const other = routes!.find((r) => (r.dst === t.ipv4 || r.dst === `${t.ipv4}/32`) && typeof r.dev === 'string' && r.dev !== t.hostVeth);
-  if (other) return [`${t.ipv4} is routed to ${String(other.dev)} (another attachment holds it now): its rules and routes were left alone`];
-  return (await ipDeleteAll(ruleDeleteLinesFor(rules!, t.ipv4), t.nodeNetns)).map((m) => `rule cleanup for ${t.ipv4}: ${m}`);
+  const [routes, rules] = await ipShow(['route show table all', 'rule show'], node.nodeNetns, node.ip);
+  const other = routesTo(routes!.map((j) => routeFromJson(j as RouteJson)), t.ipv4).find((r) => r.dev !== undefined && r.dev !== t.hostVeth);
+  if (other) return [`${t.ipv4} is routed to ${other.dev} (another attachment holds it now): its rules and routes were left alone`];
+  return (await ipDeleteAll(ruleDeleteLinesFor(rules!, t.ipv4), node.nodeNetns, node.ip)).map((m) => `rule cleanup for ${t.ipv4}: ${m}`);
 }

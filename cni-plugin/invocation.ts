@@ -13,6 +13,7 @@ import { readFileSync, writeSync } from 'node:fs';
 import { readCniEnv, type CniEnv } from './env.js';
 import { asCniError, clip, CniCode, CniError, ECHO_MAX_CHARS } from './errors.js';
 import { appendInvocationLog, type InvocationLog } from './log.js';
+import type { PluginHost } from './host.js';
 import type { NetConf } from './netconf.js';
 import { versionResult } from './result.js';
 import { isSupportedVersion, LATEST_VERSION } from './versions.js';
@@ -28,11 +29,10 @@ export interface VerbOutcome {
 /** Where a verb runs, beyond the CNI environment. */
 export interface VerbContext {
   /**
-   * Path of the network namespace the node side (host veth, host routes, ip rules) is
-   * wired in; undefined = the current netns (the plugin process's, or a host-network
-   * ipamd's). Set only by ipamd's exec server when it runs outside the node's netns.
+   * How to reach ipamd, run `ip`, and which netns is the node's (host.ts); default the
+   * plugin process's host (`PROCESS_HOST`). ipamd's CNI exec server passes its own.
    */
-  nodeNetns?: string;
+  host?: PluginHost;
 }
 
 /**
@@ -48,7 +48,7 @@ export interface InvocationIo {
   writeStdout: (s: string) => void;
   /** Warnings (one line each); default fd 2. */
   writeStderr?: (s: string) => void;
-  /** Default: the current netns is the node's. */
+  /** Default: the plugin process's host. */
   ctx?: VerbContext;
   /**
    * Writes the invocation log line (JSON + newline) to `file` instead of appending it

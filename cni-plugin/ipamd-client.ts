@@ -15,42 +15,11 @@ import {
   type CheckNetworkReply, type CheckNetworkRequest, type GcNetworkReply, type GcNetworkRequest, type IpamStatusReply, type IpamStatusRequest,
 } from '../proto/ipam.js';
 import { IPAM_CODECS } from './generated/ipam-codec.js';
-import { GrpcCallFailure, openUnixChannel } from './grpc-http2.js';
-import { GrpcStatus, grpcStatusName } from './grpc-status.js';
+import { GrpcCallFailure, openUnixChannel, type SessionPool } from './grpc-http2.js';
+import { GrpcStatus } from '../proto/grpc-status.js';
+import { IpamdCallError, type IpamdClient } from '../proto/ipamd-api.js';
 
-/** A failed RPC: `status` is the gRPC status code (e.g. 9 FAILED_PRECONDITION, 14 UNAVAILABLE). */
-export class IpamdCallError extends Error {
-  constructor(readonly method: string, readonly status: number, readonly details: string) {
-    super(`ipamd ${method} failed: ${grpcStatusName(status)}: ${details}`);
-    this.name = 'IpamdCallError';
-  }
-
-  /** The gRPC status name (`UNAVAILABLE`, ...). */
-  get statusName(): string {
-    return grpcStatusName(this.status);
-  }
-}
-
-/** gRPC status codes after which a later retry can succeed (CNI "try again later", code 11). */
-export const RETRYABLE_STATUSES: readonly number[] = [
-  GrpcStatus.UNAVAILABLE, GrpcStatus.RESOURCE_EXHAUSTED, GrpcStatus.DEADLINE_EXCEEDED, GrpcStatus.ABORTED,
-];
-
-/** The RPCs of `CNIBackend`. */
-export interface IpamdClient {
-  /** `AddNetwork` with a deadline of `timeoutMs` ms. @throws IpamdCallError. */
-  addNetwork(req: AddNetworkRequest, timeoutMs: number): Promise<AddNetworkReply>;
-  /** `DelNetwork` with a deadline of `timeoutMs` ms. @throws IpamdCallError. */
-  delNetwork(req: DelNetworkRequest, timeoutMs: number): Promise<DelNetworkReply>;
-  /** `IpamStatus` (CNI STATUS) with a deadline of `timeoutMs` ms. @throws IpamdCallError. */
-  ipamStatus(req: IpamStatusRequest, timeoutMs: number): Promise<IpamStatusReply>;
-  /** `GcNetwork` (CNI GC) with a deadline of `timeoutMs` ms. @throws IpamdCallError. */
-  gcNetwork(req: GcNetworkRequest, timeoutMs: number): Promise<GcNetworkReply>;
-  /** `CheckNetwork` (CNI CHECK) with a deadline of `timeoutMs` ms. @throws IpamdCallError. */
-  checkNetwork(req: CheckNetworkRequest, timeoutMs: number): Promise<CheckNetworkReply>;
-  /** Closes the channel (the process can then exit). */
-  close(): void;
-}
+export { IpamdCallError, RETRYABLE_STATUSES, type IpamdClient } from '../proto/ipamd-api.js';
 
 type Codec<T> = { serialize: (v: T) => Uint8Array; deserialize: (b: Buffer) => T };
 
@@ -78,10 +47,12 @@ function codecs() {
  * Opens a channel to ipamd at `socketPath` (no I/O until the first call). Calls fail
  * fast with UNAVAILABLE when nothing listens on the socket (no wait-for-ready), with
  * DEADLINE_EXCEEDED after `timeoutMs`, and otherwise with the status ipamd returned.
+ * With `pool` (a long-lived process: ipamd's CNI exec server for a socket other than
+ * its own) the HTTP/2 connection is the pool's, shared and kept open between calls.
  */
-export function connectIpamd(socketPath: string): IpamdClient {
+export function connectIpamd(socketPath: string, pool?: SessionPool): IpamdClient {
   const c = codecs();
-  const channel = openUnixChannel(socketPath);
+  const channel = openUnixChannel(socketPath, pool);
   const unary = async <Req, Rep>(method: string, req: Req, reqCodec: Codec<Req>, repCodec: Codec<Rep>, timeoutMs: number): Promise<Rep> => {
     let reply: Buffer;
     try {

@@ -11,7 +11,8 @@
  */
 import { IPAM_API_VERSION } from '../proto/ipam.js';
 import { CniCode, CniError } from './errors.js';
-import { connectIpamd } from './ipamd-client.js';
+import type { VerbContext } from './invocation.js';
+import { hostOf } from './process-host.js';
 import type { NetConf } from './netconf.js';
 import { PLUGIN_VERSION } from './request.js';
 import { versionAtLeast } from './versions.js';
@@ -24,9 +25,9 @@ export const STATUS_TIMEOUT_MS = 3_000;
  * @throws CniError 1 for a config version before 1.1.0, 50 when ipamd cannot be asked,
  *   51 when ipamd says existing pods are affected, else 50 when ipamd cannot serve.
  */
-export async function cmdStatus(conf: NetConf): Promise<void> {
+export async function cmdStatus(conf: NetConf, ctx: VerbContext = {}): Promise<void> {
   if (!versionAtLeast(conf.cniVersion, '1.1.0')) throw new CniError(CniCode.IncompatibleVersion, 'config version does not allow STATUS', `cniVersion ${conf.cniVersion}; STATUS needs 1.1.0`);
-  const ipamd = connectIpamd(conf.ipamdSocket);
+  const ipamd = hostOf(ctx).ipamd(conf.ipamdSocket);
   let reply;
   try {
     reply = await ipamd.ipamStatus({ api_version: IPAM_API_VERSION, client_version: PLUGIN_VERSION, network_name: conf.name }, STATUS_TIMEOUT_MS);

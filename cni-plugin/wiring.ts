@@ -23,8 +23,12 @@
  */
 import { stat } from 'node:fs/promises';
 import { CniCode, CniError, echo } from './errors.js';
-import { IpBatchError, ipBatch, openIpStream, type IpStream } from './ip-batch.js';
-import { ipDeleteAll, ipShow } from './ip-query.js';
+import { LOCAL_NODE, type NodeSide } from './host.js';
+import { IpBatchError, type IpStream } from '../netfacts/ip-batch.js';
+import { ipDeleteAll, ipShow } from '../netfacts/ip-query.js';
+import { podHostRoute, routeFromJson, routeLine, type RouteJson } from '../netfacts/ip-route.js';
+import { ruleLine } from '../netfacts/ip-rule.js';
+import { expectedPodRules, podRuleDeleteLines } from './pod-rules.js';
 import { POD_GATEWAY } from './result.js';
 
 /** Everything needed to wire (or unwire) one attachment. */
@@ -44,32 +48,14 @@ export interface WiringPlan {
   routeTableId: number;
 }
 
-/** Priority of the pod's `to <ip> lookup main` rule (DESIGN §1 step 4; ipamd/network/rule-priorities.ts). */
-export const TO_POD_RULE_PRIORITY = 512;
-/** Priority of the pod's `from <ip> lookup <ENI table>` rule (secondary ENIs only). */
-export const FROM_POD_RULE_PRIORITY = 1536;
-/** Route table id of the main table (pods on the primary ENI). */
-const MAIN_TABLE = 254;
-
 /**
- * The pod's ip rules (DESIGN §1 step 4) as node-side `ip -batch` lines, appended to the
- * host batch of ADD (no extra process): prio 512 `to <ip>/32 lookup main` always (traffic
- * to the pod reaches its host veth whatever other tables say), and, when the IP belongs
- * to a secondary ENI (`routeTableId` not 254; 0 = unset counts as main), prio 1536
- * `from <ip>/32 lookup <routeTableId>` so the pod's traffic leaves through that ENI.
- * CHECK, DEL and GC derive what to verify/remove from these lines (pod-rules.ts).
+ * The pod's ip rules (netfacts/ip-rule.ts `podRules`: prio 512 `to <ip>/32 lookup main`,
+ * and prio 1536 `from <ip>/32 lookup <routeTableId>` for an IP of a secondary ENI)
+ * rendered as node-side `ip -batch` lines, appended to the host batch of ADD (no extra
+ * process). CHECK, DEL and GC use the same data (pod-rules.ts), not these lines.
  */
 export function policyRoutingLines(plan: WiringPlan): string[] {
-  const lines = [`rule add to ${plan.ipv4}/32 lookup main prio ${TO_POD_RULE_PRIORITY}`];
-  if (plan.routeTableId > 0 && plan.routeTableId !== MAIN_TABLE) {
-    lines.push(`rule add from ${plan.ipv4}/32 lookup ${plan.routeTableId} prio ${FROM_POD_RULE_PRIORITY}`);
-  }
-  return lines;
-}
-
-/** `rule del` lines for exactly the rules {@link policyRoutingLines} adds. */
-function policyRoutingDeleteLines(plan: WiringPlan): string[] {
-  return policyRoutingLines(plan).map((l) => l.replace(/^rule add /, 'rule del '));
+  return expectedPodRules(plan).map((r) => ruleLine('add', r, { tableNames: true }));
 }
 
 /** The part of a plan known before ipamd answers (everything but the address and its table). */
@@ -89,7 +75,7 @@ export function vethLines(p: VethPlan): string[] {
  * `replace` only once a read showed the route is this attachment's own.
  */
 export function hostRouteLines(p: WiringPlan, route: 'add' | 'replace' = 'add'): string[] {
-  return [`route ${route} ${p.ipv4}/32 dev ${p.hostVeth} scope link`, ...policyRoutingLines(p)];
+  return [routeLine(route, podHostRoute(p.ipv4, p.hostVeth)), ...policyRoutingLines(p)];
 }
 
 /**
@@ -107,13 +93,16 @@ export class IpConflictError extends CniError {
 
 /**
  * The device (other than `ownVeth`) the node's main table routes `<ip>/32` to, or
- * undefined. One `ip -json` read in the node netns (`nodeNetns`, default the current).
+ * undefined. One `ip -json` read on the node side (`node`, default the current netns).
  * @throws Error when the read fails.
  */
-export async function otherRouteDevice(ipv4: string, ownVeth: string, nodeNetns?: string): Promise<string | undefined> {
-  const [routes] = await ipShow([`route show exact ${ipv4}/32`], nodeNetns);
-  const other = routes!.find((r) => typeof r.dev === 'string' && r.dev !== ownVeth) ?? routes!.find((r) => r.dev === undefined);
-  return other ? String(other.dev ?? other.gateway ?? other.type ?? 'a non-device route') : undefined;
+export async function otherRouteDevice(ipv4: string, ownVeth: string, node: NodeSide = LOCAL_NODE): Promise<string | undefined> {
+  const [rows] = await ipShow([`route show exact ${ipv4}/32`], node.nodeNetns, node.ip);
+  const routes = rows!.map((j) => ({ route: routeFromJson(j as RouteJson), typed: typeof j.type === 'string' }));
+  const other = routes.find(({ route: r }) => r.dev !== undefined && r.dev !== ownVeth) ?? routes.find(({ route: r }) => r.dev === undefined);
+  if (!other) return undefined;
+  const r = other.route;
+  return r.dev ?? r.gateway ?? (other.typed ? r.type : 'a non-device route');
 }
 
 /** `/proc/self/ns/net`: this process's (the node's, for the plugin and a host-network ipamd) network namespace. */
@@ -144,14 +133,14 @@ export function podLines(p: WiringPlan): string[] {
 }
 
 /**
- * Deletes the host veth `name` in the node netns (`nodeNetns`, default the current one),
+ * Deletes the host veth `name` on the node side (`node`, default the current netns),
  * which removes its peer and the host route with it.
  * @returns true if it existed, false if there was no such device.
  * @throws IpBatchError for any other failure.
  */
-export async function deleteHostVeth(name: string, nodeNetns?: string): Promise<boolean> {
+export async function deleteHostVeth(name: string, node: NodeSide = LOCAL_NODE): Promise<boolean> {
   try {
-    await ipBatch([`link del dev ${name}`], nodeNetns);
+    await node.ip.ipBatch([`link del dev ${name}`], node.nodeNetns);
     return true;
   } catch (e) {
     if (e instanceof IpBatchError && /Cannot find device|does not exist/i.test(e.stderr)) return false;
@@ -197,38 +186,39 @@ export interface PendingWiring {
  * the host veth (peer and host route with it) and the rules {@link policyRoutingLines}
  * added. Never throws.
  */
-export async function unwire(p: WiringPlan, nodeNetns?: string): Promise<void> {
-  await deleteHostVeth(p.hostVeth, nodeNetns).catch(() => undefined);
-  await ipDeleteAll(policyRoutingDeleteLines(p), nodeNetns).catch(() => undefined);
+export async function unwire(p: WiringPlan, node: NodeSide = LOCAL_NODE): Promise<void> {
+  await deleteHostVeth(p.hostVeth, node).catch(() => undefined);
+  await ipDeleteAll(podRuleDeleteLines(p), node.nodeNetns, node.ip).catch(() => undefined);
 }
 
 const isFileExists = (e: unknown): boolean => e instanceof IpBatchError && /File exists/.test(e.stderr);
 
 /**
  * Stage 1 of wiring, which needs no IP (ADD runs it while ipamd assigns one): checks the
- * netns path, then starts one `ip -batch` in the node netns (`nodeNetns`, a path; default
- * the current one, which is the node's for the plugin process and for a host-network
- * ipamd) creating the veth pair with the peer in the pod netns, host end up, and one in
+ * netns path, then starts one `ip -batch` (with `node.ip`) in the node netns
+ * (`node.nodeNetns`, a path; default the current one, which is the node's for the plugin
+ * process and for a host-network ipamd) creating the veth pair with the peer in the pod netns, host end up, and one in
  * the pod netns bringing `lo` and the peer up and adding the gateway route, the default
  * route and the neighbour (routes need no address). Both processes then wait for the
  * lines that need the IP ({@link PendingWiring.finish}), so no process starts after
  * ipamd's answer. Idempotent: an existing host veth (a repeated ADD) is deleted and the
  * pair created again. On failure nothing is left. Errors surface in `finish`.
  */
-export function startWiring(p: VethPlan, nodeNetns?: string): PendingWiring {
+export function startWiring(p: VethPlan, node: NodeSide = LOCAL_NODE): PendingWiring {
+  const { ip, nodeNetns } = node;
   const stage1 = (async (): Promise<{ host: IpStream; pod: IpStream }> => {
     await checkPodNetns(p.netns, nodeNetns);
-    let host = openIpStream(nodeNetns);
+    let host = ip.openIpStream(nodeNetns);
     host.write(vethLines(p));
-    const pod = openIpStream(p.netns);
+    const pod = ip.openIpStream(p.netns);
     pod.write(['link set dev lo up']);
     try {
       try {
         await host.barrier();
       } catch (e) {
         if (!isFileExists(e)) throw e;
-        await deleteHostVeth(p.hostVeth, nodeNetns); // a repeated ADD: start again from scratch
-        host = openIpStream(nodeNetns);
+        await deleteHostVeth(p.hostVeth, node); // a repeated ADD: start again from scratch
+        host = ip.openIpStream(nodeNetns);
         host.write(vethLines(p));
         await host.barrier();
       }
@@ -236,7 +226,7 @@ export function startWiring(p: VethPlan, nodeNetns?: string): PendingWiring {
       return { host, pod };
     } catch (e) {
       await Promise.allSettled([host.end(), pod.end()]);
-      await deleteHostVeth(p.hostVeth, nodeNetns).catch(() => undefined);
+      await deleteHostVeth(p.hostVeth, node).catch(() => undefined);
       throw wireError(p, e);
     }
   })();
@@ -251,28 +241,28 @@ export function startWiring(p: VethPlan, nodeNetns?: string): PendingWiring {
         } catch (e) {
           if (!isFileExists(e)) throw e;
           // Unreadable counts as a conflict: the rules may be a live pod's, never delete them.
-          const other = await otherRouteDevice(plan.ipv4, plan.hostVeth, nodeNetns)
+          const other = await otherRouteDevice(plan.ipv4, plan.hostVeth, node)
             .catch((err: Error) => `an existing route that could not be read (${err.message})`);
           if (other !== undefined) throw new IpConflictError(plan.ipv4, other);
           // Our route went in; an earlier holder's rules were in the way: replace them.
-          await ipDeleteAll(policyRoutingDeleteLines(plan), nodeNetns);
-          await ipBatch(hostRouteLines(plan, 'replace'), nodeNetns);
+          await ipDeleteAll(podRuleDeleteLines(plan), nodeNetns, ip);
+          await ip.ipBatch(hostRouteLines(plan, 'replace'), nodeNetns);
         }
       };
       const [h, podSide] = await Promise.allSettled([hostSide(), pod.end(podAddressLines(plan))]);
       const failed = h.status === 'rejected' ? h.reason : podSide.status === 'rejected' ? podSide.reason : undefined;
       if (failed === undefined) return;
-      await deleteHostVeth(plan.hostVeth, nodeNetns).catch(() => undefined);
+      await deleteHostVeth(plan.hostVeth, node).catch(() => undefined);
       // The rules belong to the live pod that holds the IP: never touch them.
       if (failed instanceof IpConflictError) throw failed;
-      await ipDeleteAll(policyRoutingDeleteLines(plan), nodeNetns).catch(() => undefined);
+      await ipDeleteAll(podRuleDeleteLines(plan), nodeNetns, ip).catch(() => undefined);
       throw wireError(plan, failed);
     },
     async abort(): Promise<void> {
       const started = await stage1.catch(() => undefined);
       if (!started) return; // stage 1 cleaned up after itself
       await Promise.allSettled([started.host.end(), started.pod.end()]);
-      await deleteHostVeth(p.hostVeth, nodeNetns).catch(() => undefined);
+      await deleteHostVeth(p.hostVeth, node).catch(() => undefined);
     },
   };
 }

@@ -7,6 +7,7 @@ import type http from 'node:http';
 import path from 'node:path';
 import { checkpointBoundsFor, CheckpointWriter, loadCheckpoint, readBootId, type CheckpointData } from './checkpoint/index.js';
 import { CniExecServer } from './cni-exec/server.js';
+import type { PluginHost } from '../cni-plugin/facade.js';
 import { DelSpool } from './cni-exec/spool-applier.js';
 import { spoolDirFor } from './cni-exec/spool.js';
 import type { IpamdConfig } from './config.js';
@@ -42,6 +43,8 @@ export interface Daemon {
   ds: Datastore;
   gate: ReleaseGate;
   pool: PoolController;
+  /** The host the CNI exec server hands the plugin code (undefined when ENI_IPAM_CNI_EXEC=false). */
+  pluginHost: PluginHost | undefined;
   /** Stops taking new RPCs, finishes in-flight ones (up to `graceMs`), flushes the checkpoint. */
   stop(graceMs?: number): Promise<void>;
 }
@@ -188,7 +191,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   const cniExec = config.cniExec
     ? new CniExecServer({
       socketPath: config.cniExecSocket, log, ...(config.cniExecNetns ? { nodeNetns: config.cniExecNetns } : {}),
-      inProcessIpamd: { socketPath: config.socketPath, invoke: (p, req) => rpc.invokeInProcess(p, req) },
+      ipamd: { socketPath: config.socketPath, client: rpc.directClient() },
       appendLog: (file, line) => pluginLogs.append(file, line),
     })
     : undefined;
@@ -214,7 +217,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   log.info({ socket: config.socketPath, cniExecSocket: cniExec ? config.cniExecSocket : null, introspectionPort, metricsPort: metricsServer?.port, startupMs: Date.now() - t0, ...status().counts }, 'ipamd serving');
 
   return {
-    ds, gate, pool,
+    ds, gate, pool, pluginHost: cniExec?.pluginHost,
     async stop(graceMs = 10_000) {
       await reporter?.stop(); // first: a stopping pool must not read as "cannot serve" (a taint)
       await cniExec?.close(graceMs); // its invocations call the RPCs: they finish first

@@ -10,7 +10,7 @@ import { CNI_BACKEND_SERVICE } from '../../proto/ipam.js';
 import type { IpamdClient } from '../../cni-plugin/ipamd-client.js';
 import { IPAM_DESCRIPTOR } from '../../cni-plugin/generated/ipam-descriptor.js';
 import { GrpcCallFailure, openUnixChannel } from '../../cni-plugin/grpc-http2.js';
-import { GrpcStatus, grpcStatusName } from '../../cni-plugin/grpc-status.js';
+import { GrpcStatus, grpcStatusName } from '../../proto/grpc-status.js';
 
 /** Same as cni-plugin/ipamd-client.ts's. */
 export class IpamdCallError extends Error {

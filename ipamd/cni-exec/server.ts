@@ -1,9 +1,12 @@
 /**
  * ipamd's CNI exec socket: runs CNI plugin invocations forwarded by the native shim
  * (cni-plugin/shim) in-process, with the same TypeScript plugin code the Node plugin
- * runs (cni-plugin/handlers.ts through `runInvocation`), so a pod ADD costs no Node
- * start-up. Wire format: protocol.ts. Unix socket, mode 0600 (root only: whoever can
- * write to it can wire pods).
+ * runs (cni-plugin/facade.ts: the verb handlers through `runInvocation`), so a pod ADD
+ * costs no Node start-up. The plugin code gets this server's host (cni-plugin/host.ts):
+ * ipamd's own IPAM service called directly for a config naming ipamd's socket (no
+ * protobuf, no HTTP/2), a shared HTTP/2 session for any other socket, `ip` spawned from
+ * the spawn worker, and the node netns. Wire format: protocol.ts. Unix socket, mode
+ * 0600 (root only: whoever can write to it can wire pods).
  *
  * Before running anything, the server checks that running it here gives what the
  * shim's own process would: the shim's netns must be the node netns ipamd wires the
@@ -29,10 +32,11 @@
 import { chmod, mkdir, stat } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
-import { shareUnixSessions } from '../../cni-plugin/grpc-http2.js';
-import { registerInProcessEndpoint, type InProcessUnary } from '../../cni-plugin/in-process-endpoint.js';
-import { VERB_HANDLERS } from '../../cni-plugin/handlers.js';
-import { runInvocation, type VerbHandler } from '../../cni-plugin/invocation.js';
+import {
+  connectIpamd, runInvocation, SessionPool, VERB_HANDLERS, type PluginHost, type VerbHandler,
+} from '../../cni-plugin/facade.js';
+import { createIpRunner } from '../../netfacts/ip-batch.js';
+import type { IpamdClient } from '../../proto/ipamd-api.js';
 import type { Logger } from '../log.js';
 import { removeStaleSocket } from '../rpc/server.js';
 import { startSpawnWorker, type SpawnWorker } from './spawn-worker.js';
@@ -62,7 +66,7 @@ export interface CniExecServerOptions {
    * (`/proc/self/ns/net`). Only shims running in that netns are served.
    */
   nodeNetns?: string;
-  /** Verb handlers (default: the plugin's, cni-plugin/handlers.ts). */
+  /** Verb handlers (default: the plugin's, `VERB_HANDLERS` of cni-plugin/facade.ts). */
   handlers?: Readonly<Record<string, VerbHandler>>;
   /**
    * Start `ip`/`nsenter` from a worker thread (spawn-worker.ts; default true): forking
@@ -70,11 +74,11 @@ export interface CniExecServerOptions {
    */
   spawnInWorker?: boolean;
   /**
-   * This ipamd's gRPC server, called in-process by the plugin code when a config's
-   * `ipamdSocket` is `socketPath` (cni-plugin/in-process-endpoint.ts): same bytes, no
-   * HTTP/2 round trip. Omit to always go over the socket.
+   * This ipamd, called directly by the plugin code when a config's `ipamdSocket` is
+   * `socketPath` (`client`: ipamd/rpc/server.ts `RpcServer.directClient`, no protobuf, no
+   * HTTP/2). Omit to always go over the socket.
    */
-  inProcessIpamd?: { socketPath: string; invoke: InProcessUnary };
+  ipamd?: { socketPath: string; client: IpamdClient };
   /** Writes an invocation's log line to the conflist's `logFile` (ipamd's rotating plugin log); false = append it plainly. */
   appendLog?: (file: string, line: string) => boolean;
   /** Whole-request deadline, ms from accept (default {@link REQUEST_DEADLINE_MS}). */
@@ -119,7 +123,8 @@ export class CniExecServer {
   /** Connections closed for a bound, by bound (for logs and tests). */
   readonly dropped = { deadline: 0, pending: 0, memory: 0 };
   private spawnWorker: SpawnWorker | undefined;
-  private unregisterIpamd: (() => void) | undefined;
+  private readonly sessions = new SessionPool();
+  private host: PluginHost | undefined;
 
   constructor(private readonly o: CniExecServerOptions) {}
 
@@ -141,8 +146,26 @@ export class CniExecServer {
     this.server.maxConnections = this.o.maxConnections ?? MAX_CONNECTIONS;
     await chmod(sock, 0o600);
     if (this.o.spawnInWorker ?? true) this.spawnWorker = startSpawnWorker();
-    shareUnixSessions(true); // the plugin code's calls to ipamd reuse one connection
-    if (this.o.inProcessIpamd) this.unregisterIpamd = registerInProcessEndpoint(this.o.inProcessIpamd.socketPath, this.o.inProcessIpamd.invoke);
+    this.host = this.newPluginHost();
+  }
+
+  /**
+   * The host handed to every invocation: ipamd's direct client for its own socket, a
+   * pooled HTTP/2 channel for any other, `ip` from the spawn worker, the node netns.
+   */
+  private newPluginHost(): PluginHost {
+    const own = this.o.ipamd;
+    return {
+      ipamd: (socketPath) => (own && socketPath === own.socketPath ? own.client : connectIpamd(socketPath, this.sessions)),
+      ip: createIpRunner(this.spawnWorker?.spawner),
+      ...(this.o.nodeNetns ? { nodeNetns: this.o.nodeNetns } : {}),
+    };
+  }
+
+  /** The host handed to every invocation (built at {@link listen}; before it, one without the spawn worker). */
+  get pluginHost(): PluginHost {
+    this.host ??= this.newPluginHost();
+    return this.host;
   }
 
   /** Invocations running now. */
@@ -176,8 +199,7 @@ export class CniExecServer {
       clearTimeout(timer);
     }
     if (!this.inFlight.size) {
-      this.unregisterIpamd?.();
-      shareUnixSessions(false);
+      this.sessions.close();
       await this.spawnWorker?.stop();
     }
     else this.o.log.warn({ running: this.inFlight.size }, 'CNI exec: invocations still running after the shutdown grace');
@@ -298,7 +320,7 @@ export class CniExecServer {
       readStdin: () => req.stdin,
       writeStdout: (s) => { stdout += s; },
       writeStderr: (s) => { stderr += s; },
-      ctx: this.o.nodeNetns ? { nodeNetns: this.o.nodeNetns } : {},
+      ctx: { host: this.pluginHost },
       ...(this.o.appendLog ? { appendLog: this.o.appendLog } : {}),
     });
     this.o.log.debug({ ...who, exitCode: code, ms: Math.round((performance.now() - t0) * 10) / 10 }, 'CNI exec: invocation done');

@@ -5,13 +5,14 @@
  * from the main thread it stalls the event loop that is answering that very ADD's
  * `AddNetwork` (checkpoint write included). From a worker the fork runs beside the loop.
  * The worker only spawns and relays stdio and exit codes (in order, by message); the
- * plugin code (cni-plugin/ip-batch.ts) uses it through {@link IpSpawner}.
+ * plugin code uses it through the `IpSpawner` the CNI exec server puts in the host it
+ * hands the plugin (cni-plugin/host.ts), nothing process-wide.
  *
- * If the worker dies, the children it ran are reported failed and later spawns go
- * through `child_process.spawn` in the main thread again.
+ * If the worker dies, the children it ran are reported failed and later spawns by its
+ * spawner go through `child_process.spawn` in the main thread again.
  */
 import { Worker } from 'node:worker_threads';
-import { setIpSpawner, type IpChildEvents, type IpSpawner } from '../../cni-plugin/ip-batch.js';
+import { localSpawner, type IpChildEvents, type IpSpawner } from '../../netfacts/ip-batch.js';
 
 /** The worker's code (CommonJS, evaluated): spawn on request, relay every event back. */
 const WORKER_SOURCE = `
@@ -22,6 +23,7 @@ const post = (m) => parentPort.postMessage(m);
 parentPort.on('message', (m) => {
   if (m.op !== 'spawn') {
     const p = kids.get(m.id);
+    if (p && m.op === 'kill') { p.kill('SIGKILL'); return; }
     if (!p || !p.stdin.writable) return;
     if (m.op === 'write') p.stdin.write(m.data); else p.stdin.end();
     return;
@@ -51,14 +53,16 @@ type FromWorker =
 
 /** A running spawn worker; {@link SpawnWorker.stop} ends it. */
 export interface SpawnWorker {
+  /** Starts a child through the worker (through the main thread once the worker ended). */
+  readonly spawner: IpSpawner;
   /** Children started and not yet exited. */
   readonly running: number;
-  /** Restores spawning in the main thread and ends the worker. */
+  /** Ends the worker; its spawner then starts children from the main thread. */
   stop(): Promise<void>;
 }
 
 /**
- * Starts the worker and makes cni-plugin/ip-batch.ts spawn through it (process-wide).
+ * Starts the worker; its {@link SpawnWorker.spawner} starts children through it.
  * The worker does not keep the process alive.
  */
 export function startSpawnWorker(): SpawnWorker {
@@ -83,7 +87,6 @@ export function startSpawnWorker(): SpawnWorker {
   const die = (why: string) => {
     if (dead) return;
     dead = true;
-    setIpSpawner(undefined);
     for (const on of children.values()) on.failed(new Error(`the spawn worker ended (${why})`));
     children.clear();
   };
@@ -91,16 +94,18 @@ export function startSpawnWorker(): SpawnWorker {
   worker.on('exit', (code) => die(`exit ${code}`));
 
   const spawner: IpSpawner = (argv, env, on) => {
+    if (dead) return localSpawner(argv, env, on);
     const id = nextId++;
     children.set(id, on);
     worker.postMessage({ op: 'spawn', id, argv, env: { ...env } });
     return {
       write: (data) => { if (!dead) worker.postMessage({ op: 'write', id, data }); },
       end: () => { if (!dead) worker.postMessage({ op: 'end', id }); },
+      kill: () => { if (!dead) worker.postMessage({ op: 'kill', id }); },
     };
   };
-  setIpSpawner(spawner);
   return {
+    spawner,
     get running() { return children.size; },
     stop: async () => {
       die('stopped');

@@ -24,8 +24,7 @@
 import { watch, type FSWatcher } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { Counter, type Registry } from 'prom-client';
-import { teardownHost } from '../../cni-plugin/host-teardown.js';
-import { hostVethName } from '../../cni-plugin/veth-name.js';
+import { hostVethName, LOCAL_NODE, teardownHost } from '../../cni-plugin/facade.js';
 import type { Datastore } from '../datastore/datastore.js';
 import type { Allocation } from '../datastore/types.js';
 import type { Logger } from '../log.js';
@@ -182,6 +181,6 @@ export class DelSpool {
 
   private teardown(e: SpoolEntry, a: Allocation): Promise<string[]> {
     if (this.o.teardown) return this.o.teardown(e, a);
-    return teardownHost({ hostVeth: hostVethName(this.o.vethPrefix, e.containerID, e.ifName), ipv4: a.ipv4, ...(this.o.nodeNetns ? { nodeNetns: this.o.nodeNetns } : {}) });
+    return teardownHost({ hostVeth: hostVethName(this.o.vethPrefix, e.containerID, e.ifName), ipv4: a.ipv4, ...(this.o.nodeNetns ? { node: { ...LOCAL_NODE, nodeNetns: this.o.nodeNetns } } : {}) });
   }
 }

@@ -3,7 +3,7 @@
  * its primary IPv4 (`/prefix` of the subnet, `noprefixroute`: the subnet is reached
  * through the ENI's own table, not main), route table `device number + 1` holding
  * `<subnet gw>/32 dev <link> scope link` and `default via <subnet gw> dev <link>`, and the
- * rule `from <ENI primary ip> lookup <table>` (priority in rule-priorities.ts).
+ * rule `from <ENI primary ip> lookup <table>` (priority in netfacts/routing.ts).
  * The VPC router of a subnet is its first host address (network + 1), as in AWS VPCs
  * ("VPC router", docs.aws.amazon.com/vpc/latest/userguide/subnet-sizing.html).
  * Converges to the desired state (re-run safe): reads links, routes and rules, then one
@@ -12,7 +12,7 @@
 import ipaddr from 'ipaddr.js';
 import type { EniInfo } from '../datastore/types.js';
 import { asCidr, listRules, ruleSyncLines, type IpRule } from './ip-rules.js';
-import { ENI_PRIMARY_IP_PRIORITY } from './rule-priorities.js';
+import { ENI_PRIMARY_IP_PRIORITY, eniRouteTable } from '../../netfacts/routing.js';
 import type { CommandRunner } from './runner.js';
 
 /** The ENI facts the host side needs. */
@@ -36,7 +36,7 @@ interface RouteJson {
 
 /** Route table of the ENI at attachment `deviceNumber` (≥ 1): `deviceNumber + 1`. */
 export function routeTableFor(deviceNumber: number): number {
-  return deviceNumber + 1;
+  return eniRouteTable(deviceNumber);
 }
 
 /** The subnet's VPC router: first host address of `subnetCidr` (`10.0.1.0/24` → `10.0.1.1`). @throws Error for a non-IPv4 CIDR */

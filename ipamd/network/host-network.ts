@@ -2,7 +2,7 @@
  * ipamd's host networking (DESIGN §7), the one object the daemon calls:
  * - {@link HostNetwork.setupNode} at start: sysctls checked (not set), SNAT chain (or its removal with
  *   external SNAT), and the node rules sending traffic that leaves the VPC to the main
- *   table (primary ENI, where it is SNATed) — see rule-priorities.ts;
+ *   table (primary ENI, where it is SNATed) — see netfacts/routing.ts;
  * - {@link HostNetwork.setupEni} at start for every attached secondary ENI and after an
  *   ENI is attached; {@link HostNetwork.teardownEni} before a secondary ENI is detached.
  * Every step converges to the desired state, so calling again (restart, retry) is safe.
@@ -13,7 +13,7 @@ import type { Logger } from '../log.js';
 import { findLinkByMac, setupEniLink, teardownEniLink, type EniLinkSpec } from './eni-links.js';
 import { syncRules, type IpRule } from './ip-rules.js';
 import { detectIptablesBackend, Iptables, DEFAULT_LOCK_WAIT_S, type IptablesBackend } from './iptables.js';
-import { NON_VPC_MAIN_PRIORITY, VPC_GOTO_PRIORITY, VPC_GOTO_TARGET_PRIORITY } from './rule-priorities.js';
+import { NON_VPC_MAIN_PRIORITY, VPC_GOTO_PRIORITY, VPC_GOTO_TARGET_PRIORITY } from '../../netfacts/routing.js';
 import { CommandRunner } from './runner.js';
 import { applySnat } from './snat.js';
 import { checkNodeSysctls, type SysctlCheck } from './sysctl.js';

@@ -1,76 +1,19 @@
 /**
- * IPv4 policy routing rules (`ip rule`, ip-rule(8)) as data: read the current rules,
- * and converge the rules of one owner (a priority + selector set) to a desired list with
- * one `ip -batch` — deleting what is not desired, adding what is missing. `ip rule add`
- * refuses duplicates ("File exists"), so convergence is what makes re-runs safe.
+ * ipamd's IPv4 policy routing rules (`ip rule`, ip-rule(8)) on the shared rule model
+ * (netfacts/ip-rule.ts): read the current rules, and converge the rules of one owner (a
+ * priority + selector set) to a desired list with one `ip -batch` — deleting what is not
+ * desired, adding what is missing. `ip rule add` refuses duplicates ("File exists"), so
+ * convergence is what makes re-runs safe.
  */
+import { ruleFromJson, ruleKey, ruleLine, type IpRule, type RuleJson } from '../../netfacts/ip-rule.js';
 import type { CommandRunner } from './runner.js';
 
-/** One rule. Addresses are CIDRs (`10.0.0.20/32`); unset `from`/`to` mean "all". */
-export interface IpRule {
-  priority: number;
-  from?: string;
-  to?: string;
-  /** Inverts the selector (`not`). */
-  not?: boolean;
-  /** Action: route table id (254 = main)... */
-  table?: number;
-  /** ...or jump to the rule with this priority... */
-  goto?: number;
-  /** ...or do nothing (a `goto` target). */
-  nop?: boolean;
-}
-
-/** Route table names iproute2 prints, by id (rt_tables(5)). */
-const TABLE_IDS: Record<string, number> = { local: 255, main: 254, default: 253 };
-
-interface RuleJson {
-  priority: number; src?: string; srclen?: number; dst?: string; dstlen?: number;
-  not?: null; table?: string; goto?: number; nop?: null;
-}
-
-const cidr = (addr: string | undefined, len: number | undefined): string | undefined =>
-  addr === undefined || addr === 'all' ? undefined : `${addr}/${len ?? 32}`;
-
-/** Normalises an address or CIDR to `a.b.c.d/len` (a bare address is /32). */
-export function asCidr(a: string): string {
-  return a.includes('/') ? a : `${a}/32`;
-}
-
-/** Canonical text of a rule, used to compare current with desired. */
-export function ruleKey(r: IpRule): string {
-  const action = r.nop ? 'nop' : r.goto !== undefined ? `goto ${r.goto}` : `lookup ${r.table}`;
-  return `${r.priority}${r.not ? ' not' : ''} from ${r.from ? asCidr(r.from) : 'all'} to ${r.to ? asCidr(r.to) : 'all'} ${action}`;
-}
-
-/** The `ip -batch` line that adds (`add`) or deletes (`del`) rule `r`. */
-export function ruleLine(verb: 'add' | 'del', r: IpRule): string {
-  const parts = ['rule', verb];
-  if (r.not) parts.push('not');
-  if (r.from) parts.push('from', asCidr(r.from));
-  if (r.to) parts.push('to', asCidr(r.to));
-  if (r.nop) parts.push('nop');
-  else if (r.goto !== undefined) parts.push('goto', String(r.goto));
-  else parts.push('lookup', String(r.table));
-  parts.push('prio', String(r.priority));
-  return parts.join(' ');
-}
+export { asCidr, ruleKey, ruleLine, type IpRule } from '../../netfacts/ip-rule.js';
 
 /** The IPv4 rules now installed (`ip -4 -j rule show`). @throws CommandError */
 export async function listRules(runner: CommandRunner): Promise<IpRule[]> {
   const rows = await runner.ipJson<RuleJson>(['-4', 'rule', 'show']);
-  return rows.map((j) => {
-    const r: IpRule = { priority: j.priority };
-    const from = cidr(j.src, j.srclen);
-    const to = cidr(j.dst, j.dstlen);
-    if (from) r.from = from;
-    if (to) r.to = to;
-    if (j.not !== undefined) r.not = true;
-    if (j.nop !== undefined) r.nop = true;
-    else if (j.goto !== undefined) r.goto = j.goto;
-    else if (j.table !== undefined) r.table = TABLE_IDS[j.table] ?? Number(j.table);
-    return r;
-  });
+  return rows.map(ruleFromJson);
 }
 
 /**

@@ -1,10 +1,12 @@
 /**
- * The one way ipamd's host networking runs commands (`ip`, `iptables*`, `sysctl`): a
- * spawned process, stdin optional, bounded by a timeout. In production ipamd runs in the
+ * The one way ipamd's host networking runs commands (`iptables*`, `sysctl`; `ip` through
+ * the `ip` runner shared with the plugin, netfacts/ip-batch.ts): a spawned process,
+ * stdin optional, bounded by a timeout. In production ipamd runs in the
  * node's network namespace and no netns is given; tests point the runner at a namespace
  * standing for the node (`nsenter --net=<path> <cmd>`, entered by path).
  */
 import { spawn } from 'node:child_process';
+import { LOCAL_IP, type IpRun } from '../../netfacts/ip-batch.js';
 
 /** Directories appended to PATH (daemon sets may start ipamd with a minimal PATH). */
 const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -81,10 +83,24 @@ export class CommandRunner {
     });
   }
 
-  /** `ip -j <args>` parsed as JSON (an empty output is `[]`). @throws CommandError, SyntaxError */
+  /**
+   * `ip -j <args>` parsed as JSON (an empty output is `[]`): leading `-` options are ip's
+   * flags, the rest one listing command, run by the shared `ip` runner.
+   * @throws CommandError, SyntaxError
+   */
   async ipJson<T = unknown>(args: string[]): Promise<T[]> {
-    const { stdout } = await this.run('ip', ['-j', ...args]);
+    const cmd = args.findIndex((a) => !a.startsWith('-'));
+    const flags = cmd < 0 ? args : args.slice(0, cmd);
+    const stdout = await this.ip(['-json', ...flags], [cmd < 0 ? '' : args.slice(cmd).join(' ')], true);
     return stdout.trim() ? (JSON.parse(stdout) as T[]) : [];
+  }
+
+  /** Runs `lines` with the shared `ip` runner in this runner's netns, within its timeout. @returns stdout. @throws CommandError */
+  private async ip(flags: string[], lines: string[], wantStdout: boolean): Promise<string> {
+    const r: IpRun = await LOCAL_IP.runIp(flags, lines, this.netns, wantStdout, { timeoutMs: this.timeoutMs });
+    const stderr = r.killed ? `${r.stderr}\n(killed after ${this.timeoutMs} ms)` : r.stderr;
+    if (r.code !== 0) throw new CommandError(r.argv, r.code, stderr, r.stdout);
+    return r.stdout;
   }
 
   /**
@@ -94,6 +110,6 @@ export class CommandRunner {
    */
   async ipBatch(lines: string[]): Promise<void> {
     if (lines.length === 0) return;
-    await this.run('ip', ['-batch', '-'], `${lines.join('\n')}\n`);
+    await this.ip([], lines, false);
   }
 }

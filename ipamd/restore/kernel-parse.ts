@@ -21,6 +21,8 @@
  * freezes releases, never as "no pods".
  */
 import ipaddr from 'ipaddr.js';
+import { routeFromJson, type RouteJson } from '../../netfacts/ip-route.js';
+import { ruleFromJson, type RuleJson } from '../../netfacts/ip-rule.js';
 
 /** One pod IP the kernel shows wired. */
 export interface KernelPodRoute {
@@ -104,15 +106,17 @@ export function parseKernelOutput(text: string): KernelEvidence {
   const ruleCount = new Map<string, number>();
   for (const r of rules) {
     if (typeof r['priority'] !== 'number') throw new KernelParseError(`ip -json rule entry without priority: ${JSON.stringify(r).slice(0, 120)}`);
-    const ips = new Set([hostIpv4(r['dst']), hostIpv4(r['src'])].filter((x): x is string => !!x));
+    const rule = ruleFromJson(r as RuleJson); // the shared rule model (netfacts/ip-rule.ts): selectors as CIDRs
+    const ips = new Set([hostIpv4(rule.to), hostIpv4(rule.from)].filter((x): x is string => !!x));
     for (const ip of ips) ruleCount.set(ip, (ruleCount.get(ip) ?? 0) + 1);
   }
   const pods = new Map<string, KernelPodRoute>();
   for (const r of routes) {
     if (typeof r['dst'] !== 'string') throw new KernelParseError(`ip -json route entry without dst: ${JSON.stringify(r).slice(0, 120)}`);
-    const ip = hostIpv4(r['dst']);
-    const dev = r['dev'];
-    if (!ip || typeof dev !== 'string' || !podVeths.has(dev) || r['type'] !== undefined && r['type'] !== 'unicast') continue;
+    const route = routeFromJson(r as RouteJson); // the shared route model (netfacts/ip-route.ts)
+    const ip = hostIpv4(route.dst);
+    const dev = route.dev;
+    if (!ip || dev === undefined || !podVeths.has(dev) || route.type !== 'unicast') continue;
     pods.set(ip, { ip, dev, rules: ruleCount.get(ip) ?? 0 });
   }
   const rulesOnly = [...ruleCount.keys()].filter((ip) => !pods.has(ip)).sort();

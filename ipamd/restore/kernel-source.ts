@@ -3,13 +3,14 @@
  * `ip -json -batch -` process per evidence pass (routes of the main table, veths, ip
  * rules; kernel-parse.ts decides what they vouch for). It runs in ipamd's own network
  * namespace, or in `netnsPath` (ENI_IPAM_CNI_EXEC_NETNS, where the plugin wires the node
- * side when ipamd runs outside the node's namespace) through `nsenter --net=`.
+ * side when ipamd runs outside the node's namespace) through `nsenter --net=`, with the
+ * `ip` runner the plugin's wiring uses (netfacts/ip-batch.ts).
  *
  * The read is all-or-nothing: a command that fails, times out or prints what does not
  * parse throws {@link KernelUnavailableError}; the caller counts the kernel as unreadable
  * and freezes releases, never as "no pods".
  */
-import { execFile } from 'node:child_process';
+import { createIpRunner, localSpawner, type IpRun, type IpRunner } from '../../netfacts/ip-batch.js';
 import { KERNEL_BATCH, parseKernelOutput, type KernelEvidence } from './kernel-parse.js';
 
 /** Anything that reads the kernel's pod wiring, throwing when it cannot (KernelSource). */
@@ -41,15 +42,13 @@ export interface KernelSourceOptions {
 /** Reads the node's pod wiring with iproute2. One instance per daemon; stateless between reads. */
 export class KernelSource implements KernelReader {
   readonly description: string;
-  private readonly file: string;
-  private readonly args: string[];
+  private readonly ip: IpRunner;
+  private readonly netnsPath: string | undefined;
   private readonly timeoutMs: number;
 
   constructor(o: KernelSourceOptions = {}) {
-    const ip = o.ipPath ?? 'ip';
-    const ipArgs = ['-json', '-batch', '-'];
-    this.file = o.netnsPath ? 'nsenter' : ip;
-    this.args = o.netnsPath ? [`--net=${o.netnsPath}`, ip, ...ipArgs] : ipArgs;
+    this.ip = createIpRunner(localSpawner, o.ipPath ? { ipPath: o.ipPath } : {});
+    this.netnsPath = o.netnsPath;
     this.timeoutMs = Math.max(1, Math.min(o.timeoutMs ?? KERNEL_READ_TIMEOUT_MS, KERNEL_READ_TIMEOUT_MS));
     this.description = o.netnsPath ? `the kernel (netns ${o.netnsPath})` : "the kernel (ipamd's netns)";
   }
@@ -61,18 +60,19 @@ export class KernelSource implements KernelReader {
    *   out, prints more than 32 MiB, or prints output that does not parse.
    */
   async readKernel(): Promise<KernelEvidence> {
-    const stdout = await new Promise<string>((resolve, reject) => {
-      const child = execFile(this.file, this.args, { timeout: this.timeoutMs, maxBuffer: MAX_OUTPUT_BYTES, encoding: 'utf8', killSignal: 'SIGKILL' }, (err, out, errOut) => {
-        if (err) {
-          const why = (err as NodeJS.ErrnoException & { killed?: boolean }).killed ? `timed out after ${this.timeoutMs} ms` : (errOut.trim().split('\n')[0] || err.message);
-          reject(new KernelUnavailableError(`${this.description} unreadable: ${[this.file, ...this.args].join(' ')}: ${why.slice(0, 200)}`));
-        } else resolve(out);
-      });
-      child.stdin?.on('error', () => undefined); // the child may exit before reading stdin; the exit code tells
-      child.stdin?.end(KERNEL_BATCH);
-    });
+    let r: IpRun;
     try {
-      return parseKernelOutput(stdout);
+      r = await this.ip.runIp(['-json'], KERNEL_BATCH.trim().split('\n'), this.netnsPath, true, { timeoutMs: this.timeoutMs, maxOutputBytes: MAX_OUTPUT_BYTES });
+    } catch (e) {
+      throw new KernelUnavailableError(`${this.description} unreadable: ${(e as Error).message.slice(0, 200)}`);
+    }
+    if (r.code !== 0 || r.killed) {
+      const why = r.killed === 'timeout' ? `timed out after ${this.timeoutMs} ms`
+        : r.killed === 'output' ? `printed more than ${MAX_OUTPUT_BYTES} bytes` : (r.stderr.trim().split('\n')[0] || `exited ${r.code}`);
+      throw new KernelUnavailableError(`${this.description} unreadable: ${r.argv.join(' ')}: ${why.slice(0, 200)}`);
+    }
+    try {
+      return parseKernelOutput(r.stdout);
     } catch (e) {
       throw new KernelUnavailableError(`${this.description} unreadable: ${(e as Error).message}`);
     }

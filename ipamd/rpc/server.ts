@@ -18,7 +18,7 @@ import {
   type AddNetworkReply, type AddNetworkRequest, type CheckNetworkReply, type CheckNetworkRequest, type DelNetworkReply,
   type DelNetworkRequest, type GcNetworkReply, type GcNetworkRequest, type IpamStatusReply, type IpamStatusRequest, type NetworkRequestIds,
 } from '../../proto/ipam.js';
-import { GrpcCallFailure } from '../../cni-plugin/grpc-http2.js';
+import { IpamdCallError, type IpamdClient } from '../../proto/ipamd-api.js';
 import type { Logger } from '../log.js';
 import { PoolExhaustedError } from '../controller/pool-loop/pool-controller.js';
 import { NotReadyError, type IpamService } from '../service/ipam-service.js';
@@ -88,8 +88,8 @@ export class RpcServer {
   private listener?: net.Server;
   private readonly health = new HealthImplementation({ '': 'NOT_SERVING', [CNI_BACKEND_SERVICE]: 'NOT_SERVING' });
   private draining = false;
-  /** The CNIBackend methods by path (`/eniipam.v1.CNIBackend/AddNetwork`): codecs and handler, for in-process calls. */
-  private readonly byPath = new Map<string, { def: grpc.MethodDefinition<unknown, unknown>; run: (req: unknown) => Promise<RpcOutcome<unknown>> }>();
+  /** The CNIBackend handlers by method name (`AddNetwork`), for in-process calls. */
+  private readonly byName = new Map<string, (req: unknown) => Promise<RpcOutcome<unknown>>>();
 
   constructor(private readonly o: RpcServerOptions) {
     this.bounds = { ...RPC_CONNECTION_BOUNDS, ...o.connectionBounds };
@@ -109,33 +109,40 @@ export class RpcServer {
       impl[name] = ((call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
         void run(call.request).then((o) => (o.ok ? cb(null, o.reply) : cb({ code: o.code, details: o.details })));
       }) as grpc.handleUnaryCall<unknown, unknown>;
-      const m = service[name]!;
-      this.byPath.set(m.path, { def: m as grpc.MethodDefinition<unknown, unknown>, run });
+      this.byName.set(name, run);
     }
     this.server.addService(service, impl);
     this.health.addToServer(this.server);
   }
 
   /**
-   * Serves one CNIBackend call made inside this process (the CNI exec server's plugin
-   * code; cni-plugin/in-process-endpoint.ts): the same request bytes, decoding,
-   * handler, status codes and metrics as a call over the socket, without the HTTP/2
-   * transport. @returns the serialized reply. @throws GrpcCallFailure with the status a
-   * socket call would get (UNIMPLEMENTED for an unknown path, INTERNAL for undecodable bytes).
+   * A client of this server for code running in this process (the CNI exec server hands
+   * it to the plugin code as its way to reach ipamd; cni-plugin/host.ts): each call runs
+   * the same handler as a call over the socket — request checks, draining rule, status
+   * codes, metrics — on the request object itself, without protobuf encoding or HTTP/2.
+   * Deadlines as on the wire: DEADLINE_EXCEEDED once `timeoutMs` passes (the handler's
+   * work is not cancelled, as a gRPC server may also finish after a deadline).
+   * @returns an {@link IpamdClient} whose calls throw IpamdCallError with the status a
+   *   socket call would get; `close()` does nothing.
    */
-  async invokeInProcess(methodPath: string, request: Uint8Array): Promise<Buffer> {
-    const fail = (code: number, details: string): Error => new GrpcCallFailure(code, details);
-    const m = this.byPath.get(methodPath);
-    if (!m) throw fail(grpc.status.UNIMPLEMENTED, `unknown method ${methodPath}`);
-    let req: unknown;
-    try {
-      req = m.def.requestDeserialize(Buffer.from(request.buffer, request.byteOffset, request.byteLength));
-    } catch (e) {
-      throw fail(grpc.status.INTERNAL, `cannot decode the request: ${(e as Error).message}`);
-    }
-    const o = await m.run(req);
-    if (!o.ok) throw fail(o.code, o.details);
-    return m.def.responseSerialize(o.reply);
+  directClient(): IpamdClient {
+    const call = <Rep>(method: string, req: unknown, timeoutMs: number): Promise<Rep> => new Promise<Rep>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new IpamdCallError(method, grpc.status.DEADLINE_EXCEEDED, `in-process ${method}: deadline of ${timeoutMs} ms exceeded`)), timeoutMs);
+      timer.unref();
+      void this.byName.get(method)!(req).then((o) => {
+        clearTimeout(timer);
+        if (o.ok) resolve(o.reply as Rep);
+        else reject(new IpamdCallError(method, o.code, o.details));
+      });
+    });
+    return {
+      addNetwork: (req, timeoutMs) => call('AddNetwork', req, timeoutMs),
+      delNetwork: (req, timeoutMs) => call('DelNetwork', req, timeoutMs),
+      ipamStatus: (req, timeoutMs) => call('IpamStatus', req, timeoutMs),
+      gcNetwork: (req, timeoutMs) => call('GcNetwork', req, timeoutMs),
+      checkNetwork: (req, timeoutMs) => call('CheckNetwork', req, timeoutMs),
+      close: () => undefined,
+    };
   }
 
   /**

@@ -13,7 +13,7 @@
  * The result is checked against image/contents-<arch>.lock (scripts/image/contents.mjs).
  *
  * The build is skipped when the archive exists and nothing it is made of changed (a hash of
- * dist/{ipamd,cni-plugin,proto,cli}, proto/, config/, package*.json, image/, scripts/image/).
+ * dist/{ipamd,cni-plugin,netfacts,proto,cli}, proto/, config/, package*.json, image/, scripts/image/).
  *
  * CLI: node scripts/image/build.mjs [--update-lock] [--refresh] [--packages-file FILE] [--node-pin FILE]
  *   --update-lock       rewrite the content list instead of failing on a difference
@@ -42,7 +42,7 @@ export const IMAGE_CONFIG = {
 };
 
 /** Files and dirs (repository-relative) the image is made of, for the up-to-date check. */
-const INPUTS = ['dist/ipamd', 'dist/cni-plugin', 'dist/proto', 'dist/cli', 'proto', 'config', 'package.json', 'package-lock.json', 'image', 'scripts/image'];
+const INPUTS = ['dist/ipamd', 'dist/cni-plugin', 'dist/netfacts', 'dist/proto', 'dist/cli', 'proto', 'config', 'package.json', 'package-lock.json', 'image', 'scripts/image'];
 
 /**
  * Hash of every input file's path, mode and contents (plus the options and timestamp).

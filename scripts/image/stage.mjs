@@ -10,7 +10,7 @@
  *   app/node_modules/                production dependencies only (npm ci --omit=dev), without
  *                                    type declarations and source maps (*.d.ts, *.map: ~50 MiB
  *                                    Node never loads)
- *   app/dist/{ipamd,cni-plugin,proto,cli}/  the built daemon, the static shim, the Node plugin, the operator CLI
+ *   app/dist/{ipamd,cni-plugin,netfacts,proto,cli}/  the built daemon, the static shim, the Node plugin, shared networking facts, the operator CLI
  *   app/proto/                       .proto files ipamd loads at run time
  *   app/config/                      the conflist template and the env example
  *   app/bin/ipamd                    entrypoint: exec /usr/local/bin/node /app/dist/ipamd/main.js "$@"
@@ -33,7 +33,7 @@ import { fetchNodeRuntime, readNodePin } from './node-runtime.mjs';
 export const STAGE_DIR = path.join(BUILD_DIR, 'stage');
 
 /** The dist/ subtrees needed at run time: ipamd, the plugin, and the operator CLI (nothing from dist/sim, dist/test...). */
-const DIST_DIRS = ['ipamd', 'cni-plugin', 'proto', 'cli'];
+const DIST_DIRS = ['ipamd', 'cni-plugin', 'netfacts', 'proto', 'cli'];
 
 /** Files of npm packages Node never loads at run time: type declarations and source maps. */
 const NOT_LOADED = /\.(d\.[cm]?ts|map)$/;

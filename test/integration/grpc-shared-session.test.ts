@@ -1,9 +1,9 @@
 /**
- * cni-plugin/grpc-http2.ts's shared session (shareUnixSessions, what ipamd turns on for
- * the plugin code it runs in-process) against a real grpc-js server (the CNI backend
- * stand-in) behind a counting Unix-socket relay: calls reuse one connection while sharing is
- * on, each channel has its own when off, a server that went away is replaced by a new
- * connection to the restarted one, and turning sharing off closes the shared connection.
+ * cni-plugin/grpc-http2.ts's shared sessions (a SessionPool, what ipamd's CNI exec server
+ * puts in the host it hands the plugin code) against a real grpc-js server (the CNI
+ * backend stand-in) behind a counting Unix-socket relay: calls through the pool reuse one
+ * connection, each channel without one has its own, a server that went away is replaced
+ * by a new connection to the restarted one, and closing the pool closes the shared connection.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,7 +11,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { shareUnixSessions } from '../../cni-plugin/grpc-http2.js';
+import { SessionPool } from '../../cni-plugin/grpc-http2.js';
 import { connectIpamd } from '../../cni-plugin/ipamd-client.js';
 import { startCniBackendStandIn, type CniBackendStandIn } from '../helpers/cni-backend-standin.js';
 import { waitFor } from '../helpers/wait.js';
@@ -40,8 +40,8 @@ const ids = (i: number) => ({
   k8s_pod_name: '', k8s_pod_namespace: '', k8s_pod_infra_container_id: '', k8s_pod_uid: '',
 });
 
-async function callOnce(sock: string, i: number): Promise<string> {
-  const c = connectIpamd(sock);
+async function callOnce(sock: string, i: number, pool?: SessionPool): Promise<string> {
+  const c = connectIpamd(sock, pool);
   try {
     return (await c.addNetwork(ids(i), 5_000)).ipv4_addr;
   } finally {
@@ -57,15 +57,15 @@ test('shared sessions: one connection, replaced after a server restart, closed w
   const relay = await countingRelay(path.join(dir, 'relay.sock'), () => standin.socket);
   t.after(() => relay.close());
   const sock = path.join(dir, 'relay.sock');
-  t.after(() => shareUnixSessions(false));
+  const pool = new SessionPool();
+  t.after(() => pool.close());
 
-  // Off (the default): a connection per channel.
+  // No pool (the plugin process): a connection per channel.
   for (let i = 0; i < 3; i++) assert.match(await callOnce(sock, i), /^\d+\.\d+\.\d+\.\d+$/);
   assert.equal(relay.counts.total, 3);
 
-  // On: three channels, one connection, still open after their close().
-  shareUnixSessions(true);
-  for (let i = 3; i < 6; i++) assert.match(await callOnce(sock, i), /^\d+\.\d+\.\d+\.\d+$/);
+  // A pool: three channels, one connection, still open after their close().
+  for (let i = 3; i < 6; i++) assert.match(await callOnce(sock, i, pool), /^\d+\.\d+\.\d+\.\d+$/);
   assert.equal(relay.counts.total, 4);
   await waitFor('the per-channel connections closed', () => relay.counts.open === 1 || undefined);
 
@@ -73,11 +73,12 @@ test('shared sessions: one connection, replaced after a server restart, closed w
   await standin.close();
   standin = await startCniBackendStandIn();
   await waitFor('the old connection dropped', () => relay.counts.open === 0 || undefined);
-  assert.match(await callOnce(sock, 6), /^\d+\.\d+\.\d+\.\d+$/);
+  assert.match(await callOnce(sock, 6, pool), /^\d+\.\d+\.\d+\.\d+$/);
   assert.equal(relay.counts.total, 5);
   assert.equal(standin.calls.length, 1, 'the call reached the new server');
 
-  // Off again: the shared connection is closed, none left open.
-  shareUnixSessions(false);
+  // The pool closed: the shared connection is closed, none left open.
+  assert.equal(pool.size, 1);
+  pool.close();
   await waitFor('the shared connection closed', () => relay.counts.open === 0 || undefined);
 });

@@ -10,44 +10,44 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { IpBatchError, executablePath, ipBatch, openIpStream } from '../../cni-plugin/ip-batch.js';
-import { ipShow } from '../../cni-plugin/ip-query.js';
+import { IpBatchError, LOCAL_IP, createIpRunner, executablePath, type IpRunner } from '../../netfacts/ip-batch.js';
+import { ipShow } from '../../netfacts/ip-query.js';
 import { createNamedNetns } from '../kit/netns.js';
 import { startSpawnWorker } from '../../ipamd/cni-exec/spawn-worker.js';
 
 const links = async (ns: string): Promise<string[]> =>
   JSON.parse((await promisify(execFile)('ip', ['-n', ns.split('/').pop()!, '-j', 'link', 'show'])).stdout).map((l: { ifname: string }) => l.ifname);
 
-/** The scenarios, run once per way of spawning. */
-async function scenarios(tag: string): Promise<void> {
+/** The scenarios, run once per way of spawning (`ip`: the runner under test). */
+async function scenarios(tag: string, ip: IpRunner): Promise<void> {
   const ns = await createNamedNetns(`ipstream-${tag}-${process.pid}`);
   try {
     // Lines run while stdin stays open; the barrier confirms them before end().
-    const s = openIpStream(ns.path);
+    const s = ip.openIpStream(ns.path);
     s.write(['link add name d0 type veth peer name d0p']);
     await s.barrier();
     assert.ok((await links(ns.path)).includes('d0'), 'd0 exists once the barrier resolved, before end()');
     s.write(['link add name d1 type veth peer name d1p']);
     await s.barrier();
     await s.end(['link set dev d1 up']);
-    const [addr] = await ipShow(['link show dev d1'], ns.path);
+    const [addr] = await ipShow(['link show dev d1'], ns.path, ip);
     assert.match(String((addr![0] as { flags: string[] }).flags), /UP/);
 
     // A failing line ends the process: the barrier and end() reject with iproute2's message.
-    const f = openIpStream(ns.path);
+    const f = ip.openIpStream(ns.path);
     f.write(['link add name d0 type veth peer name d0p']); // exists
     await assert.rejects(f.barrier(), (e: unknown) => e instanceof IpBatchError && /File exists/.test(e.stderr));
     await assert.rejects(f.end(['link add name d9 type veth peer name d9p']), IpBatchError);
     assert.ok(!(await links(ns.path)).includes('d9'), 'nothing after the failing line ran');
 
     // A netns path that cannot be entered.
-    const g = openIpStream(`/var/run/netns/absent-${process.pid}`);
+    const g = ip.openIpStream(`/var/run/netns/absent-${process.pid}`);
     await assert.rejects(g.barrier(), IpBatchError);
     await assert.rejects(g.end(), IpBatchError);
 
     // One-shot batches go the same way.
-    await ipBatch(['link del dev d0'], ns.path);
-    await assert.rejects(ipBatch(['link del dev d0'], ns.path), (e: unknown) => e instanceof IpBatchError && /Cannot find device/.test(e.stderr));
+    await ip.ipBatch(['link del dev d0'], ns.path);
+    await assert.rejects(ip.ipBatch(['link del dev d0'], ns.path), (e: unknown) => e instanceof IpBatchError && /Cannot find device/.test(e.stderr));
   } finally {
     await ns.remove();
   }
@@ -59,16 +59,17 @@ test('ip and nsenter are spawned by absolute path; an unknown name is left to th
 });
 
 test('openIpStream: lines run as sent, barriers, failures (main thread)', async () => {
-  await scenarios('main');
+  await scenarios('main', LOCAL_IP);
 });
 
 test('the spawn worker gives the same outcomes and hands spawning back when stopped', async () => {
   const w = startSpawnWorker();
+  const ip = createIpRunner(w.spawner);
   try {
-    await scenarios('worker');
+    await scenarios('worker', ip);
     assert.equal(w.running, 0, 'no child left running');
   } finally {
     await w.stop();
   }
-  await scenarios('after');
+  await scenarios('after', ip); // the same runner, its worker stopped: spawns from the main thread
 });

@@ -21,7 +21,7 @@ import {
 } from '../../proto/ipam.js';
 import { connectIpamd, IpamdCallError } from '../../cni-plugin/ipamd-client.js';
 import { GrpcCallFailure, openUnixChannel } from '../../cni-plugin/grpc-http2.js';
-import { GrpcStatus } from '../../cni-plugin/grpc-status.js';
+import { GrpcStatus } from '../../proto/grpc-status.js';
 
 type Handler = (req: any, call: grpc.ServerUnaryCall<any, any>) => Promise<object> | object; // eslint-disable-line @typescript-eslint/no-explicit-any
 

@@ -1,9 +1,10 @@
 /**
- * The in-process RPC path (cni-plugin/in-process-endpoint.ts + RpcServer.invokeInProcess):
- * inside ipamd, the plugin code run by the CNI exec server calls ipamd's handlers with
- * the same request bytes as over the socket, and gets the same replies and the same gRPC
- * status codes, without the HTTP/2 round trip. A real ipamd in this process
- * (startDaemon, exec server on) against the simulated cloud over HTTP.
+ * The in-process path (RpcServer.directClient, handed to the plugin code in the CNI exec
+ * server's host): inside ipamd, the plugin code calls ipamd's handlers with the request
+ * object itself, and gets the same replies and the same gRPC status codes as over the
+ * socket, without protobuf or HTTP/2. A config naming another socket goes over gRPC. A
+ * real ipamd in this process (startDaemon, exec server on) against the simulated cloud
+ * over HTTP.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,9 +12,8 @@ import { rename } from 'node:fs/promises';
 import { SimCloud } from '../../sim/index.js';
 import { IPAM_API_VERSION, type AddNetworkRequest } from '../../proto/ipam.js';
 import { connectIpamd, IpamdCallError } from '../../cni-plugin/ipamd-client.js';
-import { GrpcCallFailure, openUnixChannel, shareUnixSessions } from '../../cni-plugin/grpc-http2.js';
-import { GrpcStatus } from '../../cni-plugin/grpc-status.js';
-import { inProcessEndpoint } from '../../cni-plugin/in-process-endpoint.js';
+import { GrpcCallFailure, openUnixChannel } from '../../cni-plugin/grpc-http2.js';
+import { GrpcStatus } from '../../proto/grpc-status.js';
 import { ipamdClient } from '../helpers/ipamd-client.js';
 import { waitFor } from '../helpers/wait.js';
 import { createSimNode } from '../property/sim-node.js';
@@ -32,29 +32,29 @@ test('plugin calls inside ipamd take the in-process path: same replies and statu
   t.after(() => node.close());
   await node.start();
   await waitFor('a warm IP', () => node.daemonHandle!.ds.counts(Date.now()).available >= 1);
-  assert.ok(inProcessEndpoint(node.socket), 'the exec server registered ipamd as an in-process endpoint');
+  const host = node.daemonHandle!.pluginHost!;
+  assert.ok(host, 'the exec server hands the plugin code a host');
+  const direct = host.ipamd(node.socket);
+  assert.equal(host.ipamd(node.socket), direct, "the config's ipamdSocket is ipamd's own: the direct client");
+  const other = host.ipamd(`${node.socket}.other`);
+  t.after(() => other.close());
+  assert.notEqual(other, direct, 'another socket goes over gRPC');
+  await assert.rejects(other.addNetwork(req('c0'), 2000), (e: unknown) => e instanceof IpamdCallError && e.status === GrpcStatus.UNAVAILABLE);
 
   // Over the socket (grpc-js, the test's own client) and in-process (the plugin's client) agree.
   const wire = ipamdClient(node.socket);
   t.after(() => wire.close());
   const viaSocket = await wire.add('c1');
-  const plugin = connectIpamd(node.socket);
-  t.after(() => plugin.close());
-  const again = await plugin.addNetwork(req('c1'), 5000);
+  const again = await direct.addNetwork(req('c1'), 5000);
   assert.equal(again.ipv4_addr, viaSocket.ipv4_addr, 'a repeated ADD through the in-process path returns the same IP');
   assert.equal(again.message, 'already assigned');
   assert.equal(again.device_number, viaSocket.device_number);
   assert.deepEqual(again.vpc_v4_cidrs, viaSocket.vpc_v4_cidrs);
 
-  // The socket file moved away and every open connection to it dropped: a fresh client's
-  // calls still work, so they do not use the socket.
+  // The socket file moved away: the host's client for ipamd's socket still works, so it does not use the socket.
   const moved = `${node.socket}.moved`;
   await rename(node.socket, moved);
-  shareUnixSessions(false);
-  shareUnixSessions(true);
-  plugin.close();
-  const fresh = connectIpamd(node.socket);
-  t.after(() => fresh.close());
+  const fresh = host.ipamd(node.socket);
   try {
     const c2 = await fresh.addNetwork(req('c2'), 5000);
     assert.notEqual(c2.ipv4_addr, viaSocket.ipv4_addr);
@@ -70,18 +70,22 @@ test('plugin calls inside ipamd take the in-process path: same replies and statu
     const statusOf = async (p: Promise<unknown>): Promise<number> => p.then(() => -1, (e: unknown) => (e as IpamdCallError).status);
     assert.equal(await statusOf(fresh.addNetwork(req('c3', { api_version: IPAM_API_VERSION + 1 }), 5000)), GrpcStatus.FAILED_PRECONDITION);
     assert.equal(await statusOf(fresh.addNetwork(req(''), 5000)), GrpcStatus.INVALID_ARGUMENT);
-    const raw = openUnixChannel(node.socket);
-    await assert.rejects(raw.unary('/eniipam.v1.CNIBackend/NoSuchMethod', new Uint8Array(0), 5000),
-      (e: unknown) => e instanceof GrpcCallFailure && e.code === GrpcStatus.UNIMPLEMENTED);
-    await assert.rejects(raw.unary('/eniipam.v1.CNIBackend/AddNetwork', Uint8Array.from([0xff, 0xff, 0xff]), 5000),
-      (e: unknown) => e instanceof GrpcCallFailure && e.code === GrpcStatus.INTERNAL);
-    raw.close();
   } finally {
     await rename(moved, node.socket);
   }
+  // Bytes only exist on the wire: an unknown method and undecodable bytes get their statuses there.
+  const raw = openUnixChannel(node.socket);
+  await assert.rejects(raw.unary('/eniipam.v1.CNIBackend/NoSuchMethod', new Uint8Array(0), 5000),
+    (e: unknown) => e instanceof GrpcCallFailure && e.code === GrpcStatus.UNIMPLEMENTED);
+  await assert.rejects(raw.unary('/eniipam.v1.CNIBackend/AddNetwork', Uint8Array.from([0xff, 0xff, 0xff]), 5000),
+    (e: unknown) => e instanceof GrpcCallFailure && e.code === GrpcStatus.INTERNAL);
+  raw.close();
+  // The plugin's gRPC client over the socket agrees with the direct one.
+  const plugin = connectIpamd(node.socket);
+  t.after(() => plugin.close());
+  assert.equal((await plugin.checkNetwork(req('c1'), 5000)).ipv4_addr, viaSocket.ipv4_addr);
 
-  // Once ipamd stops, the registration is gone: the call goes to the (removed) socket and fails UNAVAILABLE.
+  // Once ipamd stops, its direct client answers UNAVAILABLE like the (removed) socket would.
   await node.stop();
-  assert.equal(inProcessEndpoint(node.socket), undefined);
   await assert.rejects(fresh.addNetwork(req('c4'), 2000), (e: unknown) => e instanceof IpamdCallError && e.status === GrpcStatus.UNAVAILABLE);
 });

@@ -30,15 +30,16 @@ export interface IpamdProcess {
 /**
  * Spawns ipamd with `env` added to the current environment (NODE_EXTRA_CA_CERTS
  * removed) and waits up to `timeoutMs` for it to serve. Readiness is read from its
- * "ipamd serving" info line, so the log level must be info or more verbose.
+ * "ipamd serving" info line, so the log level must be info or more verbose. `ipamdPath`
+ * runs another build's ipamd/main.js (bench/shim-add-ab.ts compares two builds); default this one's.
  * @throws Error with the log tail if it exits or does not get ready in time.
  */
-export async function startIpamd(p: { env: NodeJS.ProcessEnv; logFile: string; prefix?: string[]; timeoutMs?: number }): Promise<IpamdProcess> {
+export async function startIpamd(p: { env: NodeJS.ProcessEnv; logFile: string; prefix?: string[]; timeoutMs?: number; ipamdPath?: string }): Promise<IpamdProcess> {
   // Never touch the machine's real /etc/cni/net.d or its routing/iptables unless the caller asks for it.
   const env: NodeJS.ProcessEnv = { ...process.env, INTROSPECTION_BIND_ADDRESS: '127.0.0.1:0', DISABLE_METRICS: 'true', ENI_IPAM_INSTALL_CNI: 'false', ENI_IPAM_HOST_NETWORK: 'false', ...p.env };
   if (/^(warn|error|fatal)$/i.test(env.AWS_VPC_K8S_CNI_LOGLEVEL ?? '')) throw new Error('startIpamd needs AWS_VPC_K8S_CNI_LOGLEVEL info or more verbose to see "ipamd serving"');
   delete env.NODE_EXTRA_CA_CERTS;
-  const argv = [...(p.prefix ?? []), process.execPath, IPAMD_PATH];
+  const argv = [...(p.prefix ?? []), process.execPath, p.ipamdPath ?? IPAMD_PATH];
   const child = spawn(argv[0]!, argv.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] });
   const log = createWriteStream(p.logFile, { flags: 'a' });
   let tail = '';

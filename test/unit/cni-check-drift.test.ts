@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chainAddResult } from '../../cni-plugin/chain.js';
 import { findDrift, type ExpectedAttachment, type NodeState, type PodState } from '../../cni-plugin/check-drift.js';
-import { formatRule, parseRuleLine, ruleDeleteLinesFor, ruleMatches } from '../../cni-plugin/pod-rules.js';
+import { expectedPodRules, formatRule, podRuleDeleteLines, ruleDeleteLinesFor, ruleMatches } from '../../cni-plugin/pod-rules.js';
 import { readPrevResult } from '../../cni-plugin/prev-result.js';
 import { encodeAddResult } from '../../cni-plugin/result.js';
 import { versionAtLeast } from '../../cni-plugin/versions.js';
@@ -37,21 +37,23 @@ test('versionAtLeast gates CHECK at 0.4.0 and GC/STATUS at 1.1.0', () => {
   assert.equal(versionAtLeast('1.10.0', '1.1.0'), true);
 });
 
-test('rule lines parse, match iproute2 JSON and turn into deletes', () => {
-  const to = parseRuleLine('rule add priority 512 to 10.0.0.7/32 lookup main')!;
-  const from = parseRuleLine('rule replace from 10.0.0.7 pref 1536 table 3')!;
-  assert.deepEqual(to, { from: 'all', priority: 512, to: '10.0.0.7', table: 'main' });
-  assert.deepEqual(from, { from: '10.0.0.7', priority: 1536, table: '3' });
-  assert.equal(parseRuleLine('route replace 10.0.0.7/32 dev x'), undefined);
-  assert.equal(formatRule(from), 'priority 1536 from 10.0.0.7 lookup 3');
+test('pod rules are data: rendered, matched against iproute2 JSON and turned into deletes', () => {
+  const [to, from] = expectedPodRules({ ipv4: '10.0.0.7', routeTableId: 3 });
+  assert.deepEqual(to, { priority: 512, to: '10.0.0.7/32', table: 254 });
+  assert.deepEqual(from, { priority: 1536, from: '10.0.0.7/32', table: 3 });
+  assert.deepEqual(expectedPodRules({ ipv4: '10.0.0.7', routeTableId: 254 }), [to], 'a pod on the primary ENI has only the to-rule');
+  assert.deepEqual(podRuleDeleteLines({ ipv4: '10.0.0.7', routeTableId: 3 }), ['rule del to 10.0.0.7/32 lookup main prio 512', 'rule del from 10.0.0.7/32 lookup 3 prio 1536']);
+  assert.equal(formatRule(from!), 'priority 1536 from 10.0.0.7 lookup 3');
+  assert.equal(formatRule(to!), 'priority 512 to 10.0.0.7 lookup main');
   const shown = [{ priority: 512, src: 'all', dst: '10.0.0.7', table: 'main' }, { priority: 1536, src: '10.0.0.7', table: '3' }, { priority: 32766, src: 'all', table: 'main' }];
-  assert.ok(ruleMatches(shown[0]!, to) && ruleMatches(shown[1]!, from) && !ruleMatches(shown[1]!, { ...from, table: '4' }));
+  assert.ok(ruleMatches(shown[0]!, to!) && ruleMatches(shown[1]!, from!) && !ruleMatches(shown[1]!, { ...from!, table: 4 }));
+  assert.ok(!ruleMatches(shown[1]!, { ...from!, priority: 1535 }) && !ruleMatches({ ...shown[1]!, srclen: 24 }, from!), 'priority and prefix length count');
   assert.deepEqual(ruleDeleteLinesFor(shown, '10.0.0.7'), ['rule del priority 512 to 10.0.0.7 lookup main', 'rule del priority 1536 from 10.0.0.7 lookup 3']);
   assert.deepEqual(ruleDeleteLinesFor(shown, '10.0.0.8'), []);
 });
 
 test('findDrift names each missing piece', () => {
-  const e: ExpectedAttachment = { netns: NS, ifName: 'eth0', ipv4: '10.0.0.7', podMac: '02:00:00:00:00:02', hostVeth: 'eni0123', hostMac: '02:00:00:00:00:01', rules: [{ from: '10.0.0.7', priority: 1536, table: '3' }] };
+  const e: ExpectedAttachment = { netns: NS, ifName: 'eth0', ipv4: '10.0.0.7', podMac: '02:00:00:00:00:02', hostVeth: 'eni0123', hostMac: '02:00:00:00:00:01', rules: [{ from: '10.0.0.7/32', priority: 1536, table: 3 }] };
   const pod: PodState = {
     addrs: [{ ifname: 'eth0', flags: ['UP'], address: '02:00:00:00:00:02', addr_info: [{ family: 'inet', local: '10.0.0.7', prefixlen: 32 }] }],
     routes: [{ dst: '169.254.1.1', dev: 'eth0', scope: 'link' }, { dst: 'default', gateway: '169.254.1.1', dev: 'eth0' }],

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { frameMessage, grpcTimeoutHeader, GrpcCallFailure, unframeMessage } from '../../cni-plugin/grpc-http2.js';
-import { GrpcStatus, grpcStatusName, statusFromHttp, statusFromRstCode } from '../../cni-plugin/grpc-status.js';
+import { GrpcStatus, grpcStatusName, statusFromHttp, statusFromRstCode } from '../../proto/grpc-status.js';
 
 test('a message is framed as flag 0 + uint32 big-endian length + bytes, and unframed back', () => {
   const msg = Uint8Array.from([8, 1, 18, 3, 97, 98, 99]);

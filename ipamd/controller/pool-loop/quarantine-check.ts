@@ -7,7 +7,7 @@
  * while something is quarantined (nothing runs otherwise). A read that fails lifts
  * nothing (never free on absence of evidence).
  */
-import { ipShow } from '../../../cni-plugin/ip-query.js';
+import { ipShow } from '../../../netfacts/ip-query.js';
 import type { Logger } from '../../log.js';
 import { PeriodicTask } from '../periodic-task.js';
 

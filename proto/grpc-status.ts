@@ -1,6 +1,7 @@
 /**
  * gRPC status codes and the spec's mappings to them, without loading `@grpc/grpc-js`
- * (the CNI plugin speaks gRPC over `node:http2` by hand; see grpc-http2.ts).
+ * (the CNI plugin speaks gRPC over `node:http2` by hand: cni-plugin/grpc-http2.ts; ipamd's
+ * in-process client maps its outcomes to the same codes).
  *
  * Follows grpc/grpc doc/statuscodes.md (the codes), doc/http-grpc-status-mapping.md
  * (HTTP status → gRPC status when a response carries no `grpc-status`) and

@@ -5,20 +5,20 @@
  * (never fail for a missing object) belong here, so the lines map 1:1 to the commands.
  * Also runs best-effort delete batches (`ip -force -batch -`).
  */
-import { runIp } from './ip-batch.js';
+import { LOCAL_IP, type IpRunner } from './ip-batch.js';
 
 /** One object of iproute2's JSON output (`ip -j addr|route|neigh|rule|link show`). */
 export type IpJson = Record<string, unknown>;
 
 /**
  * Runs the listing commands `shows` (e.g. `['addr show', 'route show']`) in one process,
- * inside `netnsPath` when given.
+ * inside `netnsPath` when given, with `ip` (default forked from this thread).
  * @returns one array of objects per command, in order.
  * @throws Error with iproute2's/nsenter's message when the process fails (e.g. the netns
  *   path cannot be entered) or the output does not have one JSON array per command.
  */
-export async function ipShow(shows: string[], netnsPath?: string): Promise<IpJson[][]> {
-  const r = await runIp(['-json'], shows, netnsPath, true);
+export async function ipShow(shows: string[], netnsPath?: string, ip: IpRunner = LOCAL_IP): Promise<IpJson[][]> {
+  const r = await ip.runIp(['-json'], shows, netnsPath, true);
   if (r.code !== 0) throw new Error(`ip -json -batch (${shows.join('; ')})${netnsPath ? ` in ${netnsPath}` : ''} exited ${r.code}: ${r.stderr.trim() || '(no message)'}`);
   const out = r.stdout.split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as IpJson[]);
   if (out.length !== shows.length || !out.every(Array.isArray)) throw new Error(`unexpected output of ip -json -batch (${shows.join('; ')}): ${r.stdout.slice(0, 200)}`);
@@ -31,12 +31,12 @@ const GONE = /No such file or directory|Cannot find device|does not exist|No suc
 /**
  * Runs delete commands with `ip -force -batch -` (every line is tried even after one
  * fails), in the current netns or the one at `netnsPath`. Failures because the object
- * is already gone are ignored.
+ * is already gone are ignored. `ip` as for {@link ipShow}.
  * @returns the other failures' messages (empty when everything went or was gone).
  */
-export async function ipDeleteAll(lines: string[], netnsPath?: string): Promise<string[]> {
+export async function ipDeleteAll(lines: string[], netnsPath?: string, ip: IpRunner = LOCAL_IP): Promise<string[]> {
   if (lines.length === 0) return [];
-  const r = await runIp(['-force'], lines, netnsPath);
+  const r = await ip.runIp(['-force'], lines, netnsPath);
   if (r.code === 0) return [];
   return r.stderr.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !GONE.test(l) && !/^Command failed/.test(l));
 }

@@ -1,8 +1,9 @@
 /**
  * Runs iproute2 command batches (`ip -batch -`, commands on stdin, one process per
  * batch), optionally inside another network namespace entered by path with
- * `nsenter --net=<path>` (never by a PID parsed out of the path). The one place that
- * spawns `ip` for the plugin (ip-query.ts builds on {@link runIp}).
+ * `nsenter --net=<path>` (never by a PID parsed out of the path). The `ip` runner of the
+ * plugin's wiring and of ipamd's reads of pod wiring (ip-query.ts builds on it), shared
+ * from netfacts/ so neither imports the other.
  *
  * `ip` and `nsenter` are looked up once, in the children's PATH order (the process's PATH,
  * then the system dirs), and spawned by absolute path: a PATH walk per spawn costs several
@@ -10,7 +11,7 @@
  * The child's environment is fixed at module load (PATH plus the system dirs, `LC_ALL=C`
  * so iproute2's messages are the English ones the callers match): nothing here reads the
  * invocation's or the host process's environment per call, so the same code runs in the
- * plugin process and inside ipamd (ipamd/cni-exec).
+ * plugin process and inside ipamd (ipamd/cni-exec), where the CNI exec server builds an {@link IpRunner} on its spawn worker.
  */
 import { spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
@@ -44,9 +45,9 @@ export function executablePath(name: string): string {
   return found;
 }
 
-/** argv of `ip <flags> -batch -`, inside the netns at `netnsPath` when given. */
-function ipArgv(flags: string[], netnsPath?: string): string[] {
-  const ip = [executablePath('ip'), ...flags, '-batch', '-'];
+/** argv of `ip <flags> -batch -` (`ipPath`, default the resolved `ip`), inside the netns at `netnsPath` when given. */
+function ipArgv(flags: string[], netnsPath?: string, ipPath?: string): string[] {
+  const ip = [ipPath ?? executablePath('ip'), ...flags, '-batch', '-'];
   return netnsPath ? [executablePath('nsenter'), `--net=${netnsPath}`, ...ip] : ip;
 }
 
@@ -56,6 +57,8 @@ export interface IpChild {
   write(data: string): void;
   /** Closes the child's stdin. */
   end(): void;
+  /** Kills the child (SIGKILL); its `exit` follows. */
+  kill(): void;
 }
 
 /** Callbacks of an {@link IpChild}: output chunks, then exactly one of `exit` (the code) or `failed` (spawn error). */
@@ -70,7 +73,7 @@ export interface IpChildEvents {
 export type IpSpawner = (argv: string[], env: NodeJS.ProcessEnv, on: IpChildEvents) => IpChild;
 
 /** The default spawner: `child_process.spawn` in this thread. */
-const localSpawner: IpSpawner = (argv, env, on) => {
+export const localSpawner: IpSpawner = (argv, env, on) => {
   const p = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe'], env });
   p.stdout.setEncoding('utf8').on('data', on.stdout);
   p.stderr.setEncoding('utf8').on('data', on.stderr);
@@ -78,19 +81,12 @@ const localSpawner: IpSpawner = (argv, env, on) => {
   let over = false;
   p.on('error', (e) => { if (!over) { over = true; on.failed(e); } });
   p.on('close', (code) => { if (!over) { over = true; on.exit(code); } });
-  return { write: (d) => { if (p.stdin.writable) p.stdin.write(d); }, end: () => { if (p.stdin.writable) p.stdin.end(); } };
+  return {
+    write: (d) => { if (p.stdin.writable) p.stdin.write(d); },
+    end: () => { if (p.stdin.writable) p.stdin.end(); },
+    kill: () => { p.kill('SIGKILL'); },
+  };
 };
-
-let spawner: IpSpawner = localSpawner;
-
-/**
- * Replaces how `ip`/`nsenter` are started (ipamd starts them from a worker thread so that
- * forking its large process does not stall its event loop: ipamd/cni-exec/spawn-worker.ts);
- * undefined restores `child_process.spawn` in this thread.
- */
-export function setIpSpawner(s: IpSpawner | undefined): void {
-  spawner = s ?? localSpawner;
-}
 
 /** A failed `ip` batch: `stderr` is iproute2's message (e.g. "RTNETLINK answers: File exists"). */
 export class IpBatchError extends Error {
@@ -100,24 +96,41 @@ export class IpBatchError extends Error {
   }
 }
 
-/** Outcome of one `ip` process. */
-export interface IpRun { argv: string[]; code: number | null; stdout: string; stderr: string }
+/**
+ * Outcome of one `ip` process; `killed` says why it was killed (then `code` is null and
+ * the output partial): it ran past the run's `timeoutMs`, or printed more than its `maxOutputBytes`.
+ */
+export interface IpRun { argv: string[]; code: number | null; stdout: string; stderr: string; killed?: 'timeout' | 'output' }
+
+/** Bounds of one run: kill the process after `timeoutMs` ms, or once its stdout exceeds `maxOutputBytes` (UTF-16 units counted). */
+export interface IpRunLimits { timeoutMs?: number; maxOutputBytes?: number }
 
 /**
  * Runs `ip <flags> -batch -` with `lines` on stdin, inside the netns at `netnsPath` when
  * given (`nsenter --net=<path>`). Stdout is collected only when `wantStdout`.
  * @throws Error when the process cannot be spawned (a non-zero exit is in the result).
  */
-export function runIp(flags: string[], lines: string[], netnsPath?: string, wantStdout = false): Promise<IpRun> {
-  const argv = ipArgv(flags, netnsPath);
+function runIpWith(spawner: IpSpawner, ipPath: string | undefined, flags: string[], lines: string[], netnsPath?: string, wantStdout = false, limits: IpRunLimits = {}): Promise<IpRun> {
+  const argv = ipArgv(flags, netnsPath, ipPath);
   return new Promise((resolve, reject) => {
     let stdout = '';
     let stderr = '';
+    let killed: IpRun['killed'];
+    const kill = (why: NonNullable<IpRun['killed']>) => {
+      if (killed) return;
+      killed = why;
+      child.kill();
+    };
+    const timer = limits.timeoutMs !== undefined ? setTimeout(() => kill('timeout'), limits.timeoutMs) : undefined;
     const child = spawner(argv, IP_ENV, {
-      stdout: (d) => { if (wantStdout) stdout += d; },
+      stdout: (d) => {
+        if (!wantStdout || killed) return;
+        stdout += d;
+        if (limits.maxOutputBytes !== undefined && stdout.length > limits.maxOutputBytes) kill('output');
+      },
       stderr: (d) => { stderr += d; },
-      exit: (code) => resolve({ argv, code, stdout, stderr }),
-      failed: reject,
+      exit: (code) => { clearTimeout(timer); resolve({ argv, code, stdout, stderr, ...(killed ? { killed } : {}) }); },
+      failed: (e) => { clearTimeout(timer); reject(e); },
     });
     child.write(`${lines.join('\n')}\n`);
     child.end();
@@ -131,8 +144,8 @@ export function runIp(flags: string[], lines: string[], netnsPath?: string, want
  * command (earlier commands stay applied).
  * @throws IpBatchError when ip exits non-zero; Error when it cannot be spawned.
  */
-export async function ipBatch(lines: string[], netnsPath?: string): Promise<void> {
-  const r = await runIp([], lines, netnsPath);
+async function ipBatchWith(spawner: IpSpawner, lines: string[], netnsPath?: string): Promise<void> {
+  const r = await runIpWith(spawner, undefined, [], lines, netnsPath);
   if (r.code !== 0) throw new IpBatchError(r.argv, r.code, r.stderr);
 }
 
@@ -165,7 +178,7 @@ const BARRIER_LINE = 'link show dev lo';
  * reading its commands from an open stdin; see {@link IpStream}. The caller must call
  * `end()` on every path, or the process waits for input forever.
  */
-export function openIpStream(netnsPath?: string): IpStream {
+function openIpStreamWith(spawner: IpSpawner, netnsPath?: string): IpStream {
   const argv = ipArgv(['-o'], netnsPath);
   let stderr = '';
   let lines = 0;
@@ -208,4 +221,60 @@ export function openIpStream(netnsPath?: string): IpStream {
       return exited;
     },
   };
+}
+
+/**
+ * How the plugin code runs `ip`: the three primitives above bound to one {@link IpSpawner}.
+ * The plugin process uses {@link LOCAL_IP} (children forked from its own thread); ipamd's
+ * CNI exec server builds one on its spawn worker (ipamd/cni-exec/spawn-worker.ts) and
+ * hands it to the plugin code in its host (host.ts), so nothing here is switched globally.
+ */
+export interface IpRunner {
+  /** See {@link runIp}; `limits` bound the process's time and output. */
+  runIp(flags: string[], lines: string[], netnsPath?: string, wantStdout?: boolean, limits?: IpRunLimits): Promise<IpRun>;
+  /** See {@link ipBatch}. */
+  ipBatch(lines: string[], netnsPath?: string): Promise<void>;
+  /** See {@link openIpStream}. */
+  openIpStream(netnsPath?: string): IpStream;
+}
+
+/**
+ * A runner starting its children with `spawner` (default `child_process.spawn` in this
+ * thread). `o.ipPath` replaces the `ip` binary of {@link IpRunner.runIp} (tests point it
+ * at a script printing garbage); default the `ip` found on the children's PATH.
+ */
+export function createIpRunner(spawner: IpSpawner = localSpawner, o: { ipPath?: string } = {}): IpRunner {
+  return {
+    runIp: (flags, lines, netnsPath, wantStdout, limits) => runIpWith(spawner, o.ipPath, flags, lines, netnsPath, wantStdout, limits),
+    ipBatch: (lines, netnsPath) => ipBatchWith(spawner, lines, netnsPath),
+    openIpStream: (netnsPath) => openIpStreamWith(spawner, netnsPath),
+  };
+}
+
+/** The runner of a process that forks its own children (the plugin process, tools, tests). */
+export const LOCAL_IP: IpRunner = createIpRunner();
+
+/**
+ * Runs `ip <flags> -batch -` with `lines` on stdin, inside the netns at `netnsPath` when
+ * given (`nsenter --net=<path>`), from this thread. Stdout is collected only when `wantStdout`.
+ * @throws Error when the process cannot be spawned (a non-zero exit is in the result).
+ */
+export function runIp(flags: string[], lines: string[], netnsPath?: string, wantStdout = false): Promise<IpRun> {
+  return LOCAL_IP.runIp(flags, lines, netnsPath, wantStdout);
+}
+
+/**
+ * Runs `lines` as one `ip -batch -` process from this thread; inside the netns at
+ * `netnsPath` when given. Each line is one `ip` command without the leading `ip` (e.g.
+ * `link set dev lo up`); arguments must not contain whitespace or quotes. The batch
+ * stops at the first failing command (earlier commands stay applied).
+ * @throws IpBatchError when ip exits non-zero; Error when it cannot be spawned.
+ */
+export function ipBatch(lines: string[], netnsPath?: string): Promise<void> {
+  return LOCAL_IP.ipBatch(lines, netnsPath);
+}
+
+/** {@link IpStream} started from this thread; see {@link IpRunner.openIpStream}. */
+export function openIpStream(netnsPath?: string): IpStream {
+  return LOCAL_IP.openIpStream(netnsPath);
 }

@@ -1,7 +1,10 @@
 /**
- * Priorities of the IPv4 policy routing rules of eni-ipam (ip-rule(8): lower runs first;
- * 0 = local, 32766 = main, 32767 = default). Pod rules follow DESIGN §1 step 4 and are
- * the same numbers the CNI plugin uses (cni-plugin/pod-rules.ts).
+ * The node's IPv4 policy routing facts shared by the CNI plugin (pod rules, wiring) and
+ * ipamd (ipamd/network: node rules, ENI tables; ipamd/restore: reading them back): rule
+ * priorities and route tables. One home, so the plugin and ipamd cannot disagree.
+ *
+ * Priorities (ip-rule(8): lower runs first; 0 = local, 32766 = main, 32767 = default).
+ * Pod rules follow docs/design.md#1-the-parts-and-how-a-pod-gets-its-ip (step 4):
  *
  * | prio | rule | written by |
  * |---|---|---|
@@ -30,3 +33,24 @@ export const VPC_GOTO_TARGET_PRIORITY = 1026;
 export const ENI_PRIMARY_IP_PRIORITY = 1535;
 /** `from <pod ip> lookup <device+1>`. */
 export const FROM_POD_PRIORITY = 1536;
+
+/** Route table id of the main table (rt_tables(5)); pods on the primary ENI. */
+export const MAIN_TABLE = 254;
+
+/** Route table ids by the names iproute2 prints (rt_tables(5)). */
+export const TABLE_IDS: Readonly<Record<string, number>> = Object.freeze({ local: 255, main: MAIN_TABLE, default: 253 });
+
+/** The name iproute2 prints for table `id` (`main` for 254), else the number as text. */
+export function tableName(id: number): string {
+  return Object.keys(TABLE_IDS).find((k) => TABLE_IDS[k] === id) ?? String(id);
+}
+
+/** Table id of a name or number as iproute2 prints it (`main` → 254, `3` → 3); NaN for anything else. */
+export function tableId(t: string | number): number {
+  return typeof t === 'number' ? t : (TABLE_IDS[t] ?? Number(t));
+}
+
+/** Route table of the ENI at attachment `deviceNumber` (≥ 1): `deviceNumber + 1` (the primary ENI uses main). */
+export function eniRouteTable(deviceNumber: number): number {
+  return deviceNumber + 1;
+}

@@ -1,0 +1,17 @@
+/**
+ * The CNI plugin as ipamd sees it: the one module of cni-plugin/ that ipamd imports.
+ * ipamd's CNI exec server (ipamd/cni-exec) runs plugin invocations in-process with
+ * {@link runInvocation} and {@link VERB_HANDLERS}, handing the plugin code a
+ * {@link PluginHost} (its own IPAM service called directly, `ip` spawned from its worker
+ * through netfacts/ip-batch.ts's runner, the node netns); its DEL spool applier tears down the
+ * node side of a pod ({@link teardownHost}, {@link hostVethName}). Shared wire types
+ * live in proto/, shared node networking facts in netfacts/. The plugin imports nothing
+ * from ipamd/.
+ */
+export { VERB_HANDLERS } from './handlers.js';
+export { runInvocation, type InvocationIo, type VerbContext, type VerbHandler, type VerbOutcome } from './invocation.js';
+export { LOCAL_NODE, type NodeSide, type PluginHost } from './host.js';
+export { connectIpamd } from './ipamd-client.js';
+export { SessionPool } from './grpc-http2.js';
+export { teardownHost, type HostTeardown } from './host-teardown.js';
+export { hostVethName } from './veth-name.js';

@@ -1,0 +1,33 @@
+/**
+ * The plugin's host: everything a verb needs from whoever runs it, beyond the CNI
+ * environment and config, as one object passed in the verb's context (invocation.ts
+ * `VerbContext`). Two hosts exist: the plugin process (process-host.ts: gRPC over
+ * the conflist's `ipamdSocket`, `ip` forked from this thread, the current netns is the
+ * node's) and ipamd's CNI exec server (ipamd/cni-exec/server.ts: its own IPAM service
+ * called directly, `ip` started from its spawn worker, the node netns it was configured
+ * with). Nothing in the plugin code is switched process-wide.
+ */
+import type { IpamdClient } from '../proto/ipamd-api.js';
+import { LOCAL_IP, type IpRunner } from '../netfacts/ip-batch.js';
+
+/** How a verb reaches ipamd, spawns `ip`, and which netns is the node's. */
+export interface PluginHost {
+  /**
+   * A client of the ipamd serving on `socketPath` (a config's `ipamdSocket`), for one
+   * verb; the verb calls its `close()` when done.
+   */
+  ipamd(socketPath: string): IpamdClient;
+  /** How `ip` is run (node side and pod side). */
+  ip: IpRunner;
+  /**
+   * Path of the network namespace the node side (host veth, host routes, ip rules) is
+   * wired in; undefined = the current netns (the plugin process's, or a host-network ipamd's).
+   */
+  nodeNetns?: string;
+}
+
+/** The part of a host that wiring and teardown need: how to run `ip`, and where the node side is. */
+export type NodeSide = Pick<PluginHost, 'ip' | 'nodeNetns'>;
+
+/** The current netns is the node's; `ip` forked from this thread. */
+export const LOCAL_NODE: NodeSide = Object.freeze({ ip: LOCAL_IP });
