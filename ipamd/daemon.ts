@@ -25,6 +25,7 @@ import { startMetricsServer, type MetricsServer } from './observability/metrics-
 import { poolCounts, type PoolTargets } from './pool/index.js';
 import { RpcServer } from './rpc/server.js';
 import { IpamService, routeTableFor } from './service/ipam-service.js';
+import { stageTrace } from './service/stage-trace.js';
 import { discoverNode, loadInventory, prefixDelegationRefusal } from './startup/discover.js';
 import { planAdoption, registerAdoption } from './startup/adopt.js';
 import { startEniLifecycle, type EniLifecycle } from './startup/eni-lifecycle.js';
@@ -87,7 +88,10 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     const runtime = runtimeIdentity();
     return { version: 1, bootId, allocations: ds.allocations(), cooldown: ds.coolingEntries(Date.now()), released: ds.releasedEntries().slice(-bounds.maxEntries), ...(runtime ? { runtime } : {}) };
   };
-  const writer = new CheckpointWriter(config.checkpointPath, snapshot);
+  // Journal numbering goes on from the loaded state (checkpoint/journal.ts); each write's stages go to the trace.
+  const writer = new CheckpointWriter(config.checkpointPath, snapshot, {
+    startSeq: load.kind === 'ok' && !fromAwsNode ? load.data.journalSeq ?? 0 : 0, onStage: (stage, ms) => stageTrace.record(`checkpoint.${stage}`, ms),
+  });
   await writer.commit();
   // DELs the shim spooled while ipamd was down: applied before the first evidence pass, so none is adopted.
   const spool = new DelSpool({
@@ -162,7 +166,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   if (!config.disableIntrospection) {
     const started = await startIntrospection(config.introspectionBindAddress, {
       status, allocations: () => ds.allocations(), enis: () => enisDocument(ds, routeTableFor, Date.now()),
-      eniConfig: () => undefined, ipamdEnv: () => ipamdEnvSettings(config), networkEnv: () => networkEnvSettings(config),
+      eniConfig: () => undefined, stageTrace: () => stageTrace.summary(), ipamdEnv: () => ipamdEnvSettings(config), networkEnv: () => networkEnvSettings(config),
     });
     introspection = started.server;
     introspectionPort = started.port;

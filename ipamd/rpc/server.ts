@@ -22,6 +22,7 @@ import { GrpcCallFailure } from '../../cni-plugin/grpc-http2.js';
 import type { Logger } from '../log.js';
 import { PoolExhaustedError } from '../controller/pool-controller.js';
 import { NotReadyError, type IpamService } from '../service/ipam-service.js';
+import { stageTrace } from '../service/stage-trace.js';
 
 /** Options of {@link RpcServer}. */
 export interface RpcServerOptions {
@@ -110,6 +111,7 @@ export class RpcServer {
         void run(call.request).then((o) => (o.ok ? cb(null, o.reply) : cb({ code: o.code, details: o.details })));
       }) as grpc.handleUnaryCall<unknown, unknown>;
       const m = service[name]!;
+      traceCodecs(m, name === 'AddNetwork' ? 'add' : name === 'DelNetwork' ? 'del' : undefined);
       this.byPath.set(m.path, { def: m as grpc.MethodDefinition<unknown, unknown>, run });
     }
     this.server.addService(service, impl);
@@ -257,6 +259,14 @@ export class RpcServer {
       return { ok: false, code, details: e.message };
     }
   }
+}
+
+/** Times AddNetwork's / DelNetwork's protobuf decode and encode into the stage trace (`add.decode`, `add.encode`, ...). */
+function traceCodecs(m: grpc.MethodDefinition<unknown, unknown>, verb: 'add' | 'del' | undefined): void {
+  if (!verb) return;
+  const { requestDeserialize: dec, responseSerialize: enc } = m;
+  m.requestDeserialize = (b) => stageTrace.time(`${verb}.decode`, () => dec(b));
+  m.responseSerialize = (v) => stageTrace.time(`${verb}.encode`, () => enc(v));
 }
 
 /** What a handler run ended with: the reply, or the gRPC status to answer. */
