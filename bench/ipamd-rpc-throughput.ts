@@ -11,6 +11,11 @@
  * (a real node has one short-lived plugin process per call; see bench/cni-add-latency
  * for that path). Each worker loops ADD(new key) → DEL(same key).
  *
+ * After the first and the last concurrency, it prints ipamd's own per-stage trace
+ * (`GET /v1/stage-trace`, ipamd/service/stage-trace.ts: the last 4096 samples of each
+ * stage, so mostly that row's requests): protobuf decode/encode, datastore, the wait
+ * for the durable write, and each checkpoint write's stages.
+ *
  *   node dist/bench/ipamd-rpc-throughput.js [--seconds 5] [--concurrency 1,4,16,64]
  */
 import os from 'node:os';
@@ -33,6 +38,7 @@ async function main(): Promise<void> {
   const node = await createSimNode({ sim, subnetId: subnet.subnetId, instanceType: 'c5.4xlarge', mode: 'child', cri: false, env: { WARM_IP_TARGET: String(warm), IP_COOLDOWN_PERIOD: '0' } });
   const c = ipamdClient(node.socket);
   const out: string[] = [];
+  const traces: Array<[number, Record<string, { count: number; p50: number; p90: number; p99: number; max: number }>]> = [];
   try {
     await node.start();
     for (const until = Date.now() + 30_000; Date.now() < until && (await node.status()).counts.available < warm;) await sleep(100);
@@ -64,6 +70,7 @@ async function main(): Promise<void> {
       const el = (performance.now() - t0) / 1000;
       const q = (xs: number[]) => `${quantile(xs, 0.5).toFixed(2)} / ${quantile(xs, 0.99).toFixed(2)}`;
       out.push(row([conc, (pairMs.length / el).toFixed(0), q(pairMs), q(addMs), q(delMs), errors]));
+      if (conc === levels[0] || conc === levels[levels.length - 1]) traces.push([conc, await node.introspect('/v1/stage-trace').catch(() => ({}))]);
     }
   } finally {
     c.close();
@@ -74,6 +81,13 @@ async function main(): Promise<void> {
   console.log(row(['concurrent clients', 'pairs/s', 'pair p50 / p99 ms', 'ADD p50 / p99 ms', 'DEL p50 / p99 ms', 'errors']));
   console.log(row(Array(6).fill('---')));
   for (const l of out) console.log(l);
+  for (const [conc, tr] of traces) {
+    if (Object.keys(tr).length === 0) continue; // an ipamd without the trace
+    console.log(`\nipamd stage trace after the ${conc}-client row (ms; last ${'4096'} samples per stage)`);
+    console.log(row(['stage', 'count', 'p50', 'p90', 'p99']));
+    console.log(row(Array(5).fill('---')));
+    for (const [stage, v] of Object.entries(tr)) console.log(row([stage, v.count, v.p50.toFixed(3), v.p90.toFixed(3), v.p99.toFixed(3)]));
+  }
 }
 
 main().catch((e: Error) => { console.error(e.stack); process.exit(1); });

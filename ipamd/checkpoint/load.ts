@@ -112,7 +112,7 @@ async function readIfExists(path: string, maxBytes?: number): Promise<Buffer | u
   try {
     if (maxBytes !== undefined) {
       const size = (await stat(path)).size;
-      if (size > maxBytes) return { reason: `implausible: ${path} is ${size} bytes, more than a checkpoint of this node can take (${maxBytes})` };
+      if (size > maxBytes) return { reason: `implausible: ${size} bytes, more than a checkpoint of this node can take (${maxBytes}): ${path}` };
     }
     return await readFile(path);
   } catch (e) {
@@ -133,7 +133,7 @@ export async function readCheckpoint(path: string, bounds?: CheckpointBounds): P
   const snap = await readIfExists(path, bounds?.maxBytes);
   // The journal stays below the larger of 256 KiB and the snapshot (writer.ts) plus one group's record.
   const jr = await readIfExists(path + JOURNAL_SUFFIX, bounds ? bounds.maxBytes + 2 * 1024 * 1024 : undefined);
-  const journalExists = jr !== undefined;
+  const journalExists = jr !== undefined && !(Buffer.isBuffer(jr) && jr.length === 0); // an empty journal holds nothing
   const corrupt = (reason: string) => ({ kind: 'corrupt' as const, reason, snapshotExists: snap !== undefined, journalExists });
   if (snap === undefined) {
     if (Buffer.isBuffer(jr) && jr.length > 0) return corrupt(`journal ${path}${JOURNAL_SUFFIX} (${jr.length} bytes) without its snapshot`);
