@@ -128,7 +128,10 @@ export class CheckpointWriter {
     if (this.writing || !this.pending) return;
     const batch = this.pending;
     this.pending = undefined;
-    const w = this.writeOnce().then(batch.resolve, (e: unknown) => batch.reject(e instanceof Error ? e : new Error(String(e))));
+    const w = this.writeOnce().then(batch.resolve, (e: unknown) => {
+      this.compactNext = true; // a partial record may be on disk: the next write rewrites everything
+      batch.reject(e instanceof Error ? e : new Error(String(e)));
+    });
     this.writing = w.finally(() => {
       this.writing = undefined;
       this.kick();
@@ -154,17 +157,12 @@ export class CheckpointWriter {
     if (!rec) return; // nothing changed since the last write: already durable
     const line = Buffer.from(JSON.stringify(rec) + '\n');
     t = this.stage('serialize', t);
-    try {
-      const fh = await this.openJournal();
-      const { bytesWritten } = await fh.write(line, 0, line.length);
-      if (bytesWritten !== line.length) throw new Error(`short write to ${this.journalPath}: ${bytesWritten} of ${line.length} bytes`);
-      t = this.stage('write', t);
-      if (this.fsync) await fh.datasync();
-      this.stage('fdatasync', t);
-    } catch (e) {
-      this.compactNext = true; // a partial record may be on disk: the next write rewrites everything
-      throw e;
-    }
+    const fh = await this.openJournal();
+    const { bytesWritten } = await fh.write(line, 0, line.length);
+    if (bytesWritten !== line.length) throw new Error(`short write to ${this.journalPath}: ${bytesWritten} of ${line.length} bytes`);
+    t = this.stage('write', t);
+    if (this.fsync) await fh.datasync();
+    this.stage('fdatasync', t);
     this.seq = rec.seq;
     this.journalBytes += line.length;
     this.durable = next;
