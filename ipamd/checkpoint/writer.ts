@@ -34,6 +34,8 @@ export interface CheckpointWriterOptions {
   startSeq?: number;
   /** Journal size (bytes) past which the next write compacts, at least the snapshot's size (default 256 KiB). */
   compactBytes?: number;
+  /** false: every write is a compaction (the whole snapshot, no journal), as before the journal; for A/B benches. Default true. */
+  journal?: boolean;
   /** Compact this long (ms) after the last change while the journal holds records (default 5000; 0 = never when idle). */
   idleCompactMs?: number;
 }
@@ -149,7 +151,7 @@ export class CheckpointWriter {
     const data = this.snapshot();
     const next = indexState(data);
     t = this.stage('snapshot', t);
-    if (!this.durable || this.compactNext || data.bootId !== this.durableBootId || this.journalBytes >= Math.max(this.opts.compactBytes ?? 256 * 1024, this.snapshotBytes)) {
+    if (!this.durable || this.compactNext || this.opts.journal === false || data.bootId !== this.durableBootId || this.journalBytes >= Math.max(this.opts.compactBytes ?? 256 * 1024, this.snapshotBytes)) {
       await this.compact(data, next, t);
       return;
     }
