@@ -84,9 +84,16 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   // The runtime identity this boot's checkpoint recorded (plausibility check), kept in every write.
   const recordedIdentity = load.kind === 'ok' && load.data.bootId === bootId ? load.data.runtime : undefined;
   let runtimeIdentity = (): CheckpointData['runtime'] => recordedIdentity;
+  // The remembered DELs, capped; the same array while unchanged (the writer then skips them).
+  let released: { from?: ReturnType<Datastore['releasedEntries']>; to?: CheckpointData['released'] } = {};
+  const cappedReleased = (): CheckpointData['released'] => {
+    const all = ds.releasedEntries();
+    if (all !== released.from) released = { from: all, to: all.length > bounds.maxEntries ? all.slice(-bounds.maxEntries) : all };
+    return released.to;
+  };
   const snapshot = (): CheckpointData => {
     const runtime = runtimeIdentity();
-    return { version: 1, bootId, allocations: ds.allocations(), cooldown: ds.coolingEntries(Date.now()), released: ds.releasedEntries().slice(-bounds.maxEntries), ...(runtime ? { runtime } : {}) };
+    return { version: 1, bootId, allocations: ds.allocations(), cooldown: ds.coolingEntries(Date.now()), released: cappedReleased(), ...(runtime ? { runtime } : {}) };
   };
   // Journal numbering goes on from the loaded state (checkpoint/journal.ts); each write's stages go to the trace.
   const writer = new CheckpointWriter(config.checkpointPath, snapshot, {

@@ -33,7 +33,7 @@ export interface CheckpointData {
   allocations: CheckpointAllocation[];
   cooldown: Array<{ ip: string; releasedAt: number }>;
   /** Containers ipamd served a DEL (or GC) for and that the runtime may still list; optional (absent in older files). */
-  released?: Array<{ containerID: string; releasedAt: number }>;
+  released?: ReadonlyArray<{ containerID: string; releasedAt: number }>;
   /**
    * The CRI runtime (`Version`: runtime_name, runtime_version) an evidence pass of this
    * boot found plausible (restore/plausibility.ts). Optional: checkpoints written before

@@ -71,6 +71,8 @@ export class CheckpointWriter {
   private journal?: FileHandle;
   /** The state on disk after the last successful write; undefined until the first (a compaction). */
   private durable?: StateIndex;
+  /** The data {@link durable} was indexed from (its `released` array is compared by identity). */
+  private durableData?: CheckpointData;
   /** The boot id in the snapshot on disk (a record does not carry it: a change compacts). */
   private durableBootId?: string;
   private seq: number;
@@ -149,14 +151,17 @@ export class CheckpointWriter {
   private async writeOnce(): Promise<void> {
     let t = performance.now();
     const data = this.snapshot();
-    const next = indexState(data);
+    const next = indexState(data, this.durable && this.durableData ? { data: this.durableData, index: this.durable } : undefined);
     t = this.stage('snapshot', t);
     if (!this.durable || this.compactNext || this.opts.journal === false || data.bootId !== this.durableBootId || this.journalBytes >= Math.max(this.opts.compactBytes ?? 256 * 1024, this.snapshotBytes)) {
       await this.compact(data, next, t);
       return;
     }
     const rec = diffState(this.durable, next, this.seq + 1);
-    if (!rec) return; // nothing changed since the last write: already durable
+    if (!rec) {
+      this.durableData = data; // the same state: keep the newest arrays for the identity check
+      return; // nothing changed since the last write: already durable
+    }
     const line = Buffer.from(JSON.stringify(rec) + '\n');
     t = this.stage('serialize', t);
     const fh = await this.openJournal();
@@ -168,6 +173,7 @@ export class CheckpointWriter {
     this.seq = rec.seq;
     this.journalBytes += line.length;
     this.durable = next;
+    this.durableData = data;
     this.armIdleCompaction();
   }
 
@@ -209,6 +215,7 @@ export class CheckpointWriter {
     this.snapshotBytes = buf.length;
     this.compactNext = false;
     this.durable = next;
+    this.durableData = data;
     this.durableBootId = data.bootId;
     clearTimeout(this.idleTimer);
     this.opts.onWrite?.(performance.now() - start, buf.length);
