@@ -9,12 +9,23 @@
  * never runs dry) and IP_COOLDOWN_PERIOD=0 (a released IP is reusable at once: this
  * measures the request path, not the pool). One gRPC channel carries all workers' calls
  * (a real node has one short-lived plugin process per call; see bench/cni-add-latency
- * for that path). Each worker loops ADD(new key) → DEL(same key).
+ * for that path). Each worker loops ADD(new key) → DEL(same key). ipamd starts from a
+ * checkpoint of this boot that remembers `--released` (4096) DELs, the datastore's cap,
+ * which a node reaches after 4096 pod deletions: the steady state of a busy node (0 =
+ * a fresh node).
  *
- *   node dist/bench/ipamd-rpc-throughput.js [--seconds 5] [--concurrency 1,4,16,64]
+ * After the first and the last concurrency, it prints ipamd's own per-stage trace
+ * (`GET /v1/stage-trace`, ipamd/service/stage-trace.ts: the last 4096 samples of each
+ * stage, so mostly that row's requests): protobuf decode/encode, datastore, the wait
+ * for the durable write, and each checkpoint write's stages.
+ *
+ *   node dist/bench/ipamd-rpc-throughput.js [--seconds 5] [--concurrency 1,4,16,64] [--released 4096]
  */
+import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { readBootId } from '../ipamd/checkpoint/index.js';
 import { SimCloud } from '../sim/index.js';
 import { ipamdClient } from '../test/helpers/ipamd-client.js';
 import { createSimNode } from '../test/property/sim-node.js';
@@ -22,7 +33,7 @@ import { machineLine, row, sleep } from './bench-util.js';
 import { quantile } from './stats.js';
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { seconds: { type: 'string', default: '5' }, concurrency: { type: 'string', default: '1,4,16,64' } } });
+  const { values } = parseArgs({ options: { seconds: { type: 'string', default: '5' }, concurrency: { type: 'string', default: '1,4,16,64' }, released: { type: 'string', default: '4096' } } });
   const seconds = Number(values.seconds);
   const levels = values.concurrency!.split(',').map(Number);
   delete process.env.NODE_EXTRA_CA_CERTS;
@@ -33,7 +44,11 @@ async function main(): Promise<void> {
   const node = await createSimNode({ sim, subnetId: subnet.subnetId, instanceType: 'c5.4xlarge', mode: 'child', cri: false, env: { WARM_IP_TARGET: String(warm), IP_COOLDOWN_PERIOD: '0' } });
   const c = ipamdClient(node.socket);
   const out: string[] = [];
+  const traces: Array<[number, Record<string, { count: number; p50: number; p90: number; p99: number; max: number }>]> = [];
   try {
+    const released = Array.from({ length: Number(values.released) }, (_, i) => ({ containerID: `gone${String(i).padStart(60, '0')}`, releasedAt: Date.now() - 60_000 + i }));
+    await mkdir(path.dirname(node.checkpoint), { recursive: true });
+    await writeFile(node.checkpoint, JSON.stringify({ version: 1, bootId: readBootId(), allocations: [], cooldown: [], released }));
     await node.start();
     for (const until = Date.now() + 30_000; Date.now() < until && (await node.status()).counts.available < warm;) await sleep(100);
     for (let i = 0; i < 50; i++) { await c.add(`warmup${i}`); await c.del(`warmup${i}`); }
@@ -64,16 +79,24 @@ async function main(): Promise<void> {
       const el = (performance.now() - t0) / 1000;
       const q = (xs: number[]) => `${quantile(xs, 0.5).toFixed(2)} / ${quantile(xs, 0.99).toFixed(2)}`;
       out.push(row([conc, (pairMs.length / el).toFixed(0), q(pairMs), q(addMs), q(delMs), errors]));
+      if (conc === levels[0] || conc === levels[levels.length - 1]) traces.push([conc, await (node.introspect?.('/v1/stage-trace') ?? Promise.resolve({})).catch(() => ({}))]);
     }
   } finally {
     c.close();
     await node.close();
     await sim.stop();
   }
-  console.log(`ipamd ADD+DEL pairs over the Unix socket, warm pool, checkpoint fsynced on every change (group commit), ${seconds} s per row, ${machineLine(os.cpus().length)}`);
+  console.log(`ipamd ADD+DEL pairs over the Unix socket, warm pool, checkpoint durable on every change (group commit), ${values.released} DELs remembered, ${seconds} s per row, ${machineLine(os.cpus().length)}, load ${os.loadavg()[0]!.toFixed(1)}`);
   console.log(row(['concurrent clients', 'pairs/s', 'pair p50 / p99 ms', 'ADD p50 / p99 ms', 'DEL p50 / p99 ms', 'errors']));
   console.log(row(Array(6).fill('---')));
   for (const l of out) console.log(l);
+  for (const [conc, tr] of traces) {
+    if (Object.keys(tr).length === 0) continue; // an ipamd without the trace
+    console.log(`\nipamd stage trace after the ${conc}-client row (ms; last ${'4096'} samples per stage)`);
+    console.log(row(['stage', 'count', 'p50', 'p90', 'p99']));
+    console.log(row(Array(5).fill('---')));
+    for (const [stage, v] of Object.entries(tr)) console.log(row([stage, v.count, v.p50.toFixed(3), v.p90.toFixed(3), v.p99.toFixed(3)]));
+  }
 }
 
 main().catch((e: Error) => { console.error(e.stack); process.exit(1); });

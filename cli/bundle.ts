@@ -8,6 +8,7 @@ import { execFile } from 'node:child_process';
 import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { JOURNAL_SUFFIX } from '../ipamd/checkpoint/journal.js';
 import { CriSource, detectCriEndpoint } from '../ipamd/restore/cri-source.js';
 import { httpGet } from './ipamd-api.js';
 import type { GlobalOptions } from './options.js';
@@ -57,11 +58,15 @@ export async function collectBundle(o: GlobalOptions, dir: string, logs: string[
   await put('introspection/allocations.json', () => httpGet(o.introspection, '/v1/allocations', o.timeoutMs));
   await put('metrics.txt', () => httpGet(o.metrics, '/metrics', o.timeoutMs, 'ipamd metrics'));
   await mkdir(path.join(dir, 'state'), { recursive: true });
-  try {
-    await copyFile(o.checkpoint, path.join(dir, 'state', path.basename(o.checkpoint)));
-    parts.push({ file: `state/${path.basename(o.checkpoint)}`, ok: true });
-  } catch (e) {
-    parts.push({ file: `state/${path.basename(o.checkpoint)}`, ok: false, error: (e as Error).message });
+  // The snapshot and its journal (the changes since it; ipamd/checkpoint/journal.ts), journal first so the pair is never older than the snapshot.
+  for (const file of [`${o.checkpoint}${JOURNAL_SUFFIX}`, o.checkpoint]) {
+    try {
+      await copyFile(file, path.join(dir, 'state', path.basename(file)));
+      parts.push({ file: `state/${path.basename(file)}`, ok: true });
+    } catch (e) {
+      if (file !== o.checkpoint && (e as NodeJS.ErrnoException).code === 'ENOENT') continue; // no journal: the snapshot is the whole state
+      parts.push({ file: `state/${path.basename(file)}`, ok: false, error: (e as Error).message });
+    }
   }
   const run = promisify(execFile);
   for (const c of KERNEL_COMMANDS) {

@@ -28,6 +28,7 @@ import { startMetricsServer, type MetricsServer } from './observability/metrics-
 import { poolCounts, type PoolTargets } from './pool/index.js';
 import { RpcServer } from './rpc/server.js';
 import { IpamService, routeTableFor } from './service/ipam-service.js';
+import { stageTrace } from './service/stage-trace.js';
 import { discoverNode, loadInventory, prefixDelegationRefusal } from './startup/discover.js';
 import { planAdoption, registerAdoption } from './startup/adopt.js';
 import { startEniLifecycle, type EniLifecycle } from './startup/eni-lifecycle.js';
@@ -88,11 +89,21 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   // The runtime identity this boot's checkpoint recorded (plausibility check), kept in every write.
   const recordedIdentity = load.kind === 'ok' && load.data.bootId === bootId ? load.data.runtime : undefined;
   let runtimeIdentity = (): CheckpointData['runtime'] => recordedIdentity;
+  // The remembered DELs, capped; the same array while unchanged (the writer then skips them).
+  let released: { from?: ReturnType<Datastore['releasedEntries']>; to?: CheckpointData['released'] } = {};
+  const cappedReleased = (): CheckpointData['released'] => {
+    const all = ds.releasedEntries();
+    if (all !== released.from) released = { from: all, to: all.length > bounds.maxEntries ? all.slice(-bounds.maxEntries) : all };
+    return released.to;
+  };
   const snapshot = (): CheckpointData => {
     const runtime = runtimeIdentity();
-    return { version: 1, bootId, allocations: ds.allocations(), cooldown: ds.coolingEntries(Date.now()), released: ds.releasedEntries().slice(-bounds.maxEntries), ...(runtime ? { runtime } : {}) };
+    return { version: 1, bootId, allocations: ds.allocations(), cooldown: ds.coolingEntries(Date.now()), released: cappedReleased(), ...(runtime ? { runtime } : {}) };
   };
-  const writer = new CheckpointWriter(config.checkpointPath, snapshot);
+  // Journal numbering goes on from the loaded state (checkpoint/journal.ts); each write's stages go to the trace.
+  const writer = new CheckpointWriter(config.checkpointPath, snapshot, {
+    startSeq: load.kind === 'ok' && !fromAwsNode ? load.data.journalSeq ?? 0 : 0, onStage: (stage, ms) => stageTrace.record(`checkpoint.${stage}`, ms),
+  });
   await writer.commit();
   // DELs the shim spooled while ipamd was down: applied before the first evidence pass, so none is adopted.
   const spool = new DelSpool({
@@ -172,7 +183,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   if (!config.disableIntrospection) {
     const started = await startIntrospection(config.introspectionBindAddress, {
       status, allocations: () => ds.allocations(), enis: () => enisDocument(ds, routeTableFor, Date.now()),
-      eniConfig: () => undefined, ipamdEnv: () => ipamdEnvSettings(config), networkEnv: () => networkEnvSettings(config),
+      eniConfig: () => undefined, stageTrace: () => stageTrace.summary(), ipamdEnv: () => ipamdEnvSettings(config), networkEnv: () => networkEnvSettings(config),
     });
     introspection = started.server;
     introspectionPort = started.port;

@@ -12,9 +12,8 @@
  * and, when a node name is known, the Kubernetes pods on this node.
  */
 import { execFile } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
-import { checkpointSchema, type CheckpointData } from '../../ipamd/checkpoint/index.js';
+import { readCheckpoint as readCheckpointFiles, type CheckpointData } from '../../ipamd/checkpoint/index.js';
 import { Ec2Api, type Ec2Eni } from '../../ipamd/cloud/ec2.js';
 import { ImdsClient } from '../../ipamd/cloud/imds.js';
 import { CriSource, detectCriEndpoint, type CriSandbox } from '../../ipamd/restore/cri-source.js';
@@ -59,14 +58,15 @@ export interface AuditSourceOptions {
 
 const message = (e: unknown): string => (e as Error)?.message ?? String(e);
 
-/** Reads the checkpoint without changing it. */
+/** Reads the checkpoint (snapshot + journal, merged as ipamd does) without changing it. */
 async function readCheckpoint(path: string): Promise<SourceRead<CheckpointData>> {
   try {
-    const parsed = checkpointSchema.safeParse(JSON.parse(await readFile(path, 'utf8')));
-    if (!parsed.success) return { ok: false, error: `checkpoint ${path} does not match the schema: ${parsed.error.issues[0]?.message ?? 'invalid'}`, from: path };
-    return { ok: true, data: parsed.data as CheckpointData, from: path };
+    const r = await readCheckpointFiles(path);
+    if (r.kind === 'missing') throw Object.assign(new Error(`ENOENT: no such file or directory, open '${path}'`), { code: 'ENOENT', path });
+    if (r.kind === 'corrupt') return { ok: false, error: `checkpoint ${path} is unusable: ${r.reason}`, from: path };
+    return { ok: true, data: r.data, from: path };
   } catch (e) {
-    return { ok: false, error: e instanceof SyntaxError ? `checkpoint ${path} is not JSON` : systemError(e, `checkpoint ${path}`).message, from: path };
+    return { ok: false, error: systemError(e, `checkpoint ${path}`).message, from: path };
   }
 }
 

@@ -1,8 +1,9 @@
 /**
- * The checkpoint store (DESIGN §3 "Checkpoint"): format, load-with-quarantine, and the
- * group-commit writer.
+ * The checkpoint store (docs/design.md#3-contracts, "Checkpoint"): format, the journal
+ * beside the snapshot, load-with-quarantine, and the group-commit writer.
  */
 export type { CheckpointAllocation, CheckpointData } from './schema.js';
 export { CHECKPOINT_VERSION, checkpointSchema } from './schema.js';
-export { checkpointBoundsFor, loadCheckpoint, readBootId, type CheckpointBounds, type CheckpointLoad } from './load.js';
+export { JOURNAL_SUFFIX } from './journal.js';
+export { checkpointBoundsFor, loadCheckpoint, readBootId, readCheckpoint, type CheckpointBounds, type CheckpointLoad, type CheckpointRead, type JournalLoad } from './load.js';
 export { CheckpointWriter, type CheckpointWriterOptions } from './writer.js';

@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { readFile, rename, stat } from 'node:fs/promises';
+import { JOURNAL_SUFFIX, replayJournal } from './journal.js';
 import { checkpointSchema, CHECKPOINT_VERSION, type CheckpointData } from './schema.js';
 
 /**
@@ -34,11 +35,26 @@ export function checkpointBoundsFor(maxEnis: number, ipv4PerEni: number): Checkp
   return { maxEntries, maxBytes: 2 * maxEntries * BYTES_PER_ENTRY + 64 * 1024 };
 }
 
-/** Result of {@link loadCheckpoint}. `movedTo` is where a corrupt file was kept. */
+/** What the journal added to a loaded snapshot (journal.ts): records applied, skipped (already in the snapshot), torn tail bytes ignored. */
+export interface JournalLoad {
+  applied: number;
+  skipped: number;
+  tornBytes: number;
+  /** A journal beside a snapshot that does not name one (`journalSeq` absent) is stale: not applied, kept here. */
+  staleMovedTo?: string;
+}
+
+/** Result of {@link loadCheckpoint}. `movedTo` is where a corrupt file was kept (the journal too, at `journalMovedTo`). */
 export type CheckpointLoad =
-  | { kind: 'ok'; data: CheckpointData }
+  | { kind: 'ok'; data: CheckpointData; journal?: JournalLoad }
   | { kind: 'missing' }
-  | { kind: 'corrupt'; reason: string; movedTo: string };
+  | { kind: 'corrupt'; reason: string; movedTo: string; journalMovedTo?: string };
+
+/** Result of {@link readCheckpoint} (changes nothing on disk). `staleJournal`: a journal was found and not applied. */
+export type CheckpointRead =
+  | { kind: 'ok'; data: CheckpointData; journal?: JournalLoad; staleJournal?: boolean }
+  | { kind: 'missing' }
+  | { kind: 'corrupt'; reason: string; snapshotExists: boolean; journalExists: boolean };
 
 /**
  * The kernel's boot id (`/proc/sys/kernel/random/boot_id`, trimmed): a checkpoint from
@@ -77,9 +93,9 @@ function parse(buf: Buffer, bounds?: CheckpointBounds): { data: CheckpointData }
   return { data };
 }
 
-/** A free name `<path>.corrupt-<ISO time>[-n]` next to the file. */
-async function asideName(path: string, now: Date): Promise<string> {
-  const base = `${path}.corrupt-${now.toISOString()}`;
+/** A free name `<path>.<why>-<ISO time>[-n]` next to the file (`why` default `corrupt`). */
+async function asideName(path: string, now: Date, why = 'corrupt'): Promise<string> {
+  const base = `${path}.${why}-${now.toISOString()}`;
   for (let n = 0; ; n++) {
     const name = n === 0 ? base : `${base}-${n}`;
     try {
@@ -91,30 +107,87 @@ async function asideName(path: string, now: Date): Promise<string> {
   }
 }
 
+/** The file's bytes, or undefined if it does not exist; larger than `maxBytes` → a reason. */
+async function readIfExists(path: string, maxBytes?: number): Promise<Buffer | undefined | { reason: string }> {
+  try {
+    if (maxBytes !== undefined) {
+      const size = (await stat(path)).size;
+      if (size > maxBytes) return { reason: `implausible: ${size} bytes, more than a checkpoint of this node can take (${maxBytes}): ${path}` };
+    }
+    return await readFile(path);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw e;
+  }
+}
+
 /**
- * Loads the checkpoint at `path`.
+ * Reads the checkpoint at `path` and its journal `path + ".journal"` (journal.ts) and
+ * merges them, changing nothing on disk (for ipamd's start-up and for outside readers:
+ * the CLI audit). See {@link loadCheckpoint} for what is corrupt. A journal beside a
+ * snapshot without `journalSeq` is stale (an older ipamd wrote the snapshot after it):
+ * not applied, `staleJournal` set.
+ * @throws the fs error for I/O failures other than ENOENT.
+ */
+export async function readCheckpoint(path: string, bounds?: CheckpointBounds): Promise<CheckpointRead> {
+  const snap = await readIfExists(path, bounds?.maxBytes);
+  // The journal stays below the larger of 256 KiB and the snapshot (writer.ts) plus one group's record.
+  const jr = await readIfExists(path + JOURNAL_SUFFIX, bounds ? bounds.maxBytes + 2 * 1024 * 1024 : undefined);
+  const journalExists = jr !== undefined && !(Buffer.isBuffer(jr) && jr.length === 0); // an empty journal holds nothing
+  const corrupt = (reason: string) => ({ kind: 'corrupt' as const, reason, snapshotExists: snap !== undefined, journalExists });
+  if (snap === undefined) {
+    if (Buffer.isBuffer(jr) && jr.length > 0) return corrupt(`journal ${path}${JOURNAL_SUFFIX} (${jr.length} bytes) without its snapshot`);
+    return { kind: 'missing' };
+  }
+  if (!Buffer.isBuffer(snap)) return corrupt(snap.reason);
+  const r = parse(snap, bounds);
+  if (!('data' in r)) return corrupt(r.reason);
+  if (jr === undefined || (Buffer.isBuffer(jr) && jr.length === 0)) return { kind: 'ok', data: r.data };
+  if (!Buffer.isBuffer(jr)) return corrupt(jr.reason);
+  if (r.data.journalSeq === undefined) return { kind: 'ok', data: r.data, staleJournal: true };
+  const j = replayJournal(r.data, jr);
+  if (!j.ok) return corrupt(`${path}${JOURNAL_SUFFIX}: ${j.reason}`);
+  if (bounds) {
+    for (const [field, n] of [['allocations', j.data.allocations.length], ['cooldown', j.data.cooldown.length]] as const) {
+      if (n > bounds.maxEntries) return corrupt(`implausible: ${n} ${field} entries with the journal applied, more than this node's ENIs can hold (${bounds.maxEntries})`);
+    }
+  }
+  return { kind: 'ok', data: j.data, journal: { applied: j.applied, skipped: j.skipped, tornBytes: j.tornBytes } };
+}
+
+/**
+ * Loads the checkpoint at `path` with its journal ({@link readCheckpoint}).
  * - no file → `{kind:'missing'}`;
- * - valid version-1 content → `{kind:'ok', data}`;
+ * - valid version-1 content → `{kind:'ok', data}` (the journal's records applied; a torn
+ *   last record ignored; a stale journal moved to `journal.staleMovedTo`);
  * - empty, truncated, zero-filled, non-JSON, schema-invalid or unknown-version content, or
  *   (with `bounds`) a file larger than `bounds.maxBytes` (not read) or listing more than
- *   `bounds.maxEntries` allocations or cooldown entries →
- *   the file is renamed to `<path>.corrupt-<ISO time>` and `{kind:'corrupt', reason, movedTo}`.
+ *   `bounds.maxEntries` allocations or cooldown entries, or a journal that is bad before
+ *   its last record, has a gap, or has no snapshot →
+ *   the snapshot is renamed to `<path>.corrupt-<ISO time>` (and the journal to
+ *   `<path>.journal.corrupt-<ISO time>`) and `{kind:'corrupt', reason, movedTo}`.
  * Never throws for bad content.
  * @throws the fs error for I/O failures other than ENOENT (e.g. EACCES, EISDIR, a failed rename).
  */
 export async function loadCheckpoint(path: string, bounds?: CheckpointBounds): Promise<CheckpointLoad> {
-  let r: { data: CheckpointData } | { reason: string };
-  try {
-    const size = bounds ? (await stat(path)).size : 0;
-    r = bounds && size > bounds.maxBytes
-      ? { reason: `implausible: ${size} bytes, more than a checkpoint of this node can take (${bounds.maxBytes})` }
-      : parse(await readFile(path), bounds);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { kind: 'missing' };
-    throw e;
+  const r = await readCheckpoint(path, bounds);
+  const now = new Date();
+  if (r.kind === 'missing') return r;
+  if (r.kind === 'ok') {
+    if (!r.staleJournal) return { kind: 'ok', data: r.data, ...(r.journal ? { journal: r.journal } : {}) };
+    const staleMovedTo = await asideName(path + JOURNAL_SUFFIX, now, 'stale');
+    await rename(path + JOURNAL_SUFFIX, staleMovedTo);
+    return { kind: 'ok', data: r.data, journal: { applied: 0, skipped: 0, tornBytes: 0, staleMovedTo } };
   }
-  if ('data' in r) return { kind: 'ok', data: r.data };
-  const movedTo = await asideName(path, new Date());
-  await rename(path, movedTo);
-  return { kind: 'corrupt', reason: r.reason, movedTo };
+  let journalMovedTo: string | undefined;
+  if (r.journalExists) {
+    journalMovedTo = await asideName(path + JOURNAL_SUFFIX, now);
+    await rename(path + JOURNAL_SUFFIX, journalMovedTo);
+  }
+  let movedTo = journalMovedTo ?? '';
+  if (r.snapshotExists) {
+    movedTo = await asideName(path, now);
+    await rename(path, movedTo);
+  }
+  return { kind: 'corrupt', reason: r.reason, movedTo, ...(journalMovedTo && r.snapshotExists ? { journalMovedTo } : {}) };
 }

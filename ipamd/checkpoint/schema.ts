@@ -8,7 +8,9 @@
  * `released` (issue 10 item 5: the containers ipamd served a DEL for, so a sandbox still
  * stopping is not re-adopted after a restart) and `runtime` were added without a version
  * bump: both are optional, so a checkpoint written before them loads, and an older ipamd
- * reading a newer file drops the unknown fields (zod strips extra keys).
+ * reading a newer file drops the unknown fields (zod strips extra keys). `journalSeq`
+ * likewise: the snapshot stays a complete version-1 file, and the changes since it sit
+ * in the journal beside it (journal.ts).
  */
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
@@ -31,13 +33,19 @@ export interface CheckpointData {
   allocations: CheckpointAllocation[];
   cooldown: Array<{ ip: string; releasedAt: number }>;
   /** Containers ipamd served a DEL (or GC) for and that the runtime may still list; optional (absent in older files). */
-  released?: Array<{ containerID: string; releasedAt: number }>;
+  released?: ReadonlyArray<{ containerID: string; releasedAt: number }>;
   /**
    * The CRI runtime (`Version`: runtime_name, runtime_version) an evidence pass of this
    * boot found plausible (restore/plausibility.ts). Optional: checkpoints written before
    * it existed, or before any pass trusted the runtime, have none.
    */
   runtime?: { name: string; version: string };
+  /**
+   * The last journal record (`<file>.journal`, journal.ts) this snapshot already holds.
+   * Optional: a snapshot without it (written by an ipamd before the journal, or by
+   * another program) has no journal of its own, and a journal found beside it is stale.
+   */
+  journalSeq?: number;
 }
 
 /** The only version this code reads and writes. */
@@ -47,7 +55,8 @@ const ipv4 = z.string().refine((s) => ipaddr.IPv4.isValidFourPartDecimal(s), { e
 const id = z.string().min(1, { error: 'expected a non-empty string' });
 const epochMs = z.number().finite().nonnegative();
 
-const allocation = z.object({
+/** zod schema of one {@link CheckpointAllocation}. */
+export const checkpointAllocationSchema = z.object({
   // The allocation key (networkName, containerID, ifName) must be complete.
   networkName: id, containerID: id, ifName: id, ipv4,
   // Empty while the IP is on no known ENI yet (a sandbox adopted from the runtime before
@@ -63,9 +72,10 @@ const allocation = z.object({
 export const checkpointSchema = z.object({
   version: z.literal(CHECKPOINT_VERSION),
   bootId: id,
-  allocations: z.array(allocation),
+  allocations: z.array(checkpointAllocationSchema),
   cooldown: z.array(z.object({ ip: ipv4, releasedAt: epochMs })),
   released: z.array(z.object({ containerID: id, releasedAt: epochMs })).optional(),
   // Informational: a malformed value is dropped (the pass records it again), never a reason to distrust the file.
   runtime: z.object({ name: id, version: z.string() }).optional().catch(undefined),
+  journalSeq: z.number().int().nonnegative().optional(),
 });

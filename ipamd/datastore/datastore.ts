@@ -52,6 +52,8 @@ export class Datastore extends AddressStore {
   private readonly allocationsByKey = new Map<string, Allocation>();
   /** Container id → when its attachment was released (DEL, GC; ms) and not assigned since; insertion order = age. */
   private readonly releasedContainers = new Map<string, number>();
+  /** {@link releasedEntries}' last answer, kept while the map is unchanged (the checkpoint writer skips an unchanged list by identity). */
+  private releasedCache?: ReadonlyArray<{ containerID: string; releasedAt: number }>;
 
   /**
    * Assigns an address to `key`. Idempotent: a key that already holds an address gets
@@ -81,7 +83,7 @@ export class Datastore extends AddressStore {
       best.releasedAt = undefined;
       const allocation: Allocation = { ...key, ipv4: best.ip, eniId: rec.info.eniId, allocatedAt: now, ...(pod ? { pod } : {}) };
       this.allocationsByKey.set(ks, allocation);
-      this.releasedContainers.delete(key.containerID);
+      if (this.releasedContainers.delete(key.containerID)) this.releasedCache = undefined;
       return { kind: 'assigned', allocation: { ...allocation }, eni: rec.info };
     }
     return { kind: 'empty' };
@@ -166,7 +168,7 @@ export class Datastore extends AddressStore {
     r.unverified = false;
     r.releasedAt = undefined;
     this.allocationsByKey.set(ks, { ...a, eniId: r.eniId });
-    this.releasedContainers.delete(a.containerID);
+    if (this.releasedContainers.delete(a.containerID)) this.releasedCache = undefined;
     if (r.releasing === 'sent') return 'releasing';
     r.releasing = false;
     return 'restored';
@@ -217,6 +219,7 @@ export class Datastore extends AddressStore {
 
   /** Remembers `containerID` as released at `at` (ms), newest last, forgetting the oldest beyond {@link RELEASED_CONTAINERS_KEPT}. */
   private rememberReleased(containerID: string, at: number): void {
+    this.releasedCache = undefined;
     this.releasedContainers.delete(containerID);
     this.releasedContainers.set(containerID, at);
     if (this.releasedContainers.size > RELEASED_CONTAINERS_KEPT) this.releasedContainers.delete(this.releasedContainers.keys().next().value!);
@@ -225,10 +228,12 @@ export class Datastore extends AddressStore {
   /**
    * The remembered released containers ({@link wasReleased}), oldest first, for the
    * checkpoint (issue 10 item 5: the memory of DELs survives a restart). At most
-   * {@link RELEASED_CONTAINERS_KEPT}; `releasedAt` in ms since epoch.
+   * {@link RELEASED_CONTAINERS_KEPT}; `releasedAt` in ms since epoch. The same (frozen)
+   * array is returned until the remembered set changes, so a caller can tell "unchanged" by identity.
    */
-  releasedEntries(): Array<{ containerID: string; releasedAt: number }> {
-    return [...this.releasedContainers].map(([containerID, releasedAt]) => ({ containerID, releasedAt }));
+  releasedEntries(): ReadonlyArray<{ containerID: string; releasedAt: number }> {
+    this.releasedCache ??= Object.freeze([...this.releasedContainers].map(([containerID, releasedAt]) => Object.freeze({ containerID, releasedAt })));
+    return this.releasedCache;
   }
 
   /**
@@ -254,6 +259,7 @@ export class Datastore extends AddressStore {
     for (const [id, at] of this.releasedContainers) {
       if (!listed.has(id) && at <= releasedBefore) {
         this.releasedContainers.delete(id);
+        this.releasedCache = undefined;
         n++;
       }
     }

@@ -9,6 +9,7 @@
  *   GET /v1/networkutils-env-settings   the host-networking settings in force, by env var name
  *   GET /v1/status                      ours: pool counts, ENIs, release freeze and why, waiting ADDs
  *   GET /v1/allocations                 ours: every allocation (key, IP, ENI, pod)
+ *   GET /v1/stage-trace                 ours: ADD/DEL and checkpoint write latency per stage (service/stage-trace.ts)
  * Only GET and HEAD: any other method answers 405 with `Allow: GET, HEAD`; nothing that
  * changes state is reachable over TCP. Unknown paths answer 404 (JSON).
  */
@@ -24,6 +25,8 @@ export interface IntrospectionSource {
   eniConfig?(): string | undefined;
   ipamdEnv?(): Record<string, unknown>;
   networkEnv?(): Record<string, unknown>;
+  /** Per-stage latency summary of the request path (service/stage-trace.ts). */
+  stageTrace?(): unknown;
 }
 
 /** Parses `host:port` (`:61679` = all interfaces). @throws Error for a malformed address. */
@@ -43,6 +46,7 @@ function routes(src: IntrospectionSource): Record<string, () => unknown> {
     '/v1/networkutils-env-settings': () => src.networkEnv?.() ?? {},
     '/v1/status': () => src.status(),
     '/v1/allocations': () => src.allocations(),
+    '/v1/stage-trace': () => src.stageTrace?.() ?? {},
   };
 }
 

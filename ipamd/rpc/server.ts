@@ -22,6 +22,7 @@ import { IpamdCallError, type IpamdClient } from '../../proto/ipamd-api.js';
 import type { Logger } from '../log.js';
 import { PoolExhaustedError } from '../controller/pool-loop/pool-controller.js';
 import { NotReadyError, type IpamService } from '../service/ipam-service.js';
+import { stageTrace } from '../service/stage-trace.js';
 
 /** Options of {@link RpcServer}. */
 export interface RpcServerOptions {
@@ -109,6 +110,8 @@ export class RpcServer {
       impl[name] = ((call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
         void run(call.request).then((o) => (o.ok ? cb(null, o.reply) : cb({ code: o.code, details: o.details })));
       }) as grpc.handleUnaryCall<unknown, unknown>;
+      const m = service[name]!;
+      traceCodecs(m, name === 'AddNetwork' ? 'add' : name === 'DelNetwork' ? 'del' : undefined);
       this.byName.set(name, run);
     }
     this.server.addService(service, impl);
@@ -264,6 +267,14 @@ export class RpcServer {
       return { ok: false, code, details: e.message };
     }
   }
+}
+
+/** Times AddNetwork's / DelNetwork's protobuf decode and encode into the stage trace (`add.decode`, `add.encode`, ...). */
+function traceCodecs(m: grpc.MethodDefinition<unknown, unknown>, verb: 'add' | 'del' | undefined): void {
+  if (!verb) return;
+  const { requestDeserialize: dec, responseSerialize: enc } = m;
+  m.requestDeserialize = (b) => stageTrace.time(`${verb}.decode`, () => dec(b));
+  m.responseSerialize = (v) => stageTrace.time(`${verb}.encode`, () => enc(v));
 }
 
 /** What a handler run ended with: the reply, or the gRPC status to answer. */

@@ -10,6 +10,7 @@ import type { Logger } from '../log.js';
 import { PoolExhaustedError, type PoolController } from '../controller/pool-loop/pool-controller.js';
 import type { KernelReader } from '../restore/kernel-source.js';
 import { gcNetwork, type GcAttachment, type GcReleased } from './gc.js';
+import { stageTrace } from './stage-trace.js';
 import { ipamStatus, type IpamStatus } from './status.js';
 
 /** Route table id of the main table (pods on the primary ENI). */
@@ -95,6 +96,7 @@ export class IpamService {
    *         Error (checkpoint write failed; the assignment was rolled back).
    */
   async add(req: AddRequest): Promise<AddResult> {
+    const t0 = performance.now();
     try {
       return await this.addOnce(req);
     } catch (e) {
@@ -103,6 +105,8 @@ export class IpamService {
       this.o.log.warn({ ...podFields(req, req.pod, undefined, undefined), reason, err: (e as Error).message }, 'ADD failed');
       this.o.onAddFailed?.(reason, noIp, { ...(req.pod ? { pod: req.pod } : {}), message: (e as Error).message });
       throw e;
+    } finally {
+      stageTrace.record('add.handler', performance.now() - t0);
     }
   }
 
@@ -110,15 +114,17 @@ export class IpamService {
     const { ds, pool, log } = this.o;
     const deadline = this.now() + this.o.addWaitTimeoutMs;
     for (;;) {
-      const r = ds.assign(req, req.pod, this.now());
+      const r = stageTrace.time('add.datastore', () => ds.assign(req, req.pod, this.now()));
       if (r.kind === 'pending') throw new NotReadyError(`address ${r.allocation.ipv4} restored for this container is not yet visible on any ENI; retry`);
       if (r.kind === 'existing') {
         log.info(podFields(req, req.pod ?? r.allocation.pod, r.allocation.ipv4, r.eni.eniId), 'ADD: container already holds this IP');
         return { allocation: r.allocation, eni: r.eni, routeTableId: routeTableFor(r.eni), existing: true };
       }
       if (r.kind === 'assigned') {
+        const t1 = performance.now();
         try {
           await this.o.persist();
+          stageTrace.record('add.durable', performance.now() - t1);
         } catch (e) {
           ds.rollbackAssign(r.allocation);
           log.error({ ...podFields(req, req.pod, r.allocation.ipv4, r.eni.eniId), err: (e as Error).message }, 'checkpoint write failed; assignment rolled back');
@@ -147,8 +153,9 @@ export class IpamService {
   async del(key: AllocationKey, reason: string): Promise<DelResult> {
     const { ds, log } = this.o;
     this.o.onDel?.(reason);
+    const t0 = performance.now();
     const known = ds.wasReleased(key.containerID);
-    const a = ds.release(key, this.now());
+    const a = stageTrace.time('del.datastore', () => ds.release(key, this.now()));
     if (!a) {
       log.info({ ...podFields(key, undefined, undefined, undefined), reason }, 'DEL: container holds no IP');
       // The DEL is remembered (a sandbox still stopping is never adopted, even after a
@@ -163,8 +170,10 @@ export class IpamService {
         'duplicate IP: the node already routes this IP to another pod (an allocation ipamd lost); ADD refused, IP quarantined until that route is gone');
       this.o.onConflict?.(a.ipv4);
     }
+    const t1 = performance.now();
     try {
       await this.o.persist();
+      stageTrace.record('del.durable', performance.now() - t1);
     } catch (e) {
       ds.rollbackRelease(a);
       log.error({ ...podFields(key, a.pod, a.ipv4, a.eniId), err: (e as Error).message }, 'checkpoint write failed; release rolled back');
@@ -173,6 +182,7 @@ export class IpamService {
     this.o.pool.trigger();
     const eni = ds.getEni(a.eniId);
     log.info({ ...podFields(key, a.pod, a.ipv4, a.eniId), reason }, 'released IP');
+    stageTrace.record('del.handler', performance.now() - t0);
     return { released: true, allocation: a, ...(eni ? { eni, routeTableId: routeTableFor(eni) } : {}) };
   }
 

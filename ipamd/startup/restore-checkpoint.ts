@@ -51,6 +51,7 @@ export function restoreFromCheckpoint(p: {
     return sum;
   }
   const data: CheckpointData = load.data;
+  if (load.journal) log.info({ ...load.journal }, load.journal.tornBytes > 0 ? 'checkpoint journal applied; its torn last record (never acknowledged) ignored' : 'checkpoint journal applied');
   if (data.bootId !== p.bootId) {
     sum.kind = 'other-boot';
     sum.dropped = data.allocations.length;

@@ -14,6 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { constants, existsSync, watch } from 'node:fs';
 import { access, readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
+import { readCheckpoint } from '../../ipamd/checkpoint/index.js';
 import { createInstalledCniNode, type InstalledCniNode } from '../helpers/containerd-cni-node.js';
 import { ipj } from '../helpers/cni-node.js';
 import { findLosses } from '../helpers/nothing-lost.js';
@@ -83,9 +84,11 @@ async function mountedNetns(paths: string[]): Promise<string[]> {
   return paths.filter((p) => mounts.has(p) || existsSync(p));
 }
 
-/** ipamd's checkpoint file (DESIGN §3). */
+/** ipamd's checkpoint (DESIGN §3): the snapshot with its journal applied, as ipamd reads it at start. */
 async function checkpoint(n: InstalledCniNode): Promise<{ allocations: Array<{ containerID: string; ipv4: string }>; cooldown: Array<{ ip: string }> }> {
-  return JSON.parse(await readFile(n.checkpoint, 'utf8'));
+  const r = await readCheckpoint(n.checkpoint);
+  if (r.kind !== 'ok') throw new Error(`checkpoint ${n.checkpoint}: ${r.kind}`);
+  return r.data;
 }
 
 /** Stops and removes every sandbox in `ids` (two DELs each: with the netns, then without). */

@@ -14,12 +14,20 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { readCheckpoint, type CheckpointData } from '../../ipamd/checkpoint/index.js';
 import { SimCloud } from '../../sim/index.js';
 import { ipamdClient } from '../helpers/ipamd-client.js';
 import { waitFor } from '../helpers/wait.js';
 import { createSimNode } from '../property/sim-node.js';
 
 interface Alloc { containerID: string; ipv4: string }
+
+/** The checkpoint as ipamd reads it at start (snapshot + journal). */
+async function checkpointData(file: string): Promise<CheckpointData> {
+  const r = await readCheckpoint(file);
+  if (r.kind !== 'ok') throw new Error(`checkpoint ${file}: ${r.kind}`);
+  return r.data;
+}
 
 test('a DEL served before a kill -9 is remembered: the sandbox the runtime still lists READY is not re-adopted; the memory expires once it is gone', async (t) => {
   const sim = new SimCloud({ seed: 5 });
@@ -43,7 +51,7 @@ test('a DEL served before a kill -9 is remembered: the sandbox the runtime still
   const stoppingIp = cri.sandboxes.get('stopping')!.ip!;
   // StopPodSandbox: the DEL is served; the sandbox is still READY with its IP.
   assert.equal((await c.del('stopping')).released, true);
-  const ckpt = JSON.parse(await readFile(node.checkpoint, 'utf8'));
+  const ckpt = await checkpointData(node.checkpoint);
   assert.deepEqual((ckpt.released ?? []).map((e: { containerID: string }) => e.containerID), ['stopping'], 'the DEL is in the checkpoint written before it was answered');
 
   await node.stop({ crash: true });
@@ -62,7 +70,7 @@ test('a DEL served before a kill -9 is remembered: the sandbox the runtime still
   await waitFor('the remembered DEL to expire from the checkpoint', async () => {
     await c.add('nudge'); // a write, so the checkpoint shows the current memory
     await c.del('nudge');
-    const now = JSON.parse(await readFile(node.checkpoint, 'utf8'));
+    const now = await checkpointData(node.checkpoint);
     return !(now.released ?? []).some((e: { containerID: string }) => e.containerID === 'stopping');
   }, 15_000, 300);
 });

@@ -40,7 +40,7 @@ test('introspection: upstream paths and shapes, read-only; ADD/DEL log lines; SI
   assert.equal(added.success, true);
 
   const index = JSON.parse((await get('/')).text) as { AvailableCommands: string[] };
-  assert.deepEqual([...index.AvailableCommands].sort(), ['/v1/allocations', '/v1/eni-configs', '/v1/enis', '/v1/ipamd-env-settings', '/v1/networkutils-env-settings', '/v1/status']);
+  assert.deepEqual([...index.AvailableCommands].sort(), ['/v1/allocations', '/v1/eni-configs', '/v1/enis', '/v1/ipamd-env-settings', '/v1/networkutils-env-settings', '/v1/stage-trace', '/v1/status']);
 
   const enis = JSON.parse((await get('/v1/enis')).text) as Record<string, { TotalIPs: number; AssignedIPs: number; ENIs: Record<string, UpstreamEni> }>;
   assert.deepEqual(Object.keys(enis), ['0'], 'one network card');
@@ -81,6 +81,14 @@ test('introspection: upstream paths and shapes, read-only; ADD/DEL log lines; SI
   const allocs = JSON.parse((await get('/v1/allocations')).text) as Array<{ ipv4: string; containerID: string }>;
   assert.deepEqual(allocs.map((a) => [a.containerID, a.ipv4]), [['c1', added.ipv4_addr]]);
   assert.equal((await get('/v1/nothing')).status, 404);
+  // The stage trace of the one ADD: each stage of the request path, and the checkpoint write that made it durable.
+  const trace = JSON.parse((await get('/v1/stage-trace')).text) as Record<string, { count: number; p50: number; p99: number }>;
+  for (const stage of ['add.decode', 'add.datastore', 'add.durable', 'add.encode', 'add.handler']) {
+    assert.ok((trace[stage]?.count ?? 0) >= 1, `${stage} recorded: ${JSON.stringify(trace)}`); // datastore twice if the ADD waited for the pool
+    assert.ok(trace[stage]!.p50 >= 0 && trace[stage]!.p50 <= trace[stage]!.p99);
+  }
+  assert.ok(trace['add.handler']!.p50 >= trace['add.durable']!.p50, 'the handler includes the durable wait');
+  assert.ok((trace['checkpoint.fdatasync']?.count ?? 0) + (trace['checkpoint.compact.fsync']?.count ?? 0) >= 2, 'the start-up write and the ADD\'s');
 
   // Read-only: every other method is refused and changes nothing.
   for (const method of ['POST', 'PUT', 'DELETE', 'PATCH']) {

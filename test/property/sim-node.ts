@@ -76,6 +76,11 @@ export class SimNode {
   private port = 0;
   /** Number of daemon starts so far. */
   starts = 0;
+  /** Fetches an introspection path (e.g. `/v1/stage-trace`) of the running ipamd as JSON. */
+  async introspect(p: string): Promise<any> { // eslint-disable-line @typescript-eslint/no-explicit-any
+    return (await fetch(`http://127.0.0.1:${this.port}${p}`)).json();
+  }
+
   /** The ipamd child's pid while it runs (child mode), for benches that read /proc. */
   get pid(): number | undefined {
     return this.child?.pid;

@@ -8,7 +8,7 @@ import { mkdtemp, readFile, readdir, rm, stat, writeFile, mkdir } from 'node:fs/
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setImmediate as tick } from 'node:timers/promises';
-import { CheckpointWriter, loadCheckpoint, readBootId, type CheckpointData } from '../../ipamd/checkpoint/index.js';
+import { CheckpointWriter, loadCheckpoint, readBootId, readCheckpoint, type CheckpointData } from '../../ipamd/checkpoint/index.js';
 
 async function tempDir(t: TestContext): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), 'eni-ipam-ckpt-'));
@@ -39,13 +39,13 @@ test('round-trip: write then load gives the same data; parent dir 0700, file 060
   const writes: Array<[number, number]> = [];
   const w = new CheckpointWriter(file, () => data, { onWrite: (ms, bytes) => writes.push([ms, bytes]) });
   await w.commit();
-  assert.deepEqual(await loadCheckpoint(file), { kind: 'ok', data });
+  assert.deepEqual(await loadCheckpoint(file), { kind: 'ok', data: { ...data, journalSeq: 0 } });
   assert.equal((await stat(path.join(dir, 'sub', 'deeper'))).mode & 0o777, 0o700);
   assert.equal((await stat(file)).mode & 0o777, 0o600);
   assert.equal(writes.length, 1);
   assert.equal(writes[0]![1], (await stat(file)).size, 'onWrite reports the bytes written');
   assert.ok(writes[0]![0] >= 0);
-  assert.deepEqual((await readdir(path.join(dir, 'sub', 'deeper'))).sort(), ['ipam.json'], 'no temp file left behind');
+  assert.deepEqual((await readdir(path.join(dir, 'sub', 'deeper'))).sort(), ['ipam.json', 'ipam.json.journal'], 'no temp file left behind');
 });
 
 test('missing file is "missing"; other I/O errors throw', async (t) => {
@@ -118,7 +118,9 @@ test('group commit: concurrent commits share writes, and each change is on disk 
   for (let i = 1; i <= N; i++) {
     state = i; // the caller's change
     done.push(w.commit().then(async () => {
-      const onDisk = JSON.parse(await readFile(file, 'utf8')) as CheckpointData;
+      const r = await readCheckpoint(file);
+      assert.equal(r.kind, 'ok');
+      const onDisk = (r as { data: CheckpointData }).data;
       assert.ok(onDisk.allocations.length >= i, `change ${i} is durable when its commit resolves (disk has ${onDisk.allocations.length})`);
     }));
     if (i % 7 === 0) await tick();
@@ -232,7 +234,7 @@ test('the file is never observed half-written while writes run', async (t) => {
     await reader;
   }
   assert.ok(reads > 5, `reader ran concurrently (${reads} reads)`);
-  const leftovers = (await readdir(dir)).filter((f) => f !== 'ipam.json');
+  const leftovers = (await readdir(dir)).filter((f) => f !== 'ipam.json' && f !== 'ipam.json.journal');
   assert.deepEqual(leftovers, [], 'no temp files left');
 });
 
@@ -244,7 +246,7 @@ test('what the datastore may hold loads back: ENI not yet known, empty pod metad
     allocations: [{ networkName: 'aws-cni', containerID: 'c1', ifName: 'eth0', ipv4: '10.0.0.7', eniId: '', allocatedAt: 0, pod: { namespace: '', name: '', uid: '' } }],
   };
   await new CheckpointWriter(file, () => data, { fsync: false }).commit();
-  assert.deepEqual(await loadCheckpoint(file), { kind: 'ok', data });
+  assert.deepEqual(await loadCheckpoint(file), { kind: 'ok', data: { ...data, journalSeq: 0 } });
 });
 
 test('unknown extra fields are tolerated and dropped', async (t) => {
