@@ -5,6 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh --containerd --image
+# Lint first (eslint with the architecture's import boundaries, prettier --check, every imported
+# package declared): a lint error fails the run before any test starts.
+npm run --silent lint
 unset NODE_EXTRA_CA_CERTS
 # The image test builds from Debian's mirror: a Debian point or security release since the
 # content lock was written is a warning here (npm run image itself stays strict).

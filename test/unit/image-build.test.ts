@@ -13,6 +13,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 /** Loads a build module by path (plain .mjs without type declarations). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- plain .mjs modules without type declarations
 const load = async (name: string): Promise<Record<string, any>> => import(pathToFileURL(path.join(ROOT, 'scripts', 'image', name)).href) as Promise<Record<string, any>>;
 
 test('errorSummary keeps the line that says what failed', async () => {
