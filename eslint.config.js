@@ -45,6 +45,10 @@ const IPAMD_FROM_PLUGIN = {
   regex: '(^|/)ipamd(/|$)',
   message: 'the CNI plugin imports no ipamd internals; share types through proto/ (docs/architecture.md#rules-that-never-break).',
 };
+const SHARED_FROM_EITHER_SIDE = {
+  regex: '(^|/)(ipamd|cni-plugin)(/|$)',
+  message: 'shared code (proto/, netfacts/) imports neither ipamd nor the CNI plugin: both sides import it (docs/architecture.md#rules-that-never-break).',
+};
 const PLUGIN_INTERNALS_FROM_IPAMD = {
   regex: '(^|/)cni-plugin/(?!index\\.js$|facade\\.js$)',
   message:
@@ -149,11 +153,19 @@ export default defineConfig(
     },
   },
   {
-    // The rest of the shipped code: no simulator.
-    files: ['cli/**/*.ts', 'proto/**/*.ts'],
+    // The operator CLI: no simulator.
+    files: ['cli/**/*.ts'],
     rules: {
       'no-restricted-imports': ['error', { patterns: [SIMULATOR] }],
       'no-restricted-syntax': dynamicImports(SIMULATOR),
+    },
+  },
+  {
+    // Shared by both sides (the contract, node networking facts): neither side's internals, no simulator.
+    files: ['proto/**/*.ts', 'netfacts/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [SHARED_FROM_EITHER_SIDE, SIMULATOR] }],
+      'no-restricted-syntax': dynamicImports(SHARED_FROM_EITHER_SIDE, SIMULATOR),
     },
   },
   {
