@@ -78,7 +78,7 @@ const PLUGIN_FROM_CORE = {
 };
 
 /**
- * TEMPORARY: ipamd files that still import cni-plugin internals (issue 11 item 1, the seam work,
+ * TEMPORARY: ipamd files that still import cni-plugin internals (docs/design.md#15-seams-that-keep-the-code-changeable item 1, the seam work,
  * removes these imports). Delete this list, and its override below, once it is empty.
  */
 const SEAM_EXCEPTIONS = [

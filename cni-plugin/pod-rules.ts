@@ -1,5 +1,5 @@
 /**
- * The pod's ip rules as data (DESIGN §1 step 4: prio 512 `to <ip> lookup main`, prio 1536
+ * The pod's ip rules as data (docs/design.md#1-the-parts-and-how-a-pod-gets-its-ip step 4: prio 512 `to <ip> lookup main`, prio 1536
  * `from <ip> lookup <eni table>`). The rules themselves are whatever
  * `wiring.ts`'s `policyRoutingLines(plan)` adds (`rule add|replace ...` batch lines);
  * this file parses those lines so CHECK verifies and DEL/GC remove exactly them, and

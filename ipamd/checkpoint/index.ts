@@ -1,5 +1,5 @@
 /**
- * The checkpoint store (DESIGN §3 "Checkpoint"): format, load-with-quarantine, and the
+ * The checkpoint store (docs/design.md#checkpoint): format, load-with-quarantine, and the
  * group-commit writer.
  */
 export type { CheckpointAllocation, CheckpointData } from './schema.js';

@@ -1,5 +1,5 @@
 /**
- * Durable checkpoint writes with group commit (DESIGN §1 step 3): concurrent changes
+ * Durable checkpoint writes with group commit (docs/design.md#1-the-parts-and-how-a-pod-gets-its-ip step 3): concurrent changes
  * share one write+fsync+rename, and each caller learns whether the write holding its
  * change succeeded.
  */

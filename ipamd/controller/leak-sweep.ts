@@ -1,5 +1,5 @@
 /**
- * The leaked-ENI sweep (DESIGN §3 "ENI ownership"; issue 4 item 4): deletes ENIs that
+ * The leaked-ENI sweep (docs/design.md#eni-ownership; docs/design.md#10-the-warm-pool-at-depth item 4): deletes ENIs that
  * eni-ipam created and nobody uses any more — left `available` by a crash between
  * CreateNetworkInterface and AttachNetworkInterface, or between Detach and Delete, or by
  * a node that was terminated while an ENI was detached.
@@ -30,7 +30,7 @@ import type { Logger } from '../log.js';
 import { ENI_DESCRIPTION_PREFIX, eniCreatedAtMs, TAG_CLUSTER_NAME, TAG_INSTANCE_ID, TAG_NO_MANAGE } from './eni-ownership.js';
 import type { ReleaseGate } from './release-gate.js';
 
-/** Minimum age of a leaked ENI before the sweep deletes it (ms): 5 min, as DESIGN §3 and AWS. */
+/** Minimum age of a leaked ENI before the sweep deletes it (ms): 5 min, as docs/design.md#3-contracts and AWS. */
 export const LEAKED_ENI_MIN_AGE_MS = 5 * 60_000;
 
 /** What {@link whyNotLeaked} judges an ENI against. */

@@ -1,6 +1,6 @@
 /**
  * Priorities of the IPv4 policy routing rules of eni-ipam (ip-rule(8): lower runs first;
- * 0 = local, 32766 = main, 32767 = default). Pod rules follow DESIGN §1 step 4 and are
+ * 0 = local, 32766 = main, 32767 = default). Pod rules follow docs/design.md#1-the-parts-and-how-a-pod-gets-its-ip step 4 and are
  * the same numbers the CNI plugin uses (cni-plugin/pod-rules.ts).
  *
  * | prio | rule | written by |

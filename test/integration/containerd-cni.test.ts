@@ -1,6 +1,6 @@
 /**
  * ADD/DEL through a real containerd 1.6 (CRI) using the plugin exactly as ipamd installs
- * it (issue 5, Tests): ipamd runs inside the node namespace with ENI_IPAM_INSTALL_CNI=true
+ * it (docs/design.md#11-the-cni-plugin-complete-and-fast, Tests): ipamd runs inside the node namespace with ENI_IPAM_INSTALL_CNI=true
  * and containerd's conf/bin dirs, so the conflist and the executable containerd runs are
  * whatever `installCni` wrote (no file layout is assumed beyond the CNI contract: the
  * conflist's `type` names an executable in the bin dir). Then a 50-pod burst with no
@@ -83,7 +83,7 @@ async function mountedNetns(paths: string[]): Promise<string[]> {
   return paths.filter((p) => mounts.has(p) || existsSync(p));
 }
 
-/** ipamd's checkpoint file (DESIGN §3). */
+/** ipamd's checkpoint file (docs/design.md#3-contracts). */
 async function checkpoint(n: InstalledCniNode): Promise<{ allocations: Array<{ containerID: string; ipv4: string }>; cooldown: Array<{ ip: string }> }> {
   return JSON.parse(await readFile(n.checkpoint, 'utf8'));
 }

@@ -1,5 +1,5 @@
 /**
- * Importing amazon-vpc-cni-k8s's checkpoint (issue 10 item 6): the format conversion and
+ * Importing amazon-vpc-cni-k8s's checkpoint (docs/design.md#13-evidence-before-trust item 6): the format conversion and
  * the bad inputs (corrupt, another boot, unknown version, too large): never imported, a
  * copy kept aside, the original left in place. Real files in a temp dir.
  */
