@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * eni-ipam: the operator CLI (issue 12 item 5). Commands: status, pods, enis, audit,
+ * eni-ipam: the operator CLI (docs/design.md#14-operability item 5). Commands: status, pods, enis, audit,
  * plan, max-pods, support-bundle, completion. Parsing, help and shell completion are
  * yargs'; each command lives in ./commands/. Every expected failure prints ONE line
  * `eni-ipam: <what>` on stderr and exits with a code from ./errors.ts (EXIT); an

@@ -1,6 +1,6 @@
 /**
  * Pure joins for `pods` and `enis`: pod ↔ IP ↔ ENI ↔ device number ↔ route table.
- * DESIGN §7: a secondary ENI with device number d routes from table d+1; the primary
+ * docs/design.md#7-host-networking: a secondary ENI with device number d routes from table d+1; the primary
  * ENI (device 0) uses the main table (254).
  */
 import type { Allocation, IpamdStatus } from './ipamd-api.js';

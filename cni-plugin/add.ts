@@ -1,5 +1,5 @@
 /**
- * CNI ADD (DESIGN §1 steps 2-5): ask ipamd for an IP, wire the netns, return the result.
+ * CNI ADD (docs/design.md#1-the-parts-and-how-a-pod-gets-its-ip steps 2-5): ask ipamd for an IP, wire the netns, return the result.
  * What needs no IP (veth pair, links up, pod routes, neighbour) is wired while ipamd
  * answers (its answer waits for its checkpoint fsync), then the pod address, host route
  * and rules go in. If anything fails after ipamd assigned the IP (wiring, building or

@@ -1,5 +1,5 @@
 /**
- * Removes the node side of one attachment (DESIGN §1 step 4, undone): the host veth
+ * Removes the node side of one attachment (docs/design.md#1-the-parts-and-how-a-pod-gets-its-ip step 4, undone): the host veth
  * (its peer and the host route `<ip>/32 dev <veth>` go with it) and the pod's ip rules.
  * Used by DEL (also when ipamd is unreachable: from `prevResult`) and by GC for the
  * attachments ipamd released. Idempotent: what is already gone is fine.

@@ -132,7 +132,10 @@ export async function runScenario(o: ScenarioOptions): Promise<number> {
   }
 }
 
-function printPool(print: (l: string) => void, title: string, s: any, sim: SimCloud): void { // eslint-disable-line @typescript-eslint/no-explicit-any
+/** The part of ipamd's `GET /v1/status` that printPool reads. */
+interface PoolStatus { counts: { total: number; assigned: number; available: number; cooling: number; enis: number } }
+
+function printPool(print: (l: string) => void, title: string, s: PoolStatus, sim: SimCloud): void {
   const byAction = new Map<string, number>();
   for (const c of sim.calls) byAction.set(c.action, (byAction.get(c.action) ?? 0) + 1);
   const calls = [...byAction].map(([a, n]) => `${a}=${n}`).join(' ');

@@ -1,6 +1,6 @@
 /**
  * ipamd configuration: environment variables → typed, validated {@link IpamdConfig}
- * (DESIGN §3 "Env vars"; AWS-compatible names where amazon-vpc-cni-k8s has the concept).
+ * (docs/design.md#env-vars; AWS-compatible names where amazon-vpc-cni-k8s has the concept).
  * A bad value throws {@link ConfigError} with one line naming the variable, the value and
  * what it accepts. An empty string counts as unset. Durations are stored in ms.
  *

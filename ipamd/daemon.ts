@@ -80,7 +80,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   gate.onChange((frozen, reasons) => (frozen ? log.warn({ reasons }, 'releases frozen') : log.info('releases unfrozen')));
   const bounds = checkpointBoundsFor(inv.limits.maxEnis, inv.limits.ipv4PerEni);
   let load = await loadCheckpoint(config.checkpointPath, bounds);
-  // No checkpoint of our own: take over from aws-node's, if it left one this boot (issue 10 item 6).
+  // No checkpoint of our own: take over from aws-node's, if it left one this boot (docs/design.md#13-evidence-before-trust item 6).
   const fromAwsNode = load.kind === 'missing'
     ? await importAwsNodeCheckpoint({ path: config.awsNodeCheckpointPath, asideDir: path.dirname(config.checkpointPath), bootId, networkName: config.networkName, maxEntries: bounds.maxEntries, log })
     : undefined;

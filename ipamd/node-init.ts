@@ -2,12 +2,12 @@
 /**
  * eni-ipam node init: what the DaemonSet's privileged init container runs
  * (`node /app/dist/ipamd/node-init.js`) before ipamd starts, so that ipamd itself needs
- * only NET_ADMIN/NET_RAW (DESIGN §8: /proc/sys is read-only in an unprivileged container).
+ * only NET_ADMIN/NET_RAW (docs/design.md#8-lessons-the-field-paid-for: /proc/sys is read-only in an unprivileged container).
  *
  * 1. Installs the native CNI shim into the host's CNI bin dir: copied to a temp file in
  *    that dir, mode 0755, fsynced, then renamed over `eni-ipam`, so a runtime executing
  *    the plugin at that moment sees the old file or the new one, never half of one.
- * 2. Sets the kernel settings ipamd checks (DESIGN §7), in the host network namespace
+ * 2. Sets the kernel settings ipamd checks (docs/design.md#7-host-networking), in the host network namespace
  *    (the pod has hostNetwork): `net.ipv4.ip_forward=1`, and loose reverse-path
  *    filtering (`rp_filter=2`, ip-sysctl.rst; RFC 3704) on `all` and on the primary
  *    interface. The kernel uses max(all, <if>), so both are set.

@@ -11,7 +11,7 @@ export const IPAM_API_VERSION = 1;
 /** Fully qualified gRPC service name, as in `proto/ipam.proto`. */
 export const CNI_BACKEND_SERVICE = 'eniipam.v1.CNIBackend';
 
-/** Default Unix socket ipamd serves on (DESIGN §3). */
+/** Default Unix socket ipamd serves on (docs/design.md#3-contracts). */
 export const DEFAULT_IPAMD_SOCKET = '/var/run/eni-ipam/ipamd.sock';
 
 /** Absolute path of `proto/ipam.proto` in the source tree (resolved from `dist/proto/`). */

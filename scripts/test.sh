@@ -5,11 +5,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh --containerd --image
+# Lint first (eslint with the architecture's import boundaries, prettier --check, every imported
+# package declared): a lint error fails the run before any test starts.
+npm run --silent lint
 unset NODE_EXTRA_CA_CERTS
 # The image test builds from Debian's mirror: a Debian point or security release since the
 # content lock was written is a warning here (npm run image itself stays strict).
 export ENI_IPAM_IMAGE_DEBIAN_DRIFT=warn
-# Every test file, the warm-pool property test (dist/test/property, issue 4: 10,000 random
+# Every test file, the warm-pool property test (dist/test/property, docs/design.md#10-the-warm-pool-at-depth: 10,000 random
 # operations, about 1-3 minutes on 2 cores) last. `npm run test:property` runs it alone;
 # PROPERTY_SEED=<seed> reproduces a failing run.
 mapfile -t files < <( (find dist/test -name '*.test.js' -not -path 'dist/test/property/*' | sort; find dist/test/property -name '*.test.js' | sort) )

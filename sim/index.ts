@@ -1,6 +1,6 @@
 /**
  * The simulated cloud: EC2 Query API + IMDSv2 over HTTP on loopback, with AWS instance
- * limits and error codes, fault knobs and a call log (DESIGN §5).
+ * limits and error codes, fault knobs and a call log (docs/design.md#5-the-simulated-cloud).
  */
 export { SimCloud, type SimCloudOptions } from './sim-cloud.js';
 export { FaultInjector, FaultConfigSchema, NO_RESPONSE, actionClass, type FaultConfig, type LatencySpec, type BucketSpec, type ActionClass, type ImdsChangeKind, type InjectedError, type DrawnFault } from './faults.js';

@@ -2,7 +2,7 @@
  * {@link SimCloud}: the simulated cloud. An EC2 Query API server and an IMDSv2 server on
  * loopback (ephemeral ports by default) over one in-memory state, with fault knobs and
  * a log of every EC2 call. The unmodified `@aws-sdk/client-ec2` and IMDS clients work
- * against it via `AWS_EC2_ENDPOINT` / `AWS_EC2_METADATA_SERVICE_ENDPOINT` (DESIGN §5).
+ * against it via `AWS_EC2_ENDPOINT` / `AWS_EC2_METADATA_SERVICE_ENDPOINT` (docs/design.md#5-the-simulated-cloud).
  */
 import { CloudModel } from './cloud-model.js';
 import { Ec2Server } from './ec2-server.js';

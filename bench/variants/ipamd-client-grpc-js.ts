@@ -31,6 +31,9 @@ export const RETRYABLE_STATUSES: readonly number[] = [
 
 type Codec = { serialize: (v: unknown) => Buffer; deserialize: (b: Buffer) => unknown };
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- decoded reply objects, read by the caller's typed wrappers
+type Reply = any;
+
 /** Same contract as cni-plugin/ipamd-client.ts's connectIpamd, over @grpc/grpc-js. */
 export function connectIpamd(socketPath: string): IpamdClient {
   const root = protobuf.Root.fromJSON(IPAM_DESCRIPTOR as protobuf.INamespace);
@@ -45,8 +48,7 @@ export function connectIpamd(socketPath: string): IpamdClient {
     };
   };
   const client = new grpc.Client(`unix://${socketPath}`, grpc.credentials.createInsecure());
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  const unary = (method: string, req: unknown, reqType: string, repType: string, timeoutMs: number): Promise<any> => {
+  const unary = (method: string, req: unknown, reqType: string, repType: string, timeoutMs: number): Promise<Reply> => {
     const q = codec(reqType);
     const r = codec(repType);
     return new Promise((resolve, reject) => {

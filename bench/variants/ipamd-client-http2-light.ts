@@ -30,12 +30,14 @@ export const RETRYABLE_STATUSES: readonly number[] = [
   GrpcStatus.UNAVAILABLE, GrpcStatus.RESOURCE_EXHAUSTED, GrpcStatus.DEADLINE_EXCEEDED, GrpcStatus.ABORTED,
 ];
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- decoded reply objects, read by the caller's typed wrappers
+type Reply = any;
+
 /** Same contract as cni-plugin/ipamd-client.ts's connectIpamd, protobufjs/light codecs. */
 export function connectIpamd(socketPath: string): IpamdClient {
   const root = protobuf.Root.fromJSON(IPAM_DESCRIPTOR as protobuf.INamespace);
   const channel = openUnixChannel(socketPath);
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  const unary = async (method: string, req: unknown, reqType: string, repType: string, timeoutMs: number): Promise<any> => {
+  const unary = async (method: string, req: unknown, reqType: string, repType: string, timeoutMs: number): Promise<Reply> => {
     const q = root.lookupType(`eniipam.v1.${reqType}`);
     const r = root.lookupType(`eniipam.v1.${repType}`);
     let reply: Buffer;

@@ -1,5 +1,5 @@
 /**
- * amazon-vpc-cni-k8s's checkpoint (issue 10 item 6: taking over a node from aws-node),
+ * amazon-vpc-cni-k8s's checkpoint (docs/design.md#13-evidence-before-trust item 6: taking over a node from aws-node),
  * read-only: its format, and its conversion into ours. No I/O here but {@link readAwsNodeCheckpoint}.
  *
  * Format (aws-node `pkg/ipamd/datastore/data_store.go`, `CheckpointData` /

@@ -1,5 +1,5 @@
 /**
- * Reading the checkpoint at start-up (DESIGN §3 "Checkpoint", §4 step 1). A file that
+ * Reading the checkpoint at start-up (docs/design.md#checkpoint, docs/design.md#4-restore-after-restart step 1). A file that
  * cannot be trusted is moved aside for forensics (never deleted) and reported, so the
  * daemon rebuilds its state instead of crash-looping.
  */
@@ -9,7 +9,7 @@ import { JOURNAL_SUFFIX, replayJournal } from './journal.js';
 import { checkpointSchema, CHECKPOINT_VERSION, type CheckpointData } from './schema.js';
 
 /**
- * What a checkpoint of this node can plausibly hold (issue 10: a valid 55 MB checkpoint
+ * What a checkpoint of this node can plausibly hold (docs/design.md#13-evidence-before-trust: a valid 55 MB checkpoint
  * with 200,000 allocations was accepted and every ADD then rewrote it, 7 → 446 ms).
  * Beyond either bound the file is treated as corrupt (moved aside, state rebuilt).
  */

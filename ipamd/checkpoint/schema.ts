@@ -1,11 +1,11 @@
 /**
- * The checkpoint file format (DESIGN §3 "Checkpoint"), version 1, and its zod schema:
+ * The checkpoint file format (docs/design.md#checkpoint), version 1, and its zod schema:
  * `{"version":1,"bootId","allocations":[{"networkName","containerID","ifName","ipv4",
  * "eniId","allocatedAt","pod":{"namespace","name","uid"}}],"cooldown":[{"ip","releasedAt"}],
  * "released":[{"containerID","releasedAt"}],"runtime":{"name","version"}}`. Times are ms
  * since the epoch. No I/O.
  *
- * `released` (issue 10 item 5: the containers ipamd served a DEL for, so a sandbox still
+ * `released` (docs/design.md#13-evidence-before-trust item 5: the containers ipamd served a DEL for, so a sandbox still
  * stopping is not re-adopted after a restart) and `runtime` were added without a version
  * bump: both are optional, so a checkpoint written before them loads, and an older ipamd
  * reading a newer file drops the unknown fields (zod strips extra keys). `journalSeq`

@@ -2,9 +2,9 @@
  * IMDSv2 client (instance metadata service). Source: AWS EC2 User Guide, "Use the
  * Instance Metadata Service to access instance metadata" (IMDSv2 session tokens):
  * `PUT /latest/api/token` with `X-aws-ec2-metadata-token-ttl-seconds`, then every GET
- * carries `X-aws-ec2-metadata-token`. Paths used are those of DESIGN §6.
+ * carries `X-aws-ec2-metadata-token`. Paths used are those of docs/design.md#6-imds-paths-used.
  *
- * IMDS is a hint, EC2 is the truth (DESIGN §4): callers confirm what it says.
+ * IMDS is a hint, EC2 is the truth (docs/design.md#4-restore-after-restart): callers confirm what it says.
  */
 
 /** Error from IMDS with the HTTP status (0 for network errors/timeouts). */

@@ -30,7 +30,7 @@ export interface IpRecord {
   releasing: false | ReleasePhase;
   unverified?: boolean;
   /**
-   * Quarantined (issue 10 item 4): an ADD found the node already routing this address to
+   * Quarantined (docs/design.md#13-evidence-before-trust item 4): an ADD found the node already routing this address to
    * another pod's veth. Counts as `unverified` (never handed out, never released) until
    * the conflict is gone (`Datastore.liftQuarantine`).
    */

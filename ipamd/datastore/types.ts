@@ -3,7 +3,7 @@
  * allocations that hold them. Pure data; no I/O.
  */
 
-/** Identity of one CNI attachment (DESIGN §3): never the pod name. */
+/** Identity of one CNI attachment (docs/design.md#3-contracts): never the pod name. */
 export interface AllocationKey {
   networkName: string;
   containerID: string;

@@ -1,5 +1,5 @@
 /**
- * Per-ENI counts for the pure pool decisions (`PoolEniView`, DESIGN §3 "Pool math"),
+ * Per-ENI counts for the pure pool decisions (`PoolEniView`, docs/design.md#pool-math),
  * computed from the datastore's records. Pure; no I/O.
  */
 import { ADDRESSES_PER_SLOT, type AllocationUnit, type PoolEniView } from '../pool/types.js';

@@ -1,5 +1,5 @@
 /**
- * The Linux side of one secondary ENI (DESIGN §7): the link found by MAC, its MTU, up,
+ * The Linux side of one secondary ENI (docs/design.md#7-host-networking): the link found by MAC, its MTU, up,
  * its primary IPv4 (`/prefix` of the subnet, `noprefixroute`: the subnet is reached
  * through the ENI's own table, not main), route table `device number + 1` holding
  * `<subnet gw>/32 dev <link> scope link` and `default via <subnet gw> dev <link>`, and the

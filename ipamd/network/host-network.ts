@@ -1,5 +1,5 @@
 /**
- * ipamd's host networking (DESIGN §7), the one object the daemon calls:
+ * ipamd's host networking (docs/design.md#7-host-networking), the one object the daemon calls:
  * - {@link HostNetwork.setupNode} at start: sysctls checked (not set), SNAT chain (or its removal with
  *   external SNAT), and the node rules sending traffic that leaves the VPC to the main
  *   table (primary ENI, where it is SNATed) — see netfacts/routing.ts;

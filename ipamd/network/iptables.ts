@@ -1,5 +1,5 @@
 /**
- * iptables for ipamd's host networking (DESIGN §7): which backend (nf_tables or legacy
+ * iptables for ipamd's host networking (docs/design.md#7-host-networking): which backend (nf_tables or legacy
  * x_tables) the node uses, and idempotent helpers on top of it. Every call passes
  * `-w <seconds>`: the xtables lock is shared with kube-proxy and other agents, and an
  * unbounded wait would hang ipamd, while no wait fails at once when the lock is held.

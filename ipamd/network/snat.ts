@@ -1,5 +1,5 @@
 /**
- * SNAT of pod traffic leaving the VPC (DESIGN §7): chain `AWS-SNAT-CHAIN-0` in the nat
+ * SNAT of pod traffic leaving the VPC (docs/design.md#7-host-networking): chain `AWS-SNAT-CHAIN-0` in the nat
  * table, jumped to from POSTROUTING, holding one `RETURN` per VPC CIDR and per
  * `AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS` entry, then
  * `SNAT --to-source <node primary ip> --random-fully` for destinations that are not local.

@@ -1,6 +1,6 @@
 /**
- * Kernel settings ipamd needs in the node's network namespace (DESIGN §7, §8), which it
- * CHECKS and reports but never sets (issue 9 item 7): a DaemonSet container sees
+ * Kernel settings ipamd needs in the node's network namespace (docs/design.md#7-host-networking, docs/design.md#8-lessons-the-field-paid-for), which it
+ * CHECKS and reports but never sets (docs/design.md#12-running-on-a-cluster item 7): a DaemonSet container sees
  * `/proc/sys` read-only unless privileged, so the chart's privileged init container
  * (`eni-ipam-node-init`, ipamd/node-init-steps.ts `setNodeSysctls`) sets them:
  *

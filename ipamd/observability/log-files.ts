@@ -1,5 +1,5 @@
 /**
- * Log files with rotation (issue 9 item 7), as amazon-vpc-cni-k8s users expect them:
+ * Log files with rotation (docs/design.md#12-running-on-a-cluster item 7), as amazon-vpc-cni-k8s users expect them:
  * ipamd's own log at AWS_VPC_K8S_CNI_LOG_FILE and the CNI plugin's invocation log at
  * AWS_VPC_K8S_PLUGIN_LOG_FILE (written into the installed conflist as `logFile`). The
  * live file keeps its configured name (`tail -f ipamd.log` works); when it reaches

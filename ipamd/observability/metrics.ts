@@ -1,5 +1,5 @@
 /**
- * ipamd's Prometheus metrics (DESIGN §3 "Metrics"), on a registry of their own (several
+ * ipamd's Prometheus metrics (docs/design.md#metrics), on a registry of their own (several
  * ipamds may live in one process in tests). The metrics themselves live by concept in
  * `metrics/`: pool.ts (sampled from the datastore at scrape time), cni.ts (ADD/DEL),
  * ec2.ts (EC2 calls), state.ts (release gate, evidence, reconcile, subnets, start-up).

@@ -1,5 +1,5 @@
 /**
- * Pool counts and the warm-pool formulas (DESIGN §3 "Pool math", AWS
+ * Pool counts and the warm-pool formulas (docs/design.md#pool-math, AWS
  * amazon-vpc-cni-k8s docs/eni-and-ip-target.md and docs/prefix-and-ip-target.md
  * semantics, with the cooldown fix).
  */

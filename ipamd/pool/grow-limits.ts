@@ -1,5 +1,5 @@
 /**
- * Why the pool cannot grow, naming the limit that binds (issue 4 item 2): MAX_ENI, the
+ * Why the pool cannot grow, naming the limit that binds (docs/design.md#10-the-warm-pool-at-depth item 2): MAX_ENI, the
  * instance type's ENI limit (DescribeInstanceTypes `MaximumNetworkInterfaces`), or its
  * IPv4 addresses per ENI (`Ipv4AddressesPerInterface`, one of them the ENI's primary
  * IP). A full subnet is reported from the EC2 error instead (see {@link subnetFullReason}).

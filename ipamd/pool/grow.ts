@@ -1,6 +1,6 @@
 /**
  * Grow decision: how many secondary IPs to assign to which ENI, and how many ENIs to
- * create (DESIGN §3 "Pool math"). Pure; the pool controller executes the plan.
+ * create (docs/design.md#pool-math). Pure; the pool controller executes the plan.
  */
 import { addressesPerSlot, byDevice, capacityPerEni, poolCounts } from './counts.js';
 import type { GrowPlan, PoolEniView, PoolTargets } from './types.js';

@@ -1,5 +1,5 @@
 /**
- * Pure pool decisions (DESIGN §3 "Pool math"): counts, grow and shrink plans, and the
+ * Pure pool decisions (docs/design.md#pool-math): counts, grow and shrink plans, and the
  * release hysteresis. Imports nothing from Node I/O, cloud, network or rpc.
  */
 export { ADDRESSES_PER_SLOT } from './types.js';

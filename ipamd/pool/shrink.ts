@@ -1,6 +1,6 @@
 /**
  * Shrink decision: which available secondary IPs or free /28 prefixes to unassign and which ENIs to delete
- * (DESIGN §3 "Pool math"). Pure; the pool controller applies hysteresis
+ * (docs/design.md#pool-math). Pure; the pool controller applies hysteresis
  * ({@link SurplusTracker}) and the release freeze before executing it.
  */
 import { addressesPerSlot, availableOn, byDevice, isEmptyOfPods, poolCounts, removableWholeEnis } from './counts.js';

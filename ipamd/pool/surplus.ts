@@ -1,5 +1,5 @@
 /**
- * Hysteresis for releases (DESIGN §3: "free surplus only after it has stayed surplus
+ * Hysteresis for releases (docs/design.md#3-contracts: "free surplus only after it has stayed surplus
  * for a hysteresis period"). Pure: time is passed in (ms since epoch).
  */
 

@@ -1,5 +1,5 @@
 /**
- * Types of the pure pool decisions (DESIGN §3 "Pool math"). No I/O: callers pass
+ * Types of the pure pool decisions (docs/design.md#pool-math). No I/O: callers pass
  * per-ENI counts and the current time in; the functions return plans to execute.
  *
  * Units: every count is in IPv4 **addresses** unless a field says "slots". A slot is

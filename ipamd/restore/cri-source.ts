@@ -1,5 +1,5 @@
 /**
- * The CRI runtime as a restore source (DESIGN §4, §8): which pod sandboxes are live on
+ * The CRI runtime as a restore source (docs/design.md#4-restore-after-restart, docs/design.md#8-lessons-the-field-paid-for): which pod sandboxes are live on
  * this node, with their pod identity and IP, read from the container runtime over the
  * Kubernetes CRI `runtime.v1.RuntimeService` (k8s.io/cri-api, proto/cri/api.proto).
  *
@@ -37,10 +37,10 @@ export class CriUnavailableError extends Error {
   }
 }
 
-/** Well-known CRI sockets probed in order when none is configured (DESIGN §8). */
+/** Well-known CRI sockets probed in order when none is configured (docs/design.md#8-lessons-the-field-paid-for). */
 export const CRI_SOCKET_CANDIDATES = ['/run/containerd/containerd.sock', '/var/run/crio/crio.sock', '/var/run/cri-dockerd.sock'] as const;
 
-/** Default and maximum deadline of one source read, ms (DESIGN §4: ≤ 5 s). */
+/** Default and maximum deadline of one source read, ms (docs/design.md#4-restore-after-restart: ≤ 5 s). */
 export const CRI_MAX_TIMEOUT_MS = 5000;
 
 /** Bound on concurrent PodSandboxStatus calls during one read. */

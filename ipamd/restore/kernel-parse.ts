@@ -1,5 +1,5 @@
 /**
- * The node's kernel as restore evidence (DESIGN §4 rule 5), the pure half: parses the
+ * The node's kernel as restore evidence (docs/design.md#4-restore-after-restart rule 5), the pure half: parses the
  * output of one `ip -json -batch -` run of `route show table main`, `link show type veth`
  * and `rule show` (iproute2 ≥ 5, each command printing one JSON array, one per line)
  * into the pod IPs the kernel shows wired.

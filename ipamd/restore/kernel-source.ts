@@ -1,5 +1,5 @@
 /**
- * The node's kernel as restore evidence (DESIGN §4 rule 5), the I/O half: one
+ * The node's kernel as restore evidence (docs/design.md#4-restore-after-restart rule 5), the I/O half: one
  * `ip -json -batch -` process per evidence pass (routes of the main table, veths, ip
  * rules; kernel-parse.ts decides what they vouch for). It runs in ipamd's own network
  * namespace, or in `netnsPath` (ENI_IPAM_CNI_EXEC_NETNS, where the plugin wires the node
@@ -23,7 +23,7 @@ export class KernelUnavailableError extends Error {
   override name = 'KernelUnavailableError';
 }
 
-/** Deadline of one read, ms (a healthy node answers in ~5 ms; DESIGN §4: a source's timeout ≤ 5 s). */
+/** Deadline of one read, ms (a healthy node answers in ~5 ms; docs/design.md#4-restore-after-restart: a source's timeout ≤ 5 s). */
 export const KERNEL_READ_TIMEOUT_MS = 5000;
 
 /** Largest output accepted, bytes (~250 bytes a route/link/rule: room for tens of thousands). */

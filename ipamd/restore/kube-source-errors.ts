@@ -5,7 +5,7 @@
 /**
  * The Kubernetes API could not be read: no configuration, connection refused, timeout,
  * HTTP 5xx or any other failed request. The caller must treat the source as unreadable
- * (DESIGN.md §4: releases are frozen), never as "no pods".
+ * (docs/design.md#4-restore-after-restart: releases are frozen), never as "no pods".
  */
 export class KubeUnavailableError extends Error {
   /** HTTP status when the API answered with an error, else undefined. */

@@ -1,6 +1,6 @@
 /**
  * KubePodSource: the pods bound to this node according to the Kubernetes API, one of the
- * three sources ipamd reads to restore pod IP allocations after a restart (DESIGN.md §4:
+ * three sources ipamd reads to restore pod IP allocations after a restart (docs/design.md#4-restore-after-restart:
  * each source has a ≤5 s timeout and is retried in the background; a source that cannot
  * be read freezes releases). List + watch with `fieldSelector=spec.nodeName=<node>`
  * through @kubernetes/client-node, as client-go's reflector does

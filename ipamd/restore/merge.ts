@@ -1,5 +1,5 @@
 /**
- * The restore merge (DESIGN §4), pure: given what the datastore holds and what each
+ * The restore merge (docs/design.md#4-restore-after-restart), pure: given what the datastore holds and what each
  * evidence source reported, decide which allocations are live, which runtime sandboxes
  * to adopt, and which allocations may be released.
  *

@@ -1,5 +1,5 @@
 /**
- * Plausibility before trust (DESIGN §4 rule 5), pure: a source that answers is not yet a
+ * Plausibility before trust (docs/design.md#4-restore-after-restart rule 5), pure: a source that answers is not yet a
  * source that is right. The seed outage was a *reachable wrong* runtime (the containerd
  * socket mounted while kubelet used docker) answering "no sandboxes", and every pod was
  * declared dead. A read is **suspect** (its "gone" is not believed; releases freeze) when:

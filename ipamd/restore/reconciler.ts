@@ -3,7 +3,7 @@
  * CRI runtime (sandboxes and its `Version` identity), the Kubernetes pod cache and the
  * node's kernel (one `ip -json -batch` run), applies {@link mergeEvidence} to the
  * datastore (adopt sandboxes it lacks, release leaked allocations into cooldown), and
- * keeps the release gate honest (DESIGN §4 rules 3 and 5): an unreadable source
+ * keeps the release gate honest (docs/design.md#4-restore-after-restart rules 3 and 5): an unreadable source
  * (gate source `cri`, `kube`, `kernel`) or a suspect one (same source, the reason says
  * why) freezes releases, and so does a pass the release brake held (`brake`); a clean,
  * plausible read of every source lifts them, including the start-up freeze held for a

@@ -1,5 +1,5 @@
 /**
- * The release brake (DESIGN §4 rule 5), pure: one evidence pass never releases more
+ * The release brake (docs/design.md#4-restore-after-restart rule 5), pure: one evidence pass never releases more
  * than {@link brakeLimit} allocations on the word of a single source. An allocation
  * counts as **confirmed gone** when at least two independent sources agree: the runtime
  * (read, plausible, does not list it), Kubernetes (synced, plausible, does not list it),

@@ -1,6 +1,6 @@
 /**
  * ipamd's gRPC server: `eniipam.v1.CNIBackend` (proto/ipam.proto) and the standard
- * `grpc.health.v1.Health` service (grpc-health-check), on a Unix socket (DESIGN §3:
+ * `grpc.health.v1.Health` service (grpc-health-check), on a Unix socket (docs/design.md#3-contracts:
  * mode 0660, stale socket removed at start, refused if another ipamd is listening).
  *
  * Status codes: FAILED_PRECONDITION for API version skew, INVALID_ARGUMENT for a

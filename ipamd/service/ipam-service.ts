@@ -1,7 +1,7 @@
 /**
  * The request path of ipamd, independent of gRPC: ADD assigns from memory and makes
  * the change durable before answering; DEL releases into cooldown the same way.
- * A failed checkpoint write undoes the change and fails the request (DESIGN §1 step 3).
+ * A failed checkpoint write undoes the change and fails the request (docs/design.md#1-the-parts-and-how-a-pod-gets-its-ip step 3).
  */
 import { DEL_REASON_IP_CONFLICT } from '../../proto/ipam.js';
 import type { Datastore } from '../datastore/datastore.js';
@@ -75,7 +75,7 @@ function podFields(key: AllocationKey, pod: PodRef | undefined, ip: string | und
   return { podNamespace: pod?.namespace ?? null, podName: pod?.name ?? null, containerID: key.containerID, ip: ip ?? null, eniId: eniId ?? null };
 }
 
-/** Route table of an ENI: main for the primary ENI, device number + 1 otherwise (DESIGN §7). */
+/** Route table of an ENI: main for the primary ENI, device number + 1 otherwise (docs/design.md#7-host-networking). */
 export function routeTableFor(eni: EniInfo): number {
   return eni.isPrimary ? MAIN_TABLE : eni.deviceNumber + 1;
 }

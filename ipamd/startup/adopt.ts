@@ -1,5 +1,5 @@
 /**
- * Start-up adoption of half-done ENI work (issue 4 item 4, crash-safety). A crash of
+ * Start-up adoption of half-done ENI work (docs/design.md#10-the-warm-pool-at-depth item 4, crash-safety). A crash of
  * ipamd between any two EC2 steps leaves one of these, which the next start resolves:
  *
  * | left by a crash between…            | EC2 shows (ours)                    | start-up does |
@@ -12,7 +12,7 @@
  * | Detach and Delete                   | `detaching` or `available`          | orphan: never served from; deleted once `available` |
  *
  * An attached ENI of ours that IMDS does not list yet (IMDS lag) is pending too: its
- * IPs are not handed out before IMDS shows it (DESIGN §4 rule 4); allocations restored
+ * IPs are not handed out before IMDS shows it (docs/design.md#4-restore-after-restart rule 4); allocations restored
  * for its IPs stay `pending` in the datastore (kept, never released) until it is adopted.
  */
 import type { Ec2Eni } from '../cloud/ec2.js';

@@ -1,5 +1,5 @@
 /**
- * Taking over a node from aws-node (issue 10 item 6): when ipamd finds no checkpoint of
+ * Taking over a node from aws-node (docs/design.md#13-evidence-before-trust item 6): when ipamd finds no checkpoint of
  * its own, amazon-vpc-cni-k8s's checkpoint (ENI_IPAM_AWS_NODE_CHECKPOINT_PATH, default
  * `/var/run/aws-node/ipam.json`) written during this boot is imported as if it were
  * ours: its allocations then go through {@link restoreFromCheckpoint} and every evidence

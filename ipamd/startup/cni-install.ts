@@ -1,5 +1,5 @@
 /**
- * Installs the CNI plugin and its network configuration once ipamd serves (DESIGN §8:
+ * Installs the CNI plugin and its network configuration once ipamd serves (docs/design.md#8-lessons-the-field-paid-for:
  * kubelet reports the node Ready as soon as a conflist exists, so it must not exist
  * before ipamd can answer). The plugin is the native shim, installed as `eni-ipam` (the
  * binary the runtime execs; it forwards to ipamd's exec socket and answers every verb on
@@ -16,7 +16,7 @@
  * running plugin binary is never overwritten in place. The Node plugin (when installed)
  * goes first, so a conflist naming it always finds it.
  *
- * Name and order (issue 9 item 6): containerd (and CRI-O) load the conf dir's files in
+ * Name and order (docs/design.md#12-running-on-a-cluster item 6): containerd (and CRI-O) load the conf dir's files in
  * lexical order and use the first network (containerd's `max_conf_num` defaults to 1), so
  * ours is `05-eni-ipam.conflist`, sorting before amazon-vpc-cni-k8s's `10-aws.conflist`.
  * A leftover `10-aws.conflist` is left where it is: it sorts after ours and is never

@@ -3,7 +3,7 @@
  * (DescribeInstanceTypes, at most once per start and cached across starts: see
  * `cloud/instance-limits.ts`) and its attached ENIs — read from IMDS, then confirmed with
  * one DescribeNetworkInterfaces filtered by `attachment.instance-id`, because IMDS is
- * eventually consistent and EC2 is the truth (DESIGN §4 rule 4).
+ * eventually consistent and EC2 is the truth (docs/design.md#4-restore-after-restart rule 4).
  *
  * One retry layer per source, bounded, each retry logged: IMDS reads are retried here
  * (the IMDS client does not retry); EC2 calls are retried only inside {@link Ec2Api}

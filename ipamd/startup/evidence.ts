@@ -1,5 +1,5 @@
 /**
- * Builds the evidence sources of the restore (DESIGN §4): the CRI runtime (endpoint
+ * Builds the evidence sources of the restore (docs/design.md#4-restore-after-restart): the CRI runtime (endpoint
  * from CRI_RUNTIME_ENDPOINT or auto-detected, logged), the node's kernel (always; in
  * ENI_IPAM_CNI_EXEC_NETNS when set, else ipamd's own netns) and, when MY_NODE_NAME is
  * set, the pods bound to this node from the Kubernetes API (loaded lazily: the client

@@ -1,5 +1,5 @@
 /**
- * Keeps the node's host networking (DESIGN §7) in step with the ENIs in the datastore:
+ * Keeps the node's host networking (docs/design.md#7-host-networking) in step with the ENIs in the datastore:
  * node-wide rules and SNAT once at start (sysctls checked then and every minute, not set), then per secondary ENI its link,
  * route table and rule, and their removal as ENIs leave. Every step of
  * {@link HostNetwork} is idempotent, so a restart simply re-applies everything.
@@ -42,7 +42,7 @@ export interface HostNetworkSyncOptions {
 export async function startHostNetworkSync(o: HostNetworkSyncOptions): Promise<{ sync(): Promise<void>; setupEni(eni: EniInfo): Promise<void>; stop(): void; sysctls(): SysctlCheck[] }> {
   const hn = new HostNetwork({ eniMtu: o.eniMtu, externalSnat: o.externalSnat, excludeSnatCidrs: o.excludeSnatCidrs, log: o.log });
   const node = await hn.setupNode({ primaryMac: o.primaryMac, nodeIp: o.nodeIp, vpcCidrs: o.vpcCidrs });
-  // Checked, not set (issue 9 item 7): a wrong one is reported (log, metric, /v1/status) and ipamd serves on.
+  // Checked, not set (docs/design.md#12-running-on-a-cluster item 7): a wrong one is reported (log, metric, /v1/status) and ipamd serves on.
   let sysctls = node.sysctls;
   const report = (checks: SysctlCheck[], prev?: SysctlCheck[]) => {
     for (const c of checks) {

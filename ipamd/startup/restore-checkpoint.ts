@@ -1,5 +1,5 @@
 /**
- * Restores allocations from the checkpoint into the datastore (DESIGN §3, §4).
+ * Restores allocations from the checkpoint into the datastore (docs/design.md#3-contracts, docs/design.md#4-restore-after-restart).
  *
  * - Same boot: every allocation is re-created; cooldown entries and the remembered
  *   DELs (`released`, so a sandbox still stopping is not re-adopted) too.

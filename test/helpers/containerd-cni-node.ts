@@ -1,5 +1,5 @@
 /**
- * A node where ipamd itself installs the CNI plugin (issue 5, "ADD/DEL through real
+ * A node where ipamd itself installs the CNI plugin (docs/design.md#11-the-cni-plugin-complete-and-fast, "ADD/DEL through real
  * containerd using the plugin as configured by the conflist ipamd installed"):
  *
  * - a "node" network namespace created here, holding a private containerd 1.6 (CRI)

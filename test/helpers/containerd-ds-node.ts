@@ -1,5 +1,5 @@
 /**
- * A node for the DaemonSet end-to-end test (issue 9 item 5), where ipamd runs as the
+ * A node for the DaemonSet end-to-end test (docs/design.md#12-running-on-a-cluster item 5), where ipamd runs as the
  * pod `helm template` renders, in a container of the node's containerd:
  *
  * - a "node" network namespace with the ENI links the simulated EC2 attaches

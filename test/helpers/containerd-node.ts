@@ -1,12 +1,12 @@
 /**
- * One simulated Kubernetes node for the restore scenarios of issue 3, built from real
+ * One simulated Kubernetes node for the restore scenarios of docs/design.md#9-restore-sources-and-the-nothing-lost-check, built from real
  * parts: a "node" network namespace running a private containerd 1.6 (CRI plugin) whose
  * CNI bin dir holds the project's plugin, the simulated cloud (EC2 + IMDS) in-process, a
  * Kubernetes API stand-in with a kubeconfig, and the real ipamd binary in the test's own
  * namespace pointed at all three (CRI_RUNTIME_ENDPOINT, MY_NODE_NAME + KUBECONFIG, short
  * GC interval and grace). The test plays kubelet: RunPodSandbox through the CRI, then the
  * pod (with its IP) is published in the stand-in; StopPodSandbox/RemovePodSandbox tear it
- * down and delete the pod. `assertNothingLost()` is the check of issue 3. The stand-in's
+ * down and delete the pod. `assertNothingLost()` is the check of docs/design.md#9-restore-sources-and-the-nothing-lost-check. The stand-in's
  * node reports containerd's own CRI identity (`containerd://<version>`), as kubelet would.
  *
  * With `ipamdInNodeNetns`, ipamd runs inside the node namespace, as on a real node

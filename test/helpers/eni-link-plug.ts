@@ -2,7 +2,7 @@
  * Plays the hypervisor for ipamd's host networking in a test node namespace: for every
  * ENI the simulated EC2 reports attached to the instance, a link with the ENI's MAC
  * appears in the node namespace as `eth<device index>` (ipamd finds ENI links by the
- * MAC IMDS gives, DESIGN §7). The links are veth pairs whose other end goes to a
+ * MAC IMDS gives, docs/design.md#7-host-networking). The links are veth pairs whose other end goes to a
  * "vpc" namespace the caller created (dummy links are not available on this kernel);
  * nothing is created in the test's own namespace. A link is removed when its ENI is
  * detached. Names stay ≤ 15 bytes: `eth<d>` / `vpc<d>`.

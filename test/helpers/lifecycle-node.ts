@@ -1,5 +1,5 @@
 /**
- * A simulated node for the ENI-lifecycle tests (issue 4 items 3, 4, 6): the node
+ * A simulated node for the ENI-lifecycle tests (docs/design.md#10-the-warm-pool-at-depth items 3, 4, 6): the node
  * harness (simulated cloud + the real ipamd binary) plus a stand-in CRI runtime kept in
  * step with the test's pods, so ipamd's releases are unfrozen, and short timers. Also
  * the "nothing lost" check for these tests and small EC2 helpers over the real SDK.

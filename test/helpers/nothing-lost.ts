@@ -1,5 +1,5 @@
 /**
- * The "nothing lost" check of issue 3 (DESIGN §4), as a pure function over what the
+ * The "nothing lost" check of docs/design.md#9-restore-sources-and-the-nothing-lost-check (docs/design.md#4-restore-after-restart), as a pure function over what the
  * test observed: the live CRI sandboxes, the simulated EC2 state and call log, and
  * ipamd's allocations after a GC pass. Separate from the node composition so the rules
  * read in one place.

@@ -1,5 +1,5 @@
 /**
- * The outage bench of issue 10: one containerd node (containerd-node.ts, ipamd inside the
+ * The outage bench of docs/design.md#13-evidence-before-trust: one containerd node (containerd-node.ts, ipamd inside the
  * node namespace beside the pods' veths) plus a second, healthy, usually empty runtime on
  * the same node (second-runtime.ts), shared by several scenarios of a test file.
  *
@@ -266,7 +266,7 @@ export function duplicateIps(live: LiveSandbox[]): string[] {
 }
 
 /**
- * The safety assertions of issue 10 item 7, all checked before failing so the message
+ * The safety assertions of docs/design.md#13-evidence-before-trust item 7, all checked before failing so the message
  * lists every one that does not hold: no release call took a live pod's IP or ENI, no IP
  * is on two live sandboxes, every new pod started (an ADD refused at wiring because its IP
  * still routes to a live pod's veth was handed a live IP all the same), and, unless `suspect` is undefined, releases are frozen and

@@ -1,6 +1,6 @@
 /**
  * A second, healthy container runtime on the same node: the "wrong but reachable" runtime
- * of the seed outage (issue 10), where the socket ipamd was given belonged to a runtime
+ * of the seed outage (docs/design.md#13-evidence-before-trust), where the socket ipamd was given belonged to a runtime
  * kubelet did not use. It is a private containerd 1.6 (containerd.ts) in the node's own
  * network namespace, so whatever it runs leaves host-side veths and routes beside the
  * pods' (as docker's and containerd's did on the outage's node), with its own CNI

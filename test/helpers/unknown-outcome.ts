@@ -1,5 +1,5 @@
 /**
- * Helpers of the unknown-outcome scenarios (issue 4 item 5): inject a failure on one
+ * Helpers of the unknown-outcome scenarios (docs/design.md#10-the-warm-pool-at-depth item 5): inject a failure on one
  * mutating EC2 action that the simulated cloud either performs first (the client cannot
  * know it happened) or does not, ADD with a check that the IP handed out is on EC2 at
  * that moment, and wait for ipamd to converge on what EC2 shows.

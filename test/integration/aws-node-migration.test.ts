@@ -1,5 +1,5 @@
 /**
- * Issue 10 item 6 / issue 9 item 6: taking over a node from aws-node without losing a
+ * docs/design.md#13-evidence-before-trust item 6 / docs/design.md#12-running-on-a-cluster item 6: taking over a node from aws-node without losing a
  * pod, through real containerd. The node starts as aws-node left it: its conflist
  * `10-aws.conflist` (plugin: a stand-in wiring pods the aws way, aws-cni-standin.ts),
  * secondary IPs it assigned on the primary ENI and an ENI it created with its tags

@@ -1,5 +1,5 @@
 /**
- * A checkpoint bigger than the node could ever hold is corrupt (issue 10 "Also fix": a
+ * A checkpoint bigger than the node could ever hold is corrupt (docs/design.md#bounds-on-bad-input: a
  * valid 55 MB checkpoint with 200,000 allocations was accepted and every ADD then took
  * 446 ms instead of ~7 ms, rewriting it). The real loader, and a real ipamd in this
  * process (startDaemon) on the simulated cloud: the file is moved aside, state rebuilt,

@@ -86,7 +86,7 @@ test('DEL with ipamd down tears down the node side from prevResult', async (t) =
   const add = await n.call({ ...att, command: 'ADD' });
   assert.equal(add.code, 0, add.stdout);
   const ip = String(add.json.ips[0].address).split('/')[0]!;
-  // The pod's policy routing as DESIGN §1 step 4 has it for a secondary ENI (table 3);
+  // The pod's policy routing as docs/design.md#1-the-parts-and-how-a-pod-gets-its-ip step 4 has it for a secondary ENI (table 3);
   // ADD may have added the prio 512 rule itself already.
   await ruleAdd(n.node.path, ['priority', '512', 'to', ip, 'lookup', 'main']);
   await ruleAdd(n.node.path, ['priority', '1536', 'from', ip, 'lookup', '3']);

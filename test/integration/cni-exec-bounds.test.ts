@@ -1,5 +1,5 @@
 /**
- * Bounds of ipamd's CNI exec socket (issue 10 "Also fix"), against the real ipamd process
+ * Bounds of ipamd's CNI exec socket (docs/design.md#bounds-on-bad-input), against the real ipamd process
  * over its real Unix socket: a request must arrive whole within a deadline from the
  * accept (a byte every second does not extend it), connections still receiving a request
  * are capped (an ADD arriving meanwhile is told "busy" and retries within its wait), and

@@ -1,5 +1,5 @@
 /**
- * Fuzz-found holes of the CNI plugin (issue 10 item 4 and "Also fix"), through the real
+ * Fuzz-found holes of the CNI plugin (docs/design.md#13-evidence-before-trust item 4 and docs/design.md#bounds-on-bad-input), through the real
  * bundled plugin (or the shim with ENI_IPAM_TEST_PLUGIN=shim falls back to it) against
  * the stand-in ipamd (helpers/cni-backend-standin.ts), in real namespaces:
  * - an ADD handed an IP the node already routes to a live pod's veth is refused, the

@@ -1,5 +1,5 @@
 /**
- * The native shim with ipamd DOWN on a host without Node.js (issue 9 item 1): every call
+ * The native shim with ipamd DOWN on a host without Node.js (docs/design.md#12-running-on-a-cluster item 1): every call
  * runs the real static shim in a private mount namespace where no `node` binary exists
  * (test/helpers/no-node.ts), inside the node netns of a CniNode (real ipamd, simulated
  * cloud, real veths). Each verb's exit code and output are asserted; the spooled DEL is

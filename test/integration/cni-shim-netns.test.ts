@@ -1,5 +1,5 @@
 /**
- * ipamd deployed without what it needs to enter pod network namespaces (issue 9 item 1):
+ * ipamd deployed without what it needs to enter pod network namespaces (docs/design.md#12-running-on-a-cluster item 1):
  * the real ipamd runs in its own PID namespace (a DaemonSet without `hostPID: true`) and
  * its own mount namespace where `/var/run/netns` is an empty tmpfs (a DaemonSet without
  * the `/var/run/netns` hostPath mount with HostToContainer propagation). The shim, run

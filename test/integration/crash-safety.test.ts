@@ -1,5 +1,5 @@
 /**
- * Issue 4 item 4, crash-safety: the real ipamd is killed with SIGKILL between two EC2
+ * docs/design.md#10-the-warm-pool-at-depth item 4, crash-safety: the real ipamd is killed with SIGKILL between two EC2
  * steps of grow (created-not-attached, attached-not-DeleteOnTermination,
  * attached-not-in-datastore) or shrink (unassigned-not-removed, detached-not-deleted),
  * then restarted. The window is found with sim latency on the next action (the sim

@@ -1,12 +1,12 @@
 /**
- * The DaemonSet end to end in containerd (issue 9 item 5): ipamd runs from the image
+ * The DaemonSet end to end in containerd (docs/design.md#12-running-on-a-cluster item 5): ipamd runs from the image
  * `npm run image` built, in the pod `helm template` renders (command, env, capabilities,
  * mounts and probes read from the rendered manifest, never written here), on a node
  * whose mount namespace has no Node.js. The simulated cloud is reached through env added
  * with the chart's `extraEnv` at render time. See containerd-ds-node.ts for the node and
  * daemonset-node.ts for how the pod is run (kubelet's part, through the CRI).
  *
- * Second test (issue 9 item 6): the same DaemonSet taking over a node from aws-node
+ * Second test (docs/design.md#12-running-on-a-cluster item 6): the same DaemonSet taking over a node from aws-node
  * (its 10-aws.conflist, plugin stand-in, ENI and checkpoint in /var/run/aws-node).
  *
  * The image is built first if needed (`npm run image`'s build.mjs, a no-op when up to

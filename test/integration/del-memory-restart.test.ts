@@ -1,5 +1,5 @@
 /**
- * Issue 10 item 5: the containers ipamd served a DEL for are remembered across a
+ * docs/design.md#13-evidence-before-trust item 5: the containers ipamd served a DEL for are remembered across a
  * restart. containerd's StopPodSandbox runs the CNI DEL first and only then stops the
  * sandbox, so a runtime can list a sandbox READY, with its IP, after its DEL was served;
  * if ipamd restarts in that window (kill -9), the first evidence pass must not adopt it
@@ -7,7 +7,7 @@
  *
  * The real ipamd binary in a child process (so the restart is a SIGKILL), the real AWS
  * SDK against the simulated EC2, the CRI stand-in (a real gRPC server) as the runtime.
- * Also (issue 10 item 6, bad input): a corrupt aws-node checkpoint found when ipamd has
+ * Also (docs/design.md#13-evidence-before-trust item 6, bad input): a corrupt aws-node checkpoint found when ipamd has
  * none of its own is kept aside, not imported, and releases nothing.
  */
 import { test } from 'node:test';

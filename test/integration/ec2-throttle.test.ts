@@ -1,5 +1,5 @@
 /**
- * "While throttled, ADDs keep being served from the pool" (issue 4 item 5), end to end:
+ * "While throttled, ADDs keep being served from the pool" (docs/design.md#10-the-warm-pool-at-depth item 5), end to end:
  * the real ipamd binary against the simulated cloud whose mutating EC2 actions are
  * throttled to a token bucket of burst 1, refill 0.5/s (EC2-style RequestLimitExceeded).
  *

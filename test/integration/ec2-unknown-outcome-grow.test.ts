@@ -1,5 +1,5 @@
 /**
- * Issue 4 item 5, unknown outcomes on the grow side: AssignPrivateIpAddresses (secondary
+ * docs/design.md#10-the-warm-pool-at-depth item 5, unknown outcomes on the grow side: AssignPrivateIpAddresses (secondary
  * IPs and /28 prefixes), CreateNetworkInterface and AttachNetworkInterface each fail once
  * with a 500 that EC2 did act on, a 500 that it did not, and (assign, create) no answer
  * at all after acting (the 1 s attempt timeout runs out). The real ipamd against the

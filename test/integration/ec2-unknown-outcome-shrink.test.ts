@@ -1,5 +1,5 @@
 /**
- * Issue 4 item 5, unknown outcomes on the shrink side: UnassignPrivateIpAddresses
+ * docs/design.md#10-the-warm-pool-at-depth item 5, unknown outcomes on the shrink side: UnassignPrivateIpAddresses
  * (secondary IPs and /28 prefixes), DetachNetworkInterface and DeleteNetworkInterface
  * each fail once with a 500 that EC2 did act on, a 500 that it did not, and no answer at
  * all after acting (the 1 s attempt timeout runs out). The real ipamd against the

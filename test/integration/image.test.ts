@@ -1,5 +1,5 @@
 /**
- * The container image (issue 9 item 2): `node scripts/image/build.mjs` (what `npm run image`
+ * The container image (docs/design.md#12-running-on-a-cluster item 2): `node scripts/image/build.mjs` (what `npm run image`
  * runs; skipped when its inputs are unchanged, so one build serves a whole run) writes an
  * OCI archive that a real containerd 1.6 imports and runs; the archive holds what ipamd
  * needs and nothing of the dev tool chain; the Dockerfile states the same entrypoint,

@@ -1,5 +1,5 @@
 /**
- * Issue 4 item 6, IMDS is a hint and EC2 is the truth, with the simulated cloud's IMDS
+ * docs/design.md#10-the-warm-pool-at-depth item 6, IMDS is a hint and EC2 is the truth, with the simulated cloud's IMDS
  * lag knob (the field's 90 s / 120 s cases shortened to a few seconds, same logic):
  * a new ENI that IMDS shows late is waited for with backoff, then adopted (also when
  * the wait runs out first: the reconcile adopts it, no second ENI is created); a freed

@@ -1,5 +1,5 @@
 /**
- * Introspection compatible with amazon-vpc-cni-k8s (issue 12 item 3) and the ADD/DEL log
+ * Introspection compatible with amazon-vpc-cni-k8s (docs/design.md#14-operability item 3) and the ADD/DEL log
  * lines with a run-time log level (item 6), against the real ipamd binary on the
  * simulated cloud over real HTTP and gRPC:
  * - `GET /` lists the paths; `/v1/enis` has upstream's shape (per network card, ENIs,

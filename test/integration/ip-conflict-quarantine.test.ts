@@ -1,5 +1,5 @@
 /**
- * Last line of defence at wiring time (issue 10 item 4), end to end: the real ipamd on
+ * Last line of defence at wiring time (docs/design.md#13-evidence-before-trust item 4), end to end: the real ipamd on
  * the simulated cloud, the real plugin in a node netns. Pod A is live with IP x; ipamd
  * loses A's allocation (a DelNetwork behind A's back, as in the seed outage where a
  * lying source released live allocations), so x is free again in ipamd and is handed to

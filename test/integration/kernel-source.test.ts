@@ -1,5 +1,5 @@
 /**
- * The kernel evidence source against the real kernel (issue 10 item 1): a node netns
+ * The kernel evidence source against the real kernel (docs/design.md#13-evidence-before-trust item 1): a node netns
  * with pod netns, veth pairs and /32 routes as the CNI plugin wires them, read by
  * KernelSource with iproute2; and what happens when `ip` fails or prints garbage.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 9 item 7: AWS_VPC_K8S_CNI_LOG_FILE and the plugin's log file work as
+ * docs/design.md#12-running-on-a-cluster item 7: AWS_VPC_K8S_CNI_LOG_FILE and the plugin's log file work as
  * amazon-vpc-cni-k8s users expect. The real ipamd binary with its log set to a file in a
  * directory that does not exist yet and a 1 KiB rotation size: it writes JSON lines
  * there (nothing on stdout but the one line saying where), rotates to `<file>.1.gz`,

@@ -1,5 +1,5 @@
 /**
- * Metrics that mean what they say (issue 12 item 1), end to end: the real ipamd binary
+ * Metrics that mean what they say (docs/design.md#14-operability item 1), end to end: the real ipamd binary
  * on the simulated cloud (real SDK, real gRPC, real HTTP scrape). A small workload on a
  * /28 subnet — fill the pool, one ADD too many (the subnet is full), DELs, an address
  * EC2 loses out of band while IMDS still lists it — and then:

@@ -1,6 +1,6 @@
 /**
  * A refill that cannot succeed fails the waiting ADDs at once, with a message naming the
- * limit that binds (issue 4 item 2): MAX_ENI, the instance type's ENI limit (with each
+ * limit that binds (docs/design.md#10-the-warm-pool-at-depth item 2): MAX_ENI, the instance type's ENI limit (with each
  * ENI full at its IPv4 addresses per ENI), a full subnet, EC2 refusing the attach.
  * ipamd is the real binary over real gRPC, EC2 the simulated cloud through the real SDK.
  * ADDs may wait 30 s here: a failure that says "after waiting" would be a timeout, not

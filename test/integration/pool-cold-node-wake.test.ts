@@ -1,5 +1,5 @@
 /**
- * Waiter wake-up and the "before usable" hook (issue 4 item 2; host-network window),
+ * Waiter wake-up and the "before usable" hook (docs/design.md#10-the-warm-pool-at-depth item 2; host-network window),
  * in process: ipamd's real pool controller, ENI manager, datastore and ADD path
  * (IpamService), discovering the node and calling the simulated EC2 through the real
  * AWS SDK over HTTP. The hook stands in for host networking and is held open by the

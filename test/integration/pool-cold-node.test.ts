@@ -1,5 +1,5 @@
 /**
- * Cold node (issue 4 item 2): ipamd (the real binary, real gRPC) on a fresh m5.xlarge
+ * Cold node (docs/design.md#10-the-warm-pool-at-depth item 2): ipamd (the real binary, real gRPC) on a fresh m5.xlarge
  * (4 ENIs × 14 secondary IPs) whose simulated EC2, reached through the real AWS SDK,
  * takes 0.5 s per CreateNetworkInterface and 3 s from attach to `attached`. 30 ADDs
  * arrive within a second with the default WARM_ENI_TARGET=1 and the default 10 s wait:

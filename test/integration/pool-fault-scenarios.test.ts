@@ -1,5 +1,5 @@
 /**
- * Issue 4's warm-pool fault scenarios that had no "nothing lost" ending elsewhere: the
+ * The (docs/design.md#10-the-warm-pool-at-depth) warm-pool fault scenarios that had no "nothing lost" ending elsewhere: the
  * real ipamd against the simulated cloud (stand-in CRI, so releases are not frozen):
  * - throttling of both EC2 action classes while pods come and go (grow and shrink both
  *   need EC2), then the throttle lifts;

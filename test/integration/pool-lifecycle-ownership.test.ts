@@ -1,5 +1,5 @@
 /**
- * Issue 4 item 4, ENI ownership, against the real ipamd binary and the simulated cloud:
+ * docs/design.md#10-the-warm-pool-at-depth item 4, ENI ownership, against the real ipamd binary and the simulated cloud:
  * the leaked-ENI sweep deletes only our tagged, `available` ENIs older than 5 minutes
  * (in CLUSTER_NAME scope: any instance of the cluster; see ipamd/controller/eni-lifecycle/leak-sweep.ts),
  * never while releases are frozen, never with DISABLE_LEAKED_ENI_CLEANUP; untagged and

@@ -1,5 +1,5 @@
 /**
- * Issue 4 item 3, shrink with hysteresis, against the real ipamd binary and the
+ * docs/design.md#10-the-warm-pool-at-depth item 3, shrink with hysteresis, against the real ipamd binary and the
  * simulated cloud (real SDK): surplus is released only after it persisted for
  * ENI_IPAM_SHRINK_DELAY, in one UnassignPrivateIpAddresses per ENI; a surplus that
  * does not persist releases nothing; demand that comes back cancels the rest of a

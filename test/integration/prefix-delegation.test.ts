@@ -37,7 +37,7 @@ async function primaryPrefixes(h: NodeHarness): Promise<string[]> {
 const inPrefix = (ip: string, prefix: string) => ipaddr.IPv4.parse(ip).match(ipaddr.IPv4.parseCIDR(prefix));
 
 test('m5.large with WARM_PREFIX_TARGET=1: pods get IPs out of /28s; a prefix is released only when all 16 addresses are free', async (t) => {
-  // A stand-in CRI keeps the pods live, so releases are not frozen (DESIGN §4).
+  // A stand-in CRI keeps the pods live, so releases are not frozen (docs/design.md#4-restore-after-restart).
   const n = await createLifecycleNode({
     instanceType: 'm5.large',
     env: { ENABLE_PREFIX_DELEGATION: 'true', WARM_PREFIX_TARGET: '1', IP_COOLDOWN_PERIOD: '1s', ENI_IPAM_SHRINK_DELAY: '1s' },

@@ -1,5 +1,5 @@
 /**
- * Issue 4, the race behind the property test's "ADD got an IP EC2 no longer shows":
+ * docs/design.md#10-the-warm-pool-at-depth, the race behind the property test's "ADD got an IP EC2 no longer shows":
  * the evidence pass (restore/reconciler.ts) adopting a runtime sandbox's IP while the
  * shrink has that IP `releasing` with its UnassignPrivateIpAddresses in flight.
  *

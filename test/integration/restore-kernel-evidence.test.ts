@@ -1,5 +1,5 @@
 /**
- * The seed outage without containerd (issue 10 items 1–3), through the real ipamd, the
+ * The seed outage without containerd (docs/design.md#13-evidence-before-trust items 1–3), through the real ipamd, the
  * real plugin and the real kernel: pods wired by the plugin in a node netns (veth, /32
  * route, ip rules), and a healthy CRI runtime that knows none of them (the "reachable
  * wrong runtime"). Before the kernel source, the first GC pass after the grace released

@@ -1,5 +1,5 @@
 /**
- * Issue 3, leak GC and idempotent DEL against a real containerd: 200 ADD/DEL cycles
+ * docs/design.md#9-restore-sources-and-the-nothing-lost-check, leak GC and idempotent DEL against a real containerd: 200 ADD/DEL cycles
  * with dropped DELs, failed ADDs and netns-less removals converge to `assigned == live`
  * within one GC pass without a restart, and repeated, unknown or unreachable DELs
  * release an address exactly once. Each test ends with the "nothing lost" check.

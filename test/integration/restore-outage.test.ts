@@ -1,7 +1,7 @@
 /**
- * Issue 3, the seed outage (F1) and its sibling, against a real containerd: ipamd
+ * docs/design.md#9-restore-sources-and-the-nothing-lost-check, the seed outage (F1) and its sibling, against a real containerd: ipamd
  * restarts while the container runtime and the Kubernetes API cannot be read. Nothing
- * may be released to EC2 while any source is unreadable (DESIGN §4 rules 2-3), ADDs are
+ * may be released to EC2 while any source is unreadable (docs/design.md#4-restore-after-restart rules 2-3), ADDs are
  * still served from addresses no live pod holds, and once the sources answer again every
  * running sandbox is rebuilt and the freeze lifts. Each test ends with the "nothing lost"
  * check. Needs root and `scripts/ensure-deps.sh --containerd`.

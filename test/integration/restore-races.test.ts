@@ -1,5 +1,5 @@
 /**
- * Issue 3, crashes, races and bad checkpoints against a real containerd: ipamd killed
+ * docs/design.md#9-restore-sources-and-the-nothing-lost-check, crashes, races and bad checkpoints against a real containerd: ipamd killed
  * with SIGKILL in the middle of a burst of sandbox creations and removals; a pod deleted
  * while its successor with the same name is created; stale, foreign-interface and early
  * DELs; and checkpoint files that are truncated, zero-filled, of an unknown version or
@@ -138,7 +138,7 @@ test('corrupt checkpoints (truncated, zeros, unknown version) are kept aside; an
       assert.equal(newAside.length, 1, `the ${v.name} file was moved aside`);
       assert.deepEqual(await readFile(path.join(dir, newAside[0]!)), bad, 'kept byte for byte');
     } else {
-      assert.equal(newAside.length, 0, 'a valid checkpoint of another boot is not corrupt (DESIGN §3)');
+      assert.equal(newAside.length, 0, 'a valid checkpoint of another boot is not corrupt (docs/design.md#3-contracts)');
       assert.equal((await ipamdLog(n.ipamdLog)).filter((l) => l.msg.startsWith('checkpoint is from a previous boot')).length, 1);
     }
     assert.equal(d.child.exitCode, null, 'ipamd still runs (no crash loop)');

@@ -1,5 +1,5 @@
 /**
- * Issue 10, the Kubernetes source and both sources right, through real containerd, from
+ * docs/design.md#13-evidence-before-trust, the Kubernetes source and both sources right, through real containerd, from
  * 12 live pods on 2 ENIs (outage-bench.ts; GC, grace, cooldown, shrink and ENI age are seconds):
  *
  * e. a wrong MY_NODE_NAME with the Kubernetes source on (the stand-in), while the runtime

@@ -1,5 +1,5 @@
 /**
- * Issue 10, the seed outage as an operator hits it, through real containerd: 12 live pods
+ * docs/design.md#13-evidence-before-trust, the seed outage as an operator hits it, through real containerd: 12 live pods
  * on 2 ENIs, then ipamd restarted with CRI_RUNTIME_ENDPOINT pointing at a second, healthy
  * containerd kubelet does not use, and no Kubernetes source (MY_NODE_NAME unset). GC,
  * grace, cooldown, shrink and ENI age are seconds (outage-bench.ts OUTAGE_ENV).

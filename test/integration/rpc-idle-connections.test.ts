@@ -1,5 +1,5 @@
 /**
- * ipamd's gRPC socket closes idle client connections (issue 10 "Also fix": 232 idle
+ * ipamd's gRPC socket closes idle client connections (docs/design.md#bounds-on-bad-input: 232 idle
  * HTTP/2 connections used to be held forever, one fd each). The real RpcServer
  * (grpc-js) on a Unix socket, plain node:http2 clients that connect and then do nothing.
  */

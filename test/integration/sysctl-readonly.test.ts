@@ -1,5 +1,5 @@
 /**
- * Issue 9 item 7: in a container /proc/sys is read-only, so ipamd CHECKS the kernel
+ * docs/design.md#12-running-on-a-cluster item 7: in a container /proc/sys is read-only, so ipamd CHECKS the kernel
  * settings it needs and reports a wrong one instead of setting it (and crash-looping
  * when that fails). ipamd runs in a mount namespace of its own where /proc/sys is a
  * read-only bind (`unshare -m`, `mount --bind` + `remount,ro`), in a node namespace

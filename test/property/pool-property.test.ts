@@ -1,5 +1,5 @@
 /**
- * Property test of the warm pool (issue 4, "Tests"): 10,000 random operations — ADD,
+ * Property test of the warm pool (docs/design.md#10-the-warm-pool-at-depth): 10,000 random operations — ADD,
  * DEL, repeated ADD, DEL of an unknown key, shrink ticks, reconcile waits, restarts —
  * interleaved with several RPCs in flight, spread over seeded episodes, each against
  * its own simulated cloud with random EC2 latency and IMDS lag, driving the real ipamd

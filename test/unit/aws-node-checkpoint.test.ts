@@ -1,5 +1,5 @@
 /**
- * Importing amazon-vpc-cni-k8s's checkpoint (issue 10 item 6): the format conversion and
+ * Importing amazon-vpc-cni-k8s's checkpoint (docs/design.md#13-evidence-before-trust item 6): the format conversion and
  * the bad inputs (corrupt, another boot, unknown version, too large): never imported, a
  * copy kept aside, the original left in place. Real files in a temp dir.
  */
@@ -15,9 +15,9 @@ import { importAwsNodeCheckpoint, kernelBootTimeMs, markAwsNodeCheckpointImporte
 const log = pino({ level: 'silent' });
 const BOOT = 'b00710d0-0000-4000-8000-000000000000';
 
-/** An aws-node checkpoint as its JSONFile checkpointer writes it (allocationTimestamp in ns). */
+/** An aws-node checkpoint as its JSONFile checkpointer writes it (allocationTimestamp in ns, written as the double JSON.parse reads it). */
 function awsFile(entries: unknown[] = [
-  { networkName: 'aws-cni', containerID: 'c1', ifName: 'eth0', ipv4: '10.0.0.11', allocationTimestamp: 1_700_000_000_123_456_789, metadata: { k8sPodNamespace: 'default', k8sPodName: 'web-1' } },
+  { networkName: 'aws-cni', containerID: 'c1', ifName: 'eth0', ipv4: '10.0.0.11', allocationTimestamp: 1_700_000_000_123_456_768, metadata: { k8sPodNamespace: 'default', k8sPodName: 'web-1' } },
   { networkName: 'aws-cni', containerID: 'c2', ifName: 'eth0', ipv4: '10.0.0.12', allocationTimestamp: 1_700_000_001_000_000_000, metadata: {} },
   { networkName: 'aws-cni', containerID: 'c6', ifName: 'eth0', ipv6: '2600:1f14::5', allocationTimestamp: 1, metadata: {} },
 ]): string {

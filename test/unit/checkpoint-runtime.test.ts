@@ -1,5 +1,5 @@
 /**
- * The checkpoint's optional `runtime` identity (issue 10 item 2): recorded and read back;
+ * The checkpoint's optional `runtime` identity (docs/design.md#13-evidence-before-trust item 2): recorded and read back;
  * old checkpoints without it still load; a malformed one is dropped, never a corrupt file.
  */
 import { test } from 'node:test';

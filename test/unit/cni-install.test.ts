@@ -1,5 +1,5 @@
 /**
- * CNI install order (issue 9 item 6): ipamd's conflist sorts before a leftover
+ * CNI install order (docs/design.md#12-running-on-a-cluster item 6): ipamd's conflist sorts before a leftover
  * amazon-vpc-cni-k8s `10-aws.conflist`, which is left in place and reported; our former
  * `10-eni-ipam.conflist` is removed.
  */

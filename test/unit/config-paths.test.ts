@@ -1,5 +1,5 @@
 /**
- * Start-up validation of ipamd's path settings (issue 10 "Also fix"): a checkpoint under
+ * Start-up validation of ipamd's path settings (docs/design.md#bounds-on-bad-input): a checkpoint under
  * /proc (ipamd used to spin at ~90 % CPU and never serve), a checkpoint path that is a
  * directory (EISDIR without the variable), a Unix socket path over the 107-byte sun_path
  * limit (a misleading ENOENT chmod and a stray socket under a truncated name). The real

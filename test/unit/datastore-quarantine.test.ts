@@ -1,5 +1,5 @@
 /**
- * Quarantine of an IP found in use at wiring time (issue 10 item 4): the datastore never
+ * Quarantine of an IP found in use at wiring time (docs/design.md#13-evidence-before-trust item 4): the datastore never
  * hands it out nor releases it until lifted, a clean evidence pass (verifyAll) does not
  * lift it, and the re-check lifts it only when the node no longer routes it (a failed
  * read lifts nothing).

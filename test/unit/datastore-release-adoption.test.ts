@@ -1,6 +1,6 @@
 /**
  * An adoption (evidence pass, checkpoint, a DEL rolled back) meeting an address the
- * shrink is releasing (issue 4: "no IP can be handed out and unassigned at the same
+ * shrink is releasing (docs/design.md#10-the-warm-pool-at-depth: "no IP can be handed out and unassigned at the same
  * time"), at the datastore, merge and release-batch level: a reservation not yet sent
  * to EC2 is cancelled; one already sent is settled by EC2's answer — kept and assigned
  * when EC2 keeps the address, the allocation flagged pending (never dropped, never

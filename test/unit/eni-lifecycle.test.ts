@@ -1,5 +1,5 @@
 /**
- * Pure parts of the ENI lifecycle (issue 4 item 4): which ENIs the leaked-ENI sweep may
+ * Pure parts of the ENI lifecycle (docs/design.md#10-the-warm-pool-at-depth item 4): which ENIs the leaked-ENI sweep may
  * delete, how start-up sorts half-done ENIs, and which EC2 failures prove a request was
  * not executed. Table-driven.
  */

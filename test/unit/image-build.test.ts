@@ -13,7 +13,9 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 /** Loads a build module by path (plain .mjs without type declarations). */
-const load = async (name: string): Promise<Record<string, any>> => import(pathToFileURL(path.join(ROOT, 'scripts', 'image', name)).href) as Promise<Record<string, any>>;
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- plain .mjs modules without type declarations
+type BuildModule = Record<string, any>;
+const load = async (name: string): Promise<BuildModule> => import(pathToFileURL(path.join(ROOT, 'scripts', 'image', name)).href) as Promise<BuildModule>;
 
 test('errorSummary keeps the line that says what failed', async () => {
   const { errorSummary } = await load('common.mjs');

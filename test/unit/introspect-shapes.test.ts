@@ -1,5 +1,5 @@
 /**
- * Pure parts of introspection and logging (issue 12 items 3 and 6): the `/v1/enis`
+ * Pure parts of introspection and logging (docs/design.md#14-operability items 3 and 6): the `/v1/enis`
  * document in upstream's shape for secondary IPs and for /28 prefixes (a prefix's
  * addresses listed once handed out; masks base64 as Go marshals net.IPMask; cooldown in
  * UnassignedTime), and the SIGUSR2 log-level cycle.

@@ -1,5 +1,5 @@
 /**
- * The restore-safety metrics (issue 10 item 2/3): each evidence source's state at the
+ * The restore-safety metrics (docs/design.md#13-evidence-before-trust item 2/3): each evidence source's state at the
  * last pass (ok, unreadable, suspect) and whether the release brake held, from a pass report.
  */
 import { test } from 'node:test';

@@ -1,5 +1,5 @@
 /**
- * Table-driven tests of the pure pool decisions (DESIGN §3 "Pool math").
+ * Table-driven tests of the pure pool decisions (docs/design.md#pool-math).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

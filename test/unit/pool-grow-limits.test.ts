@@ -1,5 +1,5 @@
 /**
- * Which limit binds when the pool cannot grow (issue 4 item 2), the waiting-ADD queue
+ * Which limit binds when the pool cannot grow (docs/design.md#10-the-warm-pool-at-depth item 2), the waiting-ADD queue
  * (FIFO wake-ups, no over-wake, failing only what nothing can serve) and the device
  * index bookkeeping that lets ENIs be created in parallel. Table-driven where it fits.
  */

@@ -1,5 +1,5 @@
 /**
- * The merge rules of issue 10 items 1–3, table-driven: the kernel vouches, suspect
+ * The merge rules of docs/design.md#13-evidence-before-trust items 1–3, table-driven: the kernel vouches, suspect
  * runtime/Kubernetes reads, identity mismatches, the release brake and its thresholds,
  * two-source agreement, and no false freeze when every source is right and a DEL was lost.
  */

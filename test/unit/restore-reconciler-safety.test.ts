@@ -1,5 +1,5 @@
 /**
- * The evidence reconciler over a real Datastore and ReleaseGate (issue 10 items 1–3):
+ * The evidence reconciler over a real Datastore and ReleaseGate (docs/design.md#13-evidence-before-trust items 1–3):
  * the freeze reasons it sets for an unreadable kernel, a suspect runtime and a held
  * brake, that they lift when the sources are right again, that unverified IPs the kernel
  * shows wired stay unverified, and that the runtime identity is recorded once trusted.

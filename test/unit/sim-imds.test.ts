@@ -1,5 +1,5 @@
 /**
- * The simulated cloud's IMDSv2 server: the token flow, the metadata paths of DESIGN §6
+ * The simulated cloud's IMDSv2 server: the token flow, the metadata paths of docs/design.md#6-imds-paths-used
  * staying consistent with EC2 state (changed through the real SDK), the lag knob, and
  * the SDK default credential chain getting credentials from it.
  */

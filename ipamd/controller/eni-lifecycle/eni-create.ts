@@ -1,5 +1,5 @@
 /**
- * Grow side of the ENI lifecycle (DESIGN §3 "ENI ownership"): create a tagged ENI with
+ * Grow side of the ENI lifecycle (docs/design.md#eni-ownership): create a tagged ENI with
  * its secondary IPs (or /28 prefixes) in one CreateNetworkInterface, attach it at a
  * device index reserved beforehand, set DeleteOnTermination, wait for the attachment
  * (EC2) and for IMDS to list it, then hand it to the adopter (which runs the
@@ -51,7 +51,7 @@ export interface EniCreateContext {
   adopt(eni: Ec2Eni): Promise<EniInfo | undefined>;
 }
 
-/** The tags of a new ENI (DESIGN §3): ADDITIONAL_ENI_TAGS, then ours (which win). */
+/** The tags of a new ENI (docs/design.md#3-contracts): ADDITIONAL_ENI_TAGS, then ours (which win). */
 export function newEniTags(c: Pick<EniCreateContext, 'additionalTags' | 'instance' | 'clusterName'>, createdAtMs: number): Record<string, string> {
   return {
     ...c.additionalTags,

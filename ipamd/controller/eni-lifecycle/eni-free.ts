@@ -1,5 +1,5 @@
 /**
- * Shrink side of the ENI lifecycle (DESIGN §3 "ENI ownership"): free an ENI that holds
+ * Shrink side of the ENI lifecycle (docs/design.md#eni-ownership): free an ENI that holds
  * nothing (detach, never forced; wait until `available`; delete, NotFound = deleted), and
  * retry the deletion of orphans. Nothing is detached or deleted while releases are frozen.
  */

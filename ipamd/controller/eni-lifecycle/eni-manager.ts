@@ -1,7 +1,7 @@
 /**
  * ENI lifecycle: create + tag + attach + DeleteOnTermination for growth
  * (`eni-create.ts`), and detach + wait + delete for shrink (`eni-free.ts`), over the
- * bookkeeping of half-done work and device indexes (`eni-book.ts`). DESIGN §3 "ENI ownership".
+ * bookkeeping of half-done work and device indexes (`eni-book.ts`). docs/design.md#eni-ownership.
  *
  * Ownership: ENIs we create carry `node.k8s.amazonaws.com/instance_id=<id>` and
  * `node.k8s.amazonaws.com/createdAt=<RFC 3339>` (plus the cluster tag and

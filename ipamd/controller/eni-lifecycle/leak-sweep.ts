@@ -1,5 +1,5 @@
 /**
- * The leaked-ENI sweep (DESIGN §3 "ENI ownership"; issue 4 item 4): deletes ENIs that
+ * The leaked-ENI sweep (docs/design.md#eni-ownership; docs/design.md#10-the-warm-pool-at-depth item 4): deletes ENIs that
  * eni-ipam created and nobody uses any more — left `available` by a crash between
  * CreateNetworkInterface and AttachNetworkInterface, or between Detach and Delete, or by
  * a node that was terminated while an ENI was detached.
@@ -31,7 +31,7 @@ import { ENI_DESCRIPTION_PREFIX, eniCreatedAtMs, TAG_CLUSTER_NAME, TAG_INSTANCE_
 import type { ReleaseGate } from '../release/release-gate.js';
 import { PeriodicTask } from '../periodic-task.js';
 
-/** Minimum age of a leaked ENI before the sweep deletes it (ms): 5 min, as DESIGN §3 and AWS. */
+/** Minimum age of a leaked ENI before the sweep deletes it (ms): 5 min, as docs/design.md#3-contracts and AWS. */
 export const LEAKED_ENI_MIN_AGE_MS = 5 * 60_000;
 
 /** What {@link whyNotLeaked} judges an ENI against. */

@@ -1,5 +1,5 @@
 /**
- * ADDs waiting for an address on an empty pool (DESIGN §1: bounded wait on one
+ * ADDs waiting for an address on an empty pool (docs/design.md#1-the-parts-and-how-a-pod-gets-its-ip: bounded wait on one
  * coalesced refill). FIFO: {@link AddressWaiters.wake} resolves the oldest waiters, as
  * many as there are available addresses, the moment addresses may have appeared (the
  * datastore tells after IPs/prefixes are added or a release is cancelled; the pool

@@ -1,5 +1,5 @@
 /**
- * Executes the grow side of the warm pool (issue 4 item 2; DESIGN §3 "Pool math"): the
+ * Executes the grow side of the warm pool (docs/design.md#10-the-warm-pool-at-depth item 2; docs/design.md#pool-math): the
  * pure plan (`planGrow`) sized for the targets plus every waiting ADD, one
  * AssignPrivateIpAddresses batch per existing ENI (awaited), and every new ENI the plan
  * asks for launched at once in the background, each with its own device index (reserved

@@ -1,6 +1,6 @@
 /**
  * The pool controller: keeps the warm pool at its targets by calling EC2, beside the
- * request path (ADD is served from memory; DESIGN §1). It runs one step at a time
+ * request path (ADD is served from memory; docs/design.md#1-the-parts-and-how-a-pod-gets-its-ip). It runs one step at a time
  * (single flight), on a timer, after every ADD/DEL, and when an ADD finds the pool
  * empty — then the waiting ADDs are counted as extra demand in one coalesced refill.
  *

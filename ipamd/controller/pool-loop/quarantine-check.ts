@@ -1,5 +1,5 @@
 /**
- * Lifts the quarantine of addresses (issue 10 item 4, Datastore.quarantine) once the
+ * Lifts the quarantine of addresses (docs/design.md#13-evidence-before-trust item 4, Datastore.quarantine) once the
  * conflict that caused it is gone: the plugin refused an ADD because the node's main
  * table already routed `<ip>/32` to another pod's veth; when no such route is left (the
  * other pod was deleted: its route went with its veth) the address may be handed out

@@ -1,5 +1,5 @@
 /**
- * Executes the shrink side of the warm pool (issue 4 item 3; DESIGN §3 "Pool math"):
+ * Executes the shrink side of the warm pool (docs/design.md#10-the-warm-pool-at-depth item 3; docs/design.md#pool-math):
  * surplus is released only after it stayed surplus for ENI_IPAM_SHRINK_DELAY
  * ({@link SurplusTracker}: the amount is the smallest surplus seen over that window),
  * in one UnassignPrivateIpAddresses per ENI, and whole ENIs are freed only within the

@@ -13,7 +13,7 @@
  *    sure (4xx, throttled) → the items return to the pool (an adopted one is then plainly
  *    assigned). Unknown outcome (5xx, timeout) → {@link UnsettledReleases}.
  * 3. {@link UnsettledReleases.settle}: a describe of the ENI decides the unknown ones; a
- *    failed describe decides nothing (DESIGN §8).
+ *    failed describe decides nothing (docs/design.md#8-lessons-the-field-paid-for).
  */
 import type { Ec2Port, Ec2Eni } from '../../cloud/ec2-port.js';
 import type { Allocation } from '../../datastore/types.js';

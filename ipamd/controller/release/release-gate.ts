@@ -1,7 +1,7 @@
 /**
  * The release gate: the single switch every path that would give an address back to
  * EC2 (UnassignPrivateIpAddresses, DetachNetworkInterface, DeleteNetworkInterface)
- * must pass. Releases are **frozen** while any reason is held (DESIGN §4 rule 3): a
+ * must pass. Releases are **frozen** while any reason is held (docs/design.md#4-restore-after-restart rule 3): a
  * source that could not be read never turns into "free".
  *
  * Sources that hold it: `startup` (first evidence pass not done), `checkpoint` (missing
