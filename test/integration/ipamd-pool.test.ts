@@ -5,7 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import path from 'node:path';
 import { mkdir, readdir, readFile, rm, rmdir, stat } from 'node:fs/promises';
 import { DescribeNetworkInterfacesCommand, EC2Client } from '@aws-sdk/client-ec2';
@@ -178,15 +178,25 @@ test('a checkpoint write failure rolls the assignment back and fails the RPC; DE
   t.after(() => c.close());
   const kept = await c.add('kept');
   await waitFor('a warm pool', async () => (await d.status()).counts.available >= 3);
-  // A directory where the checkpoint file must be renamed to makes every write fail.
+  // Every durable write fails: the journal (appended through an fd ipamd keeps open) is made
+  // immutable, so the kernel refuses the append with EPERM, and a directory where the snapshot
+  // must be renamed to makes a compaction fail too.
+  const journal = `${h.checkpoint}.journal`;
+  await waitFor('the journal written by the first ADD', async () => (await stat(journal).catch(() => undefined)) !== undefined || undefined);
+  execFileSync('chattr', ['+i', journal]);
   await rm(h.checkpoint, { force: true });
   await mkdir(h.checkpoint);
+  // t.after hooks run in registration order (h.close() first), so the flag comes off here.
+  try {
   await assert.rejects(c.add('doomed'), (e: GrpcError) => e.code === grpc.status.INTERNAL && /persist/.test(e.details));
   await assert.rejects(c.del('kept'), (e: GrpcError) => e.code === grpc.status.INTERNAL && /persist/.test(e.details));
   const s = await d.status();
   assert.equal(s.counts.assigned, 1, 'the failed ADD left nothing assigned, the failed DEL left kept assigned');
   const allocs = (await (await fetch(`http://127.0.0.1:${d.introspectionPort}/v1/allocations`)).json()) as Array<{ containerID: string; ipv4: string }>;
   assert.deepEqual(allocs.map((a) => [a.containerID, a.ipv4]), [['kept', kept.ipv4_addr]]);
+  } finally {
+    execFileSync('chattr', ['-i', journal]);
+  }
   await rmdir(h.checkpoint);
   const ok = await c.add('doomed');
   assert.notEqual(ok.ipv4_addr, kept.ipv4_addr);
