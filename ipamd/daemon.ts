@@ -34,6 +34,7 @@ import { startEvidence } from './startup/evidence.js';
 import { KernelSource } from './restore/kernel-source.js';
 import { restoreFromCheckpoint } from './startup/restore-checkpoint.js';
 import { importAwsNodeCheckpoint, markAwsNodeCheckpointImported } from './startup/aws-node-import.js';
+import { confirmJitterMs, startInventoryCache } from './startup/fast-start.js';
 
 /** A running daemon. */
 export interface Daemon {
@@ -57,6 +58,8 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   const inv = await discoverNode({
     imdsEndpoint: config.imdsEndpoint, ...(config.ec2Endpoint ? { ec2Endpoint: config.ec2Endpoint } : {}), log,
     limitsCacheFile: path.join(path.dirname(config.checkpointPath), 'instance-limits.json'),
+    // Same boot, ENIs unchanged: serve from the cached inventory, EC2 confirms in the background (startup/fast-start.ts).
+    ...(config.disableNetworkResourceProvisioning ? {} : { inventoryCache: { file: path.join(path.dirname(config.checkpointPath), 'eni-inventory.json'), bootId } }),
     ec2Options: { ratePerSecond: config.ec2RatePerSecond, burst: config.ec2Burst, timeoutMs: config.ec2TimeoutMs, maxAttempts: config.ec2MaxAttempts, ...metrics.ec2 },
   });
   const unit = config.enablePrefixDelegation ? 'prefix' : 'ip';
@@ -72,6 +75,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
 
   const gate = new ReleaseGate();
   gate.onChange((frozen, reasons) => (frozen ? log.warn({ reasons }, 'releases frozen') : log.info('releases unfrozen')));
+  const inventoryCache = startInventoryCache({ file: path.join(path.dirname(config.checkpointPath), 'eni-inventory.json'), bootId, inv, ds, gate, log });
   const bounds = checkpointBoundsFor(inv.limits.maxEnis, inv.limits.ipv4PerEni);
   let load = await loadCheckpoint(config.checkpointPath, bounds);
   // No checkpoint of our own: take over from aws-node's, if it left one this boot (issue 10 item 6).
@@ -200,7 +204,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   if (config.disableNetworkResourceProvisioning) log.warn('DISABLE_NETWORK_RESOURCE_PROVISIONING=true: the warm pool is not managed; serving only what the ENIs already hold');
   else {
     pool.start();
-    lifecycle = startEniLifecycle({ config, inv, ds, gate, enis, pool, log, metrics });
+    lifecycle = startEniLifecycle({ config, inv, ds, gate, enis, pool, log, metrics, ...(inv.source === 'cache' ? { firstPassDelayMs: confirmJitterMs(config.restartConfirmJitterMs), onFirstOkPass: inventoryCache.confirmed } : {}) });
   }
   metrics.started({ startupSeconds: (Date.now() - processStart) / 1000, nodeInitSeconds: nodeInitMs / 1000, withApiServer: !!evidence.kubeConfigured });
   log.info({ socket: config.socketPath, cniExecSocket: cniExec ? config.cniExecSocket : null, introspectionPort, metricsPort: metricsServer?.port, startupMs: Date.now() - t0, ...status().counts }, 'ipamd serving');
@@ -218,6 +222,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
       await evidence.stop();
       await quarantine.stop();
       await writer.flush();
+      await inventoryCache.stop();
       await pluginLogs.close();
       await new Promise<void>((r) => (introspection ? introspection.close(() => r()) : r()));
       await metricsServer?.close();

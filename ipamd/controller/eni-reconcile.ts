@@ -102,11 +102,16 @@ export class EniReconciler {
     this.retryTimer.unref();
   }
 
-  /** Starts the periodic pass and runs one now. */
-  start(): void {
+  /** Starts the periodic pass and runs one now, or after `firstPassDelayMs` (ms; a start-up jitter). */
+  start(firstPassDelayMs = 0): void {
     this.timer = setInterval(() => void this.runOnce(), this.o.intervalMs);
     this.timer.unref();
-    void this.runOnce();
+    if (firstPassDelayMs <= 0) void this.runOnce();
+    else {
+      this.retryMs = firstPassDelayMs; // a kick() before then does not schedule a second one
+      this.retryTimer = setTimeout(() => { this.retryMs = 0; void this.runOnce(); }, firstPassDelayMs);
+      this.retryTimer.unref();
+    }
   }
 
   /** Stops the timers and waits for a pass in flight. */
