@@ -105,7 +105,9 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   }
   // One kernel source for the evidence passes and for CNI GC (both check it before releasing).
   const kernel = new KernelSource(config.cniExecNetns ? { netnsPath: config.cniExecNetns } : {});
-  const evidence = await startEvidence({ config, ds, gate, log, kernel, persist: () => writer.commit(), ...(recordedIdentity ? { recordedIdentity } : {}) });
+  // Our own checkpoint from this boot holds every acknowledged allocation: serve without waiting for the first evidence pass.
+  const serveAtOnce = load.kind === 'ok' && load.data.bootId === bootId && fromAwsNode?.kind !== 'imported';
+  const evidence = await startEvidence({ config, ds, gate, log, kernel, persist: () => writer.commit(), serveAtOnce, ...(recordedIdentity ? { recordedIdentity } : {}) });
   runtimeIdentity = evidence.runtimeIdentity;
   const nodeInitMs = Date.now() - t0;
 
