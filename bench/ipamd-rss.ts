@@ -11,7 +11,10 @@
  * serving" (process start included), with the EC2 calls made until then; and the RSS
  * after it. Prints figures, no pass/fail.
  *
- *   node dist/bench/ipamd-rss.js [--pods 250] [--churn 600] [--quick]   (--quick: 30 s of churn)
+ * ipamd runs as the image's entrypoint runs it (IPAMD_MALLOC_ENV + IPAMD_NODE_FLAGS);
+ * `--v8-defaults` runs plain `node main.js` (with ENI_IPAM_V8_DEFAULTS=false) for comparison.
+ *
+ *   node dist/bench/ipamd-rss.js [--pods 250] [--churn 600] [--quick] [--v8-defaults]   (--quick: 30 s of churn)
  */
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -20,6 +23,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { SimCloud } from '../sim/index.js';
 import { KubeApiStandIn } from '../sim/kube/index.js';
+import { IPAMD_MALLOC_ENV, IPAMD_NODE_FLAGS } from '../ipamd/v8-flags.js';
 import { ipamdClient } from '../test/helpers/ipamd-client.js';
 import { createSimNode } from '../test/property/sim-node.js';
 import { machineLine, row, sleep } from './bench-util.js';
@@ -32,7 +36,7 @@ function vmRssMiB(pid: number): number {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { pods: { type: 'string', default: '250' }, churn: { type: 'string' }, quick: { type: 'boolean', default: false } } });
+  const { values } = parseArgs({ options: { pods: { type: 'string', default: '250' }, churn: { type: 'string' }, quick: { type: 'boolean', default: false }, 'v8-defaults': { type: 'boolean', default: false } } });
   const pods = Number(values.pods);
   const churnS = Number(values.churn ?? (values.quick ? 30 : 600));
   delete process.env.NODE_EXTRA_CA_CERTS;
@@ -47,8 +51,10 @@ async function main(): Promise<void> {
   const subnet = sim.addSubnet({ cidr: '10.0.0.0/19' });
   const node = await createSimNode({
     sim, subnetId: subnet.subnetId, instanceType: 'm5.large', mode: 'child',
-    env: { ENABLE_PREFIX_DELEGATION: 'true', WARM_PREFIX_TARGET: '1', DISABLE_METRICS: 'false', METRICS_BIND_ADDRESS: '127.0.0.1:0', MY_NODE_NAME: nodeName, KUBECONFIG: kubeconfig },
+    env: { ENABLE_PREFIX_DELEGATION: 'true', WARM_PREFIX_TARGET: '1', DISABLE_METRICS: 'false', METRICS_BIND_ADDRESS: '127.0.0.1:0', MY_NODE_NAME: nodeName, KUBECONFIG: kubeconfig, ...(values['v8-defaults'] ? { ENI_IPAM_V8_DEFAULTS: 'false' } : {}) },
   });
+  // Run as the image's entrypoint does (scripts/image/stage.mjs): malloc env + V8 flags, unless --v8-defaults.
+  if (!values['v8-defaults']) node.childPrefix = ['env', ...Object.entries(IPAMD_MALLOC_ENV).map(([k, v]) => `${k}=${v}`), '/bin/sh', '-c', `exec "$0" ${IPAMD_NODE_FLAGS.join(' ')} "$@"`];
   const c = ipamdClient(node.socket);
   // A pod as the runtime and the API server see it, then its ADD.
   const addPod = async (k: string): Promise<void> => {
