@@ -27,6 +27,7 @@ import { IPAMD_MALLOC_ENV, IPAMD_NODE_FLAGS } from '../ipamd/v8-flags.js';
 import { ipamdClient } from '../test/helpers/ipamd-client.js';
 import { createSimNode } from '../test/property/sim-node.js';
 import { machineLine, row, sleep } from './bench-util.js';
+import { quantile } from './stats.js';
 
 /** VmRSS of `pid` in MiB (Linux /proc). @throws Error when the process is gone. */
 function vmRssMiB(pid: number): number {
@@ -57,9 +58,12 @@ async function main(): Promise<void> {
   if (!values['v8-defaults']) node.childPrefix = ['env', ...Object.entries(IPAMD_MALLOC_ENV).map(([k, v]) => `${k}=${v}`), '/bin/sh', '-c', `exec "$0" ${IPAMD_NODE_FLAGS.join(' ')} "$@"`];
   const c = ipamdClient(node.socket);
   // A pod as the runtime and the API server see it, then its ADD.
+  const addMs: number[] = [];
   const addPod = async (k: string): Promise<void> => {
     node.cri?.add({ id: k, name: k, namespace: 'bench', uid: `uid-${k}` });
+    const t = performance.now();
     const r = await c.add(k);
+    addMs.push(performance.now() - t);
     node.cri?.setIp(k, r.ipv4_addr);
     kube.upsertPod({ namespace: 'bench', name: k, uid: `uid-${k}`, nodeName, podIP: r.ipv4_addr, containerID: k });
   };
@@ -108,8 +112,8 @@ async function main(): Promise<void> {
     await sleep(2000);
     const afterRestart = vmRssMiB(node.pid!);
     console.log(machineLine(os.cpus().length));
-    console.log(row(['ipamd RSS (MiB)', 'idle', `${pods} held`, `after ${churnS} s churn`, 'peak during churn', 'churn pairs', 'assigned']));
-    console.log(row(['m5.large, prefix mode', idle, held, after, peak, pairs, s.counts.assigned]));
+    console.log(row(['ipamd RSS (MiB)', 'idle', `${pods} held`, `after ${churnS} s churn`, 'peak during churn', 'churn pairs', 'assigned', 'ADD p50 / p90 ms (gRPC, one client)']));
+    console.log(row([values['v8-defaults'] ? 'm5.large, prefix mode, V8 defaults' : 'm5.large, prefix mode', idle, held, after, peak, pairs, s.counts.assigned, `${quantile(addMs, 0.5).toFixed(2)} / ${quantile(addMs, 0.9).toFixed(2)}`]));
     console.log(row(['restart', 'to serving (ms, spawn included)', 'EC2 calls until serving', 'assigned after', 'RSS 2 s after (MiB)']));
     console.log(row([`${s.counts.assigned} held`, Math.round(restartMs), restartCalls.length ? restartCalls.join(' ') : 0, s2.counts.assigned, afterRestart]));
   } finally {
