@@ -1,22 +1,33 @@
 /**
  * bench: ipamd's resident memory (VmRSS from /proc/<pid>/status, MiB) — the figure the
  * chart's memory request and limit come from. ipamd is the real binary in a child
- * process on the simulated cloud, with metrics, introspection and the CRI source on
- * (a CRI stand-in listing the sandboxes), in prefix mode on an m5.large so it can hold
+ * process on the simulated cloud, with metrics, introspection, the CRI source (a CRI
+ * stand-in listing the sandboxes) and the Kubernetes source (the API stand-in listing
+ * the pods, MY_NODE_NAME + KUBECONFIG) on, in prefix mode on an m5.large so it can hold
  * 250 allocations. Samples: idle after start, after 250 ADDs, then after `--churn`
  * seconds of DEL+ADD pairs (about 4 a second, the default 30 s cooldown on) at 250 held
- * (growth, if any, shows as the difference).
- * Prints figures, no pass/fail.
+ * (growth, if any, shows as the difference; the peak of samples every 10 s too).
+ * Then a restart with the 250 held: graceful stop, spawn, time until it logs "ipamd
+ * serving" (process start included), with the EC2 calls made until then; and the RSS
+ * after it. Prints figures, no pass/fail.
  *
- *   node dist/bench/ipamd-rss.js [--pods 250] [--churn 60]
+ * ipamd runs as the image's entrypoint runs it (IPAMD_MALLOC_ENV + IPAMD_NODE_FLAGS);
+ * `--v8-defaults` runs plain `node main.js` (with ENI_IPAM_V8_DEFAULTS=false) for comparison.
+ *
+ *   node dist/bench/ipamd-rss.js [--pods 250] [--churn 600] [--quick] [--v8-defaults]   (--quick: 30 s of churn)
  */
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
+import { mkdtemp, rm } from 'node:fs/promises';
+import path from 'node:path';
 import { SimCloud } from '../sim/index.js';
+import { KubeApiStandIn } from '../sim/kube/index.js';
+import { IPAMD_MALLOC_ENV, IPAMD_NODE_FLAGS } from '../ipamd/v8-flags.js';
 import { ipamdClient } from '../test/helpers/ipamd-client.js';
 import { createSimNode } from '../test/property/sim-node.js';
 import { machineLine, row, sleep } from './bench-util.js';
+import { quantile } from './stats.js';
 
 /** VmRSS of `pid` in MiB (Linux /proc). @throws Error when the process is gone. */
 function vmRssMiB(pid: number): number {
@@ -26,25 +37,48 @@ function vmRssMiB(pid: number): number {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { pods: { type: 'string', default: '250' }, churn: { type: 'string', default: '60' } } });
+  const { values } = parseArgs({ options: { pods: { type: 'string', default: '250' }, churn: { type: 'string' }, quick: { type: 'boolean', default: false }, 'v8-defaults': { type: 'boolean', default: false } } });
   const pods = Number(values.pods);
-  const churnS = Number(values.churn);
+  const churnS = Number(values.churn ?? (values.quick ? 30 : 600));
   delete process.env.NODE_EXTRA_CA_CERTS;
   const sim = new SimCloud({ seed: 7 });
   await sim.start();
+  const kube = new KubeApiStandIn();
+  await kube.start();
+  const kdir = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-rss-kube-'));
+  const kubeconfig = path.join(kdir, 'kubeconfig');
+  await kube.writeKubeconfig(kubeconfig);
+  const nodeName = 'rss-node';
   const subnet = sim.addSubnet({ cidr: '10.0.0.0/19' });
   const node = await createSimNode({
     sim, subnetId: subnet.subnetId, instanceType: 'm5.large', mode: 'child',
-    env: { ENABLE_PREFIX_DELEGATION: 'true', WARM_PREFIX_TARGET: '1', DISABLE_METRICS: 'false', METRICS_BIND_ADDRESS: '127.0.0.1:0' },
+    env: { ENABLE_PREFIX_DELEGATION: 'true', WARM_PREFIX_TARGET: '1', DISABLE_METRICS: 'false', METRICS_BIND_ADDRESS: '127.0.0.1:0', MY_NODE_NAME: nodeName, KUBECONFIG: kubeconfig, ...(values['v8-defaults'] ? { ENI_IPAM_V8_DEFAULTS: 'false' } : {}) },
   });
+  // Run as the image's entrypoint does (scripts/image/stage.mjs): malloc env + V8 flags, unless --v8-defaults.
+  if (!values['v8-defaults']) node.childPrefix = ['env', ...Object.entries(IPAMD_MALLOC_ENV).map(([k, v]) => `${k}=${v}`), '/bin/sh', '-c', `exec "$0" ${IPAMD_NODE_FLAGS.join(' ')} "$@"`];
   const c = ipamdClient(node.socket);
+  // A pod as the runtime and the API server see it, then its ADD.
+  const addMs: number[] = [];
+  const addPod = async (k: string): Promise<void> => {
+    node.cri?.add({ id: k, name: k, namespace: 'bench', uid: `uid-${k}` });
+    const t = performance.now();
+    const r = await c.add(k);
+    addMs.push(performance.now() - t);
+    node.cri?.setIp(k, r.ipv4_addr);
+    kube.upsertPod({ namespace: 'bench', name: k, uid: `uid-${k}`, nodeName, podIP: r.ipv4_addr, containerID: k });
+  };
+  const delPod = async (k: string): Promise<void> => {
+    await c.del(k);
+    node.cri?.remove(k);
+    kube.deletePod('bench', k);
+  };
   try {
     await node.start();
     await sleep(2000);
     const pid = node.pid!;
     const idle = vmRssMiB(pid);
     for (let i = 0; i < pods; i++) {
-      await c.add(`pod${i}`).catch(async (e: Error) => {
+      await addPod(`pod${i}`).catch(async (e: Error) => {
         const st = await node.status();
         throw new Error(`ADD ${i + 1} of ${pods} failed: ${e.message}; counts ${JSON.stringify(st.counts)}`);
       });
@@ -52,21 +86,41 @@ async function main(): Promise<void> {
     await sleep(2000);
     const held = vmRssMiB(pid);
     let pairs = 0;
+    let peak = held;
+    let sampledAt = Date.now();
     for (const until = Date.now() + churnS * 1000; Date.now() < until; pairs++) {
       const k = `pod${pairs % pods}`;
-      await c.del(k);
-      await c.add(k);
+      await delPod(k);
+      await addPod(k);
       await sleep(250); // ~4 pairs/s: with the default 30 s cooldown, 120 cooling + 250 held fit the 432
+      if (Date.now() - sampledAt >= 10_000) {
+        peak = Math.max(peak, vmRssMiB(pid));
+        sampledAt = Date.now();
+      }
     }
     await sleep(2000);
     const after = vmRssMiB(pid);
     const s = await node.status();
+    // Restart with the allocations held: spawn → "ipamd serving".
+    await node.stop();
+    const calls0 = sim.calls.length;
+    const t0 = performance.now();
+    await node.start();
+    const restartMs = performance.now() - t0;
+    const restartCalls = sim.calls.slice(calls0).map((x) => x.action);
+    const s2 = await node.status();
+    await sleep(2000);
+    const afterRestart = vmRssMiB(node.pid!);
     console.log(machineLine(os.cpus().length));
-    console.log(row(['ipamd RSS (MiB)', 'idle', `${pods} held`, `after ${churnS} s churn`, 'churn pairs', 'assigned']));
-    console.log(row(['m5.large, prefix mode', idle, held, after, pairs, s.counts.assigned]));
+    console.log(row(['ipamd RSS (MiB)', 'idle', `${pods} held`, `after ${churnS} s churn`, 'peak during churn', 'churn pairs', 'assigned', 'ADD p50 / p90 ms (gRPC, one client)']));
+    console.log(row([values['v8-defaults'] ? 'm5.large, prefix mode, V8 defaults' : 'm5.large, prefix mode', idle, held, after, peak, pairs, s.counts.assigned, `${quantile(addMs, 0.5).toFixed(2)} / ${quantile(addMs, 0.9).toFixed(2)}`]));
+    console.log(row(['restart', 'to serving (ms, spawn included)', 'EC2 calls until serving', 'assigned after', 'RSS 2 s after (MiB)']));
+    console.log(row([`${s.counts.assigned} held`, Math.round(restartMs), restartCalls.length ? restartCalls.join(' ') : 0, s2.counts.assigned, afterRestart]));
   } finally {
     c.close();
     await node.close();
+    await kube.stop();
+    await rm(kdir, { recursive: true, force: true });
     await sim.stop();
   }
 }

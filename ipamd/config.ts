@@ -90,6 +90,7 @@ export interface IpamdConfig {
   ec2RatePerSecond: number; ec2Burst: number; ec2TimeoutMs: number; ec2MaxAttempts: number;
   networkName: string;
   minEniAgeMs: number; imdsEniWaitMs: number; leakedEniSweepIntervalMs: number; leakedEniSweepJitterMs: number;
+  restartConfirmJitterMs: number;
   awsNodeCheckpointPath: string;
   logFile: string; pluginLogFile: string; logFileMaxSize: string; logFileMaxFiles: number;
   taintWhenExhausted: boolean;
@@ -165,6 +166,7 @@ const SPECS: VarSpec[] = [
   v('ENI_IPAM_IMDS_ENI_WAIT', 'imdsEniWaitMs', duration(), '30s', 'How long grow waits (with backoff) for IMDS to list a new ENI before leaving it pending for the reconcile; its IPs are not served before IMDS lists it.'),
   v('ENI_IPAM_LEAKED_ENI_SWEEP_INTERVAL', 'leakedEniSweepIntervalMs', duration(1), '1h', 'Period of the sweep that deletes leaked ENIs (ours, available, createdAt older than 5 min); off with DISABLE_LEAKED_ENI_CLEANUP.'),
   v('ENI_IPAM_LEAKED_ENI_SWEEP_JITTER', 'leakedEniSweepJitterMs', duration(), '300s', 'The first leaked-ENI sweep starts after a random delay up to this, so nodes started together do not sweep in step.'),
+  v('ENI_IPAM_RESTART_CONFIRM_JITTER', 'restartConfirmJitterMs', duration(), '10s', 'A restart in the same boot serves from the cached ENI inventory at once; EC2 confirms it after a random delay up to this (releases wait for it), so a fleet restarting together does not describe in step.'),
   v('ENI_IPAM_EC2_RATE', 'ec2RatePerSecond', positiveDecimal(1000), '5', 'Node-local EC2 call rate in calls per second (token bucket refill; fractions allowed).'),
   v('ENI_IPAM_EC2_BURST', 'ec2Burst', wholeNumber(1, 10000), '20', 'Node-local EC2 burst: calls that may go out at once before the rate applies.'),
   v('ENI_IPAM_EC2_TIMEOUT', 'ec2TimeoutMs', duration(1), '10s', 'Timeout of one EC2 attempt.'),

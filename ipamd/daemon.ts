@@ -38,6 +38,7 @@ import { startEvidence } from './startup/evidence.js';
 import { KernelSource } from './restore/kernel-source.js';
 import { restoreFromCheckpoint } from './startup/restore-checkpoint.js';
 import { importAwsNodeCheckpoint, markAwsNodeCheckpointImported } from './startup/aws-node-import.js';
+import { confirmJitterMs, startInventoryCache } from './startup/fast-start.js';
 
 /** A running daemon. */
 export interface Daemon {
@@ -63,6 +64,8 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   const inv = await discoverNode({
     imdsEndpoint: config.imdsEndpoint, ...(config.ec2Endpoint ? { ec2Endpoint: config.ec2Endpoint } : {}), log,
     limitsCacheFile: path.join(path.dirname(config.checkpointPath), 'instance-limits.json'),
+    // Same boot, ENIs unchanged: serve from the cached inventory, EC2 confirms in the background (startup/fast-start.ts).
+    ...(config.disableNetworkResourceProvisioning ? {} : { inventoryCache: { file: path.join(path.dirname(config.checkpointPath), 'eni-inventory.json'), bootId } }),
     ec2Options: { ratePerSecond: config.ec2RatePerSecond, burst: config.ec2Burst, timeoutMs: config.ec2TimeoutMs, maxAttempts: config.ec2MaxAttempts, ...metrics.ec2 },
   });
   const unit = config.enablePrefixDelegation ? 'prefix' : 'ip';
@@ -78,6 +81,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
 
   const gate = new ReleaseGate();
   gate.onChange((frozen, reasons) => (frozen ? log.warn({ reasons }, 'releases frozen') : log.info('releases unfrozen')));
+  const inventoryCache = startInventoryCache({ file: path.join(path.dirname(config.checkpointPath), 'eni-inventory.json'), bootId, inv, ds, gate, log });
   const bounds = checkpointBoundsFor(inv.limits.maxEnis, inv.limits.ipv4PerEni);
   let load = await loadCheckpoint(config.checkpointPath, bounds);
   // No checkpoint of our own: take over from aws-node's, if it left one this boot (docs/design.md#13-evidence-before-trust item 6).
@@ -117,7 +121,9 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   }
   // One kernel source for the evidence passes and for CNI GC (both check it before releasing).
   const kernel = new KernelSource(config.cniExecNetns ? { netnsPath: config.cniExecNetns } : {});
-  const evidence = await startEvidence({ config, ds, gate, log, kernel, persist: () => writer.commit(), ...(recordedIdentity ? { recordedIdentity } : {}) });
+  // Our own checkpoint from this boot holds every acknowledged allocation: serve without waiting for the first evidence pass.
+  const serveAtOnce = load.kind === 'ok' && load.data.bootId === bootId && fromAwsNode?.kind !== 'imported';
+  const evidence = await startEvidence({ config, ds, gate, log, kernel, persist: () => writer.commit(), serveAtOnce, ...(recordedIdentity ? { recordedIdentity } : {}) });
   runtimeIdentity = evidence.runtimeIdentity;
   const nodeInitMs = Date.now() - t0;
 
@@ -221,7 +227,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   if (config.disableNetworkResourceProvisioning) log.warn('DISABLE_NETWORK_RESOURCE_PROVISIONING=true: the warm pool is not managed; serving only what the ENIs already hold');
   else {
     pool.start();
-    lifecycle = startEniLifecycle({ config, inv, ds, gate, enis, pool, log, metrics });
+    lifecycle = startEniLifecycle({ config, inv, ds, gate, enis, pool, log, metrics, ...(inv.source === 'cache' ? { firstPassDelayMs: confirmJitterMs(config.restartConfirmJitterMs), onFirstOkPass: inventoryCache.confirmed } : {}) });
   }
   reporter = startKubeReporting({ config, log, ds, gate, pool, status: () => service.status() });
   metrics.started({ startupSeconds: (Date.now() - processStart) / 1000, nodeInitSeconds: nodeInitMs / 1000, withApiServer: !!evidence.kubeConfigured });
@@ -241,6 +247,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
       await evidence.stop();
       await quarantine.stop();
       await writer.flush();
+      await inventoryCache.stop();
       await pluginLogs.close();
       await new Promise<void>((r) => (introspection ? introspection.close(() => r()) : r()));
       await metricsServer?.close();

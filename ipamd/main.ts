@@ -5,6 +5,7 @@
  * daemon, and on SIGTERM/SIGINT stops taking new work, finishes in-flight RPCs, flushes
  * the checkpoint and exits 0. SIGUSR2 cycles the log level (see log-level.ts).
  */
+import './v8-flags.js'; // first: V8 flags before the other modules compile
 import { checkConfigOnDisk, ConfigError, loadConfig } from './config.js';
 import { startDaemon } from './daemon.js';
 import { createLogger } from './log.js';

@@ -18,12 +18,12 @@
  * per call, while ours is shared by every call of the class.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  AssignPrivateIpAddressesCommand, AttachNetworkInterfaceCommand, CreateNetworkInterfaceCommand, CreateTagsCommand,
-  DeleteNetworkInterfaceCommand, DescribeInstanceTypesCommand, DescribeNetworkInterfacesCommand, DescribeSubnetsCommand,
-  DetachNetworkInterfaceCommand, EC2Client, ModifyNetworkInterfaceAttributeCommand, UnassignPrivateIpAddressesCommand,
-  type Filter, type NetworkInterface, type _InstanceType,
-} from '@aws-sdk/client-ec2';
+import type { EC2Client, Filter, NetworkInterface, _InstanceType } from '@aws-sdk/client-ec2';
+
+/** The SDK module, loaded on the first EC2 call (importing it costs ~90 MiB and ~1 s of start-up). */
+type Sdk = typeof import('@aws-sdk/client-ec2');
+let sdkModule: Promise<Sdk> | undefined;
+const loadSdk = (): Promise<Sdk> => (sdkModule ??= import('@aws-sdk/client-ec2'));
 import { Ec2Budget } from './ec2-budget.js';
 import type { BackoffPolicy, Ec2FailureKind } from './retry.js';
 import { Ec2Error, type Ec2Eni, type Ec2Port } from './ec2-port.js';
@@ -107,7 +107,8 @@ export interface Ec2CallOptions {
 
 /** Normalised EC2 operations used by ipamd. All methods throw {@link Ec2Error}. */
 export class Ec2Api {
-  readonly client: EC2Client;
+  /** The SDK client, made on the first call (see {@link loadSdk}). */
+  private client?: EC2Client;
   /** The node's EC2 budget (token bucket + back-off holds). */
   readonly budget: Ec2Budget;
   private readonly timeoutMs: number;
@@ -125,7 +126,13 @@ export class Ec2Api {
     this.budget = new Ec2Budget({
       ratePerSecond: opts.ratePerSecond ?? DEFAULT_EC2_RATE, burst: opts.burst ?? DEFAULT_EC2_BURST, ...(opts.backoff ? { backoff: opts.backoff } : {}),
     });
-    this.client = new EC2Client({ region: opts.region, ...(opts.endpoint ? { endpoint: opts.endpoint } : {}), maxAttempts: 1 });
+  }
+
+  /** Runs `fn` with the SDK client and module, loading them on first use. */
+  private async sdk<T>(fn: (c: EC2Client, m: Sdk) => Promise<T>): Promise<T> {
+    const m = await loadSdk();
+    this.client ??= new m.EC2Client({ region: this.o.region, ...(this.o.endpoint ? { endpoint: this.o.endpoint } : {}), maxAttempts: 1 });
+    return fn(this.client, m);
   }
 
   /**
@@ -138,7 +145,7 @@ export class Ec2Api {
 
   /** Network limits of one instance type (DescribeInstanceTypes `NetworkInfo`, `Hypervisor`, `BareMetal`). */
   async instanceTypeLimits(instanceType: string, opts?: Ec2CallOptions): Promise<InstanceTypeLimits> {
-    const out = await this.call('DescribeInstanceTypes', (o) => this.client.send(new DescribeInstanceTypesCommand({ InstanceTypes: [instanceType as _InstanceType] }), o), opts);
+    const out = await this.call('DescribeInstanceTypes', (o) => this.sdk((c, m) => c.send(new m.DescribeInstanceTypesCommand({ InstanceTypes: [instanceType as _InstanceType] }), o)), opts);
     const t = out.InstanceTypes?.[0];
     const ni = t?.NetworkInfo;
     if (!t || !ni?.MaximumNetworkInterfaces || !ni.Ipv4AddressesPerInterface) {
@@ -161,7 +168,7 @@ export class Ec2Api {
 
   /** The IPv4 CIDR and free-address count of a subnet. */
   async describeSubnet(subnetId: string): Promise<{ cidr: string; availableIps: number; vpcId: string }> {
-    const out = await this.call('DescribeSubnets', (o) => this.client.send(new DescribeSubnetsCommand({ SubnetIds: [subnetId] }), o));
+    const out = await this.call('DescribeSubnets', (o) => this.sdk((c, m) => c.send(new m.DescribeSubnetsCommand({ SubnetIds: [subnetId] }), o)));
     const s = out.Subnets?.[0];
     if (!s?.CidrBlock) throw new Ec2Error('DescribeSubnets', 'IncompleteResponse', `subnet ${subnetId} not described`);
     return { cidr: s.CidrBlock, availableIps: s.AvailableIpAddressCount ?? 0, vpcId: s.VpcId ?? '' };
@@ -173,42 +180,42 @@ export class Ec2Api {
    * returns it (status `available`).
    */
   async createEni(p: { subnetId: string; description: string; tags: Record<string, string>; secondaryCount: number; prefixCount?: number; securityGroupIds?: string[] }): Promise<Ec2Eni> {
-    const out = await this.call('CreateNetworkInterface', (o) => this.client.send(new CreateNetworkInterfaceCommand({
+    const out = await this.call('CreateNetworkInterface', (o) => this.sdk((c, m) => c.send(new m.CreateNetworkInterfaceCommand({
       SubnetId: p.subnetId,
       Description: p.description,
       ...(p.secondaryCount > 0 ? { SecondaryPrivateIpAddressCount: p.secondaryCount } : {}),
       ...((p.prefixCount ?? 0) > 0 ? { Ipv4PrefixCount: p.prefixCount } : {}),
       ...(p.securityGroupIds?.length ? { Groups: p.securityGroupIds } : {}),
       TagSpecifications: [{ ResourceType: 'network-interface', Tags: Object.entries(p.tags).map(([Key, Value]) => ({ Key, Value })) }],
-    }), o));
+    }), o)));
     if (!out.NetworkInterface?.NetworkInterfaceId) throw new Ec2Error('CreateNetworkInterface', 'IncompleteResponse', 'no NetworkInterfaceId');
     return normaliseEni(out.NetworkInterface);
   }
 
   /** Attaches an ENI at a device index; returns the attachment id. */
   async attachEni(eniId: string, instanceId: string, deviceIndex: number): Promise<string> {
-    const out = await this.call('AttachNetworkInterface', (o) => this.client.send(new AttachNetworkInterfaceCommand({ NetworkInterfaceId: eniId, InstanceId: instanceId, DeviceIndex: deviceIndex }), o));
+    const out = await this.call('AttachNetworkInterface', (o) => this.sdk((c, m) => c.send(new m.AttachNetworkInterfaceCommand({ NetworkInterfaceId: eniId, InstanceId: instanceId, DeviceIndex: deviceIndex }), o)));
     if (!out.AttachmentId) throw new Ec2Error('AttachNetworkInterface', 'IncompleteResponse', 'no AttachmentId');
     return out.AttachmentId;
   }
 
   /** Sets DeleteOnTermination on an attachment, so terminating the instance frees the ENI. */
   async setDeleteOnTermination(eniId: string, attachmentId: string): Promise<void> {
-    await this.call('ModifyNetworkInterfaceAttribute', (o) => this.client.send(new ModifyNetworkInterfaceAttributeCommand({
+    await this.call('ModifyNetworkInterfaceAttribute', (o) => this.sdk((c, m) => c.send(new m.ModifyNetworkInterfaceAttributeCommand({
       NetworkInterfaceId: eniId, Attachment: { AttachmentId: attachmentId, DeleteOnTermination: true },
-    }), o));
+    }), o)));
   }
 
   /** Assigns `count` secondary IPs to an ENI in one call; returns them. */
   async assignIps(eniId: string, count: number): Promise<string[]> {
-    const out = await this.call('AssignPrivateIpAddresses', (o) => this.client.send(new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: eniId, SecondaryPrivateIpAddressCount: count }), o));
+    const out = await this.call('AssignPrivateIpAddresses', (o) => this.sdk((c, m) => c.send(new m.AssignPrivateIpAddressesCommand({ NetworkInterfaceId: eniId, SecondaryPrivateIpAddressCount: count }), o)));
     return (out.AssignedPrivateIpAddresses ?? []).map((a) => a.PrivateIpAddress ?? '').filter(Boolean);
   }
 
   /** Unassigns secondary IPs from an ENI in one call. */
   async unassignIps(eniId: string, ips: string[]): Promise<void> {
     if (ips.length === 0) return;
-    await this.call('UnassignPrivateIpAddresses', (o) => this.client.send(new UnassignPrivateIpAddressesCommand({ NetworkInterfaceId: eniId, PrivateIpAddresses: ips }), o));
+    await this.call('UnassignPrivateIpAddresses', (o) => this.sdk((c, m) => c.send(new m.UnassignPrivateIpAddressesCommand({ NetworkInterfaceId: eniId, PrivateIpAddresses: ips }), o)));
   }
 
   /**
@@ -218,25 +225,25 @@ export class Ec2Api {
    * @returns the assigned prefixes (`a.b.c.d/28`). @throws Ec2Error
    */
   async assignPrefixes(eniId: string, count: number): Promise<string[]> {
-    const out = await this.call('AssignPrivateIpAddresses', (o) => this.client.send(new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: eniId, Ipv4PrefixCount: count }), o));
+    const out = await this.call('AssignPrivateIpAddresses', (o) => this.sdk((c, m) => c.send(new m.AssignPrivateIpAddressesCommand({ NetworkInterfaceId: eniId, Ipv4PrefixCount: count }), o)));
     return (out.AssignedIpv4Prefixes ?? []).map((a) => a.Ipv4Prefix ?? '').filter(Boolean);
   }
 
   /** Prefix delegation: unassigns /28 IPv4 prefixes from an ENI in one UnassignPrivateIpAddresses call (`Ipv4Prefix.N`). @throws Ec2Error */
   async unassignPrefixes(eniId: string, prefixes: string[]): Promise<void> {
     if (prefixes.length === 0) return;
-    await this.call('UnassignPrivateIpAddresses', (o) => this.client.send(new UnassignPrivateIpAddressesCommand({ NetworkInterfaceId: eniId, Ipv4Prefixes: prefixes }), o));
+    await this.call('UnassignPrivateIpAddresses', (o) => this.sdk((c, m) => c.send(new m.UnassignPrivateIpAddressesCommand({ NetworkInterfaceId: eniId, Ipv4Prefixes: prefixes }), o)));
   }
 
   /** Detaches an ENI (never forced: a forced detach can strand the OS's view, per the EC2 docs). */
   async detachEni(attachmentId: string): Promise<void> {
-    await this.call('DetachNetworkInterface', (o) => this.client.send(new DetachNetworkInterfaceCommand({ AttachmentId: attachmentId, Force: false }), o));
+    await this.call('DetachNetworkInterface', (o) => this.sdk((c, m) => c.send(new m.DetachNetworkInterfaceCommand({ AttachmentId: attachmentId, Force: false }), o)));
   }
 
   /** Deletes an ENI; `InvalidNetworkInterfaceID.NotFound` counts as success (already gone). */
   async deleteEni(eniId: string): Promise<void> {
     try {
-      await this.call('DeleteNetworkInterface', (o) => this.client.send(new DeleteNetworkInterfaceCommand({ NetworkInterfaceId: eniId }), o));
+      await this.call('DeleteNetworkInterface', (o) => this.sdk((c, m) => c.send(new m.DeleteNetworkInterfaceCommand({ NetworkInterfaceId: eniId }), o)));
     } catch (e) {
       if (e instanceof Ec2Error && e.code === 'InvalidNetworkInterfaceID.NotFound') return;
       throw e;
@@ -245,14 +252,14 @@ export class Ec2Api {
 
   /** Adds or overwrites tags on a resource. */
   async createTags(resourceId: string, tags: Record<string, string>): Promise<void> {
-    await this.call('CreateTags', (o) => this.client.send(new CreateTagsCommand({ Resources: [resourceId], Tags: Object.entries(tags).map(([Key, Value]) => ({ Key, Value })) }), o));
+    await this.call('CreateTags', (o) => this.sdk((c, m) => c.send(new m.CreateTagsCommand({ Resources: [resourceId], Tags: Object.entries(tags).map(([Key, Value]) => ({ Key, Value })) }), o)));
   }
 
   private async describeEnisWhere(input: { NetworkInterfaceIds?: string[]; Filters?: Filter[] }, opts?: Ec2CallOptions): Promise<Ec2Eni[]> {
     const out: Ec2Eni[] = [];
     let NextToken: string | undefined;
     do {
-      const page = await this.call('DescribeNetworkInterfaces', (o) => this.client.send(new DescribeNetworkInterfacesCommand({ ...input, ...(NextToken ? { NextToken } : {}), ...(input.NetworkInterfaceIds ? {} : { MaxResults: 1000 }) }), o), opts);
+      const page = await this.call('DescribeNetworkInterfaces', (o) => this.sdk((c, m) => c.send(new m.DescribeNetworkInterfacesCommand({ ...input, ...(NextToken ? { NextToken } : {}), ...(input.NetworkInterfaceIds ? {} : { MaxResults: 1000 }) }), o)), opts);
       for (const ni of page.NetworkInterfaces ?? []) out.push(normaliseEni(ni));
       NextToken = page.NextToken;
     } while (NextToken);

@@ -18,6 +18,7 @@ import { loadInstanceTypeLimits } from '../cloud/instance-limits.js';
 import type { Datastore } from '../datastore/datastore.js';
 import type { Logger } from '../log.js';
 import { isOurEni, TAG_CREATED_AT } from '../controller/eni-lifecycle/eni-ownership.js';
+import { readInventoryCache } from './inventory-cache.js';
 
 /** Default attempts of each start-up EC2 read (bounded: ~1.5 min of jittered back-off at most). */
 export const DEFAULT_DISCOVERY_EC2_ATTEMPTS = 10;
@@ -38,6 +39,12 @@ export interface NodeInventory {
   imds: ImdsClient;
   /** The ENIs IMDS listed at discovery. */
   imdsEnis: ImdsEni[];
+  /**
+   * Where `managed`/`unmanaged` came from: `ec2` (a describe at this start) or `cache`
+   * (this boot's inventory cache, not yet confirmed by EC2: the caller freezes releases
+   * until a describe confirms it; see inventory-cache.ts).
+   */
+  source: 'ec2' | 'cache';
 }
 
 /** Options of {@link discoverNode}. */
@@ -54,6 +61,12 @@ export interface DiscoverOptions {
   ec2Attempts?: number;
   /** File caching the instance type's limits across starts (omit: one DescribeInstanceTypes every start). */
   limitsCacheFile?: string;
+  /**
+   * This boot's ENI inventory cache (inventory-cache.ts): when it is valid for this boot,
+   * instance and IMDS's ENI list, the start-up DescribeNetworkInterfaces is skipped and
+   * the inventory comes from it (`source: 'cache'`). Omit: always describe.
+   */
+  inventoryCache?: { file: string; bootId: string };
 }
 
 /**
@@ -84,6 +97,14 @@ export async function discoverNode(o: DiscoverOptions): Promise<NodeInventory> {
     const l = await loadInstanceTypeLimits({ ec2, instanceType: instance.instanceType, log: o.log, callOptions: callOptions('DescribeInstanceTypes'), ...(o.limitsCacheFile ? { cacheFile: o.limitsCacheFile } : {}) });
     limits = l.limits;
     o.log.info({ instanceType: instance.instanceType, source: l.source }, 'instance type limits loaded');
+    if (o.inventoryCache) {
+      const c = await readInventoryCache(o.inventoryCache.file, { bootId: o.inventoryCache.bootId, instanceId: instance.instanceId, imdsEnis });
+      if (c.ok) {
+        o.log.info({ savedAt: c.savedAt, managed: c.managed.map((e) => e.eniId) }, 'discovered instance from this boot\'s ENI inventory cache; EC2 confirms it in the background');
+        return { instance, limits, primary, vpcCidrs: primary.vpcCidrs.length ? primary.vpcCidrs : [primary.subnetCidr], managed: c.managed, unmanaged: c.unmanaged, ec2, imds, imdsEnis, source: 'cache' };
+      }
+      o.log.info({ reason: c.reason }, 'ENI inventory cache not used; describing the ENIs');
+    }
     attached = await ec2.describeEnisByFilters({ 'attachment.instance-id': [instance.instanceId] }, callOptions('DescribeNetworkInterfaces'));
   } catch (e) {
     ec2.close();
@@ -102,7 +123,7 @@ export async function discoverNode(o: DiscoverOptions): Promise<NodeInventory> {
   }
   for (const e of unmanaged) o.log.info({ eniId: e.eniId, deviceIndex: e.attachment?.deviceIndex }, 'attached ENI not managed by eni-ipam (untagged or no_manage); left alone');
   o.log.info({ instanceId: instance.instanceId, instanceType: instance.instanceType, maxEnis: limits.maxEnis, ipv4PerEni: limits.ipv4PerEni, managed: managed.map((e) => e.eniId) }, 'discovered instance');
-  return { instance, limits, primary, vpcCidrs: primary.vpcCidrs.length ? primary.vpcCidrs : [primary.subnetCidr], managed, unmanaged, ec2, imds, imdsEnis };
+  return { instance, limits, primary, vpcCidrs: primary.vpcCidrs.length ? primary.vpcCidrs : [primary.subnetCidr], managed, unmanaged, ec2, imds, imdsEnis, source: 'ec2' };
 }
 
 /**

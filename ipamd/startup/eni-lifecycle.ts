@@ -36,6 +36,9 @@ export function startEniLifecycle(p: {
   config: IpamdConfig; inv: NodeInventory; ds: Datastore; gate: ReleaseGate; enis: EniManager; pool: ExclusivePool; log: Logger;
   /** Metrics hooks: each pass's report, and each subnet's free addresses. */
   metrics?: { reconciled(r: ReconcileReport): void; subnetFree(subnetId: string, free: number): void };
+  /** Delay of the first reconcile pass (ms, default 0: at once); `onFirstOkPass` is told of the first pass that succeeded. */
+  firstPassDelayMs?: number;
+  onFirstOkPass?: (r: ReconcileReport) => void;
 }): EniLifecycle {
   const { config, inv, enis, log } = p;
   const described = new Map<string, { at: number; held: number }>();
@@ -55,16 +58,20 @@ export function startEniLifecycle(p: {
       }
     }
   };
+  let firstOk = p.onFirstOkPass;
   const reconciler = new EniReconciler({
     ec2: inv.ec2, imds: inv.imds, ds: p.ds, enis, pool: p.pool, log, instanceId: inv.instance.instanceId, intervalMs: config.reconcileIntervalMs,
-    ...(p.metrics ? {
-      onPass: (r: ReconcileReport) => {
-        p.metrics!.reconciled(r);
-        if (r.ok) void describeSubnets();
-      },
-    } : {}),
+    onPass: (r: ReconcileReport) => {
+      if (r.ok && firstOk) {
+        const fn = firstOk;
+        firstOk = undefined;
+        fn(r);
+      }
+      p.metrics?.reconciled(r);
+      if (r.ok && p.metrics) void describeSubnets();
+    },
   });
-  reconciler.start();
+  reconciler.start(p.firstPassDelayMs ?? 0);
   let sweeper: LeakedEniSweeper | undefined;
   if (config.disableLeakedEniCleanup) {
     log.info('DISABLE_LEAKED_ENI_CLEANUP=true: the leaked-ENI sweep is off');

@@ -62,6 +62,13 @@ export async function startEvidence(p: {
   recordedIdentity?: RuntimeIdentity;
   /** The kernel source; default iproute2 in ENI_IPAM_CNI_EXEC_NETNS or ipamd's own netns. */
   kernel?: KernelReader;
+  /**
+   * Serve without waiting for the first pass at all (not even FIRST_PASS_WAIT_MS): for a
+   * start with ipamd's own checkpoint from this boot, which holds every allocation ever
+   * acknowledged (so no sandbox can hold an IP the datastore thinks free); releases stay
+   * frozen ("startup") until the pass ends, as on any start.
+   */
+  serveAtOnce?: boolean;
 }): Promise<Evidence> {
   const { config, log } = p;
   const { endpoint, detected } = detectCriEndpoint(config.criRuntimeEndpoint);
@@ -71,16 +78,31 @@ export async function startEvidence(p: {
   let kube: (PodCache & { stop(): Promise<void> }) | undefined;
   let kubeSynced: Promise<void> = Promise.resolve();
   let endKubeWait = (): void => undefined;
+  let stopped = false;
   if (config.nodeName) {
-    const { KubePodSource } = await import('../restore/kube-source.js');
-    const src = new KubePodSource({ nodeName: config.nodeName, log });
-    src.start();
+    // The client (~70 MiB, ~1 s to import) loads in the background: serving does not wait
+    // for it; until it has loaded the source reads as not synced (releases stay frozen).
+    const nodeName = config.nodeName;
+    let src: import('../restore/kube-source.js').KubePodSource | undefined;
+    let syncTimer: NodeJS.Timeout | undefined;
     kubeSynced = new Promise<void>((resolve) => {
-      const t = setTimeout(resolve, KUBE_SYNC_WAIT_MS);
-      endKubeWait = () => { clearTimeout(t); resolve(); };
-      src.onChange(() => { if (src.snapshot().synced) endKubeWait(); });
+      endKubeWait = () => { clearTimeout(syncTimer); resolve(); };
     });
-    kube = src;
+    const loading = import('../restore/kube-source.js').then(({ KubePodSource }) => {
+      if (stopped) return;
+      const s = new KubePodSource({ nodeName, log });
+      src = s;
+      s.start();
+      syncTimer = setTimeout(endKubeWait, KUBE_SYNC_WAIT_MS);
+      s.onChange(() => { if (s.snapshot().synced) endKubeWait(); });
+    }, (e: Error) => {
+      log.error({ err: e.message }, 'could not load the Kubernetes client: the pod source stays unsynced');
+      endKubeWait();
+    });
+    kube = {
+      snapshot: () => src?.snapshot() ?? { synced: false, pods: [], lastError: 'the Kubernetes client is still loading' },
+      stop: async () => { await loading; await src?.stop(); },
+    };
   } else {
     log.warn('MY_NODE_NAME is not set: the Kubernetes pod source is off; the CRI runtime alone vouches for allocations');
   }
@@ -96,7 +118,6 @@ export async function startEvidence(p: {
   // The first pass (after the pod list synced, or KUBE_SYNC_WAIT_MS) may outlast a hung
   // source's 5 s timeout; serving does not wait for it beyond FIRST_PASS_WAIT_MS, but
   // releases stay frozen until it has ended (it then sets the per-source freezes itself).
-  let stopped = false;
   p.gate.freeze('startup', 'the first evidence pass has not finished yet');
   const first = (async () => {
     await kubeSynced;
@@ -107,9 +128,10 @@ export async function startEvidence(p: {
     reconciler.start();
   })();
   let waitTimer: NodeJS.Timeout | undefined;
-  const done = await Promise.race([first.then(() => true), new Promise<false>((r) => { waitTimer = setTimeout(() => r(false), FIRST_PASS_WAIT_MS); })]);
+  const done = p.serveAtOnce || await Promise.race([first.then(() => true), new Promise<false>((r) => { waitTimer = setTimeout(() => r(false), FIRST_PASS_WAIT_MS); })]);
   clearTimeout(waitTimer);
-  if (!done) log.warn({ waitedMs: FIRST_PASS_WAIT_MS }, 'a restore source is slow: serving from the checkpoint before the first evidence pass ends; releases stay frozen until it does');
+  if (p.serveAtOnce) log.info('serving from this boot\'s checkpoint while the first evidence pass runs; releases stay frozen until it ends');
+  else if (!done) log.warn({ waitedMs: FIRST_PASS_WAIT_MS }, 'a restore source is slow: serving from the checkpoint before the first evidence pass ends; releases stay frozen until it does');
   return {
     reconciler, criEndpoint: endpoint, kubeConfigured: !!kube, stats, runtimeIdentity: () => reconciler.recordedIdentity,
     kernelSource: kernel instanceof KernelSource ? kernel.description : 'the kernel',

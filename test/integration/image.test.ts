@@ -95,7 +95,7 @@ test('root filesystem: node, ip, both iptables backends, nsenter, the shim, ipam
   // The shim runs on hosts without the image's libc: statically linked.
   const appLayer = oci.manifest.layers.length - 1;
   assert.ok(isStaticElf(await oci.layerFile(appLayer, './app/dist/cni-plugin/eni-ipam')), 'the shim has no ELF interpreter');
-  assert.equal((await oci.layerFile(appLayer, './app/bin/ipamd')).toString(), '#!/bin/sh\n# eni-ipam image entrypoint: ipamd on the image\'s Node runtime.\nexec /usr/local/bin/node /app/dist/ipamd/main.js "$@"\n');
+  assert.equal((await oci.layerFile(appLayer, './app/bin/ipamd')).toString(), '#!/bin/sh\n# eni-ipam image entrypoint: ipamd on the image\'s Node runtime.\n# A small resident set (see dist/ipamd/v8-flags.js): glibc malloc gives freed memory back, V8 flags (refused in NODE_OPTIONS).\nexport MALLOC_ARENA_MAX=1 MALLOC_TRIM_THRESHOLD_=65536 MALLOC_MMAP_THRESHOLD_=65536\nexec /usr/local/bin/node --optimize-for-size --max-semi-space-size=1 /app/dist/ipamd/main.js "$@"\n');
 });
 
 test('Dockerfile agrees with the archive: base packages, staged tree, entrypoint, working dir, PATH, user', async () => {

@@ -74,6 +74,8 @@ type V1Status = any;
 export class SimNode {
   /** The full ipamd environment (node defaults + options). */
   readonly env: Record<string, string>;
+  /** Child mode: argv put before `node main.js` (e.g. a shell running node with the image entrypoint's flags). */
+  childPrefix?: string[];
   private daemon?: Daemon;
   private child?: IpamdProcess;
   private port = 0;
@@ -128,7 +130,7 @@ export class SimNode {
     if (this.running) throw new Error('ipamd already running on this node');
     this.starts++;
     if (this.mode === 'child') {
-      this.child = await startIpamd({ env: { ...this.env, INTROSPECTION_BIND_ADDRESS: '127.0.0.1:0' }, logFile: path.join(this.dir, 'ipamd.log') });
+      this.child = await startIpamd({ env: { ...this.env, INTROSPECTION_BIND_ADDRESS: '127.0.0.1:0' }, logFile: path.join(this.dir, 'ipamd.log'), ...(this.childPrefix ? { prefix: this.childPrefix } : {}) });
       this.port = this.child.introspectionPort;
       return;
     }
