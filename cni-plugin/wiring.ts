@@ -1,5 +1,5 @@
 /**
- * Netns plumbing of one pod attachment (DESIGN §1 step 4) with iproute2, in two stages so
+ * Netns plumbing of one pod attachment (docs/design.md#1-the-parts-and-how-a-pod-gets-its-ip step 4) with iproute2, in two stages so
  * ADD can overlap the first with ipamd's answer (whose checkpoint fsync dominates it):
  * everything that needs no IP (veth pair, links up, pod routes and neighbour), then, with
  * the IP, the node's route and rules and the pod's address. Two `ip -batch -` processes
@@ -10,7 +10,7 @@
  * MACs and MTU, host end up, host route `<ip>/32 dev <hostVeth> scope link`, the pod's
  * ip rules ({@link policyRoutingLines}).
  *
- * Last line of defence (issue 10 item 4): the host route is *added*, never replaced, so
+ * Last line of defence (docs/design.md#13-evidence-before-trust item 4): the host route is *added*, never replaced, so
  * an IP that the node already routes to another device (a live pod ipamd lost track
  * of) makes the batch fail with EEXIST instead of silently moving that pod's route. Only
  * then (off the fast path) is the route read to tell a conflict ({@link IpConflictError}:

@@ -2,7 +2,7 @@
  * The datastore: which addresses the node holds (secondary IPs, and the 16 addresses of
  * each /28 prefix with prefix delegation), on which ENI, and which attachment holds each.
  * Pure and synchronous — no I/O, no timers; time is passed in as `now` (ms since epoch).
- * ipamd's single process is its only writer (DESIGN §8). A /28 prefix is unassigned
+ * ipamd's single process is its only writer (docs/design.md#8-lessons-the-field-paid-for). A /28 prefix is unassigned
  * only whole, and only when none of its 16 addresses is assigned, cooling, unverified
  * or releasing ({@link Datastore.reservePrefixesForRelease}).
  *
@@ -18,7 +18,7 @@
  *              adoption does to each phase, and {@link Datastore.completeRelease};
  * - unverified: found on an ENI at start with no checkpoint to say who holds it; a live
  *              pod may be using it, so it is neither handed out nor released until a
- *              clean read of the runtime says (DESIGN §4). A *quarantined* address (an
+ *              clean read of the runtime says (docs/design.md#4-restore-after-restart). A *quarantined* address (an
  *              ADD found the node routing it to another pod: {@link Datastore.quarantine})
  *              is in this state too, until {@link Datastore.liftQuarantine}.
  */
@@ -227,7 +227,7 @@ export class Datastore extends AddressStore {
 
   /**
    * The remembered released containers ({@link wasReleased}), oldest first, for the
-   * checkpoint (issue 10 item 5: the memory of DELs survives a restart). At most
+   * checkpoint (docs/design.md#13-evidence-before-trust item 5: the memory of DELs survives a restart). At most
    * {@link RELEASED_CONTAINERS_KEPT}; `releasedAt` in ms since epoch. The same (frozen)
    * array is returned until the remembered set changes, so a caller can tell "unchanged" by identity.
    */
@@ -296,7 +296,7 @@ export class Datastore extends AddressStore {
   }
 
   /**
-   * Quarantines `ip` (issue 10 item 4): the plugin found the node already routing it to
+   * Quarantines `ip` (docs/design.md#13-evidence-before-trust item 4): the plugin found the node already routing it to
    * another pod's veth, so some live pod uses it while ipamd thought it free. From now on
    * it is never handed out and never released (state `unverified`, whether or not it is
    * held) until {@link liftQuarantine}. Re-quarantining keeps the first `since`.

@@ -1,6 +1,6 @@
 /**
  * ADD/DEL through a real containerd 1.6 (CRI) using the plugin exactly as ipamd installs
- * it (issue 5, Tests): ipamd runs inside the node namespace with ENI_IPAM_INSTALL_CNI=true
+ * it (docs/design.md#11-the-cni-plugin-complete-and-fast, Tests): ipamd runs inside the node namespace with ENI_IPAM_INSTALL_CNI=true
  * and containerd's conf/bin dirs, so the conflist and the executable containerd runs are
  * whatever `installCni` wrote (no file layout is assumed beyond the CNI contract: the
  * conflist's `type` names an executable in the bin dir). Then a 50-pod burst with no
@@ -84,7 +84,7 @@ async function mountedNetns(paths: string[]): Promise<string[]> {
   return paths.filter((p) => mounts.has(p) || existsSync(p));
 }
 
-/** ipamd's checkpoint (DESIGN §3): the snapshot with its journal applied, as ipamd reads it at start. */
+/** ipamd's checkpoint (docs/design.md#3-contracts): the snapshot with its journal applied, as ipamd reads it at start. */
 async function checkpoint(n: InstalledCniNode): Promise<{ allocations: Array<{ containerID: string; ipv4: string }>; cooldown: Array<{ ip: string }> }> {
   const r = await readCheckpoint(n.checkpoint);
   if (r.kind !== 'ok') throw new Error(`checkpoint ${n.checkpoint}: ${r.kind}`);

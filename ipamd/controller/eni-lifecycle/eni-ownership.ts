@@ -1,5 +1,5 @@
 /**
- * ENI ownership rules (DESIGN §3 "ENI ownership"), pure: the tags and description that
+ * ENI ownership rules (docs/design.md#eni-ownership), pure: the tags and description that
  * mark an ENI as created by eni-ipam (the amazon-vpc-cni-k8s keys, so existing tooling
  * recognises them), and who may manage it. (How to read an EC2 failure's outcome: cloud/ec2-outcome.ts.)
  */

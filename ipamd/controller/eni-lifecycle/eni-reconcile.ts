@@ -1,5 +1,5 @@
 /**
- * The ENI reconcile (issue 4 item 6, DESIGN §4 rule 4): every
+ * The ENI reconcile (docs/design.md#10-the-warm-pool-at-depth item 6, docs/design.md#4-restore-after-restart rule 4): every
  * ENI_IPAM_RECONCILE_INTERVAL it compares, **by content**, what the datastore holds,
  * what IMDS lists and what EC2 describes for this instance's ENIs. EC2 is the truth;
  * IMDS is a hint that the OS sees an interface.
