@@ -77,18 +77,6 @@ const PLUGIN_FROM_CORE = {
   message: 'the core (ipamd/datastore, ipamd/pool) imports no CNI plugin code (docs/architecture.md#rules-that-never-break).',
 };
 
-/**
- * TEMPORARY: ipamd files that still import cni-plugin internals (docs/design.md#15-seams-that-keep-the-code-changeable item 1, the seam work,
- * removes these imports). Delete this list, and its override below, once it is empty.
- */
-const SEAM_EXCEPTIONS = [
-  'ipamd/cni-exec/spool-applier.ts',
-  'ipamd/cni-exec/server.ts',
-  'ipamd/cni-exec/spawn-worker.ts',
-  'ipamd/rpc/server.ts',
-  'ipamd/controller/**/quarantine-check.ts', // moves to controller/pool-loop/ with the controller split
-];
-
 export default defineConfig(
   {
     ignores: ['dist/**', 'dist-*/**', 'node_modules/**', 'build/**', '.tmp/**', 'cni-plugin/generated/**', 'charts/**', 'cni-plugin/shim/**'],
@@ -166,14 +154,6 @@ export default defineConfig(
     rules: {
       'no-restricted-imports': ['error', { patterns: [SHARED_FROM_EITHER_SIDE, SIMULATOR] }],
       'no-restricted-syntax': dynamicImports(SHARED_FROM_EITHER_SIDE, SIMULATOR),
-    },
-  },
-  {
-    // TEMPORARY (see SEAM_EXCEPTIONS): these may still import cni-plugin internals.
-    files: SEAM_EXCEPTIONS,
-    rules: {
-      'no-restricted-imports': ['error', { patterns: [SIMULATOR] }],
-      'no-restricted-syntax': dynamicImports(SIMULATOR),
     },
   },
 );
