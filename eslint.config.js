@@ -28,7 +28,8 @@ const NODE_IO = [
 
 /** Import-path patterns (regular expressions) for each boundary, and why. */
 const IO_LIBRARIES = {
-  regex: '^(@aws-sdk/|@grpc/|grpc-health-check$|@kubernetes/|pino|prom-client$|write-file-atomic$|rotating-file-stream$)',
+  regex:
+    '^(@aws-sdk/|@grpc/|grpc-health-check$|@kubernetes/|pino|prom-client$|write-file-atomic$|rotating-file-stream$)',
   message:
     'the core (ipamd/datastore, ipamd/pool) is pure: no cloud SDK, gRPC, Kubernetes, logging or file I/O (docs/architecture.md#rules-that-never-break).',
 };
@@ -39,15 +40,18 @@ const IPAMD_ADAPTERS = {
 };
 const SIMULATOR = {
   regex: '(^|/)sim(/|$)',
-  message: 'the simulator (sim/) is for tests, the demo and benches only (docs/architecture.md#rules-that-never-break).',
+  message:
+    'the simulator (sim/) is for tests, the demo and benches only (docs/architecture.md#rules-that-never-break).',
 };
 const IPAMD_FROM_PLUGIN = {
   regex: '(^|/)ipamd(/|$)',
-  message: 'the CNI plugin imports no ipamd internals; share types through proto/ (docs/architecture.md#rules-that-never-break).',
+  message:
+    'the CNI plugin imports no ipamd internals; share types through proto/ (docs/architecture.md#rules-that-never-break).',
 };
 const SHARED_FROM_EITHER_SIDE = {
   regex: '(^|/)(ipamd|cni-plugin)(/|$)',
-  message: 'shared code (proto/, netfacts/) imports neither ipamd nor the CNI plugin: both sides import it (docs/architecture.md#rules-that-never-break).',
+  message:
+    'shared code (proto/, netfacts/) imports neither ipamd nor the CNI plugin: both sides import it (docs/architecture.md#rules-that-never-break).',
 };
 const PLUGIN_INTERNALS_FROM_IPAMD = {
   regex: '(^|/)cni-plugin/(?!index\\.js$|facade\\.js$)',
@@ -74,12 +78,22 @@ const NODE_IO_PATTERN = {
 };
 const PLUGIN_FROM_CORE = {
   regex: '(^|/)cni-plugin/',
-  message: 'the core (ipamd/datastore, ipamd/pool) imports no CNI plugin code (docs/architecture.md#rules-that-never-break).',
+  message:
+    'the core (ipamd/datastore, ipamd/pool) imports no CNI plugin code (docs/architecture.md#rules-that-never-break).',
 };
 
 export default defineConfig(
   {
-    ignores: ['dist/**', 'dist-*/**', 'node_modules/**', 'build/**', '.tmp/**', 'cni-plugin/generated/**', 'charts/**', 'cni-plugin/shim/**'],
+    ignores: [
+      'dist/**',
+      'dist-*/**',
+      'node_modules/**',
+      'build/**',
+      '.tmp/**',
+      'cni-plugin/generated/**',
+      'charts/**',
+      'cni-plugin/shim/**',
+    ],
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,
@@ -115,12 +129,19 @@ export default defineConfig(
         {
           paths: NODE_IO.map((name) => ({
             name,
-            message: 'the core (ipamd/datastore, ipamd/pool) does no I/O (docs/architecture.md#rules-that-never-break).',
+            message:
+              'the core (ipamd/datastore, ipamd/pool) does no I/O (docs/architecture.md#rules-that-never-break).',
           })),
           patterns: [IO_LIBRARIES, IPAMD_ADAPTERS, SIMULATOR, PLUGIN_FROM_CORE],
         },
       ],
-      'no-restricted-syntax': dynamicImports(NODE_IO_PATTERN, IO_LIBRARIES, IPAMD_ADAPTERS, SIMULATOR, PLUGIN_FROM_CORE),
+      'no-restricted-syntax': dynamicImports(
+        NODE_IO_PATTERN,
+        IO_LIBRARIES,
+        IPAMD_ADAPTERS,
+        SIMULATOR,
+        PLUGIN_FROM_CORE,
+      ),
     },
   },
   {

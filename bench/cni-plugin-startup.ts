@@ -40,10 +40,16 @@ interface Build {
 }
 
 /** scripts/bundle-plugin.mjs's bundlePlugin (an .mjs script, so loaded untyped). */
-type BundlePlugin = (o: { outfile: string; codeCache: boolean; ipamdClient?: string }) => Promise<{ outfile: string; bytes: number }>;
+type BundlePlugin = (o: {
+  outfile: string;
+  codeCache: boolean;
+  ipamdClient?: string;
+}) => Promise<{ outfile: string; bytes: number }>;
 
 async function buildVariants(dir: string): Promise<Build[]> {
-  const { bundlePlugin } = (await import(pathToFileURL(path.join(ROOT, 'scripts/bundle-plugin.mjs')).href)) as { bundlePlugin: BundlePlugin };
+  const { bundlePlugin } = (await import(pathToFileURL(path.join(ROOT, 'scripts/bundle-plugin.mjs')).href)) as {
+    bundlePlugin: BundlePlugin;
+  };
   const grpcJs = path.join(ROOT, 'bench/variants/ipamd-client-grpc-js.ts');
   const light = path.join(ROOT, 'bench/variants/ipamd-client-http2-light.ts');
   const specs: Array<{ name: string; codeCache: boolean; ipamdClient?: string }> = [
@@ -57,7 +63,11 @@ async function buildVariants(dir: string): Promise<Build[]> {
   const out: Build[] = [];
   for (const [i, s] of specs.entries()) {
     await mkdir(path.join(dir, `v${i}`));
-    const r = await bundlePlugin({ outfile: path.join(dir, `v${i}`, 'eni-ipam'), codeCache: s.codeCache, ...(s.ipamdClient ? { ipamdClient: s.ipamdClient } : {}) });
+    const r = await bundlePlugin({
+      outfile: path.join(dir, `v${i}`, 'eni-ipam'),
+      codeCache: s.codeCache,
+      ...(s.ipamdClient ? { ipamdClient: s.ipamdClient } : {}),
+    });
     out.push({ name: s.name, file: r.outfile, kib: Math.round(r.bytes / 1024) });
   }
   return out;
@@ -76,19 +86,38 @@ async function main(): Promise<void> {
   try {
     builds = await buildVariants(work);
     for (const b of builds) results.set(b.name, { version: [], add: [], del: [] });
-    const config = JSON.stringify({ cniVersion: '1.0.0', name: 'aws-cni', type: 'eni-ipam', ipamdSocket: standin.socket });
+    const config = JSON.stringify({
+      cniVersion: '1.0.0',
+      name: 'aws-cni',
+      type: 'eni-ipam',
+      ipamdSocket: standin.socket,
+    });
     let seq = 0;
     const cycle = async (b: Build, record: boolean): Promise<void> => {
       const pod = await createNamedNetns(`eni-bench-su-pod-${process.pid}`);
       try {
         const env = {
-          CNI_CONTAINERID: `bench${process.pid}x${seq++}`, CNI_NETNS: pod.path, CNI_IFNAME: 'eth0', CNI_PATH: '/opt/cni/bin',
+          CNI_CONTAINERID: `bench${process.pid}x${seq++}`,
+          CNI_NETNS: pod.path,
+          CNI_IFNAME: 'eth0',
+          CNI_PATH: '/opt/cni/bin',
           CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=bench;K8S_POD_NAME=p${seq}`,
         };
-        const version = await timedExec([process.execPath, b.file], { env: { ...env, CNI_COMMAND: 'VERSION' }, netns: node.path });
-        const add = await timedExec([process.execPath, b.file], { env: { ...env, CNI_COMMAND: 'ADD' }, input: config, netns: node.path });
+        const version = await timedExec([process.execPath, b.file], {
+          env: { ...env, CNI_COMMAND: 'VERSION' },
+          netns: node.path,
+        });
+        const add = await timedExec([process.execPath, b.file], {
+          env: { ...env, CNI_COMMAND: 'ADD' },
+          input: config,
+          netns: node.path,
+        });
         if (add.code !== 0) throw new Error(`${b.name} ADD failed: ${add.stdout}${add.stderr}`);
-        const del = await timedExec([process.execPath, b.file], { env: { ...env, CNI_COMMAND: 'DEL' }, input: config, netns: node.path });
+        const del = await timedExec([process.execPath, b.file], {
+          env: { ...env, CNI_COMMAND: 'DEL' },
+          input: config,
+          netns: node.path,
+        });
         if (del.code !== 0) throw new Error(`${b.name} DEL failed: ${del.stdout}${del.stderr}`);
         if (record) {
           const r = results.get(b.name)!;
@@ -113,18 +142,30 @@ async function main(): Promise<void> {
 
   const wall = (xs: TimedRun[]) => summarize(xs.map((x) => x.wallMs));
   const cpu = (xs: TimedRun[]) => summarize(xs.map((x) => x.cpuMs));
-  console.log(`CNI plugin start-up options, ${runs} rounds, ${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} vCPU, Node ${process.version}, load ${os.loadavg()[0]!.toFixed(1)}`);
-  console.log('wall/CPU in ms (median; p90 in parentheses); ADD/DEL against the stand-in ipamd, plugin run in a node netns\n');
+  console.log(
+    `CNI plugin start-up options, ${runs} rounds, ${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} vCPU, Node ${process.version}, load ${os.loadavg()[0]!.toFixed(1)}`,
+  );
+  console.log(
+    'wall/CPU in ms (median; p90 in parentheses); ADD/DEL against the stand-in ipamd, plugin run in a node netns\n',
+  );
   console.log('| build | size KiB | VERSION wall | ADD wall | ADD CPU | DEL wall | DEL CPU |');
   console.log('|---|---|---|---|---|---|---|');
   for (const b of builds) {
     const r = results.get(b.name)!;
     const a = wall(r.add);
     const d = wall(r.del);
-    console.log(`| ${b.name} | ${b.kib} | ${ms(wall(r.version).median)} | ${ms(a.median)} (${ms(a.p90)}) | ${ms(cpu(r.add).median)} | ${ms(d.median)} (${ms(d.p90)}) | ${ms(cpu(r.del).median)} |`);
+    console.log(
+      `| ${b.name} | ${b.kib} | ${ms(wall(r.version).median)} | ${ms(a.median)} (${ms(a.p90)}) | ${ms(cpu(r.add).median)} | ${ms(d.median)} (${ms(d.p90)}) | ${ms(cpu(r.del).median)} |`,
+    );
   }
   const f = wall(floor);
   console.log(`| \`node -e 0\` (floor) | – | ${ms(f.median)} (${ms(f.p90)}) | – | ${ms(cpu(floor).median)} | – | – |`);
 }
 
-main().then(() => process.exit(0), (e: Error) => { console.error(e.stack); process.exit(1); });
+main().then(
+  () => process.exit(0),
+  (e: Error) => {
+    console.error(e.stack);
+    process.exit(1);
+  },
+);

@@ -49,15 +49,32 @@ const GO_CNI_DIR = '/usr/lib/cni';
 
 /** The ptp + host-local plugin entry (the reference baseline's), host-local state in `dataDir`. */
 function goPlugin(dataDir: string, subnet: string): Record<string, unknown> {
-  return { type: 'ptp', ipMasq: false, mtu: 9001, ipam: { type: 'host-local', dataDir, ranges: [[{ subnet }]], routes: [{ dst: '0.0.0.0/0' }] } };
+  return {
+    type: 'ptp',
+    ipMasq: false,
+    mtu: 9001,
+    ipam: { type: 'host-local', dataDir, ranges: [[{ subnet }]], routes: [{ dst: '0.0.0.0/0' }] },
+  };
 }
 
 const sleep = (msec: number) => new Promise((r) => setTimeout(r, msec));
 
 /** Results of part (a). */
-interface PluginTimes { add: number[]; del: number[]; version: number[]; addCpu: number[]; delCpu: number[] }
+interface PluginTimes {
+  add: number[];
+  del: number[];
+  version: number[];
+  addCpu: number[];
+  delCpu: number[];
+}
 type Who = 'shim' | 'ours' | 'go';
-interface CniResults { shim: PluginTimes; ours: PluginTimes; go: PluginTimes; floor: number[]; floorCpu: number[] }
+interface CniResults {
+  shim: PluginTimes;
+  ours: PluginTimes;
+  go: PluginTimes;
+  floor: number[];
+  floorCpu: number[];
+}
 
 /** (a) + (c): ADD/DEL of both plugins in fresh netns inside a node netns, and the node floor. */
 async function benchCni(pods: number, work: string): Promise<CniResults> {
@@ -78,8 +95,13 @@ async function benchCni(pods: number, work: string): Promise<CniResults> {
     const socket = path.join(work, 'ipamd.sock');
     const ipamd = await startIpamd({
       env: {
-        AWS_EC2_ENDPOINT: sim.ec2Endpoint, AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpoint, ENI_IPAM_SOCKET: socket,
-        ENI_IPAM_CHECKPOINT_PATH: path.join(work, 'ipam.json'), WARM_IP_TARGET: '20', ENI_IPAM_POOL_INTERVAL: '200ms', AWS_VPC_K8S_CNI_LOGLEVEL: 'info',
+        AWS_EC2_ENDPOINT: sim.ec2Endpoint,
+        AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpoint,
+        ENI_IPAM_SOCKET: socket,
+        ENI_IPAM_CHECKPOINT_PATH: path.join(work, 'ipam.json'),
+        WARM_IP_TARGET: '20',
+        ENI_IPAM_POOL_INTERVAL: '200ms',
+        AWS_VPC_K8S_CNI_LOGLEVEL: 'info',
       },
       logFile: path.join(work, 'ipamd.log'),
     });
@@ -94,17 +116,30 @@ async function benchCni(pods: number, work: string): Promise<CniResults> {
     const cycle = async (who: Who, i: number, record: boolean): Promise<void> => {
       const pod = await createNamedNetns(`eni-vs-go-${who}-${process.pid}`);
       try {
-        const argv = who === 'ours' ? [process.execPath, plugin] : who === 'shim' ? [shimNode.plugin] : [path.join(GO_CNI_DIR, 'ptp')];
+        const argv =
+          who === 'ours'
+            ? [process.execPath, plugin]
+            : who === 'shim'
+              ? [shimNode.plugin]
+              : [path.join(GO_CNI_DIR, 'ptp')];
         const input = JSON.stringify(who === 'ours' ? ours : who === 'shim' ? shimNode.config : go);
         const nodeNs = who === 'shim' ? shimNode.netns.path : node.path;
         const env = {
-          CNI_CONTAINERID: `${who}${process.pid}x${i}`, CNI_NETNS: pod.path, CNI_IFNAME: 'eth0', CNI_PATH: GO_CNI_DIR,
+          CNI_CONTAINERID: `${who}${process.pid}x${i}`,
+          CNI_NETNS: pod.path,
+          CNI_IFNAME: 'eth0',
+          CNI_PATH: GO_CNI_DIR,
           CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=bench;K8S_POD_NAME=pod-${i};K8S_POD_INFRA_CONTAINER_ID=${who}${i}`,
         };
         const v = await timedExec(argv, { env: { ...env, CNI_COMMAND: 'VERSION' }, input, netns: nodeNs });
-        const a = await timedExec(argv, { env: { ...env, CNI_COMMAND: 'ADD', ENI_IPAM_SHIM_DEBUG: '1' }, input, netns: nodeNs });
+        const a = await timedExec(argv, {
+          env: { ...env, CNI_COMMAND: 'ADD', ENI_IPAM_SHIM_DEBUG: '1' },
+          input,
+          netns: nodeNs,
+        });
         if (a.code !== 0) throw new Error(`${who} ADD ${i} failed: ${a.stdout}${a.stderr}`);
-        if (who === 'shim' && a.stderr.includes('eni-ipam.cjs')) throw new Error(`the shim fell back to the Node plugin: ${a.stderr}`);
+        if (who === 'shim' && a.stderr.includes('eni-ipam.cjs'))
+          throw new Error(`the shim fell back to the Node plugin: ${a.stderr}`);
         const d = await timedExec(argv, { env: { ...env, CNI_COMMAND: 'DEL' }, input, netns: nodeNs });
         if (d.code !== 0) throw new Error(`${who} DEL ${i} failed: ${d.stdout}${d.stderr}`);
         if (record) {
@@ -119,7 +154,11 @@ async function benchCni(pods: number, work: string): Promise<CniResults> {
       }
     };
     for (let i = 0; i < 3; i++) for (const who of ['shim', 'ours', 'go'] as const) await cycle(who, -1 - i, false); // warm-up (writes the V8 cache)
-    const orders: Who[][] = [['shim', 'ours', 'go'], ['go', 'shim', 'ours'], ['ours', 'go', 'shim']];
+    const orders: Who[][] = [
+      ['shim', 'ours', 'go'],
+      ['go', 'shim', 'ours'],
+      ['ours', 'go', 'shim'],
+    ];
     for (let i = 0; i < pods; i++) {
       const order = orders[i % 3]!;
       for (const who of order) await cycle(who, i, true);
@@ -134,13 +173,21 @@ async function benchCni(pods: number, work: string): Promise<CniResults> {
 }
 
 /** Results of part (b), per runtime setup: RunPodSandbox / StopPodSandbox / RemovePodSandbox in ms. */
-interface CriResults { run: number[]; stop: number[]; remove: number[] }
+interface CriResults {
+  run: number[];
+  stop: number[];
+  remove: number[];
+}
 
 /** (b): RunPodSandbox with our plugin vs ptp + host-local, two containerd, pods alternating. */
 async function benchCri(sandboxes: number, work: string): Promise<{ ours: CriResults; go: CriResults }> {
   const cleanups: Array<() => Promise<unknown>> = [];
   try {
-    const oursNode = await createContainerdNode({ instanceType: 'c5.4xlarge', startIpamd: false, ipamdEnv: { WARM_IP_TARGET: '20', AWS_VPC_K8S_CNI_LOGLEVEL: 'info' } });
+    const oursNode = await createContainerdNode({
+      instanceType: 'c5.4xlarge',
+      startIpamd: false,
+      ipamdEnv: { WARM_IP_TARGET: '20', AWS_VPC_K8S_CNI_LOGLEVEL: 'info' },
+    });
     cleanups.push(() => oursNode.close());
     // Install as ipamd does: the shim as eni-ipam, the Node plugin beside it, execSocket in the conflist.
     const oursBin = path.join(oursNode.dir, 'cni', 'bin');
@@ -162,17 +209,32 @@ async function benchCri(sandboxes: number, work: string): Promise<{ ours: CriRes
     for (const p of ['ptp', 'host-local', 'loopback']) await copyFile(path.join(GO_CNI_DIR, p), path.join(binDir, p));
     // Written as temp file + rename in the same dir (what containerd's conf watcher expects).
     const tmp = path.join(confDir, '.10-gobench.conflist.tmp');
-    await writeFile(tmp, JSON.stringify({ cniVersion: '1.0.0', name: 'gobench', plugins: [goPlugin(path.join(goDir, 'host-local'), '10.235.0.0/22')] }));
+    await writeFile(
+      tmp,
+      JSON.stringify({
+        cniVersion: '1.0.0',
+        name: 'gobench',
+        plugins: [goPlugin(path.join(goDir, 'host-local'), '10.235.0.0/22')],
+      }),
+    );
     await rename(tmp, path.join(confDir, '10-gobench.conflist'));
     const goNetns: Netns = await createNamedNetns(`eni-vs-go-cri-${process.pid}`);
     cleanups.push(() => goNetns.remove());
-    const goContainerd = await startContainerd({ baseDir: path.join(goDir, 'containerd'), nodeNetnsPath: goNetns.path, cniBinDir: binDir, cniConfDir: confDir });
+    const goContainerd = await startContainerd({
+      baseDir: path.join(goDir, 'containerd'),
+      nodeNetnsPath: goNetns.path,
+      cniBinDir: binDir,
+      cniConfDir: confDir,
+    });
     cleanups.push(() => goContainerd.stop());
     const goCri = new CriTestClient(goContainerd.socket, 60_000);
     cleanups.push(async () => goCri.close());
     for (let t = 0; t < 100 && (await oursNode.status()).counts.available < 10; t++) await sleep(100);
 
-    const res = { ours: { run: [], stop: [], remove: [] } as CriResults, go: { run: [], stop: [], remove: [] } as CriResults };
+    const res = {
+      ours: { run: [], stop: [], remove: [] } as CriResults,
+      go: { run: [], stop: [], remove: [] } as CriResults,
+    };
     const one = async (who: 'ours' | 'go', i: number, record: boolean): Promise<void> => {
       const cri = who === 'ours' ? oursNode.cri : goCri;
       const t0 = performance.now();
@@ -188,7 +250,10 @@ async function benchCri(sandboxes: number, work: string): Promise<{ ours: CriRes
         res[who].remove.push(t3 - t2);
       }
     };
-    for (let i = 0; i < 2; i++) { await one('ours', -1 - i, false); await one('go', -1 - i, false); }
+    for (let i = 0; i < 2; i++) {
+      await one('ours', -1 - i, false);
+      await one('go', -1 - i, false);
+    }
     for (let i = 0; i < sandboxes; i++) {
       const order: Array<'ours' | 'go'> = i % 2 ? ['go', 'ours'] : ['ours', 'go'];
       for (const who of order) await one(who, i, true);
@@ -203,7 +268,13 @@ const cell = (s: Summary) => `${ms(s.median)} / ${ms(s.p90)}`;
 const ratio = (a: Summary, b: Summary) => `${(a.median / b.median).toFixed(2)}×`;
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { pods: { type: 'string', default: '50' }, sandboxes: { type: 'string', default: '20' }, 'no-cri': { type: 'boolean', default: false } } });
+  const { values } = parseArgs({
+    options: {
+      pods: { type: 'string', default: '50' },
+      sandboxes: { type: 'string', default: '20' },
+      'no-cri': { type: 'boolean', default: false },
+    },
+  });
   delete process.env.NODE_EXTRA_CA_CERTS;
   const load0 = os.loadavg()[0]!;
   const work = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-vs-go-'));
@@ -216,11 +287,15 @@ async function main(): Promise<void> {
     await rm(work, { recursive: true, force: true });
   }
   const s = summarize;
-  console.log(`eni-ipam CNI plugin vs Go ptp + host-local, ${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} vCPU, Node ${process.version}, load average ${load0.toFixed(1)} → ${os.loadavg()[0]!.toFixed(1)}`);
+  console.log(
+    `eni-ipam CNI plugin vs Go ptp + host-local, ${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} vCPU, Node ${process.version}, load average ${load0.toFixed(1)} → ${os.loadavg()[0]!.toFixed(1)}`,
+  );
   console.log('');
   const row3 = (what: string, k: 'add' | 'del' | 'addCpu' | 'delCpu' | 'version', target: string) =>
     `| ${what} | ${cell(s(cni.shim[k]))} | ${cell(s(cni.ours[k]))} | ${cell(s(cni.go[k]))} | ${ratio(s(cni.shim[k]), s(cni.go[k]))} | ${ratio(s(cni.ours[k]), s(cni.go[k]))} | ${target} |`;
-  console.log('| what (ms, median / p90) | eni-ipam shim → ipamd | eni-ipam Node plugin | Go ptp + host-local | ratio shim/Go | ratio Node/Go | target |');
+  console.log(
+    '| what (ms, median / p90) | eni-ipam shim → ipamd | eni-ipam Node plugin | Go ptp + host-local | ratio shim/Go | ratio Node/Go | target |',
+  );
   console.log('|---|---|---|---|---|---|---|');
   console.log(row3(`CNI ADD, ${cni.shim.add.length} fresh netns`, 'add', '≤ 2×'));
   console.log(row3('CNI DEL', 'del', '–'));
@@ -228,13 +303,29 @@ async function main(): Promise<void> {
   console.log(row3('CNI DEL, CPU time', 'delCpu', '–'));
   console.log(row3('plugin start only (VERSION)', 'version', '–'));
   if (cri) {
-    console.log(`| containerd RunPodSandbox, ${cri.ours.run.length} pods | ${cell(s(cri.ours.run))} | – | ${cell(s(cri.go.run))} | ${ratio(s(cri.ours.run), s(cri.go.run))} | – | ≤ 1.3× |`);
-    console.log(`| containerd StopPodSandbox | ${cell(s(cri.ours.stop))} | – | ${cell(s(cri.go.stop))} | ${ratio(s(cri.ours.stop), s(cri.go.stop))} | – | – |`);
-    console.log(`| containerd RemovePodSandbox | ${cell(s(cri.ours.remove))} | – | ${cell(s(cri.go.remove))} | ${ratio(s(cri.ours.remove), s(cri.go.remove))} | – | – |`);
+    console.log(
+      `| containerd RunPodSandbox, ${cri.ours.run.length} pods | ${cell(s(cri.ours.run))} | – | ${cell(s(cri.go.run))} | ${ratio(s(cri.ours.run), s(cri.go.run))} | – | ≤ 1.3× |`,
+    );
+    console.log(
+      `| containerd StopPodSandbox | ${cell(s(cri.ours.stop))} | – | ${cell(s(cri.go.stop))} | ${ratio(s(cri.ours.stop), s(cri.go.stop))} | – | – |`,
+    );
+    console.log(
+      `| containerd RemovePodSandbox | ${cell(s(cri.ours.remove))} | – | ${cell(s(cri.go.remove))} | ${ratio(s(cri.ours.remove), s(cri.go.remove))} | – | – |`,
+    );
   }
-  console.log(`| \`node -e 0\` (the floor), same rounds | – | ${cell(s(cni.floor))} (CPU ${ms(s(cni.floorCpu).median)}) | – | – | – | – |`);
+  console.log(
+    `| \`node -e 0\` (the floor), same rounds | – | ${cell(s(cni.floor))} (CPU ${ms(s(cni.floorCpu).median)}) | – | – | – | – |`,
+  );
   console.log('');
-  console.log('CPU time of the shim counts the shim process only: the work ipamd does for it (in-process) is not in it.');
+  console.log(
+    'CPU time of the shim counts the shim process only: the work ipamd does for it (in-process) is not in it.',
+  );
 }
 
-main().then(() => process.exit(0), (e: Error) => { console.error(e.stack); process.exit(1); });
+main().then(
+  () => process.exit(0),
+  (e: Error) => {
+    console.error(e.stack);
+    process.exit(1);
+  },
+);

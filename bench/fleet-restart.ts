@@ -48,16 +48,27 @@ async function addPod(f: FleetNode, id: string): Promise<string> {
 }
 
 async function waitQuiet(sim: SimCloud, quietMs: number, maxMs: number): Promise<void> {
-  for (const until = Date.now() + maxMs; Date.now() < until && Date.now() - (sim.calls.at(-1)?.at ?? 0) < quietMs;) await sleep(200);
+  for (const until = Date.now() + maxMs; Date.now() < until && Date.now() - (sim.calls.at(-1)?.at ?? 0) < quietMs;)
+    await sleep(200);
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: {
-    nodes: { type: 'string', default: '200' }, pods: { type: 'string', default: '5' }, 'new-pods': { type: 'string', default: '2' },
-    burst: { type: 'string', default: '100' }, refill: { type: 'string', default: '20' }, 'no-limits-cache': { type: 'boolean', default: false },
-  } });
+  const { values } = parseArgs({
+    options: {
+      nodes: { type: 'string', default: '200' },
+      pods: { type: 'string', default: '5' },
+      'new-pods': { type: 'string', default: '2' },
+      burst: { type: 'string', default: '100' },
+      refill: { type: 'string', default: '20' },
+      'no-limits-cache': { type: 'boolean', default: false },
+    },
+  });
   const o = {
-    nodes: Number(values.nodes), pods: Number(values.pods), newPods: Number(values['new-pods']), burst: Number(values.burst), refill: Number(values.refill),
+    nodes: Number(values.nodes),
+    pods: Number(values.pods),
+    newPods: Number(values['new-pods']),
+    burst: Number(values.burst),
+    refill: Number(values.refill),
     noLimitsCache: values['no-limits-cache'] ?? false,
   };
   delete process.env.NODE_EXTRA_CA_CERTS;
@@ -74,16 +85,20 @@ async function main(): Promise<void> {
     }
     // 1. Warm-up.
     for (let i = 0; i < fleet.length; i += 25) {
-      await Promise.all(fleet.slice(i, i + 25).map(async (f) => {
-        await f.node.start();
-        for (let p = 0; p < o.pods; p++) f.pods.set(`${f.node.instanceId}-p${p}`, await addPod(f, `${f.node.instanceId}-p${p}`));
-      }));
+      await Promise.all(
+        fleet.slice(i, i + 25).map(async (f) => {
+          await f.node.start();
+          for (let p = 0; p < o.pods; p++)
+            f.pods.set(`${f.node.instanceId}-p${p}`, await addPod(f, `${f.node.instanceId}-p${p}`));
+        }),
+      );
     }
     await waitQuiet(sim, 3000, 120_000);
     const rssWarm = rssMiB();
     // 2. Restart together, throttled.
     await Promise.all(fleet.map((f) => f.node.stop()));
-    if (o.noLimitsCache) await Promise.all(fleet.map((f) => rm(path.join(f.node.dir, 'instance-limits.json'), { force: true })));
+    if (o.noLimitsCache)
+      await Promise.all(fleet.map((f) => rm(path.join(f.node.dir, 'instance-limits.json'), { force: true })));
     sim.faults.setThrottle('describe', { burst: o.burst, refillPerSecond: o.refill });
     sim.faults.setThrottle('mutating', { burst: o.burst, refillPerSecond: o.refill });
     const from = sim.calls.length;
@@ -91,41 +106,49 @@ async function main(): Promise<void> {
     const failedPods: string[] = [];
     const startErrors: string[] = [];
     let newSeq = 0;
-    await Promise.all(fleet.map(async (f) => {
-      for (let backoff = 2000; ; backoff = Math.min(backoff * 2, 32_000)) {
-        try {
-          await f.node.start();
-          break;
-        } catch (e) {
-          f.startFailures++;
-          startErrors.push(`${f.node.instanceId}: ${(e as Error).message}`);
-          await sleep(backoff);
+    await Promise.all(
+      fleet.map(async (f) => {
+        for (let backoff = 2000; ; backoff = Math.min(backoff * 2, 32_000)) {
+          try {
+            await f.node.start();
+            break;
+          } catch (e) {
+            f.startFailures++;
+            startErrors.push(`${f.node.instanceId}: ${(e as Error).message}`);
+            await sleep(backoff);
+          }
         }
-      }
-      f.servedAtMs = Date.now() - t0;
-      // 3. Pods: the old ones keep their IPs, new ones get one.
-      await Promise.all([...f.pods].map(async ([id, ip]) => {
-        try {
-          const got = await addPod(f, id);
-          if (got !== ip) failedPods.push(`${id}: had ${ip}, repeated ADD returned ${got}`);
-        } catch (e) {
-          failedPods.push(`${id} (existing): ${(e as GrpcError).details ?? (e as Error).message}`);
-        }
-      }));
-      await Promise.all(Array.from({ length: o.newPods }, async () => {
-        const id = `${f.node.instanceId}-new${newSeq++}`;
-        try {
-          await addPod(f, id);
-        } catch (e) {
-          failedPods.push(`${id} (new): ${(e as GrpcError).details ?? (e as Error).message}`);
-        }
-      }));
-    }));
+        f.servedAtMs = Date.now() - t0;
+        // 3. Pods: the old ones keep their IPs, new ones get one.
+        await Promise.all(
+          [...f.pods].map(async ([id, ip]) => {
+            try {
+              const got = await addPod(f, id);
+              if (got !== ip) failedPods.push(`${id}: had ${ip}, repeated ADD returned ${got}`);
+            } catch (e) {
+              failedPods.push(`${id} (existing): ${(e as GrpcError).details ?? (e as Error).message}`);
+            }
+          }),
+        );
+        await Promise.all(
+          Array.from({ length: o.newPods }, async () => {
+            const id = `${f.node.instanceId}-new${newSeq++}`;
+            try {
+              await addPod(f, id);
+            } catch (e) {
+              failedPods.push(`${id} (new): ${(e as GrpcError).details ?? (e as Error).message}`);
+            }
+          }),
+        );
+      }),
+    );
     const allServingMs = Math.max(...fleet.map((f) => f.servedAtMs ?? Infinity));
     const podsDoneMs = Date.now() - t0;
     // Let the pools finish their post-restart work: until no call was throttled for 10 s (at most 120 s more).
-    const lastThrottled = () => sim.calls.slice(from).reduce((m, c) => (c.errorCode === 'RequestLimitExceeded' ? Math.max(m, c.at) : m), t0);
-    for (const until = Date.now() + 120_000; Date.now() < until && Date.now() - lastThrottled() < 10_000;) await sleep(500);
+    const lastThrottled = () =>
+      sim.calls.slice(from).reduce((m, c) => (c.errorCode === 'RequestLimitExceeded' ? Math.max(m, c.at) : m), t0);
+    for (const until = Date.now() + 120_000; Date.now() < until && Date.now() - lastThrottled() < 10_000;)
+      await sleep(500);
     const calls = sim.calls.slice(from);
     const lastThrottledMs = lastThrottled() - t0;
     const windowS = (Date.now() - t0) / 1000;
@@ -133,28 +156,50 @@ async function main(): Promise<void> {
     const served = fleet.map((f) => f.servedAtMs ?? Infinity);
     const desc = calls.filter((c) => !isMutating(c.action));
     const mut = calls.filter((c) => isMutating(c.action));
-    console.log(`Fleet restart: ${o.nodes} ipamd (m5.large, default WARM_ENI_TARGET=1, ${o.pods} pods each) restarting together in one process against one simulated account, `
-      + `throttled per class at burst ${o.burst} / refill ${o.refill}/s, EC2 latency 5–30 ms, ${machineLine(os.cpus().length)}`);
+    console.log(
+      `Fleet restart: ${o.nodes} ipamd (m5.large, default WARM_ENI_TARGET=1, ${o.pods} pods each) restarting together in one process against one simulated account, ` +
+        `throttled per class at burst ${o.burst} / refill ${o.refill}/s, EC2 latency 5–30 ms, ${machineLine(os.cpus().length)}`,
+    );
     console.log('| figure | value |\n|---|---|');
-    console.log(`| time until all ${o.nodes} serve | ${(allServingMs / 1000).toFixed(1)} s (p50 ${(quantile(served, 0.5) / 1000).toFixed(1)} s, p90 ${(quantile(served, 0.9) / 1000).toFixed(1)} s) |`);
-    console.log(`| starts that failed and were retried | ${fleet.reduce((s, f) => s + f.startFailures, 0)} (on ${fleet.filter((f) => f.startFailures > 0).length} nodes) |`);
-    console.log(`| pods failed (of ${o.nodes * (o.pods + o.newPods)}: ${o.pods} existing + ${o.newPods} new per node) | ${failedPods.length} |`);
+    console.log(
+      `| time until all ${o.nodes} serve | ${(allServingMs / 1000).toFixed(1)} s (p50 ${(quantile(served, 0.5) / 1000).toFixed(1)} s, p90 ${(quantile(served, 0.9) / 1000).toFixed(1)} s) |`,
+    );
+    console.log(
+      `| starts that failed and were retried | ${fleet.reduce((s, f) => s + f.startFailures, 0)} (on ${fleet.filter((f) => f.startFailures > 0).length} nodes) |`,
+    );
+    console.log(
+      `| pods failed (of ${o.nodes * (o.pods + o.newPods)}: ${o.pods} existing + ${o.newPods} new per node) | ${failedPods.length} |`,
+    );
     console.log(`| all pod ADDs answered | ${(podsDoneMs / 1000).toFixed(1)} s |`);
-    console.log(`| EC2 calls in the ${windowS.toFixed(0)} s after the restart (Describe* / mutating) | ${calls.length} (${desc.length} / ${mut.length}) |`);
-    console.log(`| throttled (RequestLimitExceeded) (Describe* / mutating) | ${throttledCalls(calls)} (${throttledCalls(desc)} / ${throttledCalls(mut)}) |`);
+    console.log(
+      `| EC2 calls in the ${windowS.toFixed(0)} s after the restart (Describe* / mutating) | ${calls.length} (${desc.length} / ${mut.length}) |`,
+    );
+    console.log(
+      `| throttled (RequestLimitExceeded) (Describe* / mutating) | ${throttledCalls(calls)} (${throttledCalls(desc)} / ${throttledCalls(mut)}) |`,
+    );
     console.log(`| last throttled call after the restart | ${(lastThrottledMs / 1000).toFixed(1)} s |`);
     console.log(`| calls by action | ${[...callsByAction(calls)].map(([a, n]) => `${a} ${n}`).join(', ')} |`);
     const starts = fleet.reduce((s, f) => s + 1 + f.startFailures, 0);
     const perStart = (action: string) => (calls.filter((c) => c.action === action).length / starts).toFixed(2);
-    console.log(`| DescribeInstanceTypes and DescribeNetworkInterfaces per start, in the window, attempts incl. throttled (${starts} starts${o.noLimitsCache ? ', limits cache deleted' : ''}) | DescribeInstanceTypes ${perStart('DescribeInstanceTypes')}, DescribeNetworkInterfaces ${perStart('DescribeNetworkInterfaces')} |`);
+    console.log(
+      `| DescribeInstanceTypes and DescribeNetworkInterfaces per start, in the window, attempts incl. throttled (${starts} starts${o.noLimitsCache ? ', limits cache deleted' : ''}) | DescribeInstanceTypes ${perStart('DescribeInstanceTypes')}, DescribeNetworkInterfaces ${perStart('DescribeNetworkInterfaces')} |`,
+    );
     console.log(`| bench process RSS after warm-up / at the end | ${rssWarm} / ${rssMiB()} MiB |`);
     console.log(`| bench process CPU (user + system), whole run | ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s |`);
     for (const p of failedPods.slice(0, 10)) console.log(`  failed: ${p}`);
     for (const e of startErrors.slice(0, 10)) console.log(`  start failed: ${e}`);
   } finally {
-    await Promise.all(fleet.map(async (f) => { f.client.close(); await f.node.close(); }));
+    await Promise.all(
+      fleet.map(async (f) => {
+        f.client.close();
+        await f.node.close();
+      }),
+    );
     await sim.stop();
   }
 }
 
-main().catch((e: Error) => { console.error(e.stack); process.exit(1); });
+main().catch((e: Error) => {
+  console.error(e.stack);
+  process.exit(1);
+});

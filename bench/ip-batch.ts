@@ -74,26 +74,50 @@ async function inside(runs: number): Promise<void> {
       const pod = await createNamedNetns(name);
       try {
         const plan: WiringPlan = {
-          netns: pod.path, ifName: 'eth0', hostVeth: 'enibench0', hostMac: '02:00:00:00:00:01', podMac: '02:00:00:00:00:02',
-          ipv4: '10.0.7.9', mtu: 9001, routeTableId: 3, // a secondary ENI's table: both pod rules
+          netns: pod.path,
+          ifName: 'eth0',
+          hostVeth: 'enibench0',
+          hostMac: '02:00:00:00:00:01',
+          podMac: '02:00:00:00:00:02',
+          ipv4: '10.0.7.9',
+          mtu: 9001,
+          routeTableId: 3, // a secondary ENI's table: both pod rules
         };
         const t0 = performance.now();
         await wire(v, plan, name);
         const t = performance.now() - t0;
         if (i >= 2) times.get(v)!.push(t);
         // Undo: the host veth (its peer and route go with it) and the pod's ip rules.
-        await ipBatch([`link del dev ${plan.hostVeth}`, ...policyRoutingLines(plan).map((l) => l.replace(/^rule (add|replace) /, 'rule del '))]);
+        await ipBatch([
+          `link del dev ${plan.hostVeth}`,
+          ...policyRoutingLines(plan).map((l) => l.replace(/^rule (add|replace) /, 'rule del ')),
+        ]);
       } finally {
         await pod.remove();
       }
     }
   }
-  const sample: WiringPlan = { netns: '/x', ifName: 'eth0', hostVeth: 'v', hostMac: 'm', podMac: 'm', ipv4: '10.0.7.9', mtu: 9001, routeTableId: 3 };
+  const sample: WiringPlan = {
+    netns: '/x',
+    ifName: 'eth0',
+    hostVeth: 'v',
+    hostMac: 'm',
+    podMac: 'm',
+    ipv4: '10.0.7.9',
+    mtu: 9001,
+    routeTableId: 3,
+  };
   const nHost = hostLines(sample).length;
   const nPod = podLines(sample).length;
-  console.log(`iproute2 wiring of one pod (${nHost} node-side + ${nPod} pod-side lines), ${runs} rounds, ${os.cpus().length} vCPU, load ${os.loadavg()[0]!.toFixed(1)}`);
+  console.log(
+    `iproute2 wiring of one pod (${nHost} node-side + ${nPod} pod-side lines), ${runs} rounds, ${os.cpus().length} vCPU, load ${os.loadavg()[0]!.toFixed(1)}`,
+  );
   console.log('| how | processes | median ms | p90 ms |\n|---|---|---|---|');
-  const procs: Record<Variant, string> = { 'batch per side': '2 (+1 nsenter exec)', 'batch, ip -n': '2', 'ip per command': `${nHost + nPod} (+${nPod} nsenter execs)` };
+  const procs: Record<Variant, string> = {
+    'batch per side': '2 (+1 nsenter exec)',
+    'batch, ip -n': '2',
+    'ip per command': `${nHost + nPod} (+${nPod} nsenter execs)`,
+  };
   for (const v of variants) {
     const s = summarize(times.get(v)!);
     console.log(`| ${v} | ${procs[v]} | ${ms(s.median)} | ${ms(s.p90)} |`);
@@ -108,11 +132,20 @@ async function main(): Promise<void> {
   try {
     const env: NodeJS.ProcessEnv = { ...process.env, ENI_IPAM_BENCH_INSIDE: '1' };
     delete env.NODE_EXTRA_CA_CERTS;
-    const r = spawnSync('nsenter', [`--net=${node.path}`, process.execPath, SELF, '--runs', String(runs)], { env, stdio: 'inherit' });
+    const r = spawnSync('nsenter', [`--net=${node.path}`, process.execPath, SELF, '--runs', String(runs)], {
+      env,
+      stdio: 'inherit',
+    });
     if (r.status !== 0) throw new Error(`bench inside the node netns exited ${r.status}`);
   } finally {
     await node.remove();
   }
 }
 
-main().then(() => process.exit(0), (e: Error) => { console.error(e.stack); process.exit(1); });
+main().then(
+  () => process.exit(0),
+  (e: Error) => {
+    console.error(e.stack);
+    process.exit(1);
+  },
+);

@@ -33,7 +33,13 @@ import { machineLine, row, sleep } from './bench-util.js';
 import { quantile } from './stats.js';
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { seconds: { type: 'string', default: '5' }, concurrency: { type: 'string', default: '1,4,16,64' }, released: { type: 'string', default: '4096' } } });
+  const { values } = parseArgs({
+    options: {
+      seconds: { type: 'string', default: '5' },
+      concurrency: { type: 'string', default: '1,4,16,64' },
+      released: { type: 'string', default: '4096' },
+    },
+  });
   const seconds = Number(values.seconds);
   const levels = values.concurrency!.split(',').map(Number);
   delete process.env.NODE_EXTRA_CA_CERTS;
@@ -41,17 +47,35 @@ async function main(): Promise<void> {
   await sim.start();
   const subnet = sim.addSubnet({ cidr: '10.0.0.0/20' });
   const warm = 2 * Math.max(...levels);
-  const node = await createSimNode({ sim, subnetId: subnet.subnetId, instanceType: 'c5.4xlarge', mode: 'child', cri: false, env: { WARM_IP_TARGET: String(warm), IP_COOLDOWN_PERIOD: '0' } });
+  const node = await createSimNode({
+    sim,
+    subnetId: subnet.subnetId,
+    instanceType: 'c5.4xlarge',
+    mode: 'child',
+    cri: false,
+    env: { WARM_IP_TARGET: String(warm), IP_COOLDOWN_PERIOD: '0' },
+  });
   const c = ipamdClient(node.socket);
   const out: string[] = [];
-  const traces: Array<[number, Record<string, { count: number; p50: number; p90: number; p99: number; max: number }>]> = [];
+  const traces: Array<[number, Record<string, { count: number; p50: number; p90: number; p99: number; max: number }>]> =
+    [];
   try {
-    const released = Array.from({ length: Number(values.released) }, (_, i) => ({ containerID: `gone${String(i).padStart(60, '0')}`, releasedAt: Date.now() - 60_000 + i }));
+    const released = Array.from({ length: Number(values.released) }, (_, i) => ({
+      containerID: `gone${String(i).padStart(60, '0')}`,
+      releasedAt: Date.now() - 60_000 + i,
+    }));
     await mkdir(path.dirname(node.checkpoint), { recursive: true });
-    await writeFile(node.checkpoint, JSON.stringify({ version: 1, bootId: readBootId(), allocations: [], cooldown: [], released }));
+    await writeFile(
+      node.checkpoint,
+      JSON.stringify({ version: 1, bootId: readBootId(), allocations: [], cooldown: [], released }),
+    );
     await node.start();
-    for (const until = Date.now() + 30_000; Date.now() < until && (await node.status()).counts.available < warm;) await sleep(100);
-    for (let i = 0; i < 50; i++) { await c.add(`warmup${i}`); await c.del(`warmup${i}`); }
+    for (const until = Date.now() + 30_000; Date.now() < until && (await node.status()).counts.available < warm;)
+      await sleep(100);
+    for (let i = 0; i < 50; i++) {
+      await c.add(`warmup${i}`);
+      await c.del(`warmup${i}`);
+    }
     for (const conc of levels) {
       const pairMs: number[] = [];
       const addMs: number[] = [];
@@ -59,35 +83,47 @@ async function main(): Promise<void> {
       let errors = 0;
       const t0 = performance.now();
       const end = t0 + seconds * 1000;
-      await Promise.all(Array.from({ length: conc }, async (_, w) => {
-        for (let i = 0; performance.now() < end; i++) {
-          const id = `c${conc}w${w}i${i}`;
-          const a = performance.now();
-          try {
-            await c.add(id);
-            const b = performance.now();
-            await c.del(id);
-            const d = performance.now();
-            addMs.push(b - a);
-            delMs.push(d - b);
-            pairMs.push(d - a);
-          } catch {
-            errors++;
+      await Promise.all(
+        Array.from({ length: conc }, async (_, w) => {
+          for (let i = 0; performance.now() < end; i++) {
+            const id = `c${conc}w${w}i${i}`;
+            const a = performance.now();
+            try {
+              await c.add(id);
+              const b = performance.now();
+              await c.del(id);
+              const d = performance.now();
+              addMs.push(b - a);
+              delMs.push(d - b);
+              pairMs.push(d - a);
+            } catch {
+              errors++;
+            }
           }
-        }
-      }));
+        }),
+      );
       const el = (performance.now() - t0) / 1000;
       const q = (xs: number[]) => `${quantile(xs, 0.5).toFixed(2)} / ${quantile(xs, 0.99).toFixed(2)}`;
       out.push(row([conc, (pairMs.length / el).toFixed(0), q(pairMs), q(addMs), q(delMs), errors]));
-      if (conc === levels[0] || conc === levels[levels.length - 1]) traces.push([conc, await (node.introspect?.('/v1/stage-trace') ?? Promise.resolve({})).catch(() => ({}))]);
+      if (conc === levels[0] || conc === levels[levels.length - 1])
+        traces.push([
+          conc,
+          (await (node.introspect?.('/v1/stage-trace') ?? Promise.resolve({})).catch(
+            () => ({}),
+          )) as (typeof traces)[number][1],
+        ]);
     }
   } finally {
     c.close();
     await node.close();
     await sim.stop();
   }
-  console.log(`ipamd ADD+DEL pairs over the Unix socket, warm pool, checkpoint durable on every change (group commit), ${values.released} DELs remembered, ${seconds} s per row, ${machineLine(os.cpus().length)}, load ${os.loadavg()[0]!.toFixed(1)}`);
-  console.log(row(['concurrent clients', 'pairs/s', 'pair p50 / p99 ms', 'ADD p50 / p99 ms', 'DEL p50 / p99 ms', 'errors']));
+  console.log(
+    `ipamd ADD+DEL pairs over the Unix socket, warm pool, checkpoint durable on every change (group commit), ${values.released} DELs remembered, ${seconds} s per row, ${machineLine(os.cpus().length)}, load ${os.loadavg()[0]!.toFixed(1)}`,
+  );
+  console.log(
+    row(['concurrent clients', 'pairs/s', 'pair p50 / p99 ms', 'ADD p50 / p99 ms', 'DEL p50 / p99 ms', 'errors']),
+  );
   console.log(row(Array(6).fill('---')));
   for (const l of out) console.log(l);
   for (const [conc, tr] of traces) {
@@ -95,8 +131,12 @@ async function main(): Promise<void> {
     console.log(`\nipamd stage trace after the ${conc}-client row (ms; last ${'4096'} samples per stage)`);
     console.log(row(['stage', 'count', 'p50', 'p90', 'p99']));
     console.log(row(Array(5).fill('---')));
-    for (const [stage, v] of Object.entries(tr)) console.log(row([stage, v.count, v.p50.toFixed(3), v.p90.toFixed(3), v.p99.toFixed(3)]));
+    for (const [stage, v] of Object.entries(tr))
+      console.log(row([stage, v.count, v.p50.toFixed(3), v.p90.toFixed(3), v.p99.toFixed(3)]));
   }
 }
 
-main().catch((e: Error) => { console.error(e.stack); process.exit(1); });
+main().catch((e: Error) => {
+  console.error(e.stack);
+  process.exit(1);
+});

@@ -37,7 +37,14 @@ function vmRssMiB(pid: number): number {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { pods: { type: 'string', default: '250' }, churn: { type: 'string' }, quick: { type: 'boolean', default: false }, 'v8-defaults': { type: 'boolean', default: false } } });
+  const { values } = parseArgs({
+    options: {
+      pods: { type: 'string', default: '250' },
+      churn: { type: 'string' },
+      quick: { type: 'boolean', default: false },
+      'v8-defaults': { type: 'boolean', default: false },
+    },
+  });
   const pods = Number(values.pods);
   const churnS = Number(values.churn ?? (values.quick ? 30 : 600));
   delete process.env.NODE_EXTRA_CA_CERTS;
@@ -51,11 +58,29 @@ async function main(): Promise<void> {
   const nodeName = 'rss-node';
   const subnet = sim.addSubnet({ cidr: '10.0.0.0/19' });
   const node = await createSimNode({
-    sim, subnetId: subnet.subnetId, instanceType: 'm5.large', mode: 'child',
-    env: { ENABLE_PREFIX_DELEGATION: 'true', WARM_PREFIX_TARGET: '1', DISABLE_METRICS: 'false', METRICS_BIND_ADDRESS: '127.0.0.1:0', MY_NODE_NAME: nodeName, KUBECONFIG: kubeconfig, ...(values['v8-defaults'] ? { ENI_IPAM_V8_DEFAULTS: 'false' } : {}) },
+    sim,
+    subnetId: subnet.subnetId,
+    instanceType: 'm5.large',
+    mode: 'child',
+    env: {
+      ENABLE_PREFIX_DELEGATION: 'true',
+      WARM_PREFIX_TARGET: '1',
+      DISABLE_METRICS: 'false',
+      METRICS_BIND_ADDRESS: '127.0.0.1:0',
+      MY_NODE_NAME: nodeName,
+      KUBECONFIG: kubeconfig,
+      ...(values['v8-defaults'] ? { ENI_IPAM_V8_DEFAULTS: 'false' } : {}),
+    },
   });
   // Run as the image's entrypoint does (scripts/image/stage.mjs): malloc env + V8 flags, unless --v8-defaults.
-  if (!values['v8-defaults']) node.childPrefix = ['env', ...Object.entries(IPAMD_MALLOC_ENV).map(([k, v]) => `${k}=${v}`), '/bin/sh', '-c', `exec "$0" ${IPAMD_NODE_FLAGS.join(' ')} "$@"`];
+  if (!values['v8-defaults'])
+    node.childPrefix = [
+      'env',
+      ...Object.entries(IPAMD_MALLOC_ENV).map(([k, v]) => `${k}=${v}`),
+      '/bin/sh',
+      '-c',
+      `exec "$0" ${IPAMD_NODE_FLAGS.join(' ')} "$@"`,
+    ];
   const c = ipamdClient(node.socket);
   // A pod as the runtime and the API server see it, then its ADD.
   const addMs: number[] = [];
@@ -112,10 +137,48 @@ async function main(): Promise<void> {
     await sleep(2000);
     const afterRestart = vmRssMiB(node.pid!);
     console.log(machineLine(os.cpus().length));
-    console.log(row(['ipamd RSS (MiB)', 'idle', `${pods} held`, `after ${churnS} s churn`, 'peak during churn', 'churn pairs', 'assigned', 'ADD p50 / p90 ms (gRPC, one client)']));
-    console.log(row([values['v8-defaults'] ? 'm5.large, prefix mode, V8 defaults' : 'm5.large, prefix mode', idle, held, after, peak, pairs, s.counts.assigned, `${quantile(addMs, 0.5).toFixed(2)} / ${quantile(addMs, 0.9).toFixed(2)}`]));
-    console.log(row(['restart', 'to serving (ms, spawn included)', 'EC2 calls until serving', 'assigned after', 'RSS 2 s after (MiB)']));
-    console.log(row([`${s.counts.assigned} held`, Math.round(restartMs), restartCalls.length ? restartCalls.join(' ') : 0, s2.counts.assigned, afterRestart]));
+    console.log(
+      row([
+        'ipamd RSS (MiB)',
+        'idle',
+        `${pods} held`,
+        `after ${churnS} s churn`,
+        'peak during churn',
+        'churn pairs',
+        'assigned',
+        'ADD p50 / p90 ms (gRPC, one client)',
+      ]),
+    );
+    console.log(
+      row([
+        values['v8-defaults'] ? 'm5.large, prefix mode, V8 defaults' : 'm5.large, prefix mode',
+        idle,
+        held,
+        after,
+        peak,
+        pairs,
+        s.counts.assigned,
+        `${quantile(addMs, 0.5).toFixed(2)} / ${quantile(addMs, 0.9).toFixed(2)}`,
+      ]),
+    );
+    console.log(
+      row([
+        'restart',
+        'to serving (ms, spawn included)',
+        'EC2 calls until serving',
+        'assigned after',
+        'RSS 2 s after (MiB)',
+      ]),
+    );
+    console.log(
+      row([
+        `${s.counts.assigned} held`,
+        Math.round(restartMs),
+        restartCalls.length ? restartCalls.join(' ') : 0,
+        s2.counts.assigned,
+        afterRestart,
+      ]),
+    );
   } finally {
     c.close();
     await node.close();

@@ -41,25 +41,46 @@ interface RowResult {
 const CONFIGS: Array<{ name: string; env: Record<string, string> }> = [
   { name: 'WARM_ENI_TARGET=1', env: { WARM_ENI_TARGET: '1' } },
   { name: 'WARM_IP_TARGET=5 MINIMUM_IP_TARGET=10', env: { WARM_IP_TARGET: '5', MINIMUM_IP_TARGET: '10' } },
-  { name: 'ENABLE_PREFIX_DELEGATION=true (WARM_PREFIX_TARGET=1)', env: { ENABLE_PREFIX_DELEGATION: 'true', WARM_PREFIX_TARGET: '1' } },
+  {
+    name: 'ENABLE_PREFIX_DELEGATION=true (WARM_PREFIX_TARGET=1)',
+    env: { ENABLE_PREFIX_DELEGATION: 'true', WARM_PREFIX_TARGET: '1' },
+  },
 ];
 
-async function runRow(cfg: { name: string; env: Record<string, string> }, o: { cycles: number; rate: number; compress: number; pods: number }): Promise<RowResult> {
+async function runRow(
+  cfg: { name: string; env: Record<string, string> },
+  o: { cycles: number; rate: number; compress: number; pods: number },
+): Promise<RowResult> {
   const sim = new SimCloud({ seed: 7 });
   await sim.start();
   const subnet = sim.addSubnet({ cidr: '10.0.0.0/20' });
   sim.faults.setLatency('*', { min: 5, max: 30 });
   const secs = (s: number) => `${Math.max(1, Math.round((s * 1000) / o.compress))}ms`;
   const node = await createSimNode({
-    sim, subnetId: subnet.subnetId, instanceType: 'm5.xlarge',
-    env: { ...cfg.env, IP_COOLDOWN_PERIOD: secs(30), ENI_IPAM_SHRINK_DELAY: secs(60), ENI_IPAM_POOL_INTERVAL: secs(5), ENI_IPAM_RECONCILE_INTERVAL: secs(60) },
+    sim,
+    subnetId: subnet.subnetId,
+    instanceType: 'm5.xlarge',
+    env: {
+      ...cfg.env,
+      IP_COOLDOWN_PERIOD: secs(30),
+      ENI_IPAM_SHRINK_DELAY: secs(60),
+      ENI_IPAM_POOL_INTERVAL: secs(5),
+      ENI_IPAM_RECONCILE_INTERVAL: secs(60),
+    },
   });
   const c = ipamdClient(node.socket);
   try {
     try {
       await node.start();
     } catch (e) {
-      return { name: cfg.name, cycles: 0, failedAdds: 0, addP99Ms: NaN, seconds: 0, note: `not available in this build (${(e as Error).message.split('\n')[0]})` };
+      return {
+        name: cfg.name,
+        cycles: 0,
+        failedAdds: 0,
+        addP99Ms: NaN,
+        seconds: 0,
+        note: `not available in this build (${(e as Error).message.split('\n')[0]})`,
+      };
     }
     const live: string[] = [];
     let seq = 0;
@@ -99,7 +120,14 @@ async function runRow(cfg: { name: string; env: Record<string, string> }, o: { c
     const seconds = (Date.now() - t0) / 1000;
     const calls = callsByAction(sim.calls.slice(from).filter((x) => !x.instanceId || x.instanceId === node.instanceId));
     const per1000 = new Map([...calls].map(([a, n]) => [a, (n * 1000) / o.cycles]));
-    return { name: cfg.name, calls: per1000, cycles: o.cycles, failedAdds: failed, addP99Ms: quantile(lat, 0.99), seconds };
+    return {
+      name: cfg.name,
+      calls: per1000,
+      cycles: o.cycles,
+      failedAdds: failed,
+      addP99Ms: quantile(lat, 0.99),
+      seconds,
+    };
   } finally {
     c.close();
     await node.close();
@@ -108,14 +136,28 @@ async function runRow(cfg: { name: string; env: Record<string, string> }, o: { c
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { cycles: { type: 'string', default: '1000' }, rate: { type: 'string', default: '20' }, compress: { type: 'string', default: '60' }, pods: { type: 'string', default: '10' } } });
-  const o = { cycles: Number(values.cycles), rate: Number(values.rate), compress: Number(values.compress), pods: Number(values.pods) };
+  const { values } = parseArgs({
+    options: {
+      cycles: { type: 'string', default: '1000' },
+      rate: { type: 'string', default: '20' },
+      compress: { type: 'string', default: '60' },
+      pods: { type: 'string', default: '10' },
+    },
+  });
+  const o = {
+    cycles: Number(values.cycles),
+    rate: Number(values.rate),
+    compress: Number(values.compress),
+    pods: Number(values.pods),
+  };
   delete process.env.NODE_EXTRA_CA_CERTS;
   // Rows run side by side: each has its own simulated cloud and ipamd, and mostly waits.
   const results = await Promise.all(CONFIGS.map((cfg) => runRow(cfg, o)));
   const actions = [...new Set(results.flatMap((r) => [...(r.calls?.keys() ?? [])]))].sort();
-  console.log(`EC2 calls per 1,000 ADD/DEL cycles in the warm band (${o.pods}–${o.pods + 1} pods, m5.xlarge), ${o.cycles} cycles at ${o.rate}/s, time compressed ${o.compress}× `
-    + `(≙ ${(o.rate / o.compress).toFixed(2)} cycles/s with the default timers), ${machineLine(os.cpus().length)}`);
+  console.log(
+    `EC2 calls per 1,000 ADD/DEL cycles in the warm band (${o.pods}–${o.pods + 1} pods, m5.xlarge), ${o.cycles} cycles at ${o.rate}/s, time compressed ${o.compress}× ` +
+      `(≙ ${(o.rate / o.compress).toFixed(2)} cycles/s with the default timers), ${machineLine(os.cpus().length)}`,
+  );
   console.log(row(['config', ...actions, 'total', 'mutating', 'failed ADDs', 'ADD p99 ms']));
   console.log(row(Array(actions.length + 5).fill('---')));
   for (const r of results) {
@@ -125,8 +167,20 @@ async function main(): Promise<void> {
     }
     const total = [...r.calls.values()].reduce((a, b) => a + b, 0);
     const mutating = [...r.calls].filter(([a]) => !a.startsWith('Describe')).reduce((s, [, n]) => s + n, 0);
-    console.log(row([r.name, ...actions.map((a) => (r.calls!.get(a) ?? 0).toFixed(0)), total.toFixed(0), mutating.toFixed(0), r.failedAdds, r.addP99Ms.toFixed(1)]));
+    console.log(
+      row([
+        r.name,
+        ...actions.map((a) => (r.calls!.get(a) ?? 0).toFixed(0)),
+        total.toFixed(0),
+        mutating.toFixed(0),
+        r.failedAdds,
+        r.addP99Ms.toFixed(1),
+      ]),
+    );
   }
 }
 
-main().catch((e: Error) => { console.error(e.stack); process.exit(1); });
+main().catch((e: Error) => {
+  console.error(e.stack);
+  process.exit(1);
+});

@@ -20,23 +20,41 @@ import type { IpamService } from '../ipamd/service/ipam-service.js';
 import type { Logger } from '../ipamd/log.js';
 import { summarize } from './timed-exec.js';
 
-const quiet = { error: () => undefined, warn: () => undefined, info: () => undefined, debug: () => undefined } as unknown as Logger;
+const quiet = {
+  error: () => undefined,
+  warn: () => undefined,
+  info: () => undefined,
+  debug: () => undefined,
+} as unknown as Logger;
 
 /** A service answering every ADD at once with the same allocation. */
 const service = {
-  add: async () => ({ allocation: { ipv4: '10.0.0.5' }, eni: { deviceNumber: 1, eniId: 'eni-1' }, routeTableId: 2, existing: false }),
+  add: async () => ({
+    allocation: { ipv4: '10.0.0.5' },
+    eni: { deviceNumber: 1, eniId: 'eni-1' },
+    routeTableId: 2,
+    existing: false,
+  }),
 } as unknown as IpamService;
 
 const req = (i: number): AddNetworkRequest => ({
-  api_version: IPAM_API_VERSION, client_version: 'bench', container_id: `c${i}`, if_name: 'eth0', network_name: 'aws-cni', netns: '/var/run/netns/x',
-  k8s_pod_name: `pod-${i}`, k8s_pod_namespace: 'default', k8s_pod_infra_container_id: `c${i}`, k8s_pod_uid: '',
+  api_version: IPAM_API_VERSION,
+  client_version: 'bench',
+  container_id: `c${i}`,
+  if_name: 'eth0',
+  network_name: 'aws-cni',
+  netns: '/var/run/netns/x',
+  k8s_pod_name: `pod-${i}`,
+  k8s_pod_namespace: 'default',
+  k8s_pod_infra_container_id: `c${i}`,
+  k8s_pod_uid: '',
 });
 
 type Add = (r: AddNetworkRequest) => Promise<AddNetworkReply>;
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { before: { type: 'string' }, calls: { type: 'string', default: '5000' } } });
-  if (!values.before) throw new Error('--before DIR (another build\'s dist/) is required');
+  if (!values.before) throw new Error("--before DIR (another build's dist/) is required");
   const dist = path.resolve(values.before);
   const imp = (p: string) => import(pathToFileURL(path.join(dist, p)).href);
   const socket = '/nonexistent/eni-ipam-bench.sock';
@@ -55,17 +73,22 @@ async function main(): Promise<void> {
   };
   const us: Record<'before' | 'after', number[]> = { before: [], after: [] };
   const calls = Number(values.calls);
-  for (let i = -200; i < calls; i++) { // the first 200 warm up the JIT
+  for (let i = -200; i < calls; i++) {
+    // the first 200 warm up the JIT
     for (const k of (i % 2 ? ['before', 'after'] : ['after', 'before']) as Array<'before' | 'after'>) {
       const t0 = performance.now();
       const rep = await ways[k](req(i));
       const dt = (performance.now() - t0) * 1000;
-      if (rep.ipv4_addr !== '10.0.0.5' || rep.route_table_id !== 2) throw new Error(`${k}: unexpected reply ${JSON.stringify(rep)}`);
+      if (rep.ipv4_addr !== '10.0.0.5' || rep.route_table_id !== 2)
+        throw new Error(`${k}: unexpected reply ${JSON.stringify(rep)}`);
       if (i >= 0) us[k].push(dt);
     }
   }
   oldClient.close();
-  const row = (k: 'before' | 'after') => { const s = summarize(us[k]); return `${s.median.toFixed(1)} / ${s.p90.toFixed(1)}`; };
+  const row = (k: 'before' | 'after') => {
+    const s = summarize(us[k]);
+    return `${s.median.toFixed(1)} / ${s.p90.toFixed(1)}`;
+  };
   console.log(`plugin→ipamd AddNetwork inside ipamd, ${calls} calls each, stub service (µs, median / p90)`);
   console.log('| path | µs |');
   console.log('|---|---|');
@@ -73,4 +96,10 @@ async function main(): Promise<void> {
   console.log(`| after: RpcServer.directClient | ${row('after')} |`);
 }
 
-main().then(() => process.exit(0), (e: Error) => { console.error(e.stack); process.exit(1); });
+main().then(
+  () => process.exit(0),
+  (e: Error) => {
+    console.error(e.stack);
+    process.exit(1);
+  },
+);

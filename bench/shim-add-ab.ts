@@ -25,7 +25,10 @@ function runShim(node: ShimNode, env: NodeJS.ProcessEnv): Promise<number> {
     const childEnv = { ...process.env, ...env };
     delete childEnv.NODE_EXTRA_CA_CERTS;
     const t0 = performance.now();
-    const p = spawn('nsenter', [`--net=${node.netns.path}`, node.plugin], { env: childEnv, stdio: ['pipe', 'pipe', 'pipe'] });
+    const p = spawn('nsenter', [`--net=${node.netns.path}`, node.plugin], {
+      env: childEnv,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let out = '';
     p.stdout.on('data', (d: Buffer) => (out += d.toString()));
     p.stderr.on('data', (d: Buffer) => (out += d.toString()));
@@ -40,27 +43,56 @@ function runShim(node: ShimNode, env: NodeJS.ProcessEnv): Promise<number> {
   });
 }
 
-const envOf = (kvs: string[]): NodeJS.ProcessEnv => Object.fromEntries(kvs.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+const envOf = (kvs: string[]): NodeJS.ProcessEnv =>
+  Object.fromEntries(kvs.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { rounds: { type: 'string', default: '60' }, a: { type: 'string', multiple: true, default: [] }, b: { type: 'string', multiple: true, default: [] }, 'a-dist': { type: 'string' }, 'b-dist': { type: 'string' } } });
+  const { values } = parseArgs({
+    options: {
+      rounds: { type: 'string', default: '60' },
+      a: { type: 'string', multiple: true, default: [] },
+      b: { type: 'string', multiple: true, default: [] },
+      'a-dist': { type: 'string' },
+      'b-dist': { type: 'string' },
+    },
+  });
   const mainOf = (dist: string | undefined) => (dist ? path.resolve(dist, 'ipamd/main.js') : undefined);
   const work = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-shim-ab-'));
   const nodes: Record<'A' | 'B', ShimNode | undefined> = { A: undefined, B: undefined };
   const times = { A: { add: [] as number[], del: [] as number[] }, B: { add: [] as number[], del: [] as number[] } };
   try {
-    nodes.A = await startShimNode(path.join(work, 'a'), 'aba', { WARM_IP_TARGET: '20', ...envOf(values.a) }, mainOf(values['a-dist']));
-    nodes.B = await startShimNode(path.join(work, 'b'), 'abb', { WARM_IP_TARGET: '20', ...envOf(values.b) }, mainOf(values['b-dist']));
-    for (const n of [nodes.A, nodes.B]) for (let t = 0; t < 100 && (await n.available()) < 20; t++) await new Promise((r) => setTimeout(r, 100));
+    nodes.A = await startShimNode(
+      path.join(work, 'a'),
+      'aba',
+      { WARM_IP_TARGET: '20', ...envOf(values.a) },
+      mainOf(values['a-dist']),
+    );
+    nodes.B = await startShimNode(
+      path.join(work, 'b'),
+      'abb',
+      { WARM_IP_TARGET: '20', ...envOf(values.b) },
+      mainOf(values['b-dist']),
+    );
+    for (const n of [nodes.A, nodes.B])
+      for (let t = 0; t < 100 && (await n.available()) < 20; t++) await new Promise((r) => setTimeout(r, 100));
     const rounds = Number(values.rounds);
     for (let i = -3; i < rounds; i++) {
       for (const who of (i % 2 ? ['A', 'B'] : ['B', 'A']) as Array<'A' | 'B'>) {
         const pod = await createNamedNetns(`shim-ab-${who}-${process.pid}`);
         try {
-          const env = { CNI_CONTAINERID: `ab${who}${process.pid}x${i}`, CNI_NETNS: pod.path, CNI_IFNAME: 'eth0', CNI_PATH: '/usr/lib/cni', CNI_ARGS: `K8S_POD_NAMESPACE=bench;K8S_POD_NAME=pod-${i}` };
+          const env = {
+            CNI_CONTAINERID: `ab${who}${process.pid}x${i}`,
+            CNI_NETNS: pod.path,
+            CNI_IFNAME: 'eth0',
+            CNI_PATH: '/usr/lib/cni',
+            CNI_ARGS: `K8S_POD_NAMESPACE=bench;K8S_POD_NAME=pod-${i}`,
+          };
           const add = await runShim(nodes[who]!, { ...env, CNI_COMMAND: 'ADD', ENI_IPAM_SHIM_DEBUG: '1' });
           const del = await runShim(nodes[who]!, { ...env, CNI_COMMAND: 'DEL' });
-          if (i >= 0) { times[who].add.push(add); times[who].del.push(del); }
+          if (i >= 0) {
+            times[who].add.push(add);
+            times[who].del.push(del);
+          }
         } finally {
           await pod.remove();
         }
@@ -70,13 +102,26 @@ async function main(): Promise<void> {
     for (const n of [nodes.B, nodes.A]) await n?.stop().catch((e: Error) => console.error(`cleanup: ${e.message}`));
     await rm(work, { recursive: true, force: true });
   }
-  const cell = (v: number[]) => { const s = summarize(v); return `${ms(s.median)} / ${ms(s.p90)}`; };
-  console.log(`shim ADD/DEL A/B, ${times.A.add.length} rounds each, load average ${os.loadavg()[0]!.toFixed(1)}; A: ${[values['a-dist'] ?? '', ...values.a].join(' ').trim() || '(defaults)'}; B: ${[values['b-dist'] ?? '', ...values.b].join(' ').trim() || '(defaults)'}`);
+  const cell = (v: number[]) => {
+    const s = summarize(v);
+    return `${ms(s.median)} / ${ms(s.p90)}`;
+  };
+  console.log(
+    `shim ADD/DEL A/B, ${times.A.add.length} rounds each, load average ${os.loadavg()[0]!.toFixed(1)}; A: ${[values['a-dist'] ?? '', ...values.a].join(' ').trim() || '(defaults)'}; B: ${[values['b-dist'] ?? '', ...values.b].join(' ').trim() || '(defaults)'}`,
+  );
   console.log('| ms, median / p90 | A | B | B/A |');
   console.log('|---|---|---|---|');
   for (const k of ['add', 'del'] as const) {
-    console.log(`| ${k.toUpperCase()} | ${cell(times.A[k])} | ${cell(times.B[k])} | ${(summarize(times.B[k]).median / summarize(times.A[k]).median).toFixed(2)}× |`);
+    console.log(
+      `| ${k.toUpperCase()} | ${cell(times.A[k])} | ${cell(times.B[k])} | ${(summarize(times.B[k]).median / summarize(times.A[k]).median).toFixed(2)}× |`,
+    );
   }
 }
 
-main().then(() => process.exit(0), (e: Error) => { console.error(e.stack); process.exit(1); });
+main().then(
+  () => process.exit(0),
+  (e: Error) => {
+    console.error(e.stack);
+    process.exit(1);
+  },
+);

@@ -36,22 +36,49 @@ export interface ShimNode {
  * `ipamdPath`: another build's dist/ipamd/main.js (default this build's).
  * @throws Error (after cleaning up) when the sim or ipamd does not start.
  */
-export async function startShimNode(dir: string, tag: string, ipamdEnv: NodeJS.ProcessEnv, ipamdPath?: string): Promise<ShimNode> {
+export async function startShimNode(
+  dir: string,
+  tag: string,
+  ipamdEnv: NodeJS.ProcessEnv,
+  ipamdPath?: string,
+): Promise<ShimNode> {
   const cleanups: Array<() => Promise<unknown>> = [];
-  const stop = async () => { for (const fn of cleanups.splice(0).reverse()) await fn().catch(() => undefined); };
+  const stop = async () => {
+    for (const fn of cleanups.splice(0).reverse()) await fn().catch(() => undefined);
+  };
   try {
     const netns = await createNamedNetns(`eni-shim-${tag}-${process.pid}`);
     cleanups.push(() => netns.remove());
     const env = { ...process.env };
     delete env.NODE_EXTRA_CA_CERTS;
-    const sim = spawn('nsenter', [`--net=${netns.path}`, process.execPath, SIM_MAIN, '--instance-type', 'c5.4xlarge', '--subnet-cidr', '10.0.0.0/22'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
-    cleanups.push(async () => { sim.kill('SIGTERM'); });
+    const sim = spawn(
+      'nsenter',
+      [
+        `--net=${netns.path}`,
+        process.execPath,
+        SIM_MAIN,
+        '--instance-type',
+        'c5.4xlarge',
+        '--subnet-cidr',
+        '10.0.0.0/22',
+      ],
+      { env, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    cleanups.push(async () => {
+      sim.kill('SIGTERM');
+    });
     const endpoints = await new Promise<{ ec2Endpoint: string; imdsEndpoint: string }>((resolve, reject) => {
       let out = '';
       sim.stdout!.on('data', (d: Buffer) => {
         out += d.toString();
         const line = out.split('\n')[0];
-        if (out.includes('\n')) { try { resolve(JSON.parse(line!)); } catch (e) { reject(e); } }
+        if (out.includes('\n')) {
+          try {
+            resolve(JSON.parse(line!));
+          } catch (e) {
+            reject(e);
+          }
+        }
       });
       sim.on('exit', (code) => reject(new Error(`sim exited ${code}`)));
     });
@@ -64,16 +91,32 @@ export async function startShimNode(dir: string, tag: string, ipamdEnv: NodeJS.P
     const ipamd = await startIpamd({
       prefix: ['nsenter', `--net=${netns.path}`],
       env: {
-        AWS_EC2_ENDPOINT: endpoints.ec2Endpoint, AWS_EC2_METADATA_SERVICE_ENDPOINT: endpoints.imdsEndpoint, ENI_IPAM_SOCKET: socket,
-        ENI_IPAM_CHECKPOINT_PATH: path.join(dir, 'ipam.json'), ENI_IPAM_POOL_INTERVAL: '200ms', AWS_VPC_K8S_CNI_LOGLEVEL: 'info', ...ipamdEnv,
+        AWS_EC2_ENDPOINT: endpoints.ec2Endpoint,
+        AWS_EC2_METADATA_SERVICE_ENDPOINT: endpoints.imdsEndpoint,
+        ENI_IPAM_SOCKET: socket,
+        ENI_IPAM_CHECKPOINT_PATH: path.join(dir, 'ipam.json'),
+        ENI_IPAM_POOL_INTERVAL: '200ms',
+        AWS_VPC_K8S_CNI_LOGLEVEL: 'info',
+        ...ipamdEnv,
       },
       logFile: path.join(dir, 'ipamd.log'),
       ...(ipamdPath ? { ipamdPath } : {}),
     });
     cleanups.push(() => ipamd.stop());
-    const config = { cniVersion: '1.0.0', name: 'aws-cni', type: 'eni-ipam', ipamdSocket: socket, execSocket: path.join(dir, 'cni-exec.sock') };
+    const config = {
+      cniVersion: '1.0.0',
+      name: 'aws-cni',
+      type: 'eni-ipam',
+      ipamdSocket: socket,
+      execSocket: path.join(dir, 'cni-exec.sock'),
+    };
     const script = `fetch('http://127.0.0.1:${ipamd.introspectionPort}/v1/status').then(r=>r.json()).then(j=>console.log(j.counts.available))`;
-    const available = async () => Number((await promisify(execFile)('nsenter', [`--net=${netns.path}`, process.execPath, '-e', script], { env })).stdout.trim());
+    const available = async () =>
+      Number(
+        (
+          await promisify(execFile)('nsenter', [`--net=${netns.path}`, process.execPath, '-e', script], { env })
+        ).stdout.trim(),
+      );
     return { netns, plugin, config, available, stop };
   } catch (e) {
     await stop();

@@ -27,7 +27,8 @@ export interface TimedExecOptions {
   netns?: string;
 }
 
-const SCRIPT = 'TIMEFORMAT="%3U %3S"; s=$EPOCHREALTIME; { time "$@" 2>&4 ; } 4>&2 2>&3; rc=$?; e=$EPOCHREALTIME; echo "wall $s $e" >&3; exit $rc';
+const SCRIPT =
+  'TIMEFORMAT="%3U %3S"; s=$EPOCHREALTIME; { time "$@" 2>&4 ; } 4>&2 2>&3; rc=$?; e=$EPOCHREALTIME; echo "wall $s $e" >&3; exit $rc';
 
 /**
  * Runs `argv` and times it.

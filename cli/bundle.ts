@@ -18,7 +18,12 @@ export const SECRET_NAME = /KEY|SECRET|TOKEN|PASSWORD|CREDENTIAL/i;
 
 /** `NAME=value` lines of `env`, sorted, secrets replaced by `<redacted>`. */
 export function redactedEnv(env: NodeJS.ProcessEnv): string {
-  return Object.keys(env).sort().map((k) => `${k}=${SECRET_NAME.test(k) ? '<redacted>' : env[k] ?? ''}`).join('\n') + '\n';
+  return (
+    Object.keys(env)
+      .sort()
+      .map((k) => `${k}=${SECRET_NAME.test(k) ? '<redacted>' : (env[k] ?? '')}`)
+      .join('\n') + '\n'
+  );
 }
 
 /** One part of the bundle: its file name and whether it was collected. */
@@ -71,10 +76,16 @@ export async function collectBundle(o: GlobalOptions, dir: string, logs: string[
   const run = promisify(execFile);
   for (const c of KERNEL_COMMANDS) {
     const argv = o.netns ? ['nsenter', `--net=${o.netns}`, ...c.argv] : c.argv;
-    await put(c.file, async () => (await run(argv[0]!, argv.slice(1), { timeout: o.timeoutMs, maxBuffer: 64 * 1024 * 1024 })).stdout);
+    await put(
+      c.file,
+      async () => (await run(argv[0]!, argv.slice(1), { timeout: o.timeoutMs, maxBuffer: 64 * 1024 * 1024 })).stdout,
+    );
   }
   await put('cri/sandboxes.json', async () => {
-    const src = new CriSource({ endpoint: detectCriEndpoint(o.criEndpoint).endpoint, timeoutMs: Math.min(o.timeoutMs, 5000) });
+    const src = new CriSource({
+      endpoint: detectCriEndpoint(o.criEndpoint).endpoint,
+      timeoutMs: Math.min(o.timeoutMs, 5000),
+    });
     try {
       return JSON.stringify(await src.listReadySandboxes(), null, 1);
     } finally {

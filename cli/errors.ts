@@ -16,7 +16,10 @@ export const EXIT = { ok: 0, findings: 1, usage: 2, unreachable: 3, permission: 
 /** An expected failure: printed as one line `eni-ipam: <message>`, exit with `code`. */
 export class CliError extends Error {
   override name = 'CliError';
-  constructor(message: string, readonly code: number) {
+  constructor(
+    message: string,
+    readonly code: number,
+  ) {
     super(message);
   }
 }
@@ -30,7 +33,11 @@ export function systemError(e: unknown, what: string, fallback: number = EXIT.in
   if (e instanceof CliError) return e;
   const err = e as NodeJS.ErrnoException;
   const code = err?.code ?? (err?.cause as NodeJS.ErrnoException | undefined)?.code;
-  if (code === 'EACCES' || code === 'EPERM') return new CliError(`permission denied reading ${what}: run eni-ipam as root (or with the node's privileges)`, EXIT.permission);
+  if (code === 'EACCES' || code === 'EPERM')
+    return new CliError(
+      `permission denied reading ${what}: run eni-ipam as root (or with the node's privileges)`,
+      EXIT.permission,
+    );
   if (code === 'ENOENT') return new CliError(`${what} does not exist`, fallback);
   if (code === 'ECONNREFUSED') return new CliError(`${what}: connection refused`, fallback);
   return new CliError(`${what}: ${err?.message ?? String(e)}`, fallback);

@@ -24,7 +24,15 @@ export interface Allocation {
 export interface IpamdStatus {
   instanceId: string;
   instanceType: string;
-  counts: { total: number; assigned: number; available: number; cooling: number; enis?: number; unverified?: number; [k: string]: unknown };
+  counts: {
+    total: number;
+    assigned: number;
+    available: number;
+    cooling: number;
+    enis?: number;
+    unverified?: number;
+    [k: string]: unknown;
+  };
   pool: PoolCounts;
   targets: PoolTargets;
   enis: PoolEniView[];
@@ -36,7 +44,15 @@ export interface IpamdStatus {
   /** Present on ipamd builds that serve it: the instance limits the pool works with. */
   limits?: { instanceType: string; instanceMaxEnis: number; ipv4PerEni: number; maxEniSetting?: number };
   quarantinedIps?: Array<{ ip: string; [k: string]: unknown }>;
-  evidence?: { criEndpoint?: string; kubernetes?: boolean; kernel?: string; passes?: number; sources?: Record<string, string> | null; lastPassAt?: number | null; [k: string]: unknown };
+  evidence?: {
+    criEndpoint?: string;
+    kubernetes?: boolean;
+    kernel?: string;
+    passes?: number;
+    sources?: Record<string, string> | null;
+    lastPassAt?: number | null;
+    [k: string]: unknown;
+  };
   [k: string]: unknown;
 }
 
@@ -44,15 +60,28 @@ export interface IpamdStatus {
  * GETs `path` from `base` with a deadline of `timeoutMs` and returns the body text.
  * @throws CliError: unreachable (3) when refused, timed out or answering non-2xx.
  */
-export async function httpGet(base: string, path: string, timeoutMs: number, what = 'ipamd introspection'): Promise<string> {
+export async function httpGet(
+  base: string,
+  path: string,
+  timeoutMs: number,
+  what = 'ipamd introspection',
+): Promise<string> {
   const url = `${base}${path}`;
   let res: Response;
   try {
     res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
   } catch (e) {
     const err = e as Error & { cause?: NodeJS.ErrnoException };
-    const why = err.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : err.cause?.code === 'ECONNREFUSED' ? 'connection refused' : (err.cause?.message ?? err.message);
-    throw new CliError(`cannot reach ${what} at ${base} (${why}): is ipamd running, and is this its network namespace? (set ${what.includes('metrics') ? '--metrics or METRICS_BIND_ADDRESS' : '--introspection or INTROSPECTION_BIND_ADDRESS'})`, EXIT.unreachable);
+    const why =
+      err.name === 'TimeoutError'
+        ? `no answer within ${timeoutMs} ms`
+        : err.cause?.code === 'ECONNREFUSED'
+          ? 'connection refused'
+          : (err.cause?.message ?? err.message);
+    throw new CliError(
+      `cannot reach ${what} at ${base} (${why}): is ipamd running, and is this its network namespace? (set ${what.includes('metrics') ? '--metrics or METRICS_BIND_ADDRESS' : '--introspection or INTROSPECTION_BIND_ADDRESS'})`,
+      EXIT.unreachable,
+    );
   }
   const body = await res.text();
   if (!res.ok) throw new CliError(`${what} at ${url} answered HTTP ${res.status}`, EXIT.unreachable);
@@ -65,14 +94,18 @@ export async function getJson<T>(o: GlobalOptions, path: string): Promise<T> {
   try {
     return JSON.parse(body) as T;
   } catch {
-    throw new CliError(`ipamd introspection at ${o.introspection}${path} answered something that is not JSON`, EXIT.unreachable);
+    throw new CliError(
+      `ipamd introspection at ${o.introspection}${path} answered something that is not JSON`,
+      EXIT.unreachable,
+    );
   }
 }
 
 /** `/v1/status`. */
 export const fetchStatus = (o: GlobalOptions): Promise<IpamdStatus> => getJson<IpamdStatus>(o, '/v1/status');
 /** `/v1/allocations`. */
-export const fetchAllocations = (o: GlobalOptions): Promise<Allocation[]> => getJson<Allocation[]>(o, '/v1/allocations');
+export const fetchAllocations = (o: GlobalOptions): Promise<Allocation[]> =>
+  getJson<Allocation[]>(o, '/v1/allocations');
 
 /**
  * Asks `grpc.health.v1.Health/Check` on ipamd's socket.
@@ -83,17 +116,26 @@ export const fetchAllocations = (o: GlobalOptions): Promise<Allocation[]> => get
 export async function socketHealth(o: GlobalOptions): Promise<string> {
   try {
     const st = await stat(o.socket);
-    if (!st.isSocket()) throw new CliError(`--socket ${o.socket} is not a Unix socket (set --socket or ENI_IPAM_SOCKET to ipamd's gRPC socket)`, EXIT.unreachable);
+    if (!st.isSocket())
+      throw new CliError(
+        `--socket ${o.socket} is not a Unix socket (set --socket or ENI_IPAM_SOCKET to ipamd's gRPC socket)`,
+        EXIT.unreachable,
+      );
   } catch (e) {
     if (e instanceof CliError) throw e;
     const err = systemError(e, `ipamd's socket ${o.socket}`, EXIT.unreachable);
-    if (err.code === EXIT.unreachable) throw new CliError(`ipamd's socket ${o.socket} does not exist: is ipamd running? (set --socket or ENI_IPAM_SOCKET)`, EXIT.unreachable);
+    if (err.code === EXIT.unreachable)
+      throw new CliError(
+        `ipamd's socket ${o.socket} does not exist: is ipamd running? (set --socket or ENI_IPAM_SOCKET)`,
+        EXIT.unreachable,
+      );
     throw err;
   }
   const { probeHealth } = await import('../ipamd/health-probe.js'); // gRPC loads only when needed
   const r = await probeHealth({ socket: o.socket, service: '', timeoutMs: o.timeoutMs });
   if (r.code === 0) return 'SERVING';
-  if (/EACCES|permission/i.test(r.message)) throw new CliError(`permission denied on ipamd's socket ${o.socket}: run eni-ipam as root`, EXIT.permission);
+  if (/EACCES|permission/i.test(r.message))
+    throw new CliError(`permission denied on ipamd's socket ${o.socket}: run eni-ipam as root`, EXIT.permission);
   if (r.code === 1) return r.message.replace(/\s+/g, ' ');
   throw new CliError(`ipamd's socket ${o.socket} does not answer: ${r.message}`, EXIT.unreachable);
 }

@@ -32,12 +32,32 @@ export async function run(argv: string[]): Promise<void> {
     .scriptName('eni-ipam')
     .usage('$0 <command> [options]    operate eni-ipam on this node')
     .option('output', { alias: 'o', choices: ['table', 'json'] as const, default: 'table', describe: 'output format' })
-    .option('introspection', { type: 'string', default: d.introspection, describe: "ipamd's introspection host:port (env INTROSPECTION_BIND_ADDRESS)" })
-    .option('metrics', { type: 'string', default: d.metrics, describe: "ipamd's metrics host:port (env METRICS_BIND_ADDRESS)" })
+    .option('introspection', {
+      type: 'string',
+      default: d.introspection,
+      describe: "ipamd's introspection host:port (env INTROSPECTION_BIND_ADDRESS)",
+    })
+    .option('metrics', {
+      type: 'string',
+      default: d.metrics,
+      describe: "ipamd's metrics host:port (env METRICS_BIND_ADDRESS)",
+    })
     .option('socket', { type: 'string', default: d.socket, describe: "ipamd's gRPC Unix socket (env ENI_IPAM_SOCKET)" })
-    .option('checkpoint', { type: 'string', default: d.checkpoint, describe: "ipamd's checkpoint file (env ENI_IPAM_CHECKPOINT_PATH)" })
-    .option('cri-endpoint', { type: 'string', ...(d.criEndpoint ? { default: d.criEndpoint } : {}), describe: 'CRI socket (env CRI_RUNTIME_ENDPOINT; default: auto-detect as ipamd does)' })
-    .option('netns', { type: 'string', ...(d.netns ? { default: d.netns } : {}), describe: "network namespace (path) holding the pods' host side (env ENI_IPAM_CNI_EXEC_NETNS; default: this one)" })
+    .option('checkpoint', {
+      type: 'string',
+      default: d.checkpoint,
+      describe: "ipamd's checkpoint file (env ENI_IPAM_CHECKPOINT_PATH)",
+    })
+    .option('cri-endpoint', {
+      type: 'string',
+      ...(d.criEndpoint ? { default: d.criEndpoint } : {}),
+      describe: 'CRI socket (env CRI_RUNTIME_ENDPOINT; default: auto-detect as ipamd does)',
+    })
+    .option('netns', {
+      type: 'string',
+      ...(d.netns ? { default: d.netns } : {}),
+      describe: "network namespace (path) holding the pods' host side (env ENI_IPAM_CNI_EXEC_NETNS; default: this one)",
+    })
     .option('timeout', { type: 'string', default: '5000', describe: 'deadline of each read, ms' })
     .command(statusCommand)
     .command(podsCommand)
@@ -50,18 +70,26 @@ export async function run(argv: string[]): Promise<void> {
     .demandCommand(1, 'name a command')
     .strict()
     .recommendCommands()
-    .epilogue('Exit codes: 0 ok; 1 audit found mismatches; 2 usage (unknown command or flag, bad value,\nunknown instance type); 3 ipamd unreachable; 4 permission denied; 5 a source could not be\nread (incomplete answer).')
+    .epilogue(
+      'Exit codes: 0 ok; 1 audit found mismatches; 2 usage (unknown command or flag, bad value,\nunknown instance type); 3 ipamd unreachable; 4 permission denied; 5 a source could not be\nread (incomplete answer).',
+    )
     .wrap(Math.min(120, process.stdout.columns || 120))
     .help()
     .version(false)
     .fail((msg, err) => {
       if (err) throw err;
       // yargs' suggestion alone does not name what was typed, and it names `--no-x` as `x`.
-      let named = /^Did you mean/.test(msg) ? `unknown command "${argv.find((a) => !a.startsWith('-')) ?? ''}". ${msg}` : msg;
+      let named = /^Did you mean/.test(msg)
+        ? `unknown command "${argv.find((a) => !a.startsWith('-')) ?? ''}". ${msg}`
+        : msg;
       const unknown = /^Unknown arguments?: (.*)$/.exec(msg);
       if (unknown) {
-        const typed = (n: string) => argv.map((a) => a.split('=')[0]!).find((a) => a === `--${n}` || a === `--no-${n}` || a === `-${n}`);
-        const names = unknown[1]!.split(', ').filter((n) => !/[A-Z]/.test(n)).map((n) => typed(n) ?? n);
+        const typed = (n: string) =>
+          argv.map((a) => a.split('=')[0]!).find((a) => a === `--${n}` || a === `--no-${n}` || a === `-${n}`);
+        const names = unknown[1]!
+          .split(', ')
+          .filter((n) => !/[A-Z]/.test(n))
+          .map((n) => typed(n) ?? n);
         named = `unknown ${names.every((n) => n.startsWith('-')) ? 'flag' : 'argument'}${names.length > 1 ? 's' : ''}: ${names.join(', ')}`;
       }
       die(named.includes('--help') ? named : `${named} (see eni-ipam --help)`, EXIT.usage);

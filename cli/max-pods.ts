@@ -49,14 +49,27 @@ export function maxPods(i: MaxPodsInput): MaxPodsResult {
   const info = instanceTypeInfo(i.instanceType);
   if (!info) {
     const near = closest(i.instanceType, [...INSTANCE_TYPES.keys()]);
-    throw new CliError(`unknown instance type "${i.instanceType}": the closest known one is ${near} (${INSTANCE_TYPES.size} types known)`, EXIT.usage);
+    throw new CliError(
+      `unknown instance type "${i.instanceType}": the closest known one is ${near} (${INSTANCE_TYPES.size} types known)`,
+      EXIT.usage,
+    );
   }
   const cap = i.cap === undefined ? undefined : /^[0-9]+$/.test(String(i.cap)) ? Number(i.cap) : NaN;
-  if (cap !== undefined && !(cap >= 1)) throw new CliError(`--max-pods-cap "${i.cap}" is invalid: expected a whole number >= 1`, EXIT.usage);
+  if (cap !== undefined && !(cap >= 1))
+    throw new CliError(`--max-pods-cap "${i.cap}" is invalid: expected a whole number >= 1`, EXIT.usage);
   const podEnis = Math.max(info.maxEnis - (i.customNetworking ? 1 : 0), 0);
   const perSlot = i.prefixDelegation ? 16 : 1;
   const formula = podEnis * (info.ipv4PerEni - 1) * perSlot + 2;
   const maxPods = cap !== undefined ? Math.min(formula, cap) : formula;
   const explain = `${podEnis} × (${info.ipv4PerEni} − 1)${perSlot > 1 ? ' × 16' : ''} + 2 = ${formula}${maxPods < formula ? `, capped at ${maxPods}` : ''}`;
-  return { instanceType: info.instanceType, maxEnis: info.maxEnis, ipv4PerEni: info.ipv4PerEni, podEnis, perSlot, formula, maxPods, explain };
+  return {
+    instanceType: info.instanceType,
+    maxEnis: info.maxEnis,
+    ipv4PerEni: info.ipv4PerEni,
+    podEnis,
+    perSlot,
+    formula,
+    maxPods,
+    explain,
+  };
 }

@@ -34,7 +34,11 @@ export interface GlobalOptions {
 export function baseUrl(flag: string, v: string): string {
   if (/^https?:\/\//.test(v)) return v.replace(/\/+$/, '');
   const m = /^(.*):(\d{1,5})$/.exec(v);
-  if (!m || Number(m[2]) > 65535) throw new CliError(`--${flag} "${v}" is invalid: expected host:port (e.g. 127.0.0.1:61679) or an http:// URL`, EXIT.usage);
+  if (!m || Number(m[2]) > 65535)
+    throw new CliError(
+      `--${flag} "${v}" is invalid: expected host:port (e.g. 127.0.0.1:61679) or an http:// URL`,
+      EXIT.usage,
+    );
   const host = m[1] === '' || m[1] === '0.0.0.0' ? '127.0.0.1' : m[1]!.replace(/^\[|\]$/g, '');
   return `http://${host.includes(':') ? `[${host}]` : host}:${m[2]}`;
 }
@@ -54,15 +58,23 @@ export function envDefaults(env: NodeJS.ProcessEnv = process.env) {
 /** Builds {@link GlobalOptions} from yargs' parsed argv. @throws CliError (usage) for a bad value. */
 export function globalOptions(a: Record<string, unknown>): GlobalOptions {
   const timeoutMs = /^[0-9]+$/.test(String(a.timeout)) ? Number(a.timeout) : NaN;
-  if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 60_000) throw new CliError(`--timeout "${String(a.timeout)}" is invalid: expected a whole number of ms from 1 to 60000`, EXIT.usage);
+  if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 60_000)
+    throw new CliError(
+      `--timeout "${String(a.timeout)}" is invalid: expected a whole number of ms from 1 to 60000`,
+      EXIT.usage,
+    );
   for (const f of ['socket', 'checkpoint'] as const) {
-    if (!String(a[f]).startsWith('/')) throw new CliError(`--${f} "${String(a[f])}" is invalid: expected an absolute path`, EXIT.usage);
+    if (!String(a[f]).startsWith('/'))
+      throw new CliError(`--${f} "${String(a[f])}" is invalid: expected an absolute path`, EXIT.usage);
   }
   return {
-    introspection: baseUrl('introspection', String(a.introspection)), metrics: baseUrl('metrics', String(a.metrics)),
-    socket: String(a.socket), checkpoint: String(a.checkpoint),
+    introspection: baseUrl('introspection', String(a.introspection)),
+    metrics: baseUrl('metrics', String(a.metrics)),
+    socket: String(a.socket),
+    checkpoint: String(a.checkpoint),
     ...(a['cri-endpoint'] ? { criEndpoint: String(a['cri-endpoint']) } : {}),
     ...(a.netns ? { netns: String(a.netns) } : {}),
-    timeoutMs, output: a.output === 'json' ? 'json' : 'table',
+    timeoutMs,
+    output: a.output === 'json' ? 'json' : 'table',
   };
 }

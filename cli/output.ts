@@ -27,10 +27,36 @@ export function table(head: string[], rows: Array<Array<string | number | boolea
   const t = new Table({
     head: head.map((h) => (tty ? styleText('bold', h) : h)),
     style: { head: [], border: [], compact: !tty, 'padding-left': tty ? 1 : 0, 'padding-right': tty ? 1 : 2 },
-    ...(tty ? {} : { chars: { top: '', 'top-mid': '', 'top-left': '', 'top-right': '', bottom: '', 'bottom-mid': '', 'bottom-left': '', 'bottom-right': '', left: '', 'left-mid': '', mid: '', 'mid-mid': '', right: '', 'right-mid': '', middle: '' } }),
+    ...(tty
+      ? {}
+      : {
+          chars: {
+            top: '',
+            'top-mid': '',
+            'top-left': '',
+            'top-right': '',
+            bottom: '',
+            'bottom-mid': '',
+            'bottom-left': '',
+            'bottom-right': '',
+            left: '',
+            'left-mid': '',
+            mid: '',
+            'mid-mid': '',
+            right: '',
+            'right-mid': '',
+            middle: '',
+          },
+        }),
   });
   for (const r of rows) t.push(r.map((c) => (c === undefined || c === null ? '-' : String(c))));
-  return tty ? t.toString() : t.toString().split('\n').map((l) => l.trimEnd()).join('\n');
+  return tty
+    ? t.toString()
+    : t
+        .toString()
+        .split('\n')
+        .map((l) => l.trimEnd())
+        .join('\n');
 }
 
 /** Writes `text` and a newline to stdout. */

@@ -7,7 +7,14 @@
  * shrink delay (hysteresis) and never releases while releases are frozen; both are said.
  */
 import { growBlockedReason } from '../ipamd/pool/grow-limits.js';
-import { planGrow, planShrink, poolCounts, type GrowPlan, type PoolCounts, type ShrinkPlan } from '../ipamd/pool/index.js';
+import {
+  planGrow,
+  planShrink,
+  poolCounts,
+  type GrowPlan,
+  type PoolCounts,
+  type ShrinkPlan,
+} from '../ipamd/pool/index.js';
 import type { IpamdStatus } from './ipamd-api.js';
 import { targetsLine } from './views.js';
 
@@ -29,17 +36,21 @@ export interface PoolPlan {
 export function bindingTarget(st: IpamdStatus, c: PoolCounts): string {
   const t = st.targets;
   if (c.mode === 'warm-ip') {
-    const warm = t.warmIpTarget ?? 0, min = t.minimumIpTarget ?? 0;
-    const byWarm = warm - c.available, byMin = min - c.total;
+    const warm = t.warmIpTarget ?? 0,
+      min = t.minimumIpTarget ?? 0;
+    const byWarm = warm - c.available,
+      byMin = min - c.total;
     if (c.short > 0) {
       return byWarm >= byMin
         ? `WARM_IP_TARGET=${warm}: ${c.available} available, ${c.short} short`
         : `MINIMUM_IP_TARGET=${min}: ${c.total} in the pool, ${c.short} short`;
     }
-    if (c.over > 0) return `${c.available - warm <= c.total - min ? `WARM_IP_TARGET=${warm}` : `MINIMUM_IP_TARGET=${min}`}: ${c.over} over`;
+    if (c.over > 0)
+      return `${c.available - warm <= c.total - min ? `WARM_IP_TARGET=${warm}` : `MINIMUM_IP_TARGET=${min}`}: ${c.over} over`;
     return `WARM_IP_TARGET=${warm} / MINIMUM_IP_TARGET=${min}: met (${c.available} available of ${c.total})`;
   }
-  if (c.mode === 'warm-prefix') return `WARM_PREFIX_TARGET=${t.warmPrefixTarget}: ${c.freePrefixes ?? 0} free /28 prefixes${c.short ? `, ${c.short / 16} short` : c.over ? `, ${c.over / 16} over` : ', met'}`;
+  if (c.mode === 'warm-prefix')
+    return `WARM_PREFIX_TARGET=${t.warmPrefixTarget}: ${c.freePrefixes ?? 0} free /28 prefixes${c.short ? `, ${c.short / 16} short` : c.over ? `, ${c.over / 16} over` : ', met'}`;
   const per = st.enis.reduce((m, v) => Math.max(m, v.capacity), 0);
   return `WARM_ENI_TARGET=${t.warmEniTarget}: keep ${t.warmEniTarget} × ${per} = ${t.warmEniTarget * per} available, ${c.available} available${c.short ? `, ${c.short} short` : c.over ? `, ${c.over} on removable ENIs` : ', met'}`;
 }
@@ -58,18 +69,30 @@ export function planFromStatus(st: IpamdStatus, now: number, minEniAgeMs = 60_00
     ? `${views.length} of ${t.maxEni} ENIs (instance type ${l.instanceType} allows ${l.instanceMaxEnis}${l.maxEniSetting !== undefined ? `, MAX_ENI=${l.maxEniSetting}` : ''}), ${per} ${what} per ENI (Ipv4AddressesPerInterface ${l.ipv4PerEni}, one the ENI's primary IP)`
     : `${views.length} of ${t.maxEni} ENIs, ${per} ${what} per ENI`;
   const actions: string[] = [];
-  for (const a of grow.assign) actions.push(`assign ${a.count} ${what} to ${a.eniId} (one ${what === 'secondary IPs' ? 'AssignPrivateIpAddresses' : 'AssignPrivateIpAddresses --ipv4-prefix-count'} call)`);
+  for (const a of grow.assign)
+    actions.push(
+      `assign ${a.count} ${what} to ${a.eniId} (one ${what === 'secondary IPs' ? 'AssignPrivateIpAddresses' : 'AssignPrivateIpAddresses --ipv4-prefix-count'} call)`,
+    );
   for (const n of grow.createEnis) actions.push(`create and attach an ENI with ${n} ${what}`);
   if (grow.unmet > 0) {
-    const why = l ? growBlockedReason(views, t, l, { unmanaged: 0, pending: 0, orphans: 0, creating: 0 }) : grow.blockedReason;
+    const why = l
+      ? growBlockedReason(views, t, l, { unmanaged: 0, pending: 0, orphans: 0, creating: 0 })
+      : grow.blockedReason;
     actions.push(`cannot place ${grow.unmet} more addresses: ${why}`);
   }
   if (st.waitingAdds > 0) actions.push(`${st.waitingAdds} ADDs are waiting for an address and count as extra demand`);
   const releasing = shrink.unassign.length + shrink.deleteEnis.length > 0;
-  if (releasing && st.releasesFrozen) actions.push(`would release surplus, but releases are frozen (${st.freezeReasons.join('; ')}): nothing is released`);
+  if (releasing && st.releasesFrozen)
+    actions.push(
+      `would release surplus, but releases are frozen (${st.freezeReasons.join('; ')}): nothing is released`,
+    );
   else if (releasing) {
-    for (const u of shrink.unassign) actions.push(`once the surplus has lasted the shrink delay: unassign ${u.count} available ${what} from ${u.eniId}`);
-    for (const e of shrink.deleteEnis) actions.push(`once the surplus has lasted the shrink delay: detach and delete ${e} (no pod on it)`);
+    for (const u of shrink.unassign)
+      actions.push(
+        `once the surplus has lasted the shrink delay: unassign ${u.count} available ${what} from ${u.eniId}`,
+      );
+    for (const e of shrink.deleteEnis)
+      actions.push(`once the surplus has lasted the shrink delay: detach and delete ${e} (no pod on it)`);
   }
   if (actions.length === 0) actions.push('nothing: the pool meets its targets');
   return { counts, targets: targetsLine(st), binding: bindingTarget(st, counts), limit, grow, shrink, actions };

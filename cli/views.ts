@@ -28,14 +28,29 @@ export interface PodRow {
 /** Joins allocations with the ENIs of `/v1/status`; sorted by namespace, pod, IP. */
 export function podRows(st: IpamdStatus, allocs: Allocation[]): PodRow[] {
   const dev = new Map(st.enis.map((e) => [e.eniId, e.deviceNumber]));
-  return allocs.map((a) => {
-    const d = dev.get(a.eniId);
-    const t = typeof a.allocatedAt === 'number' ? new Date(a.allocatedAt).toISOString() : String(a.allocatedAt);
-    return {
-      namespace: a.pod?.namespace ?? '', pod: a.pod?.name ?? '', ip: a.ipv4, eniId: a.eniId, deviceNumber: d ?? null,
-      routeTable: routeTable(d), containerID: a.containerID, ifName: a.ifName, networkName: a.networkName, allocatedAt: t,
-    };
-  }).sort((x, y) => x.namespace.localeCompare(y.namespace) || x.pod.localeCompare(y.pod) || x.ip.localeCompare(y.ip, undefined, { numeric: true }));
+  return allocs
+    .map((a) => {
+      const d = dev.get(a.eniId);
+      const t = typeof a.allocatedAt === 'number' ? new Date(a.allocatedAt).toISOString() : String(a.allocatedAt);
+      return {
+        namespace: a.pod?.namespace ?? '',
+        pod: a.pod?.name ?? '',
+        ip: a.ipv4,
+        eniId: a.eniId,
+        deviceNumber: d ?? null,
+        routeTable: routeTable(d),
+        containerID: a.containerID,
+        ifName: a.ifName,
+        networkName: a.networkName,
+        allocatedAt: t,
+      };
+    })
+    .sort(
+      (x, y) =>
+        x.namespace.localeCompare(y.namespace) ||
+        x.pod.localeCompare(y.pod) ||
+        x.ip.localeCompare(y.ip, undefined, { numeric: true }),
+    );
 }
 
 /** One ENI row. */
@@ -56,13 +71,23 @@ export interface EniRow {
 
 /** ENIs by device number with their pods. */
 export function eniRows(st: IpamdStatus, allocs: Allocation[]): EniRow[] {
-  return [...st.enis].sort((a, b) => a.deviceNumber - b.deviceNumber).map((e) => ({
-    eniId: e.eniId, deviceNumber: e.deviceNumber, primary: e.isPrimary, routeTable: routeTable(e.deviceNumber),
-    capacity: e.capacity, total: e.total, assigned: e.assigned, cooling: e.cooling,
-    available: Math.max(e.total - e.assigned - e.cooling, 0),
-    ...(e.prefixes !== undefined ? { prefixes: e.prefixes } : {}),
-    pods: allocs.filter((a) => a.eniId === e.eniId).map((a) => `${a.pod ? `${a.pod.namespace}/${a.pod.name}` : a.containerID.slice(0, 12)} ${a.ipv4}`),
-  }));
+  return [...st.enis]
+    .sort((a, b) => a.deviceNumber - b.deviceNumber)
+    .map((e) => ({
+      eniId: e.eniId,
+      deviceNumber: e.deviceNumber,
+      primary: e.isPrimary,
+      routeTable: routeTable(e.deviceNumber),
+      capacity: e.capacity,
+      total: e.total,
+      assigned: e.assigned,
+      cooling: e.cooling,
+      available: Math.max(e.total - e.assigned - e.cooling, 0),
+      ...(e.prefixes !== undefined ? { prefixes: e.prefixes } : {}),
+      pods: allocs
+        .filter((a) => a.eniId === e.eniId)
+        .map((a) => `${a.pod ? `${a.pod.namespace}/${a.pod.name}` : a.containerID.slice(0, 12)} ${a.ipv4}`),
+    }));
 }
 
 /** The warm-pool settings in their env var names, e.g. `WARM_IP_TARGET=4 MAX_ENI=3`. */

@@ -32,11 +32,17 @@ const FAILED_PRECONDITION = 9;
 /** Maps a failed `AddNetwork` to a CNI error: retryable gRPC statuses → 11, others → 100. */
 export function addFailure(e: unknown): CniError {
   if (e instanceof IpamdCallError) {
-    if (RETRYABLE_STATUSES.includes(e.status)) return new CniError(CniCode.TryAgainLater, 'ipamd cannot assign an IP now, try again later', e.message);
-    if (e.status === FAILED_PRECONDITION) return new CniError(CniCode.IpamdError, 'ipamd refused the request (plugin/ipamd API version skew?)', e.message);
+    if (RETRYABLE_STATUSES.includes(e.status))
+      return new CniError(CniCode.TryAgainLater, 'ipamd cannot assign an IP now, try again later', e.message);
+    if (e.status === FAILED_PRECONDITION)
+      return new CniError(CniCode.IpamdError, 'ipamd refused the request (plugin/ipamd API version skew?)', e.message);
     return new CniError(CniCode.IpamdError, 'ipamd refused the request', e.message);
   }
-  return new CniError(CniCode.TryAgainLater, 'cannot reach ipamd, try again later', e instanceof Error ? e.message : String(e));
+  return new CniError(
+    CniCode.TryAgainLater,
+    'cannot reach ipamd, try again later',
+    e instanceof Error ? e.message : String(e),
+  );
 }
 
 /**
@@ -49,13 +55,21 @@ export function addFailure(e: unknown): CniError {
  *   wiring failed (netns missing, ip error) or anything else after the assignment (then
  *   the wiring is removed and the IP returned first).
  */
-export async function cmdAdd(env: CniEnv, conf: NetConf, warnings: string[], ctx: VerbContext = {}): Promise<{ result: AddResult | Record<string, unknown>; json: string; ip: string }> {
+export async function cmdAdd(
+  env: CniEnv,
+  conf: NetConf,
+  warnings: string[],
+  ctx: VerbContext = {},
+): Promise<{ result: AddResult | Record<string, unknown>; json: string; ip: string }> {
   requireEnv(env, 'ADD');
   const ids = networkIds(env, conf);
   const veth: VethPlan = {
-    netns: env.netns, ifName: env.ifName,
+    netns: env.netns,
+    ifName: env.ifName,
     hostVeth: hostVethName(conf.vethPrefix, env.containerId, env.ifName),
-    hostMac: hostVethMac(env.containerId, env.ifName), podMac: podVethMac(env.containerId, env.ifName), mtu: conf.mtu,
+    hostMac: hostVethMac(env.containerId, env.ifName),
+    podMac: podVethMac(env.containerId, env.ifName),
+    mtu: conf.mtu,
   };
   const host = hostOf(ctx);
   const ipamd = host.ipamd(conf.ipamdSocket);
@@ -74,7 +88,11 @@ export async function cmdAdd(env: CniEnv, conf: NetConf, warnings: string[], ctx
     }
     if (!reply.success || !isIPv4(reply.ipv4_addr)) {
       await wiring.abort();
-      throw new CniError(CniCode.IpamdError, 'ipamd did not assign an IPv4 address', reply.message || `reply ${JSON.stringify(reply)}`);
+      throw new CniError(
+        CniCode.IpamdError,
+        'ipamd did not assign an IPv4 address',
+        reply.message || `reply ${JSON.stringify(reply)}`,
+      );
     }
     const plan: WiringPlan = { ...veth, ipv4: reply.ipv4_addr, routeTableId: reply.route_table_id };
     let wired = false;
@@ -84,7 +102,8 @@ export async function cmdAdd(env: CniEnv, conf: NetConf, warnings: string[], ctx
       const result = encodeAddResult(conf.cniVersion, {
         hostVeth: { name: plan.hostVeth, mac: plan.hostMac },
         pod: { ifName: env.ifName, mac: plan.podMac, netns: env.netns },
-        ipv4: plan.ipv4, mtu: plan.mtu,
+        ipv4: plan.ipv4,
+        mtu: plan.mtu,
       });
       const chained = chainAddResult(result, conf.prevResult);
       // Serialised here, inside the rollback: nothing that can fail comes after the IP is kept.
@@ -93,11 +112,17 @@ export async function cmdAdd(env: CniEnv, conf: NetConf, warnings: string[], ctx
       // Any failure after the assignment gives everything back: the wiring, then the IP.
       if (wired) await unwire(plan, host);
       const conflict = e instanceof IpConflictError;
-      await ipamd.delNetwork({ ...ids, reason: conflict ? DEL_REASON_IP_CONFLICT : 'add-failed' }, ROLLBACK_TIMEOUT_MS).catch((err: Error) => {
-        warnings.push(`could not return ${plan.ipv4} to ipamd after the failed ADD: ${err.message}`);
-      });
+      await ipamd
+        .delNetwork({ ...ids, reason: conflict ? DEL_REASON_IP_CONFLICT : 'add-failed' }, ROLLBACK_TIMEOUT_MS)
+        .catch((err: Error) => {
+          warnings.push(`could not return ${plan.ipv4} to ipamd after the failed ADD: ${err.message}`);
+        });
       if (conflict) warnings.push(`refused ${plan.ipv4}: ${(e as IpConflictError).msg}`);
-      throw asCniError(e, CniCode.IoFailure, 'ADD failed after the IP was assigned; the IP and the wiring were given back');
+      throw asCniError(
+        e,
+        CniCode.IoFailure,
+        'ADD failed after the IP was assigned; the IP and the wiring were given back',
+      );
     }
   } finally {
     ipamd.close();

@@ -13,9 +13,12 @@ declare const __ENI_IPAM_PLUGIN_SOURCE__: string;
 declare const __ENI_IPAM_PLUGIN_SOURCE_HASH__: string;
 
 const off = process.env.ENI_IPAM_CNI_CODE_CACHE === 'off';
-runWithCodeCache({
-  source: __ENI_IPAM_PLUGIN_SOURCE__,
-  filename: __filename,
-  cacheFile: off ? undefined : codeCachePath(__filename, __ENI_IPAM_PLUGIN_SOURCE_HASH__),
-  produce: process.env.CNI_COMMAND === 'ADD',
-}, { exports: module.exports, require, module, filename: __filename, dirname: __dirname });
+runWithCodeCache(
+  {
+    source: __ENI_IPAM_PLUGIN_SOURCE__,
+    filename: __filename,
+    cacheFile: off ? undefined : codeCachePath(__filename, __ENI_IPAM_PLUGIN_SOURCE_HASH__),
+    produce: process.env.CNI_COMMAND === 'ADD',
+  },
+  { exports: module.exports, require, module, filename: __filename, dirname: __dirname },
+);

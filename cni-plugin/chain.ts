@@ -8,7 +8,8 @@
 import type { AddResult } from './result.js';
 
 type Obj = Record<string, unknown>;
-const list = (v: unknown): Obj[] => (Array.isArray(v) ? v.filter((x): x is Obj => typeof x === 'object' && x !== null) : []);
+const list = (v: unknown): Obj[] =>
+  Array.isArray(v) ? v.filter((x): x is Obj => typeof x === 'object' && x !== null) : [];
 
 /**
  * Merges this plugin's ADD `result` after `prev`. Returns `result` unchanged when there is

@@ -28,11 +28,20 @@ export interface ExpectedAttachment {
 }
 
 /** Kernel state inside the pod netns. */
-export interface PodState { addrs: IpJson[]; routes: IpJson[]; neighs: IpJson[] }
+export interface PodState {
+  addrs: IpJson[];
+  routes: IpJson[];
+  neighs: IpJson[];
+}
 /** Kernel state of the node netns (main table routes). */
-export interface NodeState { links: IpJson[]; routes: IpJson[]; rules: IpJson[] }
+export interface NodeState {
+  links: IpJson[];
+  routes: IpJson[];
+  rules: IpJson[];
+}
 
-const flags = (o: IpJson | undefined, key = 'flags'): string[] => (Array.isArray(o?.[key]) ? (o![key] as string[]) : []);
+const flags = (o: IpJson | undefined, key = 'flags'): string[] =>
+  Array.isArray(o?.[key]) ? (o![key] as string[]) : [];
 
 /**
  * Lists every way the kernel differs from `e`, e.g.
@@ -51,9 +60,11 @@ export function findDrift(e: ExpectedAttachment, pod: PodState, node: NodeState)
   } else {
     if (!flags(link).includes('UP')) p.push(`interface ${e.ifName} is down ${where}`);
     const mac = typeof link.address === 'string' ? link.address.toLowerCase() : '';
-    if (e.podMac && mac !== e.podMac) p.push(`interface ${e.ifName} ${where} has MAC ${mac}, prevResult says ${e.podMac}`);
+    if (e.podMac && mac !== e.podMac)
+      p.push(`interface ${e.ifName} ${where} has MAC ${mac}, prevResult says ${e.podMac}`);
     const addrs = Array.isArray(link.addr_info) ? (link.addr_info as IpJson[]) : [];
-    if (!addrs.some((a) => a.family === 'inet' && a.local === e.ipv4 && a.prefixlen === 32)) p.push(`address ${e.ipv4}/32 missing on ${e.ifName} ${where}`);
+    if (!addrs.some((a) => a.family === 'inet' && a.local === e.ipv4 && a.prefixlen === 32))
+      p.push(`address ${e.ipv4}/32 missing on ${e.ifName} ${where}`);
   }
   const onIf = (r: IpJson) => r.dev === e.ifName;
   if (!pod.routes.some((r) => onIf(r) && r.dst === POD_GATEWAY && r.scope === 'link' && !r.gateway)) {
@@ -66,16 +77,24 @@ export function findDrift(e: ExpectedAttachment, pod: PodState, node: NodeState)
   if (!neigh || typeof neigh.lladdr !== 'string') {
     p.push(`neighbour ${POD_GATEWAY} lladdr ${hostMac} permanent missing on ${e.ifName} ${where}`);
   } else if (neigh.lladdr.toLowerCase() !== hostMac) {
-    p.push(`neighbour ${POD_GATEWAY} on ${e.ifName} ${where} points at ${neigh.lladdr}, not the host veth MAC ${hostMac}`);
+    p.push(
+      `neighbour ${POD_GATEWAY} on ${e.ifName} ${where} points at ${neigh.lladdr}, not the host veth MAC ${hostMac}`,
+    );
   } else if (!flags(neigh, 'state').includes('PERMANENT')) {
-    p.push(`neighbour ${POD_GATEWAY} on ${e.ifName} ${where} is not permanent (${flags(neigh, 'state').join(',') || 'no state'})`);
+    p.push(
+      `neighbour ${POD_GATEWAY} on ${e.ifName} ${where} is not permanent (${flags(neigh, 'state').join(',') || 'no state'})`,
+    );
   }
 
   if (!hostLink) p.push(`host veth ${e.hostVeth} missing on the node`);
   else if (!flags(hostLink).includes('UP')) p.push(`host veth ${e.hostVeth} is down on the node`);
-  const [hostRoute] = routesTo(node.routes.map((j) => routeFromJson(j as RouteJson)), e.ipv4);
+  const [hostRoute] = routesTo(
+    node.routes.map((j) => routeFromJson(j as RouteJson)),
+    e.ipv4,
+  );
   if (!hostRoute) p.push(`host route ${e.ipv4}/32 dev ${e.hostVeth} missing on the node`);
-  else if (hostRoute.dev !== e.hostVeth) p.push(`host route ${e.ipv4}/32 points at ${String(hostRoute.dev ?? hostRoute.gateway)}, not ${e.hostVeth}`);
+  else if (hostRoute.dev !== e.hostVeth)
+    p.push(`host route ${e.ipv4}/32 points at ${String(hostRoute.dev ?? hostRoute.gateway)}, not ${e.hostVeth}`);
   for (const want of e.rules) {
     if (!node.rules.some((r) => ruleMatches(r, want))) p.push(`ip rule ${formatRule(want)} missing on the node`);
   }

@@ -33,12 +33,23 @@ export const CHECK_TIMEOUT_MS = 5_000;
  *   different, e.g. `route default via 169.254.1.1 dev eth0 missing in /var/run/netns/x`).
  */
 export async function cmdCheck(env: CniEnv, conf: NetConf, ctx: VerbContext = {}): Promise<void> {
-  if (!versionAtLeast(conf.cniVersion, '0.4.0')) throw new CniError(CniCode.IncompatibleVersion, 'config version does not allow CHECK', `cniVersion ${conf.cniVersion}; CHECK needs 0.4.0`);
+  if (!versionAtLeast(conf.cniVersion, '0.4.0'))
+    throw new CniError(
+      CniCode.IncompatibleVersion,
+      'config version does not allow CHECK',
+      `cniVersion ${conf.cniVersion}; CHECK needs 0.4.0`,
+    );
   requireEnv(env, 'CHECK');
   const prev = readPrevResult(conf.prevResult, env.ifName);
-  if (typeof prev === 'string') throw new CniError(CniCode.InvalidNetworkConfig, prev, 'CHECK verifies the attachment against prevResult, the result of its ADD');
+  if (typeof prev === 'string')
+    throw new CniError(
+      CniCode.InvalidNetworkConfig,
+      prev,
+      'CHECK verifies the attachment against prevResult, the result of its ADD',
+    );
   const problems: string[] = [];
-  if (prev.podIf?.sandbox && prev.podIf.sandbox !== env.netns) problems.push(`prevResult puts ${env.ifName} in ${prev.podIf.sandbox}, not CNI_NETNS ${env.netns}`);
+  if (prev.podIf?.sandbox && prev.podIf.sandbox !== env.netns)
+    problems.push(`prevResult puts ${env.ifName} in ${prev.podIf.sandbox}, not CNI_NETNS ${env.netns}`);
   if (prev.prefixLen !== 32) problems.push(`prevResult gives ${prev.ipv4}/${prev.prefixLen}, this plugin assigns /32`);
 
   const host = hostOf(ctx);
@@ -52,31 +63,60 @@ export async function cmdCheck(env: CniEnv, conf: NetConf, ctx: VerbContext = {}
   if (h.status === 'rejected') {
     const e = h.reason as Error;
     if (!(e instanceof IpamdCallError) || e.statusName === 'UNAVAILABLE' || e.statusName === 'DEADLINE_EXCEEDED') {
-      throw new CniError(CniCode.TryAgainLater, 'cannot reach ipamd to verify the allocation, try again later', e.message);
+      throw new CniError(
+        CniCode.TryAgainLater,
+        'cannot reach ipamd to verify the allocation, try again later',
+        e.message,
+      );
     }
     throw new CniError(CniCode.IpamdError, 'ipamd refused CHECK', e.message);
   } else if (!h.value.held) {
-    problems.push(`ipamd holds no IP for container ${env.containerId} ${env.ifName} in network ${conf.name} (prevResult says ${prev.ipv4})`);
+    problems.push(
+      `ipamd holds no IP for container ${env.containerId} ${env.ifName} in network ${conf.name} (prevResult says ${prev.ipv4})`,
+    );
   } else if (h.value.ipv4_addr !== prev.ipv4) {
     problems.push(`ipamd holds ${h.value.ipv4_addr} for this container, prevResult says ${prev.ipv4}`);
   } else {
     routeTableId = h.value.route_table_id;
   }
-  if (pod.status === 'rejected') throw new CniError(CniCode.CheckFailed, `cannot read netns ${env.netns}`, (pod.reason as Error).message);
-  if (node.status === 'rejected') throw new CniError(CniCode.IoFailure, 'cannot read the node network state', (node.reason as Error).message);
+  if (pod.status === 'rejected')
+    throw new CniError(CniCode.CheckFailed, `cannot read netns ${env.netns}`, (pod.reason as Error).message);
+  if (node.status === 'rejected')
+    throw new CniError(CniCode.IoFailure, 'cannot read the node network state', (node.reason as Error).message);
 
   const hostVeth = hostVethName(conf.vethPrefix, env.containerId, env.ifName);
   const plan: WiringPlan = {
-    netns: env.netns, ifName: env.ifName, hostVeth, hostMac: hostVethMac(env.containerId, env.ifName),
-    podMac: podVethMac(env.containerId, env.ifName), ipv4: prev.ipv4, mtu: conf.mtu, routeTableId: routeTableId ?? 0,
+    netns: env.netns,
+    ifName: env.ifName,
+    hostVeth,
+    hostMac: hostVethMac(env.containerId, env.ifName),
+    podMac: podVethMac(env.containerId, env.ifName),
+    ipv4: prev.ipv4,
+    mtu: conf.mtu,
+    routeTableId: routeTableId ?? 0,
   };
   const [addrs, routes, neighs] = pod.value;
   const [links, nodeRoutes, rules] = node.value;
-  problems.push(...findDrift({
-    netns: env.netns, ifName: env.ifName, ipv4: prev.ipv4, hostVeth, hostMac: plan.hostMac,
-    ...(prev.podIf?.mac ? { podMac: prev.podIf.mac } : {}),
-    // The table is only known when ipamd still holds this IP; otherwise that is the problem reported.
-    rules: routeTableId !== undefined ? expectedPodRules(plan) : [],
-  }, { addrs: addrs!, routes: routes!, neighs: neighs! }, { links: links!, routes: nodeRoutes!, rules: rules! }));
-  if (problems.length) throw new CniError(CniCode.CheckFailed, problems.join('; '), `CHECK of ${env.ifName} in ${env.netns} against prevResult`);
+  problems.push(
+    ...findDrift(
+      {
+        netns: env.netns,
+        ifName: env.ifName,
+        ipv4: prev.ipv4,
+        hostVeth,
+        hostMac: plan.hostMac,
+        ...(prev.podIf?.mac ? { podMac: prev.podIf.mac } : {}),
+        // The table is only known when ipamd still holds this IP; otherwise that is the problem reported.
+        rules: routeTableId !== undefined ? expectedPodRules(plan) : [],
+      },
+      { addrs: addrs!, routes: routes!, neighs: neighs! },
+      { links: links!, routes: nodeRoutes!, rules: rules! },
+    ),
+  );
+  if (problems.length)
+    throw new CniError(
+      CniCode.CheckFailed,
+      problems.join('; '),
+      `CHECK of ${env.ifName} in ${env.netns} against prevResult`,
+    );
 }

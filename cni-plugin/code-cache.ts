@@ -33,7 +33,10 @@ const SUFFIX = '.v8cache';
  * source (hex, from the build); `v8Version` defaults to this process's V8.
  */
 export function codeCachePath(pluginFile: string, sourceHash: string, v8Version: string = process.versions.v8): string {
-  return path.join(path.dirname(pluginFile), `.${path.basename(pluginFile)}.${sourceHash}.${v8Version.replace(/[^0-9A-Za-z.-]/g, '_')}${SUFFIX}`);
+  return path.join(
+    path.dirname(pluginFile),
+    `.${path.basename(pluginFile)}.${sourceHash}.${v8Version.replace(/[^0-9A-Za-z.-]/g, '_')}${SUFFIX}`,
+  );
 }
 
 /** The CommonJS module context the bundled source runs in. */
@@ -85,7 +88,11 @@ export function writeCodeCache(file: string, data: Buffer, pluginFile?: string):
     writeFileSync(tmp, data, { mode: 0o644 });
     renameSync(tmp, file);
   } catch {
-    try { unlinkSync(tmp); } catch { /* never created */ }
+    try {
+      unlinkSync(tmp);
+    } catch {
+      /* never created */
+    }
     return false;
   }
   if (!pluginFile) return true;
@@ -94,10 +101,16 @@ export function writeCodeCache(file: string, data: Buffer, pluginFile?: string):
   try {
     for (const f of readdirSync(dir)) {
       if (f !== path.basename(file) && mine.test(f)) {
-        try { unlinkSync(path.join(dir, f)); } catch { /* raced with another run */ }
+        try {
+          unlinkSync(path.join(dir, f));
+        } catch {
+          /* raced with another run */
+        }
       }
     }
-  } catch { /* unreadable dir: stale files stay */ }
+  } catch {
+    /* unreadable dir: stale files stay */
+  }
   return true;
 }
 
@@ -113,10 +126,18 @@ export function runWithCodeCache(o: CodeCacheOptions, ctx: CjsContext): CodeCach
   const cachedData = o.cacheFile ? readCache(o.cacheFile) : undefined;
   const wrapped = `(function (exports, require, module, __filename, __dirname) { ${o.source}\n})`;
   const script = new vm.Script(wrapped, { filename: o.filename, ...(cachedData ? { cachedData } : {}) });
-  const state: CodeCacheState = !o.cacheFile ? 'off' : !cachedData ? 'missing' : script.cachedDataRejected ? 'rejected' : 'accepted';
+  const state: CodeCacheState = !o.cacheFile
+    ? 'off'
+    : !cachedData
+      ? 'missing'
+      : script.cachedDataRejected
+        ? 'rejected'
+        : 'accepted';
   if (o.cacheFile && o.produce && (state === 'missing' || state === 'rejected')) {
     const file = o.cacheFile;
-    process.once('exit', () => { writeCodeCache(file, script.createCachedData(), o.filename); });
+    process.once('exit', () => {
+      writeCodeCache(file, script.createCachedData(), o.filename);
+    });
   }
   const fn = script.runInThisContext() as (e: unknown, r: NodeJS.Require, m: unknown, f: string, d: string) => void;
   fn.call(ctx.exports, ctx.exports, ctx.require, ctx.module, ctx.filename, ctx.dirname);

@@ -25,7 +25,12 @@ export const DEL_TIMEOUT_MS = 5_000;
  * @returns the released IP ('' when ipamd held none or could not be asked).
  * @throws CniError 4 for bad env; 5 only when the host veth exists but cannot be deleted.
  */
-export async function cmdDel(env: CniEnv, conf: NetConf, warnings: string[], ctx: VerbContext = {}): Promise<{ ip: string }> {
+export async function cmdDel(
+  env: CniEnv,
+  conf: NetConf,
+  warnings: string[],
+  ctx: VerbContext = {},
+): Promise<{ ip: string }> {
   requireEnv(env, 'DEL');
   const hostVeth = hostVethName(conf.vethPrefix, env.containerId, env.ifName);
   const host = hostOf(ctx);
@@ -36,26 +41,43 @@ export async function cmdDel(env: CniEnv, conf: NetConf, warnings: string[], ctx
       ipamd.delNetwork({ ...networkIds(env, conf), reason: 'cni-del' }, DEL_TIMEOUT_MS),
     ]);
     if (unwired.status === 'rejected') {
-      throw new CniError(CniCode.IoFailure, `failed to delete host veth ${hostVeth}`, (unwired.reason as Error).message);
+      throw new CniError(
+        CniCode.IoFailure,
+        `failed to delete host veth ${hostVeth}`,
+        (unwired.reason as Error).message,
+      );
     }
     let ip = '';
     let cleanup: Promise<string[]> | undefined;
     if (released.status === 'rejected') {
       warnings.push(`ipamd not reached on DEL, it will reclaim the IP later: ${(released.reason as Error).message}`);
       const prev = conf.prevResult ? readPrevResult(conf.prevResult, env.ifName) : undefined;
-      if (prev && typeof prev !== 'string') cleanup = teardownHost({ hostVeth, ipv4: prev.ipv4, vethDone: true, node: host });
+      if (prev && typeof prev !== 'string')
+        cleanup = teardownHost({ hostVeth, ipv4: prev.ipv4, vethDone: true, node: host });
     } else if (released.value.released) {
       ip = released.value.ipv4_addr; // released=false: unknown container or a repeated DEL, also success
       // route_table_id 0: ipamd no longer knows the ENI, so rules are found by IP instead.
-      cleanup = released.value.route_table_id === 0 ? teardownHost({ hostVeth, ipv4: ip, vethDone: true, node: host }) : teardownHost({
-        hostVeth, ipv4: ip, vethDone: true, node: host,
-        plan: {
-          netns: env.netns, ifName: env.ifName, hostVeth, hostMac: hostVethMac(env.containerId, env.ifName),
-          podMac: podVethMac(env.containerId, env.ifName), ipv4: ip, mtu: conf.mtu, routeTableId: released.value.route_table_id,
-        },
-      });
+      cleanup =
+        released.value.route_table_id === 0
+          ? teardownHost({ hostVeth, ipv4: ip, vethDone: true, node: host })
+          : teardownHost({
+              hostVeth,
+              ipv4: ip,
+              vethDone: true,
+              node: host,
+              plan: {
+                netns: env.netns,
+                ifName: env.ifName,
+                hostVeth,
+                hostMac: hostVethMac(env.containerId, env.ifName),
+                podMac: podVethMac(env.containerId, env.ifName),
+                ipv4: ip,
+                mtu: conf.mtu,
+                routeTableId: released.value.route_table_id,
+              },
+            });
     }
-    if (cleanup) warnings.push(...await cleanup.catch((e: Error) => [`host cleanup after DEL failed: ${e.message}`]));
+    if (cleanup) warnings.push(...(await cleanup.catch((e: Error) => [`host cleanup after DEL failed: ${e.message}`])));
     return { ip };
   } finally {
     ipamd.close();

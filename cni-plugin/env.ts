@@ -71,7 +71,11 @@ export function parseCniArgs(raw: string): CniArgs {
     else unknown.push(key);
   }
   if (unknown.length > 0 && !out.ignoreUnknown) {
-    throw new CniError(CniCode.InvalidEnv, 'invalid CNI_ARGS', `unknown keys ${unknown.slice(0, 8).map(echo).join(', ')}${unknown.length > 8 ? ` and ${unknown.length - 8} more` : ''} (set IgnoreUnknown=1 to allow them)`);
+    throw new CniError(
+      CniCode.InvalidEnv,
+      'invalid CNI_ARGS',
+      `unknown keys ${unknown.slice(0, 8).map(echo).join(', ')}${unknown.length > 8 ? ` and ${unknown.length - 8} more` : ''} (set IgnoreUnknown=1 to allow them)`,
+    );
   }
   return out;
 }
@@ -104,13 +108,22 @@ export function requireEnv(e: CniEnv, verb: 'ADD' | 'DEL' | 'CHECK'): void {
   if (!e.containerId) missing.push('CNI_CONTAINERID');
   if (verb !== 'DEL' && !e.netns) missing.push('CNI_NETNS');
   if (!e.ifName) missing.push('CNI_IFNAME');
-  if (missing.length > 0) throw new CniError(CniCode.InvalidEnv, `missing ${missing.join(', ')}`, `required for CNI_COMMAND=${verb}`);
+  if (missing.length > 0)
+    throw new CniError(CniCode.InvalidEnv, `missing ${missing.join(', ')}`, `required for CNI_COMMAND=${verb}`);
   if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(e.containerId)) {
-    throw new CniError(CniCode.InvalidEnv, 'invalid CNI_CONTAINERID', `${echo(e.containerId)}: expected [A-Za-z0-9][A-Za-z0-9_.-]*`);
+    throw new CniError(
+      CniCode.InvalidEnv,
+      'invalid CNI_CONTAINERID',
+      `${echo(e.containerId)}: expected [A-Za-z0-9][A-Za-z0-9_.-]*`,
+    );
   }
   const ifErr = ifNameError(e.ifName);
   if (ifErr) throw new CniError(CniCode.InvalidEnv, 'invalid CNI_IFNAME', ifErr);
   if (e.netns && !/^\/[^\s"'\\]*$/.test(e.netns)) {
-    throw new CniError(CniCode.InvalidEnv, 'invalid CNI_NETNS', `${echo(e.netns)} is not an absolute path without whitespace or quotes`);
+    throw new CniError(
+      CniCode.InvalidEnv,
+      'invalid CNI_NETNS',
+      `${echo(e.netns)} is not an absolute path without whitespace or quotes`,
+    );
   }
 }

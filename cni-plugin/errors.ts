@@ -54,7 +54,10 @@ export function clip(s: string, max: number): string {
  */
 export function echo(value: unknown): string {
   const s = typeof value === 'string' ? value : String(value);
-  return JSON.stringify(s.length <= ECHO_MAX_CHARS ? s : s.slice(0, ECHO_MAX_CHARS)) + (s.length > ECHO_MAX_CHARS ? `…(+${s.length - ECHO_MAX_CHARS} chars)` : '');
+  return (
+    JSON.stringify(s.length <= ECHO_MAX_CHARS ? s : s.slice(0, ECHO_MAX_CHARS)) +
+    (s.length > ECHO_MAX_CHARS ? `…(+${s.length - ECHO_MAX_CHARS} chars)` : '')
+  );
 }
 
 /** A failure to report to the runtime as a CNI error object. */
@@ -70,7 +73,11 @@ export class CniError extends Error {
    * @param details longer explanation (the spec's `details`), e.g. the underlying error;
    *   cut to {@link DETAILS_MAX_CHARS}.
    */
-  constructor(readonly code: number, msg: string, details = '') {
+  constructor(
+    readonly code: number,
+    msg: string,
+    details = '',
+  ) {
     const m = clip(msg, MSG_MAX_CHARS);
     const d = clip(details, DETAILS_MAX_CHARS);
     super(d ? `${m}: ${d}` : m);

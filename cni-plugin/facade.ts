@@ -9,7 +9,13 @@
  * from ipamd/.
  */
 export { VERB_HANDLERS } from './handlers.js';
-export { runInvocation, type InvocationIo, type VerbContext, type VerbHandler, type VerbOutcome } from './invocation.js';
+export {
+  runInvocation,
+  type InvocationIo,
+  type VerbContext,
+  type VerbHandler,
+  type VerbOutcome,
+} from './invocation.js';
 export { LOCAL_NODE, type NodeSide, type PluginHost } from './host.js';
 export { connectIpamd } from './ipamd-client.js';
 export { SessionPool } from './grpc-http2.js';

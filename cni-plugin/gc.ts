@@ -30,11 +30,20 @@ export const VALID_ATTACHMENTS_KEYS = ['cni.dev/valid-attachments', 'cni.dev/att
 export function validAttachments(conf: NetConf): ValidAttachment[] {
   const key = VALID_ATTACHMENTS_KEYS.find((k) => conf[k] !== undefined);
   const raw = key ? conf[key] : undefined;
-  if (!Array.isArray(raw)) throw new CniError(CniCode.InvalidNetworkConfig, 'GC needs cni.dev/valid-attachments', key ? `${key} is not a list` : 'the key is absent');
+  if (!Array.isArray(raw))
+    throw new CniError(
+      CniCode.InvalidNetworkConfig,
+      'GC needs cni.dev/valid-attachments',
+      key ? `${key} is not a list` : 'the key is absent',
+    );
   return raw.map((a, i) => {
     const o = (typeof a === 'object' && a !== null ? a : {}) as Record<string, unknown>;
     if (typeof o.containerID !== 'string' || !o.containerID || typeof o.ifname !== 'string' || !o.ifname) {
-      throw new CniError(CniCode.InvalidNetworkConfig, `invalid ${key}[${i}]`, 'expected {"containerID": string, "ifname": string}');
+      throw new CniError(
+        CniCode.InvalidNetworkConfig,
+        `invalid ${key}[${i}]`,
+        'expected {"containerID": string, "ifname": string}',
+      );
     }
     return { container_id: o.containerID, if_name: o.ifname };
   });
@@ -47,32 +56,67 @@ export function validAttachments(conf: NetConf): ValidAttachment[] {
  *   attachment's host veth could not be deleted (all others are still tried).
  */
 export async function cmdGc(conf: NetConf, warnings: string[], ctx: VerbContext = {}): Promise<{ released: string[] }> {
-  if (!versionAtLeast(conf.cniVersion, '1.1.0')) throw new CniError(CniCode.IncompatibleVersion, 'config version does not allow GC', `cniVersion ${conf.cniVersion}; GC needs 1.1.0`);
+  if (!versionAtLeast(conf.cniVersion, '1.1.0'))
+    throw new CniError(
+      CniCode.IncompatibleVersion,
+      'config version does not allow GC',
+      `cniVersion ${conf.cniVersion}; GC needs 1.1.0`,
+    );
   const valid = validAttachments(conf);
   const host = hostOf(ctx);
   const ipamd = host.ipamd(conf.ipamdSocket);
   let released;
   try {
-    released = (await ipamd.gcNetwork({ api_version: IPAM_API_VERSION, client_version: PLUGIN_VERSION, network_name: conf.name, valid_attachments: valid }, GC_TIMEOUT_MS)).released;
+    released = (
+      await ipamd.gcNetwork(
+        {
+          api_version: IPAM_API_VERSION,
+          client_version: PLUGIN_VERSION,
+          network_name: conf.name,
+          valid_attachments: valid,
+        },
+        GC_TIMEOUT_MS,
+      )
+    ).released;
   } catch (e) {
-    const down = !(e instanceof IpamdCallError) || e.statusName === 'UNAVAILABLE' || e.statusName === 'DEADLINE_EXCEEDED';
-    throw new CniError(down ? CniCode.TryAgainLater : CniCode.IpamdError, down ? 'cannot reach ipamd for GC, try again later' : 'ipamd refused GC', (e as Error).message);
+    const down =
+      !(e instanceof IpamdCallError) || e.statusName === 'UNAVAILABLE' || e.statusName === 'DEADLINE_EXCEEDED';
+    throw new CniError(
+      down ? CniCode.TryAgainLater : CniCode.IpamdError,
+      down ? 'cannot reach ipamd for GC, try again later' : 'ipamd refused GC',
+      (e as Error).message,
+    );
   } finally {
     ipamd.close();
   }
   const failed: string[] = [];
-  await Promise.all(released.map(async (r) => {
-    const hostVeth = hostVethName(conf.vethPrefix, r.container_id, r.if_name);
-    const plan = {
-      netns: '', ifName: r.if_name, hostVeth, hostMac: hostVethMac(r.container_id, r.if_name), podMac: podVethMac(r.container_id, r.if_name),
-      ipv4: r.ipv4_addr, mtu: conf.mtu, routeTableId: r.route_table_id,
-    };
-    try {
-      warnings.push(...await teardownHost({ hostVeth, ipv4: r.ipv4_addr, node: host, ...(r.route_table_id ? { plan } : {}) }));
-    } catch (e) {
-      failed.push(`${hostVeth} (${r.ipv4_addr}): ${(e as Error).message}`);
-    }
-  }));
-  if (failed.length) throw new CniError(CniCode.IoFailure, `GC released ${released.length} IPs but could not remove ${failed.length} host veths`, failed.join('; '));
+  await Promise.all(
+    released.map(async (r) => {
+      const hostVeth = hostVethName(conf.vethPrefix, r.container_id, r.if_name);
+      const plan = {
+        netns: '',
+        ifName: r.if_name,
+        hostVeth,
+        hostMac: hostVethMac(r.container_id, r.if_name),
+        podMac: podVethMac(r.container_id, r.if_name),
+        ipv4: r.ipv4_addr,
+        mtu: conf.mtu,
+        routeTableId: r.route_table_id,
+      };
+      try {
+        warnings.push(
+          ...(await teardownHost({ hostVeth, ipv4: r.ipv4_addr, node: host, ...(r.route_table_id ? { plan } : {}) })),
+        );
+      } catch (e) {
+        failed.push(`${hostVeth} (${r.ipv4_addr}): ${(e as Error).message}`);
+      }
+    }),
+  );
+  if (failed.length)
+    throw new CniError(
+      CniCode.IoFailure,
+      `GC released ${released.length} IPs but could not remove ${failed.length} host veths`,
+      failed.join('; '),
+    );
   return { released: released.map((r) => r.ipv4_addr) };
 }

@@ -14,7 +14,10 @@ import { GrpcStatus, statusFromHttp, statusFromRstCode } from '../proto/grpc-sta
 
 /** A call that ended with a non-OK gRPC status: `code` (GrpcStatus) and `details` (the grpc-message). */
 export class GrpcCallFailure extends Error {
-  constructor(readonly code: number, readonly details: string) {
+  constructor(
+    readonly code: number,
+    readonly details: string,
+  ) {
     super(details);
     this.name = 'GrpcCallFailure';
   }
@@ -54,10 +57,13 @@ export function frameMessage(message: Uint8Array): Buffer {
  * @throws GrpcCallFailure INTERNAL when the body is not exactly one uncompressed frame.
  */
 export function unframeMessage(body: Buffer): Buffer {
-  if (body.length < 5) throw new GrpcCallFailure(GrpcStatus.INTERNAL, `response body of ${body.length} bytes holds no message frame`);
-  if (body[0] !== 0) throw new GrpcCallFailure(GrpcStatus.INTERNAL, 'compressed response message, but no compression was offered');
+  if (body.length < 5)
+    throw new GrpcCallFailure(GrpcStatus.INTERNAL, `response body of ${body.length} bytes holds no message frame`);
+  if (body[0] !== 0)
+    throw new GrpcCallFailure(GrpcStatus.INTERNAL, 'compressed response message, but no compression was offered');
   const len = body.readUInt32BE(1);
-  if (body.length !== 5 + len) throw new GrpcCallFailure(GrpcStatus.INTERNAL, `response frame says ${len} bytes, body has ${body.length - 5}`);
+  if (body.length !== 5 + len)
+    throw new GrpcCallFailure(GrpcStatus.INTERNAL, `response frame says ${len} bytes, body has ${body.length - 5}`);
   return body.subarray(5);
 }
 
@@ -76,11 +82,14 @@ const sessionErrors = new WeakMap<http2.ClientHttp2Session, Error>();
 
 function newSession(socketPath: string): http2.ClientHttp2Session {
   const s = http2.connect('http://localhost', { createConnection: () => net.connect(socketPath) });
-  s.on('error', (e: Error) => { sessionErrors.set(s, e); });
+  s.on('error', (e: Error) => {
+    sessionErrors.set(s, e);
+  });
   return s;
 }
 
-const usable = (s: http2.ClientHttp2Session | undefined): s is http2.ClientHttp2Session => !!s && !s.destroyed && !s.closed;
+const usable = (s: http2.ClientHttp2Session | undefined): s is http2.ClientHttp2Session =>
+  !!s && !s.destroyed && !s.closed;
 
 /** How long (ms) a shared session stays open without calls. */
 export const SHARED_SESSION_IDLE_MS = 30_000;
@@ -150,69 +159,88 @@ export function openUnixChannel(socketPath: string, pool?: SessionPool): GrpcUna
     return session;
   };
 
-  const unary = (path: string, message: Uint8Array, timeoutMs: number): Promise<Buffer> => new Promise((resolve, reject) => {
-    if (closed) return reject(new GrpcCallFailure(GrpcStatus.UNAVAILABLE, 'channel closed'));
-    let stream: http2.ClientHttp2Stream;
-    let onSession: http2.ClientHttp2Session;
-    try {
-      onSession = connect();
-      stream = onSession.request({
-        ':method': 'POST', ':path': path,
-        'content-type': 'application/grpc', te: 'trailers', 'grpc-timeout': grpcTimeoutHeader(timeoutMs),
-      });
-    } catch (e) { // the session went away between connect() and request()
-      return reject(new GrpcCallFailure(GrpcStatus.UNAVAILABLE, `${socketPath}: ${(e as Error).message}`));
-    }
-    let headers: http2.IncomingHttpHeaders | undefined;
-    let trailers: http2.IncomingHttpHeaders | undefined;
-    let streamError: Error | undefined;
-    const chunks: Buffer[] = [];
-    let settled = false;
-    const fail = (code: number, details: string) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      reject(new GrpcCallFailure(code, details));
-    };
-    const timer = setTimeout(() => {
-      fail(GrpcStatus.DEADLINE_EXCEEDED, `deadline of ${timeoutMs} ms exceeded`);
-      stream.close(http2.constants.NGHTTP2_CANCEL);
-    }, timeoutMs);
-    stream.on('response', (h) => { headers = h; });
-    stream.on('trailers', (t) => { trailers = t; });
-    stream.on('data', (c: Buffer) => chunks.push(c));
-    stream.on('error', (e: Error) => { streamError = e; });
-    stream.on('close', () => {
-      if (settled) return;
-      const meta = trailers ?? headers; // trailers-only responses carry grpc-status in the headers
-      const status = meta?.['grpc-status'];
-      if (status !== undefined) {
-        const code = Number(status);
-        if (code !== GrpcStatus.OK) return fail(Number.isInteger(code) ? code : GrpcStatus.UNKNOWN, decodeGrpcMessage(meta!['grpc-message']));
-        let reply: Buffer;
-        try {
-          reply = unframeMessage(Buffer.concat(chunks));
-        } catch (e) {
-          return fail((e as GrpcCallFailure).code, (e as Error).message);
-        }
+  const unary = (path: string, message: Uint8Array, timeoutMs: number): Promise<Buffer> =>
+    new Promise((resolve, reject) => {
+      if (closed) return reject(new GrpcCallFailure(GrpcStatus.UNAVAILABLE, 'channel closed'));
+      let stream: http2.ClientHttp2Stream;
+      let onSession: http2.ClientHttp2Session;
+      try {
+        onSession = connect();
+        stream = onSession.request({
+          ':method': 'POST',
+          ':path': path,
+          'content-type': 'application/grpc',
+          te: 'trailers',
+          'grpc-timeout': grpcTimeoutHeader(timeoutMs),
+        });
+      } catch (e) {
+        // the session went away between connect() and request()
+        return reject(new GrpcCallFailure(GrpcStatus.UNAVAILABLE, `${socketPath}: ${(e as Error).message}`));
+      }
+      let headers: http2.IncomingHttpHeaders | undefined;
+      let trailers: http2.IncomingHttpHeaders | undefined;
+      let streamError: Error | undefined;
+      const chunks: Buffer[] = [];
+      let settled = false;
+      const fail = (code: number, details: string) => {
+        if (settled) return;
         settled = true;
         clearTimeout(timer);
-        return resolve(reply);
-      }
-      const http = Number(headers?.[':status'] ?? 0);
-      if (http && http !== 200) return fail(statusFromHttp(http), `HTTP status ${http} without grpc-status`);
-      // The connection failed or dropped (connect ENOENT/ECONNREFUSED, peer gone): node
-      // cancels the pending stream (ERR_HTTP2_STREAM_CANCEL, the cause attached) before
-      // the session's own 'error' event. Both are UNAVAILABLE, as in grpc-js.
-      const cancelled = (streamError as NodeJS.ErrnoException | undefined)?.code === 'ERR_HTTP2_STREAM_CANCEL';
-      const connectError = sessionErrors.get(onSession) ?? (cancelled ? ((streamError!.cause as Error | undefined) ?? streamError) : undefined);
-      if (connectError) return fail(GrpcStatus.UNAVAILABLE, `${socketPath}: ${connectError.message}`);
-      if (stream.rstCode) return fail(statusFromRstCode(stream.rstCode), `stream reset (HTTP/2 error ${stream.rstCode})`);
-      if (!headers) return fail(GrpcStatus.UNAVAILABLE, `connection to ${socketPath} closed before a response${streamError ? `: ${streamError.message}` : ''}`);
-      return fail(GrpcStatus.INTERNAL, streamError ? streamError.message : 'response ended without grpc-status');
+        reject(new GrpcCallFailure(code, details));
+      };
+      const timer = setTimeout(() => {
+        fail(GrpcStatus.DEADLINE_EXCEEDED, `deadline of ${timeoutMs} ms exceeded`);
+        stream.close(http2.constants.NGHTTP2_CANCEL);
+      }, timeoutMs);
+      stream.on('response', (h) => {
+        headers = h;
+      });
+      stream.on('trailers', (t) => {
+        trailers = t;
+      });
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('error', (e: Error) => {
+        streamError = e;
+      });
+      stream.on('close', () => {
+        if (settled) return;
+        const meta = trailers ?? headers; // trailers-only responses carry grpc-status in the headers
+        const status = meta?.['grpc-status'];
+        if (status !== undefined) {
+          const code = Number(status);
+          if (code !== GrpcStatus.OK)
+            return fail(Number.isInteger(code) ? code : GrpcStatus.UNKNOWN, decodeGrpcMessage(meta!['grpc-message']));
+          let reply: Buffer;
+          try {
+            reply = unframeMessage(Buffer.concat(chunks));
+          } catch (e) {
+            return fail((e as GrpcCallFailure).code, (e as Error).message);
+          }
+          settled = true;
+          clearTimeout(timer);
+          return resolve(reply);
+        }
+        const http = Number(headers?.[':status'] ?? 0);
+        if (http && http !== 200) return fail(statusFromHttp(http), `HTTP status ${http} without grpc-status`);
+        // The connection failed or dropped (connect ENOENT/ECONNREFUSED, peer gone): node
+        // cancels the pending stream (ERR_HTTP2_STREAM_CANCEL, the cause attached) before
+        // the session's own 'error' event. Both are UNAVAILABLE, as in grpc-js.
+        const cancelled = (streamError as NodeJS.ErrnoException | undefined)?.code === 'ERR_HTTP2_STREAM_CANCEL';
+        const connectError =
+          sessionErrors.get(onSession) ??
+          (cancelled ? ((streamError!.cause as Error | undefined) ?? streamError) : undefined);
+        if (connectError) return fail(GrpcStatus.UNAVAILABLE, `${socketPath}: ${connectError.message}`);
+        if (stream.rstCode)
+          return fail(statusFromRstCode(stream.rstCode), `stream reset (HTTP/2 error ${stream.rstCode})`);
+        if (!headers)
+          return fail(
+            GrpcStatus.UNAVAILABLE,
+            `connection to ${socketPath} closed before a response${streamError ? `: ${streamError.message}` : ''}`,
+          );
+        return fail(GrpcStatus.INTERNAL, streamError ? streamError.message : 'response ended without grpc-status');
+      });
+      stream.end(frameMessage(message));
     });
-    stream.end(frameMessage(message));
-  });
 
   return {
     unary,

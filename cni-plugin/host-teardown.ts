@@ -39,10 +39,20 @@ export async function teardownHost(t: HostTeardown): Promise<string[]> {
   if (!t.vethDone) await deleteHostVeth(t.hostVeth, node);
   if (!t.ipv4) return [];
   if (t.plan) {
-    return (await ipDeleteAll(podRuleDeleteLines(t.plan), node.nodeNetns, node.ip)).map((m) => `rule cleanup for ${t.ipv4}: ${m}`);
+    return (await ipDeleteAll(podRuleDeleteLines(t.plan), node.nodeNetns, node.ip)).map(
+      (m) => `rule cleanup for ${t.ipv4}: ${m}`,
+    );
   }
   const [routes, rules] = await ipShow(['route show table all', 'rule show'], node.nodeNetns, node.ip);
-  const other = routesTo(routes!.map((j) => routeFromJson(j as RouteJson)), t.ipv4).find((r) => r.dev !== undefined && r.dev !== t.hostVeth);
-  if (other) return [`${t.ipv4} is routed to ${other.dev} (another attachment holds it now): its rules and routes were left alone`];
-  return (await ipDeleteAll(ruleDeleteLinesFor(rules!, t.ipv4), node.nodeNetns, node.ip)).map((m) => `rule cleanup for ${t.ipv4}: ${m}`);
+  const other = routesTo(
+    routes!.map((j) => routeFromJson(j as RouteJson)),
+    t.ipv4,
+  ).find((r) => r.dev !== undefined && r.dev !== t.hostVeth);
+  if (other)
+    return [
+      `${t.ipv4} is routed to ${other.dev} (another attachment holds it now): its rules and routes were left alone`,
+    ];
+  return (await ipDeleteAll(ruleDeleteLinesFor(rules!, t.ipv4), node.nodeNetns, node.ip)).map(
+    (m) => `rule cleanup for ${t.ipv4}: ${m}`,
+  );
 }

@@ -60,8 +60,12 @@ export interface InvocationIo {
 const defaultIo = (): InvocationIo => ({
   env: process.env,
   readStdin: () => readFileSync(0, 'utf8'),
-  writeStdout: (s) => { writeSync(1, s); },
-  writeStderr: (s) => { writeSync(2, s); },
+  writeStdout: (s) => {
+    writeSync(1, s);
+  },
+  writeStderr: (s) => {
+    writeSync(2, s);
+  },
 });
 
 /**
@@ -69,7 +73,10 @@ const defaultIo = (): InvocationIo => ({
  * verb without a handler is CNI error 4).
  * @returns the process exit code.
  */
-export async function runInvocation(handlers: Record<string, VerbHandler>, io: InvocationIo = defaultIo()): Promise<number> {
+export async function runInvocation(
+  handlers: Record<string, VerbHandler>,
+  io: InvocationIo = defaultIo(),
+): Promise<number> {
   const t0 = performance.now();
   const verb = io.env.CNI_COMMAND ?? '';
   if (verb === 'VERSION') {
@@ -95,7 +102,11 @@ export async function runInvocation(handlers: Record<string, VerbHandler>, io: I
     if (!handler) {
       throw verb === ''
         ? new CniError(CniCode.InvalidEnv, 'missing CNI_COMMAND')
-        : new CniError(CniCode.InvalidEnv, `CNI_COMMAND ${clip(verb, ECHO_MAX_CHARS)} is not implemented yet`, `implemented: VERSION, ${Object.keys(handlers).join(', ')}`);
+        : new CniError(
+            CniCode.InvalidEnv,
+            `CNI_COMMAND ${clip(verb, ECHO_MAX_CHARS)} is not implemented yet`,
+            `implemented: VERSION, ${Object.keys(handlers).join(', ')}`,
+          );
     }
     const out = await handler(env, conf, warnings, io.ctx ?? {});
     ip = out.ip;
@@ -105,17 +116,26 @@ export async function runInvocation(handlers: Record<string, VerbHandler>, io: I
     error = asCniError(e);
     io.writeStdout(JSON.stringify(error.toJSON(cniVersion)));
   }
-  const stderr = io.writeStderr ?? ((s: string) => { process.stderr.write(s); });
+  const stderr =
+    io.writeStderr ??
+    ((s: string) => {
+      process.stderr.write(s);
+    });
   if (conf?.logFile) {
     const entry: InvocationLog = {
-      time: new Date().toISOString(), verb,
-      containerId: env?.containerId ?? io.env.CNI_CONTAINERID ?? '', ifName: env?.ifName ?? io.env.CNI_IFNAME ?? '', netns: env?.netns ?? io.env.CNI_NETNS ?? '',
-      outcome: error ? 'error' : 'ok', ms: Math.round((performance.now() - t0) * 10) / 10,
+      time: new Date().toISOString(),
+      verb,
+      containerId: env?.containerId ?? io.env.CNI_CONTAINERID ?? '',
+      ifName: env?.ifName ?? io.env.CNI_IFNAME ?? '',
+      netns: env?.netns ?? io.env.CNI_NETNS ?? '',
+      outcome: error ? 'error' : 'ok',
+      ms: Math.round((performance.now() - t0) * 10) / 10,
       ...(error ? { code: error.code, msg: error.msg, details: error.details } : {}),
       ...(ip ? { ip } : {}),
       ...(warnings.length ? { warnings } : {}),
     };
-    if (!io.appendLog?.(conf.logFile, `${JSON.stringify(entry)}\n`)) await appendInvocationLog(conf.logFile, entry, stderr);
+    if (!io.appendLog?.(conf.logFile, `${JSON.stringify(entry)}\n`))
+      await appendInvocationLog(conf.logFile, entry, stderr);
   }
   for (const w of warnings) stderr(`eni-ipam: ${w}\n`);
   return error ? 1 : 0;

@@ -11,8 +11,16 @@
  */
 import {
   CNI_BACKEND_SERVICE,
-  type AddNetworkReply, type AddNetworkRequest, type DelNetworkReply, type DelNetworkRequest,
-  type CheckNetworkReply, type CheckNetworkRequest, type GcNetworkReply, type GcNetworkRequest, type IpamStatusReply, type IpamStatusRequest,
+  type AddNetworkReply,
+  type AddNetworkRequest,
+  type DelNetworkReply,
+  type DelNetworkRequest,
+  type CheckNetworkReply,
+  type CheckNetworkRequest,
+  type GcNetworkReply,
+  type GcNetworkRequest,
+  type IpamStatusReply,
+  type IpamStatusRequest,
 } from '../proto/ipam.js';
 import { IPAM_CODECS } from './generated/ipam-codec.js';
 import { GrpcCallFailure, openUnixChannel, type SessionPool } from './grpc-http2.js';
@@ -53,7 +61,13 @@ function codecs() {
 export function connectIpamd(socketPath: string, pool?: SessionPool): IpamdClient {
   const c = codecs();
   const channel = openUnixChannel(socketPath, pool);
-  const unary = async <Req, Rep>(method: string, req: Req, reqCodec: Codec<Req>, repCodec: Codec<Rep>, timeoutMs: number): Promise<Rep> => {
+  const unary = async <Req, Rep>(
+    method: string,
+    req: Req,
+    reqCodec: Codec<Req>,
+    repCodec: Codec<Rep>,
+    timeoutMs: number,
+  ): Promise<Rep> => {
     let reply: Buffer;
     try {
       reply = await channel.unary(`/${CNI_BACKEND_SERVICE}/${method}`, reqCodec.serialize(req), timeoutMs);

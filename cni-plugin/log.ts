@@ -29,7 +29,11 @@ export interface InvocationLog {
  * (O_APPEND), so concurrent invocations never interleave lines. Never throws: a log
  * failure is reported through `stderr` only.
  */
-export async function appendInvocationLog(file: string, entry: InvocationLog, stderr: (s: string) => void): Promise<void> {
+export async function appendInvocationLog(
+  file: string,
+  entry: InvocationLog,
+  stderr: (s: string) => void,
+): Promise<void> {
   try {
     await mkdir(dirname(file), { recursive: true });
     await appendFile(file, `${JSON.stringify(entry)}\n`);

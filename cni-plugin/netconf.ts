@@ -21,19 +21,51 @@ const object = z.record(z.string(), z.unknown());
 
 const schema = z.looseObject({
   cniVersion: z.string({ error: 'cniVersion must be a string' }),
-  name: z.string({ error: 'name must be a string' }).check(
-    z.regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/, 'name must start with a letter or digit and contain only letters, digits, "_", "." and "-"'),
-  ),
+  name: z
+    .string({ error: 'name must be a string' })
+    .check(
+      z.regex(
+        /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/,
+        'name must start with a letter or digit and contain only letters, digits, "_", "." and "-"',
+      ),
+    ),
   type: z.string({ error: 'type must be a string' }).check(z.minLength(1, 'type must not be empty')),
-  mtu: z._default(z.number({ error: 'mtu must be a number' }).check(z.int('mtu must be an integer'), z.gte(576, 'mtu must be >= 576'), z.lte(9001, 'mtu must be <= 9001')), DEFAULT_MTU),
-  vethPrefix: z._default(z.string({ error: 'vethPrefix must be a string' }).check(
-    z.refine((p) => vethPrefixError(p) === undefined, { error: (iss) => vethPrefixError(String(iss.input)) ?? 'invalid vethPrefix' }),
-  ), DEFAULT_VETH_PREFIX),
-  ipamdSocket: z._default(z.string({ error: 'ipamdSocket must be a string' }).check(z.regex(/^\//, 'ipamdSocket must be an absolute path')), DEFAULT_IPAMD_SOCKET),
-  logFile: z.optional(z.string({ error: 'logFile must be a string' }).check(z.regex(/^\//, 'logFile must be an absolute path'))),
-  execSocket: z.optional(z.string({ error: 'execSocket must be a string' }).check(z.regex(/^(\/.*)?$/, 'execSocket must be an absolute path or empty'))),
-  ipamdWaitSeconds: z.optional(z.number({ error: 'ipamdWaitSeconds must be a number' }).check(z.gte(0, 'ipamdWaitSeconds must be >= 0'), z.lte(300, 'ipamdWaitSeconds must be <= 300'))),
-  nodePlugin: z.optional(z.string({ error: 'nodePlugin must be a string' }).check(z.regex(/^(\/.*)?$/, 'nodePlugin must be an absolute path or empty'))),
+  mtu: z._default(
+    z
+      .number({ error: 'mtu must be a number' })
+      .check(z.int('mtu must be an integer'), z.gte(576, 'mtu must be >= 576'), z.lte(9001, 'mtu must be <= 9001')),
+    DEFAULT_MTU,
+  ),
+  vethPrefix: z._default(
+    z.string({ error: 'vethPrefix must be a string' }).check(
+      z.refine((p) => vethPrefixError(p) === undefined, {
+        error: (iss) => vethPrefixError(String(iss.input)) ?? 'invalid vethPrefix',
+      }),
+    ),
+    DEFAULT_VETH_PREFIX,
+  ),
+  ipamdSocket: z._default(
+    z.string({ error: 'ipamdSocket must be a string' }).check(z.regex(/^\//, 'ipamdSocket must be an absolute path')),
+    DEFAULT_IPAMD_SOCKET,
+  ),
+  logFile: z.optional(
+    z.string({ error: 'logFile must be a string' }).check(z.regex(/^\//, 'logFile must be an absolute path')),
+  ),
+  execSocket: z.optional(
+    z
+      .string({ error: 'execSocket must be a string' })
+      .check(z.regex(/^(\/.*)?$/, 'execSocket must be an absolute path or empty')),
+  ),
+  ipamdWaitSeconds: z.optional(
+    z
+      .number({ error: 'ipamdWaitSeconds must be a number' })
+      .check(z.gte(0, 'ipamdWaitSeconds must be >= 0'), z.lte(300, 'ipamdWaitSeconds must be <= 300')),
+  ),
+  nodePlugin: z.optional(
+    z
+      .string({ error: 'nodePlugin must be a string' })
+      .check(z.regex(/^(\/.*)?$/, 'nodePlugin must be an absolute path or empty')),
+  ),
   prevResult: z.optional(z.record(z.string(), z.unknown(), { error: 'prevResult must be an object' })),
   runtimeConfig: z.optional(z.record(z.string(), z.unknown(), { error: 'runtimeConfig must be an object' })),
 });
@@ -92,7 +124,8 @@ export function jsonDepthExceeds(raw: string, limit: number): boolean {
   for (let i = 0; i < raw.length; i++) {
     const c = raw.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped character
+      if (c === 0x5c)
+        i++; // backslash: skip the escaped character
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x7b || c === 0x5b) {
@@ -110,7 +143,11 @@ export function jsonDepthExceeds(raw: string, limit: number): boolean {
  */
 export function decodeConfig(raw: string): Record<string, unknown> {
   if (jsonDepthExceeds(raw, MAX_CONFIG_DEPTH)) {
-    throw new CniError(CniCode.DecodeFailure, 'failed to decode the network configuration', `objects/arrays nest deeper than ${MAX_CONFIG_DEPTH} levels`);
+    throw new CniError(
+      CniCode.DecodeFailure,
+      'failed to decode the network configuration',
+      `objects/arrays nest deeper than ${MAX_CONFIG_DEPTH} levels`,
+    );
   }
   let v: unknown;
   try {
@@ -119,7 +156,12 @@ export function decodeConfig(raw: string): Record<string, unknown> {
     throw new CniError(CniCode.DecodeFailure, 'failed to decode the network configuration', (e as Error).message);
   }
   const r = object.safeParse(v);
-  if (!r.success || Array.isArray(v)) throw new CniError(CniCode.DecodeFailure, 'failed to decode the network configuration', 'stdin is not a JSON object');
+  if (!r.success || Array.isArray(v))
+    throw new CniError(
+      CniCode.DecodeFailure,
+      'failed to decode the network configuration',
+      'stdin is not a JSON object',
+    );
   return r.data;
 }
 
@@ -130,7 +172,11 @@ export function decodeConfig(raw: string): Record<string, unknown> {
  */
 export function validateConfig(obj: Record<string, unknown>): NetConf {
   if (typeof obj.cniVersion === 'string' && !isSupportedVersion(obj.cniVersion)) {
-    throw new CniError(CniCode.IncompatibleVersion, `unsupported cniVersion ${echo(obj.cniVersion)}`, `supported: ${SUPPORTED_VERSIONS.join(', ')}`);
+    throw new CniError(
+      CniCode.IncompatibleVersion,
+      `unsupported cniVersion ${echo(obj.cniVersion)}`,
+      `supported: ${SUPPORTED_VERSIONS.join(', ')}`,
+    );
   }
   const r = schema.safeParse(obj);
   if (!r.success) {

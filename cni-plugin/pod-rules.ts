@@ -27,11 +27,22 @@ const bare = (a: string): string => (a.endsWith('/32') ? a.slice(0, -3) : a);
  * `priority 1536 from 10.0.0.7 lookup 3` (host addresses without `/32`, tables by name).
  */
 export function formatRule(r: IpRule): string {
-  const action = r.nop ? 'nop' : r.goto !== undefined ? `goto ${r.goto}` : r.table !== undefined ? `lookup ${tableName(r.table)}` : '';
+  const action = r.nop
+    ? 'nop'
+    : r.goto !== undefined
+      ? `goto ${r.goto}`
+      : r.table !== undefined
+        ? `lookup ${tableName(r.table)}`
+        : '';
   return [
-    Number.isFinite(r.priority) ? `priority ${r.priority}` : '', r.not ? 'not' : '', r.from ? `from ${bare(r.from)}` : '',
-    r.to ? `to ${bare(r.to)}` : '', action,
-  ].filter(Boolean).join(' ');
+    Number.isFinite(r.priority) ? `priority ${r.priority}` : '',
+    r.not ? 'not' : '',
+    r.from ? `from ${bare(r.from)}` : '',
+    r.to ? `to ${bare(r.to)}` : '',
+    action,
+  ]
+    .filter(Boolean)
+    .join(' ');
 }
 
 /** True when a rule of `ip -json rule show` is the rule `want`. */
@@ -46,5 +57,8 @@ export function ruleMatches(have: IpJson, want: IpRule): boolean {
  */
 export function ruleDeleteLinesFor(rules: IpJson[], ipv4: string): string[] {
   const ip = asCidr(ipv4);
-  return rules.map((j) => ruleFromJson(j as RuleJson)).filter((r) => r.from === ip || r.to === ip).map((r) => `rule del ${formatRule(r)}`);
+  return rules
+    .map((j) => ruleFromJson(j as RuleJson))
+    .filter((r) => r.from === ip || r.to === ip)
+    .map((r) => `rule del ${formatRule(r)}`);
 }

@@ -36,13 +36,22 @@ export function readPrevResult(prev: unknown, ifName: string): PrevAttachment | 
   const podIdx = ifaces.findIndex((i) => i.name === ifName && str(i.sandbox));
   const v4 = ips.flatMap((ip) => {
     const [addr, len] = (str(ip.address) ?? '').split('/');
-    return addr && isIPv4(addr) ? [{ addr, len: Number(len ?? 32), index: typeof ip.interface === 'number' ? ip.interface : undefined }] : [];
+    return addr && isIPv4(addr)
+      ? [{ addr, len: Number(len ?? 32), index: typeof ip.interface === 'number' ? ip.interface : undefined }]
+      : [];
   });
-  const pick = v4.find((ip) => podIdx >= 0 && ip.index === podIdx) ?? (v4.every((ip) => ip.index === undefined) ? v4[0] : undefined);
+  const pick =
+    v4.find((ip) => podIdx >= 0 && ip.index === podIdx) ??
+    (v4.every((ip) => ip.index === undefined) ? v4[0] : undefined);
   if (!pick) return `prevResult has no IPv4 address for interface ${ifName}`;
   const out: PrevAttachment = { ipv4: pick.addr, prefixLen: Number.isInteger(pick.len) ? pick.len : 32 };
   const pod = podIdx >= 0 ? ifaces[podIdx] : undefined;
-  if (pod) out.podIf = { name: ifName, ...(str(pod.mac) ? { mac: str(pod.mac)!.toLowerCase() } : {}), ...(str(pod.sandbox) ? { sandbox: str(pod.sandbox)! } : {}) };
+  if (pod)
+    out.podIf = {
+      name: ifName,
+      ...(str(pod.mac) ? { mac: str(pod.mac)!.toLowerCase() } : {}),
+      ...(str(pod.sandbox) ? { sandbox: str(pod.sandbox)! } : {}),
+    };
   const host = ifaces.find((i) => !str(i.sandbox) && str(i.name));
   if (host) out.hostIf = { name: str(host.name)!, ...(str(host.mac) ? { mac: str(host.mac)!.toLowerCase() } : {}) };
   return out;

@@ -9,7 +9,10 @@ import { LOCAL_IP } from '../netfacts/ip-batch.js';
 import { connectIpamd } from './ipamd-client.js';
 
 /** The host of the one-shot plugin process. */
-export const PROCESS_HOST: PluginHost = Object.freeze({ ipamd: (socketPath: string) => connectIpamd(socketPath), ip: LOCAL_IP });
+export const PROCESS_HOST: PluginHost = Object.freeze({
+  ipamd: (socketPath: string) => connectIpamd(socketPath),
+  ip: LOCAL_IP,
+});
 
 /** The host of a verb: the one in its context, else {@link PROCESS_HOST}. */
 export function hostOf(ctx: { host?: PluginHost }): PluginHost {

@@ -20,8 +20,18 @@ export interface Attachment {
   mtu: number;
 }
 
-interface Iface { name: string; mac: string; sandbox?: string; mtu?: number }
-interface IpConfig { version?: '4'; address: string; gateway: string; interface: number }
+interface Iface {
+  name: string;
+  mac: string;
+  sandbox?: string;
+  mtu?: number;
+}
+interface IpConfig {
+  version?: '4';
+  address: string;
+  gateway: string;
+  interface: number;
+}
 
 /** The ADD result object for `cniVersion` (one of the supported versions). */
 export interface AddResult {
@@ -42,7 +52,10 @@ export function encodeAddResult(cniVersion: string, a: Attachment): AddResult {
   const withMtu = cniVersion === '1.1.0';
   const host: Iface = { name: a.hostVeth.name, mac: a.hostVeth.mac };
   const pod: Iface = { name: a.pod.ifName, mac: a.pod.mac, sandbox: a.pod.netns };
-  if (withMtu) { host.mtu = a.mtu; pod.mtu = a.mtu; }
+  if (withMtu) {
+    host.mtu = a.mtu;
+    pod.mtu = a.mtu;
+  }
   const ip: IpConfig = legacy
     ? { version: '4', address: `${a.ipv4}/32`, gateway: POD_GATEWAY, interface: 1 }
     : { address: `${a.ipv4}/32`, gateway: POD_GATEWAY, interface: 1 };

@@ -26,13 +26,25 @@ export const STATUS_TIMEOUT_MS = 3_000;
  *   51 when ipamd says existing pods are affected, else 50 when ipamd cannot serve.
  */
 export async function cmdStatus(conf: NetConf, ctx: VerbContext = {}): Promise<void> {
-  if (!versionAtLeast(conf.cniVersion, '1.1.0')) throw new CniError(CniCode.IncompatibleVersion, 'config version does not allow STATUS', `cniVersion ${conf.cniVersion}; STATUS needs 1.1.0`);
+  if (!versionAtLeast(conf.cniVersion, '1.1.0'))
+    throw new CniError(
+      CniCode.IncompatibleVersion,
+      'config version does not allow STATUS',
+      `cniVersion ${conf.cniVersion}; STATUS needs 1.1.0`,
+    );
   const ipamd = hostOf(ctx).ipamd(conf.ipamdSocket);
   let reply;
   try {
-    reply = await ipamd.ipamStatus({ api_version: IPAM_API_VERSION, client_version: PLUGIN_VERSION, network_name: conf.name }, STATUS_TIMEOUT_MS);
+    reply = await ipamd.ipamStatus(
+      { api_version: IPAM_API_VERSION, client_version: PLUGIN_VERSION, network_name: conf.name },
+      STATUS_TIMEOUT_MS,
+    );
   } catch (e) {
-    throw new CniError(CniCode.PluginNotAvailable, `ipamd is not available on ${conf.ipamdSocket}`, (e as Error).message);
+    throw new CniError(
+      CniCode.PluginNotAvailable,
+      `ipamd is not available on ${conf.ipamdSocket}`,
+      (e as Error).message,
+    );
   } finally {
     ipamd.close();
   }

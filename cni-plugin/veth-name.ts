@@ -18,15 +18,19 @@ export const RESERVED_VETH_PREFIXES: readonly string[] = ['eth', 'vlan', 'lo'];
  * @returns an error message, or undefined when the prefix is valid.
  */
 export function vethPrefixError(prefix: string): string | undefined {
-  if (prefix.length < 1 || prefix.length > MAX_VETH_PREFIX_LEN) return `vethPrefix must be 1-${MAX_VETH_PREFIX_LEN} characters, got ${echo(prefix)}`;
-  if (!/^[A-Za-z0-9_-]+$/.test(prefix)) return `vethPrefix may only contain letters, digits, '_' and '-', got ${echo(prefix)}`;
-  if (RESERVED_VETH_PREFIXES.includes(prefix)) return `vethPrefix ${echo(prefix)} is reserved (${RESERVED_VETH_PREFIXES.join(', ')})`;
+  if (prefix.length < 1 || prefix.length > MAX_VETH_PREFIX_LEN)
+    return `vethPrefix must be 1-${MAX_VETH_PREFIX_LEN} characters, got ${echo(prefix)}`;
+  if (!/^[A-Za-z0-9_-]+$/.test(prefix))
+    return `vethPrefix may only contain letters, digits, '_' and '-', got ${echo(prefix)}`;
+  if (RESERVED_VETH_PREFIXES.includes(prefix))
+    return `vethPrefix ${echo(prefix)} is reserved (${RESERVED_VETH_PREFIXES.join(', ')})`;
   return undefined;
 }
 
 /** Checks an interface name as the kernel would: 1-15 chars, no '/', ':', whitespace, not '.' or '..'. */
 export function ifNameError(name: string): string | undefined {
-  if (name.length < 1 || name.length > MAX_IFNAME_LEN) return `interface name must be 1-${MAX_IFNAME_LEN} characters, got ${echo(name)}`;
+  if (name.length < 1 || name.length > MAX_IFNAME_LEN)
+    return `interface name must be 1-${MAX_IFNAME_LEN} characters, got ${echo(name)}`;
   if (/[\s/:]/.test(name) || name === '.' || name === '..') return `invalid interface name ${echo(name)}`;
   return undefined;
 }
@@ -43,7 +47,12 @@ function digest(salt: string, containerId: string, ifName: string): Buffer {
 export function hostVethName(prefix: string, containerId: string, ifName: string): string {
   const err = vethPrefixError(prefix);
   if (err) throw new Error(err);
-  return prefix + digest('name', containerId, ifName).toString('hex').slice(0, MAX_IFNAME_LEN - prefix.length);
+  return (
+    prefix +
+    digest('name', containerId, ifName)
+      .toString('hex')
+      .slice(0, MAX_IFNAME_LEN - prefix.length)
+  );
 }
 
 /** A locally administered unicast MAC (`xx:xx:xx:xx:xx:xx`, lowercase) from the first 6 bytes of `b`. */

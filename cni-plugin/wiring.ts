@@ -84,9 +84,15 @@ export function hostRouteLines(p: WiringPlan, route: 'add' | 'replace' = 'add'):
  * gets another one). Nothing of the other attachment was touched.
  */
 export class IpConflictError extends CniError {
-  constructor(readonly ipv4: string, readonly device: string) {
-    super(CniCode.TryAgainLater, `IP ${ipv4} is already in use on this node: it is routed to ${echo(device)} (another pod's veth)`,
-      'ADD refused, the other pod\'s route and rules were left untouched; ipamd quarantines this IP and the retried ADD gets another one');
+  constructor(
+    readonly ipv4: string,
+    readonly device: string,
+  ) {
+    super(
+      CniCode.TryAgainLater,
+      `IP ${ipv4} is already in use on this node: it is routed to ${echo(device)} (another pod's veth)`,
+      "ADD refused, the other pod's route and rules were left untouched; ipamd quarantines this IP and the retried ADD gets another one",
+    );
     this.name = 'IpConflictError';
   }
 }
@@ -96,10 +102,16 @@ export class IpConflictError extends CniError {
  * undefined. One `ip -json` read on the node side (`node`, default the current netns).
  * @throws Error when the read fails.
  */
-export async function otherRouteDevice(ipv4: string, ownVeth: string, node: NodeSide = LOCAL_NODE): Promise<string | undefined> {
+export async function otherRouteDevice(
+  ipv4: string,
+  ownVeth: string,
+  node: NodeSide = LOCAL_NODE,
+): Promise<string | undefined> {
   const [rows] = await ipShow([`route show exact ${ipv4}/32`], node.nodeNetns, node.ip);
   const routes = rows!.map((j) => ({ route: routeFromJson(j as RouteJson), typed: typeof j.type === 'string' }));
-  const other = routes.find(({ route: r }) => r.dev !== undefined && r.dev !== ownVeth) ?? routes.find(({ route: r }) => r.dev === undefined);
+  const other =
+    routes.find(({ route: r }) => r.dev !== undefined && r.dev !== ownVeth) ??
+    routes.find(({ route: r }) => r.dev === undefined);
   if (!other) return undefined;
   const r = other.route;
   return r.dev ?? r.gateway ?? (other.typed ? r.type : 'a non-device route');
@@ -116,9 +128,14 @@ const OWN_NETNS = '/proc/self/ns/net';
  */
 export async function checkPodNetns(podNetns: string, nodeNetns?: string): Promise<void> {
   const [pod, node] = await Promise.allSettled([stat(podNetns), stat(nodeNetns ?? OWN_NETNS)]);
-  if (pod.status === 'rejected') throw new CniError(CniCode.IoFailure, `netns ${podNetns} does not exist`, (pod.reason as Error).message);
+  if (pod.status === 'rejected')
+    throw new CniError(CniCode.IoFailure, `netns ${podNetns} does not exist`, (pod.reason as Error).message);
   if (node.status === 'fulfilled' && pod.value.dev === node.value.dev && pod.value.ino === node.value.ino) {
-    throw new CniError(CniCode.InvalidEnv, 'invalid CNI_NETNS', `${echo(podNetns)} is the node's own network namespace; a pod must have a network namespace of its own`);
+    throw new CniError(
+      CniCode.InvalidEnv,
+      'invalid CNI_NETNS',
+      `${echo(podNetns)} is the node's own network namespace; a pod must have a network namespace of its own`,
+    );
   }
 }
 
@@ -149,7 +166,9 @@ export async function deleteHostVeth(name: string, node: NodeSide = LOCAL_NODE):
 }
 
 const wireError = (p: VethPlan, e: unknown): CniError =>
-  (e instanceof CniError ? e : new CniError(CniCode.IoFailure, `failed to wire ${p.ifName} in netns ${p.netns}`, (e as Error).message));
+  e instanceof CniError
+    ? e
+    : new CniError(CniCode.IoFailure, `failed to wire ${p.ifName} in netns ${p.netns}`, (e as Error).message);
 
 /** Pod-side lines that need no IP: the peer up, gateway and default routes, neighbour. */
 export function podRouteLines(p: VethPlan): string[] {
@@ -241,8 +260,9 @@ export function startWiring(p: VethPlan, node: NodeSide = LOCAL_NODE): PendingWi
         } catch (e) {
           if (!isFileExists(e)) throw e;
           // Unreadable counts as a conflict: the rules may be a live pod's, never delete them.
-          const other = await otherRouteDevice(plan.ipv4, plan.hostVeth, node)
-            .catch((err: Error) => `an existing route that could not be read (${err.message})`);
+          const other = await otherRouteDevice(plan.ipv4, plan.hostVeth, node).catch(
+            (err: Error) => `an existing route that could not be read (${err.message})`,
+          );
           if (other !== undefined) throw new IpConflictError(plan.ipv4, other);
           // Our route went in; an earlier holder's rules were in the way: replace them.
           await ipDeleteAll(podRuleDeleteLines(plan), nodeNetns, ip);

@@ -15,7 +15,8 @@ import { parseArgs } from 'node:util';
 import { createNamedNetns } from '../test/kit/netns.js';
 import { runScenario } from './scenario.js';
 
-const IPAMD_ENV = /^(WARM_|MINIMUM_IP_TARGET|MAX_ENI|IP_COOLDOWN_PERIOD|ENABLE_PREFIX_DELEGATION|AWS_VPC_|ENI_IPAM_|CLUSTER_NAME|ADDITIONAL_ENI_TAGS)/;
+const IPAMD_ENV =
+  /^(WARM_|MINIMUM_IP_TARGET|MAX_ENI|IP_COOLDOWN_PERIOD|ENABLE_PREFIX_DELEGATION|AWS_VPC_|ENI_IPAM_|CLUSTER_NAME|ADDITIONAL_ENI_TAGS)/;
 
 async function main(): Promise<number> {
   const { values } = parseArgs({
@@ -39,7 +40,13 @@ async function main(): Promise<number> {
   }
   if (values.inside) {
     const ipamdEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => IPAMD_ENV.test(k)));
-    return runScenario({ pods, instanceType: values['instance-type']!, daemon: values.daemon!, ipamdEnv, print: (l) => process.stdout.write(l + '\n') });
+    return runScenario({
+      pods,
+      instanceType: values['instance-type']!,
+      daemon: values.daemon!,
+      ipamdEnv,
+      print: (l) => process.stdout.write(l + '\n'),
+    });
   }
   if (process.getuid?.() !== 0) {
     process.stderr.write('demo: network namespaces need root; run it as root (sudo npm run demo)\n');
@@ -49,7 +56,14 @@ async function main(): Promise<number> {
   process.stdout.write(`node network namespace: ${node.path}\n`);
   try {
     const self = fileURLToPath(import.meta.url);
-    const args = ['--pods', String(pods), '--instance-type', values['instance-type']!, ...(values.daemon ? ['--daemon'] : []), '--inside'];
+    const args = [
+      '--pods',
+      String(pods),
+      '--instance-type',
+      values['instance-type']!,
+      ...(values.daemon ? ['--daemon'] : []),
+      '--inside',
+    ];
     const child = spawn('nsenter', [`--net=${node.path}`, process.execPath, self, ...args], { stdio: 'inherit' });
     const forward = (sig: NodeJS.Signals) => child.kill(sig);
     process.on('SIGINT', forward);
@@ -60,4 +74,10 @@ async function main(): Promise<number> {
   }
 }
 
-main().then((code) => process.exit(code), (e: Error) => { process.stderr.write(`demo failed: ${e.stack ?? e.message}\n`); process.exit(1); });
+main().then(
+  (code) => process.exit(code),
+  (e: Error) => {
+    process.stderr.write(`demo failed: ${e.stack ?? e.message}\n`);
+    process.exit(1);
+  },
+);

@@ -26,7 +26,16 @@ export interface ScenarioOptions {
   print: (line: string) => void;
 }
 
-interface Pod { name: string; ns: Netns; containerId: string; ip?: string; eni?: string; device?: number; tcp?: string; addMs?: number }
+interface Pod {
+  name: string;
+  ns: Netns;
+  containerId: string;
+  ip?: string;
+  eni?: string;
+  device?: number;
+  tcp?: string;
+  addMs?: number;
+}
 
 const NETWORK = 'aws-cni';
 
@@ -47,13 +56,23 @@ export async function runScenario(o: ScenarioOptions): Promise<number> {
     await run('ip', ['addr', 'replace', `${nodeIp}/32`, 'dev', 'lo']);
     const socket = path.join(work, 'ipamd.sock');
     const env = {
-      AWS_EC2_ENDPOINT: sim.ec2Endpoint, AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpoint,
-      ENI_IPAM_SOCKET: socket, ENI_IPAM_CHECKPOINT_PATH: path.join(work, 'ipam.json'),
+      AWS_EC2_ENDPOINT: sim.ec2Endpoint,
+      AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpoint,
+      ENI_IPAM_SOCKET: socket,
+      ENI_IPAM_CHECKPOINT_PATH: path.join(work, 'ipam.json'),
       // Daemon mode serves like a node: metrics on :61678, introspection on :61679 (loopback of the demo's node netns).
-      ...(o.daemon ? { DISABLE_METRICS: 'false', METRICS_BIND_ADDRESS: '127.0.0.1:61678', INTROSPECTION_BIND_ADDRESS: '127.0.0.1:61679' } : {}),
+      ...(o.daemon
+        ? {
+            DISABLE_METRICS: 'false',
+            METRICS_BIND_ADDRESS: '127.0.0.1:61678',
+            INTROSPECTION_BIND_ADDRESS: '127.0.0.1:61679',
+          }
+        : {}),
       ...o.ipamdEnv,
     };
-    o.print(`simulated cloud: EC2 ${sim.ec2Endpoint}, IMDS ${sim.imdsEndpoint}, ${o.instanceType} ${inst.instanceId} (node IP ${nodeIp}, subnet ${subnet.cidr})`);
+    o.print(
+      `simulated cloud: EC2 ${sim.ec2Endpoint}, IMDS ${sim.imdsEndpoint}, ${o.instanceType} ${inst.instanceId} (node IP ${nodeIp}, subnet ${subnet.cidr})`,
+    );
     ipamd = await startIpamd({ env, logFile: path.join(work, 'ipamd.log') });
     o.print(`ipamd pid ${ipamd.pid} serving on ${socket} (log: ${path.join(work, 'ipamd.log')})`);
     // The native shim is what ipamd installs as `eni-ipam`: it forwards each call to ipamd's
@@ -65,15 +84,25 @@ export async function runScenario(o: ScenarioOptions): Promise<number> {
       o.print(`daemon mode: ipamd keeps running; Ctrl-C stops it and removes everything.`);
       o.print(`  plugin config: ${JSON.stringify(config)}`);
       o.print(`  status: curl http://127.0.0.1:${ipamd.introspectionPort}/v1/status  (inside this network namespace)`);
-      o.print(`  metrics: curl http://127.0.0.1:${ipamd.metricsPort ?? 61678}/metrics  (inside this network namespace)`);
-      o.print(`  operator CLI (in the node netns above): AWS_EC2_ENDPOINT=${sim.ec2Endpoint} AWS_EC2_METADATA_SERVICE_ENDPOINT=${sim.imdsEndpoint} INTROSPECTION_BIND_ADDRESS=127.0.0.1:${ipamd.introspectionPort} ENI_IPAM_SOCKET=${socket} ENI_IPAM_CHECKPOINT_PATH=${env.ENI_IPAM_CHECKPOINT_PATH} node dist/cli/main.js status`);
-      await new Promise<void>((resolve) => { process.once('SIGINT', resolve); process.once('SIGTERM', resolve); });
+      o.print(
+        `  metrics: curl http://127.0.0.1:${ipamd.metricsPort ?? 61678}/metrics  (inside this network namespace)`,
+      );
+      o.print(
+        `  operator CLI (in the node netns above): AWS_EC2_ENDPOINT=${sim.ec2Endpoint} AWS_EC2_METADATA_SERVICE_ENDPOINT=${sim.imdsEndpoint} INTROSPECTION_BIND_ADDRESS=127.0.0.1:${ipamd.introspectionPort} ENI_IPAM_SOCKET=${socket} ENI_IPAM_CHECKPOINT_PATH=${env.ENI_IPAM_CHECKPOINT_PATH} node dist/cli/main.js status`,
+      );
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', resolve);
+        process.once('SIGTERM', resolve);
+      });
       return 0;
     }
 
     const seen = new Map<string, string>();
     listener = net.createServer((s) => {
-      s.once('data', (d) => { seen.set(d.toString().trim(), s.remoteAddress ?? ''); s.end('ok\n'); });
+      s.once('data', (d) => {
+        seen.set(d.toString().trim(), s.remoteAddress ?? '');
+        s.end('ok\n');
+      });
     });
     await new Promise<void>((r) => listener!.listen(8080, nodeIp, r));
 
@@ -84,16 +113,32 @@ export async function runScenario(o: ScenarioOptions): Promise<number> {
     }
     for (const p of pods) {
       const r = await execPlugin({
-        command: 'ADD', containerId: p.containerId, netns: p.ns.path, ifName: 'eth0', config, plugin: [SHIM_PATH],
-        args: { IgnoreUnknown: '1', K8S_POD_NAMESPACE: 'default', K8S_POD_NAME: p.name, K8S_POD_INFRA_CONTAINER_ID: p.containerId, K8S_POD_UID: randomUUID() },
+        command: 'ADD',
+        containerId: p.containerId,
+        netns: p.ns.path,
+        ifName: 'eth0',
+        config,
+        plugin: [SHIM_PATH],
+        args: {
+          IgnoreUnknown: '1',
+          K8S_POD_NAMESPACE: 'default',
+          K8S_POD_NAME: p.name,
+          K8S_POD_INFRA_CONTAINER_ID: p.containerId,
+          K8S_POD_UID: randomUUID(),
+        },
       });
       if (r.code !== 0) throw new Error(`ADD ${p.name} failed: ${r.stdout}${r.stderr}`);
       p.ip = String(r.json.ips[0].address).split('/')[0];
       p.addMs = r.ms;
     }
-    const allocs = (await (await fetch(`http://127.0.0.1:${ipamd.introspectionPort}/v1/allocations`)).json()) as Array<{ containerID: string; eniId: string }>;
+    const allocs = (await (await fetch(`http://127.0.0.1:${ipamd.introspectionPort}/v1/allocations`)).json()) as Array<{
+      containerID: string;
+      eniId: string;
+    }>;
     const status = await ipamd.status();
-    const devByEni = new Map<string, number>((status.enis as Array<{ eniId: string; deviceNumber: number }>).map((e) => [e.eniId, e.deviceNumber]));
+    const devByEni = new Map<string, number>(
+      (status.enis as Array<{ eniId: string; deviceNumber: number }>).map((e) => [e.eniId, e.deviceNumber]),
+    );
     for (const p of pods) {
       p.eni = allocs.find((a) => a.containerID === p.containerId)?.eniId;
       p.device = p.eni ? devByEni.get(p.eni) : undefined;
@@ -108,14 +153,35 @@ export async function runScenario(o: ScenarioOptions): Promise<number> {
       }
     }
     o.print('');
-    printTable(o.print, ['pod', 'netns', 'IP', 'ENI', 'device', 'ADD ms', `TCP to node ${nodeIp}:8080`],
-      pods.map((p) => [p.name, p.ns.path, p.ip ?? '-', p.eni ?? '-', String(p.device ?? '-'), p.addMs === undefined ? '-' : p.addMs.toFixed(1), p.tcp ?? '-']));
+    printTable(
+      o.print,
+      ['pod', 'netns', 'IP', 'ENI', 'device', 'ADD ms', `TCP to node ${nodeIp}:8080`],
+      pods.map((p) => [
+        p.name,
+        p.ns.path,
+        p.ip ?? '-',
+        p.eni ?? '-',
+        String(p.device ?? '-'),
+        p.addMs === undefined ? '-' : p.addMs.toFixed(1),
+        p.tcp ?? '-',
+      ]),
+    );
     o.print('');
     printPool(o.print, 'pool after ADD', await ipamd.status(), sim);
 
     for (const p of pods) {
-      const r = await execPlugin({ command: 'DEL', containerId: p.containerId, netns: p.ns.path, ifName: 'eth0', config, plugin: [SHIM_PATH] });
-      if (r.code !== 0) { failed = true; o.print(`DEL ${p.name} failed: ${r.stdout}`); }
+      const r = await execPlugin({
+        command: 'DEL',
+        containerId: p.containerId,
+        netns: p.ns.path,
+        ifName: 'eth0',
+        config,
+        plugin: [SHIM_PATH],
+      });
+      if (r.code !== 0) {
+        failed = true;
+        o.print(`DEL ${p.name} failed: ${r.stdout}`);
+      }
     }
     printPool(o.print, 'pool after DEL', await ipamd.status(), sim);
     const code = await ipamd.stop();
@@ -133,13 +199,17 @@ export async function runScenario(o: ScenarioOptions): Promise<number> {
 }
 
 /** The part of ipamd's `GET /v1/status` that printPool reads. */
-interface PoolStatus { counts: { total: number; assigned: number; available: number; cooling: number; enis: number } }
+interface PoolStatus {
+  counts: { total: number; assigned: number; available: number; cooling: number; enis: number };
+}
 
 function printPool(print: (l: string) => void, title: string, s: PoolStatus, sim: SimCloud): void {
   const byAction = new Map<string, number>();
   for (const c of sim.calls) byAction.set(c.action, (byAction.get(c.action) ?? 0) + 1);
   const calls = [...byAction].map(([a, n]) => `${a}=${n}`).join(' ');
-  print(`${title}: total=${s.counts.total} assigned=${s.counts.assigned} available=${s.counts.available} cooling=${s.counts.cooling} ENIs=${s.counts.enis} | EC2 calls: ${sim.calls.length} (${calls})`);
+  print(
+    `${title}: total=${s.counts.total} assigned=${s.counts.assigned} available=${s.counts.available} cooling=${s.counts.cooling} ENIs=${s.counts.enis} | EC2 calls: ${sim.calls.length} (${calls})`,
+  );
 }
 
 function printTable(print: (l: string) => void, head: string[], rows: string[][]): void {

@@ -10,7 +10,11 @@ import { z } from 'zod';
 /** A schema from a raw env string to a typed value. */
 export type Field<T> = z.ZodType<T, string>;
 
-const fail = (ctx: { addIssue: (i: { code: 'custom'; message: string; input: unknown }) => void }, input: string, message: string): typeof z.NEVER => {
+const fail = (
+  ctx: { addIssue: (i: { code: 'custom'; message: string; input: unknown }) => void },
+  input: string,
+  message: string,
+): typeof z.NEVER => {
   ctx.addIssue({ code: 'custom', message, input });
   return z.NEVER;
 };
@@ -19,7 +23,12 @@ const fail = (ctx: { addIssue: (i: { code: 'custom'; message: string; input: unk
 export function wholeNumber(min: number, max?: number): Field<number> {
   const msg = max === undefined ? `expected a whole number >= ${min}` : `expected a whole number from ${min} to ${max}`;
   const n = z.number({ error: msg }).int({ error: msg }).min(min, { error: msg });
-  return z.string().trim().regex(/^[0-9]+$/, { error: msg }).transform(Number).pipe(max === undefined ? n : n.max(max, { error: msg }));
+  return z
+    .string()
+    .trim()
+    .regex(/^[0-9]+$/, { error: msg })
+    .transform(Number)
+    .pipe(max === undefined ? n : n.max(max, { error: msg }));
 }
 
 /**
@@ -28,14 +37,23 @@ export function wholeNumber(min: number, max?: number): Field<number> {
  */
 export function positiveDecimal(max: number): Field<number> {
   const msg = `expected a number > 0 and <= ${max} (e.g. 5 or 0.5)`;
-  return z.string().trim().regex(/^(\d+(\.\d+)?|\.\d+)$/, { error: msg }).transform(Number)
+  return z
+    .string()
+    .trim()
+    .regex(/^(\d+(\.\d+)?|\.\d+)$/, { error: msg })
+    .transform(Number)
     .pipe(z.number({ error: msg }).positive({ error: msg }).max(max, { error: msg }));
 }
 
 /** true/false/1/0, case-insensitive. */
 export function bool(): Field<boolean> {
   const msg = 'expected true, false, 1 or 0';
-  return z.string().trim().toLowerCase().pipe(z.enum(['true', 'false', '1', '0'], { error: msg })).transform((v) => v === 'true' || v === '1');
+  return z
+    .string()
+    .trim()
+    .toLowerCase()
+    .pipe(z.enum(['true', 'false', '1', '0'], { error: msg }))
+    .transform((v) => v === 'true' || v === '1');
 }
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
@@ -51,27 +69,42 @@ export const MAX_DURATION_MS = 2_147_483_647;
  */
 export function duration(minMs = 0): Field<number> {
   const msg = `expected a duration${minMs > 0 ? ' > 0' : ''} up to 596h: seconds (e.g. 30 or 0.5) or a number with unit ms, s, m or h (e.g. 500ms, 2m)`;
-  return z.string().trim().transform((s, ctx) => {
-    const m = /^(\d+(?:\.\d+)?|\.\d+)(ms|s|m|h)?$/.exec(s);
-    if (!m) return fail(ctx, s, msg);
-    const ms = Math.round(Number(m[1]) * UNIT_MS[m[2] ?? 's']!);
-    if (!Number.isSafeInteger(ms) || ms < minMs || ms > MAX_DURATION_MS) return fail(ctx, s, msg);
-    return ms;
-  });
+  return z
+    .string()
+    .trim()
+    .transform((s, ctx) => {
+      const m = /^(\d+(?:\.\d+)?|\.\d+)(ms|s|m|h)?$/.exec(s);
+      if (!m) return fail(ctx, s, msg);
+      const ms = Math.round(Number(m[1]) * UNIT_MS[m[2] ?? 's']!);
+      if (!Number.isSafeInteger(ms) || ms < minMs || ms > MAX_DURATION_MS) return fail(ctx, s, msg);
+      return ms;
+    });
 }
 
 /** One of `values`, case-insensitive; returned in the case given in `values`. */
 export function oneOf<const T extends readonly [string, ...string[]]>(values: T): Field<T[number]> {
   const msg = `expected one of ${values.join(', ')}`;
-  return z.string().trim().toLowerCase().pipe(z.enum(values, { error: msg })) as unknown as Field<T[number]>;
+  return z
+    .string()
+    .trim()
+    .toLowerCase()
+    .pipe(z.enum(values, { error: msg })) as unknown as Field<T[number]>;
 }
 
 /** A comma-separated list of IPv4 CIDRs (`10.0.0.0/8,192.168.0.0/16`); empty items are skipped. */
 export function ipv4CidrList(): Field<string[]> {
   return z.string().transform((s, ctx) => {
-    const items = s.split(',').map((x) => x.trim()).filter((x) => x !== '');
+    const items = s
+      .split(',')
+      .map((x) => x.trim())
+      .filter((x) => x !== '');
     for (const c of items) {
-      if (!ipaddr.IPv4.isValidCIDRFourPartDecimal(c)) return fail(ctx, s, `"${c}" is not an IPv4 CIDR; expected comma-separated IPv4 CIDRs such as 10.0.0.0/8,192.168.0.0/16`);
+      if (!ipaddr.IPv4.isValidCIDRFourPartDecimal(c))
+        return fail(
+          ctx,
+          s,
+          `"${c}" is not an IPv4 CIDR; expected comma-separated IPv4 CIDRs such as 10.0.0.0/8,192.168.0.0/16`,
+        );
     }
     return items;
   });
@@ -97,12 +130,18 @@ export function tagMap(): Field<Record<string, string>> {
     }
     if (typeof v !== 'object' || v === null || Array.isArray(v)) return fail(ctx, s, expected);
     const entries = Object.entries(v as Record<string, unknown>);
-    if (entries.length > MAX_EXTRA_TAGS) return fail(ctx, s, `${entries.length} tags; at most ${MAX_EXTRA_TAGS} (EC2 allows 50 per ENI and ipamd sets 3)`);
+    if (entries.length > MAX_EXTRA_TAGS)
+      return fail(ctx, s, `${entries.length} tags; at most ${MAX_EXTRA_TAGS} (EC2 allows 50 per ENI and ipamd sets 3)`);
     for (const [k, val] of entries) {
       if (typeof val !== 'string') return fail(ctx, s, `tag "${k}" has a non-string value; ${expected}`);
       if (k.length < 1 || k.length > 128) return fail(ctx, s, `tag key "${k}" must be 1 to 128 characters`);
       if (val.length > 256) return fail(ctx, s, `tag "${k}" value must be at most 256 characters`);
-      if (RESERVED_TAG.test(k)) return fail(ctx, s, `tag key "${k}" is reserved (aws:*, node.k8s.amazonaws.com/*, cluster.k8s.amazonaws.com/name)`);
+      if (RESERVED_TAG.test(k))
+        return fail(
+          ctx,
+          s,
+          `tag key "${k}" is reserved (aws:*, node.k8s.amazonaws.com/*, cluster.k8s.amazonaws.com/name)`,
+        );
     }
     return Object.fromEntries(entries) as Record<string, string>;
   });
@@ -111,17 +150,23 @@ export function tagMap(): Field<Record<string, string>> {
 /** An http:// or https:// URL, returned as given. */
 export function httpUrl(): Field<string> {
   const msg = 'expected an http:// or https:// URL such as http://169.254.169.254';
-  return z.string().trim().pipe(z.url({ protocol: /^https?$/, error: msg }));
+  return z
+    .string()
+    .trim()
+    .pipe(z.url({ protocol: /^https?$/, error: msg }));
 }
 
 /** `host:port` with an optional host (`:61678`, `127.0.0.1:61679`, `[::1]:80`), port 0–65535. */
 export function hostPort(): Field<string> {
   const msg = 'expected host:port such as :61678 or 127.0.0.1:61679 (port 0-65535)';
-  return z.string().trim().transform((s, ctx) => {
-    const m = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):([0-9]{1,5})$/.exec(s);
-    if (!m || Number(m[2]) > 65535) return fail(ctx, s, msg);
-    return s;
-  });
+  return z
+    .string()
+    .trim()
+    .transform((s, ctx) => {
+      const m = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):([0-9]{1,5})$/.exec(s);
+      if (!m || Number(m[2]) > 65535) return fail(ctx, s, msg);
+      return s;
+    });
 }
 
 /** An absolute filesystem path. */
@@ -135,7 +180,9 @@ export const MAX_UNIX_SOCKET_PATH_BYTES = 107;
 /** Why `p` cannot be a Unix socket path (too long for `sun_path`), or undefined. */
 export function socketPathTooLong(p: string): string | undefined {
   const n = Buffer.byteLength(p);
-  return n > MAX_UNIX_SOCKET_PATH_BYTES ? `a Unix socket path may be at most ${MAX_UNIX_SOCKET_PATH_BYTES} bytes (sun_path, unix(7)); this one is ${n}` : undefined;
+  return n > MAX_UNIX_SOCKET_PATH_BYTES
+    ? `a Unix socket path may be at most ${MAX_UNIX_SOCKET_PATH_BYTES} bytes (sun_path, unix(7)); this one is ${n}`
+    : undefined;
 }
 
 /** An absolute Unix socket path of at most {@link MAX_UNIX_SOCKET_PATH_BYTES} bytes. */
@@ -159,25 +206,38 @@ export function pseudoFsOf(p: string): string | undefined {
 export function stateFilePath(): Field<string> {
   return absolutePath().transform((s, ctx) => {
     const fs = pseudoFsOf(s);
-    return fs ? fail(ctx, s, `expected a file path outside ${PSEUDO_FS.join(', ')}: ${fs} is a pseudo filesystem and can never hold it`) : s;
+    return fs
+      ? fail(
+          ctx,
+          s,
+          `expected a file path outside ${PSEUDO_FS.join(', ')}: ${fs} is a pseudo filesystem and can never hold it`,
+        )
+      : s;
   });
 }
 
 /** A CRI socket: `unix:///path` or `/path` (at most 107 bytes); returned as the plain socket path. */
 export function criEndpoint(): Field<string> {
   const msg = 'expected unix:///path/to/socket or an absolute socket path';
-  return z.string().trim().transform((s, ctx) => {
-    const p = s.startsWith('unix://') ? s.slice('unix://'.length) : s;
-    if (!p.startsWith('/') || p.length < 2) return fail(ctx, s, msg);
-    const why = socketPathTooLong(p);
-    return why ? fail(ctx, s, why) : p;
-  });
+  return z
+    .string()
+    .trim()
+    .transform((s, ctx) => {
+      const p = s.startsWith('unix://') ? s.slice('unix://'.length) : s;
+      if (!p.startsWith('/') || p.length < 2) return fail(ctx, s, msg);
+      const why = socketPathTooLong(p);
+      return why ? fail(ctx, s, why) : p;
+    });
 }
 
 /** The host-side veth name prefix: 1–4 of [a-z0-9], not `eth`, `lo` or `vlan`. */
 export function vethPrefix(): Field<string> {
   const msg = 'expected 1 to 4 characters of [a-z0-9], not eth, lo or vlan';
-  return z.string().trim().regex(/^[a-z0-9]{1,4}$/, { error: msg }).refine((s) => !['eth', 'lo', 'vlan'].includes(s), { error: msg });
+  return z
+    .string()
+    .trim()
+    .regex(/^[a-z0-9]{1,4}$/, { error: msg })
+    .refine((s) => !['eth', 'lo', 'vlan'].includes(s), { error: msg });
 }
 
 /** Any text up to `max` characters. */
@@ -188,19 +248,38 @@ export function text(max = 256): Field<string> {
 /** `stdout` or an absolute file path (AWS_VPC_K8S_CNI_LOG_FILE, as amazon-vpc-cni-k8s reads it). */
 export function logTarget(): Field<string> {
   const msg = 'expected "stdout" or an absolute file path (e.g. /host/var/log/aws-routed-eni/ipamd.log)';
-  return z.string().trim().transform((s, ctx) => (s === 'stdout' || (s.startsWith('/') && !s.endsWith('/') && !s.includes('\0')) ? s : fail(ctx, s, msg)));
+  return z
+    .string()
+    .trim()
+    .transform((s, ctx) =>
+      s === 'stdout' || (s.startsWith('/') && !s.endsWith('/') && !s.includes('\0')) ? s : fail(ctx, s, msg),
+    );
 }
 
 /** An absolute file path that is not stdout: a CNI plugin's stdout is its result (AWS_VPC_K8S_PLUGIN_LOG_FILE). */
 export function pluginLogFile(): Field<string> {
-  return z.string().trim().transform((s, ctx) => {
-    if (s === 'stdout') return fail(ctx, s, 'the plugin cannot log to stdout (its stdout is the CNI result); expected an absolute file path');
-    return s.startsWith('/') && !s.endsWith('/') && !s.includes('\0') ? s : fail(ctx, s, 'expected an absolute file path (e.g. /var/log/aws-routed-eni/plugin.log)');
-  });
+  return z
+    .string()
+    .trim()
+    .transform((s, ctx) => {
+      if (s === 'stdout')
+        return fail(
+          ctx,
+          s,
+          'the plugin cannot log to stdout (its stdout is the CNI result); expected an absolute file path',
+        );
+      return s.startsWith('/') && !s.endsWith('/') && !s.includes('\0')
+        ? s
+        : fail(ctx, s, 'expected an absolute file path (e.g. /var/log/aws-routed-eni/plugin.log)');
+    });
 }
 
 /** A log file size before rotation: a whole number with unit K, M or G (e.g. `100M`); returned as given. */
 export function fileSize(): Field<string> {
   const msg = 'expected a whole number > 0 with unit K, M or G (e.g. 100M)';
-  return z.string().trim().toUpperCase().regex(/^[1-9][0-9]{0,6}[KMG]$/, { error: msg });
+  return z
+    .string()
+    .trim()
+    .toUpperCase()
+    .regex(/^[1-9][0-9]{0,6}[KMG]$/, { error: msg });
 }

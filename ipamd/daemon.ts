@@ -5,7 +5,13 @@
  */
 import type http from 'node:http';
 import path from 'node:path';
-import { checkpointBoundsFor, CheckpointWriter, loadCheckpoint, readBootId, type CheckpointData } from './checkpoint/index.js';
+import {
+  checkpointBoundsFor,
+  CheckpointWriter,
+  loadCheckpoint,
+  readBootId,
+  type CheckpointData,
+} from './checkpoint/index.js';
 import { CniExecServer } from './cni-exec/server.js';
 import type { PluginHost } from '../cni-plugin/facade.js';
 import { DelSpool } from './cni-exec/spool-applier.js';
@@ -62,11 +68,21 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   const bootId = readBootId();
   const metrics = createMetrics();
   const inv = await discoverNode({
-    imdsEndpoint: config.imdsEndpoint, ...(config.ec2Endpoint ? { ec2Endpoint: config.ec2Endpoint } : {}), log,
+    imdsEndpoint: config.imdsEndpoint,
+    ...(config.ec2Endpoint ? { ec2Endpoint: config.ec2Endpoint } : {}),
+    log,
     limitsCacheFile: path.join(path.dirname(config.checkpointPath), 'instance-limits.json'),
     // Same boot, ENIs unchanged: serve from the cached inventory, EC2 confirms in the background (startup/fast-start.ts).
-    ...(config.disableNetworkResourceProvisioning ? {} : { inventoryCache: { file: path.join(path.dirname(config.checkpointPath), 'eni-inventory.json'), bootId } }),
-    ec2Options: { ratePerSecond: config.ec2RatePerSecond, burst: config.ec2Burst, timeoutMs: config.ec2TimeoutMs, maxAttempts: config.ec2MaxAttempts, ...metrics.ec2 },
+    ...(config.disableNetworkResourceProvisioning
+      ? {}
+      : { inventoryCache: { file: path.join(path.dirname(config.checkpointPath), 'eni-inventory.json'), bootId } }),
+    ec2Options: {
+      ratePerSecond: config.ec2RatePerSecond,
+      burst: config.ec2Burst,
+      timeoutMs: config.ec2TimeoutMs,
+      maxAttempts: config.ec2MaxAttempts,
+      ...metrics.ec2,
+    },
   });
   const unit = config.enablePrefixDelegation ? 'prefix' : 'ip';
   const refusal = config.enablePrefixDelegation ? prefixDelegationRefusal(inv.limits) : undefined;
@@ -80,16 +96,42 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   loadInventory(ds, { ...inv, managed: adoption.load }, Date.now());
 
   const gate = new ReleaseGate();
-  gate.onChange((frozen, reasons) => (frozen ? log.warn({ reasons }, 'releases frozen') : log.info('releases unfrozen')));
-  const inventoryCache = startInventoryCache({ file: path.join(path.dirname(config.checkpointPath), 'eni-inventory.json'), bootId, inv, ds, gate, log });
+  gate.onChange((frozen, reasons) =>
+    frozen ? log.warn({ reasons }, 'releases frozen') : log.info('releases unfrozen'),
+  );
+  const inventoryCache = startInventoryCache({
+    file: path.join(path.dirname(config.checkpointPath), 'eni-inventory.json'),
+    bootId,
+    inv,
+    ds,
+    gate,
+    log,
+  });
   const bounds = checkpointBoundsFor(inv.limits.maxEnis, inv.limits.ipv4PerEni);
   let load = await loadCheckpoint(config.checkpointPath, bounds);
   // No checkpoint of our own: take over from aws-node's, if it left one this boot (docs/design.md#13-evidence-before-trust item 6).
-  const fromAwsNode = load.kind === 'missing'
-    ? await importAwsNodeCheckpoint({ path: config.awsNodeCheckpointPath, asideDir: path.dirname(config.checkpointPath), bootId, networkName: config.networkName, maxEntries: bounds.maxEntries, log })
-    : undefined;
+  const fromAwsNode =
+    load.kind === 'missing'
+      ? await importAwsNodeCheckpoint({
+          path: config.awsNodeCheckpointPath,
+          asideDir: path.dirname(config.checkpointPath),
+          bootId,
+          networkName: config.networkName,
+          maxEntries: bounds.maxEntries,
+          log,
+        })
+      : undefined;
   if (fromAwsNode?.kind === 'imported') load = fromAwsNode.load;
-  restoreFromCheckpoint({ load, bootId, ds, gate, log, path: config.checkpointPath, now: Date.now(), ...(fromAwsNode?.kind === 'imported' ? { importedFrom: config.awsNodeCheckpointPath } : {}) });
+  restoreFromCheckpoint({
+    load,
+    bootId,
+    ds,
+    gate,
+    log,
+    path: config.checkpointPath,
+    now: Date.now(),
+    ...(fromAwsNode?.kind === 'imported' ? { importedFrom: config.awsNodeCheckpointPath } : {}),
+  });
   // The runtime identity this boot's checkpoint recorded (plausibility check), kept in every write.
   const recordedIdentity = load.kind === 'ok' && load.data.bootId === bootId ? load.data.runtime : undefined;
   let runtimeIdentity = (): CheckpointData['runtime'] => recordedIdentity;
@@ -97,89 +139,186 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   let released: { from?: ReturnType<Datastore['releasedEntries']>; to?: CheckpointData['released'] } = {};
   const cappedReleased = (): CheckpointData['released'] => {
     const all = ds.releasedEntries();
-    if (all !== released.from) released = { from: all, to: all.length > bounds.maxEntries ? all.slice(-bounds.maxEntries) : all };
+    if (all !== released.from)
+      released = { from: all, to: all.length > bounds.maxEntries ? all.slice(-bounds.maxEntries) : all };
     return released.to;
   };
   const snapshot = (): CheckpointData => {
     const runtime = runtimeIdentity();
-    return { version: 1, bootId, allocations: ds.allocations(), cooldown: ds.coolingEntries(Date.now()), released: cappedReleased(), ...(runtime ? { runtime } : {}) };
+    return {
+      version: 1,
+      bootId,
+      allocations: ds.allocations(),
+      cooldown: ds.coolingEntries(Date.now()),
+      released: cappedReleased(),
+      ...(runtime ? { runtime } : {}),
+    };
   };
   // Journal numbering goes on from the loaded state (checkpoint/journal.ts); each write's stages go to the trace.
   const writer = new CheckpointWriter(config.checkpointPath, snapshot, {
-    startSeq: load.kind === 'ok' && !fromAwsNode ? load.data.journalSeq ?? 0 : 0, onStage: (stage, ms) => stageTrace.record(`checkpoint.${stage}`, ms),
+    startSeq: load.kind === 'ok' && !fromAwsNode ? (load.data.journalSeq ?? 0) : 0,
+    onStage: (stage, ms) => stageTrace.record(`checkpoint.${stage}`, ms),
   });
   await writer.commit();
   // DELs the shim spooled while ipamd was down: applied before the first evidence pass, so none is adopted.
   const spool = new DelSpool({
-    dir: spoolDirFor(config.cniExecSocket), ds, persist: () => writer.commit(), log, registry: metrics.registry,
-    vethPrefix: config.vethPrefix, ...(config.cniExecNetns ? { nodeNetns: config.cniExecNetns } : {}),
+    dir: spoolDirFor(config.cniExecSocket),
+    ds,
+    persist: () => writer.commit(),
+    log,
+    registry: metrics.registry,
+    vethPrefix: config.vethPrefix,
+    ...(config.cniExecNetns ? { nodeNetns: config.cniExecNetns } : {}),
   });
   await spool.applyPending('startup');
   if (fromAwsNode?.kind === 'imported') {
-    const to = await markAwsNodeCheckpointImported(config.awsNodeCheckpointPath).catch((e: Error) => `not renamed: ${e.message}`);
+    const to = await markAwsNodeCheckpointImported(config.awsNodeCheckpointPath).catch(
+      (e: Error) => `not renamed: ${e.message}`,
+    );
     log.info({ renamedTo: to }, 'aws-node checkpoint imported into ours');
   }
   // One kernel source for the evidence passes and for CNI GC (both check it before releasing).
   const kernel = new KernelSource(config.cniExecNetns ? { netnsPath: config.cniExecNetns } : {});
   // Our own checkpoint from this boot holds every acknowledged allocation: serve without waiting for the first evidence pass.
   const serveAtOnce = load.kind === 'ok' && load.data.bootId === bootId && fromAwsNode?.kind !== 'imported';
-  const evidence = await startEvidence({ config, ds, gate, log, kernel, persist: () => writer.commit(), serveAtOnce, ...(recordedIdentity ? { recordedIdentity } : {}) });
+  const evidence = await startEvidence({
+    config,
+    ds,
+    gate,
+    log,
+    kernel,
+    persist: () => writer.commit(),
+    serveAtOnce,
+    ...(recordedIdentity ? { recordedIdentity } : {}),
+  });
   runtimeIdentity = evidence.runtimeIdentity;
   const nodeInitMs = Date.now() - t0;
 
   const maxEni = Math.min(config.maxEni ?? inv.limits.maxEnis, inv.limits.maxEnis);
   const targets: PoolTargets = {
-    warmEniTarget: config.warmEniTarget, maxEni,
+    warmEniTarget: config.warmEniTarget,
+    maxEni,
     ...(config.warmIpTarget !== undefined ? { warmIpTarget: config.warmIpTarget } : {}),
     ...(config.minimumIpTarget !== undefined ? { minimumIpTarget: config.minimumIpTarget } : {}),
-    unit, ...(config.warmPrefixTarget !== undefined ? { warmPrefixTarget: config.warmPrefixTarget } : {}),
+    unit,
+    ...(config.warmPrefixTarget !== undefined ? { warmPrefixTarget: config.warmPrefixTarget } : {}),
   };
   // Host networking of a new ENI is set up before its IPs can be handed out (assigned below, once started).
   let hostNet: Awaited<ReturnType<typeof startHostNetworkSync>> | undefined;
   const enis = new EniManager({
-    ec2: inv.ec2, ds, gate, log,
+    ec2: inv.ec2,
+    ds,
+    gate,
+    log,
     instance: {
-      instanceId: inv.instance.instanceId, subnetId: inv.primary.subnetId, subnetCidr: inv.primary.subnetCidr,
-      securityGroupIds: inv.primary.securityGroupIds, maxEnis: maxEni, ipsPerEni: inv.limits.ipv4PerEni - 1,
+      instanceId: inv.instance.instanceId,
+      subnetId: inv.primary.subnetId,
+      subnetCidr: inv.primary.subnetCidr,
+      securityGroupIds: inv.primary.securityGroupIds,
+      maxEnis: maxEni,
+      ipsPerEni: inv.limits.ipv4PerEni - 1,
     },
     ...(config.clusterName ? { clusterName: config.clusterName } : {}),
     additionalTags: config.additionalEniTags,
     unmanagedDeviceIndexes: new Set(inv.unmanaged.map((e) => e.attachment?.deviceIndex ?? -1)),
-    imds: inv.imds, imdsWaitMs: config.imdsEniWaitMs, prefixDelegation: config.enablePrefixDelegation,
-    ...(config.hostNetworking ? { beforeEniUsable: (eni) => (hostNet ? hostNet.setupEni(eni) : Promise.reject(new Error('host networking is not set up yet'))) } : {}),
+    imds: inv.imds,
+    imdsWaitMs: config.imdsEniWaitMs,
+    prefixDelegation: config.enablePrefixDelegation,
+    ...(config.hostNetworking
+      ? {
+          beforeEniUsable: (eni) =>
+            hostNet ? hostNet.setupEni(eni) : Promise.reject(new Error('host networking is not set up yet')),
+        }
+      : {}),
   });
   registerAdoption(adoption, enis, log);
-  const limits = { instanceType: inv.instance.instanceType, instanceMaxEnis: inv.limits.maxEnis, ipv4PerEni: inv.limits.ipv4PerEni, ...(config.maxEni !== undefined ? { maxEniSetting: config.maxEni } : {}) };
+  const limits = {
+    instanceType: inv.instance.instanceType,
+    instanceMaxEnis: inv.limits.maxEnis,
+    ipv4PerEni: inv.limits.ipv4PerEni,
+    ...(config.maxEni !== undefined ? { maxEniSetting: config.maxEni } : {}),
+  };
   const pool = new PoolController({
-    ds, ec2: inv.ec2, enis, gate, log, targets, limits, intervalMs: config.poolIntervalMs, shrinkDelayMs: config.shrinkDelayMs, minEniAgeMs: config.minEniAgeMs,
-    onGrowFailed: (kind) => metrics.ipamdError(`grow_${kind}`), onSubnetFull: (subnetId) => metrics.subnetFree(subnetId, 0),
-    onStepError: () => metrics.ipamdError('pool_step'), inProgress: metrics.inProgress,
+    ds,
+    ec2: inv.ec2,
+    enis,
+    gate,
+    log,
+    targets,
+    limits,
+    intervalMs: config.poolIntervalMs,
+    shrinkDelayMs: config.shrinkDelayMs,
+    minEniAgeMs: config.minEniAgeMs,
+    onGrowFailed: (kind) => metrics.ipamdError(`grow_${kind}`),
+    onSubnetFull: (subnetId) => metrics.subnetFree(subnetId, 0),
+    onStepError: () => metrics.ipamdError('pool_step'),
+    inProgress: metrics.inProgress,
   });
   const service = new IpamService({
-    ds, pool, persist: () => writer.commit(), log, addWaitTimeoutMs: config.addWaitTimeoutMs,
-    onConflict: () => metrics.ipConflict(), onDel: metrics.delRequested, kernel,
+    ds,
+    pool,
+    persist: () => writer.commit(),
+    log,
+    addWaitTimeoutMs: config.addWaitTimeoutMs,
+    onConflict: () => metrics.ipConflict(),
+    onDel: metrics.delRequested,
+    kernel,
     onAddFailed: (reason, noIp, d) => {
       metrics.addFailed(reason, noIp);
       if (noIp) reporter?.podAddFailed({ reason, message: d.message, ...(d.pod ? { pod: d.pod } : {}) });
     },
   });
   let reporter: KubeReporter | undefined; // Events, node condition, taint: started once the pool runs
-  const quarantine = startQuarantineCheck({ ds, log, intervalMs: config.gcIntervalMs, read: kernelRoutedReader(config.cniExecNetns) });
-  metrics.setSources({ ds, gate, pool, quarantined: () => ds.quarantined().length, sysctls: () => hostNet?.sysctls() ?? [], limits: () => ({ maxEni, ipMax: maxEni * (inv.limits.ipv4PerEni - 1) * (unit === 'prefix' ? 16 : 1) }), evidence: evidence.sourceStates });
-  const rpc = new RpcServer({ socketPath: config.socketPath, service, log, vpcCidrs: () => inv.vpcCidrs, externalSnat: config.externalSnat, observe: metrics.observeRpc });
+  const quarantine = startQuarantineCheck({
+    ds,
+    log,
+    intervalMs: config.gcIntervalMs,
+    read: kernelRoutedReader(config.cniExecNetns),
+  });
+  metrics.setSources({
+    ds,
+    gate,
+    pool,
+    quarantined: () => ds.quarantined().length,
+    sysctls: () => hostNet?.sysctls() ?? [],
+    limits: () => ({ maxEni, ipMax: maxEni * (inv.limits.ipv4PerEni - 1) * (unit === 'prefix' ? 16 : 1) }),
+    evidence: evidence.sourceStates,
+  });
+  const rpc = new RpcServer({
+    socketPath: config.socketPath,
+    service,
+    log,
+    vpcCidrs: () => inv.vpcCidrs,
+    externalSnat: config.externalSnat,
+    observe: metrics.observeRpc,
+  });
 
   const status = () => {
     const now = Date.now();
     return {
-      instanceId: inv.instance.instanceId, instanceType: inv.instance.instanceType,
-      counts: ds.counts(now), pool: poolCounts(ds.poolViews(now), targets), targets, limits,
-      enis: ds.poolViews(now), releasesFrozen: gate.frozen, freezeReasons: gate.describe(),
-      waitingAdds: pool.waiting, lastPoolError: pool.lastError ?? null, vpcCidrs: inv.vpcCidrs,
-      eniLifecycle: lifecycle?.status() ?? null, nodeSysctls: hostNet?.sysctls() ?? null,
+      instanceId: inv.instance.instanceId,
+      instanceType: inv.instance.instanceType,
+      counts: ds.counts(now),
+      pool: poolCounts(ds.poolViews(now), targets),
+      targets,
+      limits,
+      enis: ds.poolViews(now),
+      releasesFrozen: gate.frozen,
+      freezeReasons: gate.describe(),
+      waitingAdds: pool.waiting,
+      lastPoolError: pool.lastError ?? null,
+      vpcCidrs: inv.vpcCidrs,
+      eniLifecycle: lifecycle?.status() ?? null,
+      nodeSysctls: hostNet?.sysctls() ?? null,
       quarantinedIps: ds.quarantined().map((q) => ({ ...q, since: new Date(q.since).toISOString() })),
       evidence: {
-        criEndpoint: evidence.criEndpoint, kubernetes: evidence.kubeConfigured, kernel: evidence.kernelSource, passes: evidence.stats.passes,
-        sources: evidence.sourceStates()?.sources ?? null, lastPass: evidence.stats.last ?? null, lastPassAt: evidence.stats.lastAt ?? null,
+        criEndpoint: evidence.criEndpoint,
+        kubernetes: evidence.kubeConfigured,
+        kernel: evidence.kernelSource,
+        passes: evidence.stats.passes,
+        sources: evidence.sourceStates()?.sources ?? null,
+        lastPass: evidence.stats.last ?? null,
+        lastPassAt: evidence.stats.lastAt ?? null,
       },
     };
   };
@@ -188,8 +327,13 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   let introspectionPort: number | undefined;
   if (!config.disableIntrospection) {
     const started = await startIntrospection(config.introspectionBindAddress, {
-      status, allocations: () => ds.allocations(), enis: () => enisDocument(ds, routeTableFor, Date.now()),
-      eniConfig: () => undefined, stageTrace: () => stageTrace.summary(), ipamdEnv: () => ipamdEnvSettings(config), networkEnv: () => networkEnvSettings(config),
+      status,
+      allocations: () => ds.allocations(),
+      enis: () => enisDocument(ds, routeTableFor, Date.now()),
+      eniConfig: () => undefined,
+      stageTrace: () => stageTrace.summary(),
+      ipamdEnv: () => ipamdEnvSettings(config),
+      networkEnv: () => networkEnvSettings(config),
     });
     introspection = started.server;
     introspectionPort = started.port;
@@ -198,43 +342,98 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   if (!config.disableMetrics) metricsServer = await startMetricsServer(config.metricsBindAddress, metrics);
   hostNet = config.hostNetworking
     ? await startHostNetworkSync({
-      ds, log, primaryMac: inv.instance.primaryMac, nodeIp: inv.instance.localIpv4, vpcCidrs: inv.vpcCidrs,
-      eniMtu: config.eniMtu, externalSnat: config.externalSnat, excludeSnatCidrs: config.excludeSnatCidrs, intervalMs: 1000,
-    })
+        ds,
+        log,
+        primaryMac: inv.instance.primaryMac,
+        nodeIp: inv.instance.localIpv4,
+        vpcCidrs: inv.vpcCidrs,
+        eniMtu: config.eniMtu,
+        externalSnat: config.externalSnat,
+        excludeSnatCidrs: config.excludeSnatCidrs,
+        intervalMs: 1000,
+      })
     : undefined;
   await rpc.listen();
   // The shim's fast path: plugin invocations run in-process (started before the conflist exists), their log rotated.
   const pluginLogs = new PluginLogFiles({ maxSize: config.logFileMaxSize, maxFiles: config.logFileMaxFiles });
   const cniExec = config.cniExec
     ? new CniExecServer({
-      socketPath: config.cniExecSocket, log, ...(config.cniExecNetns ? { nodeNetns: config.cniExecNetns } : {}),
-      ipamd: { socketPath: config.socketPath, client: rpc.directClient() },
-      appendLog: (file, line) => pluginLogs.append(file, line),
-    })
+        socketPath: config.cniExecSocket,
+        log,
+        ...(config.cniExecNetns ? { nodeNetns: config.cniExecNetns } : {}),
+        ipamd: { socketPath: config.socketPath, client: rpc.directClient() },
+        appendLog: (file, line) => pluginLogs.append(file, line),
+      })
     : undefined;
   await cniExec?.listen();
   await spool.start(() => pool.trigger()); // entries spooled since the start-up pass (the socket was not there yet)
   if (config.installCni) {
     const written = await installCni({
-      confDir: config.cniConfDir, binDir: config.cniBinDir, networkName: config.networkName,
-      podMtu: config.podMtu, vethPrefix: config.vethPrefix, ipamdSocket: config.socketPath, execSocket: cniExec ? config.cniExecSocket : '', pluginLogFile: config.pluginLogFile,
+      confDir: config.cniConfDir,
+      binDir: config.cniBinDir,
+      networkName: config.networkName,
+      podMtu: config.podMtu,
+      vethPrefix: config.vethPrefix,
+      ipamdSocket: config.socketPath,
+      execSocket: cniExec ? config.cniExecSocket : '',
+      pluginLogFile: config.pluginLogFile,
       ipamdWaitSeconds: config.cniIpamdWaitMs / 1000,
     });
     log.info(written, 'installed the CNI plugin and conflist (ipamd is serving)');
-    if (written.shadowedBy.length > 0) log.error({ shadowedBy: written.shadowedBy }, 'network config files sort before ours: the runtime uses the first, not eni-ipam');
-    if (written.shadowed.length > 0) log.warn({ shadowed: written.shadowed }, 'other network config files left in place; ours sorts first, the runtime ignores them');
+    if (written.shadowedBy.length > 0)
+      log.error(
+        { shadowedBy: written.shadowedBy },
+        'network config files sort before ours: the runtime uses the first, not eni-ipam',
+      );
+    if (written.shadowed.length > 0)
+      log.warn(
+        { shadowed: written.shadowed },
+        'other network config files left in place; ours sorts first, the runtime ignores them',
+      );
   }
-  if (config.disableNetworkResourceProvisioning) log.warn('DISABLE_NETWORK_RESOURCE_PROVISIONING=true: the warm pool is not managed; serving only what the ENIs already hold');
+  if (config.disableNetworkResourceProvisioning)
+    log.warn(
+      'DISABLE_NETWORK_RESOURCE_PROVISIONING=true: the warm pool is not managed; serving only what the ENIs already hold',
+    );
   else {
     pool.start();
-    lifecycle = startEniLifecycle({ config, inv, ds, gate, enis, pool, log, metrics, ...(inv.source === 'cache' ? { firstPassDelayMs: confirmJitterMs(config.restartConfirmJitterMs), onFirstOkPass: inventoryCache.confirmed } : {}) });
+    lifecycle = startEniLifecycle({
+      config,
+      inv,
+      ds,
+      gate,
+      enis,
+      pool,
+      log,
+      metrics,
+      ...(inv.source === 'cache'
+        ? { firstPassDelayMs: confirmJitterMs(config.restartConfirmJitterMs), onFirstOkPass: inventoryCache.confirmed }
+        : {}),
+    });
   }
   reporter = startKubeReporting({ config, log, ds, gate, pool, status: () => service.status() });
-  metrics.started({ startupSeconds: (Date.now() - processStart) / 1000, nodeInitSeconds: nodeInitMs / 1000, withApiServer: !!evidence.kubeConfigured });
-  log.info({ socket: config.socketPath, cniExecSocket: cniExec ? config.cniExecSocket : null, introspectionPort, metricsPort: metricsServer?.port, startupMs: Date.now() - t0, ...status().counts }, 'ipamd serving');
+  metrics.started({
+    startupSeconds: (Date.now() - processStart) / 1000,
+    nodeInitSeconds: nodeInitMs / 1000,
+    withApiServer: !!evidence.kubeConfigured,
+  });
+  log.info(
+    {
+      socket: config.socketPath,
+      cniExecSocket: cniExec ? config.cniExecSocket : null,
+      introspectionPort,
+      metricsPort: metricsServer?.port,
+      startupMs: Date.now() - t0,
+      ...status().counts,
+    },
+    'ipamd serving',
+  );
 
   return {
-    ds, gate, pool, pluginHost: cniExec?.pluginHost,
+    ds,
+    gate,
+    pool,
+    pluginHost: cniExec?.pluginHost,
     async stop(graceMs = 10_000) {
       await reporter?.stop(); // first: a stopping pool must not read as "cannot serve" (a taint)
       await cniExec?.close(graceMs); // its invocations call the RPCs: they finish first

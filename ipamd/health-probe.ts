@@ -28,14 +28,18 @@ export interface ProbeOptions {
  */
 export function parseProbeArgs(argv: string[]): ProbeOptions {
   const { values } = parseArgs({
-    args: argv, strict: true, allowPositionals: false,
+    args: argv,
+    strict: true,
+    allowPositionals: false,
     options: { socket: { type: 'string' }, service: { type: 'string' }, timeout: { type: 'string' } },
   });
   const socket = values.socket ?? '/var/run/eni-ipam/ipamd.sock';
-  if (!socket.startsWith('/')) throw new Error(`--socket "${socket}" is invalid: expected an absolute path to ipamd's Unix socket`);
+  if (!socket.startsWith('/'))
+    throw new Error(`--socket "${socket}" is invalid: expected an absolute path to ipamd's Unix socket`);
   const t = values.timeout ?? '5000';
   const timeoutMs = /^[0-9]+$/.test(t) ? Number(t) : NaN;
-  if (!(timeoutMs >= 1 && timeoutMs <= 60_000)) throw new Error(`--timeout "${t}" is invalid: expected a whole number of ms from 1 to 60000`);
+  if (!(timeoutMs >= 1 && timeoutMs <= 60_000))
+    throw new Error(`--timeout "${t}" is invalid: expected a whole number of ms from 1 to 60000`);
   return { socket, service: values.service ?? '', timeoutMs };
 }
 
@@ -49,14 +53,28 @@ export async function probeHealth(o: ProbeOptions): Promise<ProbeOutcome> {
   try {
     const reply = await new Promise<{ status?: string }>((resolve, reject) => {
       // waitForReady false: a missing or dead socket fails at once instead of waiting out the deadline.
-      client.Check({ service: o.service }, { deadline: Date.now() + o.timeoutMs }, (err: grpc.ServiceError | null, r: { status?: string }) => (err ? reject(err) : resolve(r)));
+      client.Check(
+        { service: o.service },
+        { deadline: Date.now() + o.timeoutMs },
+        (err: grpc.ServiceError | null, r: { status?: string }) => (err ? reject(err) : resolve(r)),
+      );
     });
     const status = reply.status ?? 'UNKNOWN';
-    if (status === 'SERVING') return { code: PROBE_EXIT.serving, message: `ipamd health${o.service ? ` (${o.service})` : ''}: SERVING on ${o.socket}` };
-    return { code: PROBE_EXIT.notServing, message: `ipamd health${o.service ? ` (${o.service})` : ''}: ${status} on ${o.socket}` };
+    if (status === 'SERVING')
+      return {
+        code: PROBE_EXIT.serving,
+        message: `ipamd health${o.service ? ` (${o.service})` : ''}: SERVING on ${o.socket}`,
+      };
+    return {
+      code: PROBE_EXIT.notServing,
+      message: `ipamd health${o.service ? ` (${o.service})` : ''}: ${status} on ${o.socket}`,
+    };
   } catch (e) {
     const err = e as grpc.ServiceError;
-    return { code: PROBE_EXIT.unreachable, message: `ipamd is not serving on ${o.socket}: ${grpc.status[err.code] ?? 'ERROR'}: ${(err.details || err.message).replace(/\s*Resolution note:\s*$/, '')}` };
+    return {
+      code: PROBE_EXIT.unreachable,
+      message: `ipamd is not serving on ${o.socket}: ${grpc.status[err.code] ?? 'ERROR'}: ${(err.details || err.message).replace(/\s*Resolution note:\s*$/, '')}`,
+    };
   } finally {
     client.close();
   }

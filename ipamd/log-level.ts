@@ -15,7 +15,7 @@ const ORDER = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
  * @throws Error for a level pino does not know.
  */
 export function levelCycle(configured: string): string[] {
-  const i = ORDER.indexOf(configured as typeof ORDER[number]);
+  const i = ORDER.indexOf(configured as (typeof ORDER)[number]);
   if (i < 0) throw new Error(`unknown log level "${configured}": expected one of ${ORDER.join(', ')}`);
   return ORDER.slice(i);
 }

@@ -10,13 +10,30 @@ import pretty from 'pino-pretty';
 export type { Logger };
 
 /** Creates the daemon logger writing to `stream` when given, else to file descriptor `fd` (default 1, stdout). */
-export function createLogger(p: { level: string; format: 'json' | 'pretty'; fd?: number; stream?: NodeJS.WritableStream }): Logger {
+export function createLogger(p: {
+  level: string;
+  format: 'json' | 'pretty';
+  fd?: number;
+  stream?: NodeJS.WritableStream;
+}): Logger {
   const fd = p.fd ?? 1;
   const opts = {
     level: p.level,
     base: { component: 'ipamd' },
     timestamp: pino.stdTimeFunctions.isoTime,
   };
-  if (p.format === 'pretty') return pino(opts, pretty({ destination: p.stream ?? fd, colorize: false, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,component' }));
-  return pino({ ...opts, formatters: { level: (label: string) => ({ level: label }) } }, p.stream ?? pino.destination({ fd, sync: false }));
+  if (p.format === 'pretty')
+    return pino(
+      opts,
+      pretty({
+        destination: p.stream ?? fd,
+        colorize: false,
+        translateTime: 'SYS:HH:MM:ss.l',
+        ignore: 'pid,hostname,component',
+      }),
+    );
+  return pino(
+    { ...opts, formatters: { level: (label: string) => ({ level: label }) } },
+    p.stream ?? pino.destination({ fd, sync: false }),
+  );
 }

@@ -25,10 +25,19 @@ async function main(): Promise<void> {
     throw e;
   }
   // AWS_VPC_K8S_CNI_LOG_FILE: a rotating file (observability/log-files.ts) or stdout.
-  const file = config.logFile === 'stdout' ? undefined : openRotatingLog(config.logFile, { maxSize: config.logFileMaxSize, maxFiles: config.logFileMaxFiles });
-  if (file) process.stdout.write(`eni-ipamd: logging to ${config.logFile} (rotated at ${config.logFileMaxSize}, ${config.logFileMaxFiles} kept)\n`);
+  const file =
+    config.logFile === 'stdout'
+      ? undefined
+      : openRotatingLog(config.logFile, { maxSize: config.logFileMaxSize, maxFiles: config.logFileMaxFiles });
+  if (file)
+    process.stdout.write(
+      `eni-ipamd: logging to ${config.logFile} (rotated at ${config.logFileMaxSize}, ${config.logFileMaxFiles} kept)\n`,
+    );
   const log = createLogger({ level: config.logLevel, format: config.logFormat, ...(file ? { stream: file } : {}) });
-  const flushed = async (): Promise<void> => { log.flush(); if (file) await closeLog(file); };
+  const flushed = async (): Promise<void> => {
+    log.flush();
+    if (file) await closeLog(file);
+  };
   installLogLevelSignal(log, config.logLevel); // SIGUSR2: next more verbose level, wrapping (log-level.ts)
   let daemon;
   try {
@@ -45,8 +54,15 @@ async function main(): Promise<void> {
     stopping = true;
     log.info({ signal: sig }, 'shutting down: draining in-flight RPCs');
     daemon.stop().then(
-      async () => { await flushed(); process.exit(0); },
-      async (e: Error) => { log.error({ err: e.message }, 'shutdown failed'); await flushed(); process.exit(1); },
+      async () => {
+        await flushed();
+        process.exit(0);
+      },
+      async (e: Error) => {
+        log.error({ err: e.message }, 'shutdown failed');
+        await flushed();
+        process.exit(1);
+      },
     );
   };
   process.on('SIGTERM', onSignal);

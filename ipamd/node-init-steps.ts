@@ -35,7 +35,9 @@ export async function installShim(shim: string, binDir: string): Promise<string>
     await fs.rename(tmp, dest);
   } catch (e) {
     await fs.rm(tmp, { force: true }).catch(() => undefined);
-    throw new Error(`cannot install the CNI shim into ${binDir} (--cni-bin-dir; the host's /opt/cni/bin mount): ${(e as Error).message}`);
+    throw new Error(
+      `cannot install the CNI shim into ${binDir} (--cni-bin-dir; the host's /opt/cni/bin mount): ${(e as Error).message}`,
+    );
   }
   return dest;
 }
@@ -57,7 +59,8 @@ export async function primaryInterface(routeFile = '/proc/net/route'): Promise<s
     const m = Number(metric);
     if (!best || m < best.metric) best = { ifName, metric: m };
   }
-  if (!best) throw new Error(`no IPv4 default route in ${routeFile}: cannot tell the primary interface; pass --primary-if`);
+  if (!best)
+    throw new Error(`no IPv4 default route in ${routeFile}: cannot tell the primary interface; pass --primary-if`);
   return best.ifName;
 }
 
@@ -69,7 +72,9 @@ export async function primaryInterface(routeFile = '/proc/net/route'): Promise<s
  */
 export async function setNodeSysctls(ifName: string, procSys = '/proc/sys'): Promise<string[]> {
   if (!/^[^/\s]{1,15}$/.test(ifName) || ifName === '.' || ifName === '..') {
-    throw new Error(`--primary-if "${ifName}" is invalid: expected a network interface name (1-15 characters, no "/" or spaces)`);
+    throw new Error(
+      `--primary-if "${ifName}" is invalid: expected a network interface name (1-15 characters, no "/" or spaces)`,
+    );
   }
   const settings: [string, string][] = [
     ['net/ipv4/ip_forward', '1'],

@@ -24,7 +24,9 @@ async function main(): Promise<void> {
   let values;
   try {
     ({ values } = parseArgs({
-      args: process.argv.slice(2), strict: true, allowPositionals: false,
+      args: process.argv.slice(2),
+      strict: true,
+      allowPositionals: false,
       options: {
         shim: { type: 'string', default: '/app/dist/cni-plugin/eni-ipam' },
         'cni-bin-dir': { type: 'string', default: '/host/opt/cni/bin' },

@@ -15,6 +15,11 @@ import v8 from 'node:v8';
 export const IPAMD_NODE_FLAGS = ['--optimize-for-size', '--max-semi-space-size=1'];
 
 /** The glibc malloc settings the image's entrypoint exports (man 3 mallopt: M_ARENA_MAX, M_TRIM_THRESHOLD, M_MMAP_THRESHOLD). */
-export const IPAMD_MALLOC_ENV = { MALLOC_ARENA_MAX: '1', MALLOC_TRIM_THRESHOLD_: '65536', MALLOC_MMAP_THRESHOLD_: '65536' };
+export const IPAMD_MALLOC_ENV = {
+  MALLOC_ARENA_MAX: '1',
+  MALLOC_TRIM_THRESHOLD_: '65536',
+  MALLOC_MMAP_THRESHOLD_: '65536',
+};
 
-if (process.env.ENI_IPAM_V8_DEFAULTS !== 'false' && !process.execArgv.includes('--optimize-for-size')) v8.setFlagsFromString('--optimize-for-size');
+if (process.env.ENI_IPAM_V8_DEFAULTS !== 'false' && !process.execArgv.includes('--optimize-for-size'))
+  v8.setFlagsFromString('--optimize-for-size');

@@ -20,7 +20,10 @@ import { accessSync, constants } from 'node:fs';
 const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 /** Environment of every `ip`/`nsenter` child (read once; immutable). */
-const IP_ENV: NodeJS.ProcessEnv = Object.freeze({ PATH: process.env.PATH ? `${process.env.PATH}:${SYSTEM_PATH}` : SYSTEM_PATH, LC_ALL: 'C' });
+const IP_ENV: NodeJS.ProcessEnv = Object.freeze({
+  PATH: process.env.PATH ? `${process.env.PATH}:${SYSTEM_PATH}` : SYSTEM_PATH,
+  LC_ALL: 'C',
+});
 
 const resolved = new Map<string, string>();
 
@@ -39,7 +42,9 @@ export function executablePath(name: string): string {
       accessSync(`${dir}/${name}`, constants.X_OK);
       found = `${dir}/${name}`;
       break;
-    } catch { /* not here */ }
+    } catch {
+      /* not here */
+    }
   }
   resolved.set(name, found);
   return found;
@@ -79,18 +84,38 @@ export const localSpawner: IpSpawner = (argv, env, on) => {
   p.stderr.setEncoding('utf8').on('data', on.stderr);
   p.stdin.on('error', () => undefined); // ip may exit before reading everything
   let over = false;
-  p.on('error', (e) => { if (!over) { over = true; on.failed(e); } });
-  p.on('close', (code) => { if (!over) { over = true; on.exit(code); } });
+  p.on('error', (e) => {
+    if (!over) {
+      over = true;
+      on.failed(e);
+    }
+  });
+  p.on('close', (code) => {
+    if (!over) {
+      over = true;
+      on.exit(code);
+    }
+  });
   return {
-    write: (d) => { if (p.stdin.writable) p.stdin.write(d); },
-    end: () => { if (p.stdin.writable) p.stdin.end(); },
-    kill: () => { p.kill('SIGKILL'); },
+    write: (d) => {
+      if (p.stdin.writable) p.stdin.write(d);
+    },
+    end: () => {
+      if (p.stdin.writable) p.stdin.end();
+    },
+    kill: () => {
+      p.kill('SIGKILL');
+    },
   };
 };
 
 /** A failed `ip` batch: `stderr` is iproute2's message (e.g. "RTNETLINK answers: File exists"). */
 export class IpBatchError extends Error {
-  constructor(readonly argv: string[], readonly exitCode: number | null, readonly stderr: string) {
+  constructor(
+    readonly argv: string[],
+    readonly exitCode: number | null,
+    readonly stderr: string,
+  ) {
     super(`${argv.join(' ')} exited ${exitCode}: ${stderr.trim() || '(no message)'}`);
     this.name = 'IpBatchError';
   }
@@ -100,17 +125,34 @@ export class IpBatchError extends Error {
  * Outcome of one `ip` process; `killed` says why it was killed (then `code` is null and
  * the output partial): it ran past the run's `timeoutMs`, or printed more than its `maxOutputBytes`.
  */
-export interface IpRun { argv: string[]; code: number | null; stdout: string; stderr: string; killed?: 'timeout' | 'output' }
+export interface IpRun {
+  argv: string[];
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  killed?: 'timeout' | 'output';
+}
 
 /** Bounds of one run: kill the process after `timeoutMs` ms, or once its stdout exceeds `maxOutputBytes` (UTF-16 units counted). */
-export interface IpRunLimits { timeoutMs?: number; maxOutputBytes?: number }
+export interface IpRunLimits {
+  timeoutMs?: number;
+  maxOutputBytes?: number;
+}
 
 /**
  * Runs `ip <flags> -batch -` with `lines` on stdin, inside the netns at `netnsPath` when
  * given (`nsenter --net=<path>`). Stdout is collected only when `wantStdout`.
  * @throws Error when the process cannot be spawned (a non-zero exit is in the result).
  */
-function runIpWith(spawner: IpSpawner, ipPath: string | undefined, flags: string[], lines: string[], netnsPath?: string, wantStdout = false, limits: IpRunLimits = {}): Promise<IpRun> {
+function runIpWith(
+  spawner: IpSpawner,
+  ipPath: string | undefined,
+  flags: string[],
+  lines: string[],
+  netnsPath?: string,
+  wantStdout = false,
+  limits: IpRunLimits = {},
+): Promise<IpRun> {
   const argv = ipArgv(flags, netnsPath, ipPath);
   return new Promise((resolve, reject) => {
     let stdout = '';
@@ -128,9 +170,17 @@ function runIpWith(spawner: IpSpawner, ipPath: string | undefined, flags: string
         stdout += d;
         if (limits.maxOutputBytes !== undefined && stdout.length > limits.maxOutputBytes) kill('output');
       },
-      stderr: (d) => { stderr += d; },
-      exit: (code) => { clearTimeout(timer); resolve({ argv, code, stdout, stderr, ...(killed ? { killed } : {}) }); },
-      failed: (e) => { clearTimeout(timer); reject(e); },
+      stderr: (d) => {
+        stderr += d;
+      },
+      exit: (code) => {
+        clearTimeout(timer);
+        resolve({ argv, code, stdout, stderr, ...(killed ? { killed } : {}) });
+      },
+      failed: (e) => {
+        clearTimeout(timer);
+        reject(e);
+      },
     });
     child.write(`${lines.join('\n')}\n`);
     child.end();
@@ -191,14 +241,17 @@ function openIpStreamWith(spawner: IpSpawner, netnsPath?: string): IpStream {
     const done = (e: Error | undefined) => {
       exit = e ?? new IpBatchError(argv, 0, 'ip exited before the marker');
       for (const w of waiting.splice(0)) w.reject(exit);
-      if (e) reject(e); else resolve();
+      if (e) reject(e);
+      else resolve();
     };
     child = spawner(argv, IP_ENV, {
       stdout: (d) => {
         for (let i = d.indexOf('\n'); i >= 0; i = d.indexOf('\n', i + 1)) lines++;
         while (waiting.length && waiting[0]!.n <= lines) waiting.shift()!.resolve();
       },
-      stderr: (d) => { stderr += d; },
+      stderr: (d) => {
+        stderr += d;
+      },
       exit: (code) => done(code === 0 ? undefined : new IpBatchError(argv, code, stderr)),
       failed: (e) => done(e),
     });
@@ -217,7 +270,10 @@ function openIpStreamWith(spawner: IpSpawner, netnsPath?: string): IpStream {
     },
     end: (more = []) => {
       write(more);
-      if (!ended) { ended = true; child!.end(); }
+      if (!ended) {
+        ended = true;
+        child!.end();
+      }
       return exited;
     },
   };
@@ -231,7 +287,13 @@ function openIpStreamWith(spawner: IpSpawner, netnsPath?: string): IpStream {
  */
 export interface IpRunner {
   /** See {@link runIp}; `limits` bound the process's time and output. */
-  runIp(flags: string[], lines: string[], netnsPath?: string, wantStdout?: boolean, limits?: IpRunLimits): Promise<IpRun>;
+  runIp(
+    flags: string[],
+    lines: string[],
+    netnsPath?: string,
+    wantStdout?: boolean,
+    limits?: IpRunLimits,
+  ): Promise<IpRun>;
   /** See {@link ipBatch}. */
   ipBatch(lines: string[], netnsPath?: string): Promise<void>;
   /** See {@link openIpStream}. */
@@ -245,7 +307,8 @@ export interface IpRunner {
  */
 export function createIpRunner(spawner: IpSpawner = localSpawner, o: { ipPath?: string } = {}): IpRunner {
   return {
-    runIp: (flags, lines, netnsPath, wantStdout, limits) => runIpWith(spawner, o.ipPath, flags, lines, netnsPath, wantStdout, limits),
+    runIp: (flags, lines, netnsPath, wantStdout, limits) =>
+      runIpWith(spawner, o.ipPath, flags, lines, netnsPath, wantStdout, limits),
     ipBatch: (lines, netnsPath) => ipBatchWith(spawner, lines, netnsPath),
     openIpStream: (netnsPath) => openIpStreamWith(spawner, netnsPath),
   };

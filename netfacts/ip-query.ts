@@ -19,9 +19,16 @@ export type IpJson = Record<string, unknown>;
  */
 export async function ipShow(shows: string[], netnsPath?: string, ip: IpRunner = LOCAL_IP): Promise<IpJson[][]> {
   const r = await ip.runIp(['-json'], shows, netnsPath, true);
-  if (r.code !== 0) throw new Error(`ip -json -batch (${shows.join('; ')})${netnsPath ? ` in ${netnsPath}` : ''} exited ${r.code}: ${r.stderr.trim() || '(no message)'}`);
-  const out = r.stdout.split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as IpJson[]);
-  if (out.length !== shows.length || !out.every(Array.isArray)) throw new Error(`unexpected output of ip -json -batch (${shows.join('; ')}): ${r.stdout.slice(0, 200)}`);
+  if (r.code !== 0)
+    throw new Error(
+      `ip -json -batch (${shows.join('; ')})${netnsPath ? ` in ${netnsPath}` : ''} exited ${r.code}: ${r.stderr.trim() || '(no message)'}`,
+    );
+  const out = r.stdout
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as IpJson[]);
+  if (out.length !== shows.length || !out.every(Array.isArray))
+    throw new Error(`unexpected output of ip -json -batch (${shows.join('; ')}): ${r.stdout.slice(0, 200)}`);
   return out;
 }
 
@@ -38,5 +45,8 @@ export async function ipDeleteAll(lines: string[], netnsPath?: string, ip: IpRun
   if (lines.length === 0) return [];
   const r = await ip.runIp(['-force'], lines, netnsPath);
   if (r.code === 0) return [];
-  return r.stderr.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !GONE.test(l) && !/^Command failed/.test(l));
+  return r.stderr
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !GONE.test(l) && !/^Command failed/.test(l));
 }

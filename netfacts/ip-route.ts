@@ -18,7 +18,14 @@ export interface IpRoute {
 }
 
 /** One row of `ip -json route show`. */
-export interface RouteJson { dst?: string; dev?: string; gateway?: string; scope?: string; type?: string; table?: string | number }
+export interface RouteJson {
+  dst?: string;
+  dev?: string;
+  gateway?: string;
+  scope?: string;
+  type?: string;
+  table?: string | number;
+}
 
 /**
  * The route a row of `ip -json route show` describes: a bare host address becomes /32
@@ -41,8 +48,15 @@ export function podHostRoute(ipv4: string, hostVeth: string): IpRoute {
 
 /** The `ip -batch` line that adds, replaces or deletes `r`, e.g. `route add 10.0.0.7/32 dev eni1 scope link`. */
 export function routeLine(verb: 'add' | 'replace' | 'del', r: IpRoute): string {
-  return ['route', verb, r.dst, ...(r.gateway ? ['via', r.gateway] : []), ...(r.dev ? ['dev', r.dev] : []), ...(r.scope ? ['scope', r.scope] : []),
-    ...(r.table !== undefined ? ['table', String(r.table)] : [])].join(' ');
+  return [
+    'route',
+    verb,
+    r.dst,
+    ...(r.gateway ? ['via', r.gateway] : []),
+    ...(r.dev ? ['dev', r.dev] : []),
+    ...(r.scope ? ['scope', r.scope] : []),
+    ...(r.table !== undefined ? ['table', String(r.table)] : []),
+  ].join(' ');
 }
 
 /** The routes of `routes` to exactly `<ipv4>/32`. */

@@ -23,8 +23,15 @@ export interface IpRule {
 
 /** One rule of `ip -json rule show` (iproute2 ≥ 5). */
 export interface RuleJson {
-  priority?: number; src?: string; srclen?: number; dst?: string; dstlen?: number;
-  not?: null; table?: string | number; goto?: number; nop?: null;
+  priority?: number;
+  src?: string;
+  srclen?: number;
+  dst?: string;
+  dstlen?: number;
+  not?: null;
+  table?: string | number;
+  goto?: number;
+  nop?: null;
 }
 
 /** Normalises an address or CIDR to `a.b.c.d/len` (a bare address is /32). */
@@ -84,7 +91,8 @@ export function ruleLine(verb: 'add' | 'del', r: IpRule, o: { tableNames?: boole
  */
 export function podRules(ipv4: string, routeTableId: number): IpRule[] {
   const rules: IpRule[] = [{ priority: TO_POD_PRIORITY, to: asCidr(ipv4), table: MAIN_TABLE }];
-  if (routeTableId > 0 && routeTableId !== MAIN_TABLE) rules.push({ priority: FROM_POD_PRIORITY, from: asCidr(ipv4), table: routeTableId });
+  if (routeTableId > 0 && routeTableId !== MAIN_TABLE)
+    rules.push({ priority: FROM_POD_PRIORITY, from: asCidr(ipv4), table: routeTableId });
   return rules;
 }
 

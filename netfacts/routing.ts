@@ -38,7 +38,11 @@ export const FROM_POD_PRIORITY = 1536;
 export const MAIN_TABLE = 254;
 
 /** Route table ids by the names iproute2 prints (rt_tables(5)). */
-export const TABLE_IDS: Readonly<Record<string, number>> = Object.freeze({ local: 255, main: MAIN_TABLE, default: 253 });
+export const TABLE_IDS: Readonly<Record<string, number>> = Object.freeze({
+  local: 255,
+  main: MAIN_TABLE,
+  default: 253,
+});
 
 /** The name iproute2 prints for table `id` (`main` for 254), else the number as text. */
 export function tableName(id: number): string {

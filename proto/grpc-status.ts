@@ -43,12 +43,21 @@ export function grpcStatusName(code: number): string {
  */
 export function statusFromHttp(httpStatus: number): number {
   switch (httpStatus) {
-    case 400: return GrpcStatus.INTERNAL;
-    case 401: return GrpcStatus.UNAUTHENTICATED;
-    case 403: return GrpcStatus.PERMISSION_DENIED;
-    case 404: return GrpcStatus.UNIMPLEMENTED;
-    case 429: case 502: case 503: case 504: return GrpcStatus.UNAVAILABLE;
-    default: return GrpcStatus.UNKNOWN;
+    case 400:
+      return GrpcStatus.INTERNAL;
+    case 401:
+      return GrpcStatus.UNAUTHENTICATED;
+    case 403:
+      return GrpcStatus.PERMISSION_DENIED;
+    case 404:
+      return GrpcStatus.UNIMPLEMENTED;
+    case 429:
+    case 502:
+    case 503:
+    case 504:
+      return GrpcStatus.UNAVAILABLE;
+    default:
+      return GrpcStatus.UNKNOWN;
   }
 }
 
@@ -60,10 +69,15 @@ export function statusFromHttp(httpStatus: number): number {
  */
 export function statusFromRstCode(rstCode: number): number {
   switch (rstCode) {
-    case 7: return GrpcStatus.UNAVAILABLE;
-    case 8: return GrpcStatus.CANCELLED;
-    case 11: return GrpcStatus.RESOURCE_EXHAUSTED;
-    case 12: return GrpcStatus.PERMISSION_DENIED;
-    default: return GrpcStatus.INTERNAL;
+    case 7:
+      return GrpcStatus.UNAVAILABLE;
+    case 8:
+      return GrpcStatus.CANCELLED;
+    case 11:
+      return GrpcStatus.RESOURCE_EXHAUSTED;
+    case 12:
+      return GrpcStatus.PERMISSION_DENIED;
+    default:
+      return GrpcStatus.INTERNAL;
   }
 }

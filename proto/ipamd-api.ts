@@ -8,13 +8,25 @@
  */
 import { GrpcStatus, grpcStatusName } from './grpc-status.js';
 import type {
-  AddNetworkReply, AddNetworkRequest, CheckNetworkReply, CheckNetworkRequest, DelNetworkReply, DelNetworkRequest,
-  GcNetworkReply, GcNetworkRequest, IpamStatusReply, IpamStatusRequest,
+  AddNetworkReply,
+  AddNetworkRequest,
+  CheckNetworkReply,
+  CheckNetworkRequest,
+  DelNetworkReply,
+  DelNetworkRequest,
+  GcNetworkReply,
+  GcNetworkRequest,
+  IpamStatusReply,
+  IpamStatusRequest,
 } from './ipam.js';
 
 /** A failed RPC: `status` is the gRPC status code (e.g. 9 FAILED_PRECONDITION, 14 UNAVAILABLE). */
 export class IpamdCallError extends Error {
-  constructor(readonly method: string, readonly status: number, readonly details: string) {
+  constructor(
+    readonly method: string,
+    readonly status: number,
+    readonly details: string,
+  ) {
     super(`ipamd ${method} failed: ${grpcStatusName(status)}: ${details}`);
     this.name = 'IpamdCallError';
   }
@@ -27,7 +39,10 @@ export class IpamdCallError extends Error {
 
 /** gRPC status codes after which a later retry can succeed (CNI "try again later", code 11). */
 export const RETRYABLE_STATUSES: readonly number[] = [
-  GrpcStatus.UNAVAILABLE, GrpcStatus.RESOURCE_EXHAUSTED, GrpcStatus.DEADLINE_EXCEEDED, GrpcStatus.ABORTED,
+  GrpcStatus.UNAVAILABLE,
+  GrpcStatus.RESOURCE_EXHAUSTED,
+  GrpcStatus.DEADLINE_EXCEEDED,
+  GrpcStatus.ABORTED,
 ];
 
 /** The RPCs of `CNIBackend`. */

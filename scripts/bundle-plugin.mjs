@@ -27,7 +27,16 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -125,7 +134,8 @@ export function cniVersions() {
   const list = /SUPPORTED_VERSIONS:[^=]*=\s*\[([^\]]*)\]/.exec(src);
   const latest = /LATEST_VERSION\s*=\s*'([0-9.]+)'/.exec(src);
   const supported = list ? [...list[1].matchAll(/'([0-9.]+)'/g)].map((m) => m[1]) : [];
-  if (!latest || supported.length === 0) throw new Error('bundle-plugin: cannot read SUPPORTED_VERSIONS / LATEST_VERSION from cni-plugin/versions.ts');
+  if (!latest || supported.length === 0)
+    throw new Error('bundle-plugin: cannot read SUPPORTED_VERSIONS / LATEST_VERSION from cni-plugin/versions.ts');
   return { supported, latest: latest[1] };
 }
 
@@ -147,26 +157,46 @@ export function buildShim(o = {}) {
   try {
     libcA = execFileSync('gcc', ['-print-file-name=libc.a'], { encoding: 'utf8' }).trim();
   } catch (e) {
-    throw new Error(`bundle-plugin: gcc is needed to build the CNI shim (bash scripts/ensure-deps.sh installs gcc and libc6-dev): ${e.message}`);
+    throw new Error(
+      `bundle-plugin: gcc is needed to build the CNI shim (bash scripts/ensure-deps.sh installs gcc and libc6-dev): ${e.message}`,
+    );
   }
   const isStatic = libcA.startsWith('/') && existsSync(libcA);
   const v = cniVersions();
-  const defines = [`-DENI_IPAM_VERSIONS=${JSON.stringify(v.supported.map((x) => JSON.stringify(x)).join(','))}`, `-DENI_IPAM_LATEST_VERSION=${JSON.stringify(v.latest)}`];
-  const sources = readdirSync(`${root}cni-plugin/shim`).filter((f) => f.endsWith('.c')).sort().map((f) => `${root}cni-plugin/shim/${f}`);
-  execFileSync('gcc', ['-O2', '-Wall', '-Wextra', '-Werror', ...defines, ...(isStatic ? ['-static'] : []), '-o', tmp, ...sources], { stdio: ['ignore', 'inherit', 'inherit'] });
+  const defines = [
+    `-DENI_IPAM_VERSIONS=${JSON.stringify(v.supported.map((x) => JSON.stringify(x)).join(','))}`,
+    `-DENI_IPAM_LATEST_VERSION=${JSON.stringify(v.latest)}`,
+  ];
+  const sources = readdirSync(`${root}cni-plugin/shim`)
+    .filter((f) => f.endsWith('.c'))
+    .sort()
+    .map((f) => `${root}cni-plugin/shim/${f}`);
+  execFileSync(
+    'gcc',
+    ['-O2', '-Wall', '-Wextra', '-Werror', ...defines, ...(isStatic ? ['-static'] : []), '-o', tmp, ...sources],
+    { stdio: ['ignore', 'inherit', 'inherit'] },
+  );
   chmodSync(tmp, 0o755);
   renameSync(tmp, outfile);
   return { outfile, bytes: statSync(outfile).size, static: isStatic };
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
-  const { values } = parseArgs({ options: { 'no-code-cache': { type: 'boolean', default: false }, outfile: { type: 'string' } } });
-  if (writeIpamDescriptor()) console.error(`bundle-plugin: ${DESCRIPTOR_PATH} was stale and has been regenerated (re-run tsc for dist/)`);
-  if (writeIpamCodec()) console.error(`bundle-plugin: ${CODEC_PATH} was stale and has been regenerated (re-run tsc for dist/)`);
+  const { values } = parseArgs({
+    options: { 'no-code-cache': { type: 'boolean', default: false }, outfile: { type: 'string' } },
+  });
+  if (writeIpamDescriptor())
+    console.error(`bundle-plugin: ${DESCRIPTOR_PATH} was stale and has been regenerated (re-run tsc for dist/)`);
+  if (writeIpamCodec())
+    console.error(`bundle-plugin: ${CODEC_PATH} was stale and has been regenerated (re-run tsc for dist/)`);
   const r = await bundlePlugin({ outfile: values.outfile, codeCache: !values['no-code-cache'] });
-  console.error(`bundle-plugin: wrote ${r.outfile} (${Math.round(r.bytes / 1024)} KiB${values['no-code-cache'] ? '' : `, V8 code cache loader, source ${r.sourceHash}`})`);
+  console.error(
+    `bundle-plugin: wrote ${r.outfile} (${Math.round(r.bytes / 1024)} KiB${values['no-code-cache'] ? '' : `, V8 code cache loader, source ${r.sourceHash}`})`,
+  );
   if (!values.outfile) {
     const s = buildShim();
-    console.error(`bundle-plugin: wrote ${s.outfile} (${Math.round(s.bytes / 1024)} KiB, ${s.static ? 'static' : 'dynamic: libc.a not found'})`);
+    console.error(
+      `bundle-plugin: wrote ${s.outfile} (${Math.round(s.bytes / 1024)} KiB, ${s.static ? 'static' : 'dynamic: libc.a not found'})`,
+    );
   }
 }

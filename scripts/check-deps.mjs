@@ -14,9 +14,13 @@ const dev = new Set(Object.keys(pkg.devDependencies ?? {}));
 const builtins = new Set(builtinModules);
 const SHIPPED = /^(ipamd|cni-plugin|cli|proto|netfacts|sim)\//;
 
-const files = execFileSync('git', ['ls-files', '-co', '--exclude-standard', '*.ts', '*.mts', '*.cts', '*.js', '*.mjs', '*.cjs'], {
-  encoding: 'utf8',
-})
+const files = execFileSync(
+  'git',
+  ['ls-files', '-co', '--exclude-standard', '*.ts', '*.mts', '*.cts', '*.js', '*.mjs', '*.cjs'],
+  {
+    encoding: 'utf8',
+  },
+)
   .split('\n')
   .filter((f) => f && !f.startsWith('dist/') && !f.includes('node_modules/') && !/\.generated\./.test(f));
 
@@ -45,7 +49,9 @@ for (const file of files) {
     if (prod.has(name)) continue;
     if (dev.has(name)) {
       if (!shipped) continue;
-      problems.push(`${file}: imports '${name}', declared only in devDependencies (shipped code needs it in dependencies)`);
+      problems.push(
+        `${file}: imports '${name}', declared only in devDependencies (shipped code needs it in dependencies)`,
+      );
     } else {
       problems.push(`${file}: imports '${name}', not declared in package.json`);
     }

@@ -55,18 +55,26 @@ function messageCode(type) {
     f.resolve();
     const k = JSON.stringify(f.name);
     const acc = `m[${k}]`;
-    if (f.map || f.partOf) throw new Error(`${type.fullName}.${f.name}: maps and oneofs are not supported by gen-ipam-codec`);
+    if (f.map || f.partOf)
+      throw new Error(`${type.fullName}.${f.name}: maps and oneofs are not supported by gen-ipam-codec`);
     const scalar = SCALARS[f.type];
     const msg = !scalar && f.resolvedType instanceof protobuf.Type ? f.resolvedType.name : undefined;
-    if (!scalar && !msg) throw new Error(`${type.fullName}.${f.name}: type ${f.type} is not supported by gen-ipam-codec (add it to SCALARS)`);
+    if (!scalar && !msg)
+      throw new Error(
+        `${type.fullName}.${f.name}: type ${f.type} is not supported by gen-ipam-codec (add it to SCALARS)`,
+      );
     if (f.repeated) {
       defaults.push(`${k}: []`);
       if (msg) {
         enc.push(`  for (const v of ${acc} ?? []) encode${msg}(v, w.uint32(${tag(f.id, 2)}).fork()).ldelim();`);
         dec.push(`      case ${f.id}: ${acc}.push(decode${msg}(r, r.uint32())); break;`);
       } else if (scalar[3]) {
-        enc.push(`  if (${acc}?.length) { w.uint32(${tag(f.id, 2)}).fork(); for (const v of ${acc}) w.${scalar[1]}(v); w.ldelim(); }`);
-        dec.push(`      case ${f.id}: if ((t & 7) === 2) { const e = r.uint32() + r.pos; while (r.pos < e) ${acc}.push(r.${scalar[1]}()); } else ${acc}.push(r.${scalar[1]}()); break;`);
+        enc.push(
+          `  if (${acc}?.length) { w.uint32(${tag(f.id, 2)}).fork(); for (const v of ${acc}) w.${scalar[1]}(v); w.ldelim(); }`,
+        );
+        dec.push(
+          `      case ${f.id}: if ((t & 7) === 2) { const e = r.uint32() + r.pos; while (r.pos < e) ${acc}.push(r.${scalar[1]}()); } else ${acc}.push(r.${scalar[1]}()); break;`,
+        );
       } else {
         enc.push(`  for (const v of ${acc} ?? []) w.uint32(${tag(f.id, scalar[0])}).${scalar[1]}(v);`);
         dec.push(`      case ${f.id}: ${acc}.push(r.${scalar[1]}()); break;`);
@@ -144,7 +152,10 @@ export function ipamCodecSource() {
     '',
     '/** Codec of every message of proto/ipam.proto, by simple message name. */',
     'export const IPAM_CODECS: Record<string, IpamMessageCodec> = {',
-    ...types.map((t) => `  ${t.name}: { encode: (m) => encode${t.name}(m as Msg, protobuf.Writer.create()).finish(), decode: (b) => decode${t.name}(protobuf.Reader.create(b)) },`),
+    ...types.map(
+      (t) =>
+        `  ${t.name}: { encode: (m) => encode${t.name}(m as Msg, protobuf.Writer.create()).finish(), decode: (b) => decode${t.name}(protobuf.Reader.create(b)) },`,
+    ),
     '};',
     '',
   ].join('\n');
@@ -154,7 +165,11 @@ export function ipamCodecSource() {
 export function writeIpamCodec() {
   const want = ipamCodecSource();
   let have = '';
-  try { have = readFileSync(CODEC_PATH, 'utf8'); } catch { /* first run */ }
+  try {
+    have = readFileSync(CODEC_PATH, 'utf8');
+  } catch {
+    /* first run */
+  }
   if (have === want) return false;
   writeFileSync(CODEC_PATH, want);
   return true;
@@ -163,7 +178,11 @@ export function writeIpamCodec() {
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   if (process.argv.includes('--check')) {
     let have = '';
-    try { have = readFileSync(CODEC_PATH, 'utf8'); } catch { /* missing */ }
+    try {
+      have = readFileSync(CODEC_PATH, 'utf8');
+    } catch {
+      /* missing */
+    }
     if (have !== ipamCodecSource()) {
       console.error(`${CODEC_PATH} is out of date with ${PROTO_PATH}: run node scripts/gen-ipam-codec.mjs`);
       process.exit(1);

@@ -36,7 +36,11 @@ export function ipamDescriptorSource() {
 export function writeIpamDescriptor() {
   const want = ipamDescriptorSource();
   let have = '';
-  try { have = readFileSync(DESCRIPTOR_PATH, 'utf8'); } catch { /* first run */ }
+  try {
+    have = readFileSync(DESCRIPTOR_PATH, 'utf8');
+  } catch {
+    /* first run */
+  }
   if (have === want) return false;
   writeFileSync(DESCRIPTOR_PATH, want);
   return true;
@@ -45,7 +49,11 @@ export function writeIpamDescriptor() {
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   if (process.argv.includes('--check')) {
     let have = '';
-    try { have = readFileSync(DESCRIPTOR_PATH, 'utf8'); } catch { /* missing */ }
+    try {
+      have = readFileSync(DESCRIPTOR_PATH, 'utf8');
+    } catch {
+      /* missing */
+    }
     if (have !== ipamDescriptorSource()) {
       console.error(`${DESCRIPTOR_PATH} is out of date with ${PROTO_PATH}: run node scripts/gen-ipam-descriptor.mjs`);
       process.exit(1);

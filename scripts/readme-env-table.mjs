@@ -10,6 +10,9 @@ const text = readFileSync(readme, 'utf8');
 const esc = (s) => String(s).replace(/\|/g, '\\|');
 const rows = describeEnvVars().map((v) => `| \`${v.name}\` | ${esc(v.default) || '(unset)'} | ${esc(v.description)} |`);
 const table = ['| variable | default | meaning |', '|---|---|---|', ...rows].join('\n');
-const out = text.replace(/<!-- env-table:start -->[\s\S]*<!-- env-table:end -->/, `<!-- env-table:start -->\n${table}\n<!-- env-table:end -->`);
+const out = text.replace(
+  /<!-- env-table:start -->[\s\S]*<!-- env-table:end -->/,
+  `<!-- env-table:start -->\n${table}\n<!-- env-table:end -->`,
+);
 writeFileSync(readme, out);
 console.log(`README: ${rows.length} variables`);

@@ -42,7 +42,8 @@ export class SubnetAddresses {
   /** @param cidr the subnet CIDR (/16 to /28, as EC2 allows). @throws Error otherwise. */
   constructor(cidr: string) {
     const c = parseIpv4Cidr(cidr);
-    if (c.prefixLength < 16 || c.prefixLength > 28) throw new Error(`subnet CIDR ${cidr}: prefix length must be /16 to /28`);
+    if (c.prefixLength < 16 || c.prefixLength > 28)
+      throw new Error(`subnet CIDR ${cidr}: prefix length must be /16 to /28`);
     this.base = c.base;
     this.size = c.size;
   }
@@ -63,7 +64,10 @@ export class SubnetAddresses {
    */
   allocate(count: number): string[] {
     if (count > this.freeCount()) {
-      throw new Ec2ApiError('InsufficientFreeAddressesInSubnet', `The specified subnet does not have enough free addresses to satisfy the request (requested ${count}, free ${this.freeCount()}).`);
+      throw new Ec2ApiError(
+        'InsufficientFreeAddressesInSubnet',
+        `The specified subnet does not have enough free addresses to satisfy the request (requested ${count}, free ${this.freeCount()}).`,
+      );
     }
     const out: string[] = [];
     for (let off = 4; off < this.size - 1 && out.length < count; off++) {
@@ -82,9 +86,14 @@ export class SubnetAddresses {
   allocateSpecific(ips: string[]): void {
     const offs = ips.map((ip) => {
       let n: number;
-      try { n = ipToInt(ip); } catch { throw invalidParameter(`Invalid value '${ip}' for PrivateIpAddress: not an IPv4 address`); }
+      try {
+        n = ipToInt(ip);
+      } catch {
+        throw invalidParameter(`Invalid value '${ip}' for PrivateIpAddress: not an IPv4 address`);
+      }
       const off = n - this.base;
-      if (off < 0 || off >= this.size) throw invalidParameter(`Address ${ip} does not fall within the subnet's address range`);
+      if (off < 0 || off >= this.size)
+        throw invalidParameter(`Address ${ip} does not fall within the subnet's address range`);
       if (off < 4 || off === this.size - 1) throw invalidParameter(`Address ${ip} is reserved by AWS`);
       if (this.used.has(off)) throw new Ec2ApiError('InvalidIPAddress.InUse', `Address ${ip} is in use.`);
       return off;
@@ -108,7 +117,10 @@ export class SubnetAddresses {
       if (this.blockFree(off)) found.push(off);
     }
     if (found.length < count) {
-      throw new Ec2ApiError('InsufficientCidrBlocks', 'There are not enough free cidr blocks in the specified subnet to satisfy the request.');
+      throw new Ec2ApiError(
+        'InsufficientCidrBlocks',
+        'There are not enough free cidr blocks in the specified subnet to satisfy the request.',
+      );
     }
     for (const off of found) for (let i = 0; i < 16; i++) this.used.add(off + i);
     return found.map((off) => `${intToIp(this.base + off)}/28`);
@@ -121,11 +133,18 @@ export class SubnetAddresses {
   allocateSpecificPrefixes(prefixes: string[]): string[] {
     const offs = prefixes.map((p) => {
       let c: ReturnType<typeof parseIpv4Cidr>;
-      try { c = parseIpv4Cidr(p); } catch { throw invalidParameter(`Invalid value '${p}' for Ipv4Prefix`); }
-      if (c.prefixLength !== 28 || c.cidr !== p) throw invalidParameter(`Invalid value '${p}' for Ipv4Prefix: must be an aligned /28`);
+      try {
+        c = parseIpv4Cidr(p);
+      } catch {
+        throw invalidParameter(`Invalid value '${p}' for Ipv4Prefix`);
+      }
+      if (c.prefixLength !== 28 || c.cidr !== p)
+        throw invalidParameter(`Invalid value '${p}' for Ipv4Prefix: must be an aligned /28`);
       const off = c.base - this.base;
-      if (off < 0 || off + 16 > this.size) throw invalidParameter(`Prefix ${p} does not fall within the subnet's address range`);
-      if (!this.blockFree(off)) throw new Ec2ApiError('InvalidParameterValue', `Prefix ${p} overlaps addresses in use or reserved`);
+      if (off < 0 || off + 16 > this.size)
+        throw invalidParameter(`Prefix ${p} does not fall within the subnet's address range`);
+      if (!this.blockFree(off))
+        throw new Ec2ApiError('InvalidParameterValue', `Prefix ${p} overlaps addresses in use or reserved`);
       return off;
     });
     if (new Set(offs).size !== offs.length) throw invalidParameter('Duplicate prefixes in the request');

@@ -50,14 +50,19 @@ export class CloudModel {
   addSubnet(p: { cidr: string; availabilityZone?: string }): Subnet {
     const c = parseIpv4Cidr(p.cidr);
     const vpc = parseIpv4Cidr(this.state.vpcCidr);
-    if (c.base < vpc.base || c.base + c.size > vpc.base + vpc.size) throw new Error(`subnet ${p.cidr} is not inside the VPC CIDR ${this.state.vpcCidr}`);
+    if (c.base < vpc.base || c.base + c.size > vpc.base + vpc.size)
+      throw new Error(`subnet ${p.cidr} is not inside the VPC CIDR ${this.state.vpcCidr}`);
     for (const s of this.state.subnets.values()) {
       const o = parseIpv4Cidr(s.cidr);
-      if (c.base < o.base + o.size && o.base < c.base + c.size) throw new Error(`subnet ${p.cidr} overlaps ${s.subnetId} (${s.cidr})`);
+      if (c.base < o.base + o.size && o.base < c.base + c.size)
+        throw new Error(`subnet ${p.cidr} overlaps ${s.subnetId} (${s.cidr})`);
     }
     const subnet: Subnet = {
-      subnetId: this.ids.id('subnet'), cidr: c.cidr, vpcId: this.state.vpcId,
-      availabilityZone: p.availabilityZone ?? this.state.availabilityZone, addresses: new SubnetAddresses(c.cidr),
+      subnetId: this.ids.id('subnet'),
+      cidr: c.cidr,
+      vpcId: this.state.vpcId,
+      availabilityZone: p.availabilityZone ?? this.state.availabilityZone,
+      addresses: new SubnetAddresses(c.cidr),
     };
     this.state.subnets.set(subnet.subnetId, subnet);
     return subnet;
@@ -76,11 +81,23 @@ export class CloudModel {
     const eni = this.createEni({ subnetId: subnet.subnetId, description: 'Primary network interface' });
     eni.status = 'in-use';
     eni.attachment = {
-      attachmentId: this.ids.id('eni-attach'), instanceId, deviceIndex: 0, status: 'attached', deleteOnTermination: true, attachTime: Date.now(),
+      attachmentId: this.ids.id('eni-attach'),
+      instanceId,
+      deviceIndex: 0,
+      status: 'attached',
+      deleteOnTermination: true,
+      attachTime: Date.now(),
     };
     const inst: Instance = {
-      instanceId, instanceType: p.instanceType, subnetId: subnet.subnetId, vpcId: subnet.vpcId, availabilityZone: subnet.availabilityZone,
-      privateIpAddress: eni.primaryIp, primaryEniId: eni.networkInterfaceId, reservationId: this.ids.id('r'), launchTime: Date.now(),
+      instanceId,
+      instanceType: p.instanceType,
+      subnetId: subnet.subnetId,
+      vpcId: subnet.vpcId,
+      availabilityZone: subnet.availabilityZone,
+      privateIpAddress: eni.primaryIp,
+      primaryEniId: eni.networkInterfaceId,
+      reservationId: this.ids.id('r'),
+      launchTime: Date.now(),
     };
     this.state.instances.set(instanceId, inst);
     return inst;
@@ -128,14 +145,25 @@ export class CloudModel {
     if (!subnet) throw new Ec2ApiError('InvalidSubnetID.NotFound', `The subnet ID '${p.subnetId}' does not exist`);
     const nIps = (p.secondaryCount ?? 0) + (p.secondaryIps?.length ?? 0);
     const nPrefixes = (p.prefixCount ?? 0) + (p.prefixes?.length ?? 0);
-    if (nIps > 0 && nPrefixes > 0) throw new Ec2ApiError('InvalidParameterCombination', 'Secondary private IPv4 addresses and IPv4 prefixes cannot both be specified');
-    if (1 + nIps + nPrefixes > UNATTACHED_ENI_IPV4_LIMIT) throw new Ec2ApiError('PrivateIpAddressLimitExceeded', 'Number of private addresses will exceed limit.');
+    if (nIps > 0 && nPrefixes > 0)
+      throw new Ec2ApiError(
+        'InvalidParameterCombination',
+        'Secondary private IPv4 addresses and IPv4 prefixes cannot both be specified',
+      );
+    if (1 + nIps + nPrefixes > UNATTACHED_ENI_IPV4_LIMIT)
+      throw new Ec2ApiError('PrivateIpAddressLimitExceeded', 'Number of private addresses will exceed limit.');
     const a = subnet.addresses;
     const taken: string[] = [];
     const takenPrefixes: string[] = [];
     try {
-      if (p.privateIpAddress) { a.allocateSpecific([p.privateIpAddress]); taken.push(p.privateIpAddress); } else taken.push(...a.allocate(1));
-      if (p.secondaryIps?.length) { a.allocateSpecific(p.secondaryIps); taken.push(...p.secondaryIps); }
+      if (p.privateIpAddress) {
+        a.allocateSpecific([p.privateIpAddress]);
+        taken.push(p.privateIpAddress);
+      } else taken.push(...a.allocate(1));
+      if (p.secondaryIps?.length) {
+        a.allocateSpecific(p.secondaryIps);
+        taken.push(...p.secondaryIps);
+      }
       if (p.secondaryCount) taken.push(...a.allocate(p.secondaryCount));
       if (p.prefixes?.length) takenPrefixes.push(...a.allocateSpecificPrefixes(p.prefixes));
       if (p.prefixCount) takenPrefixes.push(...a.allocatePrefixes(p.prefixCount));
@@ -145,10 +173,21 @@ export class CloudModel {
       throw e;
     }
     const eni: Eni = {
-      networkInterfaceId: this.ids.id('eni'), subnetId: subnet.subnetId, vpcId: subnet.vpcId, availabilityZone: subnet.availabilityZone,
-      description: p.description ?? '', macAddress: this.ids.mac(), primaryIp: taken[0]!, secondaryIps: taken.slice(1), ipv4Prefixes: takenPrefixes,
-      status: 'available', tags: { ...p.tags }, securityGroupIds: p.securityGroupIds?.length ? [...p.securityGroupIds] : [DEFAULT_SECURITY_GROUP],
-      sourceDestCheck: true, ownerId: this.state.accountId, createdAt: Date.now(),
+      networkInterfaceId: this.ids.id('eni'),
+      subnetId: subnet.subnetId,
+      vpcId: subnet.vpcId,
+      availabilityZone: subnet.availabilityZone,
+      description: p.description ?? '',
+      macAddress: this.ids.mac(),
+      primaryIp: taken[0]!,
+      secondaryIps: taken.slice(1),
+      ipv4Prefixes: takenPrefixes,
+      status: 'available',
+      tags: { ...p.tags },
+      securityGroupIds: p.securityGroupIds?.length ? [...p.securityGroupIds] : [DEFAULT_SECURITY_GROUP],
+      sourceDestCheck: true,
+      ownerId: this.state.accountId,
+      createdAt: Date.now(),
     };
     this.state.enis.set(eni.networkInterfaceId, eni);
     return eni;
@@ -166,25 +205,48 @@ export class CloudModel {
     const inst = this.instance(instanceId);
     const type = instanceTypeInfo(inst.instanceType)!;
     if (eni.attachment) throw new Ec2ApiError('InvalidNetworkInterface.InUse', `Interface: [${eniId}] in use.`);
-    if (eni.availabilityZone !== inst.availabilityZone) throw invalidParameter(`Network interface '${eniId}' is in a different availability zone than instance '${instanceId}'`);
+    if (eni.availabilityZone !== inst.availabilityZone)
+      throw invalidParameter(
+        `Network interface '${eniId}' is in a different availability zone than instance '${instanceId}'`,
+      );
     const attached = [...this.state.enis.values()].filter((e) => e.attachment?.instanceId === instanceId);
     if (attached.some((e) => e.attachment!.deviceIndex === deviceIndex)) {
-      throw invalidParameter(`Instance '${instanceId}' already has an interface attached at device index '${deviceIndex}'.`);
+      throw invalidParameter(
+        `Instance '${instanceId}' already has an interface attached at device index '${deviceIndex}'.`,
+      );
     }
     if (attached.length >= type.maxEnis) {
-      throw new Ec2ApiError('AttachmentLimitExceeded', `Interface count ${attached.length + 1} exceeds the limit for ${inst.instanceType}`);
+      throw new Ec2ApiError(
+        'AttachmentLimitExceeded',
+        `Interface count ${attached.length + 1} exceeds the limit for ${inst.instanceType}`,
+      );
     }
-    if (CloudModel.slotsUsed(eni) > type.ipv4PerEni) throw new Ec2ApiError('PrivateIpAddressLimitExceeded', `Number of private addresses will exceed limit for ${inst.instanceType}.`);
-    if (eni.ipv4Prefixes.length > 0 && type.hypervisor !== 'nitro') throw invalidParameter(`Instance type ${inst.instanceType} does not support IPv4 prefixes`);
+    if (CloudModel.slotsUsed(eni) > type.ipv4PerEni)
+      throw new Ec2ApiError(
+        'PrivateIpAddressLimitExceeded',
+        `Number of private addresses will exceed limit for ${inst.instanceType}.`,
+      );
+    if (eni.ipv4Prefixes.length > 0 && type.hypervisor !== 'nitro')
+      throw invalidParameter(`Instance type ${inst.instanceType} does not support IPv4 prefixes`);
     this.beforeChange('attach', instanceId);
     const delay = this.faults.attachDelayMs;
-    const att = { attachmentId: this.ids.id('eni-attach'), instanceId, deviceIndex, status: 'attached' as 'attaching' | 'attached' | 'detaching', deleteOnTermination: false, attachTime: Date.now() };
+    const att = {
+      attachmentId: this.ids.id('eni-attach'),
+      instanceId,
+      deviceIndex,
+      status: 'attached' as 'attaching' | 'attached' | 'detaching',
+      deleteOnTermination: false,
+      attachTime: Date.now(),
+    };
     eni.attachment = att;
     if (delay > 0) {
       eni.status = 'attaching';
       att.status = 'attaching';
       this.later(delay, () => {
-        if (eni.attachment === att && att.status === 'attaching') { att.status = 'attached'; eni.status = 'in-use'; }
+        if (eni.attachment === att && att.status === 'attaching') {
+          att.status = 'attached';
+          eni.status = 'in-use';
+        }
       });
     } else {
       eni.status = 'in-use';
@@ -200,11 +262,15 @@ export class CloudModel {
   detachEni(attachmentId: string): void {
     const eni = this.eniByAttachment(attachmentId);
     const att = eni.attachment!;
-    if (att.deviceIndex === 0) throw new Ec2ApiError('OperationNotPermitted', 'The network interface at device index 0 cannot be detached.');
+    if (att.deviceIndex === 0)
+      throw new Ec2ApiError('OperationNotPermitted', 'The network interface at device index 0 cannot be detached.');
     if (att.status === 'detaching') return;
     this.beforeChange('detach', att.instanceId);
     const finish = (): void => {
-      if (eni.attachment === att) { delete eni.attachment; eni.status = 'available'; }
+      if (eni.attachment === att) {
+        delete eni.attachment;
+        eni.status = 'available';
+      }
     };
     const delay = this.faults.detachDelayMs;
     if (delay > 0) {
@@ -222,7 +288,8 @@ export class CloudModel {
    */
   deleteEni(eniId: string): void {
     const eni = this.eni(eniId);
-    if (eni.attachment || eni.status !== 'available') throw invalidParameter(`Network interface '${eniId}' is currently in use.`);
+    if (eni.attachment || eni.status !== 'available')
+      throw invalidParameter(`Network interface '${eniId}' is currently in use.`);
     this.state.enis.delete(eniId);
     const a = this.state.subnets.get(eni.subnetId)!.addresses;
     a.release([eni.primaryIp, ...eni.secondaryIps]);
@@ -255,10 +322,14 @@ export class CloudModel {
     if (id.startsWith('eni-') && !id.startsWith('eni-attach-')) return this.eni(id).tags;
     if (id.startsWith('i-')) this.instance(id);
     else if (id.startsWith('subnet-')) {
-      if (!this.state.subnets.has(id)) throw new Ec2ApiError('InvalidSubnetID.NotFound', `The subnet ID '${id}' does not exist`);
+      if (!this.state.subnets.has(id))
+        throw new Ec2ApiError('InvalidSubnetID.NotFound', `The subnet ID '${id}' does not exist`);
     } else if (id !== this.state.vpcId) throw new Ec2ApiError('InvalidID', `The ID '${id}' is not valid`);
     let t = this.resourceTags.get(id);
-    if (!t) { t = {}; this.resourceTags.set(id, t); }
+    if (!t) {
+      t = {};
+      this.resourceTags.set(id, t);
+    }
     return t;
   }
 
@@ -274,7 +345,10 @@ export class CloudModel {
   }
 
   private later(ms: number, fn: () => void): void {
-    const t = setTimeout(() => { this.timers.delete(t); fn(); }, ms);
+    const t = setTimeout(() => {
+      this.timers.delete(t);
+      fn();
+    }, ms);
     this.timers.add(t);
   }
 }

@@ -7,14 +7,35 @@ import { Ec2ApiError, eniNotFound, invalidParameter } from './ec2-errors.js';
 import { CloudModel } from './cloud-model.js';
 import { assignAddresses, unassignAddresses } from './ip-assignment.js';
 import { INSTANCE_TYPES, instanceTypeInfo } from './instance-types.js';
-import { FILTER_NAMES, applyFilters, eniFilterValues, instanceFilterValues, page, subnetFilterValues } from './filters.js';
-import { filters, list, optBool, optInt, optString, reqInt, reqString, tagSpecifications, tags, type QueryParams } from './query-params.js';
+import {
+  FILTER_NAMES,
+  applyFilters,
+  eniFilterValues,
+  instanceFilterValues,
+  page,
+  subnetFilterValues,
+} from './filters.js';
+import {
+  filters,
+  list,
+  optBool,
+  optInt,
+  optString,
+  reqInt,
+  reqString,
+  tagSpecifications,
+  tags,
+  type QueryParams,
+} from './query-params.js';
 import { eniXml, instanceTypeXml, reservationXml, set, subnetXml, type XmlTree } from './ec2-xml.js';
 
 /** One action handler: params in, response body out. @throws Ec2ApiError */
 export type ActionHandler = (model: CloudModel, p: QueryParams) => XmlTree;
 
-const tagsOf = (model: CloudModel) => (id: string): Record<string, string> => model.resourceTags.get(id) ?? {};
+const tagsOf =
+  (model: CloudModel) =>
+  (id: string): Record<string, string> =>
+    model.resourceTags.get(id) ?? {};
 
 const describeNetworkInterfaces: ActionHandler = (model, p) => {
   const ids = list(p, 'NetworkInterfaceId');
@@ -35,12 +56,16 @@ const describeSubnets: ActionHandler = (model, p) => {
   let subnets = [...model.state.subnets.values()];
   if (ids.length) {
     const missing = ids.filter((id) => !model.state.subnets.has(id));
-    if (missing.length) throw new Ec2ApiError('InvalidSubnetID.NotFound', `The subnet ID '${missing.join("', '")}' does not exist`);
+    if (missing.length)
+      throw new Ec2ApiError('InvalidSubnetID.NotFound', `The subnet ID '${missing.join("', '")}' does not exist`);
     subnets = subnets.filter((s) => ids.includes(s.subnetId));
   }
   subnets = applyFilters(subnets, filters(p), subnetFilterValues(tagsOf(model)), FILTER_NAMES.subnet);
   const pg = page(subnets, optInt(p, 'MaxResults', 0, 1000), optString(p, 'NextToken'), model.faults.describePageSize);
-  return { subnetSet: set(pg.items.map((s) => subnetXml(s, tagsOf(model)(s.subnetId)))), ...(pg.nextToken ? { nextToken: pg.nextToken } : {}) };
+  return {
+    subnetSet: set(pg.items.map((s) => subnetXml(s, tagsOf(model)(s.subnetId)))),
+    ...(pg.nextToken ? { nextToken: pg.nextToken } : {}),
+  };
 };
 
 const describeInstances: ActionHandler = (model, p) => {
@@ -48,18 +73,29 @@ const describeInstances: ActionHandler = (model, p) => {
   let insts = [...model.state.instances.values()];
   if (ids.length) {
     const missing = ids.filter((id) => !model.state.instances.has(id));
-    if (missing.length) throw new Ec2ApiError('InvalidInstanceID.NotFound', `The instance ID${missing.length > 1 ? 's' : ''} '${missing.join("', '")}' do${missing.length > 1 ? '' : 'es'} not exist`);
+    if (missing.length)
+      throw new Ec2ApiError(
+        'InvalidInstanceID.NotFound',
+        `The instance ID${missing.length > 1 ? 's' : ''} '${missing.join("', '")}' do${missing.length > 1 ? '' : 'es'} not exist`,
+      );
     insts = insts.filter((i) => ids.includes(i.instanceId));
   }
   insts = applyFilters(insts, filters(p), instanceFilterValues(tagsOf(model)), FILTER_NAMES.instance);
   const pg = page(insts, optInt(p, 'MaxResults', 0, 1000), optString(p, 'NextToken'), model.faults.describePageSize);
-  return { reservationSet: set(pg.items.map((i) => reservationXml(model.state, i, tagsOf(model)(i.instanceId)))), ...(pg.nextToken ? { nextToken: pg.nextToken } : {}) };
+  return {
+    reservationSet: set(pg.items.map((i) => reservationXml(model.state, i, tagsOf(model)(i.instanceId)))),
+    ...(pg.nextToken ? { nextToken: pg.nextToken } : {}),
+  };
 };
 
 const describeInstanceTypes: ActionHandler = (model, p) => {
   const names = list(p, 'InstanceType');
   const unknown = names.filter((n) => !instanceTypeInfo(n));
-  if (unknown.length) throw new Ec2ApiError('InvalidInstanceType', `The following supplied instance types do not exist: [${unknown.join(', ')}]`);
+  if (unknown.length)
+    throw new Ec2ApiError(
+      'InvalidInstanceType',
+      `The following supplied instance types do not exist: [${unknown.join(', ')}]`,
+    );
   const types = names.length ? names.map((n) => instanceTypeInfo(n)!) : [...INSTANCE_TYPES.values()];
   const pg = page(types, optInt(p, 'MaxResults', 0, 1000), optString(p, 'NextToken'), model.faults.describePageSize);
   return { instanceTypeSet: set(pg.items.map(instanceTypeXml)), ...(pg.nextToken ? { nextToken: pg.nextToken } : {}) };
@@ -77,7 +113,8 @@ const createNetworkInterface: ActionHandler = (model, p) => {
   for (let i = 1; p[`PrivateIpAddresses.${i}.PrivateIpAddress`] !== undefined; i++) {
     const ip = p[`PrivateIpAddresses.${i}.PrivateIpAddress`]!;
     if (p[`PrivateIpAddresses.${i}.Primary`] === 'true') {
-      if (primary && primary !== ip) throw new Ec2ApiError('InvalidParameterCombination', 'Only one primary private IP address can be specified');
+      if (primary && primary !== ip)
+        throw new Ec2ApiError('InvalidParameterCombination', 'Only one primary private IP address can be specified');
       primary = ip;
     } else secondaryIps.push(ip);
   }
@@ -100,8 +137,13 @@ const createNetworkInterface: ActionHandler = (model, p) => {
 
 const attachNetworkInterface: ActionHandler = (model, p) => {
   const card = optInt(p, 'NetworkCardIndex', 0, 15);
-  if (card !== undefined && card !== 0) throw invalidParameter(`Network card index ${card} is not valid for this instance type`);
-  const attachmentId = model.attachEni(reqString(p, 'NetworkInterfaceId'), reqString(p, 'InstanceId'), reqInt(p, 'DeviceIndex', 0, 127));
+  if (card !== undefined && card !== 0)
+    throw invalidParameter(`Network card index ${card} is not valid for this instance type`);
+  const attachmentId = model.attachEni(
+    reqString(p, 'NetworkInterfaceId'),
+    reqString(p, 'InstanceId'),
+    reqInt(p, 'DeviceIndex', 0, 127),
+  );
   return { attachmentId, networkCardIndex: 0 };
 };
 
@@ -124,11 +166,19 @@ const modifyNetworkInterfaceAttribute: ActionHandler = (model, p) => {
   const sdc = optBool(p, 'SourceDestCheck.Value');
   const groups = list(p, 'SecurityGroupId');
   if (attId === undefined && desc === undefined && sdc === undefined && groups.length === 0) {
-    throw new Ec2ApiError('MissingParameter', 'One of Attachment, Description, SourceDestCheck or SecurityGroupId must be specified');
+    throw new Ec2ApiError(
+      'MissingParameter',
+      'One of Attachment, Description, SourceDestCheck or SecurityGroupId must be specified',
+    );
   }
   if (attId !== undefined) {
-    if (!eni.attachment || eni.attachment.attachmentId !== attId) throw new Ec2ApiError('InvalidAttachmentID.NotFound', `The attachment ID '${attId}' does not exist`);
-    if (dot === undefined) throw new Ec2ApiError('MissingParameter', 'The request must contain the parameter Attachment.DeleteOnTermination');
+    if (!eni.attachment || eni.attachment.attachmentId !== attId)
+      throw new Ec2ApiError('InvalidAttachmentID.NotFound', `The attachment ID '${attId}' does not exist`);
+    if (dot === undefined)
+      throw new Ec2ApiError(
+        'MissingParameter',
+        'The request must contain the parameter Attachment.DeleteOnTermination',
+      );
     eni.attachment.deleteOnTermination = dot;
   }
   if (desc !== undefined) eni.description = desc;
@@ -141,7 +191,9 @@ const assignPrivateIpAddresses: ActionHandler = (model, p) => {
   const eniId = reqString(p, 'NetworkInterfaceId');
   optBool(p, 'AllowReassignment');
   const r = assignAddresses(model, eniId, {
-    ...(p.SecondaryPrivateIpAddressCount !== undefined ? { secondaryCount: optInt(p, 'SecondaryPrivateIpAddressCount', 0, 1000) } : {}),
+    ...(p.SecondaryPrivateIpAddressCount !== undefined
+      ? { secondaryCount: optInt(p, 'SecondaryPrivateIpAddressCount', 0, 1000) }
+      : {}),
     ips: list(p, 'PrivateIpAddress'),
     ...(p.Ipv4PrefixCount !== undefined ? { prefixCount: optInt(p, 'Ipv4PrefixCount', 0, 1000) } : {}),
     prefixes: list(p, 'Ipv4Prefix'),
@@ -194,7 +246,8 @@ export function callInstanceId(model: CloudModel, p: QueryParams): string | unde
   const eniId = p.NetworkInterfaceId ?? p['NetworkInterfaceId.1'];
   if (eniId) return model.state.enis.get(eniId)?.attachment?.instanceId;
   if (p.AttachmentId) {
-    for (const e of model.state.enis.values()) if (e.attachment?.attachmentId === p.AttachmentId) return e.attachment.instanceId;
+    for (const e of model.state.enis.values())
+      if (e.attachment?.attachmentId === p.AttachmentId) return e.attachment.instanceId;
   }
   try {
     for (const f of filters(p)) if (f.name === 'attachment.instance-id' && f.values.length === 1) return f.values[0];

@@ -23,7 +23,11 @@ export class Ec2ApiError extends Error {
   readonly status: number;
 
   /** @param code EC2 error code, e.g. `InvalidNetworkInterfaceID.NotFound`. */
-  constructor(readonly code: string, message: string, status?: number) {
+  constructor(
+    readonly code: string,
+    message: string,
+    status?: number,
+  ) {
     super(message);
     this.name = 'Ec2ApiError';
     this.status = status ?? httpStatusForCode(code);
@@ -43,5 +47,8 @@ export function missingParameter(name: string): Ec2ApiError {
 /** `InvalidNetworkInterfaceID.NotFound` for one or more ids. */
 export function eniNotFound(ids: string[]): Ec2ApiError {
   const list = ids.map((i) => `'${i}'`).join(', ');
-  return new Ec2ApiError('InvalidNetworkInterfaceID.NotFound', `The networkInterface ID${ids.length > 1 ? 's' : ''} ${list} do${ids.length > 1 ? '' : 'es'} not exist`);
+  return new Ec2ApiError(
+    'InvalidNetworkInterfaceID.NotFound',
+    `The networkInterface ID${ids.length > 1 ? 's' : ''} ${list} do${ids.length > 1 ? '' : 'es'} not exist`,
+  );
 }

@@ -25,10 +25,19 @@ export class Ec2Server {
   private readonly server: http.Server;
   private readonly sleeps = new Set<{ timer: NodeJS.Timeout; done: () => void }>();
 
-  constructor(private readonly model: CloudModel, private readonly faults: FaultInjector, private readonly calls: ApiCallRecord[]) {
+  constructor(
+    private readonly model: CloudModel,
+    private readonly faults: FaultInjector,
+    private readonly calls: ApiCallRecord[],
+  ) {
     this.server = http.createServer((req, res) => {
       this.route(req, res).catch((e: unknown) => {
-        if (!res.headersSent) sendXml(res, 500, renderError('InternalError', `An internal error has occurred: ${(e as Error).message}`, randomUUID()));
+        if (!res.headersSent)
+          sendXml(
+            res,
+            500,
+            renderError('InternalError', `An internal error has occurred: ${(e as Error).message}`, randomUUID()),
+          );
       });
     });
   }
@@ -46,7 +55,10 @@ export class Ec2Server {
 
   /** Closes the server, its connections, and ends pending latency waits. */
   close(): Promise<void> {
-    for (const s of this.sleeps) { clearTimeout(s.timer); s.done(); }
+    for (const s of this.sleeps) {
+      clearTimeout(s.timer);
+      s.done();
+    }
     this.sleeps.clear();
     return new Promise((resolve) => {
       this.server.close(() => resolve());
@@ -71,7 +83,10 @@ export class Ec2Server {
     if (method === 'GET' && path === '/_sim/calls') return json(200, this.calls);
     if (method === 'GET' && path === '/_sim/state') return json(200, stateToJson(this.model.state));
     if (method === 'GET' && path === '/_sim/faults') return json(200, this.faults.snapshot());
-    if (method === 'POST' && path === '/_sim/reset-calls') { this.calls.length = 0; return json(200, { ok: true }); }
+    if (method === 'POST' && path === '/_sim/reset-calls') {
+      this.calls.length = 0;
+      return json(200, { ok: true });
+    }
     if (method === 'POST' && path === '/_sim/faults') {
       try {
         this.faults.configure(body.trim() ? JSON.parse(body) : {});
@@ -100,7 +115,8 @@ export class Ec2Server {
       if (delay > 0) await this.sleep(delay);
       const injected = this.faults.takeInjectedError(action, { laterPage: params.NextToken !== undefined });
       if (injected?.when === 'before') return await this.injectedFailure(injected, rec, res, t0);
-      if (params.DryRun === 'true') throw new Ec2ApiError('DryRunOperation', 'Request would have succeeded, but DryRun flag is set.', 412);
+      if (params.DryRun === 'true')
+        throw new Ec2ApiError('DryRunOperation', 'Request would have succeeded, but DryRun flag is set.', 412);
       const body = handler(this.model, params);
       // 'after': the action took effect, but the client hears a failure (or nothing).
       if (injected) return await this.injectedFailure(injected, rec, res, t0);
@@ -109,7 +125,10 @@ export class Ec2Server {
       rec.durationMs = Date.now() - t0;
       sendXml(res, 200, xml, requestId);
     } catch (e) {
-      const err = e instanceof Ec2ApiError ? e : new Ec2ApiError('InternalError', `An internal error has occurred: ${(e as Error).message}`);
+      const err =
+        e instanceof Ec2ApiError
+          ? e
+          : new Ec2ApiError('InternalError', `An internal error has occurred: ${(e as Error).message}`);
       rec.errorCode = err.code;
       rec.durationMs = Date.now() - t0;
       sendXml(res, err.status, renderError(err.code, err.message, requestId), requestId);
@@ -120,7 +139,12 @@ export class Ec2Server {
    * Answers a call that drew an injected fault: the EC2 error, or for {@link NO_RESPONSE}
    * no answer at all until the client hangs up (or the server closes).
    */
-  private async injectedFailure(f: DrawnFault, rec: ApiCallRecord, res: http.ServerResponse, t0: number): Promise<void> {
+  private async injectedFailure(
+    f: DrawnFault,
+    rec: ApiCallRecord,
+    res: http.ServerResponse,
+    t0: number,
+  ): Promise<void> {
     if (f.code !== NO_RESPONSE) throw new Ec2ApiError(f.code, f.message);
     rec.errorCode = NO_RESPONSE;
     if (!res.destroyed) await new Promise<void>((resolve) => res.once('close', () => resolve()));
@@ -129,7 +153,13 @@ export class Ec2Server {
 
   private sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const entry: { timer: NodeJS.Timeout; done: () => void } = { timer: setTimeout(() => { this.sleeps.delete(entry); resolve(); }, ms), done: () => resolve() };
+      const entry: { timer: NodeJS.Timeout; done: () => void } = {
+        timer: setTimeout(() => {
+          this.sleeps.delete(entry);
+          resolve();
+        }, ms),
+        done: () => resolve(),
+      };
       this.sleeps.add(entry);
     });
   }
@@ -145,7 +175,11 @@ function safeInstanceId(model: CloudModel, p: Record<string, string>): string | 
 
 function sendXml(res: http.ServerResponse, status: number, xml: string, requestId = randomUUID()): void {
   if (res.destroyed) return;
-  res.writeHead(status, { 'Content-Type': 'text/xml;charset=UTF-8', 'Content-Length': Buffer.byteLength(xml), 'x-amzn-RequestId': requestId });
+  res.writeHead(status, {
+    'Content-Type': 'text/xml;charset=UTF-8',
+    'Content-Length': Buffer.byteLength(xml),
+    'x-amzn-RequestId': requestId,
+  });
   res.end(xml);
 }
 
@@ -155,7 +189,11 @@ function readBody(req: http.IncomingMessage): Promise<string> {
     let n = 0;
     req.on('data', (c: Buffer) => {
       n += c.length;
-      if (n > MAX_BODY) { reject(new Error('request body too large')); req.destroy(); return; }
+      if (n > MAX_BODY) {
+        reject(new Error('request body too large'));
+        req.destroy();
+        return;
+      }
       chunks.push(c);
     });
     req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));

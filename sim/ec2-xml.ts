@@ -14,7 +14,12 @@ import type { Eni, Instance, SimState, Subnet } from './types.js';
 export const EC2_API_VERSION = '2016-11-15';
 const XMLNS = `http://ec2.amazonaws.com/doc/${EC2_API_VERSION}/`;
 
-const builder = new XMLBuilder({ ignoreAttributes: false, attributeNamePrefix: '@_', suppressEmptyNode: false, processEntities: true });
+const builder = new XMLBuilder({
+  ignoreAttributes: false,
+  attributeNamePrefix: '@_',
+  suppressEmptyNode: false,
+  processEntities: true,
+});
 
 /** A JSON-ish tree that XMLBuilder turns into elements. */
 export type XmlTree = Record<string, unknown>;
@@ -70,12 +75,20 @@ export function eniXml(eni: Eni): XmlTree {
     sourceDestCheck: eni.sourceDestCheck,
     interfaceType: 'interface',
     groupSet: groupSet(eni.securityGroupIds),
-    ...(a ? {
-      attachment: {
-        attachmentId: a.attachmentId, instanceId: a.instanceId, instanceOwnerId: eni.ownerId, deviceIndex: a.deviceIndex,
-        networkCardIndex: 0, status: a.status, attachTime: iso(a.attachTime), deleteOnTermination: a.deleteOnTermination,
-      },
-    } : {}),
+    ...(a
+      ? {
+          attachment: {
+            attachmentId: a.attachmentId,
+            instanceId: a.instanceId,
+            instanceOwnerId: eni.ownerId,
+            deviceIndex: a.deviceIndex,
+            networkCardIndex: 0,
+            status: a.status,
+            attachTime: iso(a.attachTime),
+            deleteOnTermination: a.deleteOnTermination,
+          },
+        }
+      : {}),
     tagSet: tagSet(eni.tags),
     privateIpAddressesSet: privateIps(eni),
     ipv4PrefixSet: set(eni.ipv4Prefixes.map((ipv4Prefix) => ({ ipv4Prefix }))),
@@ -87,10 +100,25 @@ export function eniXml(eni: Eni): XmlTree {
 function instanceEniXml(eni: Eni): XmlTree {
   const a = eni.attachment!;
   return {
-    networkInterfaceId: eni.networkInterfaceId, subnetId: eni.subnetId, vpcId: eni.vpcId, description: eni.description,
-    ownerId: eni.ownerId, status: eni.status, macAddress: eni.macAddress, privateIpAddress: eni.primaryIp,
-    sourceDestCheck: eni.sourceDestCheck, interfaceType: 'interface', groupSet: groupSet(eni.securityGroupIds),
-    attachment: { attachmentId: a.attachmentId, deviceIndex: a.deviceIndex, networkCardIndex: 0, status: a.status, attachTime: iso(a.attachTime), deleteOnTermination: a.deleteOnTermination },
+    networkInterfaceId: eni.networkInterfaceId,
+    subnetId: eni.subnetId,
+    vpcId: eni.vpcId,
+    description: eni.description,
+    ownerId: eni.ownerId,
+    status: eni.status,
+    macAddress: eni.macAddress,
+    privateIpAddress: eni.primaryIp,
+    sourceDestCheck: eni.sourceDestCheck,
+    interfaceType: 'interface',
+    groupSet: groupSet(eni.securityGroupIds),
+    attachment: {
+      attachmentId: a.attachmentId,
+      deviceIndex: a.deviceIndex,
+      networkCardIndex: 0,
+      status: a.status,
+      attachTime: iso(a.attachTime),
+      deleteOnTermination: a.deleteOnTermination,
+    },
     privateIpAddressesSet: privateIps(eni),
     ipv4PrefixSet: set(eni.ipv4Prefixes.map((ipv4Prefix) => ({ ipv4Prefix }))),
     ipv6AddressesSet: set([]),
@@ -99,42 +127,51 @@ function instanceEniXml(eni: Eni): XmlTree {
 
 /** EC2 `Reservation` holding one instance, with its attached ENIs by device index. */
 export function reservationXml(state: SimState, inst: Instance, tags: Record<string, string>): XmlTree {
-  const enis = [...state.enis.values()].filter((e) => e.attachment?.instanceId === inst.instanceId)
+  const enis = [...state.enis.values()]
+    .filter((e) => e.attachment?.instanceId === inst.instanceId)
     .sort((x, y) => x.attachment!.deviceIndex - y.attachment!.deviceIndex);
   const primary = state.enis.get(inst.primaryEniId);
   return {
     reservationId: inst.reservationId,
     ownerId: state.accountId,
     groupSet: set([]),
-    instancesSet: set([{
-      instanceId: inst.instanceId,
-      imageId: 'ami-0sim000000000000',
-      instanceState: { code: 16, name: 'running' },
-      privateDnsName: `ip-${inst.privateIpAddress.replace(/\./g, '-')}.${state.region}.compute.internal`,
-      instanceType: inst.instanceType,
-      launchTime: iso(inst.launchTime),
-      placement: { availabilityZone: inst.availabilityZone, tenancy: 'default' },
-      subnetId: inst.subnetId,
-      vpcId: inst.vpcId,
-      privateIpAddress: inst.privateIpAddress,
-      sourceDestCheck: primary?.sourceDestCheck ?? true,
-      groupSet: groupSet(primary?.securityGroupIds ?? []),
-      architecture: 'x86_64',
-      rootDeviceType: 'ebs',
-      hypervisor: 'xen', // the Instance.Hypervisor enum is ovm|xen (Nitro instances report xen); DescribeInstanceTypes tells nitro apart
-      virtualizationType: 'hvm',
-      tagSet: tagSet(tags),
-      networkInterfaceSet: set(enis.map(instanceEniXml)),
-    }]),
+    instancesSet: set([
+      {
+        instanceId: inst.instanceId,
+        imageId: 'ami-0sim000000000000',
+        instanceState: { code: 16, name: 'running' },
+        privateDnsName: `ip-${inst.privateIpAddress.replace(/\./g, '-')}.${state.region}.compute.internal`,
+        instanceType: inst.instanceType,
+        launchTime: iso(inst.launchTime),
+        placement: { availabilityZone: inst.availabilityZone, tenancy: 'default' },
+        subnetId: inst.subnetId,
+        vpcId: inst.vpcId,
+        privateIpAddress: inst.privateIpAddress,
+        sourceDestCheck: primary?.sourceDestCheck ?? true,
+        groupSet: groupSet(primary?.securityGroupIds ?? []),
+        architecture: 'x86_64',
+        rootDeviceType: 'ebs',
+        hypervisor: 'xen', // the Instance.Hypervisor enum is ovm|xen (Nitro instances report xen); DescribeInstanceTypes tells nitro apart
+        virtualizationType: 'hvm',
+        tagSet: tagSet(tags),
+        networkInterfaceSet: set(enis.map(instanceEniXml)),
+      },
+    ]),
   };
 }
 
 /** EC2 `Subnet`. */
 export function subnetXml(s: Subnet, tags: Record<string, string>): XmlTree {
   return {
-    subnetId: s.subnetId, state: 'available', vpcId: s.vpcId, cidrBlock: s.cidr,
-    availableIpAddressCount: s.addresses.freeCount(), availabilityZone: s.availabilityZone,
-    defaultForAz: false, mapPublicIpOnLaunch: false, tagSet: tagSet(tags),
+    subnetId: s.subnetId,
+    state: 'available',
+    vpcId: s.vpcId,
+    cidrBlock: s.cidr,
+    availableIpAddressCount: s.addresses.freeCount(),
+    availabilityZone: s.availabilityZone,
+    defaultForAz: false,
+    mapPublicIpOnLaunch: false,
+    tagSet: tagSet(tags),
   };
 }
 
@@ -151,7 +188,9 @@ export function instanceTypeXml(t: InstanceTypeInfo): XmlTree {
       maximumNetworkInterfaces: t.maxEnis,
       maximumNetworkCards: 1,
       defaultNetworkCardIndex: 0,
-      networkCards: set([{ networkCardIndex: 0, networkPerformance: 'Up to 10 Gigabit', maximumNetworkInterfaces: t.maxEnis }]),
+      networkCards: set([
+        { networkCardIndex: 0, networkPerformance: 'Up to 10 Gigabit', maximumNetworkInterfaces: t.maxEnis },
+      ]),
       ipv4AddressesPerInterface: t.ipv4PerEni,
       ipv6AddressesPerInterface: t.ipv6PerEni,
       ipv6Supported: true,

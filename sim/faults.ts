@@ -11,7 +11,10 @@ import { z } from 'zod';
 export type LatencySpec = number | { min: number; max: number };
 
 /** Token bucket settings: `burst` tokens at most, refilled at `refillPerSecond` tokens/s. */
-export interface BucketSpec { burst: number; refillPerSecond: number }
+export interface BucketSpec {
+  burst: number;
+  refillPerSecond: number;
+}
 
 /** EC2 throttling classes: `describe` (Describe*) and `mutating` (everything else). */
 export type ActionClass = 'describe' | 'mutating';
@@ -38,28 +41,61 @@ export const NO_RESPONSE = 'NoResponse';
  * - `laterPagesOnly`: only calls that carry a `NextToken` match (a Describe* that fails
  *   part-way through its pages: a partial describe).
  */
-export interface InjectedError { action: string; code: string; count: number; message?: string; when?: 'before' | 'after'; laterPagesOnly?: boolean }
+export interface InjectedError {
+  action: string;
+  code: string;
+  count: number;
+  message?: string;
+  when?: 'before' | 'after';
+  laterPagesOnly?: boolean;
+}
 
 /** What a call that drew an injected fault must do. */
-export interface DrawnFault { code: string; message: string; when: 'before' | 'after' }
+export interface DrawnFault {
+  code: string;
+  message: string;
+  when: 'before' | 'after';
+}
 
-const latencySchema = z.union([z.number().nonnegative(), z.object({ min: z.number().nonnegative(), max: z.number().nonnegative() })]);
+const latencySchema = z.union([
+  z.number().nonnegative(),
+  z.object({ min: z.number().nonnegative(), max: z.number().nonnegative() }),
+]);
 const bucketSchema = z.object({ burst: z.number().positive(), refillPerSecond: z.number().nonnegative() });
 
 /** Body of `POST /_sim/faults`; every key optional; `reset: true` clears all knobs first. */
-export const FaultConfigSchema = z.object({
-  reset: z.boolean().optional(),
-  latency: z.record(z.string(), z.union([latencySchema, z.null()])).optional(),
-  throttle: z.object({ describe: z.union([bucketSchema, z.null()]).optional(), mutating: z.union([bucketSchema, z.null()]).optional() }).optional(),
-  errors: z.array(z.object({
-    action: z.string().min(1), code: z.string().min(1), count: z.number().int().positive(), message: z.string().optional(),
-    when: z.enum(['before', 'after']).optional(), laterPagesOnly: z.boolean().optional(),
-  })).optional(),
-  /** Largest page any Describe* answers with (null clears): forces pagination with few resources. */
-  describePageSize: z.union([z.number().int().positive(), z.null()]).optional(),
-  imdsLagMs: z.partialRecord(z.enum(['attach', 'detach', 'assign', 'unassign', 'delete']), z.number().nonnegative()).optional(),
-  attachmentDelays: z.object({ attachMs: z.number().nonnegative().optional(), detachMs: z.number().nonnegative().optional() }).optional(),
-}).strict();
+export const FaultConfigSchema = z
+  .object({
+    reset: z.boolean().optional(),
+    latency: z.record(z.string(), z.union([latencySchema, z.null()])).optional(),
+    throttle: z
+      .object({
+        describe: z.union([bucketSchema, z.null()]).optional(),
+        mutating: z.union([bucketSchema, z.null()]).optional(),
+      })
+      .optional(),
+    errors: z
+      .array(
+        z.object({
+          action: z.string().min(1),
+          code: z.string().min(1),
+          count: z.number().int().positive(),
+          message: z.string().optional(),
+          when: z.enum(['before', 'after']).optional(),
+          laterPagesOnly: z.boolean().optional(),
+        }),
+      )
+      .optional(),
+    /** Largest page any Describe* answers with (null clears): forces pagination with few resources. */
+    describePageSize: z.union([z.number().int().positive(), z.null()]).optional(),
+    imdsLagMs: z
+      .partialRecord(z.enum(['attach', 'detach', 'assign', 'unassign', 'delete']), z.number().nonnegative())
+      .optional(),
+    attachmentDelays: z
+      .object({ attachMs: z.number().nonnegative().optional(), detachMs: z.number().nonnegative().optional() })
+      .optional(),
+  })
+  .strict();
 
 /** Parsed {@link FaultConfigSchema}. */
 export type FaultConfig = z.infer<typeof FaultConfigSchema>;
@@ -69,7 +105,10 @@ export function actionClass(action: string): ActionClass {
   return action.startsWith('Describe') ? 'describe' : 'mutating';
 }
 
-interface Bucket extends BucketSpec { tokens: number; lastRefill: number }
+interface Bucket extends BucketSpec {
+  tokens: number;
+  lastRefill: number;
+}
 
 /** Holds and applies the knobs. All times in ms; `now` is injectable for tests. */
 export class FaultInjector {
@@ -128,7 +167,9 @@ export class FaultInjector {
    * @param call.laterPage true when the request carries a NextToken.
    */
   takeInjectedError(action: string, call: { laterPage?: boolean } = {}): DrawnFault | undefined {
-    const e = this.injected.find((x) => x.action === action && x.count > 0 && (!x.laterPagesOnly || call.laterPage === true));
+    const e = this.injected.find(
+      (x) => x.action === action && x.count > 0 && (!x.laterPagesOnly || call.laterPage === true),
+    );
     if (!e) return undefined;
     e.count -= 1;
     if (e.count === 0) this.injected = this.injected.filter((x) => x !== e);
@@ -137,7 +178,8 @@ export class FaultInjector {
 
   /** Caps every Describe* page at `n` items (null: no cap). @throws RangeError for n < 1. */
   setDescribePageSize(n: number | null): void {
-    if (n !== null && !(Number.isInteger(n) && n >= 1)) throw new RangeError(`describePageSize must be a whole number >= 1, got ${n}`);
+    if (n !== null && !(Number.isInteger(n) && n >= 1))
+      throw new RangeError(`describePageSize must be a whole number >= 1, got ${n}`);
     this.describePageSize = n ?? undefined;
   }
 
@@ -180,7 +222,10 @@ export class FaultInjector {
    */
   configure(body: unknown): void {
     const r = FaultConfigSchema.safeParse(body);
-    if (!r.success) throw new Error(`invalid fault config: ${r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+    if (!r.success)
+      throw new Error(
+        `invalid fault config: ${r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
+      );
     const c = r.data;
     if (c.reset) this.reset();
     for (const [action, spec] of Object.entries(c.latency ?? {})) this.setLatency(action, spec);
@@ -200,7 +245,12 @@ export class FaultInjector {
   snapshot(): Record<string, unknown> {
     return {
       latency: Object.fromEntries(this.latency),
-      throttle: Object.fromEntries([...this.buckets].map(([k, b]) => [k, { burst: b.burst, refillPerSecond: b.refillPerSecond, tokens: b.tokens }])),
+      throttle: Object.fromEntries(
+        [...this.buckets].map(([k, b]) => [
+          k,
+          { burst: b.burst, refillPerSecond: b.refillPerSecond, tokens: b.tokens },
+        ]),
+      ),
       errors: this.injected.map((e) => ({ ...e })),
       imdsLagMs: Object.fromEntries(this.imdsLag),
       attachmentDelays: { attachMs: this.attachDelayMs, detachMs: this.detachDelayMs },

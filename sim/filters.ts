@@ -12,7 +12,12 @@ import type { Eni, Instance, Subnet } from './types.js';
 type Extractor<T> = (r: T, name: string) => string[] | undefined;
 
 function globToRegExp(v: string): RegExp {
-  return new RegExp(`^${v.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`);
+  return new RegExp(
+    `^${v
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '.*')
+      .replace(/\?/g, '.')}$`,
+  );
 }
 
 function tagValues(tags: Record<string, string>, name: string): string[] | undefined {
@@ -29,25 +34,45 @@ function tagValues(tags: Record<string, string>, name: string): string[] | undef
 export const eniFilterValues: Extractor<Eni> = (e, name) => {
   const a = e.attachment;
   switch (name) {
-    case 'network-interface-id': return [e.networkInterfaceId];
-    case 'attachment.instance-id': return a ? [a.instanceId] : [];
-    case 'attachment.attachment-id': return a ? [a.attachmentId] : [];
-    case 'attachment.device-index': return a ? [String(a.deviceIndex)] : [];
-    case 'attachment.status': return a ? [a.status] : [];
-    case 'attachment.delete-on-termination': return a ? [String(a.deleteOnTermination)] : [];
-    case 'status': return [e.status];
-    case 'subnet-id': return [e.subnetId];
-    case 'vpc-id': return [e.vpcId];
-    case 'availability-zone': return [e.availabilityZone];
-    case 'description': return [e.description];
-    case 'mac-address': return [e.macAddress];
-    case 'owner-id': return [e.ownerId];
-    case 'private-ip-address': case 'addresses.private-ip-address': return [e.primaryIp, ...e.secondaryIps];
-    case 'ipv4-prefix': return e.ipv4Prefixes;
-    case 'group-id': return e.securityGroupIds;
-    case 'source-dest-check': return [String(e.sourceDestCheck)];
-    case 'interface-type': return ['interface'];
-    default: return tagValues(e.tags, name);
+    case 'network-interface-id':
+      return [e.networkInterfaceId];
+    case 'attachment.instance-id':
+      return a ? [a.instanceId] : [];
+    case 'attachment.attachment-id':
+      return a ? [a.attachmentId] : [];
+    case 'attachment.device-index':
+      return a ? [String(a.deviceIndex)] : [];
+    case 'attachment.status':
+      return a ? [a.status] : [];
+    case 'attachment.delete-on-termination':
+      return a ? [String(a.deleteOnTermination)] : [];
+    case 'status':
+      return [e.status];
+    case 'subnet-id':
+      return [e.subnetId];
+    case 'vpc-id':
+      return [e.vpcId];
+    case 'availability-zone':
+      return [e.availabilityZone];
+    case 'description':
+      return [e.description];
+    case 'mac-address':
+      return [e.macAddress];
+    case 'owner-id':
+      return [e.ownerId];
+    case 'private-ip-address':
+    case 'addresses.private-ip-address':
+      return [e.primaryIp, ...e.secondaryIps];
+    case 'ipv4-prefix':
+      return e.ipv4Prefixes;
+    case 'group-id':
+      return e.securityGroupIds;
+    case 'source-dest-check':
+      return [String(e.sourceDestCheck)];
+    case 'interface-type':
+      return ['interface'];
+    default:
+      return tagValues(e.tags, name);
   }
 };
 
@@ -55,13 +80,22 @@ export const eniFilterValues: Extractor<Eni> = (e, name) => {
 export function subnetFilterValues(tagsOf: (id: string) => Record<string, string>): Extractor<Subnet> {
   return (s, name) => {
     switch (name) {
-      case 'subnet-id': return [s.subnetId];
-      case 'vpc-id': return [s.vpcId];
-      case 'availability-zone': return [s.availabilityZone];
-      case 'cidr-block': case 'cidr': case 'cidrBlock': return [s.cidr];
-      case 'state': return ['available'];
-      case 'available-ip-address-count': return [String(s.addresses.freeCount())];
-      default: return tagValues(tagsOf(s.subnetId), name);
+      case 'subnet-id':
+        return [s.subnetId];
+      case 'vpc-id':
+        return [s.vpcId];
+      case 'availability-zone':
+        return [s.availabilityZone];
+      case 'cidr-block':
+      case 'cidr':
+      case 'cidrBlock':
+        return [s.cidr];
+      case 'state':
+        return ['available'];
+      case 'available-ip-address-count':
+        return [String(s.addresses.freeCount())];
+      default:
+        return tagValues(tagsOf(s.subnetId), name);
     }
   };
 }
@@ -70,25 +104,68 @@ export function subnetFilterValues(tagsOf: (id: string) => Record<string, string
 export function instanceFilterValues(tagsOf: (id: string) => Record<string, string>): Extractor<Instance> {
   return (i, name) => {
     switch (name) {
-      case 'instance-id': return [i.instanceId];
-      case 'instance-type': return [i.instanceType];
-      case 'subnet-id': return [i.subnetId];
-      case 'vpc-id': return [i.vpcId];
-      case 'availability-zone': return [i.availabilityZone];
-      case 'private-ip-address': return [i.privateIpAddress];
-      case 'instance-state-name': return ['running'];
-      default: return tagValues(tagsOf(i.instanceId), name);
+      case 'instance-id':
+        return [i.instanceId];
+      case 'instance-type':
+        return [i.instanceType];
+      case 'subnet-id':
+        return [i.subnetId];
+      case 'vpc-id':
+        return [i.vpcId];
+      case 'availability-zone':
+        return [i.availabilityZone];
+      case 'private-ip-address':
+        return [i.privateIpAddress];
+      case 'instance-state-name':
+        return ['running'];
+      default:
+        return tagValues(tagsOf(i.instanceId), name);
     }
   };
 }
 
 /** Filter names each Describe action supports (besides `tag:<key>`, `tag-key`, `tag-value`). */
 export const FILTER_NAMES = {
-  eni: new Set(['network-interface-id', 'attachment.instance-id', 'attachment.attachment-id', 'attachment.device-index', 'attachment.status',
-    'attachment.delete-on-termination', 'status', 'subnet-id', 'vpc-id', 'availability-zone', 'description', 'mac-address', 'owner-id',
-    'private-ip-address', 'addresses.private-ip-address', 'ipv4-prefix', 'group-id', 'source-dest-check', 'interface-type']),
-  subnet: new Set(['subnet-id', 'vpc-id', 'availability-zone', 'cidr-block', 'cidr', 'cidrBlock', 'state', 'available-ip-address-count']),
-  instance: new Set(['instance-id', 'instance-type', 'subnet-id', 'vpc-id', 'availability-zone', 'private-ip-address', 'instance-state-name']),
+  eni: new Set([
+    'network-interface-id',
+    'attachment.instance-id',
+    'attachment.attachment-id',
+    'attachment.device-index',
+    'attachment.status',
+    'attachment.delete-on-termination',
+    'status',
+    'subnet-id',
+    'vpc-id',
+    'availability-zone',
+    'description',
+    'mac-address',
+    'owner-id',
+    'private-ip-address',
+    'addresses.private-ip-address',
+    'ipv4-prefix',
+    'group-id',
+    'source-dest-check',
+    'interface-type',
+  ]),
+  subnet: new Set([
+    'subnet-id',
+    'vpc-id',
+    'availability-zone',
+    'cidr-block',
+    'cidr',
+    'cidrBlock',
+    'state',
+    'available-ip-address-count',
+  ]),
+  instance: new Set([
+    'instance-id',
+    'instance-type',
+    'subnet-id',
+    'vpc-id',
+    'availability-zone',
+    'private-ip-address',
+    'instance-state-name',
+  ]),
 };
 
 /**
@@ -103,10 +180,12 @@ export function applyFilters<T>(items: T[], filters: Filter[], values: Extractor
     }
     return { name: f.name, res: f.values.map(globToRegExp) };
   });
-  return items.filter((it) => compiled.every((f) => {
-    const have = values(it, f.name) ?? [];
-    return f.res.some((re) => have.some((h) => re.test(h)));
-  }));
+  return items.filter((it) =>
+    compiled.every((f) => {
+      const have = values(it, f.name) ?? [];
+      return f.res.some((re) => have.some((h) => re.test(h)));
+    }),
+  );
 }
 
 /** Opaque NextToken encoding an offset. */
@@ -119,7 +198,12 @@ function encodeToken(offset: number): string {
  * at most `cap` items (the sim's `describePageSize` knob; may be below EC2's minimum of 5).
  * @throws Ec2ApiError InvalidParameterValue for a bad MaxResults, InvalidNextToken for a bad token.
  */
-export function page<T>(items: T[], maxResults: number | undefined, nextToken: string | undefined, cap?: number): { items: T[]; nextToken?: string } {
+export function page<T>(
+  items: T[],
+  maxResults: number | undefined,
+  nextToken: string | undefined,
+  cap?: number,
+): { items: T[]; nextToken?: string } {
   let offset = 0;
   if (nextToken) {
     try {
@@ -130,7 +214,10 @@ export function page<T>(items: T[], maxResults: number | undefined, nextToken: s
       throw new Ec2ApiError('InvalidNextToken', 'The token provided is invalid or expired.');
     }
   }
-  if (maxResults !== undefined && (maxResults < 5 || maxResults > 1000)) throw invalidParameter(`Value ( ${maxResults} ) for parameter maxResults is invalid. Expecting a value between 5 and 1000.`);
+  if (maxResults !== undefined && (maxResults < 5 || maxResults > 1000))
+    throw invalidParameter(
+      `Value ( ${maxResults} ) for parameter maxResults is invalid. Expecting a value between 5 and 1000.`,
+    );
   const size = Math.min(maxResults ?? Infinity, cap ?? Infinity);
   if (size === Infinity) return { items: items.slice(offset) };
   const end = offset + size;

@@ -32,43 +32,101 @@ const MAX_TTL_S = 21600;
 export function metadataText(v: ImdsInstanceView, path: string): string | undefined {
   const p = path.replace(/^\/+/, '');
   if (p === 'dynamic/instance-identity/document') {
-    return JSON.stringify({
-      accountId: v.accountId, architecture: 'x86_64', availabilityZone: v.availabilityZone, imageId: v.imageId, instanceId: v.instanceId,
-      instanceType: v.instanceType, pendingTime: new Date(v.launchTime).toISOString(), privateIp: v.privateIp, region: v.region, version: '2017-09-30',
-    }, null, 2);
+    return JSON.stringify(
+      {
+        accountId: v.accountId,
+        architecture: 'x86_64',
+        availabilityZone: v.availabilityZone,
+        imageId: v.imageId,
+        instanceId: v.instanceId,
+        instanceType: v.instanceType,
+        pendingTime: new Date(v.launchTime).toISOString(),
+        privateIp: v.privateIp,
+        region: v.region,
+        version: '2017-09-30',
+      },
+      null,
+      2,
+    );
   }
   if (p === 'dynamic/' || p === 'dynamic') return 'instance-identity/';
   if (p === 'dynamic/instance-identity/' || p === 'dynamic/instance-identity') return 'document';
   if (p === 'meta-data' || p === 'meta-data/') {
-    return ['ami-id', 'hostname', 'iam/', 'instance-id', 'instance-type', 'local-hostname', 'local-ipv4', 'mac', 'network/', 'placement/'].join('\n');
+    return [
+      'ami-id',
+      'hostname',
+      'iam/',
+      'instance-id',
+      'instance-type',
+      'local-hostname',
+      'local-ipv4',
+      'mac',
+      'network/',
+      'placement/',
+    ].join('\n');
   }
   if (!p.startsWith('meta-data/')) return undefined;
   const m = p.slice('meta-data/'.length);
   const hostname = `ip-${v.privateIp.replace(/\./g, '-')}.${v.region}.compute.internal`;
   const simple: Record<string, string> = {
-    'ami-id': v.imageId, 'instance-id': v.instanceId, 'instance-type': v.instanceType, 'local-ipv4': v.privateIp, mac: v.primaryMac,
-    hostname, 'local-hostname': hostname, 'placement/': 'availability-zone\nregion', 'placement/availability-zone': v.availabilityZone,
-    'placement/region': v.region, 'network/': 'interfaces/', 'network/interfaces/': 'macs/',
+    'ami-id': v.imageId,
+    'instance-id': v.instanceId,
+    'instance-type': v.instanceType,
+    'local-ipv4': v.privateIp,
+    mac: v.primaryMac,
+    hostname,
+    'local-hostname': hostname,
+    'placement/': 'availability-zone\nregion',
+    'placement/availability-zone': v.availabilityZone,
+    'placement/region': v.region,
+    'network/': 'interfaces/',
+    'network/interfaces/': 'macs/',
     'network/interfaces/macs/': v.enis.map((e) => `${e.mac}/`).join('\n'),
-    'iam/': 'info\nsecurity-credentials/', 'iam/security-credentials/': ROLE_NAME,
-    'iam/info': JSON.stringify({ Code: 'Success', LastUpdated: new Date().toISOString(), InstanceProfileArn: `arn:aws:iam::${v.accountId}:instance-profile/${ROLE_NAME}`, InstanceProfileId: 'AIPASIMULATED0000000' }, null, 2),
+    'iam/': 'info\nsecurity-credentials/',
+    'iam/security-credentials/': ROLE_NAME,
+    'iam/info': JSON.stringify(
+      {
+        Code: 'Success',
+        LastUpdated: new Date().toISOString(),
+        InstanceProfileArn: `arn:aws:iam::${v.accountId}:instance-profile/${ROLE_NAME}`,
+        InstanceProfileId: 'AIPASIMULATED0000000',
+      },
+      null,
+      2,
+    ),
   };
   if (m in simple) return simple[m];
   if (`${m}/` in simple) return simple[`${m}/`];
   if (m === `iam/security-credentials/${ROLE_NAME}`) {
-    return JSON.stringify({
-      Code: 'Success', LastUpdated: new Date().toISOString(), Type: 'AWS-HMAC', AccessKeyId: `ASIASIM${hex(6).toUpperCase()}`,
-      SecretAccessKey: hex(20), Token: `sim-session-${hex(24)}`, Expiration: new Date(Date.now() + 6 * 3600_000).toISOString(),
-    }, null, 2);
+    return JSON.stringify(
+      {
+        Code: 'Success',
+        LastUpdated: new Date().toISOString(),
+        Type: 'AWS-HMAC',
+        AccessKeyId: `ASIASIM${hex(6).toUpperCase()}`,
+        SecretAccessKey: hex(20),
+        Token: `sim-session-${hex(24)}`,
+        Expiration: new Date(Date.now() + 6 * 3600_000).toISOString(),
+      },
+      null,
+      2,
+    );
   }
   const em = /^network\/interfaces\/macs\/([0-9a-f:]{17})\/(.*)$/.exec(m);
   if (!em) return undefined;
   const eni = v.enis.find((e) => e.mac === em[1]);
   if (!eni) return undefined;
   const fields: Record<string, string> = {
-    'device-number': String(eni.deviceNumber), 'interface-id': eni.eniId, 'local-ipv4s': eni.localIpv4s.join('\n'), mac: eni.mac,
-    'owner-id': v.accountId, 'security-group-ids': eni.securityGroupIds.join('\n'), 'subnet-id': eni.subnetId,
-    'subnet-ipv4-cidr-block': eni.subnetCidr, 'vpc-id': eni.vpcId, 'vpc-ipv4-cidr-block': eni.vpcCidrs[0] ?? '',
+    'device-number': String(eni.deviceNumber),
+    'interface-id': eni.eniId,
+    'local-ipv4s': eni.localIpv4s.join('\n'),
+    mac: eni.mac,
+    'owner-id': v.accountId,
+    'security-group-ids': eni.securityGroupIds.join('\n'),
+    'subnet-id': eni.subnetId,
+    'subnet-ipv4-cidr-block': eni.subnetCidr,
+    'vpc-id': eni.vpcId,
+    'vpc-ipv4-cidr-block': eni.vpcCidrs[0] ?? '',
     'vpc-ipv4-cidr-blocks': eni.vpcCidrs.join('\n'),
   };
   if (eni.ipv4Prefixes.length) fields['ipv4-prefix'] = eni.ipv4Prefixes.join('\n');
@@ -109,7 +167,10 @@ export class ImdsServer {
     let path = url.pathname;
     let instanceId = this.backend.defaultInstanceId();
     const pm = /^\/(i-[0-9a-f]+)(\/.*)$/.exec(path);
-    if (pm) { instanceId = pm[1]; path = pm[2]!; }
+    if (pm) {
+      instanceId = pm[1];
+      path = pm[2]!;
+    }
     const send = (status: number, body: string, headers: Record<string, string> = {}): void => {
       res.writeHead(status, { 'Content-Type': 'text/plain', 'Content-Length': Buffer.byteLength(body), ...headers });
       res.end(body);

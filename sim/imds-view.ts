@@ -45,14 +45,28 @@ export function liveInstanceView(state: SimState, instanceId: string): ImdsInsta
     .filter((e) => e.attachment?.instanceId === instanceId && e.attachment.status === 'attached')
     .sort((a, b) => a.attachment!.deviceIndex - b.attachment!.deviceIndex)
     .map((e): ImdsEniView => ({
-      mac: e.macAddress, eniId: e.networkInterfaceId, deviceNumber: e.attachment!.deviceIndex, subnetId: e.subnetId,
-      subnetCidr: state.subnets.get(e.subnetId)?.cidr ?? '', vpcId: e.vpcId, vpcCidrs: [state.vpcCidr],
-      securityGroupIds: [...e.securityGroupIds], localIpv4s: [e.primaryIp, ...e.secondaryIps], ipv4Prefixes: [...e.ipv4Prefixes],
+      mac: e.macAddress,
+      eniId: e.networkInterfaceId,
+      deviceNumber: e.attachment!.deviceIndex,
+      subnetId: e.subnetId,
+      subnetCidr: state.subnets.get(e.subnetId)?.cidr ?? '',
+      vpcId: e.vpcId,
+      vpcCidrs: [state.vpcCidr],
+      securityGroupIds: [...e.securityGroupIds],
+      localIpv4s: [e.primaryIp, ...e.secondaryIps],
+      ipv4Prefixes: [...e.ipv4Prefixes],
     }));
   return {
-    instanceId, instanceType: inst.instanceType, imageId: 'ami-0sim000000000000', region: state.region, availabilityZone: inst.availabilityZone,
-    accountId: state.accountId, privateIp: inst.privateIpAddress, primaryMac: state.enis.get(inst.primaryEniId)?.macAddress ?? '',
-    launchTime: inst.launchTime, enis,
+    instanceId,
+    instanceType: inst.instanceType,
+    imageId: 'ami-0sim000000000000',
+    region: state.region,
+    availabilityZone: inst.availabilityZone,
+    accountId: state.accountId,
+    privateIp: inst.privateIpAddress,
+    primaryMac: state.enis.get(inst.primaryEniId)?.macAddress ?? '',
+    launchTime: inst.launchTime,
+    enis,
   };
 }
 
@@ -60,7 +74,10 @@ export function liveInstanceView(state: SimState, instanceId: string): ImdsInsta
 export class ImdsViews {
   private readonly pending = new Map<string, { visibleAt: number; before: ImdsInstanceView }[]>();
 
-  constructor(private readonly state: SimState, private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly state: SimState,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   /** Call just before a change to `instanceId`'s metadata that IMDS should show `lagMs` late. */
   beforeChange(instanceId: string, lagMs: number): void {

@@ -3,7 +3,19 @@
  * limits and error codes, fault knobs and a call log (docs/design.md#5-the-simulated-cloud).
  */
 export { SimCloud, type SimCloudOptions } from './sim-cloud.js';
-export { FaultInjector, FaultConfigSchema, NO_RESPONSE, actionClass, type FaultConfig, type LatencySpec, type BucketSpec, type ActionClass, type ImdsChangeKind, type InjectedError, type DrawnFault } from './faults.js';
+export {
+  FaultInjector,
+  FaultConfigSchema,
+  NO_RESPONSE,
+  actionClass,
+  type FaultConfig,
+  type LatencySpec,
+  type BucketSpec,
+  type ActionClass,
+  type ImdsChangeKind,
+  type InjectedError,
+  type DrawnFault,
+} from './faults.js';
 export { INSTANCE_TYPES, instanceTypeInfo, type InstanceTypeInfo } from './instance-types.js';
 export { Ec2ApiError, httpStatusForCode } from './ec2-errors.js';
 export { stateToJson, type SimStateJson } from './state-json.js';

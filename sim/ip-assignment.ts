@@ -21,31 +21,55 @@ export interface AssignInput {
  * InvalidParameterCombination, InvalidParameterValue (prefixes on a Xen instance),
  * PrivateIpAddressLimitExceeded, InsufficientFreeAddressesInSubnet, InsufficientCidrBlocks.
  */
-export function assignAddresses(model: CloudModel, eniId: string, p: AssignInput): { ips: string[]; prefixes: string[] } {
+export function assignAddresses(
+  model: CloudModel,
+  eniId: string,
+  p: AssignInput,
+): { ips: string[]; prefixes: string[] } {
   const eni = model.eni(eniId);
   const wantIps = p.secondaryCount !== undefined || (p.ips?.length ?? 0) > 0;
   const wantPrefixes = p.prefixCount !== undefined || (p.prefixes?.length ?? 0) > 0;
   if (!wantIps && !wantPrefixes) {
-    throw new Ec2ApiError('MissingParameter', 'Either SecondaryPrivateIpAddressCount, PrivateIpAddress, Ipv4PrefixCount or Ipv4Prefix must be specified.');
+    throw new Ec2ApiError(
+      'MissingParameter',
+      'Either SecondaryPrivateIpAddressCount, PrivateIpAddress, Ipv4PrefixCount or Ipv4Prefix must be specified.',
+    );
   }
-  if (wantIps && wantPrefixes) throw new Ec2ApiError('InvalidParameterCombination', 'IPv4 addresses and IPv4 prefixes cannot be assigned in the same request.');
-  if (p.secondaryCount !== undefined && p.ips?.length) throw new Ec2ApiError('InvalidParameterCombination', 'SecondaryPrivateIpAddressCount and PrivateIpAddress cannot both be specified.');
-  if (p.prefixCount !== undefined && p.prefixes?.length) throw new Ec2ApiError('InvalidParameterCombination', 'Ipv4PrefixCount and Ipv4Prefix cannot both be specified.');
+  if (wantIps && wantPrefixes)
+    throw new Ec2ApiError(
+      'InvalidParameterCombination',
+      'IPv4 addresses and IPv4 prefixes cannot be assigned in the same request.',
+    );
+  if (p.secondaryCount !== undefined && p.ips?.length)
+    throw new Ec2ApiError(
+      'InvalidParameterCombination',
+      'SecondaryPrivateIpAddressCount and PrivateIpAddress cannot both be specified.',
+    );
+  if (p.prefixCount !== undefined && p.prefixes?.length)
+    throw new Ec2ApiError('InvalidParameterCombination', 'Ipv4PrefixCount and Ipv4Prefix cannot both be specified.');
   const n = wantIps ? (p.secondaryCount ?? p.ips!.length) : (p.prefixCount ?? p.prefixes!.length);
   if (n < 1) throw invalidParameter('The number of addresses or prefixes to assign must be at least 1.');
   const type = model.attachedType(eni);
   if (wantPrefixes && type && type.hypervisor !== 'nitro') {
-    throw invalidParameter(`IPv4 prefixes are not supported on instance type ${type.instanceType} (hypervisor ${type.hypervisor}).`);
+    throw invalidParameter(
+      `IPv4 prefixes are not supported on instance type ${type.instanceType} (hypervisor ${type.hypervisor}).`,
+    );
   }
   const limit = model.ipv4Limit(eni);
   if (CloudModel.slotsUsed(eni) + n > limit) {
-    throw new Ec2ApiError('PrivateIpAddressLimitExceeded', `Number of private addresses will exceed limit (${limit} per interface${type ? ` for ${type.instanceType}` : ''}).`);
+    throw new Ec2ApiError(
+      'PrivateIpAddressLimitExceeded',
+      `Number of private addresses will exceed limit (${limit} per interface${type ? ` for ${type.instanceType}` : ''}).`,
+    );
   }
   const a = model.state.subnets.get(eni.subnetId)!.addresses;
   const instanceId = eni.attachment?.instanceId;
   if (wantIps) {
     let ips: string[];
-    if (p.ips?.length) { a.allocateSpecific(p.ips); ips = [...p.ips]; } else ips = a.allocate(n);
+    if (p.ips?.length) {
+      a.allocateSpecific(p.ips);
+      ips = [...p.ips];
+    } else ips = a.allocate(n);
     if (instanceId) notify(model, 'assign', instanceId);
     eni.secondaryIps.push(...ips);
     return { ips, prefixes: [] };
@@ -64,12 +88,22 @@ export function assignAddresses(model: CloudModel, eniId: string, p: AssignInput
  */
 export function unassignAddresses(model: CloudModel, eniId: string, ips: string[], prefixes: string[]): void {
   const eni = model.eni(eniId);
-  if (ips.length === 0 && prefixes.length === 0) throw new Ec2ApiError('MissingParameter', 'Either PrivateIpAddress or Ipv4Prefix must be specified.');
-  if (ips.includes(eni.primaryIp)) throw invalidParameter(`The primary private IP address ${eni.primaryIp} of interface ${eniId} cannot be unassigned.`);
+  if (ips.length === 0 && prefixes.length === 0)
+    throw new Ec2ApiError('MissingParameter', 'Either PrivateIpAddress or Ipv4Prefix must be specified.');
+  if (ips.includes(eni.primaryIp))
+    throw invalidParameter(
+      `The primary private IP address ${eni.primaryIp} of interface ${eniId} cannot be unassigned.`,
+    );
   const notOn = ips.filter((ip) => !eni.secondaryIps.includes(ip));
-  if (notOn.length) throw invalidParameter(`Some of the specified addresses are not assigned to interface ${eniId}: ${notOn.join(', ')}`);
+  if (notOn.length)
+    throw invalidParameter(
+      `Some of the specified addresses are not assigned to interface ${eniId}: ${notOn.join(', ')}`,
+    );
   const prefixNotOn = prefixes.filter((px) => !eni.ipv4Prefixes.includes(px));
-  if (prefixNotOn.length) throw invalidParameter(`Some of the specified prefixes are not assigned to interface ${eniId}: ${prefixNotOn.join(', ')}`);
+  if (prefixNotOn.length)
+    throw invalidParameter(
+      `Some of the specified prefixes are not assigned to interface ${eniId}: ${prefixNotOn.join(', ')}`,
+    );
   if (eni.attachment) notify(model, 'unassign', eni.attachment.instanceId);
   const dropIps = new Set(ips);
   const dropPrefixes = new Set(prefixes);

@@ -47,29 +47,50 @@ export function parseFlags(argv: string[]): Flags {
   let values: Record<string, string | undefined>;
   try {
     ({ values } = parseArgs({
-      args: argv, strict: true, allowPositionals: false,
+      args: argv,
+      strict: true,
+      allowPositionals: false,
       options: {
-        'instance-type': { type: 'string' }, 'subnet-cidr': { type: 'string' }, 'vpc-cidr': { type: 'string' },
-        'ec2-port': { type: 'string' }, 'imds-port': { type: 'string' }, host: { type: 'string' }, region: { type: 'string' }, seed: { type: 'string' },
+        'instance-type': { type: 'string' },
+        'subnet-cidr': { type: 'string' },
+        'vpc-cidr': { type: 'string' },
+        'ec2-port': { type: 'string' },
+        'imds-port': { type: 'string' },
+        host: { type: 'string' },
+        region: { type: 'string' },
+        seed: { type: 'string' },
       },
     }) as { values: Record<string, string | undefined> });
   } catch (e) {
     return usageError((e as Error).message.split('\n')[0]!);
   }
   const instanceType = values['instance-type'] ?? 'm5.large';
-  if (!instanceTypeInfo(instanceType)) usageError(`--instance-type '${instanceType}' is unknown; known: ${[...INSTANCE_TYPES.keys()].join(', ')}`);
+  if (!instanceTypeInfo(instanceType))
+    usageError(`--instance-type '${instanceType}' is unknown; known: ${[...INSTANCE_TYPES.keys()].join(', ')}`);
   const seed = values.seed;
   if (seed !== undefined && !/^\d+$/.test(seed)) usageError(`--seed must be a non-negative integer, got '${seed}'`);
   return {
-    instanceType, subnetCidr: cidr('subnet-cidr', values['subnet-cidr'] ?? '10.0.0.0/24'), vpcCidr: cidr('vpc-cidr', values['vpc-cidr'] ?? '10.0.0.0/16'),
-    ec2Port: port('ec2-port', values['ec2-port']), imdsPort: port('imds-port', values['imds-port']), host: values.host ?? '127.0.0.1',
-    region: values.region ?? 'us-west-2', ...(seed !== undefined ? { seed: Number(seed) } : {}),
+    instanceType,
+    subnetCidr: cidr('subnet-cidr', values['subnet-cidr'] ?? '10.0.0.0/24'),
+    vpcCidr: cidr('vpc-cidr', values['vpc-cidr'] ?? '10.0.0.0/16'),
+    ec2Port: port('ec2-port', values['ec2-port']),
+    imdsPort: port('imds-port', values['imds-port']),
+    host: values.host ?? '127.0.0.1',
+    region: values.region ?? 'us-west-2',
+    ...(seed !== undefined ? { seed: Number(seed) } : {}),
   };
 }
 
 async function main(): Promise<void> {
   const f = parseFlags(process.argv.slice(2));
-  const sim = new SimCloud({ region: f.region, vpcCidr: f.vpcCidr, host: f.host, ec2Port: f.ec2Port, imdsPort: f.imdsPort, ...(f.seed !== undefined ? { seed: f.seed } : {}) });
+  const sim = new SimCloud({
+    region: f.region,
+    vpcCidr: f.vpcCidr,
+    host: f.host,
+    ec2Port: f.ec2Port,
+    imdsPort: f.imdsPort,
+    ...(f.seed !== undefined ? { seed: f.seed } : {}),
+  });
   let subnetId: string;
   let instanceId: string;
   try {
@@ -85,9 +106,14 @@ async function main(): Promise<void> {
     process.stderr.write(`eni-ipam-sim: cannot listen: ${(e as Error).message}\n`);
     process.exit(1);
   }
-  process.stdout.write(`${JSON.stringify({ ec2Endpoint: sim.ec2Endpoint, imdsEndpoint: sim.imdsEndpoint, instanceId, subnetId })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ ec2Endpoint: sim.ec2Endpoint, imdsEndpoint: sim.imdsEndpoint, instanceId, subnetId })}\n`,
+  );
   const shutdown = (): void => {
-    sim.stop().then(() => process.exit(0), () => process.exit(1));
+    sim.stop().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
   };
   process.once('SIGTERM', shutdown);
   process.once('SIGINT', shutdown);

@@ -67,7 +67,11 @@ export interface MemoryEc2Options {
   timeoutMs?: number;
 }
 
-interface Scripted { fault: MemoryFault; count: number; attempts: number }
+interface Scripted {
+  fault: MemoryFault;
+  count: number;
+  attempts: number;
+}
 
 /** The simulated EC2 as an in-process {@link Ec2Port}. */
 export class MemoryEc2 implements Ec2Port {
@@ -86,11 +90,22 @@ export class MemoryEc2 implements Ec2Port {
     const ids = new IdGenerator(o.seed ?? 1);
     const region = o.region ?? 'us-west-2';
     this.state = {
-      region, availabilityZone: `${region}a`, vpcId: ids.id('vpc'), vpcCidr: o.vpcCidr ?? '10.0.0.0/16',
-      accountId: '123456789012', subnets: new Map(), instances: new Map(), enis: new Map(),
+      region,
+      availabilityZone: `${region}a`,
+      vpcId: ids.id('vpc'),
+      vpcCidr: o.vpcCidr ?? '10.0.0.0/16',
+      accountId: '123456789012',
+      subnets: new Map(),
+      instances: new Map(),
+      enis: new Map(),
     };
     let t = 0;
-    this.clock = o.clock ?? { now: () => t, advance: (ms) => { t += ms; } };
+    this.clock = o.clock ?? {
+      now: () => t,
+      advance: (ms) => {
+        t += ms;
+      },
+    };
     this.timeoutMs = o.timeoutMs ?? 10_000;
     this.model = new CloudModel(this.state, ids, new FaultInjector(), () => undefined);
   }
@@ -130,11 +145,20 @@ export class MemoryEc2 implements Ec2Port {
 
   /** The ENIs the instance's IMDS would list (attached ones, any status but detached), as `ImdsClient.enis()` gives them. */
   imdsEnis(instanceId: string): ImdsEni[] {
-    return [...this.state.enis.values()].filter((e) => e.attachment?.instanceId === instanceId).map((e) => ({
-      mac: e.macAddress, eniId: e.networkInterfaceId, deviceNumber: e.attachment!.deviceIndex, subnetId: e.subnetId, vpcId: e.vpcId,
-      subnetCidr: this.state.subnets.get(e.subnetId)?.cidr ?? '', vpcCidrs: [this.state.vpcCidr], securityGroupIds: [...e.securityGroupIds],
-      localIpv4s: [e.primaryIp, ...e.secondaryIps], ipv4Prefixes: [...e.ipv4Prefixes],
-    }));
+    return [...this.state.enis.values()]
+      .filter((e) => e.attachment?.instanceId === instanceId)
+      .map((e) => ({
+        mac: e.macAddress,
+        eniId: e.networkInterfaceId,
+        deviceNumber: e.attachment!.deviceIndex,
+        subnetId: e.subnetId,
+        vpcId: e.vpcId,
+        subnetCidr: this.state.subnets.get(e.subnetId)?.cidr ?? '',
+        vpcCidrs: [this.state.vpcCidr],
+        securityGroupIds: [...e.securityGroupIds],
+        localIpv4s: [e.primaryIp, ...e.secondaryIps],
+        ipv4Prefixes: [...e.ipv4Prefixes],
+      }));
   }
 
   describeEnis(eniIds: string[]): Promise<Ec2Eni[]> {
@@ -158,26 +182,41 @@ export class MemoryEc2 implements Ec2Port {
   }
 
   createEni(p: CreateEniRequest): Promise<Ec2Eni> {
-    return this.call('CreateNetworkInterface', [p], () => toEc2Eni(this.model.createEni({
-      subnetId: p.subnetId, description: p.description, tags: p.tags, secondaryCount: p.secondaryCount,
-      prefixCount: p.prefixCount ?? 0, securityGroupIds: p.securityGroupIds ?? [],
-    })));
+    return this.call('CreateNetworkInterface', [p], () =>
+      toEc2Eni(
+        this.model.createEni({
+          subnetId: p.subnetId,
+          description: p.description,
+          tags: p.tags,
+          secondaryCount: p.secondaryCount,
+          prefixCount: p.prefixCount ?? 0,
+          securityGroupIds: p.securityGroupIds ?? [],
+        }),
+      ),
+    );
   }
 
   attachEni(eniId: string, instanceId: string, deviceIndex: number): Promise<string> {
-    return this.call('AttachNetworkInterface', [eniId, instanceId, deviceIndex], () => this.model.attachEni(eniId, instanceId, deviceIndex));
+    return this.call('AttachNetworkInterface', [eniId, instanceId, deviceIndex], () =>
+      this.model.attachEni(eniId, instanceId, deviceIndex),
+    );
   }
 
   setDeleteOnTermination(eniId: string, attachmentId: string): Promise<void> {
     return this.call('ModifyNetworkInterfaceAttribute', [eniId, attachmentId], () => {
       const eni = this.model.eni(eniId);
-      if (eni.attachment?.attachmentId !== attachmentId) throw new Ec2ApiError('InvalidAttachmentID.NotFound', `The attachment ID '${attachmentId}' does not exist`);
+      if (eni.attachment?.attachmentId !== attachmentId)
+        throw new Ec2ApiError('InvalidAttachmentID.NotFound', `The attachment ID '${attachmentId}' does not exist`);
       eni.attachment.deleteOnTermination = true;
     });
   }
 
   assignIps(eniId: string, count: number): Promise<string[]> {
-    return this.call('AssignPrivateIpAddresses', [eniId, count], () => assignAddresses(this.model, eniId, { secondaryCount: count, ips: [], prefixes: [] }).ips);
+    return this.call(
+      'AssignPrivateIpAddresses',
+      [eniId, count],
+      () => assignAddresses(this.model, eniId, { secondaryCount: count, ips: [], prefixes: [] }).ips,
+    );
   }
 
   unassignIps(eniId: string, ips: string[]): Promise<void> {
@@ -186,12 +225,18 @@ export class MemoryEc2 implements Ec2Port {
   }
 
   assignPrefixes(eniId: string, count: number): Promise<string[]> {
-    return this.call('AssignPrivateIpAddresses', [eniId, count], () => assignAddresses(this.model, eniId, { prefixCount: count, ips: [], prefixes: [] }).prefixes);
+    return this.call(
+      'AssignPrivateIpAddresses',
+      [eniId, count],
+      () => assignAddresses(this.model, eniId, { prefixCount: count, ips: [], prefixes: [] }).prefixes,
+    );
   }
 
   unassignPrefixes(eniId: string, prefixes: string[]): Promise<void> {
     if (prefixes.length === 0) return Promise.resolve();
-    return this.call('UnassignPrivateIpAddresses', [eniId, prefixes], () => unassignAddresses(this.model, eniId, [], prefixes));
+    return this.call('UnassignPrivateIpAddresses', [eniId, prefixes], () =>
+      unassignAddresses(this.model, eniId, [], prefixes),
+    );
   }
 
   detachEni(attachmentId: string): Promise<void> {
@@ -244,7 +289,13 @@ export class MemoryEc2 implements Ec2Port {
     }
     const code = typeof f === 'string' ? 'InternalError' : f.code;
     rec.error = code;
-    throw toEc2Error(action, code, typeof f === 'string' ? 'We encountered an internal error. Please try again.' : f.message ?? code, httpStatusForCode(code), fault.attempts);
+    throw toEc2Error(
+      action,
+      code,
+      typeof f === 'string' ? 'We encountered an internal error. Please try again.' : (f.message ?? code),
+      httpStatusForCode(code),
+      fault.attempts,
+    );
   }
 
   private takeFault(action: string): Scripted | undefined {
@@ -256,7 +307,13 @@ export class MemoryEc2 implements Ec2Port {
   }
 }
 
-function toEc2Error(action: string, code: string, message: string, status: number | undefined, attempts: number): Ec2Error {
+function toEc2Error(
+  action: string,
+  code: string,
+  message: string,
+  status: number | undefined,
+  attempts: number,
+): Ec2Error {
   const e = new Ec2Error(action, code, message, status);
   e.kind = classifyEc2Failure(code, status);
   e.attempts = attempts;
@@ -267,9 +324,27 @@ function toEc2Error(action: string, code: string, message: string, status: numbe
 export function toEc2Eni(e: Eni): Ec2Eni {
   const a = e.attachment;
   return {
-    eniId: e.networkInterfaceId, mac: e.macAddress, status: e.status, subnetId: e.subnetId, vpcId: e.vpcId, description: e.description,
-    primaryIp: e.primaryIp, secondaryIps: [...e.secondaryIps], ipv4Prefixes: [...e.ipv4Prefixes],
-    ...(a ? { attachment: { attachmentId: a.attachmentId, instanceId: a.instanceId, deviceIndex: a.deviceIndex, status: a.status, deleteOnTermination: a.deleteOnTermination } } : {}),
-    tags: { ...e.tags }, securityGroupIds: [...e.securityGroupIds],
+    eniId: e.networkInterfaceId,
+    mac: e.macAddress,
+    status: e.status,
+    subnetId: e.subnetId,
+    vpcId: e.vpcId,
+    description: e.description,
+    primaryIp: e.primaryIp,
+    secondaryIps: [...e.secondaryIps],
+    ipv4Prefixes: [...e.ipv4Prefixes],
+    ...(a
+      ? {
+          attachment: {
+            attachmentId: a.attachmentId,
+            instanceId: a.instanceId,
+            deviceIndex: a.deviceIndex,
+            status: a.status,
+            deleteOnTermination: a.deleteOnTermination,
+          },
+        }
+      : {}),
+    tags: { ...e.tags },
+    securityGroupIds: [...e.securityGroupIds],
   };
 }

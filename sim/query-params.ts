@@ -65,11 +65,16 @@ function indices(p: QueryParams, prefix: string): number[] {
 
 /** A numbered list `<prefix>.1`, `<prefix>.2`, … in index order. */
 export function list(p: QueryParams, prefix: string): string[] {
-  return indices(p, prefix).map((i) => p[`${prefix}.${i}`]).filter((v): v is string => v !== undefined);
+  return indices(p, prefix)
+    .map((i) => p[`${prefix}.${i}`])
+    .filter((v): v is string => v !== undefined);
 }
 
 /** One EC2 filter. */
-export interface Filter { name: string; values: string[] }
+export interface Filter {
+  name: string;
+  values: string[];
+}
 
 /** `Filter.N.Name` + `Filter.N.Value.M`. @throws Ec2ApiError InvalidParameterValue when a filter has no name. */
 export function filters(p: QueryParams): Filter[] {
@@ -98,7 +103,11 @@ export function tagSpecifications(p: QueryParams, resourceType: string): Record<
   for (const i of indices(p, 'TagSpecification')) {
     const rt = p[`TagSpecification.${i}.ResourceType`];
     if (!rt) throw missingParameter(`TagSpecification.${i}.ResourceType`);
-    if (rt !== resourceType) throw new Ec2ApiError('InvalidParameterValue', `'${rt}' is not a valid taggable resource type for this operation.`);
+    if (rt !== resourceType)
+      throw new Ec2ApiError(
+        'InvalidParameterValue',
+        `'${rt}' is not a valid taggable resource type for this operation.`,
+      );
     Object.assign(out, tags(p, `TagSpecification.${i}.Tag`));
   }
   return out;

@@ -51,12 +51,20 @@ export class SimCloud {
     const ids = new IdGenerator(opts.seed);
     const region = opts.region ?? 'us-west-2';
     this.state = {
-      region, availabilityZone: opts.availabilityZone ?? `${region}a`, vpcId: ids.id('vpc'), vpcCidr: opts.vpcCidr ?? '10.0.0.0/16',
-      accountId: '123456789012', subnets: new Map(), instances: new Map(), enis: new Map(),
+      region,
+      availabilityZone: opts.availabilityZone ?? `${region}a`,
+      vpcId: ids.id('vpc'),
+      vpcCidr: opts.vpcCidr ?? '10.0.0.0/16',
+      accountId: '123456789012',
+      subnets: new Map(),
+      instances: new Map(),
+      enis: new Map(),
     };
     this.faults = new FaultInjector();
     this.views = new ImdsViews(this.state);
-    this.model = new CloudModel(this.state, ids, this.faults, (kind, instanceId) => this.views.beforeChange(instanceId, this.faults.imdsLagFor(kind)));
+    this.model = new CloudModel(this.state, ids, this.faults, (kind, instanceId) =>
+      this.views.beforeChange(instanceId, this.faults.imdsLagFor(kind)),
+    );
     this.ec2 = new Ec2Server(this.model, this.faults, this.calls);
     this.imds = new ImdsServer({ defaultInstanceId: () => this.defaultInstance, view: (id) => this.views.view(id) });
     this.host = opts.host ?? '127.0.0.1';

@@ -12,7 +12,13 @@ export interface SimStateJson {
   vpcId: string;
   vpcCidr: string;
   accountId: string;
-  subnets: { subnetId: string; cidr: string; vpcId: string; availabilityZone: string; availableIpAddressCount: number }[];
+  subnets: {
+    subnetId: string;
+    cidr: string;
+    vpcId: string;
+    availabilityZone: string;
+    availableIpAddressCount: number;
+  }[];
   instances: Instance[];
   enis: Eni[];
 }
@@ -20,8 +26,18 @@ export interface SimStateJson {
 /** Deep-copies the state into plain JSON-able objects. */
 export function stateToJson(s: SimState): SimStateJson {
   return {
-    region: s.region, availabilityZone: s.availabilityZone, vpcId: s.vpcId, vpcCidr: s.vpcCidr, accountId: s.accountId,
-    subnets: [...s.subnets.values()].map((x) => ({ subnetId: x.subnetId, cidr: x.cidr, vpcId: x.vpcId, availabilityZone: x.availabilityZone, availableIpAddressCount: x.addresses.freeCount() })),
+    region: s.region,
+    availabilityZone: s.availabilityZone,
+    vpcId: s.vpcId,
+    vpcCidr: s.vpcCidr,
+    accountId: s.accountId,
+    subnets: [...s.subnets.values()].map((x) => ({
+      subnetId: x.subnetId,
+      cidr: x.cidr,
+      vpcId: x.vpcId,
+      availabilityZone: x.availabilityZone,
+      availableIpAddressCount: x.addresses.freeCount(),
+    })),
     instances: [...s.instances.values()].map((i) => ({ ...i })),
     enis: structuredClone([...s.enis.values()]),
   };

@@ -13,7 +13,11 @@ import { IPAM_DESCRIPTOR } from '../../cni-plugin/generated/ipam-descriptor.js';
 
 /** Same as cni-plugin/ipamd-client.ts's: a failed RPC with its gRPC `status`. */
 export class IpamdCallError extends Error {
-  constructor(readonly method: string, readonly status: number, readonly details: string) {
+  constructor(
+    readonly method: string,
+    readonly status: number,
+    readonly details: string,
+  ) {
     super(`ipamd ${method} failed: ${grpc.status[status] ?? status}: ${details}`);
     this.name = 'IpamdCallError';
   }
@@ -26,7 +30,10 @@ export class IpamdCallError extends Error {
 
 /** Same as cni-plugin/ipamd-client.ts's. */
 export const RETRYABLE_STATUSES: readonly number[] = [
-  grpc.status.UNAVAILABLE, grpc.status.RESOURCE_EXHAUSTED, grpc.status.DEADLINE_EXCEEDED, grpc.status.ABORTED,
+  grpc.status.UNAVAILABLE,
+  grpc.status.RESOURCE_EXHAUSTED,
+  grpc.status.DEADLINE_EXCEEDED,
+  grpc.status.ABORTED,
 ];
 
 type Codec = { serialize: (v: unknown) => Buffer; deserialize: (b: Buffer) => unknown };
@@ -52,8 +59,14 @@ export function connectIpamd(socketPath: string): IpamdClient {
     const q = codec(reqType);
     const r = codec(repType);
     return new Promise((resolve, reject) => {
-      client.makeUnaryRequest(`/${CNI_BACKEND_SERVICE}/${method}`, q.serialize, r.deserialize, req, { deadline: Date.now() + timeoutMs },
-        (err, rep) => (err ? reject(new IpamdCallError(method, err.code, err.details)) : resolve(rep)));
+      client.makeUnaryRequest(
+        `/${CNI_BACKEND_SERVICE}/${method}`,
+        q.serialize,
+        r.deserialize,
+        req,
+        { deadline: Date.now() + timeoutMs },
+        (err, rep) => (err ? reject(new IpamdCallError(method, err.code, err.details)) : resolve(rep)),
+      );
     });
   };
   return {

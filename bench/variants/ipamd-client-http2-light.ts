@@ -14,7 +14,11 @@ import { GrpcStatus, grpcStatusName } from '../../proto/grpc-status.js';
 
 /** Same as cni-plugin/ipamd-client.ts's. */
 export class IpamdCallError extends Error {
-  constructor(readonly method: string, readonly status: number, readonly details: string) {
+  constructor(
+    readonly method: string,
+    readonly status: number,
+    readonly details: string,
+  ) {
     super(`ipamd ${method} failed: ${grpcStatusName(status)}: ${details}`);
     this.name = 'IpamdCallError';
   }
@@ -27,7 +31,10 @@ export class IpamdCallError extends Error {
 
 /** Same as cni-plugin/ipamd-client.ts's. */
 export const RETRYABLE_STATUSES: readonly number[] = [
-  GrpcStatus.UNAVAILABLE, GrpcStatus.RESOURCE_EXHAUSTED, GrpcStatus.DEADLINE_EXCEEDED, GrpcStatus.ABORTED,
+  GrpcStatus.UNAVAILABLE,
+  GrpcStatus.RESOURCE_EXHAUSTED,
+  GrpcStatus.DEADLINE_EXCEEDED,
+  GrpcStatus.ABORTED,
 ];
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- decoded reply objects, read by the caller's typed wrappers
@@ -37,14 +44,28 @@ type Reply = any;
 export function connectIpamd(socketPath: string): IpamdClient {
   const root = protobuf.Root.fromJSON(IPAM_DESCRIPTOR as protobuf.INamespace);
   const channel = openUnixChannel(socketPath);
-  const unary = async (method: string, req: unknown, reqType: string, repType: string, timeoutMs: number): Promise<Reply> => {
+  const unary = async (
+    method: string,
+    req: unknown,
+    reqType: string,
+    repType: string,
+    timeoutMs: number,
+  ): Promise<Reply> => {
     const q = root.lookupType(`eniipam.v1.${reqType}`);
     const r = root.lookupType(`eniipam.v1.${repType}`);
     let reply: Buffer;
     try {
-      reply = await channel.unary(`/${CNI_BACKEND_SERVICE}/${method}`, q.encode(q.fromObject(req as Record<string, unknown>)).finish(), timeoutMs);
+      reply = await channel.unary(
+        `/${CNI_BACKEND_SERVICE}/${method}`,
+        q.encode(q.fromObject(req as Record<string, unknown>)).finish(),
+        timeoutMs,
+      );
     } catch (e) {
-      throw new IpamdCallError(method, e instanceof GrpcCallFailure ? e.code : GrpcStatus.INTERNAL, e instanceof GrpcCallFailure ? e.details : (e as Error).message);
+      throw new IpamdCallError(
+        method,
+        e instanceof GrpcCallFailure ? e.code : GrpcStatus.INTERNAL,
+        e instanceof GrpcCallFailure ? e.details : (e as Error).message,
+      );
     }
     return r.toObject(r.decode(reply), { longs: Number, defaults: true, arrays: true });
   };

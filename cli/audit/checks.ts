@@ -11,10 +11,17 @@ import type { AuditInputs } from './collect.js';
 
 /** Kinds of mismatch, stable names for scripts (`--output json`). */
 export type FindingKind =
-  | 'checkpoint-missing-allocation' | 'checkpoint-extra-allocation'
-  | 'ec2-eni-missing' | 'ec2-ip-missing'
-  | 'not-wired' | 'wired-without-allocation' | 'leaked-ip-rule' | 'veth-without-route'
-  | 'allocation-without-pod' | 'pod-without-allocation' | 'pod-ip-differs'
+  | 'checkpoint-missing-allocation'
+  | 'checkpoint-extra-allocation'
+  | 'ec2-eni-missing'
+  | 'ec2-ip-missing'
+  | 'not-wired'
+  | 'wired-without-allocation'
+  | 'leaked-ip-rule'
+  | 'veth-without-route'
+  | 'allocation-without-pod'
+  | 'pod-without-allocation'
+  | 'pod-ip-differs'
   | 'kube-pod-without-allocation';
 
 /** One mismatch. */
@@ -48,15 +55,20 @@ function ec2Holds(ip: string, secondary: string[], prefixes: string[]): boolean 
 /** `ip rule del …` for each rule naming `ip`, or how to find them when the rules were not read. */
 function deleteCommands(i: AuditInputs, ip: string): string {
   const bare = (s?: string) => s?.replace(/\/32$/, '');
-  const cmds = i.rules.filter((r) => bare(r.src) === ip || bare(r.dst) === ip).map((r) =>
-    `ip rule del prio ${r.priority}${r.src && r.src !== 'all' ? ` from ${r.src}` : ''}${r.dst ? ` to ${r.dst}` : ''}${r.table ? ` lookup ${r.table}` : ''}`);
+  const cmds = i.rules
+    .filter((r) => bare(r.src) === ip || bare(r.dst) === ip)
+    .map(
+      (r) =>
+        `ip rule del prio ${r.priority}${r.src && r.src !== 'all' ? ` from ${r.src}` : ''}${r.dst ? ` to ${r.dst}` : ''}${r.table ? ` lookup ${r.table}` : ''}`,
+    );
   return cmds.length ? `it: ${cmds.join('; ')}` : `them: ip rule show | grep -w ${ip}, then ip rule del each`;
 }
 
 /** Every mismatch among the sources, in a stable order (by kind, then subject). */
 export function auditFindings(i: AuditInputs): Finding[] {
   const out: Finding[] = [];
-  const key = (a: { networkName: string; containerID: string; ifName: string }) => `${a.networkName}/${a.containerID}/${a.ifName}`;
+  const key = (a: { networkName: string; containerID: string; ifName: string }) =>
+    `${a.networkName}/${a.containerID}/${a.ifName}`;
   const byIp = new Map(i.allocations.map((a) => [a.ipv4, a]));
   const byContainer = new Map(i.allocations.map((a) => [a.containerID, a]));
 
@@ -66,20 +78,26 @@ export function auditFindings(i: AuditInputs): Finding[] {
     for (const a of i.allocations) {
       if (!inFile.has(key(a))) {
         out.push({
-          kind: 'checkpoint-missing-allocation', subject: `${a.ipv4}${who(a.pod)}`,
+          kind: 'checkpoint-missing-allocation',
+          subject: `${a.ipv4}${who(a.pod)}`,
           detail: `ipamd holds ${a.ipv4} for sandbox ${a.containerID.slice(0, 13)} but the checkpoint ${i.checkpoint.from} does not`,
-          meaning: 'a restart now would restore this allocation only from the runtime or the kernel; if ipamd keeps failing to write, allocations are at risk',
-          action: "run the audit again (an ADD may have been in flight); if it stays, look for 'checkpoint' errors in ipamd's log (disk full, read-only mount)",
+          meaning:
+            'a restart now would restore this allocation only from the runtime or the kernel; if ipamd keeps failing to write, allocations are at risk',
+          action:
+            "run the audit again (an ADD may have been in flight); if it stays, look for 'checkpoint' errors in ipamd's log (disk full, read-only mount)",
         });
       }
     }
     for (const [k, a] of inFile) {
       if (!inMem.has(k)) {
         out.push({
-          kind: 'checkpoint-extra-allocation', subject: `${a.ipv4}${who(a.pod)}`,
+          kind: 'checkpoint-extra-allocation',
+          subject: `${a.ipv4}${who(a.pod)}`,
           detail: `the checkpoint ${i.checkpoint.from} holds ${a.ipv4} for sandbox ${a.containerID.slice(0, 13)} but ipamd does not`,
-          meaning: 'the file and the running ipamd disagree: another process wrote it, or --checkpoint is not the file this ipamd writes',
-          action: 'run the audit again; check that only one ipamd runs on the node and that --checkpoint/ENI_IPAM_CHECKPOINT_PATH match its setting',
+          meaning:
+            'the file and the running ipamd disagree: another process wrote it, or --checkpoint is not the file this ipamd writes',
+          action:
+            'run the audit again; check that only one ipamd runs on the node and that --checkpoint/ENI_IPAM_CHECKPOINT_PATH match its setting',
         });
       }
     }
@@ -90,10 +108,12 @@ export function auditFindings(i: AuditInputs): Finding[] {
     for (const v of i.status.enis) {
       if (!described.has(v.eniId)) {
         out.push({
-          kind: 'ec2-eni-missing', subject: v.eniId,
+          kind: 'ec2-eni-missing',
+          subject: v.eniId,
           detail: `ipamd serves from ${v.eniId} (device ${v.deviceNumber}) but EC2 does not describe it`,
           meaning: 'the ENI was deleted or detached outside ipamd: its pods have lost their addresses in the VPC',
-          action: 'delete the pods on this ENI (eni-ipam enis) so they get new addresses; find who deleted it (CloudTrail DeleteNetworkInterface/DetachNetworkInterface)',
+          action:
+            'delete the pods on this ENI (eni-ipam enis) so they get new addresses; find who deleted it (CloudTrail DeleteNetworkInterface/DetachNetworkInterface)',
         });
       }
     }
@@ -101,10 +121,13 @@ export function auditFindings(i: AuditInputs): Finding[] {
       const e = described.get(a.eniId);
       if (e && !ec2Holds(a.ipv4, e.secondaryIps, e.ipv4Prefixes)) {
         out.push({
-          kind: 'ec2-ip-missing', subject: `${a.ipv4}${who(a.pod)}`,
+          kind: 'ec2-ip-missing',
+          subject: `${a.ipv4}${who(a.pod)}`,
           detail: `ipamd gave ${a.ipv4} to a pod from ${a.eniId}, but EC2 no longer has it on that ENI`,
-          meaning: "the VPC drops this pod's traffic, and EC2 may give the address to another ENI or node: a duplicate IP",
-          action: 'delete the pod so it gets a new address; find who unassigned it (CloudTrail UnassignPrivateIpAddresses)',
+          meaning:
+            "the VPC drops this pod's traffic, and EC2 may give the address to another ENI or node: a duplicate IP",
+          action:
+            'delete the pod so it gets a new address; find who unassigned it (CloudTrail UnassignPrivateIpAddresses)',
         });
       }
     }
@@ -115,17 +138,20 @@ export function auditFindings(i: AuditInputs): Finding[] {
     for (const a of i.allocations) {
       if (!k.pods.has(a.ipv4)) {
         out.push({
-          kind: 'not-wired', subject: `${a.ipv4}${who(a.pod)}`,
+          kind: 'not-wired',
+          subject: `${a.ipv4}${who(a.pod)}`,
           detail: `ipamd holds ${a.ipv4} but ${i.kernel.from} has no host route ${a.ipv4}/32 to a pod veth`,
           meaning: 'the pod cannot be reached from the node, or it is gone and its DEL never came',
-          action: 'check the pod (kubectl describe pod) and its sandbox (crictl pods); a dead sandbox is released by ipamd once every source agrees',
+          action:
+            'check the pod (kubectl describe pod) and its sandbox (crictl pods); a dead sandbox is released by ipamd once every source agrees',
         });
       }
     }
     for (const [ip, r] of k.pods) {
       if (!byIp.has(ip)) {
         out.push({
-          kind: 'wired-without-allocation', subject: ip,
+          kind: 'wired-without-allocation',
+          subject: ip,
           detail: `${i.kernel.from} routes ${ip}/32 to pod veth ${r.dev}, but ipamd holds no allocation for ${ip}`,
           meaning: 'a pod uses an address ipamd may hand out again: a duplicate IP on the node',
           action: `find the pod on ${r.dev} (crictl pods; ip link show ${r.dev}); delete it so it is wired again through eni-ipam`,
@@ -136,18 +162,22 @@ export function auditFindings(i: AuditInputs): Finding[] {
     for (const dev of i.podVeths) {
       if (routed.has(dev)) continue;
       out.push({
-        kind: 'veth-without-route', subject: dev,
+        kind: 'veth-without-route',
+        subject: dev,
         detail: `${i.kernel.from} has pod veth ${dev} (its peer in another netns) but no host route to it`,
-        meaning: 'a pod whose wiring was half undone (a DEL that failed midway) or never finished: it has no connectivity',
+        meaning:
+          'a pod whose wiring was half undone (a DEL that failed midway) or never finished: it has no connectivity',
         action: `find its pod (ip -d link show ${dev}; crictl pods); if none is alive, ip link del ${dev}`,
       });
     }
     for (const ip of k.rulesOnly) {
       if (!byIp.has(ip)) {
         out.push({
-          kind: 'leaked-ip-rule', subject: ip,
+          kind: 'leaked-ip-rule',
+          subject: ip,
           detail: `${i.kernel.from} has ip rules for ${ip} but no route to a pod veth and no allocation`,
-          meaning: 'a DEL left its policy routing behind: the next pod given this address may route through the wrong table',
+          meaning:
+            'a DEL left its policy routing behind: the next pod given this address may route through the wrong table',
           action: `remove ${deleteCommands(i, ip)} (ipamd does not remove rules it did not make for a live allocation)`,
         });
       }
@@ -159,10 +189,13 @@ export function auditFindings(i: AuditInputs): Finding[] {
     for (const a of i.allocations) {
       if (!sandboxes.has(a.containerID)) {
         out.push({
-          kind: 'allocation-without-pod', subject: `${a.ipv4}${who(a.pod)}`,
+          kind: 'allocation-without-pod',
+          subject: `${a.ipv4}${who(a.pod)}`,
           detail: `ipamd holds ${a.ipv4} for sandbox ${a.containerID.slice(0, 13)}, which ${i.cri.from} does not list as ready`,
-          meaning: "the address is held for a pod that is gone (its DEL was lost): the pool is that much smaller until ipamd's GC releases it",
-          action: 'nothing if releases are allowed: ipamd releases it after every source agrees and the cooldown; if they are frozen (eni-ipam status), fix the reason first',
+          meaning:
+            "the address is held for a pod that is gone (its DEL was lost): the pool is that much smaller until ipamd's GC releases it",
+          action:
+            'nothing if releases are allowed: ipamd releases it after every source agrees and the cooldown; if they are frozen (eni-ipam status), fix the reason first',
         });
       }
     }
@@ -171,14 +204,17 @@ export function auditFindings(i: AuditInputs): Finding[] {
       const a = byContainer.get(s.id);
       if (!a) {
         out.push({
-          kind: 'pod-without-allocation', subject: `${s.ip} (${s.podNamespace}/${s.podName})`,
+          kind: 'pod-without-allocation',
+          subject: `${s.ip} (${s.podNamespace}/${s.podName})`,
           detail: `${i.cri.from} lists ready sandbox ${s.id.slice(0, 13)} with ${s.ip}, but ipamd holds no allocation for it`,
-          meaning: 'this pod got its address elsewhere (another CNI, a lost checkpoint): ipamd may give the same address to another pod',
+          meaning:
+            'this pod got its address elsewhere (another CNI, a lost checkpoint): ipamd may give the same address to another pod',
           action: `delete the pod (kubectl delete pod -n ${s.podNamespace} ${s.podName}) so it is created again through eni-ipam; check /etc/cni/net.d for another plugin`,
         });
       } else if (a.ipv4 !== s.ip) {
         out.push({
-          kind: 'pod-ip-differs', subject: `${s.podNamespace}/${s.podName}`,
+          kind: 'pod-ip-differs',
+          subject: `${s.podNamespace}/${s.podName}`,
           detail: `${i.cri.from} says sandbox ${s.id.slice(0, 13)} has ${s.ip}; ipamd allocated ${a.ipv4}`,
           meaning: 'the pod uses an address ipamd does not hold for it, and ipamd holds one the pod does not use',
           action: 'delete the pod so it is wired again; look for a second CNI plugin in /etc/cni/net.d',
@@ -192,12 +228,15 @@ export function auditFindings(i: AuditInputs): Finding[] {
       if (p.hostNetwork || !p.podIP || p.phase === 'Succeeded' || p.phase === 'Failed' || byIp.has(p.podIP)) continue;
       if (i.cri.ok && i.cri.data.some((s) => s.ip === p.podIP)) continue; // already reported from the runtime
       out.push({
-        kind: 'kube-pod-without-allocation', subject: `${p.podIP} (${p.namespace}/${p.name})`,
+        kind: 'kube-pod-without-allocation',
+        subject: `${p.podIP} (${p.namespace}/${p.name})`,
         detail: `the Kubernetes API says pod ${p.namespace}/${p.name} on this node has ${p.podIP}, but ipamd holds no allocation for it`,
         meaning: 'either the pod is gone and its status is stale, or it uses an address ipamd may give again',
         action: `kubectl get pod -n ${p.namespace} ${p.name} -o wide; delete it if it is running with this address`,
       });
     }
   }
-  return out.sort((x, y) => x.kind.localeCompare(y.kind) || x.subject.localeCompare(y.subject, undefined, { numeric: true }));
+  return out.sort(
+    (x, y) => x.kind.localeCompare(y.kind) || x.subject.localeCompare(y.subject, undefined, { numeric: true }),
+  );
 }

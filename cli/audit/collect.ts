@@ -27,10 +27,19 @@ import { fetchAllocations, fetchStatus, type Allocation, type IpamdStatus } from
 import type { GlobalOptions } from '../options.js';
 
 /** A source's read: its data, or why it could not be read, or why it was not asked. */
-export type SourceRead<T> = { ok: true; data: T; from: string } | { ok: false; error: string; from: string } | { ok: false; skipped: string; from: string };
+export type SourceRead<T> =
+  | { ok: true; data: T; from: string }
+  | { ok: false; error: string; from: string }
+  | { ok: false; skipped: string; from: string };
 
 /** One ip rule as `ip -json rule show` prints it. */
-export interface IpRule { priority: number; src?: string; dst?: string; table?: string; [k: string]: unknown }
+export interface IpRule {
+  priority: number;
+  src?: string;
+  dst?: string;
+  table?: string;
+  [k: string]: unknown;
+}
 
 /** Everything the audit compares. */
 export interface AuditInputs {
@@ -62,7 +71,8 @@ const message = (e: unknown): string => (e as Error)?.message ?? String(e);
 async function readCheckpoint(path: string): Promise<SourceRead<CheckpointData>> {
   try {
     const r = await readCheckpointFiles(path);
-    if (r.kind === 'missing') throw Object.assign(new Error(`ENOENT: no such file or directory, open '${path}'`), { code: 'ENOENT', path });
+    if (r.kind === 'missing')
+      throw Object.assign(new Error(`ENOENT: no such file or directory, open '${path}'`), { code: 'ENOENT', path });
     if (r.kind === 'corrupt') return { ok: false, error: `checkpoint ${path} is unusable: ${r.reason}`, from: path };
     return { ok: true, data: r.data, from: path };
   } catch (e) {
@@ -74,7 +84,10 @@ async function readCheckpoint(path: string): Promise<SourceRead<CheckpointData>>
 async function region(o: GlobalOptions, flag?: string): Promise<string> {
   const r = flag || process.env.AWS_REGION || process.env.AWS_DEFAULT_REGION;
   if (r) return r;
-  const imds = new ImdsClient({ endpoint: process.env.AWS_EC2_METADATA_SERVICE_ENDPOINT || 'http://169.254.169.254', timeoutMs: Math.min(o.timeoutMs, 2000) });
+  const imds = new ImdsClient({
+    endpoint: process.env.AWS_EC2_METADATA_SERVICE_ENDPOINT || 'http://169.254.169.254',
+    timeoutMs: Math.min(o.timeoutMs, 2000),
+  });
   return (await imds.instance()).region;
 }
 
@@ -86,7 +99,12 @@ async function readEc2(o: GlobalOptions, eniIds: string[], a: AuditSourceOptions
   if (eniIds.length === 0) return { ok: true, data: [], from };
   let ec2: Ec2Api | undefined;
   try {
-    ec2 = new Ec2Api({ region: await region(o, a.region), ...(endpoint ? { endpoint } : {}), maxAttempts: 2, timeoutMs: o.timeoutMs });
+    ec2 = new Ec2Api({
+      region: await region(o, a.region),
+      ...(endpoint ? { endpoint } : {}),
+      maxAttempts: 2,
+      timeoutMs: o.timeoutMs,
+    });
     return { ok: true, data: await ec2.describeEnis(eniIds), from };
   } catch (e) {
     return { ok: false, error: `DescribeNetworkInterfaces failed: ${message(e)}`, from };
@@ -102,7 +120,11 @@ async function readKube(o: GlobalOptions, a: AuditSourceOptions): Promise<Source
   try {
     const { kc } = loadKubeConfig(a.kubeconfig);
     const r = await listNodePods(kc, nodeName, o.timeoutMs);
-    return { ok: true, data: [...r.pods.values()], from: `Kubernetes API ${kc.getCurrentCluster()?.server ?? ''}`.trim() };
+    return {
+      ok: true,
+      data: [...r.pods.values()],
+      from: `Kubernetes API ${kc.getCurrentCluster()?.server ?? ''}`.trim(),
+    };
   } catch (e) {
     return { ok: false, error: `listing pods on node ${nodeName} failed: ${message(e)}`, from: 'Kubernetes API' };
   }
@@ -130,14 +152,36 @@ export async function collectAudit(o: GlobalOptions, a: AuditSourceOptions = {})
     }
   })();
   const where = o.netns ? `the kernel (netns ${o.netns})` : 'the kernel (this network namespace)';
-  const kernel = kernelSrc.readKernel().then((data): SourceRead<KernelEvidence> => ({ ok: true, data, from: where }), (e): SourceRead<KernelEvidence> => ({ ok: false, error: message(e).replace(kernelSrc.description, where), from: where }));
+  const kernel = kernelSrc.readKernel().then(
+    (data): SourceRead<KernelEvidence> => ({ ok: true, data, from: where }),
+    (e): SourceRead<KernelEvidence> => ({
+      ok: false,
+      error: message(e).replace(kernelSrc.description, where),
+      from: where,
+    }),
+  );
   const ipJson = <T>(args: string[]): Promise<T[]> => {
     const argv = [...(o.netns ? ['nsenter', `--net=${o.netns}`] : []), 'ip', '-json', ...args];
-    return promisify(execFile)(argv[0]!, argv.slice(1), { timeout: o.timeoutMs, maxBuffer: 32 * 1024 * 1024 })
-      .then((r) => JSON.parse(r.stdout || '[]') as T[], () => [] as T[]);
+    return promisify(execFile)(argv[0]!, argv.slice(1), { timeout: o.timeoutMs, maxBuffer: 32 * 1024 * 1024 }).then(
+      (r) => JSON.parse(r.stdout || '[]') as T[],
+      () => [] as T[],
+    );
   };
-  const veths = ipJson<{ ifname: string; link_netnsid?: number }>(['link', 'show', 'type', 'veth'])
-    .then((ls) => ls.filter((l) => typeof l.link_netnsid === 'number').map((l) => l.ifname));
-  const [checkpoint, k, ec2, c, kube, r, v] = await Promise.all([readCheckpoint(o.checkpoint), kernel, readEc2(o, status.enis.map((e) => e.eniId), a), cri, readKube(o, a), ipJson<IpRule>(['rule', 'show']), veths]);
+  const veths = ipJson<{ ifname: string; link_netnsid?: number }>(['link', 'show', 'type', 'veth']).then((ls) =>
+    ls.filter((l) => typeof l.link_netnsid === 'number').map((l) => l.ifname),
+  );
+  const [checkpoint, k, ec2, c, kube, r, v] = await Promise.all([
+    readCheckpoint(o.checkpoint),
+    kernel,
+    readEc2(
+      o,
+      status.enis.map((e) => e.eniId),
+      a,
+    ),
+    cri,
+    readKube(o, a),
+    ipJson<IpRule>(['rule', 'show']),
+    veths,
+  ]);
   return { status, allocations, checkpoint, kernel: k, rules: r, podVeths: v, ec2, cri: c, kube };
 }

@@ -12,14 +12,34 @@ import { globalOptions } from '../options.js';
 import { paint, print, printJson, table } from '../output.js';
 
 /** Each source's state for the report: `ok (n items)`, `unreadable: why` or `skipped: why`. */
-export function sourceSummary(i: AuditInputs): Array<{ source: string; from: string; state: 'ok' | 'unreadable' | 'skipped'; note: string }> {
-  const row = (source: string, r: AuditInputs['checkpoint'] | AuditInputs['kernel'] | AuditInputs['ec2'] | AuditInputs['cri'] | AuditInputs['kube'], count: (d: never) => string) => (
-    r.ok ? { source, from: r.from, state: 'ok' as const, note: count(r.data as never) }
-      : 'error' in r ? { source, from: r.from, state: 'unreadable' as const, note: r.error } : { source, from: r.from, state: 'skipped' as const, note: r.skipped });
+export function sourceSummary(
+  i: AuditInputs,
+): Array<{ source: string; from: string; state: 'ok' | 'unreadable' | 'skipped'; note: string }> {
+  const row = (
+    source: string,
+    r:
+      AuditInputs['checkpoint'] | AuditInputs['kernel'] | AuditInputs['ec2'] | AuditInputs['cri'] | AuditInputs['kube'],
+    count: (d: never) => string,
+  ) =>
+    r.ok
+      ? { source, from: r.from, state: 'ok' as const, note: count(r.data as never) }
+      : 'error' in r
+        ? { source, from: r.from, state: 'unreadable' as const, note: r.error }
+        : { source, from: r.from, state: 'skipped' as const, note: r.skipped };
   return [
-    { source: 'ipamd', from: 'introspection', state: 'ok', note: `${i.allocations.length} allocations on ${i.status.enis.length} ENIs` },
+    {
+      source: 'ipamd',
+      from: 'introspection',
+      state: 'ok',
+      note: `${i.allocations.length} allocations on ${i.status.enis.length} ENIs`,
+    },
     row('checkpoint', i.checkpoint, (d: { allocations: unknown[] }) => `${d.allocations.length} allocations`),
-    row('kernel', i.kernel, (d: { pods: Map<string, unknown>; rulesOnly: string[] }) => `${d.pods.size} wired pod IPs, ${d.rulesOnly.length} rule-only IPs`),
+    row(
+      'kernel',
+      i.kernel,
+      (d: { pods: Map<string, unknown>; rulesOnly: string[] }) =>
+        `${d.pods.size} wired pod IPs, ${d.rulesOnly.length} rule-only IPs`,
+    ),
     row('ec2', i.ec2, (d: unknown[]) => `${d.length} ENIs described`),
     row('cri', i.cri, (d: unknown[]) => `${d.length} ready sandboxes`),
     row('kubernetes', i.kube, (d: unknown[]) => `${d.length} pods on this node`),
@@ -30,32 +50,57 @@ export function sourceSummary(i: AuditInputs): Array<{ source: string; from: str
 export const auditCommand: CommandModule = {
   command: 'audit',
   describe: 'cross-check checkpoint, ipamd, kernel, EC2, CRI and Kubernetes; exit 1 on any mismatch',
-  builder: (y) => y
-    .option('region', { type: 'string', describe: 'AWS region for EC2 (default: AWS_REGION, else IMDS)' })
-    .option('ec2', { type: 'boolean', default: true, describe: 'ask EC2 (--no-ec2 to skip)' })
-    .option('node-name', { type: 'string', describe: 'Kubernetes node name (default: MY_NODE_NAME); without it the Kubernetes check is skipped' })
-    .option('kubeconfig', { type: 'string', describe: 'kubeconfig file (default: in-cluster, KUBECONFIG, ~/.kube/config)' }),
+  builder: (y) =>
+    y
+      .option('region', { type: 'string', describe: 'AWS region for EC2 (default: AWS_REGION, else IMDS)' })
+      .option('ec2', { type: 'boolean', default: true, describe: 'ask EC2 (--no-ec2 to skip)' })
+      .option('node-name', {
+        type: 'string',
+        describe: 'Kubernetes node name (default: MY_NODE_NAME); without it the Kubernetes check is skipped',
+      })
+      .option('kubeconfig', {
+        type: 'string',
+        describe: 'kubeconfig file (default: in-cluster, KUBECONFIG, ~/.kube/config)',
+      }),
   handler: async (argv) => {
     const o = globalOptions(argv);
     const { collectAudit } = await import('../audit/collect.js'); // the AWS SDK and Kubernetes client load only here
     const inputs = await collectAudit(o, {
-      ...(argv.region ? { region: String(argv.region) } : {}), noEc2: argv.ec2 === false,
-      ...(argv['node-name'] ? { nodeName: String(argv['node-name']) } : {}), ...(argv.kubeconfig ? { kubeconfig: String(argv.kubeconfig) } : {}),
+      ...(argv.region ? { region: String(argv.region) } : {}),
+      noEc2: argv.ec2 === false,
+      ...(argv['node-name'] ? { nodeName: String(argv['node-name']) } : {}),
+      ...(argv.kubeconfig ? { kubeconfig: String(argv.kubeconfig) } : {}),
     });
     const findings = auditFindings(inputs);
     const sources = sourceSummary(inputs);
     const incomplete = sources.some((s) => s.state === 'unreadable');
     process.exitCode = findings.length > 0 ? EXIT.findings : incomplete ? EXIT.incomplete : EXIT.ok;
     if (o.output === 'json') return printJson({ findings, sources, mismatches: findings.length, incomplete });
-    print(table(['SOURCE', 'STATE', 'READ FROM', 'NOTE'], sources.map((s) => [s.source, s.state === 'ok' ? paint('green', s.state) : paint(s.state === 'skipped' ? 'dim' : 'red', s.state), s.from, s.note])));
+    print(
+      table(
+        ['SOURCE', 'STATE', 'READ FROM', 'NOTE'],
+        sources.map((s) => [
+          s.source,
+          s.state === 'ok' ? paint('green', s.state) : paint(s.state === 'skipped' ? 'dim' : 'red', s.state),
+          s.from,
+          s.note,
+        ]),
+      ),
+    );
     print('');
     if (findings.length === 0) {
-      print(incomplete ? paint('yellow', 'no mismatch among the sources read, but the audit is incomplete (see above)') : paint('green', 'no mismatch: every source agrees with ipamd'));
+      print(
+        incomplete
+          ? paint('yellow', 'no mismatch among the sources read, but the audit is incomplete (see above)')
+          : paint('green', 'no mismatch: every source agrees with ipamd'),
+      );
       return;
     }
     print(paint('red', `${findings.length} mismatch${findings.length === 1 ? '' : 'es'}:`));
     for (const f of findings) {
-      print(`\n${paint('bold', `[${f.kind}]`)} ${f.subject}\n  what:    ${f.detail}\n  means:   ${f.meaning}\n  do:      ${f.action}`);
+      print(
+        `\n${paint('bold', `[${f.kind}]`)} ${f.subject}\n  what:    ${f.detail}\n  means:   ${f.meaning}\n  do:      ${f.action}`,
+      );
     }
   },
 };

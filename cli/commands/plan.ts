@@ -15,13 +15,15 @@ export const planCommand: CommandModule = {
     const p = planFromStatus(st, Date.now());
     if (o.output === 'json') return printJson(p);
     const c = p.counts;
-    print([
-      `pool (${c.mode}): total ${c.total}, assigned ${c.assigned}, available ${c.available}, cooling ${c.cooling}, short ${c.short}, over ${c.over}`,
-      `targets: ${p.targets}`,
-      `binding: ${p.binding}`,
-      `limit: ${p.limit}`,
-      'next:',
-      ...p.actions.map((a) => `  - ${a}`),
-    ].join('\n'));
+    print(
+      [
+        `pool (${c.mode}): total ${c.total}, assigned ${c.assigned}, available ${c.available}, cooling ${c.cooling}, short ${c.short}, over ${c.over}`,
+        `targets: ${p.targets}`,
+        `binding: ${p.binding}`,
+        `limit: ${p.limit}`,
+        'next:',
+        ...p.actions.map((a) => `  - ${a}`),
+      ].join('\n'),
+    );
   },
 };

@@ -14,8 +14,21 @@ export const podsCommand: CommandModule = {
     const [st, allocs] = await Promise.all([fetchStatus(o), fetchAllocations(o)]);
     const rows = podRows(st, allocs);
     if (o.output === 'json') return printJson(rows);
-    print(table(['NAMESPACE', 'POD', 'IP', 'ENI', 'DEVICE', 'ROUTE TABLE', 'SANDBOX', 'IFNAME'],
-      rows.map((r) => [r.namespace, r.pod, r.ip, r.eniId, r.deviceNumber, r.routeTable, r.containerID.slice(0, 13), r.ifName])));
+    print(
+      table(
+        ['NAMESPACE', 'POD', 'IP', 'ENI', 'DEVICE', 'ROUTE TABLE', 'SANDBOX', 'IFNAME'],
+        rows.map((r) => [
+          r.namespace,
+          r.pod,
+          r.ip,
+          r.eniId,
+          r.deviceNumber,
+          r.routeTable,
+          r.containerID.slice(0, 13),
+          r.ifName,
+        ]),
+      ),
+    );
   },
 };
 
@@ -28,7 +41,21 @@ export const enisCommand: CommandModule = {
     const [st, allocs] = await Promise.all([fetchStatus(o), fetchAllocations(o)]);
     const rows = eniRows(st, allocs);
     if (o.output === 'json') return printJson(rows);
-    print(table(['ENI', 'DEVICE', 'ROUTE TABLE', 'CAPACITY', 'TOTAL', 'ASSIGNED', 'COOLING', 'AVAILABLE', 'PODS'],
-      rows.map((r) => [r.eniId, r.deviceNumber, r.routeTable, r.capacity, r.total, r.assigned, r.cooling, r.available, r.pods.join(', ') || '-'])));
+    print(
+      table(
+        ['ENI', 'DEVICE', 'ROUTE TABLE', 'CAPACITY', 'TOTAL', 'ASSIGNED', 'COOLING', 'AVAILABLE', 'PODS'],
+        rows.map((r) => [
+          r.eniId,
+          r.deviceNumber,
+          r.routeTable,
+          r.capacity,
+          r.total,
+          r.assigned,
+          r.cooling,
+          r.available,
+          r.pods.join(', ') || '-',
+        ]),
+      ),
+    );
   },
 };

@@ -9,7 +9,11 @@ import { eniRows, targetsLine } from '../views.js';
 export function renderStatus(st: IpamdStatus, health: string): string {
   const p = st.pool;
   const src = st.evidence?.sources;
-  const srcText = src ? Object.entries(src).map(([k, v]) => `${k} ${v === 'ok' ? paint('green', v) : paint('red', v)}`).join(', ') : 'no evidence pass yet';
+  const srcText = src
+    ? Object.entries(src)
+        .map(([k, v]) => `${k} ${v === 'ok' ? paint('green', v) : paint('red', v)}`)
+        .join(', ')
+    : 'no evidence pass yet';
   const lines = [
     `node ${st.instanceId} (${st.instanceType}), ipamd ${health === 'SERVING' ? paint('green', health) : paint('red', health)}`,
     `pool (${p.mode}): total ${p.total}, assigned ${p.assigned}, available ${p.available}, cooling ${p.cooling}, short ${p.short}, over ${p.over}${p.freePrefixes !== undefined ? `, free prefixes ${p.freePrefixes}` : ''}`,
@@ -19,8 +23,21 @@ export function renderStatus(st: IpamdStatus, health: string): string {
     `evidence: ${srcText}${st.evidence?.criEndpoint ? ` (CRI ${st.evidence.criEndpoint}` + `, passes ${st.evidence.passes ?? 0})` : ''}`,
   ];
   if (st.quarantinedIps?.length) lines.push(`quarantined IPs: ${st.quarantinedIps.map((q) => q.ip).join(', ')}`);
-  const rows = eniRows(st, []).map((e) => [e.eniId, e.deviceNumber, e.routeTable, e.primary ? 'yes' : '', e.capacity, e.total, e.assigned, e.cooling, e.available]);
-  lines.push('', table(['ENI', 'DEVICE', 'ROUTE TABLE', 'PRIMARY', 'CAPACITY', 'TOTAL', 'ASSIGNED', 'COOLING', 'AVAILABLE'], rows));
+  const rows = eniRows(st, []).map((e) => [
+    e.eniId,
+    e.deviceNumber,
+    e.routeTable,
+    e.primary ? 'yes' : '',
+    e.capacity,
+    e.total,
+    e.assigned,
+    e.cooling,
+    e.available,
+  ]);
+  lines.push(
+    '',
+    table(['ENI', 'DEVICE', 'ROUTE TABLE', 'PRIMARY', 'CAPACITY', 'TOTAL', 'ASSIGNED', 'COOLING', 'AVAILABLE'], rows),
+  );
   return lines.join('\n');
 }
 

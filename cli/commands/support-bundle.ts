@@ -29,9 +29,14 @@ async function defaultLogs(): Promise<string[]> {
 export const supportBundleCommand: CommandModule = {
   command: 'support-bundle',
   describe: 'one tarball: logs, checkpoint, introspection, metrics, kernel, iptables, CRI, env',
-  builder: (y) => y
-    .option('out', { type: 'string', describe: 'tarball path (default ./eni-ipam-support-<host>-<time>.tar.gz)' })
-    .option('log', { type: 'array', string: true, describe: `ipamd log files (default: files in ${DEFAULT_LOG_DIRS.join(', ')})` }),
+  builder: (y) =>
+    y
+      .option('out', { type: 'string', describe: 'tarball path (default ./eni-ipam-support-<host>-<time>.tar.gz)' })
+      .option('log', {
+        type: 'array',
+        string: true,
+        describe: `ipamd log files (default: files in ${DEFAULT_LOG_DIRS.join(', ')})`,
+      }),
   handler: async (argv) => {
     const o = globalOptions(argv);
     const [{ collectBundle }, tar] = await Promise.all([import('../bundle.js'), import('tar')]);
@@ -43,7 +48,10 @@ export const supportBundleCommand: CommandModule = {
     try {
       const root = path.join(work, name);
       const parts = await collectBundle(o, root, logs);
-      await writeFile(path.join(root, 'MANIFEST.json'), JSON.stringify({ createdAt: new Date().toISOString(), options: o, parts }, null, 1));
+      await writeFile(
+        path.join(root, 'MANIFEST.json'),
+        JSON.stringify({ createdAt: new Date().toISOString(), options: o, parts }, null, 1),
+      );
       try {
         await tar.c({ gzip: true, file: out, cwd: work, portable: true }, [name]);
       } catch (e) {

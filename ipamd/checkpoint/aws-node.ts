@@ -29,21 +29,31 @@ export const AWS_NODE_CHECKPOINT_MAX_BYTES = 16 * 1024 * 1024;
 
 const id = z.string().min(1, { error: 'expected a non-empty string' });
 const entrySchema = z.object({
-  networkName: id, containerID: id, ifName: id,
+  networkName: id,
+  containerID: id,
+  ifName: id,
   ipv4: z.string().optional(),
   ipv6: z.string().optional(),
   allocationTimestamp: z.number().finite(),
-  metadata: z.object({ k8sPodNamespace: z.string().optional(), k8sPodName: z.string().optional(), interfacesCount: z.number().optional() }).optional(),
+  metadata: z
+    .object({
+      k8sPodNamespace: z.string().optional(),
+      k8sPodName: z.string().optional(),
+      interfacesCount: z.number().optional(),
+    })
+    .optional(),
 });
 const fileSchema = z.object({ version: z.string(), allocations: z.array(entrySchema).nullable() });
 
 /** One aws-node entry not imported, and why (an IPv6-only entry: this ipamd serves IPv4). */
-export interface SkippedEntry { containerID: string; reason: string }
+export interface SkippedEntry {
+  containerID: string;
+  reason: string;
+}
 
 /** Result of {@link convertAwsNodeCheckpoint}. */
 export type AwsNodeConversion =
-  | { ok: true; data: CheckpointData; skipped: SkippedEntry[]; renamedFrom: string[] }
-  | { ok: false; reason: string };
+  { ok: true; data: CheckpointData; skipped: SkippedEntry[]; renamedFrom: string[] } | { ok: false; reason: string };
 
 /**
  * Converts the text of an aws-node checkpoint into our {@link CheckpointData} for this
@@ -56,17 +66,24 @@ export type AwsNodeConversion =
  *          another version, or with more than `maxEntries` allocations (the node's bound,
  *          checkpointBoundsFor) — the whole file is then left unimported; never throws.
  */
-export function convertAwsNodeCheckpoint(text: string, p: { bootId: string; networkName: string; maxEntries?: number }): AwsNodeConversion {
+export function convertAwsNodeCheckpoint(
+  text: string,
+  p: { bootId: string; networkName: string; maxEntries?: number },
+): AwsNodeConversion {
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (e) {
     return { ok: false, reason: `not valid JSON (${text.length} bytes; truncated?): ${(e as Error).message}` };
   }
-  if (typeof json !== 'object' || json === null || Array.isArray(json)) return { ok: false, reason: 'not a JSON object' };
+  if (typeof json !== 'object' || json === null || Array.isArray(json))
+    return { ok: false, reason: 'not a JSON object' };
   const version = (json as { version?: unknown }).version;
   if (version !== AWS_NODE_CHECKPOINT_VERSION) {
-    return { ok: false, reason: `unknown version ${String(JSON.stringify(version)).slice(0, 80)} (this ipamd imports "${AWS_NODE_CHECKPOINT_VERSION}")` };
+    return {
+      ok: false,
+      reason: `unknown version ${String(JSON.stringify(version)).slice(0, 80)} (this ipamd imports "${AWS_NODE_CHECKPOINT_VERSION}")`,
+    };
   }
   const r = fileSchema.safeParse(json);
   if (!r.success) {
@@ -74,26 +91,43 @@ export function convertAwsNodeCheckpoint(text: string, p: { bootId: string; netw
     return { ok: false, reason: `schema invalid at ${i.path.map(String).join('.') || '(root)'}: ${i.message}` };
   }
   const n = r.data.allocations?.length ?? 0;
-  if (p.maxEntries !== undefined && n > p.maxEntries) return { ok: false, reason: `implausible: ${n} allocations, more than this node's ENIs can hold (${p.maxEntries})` };
+  if (p.maxEntries !== undefined && n > p.maxEntries)
+    return {
+      ok: false,
+      reason: `implausible: ${n} allocations, more than this node's ENIs can hold (${p.maxEntries})`,
+    };
   const allocations: CheckpointAllocation[] = [];
   const skipped: SkippedEntry[] = [];
   const renamed = new Set<string>();
   for (const [n, e] of (r.data.allocations ?? []).entries()) {
     if (!e.ipv4) {
-      skipped.push({ containerID: e.containerID, reason: e.ipv6 ? `IPv6-only allocation ${e.ipv6} (this ipamd serves IPv4)` : 'no address' });
+      skipped.push({
+        containerID: e.containerID,
+        reason: e.ipv6 ? `IPv6-only allocation ${e.ipv6} (this ipamd serves IPv4)` : 'no address',
+      });
       continue;
     }
-    if (!ipaddr.IPv4.isValidFourPartDecimal(e.ipv4)) return { ok: false, reason: `schema invalid at allocations.${n}.ipv4: expected an IPv4 dotted quad` };
+    if (!ipaddr.IPv4.isValidFourPartDecimal(e.ipv4))
+      return { ok: false, reason: `schema invalid at allocations.${n}.ipv4: expected an IPv4 dotted quad` };
     if (e.networkName !== p.networkName) renamed.add(e.networkName);
     const ns = e.metadata?.k8sPodNamespace ?? '';
     const name = e.metadata?.k8sPodName ?? '';
     allocations.push({
-      networkName: p.networkName, containerID: e.containerID, ifName: e.ifName, ipv4: e.ipv4, eniId: '',
+      networkName: p.networkName,
+      containerID: e.containerID,
+      ifName: e.ifName,
+      ipv4: e.ipv4,
+      eniId: '',
       allocatedAt: Math.max(0, Math.floor(e.allocationTimestamp / 1e6)),
       ...(ns || name ? { pod: { namespace: ns, name, uid: '' } } : {}),
     });
   }
-  return { ok: true, data: { version: 1, bootId: p.bootId, allocations, cooldown: [] }, skipped, renamedFrom: [...renamed] };
+  return {
+    ok: true,
+    data: { version: 1, bootId: p.bootId, allocations, cooldown: [] },
+    skipped,
+    renamedFrom: [...renamed],
+  };
 }
 
 /** Result of {@link readAwsNodeCheckpoint}. */
@@ -118,9 +152,18 @@ export async function readAwsNodeCheckpoint(path: string, bootTimeMs: number): P
     throw e;
   }
   if (!st.isFile()) return { kind: 'bad', reason: 'not a regular file' };
-  if (st.size > AWS_NODE_CHECKPOINT_MAX_BYTES) return { kind: 'bad', reason: `${st.size} bytes, more than the ${AWS_NODE_CHECKPOINT_MAX_BYTES} a checkpoint may hold`, mtimeMs: st.mtimeMs };
+  if (st.size > AWS_NODE_CHECKPOINT_MAX_BYTES)
+    return {
+      kind: 'bad',
+      reason: `${st.size} bytes, more than the ${AWS_NODE_CHECKPOINT_MAX_BYTES} a checkpoint may hold`,
+      mtimeMs: st.mtimeMs,
+    };
   if (st.mtimeMs < bootTimeMs) {
-    return { kind: 'bad', reason: `from another boot (last written ${new Date(st.mtimeMs).toISOString()}, the kernel booted ${new Date(bootTimeMs).toISOString()}): no sandbox survives a reboot`, mtimeMs: st.mtimeMs };
+    return {
+      kind: 'bad',
+      reason: `from another boot (last written ${new Date(st.mtimeMs).toISOString()}, the kernel booted ${new Date(bootTimeMs).toISOString()}): no sandbox survives a reboot`,
+      mtimeMs: st.mtimeMs,
+    };
   }
   return { kind: 'ok', text: await readFile(path, 'utf8'), mtimeMs: st.mtimeMs };
 }

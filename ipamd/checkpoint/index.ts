@@ -5,5 +5,14 @@
 export type { CheckpointAllocation, CheckpointData } from './schema.js';
 export { CHECKPOINT_VERSION, checkpointSchema } from './schema.js';
 export { JOURNAL_SUFFIX } from './journal.js';
-export { checkpointBoundsFor, loadCheckpoint, readBootId, readCheckpoint, type CheckpointBounds, type CheckpointLoad, type CheckpointRead, type JournalLoad } from './load.js';
+export {
+  checkpointBoundsFor,
+  loadCheckpoint,
+  readBootId,
+  readCheckpoint,
+  type CheckpointBounds,
+  type CheckpointLoad,
+  type CheckpointRead,
+  type JournalLoad,
+} from './load.js';
 export { CheckpointWriter, type CheckpointWriterOptions } from './writer.js';

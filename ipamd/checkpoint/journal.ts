@@ -16,7 +16,12 @@
  * the whole checkpoint corrupt: applying part of it could lose an acknowledged change.
  */
 import { z } from 'zod';
-import { checkpointAllocationSchema, checkpointSchema, type CheckpointAllocation, type CheckpointData } from './schema.js';
+import {
+  checkpointAllocationSchema,
+  checkpointSchema,
+  type CheckpointAllocation,
+  type CheckpointData,
+} from './schema.js';
 
 /** Suffix of the journal file next to the snapshot. */
 export const JOURNAL_SUFFIX = '.journal';
@@ -61,7 +66,8 @@ export interface StateIndex {
   runtime: CheckpointData['runtime'];
 }
 
-const keyOf = (a: { networkName: string; containerID: string; ifName: string }) => `${a.networkName}\0${a.containerID}\0${a.ifName}`;
+const keyOf = (a: { networkName: string; containerID: string; ifName: string }) =>
+  `${a.networkName}\0${a.containerID}\0${a.ifName}`;
 
 /**
  * Indexes `d` by allocation key, cooldown IP and released container id (O(n)). With
@@ -74,15 +80,23 @@ export function indexState(d: CheckpointData, prev?: { data: CheckpointData; ind
   for (const a of d.allocations) allocations.set(keyOf(a), a);
   const cooldown = new Map<string, number>();
   for (const c of d.cooldown) cooldown.set(c.ip, c.releasedAt);
-  if (prev && d.released !== undefined && d.released === prev.data.released) return { allocations, cooldown, released: prev.index.released, runtime: d.runtime };
+  if (prev && d.released !== undefined && d.released === prev.data.released)
+    return { allocations, cooldown, released: prev.index.released, runtime: d.runtime };
   const released = new Map<string, number>();
   for (const r of d.released ?? []) released.set(r.containerID, r.releasedAt);
   return { allocations, cooldown, released, runtime: d.runtime };
 }
 
 function sameAllocation(a: CheckpointAllocation, b: CheckpointAllocation): boolean {
-  return a.ipv4 === b.ipv4 && a.eniId === b.eniId && a.allocatedAt === b.allocatedAt
-    && a.pod?.namespace === b.pod?.namespace && a.pod?.name === b.pod?.name && a.pod?.uid === b.pod?.uid && !a.pod === !b.pod;
+  return (
+    a.ipv4 === b.ipv4 &&
+    a.eniId === b.eniId &&
+    a.allocatedAt === b.allocatedAt &&
+    a.pod?.namespace === b.pod?.namespace &&
+    a.pod?.name === b.pod?.name &&
+    a.pod?.uid === b.pod?.uid &&
+    !a.pod === !b.pod
+  );
 }
 
 /**
@@ -97,15 +111,18 @@ export function diffState(prev: StateIndex, next: StateIndex, seq: number): Jour
     if (!p || !sameAllocation(p, a)) put.push(a);
   }
   const del: Array<[string, string, string]> = [];
-  for (const [k, a] of prev.allocations) if (!next.allocations.has(k)) del.push([a.networkName, a.containerID, a.ifName]);
+  for (const [k, a] of prev.allocations)
+    if (!next.allocations.has(k)) del.push([a.networkName, a.containerID, a.ifName]);
   const cool: Array<{ ip: string; releasedAt: number }> = [];
   for (const [ip, at] of next.cooldown) if (prev.cooldown.get(ip) !== at) cool.push({ ip, releasedAt: at });
   const uncool: string[] = [];
   for (const ip of prev.cooldown.keys()) if (!next.cooldown.has(ip)) uncool.push(ip);
   const rel: Array<{ containerID: string; releasedAt: number }> = [];
   const unrel: string[] = [];
-  if (prev.released !== next.released) { // the same map: unchanged (indexState reused it)
-    for (const [containerID, at] of next.released) if (prev.released.get(containerID) !== at) rel.push({ containerID, releasedAt: at });
+  if (prev.released !== next.released) {
+    // the same map: unchanged (indexState reused it)
+    for (const [containerID, at] of next.released)
+      if (prev.released.get(containerID) !== at) rel.push({ containerID, releasedAt: at });
     for (const c of prev.released.keys()) if (!next.released.has(c)) unrel.push(c);
   }
   if (put.length) r.put = put;
@@ -114,13 +131,15 @@ export function diffState(prev: StateIndex, next: StateIndex, seq: number): Jour
   if (uncool.length) r.uncool = uncool;
   if (rel.length) r.rel = rel;
   if (unrel.length) r.unrel = unrel;
-  if (prev.runtime?.name !== next.runtime?.name || prev.runtime?.version !== next.runtime?.version) r.runtime = next.runtime ?? null;
+  if (prev.runtime?.name !== next.runtime?.name || prev.runtime?.version !== next.runtime?.version)
+    r.runtime = next.runtime ?? null;
   return Object.keys(r).length > 1 ? r : undefined;
 }
 
 /** Applies `rec` to the indexed state `s` in place. */
 export function applyRecord(s: StateIndex, rec: JournalRecord): void {
-  for (const [networkName, containerID, ifName] of rec.del ?? []) s.allocations.delete(keyOf({ networkName, containerID, ifName }));
+  for (const [networkName, containerID, ifName] of rec.del ?? [])
+    s.allocations.delete(keyOf({ networkName, containerID, ifName }));
   for (const a of rec.put ?? []) s.allocations.set(keyOf(a), a);
   for (const ip of rec.uncool ?? []) s.cooldown.delete(ip);
   for (const c of rec.cool ?? []) s.cooldown.set(c.ip, c.releasedAt);
@@ -135,10 +154,13 @@ export function applyRecord(s: StateIndex, rec: JournalRecord): void {
 /** The checkpoint data of indexed state `s` (boot id from `bootId`; `journalSeq` = `seq`). */
 export function stateData(s: StateIndex, bootId: string, seq: number): CheckpointData {
   return {
-    version: 1, bootId, allocations: [...s.allocations.values()],
+    version: 1,
+    bootId,
+    allocations: [...s.allocations.values()],
     cooldown: [...s.cooldown].map(([ip, releasedAt]) => ({ ip, releasedAt })),
     released: [...s.released].map(([containerID, releasedAt]) => ({ containerID, releasedAt })),
-    ...(s.runtime ? { runtime: s.runtime } : {}), journalSeq: seq,
+    ...(s.runtime ? { runtime: s.runtime } : {}),
+    journalSeq: seq,
   };
 }
 
@@ -168,19 +190,28 @@ export function replayJournal(snapshot: CheckpointData, buf: Buffer): JournalRep
     try {
       const r = journalRecordSchema.safeParse(JSON.parse(lines[i]!));
       if (r.success) rec = r.data as JournalRecord;
-    } catch { /* handled below */ }
+    } catch {
+      /* handled below */
+    }
     if (!rec) {
       if (i === lines.length - 1 && tornBytes === 0) {
         tornBytes = Buffer.byteLength(lines[i]!) + 1;
         break;
       }
-      return { ok: false, reason: `journal record ${i + 1} of ${lines.length} is not a valid record, and it is not the last (a torn write can only be the last)` };
+      return {
+        ok: false,
+        reason: `journal record ${i + 1} of ${lines.length} is not a valid record, and it is not the last (a torn write can only be the last)`,
+      };
     }
     if (rec.seq <= from) {
       skipped++;
       continue;
     }
-    if (rec.seq !== seq + 1) return { ok: false, reason: `journal record ${i + 1} has seq ${rec.seq}, expected ${seq + 1} (a record is missing)` };
+    if (rec.seq !== seq + 1)
+      return {
+        ok: false,
+        reason: `journal record ${i + 1} has seq ${rec.seq}, expected ${seq + 1} (a record is missing)`,
+      };
     applyRecord(s, rec);
     seq = rec.seq;
     applied++;

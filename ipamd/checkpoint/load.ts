@@ -77,17 +77,33 @@ function parse(buf: Buffer, bounds?: CheckpointBounds): { data: CheckpointData }
   }
   if (typeof json !== 'object' || json === null || Array.isArray(json)) return { reason: 'not a JSON object' };
   const version = (json as { version?: unknown }).version;
-  if (version !== CHECKPOINT_VERSION) return { reason: `unknown version ${JSON.stringify(version) ?? 'undefined'} (this ipamd reads version ${CHECKPOINT_VERSION})` };
+  if (version !== CHECKPOINT_VERSION)
+    return {
+      reason: `unknown version ${JSON.stringify(version) ?? 'undefined'} (this ipamd reads version ${CHECKPOINT_VERSION})`,
+    };
   const r = checkpointSchema.safeParse(json);
   if (!r.success) {
     const i = r.error.issues[0]!;
-    const where = i.path.length ? i.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('').replace(/^\./, '') : '(root)';
-    return { reason: `schema invalid at ${where}: ${i.message}${r.error.issues.length > 1 ? ` (and ${r.error.issues.length - 1} more)` : ''}` };
+    const where = i.path.length
+      ? i.path
+          .map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`))
+          .join('')
+          .replace(/^\./, '')
+      : '(root)';
+    return {
+      reason: `schema invalid at ${where}: ${i.message}${r.error.issues.length > 1 ? ` (and ${r.error.issues.length - 1} more)` : ''}`,
+    };
   }
   const data = r.data as CheckpointData;
   if (bounds) {
-    for (const [field, n] of [['allocations', data.allocations.length], ['cooldown', data.cooldown.length]] as const) {
-      if (n > bounds.maxEntries) return { reason: `implausible: ${n} ${field} entries, more than this node's ENIs can hold (${bounds.maxEntries})` };
+    for (const [field, n] of [
+      ['allocations', data.allocations.length],
+      ['cooldown', data.cooldown.length],
+    ] as const) {
+      if (n > bounds.maxEntries)
+        return {
+          reason: `implausible: ${n} ${field} entries, more than this node's ENIs can hold (${bounds.maxEntries})`,
+        };
     }
   }
   return { data };
@@ -112,7 +128,10 @@ async function readIfExists(path: string, maxBytes?: number): Promise<Buffer | u
   try {
     if (maxBytes !== undefined) {
       const size = (await stat(path)).size;
-      if (size > maxBytes) return { reason: `implausible: ${size} bytes, more than a checkpoint of this node can take (${maxBytes}): ${path}` };
+      if (size > maxBytes)
+        return {
+          reason: `implausible: ${size} bytes, more than a checkpoint of this node can take (${maxBytes}): ${path}`,
+        };
     }
     return await readFile(path);
   } catch (e) {
@@ -134,9 +153,15 @@ export async function readCheckpoint(path: string, bounds?: CheckpointBounds): P
   // The journal stays below the larger of 256 KiB and the snapshot (writer.ts) plus one group's record.
   const jr = await readIfExists(path + JOURNAL_SUFFIX, bounds ? bounds.maxBytes + 2 * 1024 * 1024 : undefined);
   const journalExists = jr !== undefined && !(Buffer.isBuffer(jr) && jr.length === 0); // an empty journal holds nothing
-  const corrupt = (reason: string) => ({ kind: 'corrupt' as const, reason, snapshotExists: snap !== undefined, journalExists });
+  const corrupt = (reason: string) => ({
+    kind: 'corrupt' as const,
+    reason,
+    snapshotExists: snap !== undefined,
+    journalExists,
+  });
   if (snap === undefined) {
-    if (Buffer.isBuffer(jr) && jr.length > 0) return corrupt(`journal ${path}${JOURNAL_SUFFIX} (${jr.length} bytes) without its snapshot`);
+    if (Buffer.isBuffer(jr) && jr.length > 0)
+      return corrupt(`journal ${path}${JOURNAL_SUFFIX} (${jr.length} bytes) without its snapshot`);
     return { kind: 'missing' };
   }
   if (!Buffer.isBuffer(snap)) return corrupt(snap.reason);
@@ -148,8 +173,14 @@ export async function readCheckpoint(path: string, bounds?: CheckpointBounds): P
   const j = replayJournal(r.data, jr);
   if (!j.ok) return corrupt(`${path}${JOURNAL_SUFFIX}: ${j.reason}`);
   if (bounds) {
-    for (const [field, n] of [['allocations', j.data.allocations.length], ['cooldown', j.data.cooldown.length]] as const) {
-      if (n > bounds.maxEntries) return corrupt(`implausible: ${n} ${field} entries with the journal applied, more than this node's ENIs can hold (${bounds.maxEntries})`);
+    for (const [field, n] of [
+      ['allocations', j.data.allocations.length],
+      ['cooldown', j.data.cooldown.length],
+    ] as const) {
+      if (n > bounds.maxEntries)
+        return corrupt(
+          `implausible: ${n} ${field} entries with the journal applied, more than this node's ENIs can hold (${bounds.maxEntries})`,
+        );
     }
   }
   return { kind: 'ok', data: j.data, journal: { applied: j.applied, skipped: j.skipped, tornBytes: j.tornBytes } };
@@ -189,5 +220,10 @@ export async function loadCheckpoint(path: string, bounds?: CheckpointBounds): P
     movedTo = await asideName(path, now);
     await rename(path, movedTo);
   }
-  return { kind: 'corrupt', reason: r.reason, movedTo, ...(journalMovedTo && r.snapshotExists ? { journalMovedTo } : {}) };
+  return {
+    kind: 'corrupt',
+    reason: r.reason,
+    movedTo,
+    ...(journalMovedTo && r.snapshotExists ? { journalMovedTo } : {}),
+  };
 }

@@ -20,7 +20,11 @@ import { z } from 'zod';
  * its ENI (`''` while the IP is on no known ENI yet), and the pod as reported (fields may be empty).
  */
 export interface CheckpointAllocation {
-  networkName: string; containerID: string; ifName: string; ipv4: string; eniId: string;
+  networkName: string;
+  containerID: string;
+  ifName: string;
+  ipv4: string;
+  eniId: string;
   /** ms since epoch. */
   allocatedAt: number;
   pod?: { namespace: string; name: string; uid: string };
@@ -58,7 +62,10 @@ const epochMs = z.number().finite().nonnegative();
 /** zod schema of one {@link CheckpointAllocation}. */
 export const checkpointAllocationSchema = z.object({
   // The allocation key (networkName, containerID, ifName) must be complete.
-  networkName: id, containerID: id, ifName: id, ipv4,
+  networkName: id,
+  containerID: id,
+  ifName: id,
+  ipv4,
   // Empty while the IP is on no known ENI yet (a sandbox adopted from the runtime before
   // IMDS/EC2 list its IP); the datastore fills it in when the IP shows up.
   eniId: z.string(),

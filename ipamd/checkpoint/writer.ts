@@ -48,7 +48,10 @@ interface Batch {
 
 function newBatch(): Batch {
   let resolve!: () => void, reject!: (e: Error) => void;
-  const promise = new Promise<void>((res, rej) => { resolve = res; reject = rej; });
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
   // A batch nobody awaits (e.g. only flush()) must not crash the process.
   promise.catch(() => undefined);
   return { promise, resolve, reject };
@@ -86,7 +89,11 @@ export class CheckpointWriter {
    * @param path checkpoint file; @param snapshot returns the state to persist (called
    * when a write starts); @param opts see {@link CheckpointWriterOptions}.
    */
-  constructor(private readonly path: string, private readonly snapshot: () => CheckpointData, private readonly opts: CheckpointWriterOptions = {}) {
+  constructor(
+    private readonly path: string,
+    private readonly snapshot: () => CheckpointData,
+    private readonly opts: CheckpointWriterOptions = {},
+  ) {
     this.fsync = opts.fsync ?? true;
     this.journalPath = path + JOURNAL_SUFFIX;
     this.seq = opts.startSeq ?? 0;
@@ -151,9 +158,18 @@ export class CheckpointWriter {
   private async writeOnce(): Promise<void> {
     let t = performance.now();
     const data = this.snapshot();
-    const next = indexState(data, this.durable && this.durableData ? { data: this.durableData, index: this.durable } : undefined);
+    const next = indexState(
+      data,
+      this.durable && this.durableData ? { data: this.durableData, index: this.durable } : undefined,
+    );
     t = this.stage('snapshot', t);
-    if (!this.durable || this.compactNext || this.opts.journal === false || data.bootId !== this.durableBootId || this.journalBytes >= Math.max(this.opts.compactBytes ?? 256 * 1024, this.snapshotBytes)) {
+    if (
+      !this.durable ||
+      this.compactNext ||
+      this.opts.journal === false ||
+      data.bootId !== this.durableBootId ||
+      this.journalBytes >= Math.max(this.opts.compactBytes ?? 256 * 1024, this.snapshotBytes)
+    ) {
       await this.compact(data, next, t);
       return;
     }
@@ -166,7 +182,8 @@ export class CheckpointWriter {
     t = this.stage('serialize', t);
     const fh = await this.openJournal();
     const { bytesWritten } = await fh.write(line, 0, line.length);
-    if (bytesWritten !== line.length) throw new Error(`short write to ${this.journalPath}: ${bytesWritten} of ${line.length} bytes`);
+    if (bytesWritten !== line.length)
+      throw new Error(`short write to ${this.journalPath}: ${bytesWritten} of ${line.length} bytes`);
     t = this.stage('write', t);
     if (this.fsync) await fh.datasync();
     this.stage('fdatasync', t);
@@ -191,7 +208,8 @@ export class CheckpointWriter {
       const fh = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC, 0o600);
       try {
         const { bytesWritten } = await fh.write(buf, 0, buf.length);
-        if (bytesWritten !== buf.length) throw new Error(`short write to ${tmp}: ${bytesWritten} of ${buf.length} bytes`);
+        if (bytesWritten !== buf.length)
+          throw new Error(`short write to ${tmp}: ${bytesWritten} of ${buf.length} bytes`);
         t = this.stage('compact.write', t);
         if (this.fsync) await fh.sync();
         t = this.stage('compact.fsync', t);

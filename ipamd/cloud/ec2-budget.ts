@@ -10,7 +10,14 @@
  * Guide, "Request throttling") waits until the hold expires, and the hold doubles with
  * each consecutive failure of the class until a call succeeds.
  */
-import { backoffDelay, classifyEc2Failure, DEFAULT_BACKOFF, isRetryable, type BackoffPolicy, type Ec2FailureKind } from './retry.js';
+import {
+  backoffDelay,
+  classifyEc2Failure,
+  DEFAULT_BACKOFF,
+  isRetryable,
+  type BackoffPolicy,
+  type Ec2FailureKind,
+} from './retry.js';
 import { TokenBucket } from './token-bucket.js';
 
 /** EC2 action class: `describe` (Describe*) or `mutating` (everything else). */
@@ -84,7 +91,13 @@ export class Ec2Budget {
    * Records a failed attempt and decides whether to retry.
    * @param attempt 1-based number of the attempt that failed; @param maxAttempts attempts allowed per call.
    */
-  onFailure(action: string, code: string, httpStatus: number | undefined, attempt: number, maxAttempts: number): Ec2FailureVerdict {
+  onFailure(
+    action: string,
+    code: string,
+    httpStatus: number | undefined,
+    attempt: number,
+    maxAttempts: number,
+  ): Ec2FailureVerdict {
     const kind = classifyEc2Failure(code, httpStatus);
     let holdMs = 0;
     if (kind !== 'client') {

@@ -28,7 +28,12 @@ export class Ec2Error extends Error {
   /** Kind of the last failure, when it came from EC2 or the network. */
   kind?: Ec2FailureKind;
 
-  constructor(readonly action: string, readonly code: string, message: string, readonly httpStatus?: number) {
+  constructor(
+    readonly action: string,
+    readonly code: string,
+    message: string,
+    readonly httpStatus?: number,
+  ) {
     super(`${action}: ${code}: ${message}`);
     this.name = 'Ec2Error';
   }
@@ -46,7 +51,13 @@ export interface Ec2Eni {
   /** Secondary private IPv4s (the primary excluded). */
   secondaryIps: string[];
   ipv4Prefixes: string[];
-  attachment?: { attachmentId: string; instanceId: string; deviceIndex: number; status: string; deleteOnTermination: boolean };
+  attachment?: {
+    attachmentId: string;
+    instanceId: string;
+    deviceIndex: number;
+    status: string;
+    deleteOnTermination: boolean;
+  };
   tags: Record<string, string>;
   securityGroupIds: string[];
 }

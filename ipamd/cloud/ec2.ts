@@ -121,17 +121,24 @@ export class Ec2Api {
     this.o = opts;
     this.maxAttempts = opts.maxAttempts ?? DEFAULT_EC2_MAX_ATTEMPTS;
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_EC2_TIMEOUT_MS;
-    if (!Number.isInteger(this.maxAttempts) || this.maxAttempts < 1) throw new RangeError(`maxAttempts must be a whole number >= 1, got ${this.maxAttempts}`);
+    if (!Number.isInteger(this.maxAttempts) || this.maxAttempts < 1)
+      throw new RangeError(`maxAttempts must be a whole number >= 1, got ${this.maxAttempts}`);
     if (!(this.timeoutMs > 0)) throw new RangeError(`timeoutMs must be > 0, got ${this.timeoutMs}`);
     this.budget = new Ec2Budget({
-      ratePerSecond: opts.ratePerSecond ?? DEFAULT_EC2_RATE, burst: opts.burst ?? DEFAULT_EC2_BURST, ...(opts.backoff ? { backoff: opts.backoff } : {}),
+      ratePerSecond: opts.ratePerSecond ?? DEFAULT_EC2_RATE,
+      burst: opts.burst ?? DEFAULT_EC2_BURST,
+      ...(opts.backoff ? { backoff: opts.backoff } : {}),
     });
   }
 
   /** Runs `fn` with the SDK client and module, loading them on first use. */
   private async sdk<T>(fn: (c: EC2Client, m: Sdk) => Promise<T>): Promise<T> {
     const m = await loadSdk();
-    this.client ??= new m.EC2Client({ region: this.o.region, ...(this.o.endpoint ? { endpoint: this.o.endpoint } : {}), maxAttempts: 1 });
+    this.client ??= new m.EC2Client({
+      region: this.o.region,
+      ...(this.o.endpoint ? { endpoint: this.o.endpoint } : {}),
+      maxAttempts: 1,
+    });
     return fn(this.client, m);
   }
 
@@ -145,13 +152,26 @@ export class Ec2Api {
 
   /** Network limits of one instance type (DescribeInstanceTypes `NetworkInfo`, `Hypervisor`, `BareMetal`). */
   async instanceTypeLimits(instanceType: string, opts?: Ec2CallOptions): Promise<InstanceTypeLimits> {
-    const out = await this.call('DescribeInstanceTypes', (o) => this.sdk((c, m) => c.send(new m.DescribeInstanceTypesCommand({ InstanceTypes: [instanceType as _InstanceType] }), o)), opts);
+    const out = await this.call(
+      'DescribeInstanceTypes',
+      (o) =>
+        this.sdk((c, m) =>
+          c.send(new m.DescribeInstanceTypesCommand({ InstanceTypes: [instanceType as _InstanceType] }), o),
+        ),
+      opts,
+    );
     const t = out.InstanceTypes?.[0];
     const ni = t?.NetworkInfo;
     if (!t || !ni?.MaximumNetworkInterfaces || !ni.Ipv4AddressesPerInterface) {
       throw new Ec2Error('DescribeInstanceTypes', 'IncompleteResponse', `no network limits for ${instanceType}`);
     }
-    return { instanceType, maxEnis: ni.MaximumNetworkInterfaces, ipv4PerEni: ni.Ipv4AddressesPerInterface, hypervisor: t.Hypervisor ?? 'unknown', bareMetal: t.BareMetal ?? false };
+    return {
+      instanceType,
+      maxEnis: ni.MaximumNetworkInterfaces,
+      ipv4PerEni: ni.Ipv4AddressesPerInterface,
+      hypervisor: t.Hypervisor ?? 'unknown',
+      bareMetal: t.BareMetal ?? false,
+    };
   }
 
   /** Describes ENIs by id (any unknown id fails the whole call with NotFound, as EC2 does). */
@@ -168,7 +188,9 @@ export class Ec2Api {
 
   /** The IPv4 CIDR and free-address count of a subnet. */
   async describeSubnet(subnetId: string): Promise<{ cidr: string; availableIps: number; vpcId: string }> {
-    const out = await this.call('DescribeSubnets', (o) => this.sdk((c, m) => c.send(new m.DescribeSubnetsCommand({ SubnetIds: [subnetId] }), o)));
+    const out = await this.call('DescribeSubnets', (o) =>
+      this.sdk((c, m) => c.send(new m.DescribeSubnetsCommand({ SubnetIds: [subnetId] }), o)),
+    );
     const s = out.Subnets?.[0];
     if (!s?.CidrBlock) throw new Ec2Error('DescribeSubnets', 'IncompleteResponse', `subnet ${subnetId} not described`);
     return { cidr: s.CidrBlock, availableIps: s.AvailableIpAddressCount ?? 0, vpcId: s.VpcId ?? '' };
@@ -179,43 +201,93 @@ export class Ec2Api {
    * `prefixCount` /28 IPv4 prefixes (`Ipv4PrefixCount`; EC2 refuses both in one request);
    * returns it (status `available`).
    */
-  async createEni(p: { subnetId: string; description: string; tags: Record<string, string>; secondaryCount: number; prefixCount?: number; securityGroupIds?: string[] }): Promise<Ec2Eni> {
-    const out = await this.call('CreateNetworkInterface', (o) => this.sdk((c, m) => c.send(new m.CreateNetworkInterfaceCommand({
-      SubnetId: p.subnetId,
-      Description: p.description,
-      ...(p.secondaryCount > 0 ? { SecondaryPrivateIpAddressCount: p.secondaryCount } : {}),
-      ...((p.prefixCount ?? 0) > 0 ? { Ipv4PrefixCount: p.prefixCount } : {}),
-      ...(p.securityGroupIds?.length ? { Groups: p.securityGroupIds } : {}),
-      TagSpecifications: [{ ResourceType: 'network-interface', Tags: Object.entries(p.tags).map(([Key, Value]) => ({ Key, Value })) }],
-    }), o)));
-    if (!out.NetworkInterface?.NetworkInterfaceId) throw new Ec2Error('CreateNetworkInterface', 'IncompleteResponse', 'no NetworkInterfaceId');
+  async createEni(p: {
+    subnetId: string;
+    description: string;
+    tags: Record<string, string>;
+    secondaryCount: number;
+    prefixCount?: number;
+    securityGroupIds?: string[];
+  }): Promise<Ec2Eni> {
+    const out = await this.call('CreateNetworkInterface', (o) =>
+      this.sdk((c, m) =>
+        c.send(
+          new m.CreateNetworkInterfaceCommand({
+            SubnetId: p.subnetId,
+            Description: p.description,
+            ...(p.secondaryCount > 0 ? { SecondaryPrivateIpAddressCount: p.secondaryCount } : {}),
+            ...((p.prefixCount ?? 0) > 0 ? { Ipv4PrefixCount: p.prefixCount } : {}),
+            ...(p.securityGroupIds?.length ? { Groups: p.securityGroupIds } : {}),
+            TagSpecifications: [
+              {
+                ResourceType: 'network-interface',
+                Tags: Object.entries(p.tags).map(([Key, Value]) => ({ Key, Value })),
+              },
+            ],
+          }),
+          o,
+        ),
+      ),
+    );
+    if (!out.NetworkInterface?.NetworkInterfaceId)
+      throw new Ec2Error('CreateNetworkInterface', 'IncompleteResponse', 'no NetworkInterfaceId');
     return normaliseEni(out.NetworkInterface);
   }
 
   /** Attaches an ENI at a device index; returns the attachment id. */
   async attachEni(eniId: string, instanceId: string, deviceIndex: number): Promise<string> {
-    const out = await this.call('AttachNetworkInterface', (o) => this.sdk((c, m) => c.send(new m.AttachNetworkInterfaceCommand({ NetworkInterfaceId: eniId, InstanceId: instanceId, DeviceIndex: deviceIndex }), o)));
+    const out = await this.call('AttachNetworkInterface', (o) =>
+      this.sdk((c, m) =>
+        c.send(
+          new m.AttachNetworkInterfaceCommand({
+            NetworkInterfaceId: eniId,
+            InstanceId: instanceId,
+            DeviceIndex: deviceIndex,
+          }),
+          o,
+        ),
+      ),
+    );
     if (!out.AttachmentId) throw new Ec2Error('AttachNetworkInterface', 'IncompleteResponse', 'no AttachmentId');
     return out.AttachmentId;
   }
 
   /** Sets DeleteOnTermination on an attachment, so terminating the instance frees the ENI. */
   async setDeleteOnTermination(eniId: string, attachmentId: string): Promise<void> {
-    await this.call('ModifyNetworkInterfaceAttribute', (o) => this.sdk((c, m) => c.send(new m.ModifyNetworkInterfaceAttributeCommand({
-      NetworkInterfaceId: eniId, Attachment: { AttachmentId: attachmentId, DeleteOnTermination: true },
-    }), o)));
+    await this.call('ModifyNetworkInterfaceAttribute', (o) =>
+      this.sdk((c, m) =>
+        c.send(
+          new m.ModifyNetworkInterfaceAttributeCommand({
+            NetworkInterfaceId: eniId,
+            Attachment: { AttachmentId: attachmentId, DeleteOnTermination: true },
+          }),
+          o,
+        ),
+      ),
+    );
   }
 
   /** Assigns `count` secondary IPs to an ENI in one call; returns them. */
   async assignIps(eniId: string, count: number): Promise<string[]> {
-    const out = await this.call('AssignPrivateIpAddresses', (o) => this.sdk((c, m) => c.send(new m.AssignPrivateIpAddressesCommand({ NetworkInterfaceId: eniId, SecondaryPrivateIpAddressCount: count }), o)));
+    const out = await this.call('AssignPrivateIpAddresses', (o) =>
+      this.sdk((c, m) =>
+        c.send(
+          new m.AssignPrivateIpAddressesCommand({ NetworkInterfaceId: eniId, SecondaryPrivateIpAddressCount: count }),
+          o,
+        ),
+      ),
+    );
     return (out.AssignedPrivateIpAddresses ?? []).map((a) => a.PrivateIpAddress ?? '').filter(Boolean);
   }
 
   /** Unassigns secondary IPs from an ENI in one call. */
   async unassignIps(eniId: string, ips: string[]): Promise<void> {
     if (ips.length === 0) return;
-    await this.call('UnassignPrivateIpAddresses', (o) => this.sdk((c, m) => c.send(new m.UnassignPrivateIpAddressesCommand({ NetworkInterfaceId: eniId, PrivateIpAddresses: ips }), o)));
+    await this.call('UnassignPrivateIpAddresses', (o) =>
+      this.sdk((c, m) =>
+        c.send(new m.UnassignPrivateIpAddressesCommand({ NetworkInterfaceId: eniId, PrivateIpAddresses: ips }), o),
+      ),
+    );
   }
 
   /**
@@ -225,25 +297,37 @@ export class Ec2Api {
    * @returns the assigned prefixes (`a.b.c.d/28`). @throws Ec2Error
    */
   async assignPrefixes(eniId: string, count: number): Promise<string[]> {
-    const out = await this.call('AssignPrivateIpAddresses', (o) => this.sdk((c, m) => c.send(new m.AssignPrivateIpAddressesCommand({ NetworkInterfaceId: eniId, Ipv4PrefixCount: count }), o)));
+    const out = await this.call('AssignPrivateIpAddresses', (o) =>
+      this.sdk((c, m) =>
+        c.send(new m.AssignPrivateIpAddressesCommand({ NetworkInterfaceId: eniId, Ipv4PrefixCount: count }), o),
+      ),
+    );
     return (out.AssignedIpv4Prefixes ?? []).map((a) => a.Ipv4Prefix ?? '').filter(Boolean);
   }
 
   /** Prefix delegation: unassigns /28 IPv4 prefixes from an ENI in one UnassignPrivateIpAddresses call (`Ipv4Prefix.N`). @throws Ec2Error */
   async unassignPrefixes(eniId: string, prefixes: string[]): Promise<void> {
     if (prefixes.length === 0) return;
-    await this.call('UnassignPrivateIpAddresses', (o) => this.sdk((c, m) => c.send(new m.UnassignPrivateIpAddressesCommand({ NetworkInterfaceId: eniId, Ipv4Prefixes: prefixes }), o)));
+    await this.call('UnassignPrivateIpAddresses', (o) =>
+      this.sdk((c, m) =>
+        c.send(new m.UnassignPrivateIpAddressesCommand({ NetworkInterfaceId: eniId, Ipv4Prefixes: prefixes }), o),
+      ),
+    );
   }
 
   /** Detaches an ENI (never forced: a forced detach can strand the OS's view, per the EC2 docs). */
   async detachEni(attachmentId: string): Promise<void> {
-    await this.call('DetachNetworkInterface', (o) => this.sdk((c, m) => c.send(new m.DetachNetworkInterfaceCommand({ AttachmentId: attachmentId, Force: false }), o)));
+    await this.call('DetachNetworkInterface', (o) =>
+      this.sdk((c, m) => c.send(new m.DetachNetworkInterfaceCommand({ AttachmentId: attachmentId, Force: false }), o)),
+    );
   }
 
   /** Deletes an ENI; `InvalidNetworkInterfaceID.NotFound` counts as success (already gone). */
   async deleteEni(eniId: string): Promise<void> {
     try {
-      await this.call('DeleteNetworkInterface', (o) => this.sdk((c, m) => c.send(new m.DeleteNetworkInterfaceCommand({ NetworkInterfaceId: eniId }), o)));
+      await this.call('DeleteNetworkInterface', (o) =>
+        this.sdk((c, m) => c.send(new m.DeleteNetworkInterfaceCommand({ NetworkInterfaceId: eniId }), o)),
+      );
     } catch (e) {
       if (e instanceof Ec2Error && e.code === 'InvalidNetworkInterfaceID.NotFound') return;
       throw e;
@@ -252,14 +336,41 @@ export class Ec2Api {
 
   /** Adds or overwrites tags on a resource. */
   async createTags(resourceId: string, tags: Record<string, string>): Promise<void> {
-    await this.call('CreateTags', (o) => this.sdk((c, m) => c.send(new m.CreateTagsCommand({ Resources: [resourceId], Tags: Object.entries(tags).map(([Key, Value]) => ({ Key, Value })) }), o)));
+    await this.call('CreateTags', (o) =>
+      this.sdk((c, m) =>
+        c.send(
+          new m.CreateTagsCommand({
+            Resources: [resourceId],
+            Tags: Object.entries(tags).map(([Key, Value]) => ({ Key, Value })),
+          }),
+          o,
+        ),
+      ),
+    );
   }
 
-  private async describeEnisWhere(input: { NetworkInterfaceIds?: string[]; Filters?: Filter[] }, opts?: Ec2CallOptions): Promise<Ec2Eni[]> {
+  private async describeEnisWhere(
+    input: { NetworkInterfaceIds?: string[]; Filters?: Filter[] },
+    opts?: Ec2CallOptions,
+  ): Promise<Ec2Eni[]> {
     const out: Ec2Eni[] = [];
     let NextToken: string | undefined;
     do {
-      const page = await this.call('DescribeNetworkInterfaces', (o) => this.sdk((c, m) => c.send(new m.DescribeNetworkInterfacesCommand({ ...input, ...(NextToken ? { NextToken } : {}), ...(input.NetworkInterfaceIds ? {} : { MaxResults: 1000 }) }), o)), opts);
+      const page = await this.call(
+        'DescribeNetworkInterfaces',
+        (o) =>
+          this.sdk((c, m) =>
+            c.send(
+              new m.DescribeNetworkInterfacesCommand({
+                ...input,
+                ...(NextToken ? { NextToken } : {}),
+                ...(input.NetworkInterfaceIds ? {} : { MaxResults: 1000 }),
+              }),
+              o,
+            ),
+          ),
+        opts,
+      );
       for (const ni of page.NetworkInterfaces ?? []) out.push(normaliseEni(ni));
       NextToken = page.NextToken;
     } while (NextToken);
@@ -271,7 +382,11 @@ export class Ec2Api {
    * module docstring; `opts` override the attempt budget for this call.
    * @throws Ec2Error with the last attempt's code.
    */
-  private async call<T>(action: string, send: (o: { abortSignal: AbortSignal }) => Promise<T>, opts?: Ec2CallOptions): Promise<T> {
+  private async call<T>(
+    action: string,
+    send: (o: { abortSignal: AbortSignal }) => Promise<T>,
+    opts?: Ec2CallOptions,
+  ): Promise<T> {
     const maxAttempts = opts?.maxAttempts ?? this.maxAttempts;
     for (let attempt = 1; ; attempt++) {
       if (this.closing.signal.aborted) throw aborted(action, attempt);
@@ -286,17 +401,33 @@ export class Ec2Api {
       }
       const t0 = performance.now();
       try {
-        const out = await send({ abortSignal: AbortSignal.any([AbortSignal.timeout(this.timeoutMs), this.closing.signal]) });
+        const out = await send({
+          abortSignal: AbortSignal.any([AbortSignal.timeout(this.timeoutMs), this.closing.signal]),
+        });
         this.budget.onSuccess(action);
         this.o.observe?.(action, 'ok', performance.now() - t0, { attempt, httpStatus: 200 });
         return out;
       } catch (e) {
         const ms = performance.now() - t0;
-        const err = e as { name?: string; Code?: string; code?: string; message?: string; $metadata?: { httpStatusCode?: number } };
-        const code = err.Code ?? (err.$metadata?.httpStatusCode === undefined && typeof err.code === 'string' ? err.code : undefined) ?? err.name ?? 'UnknownError';
+        const err = e as {
+          name?: string;
+          Code?: string;
+          code?: string;
+          message?: string;
+          $metadata?: { httpStatusCode?: number };
+        };
+        const code =
+          err.Code ??
+          (err.$metadata?.httpStatusCode === undefined && typeof err.code === 'string' ? err.code : undefined) ??
+          err.name ??
+          'UnknownError';
         const status = err.$metadata?.httpStatusCode;
         const v = this.budget.onFailure(action, code, status, attempt, maxAttempts);
-        this.o.observe?.(action, code, ms, { attempt, kind: v.kind, ...(status !== undefined ? { httpStatus: status } : {}) });
+        this.o.observe?.(action, code, ms, {
+          attempt,
+          kind: v.kind,
+          ...(status !== undefined ? { httpStatus: status } : {}),
+        });
         if (v.retry && !this.closing.signal.aborted) {
           this.o.onRetry?.(action, code, attempt, v.holdMs);
           opts?.onRetry?.(code, attempt, v.holdMs);
@@ -329,9 +460,21 @@ export function normaliseEni(ni: NetworkInterface): Ec2Eni {
     vpcId: ni.VpcId ?? '',
     description: ni.Description ?? '',
     primaryIp: primary,
-    secondaryIps: (ni.PrivateIpAddresses ?? []).filter((p) => !p.Primary && p.PrivateIpAddress).map((p) => p.PrivateIpAddress!),
+    secondaryIps: (ni.PrivateIpAddresses ?? [])
+      .filter((p) => !p.Primary && p.PrivateIpAddress)
+      .map((p) => p.PrivateIpAddress!),
     ipv4Prefixes: (ni.Ipv4Prefixes ?? []).map((p) => p.Ipv4Prefix ?? '').filter(Boolean),
-    ...(a?.AttachmentId ? { attachment: { attachmentId: a.AttachmentId, instanceId: a.InstanceId ?? '', deviceIndex: a.DeviceIndex ?? -1, status: a.Status ?? '', deleteOnTermination: a.DeleteOnTermination ?? false } } : {}),
+    ...(a?.AttachmentId
+      ? {
+          attachment: {
+            attachmentId: a.AttachmentId,
+            instanceId: a.InstanceId ?? '',
+            deviceIndex: a.DeviceIndex ?? -1,
+            status: a.Status ?? '',
+            deleteOnTermination: a.DeleteOnTermination ?? false,
+          },
+        }
+      : {}),
     tags: Object.fromEntries((ni.TagSet ?? []).map((t) => [t.Key ?? '', t.Value ?? ''])),
     securityGroupIds: (ni.Groups ?? []).map((g) => g.GroupId ?? '').filter(Boolean),
   };

@@ -9,7 +9,11 @@
 
 /** Error from IMDS with the HTTP status (0 for network errors/timeouts). */
 export class ImdsError extends Error {
-  constructor(message: string, readonly status: number, readonly path: string) {
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly path: string,
+  ) {
     super(message);
     this.name = 'ImdsError';
   }
@@ -74,7 +78,9 @@ export class ImdsClient {
     const res = await this.fetch(`/latest/${path}`, { headers: { 'X-aws-ec2-metadata-token': token } });
     if (res.status === 401) {
       this.token = undefined; // expired or revoked: one fresh try
-      const again = await this.fetch(`/latest/${path}`, { headers: { 'X-aws-ec2-metadata-token': await this.getToken() } });
+      const again = await this.fetch(`/latest/${path}`, {
+        headers: { 'X-aws-ec2-metadata-token': await this.getToken() },
+      });
       return this.bodyOrThrow(again, path);
     }
     return this.bodyOrThrow(res, path);
@@ -107,7 +113,14 @@ export class ImdsClient {
       throw new ImdsError('instance identity document is not JSON', 200, 'dynamic/instance-identity/document');
     }
     if (!region) region = az.replace(/[a-z]$/, '');
-    return { instanceId: instanceId.trim(), instanceType: instanceType.trim(), region, availabilityZone: az.trim(), localIpv4: localIpv4.trim(), primaryMac: mac.trim().toLowerCase() };
+    return {
+      instanceId: instanceId.trim(),
+      instanceType: instanceType.trim(),
+      region,
+      availabilityZone: az.trim(),
+      localIpv4: localIpv4.trim(),
+      primaryMac: mac.trim().toLowerCase(),
+    };
   }
 
   /** Lists the ENIs attached to the instance, by device number. @throws ImdsError */
@@ -132,17 +145,28 @@ export class ImdsClient {
       this.getOptional(p + 'ipv4-prefix'),
     ]);
     const deviceNumber = Number.parseInt(dev.trim(), 10);
-    if (!Number.isInteger(deviceNumber)) throw new ImdsError(`device-number of ${mac} is not a number: ${dev}`, 200, p + 'device-number');
+    if (!Number.isInteger(deviceNumber))
+      throw new ImdsError(`device-number of ${mac} is not a number: ${dev}`, 200, p + 'device-number');
     return {
-      mac: mac.toLowerCase(), eniId: eniId.trim(), deviceNumber, subnetId: subnetId.trim(), vpcId: vpcId.trim(),
-      subnetCidr: subnetCidr.trim(), vpcCidrs: lines(vpcCidrs ?? ''), securityGroupIds: lines(sgs ?? ''),
-      localIpv4s: lines(ipv4s ?? ''), ipv4Prefixes: lines(prefixes ?? ''),
+      mac: mac.toLowerCase(),
+      eniId: eniId.trim(),
+      deviceNumber,
+      subnetId: subnetId.trim(),
+      vpcId: vpcId.trim(),
+      subnetCidr: subnetCidr.trim(),
+      vpcCidrs: lines(vpcCidrs ?? ''),
+      securityGroupIds: lines(sgs ?? ''),
+      localIpv4s: lines(ipv4s ?? ''),
+      ipv4Prefixes: lines(prefixes ?? ''),
     };
   }
 
   private async getToken(): Promise<string> {
     if (this.token && this.token.expiresAt > Date.now() + 60_000) return this.token.value;
-    const res = await this.fetch('/latest/api/token', { method: 'PUT', headers: { 'X-aws-ec2-metadata-token-ttl-seconds': String(this.ttlS) } });
+    const res = await this.fetch('/latest/api/token', {
+      method: 'PUT',
+      headers: { 'X-aws-ec2-metadata-token-ttl-seconds': String(this.ttlS) },
+    });
     const value = await this.bodyOrThrow(res, 'api/token');
     this.token = { value: value.trim(), expiresAt: Date.now() + this.ttlS * 1000 };
     return this.token.value;
@@ -164,5 +188,8 @@ export class ImdsClient {
 }
 
 function lines(s: string): string[] {
-  return s.split('\n').map((l) => l.trim()).filter((l) => l.length > 0);
+  return s
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l.length > 0);
 }

@@ -46,7 +46,11 @@ export async function readCachedLimits(file: string, instanceType: string): Prom
 }
 
 /** Writes the limits to `file` atomically (temp file + rename). @throws Error from the file system. */
-export async function writeCachedLimits(file: string, limits: InstanceTypeLimits, now: Date = new Date()): Promise<void> {
+export async function writeCachedLimits(
+  file: string,
+  limits: InstanceTypeLimits,
+  now: Date = new Date(),
+): Promise<void> {
   const body: z.infer<typeof CacheSchema> = { version: 1, ...limits, fetchedAt: now.toISOString() };
   await writeFileAtomic(file, `${JSON.stringify(body)}\n`, { mode: 0o600 });
 }
@@ -58,13 +62,22 @@ export async function writeCachedLimits(file: string, limits: InstanceTypeLimits
  * @throws Ec2Error when the call fails after its attempts.
  */
 export async function loadInstanceTypeLimits(p: {
-  ec2: Ec2Api; instanceType: string; cacheFile?: string; log: Logger; callOptions?: Ec2CallOptions;
+  ec2: Ec2Api;
+  instanceType: string;
+  cacheFile?: string;
+  log: Logger;
+  callOptions?: Ec2CallOptions;
 }): Promise<{ limits: InstanceTypeLimits; source: LimitsSource }> {
   const cached = p.cacheFile ? await readCachedLimits(p.cacheFile, p.instanceType) : undefined;
   if (cached) return { limits: cached, source: 'cache' };
   const limits = await p.ec2.instanceTypeLimits(p.instanceType, p.callOptions);
   if (p.cacheFile) {
-    await writeCachedLimits(p.cacheFile, limits).catch((e: Error) => p.log.warn({ file: p.cacheFile, err: e.message }, 'could not cache the instance type limits; the next start asks EC2 again'));
+    await writeCachedLimits(p.cacheFile, limits).catch((e: Error) =>
+      p.log.warn(
+        { file: p.cacheFile, err: e.message },
+        'could not cache the instance type limits; the next start asks EC2 again',
+      ),
+    );
   }
   return { limits, source: 'ec2' };
 }

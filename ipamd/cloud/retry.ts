@@ -24,16 +24,39 @@ export type Ec2FailureKind =
 
 /** Error codes EC2 and the AWS SDKs use for throttling. */
 export const THROTTLE_CODES: ReadonlySet<string> = new Set([
-  'RequestLimitExceeded', 'Throttling', 'ThrottlingException', 'ThrottledException', 'RequestThrottled',
-  'RequestThrottledException', 'TooManyRequestsException', 'SlowDown', 'PriorRequestNotComplete', 'EC2ThrottledException',
+  'RequestLimitExceeded',
+  'Throttling',
+  'ThrottlingException',
+  'ThrottledException',
+  'RequestThrottled',
+  'RequestThrottledException',
+  'TooManyRequestsException',
+  'SlowDown',
+  'PriorRequestNotComplete',
+  'EC2ThrottledException',
 ]);
 
 /** Server-side error codes (AWS EC2 API Reference, "Server error codes"). */
-export const SERVER_CODES: ReadonlySet<string> = new Set(['InternalError', 'InternalFailure', 'ServiceUnavailable', 'Unavailable']);
+export const SERVER_CODES: ReadonlySet<string> = new Set([
+  'InternalError',
+  'InternalFailure',
+  'ServiceUnavailable',
+  'Unavailable',
+]);
 
 /** Codes (or error names) of requests that got no HTTP answer. */
 export const TRANSPORT_CODES: ReadonlySet<string> = new Set([
-  'TimeoutError', 'AbortError', 'RequestTimeout', 'ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EAI_AGAIN', 'ENOTFOUND', 'EHOSTUNREACH', 'NetworkingError',
+  'TimeoutError',
+  'AbortError',
+  'RequestTimeout',
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'NetworkingError',
 ]);
 
 /**
@@ -54,7 +77,11 @@ export function classifyEc2Failure(code: string, httpStatus?: number): Ec2Failur
  * AttachNetworkInterface races the first. They are retried on throttling only (EC2 did
  * nothing); for the rest the pool controller re-plans from its state on the next step.
  */
-export const NOT_IDEMPOTENT: ReadonlySet<string> = new Set(['CreateNetworkInterface', 'AssignPrivateIpAddresses', 'AttachNetworkInterface']);
+export const NOT_IDEMPOTENT: ReadonlySet<string> = new Set([
+  'CreateNetworkInterface',
+  'AssignPrivateIpAddresses',
+  'AttachNetworkInterface',
+]);
 
 /** True if a failure of `kind` on `action` may be retried with the same request. */
 export function isRetryable(action: string, kind: Ec2FailureKind): boolean {
@@ -79,7 +106,11 @@ export const DEFAULT_BACKOFF: BackoffPolicy = { baseMs: 500, capMs: 20_000 };
  * `step = min(cap, base × 2^(n−1))`, `delay = step/2 + random() × step/2`.
  * @param random uniform in [0, 1) (default Math.random). @throws RangeError for n < 1.
  */
-export function backoffDelay(n: number, p: BackoffPolicy = DEFAULT_BACKOFF, random: () => number = Math.random): number {
+export function backoffDelay(
+  n: number,
+  p: BackoffPolicy = DEFAULT_BACKOFF,
+  random: () => number = Math.random,
+): number {
   if (!(n >= 1)) throw new RangeError(`retry number must be >= 1, got ${n}`);
   const step = Math.min(p.capMs, p.baseMs * 2 ** Math.min(n - 1, 30));
   return Math.round(step / 2 + random() * (step / 2));

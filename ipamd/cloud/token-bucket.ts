@@ -28,8 +28,10 @@ export class TokenBucket {
 
   /** @throws RangeError when `ratePerSecond` is not > 0 or `burst` is not ≥ 1. */
   constructor(o: TokenBucketOptions) {
-    if (!(o.ratePerSecond > 0) || !Number.isFinite(o.ratePerSecond)) throw new RangeError(`ratePerSecond must be a finite number > 0, got ${o.ratePerSecond}`);
-    if (!(o.burst >= 1) || !Number.isFinite(o.burst)) throw new RangeError(`burst must be a finite number >= 1, got ${o.burst}`);
+    if (!(o.ratePerSecond > 0) || !Number.isFinite(o.ratePerSecond))
+      throw new RangeError(`ratePerSecond must be a finite number > 0, got ${o.ratePerSecond}`);
+    if (!(o.burst >= 1) || !Number.isFinite(o.burst))
+      throw new RangeError(`burst must be a finite number >= 1, got ${o.burst}`);
     this.ratePerSecond = o.ratePerSecond;
     this.burst = o.burst;
     this.now = o.now ?? Date.now;

@@ -77,9 +77,15 @@ const NAMES = ['env', 'stdin', 'selfNetns', 'podNetns'] as const;
  */
 export function decodeRequest(buf: Buffer): DecodeResult {
   if (buf.length < MAGIC.length) {
-    return MAGIC.subarray(0, buf.length).equals(buf) ? { state: 'incomplete', need: MAGIC.length } : { state: 'refused', reason: 'not an eni-ipam exec request (bad magic)' };
+    return MAGIC.subarray(0, buf.length).equals(buf)
+      ? { state: 'incomplete', need: MAGIC.length }
+      : { state: 'refused', reason: 'not an eni-ipam exec request (bad magic)' };
   }
-  if (!buf.subarray(0, MAGIC.length).equals(MAGIC)) return { state: 'refused', reason: `unsupported exec protocol ${JSON.stringify(buf.subarray(0, 4).toString('latin1'))}; this ipamd speaks EIX1` };
+  if (!buf.subarray(0, MAGIC.length).equals(MAGIC))
+    return {
+      state: 'refused',
+      reason: `unsupported exec protocol ${JSON.stringify(buf.subarray(0, 4).toString('latin1'))}; this ipamd speaks EIX1`,
+    };
   const fields: Buffer[] = [];
   let off = MAGIC.length;
   for (let i = 0; i < NAMES.length; i++) {
@@ -96,7 +102,15 @@ export function decodeRequest(buf: Buffer): DecodeResult {
     const eq = entry.indexOf('=');
     if (eq > 0) env[entry.slice(0, eq)] = entry.slice(eq + 1);
   }
-  return { state: 'complete', request: { env, stdin: fields[1]!.toString('utf8'), selfNetns: fields[2]!.toString('latin1'), podNetns: fields[3]!.toString('latin1') } };
+  return {
+    state: 'complete',
+    request: {
+      env,
+      stdin: fields[1]!.toString('utf8'),
+      selfNetns: fields[2]!.toString('latin1'),
+      podNetns: fields[3]!.toString('latin1'),
+    },
+  };
 }
 
 function field(b: Buffer): Buffer[] {
@@ -107,15 +121,32 @@ function field(b: Buffer): Buffer[] {
 
 /** Encodes a request (what the shim sends; used by tests and tools written in TypeScript). */
 export function encodeRequest(r: ExecRequest): Buffer {
-  const env = Buffer.from(Object.entries(r.env).map(([k, v]) => `${k}=${v}\0`).join(''), 'utf8');
-  return Buffer.concat([MAGIC, ...field(env), ...field(Buffer.from(r.stdin, 'utf8')), ...field(Buffer.from(r.selfNetns, 'latin1')), ...field(Buffer.from(r.podNetns, 'latin1'))]);
+  const env = Buffer.from(
+    Object.entries(r.env)
+      .map(([k, v]) => `${k}=${v}\0`)
+      .join(''),
+    'utf8',
+  );
+  return Buffer.concat([
+    MAGIC,
+    ...field(env),
+    ...field(Buffer.from(r.stdin, 'utf8')),
+    ...field(Buffer.from(r.selfNetns, 'latin1')),
+    ...field(Buffer.from(r.podNetns, 'latin1')),
+  ]);
 }
 
 /** Encodes an "R" response: the invocation ran; `exitCode`, stdout and stderr text. */
 export function encodeResult(exitCode: number, stdout: string, stderr: string): Buffer {
   const code = Buffer.allocUnsafe(4);
   code.writeUInt32BE(exitCode >>> 0, 0);
-  return Buffer.concat([MAGIC, Buffer.from('R', 'latin1'), code, ...field(Buffer.from(stdout, 'utf8')), ...field(Buffer.from(stderr, 'utf8'))]);
+  return Buffer.concat([
+    MAGIC,
+    Buffer.from('R', 'latin1'),
+    code,
+    ...field(Buffer.from(stdout, 'utf8')),
+    ...field(Buffer.from(stderr, 'utf8')),
+  ]);
 }
 
 /** Encodes an "F" response: nothing was done; `reason` names what to fix (the shim reports it). */
@@ -129,7 +160,8 @@ export function encodeUnavailable(reason: string): Buffer {
 }
 
 /** A decoded response (for tests). */
-export type ExecResponse = { kind: 'R'; exitCode: number; stdout: string; stderr: string } | { kind: 'F' | 'U'; reason: string };
+export type ExecResponse =
+  { kind: 'R'; exitCode: number; stdout: string; stderr: string } | { kind: 'F' | 'U'; reason: string };
 
 /**
  * Decodes a complete response. Pure.

@@ -33,7 +33,12 @@ import { chmod, mkdir, stat } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import {
-  connectIpamd, runInvocation, SessionPool, VERB_HANDLERS, type PluginHost, type VerbHandler,
+  connectIpamd,
+  runInvocation,
+  SessionPool,
+  VERB_HANDLERS,
+  type PluginHost,
+  type VerbHandler,
 } from '../../cni-plugin/facade.js';
 import { createIpRunner } from '../../netfacts/ip-batch.js';
 import type { IpamdClient } from '../../proto/ipamd-api.js';
@@ -136,12 +141,18 @@ export class CniExecServer {
   async listen(): Promise<void> {
     const sock = this.o.socketPath;
     this.nodeNetnsId = await netnsId(this.o.nodeNetns ?? '/proc/self/ns/net');
-    if (this.nodeNetnsId.startsWith('!')) throw new Error(`cannot read the node netns ${this.o.nodeNetns ?? '/proc/self/ns/net'} (${this.nodeNetnsId.slice(1)})`);
+    if (this.nodeNetnsId.startsWith('!'))
+      throw new Error(
+        `cannot read the node netns ${this.o.nodeNetns ?? '/proc/self/ns/net'} (${this.nodeNetnsId.slice(1)})`,
+      );
     await mkdir(path.dirname(sock), { recursive: true, mode: 0o750 });
     await removeStaleSocket(sock);
     await new Promise<void>((resolve, reject) => {
       this.server.once('error', reject);
-      this.server.listen(sock, () => { this.server.off('error', reject); resolve(); });
+      this.server.listen(sock, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
     });
     this.server.maxConnections = this.o.maxConnections ?? MAX_CONNECTIONS;
     await chmod(sock, 0o600);
@@ -156,7 +167,8 @@ export class CniExecServer {
   private newPluginHost(): PluginHost {
     const own = this.o.ipamd;
     return {
-      ipamd: (socketPath) => (own && socketPath === own.socketPath ? own.client : connectIpamd(socketPath, this.sessions)),
+      ipamd: (socketPath) =>
+        own && socketPath === own.socketPath ? own.client : connectIpamd(socketPath, this.sessions),
       ip: createIpRunner(this.spawnWorker?.spawner),
       ...(this.o.nodeNetns ? { nodeNetns: this.o.nodeNetns } : {}),
     };
@@ -194,22 +206,29 @@ export class CniExecServer {
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
         Promise.allSettled([...this.inFlight]),
-        new Promise<void>((r) => { timer = setTimeout(r, graceMs); }),
+        new Promise<void>((r) => {
+          timer = setTimeout(r, graceMs);
+        }),
       ]);
       clearTimeout(timer);
     }
     if (!this.inFlight.size) {
       this.sessions.close();
       await this.spawnWorker?.stop();
-    }
-    else this.o.log.warn({ running: this.inFlight.size }, 'CNI exec: invocations still running after the shutdown grace');
+    } else
+      this.o.log.warn({ running: this.inFlight.size }, 'CNI exec: invocations still running after the shutdown grace');
   }
 
   private onConnection(c: net.Socket): void {
     c.on('error', () => undefined); // a shim that went away: nothing to answer
     if (this.pending >= (this.o.maxPending ?? MAX_PENDING)) {
       // Nothing will be run: say so ("U"), so the shim retries (ADD) or spools (DEL); its bytes are discarded.
-      this.drop(c, 'pending', { pending: this.pending }, encodeUnavailable(`ipamd is busy: ${this.pending} connections are sending requests`));
+      this.drop(
+        c,
+        'pending',
+        { pending: this.pending },
+        encodeUnavailable(`ipamd is busy: ${this.pending} connections are sending requests`),
+      );
       return;
     }
     this.pending++;
@@ -265,10 +284,18 @@ export class CniExecServer {
   }
 
   /** Closes a connection over a bound (nothing was run) and counts it; with `unavailable`, answers it first. */
-  private drop(c: net.Socket, bound: keyof CniExecServer['dropped'], info: Record<string, number>, unavailable?: Buffer): void {
+  private drop(
+    c: net.Socket,
+    bound: keyof CniExecServer['dropped'],
+    info: Record<string, number>,
+    unavailable?: Buffer,
+  ): void {
     this.dropped[bound]++;
     if (this.dropped[bound] === 1 || this.dropped[bound] % 100 === 0) {
-      this.o.log.warn({ bound, ...info, droppedSoFar: this.dropped[bound] }, 'CNI exec: closed a connection over a bound (nothing was run)');
+      this.o.log.warn(
+        { bound, ...info, droppedSoFar: this.dropped[bound] },
+        'CNI exec: closed a connection over a bound (nothing was run)',
+      );
     }
     if (!unavailable) {
       c.destroy();
@@ -287,10 +314,13 @@ export class CniExecServer {
     if (ENTERS_POD_NETNS.has(req.env.CNI_COMMAND ?? '') && netns !== '') {
       const mine = await netnsId(netns);
       if (req.podNetns.startsWith('!') && mine.startsWith('!')) return undefined; // gone for both: the plugin code reports it
-      if (req.podNetns.startsWith('!')) return `CNI_NETNS ${netns} does not exist for the plugin (${req.podNetns.slice(1)}) but does for ipamd: the plugin and ipamd must see the node's mounts alike`;
+      if (req.podNetns.startsWith('!'))
+        return `CNI_NETNS ${netns} does not exist for the plugin (${req.podNetns.slice(1)}) but does for ipamd: the plugin and ipamd must see the node's mounts alike`;
       if (mine !== req.podNetns) {
         const proc = netns.startsWith('/proc/');
-        const seen = mine.startsWith('!') ? `does not exist in ipamd's ${proc ? 'PID' : 'mount'} namespace (${mine.slice(1)})` : `is another namespace for ipamd (${mine}) than for the plugin (${req.podNetns})`;
+        const seen = mine.startsWith('!')
+          ? `does not exist in ipamd's ${proc ? 'PID' : 'mount'} namespace (${mine.slice(1)})`
+          : `is another namespace for ipamd (${mine}) than for the plugin (${req.podNetns})`;
         const fix = proc
           ? 'the eni-ipam DaemonSet needs hostPID: true'
           : `the eni-ipam DaemonSet needs the ${path.dirname(netns)} hostPath mount with mountPropagation: HostToContainer`;
@@ -302,7 +332,11 @@ export class CniExecServer {
 
   private async serve(c: net.Socket, req: ExecRequest): Promise<void> {
     const t0 = performance.now();
-    const who = { verb: req.env.CNI_COMMAND ?? '', containerId: req.env.CNI_CONTAINERID ?? '', netns: req.env.CNI_NETNS ?? '' };
+    const who = {
+      verb: req.env.CNI_COMMAND ?? '',
+      containerId: req.env.CNI_CONTAINERID ?? '',
+      netns: req.env.CNI_NETNS ?? '',
+    };
     if (this.closing) {
       answer(c, encodeUnavailable('ipamd is shutting down'));
       return;
@@ -318,14 +352,24 @@ export class CniExecServer {
     const code = await runInvocation(this.o.handlers ?? VERB_HANDLERS, {
       env: req.env,
       readStdin: () => req.stdin,
-      writeStdout: (s) => { stdout += s; },
-      writeStderr: (s) => { stderr += s; },
+      writeStdout: (s) => {
+        stdout += s;
+      },
+      writeStderr: (s) => {
+        stderr += s;
+      },
       ctx: { host: this.pluginHost },
       ...(this.o.appendLog ? { appendLog: this.o.appendLog } : {}),
     });
-    this.o.log.debug({ ...who, exitCode: code, ms: Math.round((performance.now() - t0) * 10) / 10 }, 'CNI exec: invocation done');
+    this.o.log.debug(
+      { ...who, exitCode: code, ms: Math.round((performance.now() - t0) * 10) / 10 },
+      'CNI exec: invocation done',
+    );
     if (c.destroyed) {
-      this.o.log.warn({ ...who, exitCode: code }, 'CNI exec: the shim went away before the answer (the runtime will retry)');
+      this.o.log.warn(
+        { ...who, exitCode: code },
+        'CNI exec: the shim went away before the answer (the runtime will retry)',
+      );
       return;
     }
     answer(c, encodeResult(code, stdout, stderr));

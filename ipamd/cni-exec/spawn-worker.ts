@@ -99,14 +99,22 @@ export function startSpawnWorker(): SpawnWorker {
     children.set(id, on);
     worker.postMessage({ op: 'spawn', id, argv, env: { ...env } });
     return {
-      write: (data) => { if (!dead) worker.postMessage({ op: 'write', id, data }); },
-      end: () => { if (!dead) worker.postMessage({ op: 'end', id }); },
-      kill: () => { if (!dead) worker.postMessage({ op: 'kill', id }); },
+      write: (data) => {
+        if (!dead) worker.postMessage({ op: 'write', id, data });
+      },
+      end: () => {
+        if (!dead) worker.postMessage({ op: 'end', id });
+      },
+      kill: () => {
+        if (!dead) worker.postMessage({ op: 'kill', id });
+      },
     };
   };
   return {
     spawner,
-    get running() { return children.size; },
+    get running() {
+      return children.size;
+    },
     stop: async () => {
       die('stopped');
       await worker.terminate();

@@ -74,7 +74,12 @@ export class DelSpool {
 
   constructor(private readonly o: DelSpoolOptions) {
     this.counter = o.registry
-      ? new Counter({ name: 'eni_ipam_spooled_dels_total', help: 'DELs the CNI shim spooled while ipamd was not serving, applied by ipamd, by outcome (released, unknown, stale, corrupt, failed)', labelNames: ['outcome'], registers: [o.registry] })
+      ? new Counter({
+          name: 'eni_ipam_spooled_dels_total',
+          help: 'DELs the CNI shim spooled while ipamd was not serving, applied by ipamd, by outcome (released, unknown, stale, corrupt, failed)',
+          labelNames: ['outcome'],
+          registers: [o.registry],
+        })
       : undefined;
   }
 
@@ -98,9 +103,14 @@ export class DelSpool {
     await mkdir(this.o.dir, { recursive: true, mode: 0o700 });
     try {
       this.watcher = watch(this.o.dir, () => this.soon('watch'));
-      this.watcher.on('error', (e) => this.o.log.warn({ err: e.message, dir: this.o.dir }, 'DEL spool: watch failed; the periodic rescan goes on'));
+      this.watcher.on('error', (e) =>
+        this.o.log.warn({ err: e.message, dir: this.o.dir }, 'DEL spool: watch failed; the periodic rescan goes on'),
+      );
     } catch (e) {
-      this.o.log.warn({ err: (e as Error).message, dir: this.o.dir }, 'DEL spool: cannot watch the directory; relying on the periodic rescan');
+      this.o.log.warn(
+        { err: (e as Error).message, dir: this.o.dir },
+        'DEL spool: cannot watch the directory; relying on the periodic rescan',
+      );
     }
     this.timer = setInterval(() => this.soon('rescan'), this.o.rescanMs ?? RESCAN_INTERVAL_MS);
     this.timer.unref();
@@ -136,11 +146,19 @@ export class DelSpool {
     try {
       reads = await readSpool(this.o.dir);
     } catch (e) {
-      log.error({ err: (e as Error).message, dir: this.o.dir }, 'DEL spool: cannot list the directory; spooled DELs not applied');
+      log.error(
+        { err: (e as Error).message, dir: this.o.dir },
+        'DEL spool: cannot list the directory; spooled DELs not applied',
+      );
       return r;
     }
     if (reads.length === 0) return r;
-    const applied: Array<{ file: string; entry: SpoolEntry; released?: Allocation; outcome: 'released' | 'unknown' | 'stale' }> = [];
+    const applied: Array<{
+      file: string;
+      entry: SpoolEntry;
+      released?: Allocation;
+      outcome: 'released' | 'unknown' | 'stale';
+    }> = [];
     for (const x of reads) {
       if ('corrupt' in x) {
         const to = await moveAside(x.file).catch((e: Error) => `(not moved: ${e.message})`);
@@ -156,7 +174,8 @@ export class DelSpool {
       }
       if (held) {
         const warnings = await this.teardown(e, held).catch((err: Error) => [`host teardown failed: ${err.message}`]);
-        for (const w of warnings) log.warn({ containerID: e.containerID, ip: held.ipv4, warning: w }, 'DEL spool: host teardown');
+        for (const w of warnings)
+          log.warn({ containerID: e.containerID, ip: held.ipv4, warning: w }, 'DEL spool: host teardown');
       }
       const released = ds.release(e, Date.now());
       applied.push({ ...x, ...(released ? { released } : {}), outcome: released ? 'released' : 'unknown' });
@@ -167,13 +186,27 @@ export class DelSpool {
     } catch (err) {
       for (const a of applied) if (a.released) ds.rollbackRelease(a.released);
       for (let i = 0; i < applied.length; i++) this.count('failed', r);
-      log.error({ err: (err as Error).message, entries: applied.length }, 'DEL spool: checkpoint write failed; releases rolled back, entries kept for the next scan');
+      log.error(
+        { err: (err as Error).message, entries: applied.length },
+        'DEL spool: checkpoint write failed; releases rolled back, entries kept for the next scan',
+      );
       return r;
     }
     for (const a of applied) {
       await rm(a.file, { force: true });
       this.count(a.outcome, r);
-      log.info({ containerID: a.entry.containerID, ifName: a.entry.ifName, networkName: a.entry.networkName, ip: a.released?.ipv4 ?? null, outcome: a.outcome, spooledAt: new Date(a.entry.spooledAt).toISOString(), why }, 'DEL spool: applied a DEL the shim recorded while ipamd was not serving');
+      log.info(
+        {
+          containerID: a.entry.containerID,
+          ifName: a.entry.ifName,
+          networkName: a.entry.networkName,
+          ip: a.released?.ipv4 ?? null,
+          outcome: a.outcome,
+          spooledAt: new Date(a.entry.spooledAt).toISOString(),
+          why,
+        },
+        'DEL spool: applied a DEL the shim recorded while ipamd was not serving',
+      );
     }
     if (r.released > 0) this.afterRelease?.();
     return r;
@@ -181,6 +214,10 @@ export class DelSpool {
 
   private teardown(e: SpoolEntry, a: Allocation): Promise<string[]> {
     if (this.o.teardown) return this.o.teardown(e, a);
-    return teardownHost({ hostVeth: hostVethName(this.o.vethPrefix, e.containerID, e.ifName), ipv4: a.ipv4, ...(this.o.nodeNetns ? { node: { ...LOCAL_NODE, nodeNetns: this.o.nodeNetns } } : {}) });
+    return teardownHost({
+      hostVeth: hostVethName(this.o.vethPrefix, e.containerID, e.ifName),
+      ipv4: a.ipv4,
+      ...(this.o.nodeNetns ? { node: { ...LOCAL_NODE, nodeNetns: this.o.nodeNetns } } : {}),
+    });
   }
 }

@@ -73,15 +73,20 @@ const entrySchema = z.object({
   version: z.literal(1),
   networkName: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/),
   containerID: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/),
-  ifName: z.string().min(1).max(15).regex(/^[^/:\s]+$/),
+  ifName: z
+    .string()
+    .min(1)
+    .max(15)
+    .regex(/^[^/:\s]+$/),
   netns: z.string(),
   spooledAt: z.number().int().nonnegative(),
 });
 
-const pct = (s: string): string => Buffer.from(s, 'utf8').reduce((out, b) => {
-  const c = String.fromCharCode(b);
-  return out + (/[A-Za-z0-9.-]/.test(c) ? c : `%${b.toString(16).toUpperCase().padStart(2, '0')}`);
-}, '');
+const pct = (s: string): string =>
+  Buffer.from(s, 'utf8').reduce((out, b) => {
+    const c = String.fromCharCode(b);
+    return out + (/[A-Za-z0-9.-]/.test(c) ? c : `%${b.toString(16).toUpperCase().padStart(2, '0')}`);
+  }, '');
 
 /** The file name of a key's entry (see the module docstring). */
 export function spoolFileName(key: AllocationKey): string {
@@ -100,7 +105,8 @@ export function parseSpoolEntry(text: string): SpoolEntry {
     throw new Error(`not JSON (${(e as Error).message})`);
   }
   const r = entrySchema.safeParse(v);
-  if (!r.success) throw new Error(r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; '));
+  if (!r.success)
+    throw new Error(r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; '));
   return r.data;
 }
 

@@ -73,10 +73,13 @@ export class PeriodicTask {
   runAfter(delayMs: number): void {
     if (this.stopped) return;
     clearTimeout(this.extraTimer);
-    this.extraTimer = setTimeout(() => {
-      this.extraTimer = undefined;
-      void this.runNow();
-    }, Math.max(0, delayMs));
+    this.extraTimer = setTimeout(
+      () => {
+        this.extraTimer = undefined;
+        void this.runNow();
+      },
+      Math.max(0, delayMs),
+    );
     this.extraTimer.unref();
   }
 

@@ -5,7 +5,14 @@
  * time is passed in as `now` (ms since epoch). See `datastore.ts` for the address states.
  */
 import type { AllocationUnit, PoolEniView } from '../pool/types.js';
-import { ADDRESSES_PER_PREFIX, dropPrefix, freePrefixesOf, markReleasing, newPrefixes, type StateFn } from './prefixes.js';
+import {
+  ADDRESSES_PER_PREFIX,
+  dropPrefix,
+  freePrefixesOf,
+  markReleasing,
+  newPrefixes,
+  type StateFn,
+} from './prefixes.js';
 import { ipStateOf, keyString, type EniRecord, type IpRecord } from './records.js';
 import type { Allocation, DatastoreCounts, EniInfo, IpState } from './types.js';
 import { poolViewOf } from './views.js';
@@ -25,7 +32,10 @@ export abstract class AddressStore {
    *        ENABLE_PREFIX_DELEGATION); only changes the units of {@link poolViews}.
    * @throws RangeError if `cooldownMs` is negative or NaN.
    */
-  constructor(protected readonly cooldownMs: number, protected readonly unit: AllocationUnit = 'ip') {
+  constructor(
+    protected readonly cooldownMs: number,
+    protected readonly unit: AllocationUnit = 'ip',
+  ) {
     if (!(cooldownMs >= 0)) throw new RangeError(`cooldownMs must be >= 0, got ${cooldownMs}`);
   }
 
@@ -266,7 +276,6 @@ export abstract class AddressStore {
     return r ? this.stateOf(r, now) : undefined;
   }
 
-
   /** IPs still in cooldown at `now`, with their release time (for the checkpoint). */
   coolingEntries(now: number): Array<{ ip: string; releasedAt: number }> {
     const out: Array<{ ip: string; releasedAt: number }> = [];
@@ -327,7 +336,15 @@ export abstract class AddressStore {
 
   /** Counts at `now` over all ENIs. */
   counts(now: number): DatastoreCounts {
-    const c: DatastoreCounts = { total: 0, assigned: 0, cooling: 0, releasing: 0, unverified: 0, available: 0, enis: this.enisById.size };
+    const c: DatastoreCounts = {
+      total: 0,
+      assigned: 0,
+      cooling: 0,
+      releasing: 0,
+      unverified: 0,
+      available: 0,
+      enis: this.enisById.size,
+    };
     for (const r of this.ipIndex.values()) {
       c.total++;
       c[this.stateOf(r, now)]++;

@@ -76,12 +76,19 @@ export class Datastore extends AddressStore {
       let best: IpRecord | undefined;
       for (const r of rec.ips.values()) {
         if (this.stateOf(r, now) !== 'available') continue;
-        if (!best || rank(r) < rank(best) || (rank(r) === rank(best) && (r.releasedAt ?? -1) < (best.releasedAt ?? -1))) best = r;
+        if (!best || rank(r) < rank(best) || (rank(r) === rank(best) && (r.releasedAt ?? -1) < (best.releasedAt ?? -1)))
+          best = r;
       }
       if (!best) continue;
       best.holder = ks;
       best.releasedAt = undefined;
-      const allocation: Allocation = { ...key, ipv4: best.ip, eniId: rec.info.eniId, allocatedAt: now, ...(pod ? { pod } : {}) };
+      const allocation: Allocation = {
+        ...key,
+        ipv4: best.ip,
+        eniId: rec.info.eniId,
+        allocatedAt: now,
+        ...(pod ? { pod } : {}),
+      };
       this.allocationsByKey.set(ks, allocation);
       if (this.releasedContainers.delete(key.containerID)) this.releasedCache = undefined;
       return { kind: 'assigned', allocation: { ...allocation }, eni: rec.info };
@@ -222,7 +229,8 @@ export class Datastore extends AddressStore {
     this.releasedCache = undefined;
     this.releasedContainers.delete(containerID);
     this.releasedContainers.set(containerID, at);
-    if (this.releasedContainers.size > RELEASED_CONTAINERS_KEPT) this.releasedContainers.delete(this.releasedContainers.keys().next().value!);
+    if (this.releasedContainers.size > RELEASED_CONTAINERS_KEPT)
+      this.releasedContainers.delete(this.releasedContainers.keys().next().value!);
   }
 
   /**
@@ -232,7 +240,9 @@ export class Datastore extends AddressStore {
    * array is returned until the remembered set changes, so a caller can tell "unchanged" by identity.
    */
   releasedEntries(): ReadonlyArray<{ containerID: string; releasedAt: number }> {
-    this.releasedCache ??= Object.freeze([...this.releasedContainers].map(([containerID, releasedAt]) => Object.freeze({ containerID, releasedAt })));
+    this.releasedCache ??= Object.freeze(
+      [...this.releasedContainers].map(([containerID, releasedAt]) => Object.freeze({ containerID, releasedAt })),
+    );
     return this.releasedCache;
   }
 
@@ -244,7 +254,8 @@ export class Datastore extends AddressStore {
    */
   restoreReleased(entries: ReadonlyArray<{ containerID: string; releasedAt: number }>): void {
     const all = [...entries, ...this.releasedEntries()].sort((a, b) => a.releasedAt - b.releasedAt);
-    for (const e of all) this.rememberReleased(e.containerID, Math.max(e.releasedAt, this.releasedContainers.get(e.containerID) ?? 0));
+    for (const e of all)
+      this.rememberReleased(e.containerID, Math.max(e.releasedAt, this.releasedContainers.get(e.containerID) ?? 0));
   }
 
   /**
@@ -320,7 +331,8 @@ export class Datastore extends AddressStore {
 
   /** Quarantined addresses (ms since epoch of `since`), sorted by IP. */
   quarantined(): Array<{ ip: string; eniId: string; since: number; reason: string }> {
-    return [...this.ipIndex.values()].filter((r) => r.quarantined)
+    return [...this.ipIndex.values()]
+      .filter((r) => r.quarantined)
       .map((r) => ({ ip: r.ip, eniId: r.eniId, ...r.quarantined! }))
       .sort((a, b) => (a.ip < b.ip ? -1 : a.ip > b.ip ? 1 : 0));
   }

@@ -65,14 +65,21 @@ export function isPrefixReleasing(rec: EniRecord, prefix: string): boolean {
  * @throws Error if a prefix is not an aligned IPv4 /28 or one of its addresses is
  *         already known (`index`: every address the datastore holds).
  */
-export function newPrefixes(rec: EniRecord, prefixes: readonly string[], index: ReadonlyMap<string, IpRecord>): Map<string, string[]> {
+export function newPrefixes(
+  rec: EniRecord,
+  prefixes: readonly string[],
+  index: ReadonlyMap<string, IpRecord>,
+): Map<string, string[]> {
   const add = new Map<string, string[]>();
   for (const p of prefixes) {
     if (rec.prefixes.has(p) || add.has(p)) continue;
     const ips = expandPrefix(p);
     for (const ip of ips) {
       const known = index.get(ip);
-      if (known) throw new Error(`address ${ip} of prefix ${p} is already on ${known.eniId}${known.prefix ? ` in ${known.prefix}` : ' as a secondary IP'}`);
+      if (known)
+        throw new Error(
+          `address ${ip} of prefix ${p} is already on ${known.eniId}${known.prefix ? ` in ${known.prefix}` : ' as a secondary IP'}`,
+        );
     }
     add.set(p, ips);
   }

@@ -20,8 +20,14 @@ import type { EniRecord } from './records.js';
 export function poolViewOf(rec: EniRecord, unit: AllocationUnit, state: StateFn): PoolEniView {
   const info = rec.info;
   const v: PoolEniView = {
-    eniId: info.eniId, deviceNumber: info.deviceNumber, isPrimary: info.isPrimary,
-    createdAtMs: info.createdAtMs, capacity: info.capacity * ADDRESSES_PER_SLOT[unit], total: 0, assigned: 0, cooling: 0,
+    eniId: info.eniId,
+    deviceNumber: info.deviceNumber,
+    isPrimary: info.isPrimary,
+    createdAtMs: info.createdAtMs,
+    capacity: info.capacity * ADDRESSES_PER_SLOT[unit],
+    total: 0,
+    assigned: 0,
+    cooling: 0,
   };
   let secondary = 0;
   for (const r of rec.ips.values()) {

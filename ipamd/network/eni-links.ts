@@ -60,7 +60,15 @@ function ownedBy(eni: EniLinkSpec): (r: IpRule) => boolean {
 }
 
 const routeDel = (r: RouteJson, table: string): string =>
-  ['route', 'del', r.dst, ...(r.gateway ? ['via', r.gateway] : []), ...(r.dev ? ['dev', r.dev] : []), 'table', table].join(' ');
+  [
+    'route',
+    'del',
+    r.dst,
+    ...(r.gateway ? ['via', r.gateway] : []),
+    ...(r.dev ? ['dev', r.dev] : []),
+    'table',
+    table,
+  ].join(' ');
 
 /**
  * Waits up to `waitMs` (polling every 200 ms) for the link with the ENI's MAC: a newly
@@ -71,7 +79,8 @@ async function waitForLink(runner: CommandRunner, eni: EniLinkSpec, waitMs: numb
   for (;;) {
     const link = await findLinkByMac(runner, eni.mac);
     if (link) return link;
-    if (Date.now() >= deadline) throw new Error(`no link with MAC ${eni.mac} (ENI ${eni.eniId}, device ${eni.deviceNumber}) after ${waitMs} ms`);
+    if (Date.now() >= deadline)
+      throw new Error(`no link with MAC ${eni.mac} (ENI ${eni.eniId}, device ${eni.deviceNumber}) after ${waitMs} ms`);
     await new Promise((r) => setTimeout(r, 200));
   }
 }
@@ -84,14 +93,23 @@ async function waitForLink(runner: CommandRunner, eni: EniLinkSpec, waitMs: numb
  * @returns the link name and how many `ip` commands changed something (0 on a re-run).
  * @throws Error when no link has the ENI's MAC within `waitMs`; CommandError when `ip` fails.
  */
-export async function setupEniLink(runner: CommandRunner, eni: EniLinkSpec, mtu: number, waitMs: number): Promise<{ ifName: string; changes: number }> {
-  if (eni.deviceNumber < 1) throw new Error(`ENI ${eni.eniId} has device number ${eni.deviceNumber}: only secondary ENIs get their own table`);
+export async function setupEniLink(
+  runner: CommandRunner,
+  eni: EniLinkSpec,
+  mtu: number,
+  waitMs: number,
+): Promise<{ ifName: string; changes: number }> {
+  if (eni.deviceNumber < 1)
+    throw new Error(`ENI ${eni.eniId} has device number ${eni.deviceNumber}: only secondary ENIs get their own table`);
   const link = await waitForLink(runner, eni, waitMs);
   const dev = link.ifname;
   const table = String(routeTableFor(eni.deviceNumber));
   const gw = subnetGateway(eni.subnetCidr);
   const prefixLen = Number(eni.subnetCidr.split('/')[1]);
-  const [routes, rules] = await Promise.all([runner.ipJson<RouteJson>(['-4', 'route', 'show', 'table', 'all']), listRules(runner)]);
+  const [routes, rules] = await Promise.all([
+    runner.ipJson<RouteJson>(['-4', 'route', 'show', 'table', 'all']),
+    listRules(runner),
+  ]);
 
   const changes: string[] = [];
   if (!link.addr_info?.some((a) => a.family === 'inet' && a.local === eni.primaryIp)) {
@@ -103,11 +121,18 @@ export async function setupEniLink(runner: CommandRunner, eni: EniLinkSpec, mtu:
   if (!hasGw) changes.push(`route replace ${gw}/32 dev ${dev} scope link table ${table}`);
   if (!hasDefault) changes.push(`route replace default via ${gw} dev ${dev} table ${table}`);
   for (const r of inTable) {
-    const wanted = (r.dst === gw && r.dev === dev && !r.gateway) || (r.dst === 'default' && r.gateway === gw && r.dev === dev);
+    const wanted =
+      (r.dst === gw && r.dev === dev && !r.gateway) || (r.dst === 'default' && r.gateway === gw && r.dev === dev);
     if (!wanted) changes.push(routeDel(r, table));
   }
-  for (const r of routes) if (r.table === undefined && r.dev === dev && (r.type ?? 'unicast') === 'unicast') changes.push(routeDel(r, 'main'));
-  changes.push(...ruleSyncLines(rules, ownedBy(eni), [{ priority: ENI_PRIMARY_IP_PRIORITY, from: asCidr(eni.primaryIp), table: Number(table) }]));
+  for (const r of routes)
+    if (r.table === undefined && r.dev === dev && (r.type ?? 'unicast') === 'unicast')
+      changes.push(routeDel(r, 'main'));
+  changes.push(
+    ...ruleSyncLines(rules, ownedBy(eni), [
+      { priority: ENI_PRIMARY_IP_PRIORITY, from: asCidr(eni.primaryIp), table: Number(table) },
+    ]),
+  );
   // MTU and up are cheap and idempotent: always set (they also repair a link someone took down).
   await runner.ipBatch([`link set dev ${dev} mtu ${mtu} up`, ...changes]);
   return { ifName: dev, changes: changes.length };
@@ -121,7 +146,11 @@ export async function setupEniLink(runner: CommandRunner, eni: EniLinkSpec, mtu:
  */
 export async function teardownEniLink(runner: CommandRunner, eni: EniLinkSpec): Promise<number> {
   const table = String(routeTableFor(eni.deviceNumber));
-  const [link, routes, rules] = await Promise.all([findLinkByMac(runner, eni.mac), runner.ipJson<RouteJson>(['-4', 'route', 'show', 'table', table]), listRules(runner)]);
+  const [link, routes, rules] = await Promise.all([
+    findLinkByMac(runner, eni.mac),
+    runner.ipJson<RouteJson>(['-4', 'route', 'show', 'table', table]),
+    listRules(runner),
+  ]);
   const lines = routes.map((r) => routeDel(r, table));
   lines.push(...ruleSyncLines(rules, ownedBy(eni), []));
   const addr = link?.addr_info?.find((a) => a.family === 'inet' && a.local === eni.primaryIp);

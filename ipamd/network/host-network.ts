@@ -116,10 +116,28 @@ export class HostNetwork {
       }
       const sysctls = await checkNodeSysctls(this.runner, primaryIf);
       const ipt = await this.ipt();
-      await applySnat(ipt, { nodeIp: spec.nodeIp, vpcCidrs: spec.vpcCidrs, excludeCidrs: this.o.excludeSnatCidrs, externalSnat: this.o.externalSnat });
-      const changed = await syncRules(this.runner, (r) => NODE_RULE_PRIORITIES.has(r.priority),
-        nodeRules([...spec.vpcCidrs, ...this.o.excludeSnatCidrs], this.o.externalSnat));
-      this.o.log?.info({ primaryIf, nodeIp: spec.nodeIp, vpcCidrs: spec.vpcCidrs, externalSnat: this.o.externalSnat, backend: ipt.backend, ruleChanges: changed }, 'node host networking applied');
+      await applySnat(ipt, {
+        nodeIp: spec.nodeIp,
+        vpcCidrs: spec.vpcCidrs,
+        excludeCidrs: this.o.excludeSnatCidrs,
+        externalSnat: this.o.externalSnat,
+      });
+      const changed = await syncRules(
+        this.runner,
+        (r) => NODE_RULE_PRIORITIES.has(r.priority),
+        nodeRules([...spec.vpcCidrs, ...this.o.excludeSnatCidrs], this.o.externalSnat),
+      );
+      this.o.log?.info(
+        {
+          primaryIf,
+          nodeIp: spec.nodeIp,
+          vpcCidrs: spec.vpcCidrs,
+          externalSnat: this.o.externalSnat,
+          backend: ipt.backend,
+          ruleChanges: changed,
+        },
+        'node host networking applied',
+      );
       return { primaryIf, sysctls };
     });
   }
@@ -138,7 +156,10 @@ export class HostNetwork {
     if (!this.enabled || eni.isPrimary || eni.deviceNumber === 0) return Promise.resolve();
     return this.serial(async () => {
       const r = await setupEniLink(this.runner, eni, this.o.eniMtu, this.o.linkWaitMs ?? 10_000);
-      this.o.log?.info({ eniId: eni.eniId, deviceNumber: eni.deviceNumber, ifName: r.ifName, changes: r.changes }, 'ENI host networking applied');
+      this.o.log?.info(
+        { eniId: eni.eniId, deviceNumber: eni.deviceNumber, ifName: r.ifName, changes: r.changes },
+        'ENI host networking applied',
+      );
     });
   }
 
@@ -147,7 +168,10 @@ export class HostNetwork {
     if (!this.enabled || eni.isPrimary || eni.deviceNumber === 0) return Promise.resolve();
     return this.serial(async () => {
       const n = await teardownEniLink(this.runner, eni);
-      this.o.log?.info({ eniId: eni.eniId, deviceNumber: eni.deviceNumber, commands: n }, 'ENI host networking removed');
+      this.o.log?.info(
+        { eniId: eni.eniId, deviceNumber: eni.deviceNumber, commands: n },
+        'ENI host networking removed',
+      );
     });
   }
 }

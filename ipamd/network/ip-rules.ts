@@ -39,7 +39,11 @@ export function ruleSyncLines(current: IpRule[], owned: (r: IpRule) => boolean, 
  * Reads the current rules and applies {@link ruleSyncLines} in one `ip -batch`.
  * @returns the number of `ip rule` commands run (0 when already converged). @throws CommandError
  */
-export async function syncRules(runner: CommandRunner, owned: (r: IpRule) => boolean, desired: IpRule[]): Promise<number> {
+export async function syncRules(
+  runner: CommandRunner,
+  owned: (r: IpRule) => boolean,
+  desired: IpRule[],
+): Promise<number> {
   const lines = ruleSyncLines(await listRules(runner), owned, desired);
   await runner.ipBatch(lines);
   return lines.length;

@@ -32,8 +32,12 @@ async function countRules(runner: CommandRunner, save: string): Promise<number> 
  * @throws Error when neither `iptables-nft` nor `iptables-legacy` can be run.
  */
 export async function detectIptablesBackend(runner: CommandRunner): Promise<IptablesBackend> {
-  const [nft, legacy] = await Promise.all([countRules(runner, 'iptables-nft-save'), countRules(runner, 'iptables-legacy-save')]);
-  if (nft < 0 && legacy < 0) throw new Error('neither iptables-nft-save nor iptables-legacy-save can be run: install iptables ≥ 1.8');
+  const [nft, legacy] = await Promise.all([
+    countRules(runner, 'iptables-nft-save'),
+    countRules(runner, 'iptables-legacy-save'),
+  ]);
+  if (nft < 0 && legacy < 0)
+    throw new Error('neither iptables-nft-save nor iptables-legacy-save can be run: install iptables ≥ 1.8');
   if (nft !== legacy) return nft > legacy ? 'nft' : 'legacy';
   const { stdout } = await runner.run('iptables', ['-V']).catch(() => ({ stdout: '' }));
   return /legacy/.test(stdout) ? 'legacy' : 'nft';
@@ -49,7 +53,11 @@ export class Iptables {
    * @param backend which backend to write to (see {@link detectIptablesBackend}).
    * @param lockWaitS bounded wait for the xtables lock, seconds (`-w`), default 5.
    */
-  constructor(private readonly runner: CommandRunner, readonly backend: IptablesBackend, private readonly lockWaitS = DEFAULT_LOCK_WAIT_S) {
+  constructor(
+    private readonly runner: CommandRunner,
+    readonly backend: IptablesBackend,
+    private readonly lockWaitS = DEFAULT_LOCK_WAIT_S,
+  ) {
     this.bin = `iptables-${backend}`;
   }
 

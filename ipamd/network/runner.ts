@@ -13,7 +13,12 @@ const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 
 /** A command that exited non-zero (or was killed). `stderr` is the tool's own message. */
 export class CommandError extends Error {
-  constructor(readonly argv: string[], readonly exitCode: number | null, readonly stderr: string, readonly stdout: string) {
+  constructor(
+    readonly argv: string[],
+    readonly exitCode: number | null,
+    readonly stderr: string,
+    readonly stdout: string,
+  ) {
     super(`${argv.join(' ')} exited ${exitCode ?? 'by signal'}: ${stderr.trim() || '(no message)'}`);
     this.name = 'CommandError';
   }
@@ -59,9 +64,16 @@ export class CommandRunner {
    */
   run(cmd: string, args: string[], input?: string): Promise<CommandOutput> {
     const argv = this.argv(cmd, args);
-    const env = { ...process.env, PATH: `${process.env.PATH ? `${process.env.PATH}:` : ''}${SYSTEM_PATH}`, LC_ALL: 'C' };
+    const env = {
+      ...process.env,
+      PATH: `${process.env.PATH ? `${process.env.PATH}:` : ''}${SYSTEM_PATH}`,
+      LC_ALL: 'C',
+    };
     return new Promise((resolve, reject) => {
-      const p = spawn(argv[0]!, argv.slice(1), { stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'], env });
+      const p = spawn(argv[0]!, argv.slice(1), {
+        stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+        env,
+      });
       let stdout = '';
       let stderr = '';
       const timer = setTimeout(() => {
@@ -70,7 +82,10 @@ export class CommandRunner {
       }, this.timeoutMs);
       p.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
       p.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-      p.on('error', (e) => { clearTimeout(timer); reject(e); });
+      p.on('error', (e) => {
+        clearTimeout(timer);
+        reject(e);
+      });
       p.on('close', (code) => {
         clearTimeout(timer);
         if (code === 0) resolve({ stdout, stderr });

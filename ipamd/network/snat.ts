@@ -31,8 +31,11 @@ export interface SnatSpec {
 export function snatChainRestore(spec: SnatSpec): string {
   const cidrs = [...new Set([...spec.vpcCidrs, ...spec.excludeCidrs])];
   const lines = ['*nat', `:${SNAT_CHAIN} - [0:0]`];
-  for (const c of cidrs) lines.push(`-A ${SNAT_CHAIN} -d ${c} -m comment --comment "AWS SNAT CHAIN, VPC or excluded CIDR" -j RETURN`);
-  lines.push(`-A ${SNAT_CHAIN} -m comment --comment "AWS, SNAT" -m addrtype ! --dst-type LOCAL -j SNAT --to-source ${spec.nodeIp} --random-fully`);
+  for (const c of cidrs)
+    lines.push(`-A ${SNAT_CHAIN} -d ${c} -m comment --comment "AWS SNAT CHAIN, VPC or excluded CIDR" -j RETURN`);
+  lines.push(
+    `-A ${SNAT_CHAIN} -m comment --comment "AWS, SNAT" -m addrtype ! --dst-type LOCAL -j SNAT --to-source ${spec.nodeIp} --random-fully`,
+  );
   lines.push('COMMIT', '');
   return lines.join('\n');
 }

@@ -62,9 +62,19 @@ export async function checkNodeSysctls(runner: CommandRunner, primaryIf: string)
   };
   const out: SysctlCheck[] = [];
   const fwd = await read('net/ipv4/ip_forward');
-  out.push(fwd.v === '1'
-    ? { sysctl: 'net.ipv4.ip_forward', value: '1', expected: '1', ok: true }
-    : { sysctl: 'net.ipv4.ip_forward', value: fwd.v ?? '', expected: '1', ok: false, problem: fwd.err ? `unreadable: ${fwd.err}` : `is ${fwd.v}: the node does not forward pod traffic (set by the privileged init container)` });
+  out.push(
+    fwd.v === '1'
+      ? { sysctl: 'net.ipv4.ip_forward', value: '1', expected: '1', ok: true }
+      : {
+          sysctl: 'net.ipv4.ip_forward',
+          value: fwd.v ?? '',
+          expected: '1',
+          ok: false,
+          problem: fwd.err
+            ? `unreadable: ${fwd.err}`
+            : `is ${fwd.v}: the node does not forward pod traffic (set by the privileged init container)`,
+        },
+  );
   const all = await read('net/ipv4/conf/all/rp_filter');
   const dev = await read(`net/ipv4/conf/${primaryIf}/rp_filter`);
   const name = `net.ipv4.conf.${primaryIf}.rp_filter`;
@@ -73,9 +83,17 @@ export async function checkNodeSysctls(runner: CommandRunner, primaryIf: string)
     out.push({ sysctl: name, value: '', expected, ok: false, problem: `unreadable: ${all.err ?? dev.err}` });
   } else {
     const eff = Math.max(Number(all.v), Number(dev.v));
-    out.push(eff === RP_FILTER_STRICT
-      ? { sysctl: name, value: String(eff), expected, ok: false, problem: `effective rp_filter is ${eff} (strict; all=${all.v}, ${primaryIf}=${dev.v}): replies to pods on secondary ENIs are dropped (set by the privileged init container)` }
-      : { sysctl: name, value: String(eff), expected, ok: true });
+    out.push(
+      eff === RP_FILTER_STRICT
+        ? {
+            sysctl: name,
+            value: String(eff),
+            expected,
+            ok: false,
+            problem: `effective rp_filter is ${eff} (strict; all=${all.v}, ${primaryIf}=${dev.v}): replies to pods on secondary ENIs are dropped (set by the privileged init container)`,
+          }
+        : { sysctl: name, value: String(eff), expected, ok: true },
+    );
   }
   return out;
 }

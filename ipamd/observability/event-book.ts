@@ -109,7 +109,15 @@ export class EventBook {
       return false;
     }
     // A new series (or the old one's window ran out): a new Event object.
-    this.entries.set(key, { occurrence: o, count: 1, first: now, last: now, written: 0, lastWriteAt: -Infinity, inFlight: false });
+    this.entries.set(key, {
+      occurrence: o,
+      count: 1,
+      first: now,
+      last: now,
+      written: 0,
+      lastWriteAt: -Infinity,
+      inFlight: false,
+    });
     return true;
   }
 
@@ -125,7 +133,15 @@ export class EventBook {
       this.tokens--;
       e.inFlight = true;
       e.lastWriteAt = now;
-      return { key, op: e.name ? 'patch' : 'create', ...(e.name ? { name: e.name } : {}), occurrence: e.occurrence, count: e.count, firstTimestamp: e.first, lastTimestamp: e.last };
+      return {
+        key,
+        op: e.name ? 'patch' : 'create',
+        ...(e.name ? { name: e.name } : {}),
+        occurrence: e.occurrence,
+        count: e.count,
+        firstTimestamp: e.first,
+        lastTimestamp: e.last,
+      };
     }
     return undefined;
   }
@@ -179,6 +195,7 @@ export class EventBook {
   }
 
   private expire(now: number): void {
-    for (const [key, e] of this.entries) if (!e.inFlight && e.written === e.count && now - e.last >= this.windowMs) this.entries.delete(key);
+    for (const [key, e] of this.entries)
+      if (!e.inFlight && e.written === e.count && now - e.last >= this.windowMs) this.entries.delete(key);
   }
 }

@@ -42,7 +42,11 @@ function maskBase64(bits: number): string {
  * Builds the `/v1/enis` document. @param routeTableFor route table id of an ENI (254 main
  * for the primary); @param now clock (ms) for the cooldown state.
  */
-export function enisDocument(ds: EnisSource, routeTableFor: (eni: EniInfo) => number, now: number): Record<string, unknown> {
+export function enisDocument(
+  ds: EnisSource,
+  routeTableFor: (eni: EniInfo) => number,
+  now: number,
+): Record<string, unknown> {
   const byIp = new Map(ds.allocations().map((a) => [a.ipv4, a]));
   const released = new Map(ds.coolingEntries(now).map((c) => [c.ip, c.releasedAt]));
   const iso = (ms: number | undefined) => (ms === undefined ? GO_ZERO_TIME : new Date(ms).toISOString());
@@ -70,16 +74,34 @@ export function enisDocument(ds: EnisSource, routeTableFor: (eni: EniInfo) => nu
         if (byIp.has(ip) || released.has(ip)) m[ip] = address(ip);
         prefixAddrs.set(p, m);
       } else {
-        cidrs[`${ip}/32`] = { Cidr: { IP: ip, Mask: maskBase64(32) }, IPAddresses: { [ip]: address(ip) }, IsPrefix: false, AddressFamily: '4' };
+        cidrs[`${ip}/32`] = {
+          Cidr: { IP: ip, Mask: maskBase64(32) },
+          IPAddresses: { [ip]: address(ip) },
+          IsPrefix: false,
+          AddressFamily: '4',
+        };
       }
     }
     for (const [p, addrs] of prefixAddrs) {
       const [base, bits] = p.split('/');
-      cidrs[p] = { Cidr: { IP: base, Mask: maskBase64(Number(bits)) }, IPAddresses: addrs, IsPrefix: true, AddressFamily: '4' };
+      cidrs[p] = {
+        Cidr: { IP: base, Mask: maskBase64(Number(bits)) },
+        IPAddresses: addrs,
+        IsPrefix: true,
+        AddressFamily: '4',
+      };
     }
     ENIs[eni.eniId] = {
-      ID: eni.eniId, IsPrimary: eni.isPrimary, IsTrunk: false, IsEFA: false, DeviceNumber: eni.deviceNumber,
-      AvailableIPv4Cidrs: cidrs, IPv6Cidrs: {}, IsExcludedForPodIPs: false, RouteTableID: routeTableFor(eni), SubnetID: eni.subnetId,
+      ID: eni.eniId,
+      IsPrimary: eni.isPrimary,
+      IsTrunk: false,
+      IsEFA: false,
+      DeviceNumber: eni.deviceNumber,
+      AvailableIPv4Cidrs: cidrs,
+      IPv6Cidrs: {},
+      IsExcludedForPodIPs: false,
+      RouteTableID: routeTableFor(eni),
+      SubnetID: eni.subnetId,
     };
   }
   return { 0: { TotalIPs: total, AssignedIPs: byIp.size, ENIs } };

@@ -33,7 +33,8 @@ export interface IntrospectionSource {
 export function parseBindAddress(addr: string): { host: string; port: number } {
   const i = addr.lastIndexOf(':');
   const port = Number(addr.slice(i + 1));
-  if (i < 0 || !Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`bad bind address "${addr}": expected host:port`);
+  if (i < 0 || !Number.isInteger(port) || port < 0 || port > 65535)
+    throw new Error(`bad bind address "${addr}": expected host:port`);
   return { host: addr.slice(0, i).replace(/^\[|\]$/g, '') || '0.0.0.0', port };
 }
 
@@ -51,13 +52,18 @@ function routes(src: IntrospectionSource): Record<string, () => unknown> {
 }
 
 /** Starts the endpoint; resolves with the server and the bound port. @throws Error for a bad address or a port in use. */
-export async function startIntrospection(bind: string, src: IntrospectionSource): Promise<{ server: http.Server; port: number }> {
+export async function startIntrospection(
+  bind: string,
+  src: IntrospectionSource,
+): Promise<{ server: http.Server; port: number }> {
   const { host, port } = parseBindAddress(bind);
   const table = routes(src);
   const index = JSON.stringify({ AvailableCommands: Object.keys(table) });
   const server = http.createServer((req, res) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
-      res.writeHead(405, { 'content-type': 'application/json', allow: 'GET, HEAD' }).end('{"error":"method not allowed: introspection is read-only (GET, HEAD)"}');
+      res
+        .writeHead(405, { 'content-type': 'application/json', allow: 'GET, HEAD' })
+        .end('{"error":"method not allowed: introspection is read-only (GET, HEAD)"}');
       return;
     }
     const route = (req.url ?? '').split('?')[0]!;
@@ -73,7 +79,8 @@ export async function startIntrospection(bind: string, src: IntrospectionSource)
       return;
     }
     if (body === undefined) {
-      if (route === '/v1/eni-configs') res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('Not Found\n');
+      if (route === '/v1/eni-configs')
+        res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('Not Found\n');
       else res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}');
       return;
     }

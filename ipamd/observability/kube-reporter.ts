@@ -18,7 +18,16 @@
 import type { Logger } from '../log.js';
 import { EventBook, type EventBookOptions, type EventOccurrence } from './event-book.js';
 import { isoSeconds, statusOf, type KubeWrites } from './kube-writes.js';
-import { CONDITION_TYPE, conditionBody, nodeIpState, taintsWith, type NodeConditionBody, type NodeIpFacts, type NodeIpState, type TaintBody } from './node-ip-state.js';
+import {
+  CONDITION_TYPE,
+  conditionBody,
+  nodeIpState,
+  taintsWith,
+  type NodeConditionBody,
+  type NodeIpFacts,
+  type NodeIpState,
+  type TaintBody,
+} from './node-ip-state.js';
 
 /** Reason of the pod Event. */
 export const POD_EVENT_REASON = 'FailedIPAllocation';
@@ -97,7 +106,9 @@ export class KubeReporter {
     if (!r.pod?.name || !r.pod.namespace) return;
     const occ: EventOccurrence = {
       involved: { kind: 'Pod', name: r.pod.name, namespace: r.pod.namespace, ...(r.pod.uid ? { uid: r.pod.uid } : {}) },
-      namespace: r.pod.namespace, type: 'Warning', reason: POD_EVENT_REASON,
+      namespace: r.pod.namespace,
+      type: 'Warning',
+      reason: POD_EVENT_REASON,
       message: `eni-ipam could not assign an IP on node ${this.o.nodeName} (${r.reason}): ${r.message}`.slice(0, 1024),
     };
     this.book.observe(occ, this.now());
@@ -138,7 +149,16 @@ export class KubeReporter {
       const node = (await this.call('read node', () => this.o.writes.readNode()))?.v;
       if (!node) return;
       const c = node.status?.conditions?.find((x) => x.type === CONDITION_TYPE);
-      this.cond = c ? { status: c.status as 'True' | 'False', reason: c.reason ?? '', message: c.message ?? '', ...(c.lastTransitionTime ? { lastTransitionTime: isoSeconds(new Date(c.lastTransitionTime).getTime()) } : {}) } : undefined;
+      this.cond = c
+        ? {
+            status: c.status as 'True' | 'False',
+            reason: c.reason ?? '',
+            message: c.message ?? '',
+            ...(c.lastTransitionTime
+              ? { lastTransitionTime: isoSeconds(new Date(c.lastTransitionTime).getTime()) }
+              : {}),
+          }
+        : undefined;
       this.tainted = (node.spec?.taints ?? []).some((t) => !taintsWith([t as TaintBody], false, ''));
       this.condKnown = true;
     }
@@ -151,11 +171,20 @@ export class KubeReporter {
     this.condWrittenAt = now;
     this.cond = body;
     if (prev?.status !== status || prev.reason !== s.reason) {
-      this.o.log.info({ condition: CONDITION_TYPE, status, reason: s.reason, message: s.message }, 'node IP condition changed');
-      this.book.observe({
-        involved: { kind: 'Node', name: this.o.nodeName, uid: this.o.nodeName }, namespace: 'default',
-        type: s.allocatable && s.reason === 'IPsAvailable' ? 'Normal' : 'Warning', reason: s.reason, message: `${CONDITION_TYPE}=${status}: ${s.message}`.slice(0, 1024),
-      }, now);
+      this.o.log.info(
+        { condition: CONDITION_TYPE, status, reason: s.reason, message: s.message },
+        'node IP condition changed',
+      );
+      this.book.observe(
+        {
+          involved: { kind: 'Node', name: this.o.nodeName, uid: this.o.nodeName },
+          namespace: 'default',
+          type: s.allocatable && s.reason === 'IPsAvailable' ? 'Normal' : 'Warning',
+          reason: s.reason,
+          message: `${CONDITION_TYPE}=${status}: ${s.message}`.slice(0, 1024),
+        },
+        now,
+      );
     }
   }
 
@@ -165,9 +194,18 @@ export class KubeReporter {
     const node = (await this.call('read node', () => this.o.writes.readNode()))?.v;
     if (!node) return;
     const next = taintsWith(node.spec?.taints as TaintBody[] | undefined, want, isoSeconds(this.now()));
-    if (next && (await this.call('patch node taints', () => this.o.writes.patchTaints(next, node.metadata?.resourceVersion ?? ''))) === undefined) return; // 409: next tick reads again
+    if (
+      next &&
+      (await this.call('patch node taints', () =>
+        this.o.writes.patchTaints(next, node.metadata?.resourceVersion ?? ''),
+      )) === undefined
+    )
+      return; // 409: next tick reads again
     this.tainted = want;
-    this.o.log.info({ taint: 'eni-ipam.io/no-ip-available:NoSchedule', applied: want, reason: s.reason }, want ? 'node tainted: it can serve no new pod' : 'node taint removed');
+    this.o.log.info(
+      { taint: 'eni-ipam.io/no-ip-available:NoSchedule', applied: want, reason: s.reason },
+      want ? 'node tainted: it can serve no new pod' : 'node taint removed',
+    );
   }
 
   private async flushEvents(): Promise<void> {
@@ -200,6 +238,9 @@ export class KubeReporter {
     this.failing.add(what);
     const status = statusOf(e);
     const hint = status === 403 ? ' (RBAC: the chart grants it with rbac.nodeEventsAndStatus=true)' : '';
-    this.o.log.warn({ err: (e as Error).message?.split('\n')[0], status }, `Kubernetes ${what} failed${hint}; retrying quietly`);
+    this.o.log.warn(
+      { err: (e as Error).message?.split('\n')[0], status },
+      `Kubernetes ${what} failed${hint}; retrying quietly`,
+    );
   }
 }

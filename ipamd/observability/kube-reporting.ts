@@ -33,8 +33,13 @@ export function readNodeIpFacts(d: Omit<KubeReportingDeps, 'config' | 'log'>, no
   const st = d.status();
   const blocked = d.pool.growBlocked();
   return {
-    canServe: st.canServe, serveMessage: st.message, available: c.available, ...(blocked ? { growBlocked: blocked } : {}),
-    frozen: d.gate.frozen, freezeReasons: d.gate.describe(), heldByFreeze: d.gate.frozen ? c.unverified + c.releasing : 0,
+    canServe: st.canServe,
+    serveMessage: st.message,
+    available: c.available,
+    ...(blocked ? { growBlocked: blocked } : {}),
+    frozen: d.gate.frozen,
+    freezeReasons: d.gate.describe(),
+    heldByFreeze: d.gate.frozen ? c.unverified + c.releasing : 0,
   };
 }
 
@@ -53,7 +58,10 @@ export function startKubeReporting(d: KubeReportingDeps): KubeReporter | undefin
     return undefined;
   }
   const reporter = new KubeReporter({
-    writes: new KubeWrites(kc, nodeName), nodeName, log: d.log, taintWhenExhausted: d.config.taintWhenExhausted,
+    writes: new KubeWrites(kc, nodeName),
+    nodeName,
+    log: d.log,
+    taintWhenExhausted: d.config.taintWhenExhausted,
     facts: () => readNodeIpFacts(d),
   });
   d.gate.onChange(() => reporter.kick());

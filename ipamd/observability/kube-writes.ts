@@ -7,7 +7,15 @@
  * read, so a concurrent change is a 409 Conflict, never a lost taint).
  * Patch types: https://kubernetes.io/docs/tasks/manage-kubernetes-objects/update-api-object-kubectl-patch/
  */
-import { CoreV1Api, Observable, PatchStrategy, type CoreV1Event, type KubeConfig, type ObservableMiddleware, type V1Node } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  Observable,
+  PatchStrategy,
+  type CoreV1Event,
+  type KubeConfig,
+  type ObservableMiddleware,
+  type V1Node,
+} from '@kubernetes/client-node';
 import { httpStatusOf } from '../restore/kube-source-errors.js';
 import type { EventWrite } from './event-book.js';
 import type { NodeConditionBody, TaintBody } from './node-ip-state.js';
@@ -25,7 +33,11 @@ export class KubeWrites {
   private readonly api: CoreV1Api;
 
   /** `timeoutMs`: deadline of each call (ms). */
-  constructor(kc: KubeConfig, private readonly nodeName: string, private readonly timeoutMs = 5000) {
+  constructor(
+    kc: KubeConfig,
+    private readonly nodeName: string,
+    private readonly timeoutMs = 5000,
+  ) {
     this.api = kc.makeApiClient(CoreV1Api);
   }
 
@@ -34,16 +46,36 @@ export class KubeWrites {
     const o = w.occurrence;
     if (w.op === 'patch' && w.name) {
       const body = { count: w.count, lastTimestamp: isoSeconds(w.lastTimestamp), message: o.message };
-      await this.bounded((opts) => this.api.patchNamespacedEvent({ name: w.name!, namespace: o.namespace, body }, this.withType(PatchStrategy.MergePatch, opts)));
+      await this.bounded((opts) =>
+        this.api.patchNamespacedEvent(
+          { name: w.name!, namespace: o.namespace, body },
+          this.withType(PatchStrategy.MergePatch, opts),
+        ),
+      );
       return w.name;
     }
     const i = o.involved;
     const body: CoreV1Event = {
-      metadata: { name: `${i.name}.${(Date.now() * 1e6 + Math.floor(Math.random() * 1e6)).toString(16)}`, namespace: o.namespace },
-      involvedObject: { apiVersion: 'v1', kind: i.kind, name: i.name, ...(i.namespace ? { namespace: i.namespace } : {}), ...(i.uid ? { uid: i.uid } : {}) },
-      reason: o.reason, message: o.message, type: o.type, count: w.count,
-      firstTimestamp: new Date(isoSeconds(w.firstTimestamp)), lastTimestamp: new Date(isoSeconds(w.lastTimestamp)),
-      source: { component: REPORTING_COMPONENT, host: this.nodeName }, reportingComponent: REPORTING_COMPONENT, reportingInstance: this.nodeName,
+      metadata: {
+        name: `${i.name}.${(Date.now() * 1e6 + Math.floor(Math.random() * 1e6)).toString(16)}`,
+        namespace: o.namespace,
+      },
+      involvedObject: {
+        apiVersion: 'v1',
+        kind: i.kind,
+        name: i.name,
+        ...(i.namespace ? { namespace: i.namespace } : {}),
+        ...(i.uid ? { uid: i.uid } : {}),
+      },
+      reason: o.reason,
+      message: o.message,
+      type: o.type,
+      count: w.count,
+      firstTimestamp: new Date(isoSeconds(w.firstTimestamp)),
+      lastTimestamp: new Date(isoSeconds(w.lastTimestamp)),
+      source: { component: REPORTING_COMPONENT, host: this.nodeName },
+      reportingComponent: REPORTING_COMPONENT,
+      reportingInstance: this.nodeName,
     };
     const made = await this.bounded((opts) => this.api.createNamespacedEvent({ namespace: o.namespace, body }, opts));
     return made.metadata?.name ?? body.metadata!.name!;
@@ -56,13 +88,20 @@ export class KubeWrites {
 
   /** Sets our condition on the node's status subresource (strategic merge: other conditions untouched). */
   async patchCondition(c: NodeConditionBody): Promise<void> {
-    await this.bounded((opts) => this.api.patchNodeStatus({ name: this.nodeName, body: { status: { conditions: [c] } } }, this.withType(PatchStrategy.StrategicMergePatch, opts)));
+    await this.bounded((opts) =>
+      this.api.patchNodeStatus(
+        { name: this.nodeName, body: { status: { conditions: [c] } } },
+        this.withType(PatchStrategy.StrategicMergePatch, opts),
+      ),
+    );
   }
 
   /** Replaces the node's taint list, only if the node is still at `resourceVersion` (else HTTP 409). */
   async patchTaints(taints: TaintBody[], resourceVersion: string): Promise<void> {
     const body = { metadata: { resourceVersion }, spec: { taints } };
-    await this.bounded((opts) => this.api.patchNode({ name: this.nodeName, body }, this.withType(PatchStrategy.MergePatch, opts)));
+    await this.bounded((opts) =>
+      this.api.patchNode({ name: this.nodeName, body }, this.withType(PatchStrategy.MergePatch, opts)),
+    );
   }
 
   private withType(type: string, opts: { middleware: ObservableMiddleware[]; middlewareMergeStrategy: 'append' }) {
@@ -77,7 +116,9 @@ export class KubeWrites {
   }
 
   /** Runs one call with an abort signal and a deadline of `timeoutMs`. */
-  private async bounded<T>(call: (opts: { middleware: ObservableMiddleware[]; middlewareMergeStrategy: 'append' }) => Promise<T>): Promise<T> {
+  private async bounded<T>(
+    call: (opts: { middleware: ObservableMiddleware[]; middlewareMergeStrategy: 'append' }) => Promise<T>,
+  ): Promise<T> {
     const ac = new AbortController();
     const abort: ObservableMiddleware = {
       pre: (ctx) => {
@@ -90,13 +131,16 @@ export class KubeWrites {
     const req = call({ middleware: [abort], middlewareMergeStrategy: 'append' });
     req.catch(() => undefined);
     try {
-      return await Promise.race([req, new Promise<never>((_, reject) => {
-        timer = setTimeout(() => {
-          const e = new Error(`Kubernetes API call timed out after ${this.timeoutMs} ms`);
-          ac.abort(e);
-          reject(e);
-        }, this.timeoutMs);
-      })]);
+      return await Promise.race([
+        req,
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => {
+            const e = new Error(`Kubernetes API call timed out after ${this.timeoutMs} ms`);
+            ac.abort(e);
+            reject(e);
+          }, this.timeoutMs);
+        }),
+      ]);
     } finally {
       clearTimeout(timer);
     }

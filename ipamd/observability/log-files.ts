@@ -25,9 +25,16 @@ export interface RotationOptions {
  * Opens `file` (absolute) for appending with rotation. Errors after opening (disk full,
  * directory removed) go to `onError` (default: one line on stderr), never thrown.
  */
-export function openRotatingLog(file: string, o: RotationOptions, onError: (e: Error) => void = (e) => process.stderr.write(`eni-ipamd: log file ${file}: ${e.message}\n`)): RotatingFileStream {
+export function openRotatingLog(
+  file: string,
+  o: RotationOptions,
+  onError: (e: Error) => void = (e) => process.stderr.write(`eni-ipamd: log file ${file}: ${e.message}\n`),
+): RotatingFileStream {
   const s = createStream(path.basename(file), {
-    path: path.dirname(file), size: o.maxSize as `${number}K`, rotate: o.maxFiles, compress: 'gzip',
+    path: path.dirname(file),
+    size: o.maxSize as `${number}K`,
+    rotate: o.maxFiles,
+    compress: 'gzip',
   });
   s.on('error', onError);
   return s;

@@ -31,7 +31,8 @@ export async function startMetricsServer(bind: string, metrics: IpamdMetrics): P
     }
     metrics.text().then(
       (body) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(body),
-      (e: Error) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics collection failed: ${e.message}\n`),
+      (e: Error) =>
+        res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics collection failed: ${e.message}\n`),
     );
   });
   await new Promise<void>((resolve, reject) => {
@@ -41,9 +42,10 @@ export async function startMetricsServer(bind: string, metrics: IpamdMetrics): P
   return {
     server,
     port: (server.address() as AddressInfo).port,
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeIdleConnections();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      }),
   };
 }

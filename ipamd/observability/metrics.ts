@@ -46,9 +46,14 @@ export interface IpamdMetrics extends CniMetricHooks, StateMetricHooks {
 export function packageVersion(): string {
   for (const rel of ['../../../package.json', '../../package.json']) {
     try {
-      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { name?: string; version?: string };
+      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as {
+        name?: string;
+        version?: string;
+      };
       if (pkg.name === 'eni-ipam' && pkg.version) return pkg.version;
-    } catch { /* try the next */ }
+    } catch {
+      /* try the next */
+    }
   }
   return 'unknown';
 }
@@ -59,27 +64,49 @@ export function packageVersion(): string {
  */
 export function createMetrics(o: CreateMetricsOptions = {}): IpamdMetrics {
   const registry = new Registry();
-  let src: MetricsSources | undefined = o.ds && o.gate ? {
-    ds: o.ds, gate: o.gate, ...(o.pool ? { pool: o.pool } : {}), ...(o.limits ? { limits: o.limits } : {}), ...(o.sysctls ? { sysctls: o.sysctls } : {}), ...(o.now ? { now: o.now } : {}),
-    ...(o.evidence ? { evidence: o.evidence } : {}), ...(o.quarantined ? { quarantined: o.quarantined } : {}),
-  } : undefined;
+  let src: MetricsSources | undefined =
+    o.ds && o.gate
+      ? {
+          ds: o.ds,
+          gate: o.gate,
+          ...(o.pool ? { pool: o.pool } : {}),
+          ...(o.limits ? { limits: o.limits } : {}),
+          ...(o.sysctls ? { sysctls: o.sysctls } : {}),
+          ...(o.now ? { now: o.now } : {}),
+          ...(o.evidence ? { evidence: o.evidence } : {}),
+          ...(o.quarantined ? { quarantined: o.quarantined } : {}),
+        }
+      : undefined;
   if (o.processMetrics !== false) {
     collectDefaultMetrics({ register: registry });
     // Gauges named *_total (promtool: "non-counter metrics should not have _total suffix");
     // the same counts stay exported by type as nodejs_active_handles / _requests / _resources.
-    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) registry.removeSingleMetric(name);
+    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'])
+      registry.removeSingleMetric(name);
   }
-  const build = new Gauge({ name: 'awscni_build_info', help: 'The CNI build information (value 1), labelled by version and Node.js version', labelNames: ['version', 'nodeversion'], registers: [registry] });
+  const build = new Gauge({
+    name: 'awscni_build_info',
+    help: 'The CNI build information (value 1), labelled by version and Node.js version',
+    labelNames: ['version', 'nodeversion'],
+    registers: [registry],
+  });
   build.set({ version: o.version ?? packageVersion(), nodeversion: process.version }, 1);
   registerPoolMetrics(registry, () => src);
   const state = registerStateMetrics(registry, () => src);
   const cni = registerCniMetrics(registry, (fn) => state.ipamdError(fn));
   const ec2 = registerEc2Metrics(registry);
   return {
-    registry, ec2,
-    observeRpc: cni.observeRpc, delRequested: cni.delRequested, ipConflict: cni.ipConflict,
+    registry,
+    ec2,
+    observeRpc: cni.observeRpc,
+    delRequested: cni.delRequested,
+    ipConflict: cni.ipConflict,
     addFailed: (reason: AddFailureReason, noIp: boolean) => cni.addFailed(reason, noIp),
-    ipamdError: state.ipamdError, reconciled: state.reconciled, subnetFree: state.subnetFree, started: state.started, inProgress: state.inProgress,
+    ipamdError: state.ipamdError,
+    reconciled: state.reconciled,
+    subnetFree: state.subnetFree,
+    started: state.started,
+    inProgress: state.inProgress,
     setSources(s) {
       src = s;
     },

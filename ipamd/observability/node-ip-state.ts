@@ -55,7 +55,11 @@ export interface NodeIpState {
 /** Longest condition/event message (events.k8s.io caps a note at 1 KiB). */
 export const MAX_MESSAGE = 1024;
 
-const GROW_REASON: Record<GrowBlockKind, IpConditionReason> = { not_managed: 'PoolNotManaged', subnet_full: 'SubnetFull', eni_limit: 'EniLimitReached' };
+const GROW_REASON: Record<GrowBlockKind, IpConditionReason> = {
+  not_managed: 'PoolNotManaged',
+  subnet_full: 'SubnetFull',
+  eni_limit: 'EniLimitReached',
+};
 
 function cut(s: string): string {
   return s.length > MAX_MESSAGE ? `${s.slice(0, MAX_MESSAGE - 1)}…` : s;
@@ -68,15 +72,31 @@ export function nodeIpState(f: NodeIpFacts): NodeIpState {
   if (!f.canServe) {
     if (f.frozen && f.heldByFreeze > 0) {
       return {
-        allocatable: false, reason: 'ReleasesFrozen', taint: false,
-        message: cut(`no IP can be served now: ${f.heldByFreeze} addresses are held until releases unfreeze${growNote}${frozenNote}`),
+        allocatable: false,
+        reason: 'ReleasesFrozen',
+        taint: false,
+        message: cut(
+          `no IP can be served now: ${f.heldByFreeze} addresses are held until releases unfreeze${growNote}${frozenNote}`,
+        ),
       };
     }
     const reason = f.growBlocked ? GROW_REASON[f.growBlocked.kind] : 'PoolNotManaged';
     return { allocatable: false, reason, taint: true, message: cut(`${f.serveMessage}${frozenNote}`) };
   }
-  if (f.growBlocked) return { allocatable: true, reason: GROW_REASON[f.growBlocked.kind], taint: false, message: cut(`${f.serveMessage}${growNote}${frozenNote}`) };
-  if (f.frozen) return { allocatable: true, reason: 'ReleasesFrozen', taint: false, message: cut(`${f.serveMessage}${frozenNote}`) };
+  if (f.growBlocked)
+    return {
+      allocatable: true,
+      reason: GROW_REASON[f.growBlocked.kind],
+      taint: false,
+      message: cut(`${f.serveMessage}${growNote}${frozenNote}`),
+    };
+  if (f.frozen)
+    return {
+      allocatable: true,
+      reason: 'ReleasesFrozen',
+      taint: false,
+      message: cut(`${f.serveMessage}${frozenNote}`),
+    };
   return { allocatable: true, reason: 'IPsAvailable', taint: false, message: cut(f.serveMessage) };
 }
 
@@ -101,10 +121,21 @@ export interface NodeConditionBody {
  * lastTransitionTime moves only when the status changes (Kubernetes API conventions,
  * "Typical status properties"); lastHeartbeatTime is always now.
  */
-export function conditionBody(s: NodeIpState, prev: { status?: string; lastTransitionTime?: string } | undefined, nowIso: string): NodeConditionBody {
+export function conditionBody(
+  s: NodeIpState,
+  prev: { status?: string; lastTransitionTime?: string } | undefined,
+  nowIso: string,
+): NodeConditionBody {
   const status = s.allocatable ? 'True' : 'False';
   const keep = prev?.status === status && prev.lastTransitionTime;
-  return { type: CONDITION_TYPE, status, reason: s.reason, message: s.message, lastHeartbeatTime: nowIso, lastTransitionTime: keep ? prev.lastTransitionTime! : nowIso };
+  return {
+    type: CONDITION_TYPE,
+    status,
+    reason: s.reason,
+    message: s.message,
+    lastHeartbeatTime: nowIso,
+    lastTransitionTime: keep ? prev.lastTransitionTime! : nowIso,
+  };
 }
 
 /** A core/v1 Taint. */
@@ -119,10 +150,16 @@ export interface TaintBody {
  * The Node's taint list with ours added (`want`) or removed, or undefined when it already
  * is as wanted. Other taints are kept as they are, in order.
  */
-export function taintsWith(current: readonly TaintBody[] | undefined, want: boolean, nowIso: string): TaintBody[] | undefined {
+export function taintsWith(
+  current: readonly TaintBody[] | undefined,
+  want: boolean,
+  nowIso: string,
+): TaintBody[] | undefined {
   const list = current ?? [];
   const ours = (t: TaintBody) => t.key === EXHAUSTED_TAINT.key && t.effect === EXHAUSTED_TAINT.effect;
   const has = list.some(ours);
   if (has === want) return undefined;
-  return want ? [...list, { key: EXHAUSTED_TAINT.key, effect: EXHAUSTED_TAINT.effect, timeAdded: nowIso }] : list.filter((t) => !ours(t));
+  return want
+    ? [...list, { key: EXHAUSTED_TAINT.key, effect: EXHAUSTED_TAINT.effect, timeAdded: nowIso }]
+    : list.filter((t) => !ours(t));
 }

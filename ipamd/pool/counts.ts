@@ -54,7 +54,11 @@ export function byDevice(enis: PoolEniView[], dir: 'asc' | 'desc'): PoolEniView[
  * `available ≥ warmEniTarget × capacity` still holds. Only ENIs passing `eligible`
  * (e.g. old enough) are candidates; all ENIs count toward what remains available.
  */
-export function removableWholeEnis(enis: PoolEniView[], t: PoolTargets, eligible: (v: PoolEniView) => boolean = () => true): PoolEniView[] {
+export function removableWholeEnis(
+  enis: PoolEniView[],
+  t: PoolTargets,
+  eligible: (v: PoolEniView) => boolean = () => true,
+): PoolEniView[] {
   const keep = t.warmEniTarget * capacityPerEni(enis);
   let available = enis.reduce((s, v) => s + availableOn(v), 0);
   const out: PoolEniView[] = [];
@@ -86,7 +90,10 @@ export function removableWholeEnis(enis: PoolEniView[], t: PoolTargets, eligible
  * @param enis per-ENI counts (addresses); @param t the targets. Pure; never throws.
  */
 export function poolCounts(enis: PoolEniView[], t: PoolTargets): PoolCounts {
-  let total = 0, assigned = 0, cooling = 0, available = 0;
+  let total = 0,
+    assigned = 0,
+    cooling = 0,
+    available = 0;
   for (const v of enis) {
     total += v.total;
     assigned += v.assigned;
@@ -106,7 +113,12 @@ export function poolCounts(enis: PoolEniView[], t: PoolTargets): PoolCounts {
   if (isWarmPrefixMode(t)) {
     const free = base.freePrefixes ?? 0;
     const want = t.warmPrefixTarget ?? 0;
-    return { ...base, short: Math.max(want - free, 0) * aps, over: Math.max(free - want, 0) * aps, mode: 'warm-prefix' };
+    return {
+      ...base,
+      short: Math.max(want - free, 0) * aps,
+      over: Math.max(free - want, 0) * aps,
+      mode: 'warm-prefix',
+    };
   }
   const short = Math.max(t.warmEniTarget * capacityPerEni(enis) - available, 0);
   const over = removableWholeEnis(enis, t).reduce((s, v) => s + Math.max(v.total, 1), 0);

@@ -39,11 +39,17 @@ export interface EnisOutsidePool {
  * @param views the datastore's ENIs; @param t targets (`maxEni` = min(MAX_ENI, instance limit));
  * @param limits where the limits come from; @param outside attached ENIs not in `views`.
  */
-export function growBlockedReason(views: PoolEniView[], t: PoolTargets, limits: EniLimits, outside: EnisOutsidePool): string {
+export function growBlockedReason(
+  views: PoolEniView[],
+  t: PoolTargets,
+  limits: EniLimits,
+  outside: EnisOutsidePool,
+): string {
   if (views.length === 0) return 'no ENI is known yet (instance discovery has not completed)';
   const prefixMode = (t.unit ?? 'ip') === 'prefix';
   const perEni = `Ipv4AddressesPerInterface ${limits.ipv4PerEni}, one of them the ENI's primary IP`;
-  if (limits.ipv4PerEni <= 1) return `instance type ${limits.instanceType} leaves no address per ENI for pods (${perEni})`;
+  if (limits.ipv4PerEni <= 1)
+    return `instance type ${limits.instanceType} leaves no address per ENI for pods (${perEni})`;
   const capSlots = Math.floor(capacityPerEni(views) / addressesPerSlot(t));
   const what = prefixMode ? '/28 prefixes' : 'secondary IPs';
   const attached = views.length + outside.unmanaged + outside.pending + outside.orphans + outside.creating;

@@ -19,7 +19,12 @@ export type PodSandboxState = 'SANDBOX_READY' | 'SANDBOX_NOTREADY';
 export type NamespaceMode = 'POD' | 'CONTAINER' | 'NODE' | 'TARGET';
 
 /** `PodSandboxMetadata`. */
-export interface PodSandboxMetadata { name: string; uid: string; namespace: string; attempt: number }
+export interface PodSandboxMetadata {
+  name: string;
+  uid: string;
+  namespace: string;
+  attempt: number;
+}
 
 /** `PodSandbox` as returned by ListPodSandbox (no IP). `created_at` is ns since the epoch, as a decimal string. */
 export interface PodSandbox {
@@ -39,17 +44,26 @@ export interface PodSandboxStatus {
   state: PodSandboxState;
   created_at: string;
   network: { ip: string; additional_ips: { ip: string }[] } | null;
-  linux: { namespaces: { options: { network: NamespaceMode; pid: NamespaceMode; ipc: NamespaceMode } | null } | null } | null;
+  linux: {
+    namespaces: { options: { network: NamespaceMode; pid: NamespaceMode; ipc: NamespaceMode } | null } | null;
+  } | null;
   labels: Record<string, string>;
   annotations: Record<string, string>;
   runtime_handler: string;
 }
 
 /** `PodSandboxStatusResponse`; `info` holds runtime-specific JSON strings when `verbose` was set. */
-export interface PodSandboxStatusResponse { status: PodSandboxStatus | null; info: Record<string, string> }
+export interface PodSandboxStatusResponse {
+  status: PodSandboxStatus | null;
+  info: Record<string, string>;
+}
 
 /** `PodSandboxFilter` (all fields ANDed). */
-export interface PodSandboxFilter { id?: string; state?: { state: PodSandboxState }; label_selector?: Record<string, string> }
+export interface PodSandboxFilter {
+  id?: string;
+  state?: { state: PodSandboxState };
+  label_selector?: Record<string, string>;
+}
 
 /** `PodSandboxConfig` (the subset declared in proto/cri/api.proto). */
 export interface PodSandboxConfig {
@@ -58,11 +72,22 @@ export interface PodSandboxConfig {
   log_directory?: string;
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
-  linux?: { cgroup_parent?: string; security_context?: { namespace_options?: { network?: NamespaceMode; pid?: NamespaceMode; ipc?: NamespaceMode }; privileged?: boolean } };
+  linux?: {
+    cgroup_parent?: string;
+    security_context?: {
+      namespace_options?: { network?: NamespaceMode; pid?: NamespaceMode; ipc?: NamespaceMode };
+      privileged?: boolean;
+    };
+  };
 }
 
 /** `VersionResponse`. */
-export interface VersionResponse { version: string; runtime_name: string; runtime_version: string; runtime_api_version: string }
+export interface VersionResponse {
+  version: string;
+  runtime_name: string;
+  runtime_version: string;
+  runtime_api_version: string;
+}
 
 /** Request/response pairs of the RuntimeService RPCs declared in proto/cri/api.proto. */
 export interface RuntimeServiceMethods {
@@ -84,7 +109,13 @@ let runtimeServiceCtor: ClientCtor | undefined;
  */
 function loadRuntimeService(): ClientCtor {
   if (!runtimeServiceCtor) {
-    const def = protoLoader.loadSync(CRI_PROTO_PATH, { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true });
+    const def = protoLoader.loadSync(CRI_PROTO_PATH, {
+      keepCase: true,
+      longs: String,
+      enums: String,
+      defaults: true,
+      oneofs: true,
+    });
     const pkg = grpc.loadPackageDefinition(def) as unknown as { runtime: { v1: { RuntimeService: ClientCtor } } };
     runtimeServiceCtor = pkg.runtime.v1.RuntimeService;
   }
@@ -103,7 +134,8 @@ export function criSocketPath(endpoint: string): string {
   if (e.startsWith('unix://')) p = e.slice('unix://'.length);
   else if (e.startsWith('unix:')) p = e.slice('unix:'.length);
   else p = e;
-  if (!p.startsWith('/')) throw new TypeError(`CRI endpoint must be a Unix socket (unix:///path or /path), got ${JSON.stringify(endpoint)}`);
+  if (!p.startsWith('/'))
+    throw new TypeError(`CRI endpoint must be a Unix socket (unix:///path or /path), got ${JSON.stringify(endpoint)}`);
   return p;
 }
 
@@ -131,10 +163,21 @@ export class RuntimeServiceClient {
    * @param deadline absolute deadline (ms since the epoch, `Date.now()` clock).
    * @throws grpc.ServiceError (code DEADLINE_EXCEEDED, UNAVAILABLE, NOT_FOUND, UNIMPLEMENTED...).
    */
-  call<M extends keyof RuntimeServiceMethods>(method: M, req: RuntimeServiceMethods[M][0], deadline: number): Promise<RuntimeServiceMethods[M][1]> {
+  call<M extends keyof RuntimeServiceMethods>(
+    method: M,
+    req: RuntimeServiceMethods[M][0],
+    deadline: number,
+  ): Promise<RuntimeServiceMethods[M][1]> {
     return new Promise((resolve, reject) => {
-      const fn = (this.client as unknown as Record<string, (r: unknown, o: grpc.CallOptions, cb: (e: grpc.ServiceError | null, out: unknown) => void) => void>)[method];
-      fn.call(this.client, req, { deadline }, (err, out) => (err ? reject(err) : resolve(out as RuntimeServiceMethods[M][1])));
+      const fn = (
+        this.client as unknown as Record<
+          string,
+          (r: unknown, o: grpc.CallOptions, cb: (e: grpc.ServiceError | null, out: unknown) => void) => void
+        >
+      )[method];
+      fn.call(this.client, req, { deadline }, (err, out) =>
+        err ? reject(err) : resolve(out as RuntimeServiceMethods[M][1]),
+      );
     });
   }
 

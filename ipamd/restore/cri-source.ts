@@ -32,13 +32,21 @@ export interface CriSandbox {
  */
 export class CriUnavailableError extends Error {
   override name = 'CriUnavailableError';
-  constructor(message: string, readonly code?: string, options?: { cause?: unknown }) {
+  constructor(
+    message: string,
+    readonly code?: string,
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
   }
 }
 
 /** Well-known CRI sockets probed in order when none is configured (docs/design.md#8-lessons-the-field-paid-for). */
-export const CRI_SOCKET_CANDIDATES = ['/run/containerd/containerd.sock', '/var/run/crio/crio.sock', '/var/run/cri-dockerd.sock'] as const;
+export const CRI_SOCKET_CANDIDATES = [
+  '/run/containerd/containerd.sock',
+  '/var/run/crio/crio.sock',
+  '/var/run/cri-dockerd.sock',
+] as const;
 
 /** Default and maximum deadline of one source read, ms (docs/design.md#4-restore-after-restart: ≤ 5 s). */
 export const CRI_MAX_TIMEOUT_MS = 5000;
@@ -56,8 +64,12 @@ const STATUS_CONCURRENCY = 8;
  *   caller then finds it unreadable (CriUnavailableError) and freezes releases.
  * @throws TypeError if `configured` is not a Unix socket endpoint.
  */
-export function detectCriEndpoint(configured: string | undefined, exists: (p: string) => boolean = existsSync): { endpoint: string; detected: boolean } {
-  if (configured && configured.trim() !== '') return { endpoint: `unix://${criSocketPath(configured)}`, detected: false };
+export function detectCriEndpoint(
+  configured: string | undefined,
+  exists: (p: string) => boolean = existsSync,
+): { endpoint: string; detected: boolean } {
+  if (configured && configured.trim() !== '')
+    return { endpoint: `unix://${criSocketPath(configured)}`, detected: false };
   for (const p of CRI_SOCKET_CANDIDATES) {
     if (exists(p)) return { endpoint: `unix://${p}`, detected: true };
   }
@@ -70,9 +82,15 @@ function unavailable(what: string, endpoint: string, e: unknown): CriUnavailable
   const se = e as Partial<grpc.ServiceError>;
   if (typeof se?.code === 'number') {
     const code = grpc.status[se.code] ?? String(se.code);
-    return new CriUnavailableError(`CRI ${what} on ${endpoint} failed: ${code}: ${se.details || se.message}`, code, { cause: e });
+    return new CriUnavailableError(`CRI ${what} on ${endpoint} failed: ${code}: ${se.details || se.message}`, code, {
+      cause: e,
+    });
   }
-  return new CriUnavailableError(`CRI ${what} on ${endpoint} failed: ${(e as Error)?.message ?? String(e)}`, undefined, { cause: e });
+  return new CriUnavailableError(
+    `CRI ${what} on ${endpoint} failed: ${(e as Error)?.message ?? String(e)}`,
+    undefined,
+    { cause: e },
+  );
 }
 
 /**
@@ -118,7 +136,8 @@ export class CriSource {
   async listReadySandboxes(): Promise<CriSandbox[]> {
     const t0 = Date.now();
     const deadline = t0 + this.timeoutMs;
-    if (!this.socketExists()) throw new CriUnavailableError(`CRI socket ${this.socketPath} does not exist`, 'UNAVAILABLE');
+    if (!this.socketExists())
+      throw new CriUnavailableError(`CRI socket ${this.socketPath} does not exist`, 'UNAVAILABLE');
     const client = (this.client ??= new RuntimeServiceClient(this.socketPath));
     try {
       const list = await client.call('ListPodSandbox', { filter: { state: { state: 'SANDBOX_READY' } } }, deadline);
@@ -157,7 +176,10 @@ export class CriSource {
       const v = await client.call('Version', { version: 'v1' }, Date.now() + this.timeoutMs);
       return v.runtime_name ? { name: v.runtime_name, version: v.runtime_version } : undefined;
     } catch (e) {
-      this.log?.debug({ endpoint: this.endpoint, err: (e as Error).message }, 'CRI Version failed; runtime identity unknown');
+      this.log?.debug(
+        { endpoint: this.endpoint, err: (e as Error).message },
+        'CRI Version failed; runtime identity unknown',
+      );
       return undefined;
     }
   }
@@ -181,7 +203,11 @@ export class CriSource {
   }
 
   /** PodSandboxStatus of one listed sandbox; undefined if it vanished or is no longer ready. */
-  private async statusOf(client: RuntimeServiceClient, sb: PodSandbox, deadline: number): Promise<CriSandbox | undefined> {
+  private async statusOf(
+    client: RuntimeServiceClient,
+    sb: PodSandbox,
+    deadline: number,
+  ): Promise<CriSandbox | undefined> {
     let st: PodSandboxStatus | null;
     try {
       st = (await client.call('PodSandboxStatus', { pod_sandbox_id: sb.id }, deadline)).status;

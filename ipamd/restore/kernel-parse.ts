@@ -68,7 +68,9 @@ function arrays(text: string): Json[][] {
     try {
       v = JSON.parse(line);
     } catch (e) {
-      throw new KernelParseError(`ip -json output line ${n + 1} is not JSON (${(e as Error).message}): ${line.slice(0, 80)}`);
+      throw new KernelParseError(
+        `ip -json output line ${n + 1} is not JSON (${(e as Error).message}): ${line.slice(0, 80)}`,
+      );
     }
     if (!Array.isArray(v) || v.some((x) => typeof x !== 'object' || x === null || Array.isArray(x))) {
       throw new KernelParseError(`ip -json output line ${n + 1} is not an array of objects: ${line.slice(0, 80)}`);
@@ -95,24 +97,30 @@ function hostIpv4(dst: unknown): string | undefined {
  */
 export function parseKernelOutput(text: string): KernelEvidence {
   const parts = arrays(text);
-  if (parts.length !== 3) throw new KernelParseError(`expected 3 JSON arrays from ip -json -batch (routes, veths, rules), got ${parts.length}`);
+  if (parts.length !== 3)
+    throw new KernelParseError(
+      `expected 3 JSON arrays from ip -json -batch (routes, veths, rules), got ${parts.length}`,
+    );
   const [routes, links, rules] = parts as [Json[], Json[], Json[]];
   const podVeths = new Set<string>();
   for (const l of links) {
-    if (typeof l['ifname'] !== 'string') throw new KernelParseError(`ip -json link entry without ifname: ${JSON.stringify(l).slice(0, 120)}`);
+    if (typeof l['ifname'] !== 'string')
+      throw new KernelParseError(`ip -json link entry without ifname: ${JSON.stringify(l).slice(0, 120)}`);
     // link_netnsid: the peer is in another netns. Its absence (and a `link` name) means a local pair.
     if (typeof l['link_netnsid'] === 'number') podVeths.add(l['ifname']);
   }
   const ruleCount = new Map<string, number>();
   for (const r of rules) {
-    if (typeof r['priority'] !== 'number') throw new KernelParseError(`ip -json rule entry without priority: ${JSON.stringify(r).slice(0, 120)}`);
+    if (typeof r['priority'] !== 'number')
+      throw new KernelParseError(`ip -json rule entry without priority: ${JSON.stringify(r).slice(0, 120)}`);
     const rule = ruleFromJson(r as RuleJson); // the shared rule model (netfacts/ip-rule.ts): selectors as CIDRs
     const ips = new Set([hostIpv4(rule.to), hostIpv4(rule.from)].filter((x): x is string => !!x));
     for (const ip of ips) ruleCount.set(ip, (ruleCount.get(ip) ?? 0) + 1);
   }
   const pods = new Map<string, KernelPodRoute>();
   for (const r of routes) {
-    if (typeof r['dst'] !== 'string') throw new KernelParseError(`ip -json route entry without dst: ${JSON.stringify(r).slice(0, 120)}`);
+    if (typeof r['dst'] !== 'string')
+      throw new KernelParseError(`ip -json route entry without dst: ${JSON.stringify(r).slice(0, 120)}`);
     const route = routeFromJson(r as RouteJson); // the shared route model (netfacts/ip-route.ts)
     const ip = hostIpv4(route.dst);
     const dev = route.dev;

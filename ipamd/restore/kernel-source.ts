@@ -62,13 +62,20 @@ export class KernelSource implements KernelReader {
   async readKernel(): Promise<KernelEvidence> {
     let r: IpRun;
     try {
-      r = await this.ip.runIp(['-json'], KERNEL_BATCH.trim().split('\n'), this.netnsPath, true, { timeoutMs: this.timeoutMs, maxOutputBytes: MAX_OUTPUT_BYTES });
+      r = await this.ip.runIp(['-json'], KERNEL_BATCH.trim().split('\n'), this.netnsPath, true, {
+        timeoutMs: this.timeoutMs,
+        maxOutputBytes: MAX_OUTPUT_BYTES,
+      });
     } catch (e) {
       throw new KernelUnavailableError(`${this.description} unreadable: ${(e as Error).message.slice(0, 200)}`);
     }
     if (r.code !== 0 || r.killed) {
-      const why = r.killed === 'timeout' ? `timed out after ${this.timeoutMs} ms`
-        : r.killed === 'output' ? `printed more than ${MAX_OUTPUT_BYTES} bytes` : (r.stderr.trim().split('\n')[0] || `exited ${r.code}`);
+      const why =
+        r.killed === 'timeout'
+          ? `timed out after ${this.timeoutMs} ms`
+          : r.killed === 'output'
+            ? `printed more than ${MAX_OUTPUT_BYTES} bytes`
+            : r.stderr.trim().split('\n')[0] || `exited ${r.code}`;
       throw new KernelUnavailableError(`${this.description} unreadable: ${r.argv.join(' ')}: ${why.slice(0, 200)}`);
     }
     try {

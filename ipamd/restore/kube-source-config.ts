@@ -21,7 +21,9 @@ export class AgentTrackingKubeConfig extends KubeConfig {
   /** Called with the agent of each request built through applyToFetchOptions. */
   onAgent?: (agent: unknown) => void;
 
-  override async applyToFetchOptions(opts: Parameters<KubeConfig['applyToFetchOptions']>[0]): ReturnType<KubeConfig['applyToFetchOptions']> {
+  override async applyToFetchOptions(
+    opts: Parameters<KubeConfig['applyToFetchOptions']>[0],
+  ): ReturnType<KubeConfig['applyToFetchOptions']> {
     const r = await super.applyToFetchOptions(opts);
     this.onAgent?.(r.agent);
     return r;
@@ -54,5 +56,7 @@ export function loadKubeConfig(kubeconfigPath?: string): { kc: AgentTrackingKube
     kc.loadFromFile(home);
     return { kc, source: 'home' };
   }
-  throw new Error('no Kubernetes API configuration: no kubeconfig path given, not in a cluster, no KUBECONFIG, no ~/.kube/config');
+  throw new Error(
+    'no Kubernetes API configuration: no kubeconfig path given, not in a cluster, no KUBECONFIG, no ~/.kube/config',
+  );
 }

@@ -20,7 +20,12 @@ export interface PodListResult {
  * `signal` (optional) aborts early (e.g. on stop()).
  * @throws KubeUnavailableError on timeout, refused connection, any non-2xx answer, or abort.
  */
-export async function listNodePods(kc: KubeConfig, nodeName: string, timeoutMs: number, signal?: AbortSignal): Promise<PodListResult> {
+export async function listNodePods(
+  kc: KubeConfig,
+  nodeName: string,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<PodListResult> {
   const api = kc.makeApiClient(CoreV1Api);
   const ac = new AbortController();
   let timer: NodeJS.Timeout | undefined;
@@ -43,7 +48,10 @@ export async function listNodePods(kc: KubeConfig, nodeName: string, timeoutMs: 
       },
       post: (rsp) => new Observable(Promise.resolve(rsp)),
     };
-    const req = api.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${nodeName}` }, { middleware: [abortMiddleware], middlewareMergeStrategy: 'append' });
+    const req = api.listPodForAllNamespaces(
+      { fieldSelector: `spec.nodeName=${nodeName}` },
+      { middleware: [abortMiddleware], middlewareMergeStrategy: 'append' },
+    );
     req.catch(() => {}); // the deadline may win; the late rejection is expected
     const list = await Promise.race([req, deadline]);
     const pods = new Map<string, KubePod>();

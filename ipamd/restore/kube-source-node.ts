@@ -13,13 +13,23 @@ import { describeError } from './kube-source-errors.js';
  *   read or carries none (the identity check is then skipped; the coverage check still
  *   applies). Never throws; `onError` gets the reason.
  */
-export async function readNodeRuntimeVersion(kc: KubeConfig, nodeName: string, timeoutMs: number, onError?: (why: string) => void): Promise<string | undefined> {
+export async function readNodeRuntimeVersion(
+  kc: KubeConfig,
+  nodeName: string,
+  timeoutMs: number,
+  onError?: (why: string) => void,
+): Promise<string | undefined> {
   let timer: NodeJS.Timeout | undefined;
   try {
     const api = kc.makeApiClient(CoreV1Api);
     const req = api.readNode({ name: nodeName });
     req.catch(() => undefined); // the deadline may win
-    const node = await Promise.race([req, new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`node read timed out after ${timeoutMs} ms`)), timeoutMs); })]);
+    const node = await Promise.race([
+      req,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`node read timed out after ${timeoutMs} ms`)), timeoutMs);
+      }),
+    ]);
     return node.status?.nodeInfo?.containerRuntimeVersion || undefined;
   } catch (e) {
     onError?.(describeError(e));

@@ -27,7 +27,12 @@ export function podKey(namespace: string, name: string): string {
 export function toKubePod(p: V1Pod): KubePod | undefined {
   const m = p.metadata;
   if (!m?.name || !m.namespace) return undefined;
-  const out: KubePod = { namespace: m.namespace, name: m.name, uid: m.uid ?? '', hostNetwork: p.spec?.hostNetwork === true };
+  const out: KubePod = {
+    namespace: m.namespace,
+    name: m.name,
+    uid: m.uid ?? '',
+    hostNetwork: p.spec?.hostNetwork === true,
+  };
   if (p.status?.podIP) out.podIP = p.status.podIP;
   if (p.status?.phase) out.phase = p.status.phase;
   return out;

@@ -37,7 +37,11 @@ function destroyAgent(agent: unknown): void {
  * `timeoutMs` (ms) bounds the wait for the response; `serverTimeoutSeconds` (s) asks the
  * server to end the stream (the caller then resumes from the last resourceVersion).
  */
-export function watchNodePods(kc: AgentTrackingKubeConfig, o: { nodeName: string; resourceVersion: string; timeoutMs: number; serverTimeoutSeconds: number }, h: WatchHandlers): RunningWatch {
+export function watchNodePods(
+  kc: AgentTrackingKubeConfig,
+  o: { nodeName: string; resourceVersion: string; timeoutMs: number; serverTimeoutSeconds: number },
+  h: WatchHandlers,
+): RunningWatch {
   let agent: unknown;
   let controller: AbortController | undefined;
   let settled = false;
@@ -51,10 +55,18 @@ export function watchNodePods(kc: AgentTrackingKubeConfig, o: { nodeName: string
     destroyAgent(agent);
     resolveDone(e);
   };
-  const deadline = setTimeout(() => finish({ kind: 'error', error: new KubeUnavailableError(`pod watch not answered within ${o.timeoutMs} ms`) }), o.timeoutMs);
+  const deadline = setTimeout(
+    () => finish({ kind: 'error', error: new KubeUnavailableError(`pod watch not answered within ${o.timeoutMs} ms`) }),
+    o.timeoutMs,
+  );
 
   kc.onAgent = (a) => (agent = a);
-  const params = { fieldSelector: `spec.nodeName=${o.nodeName}`, resourceVersion: o.resourceVersion, allowWatchBookmarks: true, timeoutSeconds: o.serverTimeoutSeconds };
+  const params = {
+    fieldSelector: `spec.nodeName=${o.nodeName}`,
+    resourceVersion: o.resourceVersion,
+    allowWatchBookmarks: true,
+    timeoutSeconds: o.serverTimeoutSeconds,
+  };
   new Watch(kc)
     .watch(
       '/api/v1/pods',
@@ -64,14 +76,26 @@ export function watchNodePods(kc: AgentTrackingKubeConfig, o: { nodeName: string
         if (type === 'ERROR') {
           const st = obj as { code?: number; message?: string };
           if (st.code === 410) return finish({ kind: 'expired' });
-          return finish({ kind: 'error', error: new KubeUnavailableError(`pod watch error event: ${st.message ?? JSON.stringify(obj)}`, { statusCode: st.code }) });
+          return finish({
+            kind: 'error',
+            error: new KubeUnavailableError(`pod watch error event: ${st.message ?? JSON.stringify(obj)}`, {
+              statusCode: st.code,
+            }),
+          });
         }
-        if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED' || type === 'BOOKMARK') h.onEvent(type, obj as V1Pod);
+        if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED' || type === 'BOOKMARK')
+          h.onEvent(type, obj as V1Pod);
       },
       (err: unknown) => {
         if (!err) return finish({ kind: 'closed' });
         if (httpStatusOf(err) === 410) return finish({ kind: 'expired' });
-        finish({ kind: 'error', error: new KubeUnavailableError(`pod watch failed: ${describeError(err)}`, { cause: err, statusCode: httpStatusOf(err) }) });
+        finish({
+          kind: 'error',
+          error: new KubeUnavailableError(`pod watch failed: ${describeError(err)}`, {
+            cause: err,
+            statusCode: httpStatusOf(err),
+          }),
+        });
       },
     )
     .then((c) => {
@@ -80,6 +104,11 @@ export function watchNodePods(kc: AgentTrackingKubeConfig, o: { nodeName: string
       clearTimeout(deadline);
       h.onEstablished();
     })
-    .catch((err: unknown) => finish({ kind: 'error', error: new KubeUnavailableError(`pod watch failed: ${describeError(err)}`, { cause: err }) }));
+    .catch((err: unknown) =>
+      finish({
+        kind: 'error',
+        error: new KubeUnavailableError(`pod watch failed: ${describeError(err)}`, { cause: err }),
+      }),
+    );
   return { done, cancel: () => finish({ kind: 'closed' }) };
 }

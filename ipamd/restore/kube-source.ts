@@ -140,32 +140,47 @@ export class KubePodSource {
         const list = await listNodePods(kc, this.nodeName, this.timeoutMs, this.stopCtl.signal);
         if (this.stopCtl.signal.aborted) break;
         this.pods = list.pods;
-        this.nodeRuntimeVersion = await readNodeRuntimeVersion(kc, this.nodeName, this.timeoutMs, (why) => this.log?.debug({ node: this.nodeName, err: why }, 'node read failed; runtime identity not compared with the node'));
+        this.nodeRuntimeVersion = await readNodeRuntimeVersion(kc, this.nodeName, this.timeoutMs, (why) =>
+          this.log?.debug(
+            { node: this.nodeName, err: why },
+            'node read failed; runtime identity not compared with the node',
+          ),
+        );
         this.changed();
         let rv = list.resourceVersion;
         let relist = false;
         while (!relist && !this.stopCtl.signal.aborted) {
           const jitter = 0.8 + Math.random() * 0.4;
-          this.watch = watchNodePods(kc, { nodeName: this.nodeName, resourceVersion: rv, timeoutMs: this.timeoutMs, serverTimeoutSeconds: Math.max(1, Math.round(this.watchTimeoutSeconds * jitter)) }, {
-            onEstablished: () => {
-              failures = 0;
-              if (!this.synced) this.log?.info({ node: this.nodeName, pods: this.pods.size }, 'kube pod source synced');
-              this.synced = true;
-              this.syncedAt = Date.now();
-              this.lastError = undefined;
-              this.changed();
+          this.watch = watchNodePods(
+            kc,
+            {
+              nodeName: this.nodeName,
+              resourceVersion: rv,
+              timeoutMs: this.timeoutMs,
+              serverTimeoutSeconds: Math.max(1, Math.round(this.watchTimeoutSeconds * jitter)),
             },
-            onEvent: (type, pod) => {
-              const v = pod.metadata?.resourceVersion;
-              if (v) rv = v;
-              if (type === 'BOOKMARK') return;
-              const k = toKubePod(pod);
-              if (!k) return;
-              if (type === 'DELETED') this.pods.delete(podKey(k.namespace, k.name));
-              else this.pods.set(podKey(k.namespace, k.name), k);
-              this.changed();
+            {
+              onEstablished: () => {
+                failures = 0;
+                if (!this.synced)
+                  this.log?.info({ node: this.nodeName, pods: this.pods.size }, 'kube pod source synced');
+                this.synced = true;
+                this.syncedAt = Date.now();
+                this.lastError = undefined;
+                this.changed();
+              },
+              onEvent: (type, pod) => {
+                const v = pod.metadata?.resourceVersion;
+                if (v) rv = v;
+                if (type === 'BOOKMARK') return;
+                const k = toKubePod(pod);
+                if (!k) return;
+                if (type === 'DELETED') this.pods.delete(podKey(k.namespace, k.name));
+                else this.pods.set(podKey(k.namespace, k.name), k);
+                this.changed();
+              },
             },
-          });
+          );
           const end = await this.watch.done;
           this.watch = undefined;
           if (end.kind === 'expired') {
@@ -188,10 +203,12 @@ export class KubePodSource {
         this.synced = false;
         this.lastError = msg;
         this.changed();
-        const delay = Math.min(this.retryMaxMs, this.retryMinMs * 2 ** Math.min(failures, 20)) * (0.5 + Math.random() / 2);
+        const delay =
+          Math.min(this.retryMaxMs, this.retryMinMs * 2 ** Math.min(failures, 20)) * (0.5 + Math.random() / 2);
         const fields = { node: this.nodeName, err: msg, retryInMs: Math.round(delay) };
         // Warn on the transition (synced -> unavailable, or the first failure); repeats at debug.
-        if (wasSynced || failures === 0) this.log?.warn(fields, 'kube pod source unavailable, releases must stay frozen');
+        if (wasSynced || failures === 0)
+          this.log?.warn(fields, 'kube pod source unavailable, releases must stay frozen');
         else this.log?.debug(fields, 'kube pod source still unavailable');
         failures++;
         await this.sleep(delay);

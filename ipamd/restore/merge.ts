@@ -24,7 +24,13 @@
  *   are never verified free (`keepUnverified`).
  */
 import type { Allocation } from '../datastore/types.js';
-import { coverage, formatIdentity, runtimeIdentityVerdict, type Coverage, type RuntimeIdentity } from './plausibility.js';
+import {
+  coverage,
+  formatIdentity,
+  runtimeIdentityVerdict,
+  type Coverage,
+  type RuntimeIdentity,
+} from './plausibility.js';
 import { applyBrake, confirmedGone, type BrakeVerdict } from './release-brake.js';
 
 /** A READY sandbox as the CRI runtime reports it. */
@@ -133,20 +139,32 @@ export function mergeEvidence(i: MergeInput): MergeResult {
   const suspect: MergeResult['suspect'] = {};
   const cov: MergeResult['coverage'] = {};
   const held = i.allocations.length;
-  const heldText = held > 0 || wiredUnverified.length === 0 ? `the checkpoint holds ${held} from this boot` : 'there is no checkpoint';
+  const heldText =
+    held > 0 || wiredUnverified.length === 0 ? `the checkpoint holds ${held} from this boot` : 'there is no checkpoint';
   if (i.kernel.ok && i.cri.ok === true) {
-    const c = (cov.cri = coverage(base, wiredAllocs.filter(criKnows).length + wiredUnverified.filter((ip) => criIps.has(ip)).length));
+    const c = (cov.cri = coverage(
+      base,
+      wiredAllocs.filter(criKnows).length + wiredUnverified.filter((ip) => criIps.has(ip)).length,
+    ));
     const who = `runtime at ${i.criEndpoint ?? 'the CRI endpoint'} (${formatIdentity(i.criIdentity)})`;
-    if (c.suspect) suspect.cri = `${who} answered with ${cri.length} sandboxes and knows ${c.known} of the ${c.base} pods the kernel shows wired; ${heldText} and the kernel shows ${i.kernel.podVeths} pod veths`;
+    if (c.suspect)
+      suspect.cri = `${who} answered with ${cri.length} sandboxes and knows ${c.known} of the ${c.base} pods the kernel shows wired; ${heldText} and the kernel shows ${i.kernel.podVeths} pod veths`;
     const idWhy = runtimeIdentityVerdict(i.criEndpoint ?? 'the CRI endpoint', {
-      ...(i.criIdentity ? { runtime: i.criIdentity } : {}), ...(i.nodeRuntimeVersion ? { nodeRuntimeVersion: i.nodeRuntimeVersion } : {}),
-      ...(i.recordedIdentity ? { recorded: i.recordedIdentity } : {}), cov: c, heldOld: i.allocations.filter(old).length,
+      ...(i.criIdentity ? { runtime: i.criIdentity } : {}),
+      ...(i.nodeRuntimeVersion ? { nodeRuntimeVersion: i.nodeRuntimeVersion } : {}),
+      ...(i.recordedIdentity ? { recorded: i.recordedIdentity } : {}),
+      cov: c,
+      heldOld: i.allocations.filter(old).length,
     });
     if (idWhy) suspect.cri = suspect.cri ? `${suspect.cri}; ${idWhy}` : idWhy;
   }
   if (i.kernel.ok && i.kube.ok === true) {
-    const c = (cov.kube = coverage(base, wiredAllocs.filter(kubeKnows).length + wiredUnverified.filter((ip) => podIps.has(ip)).length));
-    if (c.suspect) suspect.kube = `Kubernetes lists ${pods.length} pods on node ${i.nodeName ?? '(MY_NODE_NAME)'} and knows ${c.known} of the ${c.base} pods the kernel shows wired; ${heldText} and the kernel shows ${i.kernel.podVeths} pod veths (is MY_NODE_NAME this node's name?)`;
+    const c = (cov.kube = coverage(
+      base,
+      wiredAllocs.filter(kubeKnows).length + wiredUnverified.filter((ip) => podIps.has(ip)).length,
+    ));
+    if (c.suspect)
+      suspect.kube = `Kubernetes lists ${pods.length} pods on node ${i.nodeName ?? '(MY_NODE_NAME)'} and knows ${c.known} of the ${c.base} pods the kernel shows wired; ${heldText} and the kernel shows ${i.kernel.podVeths} pod veths (is MY_NODE_NAME this node's name?)`;
   }
 
   const readable = i.cri.ok === true && i.kube.ok !== false && i.kernel.ok;
@@ -196,14 +214,30 @@ export function mergeEvidence(i: MergeInput): MergeResult {
       continue;
     }
     adopt.push({
-      networkName: i.networkName, containerID: s.id, ifName: i.ifName, ipv4: s.ip, eniId: '', allocatedAt: i.now,
+      networkName: i.networkName,
+      containerID: s.id,
+      ifName: i.ifName,
+      ipv4: s.ip,
+      eniId: '',
+      allocatedAt: i.now,
       pod: { namespace: s.podNamespace, name: s.podName, uid: s.podUid },
     });
   }
   const adoptedIps = new Set(adopt.map((a) => a.ipv4));
   const keepUnverified = (i.unverifiedIps ?? []).filter((ip) => kernelIps.has(ip) && !adoptedIps.has(ip));
   return {
-    live, adopt, release, conflicts, stale, foreign, canRelease, suspect, coverage: cov, ...(brake ? { brake } : {}),
-    kernelVouched, keepUnverified, identityTrusted: i.cri.ok === true && !!i.criIdentity && !suspect.cri && i.kernel.ok,
+    live,
+    adopt,
+    release,
+    conflicts,
+    stale,
+    foreign,
+    canRelease,
+    suspect,
+    coverage: cov,
+    ...(brake ? { brake } : {}),
+    kernelVouched,
+    keepUnverified,
+    identityTrusted: i.cri.ok === true && !!i.criIdentity && !suspect.cri && i.kernel.ok,
   };
 }

@@ -20,7 +20,14 @@ import type { ReleaseGate } from '../controller/release/release-gate.js';
 import { PeriodicTask } from '../controller/periodic-task.js';
 import type { Logger } from '../log.js';
 import type { KernelReader } from './kernel-source.js';
-import { mergeEvidence, type KernelRead, type MergeResult, type PodEvidence, type SandboxEvidence, type SourceRead } from './merge.js';
+import {
+  mergeEvidence,
+  type KernelRead,
+  type MergeResult,
+  type PodEvidence,
+  type SandboxEvidence,
+  type SourceRead,
+} from './merge.js';
 import { formatIdentity, type RuntimeIdentity } from './plausibility.js';
 
 /** Anything that lists READY sandboxes, throwing when it cannot (CriSource). */
@@ -126,7 +133,9 @@ export class EvidenceReconciler {
 
   /** Runs one pass now (coalesced with a pass already running). */
   runPass(): Promise<PassReport> {
-    this.running ??= this.pass().finally(() => { this.running = undefined; });
+    this.running ??= this.pass().finally(() => {
+      this.running = undefined;
+    });
     return this.running;
   }
 
@@ -148,9 +157,15 @@ export class EvidenceReconciler {
     const { ds, log } = this.o;
     // The three reads run together: the kernel's is one process, the runtime's a few RPCs.
     const [criRead, identity, kernel] = await Promise.all([
-      this.o.cri.listReadySandboxes().then((items): SourceRead<SandboxEvidence> => ({ ok: true, items }), (e: Error): SourceRead<SandboxEvidence> => ({ ok: false, reason: e.message })),
+      this.o.cri.listReadySandboxes().then(
+        (items): SourceRead<SandboxEvidence> => ({ ok: true, items }),
+        (e: Error): SourceRead<SandboxEvidence> => ({ ok: false, reason: e.message }),
+      ),
       this.o.cri.runtimeIdentity?.().catch(() => undefined),
-      this.o.kernel.readKernel().then((k): KernelRead => ({ ok: true, podIps: new Set(k.pods.keys()), podVeths: k.podVeths }), (e: Error): KernelRead => ({ ok: false, reason: e.message })),
+      this.o.kernel.readKernel().then(
+        (k): KernelRead => ({ ok: true, podIps: new Set(k.pods.keys()), podVeths: k.podVeths }),
+        (e: Error): KernelRead => ({ ok: false, reason: e.message }),
+      ),
     ]);
     const cri = criRead;
     let kube: SourceRead<PodEvidence> = { ok: 'absent' };
@@ -165,17 +180,44 @@ export class EvidenceReconciler {
     const now = this.now();
     const unverifiedIps = ds.unverifiedIps();
     const m: MergeResult = mergeEvidence({
-      allocations: ds.allocations(), cri, kube, kernel, unverifiedIps, now, graceMs: this.o.graceMs, networkName: this.o.networkName, ifName: 'eth0',
-      isOurIp: (ip) => ds.ipState(ip, now) !== undefined, holderOf: (ip) => ds.holderOf(ip), wasReleased: (id) => ds.wasReleased(id),
-      ...(this.o.criEndpoint ? { criEndpoint: this.o.criEndpoint } : {}), ...(this.o.nodeName ? { nodeName: this.o.nodeName } : {}),
-      ...(identity ? { criIdentity: identity } : {}), ...(nodeRuntimeVersion ? { nodeRuntimeVersion } : {}),
+      allocations: ds.allocations(),
+      cri,
+      kube,
+      kernel,
+      unverifiedIps,
+      now,
+      graceMs: this.o.graceMs,
+      networkName: this.o.networkName,
+      ifName: 'eth0',
+      isOurIp: (ip) => ds.ipState(ip, now) !== undefined,
+      holderOf: (ip) => ds.holderOf(ip),
+      wasReleased: (id) => ds.wasReleased(id),
+      ...(this.o.criEndpoint ? { criEndpoint: this.o.criEndpoint } : {}),
+      ...(this.o.nodeName ? { nodeName: this.o.nodeName } : {}),
+      ...(identity ? { criIdentity: identity } : {}),
+      ...(nodeRuntimeVersion ? { nodeRuntimeVersion } : {}),
       ...(this.recorded ? { recordedIdentity: this.recorded } : {}),
     });
-    this.hold('cri', cri.ok === true ? m.suspect.cri && `suspect: ${m.suspect.cri}` : `container runtime unreadable: ${cri.ok === false ? cri.reason : 'not configured'}`);
-    if (this.o.kube) this.hold('kube', kube.ok === true ? m.suspect.kube && `suspect: ${m.suspect.kube}` : `Kubernetes pods unreadable: ${kube.ok === false ? kube.reason : 'not configured'}`);
+    this.hold(
+      'cri',
+      cri.ok === true
+        ? m.suspect.cri && `suspect: ${m.suspect.cri}`
+        : `container runtime unreadable: ${cri.ok === false ? cri.reason : 'not configured'}`,
+    );
+    if (this.o.kube)
+      this.hold(
+        'kube',
+        kube.ok === true
+          ? m.suspect.kube && `suspect: ${m.suspect.kube}`
+          : `Kubernetes pods unreadable: ${kube.ok === false ? kube.reason : 'not configured'}`,
+      );
     this.hold('kernel', kernel.ok ? undefined : kernel.reason);
     this.hold('brake', m.brake?.held ? m.brake.reason : undefined);
-    if (m.identityTrusted && identity && (!this.recorded || formatIdentity(this.recorded) !== formatIdentity(identity))) {
+    if (
+      m.identityTrusted &&
+      identity &&
+      (!this.recorded || formatIdentity(this.recorded) !== formatIdentity(identity))
+    ) {
       this.recorded = identity;
       this.identityUnsaved = true;
       this.o.onTrustedIdentity?.(identity);
@@ -185,15 +227,26 @@ export class EvidenceReconciler {
       const r = ds.restoreAllocation(a);
       if (r === 'restored') {
         adopted++;
-        log.info({ containerID: a.containerID, ip: a.ipv4, pod: a.pod }, 'adopted a running sandbox the checkpoint lacked');
+        log.info(
+          { containerID: a.containerID, ip: a.ipv4, pod: a.pod },
+          'adopted a running sandbox the checkpoint lacked',
+        );
       } else if (r === 'releasing') {
         // The unassign was already sent: EC2's answer decides (shrink-executor / prefix-release settle it).
         adopted++;
-        log.error({ containerID: a.containerID, ip: a.ipv4, pod: a.pod }, 'adopted a running sandbox whose IP has an unassign in flight at EC2: kept if EC2 keeps the IP, flagged (pending, ADD refused) if EC2 takes it');
+        log.error(
+          { containerID: a.containerID, ip: a.ipv4, pod: a.pod },
+          'adopted a running sandbox whose IP has an unassign in flight at EC2: kept if EC2 keeps the IP, flagged (pending, ADD refused) if EC2 takes it',
+        );
       }
     }
-    for (const s of m.stale) log.debug({ sandbox: s.id, ip: s.ip }, 'runtime still lists a sandbox whose DEL was served; not adopted');
-    for (const a of m.kernelVouched) log.debug({ containerID: a.containerID, ip: a.ipv4 }, 'kept: the kernel shows this IP wired to a pod veth although no other source lists it');
+    for (const s of m.stale)
+      log.debug({ sandbox: s.id, ip: s.ip }, 'runtime still lists a sandbox whose DEL was served; not adopted');
+    for (const a of m.kernelVouched)
+      log.debug(
+        { containerID: a.containerID, ip: a.ipv4 },
+        'kept: the kernel shows this IP wired to a pod veth although no other source lists it',
+      );
     // The memory of DELs expires once a plausible runtime read no longer lists the sandbox
     // (a suspect read proves nothing; persisted with the next write).
     if (cri.ok === true && !m.suspect.cri) ds.expireReleased(new Set(cri.items.map((s) => s.id)), now - this.o.graceMs);
@@ -202,30 +255,55 @@ export class EvidenceReconciler {
       for (const a of m.release) {
         if (ds.release(a, now)) {
           released++;
-          log.info({ containerID: a.containerID, ip: a.ipv4, pod: a.pod }, 'GC: no source vouches for this allocation; released into cooldown');
+          log.info(
+            { containerID: a.containerID, ip: a.ipv4, pod: a.pod },
+            'GC: no source vouches for this allocation; released into cooldown',
+          );
         }
       }
     }
-    for (const c of m.conflicts) log.error({ sandbox: c.sandbox, holder: c.holder }, 'runtime sandbox uses an IP another allocation holds; left unchanged');
+    for (const c of m.conflicts)
+      log.error(
+        { sandbox: c.sandbox, holder: c.holder },
+        'runtime sandbox uses an IP another allocation holds; left unchanged',
+      );
     if (adopted + released > 0 || this.identityUnsaved) {
       // A failed write loses nothing: after a crash the checkpoint is re-merged with the same evidence.
       this.identityUnsaved = false;
-      await this.o.persist().catch((e: Error) => log.error({ err: e.message }, 'checkpoint write after evidence pass failed'));
+      await this.o
+        .persist()
+        .catch((e: Error) => log.error({ err: e.message }, 'checkpoint write after evidence pass failed'));
     }
     if (m.canRelease) {
       // Every source read cleanly and what is in use was adopted: the rest is verified free,
       // except what the kernel shows wired to a pod (kept unverified: never handed out, never released).
       const keep = new Set(m.keepUnverified);
       const verified = ds.verifyAll((ip) => keep.has(ip));
-      if (verified > 0) log.info({ verified, keptUnverified: keep.size }, 'IPs found at start without a checkpoint are verified free');
-      if (keep.size > 0) log.warn({ ips: m.keepUnverified }, 'IPs found at start without a checkpoint that the kernel shows wired to pods no source lists: kept unverified');
+      if (verified > 0)
+        log.info({ verified, keptUnverified: keep.size }, 'IPs found at start without a checkpoint are verified free');
+      if (keep.size > 0)
+        log.warn(
+          { ips: m.keepUnverified },
+          'IPs found at start without a checkpoint that the kernel shows wired to pods no source lists: kept unverified',
+        );
       this.o.gate.lift('checkpoint');
     }
     const report: PassReport = {
-      criOk: cri.ok === true, kubeOk: kube.ok === 'absent' ? 'absent' : kube.ok === true, kernelOk: kernel.ok,
-      kernelPods: kernel.ok ? kernel.podIps.size : 0, kernelPodVeths: kernel.ok ? kernel.podVeths : 0, runtime: formatIdentity(identity),
-      adopted, released, conflicts: m.conflicts.length, live: m.live.length + adopted, kernelVouched: m.kernelVouched.length,
-      keptUnverified: m.keepUnverified.length, suspect: m.suspect, ...(m.brake?.held ? { brake: m.brake.reason! } : {}), canRelease: m.canRelease,
+      criOk: cri.ok === true,
+      kubeOk: kube.ok === 'absent' ? 'absent' : kube.ok === true,
+      kernelOk: kernel.ok,
+      kernelPods: kernel.ok ? kernel.podIps.size : 0,
+      kernelPodVeths: kernel.ok ? kernel.podVeths : 0,
+      runtime: formatIdentity(identity),
+      adopted,
+      released,
+      conflicts: m.conflicts.length,
+      live: m.live.length + adopted,
+      kernelVouched: m.kernelVouched.length,
+      keptUnverified: m.keepUnverified.length,
+      suspect: m.suspect,
+      ...(m.brake?.held ? { brake: m.brake.reason! } : {}),
+      canRelease: m.canRelease,
     };
     log.debug(report, 'evidence pass');
     this.scheduleRetry(report);

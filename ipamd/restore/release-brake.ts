@@ -44,7 +44,10 @@ export function applyBrake(p: { held: number; single: number; confirmed: number;
   const limit = brakeLimit(p.held);
   if (p.single <= limit) return { held: false, single: p.single, confirmed: p.confirmed, limit };
   return {
-    held: true, single: p.single, confirmed: p.confirmed, limit,
+    held: true,
+    single: p.single,
+    confirmed: p.confirmed,
+    limit,
     reason: `release brake: this pass would release ${p.single + p.confirmed} of ${p.held} allocations, ${p.single} of them on the word of ${p.sources} alone (at most ${limit} allowed per pass without a second source agreeing); released nothing`,
   };
 }

@@ -14,9 +14,20 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { HealthImplementation } from 'grpc-health-check';
 import {
-  CNI_BACKEND_SERVICE, IPAM_API_VERSION, IPAM_PROTO_PATH,
-  type AddNetworkReply, type AddNetworkRequest, type CheckNetworkReply, type CheckNetworkRequest, type DelNetworkReply,
-  type DelNetworkRequest, type GcNetworkReply, type GcNetworkRequest, type IpamStatusReply, type IpamStatusRequest, type NetworkRequestIds,
+  CNI_BACKEND_SERVICE,
+  IPAM_API_VERSION,
+  IPAM_PROTO_PATH,
+  type AddNetworkReply,
+  type AddNetworkRequest,
+  type CheckNetworkReply,
+  type CheckNetworkRequest,
+  type DelNetworkReply,
+  type DelNetworkRequest,
+  type GcNetworkReply,
+  type GcNetworkRequest,
+  type IpamStatusReply,
+  type IpamStatusRequest,
+  type NetworkRequestIds,
 } from '../../proto/ipam.js';
 import { IpamdCallError, type IpamdClient } from '../../proto/ipamd-api.js';
 import type { Logger } from '../log.js';
@@ -59,7 +70,12 @@ export interface RpcConnectionBounds {
 
 /** Defaults of {@link RpcConnectionBounds}: ADD's own deadline is 15 s, so 30 s idle is generous. */
 export const RPC_CONNECTION_BOUNDS: Readonly<RpcConnectionBounds> = Object.freeze({
-  maxConnections: 1024, idleMs: 30_000, maxAgeMs: 300_000, ageGraceMs: 30_000, keepaliveMs: 60_000, keepaliveTimeoutMs: 20_000,
+  maxConnections: 1024,
+  idleMs: 30_000,
+  maxAgeMs: 300_000,
+  ageGraceMs: 30_000,
+  keepaliveMs: 60_000,
+  keepaliveTimeoutMs: 20_000,
 });
 
 /** grpc-js server options for `b`. */
@@ -77,7 +93,10 @@ export function grpcServerOptions(b: RpcConnectionBounds): grpc.ServerOptions {
 export type RpcVerb = 'add' | 'del' | 'status' | 'gc' | 'check';
 
 class RpcError extends Error {
-  constructor(readonly code: grpc.status, message: string) {
+  constructor(
+    readonly code: grpc.status,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -95,8 +114,16 @@ export class RpcServer {
   constructor(private readonly o: RpcServerOptions) {
     this.bounds = { ...RPC_CONNECTION_BOUNDS, ...o.connectionBounds };
     this.server = new grpc.Server(grpcServerOptions(this.bounds));
-    const def = protoLoader.loadSync(IPAM_PROTO_PATH, { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true });
-    const pkg = grpc.loadPackageDefinition(def) as unknown as { eniipam: { v1: { CNIBackend: { service: grpc.ServiceDefinition } } } };
+    const def = protoLoader.loadSync(IPAM_PROTO_PATH, {
+      keepCase: true,
+      longs: Number,
+      enums: String,
+      defaults: true,
+      oneofs: true,
+    });
+    const pkg = grpc.loadPackageDefinition(def) as unknown as {
+      eniipam: { v1: { CNIBackend: { service: grpc.ServiceDefinition } } };
+    };
     const service = pkg.eniipam.v1.CNIBackend.service;
     const handlers: Record<string, (req: unknown) => Promise<RpcOutcome<unknown>>> = {
       AddNetwork: (req) => this.run('add', req as AddNetworkRequest, (r) => this.addNetwork(r)),
@@ -129,15 +156,26 @@ export class RpcServer {
    *   socket call would get; `close()` does nothing.
    */
   directClient(): IpamdClient {
-    const call = <Rep>(method: string, req: unknown, timeoutMs: number): Promise<Rep> => new Promise<Rep>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new IpamdCallError(method, grpc.status.DEADLINE_EXCEEDED, `in-process ${method}: deadline of ${timeoutMs} ms exceeded`)), timeoutMs);
-      timer.unref();
-      void this.byName.get(method)!(req).then((o) => {
-        clearTimeout(timer);
-        if (o.ok) resolve(o.reply as Rep);
-        else reject(new IpamdCallError(method, o.code, o.details));
+    const call = <Rep>(method: string, req: unknown, timeoutMs: number): Promise<Rep> =>
+      new Promise<Rep>((resolve, reject) => {
+        const timer = setTimeout(
+          () =>
+            reject(
+              new IpamdCallError(
+                method,
+                grpc.status.DEADLINE_EXCEEDED,
+                `in-process ${method}: deadline of ${timeoutMs} ms exceeded`,
+              ),
+            ),
+          timeoutMs,
+        );
+        timer.unref();
+        void this.byName.get(method)!(req).then((o) => {
+          clearTimeout(timer);
+          if (o.ok) resolve(o.reply as Rep);
+          else reject(new IpamdCallError(method, o.code, o.details));
+        });
       });
-    });
     return {
       addNetwork: (req, timeoutMs) => call('AddNetwork', req, timeoutMs),
       delNetwork: (req, timeoutMs) => call('DelNetwork', req, timeoutMs),
@@ -162,7 +200,10 @@ export class RpcServer {
     listener.maxConnections = this.bounds.maxConnections;
     await new Promise<void>((resolve, reject) => {
       listener.once('error', reject);
-      listener.listen(sock, () => { listener.off('error', reject); resolve(); });
+      listener.listen(sock, () => {
+        listener.off('error', reject);
+        resolve();
+      });
     });
     listener.on('error', (e) => this.o.log.error({ err: e.message }, 'gRPC socket error'));
     this.listener = listener;
@@ -196,22 +237,40 @@ export class RpcServer {
   private async addNetwork(req: AddNetworkRequest): Promise<AddNetworkReply> {
     checkRequest(req);
     const r = await this.o.service.add({
-      networkName: req.network_name, containerID: req.container_id, ifName: req.if_name, netns: req.netns,
-      ...(req.k8s_pod_name ? { pod: { name: req.k8s_pod_name, namespace: req.k8s_pod_namespace, uid: req.k8s_pod_uid } } : {}),
+      networkName: req.network_name,
+      containerID: req.container_id,
+      ifName: req.if_name,
+      netns: req.netns,
+      ...(req.k8s_pod_name
+        ? { pod: { name: req.k8s_pod_name, namespace: req.k8s_pod_namespace, uid: req.k8s_pod_uid } }
+        : {}),
     });
     return {
-      success: true, ipv4_addr: r.allocation.ipv4, ipv6_addr: '', device_number: r.eni.deviceNumber,
-      route_table_id: r.routeTableId, vpc_v4_cidrs: this.o.vpcCidrs(), use_external_snat: this.o.externalSnat,
-      eni_id: r.eni.eniId, message: r.existing ? 'already assigned' : '',
+      success: true,
+      ipv4_addr: r.allocation.ipv4,
+      ipv6_addr: '',
+      device_number: r.eni.deviceNumber,
+      route_table_id: r.routeTableId,
+      vpc_v4_cidrs: this.o.vpcCidrs(),
+      use_external_snat: this.o.externalSnat,
+      eni_id: r.eni.eniId,
+      message: r.existing ? 'already assigned' : '',
     };
   }
 
   private async delNetwork(req: DelNetworkRequest): Promise<DelNetworkReply> {
     checkRequest(req);
-    const r = await this.o.service.del({ networkName: req.network_name, containerID: req.container_id, ifName: req.if_name }, req.reason || 'unspecified');
+    const r = await this.o.service.del(
+      { networkName: req.network_name, containerID: req.container_id, ifName: req.if_name },
+      req.reason || 'unspecified',
+    );
     return {
-      success: true, released: r.released, ipv4_addr: r.allocation?.ipv4 ?? '', device_number: r.eni?.deviceNumber ?? 0,
-      route_table_id: r.routeTableId ?? 0, message: r.released ? '' : 'no IP held by this container',
+      success: true,
+      released: r.released,
+      ipv4_addr: r.allocation?.ipv4 ?? '',
+      device_number: r.eni?.deviceNumber ?? 0,
+      route_table_id: r.routeTableId ?? 0,
+      message: r.released ? '' : 'no IP held by this container',
     };
   }
 
@@ -228,11 +287,18 @@ export class RpcServer {
     if (!req.network_name) throw new RpcError(grpc.status.INVALID_ARGUMENT, 'request lacks network_name');
     const valid = req.valid_attachments ?? [];
     const bad = valid.findIndex((v) => !v.container_id || !v.if_name);
-    if (bad >= 0) throw new RpcError(grpc.status.INVALID_ARGUMENT, `valid_attachments[${bad}] lacks container_id or if_name`);
-    const released = await this.o.service.gc(req.network_name, valid.map((v) => ({ containerID: v.container_id, ifName: v.if_name })));
+    if (bad >= 0)
+      throw new RpcError(grpc.status.INVALID_ARGUMENT, `valid_attachments[${bad}] lacks container_id or if_name`);
+    const released = await this.o.service.gc(
+      req.network_name,
+      valid.map((v) => ({ containerID: v.container_id, ifName: v.if_name })),
+    );
     return {
       released: released.map((r) => ({
-        container_id: r.allocation.containerID, if_name: r.allocation.ifName, ipv4_addr: r.allocation.ipv4, route_table_id: r.routeTableId ?? 0,
+        container_id: r.allocation.containerID,
+        if_name: r.allocation.ifName,
+        ipv4_addr: r.allocation.ipv4,
+        route_table_id: r.routeTableId ?? 0,
       })),
       message: `${released.length} released`,
     };
@@ -241,9 +307,19 @@ export class RpcServer {
   /** CNI CHECK: what the key holds; never assigns. */
   private checkNetwork(req: CheckNetworkRequest): CheckNetworkReply {
     checkRequest(req);
-    const r = this.o.service.lookup({ networkName: req.network_name, containerID: req.container_id, ifName: req.if_name });
+    const r = this.o.service.lookup({
+      networkName: req.network_name,
+      containerID: req.container_id,
+      ifName: req.if_name,
+    });
     if (!r) return { held: false, ipv4_addr: '', device_number: 0, route_table_id: 0, eni_id: '' };
-    return { held: true, ipv4_addr: r.allocation.ipv4, device_number: r.eni?.deviceNumber ?? 0, route_table_id: r.routeTableId ?? 0, eni_id: r.allocation.eniId };
+    return {
+      held: true,
+      ipv4_addr: r.allocation.ipv4,
+      device_number: r.eni?.deviceNumber ?? 0,
+      route_table_id: r.routeTableId ?? 0,
+      eni_id: r.allocation.eniId,
+    };
   }
 
   /** Runs one handler with the draining rule, the error → status mapping and the metrics. Never rejects. */
@@ -259,9 +335,14 @@ export class RpcServer {
       return { ok: true, reply };
     } catch (err) {
       const e = err as Error;
-      const code = e instanceof RpcError ? e.code
-        : e instanceof PoolExhaustedError ? grpc.status.RESOURCE_EXHAUSTED
-          : e instanceof NotReadyError ? grpc.status.UNAVAILABLE : grpc.status.INTERNAL;
+      const code =
+        e instanceof RpcError
+          ? e.code
+          : e instanceof PoolExhaustedError
+            ? grpc.status.RESOURCE_EXHAUSTED
+            : e instanceof NotReadyError
+              ? grpc.status.UNAVAILABLE
+              : grpc.status.INTERNAL;
       this.o.observe?.(verb, grpc.status[code] ?? String(code), performance.now() - t0);
       if (code === grpc.status.INTERNAL) this.o.log.error({ verb, err: e.message }, 'RPC failed');
       return { ok: false, code, details: e.message };
@@ -288,7 +369,10 @@ function checkRequest(req: NetworkRequestIds): void {
 
 function checkApiVersion(req: { api_version: number; client_version: string }): void {
   if (req.api_version !== IPAM_API_VERSION) {
-    throw new RpcError(grpc.status.FAILED_PRECONDITION, `plugin speaks ipam API version ${req.api_version || 'unknown'} (client ${req.client_version || 'unknown'}); this ipamd speaks version ${IPAM_API_VERSION}: upgrade the plugin and ipamd together`);
+    throw new RpcError(
+      grpc.status.FAILED_PRECONDITION,
+      `plugin speaks ipam API version ${req.api_version || 'unknown'} (client ${req.client_version || 'unknown'}); this ipamd speaks version ${IPAM_API_VERSION}: upgrade the plugin and ipamd together`,
+    );
   }
 }
 
@@ -299,7 +383,10 @@ export async function removeStaleSocket(sock: string): Promise<void> {
   if (!st.isSocket()) throw new Error(`${sock} exists and is not a socket; refusing to replace it`);
   const alive = await new Promise<boolean>((resolve) => {
     const c = net.connect(sock);
-    c.once('connect', () => { c.destroy(); resolve(true); });
+    c.once('connect', () => {
+      c.destroy();
+      resolve(true);
+    });
     c.once('error', () => resolve(false));
   });
   if (alive) throw new Error(`another process is serving on ${sock}; is ipamd already running?`);

@@ -52,7 +52,12 @@ export interface GcReleased {
  *   so a retried GC finds them again), when the kernel cannot be read, or when the
  *   release brake holds; nothing is released then.
  */
-export async function gcNetwork(d: GcDeps, networkName: string, valid: readonly GcAttachment[], reason = 'cni-gc'): Promise<GcReleased[]> {
+export async function gcNetwork(
+  d: GcDeps,
+  networkName: string,
+  valid: readonly GcAttachment[],
+  reason = 'cni-gc',
+): Promise<GcReleased[]> {
   const keep = new Set(valid.map((v) => keyString({ networkName, containerID: v.containerID, ifName: v.ifName })));
   const now = d.now();
   const all = d.ds.allocations();
@@ -63,11 +68,20 @@ export async function gcNetwork(d: GcDeps, networkName: string, valid: readonly 
       throw new Error(`GC refused: ${e.message}; nothing released`);
     });
     const wired = stale.filter((a) => k.pods.has(a.ipv4));
-    for (const a of wired) d.log.warn({ ip: a.ipv4, containerID: a.containerID, ifName: a.ifName, veth: k.pods.get(a.ipv4)?.dev }, 'GC: the runtime did not list this attachment but the kernel shows it wired to a pod veth; kept');
+    for (const a of wired)
+      d.log.warn(
+        { ip: a.ipv4, containerID: a.containerID, ifName: a.ifName, veth: k.pods.get(a.ipv4)?.dev },
+        'GC: the runtime did not list this attachment but the kernel shows it wired to a pod veth; kept',
+      );
     stale = stale.filter((a) => !k.pods.has(a.ipv4));
     const kernelCounts = k.podVeths > 0;
     const confirmed = stale.filter(() => confirmedGone({ cri: true, kube: false, kernel: kernelCounts })).length;
-    const brake = applyBrake({ held: all.length, single: stale.length - confirmed, confirmed, sources: 'the runtime\'s valid-attachments list' });
+    const brake = applyBrake({
+      held: all.length,
+      single: stale.length - confirmed,
+      confirmed,
+      sources: "the runtime's valid-attachments list",
+    });
     if (brake.held) {
       d.log.error({ reason: brake.reason }, 'GC held by the release brake');
       throw new Error(`GC refused: ${brake.reason}`);
@@ -83,11 +97,26 @@ export async function gcNetwork(d: GcDeps, networkName: string, valid: readonly 
     await d.persist();
   } catch (e) {
     for (const a of released) d.ds.rollbackRelease(a);
-    d.log.error({ err: (e as Error).message, count: released.length }, 'checkpoint write failed; GC releases rolled back');
+    d.log.error(
+      { err: (e as Error).message, count: released.length },
+      'checkpoint write failed; GC releases rolled back',
+    );
     throw new Error(`could not persist the GC releases: ${(e as Error).message}`);
   }
   d.released();
-  for (const a of released) d.log.info({ podNamespace: a.pod?.namespace ?? null, podName: a.pod?.name ?? null, ip: a.ipv4, eniId: a.eniId, containerID: a.containerID, ifName: a.ifName, reason }, 'released IP (attachment not in the runtime\'s valid list)');
+  for (const a of released)
+    d.log.info(
+      {
+        podNamespace: a.pod?.namespace ?? null,
+        podName: a.pod?.name ?? null,
+        ip: a.ipv4,
+        eniId: a.eniId,
+        containerID: a.containerID,
+        ifName: a.ifName,
+        reason,
+      },
+      "released IP (attachment not in the runtime's valid list)",
+    );
   return released.map((a) => {
     const eni = d.ds.getEni(a.eniId);
     return eni ? { allocation: a, routeTableId: d.routeTableFor(eni) } : { allocation: a };

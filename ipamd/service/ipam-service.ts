@@ -72,7 +72,13 @@ export type AddFailureReason = ReturnType<PoolController['addFailureReason']> | 
 
 /** The fields every ADD/DEL log line carries: pod namespace/name, container id, IP, ENI (null when unknown). */
 function podFields(key: AllocationKey, pod: PodRef | undefined, ip: string | undefined, eniId: string | undefined) {
-  return { podNamespace: pod?.namespace ?? null, podName: pod?.name ?? null, containerID: key.containerID, ip: ip ?? null, eniId: eniId ?? null };
+  return {
+    podNamespace: pod?.namespace ?? null,
+    podName: pod?.name ?? null,
+    containerID: key.containerID,
+    ip: ip ?? null,
+    eniId: eniId ?? null,
+  };
 }
 
 /** Route table of an ENI: main for the primary ENI, device number + 1 otherwise (docs/design.md#7-host-networking). */
@@ -101,8 +107,15 @@ export class IpamService {
       return await this.addOnce(req);
     } catch (e) {
       const noIp = e instanceof PoolExhaustedError;
-      const reason: AddFailureReason = noIp ? this.o.pool.addFailureReason() : e instanceof NotReadyError ? 'not_ready' : 'internal';
-      this.o.log.warn({ ...podFields(req, req.pod, undefined, undefined), reason, err: (e as Error).message }, 'ADD failed');
+      const reason: AddFailureReason = noIp
+        ? this.o.pool.addFailureReason()
+        : e instanceof NotReadyError
+          ? 'not_ready'
+          : 'internal';
+      this.o.log.warn(
+        { ...podFields(req, req.pod, undefined, undefined), reason, err: (e as Error).message },
+        'ADD failed',
+      );
       this.o.onAddFailed?.(reason, noIp, { ...(req.pod ? { pod: req.pod } : {}), message: (e as Error).message });
       throw e;
     } finally {
@@ -115,9 +128,15 @@ export class IpamService {
     const deadline = this.now() + this.o.addWaitTimeoutMs;
     for (;;) {
       const r = stageTrace.time('add.datastore', () => ds.assign(req, req.pod, this.now()));
-      if (r.kind === 'pending') throw new NotReadyError(`address ${r.allocation.ipv4} restored for this container is not yet visible on any ENI; retry`);
+      if (r.kind === 'pending')
+        throw new NotReadyError(
+          `address ${r.allocation.ipv4} restored for this container is not yet visible on any ENI; retry`,
+        );
       if (r.kind === 'existing') {
-        log.info(podFields(req, req.pod ?? r.allocation.pod, r.allocation.ipv4, r.eni.eniId), 'ADD: container already holds this IP');
+        log.info(
+          podFields(req, req.pod ?? r.allocation.pod, r.allocation.ipv4, r.eni.eniId),
+          'ADD: container already holds this IP',
+        );
         return { allocation: r.allocation, eni: r.eni, routeTableId: routeTableFor(r.eni), existing: true };
       }
       if (r.kind === 'assigned') {
@@ -127,7 +146,10 @@ export class IpamService {
           stageTrace.record('add.durable', performance.now() - t1);
         } catch (e) {
           ds.rollbackAssign(r.allocation);
-          log.error({ ...podFields(req, req.pod, r.allocation.ipv4, r.eni.eniId), err: (e as Error).message }, 'checkpoint write failed; assignment rolled back');
+          log.error(
+            { ...podFields(req, req.pod, r.allocation.ipv4, r.eni.eniId), err: (e as Error).message },
+            'checkpoint write failed; assignment rolled back',
+          );
           throw new Error(`could not persist the assignment: ${(e as Error).message}`);
         }
         pool.trigger();
@@ -136,9 +158,14 @@ export class IpamService {
       }
       const left = deadline - this.now();
       if (left <= 0) {
-        throw new PoolExhaustedError(`no free IP within ${this.o.addWaitTimeoutMs} ms${pool.lastError ? `: ${pool.lastError}` : ''}`);
+        throw new PoolExhaustedError(
+          `no free IP within ${this.o.addWaitTimeoutMs} ms${pool.lastError ? `: ${pool.lastError}` : ''}`,
+        );
       }
-      log.info({ ...podFields(req, req.pod, undefined, undefined), waitMs: left }, 'ADD: pool empty: waiting for a refill');
+      log.info(
+        { ...podFields(req, req.pod, undefined, undefined), waitMs: left },
+        'ADD: pool empty: waiting for a refill',
+      );
       await pool.waitForAddress(left);
     }
   }
@@ -160,14 +187,25 @@ export class IpamService {
       log.info({ ...podFields(key, undefined, undefined, undefined), reason }, 'DEL: container holds no IP');
       // The DEL is remembered (a sandbox still stopping is never adopted, even after a
       // restart): written once, best effort, as a DEL of nothing must still succeed.
-      if (!known) await this.o.persist().catch((e: Error) => log.warn({ err: e.message, containerID: key.containerID }, 'checkpoint write of a remembered DEL failed'));
+      if (!known)
+        await this.o
+          .persist()
+          .catch((e: Error) =>
+            log.warn({ err: e.message, containerID: key.containerID }, 'checkpoint write of a remembered DEL failed'),
+          );
       return { released: false };
     }
     if (reason === DEL_REASON_IP_CONFLICT) {
       // Same tick as the release: no ADD can be handed the address in between.
-      ds.quarantine(a.ipv4, this.now(), `ADD of container ${key.containerID} found it routed to another pod on the node`);
-      log.error(podFields(key, a.pod, a.ipv4, a.eniId),
-        'duplicate IP: the node already routes this IP to another pod (an allocation ipamd lost); ADD refused, IP quarantined until that route is gone');
+      ds.quarantine(
+        a.ipv4,
+        this.now(),
+        `ADD of container ${key.containerID} found it routed to another pod on the node`,
+      );
+      log.error(
+        podFields(key, a.pod, a.ipv4, a.eniId),
+        'duplicate IP: the node already routes this IP to another pod (an allocation ipamd lost); ADD refused, IP quarantined until that route is gone',
+      );
       this.o.onConflict?.(a.ipv4);
     }
     const t1 = performance.now();
@@ -176,7 +214,10 @@ export class IpamService {
       stageTrace.record('del.durable', performance.now() - t1);
     } catch (e) {
       ds.rollbackRelease(a);
-      log.error({ ...podFields(key, a.pod, a.ipv4, a.eniId), err: (e as Error).message }, 'checkpoint write failed; release rolled back');
+      log.error(
+        { ...podFields(key, a.pod, a.ipv4, a.eniId), err: (e as Error).message },
+        'checkpoint write failed; release rolled back',
+      );
       throw new Error(`could not persist the release: ${(e as Error).message}`);
     }
     this.o.pool.trigger();
@@ -191,15 +232,29 @@ export class IpamService {
    * attachment is not in `valid`; see {@link gcNetwork}. @throws Error if not durable.
    */
   async gc(networkName: string, valid: readonly GcAttachment[]): Promise<GcReleased[]> {
-    return gcNetwork({
-      ds: this.o.ds, persist: this.o.persist, released: () => this.o.pool.trigger(), log: this.o.log, now: this.now, routeTableFor,
-      ...(this.o.kernel ? { kernel: this.o.kernel } : {}),
-    }, networkName, valid);
+    return gcNetwork(
+      {
+        ds: this.o.ds,
+        persist: this.o.persist,
+        released: () => this.o.pool.trigger(),
+        log: this.o.log,
+        now: this.now,
+        routeTableFor,
+        ...(this.o.kernel ? { kernel: this.o.kernel } : {}),
+      },
+      networkName,
+      valid,
+    );
   }
 
   /** CNI STATUS: whether an ADD can get an address now; see {@link ipamStatus}. */
   status(): IpamStatus {
-    return ipamStatus({ ds: this.o.ds, growBlockedReason: () => this.o.pool.growBlockedReason(), addWaitTimeoutMs: this.o.addWaitTimeoutMs, now: this.now });
+    return ipamStatus({
+      ds: this.o.ds,
+      growBlockedReason: () => this.o.pool.growBlockedReason(),
+      addWaitTimeoutMs: this.o.addWaitTimeoutMs,
+      now: this.now,
+    });
   }
 
   /** CNI CHECK: the key's allocation and its ENI's route table, or undefined. Changes nothing. */

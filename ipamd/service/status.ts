@@ -34,13 +34,19 @@ export function ipamStatus(d: StatusDeps): IpamStatus {
   const c = d.ds.counts(now);
   if (c.available > 0) return { canServe: true, code: IpamStatusCode.Ok, message: `${c.available} IPs available` };
   const blocked = d.growBlockedReason();
-  if (blocked === undefined) return { canServe: true, code: IpamStatusCode.Ok, message: 'no IP available now; the pool can grow' };
+  if (blocked === undefined)
+    return { canServe: true, code: IpamStatusCode.Ok, message: 'no IP available now; the pool can grow' };
   const coolEnd = d.ds.nextCooldownEnd(now);
   if (coolEnd !== undefined && coolEnd - now <= d.addWaitTimeoutMs) {
-    return { canServe: true, code: IpamStatusCode.Ok, message: `no IP available now; a cooling IP is free in ${Math.max(0, Math.ceil(coolEnd - now))} ms` };
+    return {
+      canServe: true,
+      code: IpamStatusCode.Ok,
+      message: `no IP available now; a cooling IP is free in ${Math.max(0, Math.ceil(coolEnd - now))} ms`,
+    };
   }
   return {
-    canServe: false, code: IpamStatusCode.NotAvailable,
+    canServe: false,
+    code: IpamStatusCode.NotAvailable,
     message: `no IP can be had now (${c.assigned} assigned, ${c.cooling} cooling, ${c.unverified} unverified of ${c.total}) and the pool cannot grow: ${blocked}`,
   };
 }

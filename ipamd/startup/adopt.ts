@@ -64,10 +64,13 @@ export function registerAdoption(plan: AdoptionPlan, enis: EniManager, log: Logg
   for (const e of plan.detaching) enis.markOrphan(e.eniId, e.attachment?.deviceIndex ?? -1);
   for (const e of plan.fixDeleteOnTermination) enis.needsDeleteOnTermination.add(e.eniId);
   if (plan.pending.length + plan.detaching.length + plan.fixDeleteOnTermination.length > 0) {
-    log.warn({
-      pending: plan.pending.map((e) => `${e.eniId} (${e.attachment?.status ?? 'unattached'})`),
-      detaching: plan.detaching.map((e) => e.eniId),
-      deleteOnTerminationOff: plan.fixDeleteOnTermination.map((e) => e.eniId),
-    }, 'half-done ENI work found at start (crash or IMDS lag); the reconcile finishes it');
+    log.warn(
+      {
+        pending: plan.pending.map((e) => `${e.eniId} (${e.attachment?.status ?? 'unattached'})`),
+        detaching: plan.detaching.map((e) => e.eniId),
+        deleteOnTerminationOff: plan.fixDeleteOnTermination.map((e) => e.eniId),
+      },
+      'half-done ENI work found at start (crash or IMDS lag); the reconcile finishes it',
+    );
   }
 }

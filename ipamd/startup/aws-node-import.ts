@@ -47,7 +47,13 @@ export async function kernelBootTimeMs(statPath = '/proc/stat'): Promise<number>
  * Logs what it did. Never throws: an I/O error reading the file is a rejection too.
  */
 export async function importAwsNodeCheckpoint(p: {
-  path: string; asideDir: string; bootId: string; networkName: string; log: Logger; now?: Date; bootTimeMs?: number;
+  path: string;
+  asideDir: string;
+  bootId: string;
+  networkName: string;
+  log: Logger;
+  now?: Date;
+  bootTimeMs?: number;
   /** Most allocations this node can hold (checkpointBoundsFor); more makes the file implausible. */
   maxEntries?: number;
 }): Promise<AwsNodeImport> {
@@ -58,25 +64,42 @@ export async function importAwsNodeCheckpoint(p: {
       await mkdir(p.asideDir, { recursive: true, mode: 0o700 });
       await copyFile(p.path, keptAt);
     } catch (e) {
-      log.error({ path: p.path, reason, err: (e as Error).message }, 'aws-node checkpoint not imported; could not keep a copy of it (the original is left in place)');
+      log.error(
+        { path: p.path, reason, err: (e as Error).message },
+        'aws-node checkpoint not imported; could not keep a copy of it (the original is left in place)',
+      );
       return { kind: 'rejected', reason };
     }
-    log.error({ path: p.path, reason, keptAt }, 'aws-node checkpoint not imported (a copy is kept; the original is left in place): starting as with no checkpoint, nothing is released because of it');
+    log.error(
+      { path: p.path, reason, keptAt },
+      'aws-node checkpoint not imported (a copy is kept; the original is left in place): starting as with no checkpoint, nothing is released because of it',
+    );
     return { kind: 'rejected', reason, keptAt };
   };
   let read;
   try {
-    read = await readAwsNodeCheckpoint(p.path, p.bootTimeMs ?? await kernelBootTimeMs());
+    read = await readAwsNodeCheckpoint(p.path, p.bootTimeMs ?? (await kernelBootTimeMs()));
   } catch (e) {
     return reject(`unreadable: ${(e as Error).message}`);
   }
   if (read.kind === 'missing') return { kind: 'missing' };
   if (read.kind === 'bad') return reject(read.reason);
-  const conv = convertAwsNodeCheckpoint(read.text, { bootId: p.bootId, networkName: p.networkName, ...(p.maxEntries !== undefined ? { maxEntries: p.maxEntries } : {}) });
+  const conv = convertAwsNodeCheckpoint(read.text, {
+    bootId: p.bootId,
+    networkName: p.networkName,
+    ...(p.maxEntries !== undefined ? { maxEntries: p.maxEntries } : {}),
+  });
   if (!conv.ok) return reject(conv.reason);
   if (conv.skipped.length > 0) log.warn({ skipped: conv.skipped }, 'aws-node checkpoint entries not imported');
-  if (conv.renamedFrom.length > 0) log.warn({ from: conv.renamedFrom, to: p.networkName }, 'aws-node allocations imported under this ipamd\'s network name (the runtime\'s DELs now come through its conflist)');
-  log.info({ path: p.path, allocations: conv.data.allocations.length, writtenAt: new Date(read.mtimeMs).toISOString() }, 'importing the aws-node checkpoint (no checkpoint of our own): its allocations are restored and checked like ours');
+  if (conv.renamedFrom.length > 0)
+    log.warn(
+      { from: conv.renamedFrom, to: p.networkName },
+      "aws-node allocations imported under this ipamd's network name (the runtime's DELs now come through its conflist)",
+    );
+  log.info(
+    { path: p.path, allocations: conv.data.allocations.length, writtenAt: new Date(read.mtimeMs).toISOString() },
+    'importing the aws-node checkpoint (no checkpoint of our own): its allocations are restored and checked like ours',
+  );
   return { kind: 'imported', load: { kind: 'ok', data: conv.data }, skipped: conv.skipped };
 }
 

@@ -78,12 +78,18 @@ export function renderConflist(o: CniInstallOptions): object {
   return {
     cniVersion: '1.0.0',
     name: o.networkName,
-    plugins: [{
-      type: 'eni-ipam', mtu: o.podMtu, vethPrefix: o.vethPrefix, ipamdSocket: o.ipamdSocket, execSocket: o.execSocket,
-      ...(o.ipamdWaitSeconds !== undefined ? { ipamdWaitSeconds: o.ipamdWaitSeconds } : {}),
-      ...(o.pluginLogFile ? { logFile: o.pluginLogFile } : {}),
-      ...(o.execSocket === '' ? { nodePlugin: path.join(o.binDir, NODE_PLUGIN_NAME) } : {}),
-    }],
+    plugins: [
+      {
+        type: 'eni-ipam',
+        mtu: o.podMtu,
+        vethPrefix: o.vethPrefix,
+        ipamdSocket: o.ipamdSocket,
+        execSocket: o.execSocket,
+        ...(o.ipamdWaitSeconds !== undefined ? { ipamdWaitSeconds: o.ipamdWaitSeconds } : {}),
+        ...(o.pluginLogFile ? { logFile: o.pluginLogFile } : {}),
+        ...(o.execSocket === '' ? { nodePlugin: path.join(o.binDir, NODE_PLUGIN_NAME) } : {}),
+      },
+    ],
   };
 }
 
@@ -126,7 +132,10 @@ export interface CniInstallResult {
 export async function installCni(o: CniInstallOptions): Promise<CniInstallResult> {
   await mkdir(o.binDir, { recursive: true });
   await mkdir(o.confDir, { recursive: true });
-  const nodePlugin = o.execSocket === '' ? await installFile(o.pluginSource ?? BUNDLED_PLUGIN_PATH, o.binDir, NODE_PLUGIN_NAME, 0o755) : undefined;
+  const nodePlugin =
+    o.execSocket === ''
+      ? await installFile(o.pluginSource ?? BUNDLED_PLUGIN_PATH, o.binDir, NODE_PLUGIN_NAME, 0o755)
+      : undefined;
   const plugin = await installFile(o.shimSource ?? BUNDLED_SHIM_PATH, o.binDir, 'eni-ipam', 0o755);
   const conflist = path.join(o.confDir, CONFLIST_NAME);
   const confTmp = path.join(o.confDir, `.${CONFLIST_NAME}.tmp-${process.pid}`);
@@ -140,7 +149,20 @@ export async function installCni(o: CniInstallOptions): Promise<CniInstallResult
   const removedLegacy = names.includes(LEGACY_CONFLIST_NAME);
   if (removedLegacy) await rm(path.join(o.confDir, LEGACY_CONFLIST_NAME), { force: true });
   const others = names
-    .filter((n) => n !== CONFLIST_NAME && n !== LEGACY_CONFLIST_NAME && !n.startsWith('.') && CNI_CONF_EXTENSIONS.some((x) => n.endsWith(x)))
+    .filter(
+      (n) =>
+        n !== CONFLIST_NAME &&
+        n !== LEGACY_CONFLIST_NAME &&
+        !n.startsWith('.') &&
+        CNI_CONF_EXTENSIONS.some((x) => n.endsWith(x)),
+    )
     .sort();
-  return { plugin, ...(nodePlugin ? { nodePlugin } : {}), conflist, shadowedBy: others.filter((n) => n < CONFLIST_NAME), shadowed: others.filter((n) => n > CONFLIST_NAME), removedLegacy };
+  return {
+    plugin,
+    ...(nodePlugin ? { nodePlugin } : {}),
+    conflist,
+    shadowedBy: others.filter((n) => n < CONFLIST_NAME),
+    shadowed: others.filter((n) => n > CONFLIST_NAME),
+    removedLegacy,
+  };
 }

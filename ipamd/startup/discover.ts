@@ -12,7 +12,14 @@
  * out the storm without a second layer multiplying the attempts.
  */
 import pRetry from 'p-retry';
-import { Ec2Api, type Ec2ApiOptions, type Ec2CallObserver, type Ec2CallOptions, type Ec2Eni, type InstanceTypeLimits } from '../cloud/ec2.js';
+import {
+  Ec2Api,
+  type Ec2ApiOptions,
+  type Ec2CallObserver,
+  type Ec2CallOptions,
+  type Ec2Eni,
+  type InstanceTypeLimits,
+} from '../cloud/ec2.js';
 import { ImdsClient, type ImdsEni, type ImdsInstance } from '../cloud/imds.js';
 import { loadInstanceTypeLimits } from '../cloud/instance-limits.js';
 import type { Datastore } from '../datastore/datastore.js';
@@ -76,36 +83,80 @@ export interface DiscoverOptions {
  */
 export async function discoverNode(o: DiscoverOptions): Promise<NodeInventory> {
   const imds = new ImdsClient({ endpoint: o.imdsEndpoint });
-  const imdsRead = <T>(what: string, fn: () => Promise<T>) => pRetry(fn, {
-    retries: o.retries ?? 8, minTimeout: 500, maxTimeout: 8000, randomize: true,
-    onFailedAttempt: (e) => o.log.warn({ what, attempt: e.attemptNumber, retriesLeft: e.retriesLeft, err: e.message }, 'discovery: IMDS read failed; retrying'),
-  });
+  const imdsRead = <T>(what: string, fn: () => Promise<T>) =>
+    pRetry(fn, {
+      retries: o.retries ?? 8,
+      minTimeout: 500,
+      maxTimeout: 8000,
+      randomize: true,
+      onFailedAttempt: (e) =>
+        o.log.warn(
+          { what, attempt: e.attemptNumber, retriesLeft: e.retriesLeft, err: e.message },
+          'discovery: IMDS read failed; retrying',
+        ),
+    });
   const instance = await imdsRead('instance', () => imds.instance());
   const imdsEnis = await imdsRead('ENIs', () => imds.enis());
   const primary = imdsEnis.find((e) => e.mac === instance.primaryMac) ?? imdsEnis.find((e) => e.deviceNumber === 0);
   if (!primary) throw new Error(`IMDS lists no primary ENI (mac ${instance.primaryMac})`);
-  const ec2 = new Ec2Api({ ...o.ec2Options, region: instance.region, ...(o.ec2Endpoint ? { endpoint: o.ec2Endpoint } : {}), ...(o.observeEc2 ? { observe: o.observeEc2 } : {}) });
+  const ec2 = new Ec2Api({
+    ...o.ec2Options,
+    region: instance.region,
+    ...(o.ec2Endpoint ? { endpoint: o.ec2Endpoint } : {}),
+    ...(o.observeEc2 ? { observe: o.observeEc2 } : {}),
+  });
   const maxAttempts = o.ec2Attempts ?? DEFAULT_DISCOVERY_EC2_ATTEMPTS;
   const callOptions = (action: string): Ec2CallOptions => ({
     maxAttempts,
-    onRetry: (code, attempt, delayMs) => o.log.warn({ action, code, attempt, maxAttempts, delayMs: Math.round(delayMs) }, 'discovery: EC2 read failed; retrying'),
+    onRetry: (code, attempt, delayMs) =>
+      o.log.warn(
+        { action, code, attempt, maxAttempts, delayMs: Math.round(delayMs) },
+        'discovery: EC2 read failed; retrying',
+      ),
   });
   let limits: InstanceTypeLimits;
   let attached: Ec2Eni[];
   try {
     // One after the other: under fleet-wide throttling, two reads at once per node only double the refused attempts.
-    const l = await loadInstanceTypeLimits({ ec2, instanceType: instance.instanceType, log: o.log, callOptions: callOptions('DescribeInstanceTypes'), ...(o.limitsCacheFile ? { cacheFile: o.limitsCacheFile } : {}) });
+    const l = await loadInstanceTypeLimits({
+      ec2,
+      instanceType: instance.instanceType,
+      log: o.log,
+      callOptions: callOptions('DescribeInstanceTypes'),
+      ...(o.limitsCacheFile ? { cacheFile: o.limitsCacheFile } : {}),
+    });
     limits = l.limits;
     o.log.info({ instanceType: instance.instanceType, source: l.source }, 'instance type limits loaded');
     if (o.inventoryCache) {
-      const c = await readInventoryCache(o.inventoryCache.file, { bootId: o.inventoryCache.bootId, instanceId: instance.instanceId, imdsEnis });
+      const c = await readInventoryCache(o.inventoryCache.file, {
+        bootId: o.inventoryCache.bootId,
+        instanceId: instance.instanceId,
+        imdsEnis,
+      });
       if (c.ok) {
-        o.log.info({ savedAt: c.savedAt, managed: c.managed.map((e) => e.eniId) }, 'discovered instance from this boot\'s ENI inventory cache; EC2 confirms it in the background');
-        return { instance, limits, primary, vpcCidrs: primary.vpcCidrs.length ? primary.vpcCidrs : [primary.subnetCidr], managed: c.managed, unmanaged: c.unmanaged, ec2, imds, imdsEnis, source: 'cache' };
+        o.log.info(
+          { savedAt: c.savedAt, managed: c.managed.map((e) => e.eniId) },
+          "discovered instance from this boot's ENI inventory cache; EC2 confirms it in the background",
+        );
+        return {
+          instance,
+          limits,
+          primary,
+          vpcCidrs: primary.vpcCidrs.length ? primary.vpcCidrs : [primary.subnetCidr],
+          managed: c.managed,
+          unmanaged: c.unmanaged,
+          ec2,
+          imds,
+          imdsEnis,
+          source: 'cache',
+        };
       }
       o.log.info({ reason: c.reason }, 'ENI inventory cache not used; describing the ENIs');
     }
-    attached = await ec2.describeEnisByFilters({ 'attachment.instance-id': [instance.instanceId] }, callOptions('DescribeNetworkInterfaces'));
+    attached = await ec2.describeEnisByFilters(
+      { 'attachment.instance-id': [instance.instanceId] },
+      callOptions('DescribeNetworkInterfaces'),
+    );
   } catch (e) {
     ec2.close();
     throw e;
@@ -119,11 +170,36 @@ export async function discoverNode(o: DiscoverOptions): Promise<NodeInventory> {
   }
   const ec2Ids = new Set(attached.map((e) => e.eniId));
   for (const e of imdsEnis) {
-    if (!ec2Ids.has(e.eniId)) o.log.warn({ eniId: e.eniId, mac: e.mac }, 'IMDS lists an ENI that EC2 does not show attached; ignored');
+    if (!ec2Ids.has(e.eniId))
+      o.log.warn({ eniId: e.eniId, mac: e.mac }, 'IMDS lists an ENI that EC2 does not show attached; ignored');
   }
-  for (const e of unmanaged) o.log.info({ eniId: e.eniId, deviceIndex: e.attachment?.deviceIndex }, 'attached ENI not managed by eni-ipam (untagged or no_manage); left alone');
-  o.log.info({ instanceId: instance.instanceId, instanceType: instance.instanceType, maxEnis: limits.maxEnis, ipv4PerEni: limits.ipv4PerEni, managed: managed.map((e) => e.eniId) }, 'discovered instance');
-  return { instance, limits, primary, vpcCidrs: primary.vpcCidrs.length ? primary.vpcCidrs : [primary.subnetCidr], managed, unmanaged, ec2, imds, imdsEnis, source: 'ec2' };
+  for (const e of unmanaged)
+    o.log.info(
+      { eniId: e.eniId, deviceIndex: e.attachment?.deviceIndex },
+      'attached ENI not managed by eni-ipam (untagged or no_manage); left alone',
+    );
+  o.log.info(
+    {
+      instanceId: instance.instanceId,
+      instanceType: instance.instanceType,
+      maxEnis: limits.maxEnis,
+      ipv4PerEni: limits.ipv4PerEni,
+      managed: managed.map((e) => e.eniId),
+    },
+    'discovered instance',
+  );
+  return {
+    instance,
+    limits,
+    primary,
+    vpcCidrs: primary.vpcCidrs.length ? primary.vpcCidrs : [primary.subnetCidr],
+    managed,
+    unmanaged,
+    ec2,
+    imds,
+    imdsEnis,
+    source: 'ec2',
+  };
 }
 
 /**
@@ -134,8 +210,10 @@ export async function discoverNode(o: DiscoverOptions): Promise<NodeInventory> {
  */
 export function prefixDelegationRefusal(limits: InstanceTypeLimits): string | undefined {
   if (limits.hypervisor === 'nitro' || limits.bareMetal) return undefined;
-  return `ENABLE_PREFIX_DELEGATION=true is refused: instance type ${limits.instanceType} runs on the ${limits.hypervisor} hypervisor, `
-    + 'and /28 prefix delegation needs a Nitro instance type; set ENABLE_PREFIX_DELEGATION=false or use a Nitro type';
+  return (
+    `ENABLE_PREFIX_DELEGATION=true is refused: instance type ${limits.instanceType} runs on the ${limits.hypervisor} hypervisor, ` +
+    'and /28 prefix delegation needs a Nitro instance type; set ENABLE_PREFIX_DELEGATION=false or use a Nitro type'
+  );
 }
 
 /**
@@ -148,10 +226,15 @@ export function loadInventory(ds: Datastore, inv: NodeInventory, now: number): v
     const dev = eni.attachment?.deviceIndex ?? 0;
     const created = Date.parse(eni.tags[TAG_CREATED_AT] ?? '');
     ds.upsertEni({
-      eniId: eni.eniId, mac: eni.mac, deviceNumber: dev, subnetId: eni.subnetId,
+      eniId: eni.eniId,
+      mac: eni.mac,
+      deviceNumber: dev,
+      subnetId: eni.subnetId,
       // ENIs are created in the primary ENI's subnet (custom networking is out of scope).
       subnetCidr: inv.primary.subnetCidr,
-      primaryIp: eni.primaryIp, isPrimary: dev === 0, createdAtMs: Number.isFinite(created) ? created : now,
+      primaryIp: eni.primaryIp,
+      isPrimary: dev === 0,
+      createdAtMs: Number.isFinite(created) ? created : now,
       capacity: inv.limits.ipv4PerEni - 1,
     });
     ds.addIps(eni.eniId, eni.secondaryIps);

@@ -27,13 +27,26 @@ export interface EniLifecycle {
   reconciler: EniReconciler;
   sweeper?: LeakedEniSweeper;
   /** JSON for `/v1/status`. */
-  status(): { pendingEnis: string[]; orphanEnis: string[]; reconcilePasses: number; lastReconcile: ReconcileReport | null; lastSweep: SweepReport | null; sweepEnabled: boolean };
+  status(): {
+    pendingEnis: string[];
+    orphanEnis: string[];
+    reconcilePasses: number;
+    lastReconcile: ReconcileReport | null;
+    lastSweep: SweepReport | null;
+    sweepEnabled: boolean;
+  };
   stop(): Promise<void>;
 }
 
 /** Starts the reconcile (one pass at once) and, unless disabled, the sweep. Never throws. */
 export function startEniLifecycle(p: {
-  config: IpamdConfig; inv: NodeInventory; ds: Datastore; gate: ReleaseGate; enis: EniManager; pool: ExclusivePool; log: Logger;
+  config: IpamdConfig;
+  inv: NodeInventory;
+  ds: Datastore;
+  gate: ReleaseGate;
+  enis: EniManager;
+  pool: ExclusivePool;
+  log: Logger;
   /** Metrics hooks: each pass's report, and each subnet's free addresses. */
   metrics?: { reconciled(r: ReconcileReport): void; subnetFree(subnetId: string, free: number): void };
   /** Delay of the first reconcile pass (ms, default 0: at once); `onFirstOkPass` is told of the first pass that succeeded. */
@@ -54,13 +67,23 @@ export function startEniLifecycle(p: {
         p.metrics?.subnetFree(subnetId, (await inv.ec2.describeSubnet(subnetId)).availableIps);
         described.set(subnetId, { at: now, held: total });
       } catch (e) {
-        log.debug({ subnetId, err: (e as Error).message }, 'could not describe the subnet (free addresses metric not updated)');
+        log.debug(
+          { subnetId, err: (e as Error).message },
+          'could not describe the subnet (free addresses metric not updated)',
+        );
       }
     }
   };
   let firstOk = p.onFirstOkPass;
   const reconciler = new EniReconciler({
-    ec2: inv.ec2, imds: inv.imds, ds: p.ds, enis, pool: p.pool, log, instanceId: inv.instance.instanceId, intervalMs: config.reconcileIntervalMs,
+    ec2: inv.ec2,
+    imds: inv.imds,
+    ds: p.ds,
+    enis,
+    pool: p.pool,
+    log,
+    instanceId: inv.instance.instanceId,
+    intervalMs: config.reconcileIntervalMs,
     onPass: (r: ReconcileReport) => {
       if (r.ok && firstOk) {
         const fn = firstOk;
@@ -77,17 +100,28 @@ export function startEniLifecycle(p: {
     log.info('DISABLE_LEAKED_ENI_CLEANUP=true: the leaked-ENI sweep is off');
   } else {
     sweeper = new LeakedEniSweeper({
-      ec2: inv.ec2, gate: p.gate, log, instanceId: inv.instance.instanceId, vpcId: inv.primary.vpcId,
+      ec2: inv.ec2,
+      gate: p.gate,
+      log,
+      instanceId: inv.instance.instanceId,
+      vpcId: inv.primary.vpcId,
       ...(config.clusterName ? { clusterName: config.clusterName } : {}),
-      intervalMs: config.leakedEniSweepIntervalMs, jitterMs: config.leakedEniSweepJitterMs, isBusy: (id) => enis.isBusy(id),
+      intervalMs: config.leakedEniSweepIntervalMs,
+      jitterMs: config.leakedEniSweepJitterMs,
+      isBusy: (id) => enis.isBusy(id),
     });
     sweeper.start();
   }
   return {
-    reconciler, ...(sweeper ? { sweeper } : {}),
+    reconciler,
+    ...(sweeper ? { sweeper } : {}),
     status: () => ({
-      pendingEnis: enis.pendingIds(), orphanEnis: enis.orphanIds(), reconcilePasses: reconciler.passes,
-      lastReconcile: reconciler.last ?? null, lastSweep: sweeper?.last ?? null, sweepEnabled: !!sweeper,
+      pendingEnis: enis.pendingIds(),
+      orphanEnis: enis.orphanIds(),
+      reconcilePasses: reconciler.passes,
+      lastReconcile: reconciler.last ?? null,
+      lastSweep: sweeper?.last ?? null,
+      sweepEnabled: !!sweeper,
     }),
     async stop() {
       await sweeper?.stop();

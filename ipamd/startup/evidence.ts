@@ -33,9 +33,15 @@ export interface Evidence {
 }
 
 /** Each source's state in a pass report: unreadable, suspect (answered implausibly) or ok; an absent Kubernetes source is left out. */
-export function sourceStates(r: PassReport): { sources: Record<string, 'ok' | 'unreadable' | 'suspect'>; brakeHeld: boolean } {
+export function sourceStates(r: PassReport): {
+  sources: Record<string, 'ok' | 'unreadable' | 'suspect'>;
+  brakeHeld: boolean;
+} {
   const state = (ok: boolean, suspect?: string) => (!ok ? 'unreadable' : suspect ? 'suspect' : 'ok');
-  const sources: Record<string, 'ok' | 'unreadable' | 'suspect'> = { cri: state(r.criOk, r.suspect.cri), kernel: state(r.kernelOk) };
+  const sources: Record<string, 'ok' | 'unreadable' | 'suspect'> = {
+    cri: state(r.criOk, r.suspect.cri),
+    kernel: state(r.kernelOk),
+  };
   if (r.kubeOk !== 'absent') sources['kube'] = state(r.kubeOk, r.suspect.kube);
   return { sources, brakeHeld: r.brake !== undefined };
 }
@@ -57,7 +63,11 @@ export const FIRST_PASS_WAIT_MS = 2000;
  * releases frozen with reason "startup" until it ends). Never throws for an unreadable source.
  */
 export async function startEvidence(p: {
-  config: IpamdConfig; ds: Datastore; gate: ReleaseGate; log: Logger; persist: () => Promise<void>;
+  config: IpamdConfig;
+  ds: Datastore;
+  gate: ReleaseGate;
+  log: Logger;
+  persist: () => Promise<void>;
   /** The runtime identity this boot's checkpoint recorded. */
   recordedIdentity?: RuntimeIdentity;
   /** The kernel source; default iproute2 in ENI_IPAM_CNI_EXEC_NETNS or ipamd's own netns. */
@@ -72,7 +82,12 @@ export async function startEvidence(p: {
 }): Promise<Evidence> {
   const { config, log } = p;
   const { endpoint, detected } = detectCriEndpoint(config.criRuntimeEndpoint);
-  log.info({ endpoint, detected, configured: config.criRuntimeEndpoint ?? null }, detected || config.criRuntimeEndpoint ? 'CRI runtime endpoint chosen' : 'no CRI socket found; using the containerd default (releases stay frozen until it answers)');
+  log.info(
+    { endpoint, detected, configured: config.criRuntimeEndpoint ?? null },
+    detected || config.criRuntimeEndpoint
+      ? 'CRI runtime endpoint chosen'
+      : 'no CRI socket found; using the containerd default (releases stay frozen until it answers)',
+  );
   const cri = new CriSource({ endpoint, log });
 
   let kube: (PodCache & { stop(): Promise<void> }) | undefined;
@@ -86,34 +101,62 @@ export async function startEvidence(p: {
     let src: import('../restore/kube-source.js').KubePodSource | undefined;
     let syncTimer: NodeJS.Timeout | undefined;
     kubeSynced = new Promise<void>((resolve) => {
-      endKubeWait = () => { clearTimeout(syncTimer); resolve(); };
+      endKubeWait = () => {
+        clearTimeout(syncTimer);
+        resolve();
+      };
     });
-    const loading = import('../restore/kube-source.js').then(({ KubePodSource }) => {
-      if (stopped) return;
-      const s = new KubePodSource({ nodeName, log });
-      src = s;
-      s.start();
-      syncTimer = setTimeout(endKubeWait, KUBE_SYNC_WAIT_MS);
-      s.onChange(() => { if (s.snapshot().synced) endKubeWait(); });
-    }, (e: Error) => {
-      log.error({ err: e.message }, 'could not load the Kubernetes client: the pod source stays unsynced');
-      endKubeWait();
-    });
+    const loading = import('../restore/kube-source.js').then(
+      ({ KubePodSource }) => {
+        if (stopped) return;
+        const s = new KubePodSource({ nodeName, log });
+        src = s;
+        s.start();
+        syncTimer = setTimeout(endKubeWait, KUBE_SYNC_WAIT_MS);
+        s.onChange(() => {
+          if (s.snapshot().synced) endKubeWait();
+        });
+      },
+      (e: Error) => {
+        log.error({ err: e.message }, 'could not load the Kubernetes client: the pod source stays unsynced');
+        endKubeWait();
+      },
+    );
     kube = {
-      snapshot: () => src?.snapshot() ?? { synced: false, pods: [], lastError: 'the Kubernetes client is still loading' },
-      stop: async () => { await loading; await src?.stop(); },
+      snapshot: () =>
+        src?.snapshot() ?? { synced: false, pods: [], lastError: 'the Kubernetes client is still loading' },
+      stop: async () => {
+        await loading;
+        await src?.stop();
+      },
     };
   } else {
-    log.warn('MY_NODE_NAME is not set: the Kubernetes pod source is off; the CRI runtime alone vouches for allocations');
+    log.warn(
+      'MY_NODE_NAME is not set: the Kubernetes pod source is off; the CRI runtime alone vouches for allocations',
+    );
   }
 
   const kernel = p.kernel ?? new KernelSource(config.cniExecNetns ? { netnsPath: config.cniExecNetns } : {});
   const stats: Evidence['stats'] = { passes: 0 };
   const reconciler = new EvidenceReconciler({
-    ds: p.ds, gate: p.gate, log, cri, ...(kube ? { kube } : {}), persist: p.persist, kernel, criEndpoint: endpoint,
-    ...(config.nodeName ? { nodeName: config.nodeName } : {}), ...(p.recordedIdentity ? { recordedIdentity: p.recordedIdentity } : {}),
-    intervalMs: config.gcIntervalMs, graceMs: config.gcGraceMs, networkName: config.networkName,
-    onPass: (r) => { stats.passes++; stats.last = r; stats.lastAt = Date.now(); },
+    ds: p.ds,
+    gate: p.gate,
+    log,
+    cri,
+    ...(kube ? { kube } : {}),
+    persist: p.persist,
+    kernel,
+    criEndpoint: endpoint,
+    ...(config.nodeName ? { nodeName: config.nodeName } : {}),
+    ...(p.recordedIdentity ? { recordedIdentity: p.recordedIdentity } : {}),
+    intervalMs: config.gcIntervalMs,
+    graceMs: config.gcGraceMs,
+    networkName: config.networkName,
+    onPass: (r) => {
+      stats.passes++;
+      stats.last = r;
+      stats.lastAt = Date.now();
+    },
   });
   // The first pass (after the pod list synced, or KUBE_SYNC_WAIT_MS) may outlast a hung
   // source's 5 s timeout; serving does not wait for it beyond FIRST_PASS_WAIT_MS, but
@@ -128,12 +171,30 @@ export async function startEvidence(p: {
     reconciler.start();
   })();
   let waitTimer: NodeJS.Timeout | undefined;
-  const done = p.serveAtOnce || await Promise.race([first.then(() => true), new Promise<false>((r) => { waitTimer = setTimeout(() => r(false), FIRST_PASS_WAIT_MS); })]);
+  const done =
+    p.serveAtOnce ||
+    (await Promise.race([
+      first.then(() => true),
+      new Promise<false>((r) => {
+        waitTimer = setTimeout(() => r(false), FIRST_PASS_WAIT_MS);
+      }),
+    ]));
   clearTimeout(waitTimer);
-  if (p.serveAtOnce) log.info('serving from this boot\'s checkpoint while the first evidence pass runs; releases stay frozen until it ends');
-  else if (!done) log.warn({ waitedMs: FIRST_PASS_WAIT_MS }, 'a restore source is slow: serving from the checkpoint before the first evidence pass ends; releases stay frozen until it does');
+  if (p.serveAtOnce)
+    log.info(
+      "serving from this boot's checkpoint while the first evidence pass runs; releases stay frozen until it ends",
+    );
+  else if (!done)
+    log.warn(
+      { waitedMs: FIRST_PASS_WAIT_MS },
+      'a restore source is slow: serving from the checkpoint before the first evidence pass ends; releases stay frozen until it does',
+    );
   return {
-    reconciler, criEndpoint: endpoint, kubeConfigured: !!kube, stats, runtimeIdentity: () => reconciler.recordedIdentity,
+    reconciler,
+    criEndpoint: endpoint,
+    kubeConfigured: !!kube,
+    stats,
+    runtimeIdentity: () => reconciler.recordedIdentity,
     kernelSource: kernel instanceof KernelSource ? kernel.description : 'the kernel',
     sourceStates: () => (stats.last ? sourceStates(stats.last) : undefined),
     async stop() {

@@ -38,13 +38,31 @@ export interface InventoryCacheHandle {
  * Starts keeping `file` in step (see the module comment); wraps `inv.ec2`'s release calls
  * in place. Call after the inventory is loaded into `ds`. Never throws.
  */
-export function startInventoryCache(p: { file: string; bootId: string; inv: NodeInventory; ds: Datastore; gate: ReleaseGate; log: Logger }): InventoryCacheHandle {
+export function startInventoryCache(p: {
+  file: string;
+  bootId: string;
+  inv: NodeInventory;
+  ds: Datastore;
+  gate: ReleaseGate;
+  log: Logger;
+}): InventoryCacheHandle {
   const { inv, gate, log } = p;
-  const writer = new InventoryCacheWriter({ file: p.file, bootId: p.bootId, instanceId: inv.instance.instanceId, ds: p.ds, managed: inv.managed, unmanaged: inv.unmanaged, log });
+  const writer = new InventoryCacheWriter({
+    file: p.file,
+    bootId: p.bootId,
+    instanceId: inv.instance.instanceId,
+    ds: p.ds,
+    managed: inv.managed,
+    unmanaged: inv.unmanaged,
+    log,
+  });
   guardReleases(inv.ec2, writer);
   const t0 = Date.now();
   if (inv.source === 'cache') {
-    gate.freeze(CONFIRM_GATE_SOURCE, 'serving from the cached ENI inventory of this boot; EC2 has not confirmed it yet');
+    gate.freeze(
+      CONFIRM_GATE_SOURCE,
+      'serving from the cached ENI inventory of this boot; EC2 has not confirmed it yet',
+    );
   } else {
     void writer.write();
   }
@@ -52,7 +70,17 @@ export function startInventoryCache(p: { file: string; bootId: string; inv: Node
   return {
     confirmed(r) {
       if (!gate.describe().some((d) => d.startsWith(CONFIRM_GATE_SOURCE))) return;
-      log.info({ afterMs: Date.now() - t0, addedIps: r.addedIps.length, removedIps: r.removedIps.length, heldMissing: r.heldMissing, adoptedEnis: r.adoptedEnis, removedEnis: r.removedEnis }, 'EC2 confirmed the cached ENI inventory');
+      log.info(
+        {
+          afterMs: Date.now() - t0,
+          addedIps: r.addedIps.length,
+          removedIps: r.removedIps.length,
+          heldMissing: r.heldMissing,
+          adoptedEnis: r.adoptedEnis,
+          removedEnis: r.removedEnis,
+        },
+        'EC2 confirmed the cached ENI inventory',
+      );
       gate.lift(CONFIRM_GATE_SOURCE);
       void writer.write();
     },

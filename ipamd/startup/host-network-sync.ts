@@ -39,20 +39,41 @@ export interface HostNetworkSyncOptions {
  * @returns `sync()` to run a pass now, `setupEni(eni)` to set one ENI up now (throws if
  *          that fails; idempotent), and `stop()`.
  */
-export async function startHostNetworkSync(o: HostNetworkSyncOptions): Promise<{ sync(): Promise<void>; setupEni(eni: EniInfo): Promise<void>; stop(): void; sysctls(): SysctlCheck[] }> {
-  const hn = new HostNetwork({ eniMtu: o.eniMtu, externalSnat: o.externalSnat, excludeSnatCidrs: o.excludeSnatCidrs, log: o.log });
+export async function startHostNetworkSync(
+  o: HostNetworkSyncOptions,
+): Promise<{ sync(): Promise<void>; setupEni(eni: EniInfo): Promise<void>; stop(): void; sysctls(): SysctlCheck[] }> {
+  const hn = new HostNetwork({
+    eniMtu: o.eniMtu,
+    externalSnat: o.externalSnat,
+    excludeSnatCidrs: o.excludeSnatCidrs,
+    log: o.log,
+  });
   const node = await hn.setupNode({ primaryMac: o.primaryMac, nodeIp: o.nodeIp, vpcCidrs: o.vpcCidrs });
   // Checked, not set (docs/design.md#12-running-on-a-cluster item 7): a wrong one is reported (log, metric, /v1/status) and ipamd serves on.
   let sysctls = node.sysctls;
   const report = (checks: SysctlCheck[], prev?: SysctlCheck[]) => {
     for (const c of checks) {
       const before = prev?.find((p) => p.sysctl === c.sysctl);
-      if (!c.ok && (!before || before.ok || before.value !== c.value)) o.log.error({ sysctl: c.sysctl, value: c.value, expected: c.expected, problem: c.problem }, 'node kernel setting is wrong (ipamd checks it; the privileged init container sets it)');
-      if (c.ok && before && !before.ok) o.log.info({ sysctl: c.sysctl, value: c.value }, 'node kernel setting is right now');
+      if (!c.ok && (!before || before.ok || before.value !== c.value))
+        o.log.error(
+          { sysctl: c.sysctl, value: c.value, expected: c.expected, problem: c.problem },
+          'node kernel setting is wrong (ipamd checks it; the privileged init container sets it)',
+        );
+      if (c.ok && before && !before.ok)
+        o.log.info({ sysctl: c.sysctl, value: c.value }, 'node kernel setting is right now');
     }
   };
   report(sysctls);
-  const sysctlTask = node.primaryIf ? new PeriodicTask({ intervalMs: SYSCTL_RECHECK_MS, run: () => hn.checkSysctls(node.primaryIf!).then((c) => { report(c, sysctls); sysctls = c; }) }) : undefined;
+  const sysctlTask = node.primaryIf
+    ? new PeriodicTask({
+        intervalMs: SYSCTL_RECHECK_MS,
+        run: () =>
+          hn.checkSysctls(node.primaryIf!).then((c) => {
+            report(c, sysctls);
+            sysctls = c;
+          }),
+      })
+    : undefined;
   sysctlTask?.start();
   const applied = new Map<string, EniInfo>();
   /** Set up through the hook, not yet seen in the datastore: never torn down as "freed". */
@@ -62,10 +83,18 @@ export async function startHostNetworkSync(o: HostNetworkSyncOptions): Promise<{
     await hn.setupEni(eni);
     applied.set(eni.eniId, eni);
     if (hook) viaHook.add(eni.eniId);
-    o.log.info({ eniId: eni.eniId, deviceNumber: eni.deviceNumber, table: eni.deviceNumber + 1 }, 'host networking set up for ENI');
+    o.log.info(
+      { eniId: eni.eniId, deviceNumber: eni.deviceNumber, table: eni.deviceNumber + 1 },
+      'host networking set up for ENI',
+    );
   };
   const pass = async () => {
-    const now = new Map(o.ds.listEnis().filter((e) => !e.isPrimary).map((e) => [e.eniId, e]));
+    const now = new Map(
+      o.ds
+        .listEnis()
+        .filter((e) => !e.isPrimary)
+        .map((e) => [e.eniId, e]),
+    );
     for (const [id, eni] of now) if (!applied.has(id)) await setupEni(eni);
     for (const id of viaHook) if (now.has(id)) viaHook.delete(id);
     for (const [id, eni] of applied) {
@@ -75,9 +104,26 @@ export async function startHostNetworkSync(o: HostNetworkSyncOptions): Promise<{
       o.log.info({ eniId: id }, 'host networking removed for freed ENI');
     }
   };
-  const sync = () => (running ??= pass().catch((e: Error) => o.log.error({ err: e.message }, 'host networking sync failed; retrying')).finally(() => { running = undefined; }));
-  for (const eni of o.ds.listEnis()) if (!eni.isPrimary) { await hn.setupEni(eni); applied.set(eni.eniId, eni); }
+  const sync = () =>
+    (running ??= pass()
+      .catch((e: Error) => o.log.error({ err: e.message }, 'host networking sync failed; retrying'))
+      .finally(() => {
+        running = undefined;
+      }));
+  for (const eni of o.ds.listEnis())
+    if (!eni.isPrimary) {
+      await hn.setupEni(eni);
+      applied.set(eni.eniId, eni);
+    }
   const syncTask = new PeriodicTask({ intervalMs: o.intervalMs, run: sync });
   syncTask.start();
-  return { sync, setupEni: (eni) => setupEni(eni, true), stop: () => { void syncTask.stop(); void sysctlTask?.stop(); }, sysctls: () => sysctls };
+  return {
+    sync,
+    setupEni: (eni) => setupEni(eni, true),
+    stop: () => {
+      void syncTask.stop();
+      void sysctlTask?.stop();
+    },
+    sysctls: () => sysctls,
+  };
 }

@@ -28,10 +28,26 @@ import type { Datastore } from '../datastore/datastore.js';
 import type { Logger } from '../log.js';
 
 const EniSchema = z.object({
-  eniId: z.string().min(1), mac: z.string().min(1), status: z.string(), subnetId: z.string(), vpcId: z.string(), description: z.string(),
-  primaryIp: z.string().min(1), secondaryIps: z.array(z.string()), ipv4Prefixes: z.array(z.string()),
-  attachment: z.object({ attachmentId: z.string(), instanceId: z.string(), deviceIndex: z.number().int().min(0), status: z.string(), deleteOnTermination: z.boolean() }).optional(),
-  tags: z.record(z.string(), z.string()), securityGroupIds: z.array(z.string()),
+  eniId: z.string().min(1),
+  mac: z.string().min(1),
+  status: z.string(),
+  subnetId: z.string(),
+  vpcId: z.string(),
+  description: z.string(),
+  primaryIp: z.string().min(1),
+  secondaryIps: z.array(z.string()),
+  ipv4Prefixes: z.array(z.string()),
+  attachment: z
+    .object({
+      attachmentId: z.string(),
+      instanceId: z.string(),
+      deviceIndex: z.number().int().min(0),
+      status: z.string(),
+      deleteOnTermination: z.boolean(),
+    })
+    .optional(),
+  tags: z.record(z.string(), z.string()),
+  securityGroupIds: z.array(z.string()),
 });
 
 const FileSchema = z.object({
@@ -47,21 +63,28 @@ const FileSchema = z.object({
 export type InventoryFile = z.infer<typeof FileSchema>;
 
 /** A usable cache, or why it was not used (for the log). */
-export type InventoryCacheRead = { ok: true; managed: Ec2Eni[]; unmanaged: Ec2Eni[]; savedAt: string } | { ok: false; reason: string };
+export type InventoryCacheRead =
+  { ok: true; managed: Ec2Eni[]; unmanaged: Ec2Eni[]; savedAt: string } | { ok: false; reason: string };
 
 /**
  * Reads and checks the cache for this boot and instance against IMDS's ENI list: every
  * ENI IMDS lists must be in the file (managed or not) with the same MAC, and every ENI
  * of the file must be listed by IMDS. Never throws.
  */
-export async function readInventoryCache(file: string, want: { bootId: string; instanceId: string; imdsEnis: readonly ImdsEni[] }): Promise<InventoryCacheRead> {
+export async function readInventoryCache(
+  file: string,
+  want: { bootId: string; instanceId: string; imdsEnis: readonly ImdsEni[] },
+): Promise<InventoryCacheRead> {
   let data: InventoryFile;
   try {
     const parsed = FileSchema.safeParse(JSON.parse(await readFile(file, 'utf8')));
     if (!parsed.success) return { ok: false, reason: `malformed (${parsed.error.issues[0]?.message ?? 'schema'})` };
     data = parsed.data;
   } catch (e) {
-    return { ok: false, reason: (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'missing' : `unreadable (${(e as Error).message})` };
+    return {
+      ok: false,
+      reason: (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'missing' : `unreadable (${(e as Error).message})`,
+    };
   }
   if (data.bootId !== want.bootId) return { ok: false, reason: 'from another boot' };
   if (data.instanceId !== want.instanceId) return { ok: false, reason: `for another instance (${data.instanceId})` };
@@ -69,11 +92,14 @@ export async function readInventoryCache(file: string, want: { bootId: string; i
   for (const i of want.imdsEnis) {
     const c = cached.get(i.eniId);
     if (!c) return { ok: false, reason: `IMDS lists ENI ${i.eniId} the file does not` };
-    if (c.mac.toLowerCase() !== i.mac.toLowerCase()) return { ok: false, reason: `ENI ${i.eniId} has MAC ${i.mac} in IMDS, ${c.mac} in the file` };
+    if (c.mac.toLowerCase() !== i.mac.toLowerCase())
+      return { ok: false, reason: `ENI ${i.eniId} has MAC ${i.mac} in IMDS, ${c.mac} in the file` };
   }
   const listed = new Set(want.imdsEnis.map((i) => i.eniId));
-  for (const id of cached.keys()) if (!listed.has(id)) return { ok: false, reason: `the file lists ENI ${id} that IMDS does not` };
-  if (!data.managed.some((e) => e.attachment?.deviceIndex === 0)) return { ok: false, reason: 'no primary ENI in the file' };
+  for (const id of cached.keys())
+    if (!listed.has(id)) return { ok: false, reason: `the file lists ENI ${id} that IMDS does not` };
+  if (!data.managed.some((e) => e.attachment?.deviceIndex === 0))
+    return { ok: false, reason: 'no primary ENI in the file' };
   return { ok: true, managed: data.managed as Ec2Eni[], unmanaged: data.unmanaged as Ec2Eni[], savedAt: data.savedAt };
 }
 
@@ -90,7 +116,12 @@ export interface InventoryExclusions {
  * without one are left out: the confirm adopts them), its secondary IPs and prefixes
  * from the datastore, without `releasing` addresses and without `exclude`. Pure.
  */
-export function managedFromDatastore(ds: Datastore, described: ReadonlyMap<string, Ec2Eni>, now: number, exclude: InventoryExclusions = {}): Ec2Eni[] {
+export function managedFromDatastore(
+  ds: Datastore,
+  described: ReadonlyMap<string, Ec2Eni>,
+  now: number,
+  exclude: InventoryExclusions = {},
+): Ec2Eni[] {
   const out: Ec2Eni[] = [];
   for (const info of ds.listEnis()) {
     const base = described.get(info.eniId);
@@ -104,7 +135,9 @@ export function managedFromDatastore(ds: Datastore, described: ReadonlyMap<strin
         if (gone) releasingPrefixes.add(prefix);
       } else if (!gone) secondaryIps.push(ip);
     }
-    const ipv4Prefixes = ds.eniPrefixes(info.eniId).filter((p) => !releasingPrefixes.has(p) && !exclude.prefixes?.has(p));
+    const ipv4Prefixes = ds
+      .eniPrefixes(info.eniId)
+      .filter((p) => !releasingPrefixes.has(p) && !exclude.prefixes?.has(p));
     out.push({ ...base, secondaryIps, ipv4Prefixes });
   }
   return out;
@@ -127,7 +160,18 @@ export class InventoryCacheWriter {
    *        attached ENIs ipamd leaves alone (kept as discovered); o.managed the managed
    *        ENIs as last described (their EC2 metadata); o.ds the datastore.
    */
-  constructor(private readonly o: { file: string; bootId: string; instanceId: string; ds: Datastore; managed: readonly Ec2Eni[]; unmanaged: readonly Ec2Eni[]; log: Logger; intervalMs?: number }) {
+  constructor(
+    private readonly o: {
+      file: string;
+      bootId: string;
+      instanceId: string;
+      ds: Datastore;
+      managed: readonly Ec2Eni[];
+      unmanaged: readonly Ec2Eni[];
+      log: Logger;
+      intervalMs?: number;
+    },
+  ) {
     for (const e of o.managed) this.described.set(e.eniId, e);
   }
 
@@ -152,14 +196,21 @@ export class InventoryCacheWriter {
       const now = Date.now();
       const sig = this.signature(now);
       const data: InventoryFile = {
-        version: 1, bootId: this.o.bootId, instanceId: this.o.instanceId, savedAt: new Date(now).toISOString(),
-        managed: managedFromDatastore(this.o.ds, this.described, now, exclude), unmanaged: [...this.o.unmanaged],
+        version: 1,
+        bootId: this.o.bootId,
+        instanceId: this.o.instanceId,
+        savedAt: new Date(now).toISOString(),
+        managed: managedFromDatastore(this.o.ds, this.described, now, exclude),
+        unmanaged: [...this.o.unmanaged],
       };
       try {
         await writeFileAtomic(this.o.file, JSON.stringify(data), { fsync: true, mode: 0o600 });
         this.lastSignature = exclude ? '' : sig;
       } catch (e) {
-        this.o.log.warn({ file: this.o.file, err: (e as Error).message }, 'could not write the ENI inventory cache; deleted it (the next start waits for EC2)');
+        this.o.log.warn(
+          { file: this.o.file, err: (e as Error).message },
+          'could not write the ENI inventory cache; deleted it (the next start waits for EC2)',
+        );
         await rm(this.o.file, { force: true }).catch(() => undefined);
         this.lastSignature = '';
       }

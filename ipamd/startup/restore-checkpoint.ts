@@ -26,7 +26,13 @@ export interface CheckpointRestoreSummary {
 
 /** Applies a loaded checkpoint to the datastore and the release gate. */
 export function restoreFromCheckpoint(p: {
-  load: CheckpointLoad; bootId: string; ds: Datastore; gate: ReleaseGate; log: Logger; path: string; now: number;
+  load: CheckpointLoad;
+  bootId: string;
+  ds: Datastore;
+  gate: ReleaseGate;
+  log: Logger;
+  path: string;
+  now: number;
   /**
    * Set when the data was imported from another IPAM's checkpoint (aws-node, the path):
    * the IPs it does not name are marked unverified and releases frozen (source
@@ -39,8 +45,12 @@ export function restoreFromCheckpoint(p: {
   const sum: CheckpointRestoreSummary = { kind: load.kind, restored: 0, pending: 0, conflicts: 0, dropped: 0 };
   if (load.kind !== 'ok') {
     const held = ds.counts(p.now).total;
-    const why = load.kind === 'missing' ? `no checkpoint at ${p.path}` : `checkpoint was corrupt (${load.reason}; kept at ${load.movedTo})`;
-    if (load.kind === 'corrupt') log.error({ reason: load.reason, movedTo: load.movedTo }, 'checkpoint corrupt: moved aside, rebuilding state');
+    const why =
+      load.kind === 'missing'
+        ? `no checkpoint at ${p.path}`
+        : `checkpoint was corrupt (${load.reason}; kept at ${load.movedTo})`;
+    if (load.kind === 'corrupt')
+      log.error({ reason: load.reason, movedTo: load.movedTo }, 'checkpoint corrupt: moved aside, rebuilding state');
     if (held > 0) {
       ds.markAllUnverified();
       gate.freeze('checkpoint', `${why} while the ENIs hold ${held} secondary IPs that pods may be using`);
@@ -51,11 +61,20 @@ export function restoreFromCheckpoint(p: {
     return sum;
   }
   const data: CheckpointData = load.data;
-  if (load.journal) log.info({ ...load.journal }, load.journal.tornBytes > 0 ? 'checkpoint journal applied; its torn last record (never acknowledged) ignored' : 'checkpoint journal applied');
+  if (load.journal)
+    log.info(
+      { ...load.journal },
+      load.journal.tornBytes > 0
+        ? 'checkpoint journal applied; its torn last record (never acknowledged) ignored'
+        : 'checkpoint journal applied',
+    );
   if (data.bootId !== p.bootId) {
     sum.kind = 'other-boot';
     sum.dropped = data.allocations.length;
-    log.info({ checkpointBoot: data.bootId, bootId: p.bootId, allocations: data.allocations.length }, 'checkpoint is from a previous boot: no sandbox survives a reboot, its IPs return to the warm pool (still assigned in EC2)');
+    log.info(
+      { checkpointBoot: data.bootId, bootId: p.bootId, allocations: data.allocations.length },
+      'checkpoint is from a previous boot: no sandbox survives a reboot, its IPs return to the warm pool (still assigned in EC2)',
+    );
     return sum;
   }
   // Before the allocations: one restored for the same container clears its entry (an ADD after the DEL).
@@ -67,9 +86,11 @@ export function restoreFromCheckpoint(p: {
     else if (r === 'releasing') {
       // Only if a release were under way (never at start-up): recorded, EC2's answer decides (Datastore.restoreAllocation).
       sum.restored++;
-      log.error({ allocation: a }, 'checkpoint allocation holds an IP whose unassign is in flight at EC2; kept, EC2 decides');
-    }
-    else {
+      log.error(
+        { allocation: a },
+        'checkpoint allocation holds an IP whose unassign is in flight at EC2; kept, EC2 decides',
+      );
+    } else {
       sum.conflicts++;
       log.error({ allocation: a, result: r }, 'checkpoint allocation conflicts with another; kept the first');
     }
@@ -77,9 +98,25 @@ export function restoreFromCheckpoint(p: {
   for (const c of data.cooldown) ds.restoreCooldown(c.ip, c.releasedAt);
   if (p.importedFrom !== undefined) {
     const others = ds.markAllUnverified();
-    if (others > 0) gate.freeze('checkpoint', `allocations imported from the aws-node checkpoint ${p.importedFrom}; the ${others} other IPs on the ENIs stay unverified until every source has been read`);
+    if (others > 0)
+      gate.freeze(
+        'checkpoint',
+        `allocations imported from the aws-node checkpoint ${p.importedFrom}; the ${others} other IPs on the ENIs stay unverified until every source has been read`,
+      );
   }
-  if (sum.pending > 0) log.warn({ pending: ds.pendingAllocations().map((a) => a.ipv4) }, 'restored allocations whose IP EC2 does not show on our ENIs: kept, never handed out');
-  log.info({ restored: sum.restored, pending: sum.pending, conflicts: sum.conflicts, rememberedDels: data.released?.length ?? 0 }, 'restored allocations from checkpoint');
+  if (sum.pending > 0)
+    log.warn(
+      { pending: ds.pendingAllocations().map((a) => a.ipv4) },
+      'restored allocations whose IP EC2 does not show on our ENIs: kept, never handed out',
+    );
+  log.info(
+    {
+      restored: sum.restored,
+      pending: sum.pending,
+      conflicts: sum.conflicts,
+      rememberedDels: data.released?.length ?? 0,
+    },
+    'restored allocations from checkpoint',
+  );
   return sum;
 }

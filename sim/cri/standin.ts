@@ -41,13 +41,26 @@ type Cb = (err: grpc.ServiceError | null | Partial<grpc.StatusObject>, out?: unk
 type Call = grpc.ServerUnaryCall<Record<string, unknown>, unknown>;
 
 /** The stand-in's default `Version` answer. */
-export const CRI_STANDIN_IDENTITY: VersionResponse = { version: '0.1.0', runtime_name: 'eni-ipam-cri-standin', runtime_version: '0.1.0', runtime_api_version: 'v1' };
+export const CRI_STANDIN_IDENTITY: VersionResponse = {
+  version: '0.1.0',
+  runtime_name: 'eni-ipam-cri-standin',
+  runtime_version: '0.1.0',
+  runtime_api_version: 'v1',
+};
 
 let serviceDef: grpc.ServiceDefinition | undefined;
 function runtimeService(): grpc.ServiceDefinition {
   if (!serviceDef) {
-    const def = protoLoader.loadSync(CRI_PROTO_PATH, { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true });
-    const pkg = grpc.loadPackageDefinition(def) as unknown as { runtime: { v1: { RuntimeService: { service: grpc.ServiceDefinition } } } };
+    const def = protoLoader.loadSync(CRI_PROTO_PATH, {
+      keepCase: true,
+      longs: String,
+      enums: String,
+      defaults: true,
+      oneofs: true,
+    });
+    const pkg = grpc.loadPackageDefinition(def) as unknown as {
+      runtime: { v1: { RuntimeService: { service: grpc.ServiceDefinition } } };
+    };
     serviceDef = pkg.runtime.v1.RuntimeService.service;
   }
   return serviceDef;
@@ -116,29 +129,51 @@ export class CriStandIn {
   /** @internal gRPC handlers: every RuntimeService method, UNIMPLEMENTED unless served. */
   handlers(): grpc.UntypedServiceImplementation {
     const md = (s: CriSandbox) => ({ name: s.name, uid: s.uid, namespace: s.namespace, attempt: 0 });
-    const labels = (s: CriSandbox) => ({ 'io.kubernetes.pod.name': s.name, 'io.kubernetes.pod.namespace': s.namespace, 'io.kubernetes.pod.uid': s.uid });
+    const labels = (s: CriSandbox) => ({
+      'io.kubernetes.pod.name': s.name,
+      'io.kubernetes.pod.namespace': s.namespace,
+      'io.kubernetes.pod.uid': s.uid,
+    });
     const ns = (s: CriSandbox) => `${BigInt(Math.trunc(s.createdAtMs)) * 1_000_000n}`;
     const impl: grpc.UntypedServiceImplementation = {};
     for (const m of Object.keys(runtimeService())) {
-      impl[m] = (_c: Call, cb: Cb) => cb({ code: grpc.status.UNIMPLEMENTED, details: `${m} not served by the CRI stand-in` });
+      impl[m] = (_c: Call, cb: Cb) =>
+        cb({ code: grpc.status.UNIMPLEMENTED, details: `${m} not served by the CRI stand-in` });
     }
     const identity = this.identity;
     if (identity) impl.Version = (_c: Call, cb: Cb) => cb(null, identity);
     impl.ListPodSandbox = (_c: Call, cb: Cb) => {
       this.lists++;
-      cb(null, { items: [...this.sandboxes.values()].map((s) => ({ id: s.id, metadata: md(s), state: 'SANDBOX_READY', created_at: ns(s), labels: labels(s), annotations: {}, runtime_handler: '' })) });
+      cb(null, {
+        items: [...this.sandboxes.values()].map((s) => ({
+          id: s.id,
+          metadata: md(s),
+          state: 'SANDBOX_READY',
+          created_at: ns(s),
+          labels: labels(s),
+          annotations: {},
+          runtime_handler: '',
+        })),
+      });
     };
     impl.PodSandboxStatus = (c: Call, rawCb: Cb) => {
       this.statusCalls++;
       const delay = this.statusDelayMs;
       const cb: Cb = delay > 0 ? (err, out) => void setTimeout(() => rawCb(err, out), delay) : rawCb;
       const s = this.sandboxes.get(String(c.request.pod_sandbox_id ?? ''));
-      if (!s) return cb({ code: grpc.status.NOT_FOUND, details: `sandbox ${String(c.request.pod_sandbox_id)} not found` });
+      if (!s)
+        return cb({ code: grpc.status.NOT_FOUND, details: `sandbox ${String(c.request.pod_sandbox_id)} not found` });
       cb(null, {
         status: {
-          id: s.id, metadata: md(s), state: 'SANDBOX_READY', created_at: ns(s),
-          network: { ip: s.ip ?? '', additional_ips: [] }, linux: { namespaces: { options: { network: 'POD', pid: 'CONTAINER', ipc: 'POD' } } },
-          labels: labels(s), annotations: {}, runtime_handler: '',
+          id: s.id,
+          metadata: md(s),
+          state: 'SANDBOX_READY',
+          created_at: ns(s),
+          network: { ip: s.ip ?? '', additional_ips: [] },
+          linux: { namespaces: { options: { network: 'POD', pid: 'CONTAINER', ipc: 'POD' } } },
+          labels: labels(s),
+          annotations: {},
+          runtime_handler: '',
         },
         info: {},
       });
@@ -159,7 +194,11 @@ export async function startCriStandIn(o: CriStandInOptions = {}): Promise<CriSta
   const cri = new CriStandIn(socketPath, server, o.identity === undefined ? CRI_STANDIN_IDENTITY : o.identity, ownDir);
   server.addService(runtimeService(), cri.handlers());
   try {
-    await new Promise<void>((resolve, reject) => server.bindAsync(`unix://${socketPath}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? reject(e) : resolve())));
+    await new Promise<void>((resolve, reject) =>
+      server.bindAsync(`unix://${socketPath}`, grpc.ServerCredentials.createInsecure(), (e) =>
+        e ? reject(e) : resolve(),
+      ),
+    );
   } catch (e) {
     server.forceShutdown();
     if (ownDir) await rm(ownDir, { recursive: true, force: true });

@@ -6,11 +6,25 @@
  */
 
 /** Kubernetes version the stand-in claims (`GET /version`). */
-export const STANDIN_VERSION = { major: '1', minor: '30', gitVersion: 'v1.30.0-standin', gitCommit: '0000000000000000000000000000000000000000', gitTreeState: 'clean', buildDate: '2024-01-01T00:00:00Z', goVersion: 'go1.22.0', compiler: 'gc', platform: 'linux/amd64' };
+export const STANDIN_VERSION = {
+  major: '1',
+  minor: '30',
+  gitVersion: 'v1.30.0-standin',
+  gitCommit: '0000000000000000000000000000000000000000',
+  gitTreeState: 'clean',
+  buildDate: '2024-01-01T00:00:00Z',
+  goVersion: 'go1.22.0',
+  compiler: 'gc',
+  platform: 'linux/amd64',
+};
 
 /** `GET /api`: the core group's versions; `serverAddress` is host:port. */
 export function apiVersions(serverAddress: string): Record<string, unknown> {
-  return { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress }] };
+  return {
+    kind: 'APIVersions',
+    versions: ['v1'],
+    serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress }],
+  };
 }
 
 /** `GET /apis`: no named groups. */
@@ -23,10 +37,39 @@ export const CORE_V1_RESOURCES = {
   kind: 'APIResourceList',
   groupVersion: 'v1',
   resources: [
-    { name: 'events', singularName: 'event', namespaced: true, kind: 'Event', verbs: ['create', 'get', 'list', 'patch', 'watch'], shortNames: ['ev'] },
-    { name: 'namespaces', singularName: 'namespace', namespaced: false, kind: 'Namespace', verbs: VERBS, shortNames: ['ns'] },
-    { name: 'nodes', singularName: 'node', namespaced: false, kind: 'Node', verbs: [...VERBS, 'patch'], shortNames: ['no'] },
+    {
+      name: 'events',
+      singularName: 'event',
+      namespaced: true,
+      kind: 'Event',
+      verbs: ['create', 'get', 'list', 'patch', 'watch'],
+      shortNames: ['ev'],
+    },
+    {
+      name: 'namespaces',
+      singularName: 'namespace',
+      namespaced: false,
+      kind: 'Namespace',
+      verbs: VERBS,
+      shortNames: ['ns'],
+    },
+    {
+      name: 'nodes',
+      singularName: 'node',
+      namespaced: false,
+      kind: 'Node',
+      verbs: [...VERBS, 'patch'],
+      shortNames: ['no'],
+    },
     { name: 'nodes/status', singularName: '', namespaced: false, kind: 'Node', verbs: ['get', 'patch'] },
-    { name: 'pods', singularName: 'pod', namespaced: true, kind: 'Pod', verbs: VERBS, shortNames: ['po'], categories: ['all'] },
+    {
+      name: 'pods',
+      singularName: 'pod',
+      namespaced: true,
+      kind: 'Pod',
+      verbs: VERBS,
+      shortNames: ['po'],
+      categories: ['all'],
+    },
   ],
 };

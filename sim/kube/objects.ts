@@ -73,18 +73,38 @@ export function buildPod(p: PodSpecInput, uid: string, resourceVersion: string, 
  * is `status.nodeInfo.containerRuntimeVersion` as kubelet reports it: `<CRI runtime_name>://<runtime_version>`
  * (default `containerd://1.6`).
  */
-export function buildNode(name: string, uid: string, resourceVersion: string, created: string, containerRuntimeVersion = 'containerd://1.6'): KubeObject {
+export function buildNode(
+  name: string,
+  uid: string,
+  resourceVersion: string,
+  created: string,
+  containerRuntimeVersion = 'containerd://1.6',
+): KubeObject {
   return {
     kind: 'Node',
     apiVersion: 'v1',
     metadata: { name, uid, resourceVersion, creationTimestamp: created, labels: { 'kubernetes.io/hostname': name } },
     spec: {},
     status: {
-      conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status', lastHeartbeatTime: created, lastTransitionTime: created }],
+      conditions: [
+        {
+          type: 'Ready',
+          status: 'True',
+          reason: 'KubeletReady',
+          message: 'kubelet is posting ready status',
+          lastHeartbeatTime: created,
+          lastTransitionTime: created,
+        },
+      ],
       addresses: [{ type: 'Hostname', address: name }],
       capacity: { cpu: '2', memory: '8Gi', pods: '110', 'ephemeral-storage': '20Gi' },
       allocatable: { cpu: '2', memory: '8Gi', pods: '110', 'ephemeral-storage': '20Gi' },
-      nodeInfo: { kubeletVersion: 'v1.30.0-standin', containerRuntimeVersion, operatingSystem: 'linux', architecture: 'amd64' },
+      nodeInfo: {
+        kubeletVersion: 'v1.30.0-standin',
+        containerRuntimeVersion,
+        operatingSystem: 'linux',
+        architecture: 'amd64',
+      },
     },
   };
 }
@@ -92,9 +112,17 @@ export function buildNode(name: string, uid: string, resourceVersion: string, cr
 /** A core/v1 Namespace, phase Active. */
 export function buildNamespace(name: string, uid: string, resourceVersion: string, created: string): KubeObject {
   return {
-    kind: 'Namespace', apiVersion: 'v1',
-    metadata: { name, uid, resourceVersion, creationTimestamp: created, labels: { 'kubernetes.io/metadata.name': name } },
-    spec: { finalizers: ['kubernetes'] }, status: { phase: 'Active' },
+    kind: 'Namespace',
+    apiVersion: 'v1',
+    metadata: {
+      name,
+      uid,
+      resourceVersion,
+      creationTimestamp: created,
+      labels: { 'kubernetes.io/metadata.name': name },
+    },
+    spec: { finalizers: ['kubernetes'] },
+    status: { phase: 'Active' },
   };
 }
 
@@ -107,8 +135,22 @@ export function buildList(kind: string, items: KubeObject[], resourceVersion: st
 }
 
 /** meta/v1 Status for an error (`reason` as in the API: NotFound, Expired, BadRequest...). */
-export function buildStatus(code: number, reason: string, message: string, details?: Record<string, unknown>): Record<string, unknown> {
-  return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, ...(details ? { details } : {}), code };
+export function buildStatus(
+  code: number,
+  reason: string,
+  message: string,
+  details?: Record<string, unknown>,
+): Record<string, unknown> {
+  return {
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    message,
+    reason,
+    ...(details ? { details } : {}),
+    code,
+  };
 }
 
 /** A fresh object UID (RFC 4122 v4, as the API server assigns). */

@@ -6,7 +6,8 @@
 import type { KubeObject } from './objects.js';
 import type { Resource } from './store.js';
 
-const involved = (o: KubeObject, f: string): string => String((o.involvedObject as Record<string, unknown> | undefined)?.[f] ?? '');
+const involved = (o: KubeObject, f: string): string =>
+  String((o.involvedObject as Record<string, unknown> | undefined)?.[f] ?? '');
 
 /** One parsed term. */
 export interface FieldTerm {
@@ -42,7 +43,7 @@ const FIELDS: Record<Resource, Record<string, (o: KubeObject) => string>> = {
     'involvedObject.resourceVersion': (o) => involved(o, 'resourceVersion'),
     reason: (o) => String(o.reason ?? ''),
     type: (o) => String(o.type ?? ''),
-    'source': (o) => String((o.source as { component?: string } | undefined)?.component ?? ''),
+    source: (o) => String((o.source as { component?: string } | undefined)?.component ?? ''),
     reportingComponent: (o) => String(o.reportingComponent ?? ''),
   },
   namespaces: {
@@ -60,13 +61,16 @@ export class FieldSelectorError extends Error {}
  */
 export function parseFieldSelector(resource: Resource, selector: string | null): FieldTerm[] {
   if (!selector) return [];
-  return selector.split(',').filter((s) => s.length > 0).map((term) => {
-    const m = /^([^!=]+)(!=|==|=)(.*)$/.exec(term);
-    if (!m) throw new FieldSelectorError(`invalid field selector term "${term}"`);
-    const field = m[1]!.trim();
-    if (!FIELDS[resource][field]) throw new FieldSelectorError(`field label not supported: ${field}`);
-    return { field, op: m[2] === '!=' ? '!=' : '=', value: m[3]!.trim() };
-  });
+  return selector
+    .split(',')
+    .filter((s) => s.length > 0)
+    .map((term) => {
+      const m = /^([^!=]+)(!=|==|=)(.*)$/.exec(term);
+      if (!m) throw new FieldSelectorError(`invalid field selector term "${term}"`);
+      const field = m[1]!.trim();
+      if (!FIELDS[resource][field]) throw new FieldSelectorError(`field label not supported: ${field}`);
+      return { field, op: m[2] === '!=' ? '!=' : '=', value: m[3]!.trim() };
+    });
 }
 
 /** True when `obj` satisfies every term. */

@@ -38,7 +38,10 @@ const MAX_BODY = 1 << 20;
 
 /** Parses `/api/v1[/watch]/...` into a Route, or undefined for unknown paths. */
 function parseRoute(pathname: string): Route | undefined {
-  const parts = pathname.split('/').filter((s) => s.length > 0).map(decodeURIComponent);
+  const parts = pathname
+    .split('/')
+    .filter((s) => s.length > 0)
+    .map(decodeURIComponent);
   if (parts[0] !== 'api' || parts[1] !== 'v1') return undefined;
   let rest = parts.slice(2);
   const watch = rest[0] === 'watch';
@@ -46,8 +49,10 @@ function parseRoute(pathname: string): Route | undefined {
   const [a, b, c, d] = rest;
   if (rest.length === 1 && isResource(a)) return { resource: a, watch };
   if (rest.length === 2 && isResource(a) && !NAMESPACED.has(a)) return { resource: a, name: b, watch };
-  if (rest.length === 3 && a === 'nodes' && c === 'status' && !watch) return { resource: 'nodes', name: b, watch, subresource: 'status' };
-  if (a === 'namespaces' && (rest.length === 3 || rest.length === 4) && isResource(c) && NAMESPACED.has(c)) return { resource: c, namespace: b, name: d, watch };
+  if (rest.length === 3 && a === 'nodes' && c === 'status' && !watch)
+    return { resource: 'nodes', name: b, watch, subresource: 'status' };
+  if (a === 'namespaces' && (rest.length === 3 || rest.length === 4) && isResource(c) && NAMESPACED.has(c))
+    return { resource: c, namespace: b, name: d, watch };
   return undefined;
 }
 
@@ -161,13 +166,25 @@ export class KubeApiStandIn {
       res.end(s);
     };
     if (req.method === 'POST' || req.method === 'PATCH') return this.write(req, res, u.pathname, json);
-    if (req.method !== 'GET') return sendStatus(res, 405, 'MethodNotAllowed', `the server does not allow this method on the requested resource (${req.method})`);
+    if (req.method !== 'GET')
+      return sendStatus(
+        res,
+        405,
+        'MethodNotAllowed',
+        `the server does not allow this method on the requested resource (${req.method})`,
+      );
     switch (u.pathname.replace(/\/+$/, '')) {
-      case '/version': return json(STANDIN_VERSION);
-      case '/api': return json(apiVersions(this.boundUrl.replace(/^http:\/\//, '')));
-      case '/apis': return json(API_GROUP_LIST);
-      case '/api/v1': return json(CORE_V1_RESOURCES);
-      case '/healthz': case '/readyz': case '/livez': {
+      case '/version':
+        return json(STANDIN_VERSION);
+      case '/api':
+        return json(apiVersions(this.boundUrl.replace(/^http:\/\//, '')));
+      case '/apis':
+        return json(API_GROUP_LIST);
+      case '/api/v1':
+        return json(CORE_V1_RESOURCES);
+      case '/healthz':
+      case '/readyz':
+      case '/livez': {
         res.writeHead(200, { 'Content-Type': 'text/plain' });
         return void res.end('ok');
       }
@@ -178,9 +195,15 @@ export class KubeApiStandIn {
   }
 
   /** POST (create) and PATCH: reads the JSON body (at most 1 MiB) and applies it (writes.ts). */
-  private write(req: IncomingMessage, res: ServerResponse, pathname: string, json: (b: unknown, code?: number) => void): void {
+  private write(
+    req: IncomingMessage,
+    res: ServerResponse,
+    pathname: string,
+    json: (b: unknown, code?: number) => void,
+  ): void {
     const route = parseRoute(pathname);
-    if (!route || route.watch) return sendStatus(res, 404, 'NotFound', 'the server could not find the requested resource');
+    if (!route || route.watch)
+      return sendStatus(res, 404, 'NotFound', 'the server could not find the requested resource');
     const chunks: Buffer[] = [];
     let size = 0;
     req.on('data', (c: Buffer) => {
@@ -198,9 +221,10 @@ export class KubeApiStandIn {
       } catch (e) {
         return sendStatus(res, 400, 'BadRequest', `request body is not JSON: ${(e as Error).message}`);
       }
-      const r: WriteResult = req.method === 'POST'
-        ? applyCreate(this.store, route, body)
-        : applyPatch(this.store, route, String(req.headers['content-type'] ?? ''), body);
+      const r: WriteResult =
+        req.method === 'POST'
+          ? applyCreate(this.store, route, body)
+          : applyPatch(this.store, route, String(req.headers['content-type'] ?? ''), body);
       if ('object' in r) return json(r.object, r.code);
       sendStatus(res, r.code, r.reason, r.message);
     });
@@ -217,7 +241,13 @@ export class KubeApiStandIn {
     return this.store.list(resource).map((o) => structuredClone(o));
   }
 
-  private serveResource(route: Route, q: URLSearchParams, req: IncomingMessage, res: ServerResponse, json: (b: unknown) => void): void {
+  private serveResource(
+    route: Route,
+    q: URLSearchParams,
+    req: IncomingMessage,
+    res: ServerResponse,
+    json: (b: unknown) => void,
+  ): void {
     let terms;
     try {
       terms = parseFieldSelector(route.resource, q.get('fieldSelector'));
@@ -231,16 +261,23 @@ export class KubeApiStandIn {
       const t = q.get('timeoutSeconds');
       const table = wantsTable(req);
       const includeObject = q.get('includeObject');
-      const open = serveWatch(this.store, {
-        resource: route.resource,
-        namespace: route.namespace,
-        terms,
-        resourceVersion: q.get('resourceVersion') ?? '',
-        timeoutSeconds: t !== null && Number(t) > 0 ? Number(t) : undefined,
-        allowBookmarks: q.get('allowWatchBookmarks') === 'true',
-        bookmarkIntervalMs: this.bookmarkIntervalMs,
-        ...(table ? { transform: (o: KubeObject) => tableFor(route.resource, [o], o.metadata.resourceVersion, includeObject) } : {}),
-      }, res, () => this.watches.delete(res));
+      const open = serveWatch(
+        this.store,
+        {
+          resource: route.resource,
+          namespace: route.namespace,
+          terms,
+          resourceVersion: q.get('resourceVersion') ?? '',
+          timeoutSeconds: t !== null && Number(t) > 0 ? Number(t) : undefined,
+          allowBookmarks: q.get('allowWatchBookmarks') === 'true',
+          bookmarkIntervalMs: this.bookmarkIntervalMs,
+          ...(table
+            ? { transform: (o: KubeObject) => tableFor(route.resource, [o], o.metadata.resourceVersion, includeObject) }
+            : {}),
+        },
+        res,
+        () => this.watches.delete(res),
+      );
       if (!res.writableEnded) this.watches.set(res, open);
       return;
     }
@@ -248,10 +285,22 @@ export class KubeApiStandIn {
     if (route.name !== undefined) {
       const obj = this.store.get(route.resource, route.namespace, route.name);
       if (!obj) return sendStatus(res, 404, 'NotFound', `${route.resource} "${route.name}" not found`);
-      return json(wantsTable(req) ? tableFor(route.resource, [obj], obj.metadata.resourceVersion, q.get('includeObject')) : obj);
+      return json(
+        wantsTable(req) ? tableFor(route.resource, [obj], obj.metadata.resourceVersion, q.get('includeObject')) : obj,
+      );
     }
     const rv = String(this.store.resourceVersion);
-    const items = this.store.list(route.resource).filter((o) => (route.namespace === undefined || o.metadata.namespace === route.namespace) && matchesFields(route.resource, terms, o));
-    json(wantsTable(req) ? tableFor(route.resource, items, rv, q.get('includeObject')) : buildList(`${kind}List`, items, rv));
+    const items = this.store
+      .list(route.resource)
+      .filter(
+        (o) =>
+          (route.namespace === undefined || o.metadata.namespace === route.namespace) &&
+          matchesFields(route.resource, terms, o),
+      );
+    json(
+      wantsTable(req)
+        ? tableFor(route.resource, items, rv, q.get('includeObject'))
+        : buildList(`${kind}List`, items, rv),
+    );
   }
 }

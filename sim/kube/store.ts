@@ -5,7 +5,15 @@
  * watch subscribers. Follows the resourceVersion rules in
  * https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions.
  */
-import { buildNamespace, buildNode, buildPod, newUid, nowTimestamp, type KubeObject, type PodSpecInput } from './objects.js';
+import {
+  buildNamespace,
+  buildNode,
+  buildPod,
+  newUid,
+  nowTimestamp,
+  type KubeObject,
+  type PodSpecInput,
+} from './objects.js';
 
 /** Resources the stand-in serves. */
 export type Resource = 'pods' | 'nodes' | 'events' | 'namespaces';
@@ -35,7 +43,12 @@ export function objectKey(namespace: string | undefined, name: string): string {
 /** The store; `historyLimit` bounds the retained events (default 1000). */
 export class KubeStore {
   private rv = 1;
-  private readonly objects: Record<Resource, Map<string, KubeObject>> = { pods: new Map(), nodes: new Map(), events: new Map(), namespaces: new Map() };
+  private readonly objects: Record<Resource, Map<string, KubeObject>> = {
+    pods: new Map(),
+    nodes: new Map(),
+    events: new Map(),
+    namespaces: new Map(),
+  };
   private readonly history: StoreEvent[] = [];
   /** resourceVersion of the newest event dropped from history (0: none dropped). */
   private compactedRv = 0;
@@ -62,7 +75,10 @@ export class KubeStore {
     if (this.objects[resource].has(key)) throw new Error('AlreadyExists');
     if (obj.metadata.namespace) this.ensureNamespace(obj.metadata.namespace);
     const rv = this.rv + 1;
-    const stored = { ...obj, metadata: { ...obj.metadata, uid: newUid(), resourceVersion: String(rv), creationTimestamp: nowTimestamp() } } as KubeObject;
+    const stored = {
+      ...obj,
+      metadata: { ...obj.metadata, uid: newUid(), resourceVersion: String(rv), creationTimestamp: nowTimestamp() },
+    } as KubeObject;
     this.commit(resource, key, stored, 'ADDED', rv);
     return stored;
   }
@@ -73,7 +89,15 @@ export class KubeStore {
     const old = this.objects[resource].get(key);
     if (!old) throw new Error('NotFound');
     const rv = this.rv + 1;
-    const stored = { ...obj, metadata: { ...obj.metadata, uid: old.metadata.uid, creationTimestamp: old.metadata.creationTimestamp, resourceVersion: String(rv) } } as KubeObject;
+    const stored = {
+      ...obj,
+      metadata: {
+        ...obj.metadata,
+        uid: old.metadata.uid,
+        creationTimestamp: old.metadata.creationTimestamp,
+        resourceVersion: String(rv),
+      },
+    } as KubeObject;
     this.commit(resource, key, stored, 'MODIFIED', rv);
     return stored;
   }
@@ -115,7 +139,13 @@ export class KubeStore {
     const old = this.objects.nodes.get(key);
     if (old && containerRuntimeVersion === undefined) return;
     const rv = this.rv + 1;
-    const node = buildNode(name, old?.metadata.uid ?? newUid(), String(rv), old?.metadata.creationTimestamp ?? nowTimestamp(), containerRuntimeVersion);
+    const node = buildNode(
+      name,
+      old?.metadata.uid ?? newUid(),
+      String(rv),
+      old?.metadata.creationTimestamp ?? nowTimestamp(),
+      containerRuntimeVersion,
+    );
     this.commit('nodes', key, node, old ? 'MODIFIED' : 'ADDED', rv);
   }
 

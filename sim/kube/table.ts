@@ -21,12 +21,41 @@ function age(created: string): string {
   return `${Math.floor(s / 86400)}d`;
 }
 
-const col = (name: string, type: string, priority = 0, format = '') => ({ name, type, format, description: name, priority });
+const col = (name: string, type: string, priority = 0, format = '') => ({
+  name,
+  type,
+  format,
+  description: name,
+  priority,
+});
 
 const COLUMNS: Record<Resource, ReturnType<typeof col>[]> = {
-  pods: [col('Name', 'string', 0, 'name'), col('Ready', 'string'), col('Status', 'string'), col('Restarts', 'string'), col('Age', 'string'), col('IP', 'string', 1), col('Node', 'string', 1)],
-  nodes: [col('Name', 'string', 0, 'name'), col('Status', 'string'), col('Roles', 'string'), col('Age', 'string'), col('Version', 'string')],
-  events: [col('Last Seen', 'string'), col('Type', 'string'), col('Reason', 'string'), col('Object', 'string'), col('Message', 'string'), col('Source', 'string', 1), col('Count', 'integer', 1), col('Name', 'string', 1, 'name')],
+  pods: [
+    col('Name', 'string', 0, 'name'),
+    col('Ready', 'string'),
+    col('Status', 'string'),
+    col('Restarts', 'string'),
+    col('Age', 'string'),
+    col('IP', 'string', 1),
+    col('Node', 'string', 1),
+  ],
+  nodes: [
+    col('Name', 'string', 0, 'name'),
+    col('Status', 'string'),
+    col('Roles', 'string'),
+    col('Age', 'string'),
+    col('Version', 'string'),
+  ],
+  events: [
+    col('Last Seen', 'string'),
+    col('Type', 'string'),
+    col('Reason', 'string'),
+    col('Object', 'string'),
+    col('Message', 'string'),
+    col('Source', 'string', 1),
+    col('Count', 'integer', 1),
+    col('Name', 'string', 1, 'name'),
+  ],
   namespaces: [col('Name', 'string', 0, 'name'), col('Status', 'string'), col('Age', 'string')],
 };
 
@@ -39,25 +68,47 @@ function eventSeen(o: KubeObject): string {
 }
 
 function cells(resource: Resource, o: KubeObject): unknown[] {
-  if (resource === 'nodes') return [o.metadata.name, 'Ready', '<none>', age(o.metadata.creationTimestamp), 'v1.30.0-standin'];
+  if (resource === 'nodes')
+    return [o.metadata.name, 'Ready', '<none>', age(o.metadata.creationTimestamp), 'v1.30.0-standin'];
   if (resource === 'namespaces') return [o.metadata.name, 'Active', age(o.metadata.creationTimestamp)];
   if (resource === 'events') {
     const io = (o.involvedObject ?? {}) as { kind?: string; name?: string };
     const src = (o.source ?? {}) as { component?: string; host?: string };
-    return [eventSeen(o), o.type ?? '', o.reason ?? '', `${String(io.kind ?? '').toLowerCase()}/${io.name ?? ''}`, o.message ?? '',
-      [src.component, src.host].filter(Boolean).join(', '), Number(o.count ?? 1), o.metadata.name];
+    return [
+      eventSeen(o),
+      o.type ?? '',
+      o.reason ?? '',
+      `${String(io.kind ?? '').toLowerCase()}/${io.name ?? ''}`,
+      o.message ?? '',
+      [src.component, src.host].filter(Boolean).join(', '),
+      Number(o.count ?? 1),
+      o.metadata.name,
+    ];
   }
   const st = o.status as { phase?: string; podIP?: string; containerStatuses?: Array<{ ready: boolean }> };
   const cs = st.containerStatuses ?? [];
   const ready = `${cs.filter((c) => c.ready).length}/${Math.max(1, cs.length)}`;
-  return [o.metadata.name, ready, st.phase ?? 'Unknown', '0', age(o.metadata.creationTimestamp), st.podIP ?? '<none>', (o.spec as { nodeName?: string }).nodeName ?? '<none>'];
+  return [
+    o.metadata.name,
+    ready,
+    st.phase ?? 'Unknown',
+    '0',
+    age(o.metadata.creationTimestamp),
+    st.podIP ?? '<none>',
+    (o.spec as { nodeName?: string }).nodeName ?? '<none>',
+  ];
 }
 
 /**
  * A Table of `items` at `resourceVersion`. `includeObject` (query parameter): 'None',
  * 'Object', or default 'Metadata' (a PartialObjectMetadata per row).
  */
-export function tableFor(resource: Resource, items: KubeObject[], resourceVersion: string, includeObject: string | null): Record<string, unknown> {
+export function tableFor(
+  resource: Resource,
+  items: KubeObject[],
+  resourceVersion: string,
+  includeObject: string | null,
+): Record<string, unknown> {
   return {
     kind: 'Table',
     apiVersion: 'meta.k8s.io/v1',
@@ -65,7 +116,14 @@ export function tableFor(resource: Resource, items: KubeObject[], resourceVersio
     columnDefinitions: COLUMNS[resource],
     rows: items.map((o) => ({
       cells: cells(resource, o),
-      ...(includeObject === 'None' ? {} : { object: includeObject === 'Object' ? o : { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: o.metadata } }),
+      ...(includeObject === 'None'
+        ? {}
+        : {
+            object:
+              includeObject === 'Object'
+                ? o
+                : { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: o.metadata },
+          }),
     })),
   };
 }

@@ -69,11 +69,16 @@ export function serveWatch(store: KubeStore, w: WatchRequest, res: ServerRespons
     }
     initial = evs;
   }
-  const matches = (o: KubeObject) => (w.namespace === undefined || o.metadata.namespace === w.namespace) && matchesFields(w.resource, w.terms, o);
+  const matches = (o: KubeObject) =>
+    (w.namespace === undefined || o.metadata.namespace === w.namespace) && matchesFields(w.resource, w.terms, o);
   const send = (type: string, object: unknown) => res.write(JSON.stringify({ type, object }) + '\n');
   const write = (type: string, object: KubeObject) => send(type, w.transform ? w.transform(object) : object);
 
-  res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked', 'Cache-Control': 'no-cache, private' });
+  res.writeHead(200, {
+    'Content-Type': 'application/json',
+    'Transfer-Encoding': 'chunked',
+    'Cache-Control': 'no-cache, private',
+  });
   res.flushHeaders(); // the client learns the watch is established before any event
   for (const x of initial) {
     if ('rv' in x) {
@@ -86,7 +91,11 @@ export function serveWatch(store: KubeStore, w: WatchRequest, res: ServerRespons
   });
   const kind = KIND_OF[w.resource];
   const bookmark = w.allowBookmarks
-    ? setInterval(() => send('BOOKMARK', { kind, apiVersion: 'v1', metadata: { resourceVersion: String(store.resourceVersion) } }), w.bookmarkIntervalMs)
+    ? setInterval(
+        () =>
+          send('BOOKMARK', { kind, apiVersion: 'v1', metadata: { resourceVersion: String(store.resourceVersion) } }),
+        w.bookmarkIntervalMs,
+      )
     : undefined;
   const timeout = w.timeoutSeconds !== undefined ? setTimeout(() => end(), w.timeoutSeconds * 1000) : undefined;
   let ended = false;

@@ -15,24 +15,53 @@ test('helm lint passes on the chart (strict: warnings fail too)', async () => {
 test('a value of the wrong type is refused by values.schema.json, naming the field', async () => {
   await assert.rejects(renderChart({ metrics: { port: 'sixty' } }), /\/metrics\/port': got string, want integer/);
   await assert.rejects(renderChart({ tolerations: { operator: 'Exists' } }), /\/tolerations': got object, want array/);
-  await assert.rejects(renderChart({ serviceAccount: { annotations: { 'eks.amazonaws.com/role-arn': 42 } } }), /serviceAccount\/annotations\/eks.amazonaws.com~1role-arn': got number, want string/);
+  await assert.rejects(
+    renderChart({ serviceAccount: { annotations: { 'eks.amazonaws.com/role-arn': 42 } } }),
+    /serviceAccount\/annotations\/eks.amazonaws.com~1role-arn': got number, want string/,
+  );
   await assert.rejects(renderChart({ image: { digest: 'latest' } }), /\/image\/digest'/);
   await assert.rejects(renderChart({ criSocket: 'containerd' }), /\/criSocket'/);
-  await assert.rejects(renderChart({ grafanaDashboard: { labels: { grafana_dashboard: 1 } } }), /grafanaDashboard\/labels\/grafana_dashboard': got number, want string/);
-  await assert.rejects(renderChart({ prometheusRule: { create: 'yes' } }), /\/prometheusRule\/create': got string, want boolean/);
+  await assert.rejects(
+    renderChart({ grafanaDashboard: { labels: { grafana_dashboard: 1 } } }),
+    /grafanaDashboard\/labels\/grafana_dashboard': got number, want string/,
+  );
+  await assert.rejects(
+    renderChart({ prometheusRule: { create: 'yes' } }),
+    /\/prometheusRule\/create': got string, want boolean/,
+  );
 });
 
 test('an env var the chart sets from another value is refused in env, naming that value', async () => {
-  await assert.rejects(renderChart({ env: { CRI_RUNTIME_ENDPOINT: 'unix:///var/run/crio/crio.sock' } }), /env\.CRI_RUNTIME_ENDPOINT is set by the chart from criSocket; set that instead/);
+  await assert.rejects(
+    renderChart({ env: { CRI_RUNTIME_ENDPOINT: 'unix:///var/run/crio/crio.sock' } }),
+    /env\.CRI_RUNTIME_ENDPOINT is set by the chart from criSocket; set that instead/,
+  );
 });
 
 test('helm lint --strict passes with non-default values too', async () => {
-  const r = await helm(['lint', '--strict', CHART, '--set', 'podMonitor.create=true,serviceMonitor.create=true,rbac.nodeEventsAndStatus=true,taintWhenExhausted=true,grafanaDashboard.create=true,prometheusRule.create=true',
-    '--set', 'criSocket=/var/run/crio/crio.sock', '--set-string', 'image.digest=sha256:' + '0'.repeat(64), '--set', 'imagePullSecrets[0].name=regcred']);
+  const r = await helm([
+    'lint',
+    '--strict',
+    CHART,
+    '--set',
+    'podMonitor.create=true,serviceMonitor.create=true,rbac.nodeEventsAndStatus=true,taintWhenExhausted=true,grafanaDashboard.create=true,prometheusRule.create=true',
+    '--set',
+    'criSocket=/var/run/crio/crio.sock',
+    '--set-string',
+    'image.digest=sha256:' + '0'.repeat(64),
+    '--set',
+    'imagePullSecrets[0].name=regcred',
+  ]);
   assert.equal(r.code, 0, r.stdout + r.stderr);
 });
 
 test('an unknown key (a typo) is refused, naming it', async () => {
-  await assert.rejects(renderChart({ nodeSelectr: { 'kubernetes.io/os': 'linux' } }), /additional properties 'nodeSelectr' not allowed/);
-  await assert.rejects(renderChart({ podMonitor: { enabled: true } }), /podMonitor': additional properties 'enabled' not allowed/);
+  await assert.rejects(
+    renderChart({ nodeSelectr: { 'kubernetes.io/os': 'linux' } }),
+    /additional properties 'nodeSelectr' not allowed/,
+  );
+  await assert.rejects(
+    renderChart({ podMonitor: { enabled: true } }),
+    /podMonitor': additional properties 'enabled' not allowed/,
+  );
 });

@@ -23,15 +23,24 @@ async function assertValid(objs: Obj[]): Promise<void> {
 
 test('defaults: every object validates; the DaemonSet has what a node needs', async () => {
   const objs = await renderChart();
-  assert.deepEqual(objs.map((o) => o.kind).sort(), ['ClusterRole', 'ClusterRoleBinding', 'DaemonSet', 'ServiceAccount']);
+  assert.deepEqual(objs.map((o) => o.kind).sort(), [
+    'ClusterRole',
+    'ClusterRoleBinding',
+    'DaemonSet',
+    'ServiceAccount',
+  ]);
   await assertValid(objs);
   const pod = find(objs, 'DaemonSet').spec.template.spec;
   assert.equal(pod.hostNetwork, true);
   assert.equal(pod.hostPID, true);
   assert.equal(pod.priorityClassName, 'system-node-critical');
   assert.deepEqual(pod.tolerations, [{ operator: 'Exists' }]);
-  const terms = pod.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions;
-  assert.deepEqual(terms.find((t: Obj) => t.key === 'eks.amazonaws.com/compute-type'), { key: 'eks.amazonaws.com/compute-type', operator: 'NotIn', values: ['fargate', 'hybrid', 'auto'] });
+  const terms =
+    pod.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions;
+  assert.deepEqual(
+    terms.find((t: Obj) => t.key === 'eks.amazonaws.com/compute-type'),
+    { key: 'eks.amazonaws.com/compute-type', operator: 'NotIn', values: ['fargate', 'hybrid', 'auto'] },
+  );
   const c = ipamd(find(objs, 'DaemonSet'));
   assert.deepEqual(c.securityContext, { capabilities: { add: ['NET_ADMIN', 'NET_RAW', 'SYS_ADMIN'] } });
   assert.equal(pod.initContainers[0].securityContext.privileged, true);
@@ -40,16 +49,31 @@ test('defaults: every object validates; the DaemonSet has what a node needs', as
   assert.deepEqual(c.livenessProbe.exec.command, probe);
   const mounts = new Map(c.volumeMounts.map((m: Obj) => [m.mountPath, m]));
   assert.equal((mounts.get('/var/run/netns') as Obj).mountPropagation, 'HostToContainer');
-  for (const p of ['/run/xtables.lock', '/var/run/eni-ipam', '/run/containerd', '/host/var/log/aws-routed-eni', '/host/opt/cni/bin', '/host/etc/cni/net.d', '/var/run/aws-node']) assert.ok(mounts.has(p), p);
+  for (const p of [
+    '/run/xtables.lock',
+    '/var/run/eni-ipam',
+    '/run/containerd',
+    '/host/var/log/aws-routed-eni',
+    '/host/opt/cni/bin',
+    '/host/etc/cni/net.d',
+    '/var/run/aws-node',
+  ])
+    assert.ok(mounts.has(p), p);
   const vols = new Map(pod.volumes.map((v: Obj) => [v.name, v.hostPath]));
   assert.deepEqual(vols.get('xtables-lock'), { path: '/run/xtables.lock', type: 'FileOrCreate' });
   assert.equal(envOf(c).get('CRI_RUNTIME_ENDPOINT')!.value, 'unix:///run/containerd/containerd.sock');
   assert.deepEqual(c.resources, { requests: { cpu: '25m', memory: '160Mi' }, limits: { memory: '256Mi' } });
   const role = find(objs, 'ClusterRole');
-  assert.deepEqual(role.rules, [
-    { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] }, { apiGroups: [''], resources: ['nodes'], verbs: ['get'] },
-    { apiGroups: ['', 'events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] }, { apiGroups: [''], resources: ['nodes/status'], verbs: ['patch'] },
-  ], 'Events and the node condition on by default; no node patch (the taint is opt-in)');
+  assert.deepEqual(
+    role.rules,
+    [
+      { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
+      { apiGroups: [''], resources: ['nodes'], verbs: ['get'] },
+      { apiGroups: ['', 'events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
+      { apiGroups: [''], resources: ['nodes/status'], verbs: ['patch'] },
+    ],
+    'Events and the node condition on by default; no node patch (the taint is opt-in)',
+  );
   assert.equal(envOf(c).get('ENI_IPAM_TAINT_WHEN_EXHAUSTED')!.value, 'false');
 });
 
@@ -70,7 +94,15 @@ test('non-default values: CRI-O socket, extraEnv, IRSA, monitoring, pull secrets
     env: { WARM_IP_TARGET: 5 },
   });
   await assertValid(objs);
-  assert.deepEqual(objs.map((o) => o.kind).sort(), ['ClusterRole', 'ClusterRoleBinding', 'DaemonSet', 'PodMonitor', 'Service', 'ServiceAccount', 'ServiceMonitor']);
+  assert.deepEqual(objs.map((o) => o.kind).sort(), [
+    'ClusterRole',
+    'ClusterRoleBinding',
+    'DaemonSet',
+    'PodMonitor',
+    'Service',
+    'ServiceAccount',
+    'ServiceMonitor',
+  ]);
   assert.equal(find(objs, 'ServiceAccount').metadata.annotations['eks.amazonaws.com/role-arn'], roleArn);
   const ds = find(objs, 'DaemonSet');
   const pod = ds.spec.template.spec;
@@ -85,7 +117,10 @@ test('non-default values: CRI-O socket, extraEnv, IRSA, monitoring, pull secrets
   assert.equal(env.get('WARM_IP_TARGET')!.value, '5');
   const criMount = c.volumeMounts.find((m: Obj) => m.name === 'cri-socket-dir');
   assert.equal(criMount.mountPath, '/var/run/crio');
-  assert.deepEqual(pod.volumes.find((v: Obj) => v.name === 'cri-socket-dir').hostPath, { path: '/var/run/crio', type: 'Directory' });
+  assert.deepEqual(pod.volumes.find((v: Obj) => v.name === 'cri-socket-dir').hostPath, {
+    path: '/var/run/crio',
+    type: 'Directory',
+  });
   assert.ok(!c.volumeMounts.some((m: Obj) => m.mountPath === '/run/containerd'));
   const pm = find(objs, 'PodMonitor');
   assert.equal(pm.spec.podMetricsEndpoints[0].port, 'metrics');
@@ -93,8 +128,14 @@ test('non-default values: CRI-O socket, extraEnv, IRSA, monitoring, pull secrets
   assert.deepEqual(pm.spec.selector.matchLabels, ds.spec.selector.matchLabels);
   assert.deepEqual(find(objs, 'Service').spec.selector, ds.spec.selector.matchLabels);
   const rules = find(objs, 'ClusterRole').rules as Obj[];
-  assert.ok(!rules.some((r) => r.resources.includes('nodes/status') || r.resources.includes('events')), 'rbac.nodeEventsAndStatus=false drops the writes');
-  assert.ok(rules.some((r) => r.resources.includes('nodes') && r.verbs.includes('patch')), 'taintWhenExhausted grants node patch');
+  assert.ok(
+    !rules.some((r) => r.resources.includes('nodes/status') || r.resources.includes('events')),
+    'rbac.nodeEventsAndStatus=false drops the writes',
+  );
+  assert.ok(
+    rules.some((r) => r.resources.includes('nodes') && r.verbs.includes('patch')),
+    'taintWhenExhausted grants node patch',
+  );
   assert.equal(env.get('ENI_IPAM_TAINT_WHEN_EXHAUSTED')!.value, 'true');
 });
 
@@ -106,9 +147,18 @@ test('a misspelled field in a rendered object fails validation, naming its path'
   ipamd(ds).volumeMounts[0].mountPropagaton = 'HostToContainer';
   ipamd(ds).resources.limits.memory = 256; // a number: not a Quantity string
   const errors = await validateObject(ds);
-  assert.ok(errors.some((e) => /spec\.template\.spec\.hostNetwrk: unknown field/.test(e)), errors.join('\n'));
-  assert.ok(errors.some((e) => /volumeMounts\[0\]\.mountPropagaton: unknown field/.test(e)), errors.join('\n'));
-  assert.ok(errors.some((e) => /limits\.memory: expected string/.test(e)), errors.join('\n'));
+  assert.ok(
+    errors.some((e) => /spec\.template\.spec\.hostNetwrk: unknown field/.test(e)),
+    errors.join('\n'),
+  );
+  assert.ok(
+    errors.some((e) => /volumeMounts\[0\]\.mountPropagaton: unknown field/.test(e)),
+    errors.join('\n'),
+  );
+  assert.ok(
+    errors.some((e) => /limits\.memory: expected string/.test(e)),
+    errors.join('\n'),
+  );
   // and a missing required field (the OpenAPI schema pass)
   const sa = find(await renderChart(), 'ClusterRoleBinding');
   delete sa.roleRef;
@@ -121,23 +171,49 @@ test('dashboard and alert rules: off by default; on, they carry the shipped file
   const root = new URL('../../../', import.meta.url);
   const dashboard = await readFile(new URL('config/grafana/eni-ipam-dashboard.json', root), 'utf8');
   const rules = parse(await readFile(new URL('config/prometheus/eni-ipam-rules.yaml', root), 'utf8')) as Obj;
-  assert.ok(!(await renderChart()).some((o: Obj) => o.kind === 'PrometheusRule' || (o.kind === 'ConfigMap' && /dashboard/.test(o.metadata.name))), 'off by default');
+  assert.ok(
+    !(await renderChart()).some(
+      (o: Obj) => o.kind === 'PrometheusRule' || (o.kind === 'ConfigMap' && /dashboard/.test(o.metadata.name)),
+    ),
+    'off by default',
+  );
 
-  const objs = await renderChart({ grafanaDashboard: { create: true }, prometheusRule: { create: true, labels: { release: 'kube-prometheus-stack' } } });
+  const objs = await renderChart({
+    grafanaDashboard: { create: true },
+    prometheusRule: { create: true, labels: { release: 'kube-prometheus-stack' } },
+  });
   await assertValid(objs);
   const cm = find(objs, 'ConfigMap');
-  assert.equal(cm.metadata.labels.grafana_dashboard, '1', 'the Grafana sidecar\'s default label');
+  assert.equal(cm.metadata.labels.grafana_dashboard, '1', "the Grafana sidecar's default label");
   assert.equal(cm.metadata.namespace, 'kube-system');
-  assert.equal(cm.data['eni-ipam.json'], dashboard.trimEnd(), 'the ConfigMap holds config/grafana/eni-ipam-dashboard.json as shipped');
+  assert.equal(
+    cm.data['eni-ipam.json'],
+    dashboard.trimEnd(),
+    'the ConfigMap holds config/grafana/eni-ipam-dashboard.json as shipped',
+  );
   assert.equal(JSON.parse(cm.data['eni-ipam.json']).uid, 'eni-ipam');
   const rule = find(objs, 'PrometheusRule');
   assert.equal(rule.apiVersion, 'monitoring.coreos.com/v1');
   assert.equal(rule.metadata.labels.release, 'kube-prometheus-stack');
-  assert.deepEqual(rule.spec.groups, rules.groups, 'the PrometheusRule holds config/prometheus/eni-ipam-rules.yaml as shipped');
+  assert.deepEqual(
+    rule.spec.groups,
+    rules.groups,
+    'the PrometheusRule holds config/prometheus/eni-ipam-rules.yaml as shipped',
+  );
   assert.ok(rule.spec.groups[0].rules.some((r: Obj) => r.alert === 'EniIpamReleasesFrozen' && r.for === '10m'));
 
   // The sidecar's label and namespace are values (grafana chart: sidecar.dashboards.label / labelValue).
-  const other = find(await renderChart({ grafanaDashboard: { create: true, namespace: 'monitoring', labels: { grafana_dashboard: null, my_dashboards: 'yes' }, annotations: { grafana_folder: 'Networking' } } }), 'ConfigMap');
+  const other = find(
+    await renderChart({
+      grafanaDashboard: {
+        create: true,
+        namespace: 'monitoring',
+        labels: { grafana_dashboard: null, my_dashboards: 'yes' },
+        annotations: { grafana_folder: 'Networking' },
+      },
+    }),
+    'ConfigMap',
+  );
   assert.equal(other.metadata.namespace, 'monitoring');
   assert.equal(other.metadata.labels.my_dashboards, 'yes');
   assert.equal(other.metadata.labels.grafana_dashboard, undefined, 'null removes the default label');
@@ -152,11 +228,24 @@ test('the packaged chart carries the dashboard and rules (the files/ links resol
     assert.equal(r.code, 0, r.stdout + r.stderr);
     const tgz = (await readdir(dir)).find((f) => f.endsWith('.tgz'));
     assert.ok(tgz, `no .tgz in ${dir}`);
-    const t = await helm(['template', 'eni', `${dir}/${tgz}`, '--namespace', 'kube-system', '--set', 'grafanaDashboard.create=true,prometheusRule.create=true']);
+    const t = await helm([
+      'template',
+      'eni',
+      `${dir}/${tgz}`,
+      '--namespace',
+      'kube-system',
+      '--set',
+      'grafanaDashboard.create=true,prometheusRule.create=true',
+    ]);
     assert.equal(t.code, 0, t.stderr);
     const { parseAllDocuments } = await import('yaml');
-    const objs = parseAllDocuments(t.stdout).map((d) => d.toJS() as Obj).filter((o) => o !== null);
-    const dashboard = await readFile(new URL('../../../config/grafana/eni-ipam-dashboard.json', import.meta.url), 'utf8');
+    const objs = parseAllDocuments(t.stdout)
+      .map((d) => d.toJS() as Obj)
+      .filter((o) => o !== null);
+    const dashboard = await readFile(
+      new URL('../../../config/grafana/eni-ipam-dashboard.json', import.meta.url),
+      'utf8',
+    );
     assert.equal(find(objs, 'ConfigMap').data['eni-ipam.json'], dashboard.trimEnd());
     assert.equal(find(objs, 'PrometheusRule').spec.groups[0].rules.length, 4);
   } finally {

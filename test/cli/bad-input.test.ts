@@ -12,12 +12,32 @@ const CASES: Array<{ args: string[]; code: number; says: RegExp }> = [
   { args: [], code: 2, says: /name a command/ },
   { args: ['status', '--output', 'xml'], code: 2, says: /output.*"xml".*"table", "json"/ },
   { args: ['status', '--timeout', 'abc'], code: 2, says: /--timeout "abc" is invalid: expected a whole number of ms/ },
-  { args: ['status', '--introspection', 'nonsense'], code: 2, says: /--introspection "nonsense" is invalid: expected host:port/ },
-  { args: ['status', '--socket', 'rel.sock'], code: 2, says: /--socket "rel\.sock" is invalid: expected an absolute path/ },
+  {
+    args: ['status', '--introspection', 'nonsense'],
+    code: 2,
+    says: /--introspection "nonsense" is invalid: expected host:port/,
+  },
+  {
+    args: ['status', '--socket', 'rel.sock'],
+    code: 2,
+    says: /--socket "rel\.sock" is invalid: expected an absolute path/,
+  },
   { args: ['max-pods'], code: 2, says: /Missing required argument: instance-type/ },
-  { args: ['max-pods', '--instance-type', 'c5.xlarg'], code: 2, says: /unknown instance type "c5\.xlarg": the closest known one is c5\.xlarge/ },
-  { args: ['max-pods', '--instance-type', 'm5.large', '--max-pods-cap', 'x'], code: 2, says: /--max-pods-cap "x" is invalid/ },
-  { args: ['status', '--introspection', '127.0.0.1:1'], code: 3, says: /cannot reach ipamd introspection at http:\/\/127\.0\.0\.1:1/ },
+  {
+    args: ['max-pods', '--instance-type', 'c5.xlarg'],
+    code: 2,
+    says: /unknown instance type "c5\.xlarg": the closest known one is c5\.xlarge/,
+  },
+  {
+    args: ['max-pods', '--instance-type', 'm5.large', '--max-pods-cap', 'x'],
+    code: 2,
+    says: /--max-pods-cap "x" is invalid/,
+  },
+  {
+    args: ['status', '--introspection', '127.0.0.1:1'],
+    code: 3,
+    says: /cannot reach ipamd introspection at http:\/\/127\.0\.0\.1:1/,
+  },
 ];
 
 for (const c of CASES) {
@@ -35,5 +55,14 @@ for (const c of CASES) {
 test('max-pods --output json is one document', async () => {
   const r = await runCli(['max-pods', '--instance-type', 't3.medium', '--custom-networking', '-o', 'json']);
   assert.equal(r.code, 0);
-  assert.deepEqual(JSON.parse(r.stdout), { instanceType: 't3.medium', maxEnis: 3, ipv4PerEni: 6, podEnis: 2, perSlot: 1, formula: 12, maxPods: 12, explain: '2 × (6 − 1) + 2 = 12' });
+  assert.deepEqual(JSON.parse(r.stdout), {
+    instanceType: 't3.medium',
+    maxEnis: 3,
+    ipv4PerEni: 6,
+    podEnis: 2,
+    perSlot: 1,
+    formula: 12,
+    maxPods: 12,
+    explain: '2 × (6 − 1) + 2 = 12',
+  });
 });

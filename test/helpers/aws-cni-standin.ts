@@ -18,7 +18,11 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
-  AssignPrivateIpAddressesCommand, AttachNetworkInterfaceCommand, CreateNetworkInterfaceCommand, EC2Client, ModifyNetworkInterfaceAttributeCommand,
+  AssignPrivateIpAddressesCommand,
+  AttachNetworkInterfaceCommand,
+  CreateNetworkInterfaceCommand,
+  EC2Client,
+  ModifyNetworkInterfaceAttributeCommand,
 } from '@aws-sdk/client-ec2';
 import type { SimCloud } from '../../sim/index.js';
 import type { Eni } from '../../sim/types.js';
@@ -26,18 +30,51 @@ import { ensureDummyAwsCredentials } from '../property/sim-node.js';
 
 /** aws-node's conflist as it installs it (`10-aws.conflist`), with the stand-in as its plugin. */
 export function awsConflist(): object {
-  return { cniVersion: '0.4.0', name: 'aws-cni', disableCheck: true, plugins: [{ name: 'aws-cni', type: 'aws-cni', vethPrefix: 'eni', mtu: '9001', podSGEnforcingMode: 'strict', pluginLogFile: '/var/log/aws-routed-eni/plugin.log', pluginLogLevel: 'DEBUG' }] };
+  return {
+    cniVersion: '0.4.0',
+    name: 'aws-cni',
+    disableCheck: true,
+    plugins: [
+      {
+        name: 'aws-cni',
+        type: 'aws-cni',
+        vethPrefix: 'eni',
+        mtu: '9001',
+        podSGEnforcingMode: 'strict',
+        pluginLogFile: '/var/log/aws-routed-eni/plugin.log',
+        pluginLogLevel: 'DEBUG',
+      },
+    ],
+  };
 }
 
 /** One pod the stand-in wired (a line of `adds`). */
-export interface AwsWiredPod { containerID: string; ifName: string; ip: string; namespace: string; name: string; allocatedAtNs: number }
+export interface AwsWiredPod {
+  containerID: string;
+  ifName: string;
+  ip: string;
+  namespace: string;
+  name: string;
+  allocatedAtNs: number;
+}
 
 /** Parses the stand-in's `adds` file. */
 export function parseAdds(text: string): AwsWiredPod[] {
-  return text.trim().split('\n').filter(Boolean).map((l) => {
-    const [containerID, ifName, ip, namespace, name, ns] = l.split(' ');
-    return { containerID: containerID!, ifName: ifName!, ip: ip!, namespace: namespace!, name: name!, allocatedAtNs: Number(ns) };
-  });
+  return text
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => {
+      const [containerID, ifName, ip, namespace, name, ns] = l.split(' ');
+      return {
+        containerID: containerID!,
+        ifName: ifName!,
+        ip: ip!,
+        namespace: namespace!,
+        name: name!,
+        allocatedAtNs: Number(ns),
+      };
+    });
 }
 
 /** The aws-node checkpoint (`vpc-cni-ipam/1`) of these pods, as aws-node's ipamd writes it. */
@@ -45,7 +82,11 @@ export function awsNodeCheckpoint(pods: AwsWiredPod[]): string {
   return JSON.stringify({
     version: 'vpc-cni-ipam/1',
     allocations: pods.map((p) => ({
-      networkName: 'aws-cni', containerID: p.containerID, ifName: p.ifName, ipv4: p.ip, allocationTimestamp: p.allocatedAtNs,
+      networkName: 'aws-cni',
+      containerID: p.containerID,
+      ifName: p.ifName,
+      ipv4: p.ip,
+      allocationTimestamp: p.allocatedAtNs,
       metadata: { k8sPodNamespace: p.namespace, k8sPodName: p.name },
     })),
   });
@@ -121,18 +162,46 @@ export interface AwsNodeEnis {
 export async function leaveEnisAsAwsNode(sim: SimCloud, instanceId: string, perEni: number): Promise<AwsNodeEnis> {
   ensureDummyAwsCredentials();
   const ec2 = new EC2Client({ region: 'us-west-2', endpoint: sim.ec2Endpoint, maxAttempts: 1 });
-  const primary = [...sim.state.enis.values()].find((e) => e.attachment?.instanceId === instanceId && e.attachment.deviceIndex === 0)!;
-  await ec2.send(new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: primary.networkInterfaceId, SecondaryPrivateIpAddressCount: perEni }));
-  const created = await ec2.send(new CreateNetworkInterfaceCommand({
-    SubnetId: primary.subnetId, Description: `aws-K8S-${instanceId}`, Groups: primary.securityGroupIds,
-    TagSpecifications: [{ ResourceType: 'network-interface', Tags: [
-      { Key: 'node.k8s.amazonaws.com/instance_id', Value: instanceId },
-      { Key: 'node.k8s.amazonaws.com/createdAt', Value: new Date(Date.now() - 3_600_000).toISOString().replace(/\.\d+Z$/, 'Z') },
-    ] }],
-  }));
+  const primary = [...sim.state.enis.values()].find(
+    (e) => e.attachment?.instanceId === instanceId && e.attachment.deviceIndex === 0,
+  )!;
+  await ec2.send(
+    new AssignPrivateIpAddressesCommand({
+      NetworkInterfaceId: primary.networkInterfaceId,
+      SecondaryPrivateIpAddressCount: perEni,
+    }),
+  );
+  const created = await ec2.send(
+    new CreateNetworkInterfaceCommand({
+      SubnetId: primary.subnetId,
+      Description: `aws-K8S-${instanceId}`,
+      Groups: primary.securityGroupIds,
+      TagSpecifications: [
+        {
+          ResourceType: 'network-interface',
+          Tags: [
+            { Key: 'node.k8s.amazonaws.com/instance_id', Value: instanceId },
+            {
+              Key: 'node.k8s.amazonaws.com/createdAt',
+              Value: new Date(Date.now() - 3_600_000).toISOString().replace(/\.\d+Z$/, 'Z'),
+            },
+          ],
+        },
+      ],
+    }),
+  );
   const eni1 = created.NetworkInterface!.NetworkInterfaceId!;
-  const att = await ec2.send(new AttachNetworkInterfaceCommand({ NetworkInterfaceId: eni1, InstanceId: instanceId, DeviceIndex: 1 }));
-  await ec2.send(new ModifyNetworkInterfaceAttributeCommand({ NetworkInterfaceId: eni1, Attachment: { AttachmentId: att.AttachmentId!, DeleteOnTermination: true } }));
-  await ec2.send(new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: eni1, SecondaryPrivateIpAddressCount: perEni }));
+  const att = await ec2.send(
+    new AttachNetworkInterfaceCommand({ NetworkInterfaceId: eni1, InstanceId: instanceId, DeviceIndex: 1 }),
+  );
+  await ec2.send(
+    new ModifyNetworkInterfaceAttributeCommand({
+      NetworkInterfaceId: eni1,
+      Attachment: { AttachmentId: att.AttachmentId!, DeleteOnTermination: true },
+    }),
+  );
+  await ec2.send(
+    new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: eni1, SecondaryPrivateIpAddressCount: perEni }),
+  );
   return { ec2, primary, eni1, secondaries: (id) => sim.state.enis.get(id)!.secondaryIps };
 }

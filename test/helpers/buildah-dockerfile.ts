@@ -42,12 +42,19 @@ async function bookwormBase(cacheDir: string): Promise<string> {
   const tmp = await mkdtemp(path.join(cacheDir, 'bookworm-apt-tmp-'));
   try {
     const tar = path.join(tmp, 'rootfs.tar');
-    await run('mmdebstrap', ['--variant=apt', '--skip=output/dev', '--format=tar', 'bookworm', tar, sources], { maxBuffer: 64 << 20 });
+    await run('mmdebstrap', ['--variant=apt', '--skip=output/dev', '--format=tar', 'bookworm', tar, sources], {
+      maxBuffer: 64 << 20,
+    });
     const L = path.join(tmp, 'layout');
     await run('umoci', ['init', '--layout', L]);
     await run('umoci', ['new', '--image', `${L}:bookworm`]);
     await run('umoci', ['raw', 'add-layer', '--image', `${L}:bookworm`, tar]);
-    await run('umoci', ['config', '--image', `${L}:bookworm`, '--config.env=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin']);
+    await run('umoci', [
+      'config',
+      '--image',
+      `${L}:bookworm`,
+      '--config.env=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+    ]);
     await run('tar', ['-C', L, '-cf', `${out}.tmp`, 'oci-layout', 'index.json', 'blobs']);
     await rename(`${out}.tmp`, out);
   } finally {
@@ -77,15 +84,34 @@ export async function buildDockerfile(o: { contextDir: string; cacheDir: string 
     await rm(storage, { recursive: true, force: true });
   };
   try {
-    await run('buildah', [...b, 'bud', '--isolation', 'chroot', '--network', 'host', '--from', `oci-archive:${base}`, '-t', tag, o.contextDir],
-      { maxBuffer: 64 << 20, env: { ...process.env, BUILDAH_LAYERS: 'false' } });
+    await run(
+      'buildah',
+      [
+        ...b,
+        'bud',
+        '--isolation',
+        'chroot',
+        '--network',
+        'host',
+        '--from',
+        `oci-archive:${base}`,
+        '-t',
+        tag,
+        o.contextDir,
+      ],
+      { maxBuffer: 64 << 20, env: { ...process.env, BUILDAH_LAYERS: 'false' } },
+    );
     container = (await run('buildah', [...b, 'from', tag])).stdout.trim();
     const rootfs = (await run('buildah', [...b, 'mount', container])).stdout.trim();
-    const inspect = JSON.parse((await run('buildah', [...b, 'inspect', '--type', 'image', tag], { maxBuffer: 16 << 20 })).stdout) as { OCIv1: { config: BuildahImage['config'] } };
+    const inspect = JSON.parse(
+      (await run('buildah', [...b, 'inspect', '--type', 'image', tag], { maxBuffer: 16 << 20 })).stdout,
+    ) as { OCIv1: { config: BuildahImage['config'] } };
     return { rootfs, config: inspect.OCIv1.config, remove };
   } catch (e) {
     await remove();
     const err = e as { message: string; stdout?: string; stderr?: string };
-    throw new Error(`buildah bud failed: ${err.message}\n${(err.stdout ?? '').slice(-2000)}\n${(err.stderr ?? '').slice(-2000)}`);
+    throw new Error(
+      `buildah bud failed: ${err.message}\n${(err.stdout ?? '').slice(-2000)}\n${(err.stderr ?? '').slice(-2000)}`,
+    );
   }
 }

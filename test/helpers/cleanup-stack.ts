@@ -13,13 +13,20 @@ export function cleanupStack(): CleanupStack {
   const steps: Array<() => Promise<unknown>> = [];
   let closing: Promise<void> | undefined;
   return {
-    push: (fn) => { steps.push(fn); },
-    close: () => (closing ??= (async () => {
-      const errors: string[] = [];
-      for (const fn of steps.splice(0).reverse()) {
-        try { await fn(); } catch (e) { errors.push((e as Error).message); }
-      }
-      if (errors.length) throw new Error(`node cleanup incomplete:\n${errors.join('\n')}`);
-    })()),
+    push: (fn) => {
+      steps.push(fn);
+    },
+    close: () =>
+      (closing ??= (async () => {
+        const errors: string[] = [];
+        for (const fn of steps.splice(0).reverse()) {
+          try {
+            await fn();
+          } catch (e) {
+            errors.push((e as Error).message);
+          }
+        }
+        if (errors.length) throw new Error(`node cleanup incomplete:\n${errors.join('\n')}`);
+      })()),
   };
 }

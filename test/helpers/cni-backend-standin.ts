@@ -12,14 +12,17 @@ import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import {
-  IPAM_PROTO_PATH, MAIN_ROUTE_TABLE,
-  type AddNetworkReply, type AddNetworkRequest, type DelNetworkReply, type DelNetworkRequest,
+  IPAM_PROTO_PATH,
+  MAIN_ROUTE_TABLE,
+  type AddNetworkReply,
+  type AddNetworkRequest,
+  type DelNetworkReply,
+  type DelNetworkRequest,
 } from '../../proto/ipam.js';
 
 /** One request the stand-in received. */
 export type CniBackendCall =
-  | { method: 'AddNetwork'; request: AddNetworkRequest }
-  | { method: 'DelNetwork'; request: DelNetworkRequest };
+  { method: 'AddNetwork'; request: AddNetworkRequest } | { method: 'DelNetwork'; request: DelNetworkRequest };
 
 /** A running stand-in. */
 export interface CniBackendStandIn {
@@ -43,13 +46,22 @@ export interface CniBackendStandIn {
   close(): Promise<void>;
 }
 
-const keyOf = (r: { network_name: string; container_id: string; if_name: string }) => `${r.network_name}/${r.container_id}/${r.if_name}`;
+const keyOf = (r: { network_name: string; container_id: string; if_name: string }) =>
+  `${r.network_name}/${r.container_id}/${r.if_name}`;
 
 /** Starts the stand-in on `<tmp>/ipamd.sock`. @throws Error if the socket cannot be bound. */
 export async function startCniBackendStandIn(): Promise<CniBackendStandIn> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-backend-standin-'));
-  const def = protoLoader.loadSync(IPAM_PROTO_PATH, { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true });
-  const pkg = grpc.loadPackageDefinition(def) as unknown as { eniipam: { v1: { CNIBackend: { service: grpc.ServiceDefinition } } } };
+  const def = protoLoader.loadSync(IPAM_PROTO_PATH, {
+    keepCase: true,
+    longs: Number,
+    enums: String,
+    defaults: true,
+    oneofs: true,
+  });
+  const pkg = grpc.loadPackageDefinition(def) as unknown as {
+    eniipam: { v1: { CNIBackend: { service: grpc.ServiceDefinition } } };
+  };
   const server = new grpc.Server();
   let next = 10;
   /** ENI facts given by `addReply`, per allocation key, echoed in DelNetwork's reply. */
@@ -71,22 +83,37 @@ export async function startCniBackendStandIn(): Promise<CniBackendStandIn> {
     },
   };
   server.addService(pkg.eniipam.v1.CNIBackend.service, {
-    AddNetwork: (call: grpc.ServerUnaryCall<AddNetworkRequest, AddNetworkReply>, cb: grpc.sendUnaryData<AddNetworkReply>) => {
+    AddNetwork: (
+      call: grpc.ServerUnaryCall<AddNetworkRequest, AddNetworkReply>,
+      cb: grpc.sendUnaryData<AddNetworkReply>,
+    ) => {
       const req = call.request;
       standin.calls.push({ method: 'AddNetwork', request: req });
-      if (standin.failAdd) return cb({ code: standin.failAdd.code, details: standin.failAdd.details } as grpc.ServiceError);
+      if (standin.failAdd)
+        return cb({ code: standin.failAdd.code, details: standin.failAdd.details } as grpc.ServiceError);
       const key = keyOf(req);
       let ip = standin.allocations.get(key);
       const extra = standin.addReply?.(req) ?? {};
       if (!ip) standin.allocations.set(key, (ip = extra.ipv4_addr ?? `10.0.5.${next++}`));
-      if (extra.route_table_id !== undefined) eniOf.set(key, { device_number: extra.device_number ?? 0, route_table_id: extra.route_table_id });
+      if (extra.route_table_id !== undefined)
+        eniOf.set(key, { device_number: extra.device_number ?? 0, route_table_id: extra.route_table_id });
       cb(null, {
-        success: true, ipv6_addr: '', device_number: 0, route_table_id: MAIN_ROUTE_TABLE,
-        vpc_v4_cidrs: ['10.0.0.0/16'], use_external_snat: false, eni_id: 'eni-0123456789abcdef0', message: '',
-        ...extra, ipv4_addr: ip,
+        success: true,
+        ipv6_addr: '',
+        device_number: 0,
+        route_table_id: MAIN_ROUTE_TABLE,
+        vpc_v4_cidrs: ['10.0.0.0/16'],
+        use_external_snat: false,
+        eni_id: 'eni-0123456789abcdef0',
+        message: '',
+        ...extra,
+        ipv4_addr: ip,
       });
     },
-    DelNetwork: (call: grpc.ServerUnaryCall<DelNetworkRequest, DelNetworkReply>, cb: grpc.sendUnaryData<DelNetworkReply>) => {
+    DelNetwork: (
+      call: grpc.ServerUnaryCall<DelNetworkRequest, DelNetworkReply>,
+      cb: grpc.sendUnaryData<DelNetworkReply>,
+    ) => {
       const req = call.request;
       standin.calls.push({ method: 'DelNetwork', request: req });
       const key = keyOf(req);
@@ -98,7 +125,9 @@ export async function startCniBackendStandIn(): Promise<CniBackendStandIn> {
     },
   });
   await new Promise<void>((resolve, reject) => {
-    server.bindAsync(`unix://${standin.socket}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve()));
+    server.bindAsync(`unix://${standin.socket}`, grpc.ServerCredentials.createInsecure(), (err) =>
+      err ? reject(err) : resolve(),
+    );
   });
   return standin;
 }

@@ -15,10 +15,12 @@ import { createNode, type NodeHarness } from './node-harness.js';
 import { defaultPluginKind, pluginArgv, type PluginKind } from './plugin-under-test.js';
 
 /** `ip <args>` inside the netns at `ns` (entered by path); resolves with stdout. */
-export const ipIn = async (ns: string, args: string[]): Promise<string> => (await promisify(execFile)('nsenter', [`--net=${ns}`, 'ip', ...args])).stdout;
+export const ipIn = async (ns: string, args: string[]): Promise<string> =>
+  (await promisify(execFile)('nsenter', [`--net=${ns}`, 'ip', ...args])).stdout;
 /** `ip -json <args>` inside `ns`, parsed. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const ipj = async (ns: string, args: string[]): Promise<any[]> => JSON.parse((await ipIn(ns, ['-json', ...args])) || '[]');
+export const ipj = async (ns: string, args: string[]): Promise<any[]> =>
+  JSON.parse((await ipIn(ns, ['-json', ...args])) || '[]');
 
 /** One plugin call: the verb, the attachment, and config fields over the node's defaults. */
 export type VerbCall = Omit<CniCall, 'config' | 'prefix'> & { conf?: Record<string, unknown>; rawConfig?: string };
@@ -41,23 +43,52 @@ export interface CniNode {
 let seq = 0;
 
 /** Starts the node; `tag` keeps namespace names unique per test. */
-export async function startCniNode(t: { after(fn: () => unknown): void }, tag: string, p: { instanceType?: string; ipamdEnv?: NodeJS.ProcessEnv; plugin?: PluginKind } = {}): Promise<CniNode> {
+export async function startCniNode(
+  t: { after(fn: () => unknown): void },
+  tag: string,
+  p: { instanceType?: string; ipamdEnv?: NodeJS.ProcessEnv; plugin?: PluginKind } = {},
+): Promise<CniNode> {
   const plugin = p.plugin ?? defaultPluginKind();
-  const h = await createNode({ ...(p.instanceType ? { instanceType: p.instanceType } : {}), ipamdEnv: { WARM_IP_TARGET: '4', ...p.ipamdEnv } });
+  const h = await createNode({
+    ...(p.instanceType ? { instanceType: p.instanceType } : {}),
+    ipamdEnv: { WARM_IP_TARGET: '4', ...p.ipamdEnv },
+  });
   t.after(() => h.close());
   const node = await createNamedNetns(`eni-${tag}-n${process.pid}`);
   t.after(() => node.remove());
   // The exec server may serve shims in the node netns only (ipamd itself runs in the test's netns).
   h.env.ENI_IPAM_CNI_EXEC_NETNS = node.path;
   const d = await h.startIpamd();
-  const config = { cniVersion: '1.1.0', name: 'aws-cni', type: 'eni-ipam', ipamdSocket: h.socket, mtu: 9001, ...(plugin === 'shim' ? { execSocket: `${h.dir}/cni-exec.sock` } : {}) };
+  const config = {
+    cniVersion: '1.1.0',
+    name: 'aws-cni',
+    type: 'eni-ipam',
+    ipamdSocket: h.socket,
+    mtu: 9001,
+    ...(plugin === 'shim' ? { execSocket: `${h.dir}/cni-exec.sock` } : {}),
+  };
   const pods: Netns[] = [];
-  t.after(async () => { for (const x of pods) await x.remove(); });
+  t.after(async () => {
+    for (const x of pods) await x.remove();
+  });
   return {
-    h, d, node, config, plugin,
-    call: (c) => execPlugin({ plugin: pluginArgv(plugin), ...c, config: c.rawConfig ?? { ...config, ...c.conf }, prefix: ['nsenter', `--net=${node.path}`] }),
+    h,
+    d,
+    node,
+    config,
+    plugin,
+    call: (c) =>
+      execPlugin({
+        plugin: pluginArgv(plugin),
+        ...c,
+        config: c.rawConfig ?? { ...config, ...c.conf },
+        prefix: ['nsenter', `--net=${node.path}`],
+      }),
     async pod(shape = 'named') {
-      const x = shape === 'named' ? await createNamedNetns(`eni-${tag}-p${process.pid}-${seq++}`) : await createProcNetns(`${tag}-proc`);
+      const x =
+        shape === 'named'
+          ? await createNamedNetns(`eni-${tag}-p${process.pid}-${seq++}`)
+          : await createProcNetns(`${tag}-proc`);
       pods.push(x);
       return x;
     },

@@ -73,7 +73,13 @@ let seq = 0;
 
 /** What the chart's init container sets in the node's namespace (ipamd/network/sysctl.ts): ip_forward=1, rp_filter=2 on all. */
 async function setNodeSysctlsIn(netnsPath: string): Promise<void> {
-  await run('nsenter', [`--net=${netnsPath}`, 'sysctl', '-qw', 'net.ipv4.ip_forward=1', 'net.ipv4.conf.all.rp_filter=2']);
+  await run('nsenter', [
+    `--net=${netnsPath}`,
+    'sysctl',
+    '-qw',
+    'net.ipv4.ip_forward=1',
+    'net.ipv4.conf.all.rp_filter=2',
+  ]);
 }
 
 /**
@@ -83,7 +89,10 @@ async function setNodeSysctlsIn(netnsPath: string): Promise<void> {
  */
 async function failedProbeSandbox(cri: CriTestClient): Promise<string> {
   const name = `cni-probe-${randomUUID().slice(0, 8)}`;
-  const ran = await cri.runPodSandbox({ name, namespace: 'kube-system', uid: randomUUID() }).then(() => true, () => false);
+  const ran = await cri.runPodSandbox({ name, namespace: 'kube-system', uid: randomUUID() }).then(
+    () => true,
+    () => false,
+  );
   const rec = (await cri.listPodSandbox()).find((s) => s.metadata?.name === name);
   if (ran || !rec) throw new Error(`probe sandbox ${name} ${ran ? 'ran without a network config' : 'left no record'}`);
   return rec.id;
@@ -99,11 +108,25 @@ async function failedProbeSandbox(cri: CriTestClient): Promise<string> {
  *        privileged init container does (default true; ipamd only checks them).
  * @throws Error (after removing what was created) when a part does not start.
  */
-export async function createInstalledCniNode(o: { instanceType?: string; ipamdEnv?: NodeJS.ProcessEnv; hostNetwork?: boolean; ipamdPrefix?: string[]; nodeSysctls?: boolean } = {}): Promise<InstalledCniNode> {
+export async function createInstalledCniNode(
+  o: {
+    instanceType?: string;
+    ipamdEnv?: NodeJS.ProcessEnv;
+    hostNetwork?: boolean;
+    ipamdPrefix?: string[];
+    nodeSysctls?: boolean;
+  } = {},
+): Promise<InstalledCniNode> {
   let kit: KitNode | undefined;
-  const close = async (): Promise<void> => { await kit?.close(); };
+  const close = async (): Promise<void> => {
+    await kit?.close();
+  };
   try {
-    const k = (kit = await buildNode({ instanceType: o.instanceType ?? 'm5.xlarge', dirPrefix: 'eni-ipam-ctd-', netns: 'eni-ctd' }));
+    const k = (kit = await buildNode({
+      instanceType: o.instanceType ?? 'm5.xlarge',
+      dirPrefix: 'eni-ipam-ctd-',
+      netns: 'eni-ctd',
+    }));
     const { dir, sim, cleanups } = k;
     const nodeNetns = k.nodeNetns!;
     const inst = { instanceId: k.instanceId };
@@ -126,13 +149,23 @@ export async function createInstalledCniNode(o: { instanceType?: string; ipamdEn
     }
     const port = (url: string): number => Number(new URL(url).port);
     const bridge: NetnsBridge = await bridgeNetns({
-      netnsPath: nodeNetns.path, dir, inward: [port(sim.ec2Endpoint), port(sim.imdsEndpoint)], outward: [INTROSPECTION_PORT],
+      netnsPath: nodeNetns.path,
+      dir,
+      inward: [port(sim.ec2Endpoint), port(sim.imdsEndpoint)],
+      outward: [INTROSPECTION_PORT],
     });
     cleanups.push(() => bridge.close());
     // ipamd stops after containerd removed the sandboxes (their DELs reach it) and before the bridge closes.
     const built: { node?: InstalledCniNode } = {};
-    cleanups.push(async () => { await built.node?.ipamd?.stop(10_000); });
-    const { containerd, cri } = await withContainerd(k, { baseDir: path.join(dir, 'containerd'), nodeNetnsPath: nodeNetns.path, cniBinDir: binDir, cniConfDir: confDir });
+    cleanups.push(async () => {
+      await built.node?.ipamd?.stop(10_000);
+    });
+    const { containerd, cri } = await withContainerd(k, {
+      baseDir: path.join(dir, 'containerd'),
+      nodeNetnsPath: nodeNetns.path,
+      cniBinDir: binDir,
+      cniConfDir: confDir,
+    });
 
     const introspection = `http://127.0.0.1:${bridge.outward.get(INTROSPECTION_PORT)}`;
     const getJson = async <T>(p: string): Promise<T> => {
@@ -141,8 +174,18 @@ export async function createInstalledCniNode(o: { instanceType?: string; ipamdEn
       return (await r.json()) as T;
     };
     const node: InstalledCniNode = {
-      sim, instanceId: inst.instanceId, dir, confDir, binDir, nodeNetns, containerd, cri, ...(eniLinks ? { eniLinks } : {}),
-      socket: path.join(dir, 'ipamd.sock'), checkpoint: path.join(dir, 'ipam.json'), ipamdLog: path.join(dir, 'ipamd.log'),
+      sim,
+      instanceId: inst.instanceId,
+      dir,
+      confDir,
+      binDir,
+      nodeNetns,
+      containerd,
+      cri,
+      ...(eniLinks ? { eniLinks } : {}),
+      socket: path.join(dir, 'ipamd.sock'),
+      checkpoint: path.join(dir, 'ipam.json'),
+      ipamdLog: path.join(dir, 'ipamd.log'),
       async startIpamd() {
         if (node.ipamd) throw new Error('ipamd already runs');
         // A sandbox that failed for want of a network can be stopped only once containerd
@@ -150,17 +193,35 @@ export async function createInstalledCniNode(o: { instanceType?: string; ipamdEn
         const firstInstall = (await readdir(confDir)).every((f) => f.startsWith('.'));
         const probe = firstInstall ? await failedProbeSandbox(cri) : undefined;
         node.ipamd = await startIpamd({
-          logFile: node.ipamdLog, prefix: [...(o.ipamdPrefix ?? []), 'nsenter', `--net=${nodeNetns.path}`],
+          logFile: node.ipamdLog,
+          prefix: [...(o.ipamdPrefix ?? []), 'nsenter', `--net=${nodeNetns.path}`],
           env: {
-            AWS_EC2_ENDPOINT: sim.ec2Endpoint, AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpoint,
-            ENI_IPAM_SOCKET: node.socket, ENI_IPAM_CHECKPOINT_PATH: node.checkpoint, CRI_RUNTIME_ENDPOINT: `unix://${containerd.socket}`,
-            INTROSPECTION_BIND_ADDRESS: `127.0.0.1:${INTROSPECTION_PORT}`, ENI_IPAM_POOL_INTERVAL: '200ms',
-            ENI_IPAM_INSTALL_CNI: 'true', ENI_IPAM_CNI_CONF_DIR: confDir, ENI_IPAM_CNI_BIN_DIR: binDir,
-            ENI_IPAM_HOST_NETWORK: String(hostNetwork), AWS_VPC_K8S_PLUGIN_LOG_FILE: path.join(dir, 'plugin.log'), ...o.ipamdEnv,
+            AWS_EC2_ENDPOINT: sim.ec2Endpoint,
+            AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpoint,
+            ENI_IPAM_SOCKET: node.socket,
+            ENI_IPAM_CHECKPOINT_PATH: node.checkpoint,
+            CRI_RUNTIME_ENDPOINT: `unix://${containerd.socket}`,
+            INTROSPECTION_BIND_ADDRESS: `127.0.0.1:${INTROSPECTION_PORT}`,
+            ENI_IPAM_POOL_INTERVAL: '200ms',
+            ENI_IPAM_INSTALL_CNI: 'true',
+            ENI_IPAM_CNI_CONF_DIR: confDir,
+            ENI_IPAM_CNI_BIN_DIR: binDir,
+            ENI_IPAM_HOST_NETWORK: String(hostNetwork),
+            AWS_VPC_K8S_PLUGIN_LOG_FILE: path.join(dir, 'plugin.log'),
+            ...o.ipamdEnv,
           },
         });
         if (probe) {
-          await waitFor('containerd to load the installed conflist', () => cri.stopPodSandbox(probe).then(() => true, () => false), 10_000, 100);
+          await waitFor(
+            'containerd to load the installed conflist',
+            () =>
+              cri.stopPodSandbox(probe).then(
+                () => true,
+                () => false,
+              ),
+            10_000,
+            100,
+          );
           await cri.removePodSandbox(probe);
         }
         return node.ipamd;

@@ -38,8 +38,12 @@ export const INTROSPECTION_PORT = 61679;
 
 /** The node paths backed by per-test files (the DaemonSet's hostPaths must fall under these, or /run/netns). */
 export const NODE_BINDS = [
-  { nodePath: '/etc/cni/net.d' }, { nodePath: '/opt/cni/bin' }, { nodePath: '/run/eni-ipam' },
-  { nodePath: '/run/xtables.lock', kind: 'file' as const }, { nodePath: '/var/log/aws-routed-eni' }, { nodePath: '/run/containerd' },
+  { nodePath: '/etc/cni/net.d' },
+  { nodePath: '/opt/cni/bin' },
+  { nodePath: '/run/eni-ipam' },
+  { nodePath: '/run/xtables.lock', kind: 'file' as const },
+  { nodePath: '/var/log/aws-routed-eni' },
+  { nodePath: '/run/containerd' },
   { nodePath: '/run/aws-node' },
 ];
 
@@ -85,17 +89,31 @@ let seq = 0;
  * @param o.instanceType default m5.xlarge (4 ENIs × 14 pod IPs).
  * @throws Error (after removing what was created) when a part does not start.
  */
-export async function createDsNode(o: { imageArchive: string; instanceType?: string; nodeName?: string }): Promise<DsNode> {
+export async function createDsNode(o: {
+  imageArchive: string;
+  instanceType?: string;
+  nodeName?: string;
+}): Promise<DsNode> {
   let kit: KitNode | undefined;
-  const close = async (): Promise<void> => { await kit?.close(); };
+  const close = async (): Promise<void> => {
+    await kit?.close();
+  };
   try {
     const imageRef = await imageRefOf(o.imageArchive);
     const nodeName = o.nodeName ?? 'node-1';
-    const k = (kit = await buildNode({ instanceType: o.instanceType ?? 'm5.xlarge', dirPrefix: 'eni-ipam-ds-', kube: { nodeName }, netns: 'eni-ds' }));
+    const k = (kit = await buildNode({
+      instanceType: o.instanceType ?? 'm5.xlarge',
+      dirPrefix: 'eni-ipam-ds-',
+      kube: { nodeName },
+      netns: 'eni-ds',
+    }));
     const { dir, sim, cleanups } = k;
-    const kube = k.kube!, nodeNetns = k.nodeNetns!;
+    const kube = k.kube!,
+      nodeNetns = k.nodeNetns!;
     const inst = { instanceId: k.instanceId };
-    const nodeIp = [...sim.state.enis.values()].find((e) => e.attachment?.instanceId === inst.instanceId && e.attachment.deviceIndex === 0)?.primaryIp;
+    const nodeIp = [...sim.state.enis.values()].find(
+      (e) => e.attachment?.instanceId === inst.instanceId && e.attachment.deviceIndex === 0,
+    )?.primaryIp;
     if (!nodeIp) throw new Error('the simulated instance has no primary ENI');
 
     const vpc = await createNamedNetns(`eni-dsv-${process.pid}-${seq++}`);
@@ -108,7 +126,12 @@ export async function createDsNode(o: { imageArchive: string; instanceType?: str
     // interface from it); here it leads into the test's "vpc" namespace and no further.
     await run('ip', ['-n', nodeNetns.name, 'route', 'add', 'default', 'dev', 'eth0']);
     const port = (url: string): number => Number(new URL(url).port);
-    const bridge = await bridgeNetns({ netnsPath: nodeNetns.path, dir, inward: [port(sim.ec2Endpoint), port(sim.imdsEndpoint), port(kube.url)], outward: [INTROSPECTION_PORT, 61678] });
+    const bridge = await bridgeNetns({
+      netnsPath: nodeNetns.path,
+      dir,
+      inward: [port(sim.ec2Endpoint), port(sim.imdsEndpoint), port(kube.url)],
+      outward: [INTROSPECTION_PORT, 61678],
+    });
     cleanups.push(() => bridge.close());
 
     const mountNs = await createNodeMountNs({ root: dir, binds: NODE_BINDS });
@@ -123,13 +146,22 @@ export async function createDsNode(o: { imageArchive: string; instanceType?: str
     await chmod(host('/opt/cni/bin/loopback'), 0o755);
     // withContainerd also reports containerd's CRI identity on the node, as kubelet does.
     const { containerd, cri } = await withContainerd(k, {
-      baseDir: host('/run/containerd'), nodeNetnsPath: nodeNetns.path, mountNsPath: mountNs.nsPath, cniBinDir: '/opt/cni/bin', cniConfDir: '/etc/cni/net.d',
+      baseDir: host('/run/containerd'),
+      nodeNetnsPath: nodeNetns.path,
+      mountNsPath: mountNs.nsPath,
+      cniBinDir: '/opt/cni/bin',
+      cniConfDir: '/etc/cni/net.d',
     });
-    await run('ctr', ['--address', containerd.socket, '-n', 'k8s.io', 'images', 'import', o.imageArchive], { maxBuffer: 1 << 24 })
-      .catch((e: { stderr?: string; message: string }) => { throw new Error(`ctr images import ${o.imageArchive}: ${e.stderr ?? e.message}`); });
+    await run('ctr', ['--address', containerd.socket, '-n', 'k8s.io', 'images', 'import', o.imageArchive], {
+      maxBuffer: 1 << 24,
+    }).catch((e: { stderr?: string; message: string }) => {
+      throw new Error(`ctr images import ${o.imageArchive}: ${e.stderr ?? e.message}`);
+    });
 
     const echo: ChildProcess[] = [];
-    cleanups.push(async () => { for (const p of echo) p.kill('SIGKILL'); });
+    cleanups.push(async () => {
+      for (const p of echo) p.kill('SIGKILL');
+    });
     const introspection = `http://127.0.0.1:${bridge.outward.get(INTROSPECTION_PORT)}`;
     const getJson = async <T>(p: string): Promise<T> => {
       const r = await fetch(`${introspection}${p}`);
@@ -137,14 +169,31 @@ export async function createDsNode(o: { imageArchive: string; instanceType?: str
       return (await r.json()) as T;
     };
     return {
-      sim, kube, nodeName, instanceId: inst.instanceId, nodeIp, dir, nodeNetns, mountNs, containerd, cri, imageRef, host,
-      cloudEnv: { AWS_EC2_ENDPOINT: sim.ec2Endpoint, AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpoint, KUBECONFIG: '/var/run/eni-ipam/kubeconfig' },
+      sim,
+      kube,
+      nodeName,
+      instanceId: inst.instanceId,
+      nodeIp,
+      dir,
+      nodeNetns,
+      mountNs,
+      containerd,
+      cri,
+      imageRef,
+      host,
+      cloudEnv: {
+        AWS_EC2_ENDPOINT: sim.ec2Endpoint,
+        AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpoint,
+        KUBECONFIG: '/var/run/eni-ipam/kubeconfig',
+      },
       status: () => getJson<IpamdStatus>('/v1/status'),
       allocations: () => getJson<IpamdAllocation[]>('/v1/allocations'),
       metrics: async () => (await fetch(`http://127.0.0.1:${bridge.outward.get(61678)}/metrics`)).text(),
       async startEchoServer(p) {
         const script = `require('net').createServer((s) => s.on('data', (d) => s.write(d))).listen(${p}, '0.0.0.0', () => console.log('listening'))`;
-        const child = spawn('nsenter', [`--net=${nodeNetns.path}`, process.execPath, '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+        const child = spawn('nsenter', [`--net=${nodeNetns.path}`, process.execPath, '-e', script], {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        });
         echo.push(child);
         await new Promise<void>((resolve, reject) => {
           child.stdout!.once('data', () => resolve());

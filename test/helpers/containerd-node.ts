@@ -41,18 +41,53 @@ const NODE_INTROSPECTION_PORT = 61679;
 
 /** The parts of ipamd's `GET /v1/status` these tests read. */
 export interface IpamdStatus {
-  counts: { total: number; assigned: number; cooling: number; releasing: number; unverified: number; available: number; enis: number };
+  counts: {
+    total: number;
+    assigned: number;
+    cooling: number;
+    releasing: number;
+    unverified: number;
+    available: number;
+    enis: number;
+  };
   releasesFrozen: boolean;
   freezeReasons: string[];
   enis: Array<{ eniId: string; deviceNumber: number; total: number; assigned: number }>;
-  evidence: { criEndpoint: string; kubernetes: boolean; passes: number; lastPassAt: number | null; lastPass: { criOk: boolean; kubeOk: boolean | 'absent'; adopted: number; released: number; live: number; canRelease: boolean } | null };
+  evidence: {
+    criEndpoint: string;
+    kubernetes: boolean;
+    passes: number;
+    lastPassAt: number | null;
+    lastPass: {
+      criOk: boolean;
+      kubeOk: boolean | 'absent';
+      adopted: number;
+      released: number;
+      live: number;
+      canRelease: boolean;
+    } | null;
+  };
 }
 
 /** One allocation as `GET /v1/allocations` shows it. */
-export interface IpamdAllocation { networkName: string; containerID: string; ifName: string; ipv4: string; eniId: string; allocatedAt: number; pod?: { namespace: string; name: string; uid: string } }
+export interface IpamdAllocation {
+  networkName: string;
+  containerID: string;
+  ifName: string;
+  ipv4: string;
+  eniId: string;
+  allocatedAt: number;
+  pod?: { namespace: string; name: string; uid: string };
+}
 
 /** A pod the harness ran: sandbox id, pod identity and the IP it got. */
-export interface RunningPod { id: string; ip: string; name: string; namespace: string; uid: string }
+export interface RunningPod {
+  id: string;
+  ip: string;
+  name: string;
+  namespace: string;
+  uid: string;
+}
 
 /** Options of {@link createContainerdNode}. */
 export interface ContainerdNodeOptions {
@@ -145,11 +180,20 @@ async function writeViaRename(file: string, text: string): Promise<void> {
  */
 export async function createContainerdNode(o: ContainerdNodeOptions = {}): Promise<ContainerdNode> {
   let built: KitNode | undefined;
-  const closeAll = async (): Promise<void> => { await built?.close(); };
+  const closeAll = async (): Promise<void> => {
+    await built?.close();
+  };
   try {
-    const k = (built = await buildNode({ instanceType: o.instanceType ?? 'm5.large', dirPrefix: 'eni-ipam-rs-', kube: { nodeName: NODE_NAME }, netns: 'eni-rs' }));
+    const k = (built = await buildNode({
+      instanceType: o.instanceType ?? 'm5.large',
+      dirPrefix: 'eni-ipam-rs-',
+      kube: { nodeName: NODE_NAME },
+      netns: 'eni-rs',
+    }));
     const { dir, sim, kube: kubeOrNone, kubeconfig: kubeconfigOrNone, nodeNetns: netnsOrNone, cleanups } = k;
-    const kube = kubeOrNone!, kubeconfig = kubeconfigOrNone!, nodeNetns = netnsOrNone!;
+    const kube = kubeOrNone!,
+      kubeconfig = kubeconfigOrNone!,
+      nodeNetns = netnsOrNone!;
     const inst = { instanceId: k.instanceId };
 
     const socket = path.join(dir, 'ipamd.sock');
@@ -162,20 +206,33 @@ export async function createContainerdNode(o: ContainerdNodeOptions = {}): Promi
     await chmod(path.join(binDir, 'eni-ipam'), 0o755);
     await copyFile('/usr/lib/cni/loopback', path.join(binDir, 'loopback'));
     await chmod(path.join(binDir, 'loopback'), 0o755);
-    for (const [name, text] of Object.entries(o.extraBins ?? {})) await writeFile(path.join(binDir, name), text, { mode: 0o755 });
-    const conflist = { cniVersion: '1.0.0', name: NETWORK_NAME, plugins: [{ type: 'eni-ipam', ipamdSocket: socket, logFile: cniLog }, ...(o.chainedPlugins ?? [])] };
+    for (const [name, text] of Object.entries(o.extraBins ?? {}))
+      await writeFile(path.join(binDir, name), text, { mode: 0o755 });
+    const conflist = {
+      cniVersion: '1.0.0',
+      name: NETWORK_NAME,
+      plugins: [{ type: 'eni-ipam', ipamdSocket: socket, logFile: cniLog }, ...(o.chainedPlugins ?? [])],
+    };
     await writeViaRename(path.join(confDir, '10-eni-ipam.conflist'), JSON.stringify(conflist));
 
     let introspection: string | undefined;
     if (o.ipamdInNodeNetns) {
       const port = (url: string): number => Number(new URL(url).port);
       const bridge = await bridgeNetns({
-        netnsPath: nodeNetns.path, dir, inward: [port(sim.ec2Endpoint), port(sim.imdsEndpoint), port(kube.url)], outward: [NODE_INTROSPECTION_PORT],
+        netnsPath: nodeNetns.path,
+        dir,
+        inward: [port(sim.ec2Endpoint), port(sim.imdsEndpoint), port(kube.url)],
+        outward: [NODE_INTROSPECTION_PORT],
       });
       cleanups.push(() => bridge.close());
       introspection = `http://127.0.0.1:${bridge.outward.get(NODE_INTROSPECTION_PORT)}`;
     }
-    const { containerd, cri } = await withContainerd(k, { baseDir: path.join(dir, 'containerd'), nodeNetnsPath: nodeNetns.path, cniBinDir: binDir, cniConfDir: confDir });
+    const { containerd, cri } = await withContainerd(k, {
+      baseDir: path.join(dir, 'containerd'),
+      nodeNetnsPath: nodeNetns.path,
+      cniBinDir: binDir,
+      cniConfDir: confDir,
+    });
     const getJson = async <T>(p: string): Promise<T> => {
       assert.ok(n.ipamd, 'ipamd is not running');
       const r = await fetch(`${introspection ?? `http://127.0.0.1:${n.ipamd.introspectionPort}`}${p}`);
@@ -185,26 +242,51 @@ export async function createContainerdNode(o: ContainerdNodeOptions = {}): Promi
 
     let lastChangeAt = Date.now();
     const n: ContainerdNode = {
-      sim, kube, instanceId: inst.instanceId, dir, socket, checkpoint: path.join(dir, 'ipam.json'), ipamdLog: path.join(dir, 'ipamd.log'),
-      cniLog, criSocket: containerd.socket, kubeconfig, nodeNetns, cri, containerd, pods: new Map(), publishPods: true,
+      sim,
+      kube,
+      instanceId: inst.instanceId,
+      dir,
+      socket,
+      checkpoint: path.join(dir, 'ipam.json'),
+      ipamdLog: path.join(dir, 'ipamd.log'),
+      cniLog,
+      criSocket: containerd.socket,
+      kubeconfig,
+      nodeNetns,
+      cri,
+      containerd,
+      pods: new Map(),
+      publishPods: true,
       pluginConf: { cniVersion: conflist.cniVersion, name: conflist.name, ...conflist.plugins[0] },
       env: {
-        AWS_EC2_ENDPOINT: sim.ec2Endpoint, AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpoint,
-        ENI_IPAM_SOCKET: socket, ENI_IPAM_CHECKPOINT_PATH: path.join(dir, 'ipam.json'),
-        CRI_RUNTIME_ENDPOINT: `unix://${containerd.socket}`, MY_NODE_NAME: NODE_NAME, KUBECONFIG: kubeconfig,
-        ENI_IPAM_GC_INTERVAL: '1s', ENI_IPAM_GC_GRACE: '2s', ENI_IPAM_POOL_INTERVAL: '200ms',
+        AWS_EC2_ENDPOINT: sim.ec2Endpoint,
+        AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpoint,
+        ENI_IPAM_SOCKET: socket,
+        ENI_IPAM_CHECKPOINT_PATH: path.join(dir, 'ipam.json'),
+        CRI_RUNTIME_ENDPOINT: `unix://${containerd.socket}`,
+        MY_NODE_NAME: NODE_NAME,
+        KUBECONFIG: kubeconfig,
+        ENI_IPAM_GC_INTERVAL: '1s',
+        ENI_IPAM_GC_GRACE: '2s',
+        ENI_IPAM_POOL_INTERVAL: '200ms',
         AWS_VPC_K8S_CNI_LOGLEVEL: 'debug',
         // ipamd runs in the test's own namespace or the node's: it must not touch the host's links, rules or /etc/cni.
-        ENI_IPAM_HOST_NETWORK: 'false', ENI_IPAM_INSTALL_CNI: 'false',
+        ENI_IPAM_HOST_NETWORK: 'false',
+        ENI_IPAM_INSTALL_CNI: 'false',
         // The pods' veths and routes live in the node netns: ipamd's kernel source reads them there.
         ENI_IPAM_CNI_EXEC_NETNS: nodeNetns.path,
-        ...(introspection ? { INTROSPECTION_BIND_ADDRESS: `127.0.0.1:${NODE_INTROSPECTION_PORT}` } : {}), ...o.ipamdEnv,
+        ...(introspection ? { INTROSPECTION_BIND_ADDRESS: `127.0.0.1:${NODE_INTROSPECTION_PORT}` } : {}),
+        ...o.ipamdEnv,
       },
       async startIpamd(extra = {}) {
         assert.equal(n.ipamd, undefined, 'ipamd already runs');
         const env = { ...n.env, ...extra };
         for (const [k, v] of Object.entries(extra)) if (v === undefined) delete env[k];
-        n.ipamd = await spawnIpamd({ env, logFile: n.ipamdLog, ...(introspection ? { prefix: ['nsenter', `--net=${nodeNetns.path}`] } : {}) });
+        n.ipamd = await spawnIpamd({
+          env,
+          logFile: n.ipamdLog,
+          ...(introspection ? { prefix: ['nsenter', `--net=${nodeNetns.path}`] } : {}),
+        });
         n.touch();
         return n.ipamd;
       },
@@ -257,10 +339,19 @@ export async function createContainerdNode(o: ContainerdNodeOptions = {}): Promi
         const graceMs = parseDurationMs(n.env['ENI_IPAM_GC_GRACE'] ?? '60s');
         const notBefore = Math.max(Date.now(), lastChangeAt + graceMs + 50);
         const passesBefore = (await n.status()).evidence.passes;
-        return waitFor('a GC pass after the grace of the last change', async () => {
-          const s = await n.status();
-          return s.evidence.passes > passesBefore && (s.evidence.lastPassAt ?? 0) >= notBefore && s.evidence.lastPass?.canRelease ? s : undefined;
-        }, timeoutMs, 100);
+        return waitFor(
+          'a GC pass after the grace of the last change',
+          async () => {
+            const s = await n.status();
+            return s.evidence.passes > passesBefore &&
+              (s.evidence.lastPassAt ?? 0) >= notBefore &&
+              s.evidence.lastPass?.canRelease
+              ? s
+              : undefined;
+          },
+          timeoutMs,
+          100,
+        );
       },
       async assertNothingLost() {
         const s = await n.waitForGcPass();
@@ -274,8 +365,20 @@ export async function createContainerdNode(o: ContainerdNodeOptions = {}): Promi
         }
         const allocations = await n.allocations();
         const ipAtStart = new Map([...n.pods.values()].map((p) => [p.id, p.ip]));
-        const losses = findLosses({ live, ipAtStart, ipInNetns, sim: sim.state, calls: sim.calls, instanceId: inst.instanceId, allocations });
-        assert.deepEqual(losses, [], `nothing-lost check failed (${live.length} live sandboxes):\n${losses.join('\n')}`);
+        const losses = findLosses({
+          live,
+          ipAtStart,
+          ipInNetns,
+          sim: sim.state,
+          calls: sim.calls,
+          instanceId: inst.instanceId,
+          allocations,
+        });
+        assert.deepEqual(
+          losses,
+          [],
+          `nothing-lost check failed (${live.length} live sandboxes):\n${losses.join('\n')}`,
+        );
         const after = await n.status();
         assert.equal(after.counts.assigned, live.length, 'ipamd assigned == live sandboxes after one GC pass');
       },

@@ -32,7 +32,12 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 async function settledWithin(p: Promise<unknown>, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    await Promise.race([p, new Promise<void>((r) => { timer = setTimeout(r, ms); })]);
+    await Promise.race([
+      p,
+      new Promise<void>((r) => {
+        timer = setTimeout(r, ms);
+      }),
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -88,7 +93,9 @@ function which(cmd: string): string | undefined {
     const p = path.join(d, cmd);
     try {
       if (statSync(p).isFile()) return p;
-    } catch { /* not here */ }
+    } catch {
+      /* not here */
+    }
   }
   return undefined;
 }
@@ -98,8 +105,11 @@ function which(cmd: string): string | undefined {
  * @throws Error naming the missing commands and the script that installs them.
  */
 export function assertContainerdTools(): void {
-  const missing = ['containerd', 'containerd-shim-runc-v2', 'runc', 'ctr', 'nsenter', 'umount', 'gcc', 'tar'].filter((c) => !which(c));
-  if (missing.length) throw new Error(`missing ${missing.join(', ')}: run \`bash scripts/ensure-deps.sh --containerd\` as root`);
+  const missing = ['containerd', 'containerd-shim-runc-v2', 'runc', 'ctr', 'nsenter', 'umount', 'gcc', 'tar'].filter(
+    (c) => !which(c),
+  );
+  if (missing.length)
+    throw new Error(`missing ${missing.join(', ')}: run \`bash scripts/ensure-deps.sh --containerd\` as root`);
 }
 
 /** containerd 1.6 config (schema version 2), everything under baseDir. */
@@ -150,7 +160,9 @@ function k8sCgroupDirs(): Set<string> {
       const p = path.join(root, c, 'k8s.io');
       if (existsSync(p)) out.add(p);
     }
-  } catch { /* no cgroupfs */ }
+  } catch {
+    /* no cgroupfs */
+  }
   return out;
 }
 
@@ -158,7 +170,9 @@ function k8sCgroupDirs(): Set<string> {
 async function rmdirTree(dir: string): Promise<void> {
   let entries: string[] = [];
   try {
-    entries = readdirSync(dir, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
+    entries = readdirSync(dir, { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name);
   } catch {
     return;
   }
@@ -175,7 +189,9 @@ function findProcesses(needles: string[]): { pid: number; argv: string[] }[] {
       const argv = readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0');
       const line = argv.join(' ');
       if (needles.every((n) => line.includes(n))) out.push({ pid: Number(d), argv });
-    } catch { /* exited */ }
+    } catch {
+      /* exited */
+    }
   }
   return out;
 }
@@ -189,7 +205,9 @@ function childrenOf(pid: number): number[] {
       const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
       const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
       if (ppid === pid) out.push(Number(d));
-    } catch { /* exited */ }
+    } catch {
+      /* exited */
+    }
   }
   return out;
 }
@@ -215,7 +233,8 @@ const alive = (pid: number): boolean => {
 /** Mount points under `dir` (from /proc/self/mountinfo, octal escapes decoded), deepest first. */
 function mountsUnder(dir: string): string[] {
   const prefix = dir.endsWith('/') ? dir : `${dir}/`;
-  return readFileSync('/proc/self/mountinfo', 'utf8').split('\n')
+  return readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
     .map((l) => l.split(' ')[4])
     .filter((m): m is string => !!m)
     .map((m) => m.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8))))
@@ -233,7 +252,8 @@ function mountsUnder(dir: string): string[] {
  */
 export async function startContainerd(o: ContainerdOptions): Promise<Containerd> {
   assertContainerdTools();
-  if (!existsSync(o.nodeNetnsPath)) throw new Error(`node netns ${o.nodeNetnsPath} does not exist (create it with ip netns add)`);
+  if (!existsSync(o.nodeNetnsPath))
+    throw new Error(`node netns ${o.nodeNetnsPath} does not exist (create it with ip netns add)`);
   const baseDir = path.resolve(o.baseDir);
   const socket = path.join(baseDir, 'containerd.sock');
   const logFile = path.join(baseDir, 'containerd.log');
@@ -246,15 +266,33 @@ export async function startContainerd(o: ContainerdOptions): Promise<Containerd>
   const env = { ...process.env };
   delete env['NODE_EXTRA_CA_CERTS'];
   const logFd = openSync(logFile, 'a');
-  const child = spawn('nsenter', [`--net=${o.nodeNetnsPath}`, ...(o.mountNsPath ? [`--mount=${o.mountNsPath}`] : []), 'containerd', '--config', path.join(baseDir, 'config.toml')], {
-    env, stdio: ['ignore', logFd, logFd], detached: true,
-  });
+  const child = spawn(
+    'nsenter',
+    [
+      `--net=${o.nodeNetnsPath}`,
+      ...(o.mountNsPath ? [`--mount=${o.mountNsPath}`] : []),
+      'containerd',
+      '--config',
+      path.join(baseDir, 'config.toml'),
+    ],
+    {
+      env,
+      stdio: ['ignore', logFd, logFd],
+      detached: true,
+    },
+  );
   closeSync(logFd);
   child.unref();
   let exited = false;
   const exitP = new Promise<void>((resolve) => {
-    child.once('exit', () => { exited = true; resolve(); });
-    child.once('error', () => { exited = true; resolve(); });
+    child.once('exit', () => {
+      exited = true;
+      resolve();
+    });
+    child.once('error', () => {
+      exited = true;
+      resolve();
+    });
   });
   const pid = child.pid ?? -1;
   const netnsSeen = new Set<string>();
@@ -299,12 +337,21 @@ export async function startContainerd(o: ContainerdOptions): Promise<Containerd>
       for (const c of childrenOf(shim.pid)) {
         const ino = netnsInode(`/proc/${c}/ns/net`);
         if (ino > 0) netnsInodes.add(ino);
-        try { process.kill(c, 'SIGKILL'); } catch { /* gone */ }
+        try {
+          process.kill(c, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
       }
-      try { process.kill(shim.pid, 'SIGKILL'); } catch { /* gone */ }
+      try {
+        process.kill(shim.pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
       const i = shim.argv.indexOf('-id');
       const id = i >= 0 ? shim.argv[i + 1] : undefined;
-      if (id) await run('runc', ['--root', '/run/containerd/runc/k8s.io', 'delete', '--force', id]).catch(() => undefined);
+      if (id)
+        await run('runc', ['--root', '/run/containerd/runc/k8s.io', 'delete', '--force', id]).catch(() => undefined);
     }
     // The pod netns of sandboxes whose shim had to be killed: /var/run/netns/cni-* bind
     // mounts of the same namespace (same nsfs inode) as their pause process.
@@ -326,9 +373,14 @@ export async function startContainerd(o: ContainerdOptions): Promise<Containerd>
       await unlink(ns).catch((e: Error) => problems.push(`rm ${ns}: ${e.message}`));
     }
     // 6. files, cgroups, /run/containerd (only if we created it and no containerd is left).
-    await rm(baseDir, { recursive: true, force: true }).catch((e: Error) => problems.push(`rm ${baseDir}: ${e.message}`));
+    await rm(baseDir, { recursive: true, force: true }).catch((e: Error) =>
+      problems.push(`rm ${baseDir}: ${e.message}`),
+    );
     for (const c of k8sCgroupDirs()) if (!cgroupsBefore.has(c)) await rmdirTree(c);
-    if (!runDirExisted && findProcesses(['containerd']).filter((p) => /(^|\/)containerd(-shim[^ ]*)?$/.test(p.argv[0] ?? '')).length === 0) {
+    if (
+      !runDirExisted &&
+      findProcesses(['containerd']).filter((p) => /(^|\/)containerd(-shim[^ ]*)?$/.test(p.argv[0] ?? '')).length === 0
+    ) {
       await rm('/run/containerd', { recursive: true, force: true }).catch(() => undefined);
     }
     if (problems.length) throw new Error(`containerd cleanup incomplete:\n  ${problems.join('\n  ')}`);
@@ -345,14 +397,18 @@ export async function startContainerd(o: ContainerdOptions): Promise<Containerd>
   const cri = new CriTestClient(socket, 2000);
   try {
     for (;;) {
-      if (exited) return await fail(`containerd exited during start (code ${child.exitCode}, signal ${child.signalCode})`);
+      if (exited)
+        return await fail(`containerd exited during start (code ${child.exitCode}, signal ${child.signalCode})`);
       if (existsSync(socket)) {
         try {
           await cri.version();
           break;
-        } catch { /* not ready yet */ }
+        } catch {
+          /* not ready yet */
+        }
       }
-      if (Date.now() > deadline) return await fail(`containerd did not answer CRI Version on ${socket} within ${o.startTimeoutMs ?? 30_000} ms`);
+      if (Date.now() > deadline)
+        return await fail(`containerd did not answer CRI Version on ${socket} within ${o.startTimeoutMs ?? 30_000} ms`);
       await sleep(100);
     }
   } finally {
@@ -362,7 +418,9 @@ export async function startContainerd(o: ContainerdOptions): Promise<Containerd>
   try {
     await run('ctr', ['--address', socket, '-n', 'k8s.io', 'images', 'import', pauseImage.tarPath], { env });
   } catch (e) {
-    return await fail(`ctr images import ${pauseImage.tarPath} failed: ${(e as { stderr?: string }).stderr ?? (e as Error).message}`);
+    return await fail(
+      `ctr images import ${pauseImage.tarPath} failed: ${(e as { stderr?: string }).stderr ?? (e as Error).message}`,
+    );
   }
   return { socket, pid, logFile, pauseImage, stop };
 }

@@ -5,8 +5,13 @@
  * pod network namespace (network POD, pid CONTAINER, ipc POD).
  */
 import {
-  RuntimeServiceClient, criSocketPath,
-  type PodSandbox, type PodSandboxConfig, type PodSandboxFilter, type PodSandboxStatusResponse, type VersionResponse,
+  RuntimeServiceClient,
+  criSocketPath,
+  type PodSandbox,
+  type PodSandboxConfig,
+  type PodSandboxFilter,
+  type PodSandboxStatusResponse,
+  type VersionResponse,
 } from '../../ipamd/restore/cri-source-grpc.js';
 import type { ContainerConfig, ContainerMethods, ContainerStatus, CriContainer } from './cri-container-types.js';
 
@@ -40,7 +45,10 @@ export class CriTestClient {
   private readonly rt: RuntimeServiceClient;
 
   /** @param endpoint `unix:///path` or `/path` of the runtime socket. */
-  constructor(endpoint: string, readonly timeoutMs = 60_000) {
+  constructor(
+    endpoint: string,
+    readonly timeoutMs = 60_000,
+  ) {
     this.rt = new RuntimeServiceClient(criSocketPath(endpoint));
   }
 
@@ -59,7 +67,8 @@ export class CriTestClient {
    * @throws grpc ServiceError on failure (e.g. UNKNOWN with the CNI error text).
    */
   async runPodSandbox(p: PodSpec): Promise<string> {
-    return (await this.rt.call('RunPodSandbox', { config: this.sandboxConfig(p), runtime_handler: '' }, this.deadline)).pod_sandbox_id;
+    return (await this.rt.call('RunPodSandbox', { config: this.sandboxConfig(p), runtime_handler: '' }, this.deadline))
+      .pod_sandbox_id;
   }
 
   /** The `PodSandboxConfig` kubelet would send for `p` (also needed by CreateContainer). */
@@ -78,14 +87,22 @@ export class CriTestClient {
       annotations: p.annotations ?? {},
       linux: {
         security_context: {
-          namespace_options: { network: p.hostNetwork ? 'NODE' as const : 'POD' as const, pid: p.hostPID ? 'NODE' as const : 'CONTAINER' as const, ipc: 'POD' as const },
+          namespace_options: {
+            network: p.hostNetwork ? ('NODE' as const) : ('POD' as const),
+            pid: p.hostPID ? ('NODE' as const) : ('CONTAINER' as const),
+            ipc: 'POD' as const,
+          },
           ...(p.privileged ? { privileged: true } : {}),
         },
       },
     };
   }
 
-  private containerCall<M extends keyof ContainerMethods>(method: M, req: ContainerMethods[M][0], deadline = this.deadline): Promise<ContainerMethods[M][1]> {
+  private containerCall<M extends keyof ContainerMethods>(
+    method: M,
+    req: ContainerMethods[M][0],
+    deadline = this.deadline,
+  ): Promise<ContainerMethods[M][1]> {
     return (this.rt.call as unknown as AnyCall).call(this.rt, method, req, deadline) as Promise<ContainerMethods[M][1]>;
   }
 
@@ -94,7 +111,8 @@ export class CriTestClient {
    * @returns the container id. @throws grpc ServiceError (e.g. image not found).
    */
   async createContainer(sandboxId: string, sandbox: PodSandboxConfig, config: ContainerConfig): Promise<string> {
-    return (await this.containerCall('CreateContainer', { pod_sandbox_id: sandboxId, config, sandbox_config: sandbox })).container_id;
+    return (await this.containerCall('CreateContainer', { pod_sandbox_id: sandboxId, config, sandbox_config: sandbox }))
+      .container_id;
   }
 
   /** `StartContainer`. @throws grpc ServiceError when the process cannot start. */
@@ -104,7 +122,11 @@ export class CriTestClient {
 
   /** `StopContainer`: SIGTERM, SIGKILL after `timeoutS` seconds (kubelet: terminationGracePeriodSeconds). Idempotent. */
   async stopContainer(id: string, timeoutS: number): Promise<void> {
-    await this.containerCall('StopContainer', { container_id: id, timeout: timeoutS }, Date.now() + this.timeoutMs + timeoutS * 1000);
+    await this.containerCall(
+      'StopContainer',
+      { container_id: id, timeout: timeoutS },
+      Date.now() + this.timeoutMs + timeoutS * 1000,
+    );
   }
 
   /** `RemoveContainer` (stops it first if needed). Idempotent. */
@@ -114,7 +136,9 @@ export class CriTestClient {
 
   /** `ListContainers`, optionally only those of one sandbox. */
   async listContainers(podSandboxId?: string): Promise<CriContainer[]> {
-    return (await this.containerCall('ListContainers', podSandboxId ? { filter: { pod_sandbox_id: podSandboxId } } : {})).containers;
+    return (
+      await this.containerCall('ListContainers', podSandboxId ? { filter: { pod_sandbox_id: podSandboxId } } : {})
+    ).containers;
   }
 
   /** `ContainerStatus` (state, exit code, reason). @throws grpc NOT_FOUND for an unknown id. */
@@ -129,9 +153,21 @@ export class CriTestClient {
    * @param timeoutS the probe's timeoutSeconds (0 = none).
    * @returns exit code and output. @throws grpc ServiceError when the exec cannot run at all.
    */
-  async execSync(id: string, cmd: string[], timeoutS: number): Promise<{ exitCode: number; stdout: string; stderr: string }> {
-    const r = await this.containerCall('ExecSync', { container_id: id, cmd, timeout: timeoutS }, Date.now() + this.timeoutMs + timeoutS * 1000);
-    return { exitCode: r.exit_code, stdout: Buffer.from(r.stdout ?? []).toString('utf8'), stderr: Buffer.from(r.stderr ?? []).toString('utf8') };
+  async execSync(
+    id: string,
+    cmd: string[],
+    timeoutS: number,
+  ): Promise<{ exitCode: number; stdout: string; stderr: string }> {
+    const r = await this.containerCall(
+      'ExecSync',
+      { container_id: id, cmd, timeout: timeoutS },
+      Date.now() + this.timeoutMs + timeoutS * 1000,
+    );
+    return {
+      exitCode: r.exit_code,
+      stdout: Buffer.from(r.stdout ?? []).toString('utf8'),
+      stderr: Buffer.from(r.stderr ?? []).toString('utf8'),
+    };
   }
 
   /** `StopPodSandbox` (CNI DEL with the netns; idempotent). */
@@ -159,9 +195,13 @@ export class CriTestClient {
     const out: LiveSandbox[] = [];
     for (const sb of await this.listPodSandbox({ state: { state: 'SANDBOX_READY' } })) {
       const st = (await this.podSandboxStatus(sb.id)).status;
-      if (!st || st.state !== 'SANDBOX_READY' || st.linux?.namespaces?.options?.network === 'NODE' || !st.network?.ip) continue;
+      if (!st || st.state !== 'SANDBOX_READY' || st.linux?.namespaces?.options?.network === 'NODE' || !st.network?.ip)
+        continue;
       out.push({
-        id: sb.id, ip: st.network.ip, podName: st.metadata?.name ?? '', podNamespace: st.metadata?.namespace ?? '',
+        id: sb.id,
+        ip: st.network.ip,
+        podName: st.metadata?.name ?? '',
+        podNamespace: st.metadata?.namespace ?? '',
         createdAtMs: Math.floor(Number(BigInt(st.created_at || sb.created_at || '0') / 1_000_000n)),
       });
     }
@@ -176,7 +216,9 @@ export class CriTestClient {
   async netnsPath(id: string): Promise<string | undefined> {
     const st = await this.podSandboxStatus(id, true);
     try {
-      const info = JSON.parse(st.info['info'] ?? '{}') as { runtimeSpec?: { linux?: { namespaces?: { type: string; path?: string }[] } } };
+      const info = JSON.parse(st.info['info'] ?? '{}') as {
+        runtimeSpec?: { linux?: { namespaces?: { type: string; path?: string }[] } };
+      };
       return info.runtimeSpec?.linux?.namespaces?.find((n) => n.type === 'network')?.path || undefined;
     } catch {
       return undefined;

@@ -13,7 +13,12 @@ export type MountPropagation = 'PROPAGATION_PRIVATE' | 'PROPAGATION_HOST_TO_CONT
 export type ContainerState = 'CONTAINER_CREATED' | 'CONTAINER_RUNNING' | 'CONTAINER_EXITED' | 'CONTAINER_UNKNOWN';
 
 /** `Mount`: a host path (in the runtime's mount namespace) bound at `container_path`. */
-export interface CriMount { container_path: string; host_path: string; readonly?: boolean; propagation?: MountPropagation }
+export interface CriMount {
+  container_path: string;
+  host_path: string;
+  readonly?: boolean;
+  propagation?: MountPropagation;
+}
 
 /** `ContainerConfig` (the declared subset). `command` replaces the image ENTRYPOINT, `args` its CMD. */
 export interface ContainerConfig {
@@ -63,11 +68,30 @@ export interface CriContainer {
 
 /** Request/response pairs of the container RPCs. */
 export interface ContainerMethods {
-  CreateContainer: [{ pod_sandbox_id: string; config: ContainerConfig; sandbox_config: PodSandboxConfig }, { container_id: string }];
+  CreateContainer: [
+    { pod_sandbox_id: string; config: ContainerConfig; sandbox_config: PodSandboxConfig },
+    { container_id: string },
+  ];
   StartContainer: [{ container_id: string }, Record<string, never>];
   StopContainer: [{ container_id: string; timeout: number }, Record<string, never>];
   RemoveContainer: [{ container_id: string }, Record<string, never>];
-  ListContainers: [{ filter?: { id?: string; pod_sandbox_id?: string; state?: { state: ContainerState }; label_selector?: Record<string, string> } }, { containers: CriContainer[] }];
-  ContainerStatus: [{ container_id: string; verbose?: boolean }, { status: ContainerStatus | null; info: Record<string, string> }];
-  ExecSync: [{ container_id: string; cmd: string[]; timeout: number }, { stdout: Buffer; stderr: Buffer; exit_code: number }];
+  ListContainers: [
+    {
+      filter?: {
+        id?: string;
+        pod_sandbox_id?: string;
+        state?: { state: ContainerState };
+        label_selector?: Record<string, string>;
+      };
+    },
+    { containers: CriContainer[] },
+  ];
+  ContainerStatus: [
+    { container_id: string; verbose?: boolean },
+    { status: ContainerStatus | null; info: Record<string, string> },
+  ];
+  ExecSync: [
+    { container_id: string; cmd: string[]; timeout: number },
+    { stdout: Buffer; stderr: Buffer; exit_code: number },
+  ];
 }

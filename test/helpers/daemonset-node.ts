@@ -16,14 +16,24 @@ import path from 'node:path';
 import type { PodSandboxConfig } from '../../ipamd/restore/cri-source-grpc.js';
 import type { CriTestClient } from './cri-client.js';
 import {
-  containerConfig, hostPathVolumes, sandboxSpec,
-  type K8sContainer, type K8sDaemonSet, type K8sProbe, type PodIdentity,
+  containerConfig,
+  hostPathVolumes,
+  sandboxSpec,
+  type K8sContainer,
+  type K8sDaemonSet,
+  type K8sProbe,
+  type PodIdentity,
 } from './daemonset-pod.js';
 import { canonicalNodePath, type NodeMountNs } from './node-mountns.js';
 import { waitFor } from './wait.js';
 
 /** Result of one exec probe. */
-export interface ProbeResult { command: string[]; exitCode: number; stdout: string; stderr: string }
+export interface ProbeResult {
+  command: string[];
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
 
 /** Options of {@link runDaemonSetPod}. */
 export interface RunDaemonSetPodOptions {
@@ -57,7 +67,10 @@ export interface DaemonSetPod {
    * `inContainer` (default: that container itself; see {@link startProbeRunner}).
    * @throws Error when the probe is missing or is not an exec probe.
    */
-  probe(kind: 'livenessProbe' | 'readinessProbe' | 'startupProbe', o?: { container?: string; inContainer?: string }): Promise<ProbeResult>;
+  probe(
+    kind: 'livenessProbe' | 'readinessProbe' | 'startupProbe',
+    o?: { container?: string; inContainer?: string },
+  ): Promise<ProbeResult>;
   /**
    * Starts a container from the same rendered spec (image, env, mounts, capabilities) but
    * idle, so the probe commands can be run while the main container is stopped or dead;
@@ -75,15 +88,29 @@ export interface DaemonSetPod {
 /** Applies hostPath `type` semantics in the node namespace (kubelet's hostPath checks). */
 async function prepareHostPath(node: NodeMountNs, v: { name: string; path: string; type: string }): Promise<void> {
   const sh = (script: string): Promise<string> => node.exec(['sh', '-c', script, 'sh', v.path]);
-  const fail = (what: string): never => { throw new Error(`hostPath volume ${v.name} (${v.path}, type ${v.type}): ${what}`); };
+  const fail = (what: string): never => {
+    throw new Error(`hostPath volume ${v.name} (${v.path}, type ${v.type}): ${what}`);
+  };
   switch (v.type) {
-    case '': return;
-    case 'DirectoryOrCreate': await sh('mkdir -p -m 0755 "$1"'); return;
-    case 'FileOrCreate': await sh('mkdir -p "$(dirname "$1")" && [ -e "$1" ] || : > "$1"'); return;
-    case 'Directory': await sh('test -d "$1"').catch(() => fail('not a directory on the node')); return;
-    case 'File': await sh('test -f "$1"').catch(() => fail('not a file on the node')); return;
-    case 'Socket': await sh('test -S "$1"').catch(() => fail('not a socket on the node')); return;
-    default: fail('type not modelled');
+    case '':
+      return;
+    case 'DirectoryOrCreate':
+      await sh('mkdir -p -m 0755 "$1"');
+      return;
+    case 'FileOrCreate':
+      await sh('mkdir -p "$(dirname "$1")" && [ -e "$1" ] || : > "$1"');
+      return;
+    case 'Directory':
+      await sh('test -d "$1"').catch(() => fail('not a directory on the node'));
+      return;
+    case 'File':
+      await sh('test -f "$1"').catch(() => fail('not a file on the node'));
+      return;
+    case 'Socket':
+      await sh('test -S "$1"').catch(() => fail('not a socket on the node'));
+      return;
+    default:
+      fail('type not modelled');
   }
 }
 
@@ -99,8 +126,12 @@ export async function runDaemonSetPod(o: RunDaemonSetPodOptions): Promise<Daemon
   const passthrough = (o.passthrough ?? []).map(canonicalNodePath);
   for (const v of hostPathVolumes(ds)) {
     const hp = canonicalNodePath(v.path);
-    const covered = node.hostPathOf(v.path) !== undefined || passthrough.some((p) => hp === p || hp.startsWith(`${p}/`));
-    if (!covered) throw new Error(`hostPath volume ${v.name} (${v.path}) is not backed by the test node (bind it in the node mount namespace or list it as passthrough)`);
+    const covered =
+      node.hostPathOf(v.path) !== undefined || passthrough.some((p) => hp === p || hp.startsWith(`${p}/`));
+    if (!covered)
+      throw new Error(
+        `hostPath volume ${v.name} (${v.path}) is not backed by the test node (bind it in the node mount namespace or list it as passthrough)`,
+      );
   }
   for (const v of hostPathVolumes(ds)) await prepareHostPath(node, v);
 
@@ -122,21 +153,34 @@ export async function runDaemonSetPod(o: RunDaemonSetPodOptions): Promise<Daemon
     const n = name ?? mainNames[0]!;
     return readFile(path.join(logDir, n, '0.log'), 'utf8').catch(() => '');
   };
-  const create = async (c: K8sContainer, override?: Partial<{ name: string; command: string[]; args: string[] }>): Promise<string> => {
+  const create = async (
+    c: K8sContainer,
+    override?: Partial<{ name: string; command: string[]; args: string[] }>,
+  ): Promise<string> => {
     for (const m of c.volumeMounts ?? []) {
       const v = (spec.volumes ?? []).find((x) => x.name === m.name);
       if (v?.emptyDir) await mkdir(emptyDirOf(v.name), { recursive: true });
     }
     const cfg = containerConfig(c, ds, id, { emptyDirOf });
-    if (override?.name) { cfg.metadata.name = override.name; cfg.log_path = `${override.name}/0.log`; }
-    if (override?.command) { cfg.command = override.command; cfg.args = override.args ?? []; }
+    if (override?.name) {
+      cfg.metadata.name = override.name;
+      cfg.log_path = `${override.name}/0.log`;
+    }
+    if (override?.command) {
+      cfg.command = override.command;
+      cfg.args = override.args ?? [];
+    }
     const cid = await cri.createContainer(sandboxId, sandboxConfig, cfg);
     containers.set(cfg.metadata.name, cid);
     await cri.startContainer(cid);
     return cid;
   };
   const pod: DaemonSetPod = {
-    id, sandboxId, sandboxConfig, logDir, containers,
+    id,
+    sandboxId,
+    sandboxConfig,
+    logDir,
+    containers,
     containerId: (name) => {
       const cid = containers.get(byName(name).name);
       if (!cid) throw new Error(`container ${name ?? mainNames[0]} has not been created`);
@@ -147,7 +191,8 @@ export async function runDaemonSetPod(o: RunDaemonSetPodOptions): Promise<Daemon
       const c = byName(po.container);
       const p: K8sProbe | undefined = c[kind];
       if (!p) throw new Error(`container ${c.name} has no ${kind}`);
-      if (!p.exec?.command?.length) throw new Error(`container ${c.name} ${kind} is not an exec probe: ${JSON.stringify(p)}`);
+      if (!p.exec?.command?.length)
+        throw new Error(`container ${c.name} ${kind} is not an exec probe: ${JSON.stringify(p)}`);
       const target = po.inContainer ?? pod.containerId(c.name);
       const r = await cri.execSync(target, p.exec.command, p.timeoutSeconds ?? 1);
       return { command: p.exec.command, ...r };
@@ -165,21 +210,29 @@ export async function runDaemonSetPod(o: RunDaemonSetPodOptions): Promise<Daemon
       }
     },
     log,
-    remove: () => (removing ??= (async () => {
-      for (const cid of containers.values()) await cri.removeContainer(cid).catch(() => undefined);
-      await cri.stopPodSandbox(sandboxId);
-      await cri.removePodSandbox(sandboxId);
-    })()),
+    remove: () =>
+      (removing ??= (async () => {
+        for (const cid of containers.values()) await cri.removeContainer(cid).catch(() => undefined);
+        await cri.stopPodSandbox(sandboxId);
+        await cri.removePodSandbox(sandboxId);
+      })()),
   };
   try {
     for (const c of spec.initContainers ?? []) {
       const cid = await create(c);
-      const st = await waitFor(`init container ${c.name} to exit`, async () => {
-        const s = await cri.containerStatus(cid);
-        return s.state === 'CONTAINER_EXITED' ? s : undefined;
-      }, o.initTimeoutMs ?? 60_000, 100);
+      const st = await waitFor(
+        `init container ${c.name} to exit`,
+        async () => {
+          const s = await cri.containerStatus(cid);
+          return s.state === 'CONTAINER_EXITED' ? s : undefined;
+        },
+        o.initTimeoutMs ?? 60_000,
+        100,
+      );
       if (st.exit_code !== 0) {
-        throw new Error(`init container ${c.name} exited ${st.exit_code} (${st.reason} ${st.message}):\n${(await log(c.name)).split('\n').slice(-20).join('\n')}`);
+        throw new Error(
+          `init container ${c.name} exited ${st.exit_code} (${st.reason} ${st.message}):\n${(await log(c.name)).split('\n').slice(-20).join('\n')}`,
+        );
       }
     }
     for (const c of spec.containers) await create(c);
@@ -194,14 +247,29 @@ export async function runDaemonSetPod(o: RunDaemonSetPodOptions): Promise<Daemon
  * Polls the `kind` probe of `pod` (every 200 ms) until its exit code satisfies `want`.
  * @returns the last probe result. @throws Error with the last result and the container log tail on timeout.
  */
-export async function waitProbe(pod: DaemonSetPod, kind: 'livenessProbe' | 'readinessProbe', want: (code: number) => boolean, timeoutMs: number, inContainer?: string): Promise<ProbeResult> {
+export async function waitProbe(
+  pod: DaemonSetPod,
+  kind: 'livenessProbe' | 'readinessProbe',
+  want: (code: number) => boolean,
+  timeoutMs: number,
+  inContainer?: string,
+): Promise<ProbeResult> {
   let last: ProbeResult | undefined;
   try {
-    return await waitFor(`${kind} of ${pod.id.name}`, async () => {
-      last = await pod.probe(kind, inContainer ? { inContainer } : {}).catch((e: Error) => ({ command: [], exitCode: -1, stdout: '', stderr: e.message }));
-      return want(last.exitCode) ? last : undefined;
-    }, timeoutMs, 200);
+    return await waitFor(
+      `${kind} of ${pod.id.name}`,
+      async () => {
+        last = await pod
+          .probe(kind, inContainer ? { inContainer } : {})
+          .catch((e: Error) => ({ command: [], exitCode: -1, stdout: '', stderr: e.message }));
+        return want(last.exitCode) ? last : undefined;
+      },
+      timeoutMs,
+      200,
+    );
   } catch (e) {
-    throw new Error(`${(e as Error).message}; last probe: ${JSON.stringify(last)}\n--- ${pod.container().name} log (tail) ---\n${(await pod.log()).split('\n').slice(-30).join('\n')}`);
+    throw new Error(
+      `${(e as Error).message}; last probe: ${JSON.stringify(last)}\n--- ${pod.container().name} log (tail) ---\n${(await pod.log()).split('\n').slice(-30).join('\n')}`,
+    );
   }
 }

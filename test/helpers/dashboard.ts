@@ -14,11 +14,26 @@ export const DASHBOARD_FILE = `${root}config/grafana/eni-ipam-dashboard.json`;
 export const RULES_FILE = `${root}config/prometheus/eni-ipam-rules.yaml`;
 
 /** The parts of a Grafana dashboard panel the tests read. */
-export interface Panel { id: number; type: string; title: string; targets?: Array<{ refId: string; expr?: string; legendFormat?: string }>; panels?: Panel[] }
+export interface Panel {
+  id: number;
+  type: string;
+  title: string;
+  targets?: Array<{ refId: string; expr?: string; legendFormat?: string }>;
+  panels?: Panel[];
+}
 /** The parts of the dashboard the tests read. */
-export interface Dashboard { uid: string; title: string; panels: Panel[]; templating: { list: Array<{ name: string; type: string }> } }
+export interface Dashboard {
+  uid: string;
+  title: string;
+  panels: Panel[];
+  templating: { list: Array<{ name: string; type: string }> };
+}
 /** One panel target: the panel's title, the target's refId and its PromQL. */
-export interface PanelTarget { panel: string; refId: string; expr: string }
+export interface PanelTarget {
+  panel: string;
+  refId: string;
+  expr: string;
+}
 
 /** Parses the shipped dashboard. @throws Error when the file is missing or not JSON. */
 export async function loadDashboard(file = DASHBOARD_FILE): Promise<Dashboard> {
@@ -45,14 +60,19 @@ export function dashboardTargets(d: Dashboard): PanelTarget[] {
 export function substituteVariables(expr: string, vars: Record<string, string>): string {
   const out = expr.replace(/\$\{(\w+)(?::\w+)?\}|\[\[(\w+)\]\]|\$(\w+)/g, (m, a?: string, b?: string, c?: string) => {
     const name = (a ?? b ?? c)!;
-    if (!(name in vars)) throw new Error(`Grafana variable ${m} in "${expr}" has no test value (known: ${Object.keys(vars).join(', ')})`);
+    if (!(name in vars))
+      throw new Error(`Grafana variable ${m} in "${expr}" has no test value (known: ${Object.keys(vars).join(', ')})`);
     return vars[name]!;
   });
   return out;
 }
 
 /** One alerting rule of the shipped file (the parts the tests read). */
-export interface AlertRule { alert: string; expr: string; for?: string }
+export interface AlertRule {
+  alert: string;
+  expr: string;
+  for?: string;
+}
 
 /**
  * Writes the shipped rules to `outFile` with every rule's `for:` replaced by `forValue`

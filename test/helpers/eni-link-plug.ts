@@ -28,18 +28,38 @@ export interface EniLinkPlug {
  * Plugs the links of the ENIs attached now, then follows attach/detach every `intervalMs`.
  * @throws Error (from `ip`) when a link cannot be created in the first pass.
  */
-export async function plugEniLinks(o: { sim: SimCloud; instanceId: string; node: Netns; vpc: Netns; intervalMs?: number }): Promise<EniLinkPlug> {
+export async function plugEniLinks(o: {
+  sim: SimCloud;
+  instanceId: string;
+  node: Netns;
+  vpc: Netns;
+  intervalMs?: number;
+}): Promise<EniLinkPlug> {
   const ip = (...args: string[]) => run('ip', ['-n', o.node.name, ...args]);
   const links = new Map<string, string>();
   const pass = async (): Promise<void> => {
     const attached = new Map<string, { mac: string; device: number }>();
     for (const e of o.sim.state.enis.values()) {
-      if (e.attachment?.instanceId === o.instanceId && e.attachment.status === 'attached') attached.set(e.networkInterfaceId, { mac: e.macAddress, device: e.attachment.deviceIndex });
+      if (e.attachment?.instanceId === o.instanceId && e.attachment.status === 'attached')
+        attached.set(e.networkInterfaceId, { mac: e.macAddress, device: e.attachment.deviceIndex });
     }
     for (const [id, e] of attached) {
       if (links.has(id)) continue;
       const name = `eth${e.device}`;
-      await ip('link', 'add', name, 'address', e.mac, 'type', 'veth', 'peer', 'name', `vpc${e.device}`, 'netns', o.vpc.name);
+      await ip(
+        'link',
+        'add',
+        name,
+        'address',
+        e.mac,
+        'type',
+        'veth',
+        'peer',
+        'name',
+        `vpc${e.device}`,
+        'netns',
+        o.vpc.name,
+      );
       await run('ip', ['-n', o.vpc.name, 'link', 'set', `vpc${e.device}`, 'up']);
       links.set(id, name);
     }
@@ -50,11 +70,15 @@ export async function plugEniLinks(o: { sim: SimCloud; instanceId: string; node:
     }
   };
   let running: Promise<void> | undefined;
-  const sync = (): Promise<void> => (running ??= pass().finally(() => { running = undefined; }));
+  const sync = (): Promise<void> =>
+    (running ??= pass().finally(() => {
+      running = undefined;
+    }));
   await sync();
   const timer = setInterval(() => void sync().catch(() => undefined), o.intervalMs ?? 100);
   return {
-    links, sync,
+    links,
+    sync,
     async stop() {
       clearInterval(timer);
       await running?.catch(() => undefined);

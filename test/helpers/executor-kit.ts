@@ -41,8 +41,16 @@ export interface KitOptions {
 /** A node's controller parts over the in-memory EC2. */
 export function executorKit(o: KitOptions = {}) {
   let t = T0;
-  const clock = { now: () => t, advance: (ms: number) => { t += ms; } };
-  const sleep = (ms: number): Promise<void> => { clock.advance(ms); return Promise.resolve(); };
+  const clock = {
+    now: () => t,
+    advance: (ms: number) => {
+      t += ms;
+    },
+  };
+  const sleep = (ms: number): Promise<void> => {
+    clock.advance(ms);
+    return Promise.resolve();
+  };
   const ec2 = new MemoryEc2({ clock });
   const subnet = ec2.addSubnet('10.0.0.0/24');
   const instanceType = o.instanceType ?? 'm5.large';
@@ -55,42 +63,131 @@ export function executorKit(o: KitOptions = {}) {
   const ds = new Datastore(o.cooldownMs ?? 0, unit);
   const primary = ec2.state.enis.get(inst.primaryEniId)!;
   ds.upsertEni({
-    eniId: primary.networkInterfaceId, mac: primary.macAddress, deviceNumber: 0, subnetId: subnet.subnetId, subnetCidr: subnet.cidr,
-    primaryIp: primary.primaryIp, isPrimary: true, createdAtMs: T0 - 3600_000, capacity: ipsPerEni,
+    eniId: primary.networkInterfaceId,
+    mac: primary.macAddress,
+    deviceNumber: 0,
+    subnetId: subnet.subnetId,
+    subnetCidr: subnet.cidr,
+    primaryIp: primary.primaryIp,
+    isPrimary: true,
+    createdAtMs: T0 - 3600_000,
+    capacity: ipsPerEni,
   });
   const gate = new ReleaseGate();
   let imdsDown = false;
-  const imds = { enis: async () => { if (imdsDown || o.imdsBlind) throw new Error('IMDS unreachable'); return ec2.imdsEnis(inst.instanceId); } };
+  const imds = {
+    enis: async () => {
+      if (imdsDown || o.imdsBlind) throw new Error('IMDS unreachable');
+      return ec2.imdsEnis(inst.instanceId);
+    },
+  };
   const enis = new EniManager({
-    ec2, ds, gate, log, additionalTags: {}, unmanagedDeviceIndexes: new Set(), imds, now: clock.now, sleep,
-    instance: { instanceId: inst.instanceId, subnetId: subnet.subnetId, subnetCidr: subnet.cidr, securityGroupIds: [], maxEnis: type.maxEnis, ipsPerEni },
+    ec2,
+    ds,
+    gate,
+    log,
+    additionalTags: {},
+    unmanagedDeviceIndexes: new Set(),
+    imds,
+    now: clock.now,
+    sleep,
+    instance: {
+      instanceId: inst.instanceId,
+      subnetId: subnet.subnetId,
+      subnetCidr: subnet.cidr,
+      securityGroupIds: [],
+      maxEnis: type.maxEnis,
+      ipsPerEni,
+    },
   });
   let creationsDone = 0;
-  const grower = new GrowExecutor({ ds, ec2, enis, log, targets, now: clock.now, onCreationDone: () => { creationsDone++; } });
+  const grower = new GrowExecutor({
+    ds,
+    ec2,
+    enis,
+    log,
+    targets,
+    now: clock.now,
+    onCreationDone: () => {
+      creationsDone++;
+    },
+  });
   const shrinker = new ShrinkExecutor({
-    ds, ec2, enis, gate, log, targets, surplus: new SurplusTracker(), shrinkDelayMs: o.shrinkDelayMs ?? 1000, minEniAgeMs: o.minEniAgeMs ?? 60_000, now: clock.now,
+    ds,
+    ec2,
+    enis,
+    gate,
+    log,
+    targets,
+    surplus: new SurplusTracker(),
+    shrinkDelayMs: o.shrinkDelayMs ?? 1000,
+    minEniAgeMs: o.minEniAgeMs ?? 60_000,
+    now: clock.now,
   });
   let triggers = 0;
   const reconciler = new EniReconciler({
-    ec2, imds, ds, enis, log, instanceId: inst.instanceId, intervalMs: 60_000, now: clock.now,
-    pool: { exclusive: (fn) => fn(), trigger: () => { triggers++; } },
+    ec2,
+    imds,
+    ds,
+    enis,
+    log,
+    instanceId: inst.instanceId,
+    intervalMs: 60_000,
+    now: clock.now,
+    pool: {
+      exclusive: (fn) => fn(),
+      trigger: () => {
+        triggers++;
+      },
+    },
   });
   const sweeper = new LeakedEniSweeper({
-    ec2, gate, log, instanceId: inst.instanceId, vpcId: ec2.state.vpcId, intervalMs: 3600_000, jitterMs: 0, isBusy: (id) => enis.isBusy(id), now: clock.now,
+    ec2,
+    gate,
+    log,
+    instanceId: inst.instanceId,
+    vpcId: ec2.state.vpcId,
+    intervalMs: 3600_000,
+    jitterMs: 0,
+    isBusy: (id) => enis.isBusy(id),
+    now: clock.now,
   });
   let pods = 0;
   return {
-    clock, ec2, ds, gate, enis, grower, shrinker, reconciler, sweeper, targets, ipsPerEni, log,
-    instanceId: inst.instanceId, primaryEniId: inst.primaryEniId, subnetId: subnet.subnetId,
+    clock,
+    ec2,
+    ds,
+    gate,
+    enis,
+    grower,
+    shrinker,
+    reconciler,
+    sweeper,
+    targets,
+    ipsPerEni,
+    log,
+    instanceId: inst.instanceId,
+    primaryEniId: inst.primaryEniId,
+    subnetId: subnet.subnetId,
     /** ENI creations finished (either way) so far. */
-    get creationsDone() { return creationsDone; },
+    get creationsDone() {
+      return creationsDone;
+    },
     /** Pool steps the reconcile asked for. */
-    get triggers() { return triggers; },
+    get triggers() {
+      return triggers;
+    },
     /** Makes IMDS unreadable (true) or readable again. */
-    imdsDown(down: boolean) { imdsDown = down; },
+    imdsDown(down: boolean) {
+      imdsDown = down;
+    },
     /** Assigns one address to a new pod; @returns its IP. @throws when the pool is empty. */
     addPod(): string {
-      const r = ds.assign({ networkName: 'aws-cni', containerID: `c${++pods}`, ifName: 'eth0' }, undefined, clock.now());
+      const r = ds.assign(
+        { networkName: 'aws-cni', containerID: `c${++pods}`, ifName: 'eth0' },
+        undefined,
+        clock.now(),
+      );
       if (r.kind !== 'assigned') throw new Error(`no address: ${r.kind}`);
       return r.allocation.ipv4;
     },
@@ -111,7 +208,11 @@ export function executorKit(o: KitOptions = {}) {
       const per = (e: Eni) => e.secondaryIps.length + 16 * e.ipv4Prefixes.length;
       return {
         ds: Object.fromEntries(ds.listEnis().map((e) => [e.eniId, ds.eniIps(e.eniId).length])),
-        ec2: Object.fromEntries(this.attached().filter((e) => ds.getEni(e.networkInterfaceId)).map((e) => [e.networkInterfaceId, per(e)])),
+        ec2: Object.fromEntries(
+          this.attached()
+            .filter((e) => ds.getEni(e.networkInterfaceId))
+            .map((e) => [e.networkInterfaceId, per(e)]),
+        ),
       };
     },
     /**

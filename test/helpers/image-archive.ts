@@ -20,7 +20,9 @@ export function findImageArchive(): string | undefined {
   if (env) return existsSync(env) ? env : undefined;
   const dir = path.join(ROOT, 'build', 'image');
   if (!existsSync(dir)) return undefined;
-  const tars = readdirSync(dir).filter((f) => f.endsWith('.oci.tar')).map((f) => path.join(dir, f));
+  const tars = readdirSync(dir)
+    .filter((f) => f.endsWith('.oci.tar'))
+    .map((f) => path.join(dir, f));
   return tars.sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0];
 }
 
@@ -30,7 +32,9 @@ export function findImageArchive(): string | undefined {
  * @throws Error when tar fails or the index names no image.
  */
 export async function imageRefOf(archive: string): Promise<string> {
-  const index = JSON.parse((await run('tar', ['-xOf', archive, 'index.json'], { maxBuffer: 1 << 20 })).stdout) as { manifests?: Array<{ annotations?: Record<string, string> }> };
+  const index = JSON.parse((await run('tar', ['-xOf', archive, 'index.json'], { maxBuffer: 1 << 20 })).stdout) as {
+    manifests?: Array<{ annotations?: Record<string, string> }>;
+  };
   const ref = index.manifests?.map((m) => m.annotations?.['io.containerd.image.name']).find(Boolean);
   if (!ref) throw new Error(`${archive}: index.json names no image (annotation io.containerd.image.name)`);
   return ref;
@@ -53,11 +57,18 @@ export function ensureImageArchive(): Promise<string> {
       return env;
     }
     try {
-      await run(process.execPath, [path.join(ROOT, 'scripts', 'image', 'build.mjs')], { cwd: ROOT, maxBuffer: 16 << 20 });
+      await run(process.execPath, [path.join(ROOT, 'scripts', 'image', 'build.mjs')], {
+        cwd: ROOT,
+        maxBuffer: 16 << 20,
+      });
     } catch (e) {
       throw new Error(`npm run image failed: ${(e as { stderr?: string }).stderr ?? (e as Error).message}`);
     }
     const { version } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
-    return (JSON.parse(readFileSync(path.join(ROOT, 'build', 'image', `eni-ipam-${version}.json`), 'utf8')) as { archive: string }).archive;
+    return (
+      JSON.parse(readFileSync(path.join(ROOT, 'build', 'image', `eni-ipam-${version}.json`), 'utf8')) as {
+        archive: string;
+      }
+    ).archive;
   })());
 }

@@ -22,12 +22,23 @@ export function ipamdClient(socketPath: string, networkName = 'aws-cni'): TestIp
   const pkg = grpc.loadPackageDefinition(def) as any; // eslint-disable-line @typescript-eslint/no-explicit-any
   const c = new pkg.eniipam.v1.CNIBackend(`unix://${socketPath}`, grpc.credentials.createInsecure());
   const base = (id: string) => ({
-    api_version: IPAM_API_VERSION, client_version: 'test', container_id: id, if_name: 'eth0', network_name: networkName,
-    netns: `/var/run/netns/cni-${id}`, k8s_pod_name: `pod-${id}`, k8s_pod_namespace: 'default', k8s_pod_infra_container_id: id, k8s_pod_uid: `uid-${id}`,
+    api_version: IPAM_API_VERSION,
+    client_version: 'test',
+    container_id: id,
+    if_name: 'eth0',
+    network_name: networkName,
+    netns: `/var/run/netns/cni-${id}`,
+    k8s_pod_name: `pod-${id}`,
+    k8s_pod_namespace: 'default',
+    k8s_pod_infra_container_id: id,
+    k8s_pod_uid: `uid-${id}`,
   });
-  const call = <T>(m: string, req: object) => new Promise<T>((resolve, reject) => {
-    c[m](req, { deadline: Date.now() + 30_000 }, (err: GrpcError | null, rep: T) => (err ? reject(err) : resolve(rep)));
-  });
+  const call = <T>(m: string, req: object) =>
+    new Promise<T>((resolve, reject) => {
+      c[m](req, { deadline: Date.now() + 30_000 }, (err: GrpcError | null, rep: T) =>
+        err ? reject(err) : resolve(rep),
+      );
+    });
   return {
     add: (id, extra = {}) => call<AddNetworkReply>('AddNetwork', { ...base(id), ...extra }),
     del: (id, extra = {}) => call<DelNetworkReply>('DelNetwork', { ...base(id), reason: 'test', ...extra }),

@@ -22,7 +22,8 @@ const models = k8s as unknown as Record<string, Model | undefined>;
 
 /** kubernetes-models module of an apiVersion/kind, e.g. apps/v1 DaemonSet → kubernetes-models/apps/v1/DaemonSet. */
 function modelsModule(apiVersion: string, kind: string): string {
-  if (apiVersion.startsWith('monitoring.coreos.com/')) return `@kubernetes-models/prometheus-operator/${apiVersion}/${kind}`;
+  if (apiVersion.startsWith('monitoring.coreos.com/'))
+    return `@kubernetes-models/prometheus-operator/${apiVersion}/${kind}`;
   return `kubernetes-models/${apiVersion}/${kind}`;
 }
 
@@ -32,26 +33,36 @@ function clientNodeModel(apiVersion: string, kind: string): string {
   return `${version[0]!.toUpperCase()}${version.slice(1)}${kind}`;
 }
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Walks `value` against client-node type `type`, pushing errors for unknown fields and wrong JSON types. */
 function walk(value: unknown, type: string, at: string, errors: string[]): void {
   if (value === null || value === undefined || type === 'any') return;
   const arr = /^Array<(.+)>$/.exec(type);
   if (arr) {
-    if (!Array.isArray(value)) { errors.push(`${at}: expected an array (${type}), got ${typeof value}`); return; }
+    if (!Array.isArray(value)) {
+      errors.push(`${at}: expected an array (${type}), got ${typeof value}`);
+      return;
+    }
     value.forEach((v, i) => walk(v, arr[1]!, `${at}[${i}]`, errors));
     return;
   }
   const map = /^\{ \[key: string\]: (.+); \}$/.exec(type);
   if (map) {
-    if (!isPlainObject(value)) { errors.push(`${at}: expected a map, got ${Array.isArray(value) ? 'array' : typeof value}`); return; }
+    if (!isPlainObject(value)) {
+      errors.push(`${at}: expected a map, got ${Array.isArray(value) ? 'array' : typeof value}`);
+      return;
+    }
     for (const [k, v] of Object.entries(value)) walk(v, map[1]!, `${at}.${k}`, errors);
     return;
   }
   const primitive: Record<string, (v: unknown) => boolean> = {
-    string: (v) => typeof v === 'string', Date: (v) => typeof v === 'string', number: (v) => typeof v === 'number',
-    boolean: (v) => typeof v === 'boolean', IntOrString: (v) => typeof v === 'string' || typeof v === 'number',
+    string: (v) => typeof v === 'string',
+    Date: (v) => typeof v === 'string',
+    number: (v) => typeof v === 'number',
+    boolean: (v) => typeof v === 'boolean',
+    IntOrString: (v) => typeof v === 'string' || typeof v === 'number',
   };
   if (primitive[type]) {
     if (!primitive[type]!(value)) errors.push(`${at}: expected ${type}, got ${typeof value}`);
@@ -62,7 +73,10 @@ function walk(value: unknown, type: string, at: string, errors: string[]): void 
     if (typeof value !== 'string') errors.push(`${at}: expected ${type} (a string), got ${typeof value}`);
     return;
   }
-  if (!isPlainObject(value)) { errors.push(`${at}: expected an object (${type}), got ${Array.isArray(value) ? 'array' : typeof value}`); return; }
+  if (!isPlainObject(value)) {
+    errors.push(`${at}: expected an object (${type}), got ${Array.isArray(value) ? 'array' : typeof value}`);
+    return;
+  }
   const fields = new Map(model.attributeTypeMap.map((a) => [a.baseName, a.type]));
   for (const [k, v] of Object.entries(value)) {
     const t = fields.get(k);
@@ -82,7 +96,10 @@ export async function validateObject(obj: Record<string, unknown>): Promise<stri
   const errors: string[] = [];
   let Ctor: new (o: unknown) => { validate(): void };
   try {
-    const mod = (await import(modelsModule(apiVersion, kind))) as Record<string, new (o: unknown) => { validate(): void }>;
+    const mod = (await import(modelsModule(apiVersion, kind))) as Record<
+      string,
+      new (o: unknown) => { validate(): void }
+    >;
     Ctor = mod[kind]!;
     if (!Ctor) throw new Error('no class');
   } catch {

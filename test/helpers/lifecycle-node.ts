@@ -17,8 +17,14 @@ export { listParam, prefixAddresses } from './nothing-lost.js';
 
 /** Environment giving short timers (overridable per test). */
 export const FAST_ENV: NodeJS.ProcessEnv = {
-  ENI_IPAM_SHRINK_DELAY: '1s', ENI_IPAM_RECONCILE_INTERVAL: '1s', ENI_IPAM_GC_INTERVAL: '1s', ENI_IPAM_GC_GRACE: '1h',
-  ENI_IPAM_LEAKED_ENI_SWEEP_INTERVAL: '300ms', ENI_IPAM_LEAKED_ENI_SWEEP_JITTER: '0', IP_COOLDOWN_PERIOD: '0', ENI_IPAM_INSTALL_CNI: 'false',
+  ENI_IPAM_SHRINK_DELAY: '1s',
+  ENI_IPAM_RECONCILE_INTERVAL: '1s',
+  ENI_IPAM_GC_INTERVAL: '1s',
+  ENI_IPAM_GC_GRACE: '1h',
+  ENI_IPAM_LEAKED_ENI_SWEEP_INTERVAL: '300ms',
+  ENI_IPAM_LEAKED_ENI_SWEEP_JITTER: '0',
+  IP_COOLDOWN_PERIOD: '0',
+  ENI_IPAM_INSTALL_CNI: 'false',
 };
 
 /** A node with its pods. */
@@ -40,13 +46,29 @@ export interface LifecycleNode {
 }
 
 /** Creates a node; call `start()` to run ipamd. */
-export async function createLifecycleNode(p: { instanceType?: string; subnetCidr?: string; env?: NodeJS.ProcessEnv } = {}): Promise<LifecycleNode> {
+export async function createLifecycleNode(
+  p: { instanceType?: string; subnetCidr?: string; env?: NodeJS.ProcessEnv } = {},
+): Promise<LifecycleNode> {
   // The CRI stand-in answers no Version (identity unknown), as this node always had it.
-  const h = await createNode({ ...(p.instanceType ? { instanceType: p.instanceType } : {}), ...(p.subnetCidr ? { subnetCidr: p.subnetCidr } : {}), cri: { identity: null }, ipamdEnv: { ...FAST_ENV, ...p.env } });
+  const h = await createNode({
+    ...(p.instanceType ? { instanceType: p.instanceType } : {}),
+    ...(p.subnetCidr ? { subnetCidr: p.subnetCidr } : {}),
+    cri: { identity: null },
+    ipamdEnv: { ...FAST_ENV, ...p.env },
+  });
   const cri = h.cri!;
-  const ec2 = new EC2Client({ region: 'us-west-2', endpoint: h.sim.ec2Endpoint, credentials: { accessKeyId: 't', secretAccessKey: 't' }, maxAttempts: 1 });
+  const ec2 = new EC2Client({
+    region: 'us-west-2',
+    endpoint: h.sim.ec2Endpoint,
+    credentials: { accessKeyId: 't', secretAccessKey: 't' },
+    maxAttempts: 1,
+  });
   const n: LifecycleNode = {
-    h, cri, ec2, pods: new Map(), client: undefined as unknown as TestIpamdClient,
+    h,
+    cri,
+    ec2,
+    pods: new Map(),
+    client: undefined as unknown as TestIpamdClient,
     async start(extra = {}) {
       n.client?.close();
       await h.startIpamd(extra);
@@ -80,7 +102,9 @@ export async function waitUnfrozen(n: LifecycleNode): Promise<void> {
 
 /** ENIs of this instance in the simulated EC2 (tagged with its id), any status. */
 export function ourEnis(n: LifecycleNode): Eni[] {
-  return [...n.h.sim.state.enis.values()].filter((e) => e.tags['node.k8s.amazonaws.com/instance_id'] === n.h.instanceId);
+  return [...n.h.sim.state.enis.values()].filter(
+    (e) => e.tags['node.k8s.amazonaws.com/instance_id'] === n.h.instanceId,
+  );
 }
 
 /** Our ENIs that are `available` (not attached): leaks unless the sweep takes them. */
@@ -92,15 +116,29 @@ export function leakedEnis(n: LifecycleNode): Eni[] {
 export async function ageEnis(n: LifecycleNode, eniIds: string[], agoMs = 10 * 60_000): Promise<void> {
   if (eniIds.length === 0) return;
   const createdAt = new Date(Date.now() - agoMs).toISOString().replace(/\.\d{3}Z$/, 'Z');
-  for (const id of eniIds) await n.ec2.send(new CreateTagsCommand({ Resources: [id], Tags: [{ Key: 'node.k8s.amazonaws.com/createdAt', Value: createdAt }] }));
+  for (const id of eniIds)
+    await n.ec2.send(
+      new CreateTagsCommand({ Resources: [id], Tags: [{ Key: 'node.k8s.amazonaws.com/createdAt', Value: createdAt }] }),
+    );
 }
 
 /** Creates an ENI in the node's subnet through the SDK (not attached), with tags and description. */
-export async function createEniVia(n: LifecycleNode, tags: Record<string, string>, description = '', secondaryCount = 0): Promise<string> {
-  const out = await n.ec2.send(new CreateNetworkInterfaceCommand({
-    SubnetId: n.h.subnetId, Description: description, ...(secondaryCount ? { SecondaryPrivateIpAddressCount: secondaryCount } : {}),
-    TagSpecifications: [{ ResourceType: 'network-interface', Tags: Object.entries(tags).map(([Key, Value]) => ({ Key, Value })) }],
-  }));
+export async function createEniVia(
+  n: LifecycleNode,
+  tags: Record<string, string>,
+  description = '',
+  secondaryCount = 0,
+): Promise<string> {
+  const out = await n.ec2.send(
+    new CreateNetworkInterfaceCommand({
+      SubnetId: n.h.subnetId,
+      Description: description,
+      ...(secondaryCount ? { SecondaryPrivateIpAddressCount: secondaryCount } : {}),
+      TagSpecifications: [
+        { ResourceType: 'network-interface', Tags: Object.entries(tags).map(([Key, Value]) => ({ Key, Value })) },
+      ],
+    }),
+  );
   return out.NetworkInterface!.NetworkInterfaceId!;
 }
 
@@ -113,9 +151,25 @@ export async function createEniVia(n: LifecycleNode, tags: Record<string, string
  */
 export async function nothingLost(n: LifecycleNode): Promise<string[]> {
   const d = n.h.ipamd!;
-  const allocations = (await (await fetch(`http://127.0.0.1:${d.introspectionPort}/v1/allocations`)).json()) as Array<{ containerID: string; ipv4: string }>;
-  const live = [...n.cri.sandboxes.values()].map((s) => ({ id: s.id, ip: s.ip ?? '', podName: s.name, podNamespace: s.namespace, createdAtMs: s.createdAtMs }));
-  const bad = findLosses({ live, ipAtStart: new Map(live.map((s) => [s.id, s.ip])), sim: n.h.sim.state, calls: n.h.sim.calls, instanceId: n.h.instanceId, allocations });
+  const allocations = (await (await fetch(`http://127.0.0.1:${d.introspectionPort}/v1/allocations`)).json()) as Array<{
+    containerID: string;
+    ipv4: string;
+  }>;
+  const live = [...n.cri.sandboxes.values()].map((s) => ({
+    id: s.id,
+    ip: s.ip ?? '',
+    podName: s.name,
+    podNamespace: s.namespace,
+    createdAtMs: s.createdAtMs,
+  }));
+  const bad = findLosses({
+    live,
+    ipAtStart: new Map(live.map((s) => [s.id, s.ip])),
+    sim: n.h.sim.state,
+    calls: n.h.sim.calls,
+    instanceId: n.h.instanceId,
+    allocations,
+  });
   for (const e of leakedEnis(n)) bad.push(`leaked ENI ${e.networkInterfaceId} (available, ours)`);
   const seen = new Map<string, string>();
   for (const e of n.h.sim.state.enis.values()) {
@@ -129,5 +183,10 @@ export async function nothingLost(n: LifecycleNode): Promise<string[]> {
 
 /** Resolves when a call of `action` is in flight in the sim (arrived, not answered yet). */
 export async function waitInFlight(n: LifecycleNode, action: string, timeoutMs = 20_000): Promise<void> {
-  await waitFor(`${action} in flight`, () => n.h.sim.calls.some((c) => c.action === action && c.durationMs === undefined), timeoutMs, 10);
+  await waitFor(
+    `${action} in flight`,
+    () => n.h.sim.calls.some((c) => c.action === action && c.durationMs === undefined),
+    timeoutMs,
+    10,
+  );
 }

@@ -30,7 +30,12 @@ export interface NetnsBridge {
  * @throws Error (after stopping what started) when a relay cannot bind or the inner
  *   relay does not report ready within 10 s.
  */
-export async function bridgeNetns(o: { netnsPath: string; dir: string; inward: number[]; outward: number[] }): Promise<NetnsBridge> {
+export async function bridgeNetns(o: {
+  netnsPath: string;
+  dir: string;
+  inward: number[];
+  outward: number[];
+}): Promise<NetnsBridge> {
   const sock = (kind: string, port: number): string => path.join(o.dir, `${kind}-${port}.sock`);
   const local: Relay[] = [];
   const inner: Array<{ from: RelayEnd; to: RelayEnd }> = [];
@@ -38,15 +43,19 @@ export async function bridgeNetns(o: { netnsPath: string; dir: string; inward: n
   for (const q of o.outward) inner.push({ from: { path: sock('out', q) }, to: { port: q } });
   const env = { ...process.env };
   delete env['NODE_EXTRA_CA_CERTS'];
-  const child = spawn('nsenter', [`--net=${o.netnsPath}`, process.execPath, RELAY_SCRIPT, JSON.stringify(inner)], { stdio: ['pipe', 'pipe', 'pipe'], env });
+  const child = spawn('nsenter', [`--net=${o.netnsPath}`, process.execPath, RELAY_SCRIPT, JSON.stringify(inner)], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env,
+  });
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   let closed: Promise<void> | undefined;
-  const close = (): Promise<void> => (closed ??= (async () => {
-    child.stdin?.end();
-    child.kill('SIGTERM');
-    await exited;
-    await Promise.all(local.map((r) => r.close()));
-  })());
+  const close = (): Promise<void> =>
+    (closed ??= (async () => {
+      child.stdin?.end();
+      child.kill('SIGTERM');
+      await exited;
+      await Promise.all(local.map((r) => r.close()));
+    })());
   try {
     for (const p of o.inward) local.push(await startRelay({ path: sock('in', p) }, { port: p }));
     const outward = new Map<number, number>();
@@ -62,9 +71,15 @@ export async function bridgeNetns(o: { netnsPath: string; dir: string; inward: n
       const timer = setTimeout(() => reject(new Error(`netns relay not ready after 10 s: ${err}`)), 10_000);
       child.stdout!.on('data', (d: Buffer) => {
         out += d.toString();
-        if (/^ready\n.*\n/.test(out)) { clearTimeout(timer); resolve(); }
+        if (/^ready\n.*\n/.test(out)) {
+          clearTimeout(timer);
+          resolve();
+        }
       });
-      void exited.then(() => { clearTimeout(timer); reject(new Error(`netns relay exited: ${err}`)); });
+      void exited.then(() => {
+        clearTimeout(timer);
+        reject(new Error(`netns relay exited: ${err}`));
+      });
     });
     return { outward, close };
   } catch (e) {

@@ -34,12 +34,25 @@ export interface NodeHarness {
  * CRI stand-in, closed by `close()`) plus ipamd's environment. `ipamdEnv` is added to the
  * defaults (fast pool interval, short waits).
  */
-export async function createNode(p: { instanceType?: string; subnetCidr?: string; ipamdEnv?: NodeJS.ProcessEnv; cri?: CriStandInOptions } = {}): Promise<NodeHarness> {
-  const k = await buildNode({ ...(p.instanceType ? { instanceType: p.instanceType } : {}), ...(p.subnetCidr ? { subnetCidr: p.subnetCidr } : {}), ...(p.cri ? { cri: p.cri } : {}), dirPrefix: 'eni-ipam-test-' });
+export async function createNode(
+  p: { instanceType?: string; subnetCidr?: string; ipamdEnv?: NodeJS.ProcessEnv; cri?: CriStandInOptions } = {},
+): Promise<NodeHarness> {
+  const k = await buildNode({
+    ...(p.instanceType ? { instanceType: p.instanceType } : {}),
+    ...(p.subnetCidr ? { subnetCidr: p.subnetCidr } : {}),
+    ...(p.cri ? { cri: p.cri } : {}),
+    dirPrefix: 'eni-ipam-test-',
+  });
   const dir = k.dir;
   const h: NodeHarness = {
-    sim: k.sim, instanceId: k.instanceId, nodeIp: k.nodeIp, subnetId: k.subnetId, dir, ...(k.cri ? { cri: k.cri } : {}),
-    socket: path.join(dir, 'ipamd.sock'), checkpoint: path.join(dir, 'ipam.json'),
+    sim: k.sim,
+    instanceId: k.instanceId,
+    nodeIp: k.nodeIp,
+    subnetId: k.subnetId,
+    dir,
+    ...(k.cri ? { cri: k.cri } : {}),
+    socket: path.join(dir, 'ipamd.sock'),
+    checkpoint: path.join(dir, 'ipam.json'),
     env: {},
     async startIpamd(extra = {}) {
       h.ipamd = await startIpamd({ env: { ...h.env, ...extra }, logFile: path.join(dir, 'ipamd.log') });
@@ -51,11 +64,17 @@ export async function createNode(p: { instanceType?: string; subnetCidr?: string
     },
   };
   h.env = {
-    AWS_EC2_ENDPOINT: k.sim.ec2Endpoint, AWS_EC2_METADATA_SERVICE_ENDPOINT: k.sim.imdsEndpoint,
-    ENI_IPAM_SOCKET: h.socket, ENI_IPAM_CHECKPOINT_PATH: h.checkpoint, ENI_IPAM_POOL_INTERVAL: '200ms',
-    AWS_VPC_K8S_CNI_LOGLEVEL: 'debug', ENI_IPAM_INSTALL_CNI: 'true',
-    ENI_IPAM_CNI_CONF_DIR: path.join(dir, 'cni', 'net.d'), ENI_IPAM_CNI_BIN_DIR: path.join(dir, 'cni', 'bin'),
-    ...(k.cri ? { CRI_RUNTIME_ENDPOINT: k.cri.endpoint } : {}), ...p.ipamdEnv,
+    AWS_EC2_ENDPOINT: k.sim.ec2Endpoint,
+    AWS_EC2_METADATA_SERVICE_ENDPOINT: k.sim.imdsEndpoint,
+    ENI_IPAM_SOCKET: h.socket,
+    ENI_IPAM_CHECKPOINT_PATH: h.checkpoint,
+    ENI_IPAM_POOL_INTERVAL: '200ms',
+    AWS_VPC_K8S_CNI_LOGLEVEL: 'debug',
+    ENI_IPAM_INSTALL_CNI: 'true',
+    ENI_IPAM_CNI_CONF_DIR: path.join(dir, 'cni', 'net.d'),
+    ENI_IPAM_CNI_BIN_DIR: path.join(dir, 'cni', 'bin'),
+    ...(k.cri ? { CRI_RUNTIME_ENDPOINT: k.cri.endpoint } : {}),
+    ...p.ipamdEnv,
   };
   return h;
 }

@@ -71,13 +71,23 @@ export function canonicalNodePath(p: string): string {
 /** Where `node`/`nodejs` live on this host (real dirs, deduplicated). */
 function nodeDirs(): string[] {
   const dirs = new Set<string>();
-  for (const d of ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin', ...(process.env['PATH'] ?? '').split(':')]) {
+  for (const d of [
+    '/usr/local/sbin',
+    '/usr/local/bin',
+    '/usr/sbin',
+    '/usr/bin',
+    '/sbin',
+    '/bin',
+    ...(process.env['PATH'] ?? '').split(':'),
+  ]) {
     if (!d.startsWith('/')) continue;
     for (const n of ['node', 'nodejs']) {
       try {
         statSync(path.join(d, n));
         dirs.add(realDir(d));
-      } catch { /* not here */ }
+      } catch {
+        /* not here */
+      }
     }
   }
   return [...dirs];
@@ -101,32 +111,57 @@ export async function createNodeMountNs(o: { root: string; binds: NodeBind[] }):
   await mkdir(o.root, { recursive: true });
   const root = await mkdtemp(path.join(o.root, 'mntns-'));
   const created: string[] = [];
-  const holder = spawn('unshare', ['-m', '--propagation', 'unchanged', 'sleep', 'infinity'], { stdio: 'ignore', detached: true });
+  const holder = spawn('unshare', ['-m', '--propagation', 'unchanged', 'sleep', 'infinity'], {
+    stdio: 'ignore',
+    detached: true,
+  });
   holder.unref();
   const pid = holder.pid ?? -1;
   let exited = false;
-  const exitP = new Promise<void>((r) => { holder.once('exit', () => { exited = true; r(); }); holder.once('error', () => { exited = true; r(); }); });
+  const exitP = new Promise<void>((r) => {
+    holder.once('exit', () => {
+      exited = true;
+      r();
+    });
+    holder.once('error', () => {
+      exited = true;
+      r();
+    });
+  });
   const nsPath = `/proc/${pid}/ns/mnt`;
   let closing: Promise<void> | undefined;
-  const close = (): Promise<void> => (closing ??= (async () => {
-    if (!exited) {
-      try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
-      await Promise.race([exitP, new Promise((r) => setTimeout(r, 3000))]);
-    }
-    // Targets we created on the host, deepest first; only if still empty (rmdir/unlink of an empty file).
-    for (const t of created.sort((a, b) => b.length - a.length)) {
-      try {
-        if (statSync(t).isDirectory()) await rmdir(t);
-        else if (statSync(t).size === 0) await unlink(t);
-      } catch { /* not empty or gone: leave it */ }
-    }
-    await rm(root, { recursive: true, force: true });
-  })());
+  const close = (): Promise<void> =>
+    (closing ??= (async () => {
+      if (!exited) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
+        await Promise.race([exitP, new Promise((r) => setTimeout(r, 3000))]);
+      }
+      // Targets we created on the host, deepest first; only if still empty (rmdir/unlink of an empty file).
+      for (const t of created.sort((a, b) => b.length - a.length)) {
+        try {
+          if (statSync(t).isDirectory()) await rmdir(t);
+          else if (statSync(t).size === 0) await unlink(t);
+        } catch {
+          /* not empty or gone: leave it */
+        }
+      }
+      await rm(root, { recursive: true, force: true });
+    })());
   const nsenter = ['nsenter', `--mount=${nsPath}`, '--'];
-  const exec = async (argv: string[]): Promise<string> => (await run(nsenter[0]!, [...nsenter.slice(1), ...argv])).stdout;
+  const exec = async (argv: string[]): Promise<string> =>
+    (await run(nsenter[0]!, [...nsenter.slice(1), ...argv])).stdout;
   try {
     const self = statSync('/proc/self/ns/mnt').ino;
-    await waitFor('the node mount namespace', () => !exited && existsSync(nsPath) && statSync(nsPath).ino !== self, 5000, 20);
+    await waitFor(
+      'the node mount namespace',
+      () => !exited && existsSync(nsPath) && statSync(nsPath).ino !== self,
+      5000,
+      20,
+    );
     // Nothing mounted below may reach the host: slave the root mount (not recursively:
     // /run/netns must stay in the host's peer group), then make it shared again in a peer
     // group of its own, as a node's root is (systemd), which containerd requires of a
@@ -139,16 +174,23 @@ export async function createNodeMountNs(o: { root: string; binds: NodeBind[] }):
       slaved.add(m);
     };
     await slave('/');
-    const binds = o.binds.map((b) => ({ nodePath: canonicalNodePath(b.nodePath), kind: b.kind ?? 'dir' as const }));
+    const binds = o.binds.map((b) => ({ nodePath: canonicalNodePath(b.nodePath), kind: b.kind ?? ('dir' as const) }));
     for (const b of binds) {
       const src = path.join(root, 'node', b.nodePath);
       await mkdir(b.kind === 'dir' ? src : path.dirname(src), { recursive: true });
       if (b.kind === 'file') await writeFile(src, '', { flag: 'a' });
       // Create the mount target on the host if missing (recorded for removal).
       const missing: string[] = [];
-      for (let p = b.kind === 'dir' ? b.nodePath : path.dirname(b.nodePath); !existsSync(p); p = path.dirname(p)) missing.push(p);
-      for (const m of missing.reverse()) { await mkdir(m); created.push(m); }
-      if (b.kind === 'file' && !existsSync(b.nodePath)) { await writeFile(b.nodePath, ''); created.push(b.nodePath); }
+      for (let p = b.kind === 'dir' ? b.nodePath : path.dirname(b.nodePath); !existsSync(p); p = path.dirname(p))
+        missing.push(p);
+      for (const m of missing.reverse()) {
+        await mkdir(m);
+        created.push(m);
+      }
+      if (b.kind === 'file' && !existsSync(b.nodePath)) {
+        await writeFile(b.nodePath, '');
+        created.push(b.nodePath);
+      }
       const holding = (await exec(['findmnt', '-n', '-o', 'TARGET', '--target', b.nodePath])).trim();
       if (!slaved.has(holding) && !holding.startsWith('/run/netns')) await slave(holding);
       await exec(['mount', '--bind', src, b.nodePath]);
@@ -159,17 +201,34 @@ export async function createNodeMountNs(o: { root: string; binds: NodeBind[] }):
       const work = path.join(root, `hide-${i}`, 'work');
       await mkdir(upper, { recursive: true });
       await mkdir(work, { recursive: true });
-      for (const n of ['node', 'nodejs']) if (existsSync(path.join(d, n))) await run('mknod', [path.join(upper, n), 'c', '0', '0']);
+      for (const n of ['node', 'nodejs'])
+        if (existsSync(path.join(d, n))) await run('mknod', [path.join(upper, n), 'c', '0', '0']);
       await exec(['mount', '-t', 'overlay', 'overlay', '-o', `lowerdir=${d},upperdir=${upper},workdir=${work}`, d]);
     }
-    const found = await exec(['sh', '-c', 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH; command -v node nodejs || true']);
+    const found = await exec([
+      'sh',
+      '-c',
+      'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH; command -v node nodejs || true',
+    ]);
     if (found.trim()) throw new Error(`node is still on the node's PATH: ${found.trim()}`);
     const hostPathOf = (p: string): string | undefined => {
       const abs = canonicalNodePath(p);
-      const b = binds.filter((x) => abs === x.nodePath || abs.startsWith(`${x.nodePath}/`)).sort((a, c) => c.nodePath.length - a.nodePath.length)[0];
+      const b = binds
+        .filter((x) => abs === x.nodePath || abs.startsWith(`${x.nodePath}/`))
+        .sort((a, c) => c.nodePath.length - a.nodePath.length)[0];
       return b ? path.join(root, 'node', abs) : undefined;
     };
-    return { pid, nsPath, root, binds, hiddenNodeDirs: hidden, nsenterArgs: nsenter.slice(1, -1), hostPathOf, exec, close };
+    return {
+      pid,
+      nsPath,
+      root,
+      binds,
+      hiddenNodeDirs: hidden,
+      nsenterArgs: nsenter.slice(1, -1),
+      hostPathOf,
+      exec,
+      close,
+    };
   } catch (e) {
     await close().catch(() => undefined);
     throw e;
@@ -178,5 +237,8 @@ export async function createNodeMountNs(o: { root: string; binds: NodeBind[] }):
 
 /** Mount points of the mount namespace of process `pid` (from its mountinfo), for diagnostics. */
 export function mountsOf(pid: number): string[] {
-  return readFileSync(`/proc/${pid}/mountinfo`, 'utf8').split('\n').map((l) => l.split(' ')[4] ?? '').filter(Boolean);
+  return readFileSync(`/proc/${pid}/mountinfo`, 'utf8')
+    .split('\n')
+    .map((l) => l.split(' ')[4] ?? '')
+    .filter(Boolean);
 }

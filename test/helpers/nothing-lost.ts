@@ -51,7 +51,9 @@ export function listParam(params: Record<string, string>, name: string): string[
 export function prefixAddresses(cidr: string): string[] {
   const [base, len] = ipaddr.IPv4.parseCIDR(cidr);
   const first = base.toByteArray().reduce((v, b) => v * 256 + b, 0);
-  return Array.from({ length: 2 ** (32 - len) }, (_, i) => ipaddr.fromByteArray([...Array(4)].map((_, k) => ((first + i) >>> (24 - 8 * k)) & 255)).toString());
+  return Array.from({ length: 2 ** (32 - len) }, (_, i) =>
+    ipaddr.fromByteArray([...Array(4)].map((_, k) => ((first + i) >>> (24 - 8 * k)) & 255)).toString(),
+  );
 }
 
 /** The addresses pods can get from an ENI: its secondary IPs and the addresses of its /28 prefixes. */
@@ -73,21 +75,30 @@ export function findLosses(i: LossInput): string[] {
   const byIp = new Map<string, LiveSandbox[]>();
   for (const s of i.live) byIp.set(s.ip, [...(byIp.get(s.ip) ?? []), s]);
   for (const [ip, holders] of byIp) {
-    if (holders.length > 1) bad.push(`IP ${ip} is held by ${holders.length} live sandboxes: ${holders.map((h) => h.podName).join(', ')}`);
+    if (holders.length > 1)
+      bad.push(`IP ${ip} is held by ${holders.length} live sandboxes: ${holders.map((h) => h.podName).join(', ')}`);
   }
   const eniOfIp = new Map<string, { eniId: string; attachmentId?: string; ok: boolean }>();
   for (const e of i.sim.enis.values()) {
     const ok = e.attachment?.instanceId === i.instanceId && e.attachment.status === 'attached';
-    for (const ip of eniPodAddresses(e)) eniOfIp.set(ip, { eniId: e.networkInterfaceId, ...(e.attachment ? { attachmentId: e.attachment.attachmentId } : {}), ok });
+    for (const ip of eniPodAddresses(e))
+      eniOfIp.set(ip, {
+        eniId: e.networkInterfaceId,
+        ...(e.attachment ? { attachmentId: e.attachment.attachmentId } : {}),
+        ok,
+      });
   }
   for (const s of i.live) {
     const first = i.ipAtStart.get(s.id);
-    if (first !== undefined && first !== s.ip) bad.push(`sandbox ${s.podName} started with ${first}, now reports ${s.ip}`);
+    if (first !== undefined && first !== s.ip)
+      bad.push(`sandbox ${s.podName} started with ${first}, now reports ${s.ip}`);
     const inNs = i.ipInNetns?.get(s.id);
-    if (i.ipInNetns && inNs !== s.ip) bad.push(`sandbox ${s.podName}: eth0 in its netns has ${inNs ?? 'no IPv4'}, CRI says ${s.ip}`);
+    if (i.ipInNetns && inNs !== s.ip)
+      bad.push(`sandbox ${s.podName}: eth0 in its netns has ${inNs ?? 'no IPv4'}, CRI says ${s.ip}`);
     const eni = eniOfIp.get(s.ip);
     if (!eni) bad.push(`sandbox ${s.podName}: EC2 has its IP ${s.ip} on no ENI`);
-    else if (!eni.ok) bad.push(`sandbox ${s.podName}: its IP ${s.ip} is on ${eni.eniId}, which is not attached to ${i.instanceId}`);
+    else if (!eni.ok)
+      bad.push(`sandbox ${s.podName}: its IP ${s.ip} is on ${eni.eniId}, which is not attached to ${i.instanceId}`);
   }
   const liveByIp = new Map(i.live.map((s) => [s.ip, s]));
   const liveEnis = new Map<string, LiveSandbox>();
@@ -101,30 +112,46 @@ export function findLosses(i: LossInput): string[] {
     if (c.action === 'UnassignPrivateIpAddresses') {
       for (const ip of listParam(c.params, 'PrivateIpAddress')) {
         const s = liveByIp.get(ip);
-        if (s && c.at >= s.createdAtMs) bad.push(`UnassignPrivateIpAddresses of ${ip} (live pod ${s.podName}) at ${new Date(c.at).toISOString()}`);
+        if (s && c.at >= s.createdAtMs)
+          bad.push(`UnassignPrivateIpAddresses of ${ip} (live pod ${s.podName}) at ${new Date(c.at).toISOString()}`);
       }
       for (const prefix of listParam(c.params, 'Ipv4Prefix')) {
         for (const ip of validPrefixAddresses(prefix)) {
           const s = liveByIp.get(ip);
-          if (s && c.at >= s.createdAtMs) bad.push(`UnassignPrivateIpAddresses of prefix ${prefix}, which holds ${ip} (live pod ${s.podName}) at ${new Date(c.at).toISOString()}`);
+          if (s && c.at >= s.createdAtMs)
+            bad.push(
+              `UnassignPrivateIpAddresses of prefix ${prefix}, which holds ${ip} (live pod ${s.podName}) at ${new Date(c.at).toISOString()}`,
+            );
         }
       }
     } else if (c.action === 'DeleteNetworkInterface') {
       const s = liveEnis.get(c.params['NetworkInterfaceId'] ?? '');
-      if (s && c.at >= s.createdAtMs) bad.push(`DeleteNetworkInterface of ${c.params['NetworkInterfaceId']}, which holds ${s.ip} (live pod ${s.podName})`);
+      if (s && c.at >= s.createdAtMs)
+        bad.push(
+          `DeleteNetworkInterface of ${c.params['NetworkInterfaceId']}, which holds ${s.ip} (live pod ${s.podName})`,
+        );
     } else if (c.action === 'DetachNetworkInterface') {
       const s = liveAttachments.get(c.params['AttachmentId'] ?? '');
-      if (s) bad.push(`DetachNetworkInterface of ${c.params['AttachmentId']}, the ENI holding ${s.ip} (live pod ${s.podName})`);
+      if (s)
+        bad.push(
+          `DetachNetworkInterface of ${c.params['AttachmentId']}, the ENI holding ${s.ip} (live pod ${s.podName})`,
+        );
     }
   }
   const allocByIp = new Map(i.allocations.map((a) => [a.ipv4, a]));
   for (const s of i.live) {
     const a = allocByIp.get(s.ip);
     if (!a) bad.push(`ipamd holds no allocation for live pod ${s.podName} (${s.ip})`);
-    else if (a.containerID !== s.id) bad.push(`ipamd gives ${s.ip} to container ${a.containerID.slice(0, 12)}, but live pod ${s.podName} is ${s.id.slice(0, 12)}`);
+    else if (a.containerID !== s.id)
+      bad.push(
+        `ipamd gives ${s.ip} to container ${a.containerID.slice(0, 12)}, but live pod ${s.podName} is ${s.id.slice(0, 12)}`,
+      );
   }
   for (const a of i.allocations) {
-    if (!liveByIp.has(a.ipv4)) bad.push(`ipamd still holds ${a.ipv4} for ${a.containerID.slice(0, 12)}, which no live sandbox uses (leak after a GC pass)`);
+    if (!liveByIp.has(a.ipv4))
+      bad.push(
+        `ipamd still holds ${a.ipv4} for ${a.containerID.slice(0, 12)}, which no live sandbox uses (leak after a GC pass)`,
+      );
   }
   return bad;
 }
@@ -135,10 +162,22 @@ function validPrefixAddresses(cidr: string): string[] {
 }
 
 /** EC2 actions that give an address back: the ones a release freeze must stop. */
-export const RELEASE_ACTIONS = ['UnassignPrivateIpAddresses', 'DetachNetworkInterface', 'DeleteNetworkInterface'] as const;
+export const RELEASE_ACTIONS = [
+  'UnassignPrivateIpAddresses',
+  'DetachNetworkInterface',
+  'DeleteNetworkInterface',
+] as const;
 
 /** The release calls (see {@link RELEASE_ACTIONS}) in `calls` from index `from` on, as `Action(params)` lines. */
 export function releaseCallsSince(calls: readonly ApiCallRecord[], from: number): string[] {
-  return calls.slice(from).filter((c) => (RELEASE_ACTIONS as readonly string[]).includes(c.action))
-    .map((c) => `${c.action}(${Object.entries(c.params).filter(([k]) => k !== 'Action' && k !== 'Version').map(([k, v]) => `${k}=${v}`).join(', ')})`);
+  return calls
+    .slice(from)
+    .filter((c) => (RELEASE_ACTIONS as readonly string[]).includes(c.action))
+    .map(
+      (c) =>
+        `${c.action}(${Object.entries(c.params)
+          .filter(([k]) => k !== 'Action' && k !== 'Version')
+          .map(([k, v]) => `${k}=${v}`)
+          .join(', ')})`,
+    );
 }

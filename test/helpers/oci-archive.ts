@@ -16,7 +16,14 @@ const run = promisify(execFile);
 export interface OciImageConfig {
   architecture: string;
   os: string;
-  config: { Entrypoint?: string[]; Cmd?: string[]; WorkingDir?: string; User?: string; Env?: string[]; Labels?: Record<string, string> };
+  config: {
+    Entrypoint?: string[];
+    Cmd?: string[];
+    WorkingDir?: string;
+    User?: string;
+    Env?: string[];
+    Labels?: Record<string, string>;
+  };
   rootfs: { type: string; diff_ids: string[] };
 }
 
@@ -47,7 +54,8 @@ export async function openOciArchive(archive: string): Promise<OciArchive> {
     const layout = await json<{ imageLayoutVersion: string }>(path.join(dir, 'oci-layout'));
     if (!layout.imageLayoutVersion) throw new Error(`${archive}: oci-layout has no imageLayoutVersion`);
     const index = await json<OciArchive['index']>(path.join(dir, 'index.json'));
-    if (index.manifests.length !== 1) throw new Error(`${archive}: ${index.manifests.length} manifests in index.json, expected 1`);
+    if (index.manifests.length !== 1)
+      throw new Error(`${archive}: ${index.manifests.length} manifests in index.json, expected 1`);
     const manifest = await json<OciArchive['manifest']>(blob(index.manifests[0]!.digest));
     const config = await json<OciImageConfig>(blob(manifest.config.digest));
     const layerPath = (i: number): string => {
@@ -56,13 +64,18 @@ export async function openOciArchive(archive: string): Promise<OciArchive> {
       return blob(l.digest);
     };
     return {
-      index, manifest, config,
+      index,
+      manifest,
+      config,
       async layerMembers(i) {
         const { stdout } = await run('tar', ['-tzf', layerPath(i)], { maxBuffer: 64 * 1024 * 1024 });
         return stdout.split('\n').filter(Boolean);
       },
       async layerFile(i, member) {
-        const { stdout } = await run('tar', ['-xzOf', layerPath(i), member], { encoding: 'buffer', maxBuffer: 64 * 1024 * 1024 });
+        const { stdout } = await run('tar', ['-xzOf', layerPath(i), member], {
+          encoding: 'buffer',
+          maxBuffer: 64 * 1024 * 1024,
+        });
         return stdout;
       },
       close: () => rm(dir, { recursive: true, force: true }),
@@ -79,7 +92,8 @@ export async function openOciArchive(archive: string): Promise<OciArchive> {
  * @throws Error when `elf` is not a 64-bit little-endian ELF file
  */
 export function isStaticElf(elf: Buffer): boolean {
-  if (elf.readUInt32BE(0) !== 0x7f454c46 || elf[4] !== 2 || elf[5] !== 1) throw new Error('not a 64-bit little-endian ELF file');
+  if (elf.readUInt32BE(0) !== 0x7f454c46 || elf[4] !== 2 || elf[5] !== 1)
+    throw new Error('not a 64-bit little-endian ELF file');
   const phoff = Number(elf.readBigUInt64LE(0x20));
   const phentsize = elf.readUInt16LE(0x36);
   const phnum = elf.readUInt16LE(0x38);

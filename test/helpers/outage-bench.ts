@@ -16,7 +16,13 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import { createContainerdNode, NODE_NAME, type ContainerdNode, type IpamdStatus, type RunningPod } from './containerd-node.js';
+import {
+  createContainerdNode,
+  NODE_NAME,
+  type ContainerdNode,
+  type IpamdStatus,
+  type RunningPod,
+} from './containerd-node.js';
 import { listParam, RELEASE_ACTIONS, releaseCallsSince, type LiveSandbox } from './nothing-lost.js';
 import { startSecondRuntime, type SecondRuntime } from './second-runtime.js';
 import { waitFor } from './wait.js';
@@ -27,8 +33,13 @@ import { waitFor } from './wait.js';
  * 12 pods span 2 ENIs of an m5.large (9 secondary IPs each) and any release is surplus.
  */
 export const OUTAGE_ENV: NodeJS.ProcessEnv = {
-  WARM_IP_TARGET: '2', IP_COOLDOWN_PERIOD: '1s', ENI_IPAM_SHRINK_DELAY: '1s', ENI_IPAM_MIN_ENI_AGE: '1s',
-  ENI_IPAM_GC_INTERVAL: '1s', ENI_IPAM_GC_GRACE: '2s', ENI_IPAM_POOL_INTERVAL: '200ms',
+  WARM_IP_TARGET: '2',
+  IP_COOLDOWN_PERIOD: '1s',
+  ENI_IPAM_SHRINK_DELAY: '1s',
+  ENI_IPAM_MIN_ENI_AGE: '1s',
+  ENI_IPAM_GC_INTERVAL: '1s',
+  ENI_IPAM_GC_GRACE: '2s',
+  ENI_IPAM_POOL_INTERVAL: '200ms',
 };
 /** Live pods each scenario starts from. */
 export const LIVE_PODS = 12;
@@ -76,7 +87,10 @@ export class OutageBench {
   /** When the last {@link restart} had ipamd serving (ms since epoch). */
   servedAt = 0;
 
-  private constructor(readonly n: ContainerdNode, readonly wrong: SecondRuntime) {}
+  private constructor(
+    readonly n: ContainerdNode,
+    readonly wrong: SecondRuntime,
+  ) {}
 
   /** Builds the node and the second runtime (nothing runs yet). @throws Error when a part does not start. */
   static async create(): Promise<OutageBench> {
@@ -122,7 +136,15 @@ export class OutageBench {
     this.tellTheTruth();
     await rm(n.checkpoint, { force: true });
     await n.startIpamd();
-    await waitFor('ipamd healthy after a reset', async () => { const s = await n.status(); return s.evidence.passes >= 1 && !s.releasesFrozen; }, 30_000, 100);
+    await waitFor(
+      'ipamd healthy after a reset',
+      async () => {
+        const s = await n.status();
+        return s.evidence.passes >= 1 && !s.releasesFrozen;
+      },
+      30_000,
+      100,
+    );
     this.baseline = [];
     return this.topUp();
   }
@@ -132,10 +154,15 @@ export class OutageBench {
     const { n } = this;
     while (this.baseline.length < LIVE_PODS) {
       const k = Math.min(4, LIVE_PODS - this.baseline.length);
-      this.baseline.push(...await Promise.all(Array.from({ length: k }, () => n.runPod(`live-${randomUUID().slice(0, 6)}`))));
+      this.baseline.push(
+        ...(await Promise.all(Array.from({ length: k }, () => n.runPod(`live-${randomUUID().slice(0, 6)}`)))),
+      );
     }
     const enis = new Set(this.baseline.map((p) => this.eniOf(p.ip)));
-    assert.ok(enis.size >= 2 && !enis.has(undefined), `the ${LIVE_PODS} live pods span 2 ENIs: ${JSON.stringify(this.baseline.map((p) => [p.ip, this.eniOf(p.ip)]))}`);
+    assert.ok(
+      enis.size >= 2 && !enis.has(undefined),
+      `the ${LIVE_PODS} live pods span 2 ENIs: ${JSON.stringify(this.baseline.map((p) => [p.ip, this.eniOf(p.ip)]))}`,
+    );
     return this.baseline;
   }
 
@@ -155,7 +182,11 @@ export class OutageBench {
     await n.stopIpamd();
     this.placement = new Map();
     for (const e of n.sim.state.enis.values()) {
-      for (const ip of e.secondaryIps) this.placement.set(ip, { eniId: e.networkInterfaceId, ...(e.attachment ? { attachmentId: e.attachment.attachmentId } : {}) });
+      for (const ip of e.secondaryIps)
+        this.placement.set(ip, {
+          eniId: e.networkInterfaceId,
+          ...(e.attachment ? { attachmentId: e.attachment.attachmentId } : {}),
+        });
     }
     this.sinceCall = n.sim.calls.length;
     if (o.deleteCheckpoint) await rm(n.checkpoint, { force: true });
@@ -173,28 +204,57 @@ export class OutageBench {
     const { n } = this;
     const t0 = this.servedAt;
     const seen = new Set<string>();
-    const note = (s: IpamdStatus): IpamdStatus => { for (const r of s.freezeReasons) seen.add(r); return s; };
-    await waitFor(`${DAMAGE_WINDOW_MS} ms and ${DAMAGE_WINDOW_PASSES} evidence passes after the restart`, async () => {
-      const s = note(await n.status());
-      return s.evidence.passes >= DAMAGE_WINDOW_PASSES && Date.now() - t0 >= DAMAGE_WINDOW_MS;
-    }, 60_000, 100);
+    const note = (s: IpamdStatus): IpamdStatus => {
+      for (const r of s.freezeReasons) seen.add(r);
+      return s;
+    };
+    await waitFor(
+      `${DAMAGE_WINDOW_MS} ms and ${DAMAGE_WINDOW_PASSES} evidence passes after the restart`,
+      async () => {
+        const s = note(await n.status());
+        return s.evidence.passes >= DAMAGE_WINDOW_PASSES && Date.now() - t0 >= DAMAGE_WINDOW_MS;
+      },
+      60_000,
+      100,
+    );
     const started: string[] = [];
     const failed: string[] = [];
     for (let i = 0; i < newPods; i += 2) {
-      await Promise.all([i, i + 1].filter((k) => k < newPods).map(async (k) => {
-        const name = `${scenario}-new-${k}`;
-        started.push(name);
-        await n.runPod(name).catch((e: Error) => { failed.push(`${name}: ${e.message.split('\n')[0]}`); });
-      }));
+      await Promise.all(
+        [i, i + 1]
+          .filter((k) => k < newPods)
+          .map(async (k) => {
+            const name = `${scenario}-new-${k}`;
+            started.push(name);
+            await n.runPod(name).catch((e: Error) => {
+              failed.push(`${name}: ${e.message.split('\n')[0]}`);
+            });
+          }),
+      );
     }
     const passes = note(await n.status()).evidence.passes;
-    const last = await waitFor('one more evidence pass', async () => { const s = note(await n.status()); return s.evidence.passes > passes ? s : undefined; }, 30_000, 100);
+    const last = await waitFor(
+      'one more evidence pass',
+      async () => {
+        const s = note(await n.status());
+        return s.evidence.passes > passes ? s : undefined;
+      },
+      30_000,
+      100,
+    );
     const live = await n.liveSandboxes();
     const hit = this.liveReleaseCalls(live);
     return {
-      scenario, releaseCalls: releaseCallsSince(n.sim.calls, this.sinceCall), liveReleaseCalls: hit.calls, livePodsHit: hit.pods.size,
-      duplicateIps: duplicateIps(live), newPods: started, failedNewPods: failed,
-      frozen: last.releasesFrozen, reasons: last.freezeReasons, reasonsSeen: [...seen],
+      scenario,
+      releaseCalls: releaseCallsSince(n.sim.calls, this.sinceCall),
+      liveReleaseCalls: hit.calls,
+      livePodsHit: hit.pods.size,
+      duplicateIps: duplicateIps(live),
+      newPods: started,
+      failedNewPods: failed,
+      frozen: last.releasesFrozen,
+      reasons: last.freezeReasons,
+      reasonsSeen: [...seen],
     };
   }
 
@@ -202,18 +262,29 @@ export class OutageBench {
   private liveReleaseCalls(live: LiveSandbox[]): { calls: string[]; pods: Set<string> } {
     const place: Placement = new Map(this.placement);
     for (const e of this.n.sim.state.enis.values()) {
-      for (const ip of e.secondaryIps) if (!place.has(ip)) place.set(ip, { eniId: e.networkInterfaceId, ...(e.attachment ? { attachmentId: e.attachment.attachmentId } : {}) });
+      for (const ip of e.secondaryIps)
+        if (!place.has(ip))
+          place.set(ip, {
+            eniId: e.networkInterfaceId,
+            ...(e.attachment ? { attachmentId: e.attachment.attachmentId } : {}),
+          });
     }
     const out: string[] = [];
     const pods = new Set<string>();
     for (const c of this.n.sim.calls.slice(this.sinceCall)) {
       if (!(RELEASE_ACTIONS as readonly string[]).includes(c.action)) continue;
-      const hit = live.filter((s) => c.at >= s.createdAtMs && (
-        (c.action === 'UnassignPrivateIpAddresses' && listParam(c.params, 'PrivateIpAddress').includes(s.ip))
-        || (c.action === 'DetachNetworkInterface' && place.get(s.ip)?.attachmentId === c.params['AttachmentId'])
-        || (c.action === 'DeleteNetworkInterface' && place.get(s.ip)?.eniId === c.params['NetworkInterfaceId'])));
+      const hit = live.filter(
+        (s) =>
+          c.at >= s.createdAtMs &&
+          ((c.action === 'UnassignPrivateIpAddresses' && listParam(c.params, 'PrivateIpAddress').includes(s.ip)) ||
+            (c.action === 'DetachNetworkInterface' && place.get(s.ip)?.attachmentId === c.params['AttachmentId']) ||
+            (c.action === 'DeleteNetworkInterface' && place.get(s.ip)?.eniId === c.params['NetworkInterfaceId'])),
+      );
       for (const s of hit) pods.add(s.id);
-      if (hit.length) out.push(`${c.action} ${c.params['NetworkInterfaceId'] ?? c.params['AttachmentId'] ?? ''} took live ${hit.map((s) => `${s.podName}=${s.ip}`).join(', ')}`);
+      if (hit.length)
+        out.push(
+          `${c.action} ${c.params['NetworkInterfaceId'] ?? c.params['AttachmentId'] ?? ''} took live ${hit.map((s) => `${s.podName}=${s.ip}`).join(', ')}`,
+        );
     }
     return { calls: out, pods };
   }
@@ -229,17 +300,35 @@ export class OutageBench {
     for (let i = 0; i < count; i++) {
       const name = `ghost-${nodeName}-${i}`;
       this.ghosts.add(`ghosts/${name}`);
-      this.n.kube.upsertPod({ namespace: 'ghosts', name, uid: randomUUID(), nodeName, podIP: `192.168.77.${i + 10}`, containerID: randomUUID().replace(/-/g, '') });
+      this.n.kube.upsertPod({
+        namespace: 'ghosts',
+        name,
+        uid: randomUUID(),
+        nodeName,
+        podIP: `192.168.77.${i + 10}`,
+        containerID: randomUUID().replace(/-/g, ''),
+      });
     }
   }
 
   /** The stand-in lists exactly the pods that run, and runPod publishes again. */
   tellTheTruth(): void {
     const { n } = this;
-    for (const g of this.ghosts) { const [ns, name] = g.split('/') as [string, string]; n.kube.deletePod(ns, name); }
+    for (const g of this.ghosts) {
+      const [ns, name] = g.split('/') as [string, string];
+      n.kube.deletePod(ns, name);
+    }
     this.ghosts.clear();
     n.publishPods = true;
-    for (const p of n.pods.values()) n.kube.upsertPod({ namespace: p.namespace, name: p.name, uid: p.uid, nodeName: NODE_NAME, podIP: p.ip, containerID: p.id });
+    for (const p of n.pods.values())
+      n.kube.upsertPod({
+        namespace: p.namespace,
+        name: p.name,
+        uid: p.uid,
+        nodeName: NODE_NAME,
+        podIP: p.ip,
+        containerID: p.id,
+      });
   }
 
   /**
@@ -252,7 +341,15 @@ export class OutageBench {
     this.tellTheTruth();
     await this.wrong.removeAll();
     await n.restartIpamd();
-    await waitFor('the freeze to lift with the right sources', async () => { const s = await n.status(); return s.evidence.passes >= 1 && !s.releasesFrozen; }, 30_000, 100);
+    await waitFor(
+      'the freeze to lift with the right sources',
+      async () => {
+        const s = await n.status();
+        return s.evidence.passes >= 1 && !s.releasesFrozen;
+      },
+      30_000,
+      100,
+    );
     await n.assertNothingLost();
     this.healthy = true;
   }
@@ -277,15 +374,24 @@ export function duplicateIps(live: LiveSandbox[]): string[] {
  */
 export function checkSafety(f: OutageFigures, suspect: Array<string | string[]> | undefined): void {
   const problems: string[] = [];
-  if (f.liveReleaseCalls.length) problems.push(`${f.liveReleaseCalls.length} EC2 release call(s) took live pods' IPs/ENIs:\n    ${f.liveReleaseCalls.join('\n    ')}`);
-  if (f.duplicateIps.length) problems.push(`${f.duplicateIps.length} IP(s) on two live sandboxes: ${f.duplicateIps.join('; ')}`);
+  if (f.liveReleaseCalls.length)
+    problems.push(
+      `${f.liveReleaseCalls.length} EC2 release call(s) took live pods' IPs/ENIs:\n    ${f.liveReleaseCalls.join('\n    ')}`,
+    );
+  if (f.duplicateIps.length)
+    problems.push(`${f.duplicateIps.length} IP(s) on two live sandboxes: ${f.duplicateIps.join('; ')}`);
   // A new pod refused at wiring (its IP still routed to a live pod's veth) was handed a live IP all the same.
-  if (f.failedNewPods.length) problems.push(`${f.failedNewPods.length} new pod(s) did not start: ${f.failedNewPods.join('; ')}`);
+  if (f.failedNewPods.length)
+    problems.push(`${f.failedNewPods.length} new pod(s) did not start: ${f.failedNewPods.join('; ')}`);
   if (suspect !== undefined) {
-    if (!f.frozen) problems.push(`releases are not frozen (reasons seen during the window: ${JSON.stringify(f.reasonsSeen)})`);
+    if (!f.frozen)
+      problems.push(`releases are not frozen (reasons seen during the window: ${JSON.stringify(f.reasonsSeen)})`);
     for (const names of f.frozen ? suspect : []) {
       const all = typeof names === 'string' ? [names] : names;
-      if (!f.reasons.some((r) => all.every((x) => r.includes(x)))) problems.push(`no freeze reason names the suspect source (${all.map((x) => `"${x}"`).join(' and ')}): ${JSON.stringify(f.reasons)}`);
+      if (!f.reasons.some((r) => all.every((x) => r.includes(x))))
+        problems.push(
+          `no freeze reason names the suspect source (${all.map((x) => `"${x}"`).join(' and ')}): ${JSON.stringify(f.reasons)}`,
+        );
     }
   }
   assert.deepEqual(problems, [], `scenario ${f.scenario}:\n  ${problems.join('\n  ')}\nfigures: ${figureLine(f)}`);
@@ -294,7 +400,15 @@ export function checkSafety(f: OutageFigures, suspect: Array<string | string[]> 
 /** One JSON line of the figures for the report (counts, reasons; the call lists are in the failure message). */
 export function figureLine(f: OutageFigures): string {
   return JSON.stringify({
-    scenario: f.scenario, releaseCalls: f.releaseCalls.length, liveReleaseCalls: f.liveReleaseCalls.length, livePodsHit: f.livePodsHit, duplicateIps: f.duplicateIps.length,
-    newPods: f.newPods.length, failedNewPods: f.failedNewPods, frozen: f.frozen, reasons: f.reasons, reasonsSeen: f.reasonsSeen,
+    scenario: f.scenario,
+    releaseCalls: f.releaseCalls.length,
+    liveReleaseCalls: f.liveReleaseCalls.length,
+    livePodsHit: f.livePodsHit,
+    duplicateIps: f.duplicateIps.length,
+    newPods: f.newPods.length,
+    failedNewPods: f.failedNewPods,
+    frozen: f.frozen,
+    reasons: f.reasons,
+    reasonsSeen: f.reasonsSeen,
   });
 }

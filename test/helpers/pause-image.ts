@@ -52,13 +52,32 @@ const sha256 = (b: Buffer | string): string => createHash('sha256').update(b).di
 
 /** OCI architecture name of this machine (Go GOARCH spelling). */
 function ociArch(): string {
-  const m: Record<string, string> = { x64: 'amd64', arm64: 'arm64', arm: 'arm', ppc64: 'ppc64le', s390x: 's390x', riscv64: 'riscv64' };
+  const m: Record<string, string> = {
+    x64: 'amd64',
+    arm64: 'arm64',
+    arm: 'arm',
+    ppc64: 'ppc64le',
+    s390x: 's390x',
+    riscv64: 'riscv64',
+  };
   return m[process.arch] ?? process.arch;
 }
 
 /** Deterministic tar of `names` (relative to `dir`) with GNU tar. */
 async function detTar(dir: string, out: string, names: string[]): Promise<void> {
-  await run('tar', ['--sort=name', '--owner=0', '--group=0', '--numeric-owner', '--mtime=@0', '--format=gnu', '-C', dir, '-cf', out, ...names]);
+  await run('tar', [
+    '--sort=name',
+    '--owner=0',
+    '--group=0',
+    '--numeric-owner',
+    '--mtime=@0',
+    '--format=gnu',
+    '-C',
+    dir,
+    '-cf',
+    out,
+    ...names,
+  ]);
 }
 
 /** Writes `data` as a content-addressed blob; returns its descriptor fields. */
@@ -82,7 +101,9 @@ export async function buildPauseImage(o: { cacheDir?: string; ref?: string } = {
   try {
     gccVersion = (await run('gcc', ['--version'])).stdout.split('\n')[0] ?? '';
   } catch (e) {
-    throw new Error(`gcc not found: install gcc and libc6-dev (scripts/ensure-deps.sh --containerd): ${(e as Error).message}`);
+    throw new Error(
+      `gcc not found: install gcc and libc6-dev (scripts/ensure-deps.sh --containerd): ${(e as Error).message}`,
+    );
   }
   const key = sha256(JSON.stringify([PAUSE_C, ref, ociArch(), gccVersion, 1])).slice(0, 16);
   const tarPath = path.join(cacheDir, `pause-${key}.tar`);
@@ -103,32 +124,54 @@ export async function buildPauseImage(o: { cacheDir?: string; ref?: string } = {
     try {
       await run('gcc', ['-static', '-Os', '-s', '-o', path.join(rootfs, 'pause'), path.join(w, 'pause.c')]);
     } catch (e) {
-      throw new Error(`gcc -static failed (is libc6-dev installed?): ${(e as { stderr?: string }).stderr ?? (e as Error).message}`);
+      throw new Error(
+        `gcc -static failed (is libc6-dev installed?): ${(e as { stderr?: string }).stderr ?? (e as Error).message}`,
+      );
     }
 
     // Layer: uncompressed tar, so its digest is also its diff_id.
     await detTar(rootfs, path.join(w, 'layer.tar'), ['pause']);
     const layer = await putBlob(blobs, await readFile(path.join(w, 'layer.tar')));
-    const config = await putBlob(blobs, Buffer.from(JSON.stringify({
-      architecture: ociArch(), os: 'linux',
-      config: { Entrypoint: ['/pause'], WorkingDir: '/' },
-      rootfs: { type: 'layers', diff_ids: [layer.digest] },
-    })));
-    const manifest = await putBlob(blobs, Buffer.from(JSON.stringify({
-      schemaVersion: 2,
-      mediaType: 'application/vnd.oci.image.manifest.v1+json',
-      config: { mediaType: 'application/vnd.oci.image.config.v1+json', ...config },
-      layers: [{ mediaType: 'application/vnd.oci.image.layer.v1.tar', ...layer }],
-    })));
-    await writeFile(path.join(layout, 'index.json'), JSON.stringify({
-      schemaVersion: 2,
-      mediaType: 'application/vnd.oci.image.index.v1+json',
-      manifests: [{
-        mediaType: 'application/vnd.oci.image.manifest.v1+json', ...manifest,
-        platform: { architecture: ociArch(), os: 'linux' },
-        annotations: { 'io.containerd.image.name': ref, 'org.opencontainers.image.ref.name': ref.slice(ref.lastIndexOf(':') + 1) },
-      }],
-    }));
+    const config = await putBlob(
+      blobs,
+      Buffer.from(
+        JSON.stringify({
+          architecture: ociArch(),
+          os: 'linux',
+          config: { Entrypoint: ['/pause'], WorkingDir: '/' },
+          rootfs: { type: 'layers', diff_ids: [layer.digest] },
+        }),
+      ),
+    );
+    const manifest = await putBlob(
+      blobs,
+      Buffer.from(
+        JSON.stringify({
+          schemaVersion: 2,
+          mediaType: 'application/vnd.oci.image.manifest.v1+json',
+          config: { mediaType: 'application/vnd.oci.image.config.v1+json', ...config },
+          layers: [{ mediaType: 'application/vnd.oci.image.layer.v1.tar', ...layer }],
+        }),
+      ),
+    );
+    await writeFile(
+      path.join(layout, 'index.json'),
+      JSON.stringify({
+        schemaVersion: 2,
+        mediaType: 'application/vnd.oci.image.index.v1+json',
+        manifests: [
+          {
+            mediaType: 'application/vnd.oci.image.manifest.v1+json',
+            ...manifest,
+            platform: { architecture: ociArch(), os: 'linux' },
+            annotations: {
+              'io.containerd.image.name': ref,
+              'org.opencontainers.image.ref.name': ref.slice(ref.lastIndexOf(':') + 1),
+            },
+          },
+        ],
+      }),
+    );
     await writeFile(path.join(layout, 'oci-layout'), JSON.stringify({ imageLayoutVersion: '1.0.0' }));
 
     const tmpTar = path.join(w, 'image.tar');

@@ -23,7 +23,8 @@ export function parsePrometheusText(text: string): PromSample[] {
     const m = LINE.exec(line);
     if (!m) throw new Error(`not a Prometheus sample line: ${line}`);
     const labels: Record<string, string> = {};
-    for (const l of (m[2] ?? '').matchAll(LABEL)) labels[l[1]!] = l[2]!.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
+    for (const l of (m[2] ?? '').matchAll(LABEL))
+      labels[l[1]!] = l[2]!.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
     const v = m[3]!;
     out.push({ name: m[1]!, labels, value: v === '+Inf' ? Infinity : v === '-Inf' ? -Infinity : Number(v) });
   }
@@ -42,5 +43,7 @@ export function sample(samples: PromSample[], name: string, labels: Record<strin
 
 /** Sum of the values of every sample `name` whose labels include `labels`. */
 export function sumSamples(samples: PromSample[], name: string, labels: Record<string, string> = {}): number {
-  return samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v)).reduce((a, s) => a + s.value, 0);
+  return samples
+    .filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
+    .reduce((a, s) => a + s.value, 0);
 }

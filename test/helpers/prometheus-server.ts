@@ -16,9 +16,18 @@ import { waitFor } from './wait.js';
 export const PROMETHEUS_BIN = '/usr/bin/prometheus';
 
 /** One series of an instant vector: its labels and value (NaN and ±Inf as numbers). */
-export interface PromSeries { metric: Record<string, string>; value: number }
+export interface PromSeries {
+  metric: Record<string, string>;
+  value: number;
+}
 /** One active alert of /api/v1/alerts. */
-export interface PromAlert { labels: Record<string, string>; annotations: Record<string, string>; state: 'pending' | 'firing'; activeAt: string; value: string }
+export interface PromAlert {
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  state: 'pending' | 'firing';
+  activeAt: string;
+  value: string;
+}
 
 /** A running Prometheus. */
 export interface PrometheusServer {
@@ -50,7 +59,10 @@ async function exited(child: ChildProcess, ms: number): Promise<boolean> {
   if (child.exitCode !== null || child.signalCode !== null) return true;
   return new Promise((resolve) => {
     const timer = setTimeout(() => resolve(false), ms);
-    child.once('exit', () => { clearTimeout(timer); resolve(true); });
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve(true);
+    });
   });
 }
 
@@ -59,7 +71,13 @@ async function exited(child: ChildProcess, ms: number): Promise<boolean> {
  * and evaluating `ruleFiles` every `evaluationInterval`; resolves once `/-/ready` answers.
  * @throws Error with Prometheus's output when it exits or is not ready within 20 s.
  */
-export async function startPrometheus(p: { targets: string[]; job: string; ruleFiles?: string[]; scrapeInterval?: string; evaluationInterval?: string }): Promise<PrometheusServer> {
+export async function startPrometheus(p: {
+  targets: string[];
+  job: string;
+  ruleFiles?: string[];
+  scrapeInterval?: string;
+  evaluationInterval?: string;
+}): Promise<PrometheusServer> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-prom-'));
   const config = [
     'global:',
@@ -77,19 +95,33 @@ export async function startPrometheus(p: { targets: string[]; job: string; ruleF
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   let output = '';
-  const child = spawn(PROMETHEUS_BIN, [
-    `--config.file=${path.join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${path.join(dir, 'data')}`,
-    `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn', '--storage.tsdb.retention.time=1h',
-  ], { stdio: ['ignore', 'pipe', 'pipe'] });
-  child.stdout!.on('data', (b: Buffer) => { output += b.toString(); });
-  child.stderr!.on('data', (b: Buffer) => { output += b.toString(); });
+  const child = spawn(
+    PROMETHEUS_BIN,
+    [
+      `--config.file=${path.join(dir, 'prometheus.yml')}`,
+      `--storage.tsdb.path=${path.join(dir, 'data')}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+      '--log.level=warn',
+      '--storage.tsdb.retention.time=1h',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  child.stdout!.on('data', (b: Buffer) => {
+    output += b.toString();
+  });
+  child.stderr!.on('data', (b: Buffer) => {
+    output += b.toString();
+  });
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
     stopped = true;
     if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGTERM');
-      if (!(await exited(child, 5000))) { child.kill('SIGKILL'); await exited(child, 5000); }
+      if (!(await exited(child, 5000))) {
+        child.kill('SIGKILL');
+        await exited(child, 5000);
+      }
     }
     await rm(dir, { recursive: true, force: true });
   };
@@ -100,10 +132,15 @@ export async function startPrometheus(p: { targets: string[]; job: string; ruleF
     return body.data;
   };
   try {
-    await waitFor(`Prometheus ready on ${url}`, async () => {
-      if (child.exitCode !== null) throw new Error(`prometheus exited ${child.exitCode}: ${output}`);
-      return (await fetch(`${url}/-/ready`).catch(() => undefined))?.status === 200;
-    }, 20_000, 100);
+    await waitFor(
+      `Prometheus ready on ${url}`,
+      async () => {
+        if (child.exitCode !== null) throw new Error(`prometheus exited ${child.exitCode}: ${output}`);
+        return (await fetch(`${url}/-/ready`).catch(() => undefined))?.status === 200;
+      },
+      20_000,
+      100,
+    );
   } catch (e) {
     await stop();
     throw new Error(`${(e as Error).message}\nprometheus output:\n${output}`);
@@ -111,15 +148,23 @@ export async function startPrometheus(p: { targets: string[]; job: string; ruleF
   return {
     url,
     async query(expr) {
-      const d = await api<{ resultType: string; result: Array<{ metric: Record<string, string>; value: [number, string] }> }>(`/api/v1/query?query=${encodeURIComponent(expr)}`);
+      const d = await api<{
+        resultType: string;
+        result: Array<{ metric: Record<string, string>; value: [number, string] }>;
+      }>(`/api/v1/query?query=${encodeURIComponent(expr)}`);
       if (d.resultType !== 'vector') throw new Error(`${expr}: a ${d.resultType}, not an instant vector`);
-      return d.result.map((s) => ({ metric: s.metric, value: s.value[1] === '+Inf' ? Infinity : s.value[1] === '-Inf' ? -Infinity : Number(s.value[1]) }));
+      return d.result.map((s) => ({
+        metric: s.metric,
+        value: s.value[1] === '+Inf' ? Infinity : s.value[1] === '-Inf' ? -Infinity : Number(s.value[1]),
+      }));
     },
     async alerts() {
       return (await api<{ alerts: PromAlert[] }>('/api/v1/alerts')).alerts;
     },
     async targets() {
-      return (await api<{ activeTargets: Array<{ scrapeUrl: string; health: string; lastError: string }> }>('/api/v1/targets')).activeTargets;
+      return (
+        await api<{ activeTargets: Array<{ scrapeUrl: string; health: string; lastError: string }> }>('/api/v1/targets')
+      ).activeTargets;
     },
     stop,
   };

@@ -6,10 +6,24 @@
 import { readFile } from 'node:fs/promises';
 
 /** One ipamd log line (only the fields these tests read). */
-export interface IpamdLogLine { msg: string; containerID?: string; ip?: string; reason?: string; time?: number }
+export interface IpamdLogLine {
+  msg: string;
+  containerID?: string;
+  ip?: string;
+  reason?: string;
+  time?: number;
+}
 
 /** One plugin invocation (cni-plugin/log.ts InvocationLog, the fields read here). */
-export interface CniLogLine { verb: string; containerId: string; netns: string; outcome: 'ok' | 'error'; ip?: string; warnings?: string[]; msg?: string }
+export interface CniLogLine {
+  verb: string;
+  containerId: string;
+  netns: string;
+  outcome: 'ok' | 'error';
+  ip?: string;
+  warnings?: string[];
+  msg?: string;
+}
 
 /** Parses a JSON-lines file; lines that are not JSON objects are skipped. Missing file → []. */
 async function jsonLines<T>(file: string): Promise<T[]> {
@@ -17,7 +31,11 @@ async function jsonLines<T>(file: string): Promise<T[]> {
   const out: T[] = [];
   for (const line of text.split('\n')) {
     if (!line.startsWith('{')) continue;
-    try { out.push(JSON.parse(line) as T); } catch { /* partial line */ }
+    try {
+      out.push(JSON.parse(line) as T);
+    } catch {
+      /* partial line */
+    }
   }
   return out;
 }

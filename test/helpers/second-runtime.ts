@@ -53,14 +53,29 @@ export async function startSecondRuntime(o: { dir: string; nodeNetnsPath: string
     await chmod(path.join(binDir, bin), 0o755);
   }
   const conflist = {
-    cniVersion: '1.0.0', name: 'foreign-net',
-    plugins: [{ type: 'ptp', ipMasq: false, ipam: { type: 'host-local', ranges: [[{ subnet: FOREIGN_SUBNET }]], dataDir: path.join(o.dir, 'host-local') } }],
+    cniVersion: '1.0.0',
+    name: 'foreign-net',
+    plugins: [
+      {
+        type: 'ptp',
+        ipMasq: false,
+        ipam: { type: 'host-local', ranges: [[{ subnet: FOREIGN_SUBNET }]], dataDir: path.join(o.dir, 'host-local') },
+      },
+    ],
   };
   await writeFile(path.join(confDir, '10-foreign.conflist'), JSON.stringify(conflist));
-  const containerd = await startContainerd({ baseDir: path.join(o.dir, 'containerd'), nodeNetnsPath: o.nodeNetnsPath, cniBinDir: binDir, cniConfDir: confDir });
+  const containerd = await startContainerd({
+    baseDir: path.join(o.dir, 'containerd'),
+    nodeNetnsPath: o.nodeNetnsPath,
+    cniBinDir: binDir,
+    cniConfDir: confDir,
+  });
   const cri = new CriTestClient(containerd.socket, 60_000);
   return {
-    containerd, cri, socket: containerd.socket, endpoint: `unix://${containerd.socket}`,
+    containerd,
+    cri,
+    socket: containerd.socket,
+    endpoint: `unix://${containerd.socket}`,
     async runForeign(prefix, count) {
       const out: Array<{ id: string; ip: string }> = [];
       for (let i = 0; i < count; i++) {

@@ -19,7 +19,10 @@ export interface SimFixture {
 /** An SDK client for `sim` with dummy static credentials and no retries. */
 export function ec2ClientFor(sim: SimCloud): EC2Client {
   return new EC2Client({
-    region: sim.state.region, endpoint: sim.ec2Endpoint, credentials: { accessKeyId: 'x', secretAccessKey: 'x' }, maxAttempts: 1,
+    region: sim.state.region,
+    endpoint: sim.ec2Endpoint,
+    credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+    maxAttempts: 1,
   });
 }
 
@@ -27,7 +30,10 @@ export function ec2ClientFor(sim: SimCloud): EC2Client {
  * Starts a sim with a subnet (`subnetCidr`, default 10.0.0.0/24) and one instance
  * (`instanceType`, default m5.large). Registers cleanup on `t`.
  */
-export async function startSim(t: TestContext, p: { subnetCidr?: string; instanceType?: string; opts?: SimCloudOptions } = {}): Promise<SimFixture> {
+export async function startSim(
+  t: TestContext,
+  p: { subnetCidr?: string; instanceType?: string; opts?: SimCloudOptions } = {},
+): Promise<SimFixture> {
   const sim = new SimCloud({ seed: 42, ...p.opts });
   await sim.start();
   const ec2 = ec2ClientFor(sim);
@@ -41,13 +47,19 @@ export async function startSim(t: TestContext, p: { subnetCidr?: string; instanc
 }
 
 /** The error an SDK call is expected to fail with, as the SDK surfaces it. */
-export interface ExpectedSdkError { name: string; status: number }
+export interface ExpectedSdkError {
+  name: string;
+  status: number;
+}
 
 /**
  * Asserts that `call` rejects with an SDK service error whose `name` (the EC2 error
  * code) and `$metadata.httpStatusCode` match. Returns the error.
  */
-export async function expectSdkError(call: Promise<unknown>, want: ExpectedSdkError): Promise<Error & { $metadata: { httpStatusCode?: number } }> {
+export async function expectSdkError(
+  call: Promise<unknown>,
+  want: ExpectedSdkError,
+): Promise<Error & { $metadata: { httpStatusCode?: number } }> {
   try {
     await call;
   } catch (e) {
@@ -62,16 +74,23 @@ export async function expectSdkError(call: Promise<unknown>, want: ExpectedSdkEr
 /** POSTs a raw EC2 Query API form to the sim (for requests the SDK would not send). */
 export async function rawEc2(sim: SimCloud, form: Record<string, string>): Promise<{ status: number; body: string }> {
   const res = await fetch(sim.ec2Endpoint, {
-    method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded; charset=utf-8' },
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded; charset=utf-8' },
     body: new URLSearchParams({ Version: '2016-11-15', ...form }).toString(),
   });
   return { status: res.status, body: await res.text() };
 }
 
 /** Calls a JSON admin endpoint (`/_sim/...`) of the sim. */
-export async function simAdmin(sim: SimCloud, method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; json: unknown }> {
+export async function simAdmin(
+  sim: SimCloud,
+  method: 'GET' | 'POST',
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; json: unknown }> {
   const res = await fetch(`${sim.ec2Endpoint}${path}`, {
-    method, ...(body !== undefined ? { body: JSON.stringify(body), headers: { 'Content-Type': 'application/json' } } : {}),
+    method,
+    ...(body !== undefined ? { body: JSON.stringify(body), headers: { 'Content-Type': 'application/json' } } : {}),
   });
   return { status: res.status, json: await res.json() };
 }

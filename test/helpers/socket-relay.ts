@@ -24,7 +24,8 @@ export interface Relay {
   close(): Promise<void>;
 }
 
-const connectOpts = (e: RelayEnd): net.NetConnectOpts => ('path' in e ? { path: e.path } : { host: e.host ?? '127.0.0.1', port: e.port });
+const connectOpts = (e: RelayEnd): net.NetConnectOpts =>
+  'path' in e ? { path: e.path } : { host: e.host ?? '127.0.0.1', port: e.port };
 
 /**
  * Listens on `from`; every accepted connection is piped both ways to a new connection
@@ -53,16 +54,18 @@ export async function startRelay(from: RelayEnd, to: RelayEnd): Promise<Relay> {
     else server.listen(from.port, from.host ?? '127.0.0.1', resolve);
   });
   const addr = server.address();
-  const listening: RelayEnd = 'path' in from ? from : { host: from.host ?? '127.0.0.1', port: (addr as net.AddressInfo).port };
+  const listening: RelayEnd =
+    'path' in from ? from : { host: from.host ?? '127.0.0.1', port: (addr as net.AddressInfo).port };
   return {
     listening,
-    close: () => new Promise<void>((resolve) => {
-      for (const s of open) s.destroy();
-      server.close(() => {
-        if ('path' in from) rmSync(from.path, { force: true });
-        resolve();
-      });
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of open) s.destroy();
+        server.close(() => {
+          if ('path' in from) rmSync(from.path, { force: true });
+          resolve();
+        });
+      }),
   };
 }
 

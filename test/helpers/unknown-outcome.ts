@@ -27,7 +27,10 @@ export const UNKNOWN_OUTCOME_ENV: NodeJS.ProcessEnv = { ENI_IPAM_EC2_TIMEOUT: '1
 /** Makes the next call of `action` fail as `outcome` says. */
 export function injectUnknown(n: LifecycleNode, action: string, outcome: UnknownOutcome): void {
   n.h.sim.faults.injectError({
-    action, count: 1, code: outcome === 'applied-timeout' ? NO_RESPONSE : 'InternalError', when: outcome === 'not-applied-5xx' ? 'before' : 'after',
+    action,
+    count: 1,
+    code: outcome === 'applied-timeout' ? NO_RESPONSE : 'InternalError',
+    when: outcome === 'not-applied-5xx' ? 'before' : 'after',
   });
 }
 
@@ -37,15 +40,22 @@ export function injectUnknown(n: LifecycleNode, action: string, outcome: Unknown
  * loaded 2-core CI machine has stretched past 20 s.
  */
 export async function waitFaultDrawn(n: LifecycleNode, action: string, timeoutMs = 60_000): Promise<void> {
-  await waitFor(`the injected ${action} failure drawn`, () => n.h.sim.faults.pendingInjectedErrors() === 0
-    && n.h.sim.calls.some((c) => c.action === action && !c.ok && c.durationMs !== undefined), timeoutMs, 20);
+  await waitFor(
+    `the injected ${action} failure drawn`,
+    () =>
+      n.h.sim.faults.pendingInjectedErrors() === 0 &&
+      n.h.sim.calls.some((c) => c.action === action && !c.ok && c.durationMs !== undefined),
+    timeoutMs,
+    20,
+  );
 }
 
 /** Addresses (secondary IPs and /28 prefix addresses) EC2 shows on ENIs attached to the node, by ENI. */
 export function ec2Addresses(n: LifecycleNode): Map<string, string[]> {
   const out = new Map<string, string[]>();
   for (const e of n.h.sim.state.enis.values()) {
-    if (e.attachment?.instanceId === n.h.instanceId && e.attachment.status === 'attached') out.set(e.networkInterfaceId, eniPodAddresses(e));
+    if (e.attachment?.instanceId === n.h.instanceId && e.attachment.status === 'attached')
+      out.set(e.networkInterfaceId, eniPodAddresses(e));
   }
   return out;
 }
@@ -62,10 +72,14 @@ export async function addOnEc2(n: LifecycleNode, id: string): Promise<string> {
 export async function divergence(n: LifecycleNode): Promise<string | undefined> {
   const s = await n.status();
   if (s.counts.releasing) return `${s.counts.releasing} addresses still releasing`;
-  if (s.eniLifecycle.pendingEnis.length || s.eniLifecycle.orphanEnis.length) return `pending ${s.eniLifecycle.pendingEnis}, orphans ${s.eniLifecycle.orphanEnis}`;
+  if (s.eniLifecycle.pendingEnis.length || s.eniLifecycle.orphanEnis.length)
+    return `pending ${s.eniLifecycle.pendingEnis}, orphans ${s.eniLifecycle.orphanEnis}`;
   const ec2 = ec2Addresses(n);
-  const ds = new Map<string, number>((s.enis as Array<{ eniId: string; total: number }>).map((v) => [v.eniId, v.total]));
-  for (const [id, ips] of ec2) if (ds.get(id) !== ips.length) return `${id}: EC2 shows ${ips.length} addresses, ipamd ${ds.get(id) ?? 'no ENI'}`;
+  const ds = new Map<string, number>(
+    (s.enis as Array<{ eniId: string; total: number }>).map((v) => [v.eniId, v.total]),
+  );
+  for (const [id, ips] of ec2)
+    if (ds.get(id) !== ips.length) return `${id}: EC2 shows ${ips.length} addresses, ipamd ${ds.get(id) ?? 'no ENI'}`;
   for (const id of ds.keys()) if (!ec2.has(id)) return `ipamd serves from ${id}, which is not attached in EC2`;
   return undefined;
 }
@@ -79,15 +93,24 @@ export async function waitConverged(n: LifecycleNode, timeoutMs = 30_000): Promi
   const swept = new Set<string>();
   let why: string | undefined = 'not checked yet';
   try {
-    await waitFor('ipamd converged on EC2', async () => {
-      const leaks = leakedEnis(n).map((e) => e.networkInterfaceId).filter((id) => !swept.has(id));
-      if (leaks.length) {
-        await ageEnis(n, leaks);
-        for (const id of leaks) swept.add(id);
-      }
-      why = leakedEnis(n).length ? `leaked ENIs ${leakedEnis(n).map((e) => e.networkInterfaceId)}` : await divergence(n);
-      return why === undefined;
-    }, timeoutMs, 200);
+    await waitFor(
+      'ipamd converged on EC2',
+      async () => {
+        const leaks = leakedEnis(n)
+          .map((e) => e.networkInterfaceId)
+          .filter((id) => !swept.has(id));
+        if (leaks.length) {
+          await ageEnis(n, leaks);
+          for (const id of leaks) swept.add(id);
+        }
+        why = leakedEnis(n).length
+          ? `leaked ENIs ${leakedEnis(n).map((e) => e.networkInterfaceId)}`
+          : await divergence(n);
+        return why === undefined;
+      },
+      timeoutMs,
+      200,
+    );
   } catch (e) {
     throw new Error(`${(e as Error).message}: ${why}`);
   }

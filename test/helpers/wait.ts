@@ -2,7 +2,12 @@
  * Polls `fn` every `intervalMs` until it returns a truthy value, and returns it.
  * @throws Error naming `what` (with the last value seen) after `timeoutMs`.
  */
-export async function waitFor<T>(what: string, fn: () => Promise<T> | T, timeoutMs = 20_000, intervalMs = 50): Promise<NonNullable<T>> {
+export async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T> | T,
+  timeoutMs = 20_000,
+  intervalMs = 50,
+): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   let last: T | undefined;
   let lastErr: unknown;
@@ -15,5 +20,7 @@ export async function waitFor<T>(what: string, fn: () => Promise<T> | T, timeout
     }
     await new Promise((r) => setTimeout(r, intervalMs));
   }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; last value ${JSON.stringify(last)}${lastErr ? `, last error ${(lastErr as Error).message}` : ''}`);
+  throw new Error(
+    `timed out after ${timeoutMs} ms waiting for ${what}; last value ${JSON.stringify(last)}${lastErr ? `, last error ${(lastErr as Error).message}` : ''}`,
+  );
 }

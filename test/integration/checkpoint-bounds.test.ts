@@ -19,8 +19,12 @@ import { createSimNode } from '../property/sim-node.js';
 /** A schema-valid checkpoint of this boot with `n` allocations on `eni-x`. */
 function bigCheckpoint(n: number): CheckpointData {
   const allocations = Array.from({ length: n }, (_, i) => ({
-    networkName: 'aws-cni', containerID: `c${i.toString(16).padStart(63, '0')}`, ifName: 'eth0',
-    ipv4: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`, eniId: 'eni-0123456789abcdef0', allocatedAt: 1_700_000_000_000,
+    networkName: 'aws-cni',
+    containerID: `c${i.toString(16).padStart(63, '0')}`,
+    ifName: 'eth0',
+    ipv4: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`,
+    eniId: 'eni-0123456789abcdef0',
+    allocatedAt: 1_700_000_000_000,
     pod: { namespace: 'default', name: `pod-${i}`, uid: `uid-${i}` },
   }));
   return { version: 1, bootId: readBootId(), allocations, cooldown: [] };
@@ -40,17 +44,29 @@ test('loadCheckpoint: more entries or bytes than the node can hold is corrupt, m
   await writeFile(file, JSON.stringify(bigCheckpoint(481)));
   const over = await loadCheckpoint(file, bounds);
   assert.equal(over.kind, 'corrupt');
-  assert.match(over.kind === 'corrupt' ? over.reason : '', /implausible: 481 allocations entries, more than this node's ENIs can hold \(480\)/);
+  assert.match(
+    over.kind === 'corrupt' ? over.reason : '',
+    /implausible: 481 allocations entries, more than this node's ENIs can hold \(480\)/,
+  );
   await assert.rejects(stat(file), { code: 'ENOENT' });
 
-  await writeFile(file, JSON.stringify({ ...bigCheckpoint(1), cooldown: Array.from({ length: 481 }, (_, i) => ({ ip: `10.1.${i >> 8}.${i & 255}`, releasedAt: 1 })) }));
+  await writeFile(
+    file,
+    JSON.stringify({
+      ...bigCheckpoint(1),
+      cooldown: Array.from({ length: 481 }, (_, i) => ({ ip: `10.1.${i >> 8}.${i & 255}`, releasedAt: 1 })),
+    }),
+  );
   const cool = await loadCheckpoint(file, bounds);
   assert.match(cool.kind === 'corrupt' ? cool.reason : '', /481 cooldown entries/);
 
   // Too many bytes: refused without being read (a 2 MB file of padding is not even JSON-parsed).
   await writeFile(file, `{"version":1,"pad":"${'x'.repeat(bounds.maxBytes)}"}`);
   const big = await loadCheckpoint(file, bounds);
-  assert.match(big.kind === 'corrupt' ? big.reason : '', /implausible: \d+ bytes, more than a checkpoint of this node can take/);
+  assert.match(
+    big.kind === 'corrupt' ? big.reason : '',
+    /implausible: \d+ bytes, more than a checkpoint of this node can take/,
+  );
   assert.equal((await readdir(dir)).filter((f) => f.includes('.corrupt-')).length, 3);
 });
 
@@ -65,7 +81,9 @@ test('ipamd given a 200,000-allocation checkpoint moves it aside, rebuilds, and 
   assert.ok(text.length > 40e6, `${text.length} bytes`);
   await writeFile(node.checkpoint, text);
   await node.start();
-  const aside = (await readdir(path.dirname(node.checkpoint))).filter((f) => f.startsWith(`${path.basename(node.checkpoint)}.corrupt-`));
+  const aside = (await readdir(path.dirname(node.checkpoint))).filter((f) =>
+    f.startsWith(`${path.basename(node.checkpoint)}.corrupt-`),
+  );
   assert.equal(aside.length, 1, 'the implausible checkpoint was kept aside');
   assert.equal(node.daemonHandle!.ds.allocations().length, 0, 'none of its allocations was restored');
   assert.ok((await stat(node.checkpoint)).size < 10_000, 'the rewritten checkpoint is small');

@@ -26,7 +26,10 @@ const KEYS_PER_CLIENT = 6;
 /** What the test knows of a key: held with an IP, released, or unknown (its last call was cut off). */
 type Known = { state: 'held'; ip: string } | { state: 'released' } | { state: 'unknown' };
 
-interface Served { containerID: string; ipv4: string }
+interface Served {
+  containerID: string;
+  ipv4: string;
+}
 
 /** Deterministic PRNG (mulberry32), so a failure can be replayed with the same seed. */
 function rng(seed: number): () => number {
@@ -48,8 +51,10 @@ function check(known: Map<string, Known>, served: Served[], round: number): stri
   if (new Set(ips).size !== ips.length) bad.push(`round ${round}: an IP is held twice: ${JSON.stringify(served)}`);
   for (const [id, k] of known) {
     const ip = byId.get(id);
-    if (k.state === 'held' && ip !== k.ip) bad.push(`round ${round}: acknowledged ADD of ${id} (${k.ip}) lost: ${ip ?? 'nothing held'}`);
-    if (k.state === 'released' && ip !== undefined) bad.push(`round ${round}: acknowledged DEL of ${id} resurrected with ${ip}`);
+    if (k.state === 'held' && ip !== k.ip)
+      bad.push(`round ${round}: acknowledged ADD of ${id} (${k.ip}) lost: ${ip ?? 'nothing held'}`);
+    if (k.state === 'released' && ip !== undefined)
+      bad.push(`round ${round}: acknowledged DEL of ${id} resurrected with ${ip}`);
     if (k.state === 'unknown') known.set(id, ip === undefined ? { state: 'released' } : { state: 'held', ip });
   }
   return bad;
@@ -64,14 +69,20 @@ test('SIGKILL at random points during 1,000 ADD/DELs: no acknowledged ADD lost, 
   t.after(() => sim.stop());
   const subnet = sim.addSubnet({ cidr: '10.0.0.0/22' });
   const node: SimNode = await createSimNode({
-    sim, subnetId: subnet.subnetId, instanceType: 'c5.4xlarge', mode: 'child', cri: false,
+    sim,
+    subnetId: subnet.subnetId,
+    instanceType: 'c5.4xlarge',
+    mode: 'child',
+    cri: false,
     env: { WARM_IP_TARGET: String(CLIENTS * KEYS_PER_CLIENT + 4), IP_COOLDOWN_PERIOD: '0' },
   });
   t.after(() => node.close());
   await node.start();
 
   const known = new Map<string, Known>();
-  const keys = Array.from({ length: CLIENTS }, (_, w) => Array.from({ length: KEYS_PER_CLIENT }, (_, k) => `w${w}k${k}`));
+  const keys = Array.from({ length: CLIENTS }, (_, w) =>
+    Array.from({ length: KEYS_PER_CLIENT }, (_, k) => `w${w}k${k}`),
+  );
   for (const id of keys.flat()) known.set(id, { state: 'released' });
   const violations: string[] = [];
   let started = 0;
@@ -83,33 +94,38 @@ test('SIGKILL at random points during 1,000 ADD/DELs: no acknowledged ADD lost, 
     const killAt = started + Math.floor(random() * budget); // the kill lands while op #killAt is in flight
     const c: TestIpamdClient = ipamdClient(node.socket);
     let killed: Promise<void> | undefined;
-    await Promise.all(keys.map(async (mine) => {
-      while (started < OPS && !killed) {
-        const id = mine[Math.floor(random() * mine.length)]!;
-        const k = known.get(id)!;
-        const op = k.state === 'held' ? 'del' : k.state === 'released' ? 'add' : random() < 0.5 ? 'add' : 'del';
-        const n = started++;
-        const call = op === 'add' ? c.add(id) : c.del(id);
-        known.set(id, { state: 'unknown' });
-        if (n === killAt) {
-          // Let the request reach ipamd, then kill it somewhere in its handling (a few ms at most).
-          killed = new Promise((r) => setTimeout(r, random() * 3)).then(() => node.stop({ crash: true }));
+    await Promise.all(
+      keys.map(async (mine) => {
+        while (started < OPS && !killed) {
+          const id = mine[Math.floor(random() * mine.length)]!;
+          const k = known.get(id)!;
+          const op = k.state === 'held' ? 'del' : k.state === 'released' ? 'add' : random() < 0.5 ? 'add' : 'del';
+          const n = started++;
+          const call = op === 'add' ? c.add(id) : c.del(id);
+          known.set(id, { state: 'unknown' });
+          if (n === killAt) {
+            // Let the request reach ipamd, then kill it somewhere in its handling (a few ms at most).
+            killed = new Promise((r) => setTimeout(r, random() * 3)).then(() => node.stop({ crash: true }));
+          }
+          try {
+            const rep = await call;
+            acked++;
+            known.set(
+              id,
+              op === 'add' ? { state: 'held', ip: (rep as { ipv4_addr: string }).ipv4_addr } : { state: 'released' },
+            );
+          } catch {
+            cutOff++; // stays unknown: the kill came before the answer
+            break;
+          }
         }
-        try {
-          const rep = await call;
-          acked++;
-          known.set(id, op === 'add' ? { state: 'held', ip: (rep as { ipv4_addr: string }).ipv4_addr } : { state: 'released' });
-        } catch {
-          cutOff++; // stays unknown: the kill came before the answer
-          break;
-        }
-      }
-    }));
+      }),
+    );
     c.close();
     if (!killed) killed = node.stop({ crash: true });
     await killed;
     await node.start();
-    const served = await node.introspect('/v1/allocations') as Served[];
+    const served = (await node.introspect('/v1/allocations')) as Served[];
     violations.push(...check(known, served, round));
   }
   t.diagnostic(`${started} calls, ${acked} acknowledged, ${cutOff} cut off by ${rounds} SIGKILLs`);

@@ -24,71 +24,115 @@ function oneLine(r: CliRun, what: RegExp): void {
   assert.doesNotMatch(r.stderr, /\n\s+at |Error: .*\n/);
 }
 
-test('status, pods, enis, plan and support-bundle read a running ipamd; bad input is one line and a non-zero exit', { timeout: 120_000 }, async (t) => {
-  const h = await createNode({ ipamdEnv: { WARM_IP_TARGET: '3', AWS_SECRET_ACCESS_KEY: 'must-not-leak' } });
-  t.after(() => h.close());
-  const d = await h.startIpamd();
-  const base = ['--introspection', `127.0.0.1:${d.introspectionPort}`, '--socket', h.socket, '--checkpoint', h.checkpoint, '--cri-endpoint', 'unix:///nonexistent/cri.sock'];
-  await waitFor('the warm pool', async () => ((await d.status()).counts.available >= 3 ? true : undefined));
-  const client = ipamdClient(h.socket);
-  t.after(() => client.close());
-  const reply = await client.add('f'.repeat(64), { k8s_pod_name: 'web-1', k8s_pod_namespace: 'shop' });
-  const add = { ipv4: reply.ipv4_addr };
+test(
+  'status, pods, enis, plan and support-bundle read a running ipamd; bad input is one line and a non-zero exit',
+  { timeout: 120_000 },
+  async (t) => {
+    const h = await createNode({ ipamdEnv: { WARM_IP_TARGET: '3', AWS_SECRET_ACCESS_KEY: 'must-not-leak' } });
+    t.after(() => h.close());
+    const d = await h.startIpamd();
+    const base = [
+      '--introspection',
+      `127.0.0.1:${d.introspectionPort}`,
+      '--socket',
+      h.socket,
+      '--checkpoint',
+      h.checkpoint,
+      '--cri-endpoint',
+      'unix:///nonexistent/cri.sock',
+    ];
+    await waitFor('the warm pool', async () => ((await d.status()).counts.available >= 3 ? true : undefined));
+    const client = ipamdClient(h.socket);
+    t.after(() => client.close());
+    const reply = await client.add('f'.repeat(64), { k8s_pod_name: 'web-1', k8s_pod_namespace: 'shop' });
+    const add = { ipv4: reply.ipv4_addr };
 
-  const st = await runCli(['status', ...base]);
-  assert.equal(st.code, 0, st.stderr);
-  assert.match(st.stdout, new RegExp(`node ${h.instanceId} \\(m5\\.large\\), ipamd SERVING`));
-  assert.match(st.stdout, /pool \(warm-ip\): total \d+, assigned 1, available \d+/);
-  assert.match(st.stdout, /releases: FROZEN: .*cri/i);
-  const stj = JSON.parse((await runCli(['status', '-o', 'json', ...base])).stdout) as { health: string; counts: { assigned: number }; limits: { ipv4PerEni: number } };
-  assert.equal(stj.health, 'SERVING');
-  assert.equal(stj.counts.assigned, 1);
-  assert.equal(stj.limits.ipv4PerEni, 10);
+    const st = await runCli(['status', ...base]);
+    assert.equal(st.code, 0, st.stderr);
+    assert.match(st.stdout, new RegExp(`node ${h.instanceId} \\(m5\\.large\\), ipamd SERVING`));
+    assert.match(st.stdout, /pool \(warm-ip\): total \d+, assigned 1, available \d+/);
+    assert.match(st.stdout, /releases: FROZEN: .*cri/i);
+    const stj = JSON.parse((await runCli(['status', '-o', 'json', ...base])).stdout) as {
+      health: string;
+      counts: { assigned: number };
+      limits: { ipv4PerEni: number };
+    };
+    assert.equal(stj.health, 'SERVING');
+    assert.equal(stj.counts.assigned, 1);
+    assert.equal(stj.limits.ipv4PerEni, 10);
 
-  const pods = await runCli(['pods', '-o', 'json', ...base]);
-  assert.equal(pods.code, 0, pods.stderr);
-  const rows = JSON.parse(pods.stdout) as Array<{ namespace: string; pod: string; ip: string; deviceNumber: number; routeTable: string }>;
-  assert.deepEqual(rows.map((r) => [r.namespace, r.pod, r.ip, r.deviceNumber, r.routeTable]), [['shop', 'web-1', add.ipv4, 0, 'main']]);
-  const podsTable = await runCli(['pods', ...base]);
-  assert.match(podsTable.stdout, new RegExp(`shop\\s+web-1\\s+${add.ipv4.replace(/\./g, '\\.')}\\s+eni-\\w+\\s+0\\s+main`));
-  const enis = await runCli(['enis', ...base]);
-  assert.match(enis.stdout, new RegExp(`shop/web-1 ${add.ipv4.replace(/\./g, '\\.')}`));
+    const pods = await runCli(['pods', '-o', 'json', ...base]);
+    assert.equal(pods.code, 0, pods.stderr);
+    const rows = JSON.parse(pods.stdout) as Array<{
+      namespace: string;
+      pod: string;
+      ip: string;
+      deviceNumber: number;
+      routeTable: string;
+    }>;
+    assert.deepEqual(
+      rows.map((r) => [r.namespace, r.pod, r.ip, r.deviceNumber, r.routeTable]),
+      [['shop', 'web-1', add.ipv4, 0, 'main']],
+    );
+    const podsTable = await runCli(['pods', ...base]);
+    assert.match(
+      podsTable.stdout,
+      new RegExp(`shop\\s+web-1\\s+${add.ipv4.replace(/\./g, '\\.')}\\s+eni-\\w+\\s+0\\s+main`),
+    );
+    const enis = await runCli(['enis', ...base]);
+    assert.match(enis.stdout, new RegExp(`shop/web-1 ${add.ipv4.replace(/\./g, '\\.')}`));
 
-  const plan = await runCli(['plan', ...base]);
-  assert.equal(plan.code, 0, plan.stderr);
-  assert.match(plan.stdout, /binding: WARM_IP_TARGET=3/);
-  assert.match(plan.stdout, /limit: 1 of 3 ENIs \(instance type m5\.large allows 3\), 9 secondary IPs per ENI/);
+    const plan = await runCli(['plan', ...base]);
+    assert.equal(plan.code, 0, plan.stderr);
+    assert.match(plan.stdout, /binding: WARM_IP_TARGET=3/);
+    assert.match(plan.stdout, /limit: 1 of 3 ENIs \(instance type m5\.large allows 3\), 9 secondary IPs per ENI/);
 
-  const bundle = path.join(h.dir, 'bundle.tar.gz');
-  const sb = await runCli(['support-bundle', '--out', bundle, '--log', path.join(h.dir, 'ipamd.log'), ...base]);
-  assert.equal(sb.code, 0, sb.stderr);
-  const list = (await promisify(execFile)('tar', ['-tzf', bundle])).stdout;
-  for (const f of ['MANIFEST.json', 'introspection/status.json', 'introspection/allocations.json', 'state/ipam.json', 'kernel/ip-rule.txt', 'kernel/ip-route-all.txt', 'kernel/iptables-save.txt', 'env.txt', 'logs/0-ipamd.log']) {
-    assert.match(list, new RegExp(`/${f.replace(/\./g, '\\.')}\\n`), `${f} missing from the bundle:\n${list}`);
-  }
-  const env = (await promisify(execFile)('tar', ['-xzOf', bundle, '--wildcards', '*/env.txt'])).stdout;
-  assert.doesNotMatch(env, /must-not-leak/);
+    const bundle = path.join(h.dir, 'bundle.tar.gz');
+    const sb = await runCli(['support-bundle', '--out', bundle, '--log', path.join(h.dir, 'ipamd.log'), ...base]);
+    assert.equal(sb.code, 0, sb.stderr);
+    const list = (await promisify(execFile)('tar', ['-tzf', bundle])).stdout;
+    for (const f of [
+      'MANIFEST.json',
+      'introspection/status.json',
+      'introspection/allocations.json',
+      'state/ipam.json',
+      'kernel/ip-rule.txt',
+      'kernel/ip-route-all.txt',
+      'kernel/iptables-save.txt',
+      'env.txt',
+      'logs/0-ipamd.log',
+    ]) {
+      assert.match(list, new RegExp(`/${f.replace(/\./g, '\\.')}\\n`), `${f} missing from the bundle:\n${list}`);
+    }
+    const env = (await promisify(execFile)('tar', ['-xzOf', bundle, '--wildcards', '*/env.txt'])).stdout;
+    assert.doesNotMatch(env, /must-not-leak/);
 
-  // Bad input.
-  const wrongSocket = await runCli(['status', ...base, '--socket', path.join(h.dir, 'nope.sock')]);
-  assert.equal(wrongSocket.code, 3);
-  oneLine(wrongSocket, /socket .*nope\.sock does not exist/);
-  const nobody = await runCli(['status', ...base], {}, ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups']);
-  assert.equal(nobody.code, 4, nobody.stderr);
-  oneLine(nobody, /permission denied .*run eni-ipam as root/);
-  const flag = await runCli(['status', '--bogus-flag', ...base]);
-  assert.equal(flag.code, 2);
-  oneLine(flag, /bogus-flag/);
-  const cmd = await runCli(['stauts', ...base]);
-  assert.notEqual(cmd.code, 0);
-  assert.match(cmd.stderr, /stauts/);
+    // Bad input.
+    const wrongSocket = await runCli(['status', ...base, '--socket', path.join(h.dir, 'nope.sock')]);
+    assert.equal(wrongSocket.code, 3);
+    oneLine(wrongSocket, /socket .*nope\.sock does not exist/);
+    const nobody = await runCli(['status', ...base], {}, [
+      'setpriv',
+      '--reuid=65534',
+      '--regid=65534',
+      '--clear-groups',
+    ]);
+    assert.equal(nobody.code, 4, nobody.stderr);
+    oneLine(nobody, /permission denied .*run eni-ipam as root/);
+    const flag = await runCli(['status', '--bogus-flag', ...base]);
+    assert.equal(flag.code, 2);
+    oneLine(flag, /bogus-flag/);
+    const cmd = await runCli(['stauts', ...base]);
+    assert.notEqual(cmd.code, 0);
+    assert.match(cmd.stderr, /stauts/);
 
-  await d.stop(5000);
-  h.ipamd = undefined;
-  for (const c of ['status', 'pods', 'plan', 'audit']) {
-    const r = await runCli([c, ...base, '--no-ec2'].filter((a) => c === 'audit' || a !== '--no-ec2'));
-    assert.equal(r.code, 3, `${c} against a stopped ipamd: ${r.stdout}${r.stderr}`);
-    oneLine(r, /cannot reach ipamd introspection at http:\/\/127\.0\.0\.1:\d+ \(connection refused\)/);
-  }
-  await rm(bundle, { force: true });
-});
+    await d.stop(5000);
+    h.ipamd = undefined;
+    for (const c of ['status', 'pods', 'plan', 'audit']) {
+      const r = await runCli([c, ...base, '--no-ec2'].filter((a) => c === 'audit' || a !== '--no-ec2'));
+      assert.equal(r.code, 3, `${c} against a stopped ipamd: ${r.stdout}${r.stderr}`);
+      oneLine(r, /cannot reach ipamd introspection at http:\/\/127\.0\.0\.1:\d+ \(connection refused\)/);
+    }
+    await rm(bundle, { force: true });
+  },
+);

@@ -31,19 +31,39 @@ test('CHECK on a secondary-ENI pod names the from-pod rule, a down host veth, a 
   const ip = String(prevResult.ips[0].address).split('/')[0]!;
   const [hostIf, podIf] = prevResult.interfaces as Array<{ name: string; mac: string }>;
   const fromRule = (await ipj(n.node.path, ['rule', 'show'])).find((r) => r.priority === 1536 && r.src === ip);
-  assert.ok(fromRule && Number(fromRule.table) >= 2, `a from-pod rule to a secondary ENI table: ${JSON.stringify(fromRule)}`);
+  assert.ok(
+    fromRule && Number(fromRule.table) >= 2,
+    `a from-pod rule to a secondary ENI table: ${JSON.stringify(fromRule)}`,
+  );
   const P = esc(pod.path);
   const drifts: Array<{ what: string; apply: () => Promise<unknown>; want: RegExp }> = [
-    { what: 'from-pod rule', apply: () => ipIn(n.node.path, ['rule', 'del', 'priority', '1536', 'from', ip]), want: new RegExp(`^ip rule priority 1536 from ${esc(ip)} lookup ${fromRule.table} missing on the node$`) },
-    { what: 'host veth up', apply: () => ipIn(n.node.path, ['link', 'set', hostIf!.name, 'down']), want: new RegExp(`host veth ${hostIf!.name} is down on the node`) },
-    // (a new MAC also flushes the interface's neighbour entries: CHECK lists that next)
-    { what: 'pod MAC', apply: () => ipIn(pod.path, ['link', 'set', 'eth0', 'address', '02:00:00:00:0e:99']), want: new RegExp(`^interface eth0 in ${P} has MAC 02:00:00:00:0e:99, prevResult says ${podIf!.mac.toLowerCase()}(;|$)`) },
     {
-      what: 'permanent neighbour', apply: () => ipIn(pod.path, ['neigh', 'replace', '169.254.1.1', 'lladdr', hostIf!.mac, 'dev', 'eth0', 'nud', 'reachable']),
+      what: 'from-pod rule',
+      apply: () => ipIn(n.node.path, ['rule', 'del', 'priority', '1536', 'from', ip]),
+      want: new RegExp(`^ip rule priority 1536 from ${esc(ip)} lookup ${fromRule.table} missing on the node$`),
+    },
+    {
+      what: 'host veth up',
+      apply: () => ipIn(n.node.path, ['link', 'set', hostIf!.name, 'down']),
+      want: new RegExp(`host veth ${hostIf!.name} is down on the node`),
+    },
+    // (a new MAC also flushes the interface's neighbour entries: CHECK lists that next)
+    {
+      what: 'pod MAC',
+      apply: () => ipIn(pod.path, ['link', 'set', 'eth0', 'address', '02:00:00:00:0e:99']),
+      want: new RegExp(
+        `^interface eth0 in ${P} has MAC 02:00:00:00:0e:99, prevResult says ${podIf!.mac.toLowerCase()}(;|$)`,
+      ),
+    },
+    {
+      what: 'permanent neighbour',
+      apply: () =>
+        ipIn(pod.path, ['neigh', 'replace', '169.254.1.1', 'lladdr', hostIf!.mac, 'dev', 'eth0', 'nud', 'reachable']),
       want: new RegExp(`^neighbour 169\\.254\\.1\\.1 on eth0 in ${P} is not permanent`),
     },
     {
-      what: 'host route device', want: new RegExp(`^host route ${esc(ip)}/32 points at other0, not ${hostIf!.name}$`),
+      what: 'host route device',
+      want: new RegExp(`^host route ${esc(ip)}/32 points at other0, not ${hostIf!.name}$`),
       apply: async () => {
         await ipIn(n.node.path, ['link', 'add', 'other0', 'type', 'veth', 'peer', 'name', 'other1']);
         await ipIn(n.node.path, ['link', 'set', 'other0', 'up']);
@@ -65,5 +85,9 @@ test('CHECK on a secondary-ENI pod names the from-pod rule, a down host veth, a 
   await ipIn(n.node.path, ['link', 'del', 'other0']);
   const del = await n.call({ ...att, command: 'DEL', conf: { prevResult } });
   assert.equal(del.code, 0, del.stdout);
-  assert.deepEqual((await ipj(n.node.path, ['rule', 'show'])).filter((r) => r.src === ip || r.dst === ip), [], 'DEL removed both pod rules');
+  assert.deepEqual(
+    (await ipj(n.node.path, ['rule', 'show'])).filter((r) => r.src === ip || r.dst === ip),
+    [],
+    'DEL removed both pod rules',
+  );
 });

@@ -25,19 +25,51 @@ const name = (kind: string) => `eni-gck-${kind}-${process.pid}-${seq++}`;
 function store(n: number): Datastore {
   const ds = new Datastore(30_000);
   const ips = Array.from({ length: n }, (_, i) => `10.0.1.${10 + i}`);
-  ds.upsertEni({ eniId: 'eni-1', mac: '02:00:00:00:00:01', deviceNumber: 1, subnetId: 's', subnetCidr: '10.0.1.0/24', primaryIp: '10.0.1.4', isPrimary: false, createdAtMs: T0, capacity: n });
+  ds.upsertEni({
+    eniId: 'eni-1',
+    mac: '02:00:00:00:00:01',
+    deviceNumber: 1,
+    subnetId: 's',
+    subnetCidr: '10.0.1.0/24',
+    primaryIp: '10.0.1.4',
+    isPrimary: false,
+    createdAtMs: T0,
+    capacity: n,
+  });
   ds.addIps('eni-1', ips);
-  for (let i = 0; i < n; i++) ds.assign({ networkName: 'aws-cni', containerID: `c${i}`, ifName: 'eth0' }, undefined, T0);
+  for (let i = 0; i < n; i++)
+    ds.assign({ networkName: 'aws-cni', containerID: `c${i}`, ifName: 'eth0' }, undefined, T0);
   return ds;
 }
 
 function deps(ds: Datastore, kernel: KernelSource) {
-  return { ds, persist: async () => undefined, released: () => undefined, log, now: () => T0 + 1, routeTableFor: () => 2, kernel };
+  return {
+    ds,
+    persist: async () => undefined,
+    released: () => undefined,
+    log,
+    now: () => T0 + 1,
+    routeTableFor: () => 2,
+    kernel,
+  };
 }
 
 async function wirePod(node: Netns, pod: Netns, veth: string, ip: string): Promise<void> {
   const n = path.basename(node.path);
-  await run('ip', ['-n', n, 'link', 'add', veth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', path.basename(pod.path)]);
+  await run('ip', [
+    '-n',
+    n,
+    'link',
+    'add',
+    veth,
+    'type',
+    'veth',
+    'peer',
+    'name',
+    'eth0',
+    'netns',
+    path.basename(pod.path),
+  ]);
   await run('ip', ['-n', n, 'link', 'set', veth, 'up']);
   await run('ip', ['-n', n, 'route', 'replace', `${ip}/32`, 'dev', veth, 'scope', 'link']);
 }
@@ -60,24 +92,43 @@ test('CNI GC keeps what the kernel shows wired, refuses on an unreadable kernel,
 
   const kernel = new KernelSource({ netnsPath: node.path });
   const released = await gcNetwork(deps(ds, kernel), 'aws-cni', valid);
-  assert.deepEqual(released.map((r) => r.allocation.containerID).sort(), ['c1', 'c2', 'c3'], 'the kernel and the runtime agree on c1..c3; c0 is wired');
-  assert.ok(ds.allocations().some((a) => a.containerID === 'c0'), 'the wired pod keeps its IP');
+  assert.deepEqual(
+    released.map((r) => r.allocation.containerID).sort(),
+    ['c1', 'c2', 'c3'],
+    'the kernel and the runtime agree on c1..c3; c0 is wired',
+  );
+  assert.ok(
+    ds.allocations().some((a) => a.containerID === 'c0'),
+    'the wired pod keeps its IP',
+  );
 
   // An `ip` that fails: nothing is released, the GC is refused with the reason.
   const badIp = path.join(tmp, 'ip');
   await writeFile(badIp, '#!/bin/sh\necho "garbage" \nexit 0\n');
   await chmod(badIp, 0o755);
   const before = ds.allocations().length;
-  await assert.rejects(gcNetwork(deps(ds, new KernelSource({ ipPath: badIp })), 'aws-cni', []), /GC refused: .*unreadable/);
+  await assert.rejects(
+    gcNetwork(deps(ds, new KernelSource({ ipPath: badIp })), 'aws-cni', []),
+    /GC refused: .*unreadable/,
+  );
   assert.equal(ds.allocations().length, before, 'an unreadable kernel releases nothing');
 
   // A kernel view with no pod veth (an empty netns: maybe the wrong one): its silence is
   // not a second source, so a GC that would release 16 of 17 on the list's word is held.
   const empty = await createNamedNetns(name('empty'));
   made.push(empty);
-  await assert.rejects(gcNetwork(deps(ds, new KernelSource({ netnsPath: empty.path })), 'aws-cni', []), /release brake/);
+  await assert.rejects(
+    gcNetwork(deps(ds, new KernelSource({ netnsPath: empty.path })), 'aws-cni', []),
+    /release brake/,
+  );
   assert.equal(ds.allocations().length, before, 'the held GC released nothing');
   // Within the brake's limit (max(2, 10 %)) it goes through.
-  const keepAllBut2 = ds.allocations().slice(2).map((a) => ({ containerID: a.containerID, ifName: a.ifName }));
-  assert.equal((await gcNetwork(deps(ds, new KernelSource({ netnsPath: empty.path })), 'aws-cni', keepAllBut2)).length, 2);
+  const keepAllBut2 = ds
+    .allocations()
+    .slice(2)
+    .map((a) => ({ containerID: a.containerID, ifName: a.ifName }));
+  assert.equal(
+    (await gcNetwork(deps(ds, new KernelSource({ netnsPath: empty.path })), 'aws-cni', keepAllBut2)).length,
+    2,
+  );
 });

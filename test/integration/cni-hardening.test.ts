@@ -36,23 +36,38 @@ async function setup(t: { after(fn: () => unknown): void }, tag: string): Promis
   const node = await createNamedNetns(`eni-hd-${tag}-${process.pid}`);
   t.after(() => node.remove());
   const pods: Netns[] = [];
-  t.after(async () => { for (const p of pods) await p.remove(); });
+  t.after(async () => {
+    for (const p of pods) await p.remove();
+  });
   const config = { cniVersion: '1.0.0', name: 'aws-cni', type: 'eni-ipam', ipamdSocket: standin.socket, mtu: 9001 };
   return {
-    node, standin, config, pods,
+    node,
+    standin,
+    config,
+    pods,
     call: (c) => execPlugin({ ...c, config: c.config ?? config, prefix: ['nsenter', `--net=${node.path}`] }),
   };
 }
 
-const vethsOf = async (node: Netns): Promise<string[]> => (await ipj(node.path, ['link', 'show', 'type', 'veth'])).map((l) => String(l.ifname));
+const vethsOf = async (node: Netns): Promise<string[]> =>
+  (await ipj(node.path, ['link', 'show', 'type', 'veth'])).map((l) => String(l.ifname));
 
 test('ADD handed an IP the node routes to a live pod is refused; the live pod keeps its route, rules and traffic', async (t) => {
   const e = await setup(t, 'dup');
   await ipIn(e.node.path, ['addr', 'add', `${NODE_ADDR}/32`, 'dev', 'lo']);
-  const server = spawn('nsenter', [`--net=${e.node.path}`, process.execPath, '-e',
-    `require('net').createServer(s=>s.once('data',d=>{console.log(d.toString().trim()+' '+s.remoteAddress);s.end('ok\\n')})).listen(8080,'${NODE_ADDR}',()=>console.log('listening'))`],
-  { stdio: ['ignore', 'pipe', 'inherit'] });
-  t.after(() => { server.kill('SIGKILL'); });
+  const server = spawn(
+    'nsenter',
+    [
+      `--net=${e.node.path}`,
+      process.execPath,
+      '-e',
+      `require('net').createServer(s=>s.once('data',d=>{console.log(d.toString().trim()+' '+s.remoteAddress);s.end('ok\\n')})).listen(8080,'${NODE_ADDR}',()=>console.log('listening'))`,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  t.after(() => {
+    server.kill('SIGKILL');
+  });
   let seen = '';
   server.stdout!.on('data', (b: Buffer) => (seen += b.toString()));
   await waitFor('the node TCP server', () => seen.includes('listening'));
@@ -66,7 +81,11 @@ test('ADD handed an IP the node routes to a live pod is refused; the live pod ke
   assert.equal(addA.code, 0, addA.stdout);
   const x = e.standin.allocations.get(`aws-cni/${idA}/eth0`)!;
   const vethA = addA.json.interfaces[0].name as string;
-  const rulesOf = async () => (await ipj(e.node.path, ['rule', 'show'])).filter((r) => r.dst === x || r.src === x).map((r) => `${r.priority} ${r.src} ${r.dst} ${r.table}`).sort();
+  const rulesOf = async () =>
+    (await ipj(e.node.path, ['rule', 'show']))
+      .filter((r) => r.dst === x || r.src === x)
+      .map((r) => `${r.priority} ${r.src} ${r.dst} ${r.table}`)
+      .sort();
   const rulesA = await rulesOf();
   assert.equal(rulesA.length, 2, JSON.stringify(rulesA));
 
@@ -78,11 +97,17 @@ test('ADD handed an IP the node routes to a live pod is refused; the live pod ke
   const addB = await e.call({ command: 'ADD', containerId: idB, netns: podB.path, ifName: 'eth0' });
   assert.equal(addB.code, 1, `the duplicate ADD must fail: ${addB.stdout}`);
   assert.equal(addB.json.code, 11, addB.stdout);
-  assert.match(addB.json.msg, new RegExp(`IP ${x.replace(/\./g, '\\.')} is already in use on this node: it is routed to "${vethA}"`));
+  assert.match(
+    addB.json.msg,
+    new RegExp(`IP ${x.replace(/\./g, '\\.')} is already in use on this node: it is routed to "${vethA}"`),
+  );
 
   // A's host route and rules are untouched, B's veth is gone, ipamd was told why.
   const routes = await ipj(e.node.path, ['route', 'show', `${x}/32`]);
-  assert.deepEqual(routes.map((r) => r.dev), [vethA]);
+  assert.deepEqual(
+    routes.map((r) => r.dev),
+    [vethA],
+  );
   assert.deepEqual(await rulesOf(), rulesA);
   assert.deepEqual(await vethsOf(e.node), [vethA]);
   const del = e.standin.calls.find((c) => c.method === 'DelNetwork' && c.request.container_id === idB);
@@ -107,7 +132,16 @@ test('ADD with a 100,000-deep prevResult is refused with code 6 before an IP is 
   assert.equal(e.standin.allocations.size, 0);
   assert.deepEqual(await vethsOf(e.node), []);
   // A normal chained ADD still works.
-  const ok = await e.call({ command: 'ADD', containerId: newId(), netns: pod.path, ifName: 'eth0', config: { ...e.config, prevResult: { cniVersion: '1.0.0', interfaces: [{ name: 'x' }], ips: [], dns: { nameservers: ['10.0.0.2'] } } } });
+  const ok = await e.call({
+    command: 'ADD',
+    containerId: newId(),
+    netns: pod.path,
+    ifName: 'eth0',
+    config: {
+      ...e.config,
+      prevResult: { cniVersion: '1.0.0', interfaces: [{ name: 'x' }], ips: [], dns: { nameservers: ['10.0.0.2'] } },
+    },
+  });
   assert.equal(ok.code, 0, ok.stdout);
   assert.deepEqual(ok.json.dns, { nameservers: ['10.0.0.2'] });
 });
@@ -119,7 +153,8 @@ test("CNI_NETNS naming the node's own netns is refused; the node keeps its defau
   await ipIn(e.node.path, ['link', 'set', 'up1', 'up']);
   await ipIn(e.node.path, ['addr', 'add', '10.0.0.10/24', 'dev', 'up0']);
   await ipIn(e.node.path, ['route', 'add', 'default', 'via', '10.0.0.1', 'dev', 'up0']);
-  const defaultRoute = async () => (await ipj(e.node.path, ['route', 'show', 'default'])).map((r) => `${r.gateway} ${r.dev}`);
+  const defaultRoute = async () =>
+    (await ipj(e.node.path, ['route', 'show', 'default'])).map((r) => `${r.gateway} ${r.dev}`);
   assert.deepEqual(await defaultRoute(), ['10.0.0.1 up0']);
   // The plugin runs inside the node netns: its name and /proc/self/ns/net are the same namespace.
   for (const netns of [e.node.path, '/proc/self/ns/net']) {
@@ -141,14 +176,31 @@ test("CNI_NETNS naming the node's own netns is refused; the node keeps its defau
 test('error messages cut the values they echo', async (t) => {
   const e = await setup(t, 'echo');
   const big = 'v'.repeat(100_000);
-  const r1 = await e.call({ command: 'ADD', containerId: newId(), netns: '/var/run/netns/none', ifName: 'eth0', config: { ...e.config, cniVersion: big } });
+  const r1 = await e.call({
+    command: 'ADD',
+    containerId: newId(),
+    netns: '/var/run/netns/none',
+    ifName: 'eth0',
+    config: { ...e.config, cniVersion: big },
+  });
   assert.equal(r1.json.code, 1, r1.stdout.slice(0, 300));
   assert.ok(r1.stdout.length < 1000, `a 100 KB cniVersion came back in ${r1.stdout.length} bytes`);
   assert.match(r1.json.msg, /^unsupported cniVersion "v{64}"…\(\+99936 chars\)$/);
-  const r2 = await e.call({ command: 'ADD', containerId: 'c'.repeat(50_000) + '/', netns: '/var/run/netns/none', ifName: 'eth0' });
+  const r2 = await e.call({
+    command: 'ADD',
+    containerId: 'c'.repeat(50_000) + '/',
+    netns: '/var/run/netns/none',
+    ifName: 'eth0',
+  });
   assert.equal(r2.json.code, 4, r2.stdout.slice(0, 300));
   assert.ok(r2.stdout.length < 1000, `a 50 KB CNI_CONTAINERID came back in ${r2.stdout.length} bytes`);
-  const r3 = await e.call({ command: 'ADD', containerId: newId(), netns: '/var/run/netns/none', ifName: 'eth0', args: { [`K${'k'.repeat(50_000)}`]: '1' } });
+  const r3 = await e.call({
+    command: 'ADD',
+    containerId: newId(),
+    netns: '/var/run/netns/none',
+    ifName: 'eth0',
+    args: { [`K${'k'.repeat(50_000)}`]: '1' },
+  });
   assert.equal(r3.json.code, 4, r3.stdout.slice(0, 300));
   assert.ok(r3.stdout.length < 1000, `a 50 KB CNI_ARGS key came back in ${r3.stdout.length} bytes`);
 });

@@ -20,23 +20,41 @@ test('plugin ADD/DEL through ipamd in real namespaces, both netns shapes', async
   const node = await createNamedNetns(`eni-t-node-${process.pid}`);
   t.after(() => node.remove());
   const pods: Netns[] = [await createNamedNetns(`eni-t-pod-${process.pid}`), await createProcNetns('proc-pod')];
-  t.after(async () => { for (const p of pods) await p.remove(); });
+  t.after(async () => {
+    for (const p of pods) await p.remove();
+  });
   const d = await h.startIpamd();
   await ipIn(node.path, ['addr', 'add', `${h.nodeIp}/32`, 'dev', 'lo']);
   // A TCP server in the node namespace that reports who connected.
-  const server = spawn('nsenter', [`--net=${node.path}`, process.execPath, '-e',
-    `require('net').createServer(s=>s.once('data',d=>{console.log(d.toString().trim()+' '+s.remoteAddress);s.end('ok\\n')})).listen(8080,'${h.nodeIp}',()=>console.log('listening'))`],
-  { stdio: ['ignore', 'pipe', 'inherit'] });
-  t.after(() => { server.kill('SIGKILL'); });
+  const server = spawn(
+    'nsenter',
+    [
+      `--net=${node.path}`,
+      process.execPath,
+      '-e',
+      `require('net').createServer(s=>s.once('data',d=>{console.log(d.toString().trim()+' '+s.remoteAddress);s.end('ok\\n')})).listen(8080,'${h.nodeIp}',()=>console.log('listening'))`,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  t.after(() => {
+    server.kill('SIGKILL');
+  });
   let seen = '';
   server.stdout!.on('data', (b: Buffer) => (seen += b.toString()));
   await waitFor('the node TCP server', () => seen.includes('listening'));
 
   const config = { cniVersion: '1.0.0', name: 'aws-cni', type: 'eni-ipam', ipamdSocket: h.socket, mtu: 9001 };
-  const call = (c: Omit<CniCall, 'config' | 'prefix'>) => execPlugin({ ...c, config, prefix: ['nsenter', `--net=${node.path}`] });
+  const call = (c: Omit<CniCall, 'config' | 'prefix'>) =>
+    execPlugin({ ...c, config, prefix: ['nsenter', `--net=${node.path}`] });
   for (const pod of pods) {
     const id = randomBytes(32).toString('hex');
-    const add = await call({ command: 'ADD', containerId: id, netns: pod.path, ifName: 'eth0', args: { K8S_POD_NAME: pod.name, K8S_POD_NAMESPACE: 'default', IgnoreUnknown: '1' } });
+    const add = await call({
+      command: 'ADD',
+      containerId: id,
+      netns: pod.path,
+      ifName: 'eth0',
+      args: { K8S_POD_NAME: pod.name, K8S_POD_NAMESPACE: 'default', IgnoreUnknown: '1' },
+    });
     assert.equal(add.code, 0, `ADD (${pod.shape}) failed: ${add.stdout} ${add.stderr}`);
     const ip = String(add.json.ips[0].address).split('/')[0]!;
     assert.equal(add.json.ips[0].address, `${ip}/32`);
@@ -49,8 +67,17 @@ test('plugin ADD/DEL through ipamd in real namespaces, both netns shapes', async
     assert.equal(link.operstate === 'UP' || link.flags.includes('UP'), true);
     assert.ok(link.addr_info.some((a: { local: string; prefixlen: number }) => a.local === ip && a.prefixlen === 32));
     const routes = await j(pod.path, ['route', 'show']);
-    assert.ok(routes.some((r: { dst: string; dev: string; scope?: string }) => r.dst === '169.254.1.1' && r.dev === 'eth0' && r.scope === 'link'), JSON.stringify(routes));
-    assert.ok(routes.some((r: { dst: string; gateway?: string }) => r.dst === 'default' && r.gateway === '169.254.1.1'), JSON.stringify(routes));
+    assert.ok(
+      routes.some(
+        (r: { dst: string; dev: string; scope?: string }) =>
+          r.dst === '169.254.1.1' && r.dev === 'eth0' && r.scope === 'link',
+      ),
+      JSON.stringify(routes),
+    );
+    assert.ok(
+      routes.some((r: { dst: string; gateway?: string }) => r.dst === 'default' && r.gateway === '169.254.1.1'),
+      JSON.stringify(routes),
+    );
     const [hostLink] = await j(node.path, ['link', 'show', 'dev', hostIf.name]);
     const neigh = await j(pod.path, ['neigh', 'show', '169.254.1.1', 'dev', 'eth0']);
     assert.equal(neigh[0]?.lladdr, hostLink.address);
@@ -83,7 +110,11 @@ test('ADD into a netns path that does not exist fails clearly and the IP goes ba
   await waitFor('a warm pool', async () => (await d.status()).counts.available >= 2);
   const missing = `/var/run/netns/does-not-exist-${process.pid}`;
   const r = await execPlugin({
-    command: 'ADD', containerId: 'c'.repeat(64), netns: missing, ifName: 'eth0', prefix: ['nsenter', `--net=${node.path}`],
+    command: 'ADD',
+    containerId: 'c'.repeat(64),
+    netns: missing,
+    ifName: 'eth0',
+    prefix: ['nsenter', `--net=${node.path}`],
     config: { cniVersion: '1.1.0', name: 'aws-cni', type: 'eni-ipam', ipamdSocket: h.socket },
   });
   assert.equal(r.code, 1);

@@ -20,7 +20,8 @@ import { waitFor } from '../helpers/wait.js';
 
 /** `ip <args>` inside the netns at `ns` (entered by path). execFile, not demo's `ipIn`: its
  * unguarded stdin write can raise an uncaught EPIPE when `ip` exits first. */
-const ipIn = async (ns: string, args: string[]): Promise<string> => (await promisify(execFile)('nsenter', [`--net=${ns}`, 'ip', ...args])).stdout;
+const ipIn = async (ns: string, args: string[]): Promise<string> =>
+  (await promisify(execFile)('nsenter', [`--net=${ns}`, 'ip', ...args])).stdout;
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const ipj = async (ns: string, args: string[]): Promise<any[]> => JSON.parse((await ipIn(ns, ['-j', ...args])) || '[]');
 const NODE_ADDR = '10.0.0.10';
@@ -34,14 +35,27 @@ interface Env {
 }
 
 /** Node netns + standin + a plugin runner inside the node netns; all removed by t.after. */
-async function setup(t: { after(fn: () => unknown): void }, tag: string, extraConfig: Record<string, unknown> = {}): Promise<Env> {
+async function setup(
+  t: { after(fn: () => unknown): void },
+  tag: string,
+  extraConfig: Record<string, unknown> = {},
+): Promise<Env> {
   const standin = await startCniBackendStandIn();
   t.after(() => standin.close());
   const node = await createNamedNetns(`eni-cp-${tag}-${process.pid}`);
   t.after(() => node.remove());
-  const config = { cniVersion: '1.0.0', name: 'aws-cni', type: 'eni-ipam', ipamdSocket: standin.socket, mtu: 9001, ...extraConfig };
+  const config = {
+    cniVersion: '1.0.0',
+    name: 'aws-cni',
+    type: 'eni-ipam',
+    ipamdSocket: standin.socket,
+    mtu: 9001,
+    ...extraConfig,
+  };
   return {
-    node, standin, config,
+    node,
+    standin,
+    config,
     call: (c) => execPlugin({ ...c, config: c.config ?? config, prefix: ['nsenter', `--net=${node.path}`] }),
   };
 }
@@ -52,30 +66,56 @@ test('ADD/DEL in real namespaces, both netns shapes, with traffic', async (t) =>
   const logFile = path.join(dir, 'plugin.log');
   const e = await setup(t, 'main', { logFile });
   await ipIn(e.node.path, ['addr', 'add', `${NODE_ADDR}/32`, 'dev', 'lo']);
-  const server = spawn('nsenter', [`--net=${e.node.path}`, process.execPath, '-e',
-    `require('net').createServer(s=>s.once('data',d=>{console.log(d.toString().trim()+' '+s.remoteAddress);s.end('ok\\n')})).listen(8080,'${NODE_ADDR}',()=>console.log('listening'))`],
-  { stdio: ['ignore', 'pipe', 'inherit'] });
-  t.after(() => { server.kill('SIGKILL'); });
+  const server = spawn(
+    'nsenter',
+    [
+      `--net=${e.node.path}`,
+      process.execPath,
+      '-e',
+      `require('net').createServer(s=>s.once('data',d=>{console.log(d.toString().trim()+' '+s.remoteAddress);s.end('ok\\n')})).listen(8080,'${NODE_ADDR}',()=>console.log('listening'))`,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  t.after(() => {
+    server.kill('SIGKILL');
+  });
   let seen = '';
   server.stdout!.on('data', (b: Buffer) => (seen += b.toString()));
   await waitFor('the node TCP server', () => seen.includes('listening'));
 
   const pods: Netns[] = [];
-  t.after(async () => { for (const p of pods) await p.remove(); });
+  t.after(async () => {
+    for (const p of pods) await p.remove();
+  });
   pods.push(await createNamedNetns(`eni-cp-pod-${process.pid}`));
   pods.push(await createProcNetns('proc-pod'));
 
   for (const pod of pods) {
     const id = newId();
     // CNI_ARGS in a shuffled order, as containerd sends them.
-    const args = { K8S_POD_UID: `uid-${pod.shape}`, IgnoreUnknown: '1', K8S_POD_NAME: `pod-${pod.shape}`, K8S_POD_INFRA_CONTAINER_ID: id, K8S_POD_NAMESPACE: 'default' };
+    const args = {
+      K8S_POD_UID: `uid-${pod.shape}`,
+      IgnoreUnknown: '1',
+      K8S_POD_NAME: `pod-${pod.shape}`,
+      K8S_POD_INFRA_CONTAINER_ID: id,
+      K8S_POD_NAMESPACE: 'default',
+    };
     const add = await e.call({ command: 'ADD', containerId: id, netns: pod.path, ifName: 'eth0', args });
     assert.equal(add.code, 0, `ADD (${pod.shape}): ${add.stdout} ${add.stderr}`);
     const ip = e.standin.allocations.get(`aws-cni/${id}/eth0`)!;
     assert.ok(ip, 'the stand-in allocated an IP');
     const req = e.standin.calls.find((c) => c.method === 'AddNetwork' && c.request.container_id === id)!.request;
     assert.deepEqual(
-      [req.api_version, req.if_name, req.network_name, req.netns, req.k8s_pod_name, req.k8s_pod_namespace, req.k8s_pod_uid, req.k8s_pod_infra_container_id],
+      [
+        req.api_version,
+        req.if_name,
+        req.network_name,
+        req.netns,
+        req.k8s_pod_name,
+        req.k8s_pod_namespace,
+        req.k8s_pod_uid,
+        req.k8s_pod_infra_container_id,
+      ],
       [1, 'eth0', 'aws-cni', pod.path, `pod-${pod.shape}`, 'default', `uid-${pod.shape}`, id],
     );
     const [hostIf, podIf] = add.json.interfaces;
@@ -89,10 +129,19 @@ test('ADD/DEL in real namespaces, both netns shapes, with traffic', async (t) =>
       assert.ok(link.flags.includes('UP'));
       assert.equal(link.mtu, 9001);
       assert.equal(link.address, podIf.mac);
-      assert.ok(link.addr_info.some((a: { local: string; prefixlen: number }) => a.local === ip && a.prefixlen === 32), JSON.stringify(link));
+      assert.ok(
+        link.addr_info.some((a: { local: string; prefixlen: number }) => a.local === ip && a.prefixlen === 32),
+        JSON.stringify(link),
+      );
       const routes = await ipj(pod.path, ['route', 'show']);
-      assert.ok(routes.some((r) => r.dst === '169.254.1.1' && r.dev === 'eth0' && r.scope === 'link'), JSON.stringify(routes));
-      assert.ok(routes.some((r) => r.dst === 'default' && r.gateway === '169.254.1.1' && r.dev === 'eth0'), JSON.stringify(routes));
+      assert.ok(
+        routes.some((r) => r.dst === '169.254.1.1' && r.dev === 'eth0' && r.scope === 'link'),
+        JSON.stringify(routes),
+      );
+      assert.ok(
+        routes.some((r) => r.dst === 'default' && r.gateway === '169.254.1.1' && r.dev === 'eth0'),
+        JSON.stringify(routes),
+      );
       const [hostLink] = await ipj(e.node.path, ['link', 'show', 'dev', hostIf.name]);
       assert.equal(hostLink.address, hostIf.mac);
       assert.equal(hostLink.mtu, 9001);
@@ -107,7 +156,11 @@ test('ADD/DEL in real namespaces, both netns shapes, with traffic', async (t) =>
     };
     await checkWired();
     await tcpSendFrom(pod.path, NODE_ADDR, 8080, `hello-${pod.shape}`);
-    await waitFor('the node to see the pod connection from the pod IP', () => seen.includes(`hello-${pod.shape} ${ip}`), 5000);
+    await waitFor(
+      'the node to see the pod connection from the pod IP',
+      () => seen.includes(`hello-${pod.shape} ${ip}`),
+      5000,
+    );
 
     // A repeated ADD for the same key succeeds and leaves the same wiring.
     const again = await e.call({ command: 'ADD', containerId: id, netns: pod.path, ifName: 'eth0', args });
@@ -126,12 +179,20 @@ test('ADD/DEL in real namespaces, both netns shapes, with traffic', async (t) =>
     assert.deepEqual(await ipj(e.node.path, ['route', 'show', `${ip}/32`]), [], 'host route removed');
     assert.deepEqual(await ipj(pod.path, ['link', 'show', 'dev', 'eth0']).catch(() => []), [], 'pod interface removed');
     assert.equal(e.standin.allocations.size, 0);
-    const reasons = e.standin.calls.flatMap((c) => (c.method === 'DelNetwork' && c.request.container_id === id ? [c.request.reason] : []));
+    const reasons = e.standin.calls.flatMap((c) =>
+      c.method === 'DelNetwork' && c.request.container_id === id ? [c.request.reason] : [],
+    );
     assert.deepEqual(reasons, ['cni-del', 'cni-del', 'cni-del']);
   }
-  const log = (await readFile(logFile, 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+  const log = (await readFile(logFile, 'utf8'))
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   assert.equal(log.length, 10);
-  assert.deepEqual(log.map((l) => `${l.verb}:${l.outcome}`), ['ADD:ok', 'ADD:ok', 'DEL:ok', 'DEL:ok', 'DEL:ok', 'ADD:ok', 'ADD:ok', 'DEL:ok', 'DEL:ok', 'DEL:ok']);
+  assert.deepEqual(
+    log.map((l) => `${l.verb}:${l.outcome}`),
+    ['ADD:ok', 'ADD:ok', 'DEL:ok', 'DEL:ok', 'DEL:ok', 'ADD:ok', 'ADD:ok', 'DEL:ok', 'DEL:ok', 'DEL:ok'],
+  );
   assert.ok(log.every((l) => typeof l.ms === 'number' && l.containerId.length === 64));
 });
 
@@ -181,7 +242,10 @@ test('bad input and failed wiring give the spec error codes', async (t) => {
   const unknownVerb = await e.call({ ...base, command: 'FROB' as 'ADD' });
   assert.deepEqual([unknownVerb.json.code, unknownVerb.json.msg], [4, 'CNI_COMMAND FROB is not implemented yet']);
   const version = await e.call({ ...base, command: 'VERSION', config: '' });
-  assert.deepEqual(version.json, { cniVersion: '1.1.0', supportedVersions: ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] });
+  assert.deepEqual(version.json, {
+    cniVersion: '1.1.0',
+    supportedVersions: ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'],
+  });
   assert.equal(e.standin.calls.length, 0, 'no RPC for invalid input');
 
   // A netns path that does not exist: clear error naming it, IP handed back with "add-failed".
@@ -192,8 +256,13 @@ test('bad input and failed wiring give the spec error codes', async (t) => {
   assert.equal(r.json.code, 5);
   assert.equal(r.json.cniVersion, '0.4.0');
   assert.ok(r.json.msg.includes(missing), r.json.msg);
-  assert.deepEqual(e.standin.calls.map((c) => [c.method, c.request.container_id, 'reason' in c.request ? c.request.reason : '']),
-    [['AddNetwork', id, ''], ['DelNetwork', id, 'add-failed']]);
+  assert.deepEqual(
+    e.standin.calls.map((c) => [c.method, c.request.container_id, 'reason' in c.request ? c.request.reason : '']),
+    [
+      ['AddNetwork', id, ''],
+      ['DelNetwork', id, 'add-failed'],
+    ],
+  );
   assert.equal(e.standin.allocations.size, 0);
   assert.deepEqual(await ipj(e.node.path, ['link', 'show', 'type', 'veth']), [], 'no veth left behind');
 

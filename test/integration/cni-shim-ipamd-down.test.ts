@@ -48,24 +48,48 @@ test('ipamd down, no Node on the host: VERSION, DEL (spooled), ADD, CHECK, GC, S
   const callsBefore = n.h.sim.calls.length;
   await n.d.stop();
   const report: string[] = [];
-  const show = (verb: string, o: { code: number; stdout: string }) => report.push(`${verb}: exit ${o.code} ${o.stdout || '(no output)'}`);
+  const show = (verb: string, o: { code: number; stdout: string }) =>
+    report.push(`${verb}: exit ${o.code} ${o.stdout || '(no output)'}`);
 
   const version = await noNode(n, { command: 'VERSION', conf: { cniVersion: '0.4.0' } });
   show('VERSION', version);
-  assert.deepEqual([version.code, version.json], [0, versionResult()], 'VERSION answered by the shim, the same list as the TS plugin');
+  assert.deepEqual(
+    [version.code, version.json],
+    [0, versionResult()],
+    'VERSION answered by the shim, the same list as the TS plugin',
+  );
 
   const del = await noNode(n, { ...goneAtt, command: 'DEL', conf: { prevResult: goneAdd.json } });
   show('DEL', del);
   assert.deepEqual([del.code, del.stdout], [0, ''], del.stderr);
   assert.match(del.stderr, /ipamd is not serving .*DEL of [0-9a-f]+\/eth0 recorded in/);
   const spoolDir = spoolDirFor(execSocketOf(n));
-  const entryFile = path.join(spoolDir, spoolFileName({ networkName: 'aws-cni', containerID: goneAtt.containerId, ifName: 'eth0' }));
+  const entryFile = path.join(
+    spoolDir,
+    spoolFileName({ networkName: 'aws-cni', containerID: goneAtt.containerId, ifName: 'eth0' }),
+  );
   const entry = JSON.parse(await readFile(entryFile, 'utf8'));
-  assert.deepEqual({ ...entry, spooledAt: typeof entry.spooledAt }, { version: 1, networkName: 'aws-cni', containerID: goneAtt.containerId, ifName: 'eth0', netns: gone.path, spooledAt: 'number' });
+  assert.deepEqual(
+    { ...entry, spooledAt: typeof entry.spooledAt },
+    {
+      version: 1,
+      networkName: 'aws-cni',
+      containerID: goneAtt.containerId,
+      ifName: 'eth0',
+      netns: gone.path,
+      spooledAt: 'number',
+    },
+  );
   assert.ok(Math.abs(entry.spooledAt - Date.now()) < 60_000, 'spooledAt is the wall clock in ms');
 
   const t0 = performance.now();
-  const add = await noNode(n, { containerId: newId(), netns: (await n.pod()).path, ifName: 'eth0', command: 'ADD', conf: { ipamdWaitSeconds: 1 } });
+  const add = await noNode(n, {
+    containerId: newId(),
+    netns: (await n.pod()).path,
+    ifName: 'eth0',
+    command: 'ADD',
+    conf: { ipamdWaitSeconds: 1 },
+  });
   const addMs = performance.now() - t0;
   show('ADD', add);
   assert.deepEqual([add.code, add.json?.code, add.json?.cniVersion], [1, 11, '1.1.0'], add.stdout);
@@ -87,23 +111,51 @@ test('ipamd down, no Node on the host: VERSION, DEL (spooled), ADD, CHECK, GC, S
 
   // ipamd starts again: the spooled DEL is applied before the first evidence pass.
   n.d = await n.h.startIpamd();
-  assert.deepEqual((await readdir(spoolDir)).filter((f) => !f.startsWith('.')), [], 'spool entry deleted once applied');
+  assert.deepEqual(
+    (await readdir(spoolDir)).filter((f) => !f.startsWith('.')),
+    [],
+    'spool entry deleted once applied',
+  );
   const log = await readFile(path.join(n.h.dir, 'ipamd.log'), 'utf8');
-  const lines = log.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg: string; ip?: string; outcome?: string });
-  const applied = lines.findIndex((l) => l.msg.startsWith('DEL spool: applied') && l.ip === goneIp && l.outcome === 'released');
-  const firstPass = lines.findIndex((l, i) => i > lines.findLastIndex((x) => x.msg === 'restored allocations from checkpoint') && l.msg === 'evidence pass');
+  const lines = log
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { msg: string; ip?: string; outcome?: string });
+  const applied = lines.findIndex(
+    (l) => l.msg.startsWith('DEL spool: applied') && l.ip === goneIp && l.outcome === 'released',
+  );
+  const firstPass = lines.findIndex(
+    (l, i) =>
+      i > lines.findLastIndex((x) => x.msg === 'restored allocations from checkpoint') && l.msg === 'evidence pass',
+  );
   assert.ok(applied >= 0, 'the restarted ipamd applied the spooled DEL');
-  assert.ok(firstPass > 0 && applied < firstPass, `applied (line ${applied}) before the first evidence pass (line ${firstPass})`);
-  const allocs = (await (await fetch(`http://127.0.0.1:${n.d.introspectionPort}/v1/allocations`)).json()) as Array<{ containerID: string; ipv4: string }>;
-  assert.deepEqual(allocs.map((a) => [a.containerID, a.ipv4]), [[liveAtt.containerId, liveIp]], 'only the live pod holds an IP');
+  assert.ok(
+    firstPass > 0 && applied < firstPass,
+    `applied (line ${applied}) before the first evidence pass (line ${firstPass})`,
+  );
+  const allocs = (await (await fetch(`http://127.0.0.1:${n.d.introspectionPort}/v1/allocations`)).json()) as Array<{
+    containerID: string;
+    ipv4: string;
+  }>;
+  assert.deepEqual(
+    allocs.map((a) => [a.containerID, a.ipv4]),
+    [[liveAtt.containerId, liveIp]],
+    'only the live pod holds an IP',
+  );
   // The host side of the spooled DEL is gone, the live pod's is intact.
   const links = (await ipj(n.node.path, ['link', 'show', 'type', 'veth'])).map((l: { ifname: string }) => l.ifname);
-  assert.deepEqual(links, [liveAdd.json.interfaces[0].name], 'only the live pod\'s host veth is left');
+  assert.deepEqual(links, [liveAdd.json.interfaces[0].name], "only the live pod's host veth is left");
   const rules = await ipIn(n.node.path, ['rule']);
-  assert.equal(rules.includes(goneIp), false, 'the spooled pod\'s ip rules are gone');
-  assert.match(rules, new RegExp(`to ${liveIp.replaceAll('.', '\\.')} lookup main`), 'the live pod\'s rule is kept');
-  assert.match(await ipIn(n.node.path, ['route']), new RegExp(`${liveIp.replaceAll('.', '\\.')} dev ${liveAdd.json.interfaces[0].name}`));
-  assert.match(await ipIn(live.path, ['-4', '-o', 'addr', 'show', 'dev', 'eth0']), new RegExp(`inet ${liveIp.replaceAll('.', '\\.')}/32`));
+  assert.equal(rules.includes(goneIp), false, "the spooled pod's ip rules are gone");
+  assert.match(rules, new RegExp(`to ${liveIp.replaceAll('.', '\\.')} lookup main`), "the live pod's rule is kept");
+  assert.match(
+    await ipIn(n.node.path, ['route']),
+    new RegExp(`${liveIp.replaceAll('.', '\\.')} dev ${liveAdd.json.interfaces[0].name}`),
+  );
+  assert.match(
+    await ipIn(live.path, ['-4', '-o', 'addr', 'show', 'dev', 'eth0']),
+    new RegExp(`inet ${liveIp.replaceAll('.', '\\.')}/32`),
+  );
   // Nothing lost: no EC2 release call, the live pod keeps its IP, no IP twice, and it serves again.
   assert.deepEqual(releaseCallsSince(n.h.sim.calls, callsBefore), []);
   const again = await noNode(n, { ...liveAtt, command: 'CHECK', conf: { prevResult: liveAdd.json } });
@@ -125,14 +177,19 @@ test('ADD waits for an ipamd that comes up within ipamdWaitSeconds; a repeated D
   const add = await adding;
   assert.equal(add.code, 0, `${add.stdout} ${add.stderr}`);
   const ip = ipOf(add.json);
-  assert.match(await ipIn(pod.path, ['-4', '-o', 'addr', 'show', 'dev', 'eth0']), new RegExp(`inet ${ip.replaceAll('.', '\\.')}/32`));
+  assert.match(
+    await ipIn(pod.path, ['-4', '-o', 'addr', 'show', 'dev', 'eth0']),
+    new RegExp(`inet ${ip.replaceAll('.', '\\.')}/32`),
+  );
   await n.d.stop();
   for (let i = 0; i < 2; i++) {
     const del = await noNode(n, { ...att, command: 'DEL' });
     assert.deepEqual([del.code, del.stdout], [0, ''], del.stderr);
   }
   const spoolDir = spoolDirFor(execSocketOf(n));
-  assert.deepEqual(await readdir(spoolDir), [spoolFileName({ networkName: 'aws-cni', containerID: att.containerId, ifName: 'eth0' })]);
+  assert.deepEqual(await readdir(spoolDir), [
+    spoolFileName({ networkName: 'aws-cni', containerID: att.containerId, ifName: 'eth0' }),
+  ]);
   n.d = await n.h.startIpamd();
   await waitFor('spool applied', async () => (await readdir(spoolDir)).length === 0);
   assert.equal((await n.d.status()).counts.assigned, 0);
@@ -154,7 +211,12 @@ test('DEL with ipamd down and bad input: the shim validates what the spool needs
     assert.deepEqual([o.code, o.json?.code], [1, code], `${JSON.stringify(c)}: ${o.stdout}`);
     assert.match(o.json.msg, msg);
   }
-  await assert.rejects(readdir(spoolDirFor(execSocketOf(n))).then((l) => { if (l.length === 0) throw new Error('empty'); }), 'nothing spooled for refused input');
+  await assert.rejects(
+    readdir(spoolDirFor(execSocketOf(n))).then((l) => {
+      if (l.length === 0) throw new Error('empty');
+    }),
+    'nothing spooled for refused input',
+  );
 });
 
 test('a DEL spooled while ipamd runs (the window where its socket refused) is applied without a restart', async (t) => {
@@ -164,8 +226,18 @@ test('a DEL spooled while ipamd runs (the window where its socket refused) is ap
   const add = await noNode(n, { ...att, command: 'ADD' });
   assert.equal(add.code, 0, add.stdout);
   const ip = ipOf(add.json);
-  await writeSpoolEntry(spoolDirFor(execSocketOf(n)), { networkName: 'aws-cni', containerID: att.containerId, ifName: 'eth0', netns: pod.path, spooledAt: Date.now() });
-  await waitFor('the running ipamd applied the spooled DEL', async () => (await n.d.status()).counts.assigned === 0, 10_000);
+  await writeSpoolEntry(spoolDirFor(execSocketOf(n)), {
+    networkName: 'aws-cni',
+    containerID: att.containerId,
+    ifName: 'eth0',
+    netns: pod.path,
+    spooledAt: Date.now(),
+  });
+  await waitFor(
+    'the running ipamd applied the spooled DEL',
+    async () => (await n.d.status()).counts.assigned === 0,
+    10_000,
+  );
   await waitFor('spool emptied', async () => (await readdir(spoolDirFor(execSocketOf(n)))).length === 0, 5000);
   assert.deepEqual(await ipj(n.node.path, ['link', 'show', 'type', 'veth']), [], 'host veth (and its route) gone');
   assert.equal((await ipIn(n.node.path, ['rule'])).includes(ip), false, 'ip rules gone');

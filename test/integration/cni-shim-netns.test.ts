@@ -25,21 +25,43 @@ test('ipamd without hostPID or the /var/run/netns mount: ADD fails with a CNI er
   await writeFile(nodeNs, '');
   const script = `mount --bind ${n.node.path} ${nodeNs} && mount -t tmpfs none /var/run/netns && exec "$@"`;
   const d = await startIpamd({
-    env: { ...n.h.env, ENI_IPAM_CNI_EXEC_NETNS: nodeNs }, logFile: path.join(n.h.dir, 'ipamd.log'),
+    env: { ...n.h.env, ENI_IPAM_CNI_EXEC_NETNS: nodeNs },
+    logFile: path.join(n.h.dir, 'ipamd.log'),
     prefix: ['unshare', '--pid', '--kill-child', '--mount-proc', '--propagation', 'private', 'sh', '-c', script, 'sh'],
   });
   t.after(() => d.kill9());
   const shim = pluginArgv('shim');
   const named = await n.pod('named');
   const proc = await n.pod('proc');
-  const addNamed = await n.call({ containerId: newId(), netns: named.path, ifName: 'eth0', command: 'ADD', plugin: shim });
+  const addNamed = await n.call({
+    containerId: newId(),
+    netns: named.path,
+    ifName: 'eth0',
+    command: 'ADD',
+    plugin: shim,
+  });
   t.diagnostic(`named netns: exit ${addNamed.code} ${addNamed.stdout}`);
   assert.deepEqual([addNamed.code, addNamed.json?.code], [1, 5], addNamed.stdout);
-  assert.equal(addNamed.json.msg, `ipamd cannot enter the pod netns: CNI_NETNS ${named.path} does not exist in ipamd's mount namespace (ENOENT); the eni-ipam DaemonSet needs the /var/run/netns hostPath mount with mountPropagation: HostToContainer`);
-  const addProc = await n.call({ containerId: newId(), netns: proc.path, ifName: 'eth0', command: 'ADD', plugin: shim });
+  assert.equal(
+    addNamed.json.msg,
+    `ipamd cannot enter the pod netns: CNI_NETNS ${named.path} does not exist in ipamd's mount namespace (ENOENT); the eni-ipam DaemonSet needs the /var/run/netns hostPath mount with mountPropagation: HostToContainer`,
+  );
+  const addProc = await n.call({
+    containerId: newId(),
+    netns: proc.path,
+    ifName: 'eth0',
+    command: 'ADD',
+    plugin: shim,
+  });
   t.diagnostic(`proc netns: exit ${addProc.code} ${addProc.stdout}`);
   assert.deepEqual([addProc.code, addProc.json?.code], [1, 5], addProc.stdout);
-  assert.match(addProc.json.msg, new RegExp(`^ipamd cannot enter the pod netns: CNI_NETNS ${proc.path.replaceAll('/', '\\/')} (does not exist in ipamd's PID namespace|is another namespace for ipamd).*; the eni-ipam DaemonSet needs hostPID: true$`));
-  for (const ns of [named.path, proc.path, n.node.path]) assert.deepEqual(await ipj(ns, ['link', 'show', 'type', 'veth']), [], `nothing wired in ${ns}`);
+  assert.match(
+    addProc.json.msg,
+    new RegExp(
+      `^ipamd cannot enter the pod netns: CNI_NETNS ${proc.path.replaceAll('/', '\\/')} (does not exist in ipamd's PID namespace|is another namespace for ipamd).*; the eni-ipam DaemonSet needs hostPID: true$`,
+    ),
+  );
+  for (const ns of [named.path, proc.path, n.node.path])
+    assert.deepEqual(await ipj(ns, ['link', 'show', 'type', 'veth']), [], `nothing wired in ${ns}`);
   assert.equal((await d.status()).counts.assigned, 0, 'no IP held');
 });

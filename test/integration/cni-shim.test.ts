@@ -33,29 +33,46 @@ const DEBUG = { ENI_IPAM_SHIM_DEBUG: '1' };
 const FELL_BACK = /eni-ipam: running \S+eni-ipam\.cjs: /;
 
 /** Runs `c` through the shim (with the fallback trace on) or the Node plugin. */
-const viaShim = (n: CniNode, c: VerbCall): Promise<CniOutcome> => n.call({ ...c, plugin: pluginArgv('shim'), env: { ...DEBUG, ...c.env } });
+const viaShim = (n: CniNode, c: VerbCall): Promise<CniOutcome> =>
+  n.call({ ...c, plugin: pluginArgv('shim'), env: { ...DEBUG, ...c.env } });
 const viaNode = (n: CniNode, c: VerbCall): Promise<CniOutcome> => n.call({ ...c, plugin: pluginArgv('node') });
 
 /** Invocations ipamd's exec server ran so far (from its log). */
 async function served(n: CniNode): Promise<number> {
-  return (await readFile(path.join(n.h.dir, 'ipamd.log'), 'utf8')).split('\n').filter((l) => l.includes('"CNI exec: invocation done"')).length;
+  return (await readFile(path.join(n.h.dir, 'ipamd.log'), 'utf8'))
+    .split('\n')
+    .filter((l) => l.includes('"CNI exec: invocation done"')).length;
 }
 
 /** Waits until ipamd's log shows `count` exec invocations (its log is written asynchronously). */
 async function servedReaches(n: CniNode, count: number): Promise<number> {
-  return waitFor(`ipamd logged ${count} exec invocations`, async () => { const s = await served(n); return s >= count ? s : undefined; }, 5000, 50);
+  return waitFor(
+    `ipamd logged ${count} exec invocations`,
+    async () => {
+      const s = await served(n);
+      return s >= count ? s : undefined;
+    },
+    5000,
+    50,
+  );
 }
 
 /** An ADD result with the per-attachment values (IP, MACs, names, netns) replaced by placeholders. */
 function shape(r: unknown, ip: string, netns: string): string {
-  return JSON.stringify(r).replaceAll(ip, '<ip>').replaceAll(netns, '<netns>')
-    .replace(/"([0-9a-f]{2}:){5}[0-9a-f]{2}"/g, '"<mac>"').replace(/"eni[0-9a-f]{12}"/g, '"<veth>"');
+  return JSON.stringify(r)
+    .replaceAll(ip, '<ip>')
+    .replaceAll(netns, '<netns>')
+    .replace(/"([0-9a-f]{2}:){5}[0-9a-f]{2}"/g, '"<mac>"')
+    .replace(/"eni[0-9a-f]{12}"/g, '"<veth>"');
 }
 
 /** The pod netns as iproute2 shows it, with the per-attachment values replaced. */
 async function podState(netns: string, ip: string): Promise<string> {
   const parts = [await ipIn(netns, ['-4', '-o', 'addr']), await ipIn(netns, ['route']), await ipIn(netns, ['neigh'])];
-  return parts.join('\n').replaceAll(ip, '<ip>').replace(/([0-9a-f]{2}:){5}[0-9a-f]{2}/g, '<mac>');
+  return parts
+    .join('\n')
+    .replaceAll(ip, '<ip>')
+    .replace(/([0-9a-f]{2}:){5}[0-9a-f]{2}/g, '<mac>');
 }
 
 const ipOf = (r: { ips: Array<{ address: string }> }): string => r.ips[0]!.address.split('/')[0]!;
@@ -87,7 +104,12 @@ test('ADD, CHECK and DEL through the shim match the Node plugin, both netns shap
       if (who === 'shim') assert.doesNotMatch(del.stderr, FELL_BACK);
       assert.deepEqual(await ipj(n.node.path, ['link', 'show', 'type', 'veth']), [], 'host veth gone');
       assert.equal((await ipIn(n.node.path, ['rule'])).includes(ip), false, 'pod rules gone');
-      results[who] = { out: shape(add.json, ip, pod.path), pod: podNow, check: check.stdout, drift: JSON.parse(JSON.stringify(drift.json).replaceAll(pod.path, '<netns>')) };
+      results[who] = {
+        out: shape(add.json, ip, pod.path),
+        pod: podNow,
+        check: check.stdout,
+        drift: JSON.parse(JSON.stringify(drift.json).replaceAll(pod.path, '<netns>')),
+      };
     }
     assert.deepEqual(results.shim, results.node, `shim and Node plugin agree (${shapeOf} netns)`);
   }
@@ -101,8 +123,16 @@ test('malformed input gets the same CNI error through the shim as from the Node 
   const cases: VerbCall[] = [
     { ...att, command: 'ADD', rawConfig: 'not json' },
     { ...att, command: 'ADD', rawConfig: '[1,2]' },
-    { ...att, command: 'ADD', rawConfig: JSON.stringify({ ...n.config, execSocket: `${n.h.dir}/cni-exec.sock`, cniVersion: '9.9.9' }) },
-    { ...att, command: 'ADD', rawConfig: JSON.stringify({ ...n.config, execSocket: `${n.h.dir}/cni-exec.sock`, mtu: 'big' }) },
+    {
+      ...att,
+      command: 'ADD',
+      rawConfig: JSON.stringify({ ...n.config, execSocket: `${n.h.dir}/cni-exec.sock`, cniVersion: '9.9.9' }),
+    },
+    {
+      ...att,
+      command: 'ADD',
+      rawConfig: JSON.stringify({ ...n.config, execSocket: `${n.h.dir}/cni-exec.sock`, mtu: 'big' }),
+    },
     { ...att, command: 'ADD', containerId: '../x', conf: {} },
     { ...att, command: 'ADD', args: { K8S_POD_NAME: 'a', Bogus: '1' }, conf: {} },
     { ...att, command: 'FOO' as 'ADD', conf: {} },
@@ -111,7 +141,11 @@ test('malformed input gets the same CNI error through the shim as from the Node 
     const s = await viaShim(n, c);
     const o = await viaNode(n, c);
     assert.equal(s.code, 1, `shim: ${s.stdout}`);
-    assert.deepEqual([s.code, s.json?.code, s.json?.msg, s.json?.cniVersion], [o.code, o.json?.code, o.json?.msg, o.json?.cniVersion], `${c.rawConfig ?? JSON.stringify(c)}: shim ${s.stdout} vs node ${o.stdout}`);
+    assert.deepEqual(
+      [s.code, s.json?.code, s.json?.msg, s.json?.cniVersion],
+      [o.code, o.json?.code, o.json?.msg, o.json?.cniVersion],
+      `${c.rawConfig ?? JSON.stringify(c)}: shim ${s.stdout} vs node ${o.stdout}`,
+    );
   }
   assert.equal((await n.d.status()).counts.assigned, 0);
 });
@@ -124,8 +158,14 @@ test('concurrent ADDs through the shim run independently inside ipamd', async (t
   for (const a of adds) assert.equal(a.code, 0, `${a.stdout} ${a.stderr}`);
   const ips = adds.map((a) => ipOf(a.json));
   assert.equal(new Set(ips).size, ips.length, 'distinct IPs');
-  for (const [i, p] of pods.entries()) assert.match(await ipIn(p.path, ['-4', '-o', 'addr', 'show', 'dev', 'eth0']), new RegExp(`inet ${ips[i]!.replaceAll('.', '\\.')}/32`));
-  const dels = await Promise.all(atts.map((a, i) => viaShim(n, { ...a, command: 'DEL', conf: { prevResult: adds[i]!.json } })));
+  for (const [i, p] of pods.entries())
+    assert.match(
+      await ipIn(p.path, ['-4', '-o', 'addr', 'show', 'dev', 'eth0']),
+      new RegExp(`inet ${ips[i]!.replaceAll('.', '\\.')}/32`),
+    );
+  const dels = await Promise.all(
+    atts.map((a, i) => viaShim(n, { ...a, command: 'DEL', conf: { prevResult: adds[i]!.json } })),
+  );
   for (const d of dels) assert.equal(d.code, 0, d.stdout);
   assert.deepEqual(await ipj(n.node.path, ['link', 'show', 'type', 'veth']), []);
   assert.equal((await n.d.status()).counts.assigned, 0);
@@ -143,8 +183,11 @@ test('developer mode: with nodePlugin in the config the shim execs the Node plug
   assert.match(await ipIn(n.node.path, ['rule']), new RegExp(`to ${ip.replaceAll('.', '\\.')} lookup main`));
   await n.d.stop();
   const version = await viaShim(n, { command: 'VERSION', rawConfig: JSON.stringify({ cniVersion: '1.0.0', ...dev }) });
-  assert.deepEqual(version.json, { cniVersion: '1.1.0', supportedVersions: ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] });
-  assert.doesNotMatch(version.stderr, FELL_BACK, 'VERSION is always the shim\'s own');
+  assert.deepEqual(version.json, {
+    cniVersion: '1.1.0',
+    supportedVersions: ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'],
+  });
+  assert.doesNotMatch(version.stderr, FELL_BACK, "VERSION is always the shim's own");
   const del = await viaShim(n, { ...att, command: 'DEL', conf: { ...dev, prevResult: add.json } });
   assert.deepEqual([del.code, del.stdout], [0, ''], del.stderr);
   assert.match(del.stderr, FELL_BACK, 'the Node plugin ran');
@@ -166,26 +209,54 @@ test('ipamd cannot run it here: a CNI error naming the DaemonSet setting (no fal
   const att = { containerId: newId(), netns: pod.path, ifName: 'eth0' };
   const add = await viaShim(n, { ...att, command: 'ADD' });
   assert.equal(add.code, 0, add.stdout);
-  const refused = await viaShimIn(n, other.path, { ...att, containerId: newId(), netns: (await n.pod()).path, command: 'ADD' });
+  const refused = await viaShimIn(n, other.path, {
+    ...att,
+    containerId: newId(),
+    netns: (await n.pod()).path,
+    command: 'ADD',
+  });
   assert.deepEqual([refused.code, refused.json?.code], [1, 5], refused.stdout);
   assert.match(refused.json.msg, /ipamd is not in the node's network namespace .*needs hostNetwork: true/);
   assert.deepEqual(await ipj(other.path, ['link', 'show', 'type', 'veth']), [], 'nothing was wired');
   const status = await viaShimIn(n, other.path, { command: 'STATUS' });
   assert.deepEqual([status.code, status.json?.code], [1, 50], status.stdout);
-  const elsewhere = await viaShimIn(n, other.path, { ...att, containerId: newId(), netns: (await n.pod()).path, command: 'ADD', conf: { nodePlugin: PLUGIN_PATH } });
+  const elsewhere = await viaShimIn(n, other.path, {
+    ...att,
+    containerId: newId(),
+    netns: (await n.pod()).path,
+    command: 'ADD',
+    conf: { nodePlugin: PLUGIN_PATH },
+  });
   assert.equal(elsewhere.code, 0, `${elsewhere.stdout} ${elsewhere.stderr}`);
   assert.match(elsewhere.stderr, /eni-ipam: running \S+: ipamd is not in the node's network namespace/);
-  assert.equal((await ipj(other.path, ['link', 'show', 'type', 'veth'])).length, 1, 'the Node plugin wired the node side in its own netns');
+  assert.equal(
+    (await ipj(other.path, ['link', 'show', 'type', 'veth'])).length,
+    1,
+    'the Node plugin wired the node side in its own netns',
+  );
   // A pod netns bind-mounted in a private mount namespace of the shim: ipamd cannot see it.
   const hidden = await n.pod('proc');
   const dir = path.join(n.h.dir, 'hidden');
   const script = `mkdir -p ${dir} && mount -t tmpfs none ${dir} && touch ${dir}/ns && mount --bind ${hidden.path} ${dir}/ns && exec "$@"`;
   const inPrivateMounts = await n.call({
-    containerId: newId(), netns: `${dir}/ns`, ifName: 'eth0', command: 'ADD', env: DEBUG,
+    containerId: newId(),
+    netns: `${dir}/ns`,
+    ifName: 'eth0',
+    command: 'ADD',
+    env: DEBUG,
     plugin: ['unshare', '--mount', '--propagation', 'private', 'sh', '-c', script, 'sh', ...pluginArgv('shim')],
   });
-  assert.deepEqual([inPrivateMounts.code, inPrivateMounts.json?.code], [1, 5], `${inPrivateMounts.stdout} ${inPrivateMounts.stderr}`);
-  assert.match(inPrivateMounts.json.msg, new RegExp(`ipamd cannot enter the pod netns: CNI_NETNS ${dir}/ns does not exist in ipamd's mount namespace \\(ENOENT\\); the eni-ipam DaemonSet needs the ${dir} hostPath mount with mountPropagation: HostToContainer`));
+  assert.deepEqual(
+    [inPrivateMounts.code, inPrivateMounts.json?.code],
+    [1, 5],
+    `${inPrivateMounts.stdout} ${inPrivateMounts.stderr}`,
+  );
+  assert.match(
+    inPrivateMounts.json.msg,
+    new RegExp(
+      `ipamd cannot enter the pod netns: CNI_NETNS ${dir}/ns does not exist in ipamd's mount namespace \\(ENOENT\\); the eni-ipam DaemonSet needs the ${dir} hostPath mount with mountPropagation: HostToContainer`,
+    ),
+  );
   assert.deepEqual(await ipj(hidden.path, ['link', 'show', 'type', 'veth']), [], 'the pod was not wired');
   assert.equal(await servedReaches(n, before + 1), before + 1, 'ipamd ran only the first ADD');
 });
@@ -216,7 +287,13 @@ test('a connection dropped after the request was sent is CNI error 11, never a f
   for (const m of ['drop', 'partial', 'garbage'] as const) {
     mode = m;
     const pod = await n.pod();
-    const out = await viaShim(n, { containerId: newId(), netns: pod.path, ifName: 'eth0', command: 'ADD', conf: { execSocket: fake, cniVersion: '0.4.0' } });
+    const out = await viaShim(n, {
+      containerId: newId(),
+      netns: pod.path,
+      ifName: 'eth0',
+      command: 'ADD',
+      conf: { execSocket: fake, cniVersion: '0.4.0' },
+    });
     assert.deepEqual([out.code, out.json?.code, out.json?.cniVersion], [1, 11, '0.4.0'], `${m}: ${out.stdout}`);
     assert.doesNotMatch(out.stderr, FELL_BACK, `${m}: no fallback after the request was sent`);
   }
@@ -238,16 +315,31 @@ test('ipamd answering "U" (shutting down, nothing done): ADD retries and gets se
       const r = decodeRequest(buf);
       if (r.state !== 'complete') return;
       const verb = r.request.env.CNI_COMMAND;
-      if (verb !== 'ADD' || unavailable < 3) { unavailable++; c.end(encodeUnavailable('ipamd is shutting down')); return; }
+      if (verb !== 'ADD' || unavailable < 3) {
+        unavailable++;
+        c.end(encodeUnavailable('ipamd is shutting down'));
+        return;
+      }
       served++;
       c.end(encodeResult(0, 'served ADD', ''));
     });
   });
   await new Promise<void>((r) => server.listen(sock, r));
   t.after(() => new Promise((r) => server.close(r)));
-  const conf = (extra: object = {}) => JSON.stringify({ cniVersion: '1.1.0', name: 'aws-cni', type: 'eni-ipam', execSocket: sock, ...extra });
-  const add = await execPlugin({ command: 'ADD', containerId: newId(), netns: '/proc/self/ns/net', config: conf({ ipamdWaitSeconds: 5 }), plugin: pluginArgv('shim') });
-  assert.deepEqual([add.code, add.stdout, unavailable, served], [0, 'served ADD', 3, 1], 'retried after each U, served once');
+  const conf = (extra: object = {}) =>
+    JSON.stringify({ cniVersion: '1.1.0', name: 'aws-cni', type: 'eni-ipam', execSocket: sock, ...extra });
+  const add = await execPlugin({
+    command: 'ADD',
+    containerId: newId(),
+    netns: '/proc/self/ns/net',
+    config: conf({ ipamdWaitSeconds: 5 }),
+    plugin: pluginArgv('shim'),
+  });
+  assert.deepEqual(
+    [add.code, add.stdout, unavailable, served],
+    [0, 'served ADD', 3, 1],
+    'retried after each U, served once',
+  );
   const id = newId();
   const del = await execPlugin({ command: 'DEL', containerId: id, config: conf(), plugin: pluginArgv('shim') });
   assert.deepEqual([del.code, del.stdout], [0, ''], del.stderr);

@@ -46,10 +46,12 @@ async function podLeftovers(ns: string, podIps: Set<string>): Promise<string[]> 
   const bad: string[] = [];
   for (const l of await ipj(ns, ['link', 'show'])) if (!isNodeDev(l.ifname)) bad.push(`link ${l.ifname}`);
   for (const r of await ipj(ns, ['-4', 'route', 'show', 'table', 'all'])) {
-    if (podIps.has(String(r.dst).split('/')[0]!) || (r.dev && !isNodeDev(r.dev))) bad.push(`route ${r.dst} dev ${r.dev} table ${r.table ?? 'main'}`);
+    if (podIps.has(String(r.dst).split('/')[0]!) || (r.dev && !isNodeDev(r.dev)))
+      bad.push(`route ${r.dst} dev ${r.dev} table ${r.table ?? 'main'}`);
   }
   for (const r of await ipj(ns, ['-4', 'rule', 'show'])) {
-    if (podIps.has(r.src) || podIps.has(r.dst) || r.priority === 512 || r.priority === 1536) bad.push(`rule ${JSON.stringify(r)}`);
+    if (podIps.has(r.src) || podIps.has(r.dst) || r.priority === 512 || r.priority === 1536)
+      bad.push(`rule ${JSON.stringify(r)}`);
   }
   return bad;
 }
@@ -65,9 +67,12 @@ async function egressMismatch(n: InstalledCniNode, ip: string): Promise<string |
   if (d === undefined) return `${ip} is on no attached ENI`;
   const rule = (await ipj(n.nodeNetns.path, ['-4', 'rule', 'show'])).find((r) => r.priority === 1536 && r.src === ip);
   if (d === 0) return rule ? `${ip} is on the primary ENI but has a from-pod rule to table ${rule.table}` : undefined;
-  if (String(rule?.table) !== String(d + 1)) return `${ip} is on device ${d}, its from-pod rule says table ${rule?.table ?? '(none)'}`;
+  if (String(rule?.table) !== String(d + 1))
+    return `${ip} is on device ${d}, its from-pod rule says table ${rule?.table ?? '(none)'}`;
   const def = (await ipj(n.nodeNetns.path, ['-4', 'route', 'show', 'table', String(d + 1), 'default']))[0];
-  return def?.dev === `eth${d}` ? undefined : `table ${d + 1} default route goes via ${def?.dev ?? '(none)'}, not eth${d}`;
+  return def?.dev === `eth${d}`
+    ? undefined
+    : `table ${d + 1} default route goes via ${def?.dev ?? '(none)'}, not eth${d}`;
 }
 
 /** What the pod namespace at `ns` holds on eth0: its /32 IPv4, MTU, and the default route's gateway. */
@@ -85,7 +90,9 @@ async function mountedNetns(paths: string[]): Promise<string[]> {
 }
 
 /** ipamd's checkpoint (docs/design.md#3-contracts): the snapshot with its journal applied, as ipamd reads it at start. */
-async function checkpoint(n: InstalledCniNode): Promise<{ allocations: Array<{ containerID: string; ipv4: string }>; cooldown: Array<{ ip: string }> }> {
+async function checkpoint(
+  n: InstalledCniNode,
+): Promise<{ allocations: Array<{ containerID: string; ipv4: string }>; cooldown: Array<{ ip: string }> }> {
   const r = await readCheckpoint(n.checkpoint);
   if (r.kind !== 'ok') throw new Error(`checkpoint ${n.checkpoint}: ${r.kind}`);
   return r.data;
@@ -104,16 +111,24 @@ test('ipamd installs the conflist once serving; pods through containerd get its 
   const n = await createInstalledCniNode({ ipamdEnv: { POD_MTU: '1500', AWS_VPC_K8S_CNI_VETHPREFIX: 'pod' } });
   t.after(() => n.close());
   assert.deepEqual(await readdir(n.confDir), [], 'no conflist before ipamd runs');
-  await assert.rejects(n.cri.runPodSandbox(pod('too-early')), /cni|network/i, 'containerd has no network before ipamd installs one');
+  await assert.rejects(
+    n.cri.runPodSandbox(pod('too-early')),
+    /cni|network/i,
+    'containerd has no network before ipamd installs one',
+  );
   // containerd keeps a NOTREADY record of the failed sandbox, which it cannot stop without a network either.
   const failed = await n.cri.listPodSandbox();
-  assert.deepEqual(failed.map((s) => [s.metadata?.name, s.state]), [['too-early', 'SANDBOX_NOTREADY']]);
+  assert.deepEqual(
+    failed.map((s) => [s.metadata?.name, s.state]),
+    [['too-early', 'SANDBOX_NOTREADY']],
+  );
   await assert.rejects(n.cri.stopPodSandbox(failed[0]!.id), /cni plugin not initialized/);
 
   // Each conf dir change as it happens, with whether ipamd's gRPC socket was there already.
   const changes: Array<{ file: string; socketListening: boolean }> = [];
   const watcher = watch(n.confDir, (_e, file) => {
-    if (file && !String(file).startsWith('.')) changes.push({ file: String(file), socketListening: existsSync(n.socket) });
+    if (file && !String(file).startsWith('.'))
+      changes.push({ file: String(file), socketListening: existsSync(n.socket) });
   });
   t.after(() => watcher.close());
   await n.startIpamd();
@@ -121,14 +136,21 @@ test('ipamd installs the conflist once serving; pods through containerd get its 
   watcher.close();
   const confs = (await readdir(n.confDir)).filter((f) => !f.startsWith('.'));
   assert.equal(confs.length, 1, `one conflist, no temp file left: ${confs.join(', ')}`);
-  assert.ok(changes.every((c) => c.socketListening), `the conflist appeared only after ipamd listened: ${JSON.stringify(changes)}`);
+  assert.ok(
+    changes.every((c) => c.socketListening),
+    `the conflist appeared only after ipamd listened: ${JSON.stringify(changes)}`,
+  );
   const conflist = JSON.parse(await readFile(path.join(n.confDir, confs[0]!), 'utf8'));
   const entry = conflist.plugins[0];
   assert.deepEqual([entry.ipamdSocket, entry.mtu, entry.vethPrefix], [n.socket, 1500, 'pod']);
   await access(path.join(n.binDir, entry.type), constants.X_OK);
   // containerd has loaded the conflist (startIpamd waited for it): the failed sandbox can
   // go now, a DEL of an attachment ipamd never saw, which succeeds and changes nothing.
-  await removeAll(n, failed.map((s) => s.id), 1);
+  await removeAll(
+    n,
+    failed.map((s) => s.id),
+    1,
+  );
   assert.deepEqual(await n.cri.listPodSandbox(), []);
 
   const specs = ['web-0', 'web-1', 'web-2'].map(pod);
@@ -141,24 +163,46 @@ test('ipamd installs the conflist once serving; pods through containerd get its 
     assert.match(ip, /^10\.0\.0\.\d+$/, `sandbox ${specs[i]!.name} has an IPv4`);
     ips.add(ip);
     const a = allocations.find((x) => x.containerID === id);
-    assert.deepEqual([a?.ipv4, a?.networkName, a?.ifName, a?.pod?.name, a?.pod?.uid], [ip, conflist.name, 'eth0', specs[i]!.name, specs[i]!.uid], 'ipamd holds the same IP for this sandbox');
+    assert.deepEqual(
+      [a?.ipv4, a?.networkName, a?.ifName, a?.pod?.name, a?.pod?.uid],
+      [ip, conflist.name, 'eth0', specs[i]!.name, specs[i]!.uid],
+      'ipamd holds the same IP for this sandbox',
+    );
     const ns = await n.cri.netnsPath(id);
     assert.match(ns ?? '', /^\/var\/run\/netns\/cni-/);
     netnsPaths.push(ns!);
-    assert.deepEqual(await podSide(ns!), { ip, mtu: 1500, defaultVia: '169.254.1.1' }, 'eth0 in the pod: the IP, POD_MTU, the default route');
+    assert.deepEqual(
+      await podSide(ns!),
+      { ip, mtu: 1500, defaultVia: '169.254.1.1' },
+      'eth0 in the pod: the IP, POD_MTU, the default route',
+    );
     const [hostRoute] = await ipj(n.nodeNetns.path, ['-4', 'route', 'show', `${ip}/32`]);
-    assert.match(hostRoute?.dev ?? '', /^pod/, 'the node routes the pod IP to its host veth (AWS_VPC_K8S_CNI_VETHPREFIX)');
+    assert.match(
+      hostRoute?.dev ?? '',
+      /^pod/,
+      'the node routes the pod IP to its host veth (AWS_VPC_K8S_CNI_VETHPREFIX)',
+    );
   }
   assert.equal(ips.size, 3, 'three distinct IPs');
   assert.equal((await n.status()).counts.assigned, 3);
 
-  assert.ok((await podLeftovers(n.nodeNetns.path, ips)).length >= 9, 'the leftover check sees the live pods (veth, /32 route, rule each)');
+  assert.ok(
+    (await podLeftovers(n.nodeNetns.path, ips)).length >= 9,
+    'the leftover check sees the live pods (veth, /32 route, rule each)',
+  );
   await removeAll(n, ids, 3);
   const s = await n.status();
   assert.deepEqual([s.counts.assigned, await n.allocations()], [0, []], 'every IP released');
   const cp = await checkpoint(n);
   assert.deepEqual(cp.allocations, []);
-  assert.deepEqual(cp.cooldown.map((c) => c.ip).filter((ip) => ips.has(ip)).sort(), [...ips].sort(), 'the released IPs are cooling');
+  assert.deepEqual(
+    cp.cooldown
+      .map((c) => c.ip)
+      .filter((ip) => ips.has(ip))
+      .sort(),
+    [...ips].sort(),
+    'the released IPs are cooling',
+  );
   assert.ok(s.counts.cooling >= 3, `cooling ${s.counts.cooling}`);
   assert.deepEqual(await podLeftovers(n.nodeNetns.path, ips), [], 'no host veth, route or rule left');
   assert.deepEqual(await mountedNetns(netnsPaths), [], 'no pod netns left');
@@ -192,14 +236,28 @@ test('a 50-pod burst through containerd: unique IPs, nothing lost, nothing left 
     netnsPaths.push(ns);
     const side = await podSide(ns);
     ipInNetns.set(s.id, side.ip);
-    assert.deepEqual([side.mtu, side.defaultVia], [9001, '169.254.1.1'], `MTU (AWS_VPC_ENI_MTU default) and default route in ${s.podName}`);
+    assert.deepEqual(
+      [side.mtu, side.defaultVia],
+      [9001, '169.254.1.1'],
+      `MTU (AWS_VPC_ENI_MTU default) and default route in ${s.podName}`,
+    );
   }
   const allocations = await n.allocations();
   const losses = findLosses({
-    live, ipAtStart, ipInNetns, sim: n.sim.state, calls: n.sim.calls, instanceId: n.instanceId, allocations,
+    live,
+    ipAtStart,
+    ipInNetns,
+    sim: n.sim.state,
+    calls: n.sim.calls,
+    instanceId: n.instanceId,
+    allocations,
   });
   assert.deepEqual(losses, [], losses.join('\n'));
-  assert.deepEqual(new Set(allocations.map((a) => a.containerID)), new Set(ids), 'ipamd holds exactly the 50 sandboxes');
+  assert.deepEqual(
+    new Set(allocations.map((a) => a.containerID)),
+    new Set(ids),
+    'ipamd holds exactly the 50 sandboxes',
+  );
   const egress = (await Promise.all(live.map((x) => egressMismatch(n, x.ip)))).filter(Boolean);
   assert.deepEqual(egress, [], 'pods on secondary ENIs leave through their ENI');
   const enisUsed = new Set(allocations.map((a) => a.eniId)).size;
@@ -210,7 +268,9 @@ test('a 50-pod burst through containerd: unique IPs, nothing lost, nothing left 
   const t1 = Date.now();
   await removeAll(n, ids, PARALLEL);
   const delMs = Date.now() - t1;
-  t.diagnostic(`${PODS} RunPodSandbox, ${PARALLEL} at a time: ${addMs} ms; Stop+Remove: ${delMs} ms; ENIs used: ${enisUsed}`);
+  t.diagnostic(
+    `${PODS} RunPodSandbox, ${PARALLEL} at a time: ${addMs} ms; Stop+Remove: ${delMs} ms; ENIs used: ${enisUsed}`,
+  );
 
   const s = await n.status();
   assert.equal(s.counts.assigned, 0, 'ipamd assigned count back to 0');

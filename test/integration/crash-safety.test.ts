@@ -9,12 +9,27 @@
  */
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { ageEnis, createLifecycleNode, leakedEnis, listParam, nothingLost, ourEnis, waitInFlight, waitUnfrozen, type LifecycleNode } from '../helpers/lifecycle-node.js';
+import {
+  ageEnis,
+  createLifecycleNode,
+  leakedEnis,
+  listParam,
+  nothingLost,
+  ourEnis,
+  waitInFlight,
+  waitUnfrozen,
+  type LifecycleNode,
+} from '../helpers/lifecycle-node.js';
 import { waitFor } from '../helpers/wait.js';
 
 /** Waits for the in-flight `action` to be finished by the sim (after ipamd died). */
 async function simFinishes(n: LifecycleNode, action: string): Promise<void> {
-  await waitFor(`${action} finished`, () => n.h.sim.calls.filter((c) => c.action === action).every((c) => c.durationMs !== undefined), 10_000, 20);
+  await waitFor(
+    `${action} finished`,
+    () => n.h.sim.calls.filter((c) => c.action === action).every((c) => c.durationMs !== undefined),
+    10_000,
+    20,
+  );
 }
 
 /** Starts a node with 3 live pods and a warm pool; returns it. */
@@ -28,7 +43,12 @@ async function nodeWithPods(t: TestContext, env: NodeJS.ProcessEnv = {}): Promis
 }
 
 /** Kills ipamd while `action` is in flight (latency `ms`), lets the sim finish it, restarts. */
-async function crashDuring(n: LifecycleNode, action: string, ms: number, trigger: () => Promise<unknown>): Promise<void> {
+async function crashDuring(
+  n: LifecycleNode,
+  action: string,
+  ms: number,
+  trigger: () => Promise<unknown>,
+): Promise<void> {
   n.h.sim.faults.setLatency(action, ms);
   const done = trigger();
   await waitInFlight(n, action);
@@ -49,7 +69,9 @@ function growAdds(n: LifecycleNode, failed: string[]): () => Promise<unknown> {
   const ids = Array.from({ length: 7 }, (_, i) => `g${i}`);
   return async () => {
     const r = await Promise.allSettled(ids.map((id) => n.add(id)));
-    r.forEach((x, i) => { if (x.status === 'rejected') failed.push(ids[i]!); });
+    r.forEach((x, i) => {
+      if (x.status === 'rejected') failed.push(ids[i]!);
+    });
   };
 }
 
@@ -87,7 +109,10 @@ test('grow: crash between AttachNetworkInterface and DeleteOnTermination → ado
   assert.ok(eni, 'attached after the crash');
   await waitFor('DeleteOnTermination fixed', () => eni.attachment?.deleteOnTermination === true, 10_000);
   const s = await n.status();
-  assert.ok(s.enis.some((e: { eniId: string }) => e.eniId === eni.networkInterfaceId), 'the ENI is served from');
+  assert.ok(
+    s.enis.some((e: { eniId: string }) => e.eniId === eni.networkInterfaceId),
+    'the ENI is served from',
+  );
   assert.equal(n.h.sim.countCalls('CreateNetworkInterface'), 1, 'adopted, not created again');
   for (let i = 0; i < 10; i++) await n.add(`new${i}`);
   assert.deepEqual(await nothingLost(n), []);
@@ -114,13 +139,23 @@ test('shrink: crash between UnassignPrivateIpAddresses and the datastore update 
   const extra = Array.from({ length: 6 }, (_, i) => `x${i}`);
   for (const id of extra) await n.add(id);
   await crashDuring(n, 'UnassignPrivateIpAddresses', 1500, () => Promise.all(extra.map((id) => n.del(id))));
-  const unassigned = n.h.sim.calls.filter((c) => c.action === 'UnassignPrivateIpAddresses').flatMap((c) => listParam(c.params, 'PrivateIpAddress'));
+  const unassigned = n.h.sim.calls
+    .filter((c) => c.action === 'UnassignPrivateIpAddresses')
+    .flatMap((c) => listParam(c.params, 'PrivateIpAddress'));
   assert.ok(unassigned.length > 0);
   // The datastore holds exactly what EC2 shows on our ENIs: none of the unassigned IPs.
-  const onEc2 = [...n.h.sim.state.enis.values()].filter((e) => e.attachment?.instanceId === n.h.instanceId).flatMap((e) => e.secondaryIps);
-  for (const ip of unassigned) assert.ok(!onEc2.includes(ip) || n.h.sim.calls.some((c) => c.action === 'AssignPrivateIpAddresses'), `${ip} still on EC2`);
+  const onEc2 = [...n.h.sim.state.enis.values()]
+    .filter((e) => e.attachment?.instanceId === n.h.instanceId)
+    .flatMap((e) => e.secondaryIps);
+  for (const ip of unassigned)
+    assert.ok(
+      !onEc2.includes(ip) || n.h.sim.calls.some((c) => c.action === 'AssignPrivateIpAddresses'),
+      `${ip} still on EC2`,
+    );
   await waitFor('datastore and EC2 agree after restart', async () => {
-    const total = [...n.h.sim.state.enis.values()].filter((e) => e.attachment?.instanceId === n.h.instanceId).reduce((k, e) => k + e.secondaryIps.length, 0);
+    const total = [...n.h.sim.state.enis.values()]
+      .filter((e) => e.attachment?.instanceId === n.h.instanceId)
+      .reduce((k, e) => k + e.secondaryIps.length, 0);
     return (await n.status()).counts.total === total;
   });
   const got = [];
@@ -137,16 +172,27 @@ test('shrink: crash between DetachNetworkInterface and DeleteNetworkInterface �
   const before = new Set(ourEnis(n).map((e) => e.networkInterfaceId));
   n.h.sim.faults.setAttachmentDelays({ detachMs: 4000 });
   await Promise.all(extra.map((id) => n.del(id)));
-  await waitFor('a detach sent', () => n.h.sim.calls.some((c) => c.action === 'DetachNetworkInterface' && c.durationMs !== undefined), 15_000);
+  await waitFor(
+    'a detach sent',
+    () => n.h.sim.calls.some((c) => c.action === 'DetachNetworkInterface' && c.durationMs !== undefined),
+    15_000,
+  );
   await n.h.ipamd!.kill9();
   const detaching = ourEnis(n).find((e) => e.status === 'detaching')!;
   assert.ok(detaching, 'killed while the ENI is detaching');
   await n.start();
   const s = await n.status();
-  assert.ok(!s.enis.some((e: { eniId: string }) => e.eniId === detaching.networkInterfaceId), 'a detaching ENI is not served from');
+  assert.ok(
+    !s.enis.some((e: { eniId: string }) => e.eniId === detaching.networkInterfaceId),
+    'a detaching ENI is not served from',
+  );
   assert.ok(s.eniLifecycle.orphanEnis.includes(detaching.networkInterfaceId), 'it is an orphan to delete');
   await waitUnfrozen(n);
-  await waitFor('the orphan deleted once detached', () => !n.h.sim.state.enis.has(detaching.networkInterfaceId), 15_000);
+  await waitFor(
+    'the orphan deleted once detached',
+    () => !n.h.sim.state.enis.has(detaching.networkInterfaceId),
+    15_000,
+  );
   assert.ok(before.has(detaching.networkInterfaceId));
   if (leakedEnis(n).length) await sweepLeaks(n);
   assert.deepEqual(await nothingLost(n), []);
@@ -158,11 +204,20 @@ test('grow: crash between AssignPrivateIpAddresses and the datastore update → 
   const ids = ['a0', 'a1', 'a2'];
   await crashDuring(n, 'AssignPrivateIpAddresses', 1500, async () => {
     const r = await Promise.allSettled(ids.map((id) => n.add(id)));
-    r.forEach((x, i) => { if (x.status === 'rejected') failed.push(ids[i]!); });
+    r.forEach((x, i) => {
+      if (x.status === 'rejected') failed.push(ids[i]!);
+    });
   });
   await tearDown(n, failed);
-  const primary = [...n.h.sim.state.enis.values()].find((e) => e.attachment?.instanceId === n.h.instanceId && e.attachment.deviceIndex === 0)!;
-  await waitFor('the datastore holds what EC2 shows', async () => (await n.status()).counts.total === primary.secondaryIps.length + ourEnis(n).reduce((k, e) => k + e.secondaryIps.length, 0));
+  const primary = [...n.h.sim.state.enis.values()].find(
+    (e) => e.attachment?.instanceId === n.h.instanceId && e.attachment.deviceIndex === 0,
+  )!;
+  await waitFor(
+    'the datastore holds what EC2 shows',
+    async () =>
+      (await n.status()).counts.total ===
+      primary.secondaryIps.length + ourEnis(n).reduce((k, e) => k + e.secondaryIps.length, 0),
+  );
   const got = new Set(n.pods.values());
   for (let i = 0; i < 6; i++) {
     const ip = (await n.add(`new${i}`)).ipv4_addr;
@@ -173,23 +228,40 @@ test('grow: crash between AssignPrivateIpAddresses and the datastore update → 
 });
 
 test('prefix mode: crashes between AssignPrivateIpAddresses (Ipv4PrefixCount) or UnassignPrivateIpAddresses (Ipv4Prefix) and the datastore', async (t) => {
-  const n = await nodeWithPods(t, { ENABLE_PREFIX_DELEGATION: 'true', WARM_PREFIX_TARGET: '1', ENI_IPAM_SHRINK_DELAY: '500ms' });
+  const n = await nodeWithPods(t, {
+    ENABLE_PREFIX_DELEGATION: 'true',
+    WARM_PREFIX_TARGET: '1',
+    ENI_IPAM_SHRINK_DELAY: '500ms',
+  });
   const failed: string[] = [];
   const ids = Array.from({ length: 14 }, (_, i) => `p${i}`);
   await crashDuring(n, 'AssignPrivateIpAddresses', 1500, async () => {
     const r = await Promise.allSettled(ids.map((id) => n.add(id)));
-    r.forEach((x, i) => { if (x.status === 'rejected') failed.push(ids[i]!); });
+    r.forEach((x, i) => {
+      if (x.status === 'rejected') failed.push(ids[i]!);
+    });
   });
   await tearDown(n, failed);
-  const prefixCount = () => [...n.h.sim.state.enis.values()].filter((e) => e.attachment?.instanceId === n.h.instanceId).reduce((k, e) => k + e.ipv4Prefixes.length, 0);
-  await waitFor('every /28 EC2 shows is known again', async () => (await n.status()).counts.total === prefixCount() * 16);
+  const prefixCount = () =>
+    [...n.h.sim.state.enis.values()]
+      .filter((e) => e.attachment?.instanceId === n.h.instanceId)
+      .reduce((k, e) => k + e.ipv4Prefixes.length, 0);
+  await waitFor(
+    'every /28 EC2 shows is known again',
+    async () => (await n.status()).counts.total === prefixCount() * 16,
+  );
   assert.deepEqual(await nothingLost(n), []);
   // Now a prefix release cut off by the crash: its pods are gone, the /28 goes back to EC2.
   const held = [...n.pods.keys()].filter((id) => id.startsWith('p'));
   await crashDuring(n, 'UnassignPrivateIpAddresses', 1500, () => Promise.all(held.map((id) => n.del(id))));
-  const unassigned = n.h.sim.calls.filter((c) => c.action === 'UnassignPrivateIpAddresses').flatMap((c) => listParam(c.params, 'Ipv4Prefix'));
+  const unassigned = n.h.sim.calls
+    .filter((c) => c.action === 'UnassignPrivateIpAddresses')
+    .flatMap((c) => listParam(c.params, 'Ipv4Prefix'));
   assert.ok(unassigned.length > 0, 'a /28 was being released at the crash');
-  await waitFor('the datastore holds what EC2 shows', async () => (await n.status()).counts.total === prefixCount() * 16);
+  await waitFor(
+    'the datastore holds what EC2 shows',
+    async () => (await n.status()).counts.total === prefixCount() * 16,
+  );
   for (let i = 0; i < 20; i++) await n.add(`q${i}`);
   assert.equal(new Set(n.pods.values()).size, n.pods.size, 'no IP twice');
   assert.deepEqual(await nothingLost(n), []);

@@ -28,11 +28,17 @@ function cleanupStack(t: { after(fn: () => Promise<void>): void }): (fn: () => P
   t.after(async () => {
     let first: unknown;
     for (const s of steps.reverse()) {
-      try { await s(); } catch (e) { first ??= e; }
+      try {
+        await s();
+      } catch (e) {
+        first ??= e;
+      }
     }
     if (first) throw first;
   });
-  return (fn) => { steps.push(fn); };
+  return (fn) => {
+    steps.push(fn);
+  };
 }
 
 const median = (xs: number[]): number => {
@@ -43,16 +49,37 @@ const median = (xs: number[]): number => {
 
 test('detectCriEndpoint: configured endpoint, probing order, default', () => {
   const none = (): boolean => false;
-  assert.deepEqual(detectCriEndpoint('unix:///run/k3s/containerd/containerd.sock', none), { endpoint: 'unix:///run/k3s/containerd/containerd.sock', detected: false });
-  assert.deepEqual(detectCriEndpoint('/var/run/crio/crio.sock', none), { endpoint: 'unix:///var/run/crio/crio.sock', detected: false });
+  assert.deepEqual(detectCriEndpoint('unix:///run/k3s/containerd/containerd.sock', none), {
+    endpoint: 'unix:///run/k3s/containerd/containerd.sock',
+    detected: false,
+  });
+  assert.deepEqual(detectCriEndpoint('/var/run/crio/crio.sock', none), {
+    endpoint: 'unix:///var/run/crio/crio.sock',
+    detected: false,
+  });
   // Configured wins even when a well-known socket exists.
-  assert.deepEqual(detectCriEndpoint('/x/y.sock', () => true), { endpoint: 'unix:///x/y.sock', detected: false });
+  assert.deepEqual(
+    detectCriEndpoint('/x/y.sock', () => true),
+    { endpoint: 'unix:///x/y.sock', detected: false },
+  );
   // Probing order: containerd, CRI-O, cri-dockerd.
-  assert.deepEqual(detectCriEndpoint(undefined, () => true), { endpoint: 'unix:///run/containerd/containerd.sock', detected: true });
-  assert.deepEqual(detectCriEndpoint(undefined, (p) => p === '/var/run/crio/crio.sock'), { endpoint: 'unix:///var/run/crio/crio.sock', detected: true });
-  assert.deepEqual(detectCriEndpoint('', (p) => p === '/var/run/cri-dockerd.sock'), { endpoint: 'unix:///var/run/cri-dockerd.sock', detected: true });
+  assert.deepEqual(
+    detectCriEndpoint(undefined, () => true),
+    { endpoint: 'unix:///run/containerd/containerd.sock', detected: true },
+  );
+  assert.deepEqual(
+    detectCriEndpoint(undefined, (p) => p === '/var/run/crio/crio.sock'),
+    { endpoint: 'unix:///var/run/crio/crio.sock', detected: true },
+  );
+  assert.deepEqual(
+    detectCriEndpoint('', (p) => p === '/var/run/cri-dockerd.sock'),
+    { endpoint: 'unix:///var/run/cri-dockerd.sock', detected: true },
+  );
   // Nothing found: containerd default, not detected.
-  assert.deepEqual(detectCriEndpoint(undefined, none), { endpoint: 'unix:///run/containerd/containerd.sock', detected: false });
+  assert.deepEqual(detectCriEndpoint(undefined, none), {
+    endpoint: 'unix:///run/containerd/containerd.sock',
+    detected: false,
+  });
   assert.throws(() => detectCriEndpoint('tcp://127.0.0.1:1234', none), TypeError);
   assert.throws(() => detectCriEndpoint('relative.sock', none), TypeError);
 });
@@ -79,13 +106,26 @@ test('CriSource: unreadable runtime throws CriUnavailableError within the deadli
   await t.test('server accepts and never answers', async () => {
     const sockPath = path.join(dir, 'silent.sock');
     const conns = new Set<net.Socket>();
-    const server = net.createServer((c) => { conns.add(c); c.on('error', () => undefined); c.on('close', () => conns.delete(c)); });
+    const server = net.createServer((c) => {
+      conns.add(c);
+      c.on('error', () => undefined);
+      c.on('close', () => conns.delete(c));
+    });
     await new Promise<void>((resolve) => server.listen(sockPath, resolve));
-    later(() => new Promise<void>((resolve) => { for (const c of conns) c.destroy(); server.close(() => resolve()); }));
+    later(
+      () =>
+        new Promise<void>((resolve) => {
+          for (const c of conns) c.destroy();
+          server.close(() => resolve());
+        }),
+    );
 
     const src = new CriSource({ endpoint: sockPath });
     const t0 = Date.now();
-    const err = await src.listReadySandboxes().then(() => undefined, (e: unknown) => e);
+    const err = await src.listReadySandboxes().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     const ms = Date.now() - t0;
     src.close();
     assert.ok(err instanceof CriUnavailableError, `expected CriUnavailableError, got ${String(err)}`);
@@ -112,26 +152,50 @@ test('CriSource against a real containerd with ptp + host-local', async (t) => {
   await mkdir(cniBinDir, { recursive: true });
   await mkdir(cniConfDir, { recursive: true });
   for (const p of ['loopback', 'ptp', 'host-local']) {
-    assert.ok(existsSync(path.join(CNI_PLUGIN_DIR, p)), `${CNI_PLUGIN_DIR}/${p} missing: run scripts/ensure-deps.sh --containerd`);
+    assert.ok(
+      existsSync(path.join(CNI_PLUGIN_DIR, p)),
+      `${CNI_PLUGIN_DIR}/${p} missing: run scripts/ensure-deps.sh --containerd`,
+    );
     await symlink(path.join(CNI_PLUGIN_DIR, p), path.join(cniBinDir, p));
   }
   const conflist = {
-    cniVersion: '0.4.0', name: 'cri-source-test',
-    plugins: [{ type: 'ptp', ipMasq: false, mtu: 9001,
-      ipam: { type: 'host-local', dataDir: path.join(base, 'cni', 'ipam'), ranges: [[{ subnet: POD_SUBNET }]], routes: [{ dst: '0.0.0.0/0' }] } }],
+    cniVersion: '0.4.0',
+    name: 'cri-source-test',
+    plugins: [
+      {
+        type: 'ptp',
+        ipMasq: false,
+        mtu: 9001,
+        ipam: {
+          type: 'host-local',
+          dataDir: path.join(base, 'cni', 'ipam'),
+          ranges: [[{ subnet: POD_SUBNET }]],
+          routes: [{ dst: '0.0.0.0/0' }],
+        },
+      },
+    ],
   };
   const tmp = path.join(cniConfDir, '.10-test.conflist.tmp');
   await writeFile(tmp, JSON.stringify(conflist, null, 2));
   await rename(tmp, path.join(cniConfDir, '10-test.conflist'));
 
-  const ctrd: Containerd = await startContainerd({ baseDir: path.join(base, 'containerd'), nodeNetnsPath: `/var/run/netns/${nodeNs}`, cniBinDir, cniConfDir });
+  const ctrd: Containerd = await startContainerd({
+    baseDir: path.join(base, 'containerd'),
+    nodeNetnsPath: `/var/run/netns/${nodeNs}`,
+    cniBinDir,
+    cniConfDir,
+  });
   later(() => ctrd.stop());
   const cri = new CriTestClient(ctrd.socket);
   later(() => cri.close());
   const source = new CriSource({ endpoint: `unix://${ctrd.socket}` });
   later(() => source.close());
 
-  const pods = [0, 1, 2].map((i) => ({ name: `web-${i}`, namespace: 'shop', uid: `00000000-0000-4000-8000-00000000000${i}` }));
+  const pods = [0, 1, 2].map((i) => ({
+    name: `web-${i}`,
+    namespace: 'shop',
+    uid: `00000000-0000-4000-8000-00000000000${i}`,
+  }));
   const ids: string[] = [];
   const runMs: number[] = [];
   const netnsPaths: string[] = [];
@@ -142,7 +206,9 @@ test('CriSource against a real containerd with ptp + host-local', async (t) => {
       ids.push(await cri.runPodSandbox(p));
       runMs.push(Number(process.hrtime.bigint() - t0) / 1e6);
     }
-    t.diagnostic(`RunPodSandbox (ptp + host-local) ms: ${runMs.map((m) => m.toFixed(1)).join(', ')}; median ${median(runMs).toFixed(1)}`);
+    t.diagnostic(
+      `RunPodSandbox (ptp + host-local) ms: ${runMs.map((m) => m.toFixed(1)).join(', ')}; median ${median(runMs).toFixed(1)}`,
+    );
   });
 
   await t.test('listReadySandboxes returns the 3 sandboxes with pod labels and IPs', async () => {
@@ -180,7 +246,12 @@ test('CriSource against a real containerd with ptp + host-local', async (t) => {
   });
 
   await t.test('a host-network sandbox is listed without a pod IP', async () => {
-    const hostId = await cri.runPodSandbox({ name: 'node-agent', namespace: 'kube-system', uid: 'host-1', hostNetwork: true });
+    const hostId = await cri.runPodSandbox({
+      name: 'node-agent',
+      namespace: 'kube-system',
+      uid: 'host-1',
+      hostNetwork: true,
+    });
     const got = await source.listReadySandboxes();
     const h = got.find((s) => s.id === hostId);
     assert.ok(h);
@@ -194,7 +265,11 @@ test('CriSource against a real containerd with ptp + host-local', async (t) => {
     assert.equal(existsSync(path.join(base, 'containerd')), false, 'base dir removed');
     for (const ns of netnsPaths) assert.equal(existsSync(ns), false, `${ns} removed`);
     let alive = true;
-    try { process.kill(ctrd.pid, 0); } catch { alive = false; }
+    try {
+      process.kill(ctrd.pid, 0);
+    } catch {
+      alive = false;
+    }
     assert.equal(alive, false, 'containerd exited');
     const { stdout } = await run('ps', ['-eo', 'args']);
     assert.ok(!stdout.includes(ctrd.socket), 'no shim of this containerd left');

@@ -51,29 +51,49 @@ const EXPECTED_ALERTS: Record<string, 'A' | 'B'> = {
   EniIpamAddLatencyHigh: 'B',
 };
 
-const fmt = (s: PromSeries[]): string => s.map((x) => `${JSON.stringify(x.metric)}=${Number.isFinite(x.value) ? +x.value.toFixed(4) : x.value}`).join(', ');
+const fmt = (s: PromSeries[]): string =>
+  s.map((x) => `${JSON.stringify(x.metric)}=${Number.isFinite(x.value) ? +x.value.toFixed(4) : x.value}`).join(', ');
 
 /** Waits until `alert` is firing for `instance`. @throws naming the alert and what /api/v1/alerts showed. */
-async function waitFiring(prom: PrometheusServer, alert: string, instance: string, timeoutMs = 30_000): Promise<string> {
+async function waitFiring(
+  prom: PrometheusServer,
+  alert: string,
+  instance: string,
+  timeoutMs = 30_000,
+): Promise<string> {
   let seen = '';
   try {
-    return await waitFor(`alert ${alert} firing for ${instance}`, async () => {
-      const mine = (await prom.alerts()).filter((a) => a.labels.alertname === alert);
-      seen = mine.map((a) => `${a.labels.instance}:${a.state}`).join(', ') || 'none active';
-      const a = mine.find((x) => x.labels.instance === instance && x.state === 'firing');
-      return a ? `${a.state} (value ${a.value}, active since ${a.activeAt}) — ${a.annotations.summary}` : undefined;
-    }, timeoutMs, 250);
+    return await waitFor(
+      `alert ${alert} firing for ${instance}`,
+      async () => {
+        const mine = (await prom.alerts()).filter((a) => a.labels.alertname === alert);
+        seen = mine.map((a) => `${a.labels.instance}:${a.state}`).join(', ') || 'none active';
+        const a = mine.find((x) => x.labels.instance === instance && x.state === 'firing');
+        return a ? `${a.state} (value ${a.value}, active since ${a.activeAt}) — ${a.annotations.summary}` : undefined;
+      },
+      timeoutMs,
+      250,
+    );
   } catch (e) {
     throw new Error(`alert ${alert} never fired for ${instance} (active: ${seen}): ${(e as Error).message}`);
   }
 }
 
 /** Node A: exhaust a /28 (the pool cannot grow), then restart with an unreadable CRI (releases freeze). */
-async function scenarioA(n: LifecycleNode, prom: PrometheusServer, instance: string, log: (s: string) => void): Promise<void> {
+async function scenarioA(
+  n: LifecycleNode,
+  prom: PrometheusServer,
+  instance: string,
+  log: (s: string) => void,
+): Promise<void> {
   await waitUnfrozen(n);
   await Promise.all(Array.from({ length: 9 }, (_, i) => n.add(`a${i}`)));
   for (const id of ['a-full-1', 'a-full-2']) {
-    await assert.rejects(n.client.add(id), (e: GrpcError) => e.code === grpc.status.RESOURCE_EXHAUSTED, `ADD ${id} on a full subnet`);
+    await assert.rejects(
+      n.client.add(id),
+      (e: GrpcError) => e.code === grpc.status.RESOURCE_EXHAUSTED,
+      `ADD ${id} on a full subnet`,
+    );
   }
   await n.del('a0');
   await n.del('a1');
@@ -82,12 +102,21 @@ async function scenarioA(n: LifecycleNode, prom: PrometheusServer, instance: str
   // Restart on the same metrics port with the runtime unreadable: releases freeze.
   await n.h.ipamd!.stop();
   await n.start({ CRI_RUNTIME_ENDPOINT: `unix://${path.join(n.h.dir, 'dead-cri.sock')}` });
-  assert.equal((await n.status()).releasesFrozen, true, 'releases frozen after a restart with the CRI runtime unreadable');
+  assert.equal(
+    (await n.status()).releasesFrozen,
+    true,
+    'releases frozen after a restart with the CRI runtime unreadable',
+  );
   log(`A EniIpamReleasesFrozen: ${await waitFiring(prom, 'EniIpamReleasesFrozen', instance)}`);
 }
 
 /** Node B: slow EC2 grows with ADDs waiting (ADD p99 > 1 s), then EC2 throttles every grow. */
-async function scenarioB(n: LifecycleNode, prom: PrometheusServer, instance: string, log: (s: string) => void): Promise<void> {
+async function scenarioB(
+  n: LifecycleNode,
+  prom: PrometheusServer,
+  instance: string,
+  log: (s: string) => void,
+): Promise<void> {
   const h = n.h;
   await waitUnfrozen(n);
   await waitFor('B: a warm pool of 1', async () => (await n.status()).counts.available >= 1);
@@ -115,32 +144,58 @@ test('every dashboard panel and alert rule returns data from a real Prometheus s
   t.after(() => rm(dir, { recursive: true, force: true }));
   const rulesFile = path.join(dir, 'rules.yaml');
   const shipped = await writeRulesWithFor(rulesFile, TEST_FOR);
-  assert.deepEqual(shipped.map((r) => r.alert).sort(), Object.keys(EXPECTED_ALERTS).sort(), 'every shipped alert has a scenario here');
+  assert.deepEqual(
+    shipped.map((r) => r.alert).sort(),
+    Object.keys(EXPECTED_ALERTS).sort(),
+    'every shipped alert has a scenario here',
+  );
   log(`rules as shipped except for: ${shipped.map((r) => `${r.alert} for ${r.for} -> ${TEST_FOR}`).join('; ')}`);
 
   const [portA, portB] = [await freePort(), await freePort()];
   const instA = `127.0.0.1:${portA}`;
   const instB = `127.0.0.1:${portB}`;
 
-  const a = await createLifecycleNode({ subnetCidr: '10.0.0.0/28', env: { ...COMMON, METRICS_BIND_ADDRESS: instA, IP_COOLDOWN_PERIOD: '600', ENI_IPAM_ADD_WAIT_TIMEOUT: '3s' } });
+  const a = await createLifecycleNode({
+    subnetCidr: '10.0.0.0/28',
+    env: { ...COMMON, METRICS_BIND_ADDRESS: instA, IP_COOLDOWN_PERIOD: '600', ENI_IPAM_ADD_WAIT_TIMEOUT: '3s' },
+  });
   t.after(() => a.close());
-  const b = await createLifecycleNode({ env: { ...COMMON, METRICS_BIND_ADDRESS: instB, WARM_IP_TARGET: '1', IP_COOLDOWN_PERIOD: '600', ENI_IPAM_ADD_WAIT_TIMEOUT: '10s' } });
+  const b = await createLifecycleNode({
+    env: {
+      ...COMMON,
+      METRICS_BIND_ADDRESS: instB,
+      WARM_IP_TARGET: '1',
+      IP_COOLDOWN_PERIOD: '600',
+      ENI_IPAM_ADD_WAIT_TIMEOUT: '10s',
+    },
+  });
   t.after(() => b.close());
   const prom = await startPrometheus({ targets: [instA, instB], job: JOB, ruleFiles: [rulesFile] });
   t.after(() => prom.stop());
   log(`Prometheus on ${prom.url} scraping ${instA} (A) and ${instB} (B)`);
 
   await Promise.all([a.start(), b.start()]);
-  await waitFor('both targets up in Prometheus', async () => {
-    const ts = await prom.targets();
-    return ts.length === 2 && ts.every((x) => x.health === 'up');
-  }, 20_000, 200);
+  await waitFor(
+    'both targets up in Prometheus',
+    async () => {
+      const ts = await prom.targets();
+      return ts.length === 2 && ts.every((x) => x.health === 'up');
+    },
+    20_000,
+    200,
+  );
 
   await Promise.all([scenarioA(a, prom, instA, log), scenarioB(b, prom, instB, log)]);
 
   // Every panel target, from the shipped dashboard.
   const dashboard = await loadDashboard();
-  const vars = { job: JOB, instance: `${instA.replace(/\./g, '\\\\.')}|${instB.replace(/\./g, '\\\\.')}`, __rate_interval: '5m', __range: '5m', __interval: '1s' };
+  const vars = {
+    job: JOB,
+    instance: `${instA.replace(/\./g, '\\\\.')}|${instB.replace(/\./g, '\\\\.')}`,
+    __rate_interval: '5m',
+    __range: '5m',
+    __interval: '1s',
+  };
   const targets = dashboardTargets(dashboard);
   const peak = new Map<string, number>();
   const results = new Map<string, PromSeries[]>();
@@ -149,10 +204,15 @@ test('every dashboard panel and alert rule returns data from a real Prometheus s
     const what = `panel "${target.panel}" target ${target.refId}: ${expr}`;
     let last: PromSeries[] = [];
     try {
-      await waitFor(what, async () => {
-        last = await prom.query(expr);
-        return last.some((s) => Number.isFinite(s.value));
-      }, 15_000, 250);
+      await waitFor(
+        what,
+        async () => {
+          last = await prom.query(expr);
+          return last.some((s) => Number.isFinite(s.value));
+        },
+        15_000,
+        250,
+      );
     } catch {
       assert.fail(`${what} returned ${last.length ? `no finite value: ${fmt(last)}` : 'nothing'}`);
     }
@@ -162,34 +222,72 @@ test('every dashboard panel and alert rule returns data from a real Prometheus s
     peak.set(target.panel, Math.max(peak.get(target.panel) ?? 0, Number.isFinite(max) ? max : 0));
   }
   for (const p of dashboard.panels.filter((x) => x.type !== 'row')) {
-    assert.ok(targets.some((x) => x.panel === p.title), `panel "${p.title}" has no PromQL target`);
+    assert.ok(
+      targets.some((x) => x.panel === p.title),
+      `panel "${p.title}" has no PromQL target`,
+    );
     assert.ok((peak.get(p.title) ?? 0) > 0, `panel "${p.title}" never showed a non-zero value during the workload`);
   }
   // What the scenarios put on the panels, node by node.
   const value = (panel: string, refId: string, labels: Record<string, string>): number | undefined =>
     results.get(`${panel}/${refId}`)?.find((x) => Object.entries(labels).every(([k, v]) => x.metric[k] === v))?.value;
-  assert.equal(value('Pool per node (total / assigned / available / cooling)', 'A', { instance: instA }), 9, 'A holds the 9 addresses its /28 allows');
-  assert.equal(value('Pool per node (total / assigned / available / cooling)', 'C', { instance: instA, state: 'available' }), 0, 'A has no free address');
-  assert.equal(value('Pool per node (total / assigned / available / cooling)', 'C', { instance: instA, state: 'cooling' }), 2, 'A\'s two DELs cool');
-  assert.ok((value('ADD failures by reason', 'A', { instance: instA, reason: 'subnet_full' }) ?? 0) > 0, 'A: ADDs failed with subnet_full');
-  assert.ok(results.get('Subnet free addresses/A')!.some((x) => x.value === 0), 'A\'s subnet shows 0 free addresses');
+  assert.equal(
+    value('Pool per node (total / assigned / available / cooling)', 'A', { instance: instA }),
+    9,
+    'A holds the 9 addresses its /28 allows',
+  );
+  assert.equal(
+    value('Pool per node (total / assigned / available / cooling)', 'C', { instance: instA, state: 'available' }),
+    0,
+    'A has no free address',
+  );
+  assert.equal(
+    value('Pool per node (total / assigned / available / cooling)', 'C', { instance: instA, state: 'cooling' }),
+    2,
+    "A's two DELs cool",
+  );
+  assert.ok(
+    (value('ADD failures by reason', 'A', { instance: instA, reason: 'subnet_full' }) ?? 0) > 0,
+    'A: ADDs failed with subnet_full',
+  );
+  assert.ok(
+    results.get('Subnet free addresses/A')!.some((x) => x.value === 0),
+    "A's subnet shows 0 free addresses",
+  );
   assert.equal(value('Releases frozen', 'A', { instance: instA }), 1, 'A: releases frozen');
   assert.equal(value('Releases frozen', 'A', { instance: instB }), 0, 'B: releases not frozen');
-  assert.equal(value('Why releases are frozen', 'A', { instance: instA, source: 'cri' }), 1, 'A: frozen because of the CRI runtime');
-  assert.equal(value('Why releases are frozen', 'B', { instance: instA, source: 'cri', state: 'unreadable' }), 1, 'A: the CRI source is unreadable');
+  assert.equal(
+    value('Why releases are frozen', 'A', { instance: instA, source: 'cri' }),
+    1,
+    'A: frozen because of the CRI runtime',
+  );
+  assert.equal(
+    value('Why releases are frozen', 'B', { instance: instA, source: 'cri', state: 'unreadable' }),
+    1,
+    'A: the CRI source is unreadable',
+  );
   assert.equal(value('Restarts', 'A', { instance: instA }), 1, 'A restarted once');
   assert.equal(value('Restarts', 'A', { instance: instB }), 0, 'B never restarted');
-  assert.ok((value('EC2 throttles by action', 'A', { action: 'AssignPrivateIpAddresses' }) ?? 0) > 0, 'B: AssignPrivateIpAddresses throttled');
+  assert.ok(
+    (value('EC2 throttles by action', 'A', { action: 'AssignPrivateIpAddresses' }) ?? 0) > 0,
+    'B: AssignPrivateIpAddresses throttled',
+  );
   assert.ok((value('ADD latency p50 / p99', 'B', { instance: instB }) ?? 0) > 1, 'B: ADD p99 over 1 s');
   const waitingPeak = await prom.query(`max_over_time(eni_ipam_waiting_adds{instance="${instB}"}[5m:1s])`);
   assert.ok((waitingPeak[0]?.value ?? 0) >= 1, `B: ADDs waited for the slow refill (peak ${fmt(waitingPeak)})`);
   log(`panel peaks: ${[...peak].map(([k, v]) => `${k}=${+v.toFixed(4)}`).join('; ')}`);
 
-  log(`B releases frozen over the run: ${fmt(await prom.query(`max_over_time(eni_ipam_releases_frozen{instance="${instB}"}[5m])`))}; samples ${fmt(await prom.query(`count_over_time(eni_ipam_releases_frozen{instance="${instB}"}[5m])`))}`);
+  log(
+    `B releases frozen over the run: ${fmt(await prom.query(`max_over_time(eni_ipam_releases_frozen{instance="${instB}"}[5m])`))}; samples ${fmt(await prom.query(`count_over_time(eni_ipam_releases_frozen{instance="${instB}"}[5m])`))}`,
+  );
   // Each alert fired on the node built for it (waitFiring above), and never on the other one.
   for (const [alert, node] of Object.entries(EXPECTED_ALERTS)) {
     const other = node === 'A' ? instB : instA;
     const fired = await prom.query(`max_over_time(ALERTS{alertname="${alert}", instance="${other}"}[5m])`);
-    assert.deepEqual(fired.map((x) => x.metric.alertstate), [], `alert ${alert} was active on the node not built for it (${other})`);
+    assert.deepEqual(
+      fired.map((x) => x.metric.alertstate),
+      [],
+      `alert ${alert} was active on the node not built for it (${other})`,
+    );
   }
 });

@@ -20,7 +20,10 @@ import { ipamdClient } from '../helpers/ipamd-client.js';
 import { waitFor } from '../helpers/wait.js';
 import { createSimNode } from '../property/sim-node.js';
 
-interface Alloc { containerID: string; ipv4: string }
+interface Alloc {
+  containerID: string;
+  ipv4: string;
+}
 
 /** The checkpoint as ipamd reads it at start (snapshot + journal). */
 async function checkpointData(file: string): Promise<CheckpointData> {
@@ -35,8 +38,15 @@ test('a DEL served before a kill -9 is remembered: the sandbox the runtime still
   t.after(() => sim.stop());
   const subnet = sim.addSubnet({ cidr: '10.0.0.0/24' });
   const node = await createSimNode({
-    sim, subnetId: subnet.subnetId, mode: 'child',
-    env: { WARM_IP_TARGET: '3', ENI_IPAM_GC_INTERVAL: '200ms', ENI_IPAM_GC_GRACE: '1s', ENI_IPAM_POOL_INTERVAL: '100ms' },
+    sim,
+    subnetId: subnet.subnetId,
+    mode: 'child',
+    env: {
+      WARM_IP_TARGET: '3',
+      ENI_IPAM_GC_INTERVAL: '200ms',
+      ENI_IPAM_GC_GRACE: '1s',
+      ENI_IPAM_POOL_INTERVAL: '100ms',
+    },
   });
   t.after(() => node.close());
   await node.start();
@@ -52,27 +62,48 @@ test('a DEL served before a kill -9 is remembered: the sandbox the runtime still
   // StopPodSandbox: the DEL is served; the sandbox is still READY with its IP.
   assert.equal((await c.del('stopping')).released, true);
   const ckpt = await checkpointData(node.checkpoint);
-  assert.deepEqual((ckpt.released ?? []).map((e: { containerID: string }) => e.containerID), ['stopping'], 'the DEL is in the checkpoint written before it was answered');
+  assert.deepEqual(
+    (ckpt.released ?? []).map((e: { containerID: string }) => e.containerID),
+    ['stopping'],
+    'the DEL is in the checkpoint written before it was answered',
+  );
 
   await node.stop({ crash: true });
   c.close();
   await node.start();
   c = ipamdClient(node.socket);
   const lists = cri.lists;
-  await waitFor('two evidence passes after the restart', async () => cri.lists >= lists + 2 && (await node.status()).evidence.passes >= 2, 15_000, 50);
-  const allocs = async (): Promise<Alloc[]> => (await fetch(`http://127.0.0.1:${(node as unknown as { port: number }).port}/v1/allocations`)).json() as Promise<Alloc[]>;
+  await waitFor(
+    'two evidence passes after the restart',
+    async () => cri.lists >= lists + 2 && (await node.status()).evidence.passes >= 2,
+    15_000,
+    50,
+  );
+  const allocs = async (): Promise<Alloc[]> =>
+    (await fetch(`http://127.0.0.1:${(node as unknown as { port: number }).port}/v1/allocations`)).json() as Promise<
+      Alloc[]
+    >;
   const held = await allocs();
-  assert.deepEqual(held.map((a) => a.containerID).sort(), ['live'], `the stopping sandbox was re-adopted: ${JSON.stringify(held)}`);
+  assert.deepEqual(
+    held.map((a) => a.containerID).sort(),
+    ['live'],
+    `the stopping sandbox was re-adopted: ${JSON.stringify(held)}`,
+  );
   assert.notEqual(held.find((a) => a.ipv4 === stoppingIp)?.containerID, 'stopping');
 
   // The sandbox goes: once a runtime read no longer lists it (and the grace has passed), the memory expires.
   cri.remove('stopping');
-  await waitFor('the remembered DEL to expire from the checkpoint', async () => {
-    await c.add('nudge'); // a write, so the checkpoint shows the current memory
-    await c.del('nudge');
-    const now = await checkpointData(node.checkpoint);
-    return !(now.released ?? []).some((e: { containerID: string }) => e.containerID === 'stopping');
-  }, 15_000, 300);
+  await waitFor(
+    'the remembered DEL to expire from the checkpoint',
+    async () => {
+      await c.add('nudge'); // a write, so the checkpoint shows the current memory
+      await c.del('nudge');
+      const now = await checkpointData(node.checkpoint);
+      return !(now.released ?? []).some((e: { containerID: string }) => e.containerID === 'stopping');
+    },
+    15_000,
+    300,
+  );
 });
 
 test('a corrupt aws-node checkpoint is kept aside and not imported; with IPs on the ENIs and no runtime, nothing is released', async (t) => {
@@ -81,15 +112,36 @@ test('a corrupt aws-node checkpoint is kept aside and not imported; with IPs on 
   t.after(() => sim.stop());
   const subnet = sim.addSubnet({ cidr: '10.0.0.0/24' });
   const node = await createSimNode({
-    sim, subnetId: subnet.subnetId, cri: false,
-    env: { WARM_IP_TARGET: '1', ENI_IPAM_GC_INTERVAL: '200ms', ENI_IPAM_GC_GRACE: '0s', ENI_IPAM_SHRINK_DELAY: '0s', IP_COOLDOWN_PERIOD: '0', ENI_IPAM_POOL_INTERVAL: '100ms' },
+    sim,
+    subnetId: subnet.subnetId,
+    cri: false,
+    env: {
+      WARM_IP_TARGET: '1',
+      ENI_IPAM_GC_INTERVAL: '200ms',
+      ENI_IPAM_GC_GRACE: '0s',
+      ENI_IPAM_SHRINK_DELAY: '0s',
+      IP_COOLDOWN_PERIOD: '0',
+      ENI_IPAM_POOL_INTERVAL: '100ms',
+    },
   });
   t.after(() => node.close());
   // A first life: 6 pods' worth of IPs on the primary ENI, then ipamd goes and its checkpoint with it.
   await node.start();
   const c = ipamdClient(node.socket);
   t.after(() => c.close());
-  await waitFor('IPs on the ENI', async () => { try { await c.add('probe'); return true; } catch { return false; } }, 20_000, 200);
+  await waitFor(
+    'IPs on the ENI',
+    async () => {
+      try {
+        await c.add('probe');
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    20_000,
+    200,
+  );
   for (let i = 0; i < 5; i++) await c.add(`p${i}`);
   await node.stop();
   await rm(node.checkpoint);
@@ -105,8 +157,20 @@ test('a corrupt aws-node checkpoint is kept aside and not imported; with IPs on 
   assert.equal(s.counts.assigned, 0, 'nothing imported');
   const aside = (await readdir(node.dir)).filter((f) => f.startsWith('aws-node-ipam.json.rejected-'));
   assert.equal(aside.length, 1, 'a copy kept aside');
-  assert.equal(await readFile(awsFile, 'utf8'), '{"version":"vpc-cni-ipam/1","allocations":[{"networkName":"aws-cni","contain', 'original untouched');
+  assert.equal(
+    await readFile(awsFile, 'utf8'),
+    '{"version":"vpc-cni-ipam/1","allocations":[{"networkName":"aws-cni","contain',
+    'original untouched',
+  );
   // Several GC and pool intervals: no release reaches EC2.
   await new Promise((r) => setTimeout(r, 1500));
-  assert.deepEqual(sim.calls.slice(calls).filter((x) => ['UnassignPrivateIpAddresses', 'DetachNetworkInterface', 'DeleteNetworkInterface'].includes(x.action)).map((x) => x.action), []);
+  assert.deepEqual(
+    sim.calls
+      .slice(calls)
+      .filter((x) =>
+        ['UnassignPrivateIpAddresses', 'DetachNetworkInterface', 'DeleteNetworkInterface'].includes(x.action),
+      )
+      .map((x) => x.action),
+    [],
+  );
 });

@@ -31,7 +31,9 @@ async function metricsPort(h: NodeHarness): Promise<number> {
       try {
         const o = JSON.parse(line) as { msg?: string; metricsPort?: number };
         if (o.msg === 'ipamd serving' && o.metricsPort) return o.metricsPort;
-      } catch { /* not JSON */ }
+      } catch {
+        /* not JSON */
+      }
     }
     return undefined;
   });
@@ -52,7 +54,9 @@ async function timedAdd(c: TestIpamdClient, id: string): Promise<{ id: string; i
 }
 
 test('throttled EC2: ADDs are served from the warm pool, EC2 retries back off, metrics show the throttled calls', async (t) => {
-  const h = await createNode({ ipamdEnv: { WARM_IP_TARGET: '12', DISABLE_METRICS: 'false', METRICS_BIND_ADDRESS: '127.0.0.1:0' } });
+  const h = await createNode({
+    ipamdEnv: { WARM_IP_TARGET: '12', DISABLE_METRICS: 'false', METRICS_BIND_ADDRESS: '127.0.0.1:0' },
+  });
   t.after(() => h.close());
   const d = await h.startIpamd();
   const port = await metricsPort(h);
@@ -96,11 +100,19 @@ test('throttled EC2: ADDs are served from the warm pool, EC2 retries back off, m
   // The cloud saw throttled attempts, and ipamd backed off.
   const window = h.sim.calls.slice(before).filter((x) => x.at >= t0 && x.at <= t1 && isMutating(x));
   const throttled = window.filter((x) => x.errorCode === 'RequestLimitExceeded');
-  assert.ok(throttled.length >= 2, `expected throttled attempts, saw ${throttled.length} in ${window.length} mutating calls`);
+  assert.ok(
+    throttled.length >= 2,
+    `expected throttled attempts, saw ${throttled.length} in ${window.length} mutating calls`,
+  );
   const seconds = (t1 - t0) / 1000;
-  t.diagnostic(`${window.length} mutating calls in ${seconds.toFixed(1)} s, ${throttled.length} throttled: ${window.map((x) => `+${x.at - t0}ms ${x.action}${x.errorCode ? `!${x.errorCode}` : ''}`).join(', ')}`);
+  t.diagnostic(
+    `${window.length} mutating calls in ${seconds.toFixed(1)} s, ${throttled.length} throttled: ${window.map((x) => `+${x.at - t0}ms ${x.action}${x.errorCode ? `!${x.errorCode}` : ''}`).join(', ')}`,
+  );
   t.diagnostic(`ADD latency ms: ${adds.map((a) => Math.round(a.ms)).join(', ')}`);
-  assert.ok(window.length <= 3 * seconds + 3, `${window.length} mutating calls in ${seconds.toFixed(1)} s: not backing off`);
+  assert.ok(
+    window.length <= 3 * seconds + 3,
+    `${window.length} mutating calls in ${seconds.toFixed(1)} s: not backing off`,
+  );
   for (let i = 1; i < window.length; i++) {
     if (window[i - 1]!.errorCode !== 'RequestLimitExceeded') continue;
     const gap = window[i]!.at - window[i - 1]!.at;
@@ -114,7 +126,8 @@ test('throttled EC2: ADDs are served from the warm pool, EC2 retries back off, m
       run.push(x.at);
       longestRun = Math.max(longestRun, run.length);
       for (let i = 2; i < run.length; i++) {
-        const g1 = run[i - 1]! - run[i - 2]!, g2 = run[i]! - run[i - 1]!;
+        const g1 = run[i - 1]! - run[i - 2]!,
+          g2 = run[i]! - run[i - 1]!;
         assert.ok(g2 >= g1 - 50, `backoff shrank within a throttled run: gaps ${g1} ms then ${g2} ms`);
       }
     } else run = [];
@@ -126,28 +139,46 @@ test('throttled EC2: ADDs are served from the warm pool, EC2 retries back off, m
   await waitFor('the pool back at 12 available', async () => (await d.status()).counts.available >= 12, 30_000);
   // Wait until ipamd has counted every attempt the cloud answered (the state compared below), not a fixed time.
   await waitFor('no EC2 call in flight', () => h.sim.calls.every((x) => x.durationMs !== undefined));
-  await waitFor('every EC2 attempt counted', async () => sumSamples(await scrape(port), 'awscni_ec2api_req_count') - sumSamples(m0, 'awscni_ec2api_req_count') === h.sim.calls.length - before);
+  await waitFor(
+    'every EC2 attempt counted',
+    async () =>
+      sumSamples(await scrape(port), 'awscni_ec2api_req_count') - sumSamples(m0, 'awscni_ec2api_req_count') ===
+      h.sim.calls.length - before,
+  );
 
   // /metrics agrees with the cloud's own call log.
   const m1 = await scrape(port);
-  const delta = (name: string, labels: Record<string, string> = {}) => sumSamples(m1, name, labels) - sumSamples(m0, name, labels);
+  const delta = (name: string, labels: Record<string, string> = {}) =>
+    sumSamples(m1, name, labels) - sumSamples(m0, name, labels);
   const cloudThrottled = h.sim.calls.slice(before).filter((x) => x.errorCode === 'RequestLimitExceeded').length;
   assert.equal(delta('eni_ipam_ec2_throttled_total'), cloudThrottled, 'throttled attempts counted once each');
   assert.equal(delta('eni_ipam_ec2_requests_total', { outcome: 'RequestLimitExceeded' }), cloudThrottled);
   assert.equal(delta('awscni_aws_api_error_count', { error: 'RequestLimitExceeded' }), cloudThrottled);
   assert.ok(delta('awscni_ec2api_error_count') >= cloudThrottled);
-  assert.equal(delta('awscni_ec2api_req_count'), h.sim.calls.length - before, 'every EC2 attempt counted (retries included)');
+  assert.equal(
+    delta('awscni_ec2api_req_count'),
+    h.sim.calls.length - before,
+    'every EC2 attempt counted (retries included)',
+  );
   assert.ok(delta('eni_ipam_ec2_retries_total', { code: 'RequestLimitExceeded' }) >= 1);
   assert.ok(delta('eni_ipam_ec2_budget_wait_seconds_total') > 0, 'attempts waited out the back-off hold');
   assert.equal(delta('awscni_add_ip_req_count'), 12);
   assert.equal(delta('awscni_del_ip_req_count'), 3);
   assert.equal(delta('eni_ipam_add_latency_seconds_count', { outcome: 'ok' }), 12);
-  assert.equal(delta('eni_ipam_add_latency_seconds_bucket', { outcome: 'ok', le: '1' }), 12, 'all ADDs under 1 s in the histogram too');
+  assert.equal(
+    delta('eni_ipam_add_latency_seconds_bucket', { outcome: 'ok', le: '1' }),
+    12,
+    'all ADDs under 1 s in the histogram too',
+  );
   assert.equal(delta('awscni_no_available_ip_addresses'), 0);
   assert.equal(sample(m1, 'awscni_assigned_ip_addresses'), 9);
   const s = await d.status();
   assert.equal(sample(m1, 'eni_ipam_releases_frozen'), s.releasesFrozen ? 1 : 0);
-  assert.equal(sumSamples(m1, 'eni_ipam_release_freeze_reason'), s.freezeReasons.length, 'one series per freeze reason');
+  assert.equal(
+    sumSamples(m1, 'eni_ipam_release_freeze_reason'),
+    s.freezeReasons.length,
+    'one series per freeze reason',
+  );
   assert.equal(sample(m1, 'awscni_total_ip_addresses'), s.counts.total);
   assert.equal(sample(m1, 'eni_ipam_cooling_ip_addresses'), s.counts.cooling);
   assert.equal(sample(m1, 'awscni_eni_allocated'), s.counts.enis);
@@ -156,7 +187,9 @@ test('throttled EC2: ADDs are served from the warm pool, EC2 retries back off, m
 });
 
 test('injected RequestLimitExceeded on one action: retried with backoff inside one call, then succeeds', async (t) => {
-  const h = await createNode({ ipamdEnv: { WARM_IP_TARGET: '2', DISABLE_METRICS: 'false', METRICS_BIND_ADDRESS: '127.0.0.1:0' } });
+  const h = await createNode({
+    ipamdEnv: { WARM_IP_TARGET: '2', DISABLE_METRICS: 'false', METRICS_BIND_ADDRESS: '127.0.0.1:0' },
+  });
   t.after(() => h.close());
   const d = await h.startIpamd();
   const port = await metricsPort(h);
@@ -170,10 +203,19 @@ test('injected RequestLimitExceeded on one action: retried with backoff inside o
   assert.ok(r.ms < 1000, `ADD took ${Math.round(r.ms)} ms`);
   await waitFor('the pool back at 2 available', async () => (await d.status()).counts.available >= 2, 20_000);
   const assigns = h.sim.calls.slice(before).filter((x) => x.action === 'AssignPrivateIpAddresses');
-  assert.deepEqual(assigns.map((x) => x.errorCode ?? 'ok'), ['RequestLimitExceeded', 'RequestLimitExceeded', 'RequestLimitExceeded', 'ok']);
+  assert.deepEqual(
+    assigns.map((x) => x.errorCode ?? 'ok'),
+    ['RequestLimitExceeded', 'RequestLimitExceeded', 'RequestLimitExceeded', 'ok'],
+  );
   const gaps = assigns.slice(1).map((x, i) => x.at - assigns[i]!.at);
-  assert.ok(gaps[0]! >= 200 && gaps[1]! >= gaps[0]! - 50 && gaps[2]! >= gaps[1]! - 50, `retry gaps should grow: ${gaps.join(', ')} ms`);
+  assert.ok(
+    gaps[0]! >= 200 && gaps[1]! >= gaps[0]! - 50 && gaps[2]! >= gaps[1]! - 50,
+    `retry gaps should grow: ${gaps.join(', ')} ms`,
+  );
   const m = await scrape(port);
-  assert.equal(sample(m, 'eni_ipam_ec2_retries_total', { action: 'AssignPrivateIpAddresses', code: 'RequestLimitExceeded' }), 3);
+  assert.equal(
+    sample(m, 'eni_ipam_ec2_retries_total', { action: 'AssignPrivateIpAddresses', code: 'RequestLimitExceeded' }),
+    3,
+  );
   assert.equal(sample(m, 'eni_ipam_ec2_throttled_total', { action: 'AssignPrivateIpAddresses' }), 3);
 });

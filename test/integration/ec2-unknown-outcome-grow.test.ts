@@ -14,8 +14,23 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { AssignPrivateIpAddressesCommand } from '@aws-sdk/client-ec2';
-import { createLifecycleNode, nothingLost, ourEnis, prefixAddresses, waitUnfrozen, type LifecycleNode } from '../helpers/lifecycle-node.js';
-import { addOnEc2, injectUnknown, OUTCOMES, UNKNOWN_OUTCOME_ENV, waitConverged, waitFaultDrawn, type UnknownOutcome } from '../helpers/unknown-outcome.js';
+import {
+  createLifecycleNode,
+  nothingLost,
+  ourEnis,
+  prefixAddresses,
+  waitUnfrozen,
+  type LifecycleNode,
+} from '../helpers/lifecycle-node.js';
+import {
+  addOnEc2,
+  injectUnknown,
+  OUTCOMES,
+  UNKNOWN_OUTCOME_ENV,
+  waitConverged,
+  waitFaultDrawn,
+  type UnknownOutcome,
+} from '../helpers/unknown-outcome.js';
 import { waitFor } from '../helpers/wait.js';
 
 async function node(t: TestContext, env: NodeJS.ProcessEnv): Promise<LifecycleNode> {
@@ -27,7 +42,12 @@ async function node(t: TestContext, env: NodeJS.ProcessEnv): Promise<LifecycleNo
 }
 
 /** Pods that outgrow the warm pool while `action` fails once as `outcome`; then converge and check. */
-async function growThrough(n: LifecycleNode, action: string, outcome: UnknownOutcome, pods: number): Promise<{ swept: string[] }> {
+async function growThrough(
+  n: LifecycleNode,
+  action: string,
+  outcome: UnknownOutcome,
+  pods: number,
+): Promise<{ swept: string[] }> {
   await waitFor('the warm pool filled', async () => (await n.status()).counts.available >= 2, 15_000);
   injectUnknown(n, action, outcome);
   const ips = await Promise.all(Array.from({ length: pods }, (_, i) => addOnEc2(n, `g${i}`)));
@@ -54,7 +74,9 @@ for (const outcome of OUTCOMES) {
     await growThrough(n, 'AssignPrivateIpAddresses', outcome, 6);
     if (outcome !== 'not-applied-5xx') {
       const s = await n.status();
-      const onEc2 = [...n.h.sim.state.enis.values()].filter((e) => e.attachment?.instanceId === n.h.instanceId).flatMap((e) => e.ipv4Prefixes);
+      const onEc2 = [...n.h.sim.state.enis.values()]
+        .filter((e) => e.attachment?.instanceId === n.h.instanceId)
+        .flatMap((e) => e.ipv4Prefixes);
       assert.equal(s.counts.total, onEc2.length * 16, `every /28 EC2 shows is known: ${onEc2.join(', ')}`);
     }
   });
@@ -85,26 +107,40 @@ for (const outcome of ['applied-5xx', 'not-applied-5xx'] as const) {
     } else {
       assert.equal(swept.length, 1, 'the unattached ENI was swept');
     }
-    assert.ok(ourEnis(n).every((e) => e.attachment?.status === 'attached' && e.attachment.deleteOnTermination), 'every ENI of ours attached with DeleteOnTermination');
+    assert.ok(
+      ourEnis(n).every((e) => e.attachment?.status === 'attached' && e.attachment.deleteOnTermination),
+      'every ENI of ours attached with DeleteOnTermination',
+    );
   });
 }
 
 test('the reconcile adds a /28 prefix EC2 shows on our ENI that the datastore lacks (and serves from it)', async (t) => {
   const n = await node(t, { ENABLE_PREFIX_DELEGATION: 'true', WARM_PREFIX_TARGET: '1', ENI_IPAM_SHRINK_DELAY: '1h' });
   await waitFor('one free /28', async () => (await n.status()).pool.freePrefixes === 1);
-  const primary = [...n.h.sim.state.enis.values()].find((e) => e.attachment?.instanceId === n.h.instanceId && e.attachment.deviceIndex === 0)!;
+  const primary = [...n.h.sim.state.enis.values()].find(
+    (e) => e.attachment?.instanceId === n.h.instanceId && e.attachment.deviceIndex === 0,
+  )!;
   const before = [...primary.ipv4Prefixes];
   // A prefix assigned behind ipamd's back (as an assign whose answer was lost leaves it).
-  const out = await n.ec2.send(new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: primary.networkInterfaceId, Ipv4PrefixCount: 1 }));
+  const out = await n.ec2.send(
+    new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: primary.networkInterfaceId, Ipv4PrefixCount: 1 }),
+  );
   const extra = out.AssignedIpv4Prefixes![0]!.Ipv4Prefix!;
-  const r = await waitFor('a reconcile pass that added it', async () => {
-    const last = (await n.status()).eniLifecycle.lastReconcile;
-    return last?.addedIps.includes(extra) ? last : undefined;
-  }, 10_000);
+  const r = await waitFor(
+    'a reconcile pass that added it',
+    async () => {
+      const last = (await n.status()).eniLifecycle.lastReconcile;
+      return last?.addedIps.includes(extra) ? last : undefined;
+    },
+    10_000,
+  );
   assert.deepEqual(r.removedIps, []);
   const s = await n.status();
   assert.equal(s.counts.total, (before.length + 1) * 16);
   for (let i = 0; i < 32; i++) await addOnEc2(n, `p${i}`);
-  assert.ok([...n.pods.values()].some((ip) => prefixAddresses(extra).includes(ip)), 'its addresses are served');
+  assert.ok(
+    [...n.pods.values()].some((ip) => prefixAddresses(extra).includes(ip)),
+    'its addresses are served',
+  );
   assert.deepEqual(await nothingLost(n), []);
 });

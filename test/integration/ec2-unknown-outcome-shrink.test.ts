@@ -13,13 +13,29 @@
  */
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { createLifecycleNode, nothingLost, ourEnis, waitUnfrozen, type LifecycleNode } from '../helpers/lifecycle-node.js';
-import { addOnEc2, injectUnknown, OUTCOMES, UNKNOWN_OUTCOME_ENV, waitConverged, waitFaultDrawn, type UnknownOutcome } from '../helpers/unknown-outcome.js';
+import {
+  createLifecycleNode,
+  nothingLost,
+  ourEnis,
+  waitUnfrozen,
+  type LifecycleNode,
+} from '../helpers/lifecycle-node.js';
+import {
+  addOnEc2,
+  injectUnknown,
+  OUTCOMES,
+  UNKNOWN_OUTCOME_ENV,
+  waitConverged,
+  waitFaultDrawn,
+  type UnknownOutcome,
+} from '../helpers/unknown-outcome.js';
 import { waitFor } from '../helpers/wait.js';
 
 async function node(t: TestContext, env: NodeJS.ProcessEnv): Promise<LifecycleNode> {
   // The periodic reconcile (60 s by default) is far off: ipamd must get it right without it.
-  const n = await createLifecycleNode({ env: { ...UNKNOWN_OUTCOME_ENV, ENI_IPAM_SHRINK_DELAY: '500ms', ENI_IPAM_RECONCILE_INTERVAL: '30s', ...env } });
+  const n = await createLifecycleNode({
+    env: { ...UNKNOWN_OUTCOME_ENV, ENI_IPAM_SHRINK_DELAY: '500ms', ENI_IPAM_RECONCILE_INTERVAL: '30s', ...env },
+  });
   t.after(() => n.close());
   await n.start();
   await waitUnfrozen(n);
@@ -33,11 +49,21 @@ async function node(t: TestContext, env: NodeJS.ProcessEnv): Promise<LifecycleNo
  */
 async function afterFailure(t: TestContext, n: LifecycleNode, action: string): Promise<string[]> {
   await waitFaultDrawn(n, action);
-  await waitFor('the failed release settled', async () => !n.h.sim.calls.some((c) => c.action === action && c.durationMs === undefined)
-    && (await n.status()).counts.releasing === 0, 60_000);
+  await waitFor(
+    'the failed release settled',
+    async () =>
+      !n.h.sim.calls.some((c) => c.action === action && c.durationMs === undefined) &&
+      (await n.status()).counts.releasing === 0,
+    60_000,
+  );
   const available = (await n.status()).counts.available as number;
   const t0 = n.h.sim.calls.find((c) => c.action === action)!.at;
-  t.diagnostic(`${available} available; mutating calls from the failure on: ${n.h.sim.calls.filter((c) => c.at >= t0 && !c.action.startsWith('Describe')).map((c) => `+${c.at - t0}ms ${c.action}${c.errorCode ? `!${c.errorCode}` : ''}`).join(', ')}`);
+  t.diagnostic(
+    `${available} available; mutating calls from the failure on: ${n.h.sim.calls
+      .filter((c) => c.at >= t0 && !c.action.startsWith('Describe'))
+      .map((c) => `+${c.at - t0}ms ${c.action}${c.errorCode ? `!${c.errorCode}` : ''}`)
+      .join(', ')}`,
+  );
   for (let i = 0; i <= available; i++) await addOnEc2(n, `r${i}`);
   const swept = await waitConverged(n);
   for (let i = 0; i < 3; i++) await addOnEc2(n, `s${i}`);
@@ -61,7 +87,10 @@ for (const outcome of OUTCOMES) {
     const n = await node(t, { ENABLE_PREFIX_DELEGATION: 'true', WARM_PREFIX_TARGET: '1' });
     await waitFor('one free /28', async () => (await n.status()).pool.freePrefixes === 1);
     for (let i = 0; i < 17; i++) await n.add(`p${i}`);
-    await waitFor('3 prefixes, one free', async () => { const s = await n.status(); return s.pool.freePrefixes === 1 && s.counts.total === 48; });
+    await waitFor('3 prefixes, one free', async () => {
+      const s = await n.status();
+      return s.pool.freePrefixes === 1 && s.counts.total === 48;
+    });
     injectUnknown(n, 'UnassignPrivateIpAddresses', outcome);
     await n.del('p16');
     await afterFailure(t, n, 'UnassignPrivateIpAddresses');
@@ -69,7 +98,12 @@ for (const outcome of OUTCOMES) {
 }
 
 /** A node with 3 ENIs whose surplus ENI is freed while `action` fails once as `outcome`. */
-async function freeEniThrough(t: TestContext, action: string, outcome: UnknownOutcome, detachMs = 0): Promise<{ n: LifecycleNode; swept: string[] }> {
+async function freeEniThrough(
+  t: TestContext,
+  action: string,
+  outcome: UnknownOutcome,
+  detachMs = 0,
+): Promise<{ n: LifecycleNode; swept: string[] }> {
   const n = await node(t, { ENI_IPAM_MIN_ENI_AGE: '1s' });
   n.h.sim.faults.setAttachmentDelays({ detachMs });
   const extra = Array.from({ length: 15 }, (_, i) => `x${i}`);
@@ -85,7 +119,8 @@ for (const outcome of OUTCOMES) {
   test(`DetachNetworkInterface, ${outcome}: the ENI is never served from once a detach may have happened; converges`, async (t) => {
     const { n } = await freeEniThrough(t, 'DetachNetworkInterface', outcome);
     assert.ok(n.h.sim.countCalls('DetachNetworkInterface') >= 1);
-    for (const e of ourEnis(n)) assert.equal(e.attachment?.status, 'attached', `${e.networkInterfaceId} is attached or gone`);
+    for (const e of ourEnis(n))
+      assert.equal(e.attachment?.status, 'attached', `${e.networkInterfaceId} is attached or gone`);
   });
 
   test(`DetachNetworkInterface with a 1 s detach, ${outcome}: converges`, async (t) => {

@@ -23,9 +23,18 @@ async function setup(t: { after(fn: () => Promise<void>): void }) {
   const sim = new SimCloud({ seed: 11 });
   await sim.start();
   const subnet = sim.addSubnet({ cidr: '10.0.0.0/20' });
-  const node = await createSimNode({ sim, subnetId: subnet.subnetId, instanceType: 'm5.large', env: { ENI_IPAM_RESTART_CONFIRM_JITTER: '100ms', WARM_IP_TARGET: '4', MINIMUM_IP_TARGET: '6' } });
+  const node = await createSimNode({
+    sim,
+    subnetId: subnet.subnetId,
+    instanceType: 'm5.large',
+    env: { ENI_IPAM_RESTART_CONFIRM_JITTER: '100ms', WARM_IP_TARGET: '4', MINIMUM_IP_TARGET: '6' },
+  });
   const c = ipamdClient(node.socket);
-  t.after(async () => { c.close(); await node.close(); await sim.stop(); });
+  t.after(async () => {
+    c.close();
+    await node.close();
+    await sim.stop();
+  });
   const addPod = async (id: string) => {
     node.cri?.add({ id, name: id, namespace: 'default', uid: `uid-${id}` });
     const r = await c.add(id);
@@ -41,7 +50,12 @@ async function setup(t: { after(fn: () => Promise<void>): void }) {
     if (!existsSync(cache)) return undefined;
     const text = readFileSync(cache, 'utf8');
     const ds = node.daemonHandle!.ds;
-    return ds.listEnis().flatMap((e) => ds.eniIps(e.eniId)).every((ip) => text.includes(`"${ip}"`)) || undefined;
+    return (
+      ds
+        .listEnis()
+        .flatMap((e) => ds.eniIps(e.eniId))
+        .every((ip) => text.includes(`"${ip}"`)) || undefined
+    );
   });
   return { sim, node, c, addPod, ips };
 }
@@ -53,14 +67,29 @@ test('restart with EC2 failing: serves old and new pods from the cached inventor
   sim.faults.injectError({ action: 'DescribeNetworkInterfaces', code: 'InternalError', count: 10_000 });
   const calls0 = sim.calls.length;
   await node.start();
-  assert.deepEqual(sim.calls.slice(calls0).map((x) => x.action), [], 'no EC2 call before serving');
+  assert.deepEqual(
+    sim.calls.slice(calls0).map((x) => x.action),
+    [],
+    'no EC2 call before serving',
+  );
   for (const [id, ip] of ips) assert.equal(await addPod(id), ip, `pod ${id} keeps its IP`);
   const fresh = await addPod('d');
   assert.ok(known.has(fresh), `new pod got ${fresh}, an IP EC2 had confirmed`);
-  await waitFor('a failed confirm attempt', () => sim.calls.slice(calls0).some((x) => x.action === 'DescribeNetworkInterfaces') || undefined, 10_000);
-  assert.ok(node.daemonHandle!.gate.describe().some((r) => r.startsWith('ec2-confirm')), 'releases frozen while EC2 has not confirmed');
+  await waitFor(
+    'a failed confirm attempt',
+    () => sim.calls.slice(calls0).some((x) => x.action === 'DescribeNetworkInterfaces') || undefined,
+    10_000,
+  );
+  assert.ok(
+    node.daemonHandle!.gate.describe().some((r) => r.startsWith('ec2-confirm')),
+    'releases frozen while EC2 has not confirmed',
+  );
   sim.faults.reset();
-  await waitFor('confirm lifts the freeze', () => !node.daemonHandle!.gate.describe().some((r) => r.startsWith('ec2-confirm')) || undefined, 20_000);
+  await waitFor(
+    'confirm lifts the freeze',
+    () => !node.daemonHandle!.gate.describe().some((r) => r.startsWith('ec2-confirm')) || undefined,
+    20_000,
+  );
 });
 
 test('restart after EC2 dropped a free and a held IP: the free one is never handed out after the confirm, the held one is kept', async (t) => {
@@ -79,10 +108,18 @@ test('restart after EC2 dropped a free and a held IP: the free one is never hand
   await api.unassignIps(heldEni, [held]);
   await node.start();
   const d = node.daemonHandle!;
-  await waitFor('confirm lifts the freeze', () => !d.gate.describe().some((r) => r.startsWith('ec2-confirm')) || undefined, 20_000);
-  const onEc2 = async () => new Set((await api.describeEnisByFilters({ 'attachment.instance-id': [node.instanceId] })).flatMap((e) => e.secondaryIps));
+  await waitFor(
+    'confirm lifts the freeze',
+    () => !d.gate.describe().some((r) => r.startsWith('ec2-confirm')) || undefined,
+    20_000,
+  );
+  const onEc2 = async () =>
+    new Set(
+      (await api.describeEnisByFilters({ 'attachment.instance-id': [node.instanceId] })).flatMap((e) => e.secondaryIps),
+    );
   const ec2Ips = await onEc2();
-  if (!ec2Ips.has(free)) assert.equal(d.ds.ipState(free, Date.now()), undefined, `${free} (gone from EC2, was free) left the datastore`);
+  if (!ec2Ips.has(free))
+    assert.equal(d.ds.ipState(free, Date.now()), undefined, `${free} (gone from EC2, was free) left the datastore`);
   assert.equal(d.ds.holderOf(held)?.containerID, heldId, `${held} (gone from EC2, held) is still tracked for its pod`);
   const handed = [];
   for (let i = 0; i < 8; i++) handed.push(await addPod(`n${i}`));

@@ -25,19 +25,33 @@ async function countingRelay(sock: string, target: () => string) {
     const up = net.connect(target());
     c.pipe(up);
     up.pipe(c);
-    const done = () => { c.destroy(); up.destroy(); };
+    const done = () => {
+      c.destroy();
+      up.destroy();
+    };
     c.on('error', done);
     up.on('error', done);
     up.on('close', done);
-    c.on('close', () => { counts.open--; done(); });
+    c.on('close', () => {
+      counts.open--;
+      done();
+    });
   });
   await new Promise<void>((r) => server.listen(sock, r));
   return { counts, close: () => new Promise<void>((r) => server.close(() => r())) };
 }
 
 const ids = (i: number) => ({
-  network_name: 'aws-cni', container_id: `c${i}`, if_name: 'eth0', netns: '/var/run/netns/x', api_version: 1, client_version: 'test',
-  k8s_pod_name: '', k8s_pod_namespace: '', k8s_pod_infra_container_id: '', k8s_pod_uid: '',
+  network_name: 'aws-cni',
+  container_id: `c${i}`,
+  if_name: 'eth0',
+  netns: '/var/run/netns/x',
+  api_version: 1,
+  client_version: 'test',
+  k8s_pod_name: '',
+  k8s_pod_namespace: '',
+  k8s_pod_infra_container_id: '',
+  k8s_pod_uid: '',
 });
 
 async function callOnce(sock: string, i: number, pool?: SessionPool): Promise<string> {

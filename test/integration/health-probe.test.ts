@@ -50,10 +50,15 @@ test('probe: 0 against a serving ipamd, 2 on the stale socket a crash leaves, 2 
 test('probe: 1 when the health service answers NOT_SERVING; 3 on bad arguments', async (t) => {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-probe-'));
   const server = new grpc.Server();
-  t.after(async () => { server.forceShutdown(); await rm(dir, { recursive: true, force: true }); });
+  t.after(async () => {
+    server.forceShutdown();
+    await rm(dir, { recursive: true, force: true });
+  });
   new HealthImplementation({ '': 'NOT_SERVING' }).addToServer(server);
   const sock = path.join(dir, 'ipamd.sock');
-  await new Promise<void>((res, rej) => server.bindAsync(`unix://${sock}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? rej(e) : res())));
+  await new Promise<void>((res, rej) =>
+    server.bindAsync(`unix://${sock}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? rej(e) : res())),
+  );
   const r = await probe('--socket', sock);
   assert.equal(r.code, 1, r.out);
   assert.match(r.out, /NOT_SERVING/);

@@ -27,10 +27,22 @@ import { isStaticElf, openOciArchive, type OciArchive } from '../helpers/oci-arc
 const execFileP = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const BUILD = path.join(ROOT, 'scripts', 'image', 'build.mjs');
-const NODE_PIN = JSON.parse(readFileSync(path.join(ROOT, 'image', 'node-runtime.json'), 'utf8')) as { version: string; packages: Record<string, { name: string }> };
+const NODE_PIN = JSON.parse(readFileSync(path.join(ROOT, 'image', 'node-runtime.json'), 'utf8')) as {
+  version: string;
+  packages: Record<string, { name: string }>;
+};
 
 /** What build.mjs records in build/image/eni-ipam-<version>.json. */
-interface BuildResult { archive: string; name: string; tag: string; manifestDigest: string; sizeBytes: number; node: string; seconds: number; upToDate: boolean }
+interface BuildResult {
+  archive: string;
+  name: string;
+  tag: string;
+  manifestDigest: string;
+  sizeBytes: number;
+  node: string;
+  seconds: number;
+  upToDate: boolean;
+}
 
 /** Runs the image build CLI; resolves with its exit code and output (never rejects on exit status). */
 async function runBuild(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -43,7 +55,11 @@ async function runBuild(args: string[]): Promise<{ code: number; stdout: string;
 
 /** Whether `p` is a symbolic link (dangling ones included). */
 function isSymlink(p: string): boolean {
-  try { return lstatSync(p).isSymbolicLink(); } catch { return false; }
+  try {
+    return lstatSync(p).isSymbolicLink();
+  } catch {
+    return false;
+  }
 }
 
 let built: BuildResult;
@@ -55,13 +71,19 @@ before(async () => {
   const r = await runBuild([]);
   assert.equal(r.code, 0, `image build failed: ${r.stderr}`);
   const { version } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
-  built = JSON.parse(readFileSync(path.join(ROOT, 'build', 'image', `eni-ipam-${version}.json`), 'utf8')) as BuildResult;
-  process.stderr.write(`# image ${built.archive}: ${(built.sizeBytes / 1048576).toFixed(1)} MiB, built in ${built.seconds} s${built.upToDate ? ' (up to date)' : ''}\n`);
+  built = JSON.parse(
+    readFileSync(path.join(ROOT, 'build', 'image', `eni-ipam-${version}.json`), 'utf8'),
+  ) as BuildResult;
+  process.stderr.write(
+    `# image ${built.archive}: ${(built.sizeBytes / 1048576).toFixed(1)} MiB, built in ${built.seconds} s${built.upToDate ? ' (up to date)' : ''}\n`,
+  );
   oci = await openOciArchive(built.archive);
   members = new Set();
   for (let i = 0; i < oci.manifest.layers.length; i++) for (const m of await oci.layerMembers(i)) members.add(m);
 });
-after(async () => { await oci?.close(); });
+after(async () => {
+  await oci?.close();
+});
 
 test('archive: named for containerd, entrypoint, working dir, root user, four layers', () => {
   const ann = oci.index.manifests[0]!.annotations ?? {};
@@ -78,36 +100,88 @@ test('archive: named for containerd, entrypoint, working dir, root user, four la
 
 test('root filesystem: node, ip, both iptables backends, nsenter, the shim, ipamd; no dev tool chain, no apt', async () => {
   for (const p of [
-    './usr/local/bin/node', './usr/sbin/ip', './usr/sbin/iptables-legacy', './usr/sbin/iptables-nft', './usr/bin/nsenter',
-    './etc/ssl/certs/ca-certificates.crt', './app/bin/ipamd', './app/dist/ipamd/main.js', './app/dist/cni-plugin/eni-ipam',
-    './app/dist/cni-plugin/eni-ipam.cjs', './app/dist/ipamd/probe.js', './app/dist/ipamd/node-init.js', './app/proto/ipam.proto', './app/proto/cri/api.proto', './app/config/10-eni-ipam.conflist',
-    './app/package.json', './app/node_modules/@aws-sdk/client-ec2/package.json', './app/node_modules/@grpc/grpc-js/package.json',
-  ]) assert.ok(members.has(p), `${p} is in the image`);
+    './usr/local/bin/node',
+    './usr/sbin/ip',
+    './usr/sbin/iptables-legacy',
+    './usr/sbin/iptables-nft',
+    './usr/bin/nsenter',
+    './etc/ssl/certs/ca-certificates.crt',
+    './app/bin/ipamd',
+    './app/dist/ipamd/main.js',
+    './app/dist/cni-plugin/eni-ipam',
+    './app/dist/cni-plugin/eni-ipam.cjs',
+    './app/dist/ipamd/probe.js',
+    './app/dist/ipamd/node-init.js',
+    './app/proto/ipam.proto',
+    './app/proto/cri/api.proto',
+    './app/config/10-eni-ipam.conflist',
+    './app/package.json',
+    './app/node_modules/@aws-sdk/client-ec2/package.json',
+    './app/node_modules/@grpc/grpc-js/package.json',
+  ])
+    assert.ok(members.has(p), `${p} is in the image`);
   // Every package package-lock.json marks dev-only (typescript, esbuild, @esbuild/*, ...) is absent.
-  const lock = JSON.parse(readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> };
-  const devOnly = Object.entries(lock.packages).filter(([k, v]) => k.startsWith('node_modules/') && v.dev).map(([k]) => k);
-  assert.ok(devOnly.includes('node_modules/typescript') && devOnly.includes('node_modules/esbuild'), 'the lock marks the tool chain dev-only');
+  const lock = JSON.parse(readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { dev?: boolean }>;
+  };
+  const devOnly = Object.entries(lock.packages)
+    .filter(([k, v]) => k.startsWith('node_modules/') && v.dev)
+    .map(([k]) => k);
+  assert.ok(
+    devOnly.includes('node_modules/typescript') && devOnly.includes('node_modules/esbuild'),
+    'the lock marks the tool chain dev-only',
+  );
   for (const k of devOnly) assert.ok(!members.has(`./app/${k}/`), `dev dependency ${k} is not in the image`);
-  assert.ok(members.has('./app/node_modules/@types/node/'), '(a production dependency of @kubernetes/client-node stays)');
-  for (const p of ['./usr/bin/apt', './usr/bin/apt-get', './etc/apt/', './usr/share/perl/', './app/dist/test/', './app/dist/sim/', './usr/bin/gcc']) {
+  assert.ok(
+    members.has('./app/node_modules/@types/node/'),
+    '(a production dependency of @kubernetes/client-node stays)',
+  );
+  for (const p of [
+    './usr/bin/apt',
+    './usr/bin/apt-get',
+    './etc/apt/',
+    './usr/share/perl/',
+    './app/dist/test/',
+    './app/dist/sim/',
+    './usr/bin/gcc',
+  ]) {
     assert.ok(!members.has(p), `${p} is not in the image`);
   }
   // The shim runs on hosts without the image's libc: statically linked.
   const appLayer = oci.manifest.layers.length - 1;
-  assert.ok(isStaticElf(await oci.layerFile(appLayer, './app/dist/cni-plugin/eni-ipam')), 'the shim has no ELF interpreter');
-  assert.equal((await oci.layerFile(appLayer, './app/bin/ipamd')).toString(), '#!/bin/sh\n# eni-ipam image entrypoint: ipamd on the image\'s Node runtime.\n# A small resident set (see dist/ipamd/v8-flags.js): glibc malloc gives freed memory back, V8 flags (refused in NODE_OPTIONS).\nexport MALLOC_ARENA_MAX=1 MALLOC_TRIM_THRESHOLD_=65536 MALLOC_MMAP_THRESHOLD_=65536\nexec /usr/local/bin/node --optimize-for-size --max-semi-space-size=1 /app/dist/ipamd/main.js "$@"\n');
+  assert.ok(
+    isStaticElf(await oci.layerFile(appLayer, './app/dist/cni-plugin/eni-ipam')),
+    'the shim has no ELF interpreter',
+  );
+  assert.equal(
+    (await oci.layerFile(appLayer, './app/bin/ipamd')).toString(),
+    '#!/bin/sh\n# eni-ipam image entrypoint: ipamd on the image\'s Node runtime.\n# A small resident set (see dist/ipamd/v8-flags.js): glibc malloc gives freed memory back, V8 flags (refused in NODE_OPTIONS).\nexport MALLOC_ARENA_MAX=1 MALLOC_TRIM_THRESHOLD_=65536 MALLOC_MMAP_THRESHOLD_=65536\nexec /usr/local/bin/node --optimize-for-size --max-semi-space-size=1 /app/dist/ipamd/main.js "$@"\n',
+  );
 });
 
 test('Dockerfile agrees with the archive: base packages, staged tree, entrypoint, working dir, PATH, user', async () => {
   const df = readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
-  const instr = (kw: string): string[] => [...df.matchAll(new RegExp(`^${kw}\\s+(.+)$`, 'gm'))].map((m) => m[1]!.trim());
+  const instr = (kw: string): string[] =>
+    [...df.matchAll(new RegExp(`^${kw}\\s+(.+)$`, 'gm'))].map((m) => m[1]!.trim());
   assert.deepEqual(instr('FROM'), ['debian:bookworm-slim']);
-  assert.deepEqual(instr('ENTRYPOINT').map((e) => JSON.parse(e) as string[]), [oci.config.config.Entrypoint]);
+  assert.deepEqual(
+    instr('ENTRYPOINT').map((e) => JSON.parse(e) as string[]),
+    [oci.config.config.Entrypoint],
+  );
   assert.deepEqual(instr('WORKDIR'), [oci.config.config.WorkingDir]);
   assert.deepEqual(instr('USER'), [oci.config.config.User]);
-  assert.deepEqual(instr('ENV'), (oci.config.config.Env ?? []).filter((e) => e.startsWith('PATH=')));
-  assert.ok(instr('COPY').includes('image/debian-packages.txt /tmp/debian-packages.txt'), 'the Dockerfile installs the same package list');
-  assert.match(df, /apt-get install -y --no-install-recommends \$\(sed -e 's\/#\.\*\/\/' \/tmp\/debian-packages\.txt\)/);
+  assert.deepEqual(
+    instr('ENV'),
+    (oci.config.config.Env ?? []).filter((e) => e.startsWith('PATH=')),
+  );
+  assert.ok(
+    instr('COPY').includes('image/debian-packages.txt /tmp/debian-packages.txt'),
+    'the Dockerfile installs the same package list',
+  );
+  assert.match(
+    df,
+    /apt-get install -y --no-install-recommends \$\(sed -e 's\/#\.\*\/\/' \/tmp\/debian-packages\.txt\)/,
+  );
   assert.ok(instr('COPY').includes('build/image/stage/ /'), 'the Dockerfile copies the staged tree');
   // The staged tree the Dockerfile copies is exactly what the archive's three upper layers hold.
   const stageDir = path.join(ROOT, 'build', 'image', 'stage');
@@ -115,7 +189,10 @@ test('Dockerfile agrees with the archive: base packages, staged tree, entrypoint
   const walk = async (rel: string): Promise<void> => {
     for (const e of await readdir(path.join(stageDir, rel), { withFileTypes: true })) {
       const r = `${rel}/${e.name}`;
-      if (e.isDirectory()) { staged.add(`${r}/`); await walk(r); } else staged.add(r);
+      if (e.isDirectory()) {
+        staged.add(`${r}/`);
+        await walk(r);
+      } else staged.add(r);
     }
   };
   await walk('.');
@@ -123,7 +200,10 @@ test('Dockerfile agrees with the archive: base packages, staged tree, entrypoint
   for (let i = 1; i < oci.manifest.layers.length; i++) for (const m of await oci.layerMembers(i)) upper.add(m);
   const onlyStaged = [...staged].filter((p) => !upper.has(p));
   const onlyArchive = [...upper].filter((p) => !staged.has(p));
-  assert.deepEqual({ onlyStaged: onlyStaged.slice(0, 5), onlyArchive: onlyArchive.slice(0, 5) }, { onlyStaged: [], onlyArchive: [] });
+  assert.deepEqual(
+    { onlyStaged: onlyStaged.slice(0, 5), onlyArchive: onlyArchive.slice(0, 5) },
+    { onlyStaged: [], onlyArchive: [] },
+  );
 });
 
 test('the Dockerfile built by buildah holds the same /app, Node, packages, entrypoint and working dir', async (t) => {
@@ -134,20 +214,36 @@ test('the Dockerfile built by buildah holds the same /app, Node, packages, entry
   assert.equal(img.config.User, oci.config.config.User);
   // Every path the archive's upper layers (node, node_modules, app) hold, with the same type.
   const upper: string[] = [];
-  for (let i = 1; i < oci.manifest.layers.length; i++) upper.push(...await oci.layerMembers(i));
+  for (let i = 1; i < oci.manifest.layers.length; i++) upper.push(...(await oci.layerMembers(i)));
   const wrong = upper.filter((m) => {
     const p = path.join(img.rootfs, m);
     return m.endsWith('/') ? !existsSync(p) || !statSync(p).isDirectory() : !existsSync(p) && !isSymlink(p);
   });
   assert.deepEqual(wrong.slice(0, 5), [], 'paths of the archive missing from the Dockerfile build');
-  const extra = (await readdir(path.join(img.rootfs, 'app'), { recursive: true })).map((r) => `./app/${r}`)
+  const extra = (await readdir(path.join(img.rootfs, 'app'), { recursive: true }))
+    .map((r) => `./app/${r}`)
     .filter((p) => !members.has(p) && !members.has(`${p}/`));
   assert.deepEqual(extra.slice(0, 5), [], 'paths of the Dockerfile build under /app missing from the archive');
   const { stdout: nodeV } = await execFileP('chroot', [img.rootfs, '/usr/local/bin/node', '--version']);
   assert.equal(nodeV.trim(), `v${NODE_PIN.version}`);
-  const wanted = readFileSync(path.join(ROOT, 'image', 'debian-packages.txt'), 'utf8').split('\n').map((l) => l.replace(/#.*/, '').trim()).filter(Boolean);
-  const { stdout: dpkg } = await execFileP('chroot', [img.rootfs, 'dpkg-query', '-W', '-f', '${Package} ${Status}\n', ...wanted]);
-  for (const p of wanted) assert.match(dpkg, new RegExp(`^${p.replace(/[+.]/g, '\\$&')}(:\\S+)? install ok installed$`, 'm'), `${p} installed by the Dockerfile`);
+  const wanted = readFileSync(path.join(ROOT, 'image', 'debian-packages.txt'), 'utf8')
+    .split('\n')
+    .map((l) => l.replace(/#.*/, '').trim())
+    .filter(Boolean);
+  const { stdout: dpkg } = await execFileP('chroot', [
+    img.rootfs,
+    'dpkg-query',
+    '-W',
+    '-f',
+    '${Package} ${Status}\n',
+    ...wanted,
+  ]);
+  for (const p of wanted)
+    assert.match(
+      dpkg,
+      new RegExp(`^${p.replace(/[+.]/g, '\\$&')}(:\\S+)? install ok installed$`, 'm'),
+      `${p} installed by the Dockerfile`,
+    );
 });
 
 test('containerd imports the archive and runs node, ip, iptables and the entrypoint from it', async (t) => {
@@ -157,10 +253,18 @@ test('containerd imports the archive and runs node, ip, iptables and the entrypo
   t.after(() => netns.remove());
   const cniConfDir = path.join(base, 'net.d');
   await execFileP('mkdir', ['-p', cniConfDir]);
-  const ctrd = await startContainerd({ baseDir: path.join(base, 'containerd'), nodeNetnsPath: netns.path, cniBinDir: '/usr/lib/cni', cniConfDir });
+  const ctrd = await startContainerd({
+    baseDir: path.join(base, 'containerd'),
+    nodeNetnsPath: netns.path,
+    cniBinDir: '/usr/lib/cni',
+    cniConfDir,
+  });
   t.after(() => ctrd.stop());
   const ctr = (args: string[], env: NodeJS.ProcessEnv = process.env) =>
-    execFileP('ctr', ['--address', ctrd.socket, '--namespace', 'k8s.io', ...args], { env, maxBuffer: 16 * 1024 * 1024 });
+    execFileP('ctr', ['--address', ctrd.socket, '--namespace', 'k8s.io', ...args], {
+      env,
+      maxBuffer: 16 * 1024 * 1024,
+    });
 
   const imported = await ctr(['images', 'import', built.archive]);
   assert.match(imported.stdout + imported.stderr, new RegExp(built.name.replace(/[.]/g, '\\.')));
@@ -193,7 +297,14 @@ test('containerd imports the archive and runs node, ip, iptables and the entrypo
   // The entrypoint loads ipamd's whole module graph on the image's Node with production
   // dependencies only, then refuses a bad variable with one line naming it.
   // The chart's probe command runs on the image's Node: no socket is exit code 2 ("no answer").
-  const probe = await runIn(['node', '/app/dist/ipamd/probe.js', '--socket', '/run/no-ipamd.sock', '--timeout', '2000']);
+  const probe = await runIn([
+    'node',
+    '/app/dist/ipamd/probe.js',
+    '--socket',
+    '/run/no-ipamd.sock',
+    '--timeout',
+    '2000',
+  ]);
   assert.equal(probe.code, 2, probe.out);
   // The operator CLI runs on the image's Node with production dependencies only.
   const cli = await runIn(['/app/bin/eni-ipam', 'max-pods', '--instance-type', 'm5.large']);
@@ -214,15 +325,22 @@ test('a package that cannot be fetched fails the build with one line naming it',
   pin.version = '0.0.1-no-such-version';
   await writeFile(path.join(dir, 'pin.json'), JSON.stringify(pin));
   await writeFile(path.join(dir, 'packages.txt'), 'iproute2\nno-such-package-eni-ipam\n');
-  const lastLines = (stderr: string): string[] => stderr.split('\n').filter((l) => l && !/^eni-ipam image: (npm|mmdebstrap|layers|OCI)/.test(l));
+  const lastLines = (stderr: string): string[] =>
+    stderr.split('\n').filter((l) => l && !/^eni-ipam image: (npm|mmdebstrap|layers|OCI)/.test(l));
 
   const npm = await runBuild(['--node-pin', path.join(dir, 'pin.json')]);
   assert.equal(npm.code, 1);
   assert.deepEqual(lastLines(npm.stderr).length, 1, npm.stderr);
-  assert.match(lastLines(npm.stderr)[0]!, /^eni-ipam image: cannot fetch the npm package node-linux-(x64|arm64)@0\.0\.1-no-such-version: .*No matching version/);
+  assert.match(
+    lastLines(npm.stderr)[0]!,
+    /^eni-ipam image: cannot fetch the npm package node-linux-(x64|arm64)@0\.0\.1-no-such-version: .*No matching version/,
+  );
 
   const deb = await runBuild(['--packages-file', path.join(dir, 'packages.txt')]);
   assert.equal(deb.code, 1);
   assert.deepEqual(lastLines(deb.stderr).length, 1, deb.stderr);
-  assert.match(lastLines(deb.stderr)[0]!, /^eni-ipam image: cannot fetch the Debian packages iproute2, no-such-package-eni-ipam from http\S+.*: E: Unable to locate package no-such-package-eni-ipam$/);
+  assert.match(
+    lastLines(deb.stderr)[0]!,
+    /^eni-ipam image: cannot fetch the Debian packages iproute2, no-such-package-eni-ipam from http\S+.*: E: Unable to locate package no-such-package-eni-ipam$/,
+  );
 });

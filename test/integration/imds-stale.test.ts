@@ -12,7 +12,14 @@
  */
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { createLifecycleNode, listParam, nothingLost, ourEnis, waitUnfrozen, type LifecycleNode } from '../helpers/lifecycle-node.js';
+import {
+  createLifecycleNode,
+  listParam,
+  nothingLost,
+  ourEnis,
+  waitUnfrozen,
+  type LifecycleNode,
+} from '../helpers/lifecycle-node.js';
 import { waitFor } from '../helpers/wait.js';
 
 async function nodeWithPods(t: TestContext, env: NodeJS.ProcessEnv = {}): Promise<LifecycleNode> {
@@ -26,7 +33,9 @@ async function nodeWithPods(t: TestContext, env: NodeJS.ProcessEnv = {}): Promis
 
 /** 7 concurrent ADDs (they need a second ENI), with the time each was answered. */
 async function burst(n: LifecycleNode): Promise<Array<{ ip: string; at: number }>> {
-  return Promise.all(Array.from({ length: 7 }, async (_, i) => ({ ip: (await n.add(`g${i}`)).ipv4_addr, at: Date.now() })));
+  return Promise.all(
+    Array.from({ length: 7 }, async (_, i) => ({ ip: (await n.add(`g${i}`)).ipv4_addr, at: Date.now() })),
+  );
 }
 
 /** True if `ip` is on a secondary ENI of ours in EC2. */
@@ -42,7 +51,8 @@ test('a new ENI IMDS lists 3 s late is waited for with backoff, then adopted; it
   const visibleAt = attach.at + 3000;
   const late = replies.filter((r) => onSecondEni(n, r.ip));
   assert.ok(late.length > 0, 'some ADDs were served from the new ENI');
-  for (const r of late) assert.ok(r.at >= visibleAt - 50, `${r.ip} served ${visibleAt - r.at} ms before IMDS listed its ENI`);
+  for (const r of late)
+    assert.ok(r.at >= visibleAt - 50, `${r.ip} served ${visibleAt - r.at} ms before IMDS listed its ENI`);
   assert.equal(n.h.sim.countCalls('CreateNetworkInterface'), 1);
   assert.deepEqual(await nothingLost(n), []);
 });
@@ -51,7 +61,12 @@ test('when IMDS is later than ENI_IPAM_IMDS_ENI_WAIT, the ENI stays pending, no 
   const n = await nodeWithPods(t, { ENI_IPAM_IMDS_ENI_WAIT: '500ms', ENI_IPAM_RECONCILE_INTERVAL: '30s' });
   n.h.sim.faults.setImdsLag('attach', 3000);
   const pending = burst(n);
-  await waitFor('the ENI left pending', async () => (await n.status()).eniLifecycle.pendingEnis.length === 1, 10_000, 20);
+  await waitFor(
+    'the ENI left pending',
+    async () => (await n.status()).eniLifecycle.pendingEnis.length === 1,
+    10_000,
+    20,
+  );
   const s = await n.status();
   assert.equal(s.counts.enis, 1, 'not served from while IMDS does not list it');
   const replies = await pending;
@@ -71,35 +86,45 @@ test('when IMDS is later than ENI_IPAM_IMDS_ENI_WAIT, the ENI stays pending, no 
  * fail with the reason and are retried (as kubelet does) until the ENI is adopted.
  */
 test('scaled 1/30: a new ENI IMDS lists 90 s late outlasts the grow wait and several reconcile passes; adopted once listed', async (t) => {
-  const n = await nodeWithPods(t, { ENI_IPAM_IMDS_ENI_WAIT: '1s', ENI_IPAM_RECONCILE_INTERVAL: '2s', ENI_IPAM_ADD_WAIT_TIMEOUT: '333ms' });
+  const n = await nodeWithPods(t, {
+    ENI_IPAM_IMDS_ENI_WAIT: '1s',
+    ENI_IPAM_RECONCILE_INTERVAL: '2s',
+    ENI_IPAM_ADD_WAIT_TIMEOUT: '333ms',
+  });
   n.h.sim.faults.setImdsLag('attach', 3000);
   const passesBefore = (await n.status()).eniLifecycle.reconcilePasses as number;
   const served: Array<{ ip: string; at: number }> = [];
   const failures: string[] = [];
-  await Promise.all(Array.from({ length: 7 }, async (_, i) => {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        served.push({ ip: (await n.add(`g${i}`)).ipv4_addr, at: Date.now() });
-        return;
-      } catch (e) {
-        failures.push((e as Error).message);
-        n.cri.removePod(`g${i}`);
-        await n.client.del(`g${i}`); // kubelet's DEL of the failed sandbox, then a retry
-        assert.ok(attempt < 60, 'retried for 30 s');
-        await new Promise((r) => setTimeout(r, 500));
+  await Promise.all(
+    Array.from({ length: 7 }, async (_, i) => {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          served.push({ ip: (await n.add(`g${i}`)).ipv4_addr, at: Date.now() });
+          return;
+        } catch (e) {
+          failures.push((e as Error).message);
+          n.cri.removePod(`g${i}`);
+          await n.client.del(`g${i}`); // kubelet's DEL of the failed sandbox, then a retry
+          assert.ok(attempt < 60, 'retried for 30 s');
+          await new Promise((r) => setTimeout(r, 500));
+        }
       }
-    }
-  }));
+    }),
+  );
   const attach = n.h.sim.calls.find((c) => c.action === 'AttachNetworkInterface')!;
   const visibleAt = attach.at + 3000;
   assert.ok(failures.length > 0, 'some ADDs outwaited their 333 ms');
   for (const m of failures) assert.match(m, /no free IP/);
   const late = served.filter((r) => onSecondEni(n, r.ip));
   assert.ok(late.length > 0);
-  for (const r of late) assert.ok(r.at >= visibleAt - 50, `${r.ip} served ${visibleAt - r.at} ms before IMDS listed its ENI`);
+  for (const r of late)
+    assert.ok(r.at >= visibleAt - 50, `${r.ip} served ${visibleAt - r.at} ms before IMDS listed its ENI`);
   assert.equal(n.h.sim.countCalls('CreateNetworkInterface'), 1, 'no second ENI while the first is pending');
   const s = await n.status();
-  assert.ok(s.eniLifecycle.reconcilePasses - passesBefore >= 3, `several reconcile passes during the lag (${s.eniLifecycle.reconcilePasses - passesBefore})`);
+  assert.ok(
+    s.eniLifecycle.reconcilePasses - passesBefore >= 3,
+    `several reconcile passes during the lag (${s.eniLifecycle.reconcilePasses - passesBefore})`,
+  );
   assert.deepEqual(s.eniLifecycle.pendingEnis, []);
   assert.equal(new Set(served.map((r) => r.ip)).size, 7);
   assert.deepEqual(await nothingLost(n), []);
@@ -111,18 +136,35 @@ test('a freed IP IMDS still lists for 5 s is never handed out, also after a kill
   for (const id of extra) await n.add(id);
   n.h.sim.faults.setImdsLag('unassign', 5000);
   for (const id of extra) await n.del(id);
-  await waitFor('the surplus unassigned', () => n.h.sim.calls.some((c) => c.action === 'UnassignPrivateIpAddresses' && c.durationMs !== undefined), 10_000);
-  const freed = n.h.sim.calls.filter((c) => c.action === 'UnassignPrivateIpAddresses').flatMap((c) => listParam(c.params, 'PrivateIpAddress'));
+  await waitFor(
+    'the surplus unassigned',
+    () => n.h.sim.calls.some((c) => c.action === 'UnassignPrivateIpAddresses' && c.durationMs !== undefined),
+    10_000,
+  );
+  const freed = n.h.sim.calls
+    .filter((c) => c.action === 'UnassignPrivateIpAddresses')
+    .flatMap((c) => listParam(c.params, 'PrivateIpAddress'));
   await n.h.ipamd!.kill9();
   await n.start();
-  await waitFor('a reconcile pass after the restart', async () => (await n.status()).eniLifecycle.lastReconcile?.ok === true);
+  await waitFor(
+    'a reconcile pass after the restart',
+    async () => (await n.status()).eniLifecycle.lastReconcile?.ok === true,
+  );
   const s = await n.status();
-  for (const ip of freed) assert.ok(s.eniLifecycle.lastReconcile.imdsOnly.includes(ip), `IMDS still lists ${ip} (reported, ignored)`);
-  const onEc2 = ourEnis(n).concat([...n.h.sim.state.enis.values()].filter((e) => e.attachment?.deviceIndex === 0)).flatMap((e) => e.secondaryIps);
+  for (const ip of freed)
+    assert.ok(s.eniLifecycle.lastReconcile.imdsOnly.includes(ip), `IMDS still lists ${ip} (reported, ignored)`);
+  const onEc2 = ourEnis(n)
+    .concat([...n.h.sim.state.enis.values()].filter((e) => e.attachment?.deviceIndex === 0))
+    .flatMap((e) => e.secondaryIps);
   assert.equal(s.counts.total, onEc2.length, 'the datastore holds what EC2 shows, not what IMDS lists');
   const first = [await n.add('y0'), await n.add('y1')].map((r) => r.ipv4_addr);
-  for (const ip of first) assert.ok(!freed.includes(ip), `${ip} was freed; IMDS still listing it does not make it ours`);
-  await waitFor('IMDS caught up', async () => (await n.status()).eniLifecycle.lastReconcile.imdsOnly.length === 0, 10_000);
+  for (const ip of first)
+    assert.ok(!freed.includes(ip), `${ip} was freed; IMDS still listing it does not make it ours`);
+  await waitFor(
+    'IMDS caught up',
+    async () => (await n.status()).eniLifecycle.lastReconcile.imdsOnly.length === 0,
+    10_000,
+  );
   assert.deepEqual(await nothingLost(n), []);
 });
 
@@ -135,7 +177,10 @@ test('at a restart, IPs IMDS does not list yet stay with their pods (EC2 confirm
   await waitFor('the pool refilled', async () => (await n.status()).counts.available >= 2);
   await n.h.ipamd!.kill9();
   await n.start();
-  await waitFor('a reconcile pass after the restart', async () => (await n.status()).eniLifecycle.lastReconcile?.ok === true);
+  await waitFor(
+    'a reconcile pass after the restart',
+    async () => (await n.status()).eniLifecycle.lastReconcile?.ok === true,
+  );
   const s = await n.status();
   assert.ok(s.eniLifecycle.lastReconcile.imdsMissing.length > 0, 'IMDS lists fewer IPs than EC2 (reported, ignored)');
   assert.equal(s.counts.assigned, 7, 'every pod kept its IP');
@@ -143,12 +188,14 @@ test('at a restart, IPs IMDS does not list yet stay with their pods (EC2 confirm
   const fresh = [];
   for (let i = 0; i < 4; i++) fresh.push((await n.add(`y${i}`)).ipv4_addr);
   for (const ip of fresh) assert.ok(![...held.values()].includes(ip), `${ip} is held by a pod`);
-  assert.equal(n.h.sim.countCalls('UnassignPrivateIpAddresses'), 0, 'nothing released on IMDS\'s word');
+  assert.equal(n.h.sim.countCalls('UnassignPrivateIpAddresses'), 0, "nothing released on IMDS's word");
   assert.deepEqual(await nothingLost(n), []);
 });
 
 test('prefix delegation: at a restart, /28 prefixes IMDS does not list yet stay with their pods', async (t) => {
-  const n = await createLifecycleNode({ env: { ENABLE_PREFIX_DELEGATION: 'true', WARM_PREFIX_TARGET: '1', ENI_IPAM_ADD_WAIT_TIMEOUT: '15s' } });
+  const n = await createLifecycleNode({
+    env: { ENABLE_PREFIX_DELEGATION: 'true', WARM_PREFIX_TARGET: '1', ENI_IPAM_ADD_WAIT_TIMEOUT: '15s' },
+  });
   t.after(() => n.close());
   await n.start();
   await waitUnfrozen(n);
@@ -159,15 +206,21 @@ test('prefix delegation: at a restart, /28 prefixes IMDS does not list yet stay 
   assert.ok(prefixes.length >= 2, `pods span /28 prefixes: ${prefixes.join(', ')}`);
   await n.h.ipamd!.kill9();
   await n.start();
-  await waitFor('a reconcile pass after the restart', async () => (await n.status()).eniLifecycle.lastReconcile?.ok === true);
+  await waitFor(
+    'a reconcile pass after the restart',
+    async () => (await n.status()).eniLifecycle.lastReconcile?.ok === true,
+  );
   const s = await n.status();
-  assert.ok(s.eniLifecycle.lastReconcile.imdsMissing.some((x: string) => x.endsWith('/28')), `IMDS lists a partial prefix list: ${JSON.stringify(s.eniLifecycle.lastReconcile)}`);
+  assert.ok(
+    s.eniLifecycle.lastReconcile.imdsMissing.some((x: string) => x.endsWith('/28')),
+    `IMDS lists a partial prefix list: ${JSON.stringify(s.eniLifecycle.lastReconcile)}`,
+  );
   assert.equal(s.counts.assigned, 20, 'every pod kept its IP');
   for (const [id, ip] of held) assert.equal((await n.client.add(id)).ipv4_addr, ip, `${id} keeps ${ip}`);
   const fresh = [];
   for (let i = 0; i < 5; i++) fresh.push((await n.add(`y${i}`)).ipv4_addr);
   for (const ip of fresh) assert.ok(![...held.values()].includes(ip), `${ip} is held by a pod`);
-  assert.equal(n.h.sim.countCalls('UnassignPrivateIpAddresses'), 0, 'nothing released on IMDS\'s word');
+  assert.equal(n.h.sim.countCalls('UnassignPrivateIpAddresses'), 0, "nothing released on IMDS's word");
   assert.deepEqual(await nothingLost(n), []);
 });
 

@@ -18,15 +18,42 @@ import { ipamdClient } from '../helpers/ipamd-client.js';
 import { waitFor } from '../helpers/wait.js';
 import { ipamdLog } from '../helpers/restore-logs.js';
 
-interface UpstreamAddress { Address: string; IPAMKey: { networkName: string; containerID: string; ifName: string }; IPAMMetadata: { k8sPodNamespace?: string; k8sPodName?: string }; AssignedTime: string; UnassignedTime: string }
+interface UpstreamAddress {
+  Address: string;
+  IPAMKey: { networkName: string; containerID: string; ifName: string };
+  IPAMMetadata: { k8sPodNamespace?: string; k8sPodName?: string };
+  AssignedTime: string;
+  UnassignedTime: string;
+}
 interface UpstreamEni {
-  ID: string; IsPrimary: boolean; IsTrunk: boolean; IsEFA: boolean; DeviceNumber: number; RouteTableID: number; SubnetID: string; IsExcludedForPodIPs: boolean;
-  AvailableIPv4Cidrs: Record<string, { Cidr: { IP: string; Mask: string }; IPAddresses: Record<string, UpstreamAddress>; IsPrefix: boolean; AddressFamily: string }>;
+  ID: string;
+  IsPrimary: boolean;
+  IsTrunk: boolean;
+  IsEFA: boolean;
+  DeviceNumber: number;
+  RouteTableID: number;
+  SubnetID: string;
+  IsExcludedForPodIPs: boolean;
+  AvailableIPv4Cidrs: Record<
+    string,
+    {
+      Cidr: { IP: string; Mask: string };
+      IPAddresses: Record<string, UpstreamAddress>;
+      IsPrefix: boolean;
+      AddressFamily: string;
+    }
+  >;
   IPv6Cidrs: Record<string, unknown>;
 }
 
 test('introspection: upstream paths and shapes, read-only; ADD/DEL log lines; SIGUSR2 log level', async (t) => {
-  const h = await createNode({ ipamdEnv: { ENI_IPAM_INSTALL_CNI: 'false', WARM_IP_TARGET: '3', AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS: '172.16.0.0/12' } });
+  const h = await createNode({
+    ipamdEnv: {
+      ENI_IPAM_INSTALL_CNI: 'false',
+      WARM_IP_TARGET: '3',
+      AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS: '172.16.0.0/12',
+    },
+  });
   t.after(() => h.close());
   const d = await h.startIpamd();
   const c = ipamdClient(h.socket);
@@ -40,9 +67,20 @@ test('introspection: upstream paths and shapes, read-only; ADD/DEL log lines; SI
   assert.equal(added.success, true);
 
   const index = JSON.parse((await get('/')).text) as { AvailableCommands: string[] };
-  assert.deepEqual([...index.AvailableCommands].sort(), ['/v1/allocations', '/v1/eni-configs', '/v1/enis', '/v1/ipamd-env-settings', '/v1/networkutils-env-settings', '/v1/stage-trace', '/v1/status']);
+  assert.deepEqual([...index.AvailableCommands].sort(), [
+    '/v1/allocations',
+    '/v1/eni-configs',
+    '/v1/enis',
+    '/v1/ipamd-env-settings',
+    '/v1/networkutils-env-settings',
+    '/v1/stage-trace',
+    '/v1/status',
+  ]);
 
-  const enis = JSON.parse((await get('/v1/enis')).text) as Record<string, { TotalIPs: number; AssignedIPs: number; ENIs: Record<string, UpstreamEni> }>;
+  const enis = JSON.parse((await get('/v1/enis')).text) as Record<
+    string,
+    { TotalIPs: number; AssignedIPs: number; ENIs: Record<string, UpstreamEni> }
+  >;
   assert.deepEqual(Object.keys(enis), ['0'], 'one network card');
   const card = enis['0']!;
   assert.equal(card.AssignedIPs, 1);
@@ -59,7 +97,11 @@ test('introspection: upstream paths and shapes, read-only; ADD/DEL log lines; SI
   assert.equal(cidr.IsPrefix, false);
   assert.equal(cidr.AddressFamily, '4');
   const addr = cidr.IPAddresses[added.ipv4_addr]!;
-  assert.deepEqual(addr.IPAMKey, { networkName: 'aws-cni', containerID: '', ifName: '' }, 'container id and ifName blanked, as upstream');
+  assert.deepEqual(
+    addr.IPAMKey,
+    { networkName: 'aws-cni', containerID: '', ifName: '' },
+    'container id and ifName blanked, as upstream',
+  );
   assert.deepEqual(addr.IPAMMetadata, { k8sPodNamespace: 'default', k8sPodName: 'pod-c1' });
   assert.ok(Date.now() - Date.parse(addr.AssignedTime) < 60_000);
   assert.equal(addr.UnassignedTime, '0001-01-01T00:00:00Z');
@@ -79,16 +121,25 @@ test('introspection: upstream paths and shapes, read-only; ADD/DEL log lines; SI
   assert.equal(netEnv.AWS_VPC_ENI_MTU, 9001);
   assert.equal(netEnv.AWS_VPC_K8S_CNI_VETHPREFIX, 'eni');
   const allocs = JSON.parse((await get('/v1/allocations')).text) as Array<{ ipv4: string; containerID: string }>;
-  assert.deepEqual(allocs.map((a) => [a.containerID, a.ipv4]), [['c1', added.ipv4_addr]]);
+  assert.deepEqual(
+    allocs.map((a) => [a.containerID, a.ipv4]),
+    [['c1', added.ipv4_addr]],
+  );
   assert.equal((await get('/v1/nothing')).status, 404);
   // The stage trace of the one ADD: each stage of the request path, and the checkpoint write that made it durable.
-  const trace = JSON.parse((await get('/v1/stage-trace')).text) as Record<string, { count: number; p50: number; p99: number }>;
+  const trace = JSON.parse((await get('/v1/stage-trace')).text) as Record<
+    string,
+    { count: number; p50: number; p99: number }
+  >;
   for (const stage of ['add.decode', 'add.datastore', 'add.durable', 'add.encode', 'add.handler']) {
     assert.ok((trace[stage]?.count ?? 0) >= 1, `${stage} recorded: ${JSON.stringify(trace)}`); // datastore twice if the ADD waited for the pool
     assert.ok(trace[stage]!.p50 >= 0 && trace[stage]!.p50 <= trace[stage]!.p99);
   }
   assert.ok(trace['add.handler']!.p50 >= trace['add.durable']!.p50, 'the handler includes the durable wait');
-  assert.ok((trace['checkpoint.fdatasync']?.count ?? 0) + (trace['checkpoint.compact.fsync']?.count ?? 0) >= 2, 'the start-up write and the ADD\'s');
+  assert.ok(
+    (trace['checkpoint.fdatasync']?.count ?? 0) + (trace['checkpoint.compact.fsync']?.count ?? 0) >= 2,
+    "the start-up write and the ADD's",
+  );
 
   // Read-only: every other method is refused and changes nothing.
   for (const method of ['POST', 'PUT', 'DELETE', 'PATCH']) {
@@ -106,21 +157,33 @@ test('introspection: upstream paths and shapes, read-only; ADD/DEL log lines; SI
   await c.del('c1', { reason: 'cni-del' });
   await c.del('never-added', { reason: 'cni-del' });
   const logFile = path.join(h.dir, 'ipamd.log');
-  const lines = async (msg: string): Promise<Array<Record<string, unknown>>> => (await ipamdLog(logFile, msg)) as unknown as Array<Record<string, unknown>>;
+  const lines = async (msg: string): Promise<Array<Record<string, unknown>>> =>
+    (await ipamdLog(logFile, msg)) as unknown as Array<Record<string, unknown>>;
   const eniId = status.enis[0]!.eniId;
   const want = { podNamespace: 'default', podName: 'pod-c1', containerID: 'c1', ip: added.ipv4_addr, eniId };
   const assigned = await waitFor('the ADD log line', async () => (await lines('assigned IP'))[0]);
   assert.deepEqual(pick(assigned, Object.keys(want)), want);
   const released = await waitFor('the DEL log line', async () => (await lines('released IP'))[0]);
   assert.deepEqual(pick(released, Object.keys(want)), want);
-  const nothing = await waitFor('the DEL of a container holding nothing', async () => (await lines('DEL: container holds no IP'))[0]);
-  assert.deepEqual(pick(nothing, ['containerID', 'ip', 'eniId']), { containerID: 'never-added', ip: null, eniId: null });
+  const nothing = await waitFor(
+    'the DEL of a container holding nothing',
+    async () => (await lines('DEL: container holds no IP'))[0],
+  );
+  assert.deepEqual(pick(nothing, ['containerID', 'ip', 'eniId']), {
+    containerID: 'never-added',
+    ip: null,
+    eniId: null,
+  });
 
   // SIGUSR2: debug → trace → debug (the harness runs ipamd at debug).
   process.kill(d.pid, 'SIGUSR2');
-  await waitFor('log level trace', async () => (await lines('log level changed')).some((l) => l.to === 'trace' && l.from === 'debug'));
+  await waitFor('log level trace', async () =>
+    (await lines('log level changed')).some((l) => l.to === 'trace' && l.from === 'debug'),
+  );
   process.kill(d.pid, 'SIGUSR2');
-  await waitFor('log level back to debug', async () => (await lines('log level changed')).some((l) => l.to === 'debug' && l.from === 'trace'));
+  await waitFor('log level back to debug', async () =>
+    (await lines('log level changed')).some((l) => l.to === 'debug' && l.from === 'trace'),
+  );
 });
 
 function pick(o: Record<string, unknown>, keys: string[]): Record<string, unknown> {

@@ -25,7 +25,14 @@ const ipOf = (json: { ips: Array<{ address: string }> }) => json.ips[0]!.address
 test('ADD of an IP a live pod still uses is refused; ipamd quarantines it until the pod is gone', async (t) => {
   // One ENI of an m5.large: 9 secondary IPs, so x comes round again once the others are taken.
   const n = await startCniNode(t, 'quar', {
-    ipamdEnv: { MAX_ENI: '1', WARM_IP_TARGET: '9', IP_COOLDOWN_PERIOD: '0', ENI_IPAM_GC_INTERVAL: '500ms', DISABLE_METRICS: 'false', METRICS_BIND_ADDRESS: '127.0.0.1:0' },
+    ipamdEnv: {
+      MAX_ENI: '1',
+      WARM_IP_TARGET: '9',
+      IP_COOLDOWN_PERIOD: '0',
+      ENI_IPAM_GC_INTERVAL: '500ms',
+      DISABLE_METRICS: 'false',
+      METRICS_BIND_ADDRESS: '127.0.0.1:0',
+    },
   });
   await waitFor('9 warm IPs', async () => (await n.d.status()).counts.available >= 9);
   const metricsPort = await waitFor('metricsPort in the ipamd log', async () => {
@@ -33,17 +40,29 @@ test('ADD of an IP a live pod still uses is refused; ipamd quarantines it until 
       try {
         const o = JSON.parse(line) as { msg?: string; metricsPort?: number };
         if (o.msg === 'ipamd serving' && o.metricsPort) return o.metricsPort;
-      } catch { /* not JSON */ }
+      } catch {
+        /* not JSON */
+      }
     }
     return undefined;
   });
-  const metric = async (name: string) => sample(parsePrometheusText(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()), name) ?? 0;
+  const metric = async (name: string) =>
+    sample(parsePrometheusText(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()), name) ?? 0;
 
   await ipIn(n.node.path, ['addr', 'add', `${n.h.nodeIp}/32`, 'dev', 'lo']);
-  const server = spawn('nsenter', [`--net=${n.node.path}`, process.execPath, '-e',
-    `require('net').createServer(s=>s.once('data',d=>{console.log(d.toString().trim()+' '+s.remoteAddress);s.end('ok\\n')})).listen(8080,'${n.h.nodeIp}',()=>console.log('listening'))`],
-  { stdio: ['ignore', 'pipe', 'inherit'] });
-  t.after(() => { server.kill('SIGKILL'); });
+  const server = spawn(
+    'nsenter',
+    [
+      `--net=${n.node.path}`,
+      process.execPath,
+      '-e',
+      `require('net').createServer(s=>s.once('data',d=>{console.log(d.toString().trim()+' '+s.remoteAddress);s.end('ok\\n')})).listen(8080,'${n.h.nodeIp}',()=>console.log('listening'))`,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  t.after(() => {
+    server.kill('SIGKILL');
+  });
   let seen = '';
   server.stdout!.on('data', (b: Buffer) => (seen += b.toString()));
   await waitFor('the node TCP server', () => seen.includes('listening'));
@@ -76,13 +95,19 @@ test('ADD of an IP a live pod still uses is refused; ipamd quarantines it until 
   assert.ok(![...others.values()].includes(x), 'x was never handed out successfully');
 
   // A is untouched: its route, and its traffic from x.
-  assert.deepEqual((await ipj(n.node.path, ['route', 'show', `${x}/32`])).map((r) => r.dev), [vethA]);
+  assert.deepEqual(
+    (await ipj(n.node.path, ['route', 'show', `${x}/32`])).map((r) => r.dev),
+    [vethA],
+  );
   await tcpSendFrom(podA.path, n.h.nodeIp, 8080, 'a-alive');
   await waitFor('the node to see A from x', () => seen.includes(`a-alive ${x}`), 5000);
 
   // ipamd: x quarantined (status, metrics), the refused pod holds nothing.
   const st = await n.d.status();
-  assert.deepEqual(st.quarantinedIps.map((q: { ip: string }) => q.ip), [x]);
+  assert.deepEqual(
+    st.quarantinedIps.map((q: { ip: string }) => q.ip),
+    [x],
+  );
   assert.equal(await metric('eni_ipam_ip_conflicts_total'), 1);
   assert.equal(await metric('eni_ipam_quarantined_ips'), 1);
   assert.equal((await c.del(refused.id)).released, false, 'the refused ADD left no allocation');
@@ -95,7 +120,10 @@ test('ADD of an IP a live pod still uses is refused; ipamd quarantines it until 
   const next = await n.call({ command: 'ADD', containerId: newId(), netns: pod.path, ifName: 'eth0' });
   assert.equal(next.code, 0, next.stdout);
   assert.equal(ipOf(next.json), freedIp);
-  assert.deepEqual((await n.d.status()).quarantinedIps.map((q: { ip: string }) => q.ip), [x]);
+  assert.deepEqual(
+    (await n.d.status()).quarantinedIps.map((q: { ip: string }) => q.ip),
+    [x],
+  );
 
   // A goes (its veth and route with it): the quarantine is lifted and x is served again.
   assert.equal((await n.call({ command: 'DEL', containerId: idA, netns: podA.path, ifName: 'eth0' })).code, 0);

@@ -16,7 +16,9 @@ import { createNamedNetns } from '../kit/netns.js';
 import { startSpawnWorker } from '../../ipamd/cni-exec/spawn-worker.js';
 
 const links = async (ns: string): Promise<string[]> =>
-  JSON.parse((await promisify(execFile)('ip', ['-n', ns.split('/').pop()!, '-j', 'link', 'show'])).stdout).map((l: { ifname: string }) => l.ifname);
+  JSON.parse((await promisify(execFile)('ip', ['-n', ns.split('/').pop()!, '-j', 'link', 'show'])).stdout).map(
+    (l: { ifname: string }) => l.ifname,
+  );
 
 /** The scenarios, run once per way of spawning (`ip`: the runner under test). */
 async function scenarios(tag: string, ip: IpRunner): Promise<void> {
@@ -47,7 +49,10 @@ async function scenarios(tag: string, ip: IpRunner): Promise<void> {
 
     // One-shot batches go the same way.
     await ip.ipBatch(['link del dev d0'], ns.path);
-    await assert.rejects(ip.ipBatch(['link del dev d0'], ns.path), (e: unknown) => e instanceof IpBatchError && /Cannot find device/.test(e.stderr));
+    await assert.rejects(
+      ip.ipBatch(['link del dev d0'], ns.path),
+      (e: unknown) => e instanceof IpBatchError && /Cannot find device/.test(e.stderr),
+    );
   } finally {
     await ns.remove();
   }

@@ -16,12 +16,21 @@ import { ipamdClient, type GrpcError } from '../helpers/ipamd-client.js';
 import { waitFor } from '../helpers/wait.js';
 
 function ec2(h: NodeHarness): EC2Client {
-  return new EC2Client({ region: 'us-west-2', endpoint: h.sim.ec2Endpoint, credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, maxAttempts: 1 });
+  return new EC2Client({
+    region: 'us-west-2',
+    endpoint: h.sim.ec2Endpoint,
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    maxAttempts: 1,
+  });
 }
 
 async function attachedEnis(h: NodeHarness) {
-  const out = await ec2(h).send(new DescribeNetworkInterfacesCommand({ Filters: [{ Name: 'attachment.instance-id', Values: [h.instanceId] }] }));
-  return (out.NetworkInterfaces ?? []).sort((a, b) => (a.Attachment?.DeviceIndex ?? 0) - (b.Attachment?.DeviceIndex ?? 0));
+  const out = await ec2(h).send(
+    new DescribeNetworkInterfacesCommand({ Filters: [{ Name: 'attachment.instance-id', Values: [h.instanceId] }] }),
+  );
+  return (out.NetworkInterfaces ?? []).sort(
+    (a, b) => (a.Attachment?.DeviceIndex ?? 0) - (b.Attachment?.DeviceIndex ?? 0),
+  );
 }
 
 test('warm pool on a fresh m5.large: fills the primary ENI, then creates, tags and attaches a second ENI', async (t) => {
@@ -90,8 +99,14 @@ test('version skew and missing keys are refused with clear gRPC codes', async (t
   await h.startIpamd();
   const c = ipamdClient(h.socket);
   t.after(() => c.close());
-  await assert.rejects(c.add('x', { api_version: 2 }), (e: GrpcError) => e.code === grpc.status.FAILED_PRECONDITION && /version 2/.test(e.details));
-  await assert.rejects(c.add('', {}), (e: GrpcError) => e.code === grpc.status.INVALID_ARGUMENT && /container_id/.test(e.details));
+  await assert.rejects(
+    c.add('x', { api_version: 2 }),
+    (e: GrpcError) => e.code === grpc.status.FAILED_PRECONDITION && /version 2/.test(e.details),
+  );
+  await assert.rejects(
+    c.add('', {}),
+    (e: GrpcError) => e.code === grpc.status.INVALID_ARGUMENT && /container_id/.test(e.details),
+  );
 });
 
 test('t3.medium at its limits: 15 concurrent ADDs get unique IPs on 3 ENIs, the 16th fails saying why', async (t) => {
@@ -103,7 +118,10 @@ test('t3.medium at its limits: 15 concurrent ADDs get unique IPs on 3 ENIs, the 
   const replies = await Promise.all(Array.from({ length: 15 }, (_, i) => c.add(`p${i}`)));
   assert.equal(new Set(replies.map((r) => r.ipv4_addr)).size, 15);
   assert.deepEqual([...new Set(replies.map((r) => r.device_number))].sort(), [0, 1, 2]);
-  await assert.rejects(c.add('p15'), (e: GrpcError) => e.code === grpc.status.RESOURCE_EXHAUSTED && /MAX_ENI|limit|ENIs/.test(e.details));
+  await assert.rejects(
+    c.add('p15'),
+    (e: GrpcError) => e.code === grpc.status.RESOURCE_EXHAUSTED && /MAX_ENI|limit|ENIs/.test(e.details),
+  );
   const s = await d.status();
   assert.equal(s.counts.assigned, 15);
   assert.equal((await attachedEnis(h)).length, 3);
@@ -155,12 +173,20 @@ function runIpamdExpectingExit(env: NodeJS.ProcessEnv): Promise<{ code: number |
     let stderr = '';
     p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const timer = setTimeout(() => p.kill('SIGKILL'), 10_000);
-    p.on('exit', (code) => { clearTimeout(timer); resolve({ code, stderr }); });
+    p.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr });
+    });
   });
 }
 
 test('an invalid env var stops ipamd with one line naming the variable and what it accepts', async () => {
-  for (const [name, value] of [['WARM_IP_TARGET', 'abc'], ['MAX_ENI', '-3'], ['AWS_VPC_K8S_CNI_LOGLEVEL', 'loud'], ['WARM_ENI_TARGET', '1.5']] as const) {
+  for (const [name, value] of [
+    ['WARM_IP_TARGET', 'abc'],
+    ['MAX_ENI', '-3'],
+    ['AWS_VPC_K8S_CNI_LOGLEVEL', 'loud'],
+    ['WARM_ENI_TARGET', '1.5'],
+  ] as const) {
     const r = await runIpamdExpectingExit({ [name]: value, AWS_EC2_METADATA_SERVICE_ENDPOINT: 'http://127.0.0.1:9' });
     assert.equal(r.code, 1, `${name}=${value} must stop start-up`);
     const lines = r.stderr.trim().split('\n');
@@ -182,18 +208,30 @@ test('a checkpoint write failure rolls the assignment back and fails the RPC; DE
   // immutable, so the kernel refuses the append with EPERM, and a directory where the snapshot
   // must be renamed to makes a compaction fail too.
   const journal = `${h.checkpoint}.journal`;
-  await waitFor('the journal written by the first ADD', async () => (await stat(journal).catch(() => undefined)) !== undefined || undefined);
+  await waitFor(
+    'the journal written by the first ADD',
+    async () => (await stat(journal).catch(() => undefined)) !== undefined || undefined,
+  );
   execFileSync('chattr', ['+i', journal]);
   await rm(h.checkpoint, { force: true });
   await mkdir(h.checkpoint);
   // t.after hooks run in registration order (h.close() first), so the flag comes off here.
   try {
-  await assert.rejects(c.add('doomed'), (e: GrpcError) => e.code === grpc.status.INTERNAL && /persist/.test(e.details));
-  await assert.rejects(c.del('kept'), (e: GrpcError) => e.code === grpc.status.INTERNAL && /persist/.test(e.details));
-  const s = await d.status();
-  assert.equal(s.counts.assigned, 1, 'the failed ADD left nothing assigned, the failed DEL left kept assigned');
-  const allocs = (await (await fetch(`http://127.0.0.1:${d.introspectionPort}/v1/allocations`)).json()) as Array<{ containerID: string; ipv4: string }>;
-  assert.deepEqual(allocs.map((a) => [a.containerID, a.ipv4]), [['kept', kept.ipv4_addr]]);
+    await assert.rejects(
+      c.add('doomed'),
+      (e: GrpcError) => e.code === grpc.status.INTERNAL && /persist/.test(e.details),
+    );
+    await assert.rejects(c.del('kept'), (e: GrpcError) => e.code === grpc.status.INTERNAL && /persist/.test(e.details));
+    const s = await d.status();
+    assert.equal(s.counts.assigned, 1, 'the failed ADD left nothing assigned, the failed DEL left kept assigned');
+    const allocs = (await (await fetch(`http://127.0.0.1:${d.introspectionPort}/v1/allocations`)).json()) as Array<{
+      containerID: string;
+      ipv4: string;
+    }>;
+    assert.deepEqual(
+      allocs.map((a) => [a.containerID, a.ipv4]),
+      [['kept', kept.ipv4_addr]],
+    );
   } finally {
     execFileSync('chattr', ['-i', journal]);
   }
@@ -204,7 +242,14 @@ test('a checkpoint write failure rolls the assignment back and fails the RPC; DE
 });
 
 test('once serving, ipamd installs the plugin and a conflist built from its settings (temp file + rename)', async (t) => {
-  const h = await createNode({ ipamdEnv: { POD_MTU: '1500', AWS_VPC_K8S_CNI_VETHPREFIX: 'pod', ENI_IPAM_NETWORK_NAME: 'eni-net', ENI_IPAM_CNI_IPAMD_WAIT: '2500ms' } });
+  const h = await createNode({
+    ipamdEnv: {
+      POD_MTU: '1500',
+      AWS_VPC_K8S_CNI_VETHPREFIX: 'pod',
+      ENI_IPAM_NETWORK_NAME: 'eni-net',
+      ENI_IPAM_CNI_IPAMD_WAIT: '2500ms',
+    },
+  });
   t.after(() => h.close());
   await h.startIpamd();
   const confDir = h.env.ENI_IPAM_CNI_CONF_DIR!;
@@ -212,9 +257,22 @@ test('once serving, ipamd installs the plugin and a conflist built from its sett
   assert.deepEqual(await readdir(confDir), ['05-eni-ipam.conflist'], 'no temp file left behind');
   const conf = JSON.parse(await readFile(`${confDir}/05-eni-ipam.conflist`, 'utf8'));
   assert.equal(conf.name, 'eni-net');
-  assert.deepEqual(conf.plugins, [{ type: 'eni-ipam', mtu: 1500, vethPrefix: 'pod', ipamdSocket: h.socket, execSocket: path.join(path.dirname(h.socket), 'cni-exec.sock'), ipamdWaitSeconds: 2.5, logFile: '/var/log/aws-routed-eni/plugin.log' }]);
+  assert.deepEqual(conf.plugins, [
+    {
+      type: 'eni-ipam',
+      mtu: 1500,
+      vethPrefix: 'pod',
+      ipamdSocket: h.socket,
+      execSocket: path.join(path.dirname(h.socket), 'cni-exec.sock'),
+      ipamdWaitSeconds: 2.5,
+      logFile: '/var/log/aws-routed-eni/plugin.log',
+    },
+  ]);
   // Only the native shim: the host needs no Node plugin (and no Node); no temp file left.
-  assert.deepEqual((await readdir(binDir)).filter((f) => f.startsWith('eni-ipam') || f.startsWith('.eni-ipam')).sort(), ['eni-ipam']);
+  assert.deepEqual(
+    (await readdir(binDir)).filter((f) => f.startsWith('eni-ipam') || f.startsWith('.eni-ipam')).sort(),
+    ['eni-ipam'],
+  );
   assert.equal((await stat(`${binDir}/eni-ipam`)).mode & 0o777, 0o755);
   // The installed binary answers VERSION.
   const v = await new Promise<string>((resolve, reject) => {
@@ -239,7 +297,10 @@ test('a full subnet fails waiting ADDs with the reason and pauses grow instead o
   t.after(() => c.close());
   await waitFor('the primary ENI filled', async () => (await d.status()).counts.total === 9);
   for (let i = 0; i < 9; i++) await c.add(`p${i}`);
-  await assert.rejects(c.add('p9'), (e: GrpcError) => e.code === grpc.status.RESOURCE_EXHAUSTED && /subnet has no free addresses/.test(e.details));
+  await assert.rejects(
+    c.add('p9'),
+    (e: GrpcError) => e.code === grpc.status.RESOURCE_EXHAUSTED && /subnet has no free addresses/.test(e.details),
+  );
   await assert.rejects(c.add('p10'), (e: GrpcError) => e.code === grpc.status.RESOURCE_EXHAUSTED);
   const creates = h.sim.countCalls('CreateNetworkInterface');
   assert.ok(creates >= 1 && creates <= 2, `CreateNetworkInterface called ${creates} times within the pause`);

@@ -17,7 +17,20 @@ const name = (kind: string) => `eni-ks-${kind}-${process.pid}-${seq++}`;
 /** Wires `ip` to a pod as cni-plugin/wiring.ts does: veth with its peer in `pod`, /32 route, ip rules. */
 async function wirePod(node: Netns, pod: Netns, veth: string, ip: string, rules = true): Promise<void> {
   const podName = path.basename(pod.path);
-  await run('ip', ['-n', path.basename(node.path), 'link', 'add', veth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', podName]);
+  await run('ip', [
+    '-n',
+    path.basename(node.path),
+    'link',
+    'add',
+    veth,
+    'type',
+    'veth',
+    'peer',
+    'name',
+    'eth0',
+    'netns',
+    podName,
+  ]);
   await run('ip', ['-n', path.basename(node.path), 'link', 'set', veth, 'up']);
   await run('ip', ['-n', path.basename(node.path), 'route', 'replace', `${ip}/32`, 'dev', veth, 'scope', 'link']);
   if (rules) {
@@ -28,7 +41,9 @@ async function wirePod(node: Netns, pod: Netns, veth: string, ip: string, rules 
 
 test('the kernel source reads pod IPs wired to veths whose peer is in another netns, and nothing else', async (t) => {
   const made: Netns[] = [];
-  t.after(async () => { for (const n of made.reverse()) await n.remove().catch(() => undefined); });
+  t.after(async () => {
+    for (const n of made.reverse()) await n.remove().catch(() => undefined);
+  });
   const node = await createNamedNetns(name('node'));
   made.push(node);
   const podA = await createNamedNetns(name('pod'));
@@ -78,16 +93,20 @@ test('ip that fails, prints garbage or a truncated array makes the kernel unread
     return p;
   };
   const cases: Array<[string, string, RegExp]> = [
-    ['garbage', "echo 'Object \"x\" is unknown'; exit 0", /not JSON/],
+    ['garbage', 'echo \'Object "x" is unknown\'; exit 0', /not JSON/],
     ['fails', "echo 'RTNETLINK answers: Operation not permitted' >&2; exit 2", /Operation not permitted/],
     ['truncated', 'printf \'[{"dst":"10.0.0.5","dev":"eni1"}]\\n[{"ifname":"eni1","link_netnsid":0}\\n\'', /not JSON/],
-    ['two-arrays', 'printf \'[]\\n[]\\n\'', /expected 3 JSON arrays/],
+    ['two-arrays', "printf '[]\\n[]\\n'", /expected 3 JSON arrays/],
     ['empty', 'exit 0', /expected 3 JSON arrays/],
     ['wrong-shape', 'printf \'[{"gateway":"x"}]\\n[]\\n[]\\n\'', /route entry without dst/],
   ];
   for (const [file, body, why] of cases) {
     const src = new KernelSource({ ipPath: await fake(file, body) });
-    await assert.rejects(src.readKernel(), (e: Error) => e instanceof KernelUnavailableError && why.test(e.message), file);
+    await assert.rejects(
+      src.readKernel(),
+      (e: Error) => e instanceof KernelUnavailableError && why.test(e.message),
+      file,
+    );
   }
   await assert.rejects(new KernelSource({ ipPath: path.join(dir, 'missing-ip') }).readKernel(), KernelUnavailableError);
   const slow = new KernelSource({ ipPath: await fake('slow', 'sleep 5'), timeoutMs: 200 });

@@ -24,11 +24,23 @@ async function setup(t: { after(fn: () => Promise<void> | void): void }, o: { hi
   api.upsertNode('node-1');
   api.upsertNode('node-2');
   api.upsertPod({ namespace: 'default', name: 'web-1', nodeName: 'node-1', podIP: '10.0.1.10', containerID: 'c1' });
-  api.upsertPod({ namespace: 'kube-system', name: 'aws-node-x', nodeName: 'node-1', podIP: '10.0.0.5', hostNetwork: true });
+  api.upsertPod({
+    namespace: 'kube-system',
+    name: 'aws-node-x',
+    nodeName: 'node-1',
+    podIP: '10.0.0.5',
+    hostNetwork: true,
+  });
   api.upsertPod({ namespace: 'default', name: 'pending-1', nodeName: 'node-1', phase: 'Pending' });
   api.upsertPod({ namespace: 'default', name: 'web-2', nodeName: 'node-2', podIP: '10.0.2.10' });
   const source = (timeoutMs = 1000) => {
-    const s = new KubePodSource({ nodeName: 'node-1', kubeconfigPath: kubeconfig, timeoutMs, retryMinMs: 50, retryMaxMs: 300 });
+    const s = new KubePodSource({
+      nodeName: 'node-1',
+      kubeconfigPath: kubeconfig,
+      timeoutMs,
+      retryMinMs: 50,
+      retryMaxMs: 300,
+    });
     t.after(() => s.stop());
     return s;
   };
@@ -67,7 +79,11 @@ test('the watch picks up pods added, modified and deleted on this node, and igno
   api.upsertPod({ namespace: 'default', name: 'other-node', nodeName: 'node-2', podIP: '10.0.2.11' });
   await waitFor('new-1 seen', () => s.snapshot().pods.some((p) => p.name === 'new-1'), 2000);
   api.upsertPod({ namespace: 'default', name: 'pending-1', nodeName: 'node-1', podIP: '10.0.1.12' });
-  await waitFor('pending-1 got its IP', () => s.snapshot().pods.find((p) => p.name === 'pending-1')?.podIP === '10.0.1.12', 2000);
+  await waitFor(
+    'pending-1 got its IP',
+    () => s.snapshot().pods.find((p) => p.name === 'pending-1')?.podIP === '10.0.1.12',
+    2000,
+  );
   api.deletePod('default', 'web-1');
   await waitFor('web-1 gone', () => !s.snapshot().pods.some((p) => p.name === 'web-1'), 2000);
   assert.deepEqual(names(s.snapshot().pods), ['default/new-1', 'default/pending-1', 'kube-system/aws-node-x']);
@@ -84,13 +100,20 @@ test("setFailure('timeout'): listOnce rejects within timeoutMs, the cut watch ma
 
   api.setFailure('timeout');
   const t0 = Date.now();
-  await assert.rejects(source(timeoutMs).listOnce(), (e: unknown) => e instanceof KubeUnavailableError && /timed out/.test(e.message));
+  await assert.rejects(
+    source(timeoutMs).listOnce(),
+    (e: unknown) => e instanceof KubeUnavailableError && /timed out/.test(e.message),
+  );
   const took = Date.now() - t0;
   assert.ok(took >= timeoutMs - 50 && took < timeoutMs + 1000, `listOnce rejected after ${took} ms`);
   await waitFor('unsynced after the watch was cut', () => !s.snapshot().synced, timeoutMs + 3000);
   const down = s.snapshot();
   assert.ok(down.lastError, 'lastError set');
-  assert.deepEqual(names(down.pods), ['default/pending-1', 'default/web-1', 'kube-system/aws-node-x'], 'last known pods kept while unsynced');
+  assert.deepEqual(
+    names(down.pods),
+    ['default/pending-1', 'default/web-1', 'kube-system/aws-node-x'],
+    'last known pods kept while unsynced',
+  );
 
   // Changes made while the source cannot see them, then recovery.
   api.setFailure('none');
@@ -98,7 +121,11 @@ test("setFailure('timeout'): listOnce rejects within timeoutMs, the cut watch ma
   api.upsertPod({ namespace: 'default', name: 'late-1', nodeName: 'node-1', podIP: '10.0.1.20' });
   await waitFor('synced again', () => s.snapshot().synced, 5000);
   assert.equal(s.snapshot().lastError, undefined);
-  await waitFor('cache caught up', () => names(s.snapshot().pods).join() === 'default/late-1,default/pending-1,kube-system/aws-node-x', 2000);
+  await waitFor(
+    'cache caught up',
+    () => names(s.snapshot().pods).join() === 'default/late-1,default/pending-1,kube-system/aws-node-x',
+    2000,
+  );
 });
 
 test("setFailure('error500') and a stopped server: listOnce rejects with KubeUnavailableError, never a partial list", async (t) => {
@@ -122,12 +149,27 @@ test('a cut watch followed by more changes than the history holds: the source li
   // Cut the watch and, before the client can resume, make more changes than the history keeps.
   api.setFailure('error500');
   api.setFailure('none');
-  for (let i = 0; i < 10; i++) api.upsertPod({ namespace: 'burst', name: `p-${i}`, nodeName: 'node-1', podIP: `10.0.3.${i + 1}` });
+  for (let i = 0; i < 10; i++)
+    api.upsertPod({ namespace: 'burst', name: `p-${i}`, nodeName: 'node-1', podIP: `10.0.3.${i + 1}` });
   api.deletePod('burst', 'p-0');
-  await waitFor('synced again with all burst pods', () => s.snapshot().synced && s.snapshot().pods.filter((p) => p.namespace === 'burst').length === 9, 5000);
-  assert.deepEqual(s.snapshot().pods.filter((p) => p.namespace === 'burst').map((p) => p.name).sort(), ['p-1', 'p-2', 'p-3', 'p-4', 'p-5', 'p-6', 'p-7', 'p-8', 'p-9']);
+  await waitFor(
+    'synced again with all burst pods',
+    () => s.snapshot().synced && s.snapshot().pods.filter((p) => p.namespace === 'burst').length === 9,
+    5000,
+  );
+  assert.deepEqual(
+    s
+      .snapshot()
+      .pods.filter((p) => p.namespace === 'burst')
+      .map((p) => p.name)
+      .sort(),
+    ['p-1', 'p-2', 'p-3', 'p-4', 'p-5', 'p-6', 'p-7', 'p-8', 'p-9'],
+  );
   const after = api.requests.slice(before).map((r) => new URL(r.path, 'http://x'));
-  assert.ok(after.some((u) => u.searchParams.get('watch') === null && u.pathname === '/api/v1/pods'), 'listed again');
+  assert.ok(
+    after.some((u) => u.searchParams.get('watch') === null && u.pathname === '/api/v1/pods'),
+    'listed again',
+  );
 
   // The stand-in itself: a watch from a compacted resourceVersion answers 410 Gone with a Status.
   const r = await fetch(`${api.url}/api/v1/pods?watch=true&resourceVersion=2`);
@@ -146,17 +188,30 @@ test('compaction: the watch gets ERROR 410, the source lists again and converges
   const before = api.requests.length;
   api.compact();
   api.upsertPod({ namespace: 'default', name: 'after-compaction', nodeName: 'node-1', podIP: '10.0.1.40' });
-  await waitFor('synced with the new pod', () => s.snapshot().synced && s.snapshot().pods.some((p) => p.name === 'after-compaction'), 5000);
+  await waitFor(
+    'synced with the new pod',
+    () => s.snapshot().synced && s.snapshot().pods.some((p) => p.name === 'after-compaction'),
+    5000,
+  );
   assert.ok(sawUnsynced, 'unsynced with a 410 lastError between the expiry and the new list');
   const after = api.requests.slice(before).map((r) => new URL(r.path, 'http://x'));
-  assert.ok(after.some((u) => u.searchParams.get('watch') === null && u.pathname === '/api/v1/pods'), 'listed again');
+  assert.ok(
+    after.some((u) => u.searchParams.get('watch') === null && u.pathname === '/api/v1/pods'),
+    'listed again',
+  );
 });
 
 test('without any configuration listOnce rejects with KubeUnavailableError and start() keeps retrying', async (t) => {
-  const saved = { KUBECONFIG: process.env.KUBECONFIG, HOME: process.env.HOME, KUBERNETES_SERVICE_HOST: process.env.KUBERNETES_SERVICE_HOST };
+  const saved = {
+    KUBECONFIG: process.env.KUBECONFIG,
+    HOME: process.env.HOME,
+    KUBERNETES_SERVICE_HOST: process.env.KUBERNETES_SERVICE_HOST,
+  };
   const dir = await mkdtemp(join(tmpdir(), 'eni-ipam-kube-home-'));
   t.after(async () => {
-    for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k]; else process.env[k] = v;
+    for (const [k, v] of Object.entries(saved))
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
     await rm(dir, { recursive: true, force: true });
   });
   delete process.env.KUBECONFIG;
@@ -164,7 +219,10 @@ test('without any configuration listOnce rejects with KubeUnavailableError and s
   process.env.HOME = dir;
   const s = new KubePodSource({ nodeName: 'node-1', retryMinMs: 20, retryMaxMs: 50 });
   t.after(() => s.stop());
-  await assert.rejects(s.listOnce(), (e: unknown) => e instanceof KubeUnavailableError && /configuration/.test(e.message));
+  await assert.rejects(
+    s.listOnce(),
+    (e: unknown) => e instanceof KubeUnavailableError && /configuration/.test(e.message),
+  );
   s.start();
   await waitFor('lastError', () => s.snapshot().lastError, 2000);
   assert.equal(s.snapshot().synced, false);

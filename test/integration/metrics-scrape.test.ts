@@ -30,7 +30,8 @@ import { rm } from 'node:fs/promises';
  * promtool lint findings accepted on purpose: amazon-vpc-cni-k8s's names, kept so its
  * users' dashboards work (counters without `_total`, a latency in ms). Nothing else.
  */
-const COUNTER_NAMES = /^(counter metrics should have "_total" suffix|non-histogram and non-summary metrics should not have "_count" suffix)$/;
+const COUNTER_NAMES =
+  /^(counter metrics should have "_total" suffix|non-histogram and non-summary metrics should not have "_count" suffix)$/;
 const ALLOWED: Record<string, RegExp> = {
   awscni_add_ip_req_count: COUNTER_NAMES,
   awscni_del_ip_req_count: COUNTER_NAMES,
@@ -45,7 +46,12 @@ const ALLOWED: Record<string, RegExp> = {
   awscni_aws_api_latency_ms: /^metric names should not contain abbreviated units$/,
 };
 
-const COMMON = { DISABLE_METRICS: 'false', METRICS_BIND_ADDRESS: '127.0.0.1:0', ENI_IPAM_INSTALL_CNI: 'false', ENI_IPAM_ADD_WAIT_TIMEOUT: '30s' };
+const COMMON = {
+  DISABLE_METRICS: 'false',
+  METRICS_BIND_ADDRESS: '127.0.0.1:0',
+  ENI_IPAM_INSTALL_CNI: 'false',
+  ENI_IPAM_ADD_WAIT_TIMEOUT: '30s',
+};
 
 /** The metrics port ipamd logged in the "ipamd serving" line of its `start`-th start. */
 async function metricsPort(h: NodeHarness, start = 1): Promise<number> {
@@ -55,7 +61,9 @@ async function metricsPort(h: NodeHarness, start = 1): Promise<number> {
       try {
         const o = JSON.parse(line) as { msg?: string; metricsPort?: number };
         if (o.msg === 'ipamd serving' && o.metricsPort) ports.push(o.metricsPort);
-      } catch { /* not JSON */ }
+      } catch {
+        /* not JSON */
+      }
     }
     return ports[start - 1];
   });
@@ -84,26 +92,52 @@ async function started(t: { after(fn: () => Promise<void> | void): void }, p: Pa
 
 test('a real scrape passes promtool, and each metric moves where its concept happens', async (t) => {
   // /28: 11 usable addresses; the instance takes 1, the primary ENI 9: no room for a second ENI.
-  const { h, d, c, port } = await started(t, { subnetCidr: '10.0.0.0/28', ipamdEnv: { IP_COOLDOWN_PERIOD: '1', ENI_IPAM_RECONCILE_INTERVAL: '1s' } });
+  const { h, d, c, port } = await started(t, {
+    subnetCidr: '10.0.0.0/28',
+    ipamdEnv: { IP_COOLDOWN_PERIOD: '1', ENI_IPAM_RECONCILE_INTERVAL: '1s' },
+  });
   const m0 = await scrape(port);
-  assert.equal(sample(m0, 'awscni_ipamd_startup_duration_seconds_count', { success: 'true', with_api_server: 'false', failure_reason: '' }), 1);
+  assert.equal(
+    sample(m0, 'awscni_ipamd_startup_duration_seconds_count', {
+      success: 'true',
+      with_api_server: 'false',
+      failure_reason: '',
+    }),
+    1,
+  );
   assert.equal(sample(m0, 'awscni_ipamd_node_initialization_duration_seconds_count', { success: 'true' }), 1);
   assert.ok((sample(m0, 'process_cpu_user_seconds_total') ?? -1) >= 0, 'process metrics');
-  assert.ok(m0.some((s) => s.name === 'nodejs_eventloop_lag_seconds'), 'Node.js runtime metrics');
+  assert.ok(
+    m0.some((s) => s.name === 'nodejs_eventloop_lag_seconds'),
+    'Node.js runtime metrics',
+  );
   for (const reason of ['no_ip', 'subnet_full', 'eni_limit', 'throttled', 'frozen', 'timeout']) {
-    assert.equal(sample(m0, 'eni_ipam_add_failures_total', { reason }), 0, `failures{reason="${reason}"} exported from the start`);
+    assert.equal(
+      sample(m0, 'eni_ipam_add_failures_total', { reason }),
+      0,
+      `failures{reason="${reason}"} exported from the start`,
+    );
   }
 
   await Promise.all(Array.from({ length: 9 }, (_, i) => c.add(`p${i}`)));
   await addFails(c, 'one-too-many');
   let m = await scrape(port);
-  assert.equal(sample(m, 'eni_ipam_add_failures_total', { reason: 'subnet_full' }), 1, 'the ADD failed because the subnet is full');
+  assert.equal(
+    sample(m, 'eni_ipam_add_failures_total', { reason: 'subnet_full' }),
+    1,
+    'the ADD failed because the subnet is full',
+  );
   assert.equal(sample(m, 'awscni_no_available_ip_addresses'), 1);
   assert.equal(sample(m, 'awscni_add_ip_req_count'), 10);
   assert.equal(sample(m, 'eni_ipam_add_latency_seconds_count', { outcome: 'ok' }), 9);
   assert.equal(sample(m, 'eni_ipam_add_latency_seconds_count', { outcome: 'RESOURCE_EXHAUSTED' }), 1);
-  assert.ok((sample(m, 'awscni_ipamd_error_count', { fn: 'grow_subnet_full' }) ?? 0) >= 1, 'the failed grow is an ipamd error');
-  assert.ok((sample(m, 'eni_ipam_ec2_request_duration_seconds_count', { action: 'AssignPrivateIpAddresses' }) ?? 0) >= 1);
+  assert.ok(
+    (sample(m, 'awscni_ipamd_error_count', { fn: 'grow_subnet_full' }) ?? 0) >= 1,
+    'the failed grow is an ipamd error',
+  );
+  assert.ok(
+    (sample(m, 'eni_ipam_ec2_request_duration_seconds_count', { action: 'AssignPrivateIpAddresses' }) ?? 0) >= 1,
+  );
   const primary = (await d.status()).enis[0].eniId as string;
   assert.equal(sample(m, 'awscni_assigned_ip_per_eni', { eni: primary }), 9);
   assert.equal(sample(m, 'eni_ipam_eni_ip_addresses', { eni: primary, state: 'assigned' }), 9);
@@ -120,12 +154,19 @@ test('a real scrape passes promtool, and each metric moves where its concept hap
   assert.equal(sample(m, 'awscni_del_ip_req_count', { reason: 'cni-del' }), 2);
   assert.equal(sample(m, 'eni_ipam_del_latency_seconds_count', { outcome: 'ok' }), 2);
   assert.equal(sample(m, 'awscni_assigned_ip_per_eni', { eni: primary }), 7);
-  await waitFor('the released IPs out of cooldown', async () => sample(await scrape(port), 'eni_ipam_eni_ip_addresses', { eni: primary, state: 'available' }) === 2);
+  await waitFor(
+    'the released IPs out of cooldown',
+    async () => sample(await scrape(port), 'eni_ipam_eni_ip_addresses', { eni: primary, state: 'available' }) === 2,
+  );
 
   // EC2 loses an unheld address out of band while IMDS still lists it: the reconcile drops it and sees the drift.
   h.sim.faults.setImdsLag('unassign', 120_000);
   const eni = h.sim.state.enis.get(primary)!;
-  const held = new Set(((await (await fetch(`http://127.0.0.1:${d.introspectionPort}/v1/allocations`)).json()) as Array<{ ipv4: string }>).map((a) => a.ipv4));
+  const held = new Set(
+    (
+      (await (await fetch(`http://127.0.0.1:${d.introspectionPort}/v1/allocations`)).json()) as Array<{ ipv4: string }>
+    ).map((a) => a.ipv4),
+  );
   const lost = eni.secondaryIps.find((ip) => !held.has(ip))!;
   assert.ok(lost, 'an unheld secondary IP to lose');
   const ec2 = ec2ClientFor(h.sim);
@@ -137,10 +178,13 @@ test('a real scrape passes promtool, and each metric moves where its concept hap
   });
   assert.ok((sample(m, 'awscni_reconcile_count', { fn: 'eniIPPoolReconcileDel' }) ?? 0) >= 1);
   assert.ok((sample(m, 'eni_ipam_reconcile_passes_total', { result: 'ok' }) ?? 0) >= 1);
-  assert.ok((sample(m, 'eni_ipam_imds_ec2_drift_addresses', { kind: 'imds_only' }) ?? 0) >= 1, 'IMDS still lists the IP EC2 lost');
+  assert.ok(
+    (sample(m, 'eni_ipam_imds_ec2_drift_addresses', { kind: 'imds_only' }) ?? 0) >= 1,
+    'IMDS still lists the IP EC2 lost',
+  );
 
   // Free addresses per subnet: what EC2 reports (DescribeSubnets after a reconcile pass).
-  await waitFor('eni_ipam_subnet_free_addresses equal to the subnet\'s free count', async () => {
+  await waitFor("eni_ipam_subnet_free_addresses equal to the subnet's free count", async () => {
     const v = sample(await scrape(port), 'eni_ipam_subnet_free_addresses', { subnet: h.subnetId });
     return v !== undefined && v === h.sim.state.subnets.get(h.subnetId)!.addresses.freeCount();
   });
@@ -163,9 +207,12 @@ test('an ADD refused at the ENI limit counts failures{reason="eni_limit"}', asyn
 });
 
 test('ADDs failing while EC2 throttles every refill count failures{reason="throttled"}', async (t) => {
-  const { h, d, c, port } = await started(t, { ipamdEnv: { WARM_IP_TARGET: '2', ENI_IPAM_ADD_WAIT_TIMEOUT: '2s', ENI_IPAM_EC2_MAX_ATTEMPTS: '1' } });
+  const { h, d, c, port } = await started(t, {
+    ipamdEnv: { WARM_IP_TARGET: '2', ENI_IPAM_ADD_WAIT_TIMEOUT: '2s', ENI_IPAM_EC2_MAX_ATTEMPTS: '1' },
+  });
   await waitFor('a warm pool of 2', async () => (await d.status()).counts.available === 2);
-  for (const action of ['AssignPrivateIpAddresses', 'CreateNetworkInterface']) h.sim.faults.injectError({ action, code: 'RequestLimitExceeded', count: 10_000 });
+  for (const action of ['AssignPrivateIpAddresses', 'CreateNetworkInterface'])
+    h.sim.faults.injectError({ action, code: 'RequestLimitExceeded', count: 10_000 });
   const n = (await d.status()).counts.available as number;
   await Promise.all(Array.from({ length: n }, (_, i) => c.add(`r${i}`)));
   await addFails(c, 'throttled-out');
@@ -176,7 +223,9 @@ test('ADDs failing while EC2 throttles every refill count failures{reason="throt
 });
 
 test('an ADD on a pool ipamd does not manage counts failures{reason="no_ip"}', async (t) => {
-  const { h, d, c, port } = await started(t, { ipamdEnv: { DISABLE_NETWORK_RESOURCE_PROVISIONING: 'true', ENI_IPAM_ADD_WAIT_TIMEOUT: '1s' } });
+  const { h, d, c, port } = await started(t, {
+    ipamdEnv: { DISABLE_NETWORK_RESOURCE_PROVISIONING: 'true', ENI_IPAM_ADD_WAIT_TIMEOUT: '1s' },
+  });
   const n = (await d.status()).counts.available as number;
   await Promise.all(Array.from({ length: n }, (_, i) => c.add(`s${i}`)));
   await addFails(c, 'nothing-to-give');
@@ -196,7 +245,11 @@ test('an ADD whose wait runs out while a slow refill is under way counts failure
   await addFails(c, 'too-slow');
   const m = await scrape(port);
   assert.equal(sample(m, 'eni_ipam_add_failures_total', { reason: 'timeout' }), 1);
-  assert.equal(sample(m, 'eni_ipam_add_latency_seconds_bucket', { outcome: 'RESOURCE_EXHAUSTED', le: '0.5' }), 0, 'it waited its 1 s');
+  assert.equal(
+    sample(m, 'eni_ipam_add_latency_seconds_bucket', { outcome: 'RESOURCE_EXHAUSTED', le: '0.5' }),
+    0,
+    'it waited its 1 s',
+  );
   assert.equal(sample(m, 'eni_ipam_add_latency_seconds_bucket', { outcome: 'RESOURCE_EXHAUSTED', le: '2.5' }), 1);
 });
 
@@ -218,5 +271,8 @@ test('an ADD failing while the addresses are held unverified by a freeze counts 
   const m = await scrape(await metricsPort(n.h, 2));
   assert.equal(sample(m, 'eni_ipam_add_failures_total', { reason: 'frozen' }), 1);
   assert.equal(sample(m, 'eni_ipam_releases_frozen'), 1);
-  assert.ok(m.some((x) => x.name === 'eni_ipam_release_freeze_reason' && x.labels.source === 'cri'), 'the freeze names the runtime');
+  assert.ok(
+    m.some((x) => x.name === 'eni_ipam_release_freeze_reason' && x.labels.source === 'cri'),
+    'the freeze names the runtime',
+  );
 });

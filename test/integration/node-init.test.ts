@@ -14,7 +14,8 @@ import { fileURLToPath } from 'node:url';
 
 const INIT = fileURLToPath(new URL('../../ipamd/node-init.js', import.meta.url));
 const ns = `eni-init-${process.pid}`;
-const inNs = (...cmd: string[]): string => execFileSync('ip', ['netns', 'exec', ns, ...cmd], { encoding: 'utf8' }).trim();
+const inNs = (...cmd: string[]): string =>
+  execFileSync('ip', ['netns', 'exec', ns, ...cmd], { encoding: 'utf8' }).trim();
 
 function run(cmd: string[]): Promise<{ code: number; out: string }> {
   return new Promise((resolve) => {
@@ -28,21 +29,34 @@ test('node-init installs the shim and sets the sysctls; read-only /proc/sys fail
   const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-init-'));
   execFileSync('ip', ['netns', 'add', ns]);
   t.after(async () => {
-    try { execFileSync('ip', ['netns', 'del', ns]); } catch { /* already gone */ }
+    try {
+      execFileSync('ip', ['netns', 'del', ns]);
+    } catch {
+      /* already gone */
+    }
     await rm(dir, { recursive: true, force: true });
   });
   inNs('ip', 'link', 'add', 'ens5', 'type', 'veth', 'peer', 'name', 'ens5p'); // no dummy module here
   inNs('ip', 'link', 'set', 'ens5', 'up');
   inNs('ip', 'addr', 'add', '10.0.0.10/24', 'dev', 'ens5');
   inNs('ip', 'route', 'add', 'default', 'via', '10.0.0.1', 'dev', 'ens5');
-  for (const k of ['net/ipv4/ip_forward', 'net/ipv4/conf/all/rp_filter', 'net/ipv4/conf/ens5/rp_filter']) inNs('sh', '-c', `echo 0 > /proc/sys/${k}`);
+  for (const k of ['net/ipv4/ip_forward', 'net/ipv4/conf/all/rp_filter', 'net/ipv4/conf/ens5/rp_filter'])
+    inNs('sh', '-c', `echo 0 > /proc/sys/${k}`);
   const shim = path.join(dir, 'shim');
   await writeFile(shim, '#!/bin/sh\necho shim\n');
   const bin = path.join(dir, 'bin');
   execFileSync('mkdir', [bin]);
 
   // read-only /proc/sys first (nothing written, one clear line, exit 1)
-  const ro = await run(['unshare', '--mount', '--propagation', 'private', 'sh', '-c', `mount -o bind,ro /proc/sys /proc/sys && exec ${process.execPath} ${INIT} --shim ${shim} --cni-bin-dir ${bin}`]);
+  const ro = await run([
+    'unshare',
+    '--mount',
+    '--propagation',
+    'private',
+    'sh',
+    '-c',
+    `mount -o bind,ro /proc/sys /proc/sys && exec ${process.execPath} ${INIT} --shim ${shim} --cni-bin-dir ${bin}`,
+  ]);
   assert.equal(ro.code, 1, ro.out);
   assert.match(ro.out, /cannot set net\.ipv4\.ip_forward=1: .*(read-only|EROFS).*privileged/);
   assert.equal(inNs('cat', '/proc/sys/net/ipv4/ip_forward'), '0');

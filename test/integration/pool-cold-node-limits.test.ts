@@ -15,7 +15,10 @@ import { waitFor } from '../helpers/wait.js';
 
 const WAIT = { ENI_IPAM_ADD_WAIT_TIMEOUT: '30s', ENI_IPAM_INSTALL_CNI: 'false' };
 
-async function started(t: { after(fn: () => Promise<void> | void): void }, p: Parameters<typeof createNode>[0]): Promise<{ h: NodeHarness; c: TestIpamdClient }> {
+async function started(
+  t: { after(fn: () => Promise<void> | void): void },
+  p: Parameters<typeof createNode>[0],
+): Promise<{ h: NodeHarness; c: TestIpamdClient }> {
   const h = await createNode({ ...p, ipamdEnv: { ...WAIT, ...p?.ipamdEnv } });
   t.after(() => h.close());
   await h.startIpamd();
@@ -45,20 +48,29 @@ async function failsBecause(c: TestIpamdClient, want: RegExp): Promise<void> {
 test('MAX_ENI below the instance limit: the waiter fails naming MAX_ENI', async (t) => {
   const { c } = await started(t, { instanceType: 'm5.large', ipamdEnv: { MAX_ENI: '2' } });
   await fill(c, 18);
-  await failsBecause(c, /MAX_ENI=2 reached \(instance type m5\.large allows 3 ENIs\) and every ENI holds its 9 secondary IPs \(Ipv4AddressesPerInterface 10/);
+  await failsBecause(
+    c,
+    /MAX_ENI=2 reached \(instance type m5\.large allows 3 ENIs\) and every ENI holds its 9 secondary IPs \(Ipv4AddressesPerInterface 10/,
+  );
 });
 
 test('the instance type ENI limit: the waiter fails naming the type, its ENI limit and its IPs per ENI', async (t) => {
   const { c } = await started(t, { instanceType: 't3.medium' });
   await fill(c, 15);
-  await failsBecause(c, /instance type t3\.medium is at its ENI limit \(3 ENIs\) and every ENI holds its 5 secondary IPs \(Ipv4AddressesPerInterface 6/);
+  await failsBecause(
+    c,
+    /instance type t3\.medium is at its ENI limit \(3 ENIs\) and every ENI holds its 5 secondary IPs \(Ipv4AddressesPerInterface 6/,
+  );
 });
 
 test('a full subnet: the waiter fails naming the subnet and the EC2 error', async (t) => {
   // /28: 11 addresses; the instance takes 1, the primary ENI fills with 9, 1 is left: no room for another ENI.
   const { h, c } = await started(t, { subnetCidr: '10.0.0.0/28' });
   await fill(c, 9);
-  await failsBecause(c, new RegExp(`the subnet has no free addresses \\(EC2 InsufficientFreeAddressesInSubnet for ${h.subnetId}\\)`));
+  await failsBecause(
+    c,
+    new RegExp(`the subnet has no free addresses \\(EC2 InsufficientFreeAddressesInSubnet for ${h.subnetId}\\)`),
+  );
 });
 
 test('EC2 refusing the attach (AttachmentLimitExceeded): the waiter fails saying so, and the unattached ENI is deleted', async (t) => {
@@ -67,6 +79,9 @@ test('EC2 refusing the attach (AttachmentLimitExceeded): the waiter fails saying
   h.sim.faults.injectError({ action: 'AttachNetworkInterface', code: 'AttachmentLimitExceeded', count: 10 });
   await fill(c, 9);
   await waitFor('the refused attach', () => h.sim.countCalls('AttachNetworkInterface') >= 1);
-  await failsBecause(c, /EC2 refused to attach another ENI \(AttachmentLimitExceeded\): the instance is at its ENI limit/);
+  await failsBecause(
+    c,
+    /EC2 refused to attach another ENI \(AttachmentLimitExceeded\): the instance is at its ENI limit/,
+  );
   await waitFor('the new ENI deleted again', () => [...h.sim.state.enis.values()].every((e) => e.attachment), 10_000);
 });

@@ -21,10 +21,20 @@ import { waitFor } from '../helpers/wait.js';
 
 const log = pino({ level: 'silent' });
 
-interface Rig { sim: SimCloud; inv: NodeInventory; ds: Datastore; enis: EniManager; pool: PoolController; service: IpamService }
+interface Rig {
+  sim: SimCloud;
+  inv: NodeInventory;
+  ds: Datastore;
+  enis: EniManager;
+  pool: PoolController;
+  service: IpamService;
+}
 
 /** A started m5.large (3 ENIs × 9) with an empty pool that grows only for waiting ADDs (WARM_IP_TARGET=0). */
-async function rig(t: { after(fn: () => Promise<void> | void): void }, hook: (eni: EniInfo) => Promise<void>): Promise<Rig> {
+async function rig(
+  t: { after(fn: () => Promise<void> | void): void },
+  hook: (eni: EniInfo) => Promise<void>,
+): Promise<Rig> {
   ensureDummyAwsCredentials();
   const sim = new SimCloud();
   await sim.start();
@@ -36,11 +46,32 @@ async function rig(t: { after(fn: () => Promise<void> | void): void }, hook: (en
   loadInventory(ds, inv, Date.now());
   const gate = new ReleaseGate();
   const enis = new EniManager({
-    ec2: inv.ec2, ds, gate, log, additionalTags: {}, unmanagedDeviceIndexes: new Set(), imds: inv.imds, beforeEniUsable: hook,
-    instance: { instanceId: inv.instance.instanceId, subnetId: inv.primary.subnetId, subnetCidr: inv.primary.subnetCidr, securityGroupIds: [], maxEnis: 3, ipsPerEni: 9 },
+    ec2: inv.ec2,
+    ds,
+    gate,
+    log,
+    additionalTags: {},
+    unmanagedDeviceIndexes: new Set(),
+    imds: inv.imds,
+    beforeEniUsable: hook,
+    instance: {
+      instanceId: inv.instance.instanceId,
+      subnetId: inv.primary.subnetId,
+      subnetCidr: inv.primary.subnetCidr,
+      securityGroupIds: [],
+      maxEnis: 3,
+      ipsPerEni: 9,
+    },
   });
   const pool = new PoolController({
-    ds, ec2: inv.ec2, enis, gate, log, targets: { warmEniTarget: 0, warmIpTarget: 0, maxEni: 3 }, intervalMs: 60_000, shrinkDelayMs: 60_000,
+    ds,
+    ec2: inv.ec2,
+    enis,
+    gate,
+    log,
+    targets: { warmEniTarget: 0, warmIpTarget: 0, maxEni: 3 },
+    intervalMs: 60_000,
+    shrinkDelayMs: 60_000,
     limits: { instanceType: 'm5.large', instanceMaxEnis: 3, ipv4PerEni: 10 },
   });
   const service = new IpamService({ ds, pool, persist: async () => undefined, log, addWaitTimeoutMs: 30_000 });
@@ -66,21 +97,35 @@ test('waiters are served the moment one new ENI is usable, while another ENI of 
   // 20 ADDs on an empty pool: one refill = 9 on the primary ENI + two new ENIs (9 + 2), created in parallel.
   const results: AddResult[] = [];
   const adds = Array.from({ length: 20 }, (_, i) => r.service.add(key(i)).then((a) => void results.push(a)));
-  await waitFor('both ENIs attached and the first one usable', () => hooked.length === 2 && r.ds.listEnis().length === 2, 20_000);
+  await waitFor(
+    'both ENIs attached and the first one usable',
+    () => hooked.length === 2 && r.ds.listEnis().length === 2,
+    20_000,
+  );
   const first = r.ds.listEnis().find((e) => !e.isPrimary)!;
   const stuck = hooked.find((id) => id !== first.eniId)!;
   const firstSize = r.ds.eniIps(first.eniId).length;
-  await waitFor('the waiters the primary ENI and the first new ENI can serve', () => results.length === 9 + firstSize, 10_000);
+  await waitFor(
+    'the waiters the primary ENI and the first new ENI can serve',
+    () => results.length === 9 + firstSize,
+    10_000,
+  );
   assert.equal(r.enis.pendingIds().includes(stuck), true, 'the ENI whose setup hangs stays pending');
   assert.equal(r.ds.getEni(stuck), undefined, 'no IP of an ENI whose setup has not finished is in the datastore');
   assert.equal(r.sim.countCalls('CreateNetworkInterface'), 2, 'one refill: two ENIs, no more');
-  const devices = [...r.sim.state.enis.values()].filter((e) => e.attachment).map((e) => e.attachment!.deviceIndex).sort();
+  const devices = [...r.sim.state.enis.values()]
+    .filter((e) => e.attachment)
+    .map((e) => e.attachment!.deviceIndex)
+    .sort();
   assert.deepEqual(devices, [0, 1, 2], 'each new ENI at its own device index');
 
   release();
   await Promise.all(adds);
   assert.equal(new Set(results.map((a) => a.allocation.ipv4)).size, 20);
-  assert.ok(results.some((a) => a.eni.eniId === stuck), 'the last waiters were served from the ENI once its setup finished');
+  assert.ok(
+    results.some((a) => a.eni.eniId === stuck),
+    'the last waiters were served from the ENI once its setup finished',
+  );
 });
 
 test('a failing "before usable" hook keeps the ENI pending and its IPs out of the pool until a retry succeeds', async (t) => {

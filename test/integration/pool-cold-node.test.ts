@@ -22,14 +22,16 @@ test('cold m5.xlarge: 30 ADDs within 1 s with slow create/attach are all served,
   const c = ipamdClient(h.socket);
   t.after(() => c.close());
 
-  const outcomes = await Promise.all(Array.from({ length: 30 }, async (_, i) => {
-    await new Promise((r) => setTimeout(r, (i * 1000) / 30));
-    try {
-      return { id: `cold${i}`, ip: (await c.add(`cold${i}`)).ipv4_addr };
-    } catch (e) {
-      return { id: `cold${i}`, err: (e as GrpcError).details ?? (e as Error).message };
-    }
-  }));
+  const outcomes = await Promise.all(
+    Array.from({ length: 30 }, async (_, i) => {
+      await new Promise((r) => setTimeout(r, (i * 1000) / 30));
+      try {
+        return { id: `cold${i}`, ip: (await c.add(`cold${i}`)).ipv4_addr };
+      } catch (e) {
+        return { id: `cold${i}`, err: (e as GrpcError).details ?? (e as Error).message };
+      }
+    }),
+  );
   const failed = outcomes.filter((o) => o.err);
   assert.deepEqual(failed, [], 'no ADD may fail');
   const ips = outcomes.map((o) => o.ip!);
@@ -41,12 +43,19 @@ test('cold m5.xlarge: 30 ADDs within 1 s with slow create/attach are all served,
   for (const ip of ips) assert.ok(onEc2.has(ip), `${ip} is on one of the instance's ENIs in EC2`);
 
   // The pool settles at the instance's limit: exactly 3 ENIs created and attached, distinct device indexes.
-  await waitFor('the warm pool to settle (4 ENIs, 14 available)', async () => {
-    const s = await d.status();
-    return s.counts.total === 56 && s.counts.available === 26 && s.eniLifecycle.pendingEnis.length === 0;
-  }, 30_000);
+  await waitFor(
+    'the warm pool to settle (4 ENIs, 14 available)',
+    async () => {
+      const s = await d.status();
+      return s.counts.total === 56 && s.counts.available === 26 && s.eniLifecycle.pendingEnis.length === 0;
+    },
+    30_000,
+  );
   assert.equal(h.sim.countCalls('CreateNetworkInterface'), 3, 'CreateNetworkInterface calls');
   assert.equal(h.sim.countCalls('AttachNetworkInterface'), 3, 'AttachNetworkInterface calls');
-  const devices = [...h.sim.state.enis.values()].filter((e) => e.attachment?.instanceId === h.instanceId).map((e) => e.attachment!.deviceIndex).sort();
+  const devices = [...h.sim.state.enis.values()]
+    .filter((e) => e.attachment?.instanceId === h.instanceId)
+    .map((e) => e.attachment!.deviceIndex)
+    .sort();
   assert.deepEqual(devices, [0, 1, 2, 3]);
 });

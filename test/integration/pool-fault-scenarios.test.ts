@@ -24,7 +24,9 @@ import { waitFor } from '../helpers/wait.js';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test('throttled EC2 (both classes) while pods come and go: every ADD served with an IP EC2 shows; nothing lost once it lifts', async (t) => {
-  const n = await createLifecycleNode({ env: { WARM_IP_TARGET: '2', ENI_IPAM_SHRINK_DELAY: '1s', ENI_IPAM_ADD_WAIT_TIMEOUT: '20s' } });
+  const n = await createLifecycleNode({
+    env: { WARM_IP_TARGET: '2', ENI_IPAM_SHRINK_DELAY: '1s', ENI_IPAM_ADD_WAIT_TIMEOUT: '20s' },
+  });
   t.after(() => n.close());
   await n.start();
   await waitUnfrozen(n);
@@ -57,7 +59,10 @@ test('subnet out of addresses: waiting ADDs fail saying so, the pool keeps servi
   await waitUnfrozen(n);
   await waitFor('the primary ENI filled', async () => (await n.status()).counts.total === 9);
   for (let i = 0; i < 9; i++) await addOnEc2(n, `p${i}`);
-  await assert.rejects(n.add('p9'), (e: GrpcError) => e.code === grpc.status.RESOURCE_EXHAUSTED && /subnet has no free addresses/.test(e.details));
+  await assert.rejects(
+    n.add('p9'),
+    (e: GrpcError) => e.code === grpc.status.RESOURCE_EXHAUSTED && /subnet has no free addresses/.test(e.details),
+  );
   n.cri.removePod('p9'); // kubelet tears the failed sandbox down
   await n.client.del('p9');
   for (const id of ['p0', 'p1']) await n.del(id);
@@ -69,12 +74,18 @@ test('subnet out of addresses: waiting ADDs fail saying so, the pool keeps servi
 
 test('prefix delegation, no free /28 left (InsufficientCidrBlocks): ADDs beyond the prefixes fail saying so; nothing lost', async (t) => {
   // /26: of its four /28 blocks the first (the instance's IP, AWS-reserved) and the last (broadcast) cannot be delegated.
-  const n = await createLifecycleNode({ subnetCidr: '10.0.0.0/26', env: { ENABLE_PREFIX_DELEGATION: 'true', WARM_PREFIX_TARGET: '1', ENI_IPAM_ADD_WAIT_TIMEOUT: '1500ms' } });
+  const n = await createLifecycleNode({
+    subnetCidr: '10.0.0.0/26',
+    env: { ENABLE_PREFIX_DELEGATION: 'true', WARM_PREFIX_TARGET: '1', ENI_IPAM_ADD_WAIT_TIMEOUT: '1500ms' },
+  });
   t.after(() => n.close());
   await n.start();
   await waitUnfrozen(n);
   for (let i = 0; i < 32; i++) await addOnEc2(n, `p${i}`);
-  await assert.rejects(n.add('p32'), (e: GrpcError) => e.code === grpc.status.RESOURCE_EXHAUSTED && /InsufficientCidrBlocks/.test(e.details));
+  await assert.rejects(
+    n.add('p32'),
+    (e: GrpcError) => e.code === grpc.status.RESOURCE_EXHAUSTED && /InsufficientCidrBlocks/.test(e.details),
+  );
   n.cri.removePod('p32');
   await n.client.del('p32');
   assert.ok(n.h.sim.calls.some((c) => c.errorCode === 'InsufficientCidrBlocks'));
@@ -93,33 +104,66 @@ test('a failed or partial DescribeNetworkInterfaces decides nothing: no sweep de
   for (let i = 0; i < 9; i++) await n.add(`p${i}`);
   await waitFor('2 ENIs attached', async () => (await n.status()).counts.enis === 2);
   const tags = { 'node.k8s.amazonaws.com/instance_id': n.h.instanceId };
-  const leaked = [await createEniVia(n, tags, `aws-K8S-${n.h.instanceId}`), await createEniVia(n, tags, `aws-K8S-${n.h.instanceId}`)];
+  const leaked = [
+    await createEniVia(n, tags, `aws-K8S-${n.h.instanceId}`),
+    await createEniVia(n, tags, `aws-K8S-${n.h.instanceId}`),
+  ];
   // An available IP taken off the second ENI behind ipamd's back: only a complete describe may drop it.
-  const second = [...n.h.sim.state.enis.values()].find((e) => e.attachment?.instanceId === n.h.instanceId && e.attachment.deviceIndex === 1)!;
+  const second = [...n.h.sim.state.enis.values()].find(
+    (e) => e.attachment?.instanceId === n.h.instanceId && e.attachment.deviceIndex === 1,
+  )!;
   const spare = second.secondaryIps.find((ip) => ![...n.pods.values()].includes(ip))!;
-  await n.ec2.send(new UnassignPrivateIpAddressesCommand({ NetworkInterfaceId: second.networkInterfaceId, PrivateIpAddresses: [spare] }));
+  await n.ec2.send(
+    new UnassignPrivateIpAddressesCommand({
+      NetworkInterfaceId: second.networkInterfaceId,
+      PrivateIpAddresses: [spare],
+    }),
+  );
   const before = await n.status();
   const from = n.h.sim.calls.length;
   for (const mode of ['every call fails', 'the second page fails'] as const) {
     n.h.sim.faults.reset();
-    if (mode === 'every call fails') n.h.sim.faults.injectError({ action: 'DescribeNetworkInterfaces', code: 'InternalError', count: 100_000 });
+    if (mode === 'every call fails')
+      n.h.sim.faults.injectError({ action: 'DescribeNetworkInterfaces', code: 'InternalError', count: 100_000 });
     else {
       n.h.sim.faults.setDescribePageSize(1);
-      n.h.sim.faults.injectError({ action: 'DescribeNetworkInterfaces', code: 'InternalError', count: 100_000, laterPagesOnly: true });
+      n.h.sim.faults.injectError({
+        action: 'DescribeNetworkInterfaces',
+        code: 'InternalError',
+        count: 100_000,
+        laterPagesOnly: true,
+      });
     }
     const passes = (await n.status()).eniLifecycle.reconcilePasses as number;
     await ageEnis(n, leaked);
-    await waitFor(`${mode}: a failed sweep and two failed reconcile passes`, async () => {
-      const s = (await n.status()).eniLifecycle;
-      return /describe failed/.test(s.lastSweep?.skipped ?? '') && s.reconcilePasses >= passes + 2 && s.lastReconcile?.ok === false;
-    }, 40_000, 100);
+    await waitFor(
+      `${mode}: a failed sweep and two failed reconcile passes`,
+      async () => {
+        const s = (await n.status()).eniLifecycle;
+        return (
+          /describe failed/.test(s.lastSweep?.skipped ?? '') &&
+          s.reconcilePasses >= passes + 2 &&
+          s.lastReconcile?.ok === false
+        );
+      },
+      40_000,
+      100,
+    );
     assert.deepEqual(releaseCallsSince(n.h.sim.calls, from), [], `${mode}: no release`);
     for (const id of leaked) assert.ok(n.h.sim.state.enis.has(id), `${mode}: ${id} kept`);
     const s = await n.status();
-    assert.deepEqual(s.enis.map((e: { eniId: string; total: number }) => [e.eniId, e.total]), before.enis.map((e: { eniId: string; total: number }) => [e.eniId, e.total]), `${mode}: datastore unchanged`);
+    assert.deepEqual(
+      s.enis.map((e: { eniId: string; total: number }) => [e.eniId, e.total]),
+      before.enis.map((e: { eniId: string; total: number }) => [e.eniId, e.total]),
+      `${mode}: datastore unchanged`,
+    );
   }
   n.h.sim.faults.reset();
-  await waitFor('the reconcile dropped the spare IP', async () => (await n.status()).eniLifecycle.lastReconcile?.removedIps.includes(spare), 30_000);
+  await waitFor(
+    'the reconcile dropped the spare IP',
+    async () => (await n.status()).eniLifecycle.lastReconcile?.removedIps.includes(spare),
+    30_000,
+  );
   await waitFor('the sweep deleted both leaks', () => leaked.every((id) => !n.h.sim.state.enis.has(id)), 30_000);
   await waitConverged(n);
   assert.deepEqual(await nothingLost(n), []);

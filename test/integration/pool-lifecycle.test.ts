@@ -9,7 +9,16 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createLifecycleNode, type LifecycleNode, leakedEnis, ageEnis, listParam, nothingLost, waitInFlight, waitUnfrozen } from '../helpers/lifecycle-node.js';
+import {
+  createLifecycleNode,
+  type LifecycleNode,
+  leakedEnis,
+  ageEnis,
+  listParam,
+  nothingLost,
+  waitInFlight,
+  waitUnfrozen,
+} from '../helpers/lifecycle-node.js';
 import { waitFor } from '../helpers/wait.js';
 
 const unassignCalls = (n: LifecycleNode) => n.h.sim.calls.filter((c) => c.action === 'UnassignPrivateIpAddresses');
@@ -21,7 +30,10 @@ test('surplus is released only after it stayed surplus for ENI_IPAM_SHRINK_DELAY
   await waitUnfrozen(n);
   const ids = Array.from({ length: 12 }, (_, i) => `p${i}`);
   for (const id of ids) await n.add(id);
-  await waitFor('2 warm IPs on 2 ENIs', async () => { const s = await n.status(); return s.counts.available === 2 && s.counts.enis === 2; });
+  await waitFor('2 warm IPs on 2 ENIs', async () => {
+    const s = await n.status();
+    return s.counts.available === 2 && s.counts.enis === 2;
+  });
   const delStart = Date.now();
   await Promise.all(ids.map((id) => n.del(id)));
   await waitFor('the surplus released', async () => (await n.status()).counts.total === 2, 15_000);
@@ -34,11 +46,23 @@ test('surplus is released only after it stayed surplus for ENI_IPAM_SHRINK_DELAY
     if (last && c.at - last[0]!.at < 150) last.push(c);
     else passes.push([c]);
   }
-  for (const p of passes) assert.equal(new Set(p.map((c) => c.params.NetworkInterfaceId)).size, p.length, 'one batched call per ENI per pass');
+  for (const p of passes)
+    assert.equal(
+      new Set(p.map((c) => c.params.NetworkInterfaceId)).size,
+      p.length,
+      'one batched call per ENI per pass',
+    );
   assert.ok(passes.length <= 2, `${passes.length} passes`);
-  for (const c of calls) assert.ok(c.at - delStart >= 1950, `Unassign ${c.at - delStart} ms after the surplus appeared; the delay is 2 s`);
-  assert.equal(calls.reduce((sum, c) => sum + listParam(c.params, 'PrivateIpAddress').length, 0), 12);
-  assert.ok(calls.some((c) => listParam(c.params, 'PrivateIpAddress').length > 1), 'batched, not one IP per call');
+  for (const c of calls)
+    assert.ok(c.at - delStart >= 1950, `Unassign ${c.at - delStart} ms after the surplus appeared; the delay is 2 s`);
+  assert.equal(
+    calls.reduce((sum, c) => sum + listParam(c.params, 'PrivateIpAddress').length, 0),
+    12,
+  );
+  assert.ok(
+    calls.some((c) => listParam(c.params, 'PrivateIpAddress').length > 1),
+    'batched, not one IP per call',
+  );
   assert.deepEqual(await nothingLost(n), []);
 });
 
@@ -61,7 +85,9 @@ test('a surplus that does not persist for the delay releases nothing', async (t)
 });
 
 test('demand returning cancels the rest of a release; no ADD ever gets an IP being unassigned', async (t) => {
-  const n = await createLifecycleNode({ env: { WARM_IP_TARGET: '2', ENI_IPAM_SHRINK_DELAY: '1s', ENI_IPAM_ADD_WAIT_TIMEOUT: '15s' } });
+  const n = await createLifecycleNode({
+    env: { WARM_IP_TARGET: '2', ENI_IPAM_SHRINK_DELAY: '1s', ENI_IPAM_ADD_WAIT_TIMEOUT: '15s' },
+  });
   t.after(() => n.close());
   await n.start();
   await waitUnfrozen(n);
@@ -78,14 +104,20 @@ test('demand returning cancels the rest of a release; no ADD ever gets an IP bei
   const replies = await Promise.all(second.map(async (id) => ({ ip: (await n.add(id)).ipv4_addr, at: Date.now() })));
   await new Promise((r) => setTimeout(r, 2000));
   const calls = unassignCalls(n);
-  assert.equal(calls.length, 1, `the release stopped after the batch in flight: ${calls.map((c) => c.params.NetworkInterfaceId).join(', ')}`);
+  assert.equal(
+    calls.length,
+    1,
+    `the release stopped after the batch in flight: ${calls.map((c) => c.params.NetworkInterfaceId).join(', ')}`,
+  );
   const got = replies.map((r) => r.ip);
   assert.equal(new Set(got).size, got.length, 'every ADD got a unique IP');
   // An IP of the batch may come back later through a new AssignPrivateIpAddresses; never before EC2 took it.
   const unassignedAt = calls[0]!.at + (calls[0]!.durationMs ?? 0);
   for (const r of replies) {
     if (!inFlight.includes(r.ip)) continue;
-    const reassigned = n.h.sim.calls.some((c) => c.action === 'AssignPrivateIpAddresses' && c.at >= unassignedAt && c.at <= r.at);
+    const reassigned = n.h.sim.calls.some(
+      (c) => c.action === 'AssignPrivateIpAddresses' && c.at >= unassignedAt && c.at <= r.at,
+    );
     assert.ok(reassigned && r.at >= unassignedAt, `ADD got ${r.ip} while it was being unassigned`);
   }
   const s = await n.status();
@@ -101,25 +133,54 @@ test('an empty ENI is freed: detach (not forced), wait for detached, delete; Not
   n.h.sim.faults.setAttachmentDelays({ detachMs: 700 });
   const ids = Array.from({ length: 18 }, (_, i) => `p${i}`);
   for (const id of ids) await n.add(id);
-  await waitFor('3 ENIs, one warm', async () => { const s = await n.status(); return s.counts.enis === 3 && s.counts.available === 9; });
-  const created = [...n.h.sim.state.enis.values()].filter((e) => (e.attachment?.deviceIndex ?? 0) > 0).map((e) => e.networkInterfaceId);
-  n.h.sim.faults.injectError({ action: 'DeleteNetworkInterface', code: 'InvalidNetworkInterfaceID.NotFound', count: 1 });
+  await waitFor('3 ENIs, one warm', async () => {
+    const s = await n.status();
+    return s.counts.enis === 3 && s.counts.available === 9;
+  });
+  const created = [...n.h.sim.state.enis.values()]
+    .filter((e) => (e.attachment?.deviceIndex ?? 0) > 0)
+    .map((e) => e.networkInterfaceId);
+  n.h.sim.faults.injectError({
+    action: 'DeleteNetworkInterface',
+    code: 'InvalidNetworkInterfaceID.NotFound',
+    count: 1,
+  });
   const keep = ids.slice(0, 3);
   for (const id of ids.slice(3)) await n.del(id);
   // WARM_ENI_TARGET=1 keeps one ENI's worth (9) available: one of the two secondary ENIs must go.
   await waitFor('one secondary ENI freed', async () => (await n.status()).counts.enis === 2, 15_000);
-  const freed = await waitFor('a created ENI detached', () => created.find((id) => !n.h.sim.state.enis.get(id)?.attachment), 10_000);
-  await waitFor('the delete', () => n.h.sim.calls.some((c) => c.action === 'DeleteNetworkInterface' && c.params.NetworkInterfaceId === freed && c.durationMs !== undefined), 10_000);
-  const mine = n.h.sim.calls.filter((c) => c.params.NetworkInterfaceId === freed || (c.action === 'DetachNetworkInterface'));
+  const freed = await waitFor(
+    'a created ENI detached',
+    () => created.find((id) => !n.h.sim.state.enis.get(id)?.attachment),
+    10_000,
+  );
+  await waitFor(
+    'the delete',
+    () =>
+      n.h.sim.calls.some(
+        (c) =>
+          c.action === 'DeleteNetworkInterface' && c.params.NetworkInterfaceId === freed && c.durationMs !== undefined,
+      ),
+    10_000,
+  );
+  const mine = n.h.sim.calls.filter(
+    (c) => c.params.NetworkInterfaceId === freed || c.action === 'DetachNetworkInterface',
+  );
   const detach = mine.find((c) => c.action === 'DetachNetworkInterface');
   assert.ok(detach, 'detached');
   assert.notEqual(detach.params.Force, 'true', 'never forced');
   const del = mine.find((c) => c.action === 'DeleteNetworkInterface');
-  assert.ok(del && del.at >= detach.at + 600, `delete only after the detach completed (700 ms): ${JSON.stringify(mine.map((c) => [c.action, c.at - detach.at, c.errorCode]))}`);
+  assert.ok(
+    del && del.at >= detach.at + 600,
+    `delete only after the detach completed (700 ms): ${JSON.stringify(mine.map((c) => [c.action, c.at - detach.at, c.errorCode]))}`,
+  );
   assert.equal(del.errorCode, 'InvalidNetworkInterfaceID.NotFound', 'the injected NotFound');
   assert.ok(!(await n.status()).enis.some((e: { eniId: string }) => e.eniId === freed), 'NotFound counted as deleted');
   // The injected NotFound left the ENI in EC2: the sweep takes it once it is 5 minutes old.
-  assert.deepEqual(leakedEnis(n).map((e) => e.networkInterfaceId), [freed]);
+  assert.deepEqual(
+    leakedEnis(n).map((e) => e.networkInterfaceId),
+    [freed],
+  );
   await ageEnis(n, [freed]);
   await waitFor('the sweep deleted the leftover', () => !n.h.sim.state.enis.has(freed), 10_000);
   for (const id of keep) assert.ok(n.pods.has(id));
@@ -127,7 +188,9 @@ test('an empty ENI is freed: detach (not forced), wait for detached, delete; Not
 });
 
 test('an ENI holding a cooling IP is not freed until the IP has cooled down', async (t) => {
-  const n = await createLifecycleNode({ env: { ENI_IPAM_MIN_ENI_AGE: '1s', ENI_IPAM_SHRINK_DELAY: '500ms', IP_COOLDOWN_PERIOD: '4s' } });
+  const n = await createLifecycleNode({
+    env: { ENI_IPAM_MIN_ENI_AGE: '1s', ENI_IPAM_SHRINK_DELAY: '500ms', IP_COOLDOWN_PERIOD: '4s' },
+  });
   t.after(() => n.close());
   await n.start();
   await waitUnfrozen(n);
@@ -135,21 +198,36 @@ test('an ENI holding a cooling IP is not freed until the IP has cooled down', as
   const eniOf = new Map<string, string>();
   for (const id of ids) eniOf.set(id, (await n.add(id)).ipv4_addr);
   await waitFor('3 ENIs', async () => (await n.status()).counts.enis === 3);
-  const attachmentOf = new Map([...n.h.sim.state.enis.values()].filter((e) => e.attachment).map((e) => [e.attachment!.attachmentId, e]));
+  const attachmentOf = new Map(
+    [...n.h.sim.state.enis.values()].filter((e) => e.attachment).map((e) => [e.attachment!.attachmentId, e]),
+  );
   const delAt = new Map<string, number>();
   for (const id of ids) {
     await n.del(id);
     delAt.set(eniOf.get(id)!, Date.now());
   }
-  await waitFor('two ENIs freed', () => n.h.sim.calls.filter((c) => c.action === 'DetachNetworkInterface').length === 2, 20_000);
+  await waitFor(
+    'two ENIs freed',
+    () => n.h.sim.calls.filter((c) => c.action === 'DetachNetworkInterface').length === 2,
+    20_000,
+  );
   for (const c of n.h.sim.calls.filter((x) => x.action === 'DetachNetworkInterface')) {
     const eni = attachmentOf.get(c.params.AttachmentId!)!;
     const lastDel = Math.max(0, ...eni.secondaryIps.map((ip) => delAt.get(ip) ?? 0));
-    assert.ok(c.at >= lastDel + 3950, `${eni.networkInterfaceId} detached ${c.at - lastDel} ms after its last IP was released; cooldown is 4 s`);
+    assert.ok(
+      c.at >= lastDel + 3950,
+      `${eni.networkInterfaceId} detached ${c.at - lastDel} ms after its last IP was released; cooldown is 4 s`,
+    );
   }
   // A freed ENI is deleted once its detach completes. Wait for that state (the ENIs gone
   // from EC2), not for "none available": a detaching ENI is not available yet either.
-  const freed = n.h.sim.calls.filter((x) => x.action === 'DetachNetworkInterface').map((c) => attachmentOf.get(c.params.AttachmentId!)!.networkInterfaceId);
-  await waitFor(`the freed ENIs ${freed.join(', ')} deleted`, () => freed.every((id) => !n.h.sim.state.enis.has(id)), 20_000);
+  const freed = n.h.sim.calls
+    .filter((x) => x.action === 'DetachNetworkInterface')
+    .map((c) => attachmentOf.get(c.params.AttachmentId!)!.networkInterfaceId);
+  await waitFor(
+    `the freed ENIs ${freed.join(', ')} deleted`,
+    () => freed.every((id) => !n.h.sim.state.enis.has(id)),
+    20_000,
+  );
   assert.deepEqual(await nothingLost(n), []);
 });

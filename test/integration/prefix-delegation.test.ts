@@ -19,10 +19,19 @@ import { waitFor } from '../helpers/wait.js';
 const MUTATING = ['UnassignPrivateIpAddresses', 'DetachNetworkInterface', 'DeleteNetworkInterface'];
 
 async function attachedEnis(h: NodeHarness) {
-  const ec2 = new EC2Client({ region: 'us-west-2', endpoint: h.sim.ec2Endpoint, credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, maxAttempts: 1 });
+  const ec2 = new EC2Client({
+    region: 'us-west-2',
+    endpoint: h.sim.ec2Endpoint,
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    maxAttempts: 1,
+  });
   try {
-    const out = await ec2.send(new DescribeNetworkInterfacesCommand({ Filters: [{ Name: 'attachment.instance-id', Values: [h.instanceId] }] }));
-    return (out.NetworkInterfaces ?? []).sort((a, b) => (a.Attachment?.DeviceIndex ?? 0) - (b.Attachment?.DeviceIndex ?? 0));
+    const out = await ec2.send(
+      new DescribeNetworkInterfacesCommand({ Filters: [{ Name: 'attachment.instance-id', Values: [h.instanceId] }] }),
+    );
+    return (out.NetworkInterfaces ?? []).sort(
+      (a, b) => (a.Attachment?.DeviceIndex ?? 0) - (b.Attachment?.DeviceIndex ?? 0),
+    );
   } finally {
     ec2.destroy();
   }
@@ -40,7 +49,12 @@ test('m5.large with WARM_PREFIX_TARGET=1: pods get IPs out of /28s; a prefix is 
   // A stand-in CRI keeps the pods live, so releases are not frozen (docs/design.md#4-restore-after-restart).
   const n = await createLifecycleNode({
     instanceType: 'm5.large',
-    env: { ENABLE_PREFIX_DELEGATION: 'true', WARM_PREFIX_TARGET: '1', IP_COOLDOWN_PERIOD: '1s', ENI_IPAM_SHRINK_DELAY: '1s' },
+    env: {
+      ENABLE_PREFIX_DELEGATION: 'true',
+      WARM_PREFIX_TARGET: '1',
+      IP_COOLDOWN_PERIOD: '1s',
+      ENI_IPAM_SHRINK_DELAY: '1s',
+    },
   });
   t.after(() => n.close());
   const h = n.h;
@@ -59,7 +73,11 @@ test('m5.large with WARM_PREFIX_TARGET=1: pods get IPs out of /28s; a prefix is 
   });
   const prefixes = await primaryPrefixes(h);
   assert.equal(prefixes.length, 3);
-  for (const [id, ip] of pods) assert.ok(prefixes.some((p) => inPrefix(ip, p)), `${id}'s ${ip} is inside a prefix EC2 shows`);
+  for (const [id, ip] of pods)
+    assert.ok(
+      prefixes.some((p) => inPrefix(ip, p)),
+      `${id}'s ${ip} is inside a prefix EC2 shows`,
+    );
   const byPrefix = (p: string) => [...pods].filter(([, ip]) => inPrefix(ip, p)).map(([id]) => id);
   const full = prefixes.find((p) => byPrefix(p).length === 16);
   assert.ok(full, 'the first 16 pods share one /28');
@@ -80,7 +98,10 @@ test('m5.large with WARM_PREFIX_TARGET=1: pods get IPs out of /28s; a prefix is 
   await waitFor('one prefix unassigned', async () => (await primaryPrefixes(h)).length === 2, 15_000);
   const unassigns = h.sim.calls.filter((x) => x.action === 'UnassignPrivateIpAddresses');
   assert.equal(unassigns.length, 1);
-  assert.ok(unassigns[0]!.at - delAt >= 1900, `released ${unassigns[0]!.at - delAt} ms after the DEL: cooldown 1 s + shrink delay 1 s`);
+  assert.ok(
+    unassigns[0]!.at - delAt >= 1900,
+    `released ${unassigns[0]!.at - delAt} ms after the DEL: cooldown 1 s + shrink delay 1 s`,
+  );
   assert.deepEqual(listParam(unassigns[0]!.params, 'PrivateIpAddress'), [], 'never single addresses of a prefix');
   const released = listParam(unassigns[0]!.params, 'Ipv4Prefix');
   assert.equal(released.length, 1, 'one prefix, unassigned as a prefix');
@@ -104,7 +125,15 @@ test('m5.large with WARM_PREFIX_TARGET=1: pods get IPs out of /28s; a prefix is 
 });
 
 test('prefix mode with WARM_IP_TARGET/MINIMUM_IP_TARGET counts IPs rounded up to prefixes', async (t) => {
-  const h = await createNode({ instanceType: 'm5.large', ipamdEnv: { ENABLE_PREFIX_DELEGATION: 'true', WARM_IP_TARGET: '5', MINIMUM_IP_TARGET: '20', WARM_PREFIX_TARGET: '4' } });
+  const h = await createNode({
+    instanceType: 'm5.large',
+    ipamdEnv: {
+      ENABLE_PREFIX_DELEGATION: 'true',
+      WARM_IP_TARGET: '5',
+      MINIMUM_IP_TARGET: '20',
+      WARM_PREFIX_TARGET: '4',
+    },
+  });
   t.after(() => h.close());
   const d = await h.startIpamd();
   await waitFor('32 addresses (MINIMUM_IP_TARGET=20 → 2 prefixes)', async () => (await d.status()).counts.total === 32);
@@ -117,7 +146,11 @@ test('prefix mode with WARM_IP_TARGET/MINIMUM_IP_TARGET counts IPs rounded up to
 });
 
 test('default WARM_ENI_TARGET=1 in prefix mode: a new ENI is created with Ipv4PrefixCount', async (t) => {
-  const h = await createNode({ instanceType: 'm5.large', subnetCidr: '10.0.0.0/22', ipamdEnv: { ENABLE_PREFIX_DELEGATION: 'true' } });
+  const h = await createNode({
+    instanceType: 'm5.large',
+    subnetCidr: '10.0.0.0/22',
+    ipamdEnv: { ENABLE_PREFIX_DELEGATION: 'true' },
+  });
   t.after(() => h.close());
   const d = await h.startIpamd();
   await waitFor('the primary ENI holds 9 prefixes', async () => (await d.status()).counts.total === 144);
@@ -135,7 +168,10 @@ test('default WARM_ENI_TARGET=1 in prefix mode: a new ENI is created with Ipv4Pr
 });
 
 test('kill -9 and restart in prefix mode: prefixes come back from EC2 and every pod keeps its IP', async (t) => {
-  const h = await createNode({ instanceType: 'm5.large', ipamdEnv: { ENABLE_PREFIX_DELEGATION: 'true', WARM_PREFIX_TARGET: '1' } });
+  const h = await createNode({
+    instanceType: 'm5.large',
+    ipamdEnv: { ENABLE_PREFIX_DELEGATION: 'true', WARM_PREFIX_TARGET: '1' },
+  });
   t.after(() => h.close());
   let d = await h.startIpamd();
   let c = ipamdClient(h.socket);
@@ -166,8 +202,13 @@ test('a Xen instance type (t2.medium) is refused at start with one clear line', 
   t.after(() => h.close());
   const r = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
     const env: NodeJS.ProcessEnv = {
-      ...process.env, ...h.env, ENABLE_PREFIX_DELEGATION: 'true', WARM_PREFIX_TARGET: '1', ENI_IPAM_INSTALL_CNI: 'false',
-      INTROSPECTION_BIND_ADDRESS: '127.0.0.1:0', DISABLE_METRICS: 'true',
+      ...process.env,
+      ...h.env,
+      ENABLE_PREFIX_DELEGATION: 'true',
+      WARM_PREFIX_TARGET: '1',
+      ENI_IPAM_INSTALL_CNI: 'false',
+      INTROSPECTION_BIND_ADDRESS: '127.0.0.1:0',
+      DISABLE_METRICS: 'true',
       NODE_NO_WARNINGS: '1', // Node's own runtime warnings (e.g. the SDK's Node-version notice) are not ipamd's output
     };
     delete env.NODE_EXTRA_CA_CERTS;
@@ -175,7 +216,10 @@ test('a Xen instance type (t2.medium) is refused at start with one clear line', 
     let stderr = '';
     p.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
     const timer = setTimeout(() => p.kill('SIGKILL'), 20_000);
-    p.on('exit', (code) => { clearTimeout(timer); resolve({ code, stderr }); });
+    p.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr });
+    });
   });
   assert.equal(r.code, 1);
   const lines = r.stderr.trim().split('\n');
@@ -184,5 +228,9 @@ test('a Xen instance type (t2.medium) is refused at start with one clear line', 
   assert.match(lines[0]!, /t2\.medium/);
   assert.match(lines[0]!, /xen/);
   assert.match(lines[0]!, /Nitro/);
-  assert.equal(h.sim.countCalls(['AssignPrivateIpAddresses', 'CreateNetworkInterface', ...MUTATING]), 0, 'refused before touching anything');
+  assert.equal(
+    h.sim.countCalls(['AssignPrivateIpAddresses', 'CreateNetworkInterface', ...MUTATING]),
+    0,
+    'refused before touching anything',
+  );
 });

@@ -22,7 +22,12 @@ import { createSimNode, type SimNode } from '../property/sim-node.js';
  */
 const UNASSIGN_MS = 4000;
 
-interface Rig { sim: SimCloud; node: SimNode; c: TestIpamdClient; d: Daemon }
+interface Rig {
+  sim: SimCloud;
+  node: SimNode;
+  c: TestIpamdClient;
+  d: Daemon;
+}
 
 /** A node with WARM_IP_TARGET=1, no cooldown and no hysteresis (a DEL's IP is unassigned at once); the GC grace outlasts each test. */
 async function rig(t: TestContext): Promise<Rig> {
@@ -32,10 +37,17 @@ async function rig(t: TestContext): Promise<Rig> {
   const subnet = sim.addSubnet({ cidr: '10.0.0.0/24' });
   sim.faults.setLatency('UnassignPrivateIpAddresses', { min: UNASSIGN_MS, max: UNASSIGN_MS });
   const node = await createSimNode({
-    sim, subnetId: subnet.subnetId,
+    sim,
+    subnetId: subnet.subnetId,
     env: {
-      WARM_IP_TARGET: '1', MINIMUM_IP_TARGET: '0', IP_COOLDOWN_PERIOD: '0', ENI_IPAM_SHRINK_DELAY: '0', ENI_IPAM_POOL_INTERVAL: '50ms',
-      ENI_IPAM_GC_INTERVAL: '100ms', ENI_IPAM_GC_GRACE: '30s', ENI_IPAM_RECONCILE_INTERVAL: '60s',
+      WARM_IP_TARGET: '1',
+      MINIMUM_IP_TARGET: '0',
+      IP_COOLDOWN_PERIOD: '0',
+      ENI_IPAM_SHRINK_DELAY: '0',
+      ENI_IPAM_POOL_INTERVAL: '50ms',
+      ENI_IPAM_GC_INTERVAL: '100ms',
+      ENI_IPAM_GC_GRACE: '30s',
+      ENI_IPAM_RECONCILE_INTERVAL: '60s',
     },
   });
   t.after(() => node.close());
@@ -49,19 +61,31 @@ async function rig(t: TestContext): Promise<Rig> {
 
 /** Secondary IPs EC2 shows on the instance's ENIs. */
 function ec2Ips(r: Rig): Set<string> {
-  return new Set([...r.sim.state.enis.values()].filter((e) => e.attachment?.instanceId === r.node.instanceId).flatMap((e) => e.secondaryIps));
+  return new Set(
+    [...r.sim.state.enis.values()]
+      .filter((e) => e.attachment?.instanceId === r.node.instanceId)
+      .flatMap((e) => e.secondaryIps),
+  );
 }
 
 /** The datastore's usable addresses (anything but `releasing`) that EC2 does not show: must be none. */
 function usableButGone(r: Rig): string[] {
   const onEc2 = ec2Ips(r);
   const now = Date.now();
-  return r.d.ds.listEnis().flatMap((e) => r.d.ds.eniIps(e.eniId)).filter((ip) => r.d.ds.ipState(ip, now) !== 'releasing' && !onEc2.has(ip));
+  return r.d.ds
+    .listEnis()
+    .flatMap((e) => r.d.ds.eniIps(e.eniId))
+    .filter((ip) => r.d.ds.ipState(ip, now) !== 'releasing' && !onEc2.has(ip));
 }
 
 /** Waits until the simulated EC2 received an unassign naming `ip`; returns when it arrived. */
 async function unassignSent(r: Rig, ip: string): Promise<number> {
-  const call = await waitFor(`an UnassignPrivateIpAddresses of ${ip}`, () => r.sim.calls.find((x) => x.action === 'UnassignPrivateIpAddresses' && Object.values(x.params).includes(ip)), 10_000, 5);
+  const call = await waitFor(
+    `an UnassignPrivateIpAddresses of ${ip}`,
+    () => r.sim.calls.find((x) => x.action === 'UnassignPrivateIpAddresses' && Object.values(x.params).includes(ip)),
+    10_000,
+    5,
+  );
   return call.at;
 }
 
@@ -71,7 +95,8 @@ function onDatastoreEnis(r: Rig): string[] {
 }
 
 /** A check: has the simulated EC2 answered an unassign (any)? */
-const unassignDone = (r: Rig) => () => r.sim.calls.some((x) => x.action === 'UnassignPrivateIpAddresses' && x.durationMs !== undefined);
+const unassignDone = (r: Rig) => () =>
+  r.sim.calls.some((x) => x.action === 'UnassignPrivateIpAddresses' && x.durationMs !== undefined);
 
 const key = (id: string) => ({ networkName: 'aws-cni', containerID: id, ifName: 'eth0' });
 
@@ -96,9 +121,17 @@ test('a sandbox whose DEL ipamd already served is not re-adopted from a runtime 
   await waitFor('the unassign to finish', unassignDone(r), 15_000, 20);
   await waitFor(`ipamd to drop ${ip} after EC2 unassigned it`, () => !onDatastoreEnis(r).includes(ip), 5_000, 5);
 
-  assert.equal(r.d.ds.lookup(key('p1')), undefined, 'the deleted sandbox was adopted again from a stale runtime snapshot');
+  assert.equal(
+    r.d.ds.lookup(key('p1')),
+    undefined,
+    'the deleted sandbox was adopted again from a stale runtime snapshot',
+  );
   assert.deepEqual(usableButGone(r), [], 'the datastore keeps addresses EC2 no longer shows');
-  assert.equal(r.d.ds.ipState(ip, Date.now()), undefined, `${ip} was unassigned in EC2 and must have left the datastore`);
+  assert.equal(
+    r.d.ds.ipState(ip, Date.now()),
+    undefined,
+    `${ip} was unassigned in EC2 and must have left the datastore`,
+  );
 });
 
 test('a live sandbox found holding an IP whose unassign is in flight: EC2 decides, the IP never stays usable when gone', async (t) => {
@@ -120,7 +153,12 @@ test('a live sandbox found holding an IP whose unassign is in flight: EC2 decide
   assert.equal(r.d.ds.ipState(ip, Date.now()), 'assigned', 'nobody else can be handed the address meanwhile');
   await waitFor('the unassign to finish', unassignDone(r), 15_000, 20);
   assert.ok(Date.now() - sentAt >= UNASSIGN_MS - 50);
-  await waitFor(`ipamd to drop ${ip} from its ENI after EC2 unassigned it`, () => !onDatastoreEnis(r).includes(ip), 5_000, 5);
+  await waitFor(
+    `ipamd to drop ${ip} from its ENI after EC2 unassigned it`,
+    () => !onDatastoreEnis(r).includes(ip),
+    5_000,
+    5,
+  );
 
   assert.equal(ec2Ips(r).has(ip), false, 'EC2 did unassign the IP');
   assert.deepEqual(usableButGone(r), [], 'the datastore keeps addresses EC2 no longer shows');
@@ -128,7 +166,10 @@ test('a live sandbox found holding an IP whose unassign is in flight: EC2 decide
   // holding an address no ENI has: a repeated ADD is refused instead of answering with a dead IP.
   const ghost = r.d.ds.lookup(key('ghost'));
   assert.equal(ghost?.ipv4, ip, 'the live sandbox keeps its allocation');
-  assert.deepEqual(r.d.ds.pendingAllocations().map((a) => a.containerID), ['ghost']);
+  assert.deepEqual(
+    r.d.ds.pendingAllocations().map((a) => a.containerID),
+    ['ghost'],
+  );
   await assert.rejects(r.c.add('ghost'), /not yet visible on any ENI/);
   // Any new ADD gets an address EC2 shows.
   for (const id of ['n1', 'n2', 'n3']) {

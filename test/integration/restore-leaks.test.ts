@@ -27,7 +27,13 @@ function plugin(n: ContainerdNode, c: Omit<CniCall, 'config' | 'prefix'>): Promi
 
 /** CNI_ARGS as containerd 1.6 sends them. */
 function podArgs(id: string, name: string): Record<string, string> {
-  return { IgnoreUnknown: '1', K8S_POD_NAMESPACE: 'cycles', K8S_POD_NAME: name, K8S_POD_INFRA_CONTAINER_ID: id, K8S_POD_UID: randomUUID() };
+  return {
+    IgnoreUnknown: '1',
+    K8S_POD_NAMESPACE: 'cycles',
+    K8S_POD_NAME: name,
+    K8S_POD_INFRA_CONTAINER_ID: id,
+    K8S_POD_UID: randomUUID(),
+  };
 }
 
 /** What happens to one cycle's sandbox. */
@@ -99,19 +105,34 @@ test('200 ADD/DEL cycles with dropped DELs, failed ADDs and empty-netns removals
   await Promise.all([worker(), worker(), worker(), worker()]);
   t.diagnostic(`200 cycles through the plugin binary in ${Date.now() - t0} ms`);
   const count = (f: Fate) => [...fates.values()].filter((x) => x === f).length;
-  assert.deepEqual([count('normal'), count('dropped-del'), count('add-fails'), count('empty-netns')], [160, 20, 10, 10]);
+  assert.deepEqual(
+    [count('normal'), count('dropped-del'), count('add-fails'), count('empty-netns')],
+    [160, 20, 10, 10],
+  );
 
   await n.assertNothingLost();
   // Exactly the 20 sandboxes whose DEL was dropped were released by the GC; every other cycle by its own DEL.
   const rel = await releases(n.ipamdLog);
   const gc = rel.filter((l) => l.msg.startsWith('GC:'));
-  assert.deepEqual(gc.map((l) => fates.get(l.containerID ?? '')).filter((f) => f !== 'dropped-del'), [], 'the GC released only dropped-DEL sandboxes');
+  assert.deepEqual(
+    gc.map((l) => fates.get(l.containerID ?? '')).filter((f) => f !== 'dropped-del'),
+    [],
+    'the GC released only dropped-DEL sandboxes',
+  );
   assert.equal(new Set(gc.map((l) => l.containerID)).size, 20, 'the GC released each dropped-DEL sandbox');
   const liveIds = new Set(live.map((p) => p.id));
-  assert.deepEqual(rel.filter((l) => liveIds.has(l.containerID ?? '')), [], 'nothing live was released');
+  assert.deepEqual(
+    rel.filter((l) => liveIds.has(l.containerID ?? '')),
+    [],
+    'nothing live was released',
+  );
   const perContainer = new Map<string, number>();
   for (const l of rel) perContainer.set(l.containerID ?? '', (perContainer.get(l.containerID ?? '') ?? 0) + 1);
-  assert.deepEqual([...perContainer.entries()].filter(([, k]) => k !== 1), [], 'each container released exactly once');
+  assert.deepEqual(
+    [...perContainer.entries()].filter(([, k]) => k !== 1),
+    [],
+    'each container released exactly once',
+  );
   assert.equal(perContainer.size, 200, 'every cycle released exactly once (DEL, add-failed rollback or GC)');
 });
 
@@ -137,30 +158,55 @@ test('DEL three times, DEL unknown, DEL with ipamd stopped → exactly one relea
   const extra = await plugin(n, { command: 'DEL', containerId: a.id, netns: '', args });
   assert.equal(extra.code, 0);
   const unknown = randomBytes(32).toString('hex');
-  const delUnknown = await plugin(n, { command: 'DEL', containerId: unknown, netns: `/var/run/netns/cni-${randomUUID()}`, args: podArgs(unknown, 'nobody') });
+  const delUnknown = await plugin(n, {
+    command: 'DEL',
+    containerId: unknown,
+    netns: `/var/run/netns/cni-${randomUUID()}`,
+    args: podArgs(unknown, 'nobody'),
+  });
   assert.equal(delUnknown.code, 0, `DEL of an unknown container succeeds: ${delUnknown.stdout}`);
 
   const aDels = await delsOfA();
-  t.diagnostic(`cumulative CNI DELs containerd sent for one pod: ${steps.join('; ')}; netns ${JSON.stringify(aDels.map((l) => l.netns))}`);
+  t.diagnostic(
+    `cumulative CNI DELs containerd sent for one pod: ${steps.join('; ')}; netns ${JSON.stringify(aDels.map((l) => l.netns))}`,
+  );
   assert.ok(aDels.length >= 3 && aDels.every((l) => l.outcome === 'ok'), JSON.stringify(aDels));
   assert.equal(aDels.filter((l) => l.ip).length, 1, 'exactly one DEL reported the released IP');
   let rel = await releases(n.ipamdLog);
-  assert.deepEqual(rel.map((l) => [l.containerID, l.ip]), [[a.id, a.ip]], 'one release, of A\'s IP');
+  assert.deepEqual(
+    rel.map((l) => [l.containerID, l.ip]),
+    [[a.id, a.ip]],
+    "one release, of A's IP",
+  );
   const s = await n.status();
-  assert.equal(s.counts.cooling, 1, 'A\'s IP went to cooldown once');
+  assert.equal(s.counts.cooling, 1, "A's IP went to cooldown once");
   const after = await n.allocations();
-  assert.deepEqual(after.map((x) => [x.containerID, x.ipv4]).sort(), before.filter((x) => x.containerID !== a.id).map((x) => [x.containerID, x.ipv4]).sort(), 'no other allocation changed');
+  assert.deepEqual(
+    after.map((x) => [x.containerID, x.ipv4]).sort(),
+    before
+      .filter((x) => x.containerID !== a.id)
+      .map((x) => [x.containerID, x.ipv4])
+      .sort(),
+    'no other allocation changed',
+  );
 
   // ipamd down: the runtime removes C; the plugin tears down what it can and reports success.
   await n.stopIpamd();
   await n.removePod(c.id);
   const cDels = (await cniLog(n.cniLog, c.id)).filter((l) => l.verb === 'DEL');
   assert.ok(cDels.length >= 2 && cDels.every((l) => l.outcome === 'ok'), JSON.stringify(cDels));
-  assert.ok(cDels.some((l) => (l.warnings ?? []).some((w) => w.includes('ipamd not reached'))), JSON.stringify(cDels));
+  assert.ok(
+    cDels.some((l) => (l.warnings ?? []).some((w) => w.includes('ipamd not reached'))),
+    JSON.stringify(cDels),
+  );
   await n.startIpamd();
   await n.assertNothingLost();
   rel = await releases(n.ipamdLog);
   assert.equal(rel.filter((l) => l.containerID === c.id).length, 1, 'C released once, by the GC after the restart');
   assert.equal(rel.filter((l) => l.containerID === a.id).length, 1, 'A still released once');
-  assert.deepEqual(rel.filter((l) => l.containerID === bystander.id), [], 'the bystander was never released');
+  assert.deepEqual(
+    rel.filter((l) => l.containerID === bystander.id),
+    [],
+    'the bystander was never released',
+  );
 });

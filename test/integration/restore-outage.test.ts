@@ -34,7 +34,6 @@ async function runPods(n: ContainerdNode, prefix: string, count: number, paralle
   return out;
 }
 
-
 test('F1, the seed outage: no checkpoint, CRI socket dead, API server hanging → nothing released, ADD served, all 12 rebuilt', async (t) => {
   const n = await createContainerdNode({ ipamdEnv: { WARM_IP_TARGET: '2' } });
   t.after(() => n.close());
@@ -42,7 +41,11 @@ test('F1, the seed outage: no checkpoint, CRI socket dead, API server hanging �
   // 12 live sandboxes; m5.large holds 9 secondary IPs per ENI, so they span device 0 and 1.
   const pods = await runPods(n, 'web', 12);
   const devices = new Set(pods.map((p) => deviceOf(n, p.ip)));
-  assert.deepEqual([...devices].sort(), [0, 1], `pods span ENIs by device number: ${JSON.stringify(pods.map((p) => [p.ip, deviceOf(n, p.ip)]))}`);
+  assert.deepEqual(
+    [...devices].sort(),
+    [0, 1],
+    `pods span ENIs by device number: ${JSON.stringify(pods.map((p) => [p.ip, deviceOf(n, p.ip)]))}`,
+  );
   assert.equal((await n.status()).counts.assigned, 12);
 
   // The outage: ipamd stops, the checkpoint is gone, the runtime socket path has no listener, the API server hangs.
@@ -55,26 +58,58 @@ test('F1, the seed outage: no checkpoint, CRI socket dead, API server hanging �
   await n.startIpamd({ CRI_RUNTIME_ENDPOINT: `unix://${deadSocket}` });
   assert.equal((await n.status()).releasesFrozen, true, 'frozen from the moment it serves');
   // The first evidence pass waits (≤ 5 s) for the pod list, so it may end after ipamd serves.
-  const frozen = await waitFor('the first evidence pass', async () => { const s = await n.status(); return s.evidence.passes >= 1 ? s : undefined; }, 15_000, 100);
+  const frozen = await waitFor(
+    'the first evidence pass',
+    async () => {
+      const s = await n.status();
+      return s.evidence.passes >= 1 ? s : undefined;
+    },
+    15_000,
+    100,
+  );
   assert.equal(frozen.releasesFrozen, true);
   const reasons = frozen.freezeReasons.join('\n');
-  for (const source of ['checkpoint:', 'cri:', 'kube:']) assert.ok(frozen.freezeReasons.some((r) => r.startsWith(source)), `freeze reason ${source} in\n${reasons}`);
+  for (const source of ['checkpoint:', 'cri:', 'kube:'])
+    assert.ok(
+      frozen.freezeReasons.some((r) => r.startsWith(source)),
+      `freeze reason ${source} in\n${reasons}`,
+    );
   assert.equal(frozen.counts.assigned, 0, 'no checkpoint and no readable source: nothing is known to be assigned');
-  assert.ok(frozen.counts.unverified >= 12, `every IP the ENIs held is unverified (never handed out, never released): ${JSON.stringify(frozen.counts)}`);
+  assert.ok(
+    frozen.counts.unverified >= 12,
+    `every IP the ENIs held is unverified (never handed out, never released): ${JSON.stringify(frozen.counts)}`,
+  );
 
   // ADD is still served, from an IP no live sandbox holds (the pool grows around the unverified ones).
   const late = await n.runPod('late-0');
   assert.ok(!pods.some((p) => p.ip === late.ip), `new pod got ${late.ip}, which a live pod holds`);
   // Several evidence passes under the freeze: still no release of any kind.
   const passes = (await n.status()).evidence.passes;
-  await waitFor('3 more evidence passes while frozen', async () => (await n.status()).evidence.passes >= passes + 3, 20_000, 100);
-  assert.deepEqual(releaseCallsSince(n.sim.calls, callsAtRestart), [], 'no Unassign/Detach/Delete while the sources are unreadable');
+  await waitFor(
+    '3 more evidence passes while frozen',
+    async () => (await n.status()).evidence.passes >= passes + 3,
+    20_000,
+    100,
+  );
+  assert.deepEqual(
+    releaseCallsSince(n.sim.calls, callsAtRestart),
+    [],
+    'no Unassign/Detach/Delete while the sources are unreadable',
+  );
   assert.equal((await n.status()).releasesFrozen, true);
 
   // The sources come back: the dead path now leads to containerd, the API server answers.
   await symlink(n.criSocket, deadSocket);
   n.kube.setFailure('none');
-  const lifted = await waitFor('the freeze to lift', async () => { const s = await n.status(); return s.releasesFrozen ? undefined : s; }, 30_000, 100);
+  const lifted = await waitFor(
+    'the freeze to lift',
+    async () => {
+      const s = await n.status();
+      return s.releasesFrozen ? undefined : s;
+    },
+    30_000,
+    100,
+  );
   assert.equal(lifted.counts.unverified, 0, 'unverified IPs are resolved once every source read cleanly');
   const allocs = await n.allocations();
   for (const p of [...pods, late]) {
@@ -82,7 +117,11 @@ test('F1, the seed outage: no checkpoint, CRI socket dead, API server hanging �
     assert.equal(a?.containerID, p.id, `${p.name} (${p.ip}) rebuilt with its own sandbox id`);
   }
   assert.equal(allocs.length, 13);
-  assert.equal((await ipamdLog(n.ipamdLog, 'adopted a running sandbox the checkpoint lacked')).length, 12, 'the 12 sandboxes the missing checkpoint lacked were adopted');
+  assert.equal(
+    (await ipamdLog(n.ipamdLog, 'adopted a running sandbox the checkpoint lacked')).length,
+    12,
+    'the 12 sandboxes the missing checkpoint lacked were adopted',
+  );
   t.diagnostic(`freeze reasons while down:\n${reasons}`);
   await n.assertNothingLost();
 });
@@ -103,20 +142,46 @@ test('checkpoint present, CRI down (dead socket, then a hung one) → serving wi
   const deadMs = Date.now() - t0;
   t.diagnostic(`dead CRI socket: spawn → serving ${deadMs} ms`);
   assert.ok(deadMs < 5000, `serving ${deadMs} ms after spawn with a dead CRI socket`);
-  let s = await waitFor('the first evidence pass', async () => { const x = await n.status(); return x.evidence.passes >= 1 ? x : undefined; }, 15_000, 100);
+  let s = await waitFor(
+    'the first evidence pass',
+    async () => {
+      const x = await n.status();
+      return x.evidence.passes >= 1 ? x : undefined;
+    },
+    15_000,
+    100,
+  );
   assert.equal(s.releasesFrozen, true);
-  assert.ok(s.freezeReasons.some((r) => r.startsWith('cri:')), s.freezeReasons.join('; '));
+  assert.ok(
+    s.freezeReasons.some((r) => r.startsWith('cri:')),
+    s.freezeReasons.join('; '),
+  );
   assert.equal(s.counts.assigned, 6, 'restored from the checkpoint, the removed sandbox included');
   const passes = s.evidence.passes;
-  await waitFor('2 more passes while the runtime is down', async () => (await n.status()).evidence.passes >= passes + 2, 20_000, 100);
+  await waitFor(
+    '2 more passes while the runtime is down',
+    async () => (await n.status()).evidence.passes >= passes + 2,
+    20_000,
+    100,
+  );
   assert.equal((await n.status()).counts.assigned, 6, 'no GC release while the runtime is unreadable');
 
   // A runtime that accepts connections and never answers (hung containerd).
   const hung = path.join(n.dir, 'hung-cri.sock');
   const conns = new Set<net.Socket>();
-  const server = net.createServer((c) => { conns.add(c); c.on('error', () => undefined); c.on('close', () => conns.delete(c)); });
+  const server = net.createServer((c) => {
+    conns.add(c);
+    c.on('error', () => undefined);
+    c.on('close', () => conns.delete(c));
+  });
   await new Promise<void>((resolve) => server.listen(hung, resolve));
-  t.after(() => new Promise<void>((resolve) => { for (const c of conns) c.destroy(); server.close(() => resolve()); }));
+  t.after(
+    () =>
+      new Promise<void>((resolve) => {
+        for (const c of conns) c.destroy();
+        server.close(() => resolve());
+      }),
+  );
   await n.stopIpamd();
   t0 = Date.now();
   await n.startIpamd({ CRI_RUNTIME_ENDPOINT: `unix://${hung}` });
@@ -125,11 +190,25 @@ test('checkpoint present, CRI down (dead socket, then a hung one) → serving wi
   s = await n.status();
   assert.equal(s.counts.assigned, 6);
   assert.equal(s.releasesFrozen, true, 'frozen from the moment it serves');
-  s = await waitFor('the first evidence pass (the CRI read times out after 5 s)', async () => { const x = await n.status(); return x.evidence.passes >= 1 ? x : undefined; }, 15_000, 100);
-  assert.ok(s.freezeReasons.some((r) => r.startsWith('cri:')), s.freezeReasons.join('; '));
+  s = await waitFor(
+    'the first evidence pass (the CRI read times out after 5 s)',
+    async () => {
+      const x = await n.status();
+      return x.evidence.passes >= 1 ? x : undefined;
+    },
+    15_000,
+    100,
+  );
+  assert.ok(
+    s.freezeReasons.some((r) => r.startsWith('cri:')),
+    s.freezeReasons.join('; '),
+  );
   // A hung runtime delays serving by at most the bounded first-pass wait, not by the CRI read's 5 s timeout
   // (spawn → serving itself depends on the machine's load; the dead-socket start above is the baseline).
-  assert.ok(hungMs < deadMs + FIRST_PASS_WAIT_MS + 1500, `serving ${hungMs} ms after spawn with a CRI socket that never answers (dead socket: ${deadMs} ms)`);
+  assert.ok(
+    hungMs < deadMs + FIRST_PASS_WAIT_MS + 1500,
+    `serving ${hungMs} ms after spawn with a CRI socket that never answers (dead socket: ${deadMs} ms)`,
+  );
   const servingLine = (await ipamdLog(n.ipamdLog, 'ipamd serving')).pop() as { startupMs?: number } | undefined;
   assert.ok((servingLine?.startupMs ?? Infinity) < 5000, `ipamd's own start-up took ${servingLine?.startupMs} ms`);
   assert.deepEqual(releaseCallsSince(n.sim.calls, callsAtRestart), []);
@@ -155,9 +234,19 @@ test('restart with a checkpoint of 50 allocations and 50 live sandboxes: time to
     const serving = (await ipamdLog(n.ipamdLog, 'ipamd serving')).pop() as { startupMs?: number } | undefined;
     logged.push(serving?.startupMs ?? -1);
     assert.equal((await n.status()).counts.assigned, 50, 'serving with the 50 allocations restored');
-    await waitFor('the first evidence pass to lift the start-up freeze', async () => { const s = await n.status(); return s.evidence.passes >= 1 && !s.releasesFrozen; }, 15_000, 100);
+    await waitFor(
+      'the first evidence pass to lift the start-up freeze',
+      async () => {
+        const s = await n.status();
+        return s.evidence.passes >= 1 && !s.releasesFrozen;
+      },
+      15_000,
+      100,
+    );
   }
-  t.diagnostic(`50 allocations restored: spawn → serving ms ${rounds.join(', ')}; ipamd's own startupMs ${logged.join(', ')}`);
+  t.diagnostic(
+    `50 allocations restored: spawn → serving ms ${rounds.join(', ')}; ipamd's own startupMs ${logged.join(', ')}`,
+  );
   assert.ok(Math.min(...rounds) < 5000);
   await n.assertNothingLost();
 });

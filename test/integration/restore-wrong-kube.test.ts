@@ -26,8 +26,12 @@ import { checkSafety, figureLine, OUTAGE_ENV, OutageBench } from '../helpers/out
 import { waitFor } from '../helpers/wait.js';
 
 let bench: OutageBench;
-before(async () => { bench = await OutageBench.create(); });
-after(async () => { await bench?.close(); });
+before(async () => {
+  bench = await OutageBench.create();
+});
+after(async () => {
+  await bench?.close();
+});
 
 test('e1. MY_NODE_NAME naming no node (Kubernetes on) and the runtime wrong → nothing released, no live IP reused, frozen naming the node name and the runtime', async (t) => {
   await bench.prepare();
@@ -87,35 +91,64 @@ test('g. both sources right → no false freeze; allocations whose DEL was lost 
   await n.removePod(lostPod.id);
   await bench.restart({});
   const seen = new Set<string>();
-  const g1Ms = await waitFor('the pod removed while ipamd was down to be released', async () => {
-    for (const r of (await n.status()).freezeReasons) seen.add(r);
-    const held = (await n.allocations()).some((a) => a.containerID === lostPod.id);
-    return held ? undefined : Date.now() - bench.servedAt;
-  }, 30_000, 50);
+  const g1Ms = await waitFor(
+    'the pod removed while ipamd was down to be released',
+    async () => {
+      for (const r of (await n.status()).freezeReasons) seen.add(r);
+      const held = (await n.allocations()).some((a) => a.containerID === lostPod.id);
+      return held ? undefined : Date.now() - bench.servedAt;
+    },
+    30_000,
+    50,
+  );
   t.diagnostic(`g1: allocation of the pod removed while ipamd was down released ${g1Ms} ms after ipamd served`);
 
   // g2: while ipamd runs, a sandbox gets its IP (ADD) and then vanishes without any DEL (its netns and veth are gone).
   const id = randomBytes(32).toString('hex');
   const ns = await createNamedNetns(`eni-rs-g-${process.pid}`);
   t.after(() => ns.remove());
-  const args = { IgnoreUnknown: '1', K8S_POD_NAMESPACE: 'default', K8S_POD_NAME: 'dropped-del', K8S_POD_INFRA_CONTAINER_ID: id, K8S_POD_UID: randomUUID() };
-  const add = await execPlugin({ command: 'ADD', containerId: id, netns: ns.path, args, config: n.pluginConf, prefix: ['nsenter', `--net=${n.nodeNetns.path}`] });
+  const args = {
+    IgnoreUnknown: '1',
+    K8S_POD_NAMESPACE: 'default',
+    K8S_POD_NAME: 'dropped-del',
+    K8S_POD_INFRA_CONTAINER_ID: id,
+    K8S_POD_UID: randomUUID(),
+  };
+  const add = await execPlugin({
+    command: 'ADD',
+    containerId: id,
+    netns: ns.path,
+    args,
+    config: n.pluginConf,
+    prefix: ['nsenter', `--net=${n.nodeNetns.path}`],
+  });
   assert.equal(add.code, 0, `ADD: ${add.stdout} ${add.stderr}`);
   const addedAt = Date.now();
   await ns.remove();
   n.touch();
-  const g2Ms = await waitFor('the allocation whose DEL was dropped to be released', async () => {
-    for (const r of (await n.status()).freezeReasons) seen.add(r);
-    const held = (await n.allocations()).some((a) => a.containerID === id);
-    return held ? undefined : Date.now() - addedAt;
-  }, 30_000, 50);
-  t.diagnostic(`g2: allocation whose DEL was dropped released ${g2Ms} ms after its ADD (grace ${graceMs} ms, GC interval ${intervalMs} ms)`);
+  const g2Ms = await waitFor(
+    'the allocation whose DEL was dropped to be released',
+    async () => {
+      for (const r of (await n.status()).freezeReasons) seen.add(r);
+      const held = (await n.allocations()).some((a) => a.containerID === id);
+      return held ? undefined : Date.now() - addedAt;
+    },
+    30_000,
+    50,
+  );
+  t.diagnostic(
+    `g2: allocation whose DEL was dropped released ${g2Ms} ms after its ADD (grace ${graceMs} ms, GC interval ${intervalMs} ms)`,
+  );
 
   const f = await bench.observe('g', 4);
   t.diagnostic(`FIGURES ${figureLine(f)}`);
   checkSafety(f, undefined);
   assert.equal(f.frozen, false, `no false freeze: ${JSON.stringify(f.reasons)}`);
-  assert.deepEqual([...seen, ...f.reasonsSeen].filter((r) => !r.startsWith('startup')), [], 'never frozen but for the first pass after the restart');
+  assert.deepEqual(
+    [...seen, ...f.reasonsSeen].filter((r) => !r.startsWith('startup')),
+    [],
+    'never frozen but for the first pass after the restart',
+  );
   assert.ok(g1Ms <= graceMs + intervalMs + slackMs, `the lost DEL's allocation released ${g1Ms} ms after the restart`);
   assert.ok(g2Ms <= graceMs + intervalMs + slackMs, `the dropped DEL's allocation released ${g2Ms} ms after its ADD`);
   await bench.recover();

@@ -23,8 +23,12 @@ import { ipamdLog } from '../helpers/restore-logs.js';
 import { waitFor } from '../helpers/wait.js';
 
 let bench: OutageBench;
-before(async () => { bench = await OutageBench.create(); });
-after(async () => { await bench?.close(); });
+before(async () => {
+  bench = await OutageBench.create();
+});
+after(async () => {
+  await bench?.close();
+});
 
 /** The wrong runtime, no Kubernetes source. */
 const wrongRuntime = (): NodeJS.ProcessEnv => ({ CRI_RUNTIME_ENDPOINT: bench.wrong.endpoint, MY_NODE_NAME: undefined });
@@ -50,7 +54,11 @@ test('b. wrong but reachable runtime (empty), checkpoint deleted → nothing rel
 test('c. wrong runtime running 3 foreign sandboxes, checkpoint intact → nothing released, no live IP reused, frozen naming the runtime', async (t) => {
   await bench.prepare();
   const foreign = await bench.wrong.runForeign('foreign', 3);
-  assert.equal(foreign.filter((s) => s.ip.startsWith('172.30.0.')).length, 3, `foreign sandboxes on the foreign network: ${JSON.stringify(foreign)}`);
+  assert.equal(
+    foreign.filter((s) => s.ip.startsWith('172.30.0.')).length,
+    3,
+    `foreign sandboxes on the foreign network: ${JSON.stringify(foreign)}`,
+  );
   await bench.restart(wrongRuntime());
   const f = await bench.observe('c');
   t.diagnostic(`FIGURES ${figureLine(f)}`);
@@ -64,17 +72,30 @@ test('d. kill -9 during a burst of 6 ADDs, restarted against the wrong runtime �
   // Killed once ipamd has assigned a random 1-3 of the 6 ADDs: the others are in flight or not yet sent.
   const killAfter = 1 + Math.floor(Math.random() * 3);
   const names = Array.from({ length: 6 }, (_, i) => `d-burst-${i}`);
-  const assigned = async (): Promise<number> => (await ipamdLog(n.ipamdLog, 'assigned IP')).filter((l) => (l as { podName?: string | null }).podName?.startsWith('d-burst-')).length;
+  const assigned = async (): Promise<number> =>
+    (await ipamdLog(n.ipamdLog, 'assigned IP')).filter((l) =>
+      (l as { podName?: string | null }).podName?.startsWith('d-burst-'),
+    ).length;
   const settled = Promise.allSettled(names.map((name) => n.runPod(name)));
-  await waitFor(`ipamd to assign ${killAfter} ADDs of the burst`, async () => (await assigned()) >= killAfter, 30_000, 2);
+  await waitFor(
+    `ipamd to assign ${killAfter} ADDs of the burst`,
+    async () => (await assigned()) >= killAfter,
+    30_000,
+    2,
+  );
   await n.killIpamd();
   const assignedAtKill = await assigned();
-  const failed = (await settled).map((r, i) => (r.status === 'rejected' ? names[i]! : undefined)).filter((x): x is string => !!x);
-  t.diagnostic(`killed after ipamd assigned ${assignedAtKill} of the 6 burst ADDs; ${failed.length} RunPodSandbox failed`);
+  const failed = (await settled)
+    .map((r, i) => (r.status === 'rejected' ? names[i]! : undefined))
+    .filter((x): x is string => !!x);
+  t.diagnostic(
+    `killed after ipamd assigned ${assignedAtKill} of the 6 burst ADDs; ${failed.length} RunPodSandbox failed`,
+  );
   await bench.restart(wrongRuntime());
   // kubelet retries the pods whose sandbox could not be created (through the right runtime).
   const retryFailed: string[] = [];
-  for (const name of failed) await n.runPod(name).catch((e: Error) => retryFailed.push(`${name}: ${e.message.split('\n')[0]}`));
+  for (const name of failed)
+    await n.runPod(name).catch((e: Error) => retryFailed.push(`${name}: ${e.message.split('\n')[0]}`));
   const f = await bench.observe('d');
   f.failedNewPods.push(...retryFailed);
   t.diagnostic(`FIGURES ${figureLine(f)}`);

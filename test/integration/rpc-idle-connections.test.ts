@@ -23,26 +23,47 @@ test('idle gRPC connections are closed after the idle bound, connections over th
   const socketPath = path.join(dir, 'ipamd.sock');
   const service = { status: () => ({ canServe: true, code: 0, message: '' }) } as unknown as IpamService;
   const rpc = new RpcServer({
-    socketPath, service, log: createLogger({ level: 'fatal', format: 'json' }), vpcCidrs: () => [], externalSnat: false,
+    socketPath,
+    service,
+    log: createLogger({ level: 'fatal', format: 'json' }),
+    vpcCidrs: () => [],
+    externalSnat: false,
     connectionBounds: { idleMs: 500, maxConnections: 30 },
   } as ConstructorParameters<typeof RpcServer>[0]);
   await rpc.listen();
   t.after(() => rpc.shutdown(100));
 
   const N = 30;
-  const sessions = await Promise.all(Array.from({ length: N }, () => new Promise<http2.ClientHttp2Session>((resolve, reject) => {
-    const s = http2.connect('http://localhost', { createConnection: () => net.connect(socketPath) });
-    s.once('remoteSettings', () => resolve(s));
-    s.once('error', reject);
-  })));
-  t.after(() => { for (const s of sessions) s.destroy(); });
+  const sessions = await Promise.all(
+    Array.from(
+      { length: N },
+      () =>
+        new Promise<http2.ClientHttp2Session>((resolve, reject) => {
+          const s = http2.connect('http://localhost', { createConnection: () => net.connect(socketPath) });
+          s.once('remoteSettings', () => resolve(s));
+          s.once('error', reject);
+        }),
+    ),
+  );
+  t.after(() => {
+    for (const s of sessions) s.destroy();
+  });
   // Over the bound: closed at accept, never served.
-  const refused = await Promise.all(Array.from({ length: 5 }, () => new Promise<string>((resolve) => {
-    const s = http2.connect('http://localhost', { createConnection: () => net.connect(socketPath) });
-    s.on('error', () => undefined);
-    s.once('remoteSettings', () => { s.destroy(); resolve('served'); });
-    s.once('close', () => resolve('closed'));
-  })));
+  const refused = await Promise.all(
+    Array.from(
+      { length: 5 },
+      () =>
+        new Promise<string>((resolve) => {
+          const s = http2.connect('http://localhost', { createConnection: () => net.connect(socketPath) });
+          s.on('error', () => undefined);
+          s.once('remoteSettings', () => {
+            s.destroy();
+            resolve('served');
+          });
+          s.once('close', () => resolve('closed'));
+        }),
+    ),
+  );
   assert.deepEqual(refused, Array(5).fill('closed'), 'connections over maxConnections are closed');
   const closed = new Set<number>();
   sessions.forEach((s, i) => {

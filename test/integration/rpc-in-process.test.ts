@@ -19,8 +19,17 @@ import { waitFor } from '../helpers/wait.js';
 import { createSimNode } from '../property/sim-node.js';
 
 const req = (containerId: string, over: Partial<AddNetworkRequest> = {}): AddNetworkRequest => ({
-  api_version: IPAM_API_VERSION, client_version: 'test', container_id: containerId, if_name: 'eth0', network_name: 'aws-cni',
-  netns: '/var/run/netns/x', k8s_pod_name: `pod-${containerId}`, k8s_pod_namespace: 'default', k8s_pod_infra_container_id: containerId, k8s_pod_uid: '', ...over,
+  api_version: IPAM_API_VERSION,
+  client_version: 'test',
+  container_id: containerId,
+  if_name: 'eth0',
+  network_name: 'aws-cni',
+  netns: '/var/run/netns/x',
+  k8s_pod_name: `pod-${containerId}`,
+  k8s_pod_namespace: 'default',
+  k8s_pod_infra_container_id: containerId,
+  k8s_pod_uid: '',
+  ...over,
 });
 
 test('plugin calls inside ipamd take the in-process path: same replies and statuses as over the socket', async (t) => {
@@ -28,7 +37,11 @@ test('plugin calls inside ipamd take the in-process path: same replies and statu
   await sim.start();
   t.after(() => sim.stop());
   const subnet = sim.addSubnet({ cidr: '10.0.0.0/24' });
-  const node = await createSimNode({ sim, subnetId: subnet.subnetId, env: { WARM_IP_TARGET: '3', ENI_IPAM_CNI_EXEC: 'true' } });
+  const node = await createSimNode({
+    sim,
+    subnetId: subnet.subnetId,
+    env: { WARM_IP_TARGET: '3', ENI_IPAM_CNI_EXEC: 'true' },
+  });
   t.after(() => node.close());
   await node.start();
   await waitFor('a warm IP', () => node.daemonHandle!.ds.counts(Date.now()).available >= 1);
@@ -39,7 +52,10 @@ test('plugin calls inside ipamd take the in-process path: same replies and statu
   const other = host.ipamd(`${node.socket}.other`);
   t.after(() => other.close());
   assert.notEqual(other, direct, 'another socket goes over gRPC');
-  await assert.rejects(other.addNetwork(req('c0'), 2000), (e: unknown) => e instanceof IpamdCallError && e.status === GrpcStatus.UNAVAILABLE);
+  await assert.rejects(
+    other.addNetwork(req('c0'), 2000),
+    (e: unknown) => e instanceof IpamdCallError && e.status === GrpcStatus.UNAVAILABLE,
+  );
 
   // Over the socket (grpc-js, the test's own client) and in-process (the plugin's client) agree.
   const wire = ipamdClient(node.socket);
@@ -67,18 +83,29 @@ test('plugin calls inside ipamd take the in-process path: same replies and statu
     assert.equal(check.ipv4_addr, viaSocket.ipv4_addr);
 
     // Same statuses as a socket call would get.
-    const statusOf = async (p: Promise<unknown>): Promise<number> => p.then(() => -1, (e: unknown) => (e as IpamdCallError).status);
-    assert.equal(await statusOf(fresh.addNetwork(req('c3', { api_version: IPAM_API_VERSION + 1 }), 5000)), GrpcStatus.FAILED_PRECONDITION);
+    const statusOf = async (p: Promise<unknown>): Promise<number> =>
+      p.then(
+        () => -1,
+        (e: unknown) => (e as IpamdCallError).status,
+      );
+    assert.equal(
+      await statusOf(fresh.addNetwork(req('c3', { api_version: IPAM_API_VERSION + 1 }), 5000)),
+      GrpcStatus.FAILED_PRECONDITION,
+    );
     assert.equal(await statusOf(fresh.addNetwork(req(''), 5000)), GrpcStatus.INVALID_ARGUMENT);
   } finally {
     await rename(moved, node.socket);
   }
   // Bytes only exist on the wire: an unknown method and undecodable bytes get their statuses there.
   const raw = openUnixChannel(node.socket);
-  await assert.rejects(raw.unary('/eniipam.v1.CNIBackend/NoSuchMethod', new Uint8Array(0), 5000),
-    (e: unknown) => e instanceof GrpcCallFailure && e.code === GrpcStatus.UNIMPLEMENTED);
-  await assert.rejects(raw.unary('/eniipam.v1.CNIBackend/AddNetwork', Uint8Array.from([0xff, 0xff, 0xff]), 5000),
-    (e: unknown) => e instanceof GrpcCallFailure && e.code === GrpcStatus.INTERNAL);
+  await assert.rejects(
+    raw.unary('/eniipam.v1.CNIBackend/NoSuchMethod', new Uint8Array(0), 5000),
+    (e: unknown) => e instanceof GrpcCallFailure && e.code === GrpcStatus.UNIMPLEMENTED,
+  );
+  await assert.rejects(
+    raw.unary('/eniipam.v1.CNIBackend/AddNetwork', Uint8Array.from([0xff, 0xff, 0xff]), 5000),
+    (e: unknown) => e instanceof GrpcCallFailure && e.code === GrpcStatus.INTERNAL,
+  );
   raw.close();
   // The plugin's gRPC client over the socket agrees with the direct one.
   const plugin = connectIpamd(node.socket);
@@ -87,5 +114,8 @@ test('plugin calls inside ipamd take the in-process path: same replies and statu
 
   // Once ipamd stops, its direct client answers UNAVAILABLE like the (removed) socket would.
   await node.stop();
-  await assert.rejects(fresh.addNetwork(req('c4'), 2000), (e: unknown) => e instanceof IpamdCallError && e.status === GrpcStatus.UNAVAILABLE);
+  await assert.rejects(
+    fresh.addNetwork(req('c4'), 2000),
+    (e: unknown) => e instanceof IpamdCallError && e.status === GrpcStatus.UNAVAILABLE,
+  );
 });

@@ -19,20 +19,51 @@ import { createInstalledCniNode } from '../helpers/containerd-cni-node.js';
 import { waitFor } from '../helpers/wait.js';
 
 /** Runs "$@" with /proc/sys read-only in a mount namespace of its own (what a non-privileged container sees); host mounts still propagate in (slave, like HostToContainer), so new pod netns are visible. */
-const READ_ONLY_PROC_SYS = ['unshare', '-m', '--propagation', 'slave', 'sh', '-ec', 'mount --bind /proc/sys /proc/sys; mount -o remount,bind,ro /proc/sys; exec "$@"', 'ro-proc-sys'];
+const READ_ONLY_PROC_SYS = [
+  'unshare',
+  '-m',
+  '--propagation',
+  'slave',
+  'sh',
+  '-ec',
+  'mount --bind /proc/sys /proc/sys; mount -o remount,bind,ro /proc/sys; exec "$@"',
+  'ro-proc-sys',
+];
 
 test('ipamd with a read-only /proc/sys and wrong sysctls starts, serves, and reports them', async (t) => {
-  const n = await createInstalledCniNode({ instanceType: 'm5.large', nodeSysctls: false, ipamdPrefix: READ_ONLY_PROC_SYS });
+  const n = await createInstalledCniNode({
+    instanceType: 'm5.large',
+    nodeSysctls: false,
+    ipamdPrefix: READ_ONLY_PROC_SYS,
+  });
   t.after(() => n.close());
   const inNode = (...args: string[]) => run('nsenter', [`--net=${n.nodeNetns.path}`, ...args]);
   await waitFor('the primary ENI link', () => n.eniLinks!.links.size >= 1, 10_000, 100);
   await inNode('sysctl', '-qw', 'net.ipv4.ip_forward=0', 'net.ipv4.conf.all.rp_filter=1');
   // The wrapper really makes /proc/sys read-only for what it runs.
-  await assert.rejects(run(READ_ONLY_PROC_SYS[0]!, [...READ_ONLY_PROC_SYS.slice(1), 'nsenter', `--net=${n.nodeNetns.path}`, 'sysctl', '-qw', 'net.ipv4.ip_forward=1']), /permission denied|Read-only file system/);
+  await assert.rejects(
+    run(READ_ONLY_PROC_SYS[0]!, [
+      ...READ_ONLY_PROC_SYS.slice(1),
+      'nsenter',
+      `--net=${n.nodeNetns.path}`,
+      'sysctl',
+      '-qw',
+      'net.ipv4.ip_forward=1',
+    ]),
+    /permission denied|Read-only file system/,
+  );
 
   await n.startIpamd();
-  const status = (await n.status()) as unknown as { nodeSysctls: Array<{ sysctl: string; value: string; ok: boolean; problem?: string }> };
-  assert.deepEqual(status.nodeSysctls.map((c) => [c.sysctl, c.value, c.ok]), [['net.ipv4.ip_forward', '0', false], ['net.ipv4.conf.eth0.rp_filter', '1', false]]);
+  const status = (await n.status()) as unknown as {
+    nodeSysctls: Array<{ sysctl: string; value: string; ok: boolean; problem?: string }>;
+  };
+  assert.deepEqual(
+    status.nodeSysctls.map((c) => [c.sysctl, c.value, c.ok]),
+    [
+      ['net.ipv4.ip_forward', '0', false],
+      ['net.ipv4.conf.eth0.rp_filter', '1', false],
+    ],
+  );
   assert.match(status.nodeSysctls[1]!.problem ?? '', /strict/);
   const log = await readFile(n.ipamdLog, 'utf8');
   assert.equal(log.split('\n').filter((l) => l.includes('node kernel setting is wrong')).length, 2, 'both logged');

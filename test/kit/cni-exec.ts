@@ -50,7 +50,9 @@ export function execPlugin(c: CniCall): Promise<CniOutcome> {
     CNI_CONTAINERID: c.containerId ?? '',
     CNI_NETNS: c.netns ?? '',
     CNI_IFNAME: c.ifName ?? 'eth0',
-    CNI_ARGS: Object.entries(c.args ?? {}).map(([k, v]) => `${k}=${v}`).join(';'),
+    CNI_ARGS: Object.entries(c.args ?? {})
+      .map(([k, v]) => `${k}=${v}`)
+      .join(';'),
     CNI_PATH: '/opt/cni/bin',
   });
   const argv = [...(c.prefix ?? []), ...(c.plugin ?? [process.execPath, PLUGIN_PATH])];
@@ -64,7 +66,11 @@ export function execPlugin(c: CniCall): Promise<CniOutcome> {
     p.on('error', reject);
     p.on('close', (code) => {
       let json: unknown;
-      try { json = stdout.trim() ? JSON.parse(stdout) : undefined; } catch { json = undefined; }
+      try {
+        json = stdout.trim() ? JSON.parse(stdout) : undefined;
+      } catch {
+        json = undefined;
+      }
       resolve({ code: code ?? -1, json, stdout, stderr, ms: performance.now() - t0 });
     });
     p.stdin.on('error', () => undefined); // a plugin may exit before reading stdin; its output tells why

@@ -34,17 +34,33 @@ export interface IpamdProcess {
  * runs another build's ipamd/main.js (bench/shim-add-ab.ts compares two builds); default this one's.
  * @throws Error with the log tail if it exits or does not get ready in time.
  */
-export async function startIpamd(p: { env: NodeJS.ProcessEnv; logFile: string; prefix?: string[]; timeoutMs?: number; ipamdPath?: string }): Promise<IpamdProcess> {
+export async function startIpamd(p: {
+  env: NodeJS.ProcessEnv;
+  logFile: string;
+  prefix?: string[];
+  timeoutMs?: number;
+  ipamdPath?: string;
+}): Promise<IpamdProcess> {
   // Never touch the machine's real /etc/cni/net.d or its routing/iptables unless the caller asks for it.
-  const env: NodeJS.ProcessEnv = { ...process.env, INTROSPECTION_BIND_ADDRESS: '127.0.0.1:0', DISABLE_METRICS: 'true', ENI_IPAM_INSTALL_CNI: 'false', ENI_IPAM_HOST_NETWORK: 'false', ...p.env };
-  if (/^(warn|error|fatal)$/i.test(env.AWS_VPC_K8S_CNI_LOGLEVEL ?? '')) throw new Error('startIpamd needs AWS_VPC_K8S_CNI_LOGLEVEL info or more verbose to see "ipamd serving"');
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    INTROSPECTION_BIND_ADDRESS: '127.0.0.1:0',
+    DISABLE_METRICS: 'true',
+    ENI_IPAM_INSTALL_CNI: 'false',
+    ENI_IPAM_HOST_NETWORK: 'false',
+    ...p.env,
+  };
+  if (/^(warn|error|fatal)$/i.test(env.AWS_VPC_K8S_CNI_LOGLEVEL ?? ''))
+    throw new Error('startIpamd needs AWS_VPC_K8S_CNI_LOGLEVEL info or more verbose to see "ipamd serving"');
   delete env.NODE_EXTRA_CA_CERTS;
   const argv = [...(p.prefix ?? []), process.execPath, p.ipamdPath ?? IPAMD_PATH];
   const child = spawn(argv[0]!, argv.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] });
   const log = createWriteStream(p.logFile, { flags: 'a' });
   let tail = '';
   let metricsPort: number | undefined;
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code, sig) => resolve(code ?? (sig ? 128 : null))));
+  const exited = new Promise<number | null>((resolve) =>
+    child.on('exit', (code, sig) => resolve(code ?? (sig ? 128 : null))),
+  );
   const ready = new Promise<number>((resolve, reject) => {
     let buf = '';
     child.stdout!.on('data', (d: Buffer) => {
@@ -61,20 +77,36 @@ export async function startIpamd(p: { env: NodeJS.ProcessEnv; logFile: string; p
             metricsPort = o.metricsPort;
             resolve(o.introspectionPort ?? 0);
           }
-        } catch { /* not JSON */ }
+        } catch {
+          /* not JSON */
+        }
       }
     });
-    child.stderr!.on('data', (d: Buffer) => { log.write(d); tail = (tail + d.toString()).slice(-4000); });
+    child.stderr!.on('data', (d: Buffer) => {
+      log.write(d);
+      tail = (tail + d.toString()).slice(-4000);
+    });
     void exited.then((code) => reject(new Error(`ipamd exited with ${code} before serving:\n${tail}`)));
   });
   const timeoutMs = p.timeoutMs ?? 30_000;
   let timer: NodeJS.Timeout | undefined;
   const introspectionPort = await Promise.race([
     ready,
-    new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`ipamd not serving after ${timeoutMs} ms:\n${tail}`)), timeoutMs); }),
-  ]).catch((e: Error) => { child.kill('SIGKILL'); throw e; }).finally(() => clearTimeout(timer));
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`ipamd not serving after ${timeoutMs} ms:\n${tail}`)), timeoutMs);
+    }),
+  ])
+    .catch((e: Error) => {
+      child.kill('SIGKILL');
+      throw e;
+    })
+    .finally(() => clearTimeout(timer));
   return {
-    child, pid: child.pid!, introspectionPort, ...(metricsPort ? { metricsPort } : {}), exited,
+    child,
+    pid: child.pid!,
+    introspectionPort,
+    ...(metricsPort ? { metricsPort } : {}),
+    exited,
     status: async () => (await fetch(`http://127.0.0.1:${introspectionPort}/v1/status`)).json(),
     stop: async (graceMs = 15_000) => {
       child.kill('SIGTERM');
@@ -84,6 +116,10 @@ export async function startIpamd(p: { env: NodeJS.ProcessEnv; logFile: string; p
       log.end();
       return code;
     },
-    kill9: async () => { child.kill('SIGKILL'); await exited; log.end(); },
+    kill9: async () => {
+      child.kill('SIGKILL');
+      await exited;
+      log.end();
+    },
   };
 }

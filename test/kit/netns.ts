@@ -10,15 +10,24 @@ import { promisify } from 'node:util';
 const execFileP = promisify(execFile);
 
 /** Runs a command, resolving with stdout. @throws Error with the command's stderr. */
-export async function run(cmd: string, args: string[], opts: { input?: string; env?: NodeJS.ProcessEnv } = {}): Promise<string> {
+export async function run(
+  cmd: string,
+  args: string[],
+  opts: { input?: string; env?: NodeJS.ProcessEnv } = {},
+): Promise<string> {
   return new Promise((resolve, reject) => {
-    const p = spawn(cmd, args, { stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'], env: opts.env ?? process.env });
+    const p = spawn(cmd, args, {
+      stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+      env: opts.env ?? process.env,
+    });
     let out = '';
     let err = '';
     p.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     p.stderr!.on('data', (d: Buffer) => (err += d.toString()));
     p.on('error', reject);
-    p.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`${cmd} ${args.join(' ')} exited ${code}: ${err.trim()}`))));
+    p.on('close', (code) =>
+      code === 0 ? resolve(out) : reject(new Error(`${cmd} ${args.join(' ')} exited ${code}: ${err.trim()}`)),
+    );
     if (p.stdin) {
       p.stdin.on('error', () => undefined); // the command may exit without reading; its exit code tells
       p.stdin.end(opts.input);
@@ -42,8 +51,12 @@ export async function createNamedNetns(name: string): Promise<Netns> {
   await execFileP('ip', ['netns', 'add', name]);
   await execFileP('ip', ['-n', name, 'link', 'set', 'lo', 'up']);
   return {
-    path: `/var/run/netns/${name}`, name, shape: 'named',
-    remove: async () => { await execFileP('ip', ['netns', 'delete', name]).catch(() => undefined); },
+    path: `/var/run/netns/${name}`,
+    name,
+    shape: 'named',
+    remove: async () => {
+      await execFileP('ip', ['netns', 'delete', name]).catch(() => undefined);
+    },
   };
 }
 
@@ -52,22 +65,34 @@ export async function createNamedNetns(name: string): Promise<Netns> {
  * `unshare --net`), reachable only as `/proc/<pid>/ns/net`. Removing it kills the sleeper.
  */
 export async function createProcNetns(name: string): Promise<Netns> {
-  const child: ChildProcess = spawn('unshare', ['--net', '--', 'sleep', 'infinity'], { stdio: 'ignore', detached: true });
+  const child: ChildProcess = spawn('unshare', ['--net', '--', 'sleep', 'infinity'], {
+    stdio: 'ignore',
+    detached: true,
+  });
   child.unref();
   if (!child.pid) throw new Error('unshare did not start');
   const path = `/proc/${child.pid}/ns/net`;
   // unshare execs sleep once the namespace exists: wait until the ns differs from ours.
   const mine = await execFileP('readlink', ['/proc/self/ns/net']).then((r) => r.stdout.trim());
   for (let i = 0; i < 200; i++) {
-    const theirs = await execFileP('readlink', [path]).then((r) => r.stdout.trim(), () => '');
+    const theirs = await execFileP('readlink', [path]).then(
+      (r) => r.stdout.trim(),
+      () => '',
+    );
     if (theirs && theirs !== mine) break;
     await new Promise((r) => setTimeout(r, 10));
   }
   await execFileP('nsenter', [`--net=${path}`, 'ip', 'link', 'set', 'lo', 'up']);
   return {
-    path, name, shape: 'proc',
+    path,
+    name,
+    shape: 'proc',
     remove: async () => {
-      try { process.kill(child.pid!, 'SIGKILL'); } catch { /* already gone */ }
+      try {
+        process.kill(child.pid!, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
     },
   };
 }
@@ -82,6 +107,21 @@ export async function ipIn(path: string, args: string[]): Promise<string> {
  * `payload` and closes (bash's /dev/tcp; no extra binaries). @throws Error if it fails
  * within `timeoutS` seconds.
  */
-export async function tcpSendFrom(path: string, host: string, port: number, payload: string, timeoutS = 5): Promise<void> {
-  await run('nsenter', [`--net=${path}`, 'timeout', String(timeoutS), 'bash', '-c', `exec 3<>/dev/tcp/${host}/${port} && printf '%s\\n' "$1" >&3 && read -t ${timeoutS} -r reply <&3`, 'tcp', payload]);
+export async function tcpSendFrom(
+  path: string,
+  host: string,
+  port: number,
+  payload: string,
+  timeoutS = 5,
+): Promise<void> {
+  await run('nsenter', [
+    `--net=${path}`,
+    'timeout',
+    String(timeoutS),
+    'bash',
+    '-c',
+    `exec 3<>/dev/tcp/${host}/${port} && printf '%s\\n' "$1" >&3 && read -t ${timeoutS} -r reply <&3`,
+    'tcp',
+    payload,
+  ]);
 }

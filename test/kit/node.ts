@@ -90,7 +90,15 @@ export async function buildNode(o: NodeOptions = {}): Promise<KitNode> {
     }
     const subnetId = o.subnetId ?? sim.addSubnet({ cidr: o.subnetCidr ?? '10.0.0.0/24' }).subnetId;
     const inst = sim.launchInstance({ instanceType: o.instanceType ?? 'm5.large', subnetId });
-    const n: KitNode = { sim, subnetId, instanceId: inst.instanceId, nodeIp: inst.privateIpAddress, dir, cleanups, close: cleanups.close };
+    const n: KitNode = {
+      sim,
+      subnetId,
+      instanceId: inst.instanceId,
+      nodeIp: inst.privateIpAddress,
+      dir,
+      cleanups,
+      close: cleanups.close,
+    };
     if (o.kube) {
       const kube = new KubeApiStandIn();
       await kube.start();

@@ -52,18 +52,32 @@ export function randomEpisodeConfig(seed: number, ops: number, mode: DaemonMode)
   const r = prng(seed);
   const int = (lo: number, hi: number) => lo + Math.floor(r() * (hi - lo + 1));
   const kind = r();
-  const targets: Record<string, string> = kind < 0.3 ? { WARM_ENI_TARGET: String(int(0, 1)) }
-    : kind < 0.85 ? { WARM_IP_TARGET: String(int(1, 5)), MINIMUM_IP_TARGET: String(int(0, 8)) }
-      : { ENABLE_PREFIX_DELEGATION: 'true', WARM_PREFIX_TARGET: '1' };
+  const targets: Record<string, string> =
+    kind < 0.3
+      ? { WARM_ENI_TARGET: String(int(0, 1)) }
+      : kind < 0.85
+        ? { WARM_IP_TARGET: String(int(1, 5)), MINIMUM_IP_TARGET: String(int(0, 8)) }
+        : { ENABLE_PREFIX_DELEGATION: 'true', WARM_PREFIX_TARGET: '1' };
   const instanceType = r() < 0.4 ? 't3.medium' : 'm5.large';
   return {
-    seed, ops, mode, instanceType,
+    seed,
+    ops,
+    mode,
+    instanceType,
     env: {
       ...targets,
-      ENI_IPAM_POOL_INTERVAL: `${int(20, 50)}ms`, ENI_IPAM_SHRINK_DELAY: `${int(0, 60)}ms`, IP_COOLDOWN_PERIOD: `${int(0, 200)}ms`,
-      ENI_IPAM_ADD_WAIT_TIMEOUT: '1s', ENI_IPAM_RECONCILE_INTERVAL: `${int(100, 300)}ms`, ENI_IPAM_GC_INTERVAL: `${int(100, 300)}ms`, ENI_IPAM_GC_GRACE: '1s',
+      ENI_IPAM_POOL_INTERVAL: `${int(20, 50)}ms`,
+      ENI_IPAM_SHRINK_DELAY: `${int(0, 60)}ms`,
+      IP_COOLDOWN_PERIOD: `${int(0, 200)}ms`,
+      ENI_IPAM_ADD_WAIT_TIMEOUT: '1s',
+      ENI_IPAM_RECONCILE_INTERVAL: `${int(100, 300)}ms`,
+      ENI_IPAM_GC_INTERVAL: `${int(100, 300)}ms`,
+      ENI_IPAM_GC_GRACE: '1s',
     },
-    maxLatencyMs: int(0, 25), imdsLagMs: int(0, 250), maxInFlight: int(1, 8), softCap: instanceType === 't3.medium' ? int(3, 12) : int(4, 24),
+    maxLatencyMs: int(0, 25),
+    imdsLagMs: int(0, 250),
+    maxInFlight: int(1, 8),
+    softCap: instanceType === 't3.medium' ? int(3, 12) : int(4, 24),
   };
 }
 
@@ -85,7 +99,16 @@ export interface EpisodeResult {
 }
 
 type Op = 'add' | 'del' | 'delBurst' | 'readd' | 'delUnknown' | 'tick' | 'reconcile' | 'restart';
-const WEIGHTS: Array<[Op, number]> = [['add', 36], ['del', 28], ['delBurst', 2], ['readd', 6], ['delUnknown', 2], ['tick', 16], ['reconcile', 3], ['restart', 1.2]];
+const WEIGHTS: Array<[Op, number]> = [
+  ['add', 36],
+  ['del', 28],
+  ['delBurst', 2],
+  ['readd', 6],
+  ['delUnknown', 2],
+  ['tick', 16],
+  ['reconcile', 3],
+  ['restart', 1.2],
+];
 const CLEAR_ERRORS = new Set<number>([grpc.status.RESOURCE_EXHAUSTED, grpc.status.UNAVAILABLE]);
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -93,8 +116,20 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 export async function runEpisode(cfg: EpisodeConfig): Promise<EpisodeResult> {
   const t0 = Date.now();
   const r = prng(cfg.seed ^ 0x5eed);
-  const res: EpisodeResult = { config: cfg, ops: {}, addsOk: 0, addErrors: {}, restarts: 0, releaseCalls: 0, prefixRefused: false, violations: [], ms: 0 };
-  const bad = (s: string) => { if (res.violations.length < 50) res.violations.push(s); };
+  const res: EpisodeResult = {
+    config: cfg,
+    ops: {},
+    addsOk: 0,
+    addErrors: {},
+    restarts: 0,
+    releaseCalls: 0,
+    prefixRefused: false,
+    violations: [],
+    ms: 0,
+  };
+  const bad = (s: string) => {
+    if (res.violations.length < 50) res.violations.push(s);
+  };
   const sim = new SimCloud({ seed: cfg.seed });
   await sim.start();
   let node: SimNode | undefined;
@@ -103,7 +138,13 @@ export async function runEpisode(cfg: EpisodeConfig): Promise<EpisodeResult> {
     const subnet = sim.addSubnet({ cidr: '10.0.0.0/24' });
     sim.faults.setLatency('*', { min: 0, max: cfg.maxLatencyMs });
     for (const k of ['assign', 'unassign', 'attach'] as const) sim.faults.setImdsLag(k, cfg.imdsLagMs);
-    node = await createSimNode({ sim, subnetId: subnet.subnetId, instanceType: cfg.instanceType, env: cfg.env, mode: cfg.mode });
+    node = await createSimNode({
+      sim,
+      subnetId: subnet.subnetId,
+      instanceType: cfg.instanceType,
+      env: cfg.env,
+      mode: cfg.mode,
+    });
     try {
       await node.start();
     } catch (e) {
@@ -113,30 +154,58 @@ export async function runEpisode(cfg: EpisodeConfig): Promise<EpisodeResult> {
       const env: Record<string, string> = { ...cfg.env, WARM_IP_TARGET: '3', MINIMUM_IP_TARGET: '4' };
       delete env.ENABLE_PREFIX_DELEGATION;
       delete env.WARM_PREFIX_TARGET;
-      node = await createSimNode({ sim, subnetId: subnet.subnetId, instanceType: cfg.instanceType, env, mode: cfg.mode });
+      node = await createSimNode({
+        sim,
+        subnetId: subnet.subnetId,
+        instanceType: cfg.instanceType,
+        env,
+        mode: cfg.mode,
+      });
       await node.start();
     }
     const n = node;
     client = ipamdClient(n.socket);
     const c = client;
     const attachmentEni = new Map<string, string>();
-    const noteAttachments = () => { for (const e of sim.state.enis.values()) if (e.attachment) attachmentEni.set(e.attachment.attachmentId, e.networkInterfaceId); };
+    const noteAttachments = () => {
+      for (const e of sim.state.enis.values())
+        if (e.attachment) attachmentEni.set(e.attachment.attachmentId, e.networkInterfaceId);
+    };
     const holds: Hold[] = [];
     const held = new Map<string, Hold>();
     const busy = new Set<string>();
     const inflight = new Set<Promise<void>>();
     let seq = 0;
-    const fire = (p: Promise<void>) => { const q = p.finally(() => inflight.delete(q)); inflight.add(q); };
-    const drain = async () => { while (inflight.size) await Promise.all([...inflight]); };
-    const pickHeld = () => { const ids = [...held.keys()].filter((id) => !busy.has(id)); return ids.length ? ids[Math.floor(r() * ids.length)] : undefined; };
-    const onOurEni = (ip: string) => [...sim.state.enis.values()].some((e) => e.attachment?.instanceId === n.instanceId && (e.secondaryIps.includes(ip) || e.ipv4Prefixes.some((p) => inCidr(ip, p))));
+    const fire = (p: Promise<void>) => {
+      const q = p.finally(() => inflight.delete(q));
+      inflight.add(q);
+    };
+    const drain = async () => {
+      while (inflight.size) await Promise.all([...inflight]);
+    };
+    const pickHeld = () => {
+      const ids = [...held.keys()].filter((id) => !busy.has(id));
+      return ids.length ? ids[Math.floor(r() * ids.length)] : undefined;
+    };
+    const onOurEni = (ip: string) =>
+      [...sim.state.enis.values()].some(
+        (e) =>
+          e.attachment?.instanceId === n.instanceId &&
+          (e.secondaryIps.includes(ip) || e.ipv4Prefixes.some((p) => inCidr(ip, p))),
+      );
 
     /** Diagnostics for a failure message: where EC2 has the IP now, and the last release call naming it. */
     const whereIs = (ip: string) => {
-      const eni = [...sim.state.enis.values()].find((e) => e.secondaryIps.includes(ip) || e.ipv4Prefixes.some((p) => inCidr(ip, p)));
-      const last = sim.calls.filter((x) => x.action === 'UnassignPrivateIpAddresses' && Object.values(x.params).includes(ip)).at(-1);
-      return `(EC2 now: ${eni ? `${eni.networkInterfaceId} ${eni.status} attachment ${eni.attachment?.status ?? 'none'}` : 'on no ENI'}; `
-        + `last Unassign of it: ${last ? `${new Date(last.at).toISOString()} +${last.durationMs ?? '∞'} ms ${last.ok ? 'ok' : last.errorCode ?? 'in flight'}` : 'none'}; now ${new Date().toISOString()})`;
+      const eni = [...sim.state.enis.values()].find(
+        (e) => e.secondaryIps.includes(ip) || e.ipv4Prefixes.some((p) => inCidr(ip, p)),
+      );
+      const last = sim.calls
+        .filter((x) => x.action === 'UnassignPrivateIpAddresses' && Object.values(x.params).includes(ip))
+        .at(-1);
+      return (
+        `(EC2 now: ${eni ? `${eni.networkInterfaceId} ${eni.status} attachment ${eni.attachment?.status ?? 'none'}` : 'on no ENI'}; ` +
+        `last Unassign of it: ${last ? `${new Date(last.at).toISOString()} +${last.durationMs ?? '∞'} ms ${last.ok ? 'ok' : (last.errorCode ?? 'in flight')}` : 'none'}; now ${new Date().toISOString()})`
+      );
     };
     const add = async (id: string) => {
       busy.add(id);
@@ -145,10 +214,16 @@ export async function runEpisode(cfg: EpisodeConfig): Promise<EpisodeResult> {
         const rep = await c.add(id);
         const at = Date.now();
         noteAttachments();
-        if (!rep.success || !rep.ipv4_addr) { bad(`ADD ${id}: success=${rep.success} with no IP (${rep.message})`); return; }
+        if (!rep.success || !rep.ipv4_addr) {
+          bad(`ADD ${id}: success=${rep.success} with no IP (${rep.message})`);
+          return;
+        }
         const other = [...held.values()].find((h) => h.ip === rep.ipv4_addr && h.to === Infinity);
         if (other) bad(`ADD ${id} got ${rep.ipv4_addr}, which live pod ${other.containerId} holds`);
-        if (!onOurEni(rep.ipv4_addr)) bad(`ADD ${id} got ${rep.ipv4_addr} from ${rep.eni_id}, which EC2 does not show on an ENI attached to ${n.instanceId} ${whereIs(rep.ipv4_addr)}`);
+        if (!onOurEni(rep.ipv4_addr))
+          bad(
+            `ADD ${id} got ${rep.ipv4_addr} from ${rep.eni_id}, which EC2 does not show on an ENI attached to ${n.instanceId} ${whereIs(rep.ipv4_addr)}`,
+          );
         const h: Hold = { containerId: id, ip: rep.ipv4_addr, eniId: rep.eni_id, from: at, to: Infinity };
         holds.push(h);
         held.set(id, h);
@@ -158,9 +233,12 @@ export async function runEpisode(cfg: EpisodeConfig): Promise<EpisodeResult> {
         const g = e as GrpcError;
         const name = grpc.status[g.code] ?? String(g.code);
         res.addErrors[name] = (res.addErrors[name] ?? 0) + 1;
-        if (!CLEAR_ERRORS.has(g.code) || (g.details ?? '').trim().length < 10) bad(`ADD ${id} failed without a clear reason: ${name}: ${JSON.stringify(g.details ?? g.message)}`);
+        if (!CLEAR_ERRORS.has(g.code) || (g.details ?? '').trim().length < 10)
+          bad(`ADD ${id} failed without a clear reason: ${name}: ${JSON.stringify(g.details ?? g.message)}`);
         // As containerd does: a failed ADD is followed by a DEL, then the sandbox goes.
-        await c.del(id, { reason: 'add-failed' }).catch((d: GrpcError) => bad(`DEL after a failed ADD of ${id} failed: ${d.details ?? d.message}`));
+        await c
+          .del(id, { reason: 'add-failed' })
+          .catch((d: GrpcError) => bad(`DEL after a failed ADD of ${id} failed: ${d.details ?? d.message}`));
         n.cri?.remove(id);
       } finally {
         busy.delete(id);
@@ -174,7 +252,8 @@ export async function runEpisode(cfg: EpisodeConfig): Promise<EpisodeResult> {
         // containerd's StopPodSandbox tears the network down (CNI DEL) while the sandbox is
         // still READY, and only then stops it: the sandbox leaves the runtime after the reply.
         const rep = await c.del(id);
-        if (!rep.released || rep.ipv4_addr !== h.ip) bad(`DEL ${id} (holding ${h.ip}) answered released=${rep.released} ip=${rep.ipv4_addr}`);
+        if (!rep.released || rep.ipv4_addr !== h.ip)
+          bad(`DEL ${id} (holding ${h.ip}) answered released=${rep.released} ip=${rep.ipv4_addr}`);
         held.delete(id);
         n.cri?.remove(id);
       } catch (e) {
@@ -198,7 +277,13 @@ export async function runEpisode(cfg: EpisodeConfig): Promise<EpisodeResult> {
     };
 
     const total = WEIGHTS.reduce((s, [, w]) => s + w, 0);
-    const pick = (): Op => { let x = r() * total; for (const [op, w] of WEIGHTS) { if ((x -= w) < 0) return op; } return 'add'; };
+    const pick = (): Op => {
+      let x = r() * total;
+      for (const [op, w] of WEIGHTS) {
+        if ((x -= w) < 0) return op;
+      }
+      return 'add';
+    };
     const poolMs = parseInt(cfg.env.ENI_IPAM_POOL_INTERVAL ?? '50', 10);
     const shrinkMs = parseInt(cfg.env.ENI_IPAM_SHRINK_DELAY ?? '50', 10);
     for (let k = 0; k < cfg.ops; k++) {
@@ -216,7 +301,14 @@ export async function runEpisode(cfg: EpisodeConfig): Promise<EpisodeResult> {
           if (id) fire(del(id));
         }
       } else if (op === 'delUnknown') {
-        fire(c.del(`never-${seq++}`).then((rep) => { if (rep.released) bad(`DEL of an unknown key released ${rep.ipv4_addr}`); }, (e: GrpcError) => bad(`DEL of an unknown key failed: ${e.details}`)));
+        fire(
+          c.del(`never-${seq++}`).then(
+            (rep) => {
+              if (rep.released) bad(`DEL of an unknown key released ${rep.ipv4_addr}`);
+            },
+            (e: GrpcError) => bad(`DEL of an unknown key failed: ${e.details}`),
+          ),
+        );
       } else if (op === 'tick') {
         await sleep(Math.floor(r() * (shrinkMs + 2 * poolMs)));
       } else if (op === 'reconcile') {
@@ -241,11 +333,14 @@ export async function runEpisode(cfg: EpisodeConfig): Promise<EpisodeResult> {
       if (assigned !== held.size) await sleep(50);
     }
     if (assigned !== held.size) bad(`ipamd reports ${assigned} assigned IPs, the test holds ${held.size} pods`);
-    for (const h of held.values()) if (!onOurEni(h.ip)) bad(`held IP ${h.ip} (${h.containerId}) is on no ENI attached to the instance at the end`);
+    for (const h of held.values())
+      if (!onOurEni(h.ip)) bad(`held IP ${h.ip} (${h.containerId}) is on no ENI attached to the instance at the end`);
     await n.stop();
     noteAttachments();
     const calls = sim.calls.filter((x) => !x.instanceId || x.instanceId === n.instanceId);
-    res.releaseCalls = calls.filter((x) => ['UnassignPrivateIpAddresses', 'DetachNetworkInterface', 'DeleteNetworkInterface'].includes(x.action)).length;
+    res.releaseCalls = calls.filter((x) =>
+      ['UnassignPrivateIpAddresses', 'DetachNetworkInterface', 'DeleteNetworkInterface'].includes(x.action),
+    ).length;
     for (const v of auditReleases({ holds, calls, attachmentEni })) bad(v);
   } catch (e) {
     bad(`episode aborted: ${(e as Error).stack ?? String(e)}`);

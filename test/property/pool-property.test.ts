@@ -24,34 +24,55 @@ const SEED = Number(process.env.PROPERTY_SEED ?? Math.floor(Math.random() * 2 **
 /** Episodes run side by side (each has its own simulated cloud and ipamd); the work is mostly waiting. */
 const PARALLEL = Number(process.env.PROPERTY_PARALLEL ?? 4);
 
-test(`warm pool property: ${TOTAL_OPS} random interleavings of ADD/DEL/shrink/reconcile/restart (seed ${SEED})`, { timeout: 600_000 }, async () => {
-  const results: EpisodeResult[] = [];
-  const failures: string[] = [];
-  const episodes = Math.ceil(TOTAL_OPS / EPISODE_OPS);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < episodes && failures.length === 0) await one(next++);
-  };
-  const one = async (i: number): Promise<void> => {
-    const seed = (SEED + i * 7919) >>> 0;
-    const cfg = randomEpisodeConfig(seed, Math.min(EPISODE_OPS, TOTAL_OPS - i * EPISODE_OPS), i % 4 === 3 ? 'child' : 'in-process');
-    const r = await runEpisode(cfg);
-    results.push(r);
-    const mode = cfg.env.WARM_ENI_TARGET !== undefined ? `WARM_ENI_TARGET=${cfg.env.WARM_ENI_TARGET}`
-      : cfg.env.ENABLE_PREFIX_DELEGATION ? `prefix${r.prefixRefused ? ' (refused by this build → IP mode)' : ''}` : `WARM_IP_TARGET=${cfg.env.WARM_IP_TARGET} MINIMUM_IP_TARGET=${cfg.env.MINIMUM_IP_TARGET}`;
-    console.log(`# episode ${i} seed=${seed} ${cfg.mode} ${cfg.instanceType} ${mode} latency≤${cfg.maxLatencyMs}ms imdsLag=${cfg.imdsLagMs}ms inflight≤${cfg.maxInFlight}: `
-      + `${r.addsOk} ADDs ok, errors ${JSON.stringify(r.addErrors)}, ${r.restarts} restarts, ${r.releaseCalls} EC2 release calls, ${r.violations.length} violations, ${r.ms} ms`);
-    if (r.violations.length) {
-      failures.push(`property violated in episode ${i}, seed=${seed} (rerun the whole test with PROPERTY_SEED=${SEED}; this episode alone: config ${JSON.stringify(cfg)}):\n${r.violations.join('\n')}`);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(PARALLEL, episodes) }, worker));
-  if (failures.length) assert.fail(failures.join('\n\n'));
-  const sum = (f: (r: EpisodeResult) => number) => results.reduce((s, r) => s + f(r), 0);
-  const ops = sum((r) => Object.values(r.ops).reduce((a, b) => a + b, 0));
-  console.log(`# ${ops} operations in ${results.length} episodes: ${sum((r) => r.addsOk)} ADDs ok, ${sum((r) => Object.values(r.addErrors).reduce((a, b) => a + b, 0))} failed clearly, `
-    + `${sum((r) => r.restarts)} restarts, ${sum((r) => r.releaseCalls)} EC2 release calls audited, seed ${SEED}`);
-  assert.equal(ops, TOTAL_OPS);
-  // The audit must have had something to audit: releases happened while pods held IPs.
-  assert.ok(sum((r) => r.releaseCalls) > 0, 'no EC2 release call in the whole run: the shrink path was not exercised');
-});
+test(
+  `warm pool property: ${TOTAL_OPS} random interleavings of ADD/DEL/shrink/reconcile/restart (seed ${SEED})`,
+  { timeout: 600_000 },
+  async () => {
+    const results: EpisodeResult[] = [];
+    const failures: string[] = [];
+    const episodes = Math.ceil(TOTAL_OPS / EPISODE_OPS);
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < episodes && failures.length === 0) await one(next++);
+    };
+    const one = async (i: number): Promise<void> => {
+      const seed = (SEED + i * 7919) >>> 0;
+      const cfg = randomEpisodeConfig(
+        seed,
+        Math.min(EPISODE_OPS, TOTAL_OPS - i * EPISODE_OPS),
+        i % 4 === 3 ? 'child' : 'in-process',
+      );
+      const r = await runEpisode(cfg);
+      results.push(r);
+      const mode =
+        cfg.env.WARM_ENI_TARGET !== undefined
+          ? `WARM_ENI_TARGET=${cfg.env.WARM_ENI_TARGET}`
+          : cfg.env.ENABLE_PREFIX_DELEGATION
+            ? `prefix${r.prefixRefused ? ' (refused by this build → IP mode)' : ''}`
+            : `WARM_IP_TARGET=${cfg.env.WARM_IP_TARGET} MINIMUM_IP_TARGET=${cfg.env.MINIMUM_IP_TARGET}`;
+      console.log(
+        `# episode ${i} seed=${seed} ${cfg.mode} ${cfg.instanceType} ${mode} latency≤${cfg.maxLatencyMs}ms imdsLag=${cfg.imdsLagMs}ms inflight≤${cfg.maxInFlight}: ` +
+          `${r.addsOk} ADDs ok, errors ${JSON.stringify(r.addErrors)}, ${r.restarts} restarts, ${r.releaseCalls} EC2 release calls, ${r.violations.length} violations, ${r.ms} ms`,
+      );
+      if (r.violations.length) {
+        failures.push(
+          `property violated in episode ${i}, seed=${seed} (rerun the whole test with PROPERTY_SEED=${SEED}; this episode alone: config ${JSON.stringify(cfg)}):\n${r.violations.join('\n')}`,
+        );
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(PARALLEL, episodes) }, worker));
+    if (failures.length) assert.fail(failures.join('\n\n'));
+    const sum = (f: (r: EpisodeResult) => number) => results.reduce((s, r) => s + f(r), 0);
+    const ops = sum((r) => Object.values(r.ops).reduce((a, b) => a + b, 0));
+    console.log(
+      `# ${ops} operations in ${results.length} episodes: ${sum((r) => r.addsOk)} ADDs ok, ${sum((r) => Object.values(r.addErrors).reduce((a, b) => a + b, 0))} failed clearly, ` +
+        `${sum((r) => r.restarts)} restarts, ${sum((r) => r.releaseCalls)} EC2 release calls audited, seed ${SEED}`,
+    );
+    assert.equal(ops, TOTAL_OPS);
+    // The audit must have had something to audit: releases happened while pods held IPs.
+    assert.ok(
+      sum((r) => r.releaseCalls) > 0,
+      'no EC2 release call in the whole run: the shrink path was not exercised',
+    );
+  },
+);

@@ -28,7 +28,11 @@ export interface Hold {
 }
 
 /** The EC2 actions that take addresses away. */
-export const RELEASE_ACTIONS: ReadonlySet<string> = new Set(['UnassignPrivateIpAddresses', 'DetachNetworkInterface', 'DeleteNetworkInterface']);
+export const RELEASE_ACTIONS: ReadonlySet<string> = new Set([
+  'UnassignPrivateIpAddresses',
+  'DetachNetworkInterface',
+  'DeleteNetworkInterface',
+]);
 
 /** Values of `Name.1`, `Name.2`, ... (and a bare `Name`) of a Query API request. */
 export function listParam(params: Record<string, string>, name: string): string[] {
@@ -72,22 +76,32 @@ export function auditReleases(i: AuditInput): Violation[] {
     byIp.set(h.ip, [...(byIp.get(h.ip) ?? []), h]);
     byEni.set(h.eniId, [...(byEni.get(h.eniId) ?? []), h]);
   }
-  const overlaps = (c: ApiCallRecord, h: Hold) => c.at <= h.to && (c.durationMs === undefined ? Infinity : c.at + c.durationMs) >= h.from;
-  const when = (c: ApiCallRecord) => `${new Date(c.at).toISOString()} +${c.durationMs ?? '∞'} ms (${c.ok ? 'ok' : c.errorCode ?? 'in flight'})`;
-  const held = (h: Hold) => `held by ${h.containerId} from ${new Date(h.from).toISOString()} to ${Number.isFinite(h.to) ? new Date(h.to).toISOString() : 'now'}`;
+  const overlaps = (c: ApiCallRecord, h: Hold) =>
+    c.at <= h.to && (c.durationMs === undefined ? Infinity : c.at + c.durationMs) >= h.from;
+  const when = (c: ApiCallRecord) =>
+    `${new Date(c.at).toISOString()} +${c.durationMs ?? '∞'} ms (${c.ok ? 'ok' : (c.errorCode ?? 'in flight')})`;
+  const held = (h: Hold) =>
+    `held by ${h.containerId} from ${new Date(h.from).toISOString()} to ${Number.isFinite(h.to) ? new Date(h.to).toISOString() : 'now'}`;
   for (const c of i.calls) {
     if (!RELEASE_ACTIONS.has(c.action)) continue;
     if (i.instanceId && c.instanceId && c.instanceId !== i.instanceId) continue;
     if (c.action === 'UnassignPrivateIpAddresses') {
       for (const ip of listParam(c.params, 'PrivateIpAddress')) {
-        for (const h of byIp.get(ip) ?? []) if (overlaps(c, h)) out.push(`UnassignPrivateIpAddresses of ${ip} at ${when(c)}, ${held(h)}`);
+        for (const h of byIp.get(ip) ?? [])
+          if (overlaps(c, h)) out.push(`UnassignPrivateIpAddresses of ${ip} at ${when(c)}, ${held(h)}`);
       }
       for (const prefix of listParam(c.params, 'Ipv4Prefix')) {
-        for (const h of i.holds) if (inCidr(h.ip, prefix) && overlaps(c, h)) out.push(`UnassignPrivateIpAddresses of prefix ${prefix} at ${when(c)}, ${h.ip} ${held(h)}`);
+        for (const h of i.holds)
+          if (inCidr(h.ip, prefix) && overlaps(c, h))
+            out.push(`UnassignPrivateIpAddresses of prefix ${prefix} at ${when(c)}, ${h.ip} ${held(h)}`);
       }
     } else {
-      const eniId = c.action === 'DeleteNetworkInterface' ? c.params.NetworkInterfaceId ?? '' : i.attachmentEni.get(c.params.AttachmentId ?? '') ?? '';
-      for (const h of byEni.get(eniId) ?? []) if (overlaps(c, h)) out.push(`${c.action} of ${eniId} at ${when(c)}, its IP ${h.ip} ${held(h)}`);
+      const eniId =
+        c.action === 'DeleteNetworkInterface'
+          ? (c.params.NetworkInterfaceId ?? '')
+          : (i.attachmentEni.get(c.params.AttachmentId ?? '') ?? '');
+      for (const h of byEni.get(eniId) ?? [])
+        if (overlaps(c, h)) out.push(`${c.action} of ${eniId} at ${when(c)}, its IP ${h.ip} ${held(h)}`);
     }
   }
   return out;

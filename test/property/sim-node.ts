@@ -82,7 +82,7 @@ export class SimNode {
   /** Number of daemon starts so far. */
   starts = 0;
   /** Fetches an introspection path (e.g. `/v1/stage-trace`) of the running ipamd as JSON. */
-  async introspect(p: string): Promise<any> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  async introspect(p: string): Promise<unknown> {
     return (await fetch(`http://127.0.0.1:${this.port}${p}`)).json();
   }
 
@@ -91,13 +91,27 @@ export class SimNode {
     return this.child?.pid;
   }
 
-  constructor(readonly sim: SimCloud, readonly instanceId: string, readonly dir: string, readonly mode: DaemonMode, readonly cri: CriStandIn | undefined, extra: Record<string, string>, private readonly closeParts: () => Promise<void>) {
+  constructor(
+    readonly sim: SimCloud,
+    readonly instanceId: string,
+    readonly dir: string,
+    readonly mode: DaemonMode,
+    readonly cri: CriStandIn | undefined,
+    extra: Record<string, string>,
+    private readonly closeParts: () => Promise<void>,
+  ) {
     this.env = {
-      AWS_EC2_ENDPOINT: sim.ec2Endpoint, AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpointFor(instanceId),
-      AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID ?? 'AKIDSIMULATED', AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY ?? 'simulated-secret',
-      ENI_IPAM_SOCKET: this.socket, ENI_IPAM_CHECKPOINT_PATH: this.checkpoint,
+      AWS_EC2_ENDPOINT: sim.ec2Endpoint,
+      AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpointFor(instanceId),
+      AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID ?? 'AKIDSIMULATED',
+      AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY ?? 'simulated-secret',
+      ENI_IPAM_SOCKET: this.socket,
+      ENI_IPAM_CHECKPOINT_PATH: this.checkpoint,
       CRI_RUNTIME_ENDPOINT: `unix://${cri ? cri.socketPath : path.join(dir, 'no-cri.sock')}`,
-      ENI_IPAM_INSTALL_CNI: 'false', ENI_IPAM_HOST_NETWORK: 'false', DISABLE_METRICS: 'true', AWS_VPC_K8S_CNI_LOGLEVEL: mode === 'child' ? 'info' : 'error',
+      ENI_IPAM_INSTALL_CNI: 'false',
+      ENI_IPAM_HOST_NETWORK: 'false',
+      DISABLE_METRICS: 'true',
+      AWS_VPC_K8S_CNI_LOGLEVEL: mode === 'child' ? 'info' : 'error',
       ...extra,
     };
   }
@@ -130,7 +144,11 @@ export class SimNode {
     if (this.running) throw new Error('ipamd already running on this node');
     this.starts++;
     if (this.mode === 'child') {
-      this.child = await startIpamd({ env: { ...this.env, INTROSPECTION_BIND_ADDRESS: '127.0.0.1:0' }, logFile: path.join(this.dir, 'ipamd.log'), ...(this.childPrefix ? { prefix: this.childPrefix } : {}) });
+      this.child = await startIpamd({
+        env: { ...this.env, INTROSPECTION_BIND_ADDRESS: '127.0.0.1:0' },
+        logFile: path.join(this.dir, 'ipamd.log'),
+        ...(this.childPrefix ? { prefix: this.childPrefix } : {}),
+      });
       this.port = this.child.introspectionPort;
       return;
     }
@@ -139,9 +157,13 @@ export class SimNode {
     this.port = await freePort();
     const config = loadConfig({ ...this.env, INTROSPECTION_BIND_ADDRESS: `127.0.0.1:${this.port}` });
     // With ENI_IPAM_KEEP_NODE_DIR=1 the in-process daemon logs (debug) to <dir>/ipamd.log, kept for a post-mortem.
-    const log = process.env.ENI_IPAM_KEEP_NODE_DIR === '1'
-      ? pino({ level: 'debug', base: { component: 'ipamd' }, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination({ dest: path.join(this.dir, 'ipamd.log'), append: true, sync: false }))
-      : silent;
+    const log =
+      process.env.ENI_IPAM_KEEP_NODE_DIR === '1'
+        ? pino(
+            { level: 'debug', base: { component: 'ipamd' }, timestamp: pino.stdTimeFunctions.isoTime },
+            pino.destination({ dest: path.join(this.dir, 'ipamd.log'), append: true, sync: false }),
+          )
+        : silent;
     this.daemon = await startDaemon(config, log);
   }
 
@@ -181,8 +203,12 @@ export class SimNode {
 export async function createSimNode(o: SimNodeOptions): Promise<SimNode> {
   ensureDummyAwsCredentials();
   const k = await buildNode({
-    sim: o.sim, subnetId: o.subnetId, instanceType: o.instanceType ?? 'm5.large', dirPrefix: 'eni-ipam-node-',
-    keepDir: process.env.ENI_IPAM_KEEP_NODE_DIR === '1', ...(o.cri === false ? {} : { cri: {} }),
+    sim: o.sim,
+    subnetId: o.subnetId,
+    instanceType: o.instanceType ?? 'm5.large',
+    dirPrefix: 'eni-ipam-node-',
+    keepDir: process.env.ENI_IPAM_KEEP_NODE_DIR === '1',
+    ...(o.cri === false ? {} : { cri: {} }),
   });
   return new SimNode(o.sim, k.instanceId, k.dir, o.mode ?? 'in-process', k.cri, o.env ?? {}, k.close);
 }

@@ -10,17 +10,44 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { AWS_NODE_CHECKPOINT_VERSION, convertAwsNodeCheckpoint } from '../../ipamd/checkpoint/aws-node.js';
-import { importAwsNodeCheckpoint, kernelBootTimeMs, markAwsNodeCheckpointImported } from '../../ipamd/startup/aws-node-import.js';
+import {
+  importAwsNodeCheckpoint,
+  kernelBootTimeMs,
+  markAwsNodeCheckpointImported,
+} from '../../ipamd/startup/aws-node-import.js';
 
 const log = pino({ level: 'silent' });
 const BOOT = 'b00710d0-0000-4000-8000-000000000000';
 
 /** An aws-node checkpoint as its JSONFile checkpointer writes it (allocationTimestamp in ns, written as the double JSON.parse reads it). */
-function awsFile(entries: unknown[] = [
-  { networkName: 'aws-cni', containerID: 'c1', ifName: 'eth0', ipv4: '10.0.0.11', allocationTimestamp: 1_700_000_000_123_456_768, metadata: { k8sPodNamespace: 'default', k8sPodName: 'web-1' } },
-  { networkName: 'aws-cni', containerID: 'c2', ifName: 'eth0', ipv4: '10.0.0.12', allocationTimestamp: 1_700_000_001_000_000_000, metadata: {} },
-  { networkName: 'aws-cni', containerID: 'c6', ifName: 'eth0', ipv6: '2600:1f14::5', allocationTimestamp: 1, metadata: {} },
-]): string {
+function awsFile(
+  entries: unknown[] = [
+    {
+      networkName: 'aws-cni',
+      containerID: 'c1',
+      ifName: 'eth0',
+      ipv4: '10.0.0.11',
+      allocationTimestamp: 1_700_000_000_123_456_768,
+      metadata: { k8sPodNamespace: 'default', k8sPodName: 'web-1' },
+    },
+    {
+      networkName: 'aws-cni',
+      containerID: 'c2',
+      ifName: 'eth0',
+      ipv4: '10.0.0.12',
+      allocationTimestamp: 1_700_000_001_000_000_000,
+      metadata: {},
+    },
+    {
+      networkName: 'aws-cni',
+      containerID: 'c6',
+      ifName: 'eth0',
+      ipv6: '2600:1f14::5',
+      allocationTimestamp: 1,
+      metadata: {},
+    },
+  ],
+): string {
   return JSON.stringify({ version: AWS_NODE_CHECKPOINT_VERSION, allocations: entries });
 }
 
@@ -34,16 +61,39 @@ test('convert: keys, IPv4, pod name/namespace and ms times kept; IPv6-only skipp
   const r = convertAwsNodeCheckpoint(awsFile(), { bootId: BOOT, networkName: 'eni-net' });
   assert.ok(r.ok);
   assert.deepEqual(r.data, {
-    version: 1, bootId: BOOT, cooldown: [],
+    version: 1,
+    bootId: BOOT,
+    cooldown: [],
     allocations: [
-      { networkName: 'eni-net', containerID: 'c1', ifName: 'eth0', ipv4: '10.0.0.11', eniId: '', allocatedAt: 1_700_000_000_123, pod: { namespace: 'default', name: 'web-1', uid: '' } },
-      { networkName: 'eni-net', containerID: 'c2', ifName: 'eth0', ipv4: '10.0.0.12', eniId: '', allocatedAt: 1_700_000_001_000 },
+      {
+        networkName: 'eni-net',
+        containerID: 'c1',
+        ifName: 'eth0',
+        ipv4: '10.0.0.11',
+        eniId: '',
+        allocatedAt: 1_700_000_000_123,
+        pod: { namespace: 'default', name: 'web-1', uid: '' },
+      },
+      {
+        networkName: 'eni-net',
+        containerID: 'c2',
+        ifName: 'eth0',
+        ipv4: '10.0.0.12',
+        eniId: '',
+        allocatedAt: 1_700_000_001_000,
+      },
     ],
   });
-  assert.deepEqual(r.skipped.map((s) => s.containerID), ['c6']);
+  assert.deepEqual(
+    r.skipped.map((s) => s.containerID),
+    ['c6'],
+  );
   assert.deepEqual(r.renamedFrom, ['aws-cni']);
   // aws-node writes `null` for an empty list (Go nil slice).
-  const empty = convertAwsNodeCheckpoint(JSON.stringify({ version: AWS_NODE_CHECKPOINT_VERSION, allocations: null }), { bootId: BOOT, networkName: 'aws-cni' });
+  const empty = convertAwsNodeCheckpoint(JSON.stringify({ version: AWS_NODE_CHECKPOINT_VERSION, allocations: null }), {
+    bootId: BOOT,
+    networkName: 'aws-cni',
+  });
   assert.ok(empty.ok && empty.data.allocations.length === 0);
 });
 
@@ -54,8 +104,16 @@ test('convert refuses unknown versions, non-JSON and schema errors with a reason
     [JSON.stringify({ version: 1, allocations: [] }), /unknown version 1/],
     [awsFile().slice(0, 60), /not valid JSON/],
     ['[]', /not a JSON object/],
-    [awsFile([{ networkName: 'aws-cni', containerID: '', ifName: 'eth0', ipv4: '10.0.0.1', allocationTimestamp: 1 }]), /allocations\.0\.containerID/],
-    [awsFile([{ networkName: 'aws-cni', containerID: 'x', ifName: 'eth0', ipv4: '10.0.0.300', allocationTimestamp: 1 }]), /allocations\.0\.ipv4/],
+    [
+      awsFile([{ networkName: 'aws-cni', containerID: '', ifName: 'eth0', ipv4: '10.0.0.1', allocationTimestamp: 1 }]),
+      /allocations\.0\.containerID/,
+    ],
+    [
+      awsFile([
+        { networkName: 'aws-cni', containerID: 'x', ifName: 'eth0', ipv4: '10.0.0.300', allocationTimestamp: 1 },
+      ]),
+      /allocations\.0\.ipv4/,
+    ],
   ];
   const many = convertAwsNodeCheckpoint(awsFile(), { ...p, maxEntries: 1 });
   assert.match(!many.ok ? many.reason : '', /implausible: 3 allocations, more than this node's ENIs can hold \(1\)/);
@@ -70,13 +128,22 @@ test('import: a file from this boot is imported, then renamed so it is never imp
   const d = await dir(t);
   const file = path.join(d, 'ipam.json');
   await writeFile(file, awsFile());
-  const r = await importAwsNodeCheckpoint({ path: file, asideDir: path.join(d, 'ours'), bootId: BOOT, networkName: 'aws-cni', log });
+  const r = await importAwsNodeCheckpoint({
+    path: file,
+    asideDir: path.join(d, 'ours'),
+    bootId: BOOT,
+    networkName: 'aws-cni',
+    log,
+  });
   assert.equal(r.kind, 'imported');
   assert.deepEqual(r.kind === 'imported' && r.load.data.allocations.map((a) => a.ipv4), ['10.0.0.11', '10.0.0.12']);
   const to = await markAwsNodeCheckpointImported(file, new Date('2026-01-02T03:04:05.000Z'));
   assert.deepEqual(await readdir(d), [path.basename(to)]);
   assert.match(to, /ipam\.json\.imported-by-eni-ipam-2026-01-02T03:04:05\.000Z$/);
-  assert.equal((await importAwsNodeCheckpoint({ path: file, asideDir: d, bootId: BOOT, networkName: 'aws-cni', log })).kind, 'missing');
+  assert.equal(
+    (await importAwsNodeCheckpoint({ path: file, asideDir: d, bootId: BOOT, networkName: 'aws-cni', log })).kind,
+    'missing',
+  );
 });
 
 test('import: corrupt, unknown-version, other-boot and oversized files are not imported; a copy is kept aside, the original untouched', async (t) => {
@@ -86,7 +153,11 @@ test('import: corrupt, unknown-version, other-boot and oversized files are not i
   const cases: Array<{ name: string; text: string; old?: boolean; reason: RegExp }> = [
     { name: 'truncated', text: awsFile().slice(0, 40), reason: /not valid JSON/ },
     { name: 'zeros', text: '\0'.repeat(64), reason: /not valid JSON/ },
-    { name: 'version', text: JSON.stringify({ version: 'vpc-cni-ipam/9', allocations: [] }), reason: /unknown version/ },
+    {
+      name: 'version',
+      text: JSON.stringify({ version: 'vpc-cni-ipam/9', allocations: [] }),
+      reason: /unknown version/,
+    },
     { name: 'other-boot', text: awsFile(), old: true, reason: /from another boot/ },
   ];
   for (const [i, c] of cases.entries()) {
@@ -94,19 +165,45 @@ test('import: corrupt, unknown-version, other-boot and oversized files are not i
     const aside = path.join(d, `aside-${i}`);
     await writeFile(file, c.text);
     if (c.old) await utimes(file, new Date(bootTimeMs - 3_600_000), new Date(bootTimeMs - 3_600_000));
-    const r = await importAwsNodeCheckpoint({ path: file, asideDir: aside, bootId: BOOT, networkName: 'aws-cni', log, now: new Date('2026-01-01T00:00:00.000Z') });
+    const r = await importAwsNodeCheckpoint({
+      path: file,
+      asideDir: aside,
+      bootId: BOOT,
+      networkName: 'aws-cni',
+      log,
+      now: new Date('2026-01-01T00:00:00.000Z'),
+    });
     assert.equal(r.kind, 'rejected', c.name);
     assert.match(r.kind === 'rejected' ? r.reason : '', c.reason, c.name);
-    assert.equal(r.kind === 'rejected' && r.keptAt, path.join(aside, 'aws-node-ipam.json.rejected-2026-01-01T00:00:00.000Z'));
-    assert.equal(await readFile(path.join(aside, 'aws-node-ipam.json.rejected-2026-01-01T00:00:00.000Z'), 'utf8'), c.text, `${c.name}: copy kept`);
+    assert.equal(
+      r.kind === 'rejected' && r.keptAt,
+      path.join(aside, 'aws-node-ipam.json.rejected-2026-01-01T00:00:00.000Z'),
+    );
+    assert.equal(
+      await readFile(path.join(aside, 'aws-node-ipam.json.rejected-2026-01-01T00:00:00.000Z'), 'utf8'),
+      c.text,
+      `${c.name}: copy kept`,
+    );
     assert.equal(await readFile(file, 'utf8'), c.text, `${c.name}: original untouched`);
   }
   // Larger than a checkpoint may hold: refused before it is read.
   const big = path.join(d, 'big.json');
   await writeFile(big, Buffer.alloc(16 * 1024 * 1024 + 1, 0x20));
-  const r = await importAwsNodeCheckpoint({ path: big, asideDir: path.join(d, 'aside-big'), bootId: BOOT, networkName: 'aws-cni', log });
+  const r = await importAwsNodeCheckpoint({
+    path: big,
+    asideDir: path.join(d, 'aside-big'),
+    bootId: BOOT,
+    networkName: 'aws-cni',
+    log,
+  });
   assert.match(r.kind === 'rejected' ? r.reason : '', /more than the 16777216/);
   // A directory where the file should be: rejected, nothing to copy, still no throw.
-  const r2 = await importAwsNodeCheckpoint({ path: d, asideDir: path.join(d, 'aside-dir'), bootId: BOOT, networkName: 'aws-cni', log });
+  const r2 = await importAwsNodeCheckpoint({
+    path: d,
+    asideDir: path.join(d, 'aside-dir'),
+    bootId: BOOT,
+    networkName: 'aws-cni',
+    log,
+  });
   assert.match(r2.kind === 'rejected' ? r2.reason : '', /not a regular file/);
 });

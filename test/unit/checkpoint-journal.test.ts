@@ -22,9 +22,18 @@ class State {
   allocations = new Map<string, string>();
   released = new Map<string, number>();
   data = (): CheckpointData => ({
-    version: 1, bootId: 'boot-1',
-    allocations: [...this.allocations].map(([id, ip]) => ({ networkName: 'aws-cni', containerID: id, ifName: 'eth0', ipv4: ip, eniId: 'eni-1', allocatedAt: 1 })),
-    cooldown: [], released: [...this.released].map(([containerID, releasedAt]) => ({ containerID, releasedAt })),
+    version: 1,
+    bootId: 'boot-1',
+    allocations: [...this.allocations].map(([id, ip]) => ({
+      networkName: 'aws-cni',
+      containerID: id,
+      ifName: 'eth0',
+      ipv4: ip,
+      eniId: 'eni-1',
+      allocatedAt: 1,
+    })),
+    cooldown: [],
+    released: [...this.released].map(([containerID, releasedAt]) => ({ containerID, releasedAt })),
   });
 }
 
@@ -38,13 +47,19 @@ test('between compactions each commit appends one record; load = snapshot + jour
   const snapSize = (await stat(file)).size;
   for (let i = 0; i < 20; i++) {
     s.allocations.set(`c${i}`, `10.0.0.${i + 1}`);
-    if (i % 3 === 0) { s.allocations.delete(`c${i}`); s.released.set(`c${i}`, 100 + i); }
+    if (i % 3 === 0) {
+      s.allocations.delete(`c${i}`);
+      s.released.set(`c${i}`, 100 + i);
+    }
     await w.commit();
   }
   assert.equal((await stat(file)).size, snapSize, 'the snapshot was not rewritten');
   const lines = (await readFile(`${file}.journal`, 'utf8')).trim().split('\n');
   assert.equal(lines.length, 20);
-  assert.deepEqual(lines.map((l) => (JSON.parse(l) as { seq: number }).seq), Array.from({ length: 20 }, (_, i) => i + 1));
+  assert.deepEqual(
+    lines.map((l) => (JSON.parse(l) as { seq: number }).seq),
+    Array.from({ length: 20 }, (_, i) => i + 1),
+  );
   const r = await loadCheckpoint(file);
   assert.equal(r.kind, 'ok');
   if (r.kind !== 'ok') return;
@@ -102,7 +117,12 @@ test('a torn last record is ignored, and only the last', async (t) => {
   const good = await readFile(`${file}.journal`);
   const [rec1, rec2] = good.toString().trim().split('\n');
   const cases: Array<[string, string | Buffer, string[], number]> = [
-    ['half a record, no newline', Buffer.concat([good, Buffer.from('{"seq":3,"put":[{"netw')]), ['a=10.0.0.1', 'b=10.0.0.2'], 22],
+    [
+      'half a record, no newline',
+      Buffer.concat([good, Buffer.from('{"seq":3,"put":[{"netw')]),
+      ['a=10.0.0.1', 'b=10.0.0.2'],
+      22,
+    ],
     ['zeros after the last newline', Buffer.concat([good, Buffer.alloc(512)]), ['a=10.0.0.1', 'b=10.0.0.2'], 512],
     ['last line garbage with its newline', `${rec1}\n${rec2!.slice(0, 30)}\u0000\u0000\n`, ['a=10.0.0.1'], 33],
     ['a complete record missing only its newline', `${rec1}\n${rec2}`, ['a=10.0.0.1'], Buffer.byteLength(rec2!)],
@@ -130,9 +150,19 @@ test('a bad record before the last, a gap, or a journal without its snapshot: co
   await w.flush(); // compacts; the records below are written by hand
   const snapshot = await readFile(file);
   const seq = (JSON.parse(snapshot.toString()) as CheckpointData).journalSeq!;
-  const rec = (n: number, id: string) => JSON.stringify({ seq: n, put: [{ networkName: 'aws-cni', containerID: id, ifName: 'eth0', ipv4: '10.0.1.1', eniId: 'eni-1', allocatedAt: 1 }] });
+  const rec = (n: number, id: string) =>
+    JSON.stringify({
+      seq: n,
+      put: [
+        { networkName: 'aws-cni', containerID: id, ifName: 'eth0', ipv4: '10.0.1.1', eniId: 'eni-1', allocatedAt: 1 },
+      ],
+    });
   const cases: Array<[string, string, RegExp]> = [
-    ['bad record in the middle', `${rec(seq + 1, 'x')}\nnot json\n${rec(seq + 2, 'y')}\n`, /record 2 of 3 is not a valid record, and it is not the last/],
+    [
+      'bad record in the middle',
+      `${rec(seq + 1, 'x')}\nnot json\n${rec(seq + 2, 'y')}\n`,
+      /record 2 of 3 is not a valid record, and it is not the last/,
+    ],
     ['a gap', `${rec(seq + 1, 'x')}\n${rec(seq + 3, 'y')}\n`, /seq \d+, expected \d+ \(a record is missing\)/],
   ];
   for (const [name, journal, reason] of cases) {
@@ -174,13 +204,20 @@ test('the journal is compacted once it outgrows the snapshot, and when idle', as
   const file = await tempFile(t);
   const s = new State();
   const compactions: number[] = [];
-  const w = new CheckpointWriter(file, s.data, { compactBytes: 2048, idleCompactMs: 0, onWrite: (_ms, bytes) => compactions.push(bytes) });
+  const w = new CheckpointWriter(file, s.data, {
+    compactBytes: 2048,
+    idleCompactMs: 0,
+    onWrite: (_ms, bytes) => compactions.push(bytes),
+  });
   await w.commit();
   for (let i = 0; i < 60; i++) {
     s.allocations.set(`c${i}`, `10.0.${i >> 8}.${(i & 255) + 1}`);
     await w.commit();
     const [j, snap] = [(await stat(`${file}.journal`)).size, (await stat(file)).size];
-    assert.ok(j < Math.max(2048, snap) + 1024, `the journal (${j} bytes) stays below the larger of 2 KiB and the snapshot (${snap}) + one record`);
+    assert.ok(
+      j < Math.max(2048, snap) + 1024,
+      `the journal (${j} bytes) stays below the larger of 2 KiB and the snapshot (${snap}) + one record`,
+    );
   }
   assert.ok(compactions.length >= 3, `${compactions.length} compactions`);
   const r = await loadCheckpoint(file);
@@ -193,9 +230,12 @@ test('the journal is compacted once it outgrows the snapshot, and when idle', as
   await w2.commit();
   assert.ok((await stat(`${idle}.journal`)).size > 0);
   const deadline = Date.now() + 5000;
-  while ((await stat(`${idle}.journal`)).size > 0 && Date.now() < deadline) await new Promise((r2) => setTimeout(r2, 20));
+  while ((await stat(`${idle}.journal`)).size > 0 && Date.now() < deadline)
+    await new Promise((r2) => setTimeout(r2, 20));
   assert.equal((await stat(`${idle}.journal`)).size, 0, 'compacted after 50 ms idle');
-  assert.ok((JSON.parse(await readFile(idle, 'utf8')) as CheckpointData).allocations.some((a) => a.containerID === 'late'));
+  assert.ok(
+    (JSON.parse(await readFile(idle, 'utf8')) as CheckpointData).allocations.some((a) => a.containerID === 'late'),
+  );
   await w2.flush();
 });
 
@@ -203,10 +243,14 @@ test('a failed append fails its callers, and the next write compacts (no record 
   const file = await tempFile(t);
   const s = new State();
   let fail = false;
-  const w = new CheckpointWriter(file, () => {
-    if (fail) throw new Error('disk gone');
-    return s.data();
-  }, { idleCompactMs: 0 });
+  const w = new CheckpointWriter(
+    file,
+    () => {
+      if (fail) throw new Error('disk gone');
+      return s.data();
+    },
+    { idleCompactMs: 0 },
+  );
   await w.commit();
   s.allocations.set('a', '10.0.0.1');
   await w.commit();

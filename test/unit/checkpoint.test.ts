@@ -8,7 +8,13 @@ import { mkdtemp, readFile, readdir, rm, stat, writeFile, mkdir } from 'node:fs/
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setImmediate as tick } from 'node:timers/promises';
-import { CheckpointWriter, loadCheckpoint, readBootId, readCheckpoint, type CheckpointData } from '../../ipamd/checkpoint/index.js';
+import {
+  CheckpointWriter,
+  loadCheckpoint,
+  readBootId,
+  readCheckpoint,
+  type CheckpointData,
+} from '../../ipamd/checkpoint/index.js';
 
 async function tempDir(t: TestContext): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), 'eni-ipam-ckpt-'));
@@ -21,8 +27,13 @@ function sample(n = 2): CheckpointData {
     version: 1,
     bootId: '0b5e2c1d-8d1f-4a57-9a7e-3c9f1a2b4c5d',
     allocations: Array.from({ length: n }, (_, i) => ({
-      networkName: 'aws-cni', containerID: `c${i}`, ifName: 'eth0', ipv4: `10.0.${i >> 8}.${i & 255}`, eniId: 'eni-0abc',
-      allocatedAt: 1_700_000_000_000 + i, ...(i % 2 ? { pod: { namespace: 'default', name: `p${i}`, uid: `u${i}` } } : {}),
+      networkName: 'aws-cni',
+      containerID: `c${i}`,
+      ifName: 'eth0',
+      ipv4: `10.0.${i >> 8}.${i & 255}`,
+      eniId: 'eni-0abc',
+      allocatedAt: 1_700_000_000_000 + i,
+      ...(i % 2 ? { pod: { namespace: 'default', name: `p${i}`, uid: `u${i}` } } : {}),
     })),
     cooldown: [{ ip: '10.0.9.9', releasedAt: 1_700_000_000_500 }],
   };
@@ -45,7 +56,11 @@ test('round-trip: write then load gives the same data; parent dir 0700, file 060
   assert.equal(writes.length, 1);
   assert.equal(writes[0]![1], (await stat(file)).size, 'onWrite reports the bytes written');
   assert.ok(writes[0]![0] >= 0);
-  assert.deepEqual((await readdir(path.join(dir, 'sub', 'deeper'))).sort(), ['ipam.json', 'ipam.json.journal'], 'no temp file left behind');
+  assert.deepEqual(
+    (await readdir(path.join(dir, 'sub', 'deeper'))).sort(),
+    ['ipam.json', 'ipam.json.journal'],
+    'no temp file left behind',
+  );
 });
 
 test('missing file is "missing"; other I/O errors throw', async (t) => {
@@ -69,10 +84,29 @@ test('each kind of corruption is moved aside, kept intact, and reported', async 
     ['version 2', JSON.stringify({ ...sample(1), version: 2 }), /unknown version 2/],
     ['no version', JSON.stringify({ bootId: 'b', allocations: [], cooldown: [] }), /unknown version/],
     ['missing bootId', JSON.stringify(noBoot), /schema invalid at bootId/],
-    ['missing allocation field', JSON.stringify({ ...sample(0), allocations: [{ networkName: 'n', containerID: 'c', ifName: 'eth0', ipv4: '10.0.0.1', allocatedAt: 1 }] }), /allocations\[0\]\.eniId/],
-    ['bad IPv4', JSON.stringify({ ...sample(0), allocations: [{ ...sample(1).allocations[0], ipv4: '10.0.0.256' }] }), /allocations\[0\]\.ipv4: expected an IPv4/],
-    ['empty container id', JSON.stringify({ ...sample(0), allocations: [{ ...sample(1).allocations[0], containerID: '' }] }), /containerID: expected a non-empty/],
-    ['bad cooldown time', JSON.stringify({ ...sample(0), cooldown: [{ ip: '10.0.0.1', releasedAt: 'yesterday' }] }), /cooldown\[0\]\.releasedAt/],
+    [
+      'missing allocation field',
+      JSON.stringify({
+        ...sample(0),
+        allocations: [{ networkName: 'n', containerID: 'c', ifName: 'eth0', ipv4: '10.0.0.1', allocatedAt: 1 }],
+      }),
+      /allocations\[0\]\.eniId/,
+    ],
+    [
+      'bad IPv4',
+      JSON.stringify({ ...sample(0), allocations: [{ ...sample(1).allocations[0], ipv4: '10.0.0.256' }] }),
+      /allocations\[0\]\.ipv4: expected an IPv4/,
+    ],
+    [
+      'empty container id',
+      JSON.stringify({ ...sample(0), allocations: [{ ...sample(1).allocations[0], containerID: '' }] }),
+      /containerID: expected a non-empty/,
+    ],
+    [
+      'bad cooldown time',
+      JSON.stringify({ ...sample(0), cooldown: [{ ip: '10.0.0.1', releasedAt: 'yesterday' }] }),
+      /cooldown\[0\]\.releasedAt/,
+    ],
     ['not an object', '[1,2]', /not a JSON object/],
   ];
   for (const [name, content, reason] of kinds) {
@@ -117,12 +151,17 @@ test('group commit: concurrent commits share writes, and each change is on disk 
   const done: Array<Promise<void>> = [];
   for (let i = 1; i <= N; i++) {
     state = i; // the caller's change
-    done.push(w.commit().then(async () => {
-      const r = await readCheckpoint(file);
-      assert.equal(r.kind, 'ok');
-      const onDisk = (r as { data: CheckpointData }).data;
-      assert.ok(onDisk.allocations.length >= i, `change ${i} is durable when its commit resolves (disk has ${onDisk.allocations.length})`);
-    }));
+    done.push(
+      w.commit().then(async () => {
+        const r = await readCheckpoint(file);
+        assert.equal(r.kind, 'ok');
+        const onDisk = (r as { data: CheckpointData }).data;
+        assert.ok(
+          onDisk.allocations.length >= i,
+          `change ${i} is durable when its commit resolves (disk has ${onDisk.allocations.length})`,
+        );
+      }),
+    );
     if (i % 7 === 0) await tick();
   }
   await Promise.all(done);
@@ -137,7 +176,10 @@ test('a commit made during a write waits for the next write, whose snapshot is t
   const file = path.join(dir, 'ipam.json');
   let state = 0;
   const taken: number[] = [];
-  const w = new CheckpointWriter(file, () => { taken.push(state); return { ...sample(0), allocations: sample(state).allocations }; });
+  const w = new CheckpointWriter(file, () => {
+    taken.push(state);
+    return { ...sample(0), allocations: sample(state).allocations };
+  });
   state = 1;
   const a = w.commit();
   await tick(); // write 1 has started with state 1
@@ -193,7 +235,8 @@ test('a failed rename rejects the callers and leaves no temp file behind', async
   const results = await Promise.allSettled([w.commit(), w.commit()]);
   for (const r of results) {
     assert.equal(r.status, 'rejected');
-    if (r.status === 'rejected') assert.match((r.reason as NodeJS.ErrnoException).code ?? '', /EISDIR|ENOTEMPTY|EEXIST/);
+    if (r.status === 'rejected')
+      assert.match((r.reason as NodeJS.ErrnoException).code ?? '', /EISDIR|ENOTEMPTY|EEXIST/);
   }
   assert.deepEqual(await readdir(dir), ['ipam.json'], 'the temp file was removed');
   assert.deepEqual(await readdir(target), ['occupied'], 'the directory is untouched');
@@ -243,7 +286,17 @@ test('what the datastore may hold loads back: ENI not yet known, empty pod metad
   const file = path.join(dir, 'ipam.json');
   const data: CheckpointData = {
     ...sample(0),
-    allocations: [{ networkName: 'aws-cni', containerID: 'c1', ifName: 'eth0', ipv4: '10.0.0.7', eniId: '', allocatedAt: 0, pod: { namespace: '', name: '', uid: '' } }],
+    allocations: [
+      {
+        networkName: 'aws-cni',
+        containerID: 'c1',
+        ifName: 'eth0',
+        ipv4: '10.0.0.7',
+        eniId: '',
+        allocatedAt: 0,
+        pod: { namespace: '', name: '', uid: '' },
+      },
+    ],
   };
   await new CheckpointWriter(file, () => data, { fsync: false }).commit();
   assert.deepEqual(await loadCheckpoint(file), { kind: 'ok', data: { ...data, journalSeq: 0 } });
@@ -261,7 +314,10 @@ test('unknown extra fields are tolerated and dropped', async (t) => {
 test('remembered DELs (`released`) round-trip; a checkpoint written before the field existed still loads', async (t) => {
   const dir = await tempDir(t);
   const file = path.join(dir, 'ipam.json');
-  const withReleased: CheckpointData = { ...sample(1), released: [{ containerID: 'gone', releasedAt: 1_700_000_000_900 }] };
+  const withReleased: CheckpointData = {
+    ...sample(1),
+    released: [{ containerID: 'gone', releasedAt: 1_700_000_000_900 }],
+  };
   await writeFile(file, JSON.stringify(withReleased));
   const r = await loadCheckpoint(file);
   assert.equal(r.kind, 'ok');

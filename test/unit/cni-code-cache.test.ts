@@ -18,11 +18,17 @@ import { codeCachePath } from '../../cni-plugin/code-cache.js';
 const CODE_CACHE_JS = fileURLToPath(new URL('../../cni-plugin/code-cache.js', import.meta.url));
 const PLUGIN = fileURLToPath(new URL('../../cni-plugin/eni-ipam.cjs', import.meta.url));
 
-function run(argv: string[], env: NodeJS.ProcessEnv = {}, input = ''): Promise<{ code: number; stdout: string; stderr: string }> {
+function run(
+  argv: string[],
+  env: NodeJS.ProcessEnv = {},
+  input = '',
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const e = { ...process.env, ...env };
   delete e.NODE_EXTRA_CA_CERTS;
   return new Promise((resolve) => {
-    const p = execFile(process.execPath, argv, { env: e }, (err, stdout, stderr) => resolve({ code: err ? Number(err.code ?? 1) : 0, stdout, stderr }));
+    const p = execFile(process.execPath, argv, { env: e }, (err, stdout, stderr) =>
+      resolve({ code: err ? Number(err.code ?? 1) : 0, stdout, stderr }),
+    );
     p.stdin?.end(input);
   });
 }
@@ -85,7 +91,11 @@ test('the bundled plugin writes its cache on ADD and survives a garbage cache', 
   assert.ok(JSON.parse(version.stdout).supportedVersions.includes('1.0.0'));
   assert.deepEqual(await readdir(dir), ['eni-ipam'], 'VERSION does not produce the cache');
   // ADD with a config that fails validation: still an ADD run, so the cache is produced.
-  const add = await run([plugin], { CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'x', CNI_NETNS: '/nonexistent', CNI_IFNAME: 'eth0' }, '{"cniVersion":"1.0.0"}');
+  const add = await run(
+    [plugin],
+    { CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'x', CNI_NETNS: '/nonexistent', CNI_IFNAME: 'eth0' },
+    '{"cniVersion":"1.0.0"}',
+  );
   assert.equal(add.code, 1);
   assert.equal(JSON.parse(add.stdout).code, 7);
   const caches = (await readdir(dir)).filter((f) => f.endsWith('.v8cache'));

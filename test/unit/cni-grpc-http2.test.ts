@@ -24,7 +24,10 @@ test('malformed response bodies are INTERNAL', () => {
   assert.throws(() => unframeMessage(Buffer.alloc(3)), internal);
   assert.throws(() => unframeMessage(Buffer.from([1, 0, 0, 0, 0])), internal); // compressed flag
   assert.throws(() => unframeMessage(Buffer.from([0, 0, 0, 0, 2, 1])), internal); // truncated
-  assert.throws(() => unframeMessage(Buffer.concat([frameMessage(Uint8Array.of(1)), frameMessage(Uint8Array.of(2))])), internal); // two messages
+  assert.throws(
+    () => unframeMessage(Buffer.concat([frameMessage(Uint8Array.of(1)), frameMessage(Uint8Array.of(2))])),
+    internal,
+  ); // two messages
 });
 
 test('grpc-timeout is milliseconds up to 8 digits, then seconds', () => {
@@ -41,6 +44,9 @@ test('status names match grpc-js, HTTP and RST_STREAM mappings follow the spec',
   assert.equal(grpcStatusName(0), 'OK');
   assert.equal(grpcStatusName(16), 'UNAUTHENTICATED');
   assert.equal(grpcStatusName(99), '99');
-  assert.deepEqual([400, 401, 403, 404, 429, 502, 503, 504, 500, 418].map(statusFromHttp), [13, 16, 7, 12, 14, 14, 14, 14, 2, 2]);
+  assert.deepEqual(
+    [400, 401, 403, 404, 429, 502, 503, 504, 500, 418].map(statusFromHttp),
+    [13, 16, 7, 12, 14, 14, 14, 14, 2, 2],
+  );
   assert.deepEqual([7, 8, 11, 12, 2, 1].map(statusFromRstCode), [14, 1, 8, 7, 13, 13]);
 });

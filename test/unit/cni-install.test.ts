@@ -16,13 +16,25 @@ async function fixture(t: { after(fn: () => Promise<void>): void }) {
   const src = path.join(dir, 'src');
   await writeFile(src, '#!/bin/sh\n');
   const confDir = path.join(dir, 'net.d');
-  const opts = { confDir, binDir: path.join(dir, 'bin'), networkName: 'aws-cni', podMtu: 9001, vethPrefix: 'eni', ipamdSocket: '/s', execSocket: '/e', pluginSource: src, shimSource: src };
+  const opts = {
+    confDir,
+    binDir: path.join(dir, 'bin'),
+    networkName: 'aws-cni',
+    podMtu: 9001,
+    vethPrefix: 'eni',
+    ipamdSocket: '/s',
+    execSocket: '/e',
+    pluginSource: src,
+    shimSource: src,
+  };
   return { confDir, opts };
 }
 
 /** The network config libcni would use: the first `.conf`/`.conflist`/`.json` file in byte order (Go sort.Strings). */
 function firstLoaded(names: string[]): string | undefined {
-  return names.filter((n) => /\.(conf|conflist|json)$/.test(n)).sort((a, b) => (Buffer.compare(Buffer.from(a), Buffer.from(b))))[0];
+  return names
+    .filter((n) => /\.(conf|conflist|json)$/.test(n))
+    .sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)))[0];
 }
 
 test('our conflist sorts before a leftover 10-aws.conflist, which is kept and reported', async (t) => {
@@ -33,7 +45,11 @@ test('our conflist sorts before a leftover 10-aws.conflist, which is kept and re
   await writeFile(path.join(confDir, LEGACY_CONFLIST_NAME), '{}');
   const r = await installCni(opts);
   const names = await readdir(confDir);
-  assert.deepEqual(names.sort(), [CONFLIST_NAME, AWS_CONFLIST_NAME].sort(), 'legacy name removed, aws conflist kept, no temp file');
+  assert.deepEqual(
+    names.sort(),
+    [CONFLIST_NAME, AWS_CONFLIST_NAME].sort(),
+    'legacy name removed, aws conflist kept, no temp file',
+  );
   assert.equal(firstLoaded(names), CONFLIST_NAME, 'the runtime picks ours');
   assert.ok(CONFLIST_NAME < AWS_CONFLIST_NAME);
   assert.equal(await readFile(path.join(confDir, AWS_CONFLIST_NAME), 'utf8'), aws, 'aws conflist untouched');

@@ -26,7 +26,8 @@ const walk = (ns: protobuf.NamespaceBase) => {
   }
 };
 walk(full);
-const toObj = (t: protobuf.Type, b: Uint8Array) => t.toObject(t.decode(b), { longs: Number, defaults: true, arrays: true });
+const toObj = (t: protobuf.Type, b: Uint8Array) =>
+  t.toObject(t.decode(b), { longs: Number, defaults: true, arrays: true });
 
 /** A value for every field of `t`, none at its default; `seed` varies them. */
 function sample(t: protobuf.Type, seed: number, depth = 0): Record<string, unknown> {
@@ -36,13 +37,24 @@ function sample(t: protobuf.Type, seed: number, depth = 0): Record<string, unkno
     const one = (k: number): unknown => {
       if (f.resolvedType instanceof protobuf.Type) return depth < 3 ? sample(f.resolvedType, seed + k, depth + 1) : {};
       switch (f.type) {
-        case 'string': return `${f.name}-${seed + k}-ü/%`;
-        case 'bool': return true;
-        case 'uint32': case 'fixed32': return 4294967295 - seed - k;
-        case 'int32': case 'sint32': case 'sfixed32': return -1000 - seed - k;
-        case 'float': case 'double': return 0.5 + seed + k;
-        case 'bytes': return Buffer.from([1, 2, seed & 255]);
-        default: throw new Error(`test has no sample for ${f.type}`);
+        case 'string':
+          return `${f.name}-${seed + k}-ü/%`;
+        case 'bool':
+          return true;
+        case 'uint32':
+        case 'fixed32':
+          return 4294967295 - seed - k;
+        case 'int32':
+        case 'sint32':
+        case 'sfixed32':
+          return -1000 - seed - k;
+        case 'float':
+        case 'double':
+          return 0.5 + seed + k;
+        case 'bytes':
+          return Buffer.from([1, 2, seed & 255]);
+        default:
+          throw new Error(`test has no sample for ${f.type}`);
       }
     };
     o[f.name] = f.repeated ? [one(1), one(2)] : one(0);
@@ -62,7 +74,11 @@ test('every message round-trips with full protobufjs, both ways, set and default
     for (const m of [sample(t, 1), sample(t, 7)]) {
       const ours = codec.encode(m);
       assert.deepEqual(toObj(t, ours), toObj(t, t.encode(t.fromObject(m)).finish()), `${t.name}: ours → full`);
-      assert.deepEqual(codec.decode(t.encode(t.fromObject(m)).finish()), toObj(t, t.encode(t.fromObject(m)).finish()), `${t.name}: full → ours`);
+      assert.deepEqual(
+        codec.decode(t.encode(t.fromObject(m)).finish()),
+        toObj(t, t.encode(t.fromObject(m)).finish()),
+        `${t.name}: full → ours`,
+      );
     }
     assert.equal(codec.encode({}).length, 0, `${t.name}: defaults are not written`);
     assert.deepEqual(codec.decode(new Uint8Array(0)), toObj(t, new Uint8Array(0)), `${t.name}: defaults on decode`);

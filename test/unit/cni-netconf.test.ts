@@ -6,7 +6,12 @@ import { parseNetConf } from '../../cni-plugin/netconf.js';
 
 const ok = { cniVersion: '1.0.0', name: 'aws-cni', type: 'eni-ipam' };
 const failure = (raw: string) => {
-  try { parseNetConf(raw); } catch (e) { assert.ok(e instanceof CniError, String(e)); return e; }
+  try {
+    parseNetConf(raw);
+  } catch (e) {
+    assert.ok(e instanceof CniError, String(e));
+    return e;
+  }
   assert.fail(`accepted ${raw}`);
 };
 
@@ -21,7 +26,18 @@ test('defaults: mtu 9001, vethPrefix eni, ipamdSocket, unknown keys kept', () =>
 
 test('every supported cniVersion is accepted, with prevResult and runtimeConfig', () => {
   for (const v of ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0']) {
-    const c = parseNetConf(JSON.stringify({ ...ok, cniVersion: v, mtu: 1500, vethPrefix: 'pod', ipamdSocket: '/run/x.sock', logFile: '/var/log/p.log', prevResult: { ips: [] }, runtimeConfig: {} }));
+    const c = parseNetConf(
+      JSON.stringify({
+        ...ok,
+        cniVersion: v,
+        mtu: 1500,
+        vethPrefix: 'pod',
+        ipamdSocket: '/run/x.sock',
+        logFile: '/var/log/p.log',
+        prevResult: { ips: [] },
+        runtimeConfig: {},
+      }),
+    );
     assert.equal(c.cniVersion, v);
     assert.equal(c.mtu, 1500);
     assert.equal(c.vethPrefix, 'pod');

@@ -18,11 +18,20 @@ import { checkConfigOnDisk, ConfigError, loadConfig } from '../../ipamd/config.j
 /** Runs ipamd with `env` (nothing else of the test's environment that ipamd reads); resolves with its exit code and stderr, or fails after `ms`. */
 function runIpamd(env: NodeJS.ProcessEnv, ms = 10_000): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [IPAMD_PATH], { env: { PATH: process.env.PATH, AWS_EC2_METADATA_SERVICE_ENDPOINT: 'http://127.0.0.1:9', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const p = spawn(process.execPath, [IPAMD_PATH], {
+      env: { PATH: process.env.PATH, AWS_EC2_METADATA_SERVICE_ENDPOINT: 'http://127.0.0.1:9', ...env },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let stderr = '';
     p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => { p.kill('SIGKILL'); reject(new Error(`ipamd did not exit within ${ms} ms; stderr: ${stderr.slice(0, 500)}`)); }, ms);
-    p.on('close', (code) => { clearTimeout(timer); resolve({ code, stderr }); });
+    const timer = setTimeout(() => {
+      p.kill('SIGKILL');
+      reject(new Error(`ipamd did not exit within ${ms} ms; stderr: ${stderr.slice(0, 500)}`));
+    }, ms);
+    p.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr });
+    });
   });
 }
 
@@ -34,14 +43,46 @@ test('a bad path setting stops ipamd at start with one line naming the variable'
   await mkdir(path.join(dir, 'ckpt-dir'));
   const ok = { ENI_IPAM_SOCKET: path.join(dir, 'ipamd.sock'), ENI_IPAM_CHECKPOINT_PATH: path.join(dir, 'ipam.json') };
   const cases: Array<{ env: NodeJS.ProcessEnv; variable: string; why: RegExp }> = [
-    { env: { ENI_IPAM_CHECKPOINT_PATH: '/proc/self/ipam.json' }, variable: 'ENI_IPAM_CHECKPOINT_PATH', why: /\/proc is a pseudo filesystem/ },
-    { env: { ENI_IPAM_CHECKPOINT_PATH: '/sys/kernel/ipam.json' }, variable: 'ENI_IPAM_CHECKPOINT_PATH', why: /\/sys is a pseudo filesystem/ },
-    { env: { ENI_IPAM_CHECKPOINT_PATH: '/var/../proc/x' }, variable: 'ENI_IPAM_CHECKPOINT_PATH', why: /\/proc is a pseudo filesystem/ },
-    { env: { ENI_IPAM_CHECKPOINT_PATH: path.join(dir, 'ckpt-dir') }, variable: 'ENI_IPAM_CHECKPOINT_PATH', why: /is a directory/ },
-    { env: { ENI_IPAM_SOCKET: path.join(sockDir, 'ipamd.sock') }, variable: 'ENI_IPAM_SOCKET', why: /at most 107 bytes.*this one is 1\d\d/ },
-    { env: { ENI_IPAM_CNI_EXEC_SOCKET: path.join(sockDir, 'x.sock') }, variable: 'ENI_IPAM_CNI_EXEC_SOCKET', why: /at most 107 bytes/ },
-    { env: { ENI_IPAM_SOCKET: path.join(dir, `${'s'.repeat(107 - dir.length - 9)}`, 'ipam.sk') }, variable: 'ENI_IPAM_SOCKET', why: /exec socket beside it .* too long/ },
-    { env: { CRI_RUNTIME_ENDPOINT: `unix://${path.join(sockDir, 'cri.sock')}` }, variable: 'CRI_RUNTIME_ENDPOINT', why: /at most 107 bytes/ },
+    {
+      env: { ENI_IPAM_CHECKPOINT_PATH: '/proc/self/ipam.json' },
+      variable: 'ENI_IPAM_CHECKPOINT_PATH',
+      why: /\/proc is a pseudo filesystem/,
+    },
+    {
+      env: { ENI_IPAM_CHECKPOINT_PATH: '/sys/kernel/ipam.json' },
+      variable: 'ENI_IPAM_CHECKPOINT_PATH',
+      why: /\/sys is a pseudo filesystem/,
+    },
+    {
+      env: { ENI_IPAM_CHECKPOINT_PATH: '/var/../proc/x' },
+      variable: 'ENI_IPAM_CHECKPOINT_PATH',
+      why: /\/proc is a pseudo filesystem/,
+    },
+    {
+      env: { ENI_IPAM_CHECKPOINT_PATH: path.join(dir, 'ckpt-dir') },
+      variable: 'ENI_IPAM_CHECKPOINT_PATH',
+      why: /is a directory/,
+    },
+    {
+      env: { ENI_IPAM_SOCKET: path.join(sockDir, 'ipamd.sock') },
+      variable: 'ENI_IPAM_SOCKET',
+      why: /at most 107 bytes.*this one is 1\d\d/,
+    },
+    {
+      env: { ENI_IPAM_CNI_EXEC_SOCKET: path.join(sockDir, 'x.sock') },
+      variable: 'ENI_IPAM_CNI_EXEC_SOCKET',
+      why: /at most 107 bytes/,
+    },
+    {
+      env: { ENI_IPAM_SOCKET: path.join(dir, `${'s'.repeat(107 - dir.length - 9)}`, 'ipam.sk') },
+      variable: 'ENI_IPAM_SOCKET',
+      why: /exec socket beside it .* too long/,
+    },
+    {
+      env: { CRI_RUNTIME_ENDPOINT: `unix://${path.join(sockDir, 'cri.sock')}` },
+      variable: 'CRI_RUNTIME_ENDPOINT',
+      why: /at most 107 bytes/,
+    },
   ];
   for (const c of cases) {
     const r = await runIpamd({ ...ok, ...c.env });
@@ -62,7 +103,10 @@ test('loadConfig/checkConfigOnDisk accept the defaults and a 107-byte socket pat
   const sock = `/${'a'.repeat(106)}`;
   assert.equal(Buffer.byteLength(sock), 107);
   assert.equal(loadConfig({ ENI_IPAM_SOCKET: sock, ENI_IPAM_CNI_EXEC_SOCKET: '/run/x.sock' }).socketPath, sock);
-  assert.throws(() => loadConfig({ ENI_IPAM_SOCKET: `${sock}b` }), (e: unknown) => e instanceof ConfigError && e.variable === 'ENI_IPAM_SOCKET');
+  assert.throws(
+    () => loadConfig({ ENI_IPAM_SOCKET: `${sock}b` }),
+    (e: unknown) => e instanceof ConfigError && e.variable === 'ENI_IPAM_SOCKET',
+  );
   // A multi-byte path counts bytes, not characters.
   assert.throws(() => loadConfig({ ENI_IPAM_SOCKET: `/${'é'.repeat(54)}` }), ConfigError);
   checkConfigOnDisk({ ...c, checkpointPath: '/nonexistent/dir/ipam.json' });

@@ -10,8 +10,15 @@ import { expandPrefix } from '../../ipamd/datastore/prefixes.js';
 import type { EniInfo } from '../../ipamd/datastore/types.js';
 
 const eni = (id: string, dev: number, capacity = 9): EniInfo => ({
-  eniId: id, mac: `02:00:00:00:00:0${dev}`, deviceNumber: dev, subnetId: 'subnet-1', subnetCidr: '10.0.0.0/24',
-  primaryIp: `10.0.0.${10 + dev}`, isPrimary: dev === 0, createdAtMs: 0, capacity,
+  eniId: id,
+  mac: `02:00:00:00:00:0${dev}`,
+  deviceNumber: dev,
+  subnetId: 'subnet-1',
+  subnetCidr: '10.0.0.0/24',
+  primaryIp: `10.0.0.${10 + dev}`,
+  isPrimary: dev === 0,
+  createdAtMs: 0,
+  capacity,
 });
 const key = (c: string) => ({ networkName: 'aws-cni', containerID: c, ifName: 'eth0' });
 const P1 = '10.0.0.32/28';
@@ -45,8 +52,10 @@ test('each prefix yields 16 assignable addresses; the pool view counts prefixes 
   assert.equal(ds.prefixOf('10.0.0.50'), P2);
   assert.equal(ds.counts(0).available, 32);
   const [v] = ds.poolViews(0);
-  assert.deepEqual({ capacity: v!.capacity, total: v!.total, freeSlots: v!.freeSlots, prefixes: v!.prefixes, roomSlots: v!.roomSlots },
-    { capacity: 144, total: 32, freeSlots: 2, prefixes: 2, roomSlots: 7 });
+  assert.deepEqual(
+    { capacity: v!.capacity, total: v!.total, freeSlots: v!.freeSlots, prefixes: v!.prefixes, roomSlots: v!.roomSlots },
+    { capacity: 144, total: 32, freeSlots: 2, prefixes: 2, roomSlots: 7 },
+  );
   ds.addPrefixes('eni-0', [P1]);
   assert.equal(ds.eniIps('eni-0').length, 32, 'a known prefix is ignored');
 });
@@ -65,7 +74,10 @@ test('addPrefixes refuses addresses already known and bad prefixes, adding nothi
 test('ADD packs into prefixes already in use, so free prefixes stay free', () => {
   const ds = store();
   const got = Array.from({ length: 16 }, (_, i) => ipOf(ds.assign(key(`p${i}`), undefined, 0)));
-  assert.ok(got.every((ip) => ds.prefixOf(ip) === P1), 'the first 16 pods fill one prefix');
+  assert.ok(
+    got.every((ip) => ds.prefixOf(ip) === P1),
+    'the first 16 pods fill one prefix',
+  );
   assert.equal(ds.poolViews(0)[0]!.freeSlots, 1);
   assert.equal(ds.prefixOf(ipOf(ds.assign(key('p16'), undefined, 0))), P2);
   ds.release(key('p16'), 10);
@@ -81,7 +93,11 @@ test('a prefix is reserved for release only when all 16 addresses are free, and 
   ds.assign(key('a'), undefined, 0); // in P1
   assert.deepEqual(ds.reservePrefixesForRelease('eni-0', 2, 0), [P2], 'P1 holds an assigned address');
   const v = ds.poolViews(0)[0]!;
-  assert.deepEqual([v.total, v.freeSlots, v.prefixes, v.roomSlots], [16, 0, 1, 7], 'a releasing prefix still takes its slot');
+  assert.deepEqual(
+    [v.total, v.freeSlots, v.prefixes, v.roomSlots],
+    [16, 0, 1, 7],
+    'a releasing prefix still takes its slot',
+  );
   for (let i = 0; i < 15; i++) assert.notEqual(ds.prefixOf(ipOf(ds.assign(key(`b${i}`), undefined, 0))), P2);
   assert.equal(ds.assign(key('none'), undefined, 0).kind, 'empty', 'the 16 addresses of P2 are releasing');
   ds.cancelPrefixRelease([P2]);
@@ -105,7 +121,10 @@ test('removePrefixes forgets a confirmed prefix whole; one with an address in us
   const ds = store();
   const reserved = ds.reservePrefixesForRelease('eni-0', 1, 0);
   assert.deepEqual(ds.removePrefixes(reserved, 0), []);
-  assert.deepEqual(ds.eniPrefixes('eni-0'), [P1, P2].filter((p) => p !== reserved[0]));
+  assert.deepEqual(
+    ds.eniPrefixes('eni-0'),
+    [P1, P2].filter((p) => p !== reserved[0]),
+  );
   assert.equal(ds.eniIps('eni-0').length, 16);
   const left = ds.eniPrefixes('eni-0')[0]!;
   ds.assign(key('a'), undefined, 0);
@@ -126,7 +145,14 @@ test('single-IP release never takes prefix addresses; removeIps of a prefix addr
 test('a restored allocation on a prefix address waits as pending and is adopted with the prefix', () => {
   const ds = new Datastore(0, 'prefix');
   ds.upsertEni(eni('eni-0', 0));
-  const a = { networkName: 'aws-cni', containerID: 'live', ifName: 'eth0', ipv4: '10.0.0.40', eniId: 'eni-0', allocatedAt: 1 };
+  const a = {
+    networkName: 'aws-cni',
+    containerID: 'live',
+    ifName: 'eth0',
+    ipv4: '10.0.0.40',
+    eniId: 'eni-0',
+    allocatedAt: 1,
+  };
   assert.equal(ds.restoreAllocation(a), 'pending');
   ds.addPrefixes('eni-0', [P1]);
   assert.equal(ds.ipState('10.0.0.40', 0), 'assigned');

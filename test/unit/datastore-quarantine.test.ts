@@ -12,8 +12,15 @@ import type { EniInfo } from '../../ipamd/datastore/types.js';
 import { checkQuarantine } from '../../ipamd/controller/pool-loop/quarantine-check.js';
 
 const eni: EniInfo = {
-  eniId: 'eni-0', mac: '02:00:00:00:00:00', deviceNumber: 0, subnetId: 'subnet-1', subnetCidr: '10.0.0.0/24',
-  primaryIp: '10.0.0.10', isPrimary: true, createdAtMs: 0, capacity: 9,
+  eniId: 'eni-0',
+  mac: '02:00:00:00:00:00',
+  deviceNumber: 0,
+  subnetId: 'subnet-1',
+  subnetCidr: '10.0.0.0/24',
+  primaryIp: '10.0.0.10',
+  isPrimary: true,
+  createdAtMs: 0,
+  capacity: 9,
 };
 const key = (c: string) => ({ networkName: 'aws-cni', containerID: c, ifName: 'eth0' });
 const log = pino({ level: 'silent' });
@@ -35,7 +42,10 @@ test('a quarantined IP is never assigned nor released; verifyAll keeps it; lift 
   const c = ds.assign(key('c'), undefined, 4);
   assert.equal(c.kind === 'assigned' && c.allocation.ipv4, '10.0.0.52');
   assert.equal(ds.assign(key('d'), undefined, 5).kind, 'empty', 'x is never handed out');
-  assert.deepEqual(ds.quarantined().map((q) => [q.ip, q.since, q.reason]), [['10.0.0.51', 2, 'test']]);
+  assert.deepEqual(
+    ds.quarantined().map((q) => [q.ip, q.since, q.reason]),
+    [['10.0.0.51', 2, 'test']],
+  );
   assert.equal(ds.liftQuarantine('10.0.0.51'), true);
   assert.equal(ds.liftQuarantine('10.0.0.51'), false);
   const d = ds.assign(key('d'), undefined, 6);
@@ -49,11 +59,45 @@ test('checkQuarantine lifts only what the node no longer routes; an unreadable k
   ds.quarantine('10.0.0.51', 1, 'x');
   ds.quarantine('10.0.0.52', 1, 'y');
   let reads = 0;
-  assert.deepEqual(await checkQuarantine({ ds, log, read: async () => { reads++; throw new Error('nsenter failed'); } }), []);
+  assert.deepEqual(
+    await checkQuarantine({
+      ds,
+      log,
+      read: async () => {
+        reads++;
+        throw new Error('nsenter failed');
+      },
+    }),
+    [],
+  );
   assert.equal(ds.quarantined().length, 2);
-  assert.deepEqual(await checkQuarantine({ ds, log, read: async (ips) => { reads++; assert.deepEqual(ips, ['10.0.0.51', '10.0.0.52']); return new Set(['10.0.0.52']); } }), ['10.0.0.51']);
-  assert.deepEqual(ds.quarantined().map((q) => q.ip), ['10.0.0.52']);
+  assert.deepEqual(
+    await checkQuarantine({
+      ds,
+      log,
+      read: async (ips) => {
+        reads++;
+        assert.deepEqual(ips, ['10.0.0.51', '10.0.0.52']);
+        return new Set(['10.0.0.52']);
+      },
+    }),
+    ['10.0.0.51'],
+  );
+  assert.deepEqual(
+    ds.quarantined().map((q) => q.ip),
+    ['10.0.0.52'],
+  );
   ds.liftQuarantine('10.0.0.52');
-  assert.deepEqual(await checkQuarantine({ ds, log, read: async () => { reads++; return new Set(); } }), []);
+  assert.deepEqual(
+    await checkQuarantine({
+      ds,
+      log,
+      read: async () => {
+        reads++;
+        return new Set();
+      },
+    }),
+    [],
+  );
   assert.equal(reads, 2, 'nothing quarantined: no kernel read');
 });

@@ -15,11 +15,24 @@ import { decideSend, type ReleaseOps } from '../../ipamd/controller/release/rele
 import { ReleaseGate } from '../../ipamd/controller/release/release-gate.js';
 
 const eni = (id: string, dev: number): EniInfo => ({
-  eniId: id, mac: `02:00:00:00:00:0${dev}`, deviceNumber: dev, subnetId: 'subnet-1', subnetCidr: '10.0.0.0/24',
-  primaryIp: `10.0.0.${10 + dev}`, isPrimary: dev === 0, createdAtMs: 0, capacity: 9,
+  eniId: id,
+  mac: `02:00:00:00:00:0${dev}`,
+  deviceNumber: dev,
+  subnetId: 'subnet-1',
+  subnetCidr: '10.0.0.0/24',
+  primaryIp: `10.0.0.${10 + dev}`,
+  isPrimary: dev === 0,
+  createdAtMs: 0,
+  capacity: 9,
 });
 const key = (c: string) => ({ networkName: 'aws-cni', containerID: c, ifName: 'eth0' });
-const adopted = (c: string, ip: string): Allocation => ({ ...key(c), ipv4: ip, eniId: '', allocatedAt: 5, pod: { namespace: 'default', name: `pod-${c}`, uid: `uid-${c}` } });
+const adopted = (c: string, ip: string): Allocation => ({
+  ...key(c),
+  ipv4: ip,
+  eniId: '',
+  allocatedAt: 5,
+  pod: { namespace: 'default', name: `pod-${c}`, uid: `uid-${c}` },
+});
 const IP = '10.0.0.101';
 const P = '10.0.0.32/28';
 
@@ -31,7 +44,13 @@ function store(): Datastore {
   return ds;
 }
 function ipOps(ds: Datastore): ReleaseOps {
-  return { what: 'IPs', cancel: (x) => ds.cancelRelease(x), markSent: (x) => ds.markReleaseSent(x), complete: (x) => ds.completeRelease(x), onEni: (e) => e.secondaryIps };
+  return {
+    what: 'IPs',
+    cancel: (x) => ds.cancelRelease(x),
+    markSent: (x) => ds.markReleaseSent(x),
+    complete: (x) => ds.completeRelease(x),
+    onEni: (e) => e.secondaryIps,
+  };
 }
 
 test('adoption of an IP reserved but not sent cancels the release: it is not sent, the pod keeps it', () => {
@@ -55,11 +74,21 @@ test('adoption of an IP whose unassign was sent, and EC2 took it: the allocation
   assert.equal(ds.assign(key('other'), undefined, 1).kind, 'empty');
   // EC2 answered: unassigned.
   const lost = ds.completeRelease([IP]);
-  assert.deepEqual(lost.map((a) => [a.containerID, a.ipv4]), [['live', IP]]);
+  assert.deepEqual(
+    lost.map((a) => [a.containerID, a.ipv4]),
+    [['live', IP]],
+  );
   assert.equal(ds.ipState(IP, 2), undefined, 'the address left the datastore: EC2 no longer has it');
   assert.deepEqual(ds.eniIps('eni-1'), []);
-  assert.deepEqual(ds.pendingAllocations().map((a) => a.containerID), ['live']);
-  assert.equal(ds.assign(key('live'), undefined, 3).kind, 'pending', 'a repeated ADD is refused, never answered with a dead IP');
+  assert.deepEqual(
+    ds.pendingAllocations().map((a) => a.containerID),
+    ['live'],
+  );
+  assert.equal(
+    ds.assign(key('live'), undefined, 3).kind,
+    'pending',
+    'a repeated ADD is refused, never answered with a dead IP',
+  );
   assert.equal(ds.counts(3).total, 0);
   // If EC2 ever puts the address back on one of our ENIs, it is the pod's again.
   ds.addIps('eni-1', [IP]);
@@ -105,11 +134,17 @@ test('decideSend: frozen releases or demand return the whole reservation', () =>
   const ds = store();
   const gate = new ReleaseGate();
   ds.reserveForRelease('eni-1', 1, 0);
-  assert.deepEqual(decideSend([IP], ipOps(ds), gate, () => 'an ADD is waiting'), { kind: 'cancelled', why: 'an ADD is waiting' });
+  assert.deepEqual(
+    decideSend([IP], ipOps(ds), gate, () => 'an ADD is waiting'),
+    { kind: 'cancelled', why: 'an ADD is waiting' },
+  );
   assert.equal(ds.ipState(IP, 0), 'available');
   ds.reserveForRelease('eni-1', 1, 0);
   gate.freeze('cri', 'down');
-  assert.deepEqual(decideSend([IP], ipOps(ds), gate, () => undefined), { kind: 'cancelled', why: 'releases frozen' });
+  assert.deepEqual(
+    decideSend([IP], ipOps(ds), gate, () => undefined),
+    { kind: 'cancelled', why: 'releases frozen' },
+  );
   assert.equal(ds.ipState(IP, 0), 'available');
 });
 
@@ -128,10 +163,16 @@ test('prefixes: an adoption before the send keeps the whole /28 out of the call;
   assert.deepEqual(ds.markPrefixReleaseSent([P]), [P]);
   assert.equal(ds.restoreAllocation(adopted('late', '10.0.0.40')), 'releasing');
   const lost = ds.completePrefixRelease([P]);
-  assert.deepEqual(lost.map((a) => a.containerID), ['late']);
+  assert.deepEqual(
+    lost.map((a) => a.containerID),
+    ['late'],
+  );
   assert.deepEqual(ds.eniPrefixes('eni-0'), [], 'EC2 took the prefix: all 16 addresses are gone');
   assert.equal(ds.counts(3).total, 0);
-  assert.deepEqual(ds.pendingAllocations().map((a) => a.ipv4), ['10.0.0.40']);
+  assert.deepEqual(
+    ds.pendingAllocations().map((a) => a.ipv4),
+    ['10.0.0.40'],
+  );
 });
 
 test('wasReleased: set by a release (also of a key holding nothing), cleared by an assignment, bounded', () => {
@@ -151,26 +192,45 @@ test('wasReleased: set by a release (also of a key holding nothing), cleared by 
 test('merge: a sandbox whose DEL was served is neither adopted nor a conflict, even once its IP went to another pod', () => {
   const sandbox = { id: 'gone', podName: 'pod-gone', podNamespace: 'default', podUid: 'uid-gone', ip: IP };
   const base = {
-    kube: { ok: 'absent' as const }, kernel: { ok: true as const, podIps: new Set<string>(), podVeths: 0 }, now: 100, graceMs: 60_000, networkName: 'aws-cni', ifName: 'eth0',
-    isOurIp: () => true, cri: { ok: true as const, items: [sandbox] }, wasReleased: (id: string) => id === 'gone',
+    kube: { ok: 'absent' as const },
+    kernel: { ok: true as const, podIps: new Set<string>(), podVeths: 0 },
+    now: 100,
+    graceMs: 60_000,
+    networkName: 'aws-cni',
+    ifName: 'eth0',
+    isOurIp: () => true,
+    cri: { ok: true as const, items: [sandbox] },
+    wasReleased: (id: string) => id === 'gone',
   };
   const free = mergeEvidence({ ...base, allocations: [], holderOf: () => undefined });
   assert.deepEqual(free.adopt, []);
-  assert.deepEqual(free.stale.map((s) => s.id), ['gone']);
+  assert.deepEqual(
+    free.stale.map((s) => s.id),
+    ['gone'],
+  );
   const next: Allocation = { ...key('next'), ipv4: IP, eniId: 'eni-1', allocatedAt: 90 };
   const reused = mergeEvidence({ ...base, allocations: [next], holderOf: () => next });
   assert.deepEqual(reused.conflicts, []);
-  assert.deepEqual(reused.live.map((a) => a.containerID), ['next']);
+  assert.deepEqual(
+    reused.live.map((a) => a.containerID),
+    ['next'],
+  );
   // Without a served DEL the same sandbox is adopted, as before.
   const live = mergeEvidence({ ...base, wasReleased: () => false, allocations: [], holderOf: () => undefined });
-  assert.deepEqual(live.adopt.map((a) => a.containerID), ['gone']);
+  assert.deepEqual(
+    live.adopt.map((a) => a.containerID),
+    ['gone'],
+  );
 });
 
 test('remembered DELs: exported for the checkpoint, restored (an allocation restored after wins), expired only when unlisted and old enough', () => {
   const ds = store();
   ds.release(key('a'), 10);
   ds.release(key('b'), 20);
-  assert.deepEqual(ds.releasedEntries(), [{ containerID: 'a', releasedAt: 10 }, { containerID: 'b', releasedAt: 20 }]);
+  assert.deepEqual(ds.releasedEntries(), [
+    { containerID: 'a', releasedAt: 10 },
+    { containerID: 'b', releasedAt: 20 },
+  ]);
   const again = store();
   again.restoreReleased(ds.releasedEntries());
   assert.equal(again.wasReleased('a'), true);
@@ -178,9 +238,15 @@ test('remembered DELs: exported for the checkpoint, restored (an allocation rest
   // Expiry: 'a' is no longer listed and old enough; 'b' is still listed (stopping); 'c' too young.
   again.release(key('c'), 100);
   assert.equal(again.expireReleased(new Set(['b']), 50), 1);
-  assert.deepEqual(again.releasedEntries().map((e) => e.containerID), ['b', 'c']);
+  assert.deepEqual(
+    again.releasedEntries().map((e) => e.containerID),
+    ['b', 'c'],
+  );
   // Bounded on restore too: the newest are kept.
-  const many = Array.from({ length: RELEASED_CONTAINERS_KEPT + 5 }, (_, i) => ({ containerID: `m${i}`, releasedAt: i }));
+  const many = Array.from({ length: RELEASED_CONTAINERS_KEPT + 5 }, (_, i) => ({
+    containerID: `m${i}`,
+    releasedAt: i,
+  }));
   const big = store();
   big.restoreReleased(many);
   assert.equal(big.releasedEntries().length, RELEASED_CONTAINERS_KEPT);

@@ -4,8 +4,15 @@ import { Datastore } from '../../ipamd/datastore/datastore.js';
 import type { EniInfo } from '../../ipamd/datastore/types.js';
 
 const eni = (id: string, dev: number, capacity = 9): EniInfo => ({
-  eniId: id, mac: `02:00:00:00:00:0${dev}`, deviceNumber: dev, subnetId: 'subnet-1', subnetCidr: '10.0.0.0/24',
-  primaryIp: `10.0.0.${10 + dev}`, isPrimary: dev === 0, createdAtMs: 0, capacity,
+  eniId: id,
+  mac: `02:00:00:00:00:0${dev}`,
+  deviceNumber: dev,
+  subnetId: 'subnet-1',
+  subnetCidr: '10.0.0.0/24',
+  primaryIp: `10.0.0.${10 + dev}`,
+  isPrimary: dev === 0,
+  createdAtMs: 0,
+  capacity,
 });
 const key = (c: string, ifName = 'eth0') => ({ networkName: 'aws-cni', containerID: c, ifName });
 
@@ -46,7 +53,15 @@ test('released IPs cool down: neither available nor assigned, then available aga
   assert.equal(ds.assign(key('e'), undefined, 0).kind, 'empty');
   const rel = ds.release(key('b'), 1000);
   assert.ok(rel);
-  assert.deepEqual(ds.counts(1000), { total: 4, assigned: 3, cooling: 1, releasing: 0, unverified: 0, available: 0, enis: 2 });
+  assert.deepEqual(ds.counts(1000), {
+    total: 4,
+    assigned: 3,
+    cooling: 1,
+    releasing: 0,
+    unverified: 0,
+    available: 0,
+    enis: 2,
+  });
   assert.equal(ds.assign(key('e'), undefined, 30_999).kind, 'empty', 'still cooling at 29.999 s');
   const r = ds.assign(key('e'), undefined, 31_000);
   assert.equal(r.kind === 'assigned' && r.allocation.ipv4, rel!.ipv4);
@@ -153,7 +168,13 @@ test('poolViews reports per-ENI total/assigned/cooling', () => {
   ds.assign(key('b'), undefined, 0);
   ds.release(key('b'), 0);
   const v = ds.poolViews(1);
-  assert.deepEqual(v.map((e) => [e.eniId, e.total, e.assigned, e.cooling]), [['eni-0', 2, 1, 1], ['eni-1', 2, 0, 0]]);
+  assert.deepEqual(
+    v.map((e) => [e.eniId, e.total, e.assigned, e.cooling]),
+    [
+      ['eni-0', 2, 1, 1],
+      ['eni-1', 2, 0, 0],
+    ],
+  );
 });
 
 test('unverified IPs (no checkpoint at start) are never handed out or freed until verified; adoption clears them', () => {
@@ -162,8 +183,22 @@ test('unverified IPs (no checkpoint at start) are never handed out or freed unti
   assert.equal(ds.assign(key('new'), undefined, 0).kind, 'empty', 'a live pod may hold any of them');
   assert.deepEqual(ds.reserveForRelease('eni-1', 2, 0), []);
   assert.equal(ds.counts(0).unverified, 4);
-  assert.deepEqual(ds.poolViews(0).map((v) => v.cooling), [2, 2], 'counted as not available and not freeable');
-  assert.equal(ds.restoreAllocation({ networkName: 'aws-cni', containerID: 'live', ifName: 'eth0', ipv4: '10.0.0.101', eniId: '', allocatedAt: 0 }), 'restored');
+  assert.deepEqual(
+    ds.poolViews(0).map((v) => v.cooling),
+    [2, 2],
+    'counted as not available and not freeable',
+  );
+  assert.equal(
+    ds.restoreAllocation({
+      networkName: 'aws-cni',
+      containerID: 'live',
+      ifName: 'eth0',
+      ipv4: '10.0.0.101',
+      eniId: '',
+      allocatedAt: 0,
+    }),
+    'restored',
+  );
   assert.equal(ds.lookup(key('live'))?.eniId, 'eni-1');
   assert.equal(ds.verifyAll(), 3);
   const r = ds.assign(key('new'), undefined, 0);

@@ -25,7 +25,17 @@ const key = (c: string, ifName = 'eth0') => ({ networkName: 'aws-cni', container
 
 function store(): Datastore {
   const ds = new Datastore(30_000);
-  ds.upsertEni({ eniId: 'eni-0', mac: '02:00:00:00:00:00', deviceNumber: 0, subnetId: 'subnet-1', subnetCidr: '10.0.0.0/24', primaryIp: '10.0.0.10', isPrimary: true, createdAtMs: 0, capacity: 9 });
+  ds.upsertEni({
+    eniId: 'eni-0',
+    mac: '02:00:00:00:00:00',
+    deviceNumber: 0,
+    subnetId: 'subnet-1',
+    subnetCidr: '10.0.0.0/24',
+    primaryIp: '10.0.0.10',
+    isPrimary: true,
+    createdAtMs: 0,
+    capacity: 9,
+  });
   ds.addIps('eni-0', ['10.0.0.51', '10.0.0.52', '10.0.0.53']);
   return ds;
 }
@@ -38,12 +48,37 @@ async function setup(t: { after(fn: () => unknown): void }) {
   const events: string[] = [];
   let failPersist = false;
   const spool = new DelSpool({
-    dir, ds, log, registry, vethPrefix: 'eni',
-    persist: async () => { events.push('persist'); if (failPersist) throw new Error('disk full'); },
-    teardown: async (e, a) => { events.push(`teardown ${e.containerID} ${a.ipv4} held=${ds.lookup(e) !== undefined}`); return []; },
+    dir,
+    ds,
+    log,
+    registry,
+    vethPrefix: 'eni',
+    persist: async () => {
+      events.push('persist');
+      if (failPersist) throw new Error('disk full');
+    },
+    teardown: async (e, a) => {
+      events.push(`teardown ${e.containerID} ${a.ipv4} held=${ds.lookup(e) !== undefined}`);
+      return [];
+    },
   });
-  const counts = async () => Object.fromEntries((await registry.getSingleMetric('eni_ipam_spooled_dels_total')!.get()).values.map((v) => [v.labels.outcome, v.value]));
-  return { dir, ds, spool, events, counts, failPersist: (v: boolean) => { failPersist = v; } };
+  const counts = async () =>
+    Object.fromEntries(
+      (await registry.getSingleMetric('eni_ipam_spooled_dels_total')!.get()).values.map((v) => [
+        v.labels.outcome,
+        v.value,
+      ]),
+    );
+  return {
+    dir,
+    ds,
+    spool,
+    events,
+    counts,
+    failPersist: (v: boolean) => {
+      failPersist = v;
+    },
+  };
 }
 
 test('released, unknown and stale entries; teardown before release, the file removed after the checkpoint', async (t) => {
@@ -57,11 +92,19 @@ test('released, unknown and stale entries; teardown before release, the file rem
   await writeSpoolEntry(dir, { ...key('reborn'), netns: '', spooledAt: now - 5000 }); // DEL older than the allocation
   const r = await spool.applyPending('test');
   assert.deepEqual(r, { released: 1, unknown: 1, stale: 1, corrupt: 0, failed: 0 });
-  assert.deepEqual(events, [`teardown gone ${a.allocation.ipv4} held=true`, 'persist'], 'host side first, while the IP is still held; one checkpoint write');
+  assert.deepEqual(
+    events,
+    [`teardown gone ${a.allocation.ipv4} held=true`, 'persist'],
+    'host side first, while the IP is still held; one checkpoint write',
+  );
   assert.equal(ds.lookup(key('gone')), undefined);
   assert.equal(ds.lookup(key('reborn'))?.ipv4, b.allocation.ipv4, 'a newer allocation of the key is left alone');
   assert.equal(ds.wasReleased('gone'), true);
-  assert.equal(ds.wasReleased('never-known'), true, 'an unknown container is still remembered as released (never adopted)');
+  assert.equal(
+    ds.wasReleased('never-known'),
+    true,
+    'an unknown container is still remembered as released (never adopted)',
+  );
   assert.equal(ds.wasReleased('reborn'), false);
   assert.deepEqual(await readdir(dir), []);
   assert.deepEqual(await counts(), { released: 1, unknown: 1, stale: 1 });
@@ -73,17 +116,27 @@ test('corrupt entries are kept aside and do not stop the others; a failed checkp
   const good = await writeSpoolEntry(dir, { ...key('p'), netns: '', spooledAt: Date.now() });
   const full = await readFile(good, 'utf8');
   await writeFile(path.join(dir, spoolFileName(key('trunc'))), full.replace('"p"', '"trunc"').slice(0, 40));
-  await writeFile(path.join(dir, spoolFileName(key('v2'))), JSON.stringify({ ...JSON.parse(full), containerID: 'v2', version: 2 }));
+  await writeFile(
+    path.join(dir, spoolFileName(key('v2'))),
+    JSON.stringify({ ...JSON.parse(full), containerID: 'v2', version: 2 }),
+  );
   await writeFile(path.join(dir, spoolFileName(key('renamed'))), full); // content names another key
   await writeFile(path.join(dir, 'README'), 'not an entry');
   failPersist(true);
   const failed = await spool.applyPending('test');
   assert.deepEqual(failed, { released: 0, unknown: 0, stale: 0, corrupt: 3, failed: 1 });
   assert.equal(ds.lookup(key('p'))?.containerID, 'p', 'the release was rolled back');
-  assert.deepEqual((await readdir(dir)).sort(), ['README', 'corrupt', spoolFileName(key('p'))].sort(), 'entry kept for the next scan');
+  assert.deepEqual(
+    (await readdir(dir)).sort(),
+    ['README', 'corrupt', spoolFileName(key('p'))].sort(),
+    'entry kept for the next scan',
+  );
   const aside = await readdir(path.join(dir, 'corrupt'));
   assert.equal(aside.length, 3);
-  assert.ok(aside.every((f) => /^del_aws-cni_(trunc|v2|renamed)_eth0\.json\.\d{4}-/.test(f)), aside.join(' '));
+  assert.ok(
+    aside.every((f) => /^del_aws-cni_(trunc|v2|renamed)_eth0\.json\.\d{4}-/.test(f)),
+    aside.join(' '),
+  );
   failPersist(false);
   assert.deepEqual(await spool.applyPending('test'), { released: 1, unknown: 0, stale: 0, corrupt: 0, failed: 0 });
   assert.equal(ds.lookup(key('p')), undefined);
@@ -108,7 +161,8 @@ test('the C shim writes the same file name and format as spool.ts', async (t) =>
   const k = { networkName: 'net_1.x', containerID: 'abc_DEF-1.2', ifName: 'e+h%0' };
   const r = spawnSync(SHIM_PATH, [], {
     input: JSON.stringify({ cniVersion: '1.0.0', name: k.networkName, type: 'eni-ipam', execSocket: sock }),
-    env: { CNI_COMMAND: 'DEL', CNI_CONTAINERID: k.containerID, CNI_IFNAME: k.ifName, CNI_NETNS: '/proc/1/ns/net' }, encoding: 'utf8',
+    env: { CNI_COMMAND: 'DEL', CNI_CONTAINERID: k.containerID, CNI_IFNAME: k.ifName, CNI_NETNS: '/proc/1/ns/net' },
+    encoding: 'utf8',
   });
   assert.equal(r.status, 0, r.stdout + r.stderr);
   const files = await readdir(spoolDirFor(sock));

@@ -11,7 +11,12 @@ import { Ec2Budget, ec2ActionClass } from '../../ipamd/cloud/ec2-budget.js';
 
 function clock(start = 1_000_000) {
   let t = start;
-  return { now: () => t, advance: (ms: number) => { t += ms; } };
+  return {
+    now: () => t,
+    advance: (ms: number) => {
+      t += ms;
+    },
+  };
 }
 
 test('token bucket: starts full, refuses when empty, refills at the rate, never above burst', () => {
@@ -48,25 +53,51 @@ test('backoff: equal jitter doubles from base to cap; half of each step is alway
   const p = { baseMs: 100, capMs: 1000 };
   const table: Array<[number, number, number]> = [
     // [retry n, random, expected ms]
-    [1, 0, 50], [1, 0.999999, 100], [2, 0, 100], [2, 0.5, 150], [3, 0, 200], [4, 1 - 1e-9, 800],
-    [5, 0, 500], [5, 1 - 1e-9, 1000], [40, 0, 500],
+    [1, 0, 50],
+    [1, 0.999999, 100],
+    [2, 0, 100],
+    [2, 0.5, 150],
+    [3, 0, 200],
+    [4, 1 - 1e-9, 800],
+    [5, 0, 500],
+    [5, 1 - 1e-9, 1000],
+    [40, 0, 500],
   ];
-  for (const [n, r, want] of table) assert.equal(backoffDelay(n, p, () => r), want, `n=${n} random=${r}`);
+  for (const [n, r, want] of table)
+    assert.equal(
+      backoffDelay(n, p, () => r),
+      want,
+      `n=${n} random=${r}`,
+    );
   assert.throws(() => backoffDelay(0, p, () => 0), RangeError);
 });
 
 test('classification of EC2 failures', () => {
   const table: Array<[string, number | undefined, string]> = [
-    ['RequestLimitExceeded', 503, 'throttle'], ['Throttling', 400, 'throttle'], ['SomethingNew', 429, 'throttle'],
-    ['InternalError', 500, 'server'], ['Unavailable', 503, 'server'], ['ServiceUnavailable', undefined, 'server'], ['Weird', 502, 'server'],
-    ['TimeoutError', undefined, 'transport'], ['ECONNRESET', undefined, 'transport'], ['Unknown', undefined, 'transport'],
-    ['InvalidNetworkInterfaceID.NotFound', 400, 'client'], ['InsufficientFreeAddressesInSubnet', 400, 'client'],
+    ['RequestLimitExceeded', 503, 'throttle'],
+    ['Throttling', 400, 'throttle'],
+    ['SomethingNew', 429, 'throttle'],
+    ['InternalError', 500, 'server'],
+    ['Unavailable', 503, 'server'],
+    ['ServiceUnavailable', undefined, 'server'],
+    ['Weird', 502, 'server'],
+    ['TimeoutError', undefined, 'transport'],
+    ['ECONNRESET', undefined, 'transport'],
+    ['Unknown', undefined, 'transport'],
+    ['InvalidNetworkInterfaceID.NotFound', 400, 'client'],
+    ['InsufficientFreeAddressesInSubnet', 400, 'client'],
   ];
   for (const [code, status, want] of table) assert.equal(classifyEc2Failure(code, status), want, `${code} ${status}`);
 });
 
 test('retry policy: throttling retried everywhere; 5xx/timeouts only where repeating is safe', () => {
-  for (const a of ['CreateNetworkInterface', 'AssignPrivateIpAddresses', 'AttachNetworkInterface', 'DescribeNetworkInterfaces', 'UnassignPrivateIpAddresses']) {
+  for (const a of [
+    'CreateNetworkInterface',
+    'AssignPrivateIpAddresses',
+    'AttachNetworkInterface',
+    'DescribeNetworkInterfaces',
+    'UnassignPrivateIpAddresses',
+  ]) {
     assert.equal(isRetryable(a, 'throttle'), true, a);
     assert.equal(isRetryable(a, 'client'), false, a);
   }
@@ -74,7 +105,14 @@ test('retry policy: throttling retried everywhere; 5xx/timeouts only where repea
     assert.equal(isRetryable(a, 'server'), false, a);
     assert.equal(isRetryable(a, 'transport'), false, a);
   }
-  for (const a of ['DescribeNetworkInterfaces', 'UnassignPrivateIpAddresses', 'DetachNetworkInterface', 'DeleteNetworkInterface', 'CreateTags', 'ModifyNetworkInterfaceAttribute']) {
+  for (const a of [
+    'DescribeNetworkInterfaces',
+    'UnassignPrivateIpAddresses',
+    'DetachNetworkInterface',
+    'DeleteNetworkInterface',
+    'CreateTags',
+    'ModifyNetworkInterfaceAttribute',
+  ]) {
     assert.equal(isRetryable(a, 'server'), true, a);
     assert.equal(isRetryable(a, 'transport'), true, a);
   }
@@ -82,7 +120,13 @@ test('retry policy: throttling retried everywhere; 5xx/timeouts only where repea
 
 test('budget: a throttle puts a growing hold on its class only; success resets the growth', () => {
   const c = clock();
-  const b = new Ec2Budget({ ratePerSecond: 1000, burst: 1000, backoff: { baseMs: 100, capMs: 10_000 }, now: c.now, random: () => 0 });
+  const b = new Ec2Budget({
+    ratePerSecond: 1000,
+    burst: 1000,
+    backoff: { baseMs: 100, capMs: 10_000 },
+    now: c.now,
+    random: () => 0,
+  });
   assert.equal(ec2ActionClass('DescribeSubnets'), 'describe');
   assert.equal(ec2ActionClass('AssignPrivateIpAddresses'), 'mutating');
   assert.equal(b.reserve('AssignPrivateIpAddresses'), 0);
@@ -100,20 +144,49 @@ test('budget: a throttle puts a growing hold on its class only; success resets t
   c.advance(200);
   assert.equal(b.holdRemaining('mutating'), 0);
   b.onSuccess('AssignPrivateIpAddresses');
-  assert.equal(b.onFailure('AssignPrivateIpAddresses', 'RequestLimitExceeded', 503, 1, 5).holdMs, 50, 'growth starts over after a success');
+  assert.equal(
+    b.onFailure('AssignPrivateIpAddresses', 'RequestLimitExceeded', 503, 1, 5).holdMs,
+    50,
+    'growth starts over after a success',
+  );
 });
 
 test('budget: server errors hold but are not retried for non-idempotent calls; client errors neither', () => {
   const c = clock();
-  const b = new Ec2Budget({ ratePerSecond: 1000, burst: 1000, backoff: { baseMs: 100, capMs: 10_000 }, now: c.now, random: () => 0 });
-  assert.deepEqual(b.onFailure('CreateNetworkInterface', 'InternalError', 500, 1, 5), { kind: 'server', retry: false, holdMs: 50 });
-  assert.deepEqual(b.onFailure('DeleteNetworkInterface', 'InternalError', 500, 1, 5), { kind: 'server', retry: true, holdMs: 100 });
-  assert.deepEqual(b.onFailure('DescribeNetworkInterfaces', 'TimeoutError', undefined, 1, 5), { kind: 'transport', retry: true, holdMs: 50 });
-  assert.deepEqual(b.onFailure('AssignPrivateIpAddresses', 'InsufficientFreeAddressesInSubnet', 400, 1, 5), { kind: 'client', retry: false, holdMs: 0 });
+  const b = new Ec2Budget({
+    ratePerSecond: 1000,
+    burst: 1000,
+    backoff: { baseMs: 100, capMs: 10_000 },
+    now: c.now,
+    random: () => 0,
+  });
+  assert.deepEqual(b.onFailure('CreateNetworkInterface', 'InternalError', 500, 1, 5), {
+    kind: 'server',
+    retry: false,
+    holdMs: 50,
+  });
+  assert.deepEqual(b.onFailure('DeleteNetworkInterface', 'InternalError', 500, 1, 5), {
+    kind: 'server',
+    retry: true,
+    holdMs: 100,
+  });
+  assert.deepEqual(b.onFailure('DescribeNetworkInterfaces', 'TimeoutError', undefined, 1, 5), {
+    kind: 'transport',
+    retry: true,
+    holdMs: 50,
+  });
+  assert.deepEqual(b.onFailure('AssignPrivateIpAddresses', 'InsufficientFreeAddressesInSubnet', 400, 1, 5), {
+    kind: 'client',
+    retry: false,
+    holdMs: 0,
+  });
 });
 
 test('budget: the token bucket spaces calls when the node itself is over its rate', () => {
   const c = clock();
   const b = new Ec2Budget({ ratePerSecond: 2, burst: 2, now: c.now, random: () => 0 });
-  assert.deepEqual([0, 1, 2, 3].map(() => b.reserve('DescribeNetworkInterfaces')), [0, 0, 500, 1000]);
+  assert.deepEqual(
+    [0, 1, 2, 3].map(() => b.reserve('DescribeNetworkInterfaces')),
+    [0, 0, 500, 1000],
+  );
 });

@@ -7,7 +7,11 @@ import assert from 'node:assert/strict';
 import { EventBook, type EventOccurrence } from '../../ipamd/observability/event-book.js';
 
 const occ = (name: string, reason = 'FailedIPAllocation', message = 'no IP'): EventOccurrence => ({
-  involved: { kind: 'Pod', name, namespace: 'default', uid: `uid-${name}` }, namespace: 'default', type: 'Warning', reason, message,
+  involved: { kind: 'Pod', name, namespace: 'default', uid: `uid-${name}` },
+  namespace: 'default',
+  type: 'Warning',
+  reason,
+  message,
 });
 
 test('repeats within the window become one Event with a growing count, written at most once per interval', () => {
@@ -21,7 +25,10 @@ test('repeats within the window become one Event with a growing count, written a
   assert.equal(b.take(3000), undefined, 'within the write interval: nothing');
   assert.equal(b.nextDueIn(3000), 8000);
   const w2 = b.take(11_000)!;
-  assert.deepEqual({ op: w2.op, name: w2.name, count: w2.count, msg: w2.occurrence.message, first: w2.firstTimestamp }, { op: 'patch', name: 'a.1', count: 6, msg: 'no IP 4', first: 1000 });
+  assert.deepEqual(
+    { op: w2.op, name: w2.name, count: w2.count, msg: w2.occurrence.message, first: w2.firstTimestamp },
+    { op: 'patch', name: 'a.1', count: 6, msg: 'no IP 4', first: 1000 },
+  );
   b.written(w2, 'a.1');
   assert.equal(b.take(30_000), undefined, 'nothing new: no write');
   assert.equal(b.size, 1);

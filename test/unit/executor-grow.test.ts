@@ -99,7 +99,8 @@ for (const outcome of OUTCOMES) {
     assert.equal(out.failed, true, 'transient: not blocked');
     assert.equal(k.ec2.count('DescribeNetworkInterfaces'), 1, 'one describe settled the unknown outcome');
     assert.equal(k.ds.counts(k.clock.now()).total, outcome === 'not-applied-5xx' ? 0 : 3);
-    if (outcome === 'applied-no-answer') assert.equal(k.clock.now() - t0, 10_000, 'the attempt timeout passed in virtual time');
+    if (outcome === 'applied-no-answer')
+      assert.equal(k.clock.now() - t0, 10_000, 'the attempt timeout passed in virtual time');
     assertConverged(k);
     await k.grow();
     assert.equal(k.ds.counts(k.clock.now()).available, 3, 'the next pass asks only for what is missing');
@@ -124,8 +125,15 @@ for (const outcome of OUTCOMES) {
     k.ec2.failNext('CreateNetworkInterface', outcome);
     await k.grow();
     const leaked = k.allEnis().filter((e) => !e.attachment);
-    assert.equal(leaked.length, outcome === 'not-applied-5xx' ? 0 : 1, 'the ENI EC2 made is left unattached (for the sweep)');
-    assert.ok(leaked.every((e) => !k.ds.getEni(e.networkInterfaceId) && !k.enis.isBusy(e.networkInterfaceId)), 'not served, not busy');
+    assert.equal(
+      leaked.length,
+      outcome === 'not-applied-5xx' ? 0 : 1,
+      'the ENI EC2 made is left unattached (for the sweep)',
+    );
+    assert.ok(
+      leaked.every((e) => !k.ds.getEni(e.networkInterfaceId) && !k.enis.isBusy(e.networkInterfaceId)),
+      'not served, not busy',
+    );
     assert.equal(k.ec2.count('CreateNetworkInterface'), 1);
     await k.grow();
     assert.equal(k.ec2.count('CreateNetworkInterface'), 1, 'held by the 1 s back-off');
@@ -156,7 +164,11 @@ for (const outcome of ['applied-5xx', 'not-applied-5xx'] as const) {
     if (outcome === 'applied-5xx') {
       assert.deepEqual(r.adoptedEnis, [created.networkInterfaceId]);
       assert.ok(k.ds.getEni(created.networkInterfaceId));
-      assert.deepEqual(r.deleteOnTerminationFixed, [created.networkInterfaceId], 'DeleteOnTermination set by the reconcile');
+      assert.deepEqual(
+        r.deleteOnTerminationFixed,
+        [created.networkInterfaceId],
+        'DeleteOnTermination set by the reconcile',
+      );
     } else {
       assert.deepEqual(k.enis.pendingIds(), [], 'forgotten: EC2 does not show it attached');
       assert.equal(k.ds.getEni(created.networkInterfaceId), undefined);

@@ -14,10 +14,18 @@ afterEach(() => mock.timers.reset());
 const TAG_INSTANCE = 'node.k8s.amazonaws.com/instance_id';
 
 /** An ENI of ours created and attached behind ipamd's back (a crash between attach and adoption). */
-async function strayAttached(k: ExecutorKit, p: { attach?: boolean; ips?: number; createdAt?: number } = {}): Promise<string> {
+async function strayAttached(
+  k: ExecutorKit,
+  p: { attach?: boolean; ips?: number; createdAt?: number } = {},
+): Promise<string> {
   const eni = await k.ec2.createEni({
-    subnetId: k.subnetId, description: `aws-K8S-${k.instanceId}`, secondaryCount: p.ips ?? 3,
-    tags: { [TAG_INSTANCE]: k.instanceId, 'node.k8s.amazonaws.com/createdAt': new Date(p.createdAt ?? T0).toISOString() },
+    subnetId: k.subnetId,
+    description: `aws-K8S-${k.instanceId}`,
+    secondaryCount: p.ips ?? 3,
+    tags: {
+      [TAG_INSTANCE]: k.instanceId,
+      'node.k8s.amazonaws.com/createdAt': new Date(p.createdAt ?? T0).toISOString(),
+    },
   });
   if (p.attach !== false) await k.ec2.attachEni(eni.eniId, k.instanceId, 1);
   k.ec2.calls.length = 0;
@@ -74,7 +82,7 @@ test('a failed describe changes nothing', async () => {
   assert.equal(k.ds.listEnis().length, 1);
 });
 
-test('an ENI detached behind ipamd\'s back loses its unheld IPs; while detaching it is an orphan, deleted once available', async () => {
+test("an ENI detached behind ipamd's back loses its unheld IPs; while detaching it is an orphan, deleted once available", async () => {
   const k = executorKit();
   const eniId = await strayAttached(k);
   await pass(k);
@@ -127,7 +135,11 @@ test('sweep decides nothing while frozen or when the describe fails; keeps busy 
   k.enis.markPending(leaked, 1);
   const r = await k.sweeper.runOnce();
   assert.deepEqual(r.deleted, []);
-  assert.deepEqual(r.kept.map((x) => x.why), ['in use by this ipamd'], 'the foreign ENI is not even listed (scope filter)');
+  assert.deepEqual(
+    r.kept.map((x) => x.why),
+    ['in use by this ipamd'],
+    'the foreign ENI is not even listed (scope filter)',
+  );
   assert.equal(k.ec2.count('DeleteNetworkInterface'), 0);
   assert.equal(k.ec2.state.enis.size, 3);
 });
@@ -139,7 +151,10 @@ for (const outcome of ['applied-5xx', 'not-applied-5xx', 'applied-no-answer'] as
     const eniId = await strayAttached(k, { attach: false });
     k.ec2.failNext('DeleteNetworkInterface', outcome);
     let r = await k.sweeper.runOnce();
-    assert.deepEqual(r.failed.map((f) => f.eniId), [eniId]);
+    assert.deepEqual(
+      r.failed.map((f) => f.eniId),
+      [eniId],
+    );
     r = await k.sweeper.runOnce();
     assert.deepEqual(r.failed, []);
     assert.equal(k.ec2.state.enis.get(eniId), undefined);

@@ -82,8 +82,16 @@ for (const outcome of OUTCOMES) {
     assert.deepEqual(k.shrinker.unsettledIps(), []);
     assert.equal(counts(k).releasing, 0);
     const still = new Set(onEc2(k));
-    if (outcome === 'not-applied-5xx') assert.ok(held.every((ip) => still.has(ip)), 'EC2 kept them');
-    else assert.ok(held.every((ip) => !still.has(ip)), 'EC2 took them');
+    if (outcome === 'not-applied-5xx')
+      assert.ok(
+        held.every((ip) => still.has(ip)),
+        'EC2 kept them',
+      );
+    else
+      assert.ok(
+        held.every((ip) => !still.has(ip)),
+        'EC2 took them',
+      );
     assert.deepEqual(k.ds.eniIps(k.primaryEniId).sort(), [...still].sort(), 'the datastore follows EC2');
   });
 }
@@ -98,7 +106,10 @@ test('a clear refusal (4xx on the first attempt) returns the IPs to the pool at 
 });
 
 test('InvalidParameterValue ("not assigned") or a 4xx after retries is settled by a describe, not trusted', async () => {
-  for (const [fault, attempts] of [[{ code: 'InvalidParameterValue' }, 1], [{ code: 'InvalidParameterValue' }, 3]] as const) {
+  for (const [fault, attempts] of [
+    [{ code: 'InvalidParameterValue' }, 1],
+    [{ code: 'InvalidParameterValue' }, 3],
+  ] as const) {
     const k = await withSurplus();
     k.ec2.failNext('UnassignPrivateIpAddresses', fault, { attempts });
     await shrinkAfterDelay(k);
@@ -130,12 +141,26 @@ test('an IP adopted while its unassign is in flight, which EC2 then took: the al
     // The evidence pass finds a sandbox using one of the IPs being released.
     const sent = k.ds.eniIps(k.primaryEniId).find((ip) => k.ds.ipState(ip, k.clock.now()) === 'releasing')!;
     adoptedIp = sent;
-    const r = k.ds.restoreAllocation({ networkName: 'aws-cni', containerID: 'live', ifName: 'eth0', ipv4: sent, eniId: '', allocatedAt: k.clock.now() });
+    const r = k.ds.restoreAllocation({
+      networkName: 'aws-cni',
+      containerID: 'live',
+      ifName: 'eth0',
+      ipv4: sent,
+      eniId: '',
+      allocatedAt: k.clock.now(),
+    });
     assert.notEqual(r, 'conflict');
   });
   const out = await k.shrinker.run(() => false);
-  assert.deepEqual(out.lost.map((a) => a.ipv4), [adoptedIp]);
-  assert.deepEqual(k.ds.pendingAllocations().map((a) => a.containerID), ['live'], 'kept, flagged pending (ADD refused)');
+  assert.deepEqual(
+    out.lost.map((a) => a.ipv4),
+    [adoptedIp],
+  );
+  assert.deepEqual(
+    k.ds.pendingAllocations().map((a) => a.containerID),
+    ['live'],
+    'kept, flagged pending (ADD refused)',
+  );
   assert.ok(!onEc2(k).includes(adoptedIp));
 });
 
@@ -157,6 +182,10 @@ test('prefix delegation: a free /28 goes whole after the delay; an unknown outco
     await k.shrinker.run(() => false); // the next pass settles first
     assert.equal(k.ec2.count('DescribeNetworkInterfaces'), 1, `${outcome}: settled by one describe`);
     assert.equal(counts(k).releasing, 0, `${outcome}: settled`);
-    assert.deepEqual(k.ds.eniPrefixes(k.primaryEniId).sort(), [...prefixesOnEc2()].sort(), `${outcome}: the datastore follows EC2`);
+    assert.deepEqual(
+      k.ds.eniPrefixes(k.primaryEniId).sort(),
+      [...prefixesOnEc2()].sort(),
+      `${outcome}: the datastore follows EC2`,
+    );
   }
 });

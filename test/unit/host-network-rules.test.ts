@@ -23,25 +23,44 @@ test('ruleSyncLines deletes extras and duplicates, adds what is missing, leaves 
   const want: IpRule = { priority: 1535, from: '10.0.0.6/32', table: 2 };
   const owned = (r: IpRule) => r.priority === 1535;
   const current: IpRule[] = [
-    { priority: 0, table: 255 }, { priority: 1535, from: '10.0.0.9/32', table: 2 }, { priority: 512, to: '10.0.0.20/32', table: 254 },
+    { priority: 0, table: 255 },
+    { priority: 1535, from: '10.0.0.9/32', table: 2 },
+    { priority: 512, to: '10.0.0.20/32', table: 254 },
   ];
-  assert.deepEqual(ruleSyncLines(current, owned, [want]), ['rule del from 10.0.0.9/32 lookup 2 prio 1535', 'rule add from 10.0.0.6/32 lookup 2 prio 1535']);
-  assert.deepEqual(ruleSyncLines([want, { ...want, from: '10.0.0.6' }], owned, [want]), ['rule del from 10.0.0.6/32 lookup 2 prio 1535'], 'a duplicate goes');
+  assert.deepEqual(ruleSyncLines(current, owned, [want]), [
+    'rule del from 10.0.0.9/32 lookup 2 prio 1535',
+    'rule add from 10.0.0.6/32 lookup 2 prio 1535',
+  ]);
+  assert.deepEqual(
+    ruleSyncLines([want, { ...want, from: '10.0.0.6' }], owned, [want]),
+    ['rule del from 10.0.0.6/32 lookup 2 prio 1535'],
+    'a duplicate goes',
+  );
   assert.deepEqual(ruleSyncLines([want], owned, [want]), [], 'converged: nothing to do');
-  assert.equal(ruleLine('add', { priority: 1024, not: true, to: '10.0.0.0/16', table: 254 }), 'rule add not to 10.0.0.0/16 lookup 254 prio 1024');
+  assert.equal(
+    ruleLine('add', { priority: 1024, not: true, to: '10.0.0.0/16', table: 254 }),
+    'rule add not to 10.0.0.0/16 lookup 254 prio 1024',
+  );
 });
 
 test('node rules send only non-VPC traffic to main, and vanish with external SNAT', () => {
   const lines = nodeRules(['10.0.0.0/16', '100.64.0.0/16', '10.0.0.0/16'], false).map((r) => ruleLine('add', r));
   assert.deepEqual(lines, [
-    'rule add to 10.0.0.0/16 goto 1026 prio 1024', 'rule add to 100.64.0.0/16 goto 1026 prio 1024',
-    'rule add lookup 254 prio 1025', 'rule add nop prio 1026',
+    'rule add to 10.0.0.0/16 goto 1026 prio 1024',
+    'rule add to 100.64.0.0/16 goto 1026 prio 1024',
+    'rule add lookup 254 prio 1025',
+    'rule add nop prio 1026',
   ]);
   assert.deepEqual(nodeRules(['10.0.0.0/16'], true), []);
 });
 
 test('SNAT chain: RETURN per VPC/excluded CIDR, then SNAT with --random-fully, in one restore', () => {
-  const text = snatChainRestore({ nodeIp: '10.0.0.4', vpcCidrs: ['10.0.0.0/16'], excludeCidrs: ['192.168.0.0/16'], externalSnat: false });
+  const text = snatChainRestore({
+    nodeIp: '10.0.0.4',
+    vpcCidrs: ['10.0.0.0/16'],
+    excludeCidrs: ['192.168.0.0/16'],
+    externalSnat: false,
+  });
   const rules = text.split('\n').filter((l) => l.startsWith('-A'));
   assert.equal(rules.length, 3);
   assert.match(rules[0]!, /^-A AWS-SNAT-CHAIN-0 -d 10\.0\.0\.0\/16 .*-j RETURN$/);
@@ -51,8 +70,22 @@ test('SNAT chain: RETURN per VPC/excluded CIDR, then SNAT with --random-fully, i
 });
 
 test('plugin pod rules: to-pod always, from-pod only off the main table', () => {
-  const plan: WiringPlan = { netns: '/x', ifName: 'eth0', hostVeth: 'eni1', hostMac: 'a', podMac: 'b', ipv4: '10.0.0.20', mtu: 9001, routeTableId: 2 };
-  assert.deepEqual(policyRoutingLines(plan), ['rule add to 10.0.0.20/32 lookup main prio 512', 'rule add from 10.0.0.20/32 lookup 2 prio 1536']);
-  assert.deepEqual(policyRoutingLines({ ...plan, routeTableId: 254 }), ['rule add to 10.0.0.20/32 lookup main prio 512']);
+  const plan: WiringPlan = {
+    netns: '/x',
+    ifName: 'eth0',
+    hostVeth: 'eni1',
+    hostMac: 'a',
+    podMac: 'b',
+    ipv4: '10.0.0.20',
+    mtu: 9001,
+    routeTableId: 2,
+  };
+  assert.deepEqual(policyRoutingLines(plan), [
+    'rule add to 10.0.0.20/32 lookup main prio 512',
+    'rule add from 10.0.0.20/32 lookup 2 prio 1536',
+  ]);
+  assert.deepEqual(policyRoutingLines({ ...plan, routeTableId: 254 }), [
+    'rule add to 10.0.0.20/32 lookup main prio 512',
+  ]);
   assert.deepEqual(policyRoutingLines({ ...plan, routeTableId: 0 }), ['rule add to 10.0.0.20/32 lookup main prio 512']);
 });

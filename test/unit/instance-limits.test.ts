@@ -58,18 +58,40 @@ test('discovery: throttled start-up reads retry inside the EC2 wrapper only, bou
   sim.faults.injectError({ action: 'DescribeInstanceTypes', code: 'RequestLimitExceeded', count: 4 });
   sim.faults.injectError({ action: 'DescribeNetworkInterfaces', code: 'RequestLimitExceeded', count: 4 });
   const backoff = { baseMs: 10, capMs: 40 };
-  const inv = await discoverNode({ imdsEndpoint: sim.imdsEndpoint, ec2Endpoint: sim.ec2Endpoint, log, limitsCacheFile: file, ec2Options: { backoff } });
+  const inv = await discoverNode({
+    imdsEndpoint: sim.imdsEndpoint,
+    ec2Endpoint: sim.ec2Endpoint,
+    log,
+    limitsCacheFile: file,
+    ec2Options: { backoff },
+  });
   t.after(() => inv.ec2.close());
   assert.equal(inv.limits.maxEnis, 4);
   assert.equal(sim.countCalls('DescribeInstanceTypes'), 5);
   assert.equal(sim.countCalls('DescribeNetworkInterfaces'), 5);
   // A second start reads the limits from the file: no DescribeInstanceTypes at all.
-  const inv2 = await discoverNode({ imdsEndpoint: sim.imdsEndpoint, ec2Endpoint: sim.ec2Endpoint, log, limitsCacheFile: file, ec2Options: { backoff } });
+  const inv2 = await discoverNode({
+    imdsEndpoint: sim.imdsEndpoint,
+    ec2Endpoint: sim.ec2Endpoint,
+    log,
+    limitsCacheFile: file,
+    ec2Options: { backoff },
+  });
   t.after(() => inv2.ec2.close());
   assert.equal(sim.countCalls('DescribeInstanceTypes'), 5);
   // More refusals than the budget: discovery fails (no retry layer on top), after exactly `ec2Attempts` attempts.
   sim.faults.injectError({ action: 'DescribeNetworkInterfaces', code: 'RequestLimitExceeded', count: 10 });
   const before = sim.countCalls('DescribeNetworkInterfaces');
-  await assert.rejects(discoverNode({ imdsEndpoint: sim.imdsEndpoint, ec2Endpoint: sim.ec2Endpoint, log, limitsCacheFile: file, ec2Options: { backoff }, ec2Attempts: 3 }), /RequestLimitExceeded/);
+  await assert.rejects(
+    discoverNode({
+      imdsEndpoint: sim.imdsEndpoint,
+      ec2Endpoint: sim.ec2Endpoint,
+      log,
+      limitsCacheFile: file,
+      ec2Options: { backoff },
+      ec2Attempts: 3,
+    }),
+    /RequestLimitExceeded/,
+  );
   assert.equal(sim.countCalls('DescribeNetworkInterfaces') - before, 3);
 });

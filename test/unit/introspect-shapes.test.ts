@@ -14,14 +14,47 @@ import { installLogLevelSignal, levelCycle, nextLevel } from '../../ipamd/log-le
 import { routeTableFor } from '../../ipamd/service/ipam-service.js';
 
 const eni = (id: string, dev: number) => ({
-  eniId: id, mac: `02:00:00:00:00:0${dev}`, deviceNumber: dev, subnetId: 'subnet-1', subnetCidr: '10.0.0.0/16',
-  primaryIp: `10.0.0.${10 + dev}`, isPrimary: dev === 0, createdAtMs: 0, capacity: 9,
+  eniId: id,
+  mac: `02:00:00:00:00:0${dev}`,
+  deviceNumber: dev,
+  subnetId: 'subnet-1',
+  subnetCidr: '10.0.0.0/16',
+  primaryIp: `10.0.0.${10 + dev}`,
+  isPrimary: dev === 0,
+  createdAtMs: 0,
+  capacity: 9,
 });
 const key = (id: string) => ({ networkName: 'aws-cni', containerID: id, ifName: 'eth0' });
-type Doc = Record<string, { TotalIPs: number; AssignedIPs: number; ENIs: Record<string, {
-  RouteTableID: number; DeviceNumber: number;
-  AvailableIPv4Cidrs: Record<string, { Cidr: { IP: string; Mask: string }; IsPrefix: boolean; IPAddresses: Record<string, { AssignedTime: string; UnassignedTime: string; IPAMKey: { containerID: string }; IPAMMetadata: Record<string, string> }> }>;
-}> }>;
+type Doc = Record<
+  string,
+  {
+    TotalIPs: number;
+    AssignedIPs: number;
+    ENIs: Record<
+      string,
+      {
+        RouteTableID: number;
+        DeviceNumber: number;
+        AvailableIPv4Cidrs: Record<
+          string,
+          {
+            Cidr: { IP: string; Mask: string };
+            IsPrefix: boolean;
+            IPAddresses: Record<
+              string,
+              {
+                AssignedTime: string;
+                UnassignedTime: string;
+                IPAMKey: { containerID: string };
+                IPAMMetadata: Record<string, string>;
+              }
+            >;
+          }
+        >;
+      }
+    >;
+  }
+>;
 
 test('/v1/enis with /28 prefixes: one CIDR per prefix, its handed-out addresses, cooldown times', () => {
   const ds = new Datastore(30_000, 'prefix');
@@ -59,9 +92,19 @@ test('SIGUSR2 cycles from the configured level to trace and back', () => {
   assert.deepEqual(levelCycle('warn'), ['warn', 'info', 'debug', 'trace']);
   assert.equal(nextLevel('info', 'trace'), 'info');
   assert.equal(nextLevel('info', 'info'), 'debug');
-  assert.throws(() => levelCycle('loud'), /unknown log level "loud": expected one of fatal, error, warn, info, debug, trace/);
+  assert.throws(
+    () => levelCycle('loud'),
+    /unknown log level "loud": expected one of fatal, error, warn, info, debug, trace/,
+  );
   const lines: Array<{ msg: string; from?: string; to?: string }> = [];
-  const log = pino({ level: 'info' }, { write: (s: string) => { lines.push(JSON.parse(s)); } });
+  const log = pino(
+    { level: 'info' },
+    {
+      write: (s: string) => {
+        lines.push(JSON.parse(s));
+      },
+    },
+  );
   const proc = new EventEmitter() as unknown as NodeJS.Process;
   const remove = installLogLevelSignal(log, 'info', proc);
   const seen: string[] = [];
@@ -70,7 +113,11 @@ test('SIGUSR2 cycles from the configured level to trace and back', () => {
     seen.push(log.level);
   }
   assert.deepEqual(seen, ['debug', 'trace', 'info']);
-  assert.deepEqual(lines.filter((l) => l.msg === 'log level changed').map((l) => `${l.from}>${l.to}`), ['info>debug', 'debug>trace', 'trace>info'], 'every change is logged (at warn)');
+  assert.deepEqual(
+    lines.filter((l) => l.msg === 'log level changed').map((l) => `${l.from}>${l.to}`),
+    ['info>debug', 'debug>trace', 'trace>info'],
+    'every change is logged (at warn)',
+  );
   remove();
   proc.emit('SIGUSR2');
   assert.equal(log.level, 'info', 'removed');

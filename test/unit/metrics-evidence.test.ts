@@ -12,13 +12,30 @@ import { sourceStates } from '../../ipamd/startup/evidence.js';
 import { parsePrometheusText, sample } from '../helpers/prom-text.js';
 
 const report = (p: Partial<PassReport>): PassReport => ({
-  criOk: true, kubeOk: 'absent', kernelOk: true, kernelPods: 0, kernelPodVeths: 0, runtime: 'containerd 1.6.20', adopted: 0, released: 0,
-  conflicts: 0, live: 0, kernelVouched: 0, keptUnverified: 0, suspect: {}, canRelease: true, ...p,
+  criOk: true,
+  kubeOk: 'absent',
+  kernelOk: true,
+  kernelPods: 0,
+  kernelPodVeths: 0,
+  runtime: 'containerd 1.6.20',
+  adopted: 0,
+  released: 0,
+  conflicts: 0,
+  live: 0,
+  kernelVouched: 0,
+  keptUnverified: 0,
+  suspect: {},
+  canRelease: true,
+  ...p,
 });
 
 test('eni_ipam_evidence_source_state and eni_ipam_release_brake_held follow the last pass', async () => {
   let last: PassReport | undefined;
-  const m = createMetrics({ ds: new Datastore(1000), gate: new ReleaseGate(), evidence: () => (last ? sourceStates(last) : undefined) });
+  const m = createMetrics({
+    ds: new Datastore(1000),
+    gate: new ReleaseGate(),
+    evidence: () => (last ? sourceStates(last) : undefined),
+  });
   let s = parsePrometheusText(await m.text());
   assert.equal(s.filter((x) => x.name === 'eni_ipam_evidence_source_state').length, 0, 'nothing before the first pass');
   assert.equal(sample(s, 'eni_ipam_release_brake_held'), 0);
@@ -34,5 +51,9 @@ test('eni_ipam_evidence_source_state and eni_ipam_release_brake_held follow the 
   s = parsePrometheusText(await m.text());
   assert.equal(sample(s, 'eni_ipam_release_brake_held'), 1);
   assert.equal(sample(s, 'eni_ipam_evidence_source_state', { source: 'cri', state: 'ok' }), 1);
-  assert.equal(s.filter((x) => x.name === 'eni_ipam_evidence_source_state').length, 2, 'no Kubernetes series when it is not configured');
+  assert.equal(
+    s.filter((x) => x.name === 'eni_ipam_evidence_source_state').length,
+    2,
+    'no Kubernetes series when it is not configured',
+  );
 });

@@ -15,7 +15,17 @@ import { parsePrometheusText, sample } from '../helpers/prom-text.js';
 function node() {
   const t = { now: 1_000_000 };
   const ds = new Datastore(30_000);
-  ds.upsertEni({ eniId: 'eni-1', mac: '02:00:00:00:00:01', deviceNumber: 0, subnetId: 'subnet-1', subnetCidr: '10.0.0.0/24', primaryIp: '10.0.0.10', isPrimary: true, createdAtMs: 0, capacity: 9 });
+  ds.upsertEni({
+    eniId: 'eni-1',
+    mac: '02:00:00:00:00:01',
+    deviceNumber: 0,
+    subnetId: 'subnet-1',
+    subnetCidr: '10.0.0.0/24',
+    primaryIp: '10.0.0.10',
+    isPrimary: true,
+    createdAtMs: 0,
+    capacity: 9,
+  });
   ds.addIps('eni-1', ['10.0.0.11', '10.0.0.12', '10.0.0.13', '10.0.0.14']);
   return { t, ds };
 }
@@ -23,7 +33,14 @@ function node() {
 test('gauges follow the datastore and the release gate at scrape time', async () => {
   const { t, ds } = node();
   const gate = new ReleaseGate();
-  const m = createMetrics({ ds, gate, pool: { waiting: 2 }, limits: () => ({ maxEni: 3, ipMax: 27 }), now: () => t.now, version: '9.9.9' });
+  const m = createMetrics({
+    ds,
+    gate,
+    pool: { waiting: 2 },
+    limits: () => ({ maxEni: 3, ipMax: 27 }),
+    now: () => t.now,
+    version: '9.9.9',
+  });
   const key = (id: string) => ({ networkName: 'aws-cni', containerID: id, ifName: 'eth0' });
   assert.equal(ds.assign(key('a'), undefined, t.now).kind, 'assigned');
   assert.equal(ds.assign(key('b'), undefined, t.now).kind, 'assigned');
@@ -46,7 +63,10 @@ test('gauges follow the datastore and the release gate at scrape time', async ()
   t.now += 31_000;
   s = parsePrometheusText(await m.text());
   assert.equal(sample(s, 'eni_ipam_releases_frozen'), 1);
-  assert.equal(sample(s, 'eni_ipam_release_freeze_reason', { source: 'cri', reason: 'ListPodSandbox failed: deadline exceeded' }), 1);
+  assert.equal(
+    sample(s, 'eni_ipam_release_freeze_reason', { source: 'cri', reason: 'ListPodSandbox failed: deadline exceeded' }),
+    1,
+  );
   assert.equal(sample(s, 'eni_ipam_cooling_ip_addresses'), 0, 'the cooldown ended');
   gate.lift('cri');
   s = parsePrometheusText(await m.text());
@@ -57,7 +77,11 @@ test('gauges follow the datastore and the release gate at scrape time', async ()
 test('EC2 and RPC hooks feed the awscni_* counters with their real label names', async () => {
   const m = createMetrics();
   m.ec2.observe('AssignPrivateIpAddresses', 'ok', 12, { attempt: 1, httpStatus: 200 });
-  m.ec2.observe('AssignPrivateIpAddresses', 'RequestLimitExceeded', 3, { attempt: 1, httpStatus: 503, kind: 'throttle' });
+  m.ec2.observe('AssignPrivateIpAddresses', 'RequestLimitExceeded', 3, {
+    attempt: 1,
+    httpStatus: 503,
+    kind: 'throttle',
+  });
   m.ec2.onRetry('AssignPrivateIpAddresses', 'RequestLimitExceeded', 1, 500);
   m.ec2.onWait('AssignPrivateIpAddresses', 500);
   m.ec2.observe('AssignPrivateIpAddresses', 'ok', 10, { attempt: 2, httpStatus: 200 });
@@ -68,28 +92,67 @@ test('EC2 and RPC hooks feed the awscni_* counters with their real label names',
   m.delRequested('cni-del');
   m.delRequested('something a client made up');
   m.observeRpc('status', 'ok', 0.1);
-  m.reconciled({ ok: true, adoptedEnis: [], removedEnis: ['eni-9'], addedIps: [], removedIps: ['10.0.0.7', '10.0.0.8'], heldMissing: ['10.0.0.9'], imdsOnly: [], imdsMissing: ['10.0.0.5'] });
-  m.reconciled({ ok: false, adoptedEnis: [], addedIps: [], removedIps: [], heldMissing: [], imdsOnly: [], imdsMissing: [] });
+  m.reconciled({
+    ok: true,
+    adoptedEnis: [],
+    removedEnis: ['eni-9'],
+    addedIps: [],
+    removedIps: ['10.0.0.7', '10.0.0.8'],
+    heldMissing: ['10.0.0.9'],
+    imdsOnly: [],
+    imdsMissing: ['10.0.0.5'],
+  });
+  m.reconciled({
+    ok: false,
+    adoptedEnis: [],
+    addedIps: [],
+    removedIps: [],
+    heldMissing: [],
+    imdsOnly: [],
+    imdsMissing: [],
+  });
   m.ipamdError('pool_step');
   const s = parsePrometheusText(await m.text());
   const fn = { fn: 'AssignPrivateIpAddresses' };
   assert.equal(sample(s, 'awscni_ec2api_req_count', fn), 3);
   assert.equal(sample(s, 'awscni_ec2api_error_count', fn), 1);
-  assert.equal(sample(s, 'awscni_aws_api_error_count', { api: 'AssignPrivateIpAddresses', error: 'RequestLimitExceeded' }), 1);
-  assert.equal(sample(s, 'awscni_aws_api_latency_ms_count', { api: 'AssignPrivateIpAddresses', error: 'false', status: '200' }), 2);
-  assert.equal(sample(s, 'awscni_aws_api_latency_ms_sum', { api: 'AssignPrivateIpAddresses', error: 'false', status: '200' }), 22);
-  assert.equal(sample(s, 'awscni_aws_api_latency_ms_count', { api: 'AssignPrivateIpAddresses', error: 'true', status: '503' }), 1);
-  assert.equal(sample(s, 'eni_ipam_ec2_requests_total', { action: 'AssignPrivateIpAddresses', outcome: 'RequestLimitExceeded' }), 1);
+  assert.equal(
+    sample(s, 'awscni_aws_api_error_count', { api: 'AssignPrivateIpAddresses', error: 'RequestLimitExceeded' }),
+    1,
+  );
+  assert.equal(
+    sample(s, 'awscni_aws_api_latency_ms_count', { api: 'AssignPrivateIpAddresses', error: 'false', status: '200' }),
+    2,
+  );
+  assert.equal(
+    sample(s, 'awscni_aws_api_latency_ms_sum', { api: 'AssignPrivateIpAddresses', error: 'false', status: '200' }),
+    22,
+  );
+  assert.equal(
+    sample(s, 'awscni_aws_api_latency_ms_count', { api: 'AssignPrivateIpAddresses', error: 'true', status: '503' }),
+    1,
+  );
+  assert.equal(
+    sample(s, 'eni_ipam_ec2_requests_total', { action: 'AssignPrivateIpAddresses', outcome: 'RequestLimitExceeded' }),
+    1,
+  );
   assert.equal(sample(s, 'eni_ipam_ec2_requests_total', { action: 'AssignPrivateIpAddresses', outcome: 'ok' }), 2);
   assert.equal(sample(s, 'eni_ipam_ec2_throttled_total', { action: 'AssignPrivateIpAddresses' }), 1);
-  assert.equal(sample(s, 'eni_ipam_ec2_retries_total', { action: 'AssignPrivateIpAddresses', code: 'RequestLimitExceeded' }), 1);
+  assert.equal(
+    sample(s, 'eni_ipam_ec2_retries_total', { action: 'AssignPrivateIpAddresses', code: 'RequestLimitExceeded' }),
+    1,
+  );
   assert.equal(sample(s, 'eni_ipam_ec2_budget_wait_seconds_total', { action: 'AssignPrivateIpAddresses' }), 0.5);
   assert.equal(sample(s, 'eni_ipam_ec2_request_duration_seconds_count', { action: 'AssignPrivateIpAddresses' }), 3);
   assert.equal(sample(s, 'awscni_add_ip_req_count'), 2);
   assert.equal(sample(s, 'awscni_del_ip_req_count', { reason: 'cni-del' }), 1);
   assert.equal(sample(s, 'awscni_del_ip_req_count', { reason: 'other' }), 1, 'unknown reasons do not make new series');
   assert.equal(sample(s, 'eni_ipam_add_failures_total', { reason: 'subnet_full' }), 1);
-  assert.equal(sample(s, 'eni_ipam_add_failures_total', { reason: 'eni_limit' }), 0, 'every reason is exported from the start');
+  assert.equal(
+    sample(s, 'eni_ipam_add_failures_total', { reason: 'eni_limit' }),
+    0,
+    'every reason is exported from the start',
+  );
   assert.equal(sample(s, 'awscni_no_available_ip_addresses'), 1);
   assert.equal(sample(s, 'eni_ipam_add_latency_seconds_count', { outcome: 'ok' }), 1);
   assert.equal(sample(s, 'eni_ipam_add_latency_seconds_bucket', { outcome: 'ok', le: '0.0025' }), 1);
@@ -128,17 +191,38 @@ test('config: EC2 budget variables, defaults and validation', () => {
   assert.equal(c.ec2Burst, 20);
   assert.equal(c.ec2TimeoutMs, 10_000);
   assert.equal(c.ec2MaxAttempts, 5);
-  const d = loadConfig({ ENI_IPAM_EC2_RATE: '0.5', ENI_IPAM_EC2_BURST: '1', ENI_IPAM_EC2_TIMEOUT: '1500ms', ENI_IPAM_EC2_MAX_ATTEMPTS: '1' });
+  const d = loadConfig({
+    ENI_IPAM_EC2_RATE: '0.5',
+    ENI_IPAM_EC2_BURST: '1',
+    ENI_IPAM_EC2_TIMEOUT: '1500ms',
+    ENI_IPAM_EC2_MAX_ATTEMPTS: '1',
+  });
   assert.deepEqual([d.ec2RatePerSecond, d.ec2Burst, d.ec2TimeoutMs, d.ec2MaxAttempts], [0.5, 1, 1500, 1]);
-  for (const [name, value] of [['ENI_IPAM_EC2_RATE', '0'], ['ENI_IPAM_EC2_RATE', '-1'], ['ENI_IPAM_EC2_RATE', 'fast'], ['ENI_IPAM_EC2_RATE', '1e3'],
-    ['ENI_IPAM_EC2_BURST', '0'], ['ENI_IPAM_EC2_BURST', '2.5'], ['ENI_IPAM_EC2_TIMEOUT', '0'], ['ENI_IPAM_EC2_MAX_ATTEMPTS', '0'], ['ENI_IPAM_EC2_MAX_ATTEMPTS', '21']] as const) {
-    assert.throws(() => loadConfig({ [name]: value }), (e: Error) => e.message.startsWith(`${name}=`), `${name}=${value}`);
+  for (const [name, value] of [
+    ['ENI_IPAM_EC2_RATE', '0'],
+    ['ENI_IPAM_EC2_RATE', '-1'],
+    ['ENI_IPAM_EC2_RATE', 'fast'],
+    ['ENI_IPAM_EC2_RATE', '1e3'],
+    ['ENI_IPAM_EC2_BURST', '0'],
+    ['ENI_IPAM_EC2_BURST', '2.5'],
+    ['ENI_IPAM_EC2_TIMEOUT', '0'],
+    ['ENI_IPAM_EC2_MAX_ATTEMPTS', '0'],
+    ['ENI_IPAM_EC2_MAX_ATTEMPTS', '21'],
+  ] as const) {
+    assert.throws(
+      () => loadConfig({ [name]: value }),
+      (e: Error) => e.message.startsWith(`${name}=`),
+      `${name}=${value}`,
+    );
   }
 });
 
 test('eni_ipam_node_sysctl_ok: 1 per right node sysctl, 0 per wrong one, sampled at scrape time', async () => {
   const { ds } = node();
-  let checks = [{ sysctl: 'net.ipv4.ip_forward', ok: false }, { sysctl: 'net.ipv4.conf.eth0.rp_filter', ok: true }];
+  let checks = [
+    { sysctl: 'net.ipv4.ip_forward', ok: false },
+    { sysctl: 'net.ipv4.conf.eth0.rp_filter', ok: true },
+  ];
   const m = createMetrics({ ds, gate: new ReleaseGate(), sysctls: () => checks });
   let s = parsePrometheusText(await m.text());
   assert.equal(sample(s, 'eni_ipam_node_sysctl_ok', { sysctl: 'net.ipv4.ip_forward' }), 0);
@@ -146,5 +230,9 @@ test('eni_ipam_node_sysctl_ok: 1 per right node sysctl, 0 per wrong one, sampled
   checks = [{ sysctl: 'net.ipv4.ip_forward', ok: true }];
   s = parsePrometheusText(await m.text());
   assert.equal(sample(s, 'eni_ipam_node_sysctl_ok', { sysctl: 'net.ipv4.ip_forward' }), 1);
-  assert.equal(sample(s, 'eni_ipam_node_sysctl_ok', { sysctl: 'net.ipv4.conf.eth0.rp_filter' }), undefined, 'a setting no longer checked is gone');
+  assert.equal(
+    sample(s, 'eni_ipam_node_sysctl_ok', { sysctl: 'net.ipv4.conf.eth0.rp_filter' }),
+    undefined,
+    'a setting no longer checked is gone',
+  );
 });

@@ -5,33 +5,83 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { conditionBody, EXHAUSTED_TAINT, nodeIpState, taintsWith, type NodeIpFacts } from '../../ipamd/observability/node-ip-state.js';
+import {
+  conditionBody,
+  EXHAUSTED_TAINT,
+  nodeIpState,
+  taintsWith,
+  type NodeIpFacts,
+} from '../../ipamd/observability/node-ip-state.js';
 
-const base: NodeIpFacts = { canServe: true, serveMessage: '5 IPs available', available: 5, frozen: false, freezeReasons: [], heldByFreeze: 0 };
-const subnetFull = { kind: 'subnet_full' as const, reason: 'the subnet has no free addresses (EC2 InsufficientFreeAddressesInSubnet for subnet-1)' };
+const base: NodeIpFacts = {
+  canServe: true,
+  serveMessage: '5 IPs available',
+  available: 5,
+  frozen: false,
+  freezeReasons: [],
+  heldByFreeze: 0,
+};
+const subnetFull = {
+  kind: 'subnet_full' as const,
+  reason: 'the subnet has no free addresses (EC2 InsufficientFreeAddressesInSubnet for subnet-1)',
+};
 const eniLimit = { kind: 'eni_limit' as const, reason: 'instance type t3.medium is at its ENI limit (3 ENIs)' };
-const empty = { canServe: false, serveMessage: 'no IP can be had now (9 assigned...) and the pool cannot grow: x', available: 0 };
+const empty = {
+  canServe: false,
+  serveMessage: 'no IP can be had now (9 assigned...) and the pool cannot grow: x',
+  available: 0,
+};
 
 test('decision table', () => {
   const rows: Array<[string, Partial<NodeIpFacts>, { allocatable: boolean; reason: string; taint: boolean }]> = [
     ['healthy', {}, { allocatable: true, reason: 'IPsAvailable', taint: false }],
     ['IPs left, subnet full', { growBlocked: subnetFull }, { allocatable: true, reason: 'SubnetFull', taint: false }],
     ['IPs left, ENI limit', { growBlocked: eniLimit }, { allocatable: true, reason: 'EniLimitReached', taint: false }],
-    ['IPs left, frozen', { frozen: true, freezeReasons: ['cri: unreadable'] }, { allocatable: true, reason: 'ReleasesFrozen', taint: false }],
-    ['empty, subnet full', { ...empty, growBlocked: subnetFull }, { allocatable: false, reason: 'SubnetFull', taint: true }],
-    ['empty, ENI limit', { ...empty, growBlocked: eniLimit }, { allocatable: false, reason: 'EniLimitReached', taint: true }],
-    ['empty, not managed', { ...empty, growBlocked: { kind: 'not_managed', reason: 'DISABLE_NETWORK_RESOURCE_PROVISIONING' } }, { allocatable: false, reason: 'PoolNotManaged', taint: true }],
+    [
+      'IPs left, frozen',
+      { frozen: true, freezeReasons: ['cri: unreadable'] },
+      { allocatable: true, reason: 'ReleasesFrozen', taint: false },
+    ],
+    [
+      'empty, subnet full',
+      { ...empty, growBlocked: subnetFull },
+      { allocatable: false, reason: 'SubnetFull', taint: true },
+    ],
+    [
+      'empty, ENI limit',
+      { ...empty, growBlocked: eniLimit },
+      { allocatable: false, reason: 'EniLimitReached', taint: true },
+    ],
+    [
+      'empty, not managed',
+      { ...empty, growBlocked: { kind: 'not_managed', reason: 'DISABLE_NETWORK_RESOURCE_PROVISIONING' } },
+      { allocatable: false, reason: 'PoolNotManaged', taint: true },
+    ],
     // The boundary: a freeze holding the addresses that would serve never taints.
-    ['empty, ENI limit, frozen holding addresses', { ...empty, growBlocked: eniLimit, frozen: true, freezeReasons: ['kube: unreadable'], heldByFreeze: 4 }, { allocatable: false, reason: 'ReleasesFrozen', taint: false }],
+    [
+      'empty, ENI limit, frozen holding addresses',
+      { ...empty, growBlocked: eniLimit, frozen: true, freezeReasons: ['kube: unreadable'], heldByFreeze: 4 },
+      { allocatable: false, reason: 'ReleasesFrozen', taint: false },
+    ],
     // Frozen but nothing held by it: the exhaustion is real, the freeze is not its cause.
-    ['empty, subnet full, frozen holding nothing', { ...empty, growBlocked: subnetFull, frozen: true, freezeReasons: ['cri: unreadable'], heldByFreeze: 0 }, { allocatable: false, reason: 'SubnetFull', taint: true }],
+    [
+      'empty, subnet full, frozen holding nothing',
+      { ...empty, growBlocked: subnetFull, frozen: true, freezeReasons: ['cri: unreadable'], heldByFreeze: 0 },
+      { allocatable: false, reason: 'SubnetFull', taint: true },
+    ],
   ];
   for (const [name, f, want] of rows) {
     const s = nodeIpState({ ...base, ...f });
     assert.deepEqual({ allocatable: s.allocatable, reason: s.reason, taint: s.taint }, want, name);
     assert.ok(s.message.length > 0 && s.message.length <= 1024, name);
   }
-  const s = nodeIpState({ ...base, ...empty, growBlocked: subnetFull, frozen: true, freezeReasons: ['cri: unreadable'] });
+  const s = nodeIpState({
+    ...base,
+    ...empty,
+    growBlocked: subnetFull,
+    frozen: true,
+    freezeReasons: ['cri: unreadable'],
+  });
   assert.match(s.message, /releases frozen \(cri: unreadable\)/);
 });
 
@@ -43,7 +93,11 @@ test('lastTransitionTime moves only when the status changes; heartbeat always no
   assert.equal(again.status, 'True');
   assert.equal(again.lastTransitionTime, '2026-01-01T00:00:00Z', 'reason change alone keeps the transition time');
   assert.equal(again.lastHeartbeatTime, '2026-01-01T00:01:00Z');
-  const down = conditionBody(nodeIpState({ ...base, ...empty, growBlocked: subnetFull }), again, '2026-01-01T00:02:00Z');
+  const down = conditionBody(
+    nodeIpState({ ...base, ...empty, growBlocked: subnetFull }),
+    again,
+    '2026-01-01T00:02:00Z',
+  );
   assert.equal(down.status, 'False');
   assert.equal(down.lastTransitionTime, '2026-01-01T00:02:00Z');
 });
@@ -51,7 +105,10 @@ test('lastTransitionTime moves only when the status changes; heartbeat always no
 test('taintsWith adds or removes only ours, keeps the others in order', () => {
   const other = { key: 'dedicated', value: 'gpu', effect: 'NoSchedule' };
   const added = taintsWith([other], true, '2026-01-01T00:00:00Z')!;
-  assert.deepEqual(added, [other, { key: EXHAUSTED_TAINT.key, effect: 'NoSchedule', timeAdded: '2026-01-01T00:00:00Z' }]);
+  assert.deepEqual(added, [
+    other,
+    { key: EXHAUSTED_TAINT.key, effect: 'NoSchedule', timeAdded: '2026-01-01T00:00:00Z' },
+  ]);
   assert.equal(taintsWith(added, true, 'x'), undefined, 'already there: no patch');
   assert.deepEqual(taintsWith(added, false, 'x'), [other]);
   assert.equal(taintsWith([other], false, 'x'), undefined);

@@ -14,21 +14,52 @@ const T0 = 1_700_000_000_000;
 
 function eni(p: Partial<Eni> & { networkInterfaceId: string }): Eni {
   return {
-    subnetId: 'subnet-1', vpcId: 'vpc-1', availabilityZone: 'us-west-2a', description: '', macAddress: '02:00:00:00:00:01', primaryIp: '10.0.0.10',
-    secondaryIps: [], ipv4Prefixes: [], status: 'in-use', tags: {}, securityGroupIds: [], sourceDestCheck: true, ownerId: '1', createdAt: T0,
-    attachment: { attachmentId: `attach-${p.networkInterfaceId}`, instanceId: INSTANCE, deviceIndex: 0, status: 'attached', deleteOnTermination: true, attachTime: T0 },
+    subnetId: 'subnet-1',
+    vpcId: 'vpc-1',
+    availabilityZone: 'us-west-2a',
+    description: '',
+    macAddress: '02:00:00:00:00:01',
+    primaryIp: '10.0.0.10',
+    secondaryIps: [],
+    ipv4Prefixes: [],
+    status: 'in-use',
+    tags: {},
+    securityGroupIds: [],
+    sourceDestCheck: true,
+    ownerId: '1',
+    createdAt: T0,
+    attachment: {
+      attachmentId: `attach-${p.networkInterfaceId}`,
+      instanceId: INSTANCE,
+      deviceIndex: 0,
+      status: 'attached',
+      deleteOnTermination: true,
+      attachTime: T0,
+    },
     ...p,
   };
 }
 
-function input(enis: Eni[], calls: Array<Partial<ApiCallRecord> & { action: string; params: Record<string, string> }> = [], live = [{ ip: '10.0.0.35', id: 'sb1' }]): LossInput {
+function input(
+  enis: Eni[],
+  calls: Array<Partial<ApiCallRecord> & { action: string; params: Record<string, string> }> = [],
+  live = [{ ip: '10.0.0.35', id: 'sb1' }],
+): LossInput {
   const state: SimState = {
-    region: 'us-west-2', availabilityZone: 'us-west-2a', vpcId: 'vpc-1', vpcCidr: '10.0.0.0/16', accountId: '1',
-    subnets: new Map(), instances: new Map(), enis: new Map(enis.map((e) => [e.networkInterfaceId, e])),
+    region: 'us-west-2',
+    availabilityZone: 'us-west-2a',
+    vpcId: 'vpc-1',
+    vpcCidr: '10.0.0.0/16',
+    accountId: '1',
+    subnets: new Map(),
+    instances: new Map(),
+    enis: new Map(enis.map((e) => [e.networkInterfaceId, e])),
   };
   return {
     live: live.map((s) => ({ id: s.id, ip: s.ip, podName: `pod-${s.id}`, podNamespace: 'default', createdAtMs: T0 })),
-    ipAtStart: new Map(live.map((s) => [s.id, s.ip])), sim: state, instanceId: INSTANCE,
+    ipAtStart: new Map(live.map((s) => [s.id, s.ip])),
+    sim: state,
+    instanceId: INSTANCE,
     calls: calls.map((c) => ({ at: T0 + 1000, ok: true, ...c })),
     allocations: live.map((s) => ({ containerID: s.id, ipv4: s.ip })),
   };
@@ -46,33 +77,72 @@ test('prefix mode: losses are found by content, one line per violation', () => {
   const withPrefix = eni({ networkInterfaceId: 'eni-a', ipv4Prefixes: ['10.0.0.32/28'] });
   const cases: Array<{ name: string; i: LossInput; want: RegExp[] }> = [
     { name: 'a pod inside a prefix EC2 shows on an attached ENI', i: input([withPrefix]), want: [] },
-    { name: 'the prefix is gone from EC2', i: input([eni({ networkInterfaceId: 'eni-a' })]), want: [/EC2 has its IP 10\.0\.0\.35 on no ENI/] },
+    {
+      name: 'the prefix is gone from EC2',
+      i: input([eni({ networkInterfaceId: 'eni-a' })]),
+      want: [/EC2 has its IP 10\.0\.0\.35 on no ENI/],
+    },
     {
       name: 'an Unassign of the prefix holding a live pod',
-      i: input([withPrefix], [{ action: 'UnassignPrivateIpAddresses', params: { NetworkInterfaceId: 'eni-a', 'Ipv4Prefix.1': '10.0.0.32/28' } }]),
+      i: input(
+        [withPrefix],
+        [
+          {
+            action: 'UnassignPrivateIpAddresses',
+            params: { NetworkInterfaceId: 'eni-a', 'Ipv4Prefix.1': '10.0.0.32/28' },
+          },
+        ],
+      ),
       want: [/UnassignPrivateIpAddresses of prefix 10\.0\.0\.32\/28, which holds 10\.0\.0\.35/],
     },
     {
       name: 'an Unassign of another prefix is fine',
-      i: input([withPrefix], [{ action: 'UnassignPrivateIpAddresses', params: { NetworkInterfaceId: 'eni-a', 'Ipv4Prefix.1': '10.0.0.48/28' } }]),
+      i: input(
+        [withPrefix],
+        [
+          {
+            action: 'UnassignPrivateIpAddresses',
+            params: { NetworkInterfaceId: 'eni-a', 'Ipv4Prefix.1': '10.0.0.48/28' },
+          },
+        ],
+      ),
       want: [],
     },
     {
       name: 'an Unassign of the prefix before the pod existed is fine',
-      i: input([withPrefix], [{ action: 'UnassignPrivateIpAddresses', at: T0 - 1, params: { NetworkInterfaceId: 'eni-a', 'Ipv4Prefix.1': '10.0.0.32/28' } }]),
+      i: input(
+        [withPrefix],
+        [
+          {
+            action: 'UnassignPrivateIpAddresses',
+            at: T0 - 1,
+            params: { NetworkInterfaceId: 'eni-a', 'Ipv4Prefix.1': '10.0.0.32/28' },
+          },
+        ],
+      ),
       want: [],
     },
     {
       name: 'the ENI holding the prefix is detached and deleted',
-      i: input([withPrefix], [
-        { action: 'DetachNetworkInterface', params: { AttachmentId: 'attach-eni-a' } },
-        { action: 'DeleteNetworkInterface', params: { NetworkInterfaceId: 'eni-a' } },
-      ]),
+      i: input(
+        [withPrefix],
+        [
+          { action: 'DetachNetworkInterface', params: { AttachmentId: 'attach-eni-a' } },
+          { action: 'DeleteNetworkInterface', params: { NetworkInterfaceId: 'eni-a' } },
+        ],
+      ),
       want: [/DetachNetworkInterface of attach-eni-a/, /DeleteNetworkInterface of eni-a/],
     },
     {
       name: 'the ENI holding the prefix is not attached to the instance',
-      i: input([eni({ networkInterfaceId: 'eni-a', ipv4Prefixes: ['10.0.0.32/28'], status: 'available', attachment: undefined as never })]),
+      i: input([
+        eni({
+          networkInterfaceId: 'eni-a',
+          ipv4Prefixes: ['10.0.0.32/28'],
+          status: 'available',
+          attachment: undefined as never,
+        }),
+      ]),
       want: [/is on eni-a, which is not attached/],
     },
   ];

@@ -11,11 +11,18 @@ beforeEach(() => mock.timers.enable({ apis: ['setTimeout', 'setInterval'] }));
 afterEach(() => mock.timers.reset());
 
 /** Lets the promise jobs queued by a fired timer run. */
-const settle = async () => { for (let i = 0; i < 5; i++) await Promise.resolve(); };
+const settle = async () => {
+  for (let i = 0; i < 5; i++) await Promise.resolve();
+};
 
 test('start(0) runs at once, then once per period after each run ends', async () => {
   let runs = 0;
-  const t = new PeriodicTask({ intervalMs: 1000, run: () => { runs++; } });
+  const t = new PeriodicTask({
+    intervalMs: 1000,
+    run: () => {
+      runs++;
+    },
+  });
   t.start(0);
   assert.equal(runs, 1, 'started synchronously');
   await settle();
@@ -36,7 +43,12 @@ test('start(0) runs at once, then once per period after each run ends', async ()
 
 test('start() waits one period; start(ms) waits ms; a second start does nothing', async () => {
   let runs = 0;
-  const t = new PeriodicTask({ intervalMs: 1000, run: () => { runs++; } });
+  const t = new PeriodicTask({
+    intervalMs: 1000,
+    run: () => {
+      runs++;
+    },
+  });
   t.start(300);
   t.start(0);
   assert.equal(runs, 0);
@@ -44,7 +56,12 @@ test('start() waits one period; start(ms) waits ms; a second start does nothing'
   await settle();
   assert.equal(runs, 1);
   await t.stop();
-  const u = new PeriodicTask({ intervalMs: 1000, run: () => { runs++; } });
+  const u = new PeriodicTask({
+    intervalMs: 1000,
+    run: () => {
+      runs++;
+    },
+  });
   u.start();
   mock.timers.tick(999);
   await settle();
@@ -58,7 +75,15 @@ test('start() waits one period; start(ms) waits ms; a second start does nothing'
 test('runs never overlap: a run asked for while one is in flight joins it', async () => {
   let runs = 0;
   let release!: () => void;
-  const t = new PeriodicTask({ intervalMs: 1000, run: () => { runs++; return new Promise<void>((r) => { release = r; }); } });
+  const t = new PeriodicTask({
+    intervalMs: 1000,
+    run: () => {
+      runs++;
+      return new Promise<void>((r) => {
+        release = r;
+      });
+    },
+  });
   const a = t.runNow();
   const b = t.runNow();
   assert.equal(a, b);
@@ -77,7 +102,15 @@ test('runs never overlap: a run asked for while one is in flight joins it', asyn
 test('a slow run delays the next periodic run (period from the end of the run)', async () => {
   let runs = 0;
   let release!: () => void;
-  const t = new PeriodicTask({ intervalMs: 1000, run: () => { runs++; return new Promise<void>((r) => { release = r; }); } });
+  const t = new PeriodicTask({
+    intervalMs: 1000,
+    run: () => {
+      runs++;
+      return new Promise<void>((r) => {
+        release = r;
+      });
+    },
+  });
   t.start(0);
   mock.timers.tick(5000);
   await settle();
@@ -96,7 +129,12 @@ test('a slow run delays the next periodic run (period from the end of the run)',
 
 test('runAfter schedules one extra run, replacing a pending one; cancelExtra drops it', async () => {
   let runs = 0;
-  const t = new PeriodicTask({ intervalMs: 60_000, run: () => { runs++; } });
+  const t = new PeriodicTask({
+    intervalMs: 60_000,
+    run: () => {
+      runs++;
+    },
+  });
   t.start();
   t.runAfter(500);
   t.runAfter(200);
@@ -121,7 +159,14 @@ test('runAfter schedules one extra run, replacing a pending one; cancelExtra dro
 test('a failing run goes to onError and the loop goes on', async () => {
   const errors: string[] = [];
   let runs = 0;
-  const t = new PeriodicTask({ intervalMs: 100, run: async () => { runs++; throw new Error(`boom ${runs}`); }, onError: (e) => errors.push(e.message) });
+  const t = new PeriodicTask({
+    intervalMs: 100,
+    run: async () => {
+      runs++;
+      throw new Error(`boom ${runs}`);
+    },
+    onError: (e) => errors.push(e.message),
+  });
   t.start(0);
   await settle();
   mock.timers.tick(100);
@@ -133,11 +178,21 @@ test('a failing run goes to onError and the loop goes on', async () => {
 test('stop() waits for the run in flight', async () => {
   let done = false;
   let release!: () => void;
-  const t = new PeriodicTask({ intervalMs: 100, run: async () => { await new Promise<void>((r) => { release = r; }); done = true; } });
+  const t = new PeriodicTask({
+    intervalMs: 100,
+    run: async () => {
+      await new Promise<void>((r) => {
+        release = r;
+      });
+      done = true;
+    },
+  });
   t.start(0);
   const stopping = t.stop();
   let stopped = false;
-  void stopping.then(() => { stopped = true; });
+  void stopping.then(() => {
+    stopped = true;
+  });
   await settle();
   assert.equal(stopped, false);
   release();

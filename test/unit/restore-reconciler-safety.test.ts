@@ -20,30 +20,65 @@ const log = pino({ level: 'silent' });
 const T0 = 1_700_000_000_000;
 const IPS = Array.from({ length: 14 }, (_, i) => `10.0.0.${10 + i}`);
 
-interface World { sandboxes: SandboxEvidence[]; wired: string[]; kernelFails?: string; identity?: RuntimeIdentity }
+interface World {
+  sandboxes: SandboxEvidence[];
+  wired: string[];
+  kernelFails?: string;
+  identity?: RuntimeIdentity;
+}
 
 function setup(o: { allocate: number; unverified?: boolean; recorded?: RuntimeIdentity }) {
   const ds = new Datastore(30_000);
-  ds.upsertEni({ eniId: 'eni-1', mac: '02:00:00:00:00:01', deviceNumber: 1, subnetId: 's', subnetCidr: '10.0.0.0/24', primaryIp: '10.0.0.4', isPrimary: false, createdAtMs: T0, capacity: IPS.length });
+  ds.upsertEni({
+    eniId: 'eni-1',
+    mac: '02:00:00:00:00:01',
+    deviceNumber: 1,
+    subnetId: 's',
+    subnetCidr: '10.0.0.0/24',
+    primaryIp: '10.0.0.4',
+    isPrimary: false,
+    createdAtMs: T0,
+    capacity: IPS.length,
+  });
   ds.addIps('eni-1', IPS);
-  const allocs = Array.from({ length: o.allocate }, (_, i) => ds.assign({ networkName: 'aws-cni', containerID: `c${i}`, ifName: 'eth0' }, undefined, T0));
+  const allocs = Array.from({ length: o.allocate }, (_, i) =>
+    ds.assign({ networkName: 'aws-cni', containerID: `c${i}`, ifName: 'eth0' }, undefined, T0),
+  );
   if (o.unverified) ds.markAllUnverified();
   const gate = new ReleaseGate();
   const w: World = { sandboxes: [], wired: [] };
   const recorded: RuntimeIdentity[] = [];
   const kernelRead = async (): Promise<KernelEvidence> => {
     if (w.kernelFails) throw new Error(w.kernelFails);
-    return { pods: new Map(w.wired.map((ip) => [ip, { ip, dev: `eni${ip}`, rules: 2 }])), podVeths: w.wired.length, rulesOnly: [] };
+    return {
+      pods: new Map(w.wired.map((ip) => [ip, { ip, dev: `eni${ip}`, rules: 2 }])),
+      podVeths: w.wired.length,
+      rulesOnly: [],
+    };
   };
   const r = new EvidenceReconciler({
-    ds, gate, log, persist: async () => undefined, intervalMs: 60_000, graceMs: 1000, networkName: 'aws-cni', now: () => T0 + 10_000,
+    ds,
+    gate,
+    log,
+    persist: async () => undefined,
+    intervalMs: 60_000,
+    graceMs: 1000,
+    networkName: 'aws-cni',
+    now: () => T0 + 10_000,
     criEndpoint: 'unix:///run/containerd/containerd.sock',
     cri: { listReadySandboxes: async () => w.sandboxes, runtimeIdentity: async () => w.identity },
     kernel: { readKernel: kernelRead },
-    ...(o.recorded ? { recordedIdentity: o.recorded } : {}), onTrustedIdentity: (id) => recorded.push(id),
+    ...(o.recorded ? { recordedIdentity: o.recorded } : {}),
+    onTrustedIdentity: (id) => recorded.push(id),
   });
   const ips = allocs.map((a) => (a.kind === 'assigned' ? a.allocation.ipv4 : ''));
-  const sb = (i: number): SandboxEvidence => ({ id: `c${i}`, podName: `p${i}`, podNamespace: 'd', podUid: `u${i}`, ip: ips[i]! });
+  const sb = (i: number): SandboxEvidence => ({
+    id: `c${i}`,
+    podName: `p${i}`,
+    podNamespace: 'd',
+    podUid: `u${i}`,
+    ip: ips[i]!,
+  });
   return { ds, gate, r, w, ips, sb, recorded };
 }
 
@@ -55,7 +90,9 @@ test('a wrong runtime with every pod wired in the kernel: frozen with a reason n
   const p = await r.runPass();
   assert.equal(p.released, 0);
   assert.equal(ds.allocations().length, 12);
-  assert.deepEqual(gate.describe(), ['cri: suspect: runtime at unix:///run/containerd/containerd.sock (containerd 1.6.20) answered with 0 sandboxes and knows 0 of the 12 pods the kernel shows wired; the checkpoint holds 12 from this boot and the kernel shows 12 pod veths']);
+  assert.deepEqual(gate.describe(), [
+    'cri: suspect: runtime at unix:///run/containerd/containerd.sock (containerd 1.6.20) answered with 0 sandboxes and knows 0 of the 12 pods the kernel shows wired; the checkpoint holds 12 from this boot and the kernel shows 12 pod veths',
+  ]);
   assert.equal(p.kernelVouched, 12);
 
   w.sandboxes = ips.slice(0, 11).map((_, i) => sb(i)); // the right runtime; c11's pod is gone (DEL lost)
@@ -63,22 +100,40 @@ test('a wrong runtime with every pod wired in the kernel: frozen with a reason n
   const q = await r.runPass();
   assert.equal(gate.frozen, false, gate.describe().join('; '));
   assert.equal(q.released, 1);
-  assert.deepEqual(ds.allocations().map((a) => a.containerID).sort(), ips.slice(0, 11).map((_, i) => `c${i}`).sort());
+  assert.deepEqual(
+    ds
+      .allocations()
+      .map((a) => a.containerID)
+      .sort(),
+    ips
+      .slice(0, 11)
+      .map((_, i) => `c${i}`)
+      .sort(),
+  );
 });
 
 test('an unreadable kernel freezes releases (source "kernel") and lifts once it reads', async () => {
   const { gate, r, w, ips, ds, sb } = setup({ allocate: 3 });
-  w.kernelFails = 'the kernel (ipamd\'s netns) unreadable: ip -json output line 1 is not JSON';
+  w.kernelFails = "the kernel (ipamd's netns) unreadable: ip -json output line 1 is not JSON";
   const p = await r.runPass();
   assert.equal(p.released, 0);
-  assert.deepEqual(gate.describe(), ["kernel: the kernel (ipamd's netns) unreadable: ip -json output line 1 is not JSON"]);
+  assert.deepEqual(gate.describe(), [
+    "kernel: the kernel (ipamd's netns) unreadable: ip -json output line 1 is not JSON",
+  ]);
   assert.equal(ds.allocations().length, 3);
   delete w.kernelFails;
   w.wired = ips.slice(0, 2);
   w.sandboxes = [sb(0), sb(1)];
   const q = await r.runPass();
   assert.equal(gate.frozen, false, gate.describe().join('; '));
-  assert.deepEqual(ds.allocations().map((a) => a.containerID).sort(), ['c0', 'c1'], 'then the leaked one goes');
+  assert.deepEqual(
+    ds
+      .allocations()
+      .map((a) => a.containerID)
+      .sort(),
+    ['c0', 'c1'],
+    'then the leaked one goes',
+  );
   assert.equal(q.released, 1);
 });
 
@@ -87,7 +142,10 @@ test('the brake holds a single-source pass above max(2, 10 %), freezes with its 
   w.wired = []; // no pod veth at all: the kernel's silence is not a second vote
   const p = await r.runPass();
   assert.equal(p.released, 0);
-  assert.match(gate.describe().join(), /^brake: release brake: this pass would release 3 of 3 allocations, 3 of them on the word of the runtime alone \(at most 2 allowed per pass/);
+  assert.match(
+    gate.describe().join(),
+    /^brake: release brake: this pass would release 3 of 3 allocations, 3 of them on the word of the runtime alone \(at most 2 allowed per pass/,
+  );
   assert.equal(ds.allocations().length, 3);
   w.wired = ['10.0.0.99']; // a pod veth elsewhere: the kernel shows pods, and none of ours → two sources agree
   const q = await r.runPass();

@@ -18,7 +18,8 @@ function imports(dir: string): Array<{ file: string; spec: string }> {
     if (!e.isFile() || !e.name.endsWith('.ts')) continue;
     const file = path.join(e.parentPath ?? (e as unknown as { path: string }).path, e.name);
     const src = readFileSync(file, 'utf8');
-    for (const m of src.matchAll(/(?:from\s+|import\s*\(\s*)'([^']+)'/g)) out.push({ file: path.relative(ROOT, file), spec: m[1]! });
+    for (const m of src.matchAll(/(?:from\s+|import\s*\(\s*)'([^']+)'/g))
+      out.push({ file: path.relative(ROOT, file), spec: m[1]! });
   }
   return out;
 }
@@ -28,13 +29,19 @@ const resolved = (i: { file: string; spec: string }): string => path.normalize(p
 test('ipamd imports only cni-plugin/facade from the plugin', () => {
   const found = imports('ipamd').filter((i) => i.spec.startsWith('.') && resolved(i).startsWith('cni-plugin/'));
   assert.ok(found.length > 0, 'the scan sees the facade imports');
-  assert.deepEqual(found.filter((i) => resolved(i) !== 'cni-plugin/facade.js'), []);
+  assert.deepEqual(
+    found.filter((i) => resolved(i) !== 'cni-plugin/facade.js'),
+    [],
+  );
 });
 
 test('the plugin imports nothing from ipamd/, netfacts/ and proto/ import neither side', () => {
-  const bad = [...imports('cni-plugin'), ...imports('netfacts'), ...imports('proto')]
-    .filter((i) => i.spec.startsWith('.') && /^(ipamd)\//.test(resolved(i)));
+  const bad = [...imports('cni-plugin'), ...imports('netfacts'), ...imports('proto')].filter(
+    (i) => i.spec.startsWith('.') && /^(ipamd)\//.test(resolved(i)),
+  );
   assert.deepEqual(bad, []);
-  const shared = [...imports('netfacts'), ...imports('proto')].filter((i) => i.spec.startsWith('.') && /^(ipamd|cni-plugin)\//.test(resolved(i)));
+  const shared = [...imports('netfacts'), ...imports('proto')].filter(
+    (i) => i.spec.startsWith('.') && /^(ipamd|cni-plugin)\//.test(resolved(i)),
+  );
   assert.deepEqual(shared, []);
 });

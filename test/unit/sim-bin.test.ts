@@ -13,14 +13,23 @@ process.removeAllListeners('warning');
 
 const MAIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../sim/main.js');
 
-function run(args: string[]): { p: ChildProcess; exit: Promise<{ code: number | null; stderr: string }>; firstLine: Promise<string> } {
+function run(args: string[]): {
+  p: ChildProcess;
+  exit: Promise<{ code: number | null; stderr: string }>;
+  firstLine: Promise<string>;
+} {
   const env = { ...process.env };
   delete env.NODE_EXTRA_CA_CERTS;
   const p = spawn(process.execPath, [MAIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   p.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   const timer = setTimeout(() => p.kill('SIGKILL'), 20_000);
-  const exit = new Promise<{ code: number | null; stderr: string }>((resolve) => p.on('exit', (code) => { clearTimeout(timer); resolve({ code, stderr }); }));
+  const exit = new Promise<{ code: number | null; stderr: string }>((resolve) =>
+    p.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr });
+    }),
+  );
   const firstLine = new Promise<string>((resolve, reject) => {
     let buf = '';
     p.stdout!.on('data', (d: Buffer) => {
@@ -35,13 +44,25 @@ function run(args: string[]): { p: ChildProcess; exit: Promise<{ code: number | 
 
 test('eni-ipam-sim prints its endpoints, serves the SDK, and exits 0 on SIGTERM', async (t) => {
   const r = run(['--instance-type', 'm5.large', '--subnet-cidr', '10.0.0.0/24']);
-  t.after(() => { if (r.p.exitCode === null) r.p.kill('SIGKILL'); });
-  const info = JSON.parse(await r.firstLine) as { ec2Endpoint: string; imdsEndpoint: string; instanceId: string; subnetId: string };
+  t.after(() => {
+    if (r.p.exitCode === null) r.p.kill('SIGKILL');
+  });
+  const info = JSON.parse(await r.firstLine) as {
+    ec2Endpoint: string;
+    imdsEndpoint: string;
+    instanceId: string;
+    subnetId: string;
+  };
   assert.match(info.ec2Endpoint, /^http:\/\/127\.0\.0\.1:\d+$/);
   assert.match(info.imdsEndpoint, /^http:\/\/127\.0\.0\.1:\d+$/);
   assert.match(info.instanceId, /^i-[0-9a-f]{17}$/);
   assert.match(info.subnetId, /^subnet-[0-9a-f]{17}$/);
-  const ec2 = new EC2Client({ region: 'us-west-2', endpoint: info.ec2Endpoint, credentials: { accessKeyId: 'x', secretAccessKey: 'x' }, maxAttempts: 1 });
+  const ec2 = new EC2Client({
+    region: 'us-west-2',
+    endpoint: info.ec2Endpoint,
+    credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+    maxAttempts: 1,
+  });
   try {
     const out = await ec2.send(new DescribeInstancesCommand({ InstanceIds: [info.instanceId] }));
     const inst = out.Reservations![0]!.Instances![0]!;
@@ -56,7 +77,12 @@ test('eni-ipam-sim prints its endpoints, serves the SDK, and exits 0 on SIGTERM'
 });
 
 test('eni-ipam-sim rejects bad flags with one line and exit 2', async () => {
-  for (const args of [['--bogus'], ['--instance-type', 'x9.huge'], ['--subnet-cidr', '10.0.0/99'], ['--ec2-port', 'http']]) {
+  for (const args of [
+    ['--bogus'],
+    ['--instance-type', 'x9.huge'],
+    ['--subnet-cidr', '10.0.0/99'],
+    ['--ec2-port', 'http'],
+  ]) {
     const r = run(args);
     r.firstLine.catch(() => undefined);
     const { code, stderr } = await r.exit;

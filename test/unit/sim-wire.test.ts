@@ -7,14 +7,29 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  AssignPrivateIpAddressesCommand, AttachNetworkInterfaceCommand, CreateNetworkInterfaceCommand, CreateTagsCommand,
-  DeleteNetworkInterfaceCommand, DescribeInstancesCommand, DescribeInstanceTypesCommand, DescribeNetworkInterfacesCommand,
-  DescribeSubnetsCommand, DetachNetworkInterfaceCommand, ModifyNetworkInterfaceAttributeCommand, UnassignPrivateIpAddressesCommand,
-  paginateDescribeNetworkInterfaces, type EC2Client, type NetworkInterface,
+  AssignPrivateIpAddressesCommand,
+  AttachNetworkInterfaceCommand,
+  CreateNetworkInterfaceCommand,
+  CreateTagsCommand,
+  DeleteNetworkInterfaceCommand,
+  DescribeInstancesCommand,
+  DescribeInstanceTypesCommand,
+  DescribeNetworkInterfacesCommand,
+  DescribeSubnetsCommand,
+  DetachNetworkInterfaceCommand,
+  ModifyNetworkInterfaceAttributeCommand,
+  UnassignPrivateIpAddressesCommand,
+  paginateDescribeNetworkInterfaces,
+  type EC2Client,
+  type NetworkInterface,
 } from '@aws-sdk/client-ec2';
 import { expectSdkError, rawEc2, startSim } from '../helpers/sim-fixture.js';
 
-async function createEni(ec2: EC2Client, subnetId: string, extra: Partial<ConstructorParameters<typeof CreateNetworkInterfaceCommand>[0]> = {}): Promise<NetworkInterface> {
+async function createEni(
+  ec2: EC2Client,
+  subnetId: string,
+  extra: Partial<ConstructorParameters<typeof CreateNetworkInterfaceCommand>[0]> = {},
+): Promise<NetworkInterface> {
   const r = await ec2.send(new CreateNetworkInterfaceCommand({ SubnetId: subnetId, ...extra }));
   assert.ok(r.NetworkInterface?.NetworkInterfaceId);
   return r.NetworkInterface;
@@ -39,18 +54,29 @@ test('DescribeInstances: instance and its primary ENI as launched', async (t) =>
   const n = i.NetworkInterfaces![0]!;
   assert.equal(n.Attachment?.DeviceIndex, 0);
   assert.equal(n.Attachment?.DeleteOnTermination, true);
-  assert.deepEqual(n.PrivateIpAddresses!.map((x) => [x.PrivateIpAddress, x.Primary]), [['10.0.0.4', true]]);
+  assert.deepEqual(
+    n.PrivateIpAddresses!.map((x) => [x.PrivateIpAddress, x.Primary]),
+    [['10.0.0.4', true]],
+  );
   assert.deepEqual(n.Ipv4Prefixes, []);
-  const eni = (await ec2.send(new DescribeNetworkInterfacesCommand({ NetworkInterfaceIds: [n.NetworkInterfaceId!] }))).NetworkInterfaces![0]!;
+  const eni = (await ec2.send(new DescribeNetworkInterfacesCommand({ NetworkInterfaceIds: [n.NetworkInterfaceId!] })))
+    .NetworkInterfaces![0]!;
   assert.deepEqual(eni.TagSet, []);
   assert.equal(eni.Status, 'in-use');
-  await expectSdkError(ec2.send(new DescribeInstancesCommand({ InstanceIds: ['i-0000000000000dead'] })), { name: 'InvalidInstanceID.NotFound', status: 400 });
+  await expectSdkError(ec2.send(new DescribeInstancesCommand({ InstanceIds: ['i-0000000000000dead'] })), {
+    name: 'InvalidInstanceID.NotFound',
+    status: 400,
+  });
 });
 
 test('DescribeInstanceTypes: real AWS network figures, hypervisor, unknown type', async (t) => {
   const { ec2 } = await startSim(t);
   const want: Record<string, [number, number, string]> = {
-    't3.medium': [3, 6, 'nitro'], 'm5.large': [3, 10, 'nitro'], 'm5.xlarge': [4, 15, 'nitro'], 'c5.4xlarge': [8, 30, 'nitro'], 't2.medium': [3, 6, 'xen'],
+    't3.medium': [3, 6, 'nitro'],
+    'm5.large': [3, 10, 'nitro'],
+    'm5.xlarge': [4, 15, 'nitro'],
+    'c5.4xlarge': [8, 30, 'nitro'],
+    't2.medium': [3, 6, 'xen'],
   };
   const r = await ec2.send(new DescribeInstanceTypesCommand({ InstanceTypes: Object.keys(want) as never }));
   assert.equal(r.InstanceTypes!.length, 5);
@@ -62,15 +88,28 @@ test('DescribeInstanceTypes: real AWS network figures, hypervisor, unknown type'
     assert.equal(it.NetworkInfo?.NetworkCards?.[0]?.MaximumNetworkInterfaces, enis);
     assert.equal(it.Hypervisor, hv);
   }
-  await expectSdkError(ec2.send(new DescribeInstanceTypesCommand({ InstanceTypes: ['x9.huge' as never] })), { name: 'InvalidInstanceType', status: 400 });
+  await expectSdkError(ec2.send(new DescribeInstanceTypesCommand({ InstanceTypes: ['x9.huge' as never] })), {
+    name: 'InvalidInstanceType',
+    status: 400,
+  });
 });
 
 test('CreateNetworkInterface: fields, tags, groups, XML escaping; DescribeNetworkInterfaces by id', async (t) => {
   const { sim, ec2, subnet } = await startSim(t);
   const desc = 'aws-K8S-i-0abc <&> "quoted" \'x\'';
   const eni = await createEni(ec2, subnet.subnetId, {
-    Description: desc, SecondaryPrivateIpAddressCount: 2, Groups: ['sg-0aaa', 'sg-0bbb'],
-    TagSpecifications: [{ ResourceType: 'network-interface', Tags: [{ Key: 'node.k8s.amazonaws.com/instance_id', Value: 'i-0abc' }, { Key: 'empty', Value: '' }] }],
+    Description: desc,
+    SecondaryPrivateIpAddressCount: 2,
+    Groups: ['sg-0aaa', 'sg-0bbb'],
+    TagSpecifications: [
+      {
+        ResourceType: 'network-interface',
+        Tags: [
+          { Key: 'node.k8s.amazonaws.com/instance_id', Value: 'i-0abc' },
+          { Key: 'empty', Value: '' },
+        ],
+      },
+    ],
   });
   assert.match(eni.NetworkInterfaceId!, /^eni-0[0-9a-f]{16}$/);
   assert.match(eni.MacAddress!, /^([0-9a-f]{2}:){5}[0-9a-f]{2}$/);
@@ -80,25 +119,48 @@ test('CreateNetworkInterface: fields, tags, groups, XML escaping; DescribeNetwor
   assert.equal(eni.VpcId, sim.state.vpcId);
   assert.equal(eni.AvailabilityZone, 'us-west-2a');
   assert.equal(eni.PrivateIpAddress, '10.0.0.5');
-  assert.deepEqual(eni.PrivateIpAddresses!.map((x) => [x.PrivateIpAddress, x.Primary]), [['10.0.0.5', true], ['10.0.0.6', false], ['10.0.0.7', false]]);
-  assert.deepEqual(eni.Groups!.map((g) => g.GroupId), ['sg-0aaa', 'sg-0bbb']);
-  assert.deepEqual(eni.TagSet, [{ Key: 'node.k8s.amazonaws.com/instance_id', Value: 'i-0abc' }, { Key: 'empty', Value: '' }]);
+  assert.deepEqual(
+    eni.PrivateIpAddresses!.map((x) => [x.PrivateIpAddress, x.Primary]),
+    [
+      ['10.0.0.5', true],
+      ['10.0.0.6', false],
+      ['10.0.0.7', false],
+    ],
+  );
+  assert.deepEqual(
+    eni.Groups!.map((g) => g.GroupId),
+    ['sg-0aaa', 'sg-0bbb'],
+  );
+  assert.deepEqual(eni.TagSet, [
+    { Key: 'node.k8s.amazonaws.com/instance_id', Value: 'i-0abc' },
+    { Key: 'empty', Value: '' },
+  ]);
   assert.equal(eni.Attachment, undefined);
 
   const d = await ec2.send(new DescribeNetworkInterfacesCommand({ NetworkInterfaceIds: [eni.NetworkInterfaceId!] }));
   assert.deepEqual(d.NetworkInterfaces, [eni]);
-  await expectSdkError(ec2.send(new DescribeNetworkInterfacesCommand({ NetworkInterfaceIds: [eni.NetworkInterfaceId!, 'eni-0000000000000dead'] })),
-    { name: 'InvalidNetworkInterfaceID.NotFound', status: 400 });
+  await expectSdkError(
+    ec2.send(
+      new DescribeNetworkInterfacesCommand({ NetworkInterfaceIds: [eni.NetworkInterfaceId!, 'eni-0000000000000dead'] }),
+    ),
+    { name: 'InvalidNetworkInterfaceID.NotFound', status: 400 },
+  );
   await expectSdkError(createEni(ec2, 'subnet-0000000000000dead'), { name: 'InvalidSubnetID.NotFound', status: 400 });
-  await expectSdkError(createEni(ec2, subnet.subnetId, { TagSpecifications: [{ ResourceType: 'instance', Tags: [{ Key: 'a', Value: 'b' }] }] }),
-    { name: 'InvalidParameterValue', status: 400 });
+  await expectSdkError(
+    createEni(ec2, subnet.subnetId, {
+      TagSpecifications: [{ ResourceType: 'instance', Tags: [{ Key: 'a', Value: 'b' }] }],
+    }),
+    { name: 'InvalidParameterValue', status: 400 },
+  );
 });
 
 test('ENI lifecycle: attach, device index taken, modify, detach (primary refused), delete', async (t) => {
   const { sim, ec2, subnet, inst } = await startSim(t);
   const eni = await createEni(ec2, subnet.subnetId);
   const id = eni.NetworkInterfaceId!;
-  const att = await ec2.send(new AttachNetworkInterfaceCommand({ NetworkInterfaceId: id, InstanceId: inst.instanceId, DeviceIndex: 1 }));
+  const att = await ec2.send(
+    new AttachNetworkInterfaceCommand({ NetworkInterfaceId: id, InstanceId: inst.instanceId, DeviceIndex: 1 }),
+  );
   assert.match(att.AttachmentId!, /^eni-attach-0[0-9a-f]{16}$/);
   let d = (await ec2.send(new DescribeNetworkInterfacesCommand({ NetworkInterfaceIds: [id] }))).NetworkInterfaces![0]!;
   assert.equal(d.Status, 'in-use');
@@ -110,76 +172,154 @@ test('ENI lifecycle: attach, device index taken, modify, detach (primary refused
   assert.ok(d.Attachment?.AttachTime instanceof Date);
 
   const other = await createEni(ec2, subnet.subnetId);
-  await expectSdkError(ec2.send(new AttachNetworkInterfaceCommand({ NetworkInterfaceId: other.NetworkInterfaceId!, InstanceId: inst.instanceId, DeviceIndex: 1 })),
-    { name: 'InvalidParameterValue', status: 400 });
-  await expectSdkError(ec2.send(new AttachNetworkInterfaceCommand({ NetworkInterfaceId: id, InstanceId: inst.instanceId, DeviceIndex: 2 })),
-    { name: 'InvalidNetworkInterface.InUse', status: 400 });
+  await expectSdkError(
+    ec2.send(
+      new AttachNetworkInterfaceCommand({
+        NetworkInterfaceId: other.NetworkInterfaceId!,
+        InstanceId: inst.instanceId,
+        DeviceIndex: 1,
+      }),
+    ),
+    { name: 'InvalidParameterValue', status: 400 },
+  );
+  await expectSdkError(
+    ec2.send(
+      new AttachNetworkInterfaceCommand({ NetworkInterfaceId: id, InstanceId: inst.instanceId, DeviceIndex: 2 }),
+    ),
+    { name: 'InvalidNetworkInterface.InUse', status: 400 },
+  );
 
-  await ec2.send(new ModifyNetworkInterfaceAttributeCommand({ NetworkInterfaceId: id, Attachment: { AttachmentId: att.AttachmentId!, DeleteOnTermination: true } }));
-  await ec2.send(new ModifyNetworkInterfaceAttributeCommand({ NetworkInterfaceId: id, Description: { Value: 'aws-K8S-x' } }));
-  await ec2.send(new ModifyNetworkInterfaceAttributeCommand({ NetworkInterfaceId: id, SourceDestCheck: { Value: false } }));
+  await ec2.send(
+    new ModifyNetworkInterfaceAttributeCommand({
+      NetworkInterfaceId: id,
+      Attachment: { AttachmentId: att.AttachmentId!, DeleteOnTermination: true },
+    }),
+  );
+  await ec2.send(
+    new ModifyNetworkInterfaceAttributeCommand({ NetworkInterfaceId: id, Description: { Value: 'aws-K8S-x' } }),
+  );
+  await ec2.send(
+    new ModifyNetworkInterfaceAttributeCommand({ NetworkInterfaceId: id, SourceDestCheck: { Value: false } }),
+  );
   d = (await ec2.send(new DescribeNetworkInterfacesCommand({ NetworkInterfaceIds: [id] }))).NetworkInterfaces![0]!;
   assert.equal(d.Attachment?.DeleteOnTermination, true);
   assert.equal(d.Description, 'aws-K8S-x');
   assert.equal(d.SourceDestCheck, false);
 
   const primary = sim.state.enis.get(inst.primaryEniId)!;
-  await expectSdkError(ec2.send(new DetachNetworkInterfaceCommand({ AttachmentId: primary.attachment!.attachmentId })), { name: 'OperationNotPermitted', status: 400 });
-  await expectSdkError(ec2.send(new DeleteNetworkInterfaceCommand({ NetworkInterfaceId: id })), { name: 'InvalidParameterValue', status: 400 });
+  await expectSdkError(
+    ec2.send(new DetachNetworkInterfaceCommand({ AttachmentId: primary.attachment!.attachmentId })),
+    { name: 'OperationNotPermitted', status: 400 },
+  );
+  await expectSdkError(ec2.send(new DeleteNetworkInterfaceCommand({ NetworkInterfaceId: id })), {
+    name: 'InvalidParameterValue',
+    status: 400,
+  });
   await ec2.send(new DetachNetworkInterfaceCommand({ AttachmentId: att.AttachmentId! }));
   d = (await ec2.send(new DescribeNetworkInterfacesCommand({ NetworkInterfaceIds: [id] }))).NetworkInterfaces![0]!;
   assert.equal(d.Status, 'available');
   assert.equal(d.Attachment, undefined);
-  await expectSdkError(ec2.send(new DetachNetworkInterfaceCommand({ AttachmentId: att.AttachmentId! })), { name: 'InvalidAttachmentID.NotFound', status: 400 });
+  await expectSdkError(ec2.send(new DetachNetworkInterfaceCommand({ AttachmentId: att.AttachmentId! })), {
+    name: 'InvalidAttachmentID.NotFound',
+    status: 400,
+  });
   await ec2.send(new DeleteNetworkInterfaceCommand({ NetworkInterfaceId: id }));
   assert.equal(sim.state.enis.has(id), false);
-  await expectSdkError(ec2.send(new DeleteNetworkInterfaceCommand({ NetworkInterfaceId: id })), { name: 'InvalidNetworkInterfaceID.NotFound', status: 400 });
+  await expectSdkError(ec2.send(new DeleteNetworkInterfaceCommand({ NetworkInterfaceId: id })), {
+    name: 'InvalidNetworkInterfaceID.NotFound',
+    status: 400,
+  });
 });
 
 test('AttachmentLimitExceeded when the instance is at its ENI limit (m5.large: 3)', async (t) => {
   const { ec2, subnet, inst } = await startSim(t);
   for (const idx of [1, 2]) {
     const e = await createEni(ec2, subnet.subnetId);
-    await ec2.send(new AttachNetworkInterfaceCommand({ NetworkInterfaceId: e.NetworkInterfaceId!, InstanceId: inst.instanceId, DeviceIndex: idx }));
+    await ec2.send(
+      new AttachNetworkInterfaceCommand({
+        NetworkInterfaceId: e.NetworkInterfaceId!,
+        InstanceId: inst.instanceId,
+        DeviceIndex: idx,
+      }),
+    );
   }
   const fourth = await createEni(ec2, subnet.subnetId);
-  await expectSdkError(ec2.send(new AttachNetworkInterfaceCommand({ NetworkInterfaceId: fourth.NetworkInterfaceId!, InstanceId: inst.instanceId, DeviceIndex: 3 })),
-    { name: 'AttachmentLimitExceeded', status: 400 });
+  await expectSdkError(
+    ec2.send(
+      new AttachNetworkInterfaceCommand({
+        NetworkInterfaceId: fourth.NetworkInterfaceId!,
+        InstanceId: inst.instanceId,
+        DeviceIndex: 3,
+      }),
+    ),
+    { name: 'AttachmentLimitExceeded', status: 400 },
+  );
 });
 
 test('PrivateIpAddressLimitExceeded: primary counts; each /28 prefix takes one slot', async (t) => {
   const { sim, ec2, subnet, inst } = await startSim(t);
   const primaryId = inst.primaryEniId;
-  const r = await ec2.send(new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: primaryId, SecondaryPrivateIpAddressCount: 9 }));
+  const r = await ec2.send(
+    new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: primaryId, SecondaryPrivateIpAddressCount: 9 }),
+  );
   assert.equal(r.AssignedPrivateIpAddresses!.length, 9);
-  await expectSdkError(ec2.send(new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: primaryId, SecondaryPrivateIpAddressCount: 1 })),
-    { name: 'PrivateIpAddressLimitExceeded', status: 400 });
+  await expectSdkError(
+    ec2.send(new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: primaryId, SecondaryPrivateIpAddressCount: 1 })),
+    { name: 'PrivateIpAddressLimitExceeded', status: 400 },
+  );
 
   const eni = await createEni(ec2, subnet.subnetId);
-  await ec2.send(new AttachNetworkInterfaceCommand({ NetworkInterfaceId: eni.NetworkInterfaceId!, InstanceId: inst.instanceId, DeviceIndex: 1 }));
-  const p = await ec2.send(new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: eni.NetworkInterfaceId!, Ipv4PrefixCount: 8 }));
+  await ec2.send(
+    new AttachNetworkInterfaceCommand({
+      NetworkInterfaceId: eni.NetworkInterfaceId!,
+      InstanceId: inst.instanceId,
+      DeviceIndex: 1,
+    }),
+  );
+  const p = await ec2.send(
+    new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: eni.NetworkInterfaceId!, Ipv4PrefixCount: 8 }),
+  );
   assert.equal(p.AssignedIpv4Prefixes!.length, 8);
   for (const x of p.AssignedIpv4Prefixes!) assert.match(x.Ipv4Prefix!, /^10\.0\.0\.\d+\/28$/);
-  for (const x of p.AssignedIpv4Prefixes!) assert.equal(Number(x.Ipv4Prefix!.split('.')[3]!.split('/')[0]) % 16, 0, 'aligned on 16');
-  await ec2.send(new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: eni.NetworkInterfaceId!, SecondaryPrivateIpAddressCount: 1 }));
-  await expectSdkError(ec2.send(new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: eni.NetworkInterfaceId!, Ipv4PrefixCount: 1 })),
-    { name: 'PrivateIpAddressLimitExceeded', status: 400 });
+  for (const x of p.AssignedIpv4Prefixes!)
+    assert.equal(Number(x.Ipv4Prefix!.split('.')[3]!.split('/')[0]) % 16, 0, 'aligned on 16');
+  await ec2.send(
+    new AssignPrivateIpAddressesCommand({
+      NetworkInterfaceId: eni.NetworkInterfaceId!,
+      SecondaryPrivateIpAddressCount: 1,
+    }),
+  );
+  await expectSdkError(
+    ec2.send(new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: eni.NetworkInterfaceId!, Ipv4PrefixCount: 1 })),
+    { name: 'PrivateIpAddressLimitExceeded', status: 400 },
+  );
   assert.equal(sim.state.enis.get(eni.NetworkInterfaceId!)!.ipv4Prefixes.length, 8);
 });
 
 test('prefixes on a Xen instance type are refused (InvalidParameterValue)', async (t) => {
   const { ec2, inst } = await startSim(t, { instanceType: 't2.medium' });
-  await expectSdkError(ec2.send(new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: inst.primaryEniId, Ipv4PrefixCount: 1 })),
-    { name: 'InvalidParameterValue', status: 400 });
+  await expectSdkError(
+    ec2.send(new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: inst.primaryEniId, Ipv4PrefixCount: 1 })),
+    { name: 'InvalidParameterValue', status: 400 },
+  );
 });
 
 test('InsufficientFreeAddressesInSubnet on a /28 (11 usable addresses)', async (t) => {
   const { ec2, subnet, inst } = await startSim(t, { subnetCidr: '10.0.0.0/28', instanceType: 'm5.xlarge' });
   assert.equal(await freeCount(ec2, subnet.subnetId), 10);
-  await expectSdkError(ec2.send(new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: inst.primaryEniId, SecondaryPrivateIpAddressCount: 11 })),
-    { name: 'InsufficientFreeAddressesInSubnet', status: 400 });
+  await expectSdkError(
+    ec2.send(
+      new AssignPrivateIpAddressesCommand({
+        NetworkInterfaceId: inst.primaryEniId,
+        SecondaryPrivateIpAddressCount: 11,
+      }),
+    ),
+    { name: 'InsufficientFreeAddressesInSubnet', status: 400 },
+  );
   assert.equal(await freeCount(ec2, subnet.subnetId), 10, 'a failed assign takes nothing');
-  await ec2.send(new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: inst.primaryEniId, SecondaryPrivateIpAddressCount: 10 }));
+  await ec2.send(
+    new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: inst.primaryEniId, SecondaryPrivateIpAddressCount: 10 }),
+  );
   assert.equal(await freeCount(ec2, subnet.subnetId), 0);
   await expectSdkError(createEni(ec2, subnet.subnetId), { name: 'InsufficientFreeAddressesInSubnet', status: 400 });
 });
@@ -191,21 +331,51 @@ test('subnet free-address accounting stays exact across create/assign/unassign/d
   const eni = await createEni(ec2, subnet.subnetId, { SecondaryPrivateIpAddressCount: 3 });
   const id = eni.NetworkInterfaceId!;
   assert.equal(await freeCount(ec2, subnet.subnetId), start - 4);
-  await ec2.send(new AttachNetworkInterfaceCommand({ NetworkInterfaceId: id, InstanceId: inst.instanceId, DeviceIndex: 1 }));
-  const ips = (await ec2.send(new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: id, SecondaryPrivateIpAddressCount: 5 }))).AssignedPrivateIpAddresses!.map((x) => x.PrivateIpAddress!);
+  await ec2.send(
+    new AttachNetworkInterfaceCommand({ NetworkInterfaceId: id, InstanceId: inst.instanceId, DeviceIndex: 1 }),
+  );
+  const ips = (
+    await ec2.send(new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: id, SecondaryPrivateIpAddressCount: 5 }))
+  ).AssignedPrivateIpAddresses!.map((x) => x.PrivateIpAddress!);
   assert.equal(await freeCount(ec2, subnet.subnetId), start - 9);
-  const prefixes = (await ec2.send(new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: id, Ipv4PrefixCount: 1 }))).AssignedIpv4Prefixes!.map((x) => x.Ipv4Prefix!);
+  const prefixes = (
+    await ec2.send(new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: id, Ipv4PrefixCount: 1 }))
+  ).AssignedIpv4Prefixes!.map((x) => x.Ipv4Prefix!);
   assert.equal(await freeCount(ec2, subnet.subnetId), start - 9 - 16);
-  await ec2.send(new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: inst.primaryEniId, PrivateIpAddresses: ['10.0.0.200', '10.0.0.201'] }));
+  await ec2.send(
+    new AssignPrivateIpAddressesCommand({
+      NetworkInterfaceId: inst.primaryEniId,
+      PrivateIpAddresses: ['10.0.0.200', '10.0.0.201'],
+    }),
+  );
   assert.equal(await freeCount(ec2, subnet.subnetId), start - 27);
-  await expectSdkError(ec2.send(new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: inst.primaryEniId, PrivateIpAddresses: ['10.0.0.200'] })),
-    { name: 'InvalidIPAddress.InUse', status: 400 });
-  await ec2.send(new UnassignPrivateIpAddressesCommand({ NetworkInterfaceId: id, PrivateIpAddresses: ips.slice(0, 2) }));
+  await expectSdkError(
+    ec2.send(
+      new AssignPrivateIpAddressesCommand({
+        NetworkInterfaceId: inst.primaryEniId,
+        PrivateIpAddresses: ['10.0.0.200'],
+      }),
+    ),
+    { name: 'InvalidIPAddress.InUse', status: 400 },
+  );
+  await ec2.send(
+    new UnassignPrivateIpAddressesCommand({ NetworkInterfaceId: id, PrivateIpAddresses: ips.slice(0, 2) }),
+  );
   assert.equal(await freeCount(ec2, subnet.subnetId), start - 25);
   await ec2.send(new UnassignPrivateIpAddressesCommand({ NetworkInterfaceId: id, Ipv4Prefixes: prefixes }));
   assert.equal(await freeCount(ec2, subnet.subnetId), start - 9);
-  await ec2.send(new UnassignPrivateIpAddressesCommand({ NetworkInterfaceId: inst.primaryEniId, PrivateIpAddresses: ['10.0.0.200', '10.0.0.201'] }));
-  await ec2.send(new DetachNetworkInterfaceCommand({ AttachmentId: (await ec2.send(new DescribeNetworkInterfacesCommand({ NetworkInterfaceIds: [id] }))).NetworkInterfaces![0]!.Attachment!.AttachmentId! }));
+  await ec2.send(
+    new UnassignPrivateIpAddressesCommand({
+      NetworkInterfaceId: inst.primaryEniId,
+      PrivateIpAddresses: ['10.0.0.200', '10.0.0.201'],
+    }),
+  );
+  await ec2.send(
+    new DetachNetworkInterfaceCommand({
+      AttachmentId: (await ec2.send(new DescribeNetworkInterfacesCommand({ NetworkInterfaceIds: [id] })))
+        .NetworkInterfaces![0]!.Attachment!.AttachmentId!,
+    }),
+  );
   await ec2.send(new DeleteNetworkInterfaceCommand({ NetworkInterfaceId: id }));
   assert.equal(await freeCount(ec2, subnet.subnetId), start);
   // freed addresses are handed out again, lowest first
@@ -215,50 +385,118 @@ test('subnet free-address accounting stays exact across create/assign/unassign/d
 
 test('UnassignPrivateIpAddresses: an address not on the ENI, or its primary, is InvalidParameterValue', async (t) => {
   const { ec2, inst } = await startSim(t);
-  await ec2.send(new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: inst.primaryEniId, SecondaryPrivateIpAddressCount: 1 }));
-  await expectSdkError(ec2.send(new UnassignPrivateIpAddressesCommand({ NetworkInterfaceId: inst.primaryEniId, PrivateIpAddresses: ['10.0.0.99'] })),
-    { name: 'InvalidParameterValue', status: 400 });
-  await expectSdkError(ec2.send(new UnassignPrivateIpAddressesCommand({ NetworkInterfaceId: inst.primaryEniId, PrivateIpAddresses: ['10.0.0.4'] })),
-    { name: 'InvalidParameterValue', status: 400 });
-  await expectSdkError(ec2.send(new UnassignPrivateIpAddressesCommand({ NetworkInterfaceId: 'eni-0000000000000dead', PrivateIpAddresses: ['10.0.0.5'] })),
-    { name: 'InvalidNetworkInterfaceID.NotFound', status: 400 });
+  await ec2.send(
+    new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: inst.primaryEniId, SecondaryPrivateIpAddressCount: 1 }),
+  );
+  await expectSdkError(
+    ec2.send(
+      new UnassignPrivateIpAddressesCommand({
+        NetworkInterfaceId: inst.primaryEniId,
+        PrivateIpAddresses: ['10.0.0.99'],
+      }),
+    ),
+    { name: 'InvalidParameterValue', status: 400 },
+  );
+  await expectSdkError(
+    ec2.send(
+      new UnassignPrivateIpAddressesCommand({
+        NetworkInterfaceId: inst.primaryEniId,
+        PrivateIpAddresses: ['10.0.0.4'],
+      }),
+    ),
+    { name: 'InvalidParameterValue', status: 400 },
+  );
+  await expectSdkError(
+    ec2.send(
+      new UnassignPrivateIpAddressesCommand({
+        NetworkInterfaceId: 'eni-0000000000000dead',
+        PrivateIpAddresses: ['10.0.0.5'],
+      }),
+    ),
+    { name: 'InvalidNetworkInterfaceID.NotFound', status: 400 },
+  );
 });
 
 test('DescribeNetworkInterfaces filters, CreateTags, and MaxResults/NextToken paging', async (t) => {
   const { sim, ec2, subnet, inst } = await startSim(t);
   const sub2 = sim.addSubnet({ cidr: '10.0.1.0/24' });
-  const ours = await createEni(ec2, subnet.subnetId, { TagSpecifications: [{ ResourceType: 'network-interface', Tags: [{ Key: 'node.k8s.amazonaws.com/instance_id', Value: inst.instanceId }] }] });
-  await ec2.send(new AttachNetworkInterfaceCommand({ NetworkInterfaceId: ours.NetworkInterfaceId!, InstanceId: inst.instanceId, DeviceIndex: 1 }));
+  const ours = await createEni(ec2, subnet.subnetId, {
+    TagSpecifications: [
+      {
+        ResourceType: 'network-interface',
+        Tags: [{ Key: 'node.k8s.amazonaws.com/instance_id', Value: inst.instanceId }],
+      },
+    ],
+  });
+  await ec2.send(
+    new AttachNetworkInterfaceCommand({
+      NetworkInterfaceId: ours.NetworkInterfaceId!,
+      InstanceId: inst.instanceId,
+      DeviceIndex: 1,
+    }),
+  );
   const loose = await createEni(ec2, sub2.subnetId);
   const ids = async (filters: { Name: string; Values: string[] }[]): Promise<string[]> =>
-    ((await ec2.send(new DescribeNetworkInterfacesCommand({ Filters: filters }))).NetworkInterfaces ?? []).map((e) => e.NetworkInterfaceId!).sort();
+    ((await ec2.send(new DescribeNetworkInterfacesCommand({ Filters: filters }))).NetworkInterfaces ?? [])
+      .map((e) => e.NetworkInterfaceId!)
+      .sort();
   const sorted = (...xs: string[]): string[] => xs.sort();
-  assert.deepEqual(await ids([{ Name: 'attachment.instance-id', Values: [inst.instanceId] }]), sorted(inst.primaryEniId, ours.NetworkInterfaceId!));
-  assert.deepEqual(await ids([{ Name: 'tag-key', Values: ['node.k8s.amazonaws.com/instance_id'] }]), [ours.NetworkInterfaceId!]);
-  assert.deepEqual(await ids([{ Name: 'tag:node.k8s.amazonaws.com/instance_id', Values: [inst.instanceId] }]), [ours.NetworkInterfaceId!]);
+  assert.deepEqual(
+    await ids([{ Name: 'attachment.instance-id', Values: [inst.instanceId] }]),
+    sorted(inst.primaryEniId, ours.NetworkInterfaceId!),
+  );
+  assert.deepEqual(await ids([{ Name: 'tag-key', Values: ['node.k8s.amazonaws.com/instance_id'] }]), [
+    ours.NetworkInterfaceId!,
+  ]);
+  assert.deepEqual(await ids([{ Name: 'tag:node.k8s.amazonaws.com/instance_id', Values: [inst.instanceId] }]), [
+    ours.NetworkInterfaceId!,
+  ]);
   assert.deepEqual(await ids([{ Name: 'tag:node.k8s.amazonaws.com/instance_id', Values: ['i-other'] }]), []);
   assert.deepEqual(await ids([{ Name: 'status', Values: ['available'] }]), [loose.NetworkInterfaceId!]);
   assert.deepEqual(await ids([{ Name: 'subnet-id', Values: [sub2.subnetId] }]), [loose.NetworkInterfaceId!]);
   assert.equal((await ids([{ Name: 'vpc-id', Values: [sim.state.vpcId] }])).length, 3);
-  assert.deepEqual(await ids([{ Name: 'network-interface-id', Values: [loose.NetworkInterfaceId!, 'eni-0nothere'] }]), [loose.NetworkInterfaceId!]);
-  assert.deepEqual(await ids([{ Name: 'status', Values: ['in-use'] }, { Name: 'tag-key', Values: ['node.k8s.*'] }]), [ours.NetworkInterfaceId!], 'AND of filters, wildcard');
-  await expectSdkError(ids([{ Name: 'no-such-filter', Values: ['x'] }]), { name: 'InvalidParameterValue', status: 400 });
+  assert.deepEqual(await ids([{ Name: 'network-interface-id', Values: [loose.NetworkInterfaceId!, 'eni-0nothere'] }]), [
+    loose.NetworkInterfaceId!,
+  ]);
+  assert.deepEqual(
+    await ids([
+      { Name: 'status', Values: ['in-use'] },
+      { Name: 'tag-key', Values: ['node.k8s.*'] },
+    ]),
+    [ours.NetworkInterfaceId!],
+    'AND of filters, wildcard',
+  );
+  await expectSdkError(ids([{ Name: 'no-such-filter', Values: ['x'] }]), {
+    name: 'InvalidParameterValue',
+    status: 400,
+  });
 
-  await ec2.send(new CreateTagsCommand({ Resources: [loose.NetworkInterfaceId!], Tags: [{ Key: 'no_manage', Value: 'true' }] }));
+  await ec2.send(
+    new CreateTagsCommand({ Resources: [loose.NetworkInterfaceId!], Tags: [{ Key: 'no_manage', Value: 'true' }] }),
+  );
   assert.deepEqual(await ids([{ Name: 'tag:no_manage', Values: ['true'] }]), [loose.NetworkInterfaceId!]);
-  await expectSdkError(ec2.send(new CreateTagsCommand({ Resources: ['eni-0000000000000dead'], Tags: [{ Key: 'a', Value: 'b' }] })),
-    { name: 'InvalidNetworkInterfaceID.NotFound', status: 400 });
+  await expectSdkError(
+    ec2.send(new CreateTagsCommand({ Resources: ['eni-0000000000000dead'], Tags: [{ Key: 'a', Value: 'b' }] })),
+    { name: 'InvalidNetworkInterfaceID.NotFound', status: 400 },
+  );
 
   for (let i = 0; i < 5; i++) await createEni(ec2, subnet.subnetId);
   const first = await ec2.send(new DescribeNetworkInterfacesCommand({ MaxResults: 5 }));
   assert.equal(first.NetworkInterfaces!.length, 5);
   assert.ok(first.NextToken);
   const seen: string[] = [];
-  for await (const pg of paginateDescribeNetworkInterfaces({ client: ec2, pageSize: 5 }, {})) seen.push(...pg.NetworkInterfaces!.map((e) => e.NetworkInterfaceId!));
+  for await (const pg of paginateDescribeNetworkInterfaces({ client: ec2, pageSize: 5 }, {}))
+    seen.push(...pg.NetworkInterfaces!.map((e) => e.NetworkInterfaceId!));
   assert.equal(seen.length, 8);
   assert.equal(new Set(seen).size, 8);
-  await expectSdkError(ec2.send(new DescribeNetworkInterfacesCommand({ MaxResults: 2 })), { name: 'InvalidParameterValue', status: 400 });
-  await expectSdkError(ec2.send(new DescribeNetworkInterfacesCommand({ MaxResults: 5, NextToken: 'garbage!' })), { name: 'InvalidNextToken', status: 400 });
+  await expectSdkError(ec2.send(new DescribeNetworkInterfacesCommand({ MaxResults: 2 })), {
+    name: 'InvalidParameterValue',
+    status: 400,
+  });
+  await expectSdkError(ec2.send(new DescribeNetworkInterfacesCommand({ MaxResults: 5, NextToken: 'garbage!' })), {
+    name: 'InvalidNextToken',
+    status: 400,
+  });
 });
 
 test('DescribeSubnets: fields, ids, filters', async (t) => {
@@ -271,23 +509,47 @@ test('DescribeSubnets: fields, ids, filters', async (t) => {
   assert.equal(s.AvailableIpAddressCount, 11);
   assert.equal(s.VpcId, sim.state.vpcId);
   assert.equal(s.AvailabilityZone, 'us-west-2b');
-  const f = await ec2.send(new DescribeSubnetsCommand({ Filters: [{ Name: 'availability-zone', Values: ['us-west-2a'] }, { Name: 'vpc-id', Values: [sim.state.vpcId] }] }));
-  assert.deepEqual(f.Subnets!.map((x) => x.SubnetId), [subnet.subnetId]);
-  await expectSdkError(ec2.send(new DescribeSubnetsCommand({ SubnetIds: ['subnet-0000000000000dead'] })), { name: 'InvalidSubnetID.NotFound', status: 400 });
+  const f = await ec2.send(
+    new DescribeSubnetsCommand({
+      Filters: [
+        { Name: 'availability-zone', Values: ['us-west-2a'] },
+        { Name: 'vpc-id', Values: [sim.state.vpcId] },
+      ],
+    }),
+  );
+  assert.deepEqual(
+    f.Subnets!.map((x) => x.SubnetId),
+    [subnet.subnetId],
+  );
+  await expectSdkError(ec2.send(new DescribeSubnetsCommand({ SubnetIds: ['subnet-0000000000000dead'] })), {
+    name: 'InvalidSubnetID.NotFound',
+    status: 400,
+  });
 });
 
 test('raw Query API: unknown action, missing and malformed parameters', async (t) => {
   const { sim } = await startSim(t);
   let r = await rawEc2(sim, { Action: 'Frobnicate' });
   assert.equal(r.status, 400);
-  assert.match(r.body, /<Response><Errors><Error><Code>InvalidAction<\/Code><Message>[^<]+<\/Message><\/Error><\/Errors><RequestID>[0-9a-f-]{36}<\/RequestID><\/Response>/);
+  assert.match(
+    r.body,
+    /<Response><Errors><Error><Code>InvalidAction<\/Code><Message>[^<]+<\/Message><\/Error><\/Errors><RequestID>[0-9a-f-]{36}<\/RequestID><\/Response>/,
+  );
   r = await rawEc2(sim, { Action: 'DeleteNetworkInterface' });
   assert.equal(r.status, 400);
   assert.match(r.body, /<Code>MissingParameter<\/Code><Message>[^<]*NetworkInterfaceId/);
-  r = await rawEc2(sim, { Action: 'AttachNetworkInterface', NetworkInterfaceId: 'eni-0x', InstanceId: 'i-0x', DeviceIndex: 'one' });
+  r = await rawEc2(sim, {
+    Action: 'AttachNetworkInterface',
+    NetworkInterfaceId: 'eni-0x',
+    InstanceId: 'i-0x',
+    DeviceIndex: 'one',
+  });
   assert.equal(r.status, 400);
   assert.match(r.body, /<Code>InvalidParameterValue<\/Code><Message>[^<]*DeviceIndex/);
   r = await rawEc2(sim, { Action: 'DescribeSubnets' });
   assert.equal(r.status, 200);
-  assert.match(r.body, /^<\?xml version="1.0" encoding="UTF-8"\?>\n<DescribeSubnetsResponse xmlns="http:\/\/ec2.amazonaws.com\/doc\/2016-11-15\/"><requestId>/);
+  assert.match(
+    r.body,
+    /^<\?xml version="1.0" encoding="UTF-8"\?>\n<DescribeSubnetsResponse xmlns="http:\/\/ec2.amazonaws.com\/doc\/2016-11-15\/"><requestId>/,
+  );
 });

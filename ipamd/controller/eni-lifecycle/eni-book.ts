@@ -26,14 +26,24 @@ export class EniBook {
    * @param unmanagedDeviceIndexes device indexes taken by attached ENIs we do not manage;
    * @param now clock in ms.
    */
-  constructor(protected readonly ds: Datastore, protected readonly unmanagedDeviceIndexes: Set<number>, protected readonly now: () => number) {}
+  constructor(
+    protected readonly ds: Datastore,
+    protected readonly unmanagedDeviceIndexes: Set<number>,
+    protected readonly now: () => number,
+  ) {}
 
   /**
    * Number of ENIs attached or on their way: managed, pending, orphans still attached,
    * unmanaged, and creations in progress (reserved indexes).
    */
   attachedCount(): number {
-    return this.ds.listEnis().length + this.unmanagedDeviceIndexes.size + this.pending.size + this.orphans.size + this.reserved.size;
+    return (
+      this.ds.listEnis().length +
+      this.unmanagedDeviceIndexes.size +
+      this.pending.size +
+      this.orphans.size +
+      this.reserved.size
+    );
   }
 
   /** Attached ENIs ipamd does not manage (untagged or `no_manage=true`). */
@@ -69,8 +79,11 @@ export class EniBook {
   /** The lowest device index (≥ 1) no attached, pending, orphaned or reserved ENI uses. */
   firstFreeDeviceIndex(): number {
     const used = new Set<number>([
-      ...this.unmanagedDeviceIndexes, ...this.ds.listEnis().map((e) => e.deviceNumber), ...this.reserved,
-      ...[...this.pending.values()].map((p) => p.deviceIndex), ...[...this.orphans.values()].map((p) => p.deviceIndex),
+      ...this.unmanagedDeviceIndexes,
+      ...this.ds.listEnis().map((e) => e.deviceNumber),
+      ...this.reserved,
+      ...[...this.pending.values()].map((p) => p.deviceIndex),
+      ...[...this.orphans.values()].map((p) => p.deviceIndex),
     ]);
     let i = 1;
     while (used.has(i)) i++;

@@ -52,7 +52,10 @@ export interface EniCreateContext {
 }
 
 /** The tags of a new ENI (docs/design.md#3-contracts): ADDITIONAL_ENI_TAGS, then ours (which win). */
-export function newEniTags(c: Pick<EniCreateContext, 'additionalTags' | 'instance' | 'clusterName'>, createdAtMs: number): Record<string, string> {
+export function newEniTags(
+  c: Pick<EniCreateContext, 'additionalTags' | 'instance' | 'clusterName'>,
+  createdAtMs: number,
+): Record<string, string> {
   return {
     ...c.additionalTags,
     [TAG_INSTANCE_ID]: c.instance.instanceId,
@@ -72,18 +75,27 @@ export function newEniTags(c: Pick<EniCreateContext, 'additionalTags' | 'instanc
  * A failed DeleteOnTermination is not fatal: the reconcile sets it later.
  * @returns the new ENI's info, or undefined when it was left pending. @throws Ec2Error
  */
-export async function createAndAttachEni(c: EniCreateContext, count: number, deviceIndex: number): Promise<EniInfo | undefined> {
+export async function createAndAttachEni(
+  c: EniCreateContext,
+  count: number,
+  deviceIndex: number,
+): Promise<EniInfo | undefined> {
   const { ec2, instance, log } = c;
   const n = Math.min(count, instance.ipsPerEni);
   const eni = await ec2.createEni({
-    subnetId: instance.subnetId, description: `${ENI_DESCRIPTION_PREFIX}${instance.instanceId}`, tags: newEniTags(c, c.now()),
+    subnetId: instance.subnetId,
+    description: `${ENI_DESCRIPTION_PREFIX}${instance.instanceId}`,
+    tags: newEniTags(c, c.now()),
     // With prefix delegation the count is /28 prefixes (one EC2 slot each, like a secondary IP).
     ...(c.prefixDelegation ? { secondaryCount: 0, prefixCount: n } : { secondaryCount: n }),
     securityGroupIds: instance.securityGroupIds,
   });
   c.inFlight.add(eni.eniId);
   try {
-    log.info({ eniId: eni.eniId, deviceIndex, secondaryIps: eni.secondaryIps.length, prefixes: eni.ipv4Prefixes.length }, 'created ENI');
+    log.info(
+      { eniId: eni.eniId, deviceIndex, secondaryIps: eni.secondaryIps.length, prefixes: eni.ipv4Prefixes.length },
+      'created ENI',
+    );
     let attachmentId: string;
     try {
       attachmentId = await ec2.attachEni(eni.eniId, instance.instanceId, deviceIndex);
@@ -94,7 +106,14 @@ export async function createAndAttachEni(c: EniCreateContext, count: number, dev
         throw e;
       }
       log.warn({ eniId: eni.eniId, err: (e as Error).message }, 'attach failed; deleting the new ENI');
-      await ec2.deleteEni(eni.eniId).catch((d: Error) => log.error({ eniId: eni.eniId, err: d.message }, 'could not delete unattached ENI; the leaked-ENI sweep will retry'));
+      await ec2
+        .deleteEni(eni.eniId)
+        .catch((d: Error) =>
+          log.error(
+            { eniId: eni.eniId, err: d.message },
+            'could not delete unattached ENI; the leaked-ENI sweep will retry',
+          ),
+        );
       throw e;
     }
     c.attachedPending(eni.eniId, deviceIndex);
@@ -102,15 +121,31 @@ export async function createAndAttachEni(c: EniCreateContext, count: number, dev
       await ec2.setDeleteOnTermination(eni.eniId, attachmentId);
     } catch (e) {
       c.needsDeleteOnTermination.add(eni.eniId);
-      log.warn({ eniId: eni.eniId, err: (e as Error).message }, 'could not set DeleteOnTermination; the reconcile retries');
+      log.warn(
+        { eniId: eni.eniId, err: (e as Error).message },
+        'could not set DeleteOnTermination; the reconcile retries',
+      );
     }
     const settled = await waitForAttachment(ec2, eni.eniId, 'attached', c.settleMs, c.now, c.sleep);
     if (!(await waitForImds(c.imds, eni.eniId, c.imdsWaitMs, c.now, log, c.sleep))) {
-      log.warn({ eniId: eni.eniId, waitedMs: c.imdsWaitMs }, 'IMDS does not list the new ENI yet; left pending for the reconcile');
+      log.warn(
+        { eniId: eni.eniId, waitedMs: c.imdsWaitMs },
+        'IMDS does not list the new ENI yet; left pending for the reconcile',
+      );
       return undefined;
     }
     const info = await c.adopt(settled);
-    if (info) log.info({ eniId: eni.eniId, deviceIndex, attachmentId, ips: settled.secondaryIps.length, prefixes: settled.ipv4Prefixes.length }, 'attached ENI');
+    if (info)
+      log.info(
+        {
+          eniId: eni.eniId,
+          deviceIndex,
+          attachmentId,
+          ips: settled.secondaryIps.length,
+          prefixes: settled.ipv4Prefixes.length,
+        },
+        'attached ENI',
+      );
     return info;
   } finally {
     c.inFlight.delete(eni.eniId);

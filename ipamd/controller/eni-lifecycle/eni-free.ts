@@ -102,14 +102,19 @@ export async function freeEni(c: EniFreeContext, eniId: string, opts: FreeOption
           ds.cancelRelease(reserved);
           throw e;
         }
-        log.warn({ eniId, err: (e as Error).message }, 'detach outcome unknown; ENI taken out of the pool, the reconcile decides');
+        log.warn(
+          { eniId, err: (e as Error).message },
+          'detach outcome unknown; ENI taken out of the pool, the reconcile decides',
+        );
       }
     }
     // From here on the ENI's IPs are (or may be) off the instance: out of the pool now.
     // An address adopted while the detach was in flight keeps its allocation, pending.
     for (const a of ds.completeRelease(ds.eniIps(eniId))) {
-      log.error({ eniId, ip: a.ipv4, containerID: a.containerID, pod: a.pod },
-        'a sandbox was found using an IP of an ENI being detached: its allocation is kept but pending (ADD refused); the pod needs a restart');
+      log.error(
+        { eniId, ip: a.ipv4, containerID: a.containerID, pod: a.pod },
+        'a sandbox was found using an IP of an ENI being detached: its allocation is kept but pending (ADD refused); the pod needs a restart',
+      );
     }
     dropFromDatastore(c, eniId);
     c.markOrphan(eniId, info.deviceNumber);
@@ -158,7 +163,8 @@ async function finishOrphan(c: EniFreeContext, eniId: string, wait: boolean): Pr
       const [eni] = await c.ec2.describeEnis([eniId]);
       if (eni && (eni.status !== 'available' || eni.attachment)) return false;
     }
-    if (c.gate.frozen) throw new Ec2Error('DeleteNetworkInterface', 'ReleasesFrozen', `not deleting ${eniId}: releases are frozen`);
+    if (c.gate.frozen)
+      throw new Ec2Error('DeleteNetworkInterface', 'ReleasesFrozen', `not deleting ${eniId}: releases are frozen`);
     await c.ec2.deleteEni(eniId);
   } catch (e) {
     if (!(e instanceof Ec2Error && e.code === 'InvalidNetworkInterfaceID.NotFound')) throw e;

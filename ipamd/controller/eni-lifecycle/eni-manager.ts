@@ -23,7 +23,15 @@ import { freeEni, retryOrphans, type EniFreeContext, type FreeOptions } from './
 import { eniCreatedAtMs } from './eni-ownership.js';
 import { realSleep, type ImdsEniLister, type Sleep } from './eni-wait.js';
 
-export { ENI_DESCRIPTION_PREFIX, TAG_CLUSTER_NAME, TAG_CREATED_AT, TAG_INSTANCE_ID, TAG_NO_MANAGE, eniCreatedAtMs, isOurEni } from './eni-ownership.js';
+export {
+  ENI_DESCRIPTION_PREFIX,
+  TAG_CLUSTER_NAME,
+  TAG_CREATED_AT,
+  TAG_INSTANCE_ID,
+  TAG_NO_MANAGE,
+  eniCreatedAtMs,
+  isOurEni,
+} from './eni-ownership.js';
 export type { InstanceContext } from './eni-create.js';
 export type { FreeOptions } from './eni-free.js';
 export type { ImdsEniLister } from './eni-wait.js';
@@ -73,9 +81,19 @@ export class EniManager extends EniBook {
     const settleMs = o.settleTimeoutMs ?? 60_000;
     const sleep = o.sleep ?? realSleep;
     this.createCtx = {
-      ec2: o.ec2, log: o.log, instance: o.instance, additionalTags: o.additionalTags, prefixDelegation: o.prefixDelegation ?? false,
-      ...(o.clusterName ? { clusterName: o.clusterName } : {}), ...(o.imds ? { imds: o.imds } : {}),
-      imdsWaitMs: o.imdsWaitMs ?? 30_000, settleMs, now: this.now, sleep, inFlight: this.inFlightIds, needsDeleteOnTermination: this.needsDeleteOnTermination,
+      ec2: o.ec2,
+      log: o.log,
+      instance: o.instance,
+      additionalTags: o.additionalTags,
+      prefixDelegation: o.prefixDelegation ?? false,
+      ...(o.clusterName ? { clusterName: o.clusterName } : {}),
+      ...(o.imds ? { imds: o.imds } : {}),
+      imdsWaitMs: o.imdsWaitMs ?? 30_000,
+      settleMs,
+      now: this.now,
+      sleep,
+      inFlight: this.inFlightIds,
+      needsDeleteOnTermination: this.needsDeleteOnTermination,
       attachedPending: (eniId, deviceIndex) => {
         this.markPending(eniId, deviceIndex);
         this.releaseDeviceIndex(deviceIndex);
@@ -83,8 +101,17 @@ export class EniManager extends EniBook {
       adopt: (eni) => this.adoptWhenUsable(eni),
     };
     this.freeCtx = {
-      ds: o.ds, ec2: o.ec2, gate: o.gate, log: o.log, instanceId: o.instance.instanceId, now: this.now, sleep, settleMs,
-      inFlight: this.inFlightIds, orphans: this.orphans, markOrphan: (id, idx) => this.markOrphan(id, idx),
+      ds: o.ds,
+      ec2: o.ec2,
+      gate: o.gate,
+      log: o.log,
+      instanceId: o.instance.instanceId,
+      now: this.now,
+      sleep,
+      settleMs,
+      inFlight: this.inFlightIds,
+      orphans: this.orphans,
+      markOrphan: (id, idx) => this.markOrphan(id, idx),
     };
   }
 
@@ -125,11 +152,17 @@ export class EniManager extends EniBook {
       try {
         await hook(info);
       } catch (e) {
-        this.o.log.warn({ eniId: eni.eniId, deviceNumber: info.deviceNumber, err: (e as Error).message }, 'ENI not made usable: its setup hook failed; its IPs are not served, the reconcile retries');
+        this.o.log.warn(
+          { eniId: eni.eniId, deviceNumber: info.deviceNumber, err: (e as Error).message },
+          'ENI not made usable: its setup hook failed; its IPs are not served, the reconcile retries',
+        );
         return undefined;
       }
       if (!this.pending.has(eni.eniId)) {
-        this.o.log.info({ eniId: eni.eniId }, 'ENI left the pending set while being made usable (detaching or gone); not adopted');
+        this.o.log.info(
+          { eniId: eni.eniId },
+          'ENI left the pending set while being made usable (detaching or gone); not adopted',
+        );
         return undefined;
       }
       return this.putInDatastore(eni);
@@ -167,9 +200,15 @@ export class EniManager extends EniBook {
   private infoOf(eni: Ec2Eni): EniInfo {
     const { instance } = this.o;
     return {
-      eniId: eni.eniId, mac: eni.mac, deviceNumber: eni.attachment?.deviceIndex ?? this.firstFreeDeviceIndex(),
-      subnetId: eni.subnetId || instance.subnetId, subnetCidr: instance.subnetCidr, primaryIp: eni.primaryIp,
-      isPrimary: false, createdAtMs: eniCreatedAtMs(eni) ?? this.now(), capacity: instance.ipsPerEni,
+      eniId: eni.eniId,
+      mac: eni.mac,
+      deviceNumber: eni.attachment?.deviceIndex ?? this.firstFreeDeviceIndex(),
+      subnetId: eni.subnetId || instance.subnetId,
+      subnetCidr: instance.subnetCidr,
+      primaryIp: eni.primaryIp,
+      isPrimary: false,
+      createdAtMs: eniCreatedAtMs(eni) ?? this.now(),
+      capacity: instance.ipsPerEni,
     };
   }
 

@@ -138,27 +138,45 @@ export class EniReconciler {
       this.firstPassDelayed = false;
       this.retryMs = 0; // quick retries after the first pass start from retryMinMs
     }
-    this.running ??= this.o.pool.exclusive(() => this.pass()).catch((e: Error) => {
-      this.o.log.error({ err: e.message }, 'reconcile pass failed');
-      return this.empty(false, e.message);
-    }).then((r) => {
-      this.last = r;
-      this.passes++;
-      try {
-        this.o.onPass?.(r);
-      } catch (e) {
-        this.o.log.warn({ err: (e as Error).message }, 'reconcile: pass observer failed');
-      }
-      this.scheduleRetry(r);
-      return r;
-    }).finally(() => { this.running = undefined; });
+    this.running ??= this.o.pool
+      .exclusive(() => this.pass())
+      .catch((e: Error) => {
+        this.o.log.error({ err: e.message }, 'reconcile pass failed');
+        return this.empty(false, e.message);
+      })
+      .then((r) => {
+        this.last = r;
+        this.passes++;
+        try {
+          this.o.onPass?.(r);
+        } catch (e) {
+          this.o.log.warn({ err: (e as Error).message }, 'reconcile: pass observer failed');
+        }
+        this.scheduleRetry(r);
+        return r;
+      })
+      .finally(() => {
+        this.running = undefined;
+      });
     return this.running;
   }
 
   private empty(ok: boolean, error?: string): ReconcileReport {
     return {
-      at: this.now(), ok, ...(error ? { error } : {}), imdsOk: false, adoptedEnis: [], removedEnis: [], pendingEnis: this.o.enis.pendingIds(), addedIps: [], removedIps: [],
-      heldMissing: [], imdsOnly: [], imdsMissing: [], deleteOnTerminationFixed: [], orphansDeleted: [],
+      at: this.now(),
+      ok,
+      ...(error ? { error } : {}),
+      imdsOk: false,
+      adoptedEnis: [],
+      removedEnis: [],
+      pendingEnis: this.o.enis.pendingIds(),
+      addedIps: [],
+      removedIps: [],
+      heldMissing: [],
+      imdsOnly: [],
+      imdsMissing: [],
+      deleteOnTerminationFixed: [],
+      orphansDeleted: [],
     };
   }
 
@@ -201,11 +219,15 @@ export class EniReconciler {
         enis.adopt(eni);
         r.adoptedEnis.push(eni.eniId);
         r.addedIps.push(...eni.secondaryIps);
-        log.info({ eniId: eni.eniId, deviceIndex: eni.attachment?.deviceIndex, ips: eni.secondaryIps.length }, 'reconcile: adopted an attached ENI of ours');
+        log.info(
+          { eniId: eni.eniId, deviceIndex: eni.attachment?.deviceIndex, ips: eni.secondaryIps.length },
+          'reconcile: adopted an attached ENI of ours',
+        );
       } else if (status === 'attached') {
         this.compareIps(eni, r, now);
       }
-      if (!primary && eni.attachment && !eni.attachment.deleteOnTermination) enis.needsDeleteOnTermination.add(eni.eniId);
+      if (!primary && eni.attachment && !eni.attachment.deleteOnTermination)
+        enis.needsDeleteOnTermination.add(eni.eniId);
       const im = imdsById.get(eni.eniId);
       if (im) this.compareImds(eni, im, r);
     }
@@ -214,7 +236,10 @@ export class EniReconciler {
       // EC2 (complete describe) no longer shows it attached to us: unheld addresses go; held ones stay, reported.
       const before = ds.eniIps(info.eniId);
       ds.removePrefixes(ds.eniPrefixes(info.eniId), now);
-      ds.removeIps(ds.eniIps(info.eniId).filter((ip) => ds.prefixOf(ip) === undefined), now);
+      ds.removeIps(
+        ds.eniIps(info.eniId).filter((ip) => ds.prefixOf(ip) === undefined),
+        now,
+      );
       const kept = ds.eniIps(info.eniId);
       r.removedIps.push(...before.filter((ip) => !kept.includes(ip)));
       r.heldMissing.push(...kept.filter((ip) => ds.ipState(ip, now) === 'assigned'));
@@ -232,8 +257,17 @@ export class EniReconciler {
     r.orphansDeleted = await enis.retryOrphans();
     r.pendingEnis = enis.pendingIds();
     if (r.addedIps.length) this.o.pool.trigger();
-    const changed = r.adoptedEnis.length + r.addedIps.length + r.removedIps.length + r.heldMissing.length + r.deleteOnTerminationFixed.length + r.orphansDeleted.length;
-    (changed ? log.info.bind(log) : log.debug.bind(log))({ ...r, imdsOnly: r.imdsOnly.length, imdsMissing: r.imdsMissing.length }, 'reconcile pass');
+    const changed =
+      r.adoptedEnis.length +
+      r.addedIps.length +
+      r.removedIps.length +
+      r.heldMissing.length +
+      r.deleteOnTerminationFixed.length +
+      r.orphansDeleted.length;
+    (changed ? log.info.bind(log) : log.debug.bind(log))(
+      { ...r, imdsOnly: r.imdsOnly.length, imdsMissing: r.imdsMissing.length },
+      'reconcile pass',
+    );
     return r;
   }
 
@@ -241,9 +275,13 @@ export class EniReconciler {
   private compareIps(eni: Ec2Eni, r: ReconcileReport, now: number): void {
     const { ds, log } = this.o;
     const ec2Ips = new Set(eni.secondaryIps);
-    const prefixes = eni.ipv4Prefixes.filter((c) => ipaddr.IPv4.isValidCIDRFourPartDecimal(c)).map((c) => ipaddr.IPv4.parseCIDR(c));
+    const prefixes = eni.ipv4Prefixes
+      .filter((c) => ipaddr.IPv4.isValidCIDRFourPartDecimal(c))
+      .map((c) => ipaddr.IPv4.parseCIDR(c));
     // Addresses inside a delegated prefix are on EC2 too (prefix mode keeps them per /28).
-    const onEc2 = (ip: string) => ec2Ips.has(ip) || (ipaddr.IPv4.isValidFourPartDecimal(ip) && prefixes.some((p) => ipaddr.IPv4.parse(ip).match(p)));
+    const onEc2 = (ip: string) =>
+      ec2Ips.has(ip) ||
+      (ipaddr.IPv4.isValidFourPartDecimal(ip) && prefixes.some((p) => ipaddr.IPv4.parse(ip).match(p)));
     const have = new Set(ds.eniIps(eni.eniId));
     const add = eni.secondaryIps.filter((ip) => !have.has(ip));
     if (add.length) {
@@ -273,7 +311,11 @@ export class EniReconciler {
     if (gonePrefixes.length) {
       const kept = ds.removePrefixes(gonePrefixes, now);
       r.removedIps.push(...gonePrefixes.filter((c) => !kept.includes(c)));
-      if (kept.length) log.error({ eniId: eni.eniId, prefixes: kept }, 'reconcile: EC2 no longer shows prefixes with addresses in use; kept');
+      if (kept.length)
+        log.error(
+          { eniId: eni.eniId, prefixes: kept },
+          'reconcile: EC2 no longer shows prefixes with addresses in use; kept',
+        );
     }
     // Secondary IPs only: addresses of a /28 prefix come and go with their prefix (above).
     const gone = [...have].filter((ip) => ds.prefixOf(ip) === undefined && !onEc2(ip));
@@ -283,8 +325,13 @@ export class EniReconciler {
     r.removedIps.push(...removable);
     const held = gone.filter((ip) => ds.ipState(ip, now) === 'assigned');
     r.heldMissing.push(...held);
-    if (removable.length) log.warn({ eniId: eni.eniId, ips: removable }, 'reconcile: removed unheld IPs EC2 no longer shows');
-    if (held.length) log.error({ eniId: eni.eniId, ips: held }, 'reconcile: EC2 no longer shows IPs pods hold; kept (never dropped while held)');
+    if (removable.length)
+      log.warn({ eniId: eni.eniId, ips: removable }, 'reconcile: removed unheld IPs EC2 no longer shows');
+    if (held.length)
+      log.error(
+        { eniId: eni.eniId, ips: held },
+        'reconcile: EC2 no longer shows IPs pods hold; kept (never dropped while held)',
+      );
   }
 
   /** Reports the content differences between EC2 and IMDS for one ENI (hint only). */

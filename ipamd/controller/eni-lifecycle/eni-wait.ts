@@ -25,15 +25,25 @@ export const realSleep: Sleep = (ms) => timerSleep(ms);
  * @returns the ENI as EC2 describes it then.
  * @throws Ec2Error `InvalidNetworkInterfaceID.NotFound` if it vanished, `Timeout` after `timeoutMs`, or the describe's own error.
  */
-export async function waitForAttachment(ec2: Ec2Port, eniId: string, want: 'attached' | 'detached', timeoutMs: number, now: () => number, sleep: Sleep = realSleep): Promise<Ec2Eni> {
+export async function waitForAttachment(
+  ec2: Ec2Port,
+  eniId: string,
+  want: 'attached' | 'detached',
+  timeoutMs: number,
+  now: () => number,
+  sleep: Sleep = realSleep,
+): Promise<Ec2Eni> {
   const deadline = now() + timeoutMs;
   let delay = 100;
   for (;;) {
     const [eni] = await ec2.describeEnis([eniId]);
-    if (!eni) throw new Ec2Error('DescribeNetworkInterfaces', 'InvalidNetworkInterfaceID.NotFound', `${eniId} vanished`);
+    if (!eni)
+      throw new Ec2Error('DescribeNetworkInterfaces', 'InvalidNetworkInterfaceID.NotFound', `${eniId} vanished`);
     if (want === 'attached' && eni.attachment?.status === 'attached') return eni;
-    if (want === 'detached' && eni.status === 'available' && (!eni.attachment || eni.attachment.status === 'detached')) return eni;
-    if (now() > deadline) throw new Ec2Error('DescribeNetworkInterfaces', 'Timeout', `${eniId} not ${want} after ${timeoutMs} ms`);
+    if (want === 'detached' && eni.status === 'available' && (!eni.attachment || eni.attachment.status === 'detached'))
+      return eni;
+    if (now() > deadline)
+      throw new Ec2Error('DescribeNetworkInterfaces', 'Timeout', `${eniId} not ${want} after ${timeoutMs} ms`);
     await sleep(delay);
     delay = Math.min(delay * 2, 2000);
   }
@@ -43,7 +53,14 @@ export async function waitForAttachment(ec2: Ec2Port, eniId: string, want: 'atta
  * Polls IMDS until it lists `eniId`. IMDS read errors are logged (debug) and retried.
  * @returns true once listed, false after `timeoutMs`; true at once without an IMDS lister.
  */
-export async function waitForImds(imds: ImdsEniLister | undefined, eniId: string, timeoutMs: number, now: () => number, log: Logger, sleep: Sleep = realSleep): Promise<boolean> {
+export async function waitForImds(
+  imds: ImdsEniLister | undefined,
+  eniId: string,
+  timeoutMs: number,
+  now: () => number,
+  log: Logger,
+  sleep: Sleep = realSleep,
+): Promise<boolean> {
   if (!imds) return true;
   const deadline = now() + timeoutMs;
   let delay = 100;

@@ -27,7 +27,13 @@
  */
 import { Ec2Error, type Ec2Port, type Ec2Eni } from '../../cloud/ec2-port.js';
 import type { Logger } from '../../log.js';
-import { ENI_DESCRIPTION_PREFIX, eniCreatedAtMs, TAG_CLUSTER_NAME, TAG_INSTANCE_ID, TAG_NO_MANAGE } from './eni-ownership.js';
+import {
+  ENI_DESCRIPTION_PREFIX,
+  eniCreatedAtMs,
+  TAG_CLUSTER_NAME,
+  TAG_INSTANCE_ID,
+  TAG_NO_MANAGE,
+} from './eni-ownership.js';
 import type { ReleaseGate } from '../release/release-gate.js';
 import { PeriodicTask } from '../periodic-task.js';
 
@@ -52,9 +58,11 @@ export interface LeakScope {
  */
 export function whyNotLeaked(eni: Ec2Eni, s: LeakScope): string | undefined {
   if (eni.status !== 'available' || eni.attachment) return `status ${eni.status}`;
-  if (!eni.tags[TAG_INSTANCE_ID] || !eni.description.startsWith(ENI_DESCRIPTION_PREFIX)) return 'not created by eni-ipam';
+  if (!eni.tags[TAG_INSTANCE_ID] || !eni.description.startsWith(ENI_DESCRIPTION_PREFIX))
+    return 'not created by eni-ipam';
   if (eni.tags[TAG_NO_MANAGE] === 'true') return 'no_manage=true';
-  if (s.clusterName ? eni.tags[TAG_CLUSTER_NAME] !== s.clusterName : eni.tags[TAG_INSTANCE_ID] !== s.instanceId) return 'outside this sweep\'s scope';
+  if (s.clusterName ? eni.tags[TAG_CLUSTER_NAME] !== s.clusterName : eni.tags[TAG_INSTANCE_ID] !== s.instanceId)
+    return "outside this sweep's scope";
   if (eni.vpcId && eni.vpcId !== s.vpcId) return 'another VPC';
   const created = eniCreatedAtMs(eni);
   if (created === undefined) return 'no valid createdAt tag';
@@ -110,7 +118,14 @@ export class LeakedEniSweeper {
   /** Schedules the first sweep after the start jitter, then one every `intervalMs`. */
   start(): void {
     const first = Math.round((this.o.random ?? Math.random)() * this.o.jitterMs);
-    this.o.log.info({ firstInMs: first, intervalMs: this.o.intervalMs, scope: this.o.clusterName ? `cluster ${this.o.clusterName}` : `instance ${this.o.instanceId}` }, 'leaked-ENI sweep scheduled');
+    this.o.log.info(
+      {
+        firstInMs: first,
+        intervalMs: this.o.intervalMs,
+        scope: this.o.clusterName ? `cluster ${this.o.clusterName}` : `instance ${this.o.instanceId}`,
+      },
+      'leaked-ENI sweep scheduled',
+    );
     this.task.start(first);
   }
 
@@ -123,7 +138,9 @@ export class LeakedEniSweeper {
 
   /** Runs one sweep now (coalesced with one in flight). Never throws. */
   runOnce(): Promise<SweepReport> {
-    this.running ??= this.sweep().finally(() => { this.running = undefined; });
+    this.running ??= this.sweep().finally(() => {
+      this.running = undefined;
+    });
     return this.running;
   }
 
@@ -140,7 +157,11 @@ export class LeakedEniSweeper {
       log.info({ reasons: gate.describe() }, 'leaked-ENI sweep skipped: releases are frozen');
       return (this.last = r);
     }
-    const filters: Record<string, string[]> = { status: ['available'], 'vpc-id': [this.o.vpcId], 'tag-key': [TAG_INSTANCE_ID] };
+    const filters: Record<string, string[]> = {
+      status: ['available'],
+      'vpc-id': [this.o.vpcId],
+      'tag-key': [TAG_INSTANCE_ID],
+    };
     if (this.o.clusterName) filters[`tag:${TAG_CLUSTER_NAME}`] = [this.o.clusterName];
     else filters[`tag:${TAG_INSTANCE_ID}`] = [this.o.instanceId];
     let found: Ec2Eni[];
@@ -162,7 +183,14 @@ export class LeakedEniSweeper {
       try {
         await ec2.deleteEni(eni.eniId);
         r.deleted.push(eni.eniId);
-        log.info({ eniId: eni.eniId, owner: eni.tags[TAG_INSTANCE_ID], createdAt: eni.tags['node.k8s.amazonaws.com/createdAt'] }, 'deleted leaked ENI');
+        log.info(
+          {
+            eniId: eni.eniId,
+            owner: eni.tags[TAG_INSTANCE_ID],
+            createdAt: eni.tags['node.k8s.amazonaws.com/createdAt'],
+          },
+          'deleted leaked ENI',
+        );
       } catch (e) {
         if (e instanceof Ec2Error && e.code === 'InvalidNetworkInterfaceID.NotFound') r.deleted.push(eni.eniId);
         else {
@@ -171,7 +199,8 @@ export class LeakedEniSweeper {
         }
       }
     }
-    if (r.deleted.length || r.failed.length) log.info({ deleted: r.deleted, failed: r.failed.length, kept: r.kept.length }, 'leaked-ENI sweep done');
+    if (r.deleted.length || r.failed.length)
+      log.info({ deleted: r.deleted, failed: r.failed.length, kept: r.kept.length }, 'leaked-ENI sweep done');
     return (this.last = r);
   }
 }

@@ -36,7 +36,11 @@ export class AddressWaiters {
    * @param timeoutReason text appended to the timeout error (e.g. the last grow failure);
    * @param now clock in ms.
    */
-  constructor(private readonly available: () => number, private readonly timeoutReason: () => string | undefined, private readonly now: () => number) {}
+  constructor(
+    private readonly available: () => number,
+    private readonly timeoutReason: () => string | undefined,
+    private readonly now: () => number,
+  ) {}
 
   /** Number of waiting ADDs (woken ones excluded). */
   get size(): number {
@@ -50,7 +54,9 @@ export class AddressWaiters {
   wait(timeoutMs: number): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const w: Waiter = {
-        resolve, reject, deadline: this.now() + timeoutMs,
+        resolve,
+        reject,
+        deadline: this.now() + timeoutMs,
         timer: setTimeout(() => {
           const why = this.timeoutReason();
           this.settle(w, new PoolExhaustedError(`no free IP after waiting ${timeoutMs} ms${why ? `: ${why}` : ''}`));

@@ -132,14 +132,18 @@ export class GrowExecutor {
     // Demand placed on ENIs still being created is assigned once they are attached (the re-plan after each creation).
     const assigns = plan.assign.filter((a) => !a.eniId.startsWith(PHANTOM));
     if (assigns.length + creates.length === 0) return { changed: false, ...(blocked ? { blocked } : {}) };
-    log.info({ assign: assigns, createEnis: creates, creating: this.creations.size, waiting, unmet: plan.unmet }, 'pool grow');
+    log.info(
+      { assign: assigns, createEnis: creates, creating: this.creations.size, waiting, unmet: plan.unmet },
+      'pool grow',
+    );
     // Existing ENIs first (one call each, no new ENI if the subnet is short), then every new ENI at once.
     const results = await Promise.allSettled(assigns.map((a) => this.assign(a.eniId, a.count)));
     const errors = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as Error] : []));
     if (errors.length > 0) blocked = this.classify(errors) ?? blocked;
     else if (assigns.length) this.lastError = this.lastErrorKind = undefined;
     // Re-checked after the await: the ENI limit is counted exactly at launch (device indexes are reserved synchronously).
-    const launched = this.o.now() < this.pausedUntil ? [] : creates.slice(0, Math.max(targets.maxEni - enis.attachedCount(), 0));
+    const launched =
+      this.o.now() < this.pausedUntil ? [] : creates.slice(0, Math.max(targets.maxEni - enis.attachedCount(), 0));
     for (const count of launched) this.launch(count);
     const changed = launched.length > 0 || results.some((r) => r.status === 'fulfilled');
     return { changed, ...(blocked ? { blocked } : errors.length ? { failed: true } : {}) };
@@ -159,11 +163,23 @@ export class GrowExecutor {
     const capacity = enis.instance.ipsPerEni * aps;
     const prefix = aps > 1;
     const phantoms: PoolEniView[] = [...this.creations.values()].map((slots, i) => ({
-      eniId: `${PHANTOM}${i}`, deviceNumber: 100_000 + i, isPrimary: false, createdAtMs: now, capacity, total: slots * aps,
-      assigned: 0, cooling: 0, roomSlots: Math.max(enis.instance.ipsPerEni - slots, 0), ...(prefix ? { freeSlots: slots, prefixes: slots } : {}),
+      eniId: `${PHANTOM}${i}`,
+      deviceNumber: 100_000 + i,
+      isPrimary: false,
+      createdAtMs: now,
+      capacity,
+      total: slots * aps,
+      assigned: 0,
+      cooling: 0,
+      roomSlots: Math.max(enis.instance.ipsPerEni - slots, 0),
+      ...(prefix ? { freeSlots: slots, prefixes: slots } : {}),
     }));
     const outside = enis.unmanagedCount() + enis.orphanIds().length + enis.awaitingAdoption().length;
-    return planGrow([...views, ...phantoms], { ...targets, maxEni: Math.max(targets.maxEni - outside, 0) }, extraDemand);
+    return planGrow(
+      [...views, ...phantoms],
+      { ...targets, maxEni: Math.max(targets.maxEni - outside, 0) },
+      extraDemand,
+    );
   }
 
   /** Why the plan cannot place everything, naming the binding limit. */
@@ -171,7 +187,10 @@ export class GrowExecutor {
     const { ds, enis, targets, limits } = this.o;
     if (!limits) return plan.blockedReason ?? 'the pool cannot grow';
     return growBlockedReason(ds.poolViews(this.o.now()), targets, limits, {
-      unmanaged: enis.unmanagedCount(), pending: enis.awaitingAdoption().length, orphans: enis.orphanIds().length, creating: this.creations.size,
+      unmanaged: enis.unmanagedCount(),
+      pending: enis.awaitingAdoption().length,
+      orphans: enis.orphanIds().length,
+      creating: this.creations.size,
     });
   }
 
@@ -179,24 +198,27 @@ export class GrowExecutor {
   private launch(count: number): void {
     const id = ++this.seq;
     this.creations.set(id, count);
-    const run: Promise<void> = this.o.enis.createAndAttach(count).then(
-      () => {
-        this.createBackoffMs = 0;
-        this.createHoldReason = undefined;
-        this.lastError = this.lastErrorKind = undefined;
-      },
-      (e: Error) => {
-        const blocked = this.classify([e]);
-        const attachLimit = e instanceof Ec2Error && e.code === ATTACH_LIMIT;
-        this.createBackoffMs = Math.min(this.createBackoffMs ? this.createBackoffMs * 2 : 1000, 30_000);
-        this.createHoldUntil = this.o.now() + (attachLimit ? 30_000 : this.createBackoffMs);
-        this.createHoldReason = attachLimit ? blocked : undefined;
-      },
-    ).finally(() => {
-      this.creations.delete(id);
-      this.inFlight.delete(run);
-      this.o.onCreationDone();
-    });
+    const run: Promise<void> = this.o.enis
+      .createAndAttach(count)
+      .then(
+        () => {
+          this.createBackoffMs = 0;
+          this.createHoldReason = undefined;
+          this.lastError = this.lastErrorKind = undefined;
+        },
+        (e: Error) => {
+          const blocked = this.classify([e]);
+          const attachLimit = e instanceof Ec2Error && e.code === ATTACH_LIMIT;
+          this.createBackoffMs = Math.min(this.createBackoffMs ? this.createBackoffMs * 2 : 1000, 30_000);
+          this.createHoldUntil = this.o.now() + (attachLimit ? 30_000 : this.createBackoffMs);
+          this.createHoldReason = attachLimit ? blocked : undefined;
+        },
+      )
+      .finally(() => {
+        this.creations.delete(id);
+        this.inFlight.delete(run);
+        this.o.onCreationDone();
+      });
     this.inFlight.add(run);
   }
 
@@ -232,9 +254,13 @@ export class GrowExecutor {
       const prefixes = eni.ipv4Prefixes.filter((p) => !havePrefixes.has(p));
       if (ips.length) ds.addIps(eniId, ips);
       if (prefixes.length) ds.addPrefixes(eniId, prefixes);
-      if (ips.length + prefixes.length) log.info({ eniId, ips, prefixes }, 'assign of unknown outcome had happened: added what EC2 shows');
+      if (ips.length + prefixes.length)
+        log.info({ eniId, ips, prefixes }, 'assign of unknown outcome had happened: added what EC2 shows');
     } catch (e) {
-      log.info({ eniId, err: (e as Error).message }, 'cannot settle an assign of unknown outcome yet; the reconcile will');
+      log.info(
+        { eniId, err: (e as Error).message },
+        'cannot settle an assign of unknown outcome yet; the reconcile will',
+      );
     }
   }
 
@@ -267,14 +293,22 @@ export class GrowExecutor {
       blocked = subnetFullReason(enis.instance.subnetId, subnetFull.code, pauseMs);
       this.pauseReason = blocked;
     } else if (attachLimit) {
-      blocked = `EC2 refused to attach another ENI (${ATTACH_LIMIT}): the instance is at its ENI limit`
-        + `${limits ? ` (instance type ${limits.instanceType} allows ${limits.instanceMaxEnis})` : ''}`;
+      blocked =
+        `EC2 refused to attach another ENI (${ATTACH_LIMIT}): the instance is at its ENI limit` +
+        `${limits ? ` (instance type ${limits.instanceType} allows ${limits.instanceMaxEnis})` : ''}`;
     }
     const first = errors[0]!;
-    this.lastErrorKind = subnetFull ? 'subnet_full' : attachLimit ? 'eni_limit' : errors.some((e) => e instanceof Ec2Error && e.kind === 'throttle') ? 'throttled' : 'ec2_error';
+    this.lastErrorKind = subnetFull
+      ? 'subnet_full'
+      : attachLimit
+        ? 'eni_limit'
+        : errors.some((e) => e instanceof Ec2Error && e.kind === 'throttle')
+          ? 'throttled'
+          : 'ec2_error';
     if (subnetFull) this.o.onSubnetFull?.(enis.instance.subnetId);
     this.o.onGrowFailed?.(this.lastErrorKind);
-    this.lastError = blocked ?? (first instanceof Ec2Error ? `${first.action} failed with ${first.code}` : first.message);
+    this.lastError =
+      blocked ?? (first instanceof Ec2Error ? `${first.action} failed with ${first.code}` : first.message);
     return blocked;
   }
 }

@@ -78,16 +78,35 @@ export class PoolController {
     this.now = o.now ?? Date.now;
     this.ticker = new PeriodicTask({ intervalMs: o.intervalMs, run: () => this.trigger() });
     this.shrinker = new ShrinkExecutor({
-      ds: o.ds, ec2: o.ec2, enis: o.enis, gate: o.gate, log: o.log, targets: o.targets, surplus: this.surplus,
-      shrinkDelayMs: o.shrinkDelayMs, minEniAgeMs: o.minEniAgeMs ?? 60_000, now: () => this.now(),
+      ds: o.ds,
+      ec2: o.ec2,
+      enis: o.enis,
+      gate: o.gate,
+      log: o.log,
+      targets: o.targets,
+      surplus: this.surplus,
+      shrinkDelayMs: o.shrinkDelayMs,
+      minEniAgeMs: o.minEniAgeMs ?? 60_000,
+      now: () => this.now(),
     });
     this.grower = new GrowExecutor({
-      ds: o.ds, ec2: o.ec2, enis: o.enis, log: o.log, targets: o.targets, ...(o.limits ? { limits: o.limits } : {}),
-      ...(o.subnetFullPauseMs !== undefined ? { subnetFullPauseMs: o.subnetFullPauseMs } : {}), now: () => this.now(),
+      ds: o.ds,
+      ec2: o.ec2,
+      enis: o.enis,
+      log: o.log,
+      targets: o.targets,
+      ...(o.limits ? { limits: o.limits } : {}),
+      ...(o.subnetFullPauseMs !== undefined ? { subnetFullPauseMs: o.subnetFullPauseMs } : {}),
+      now: () => this.now(),
       onCreationDone: () => this.trigger(),
-      ...(o.onGrowFailed ? { onGrowFailed: o.onGrowFailed } : {}), ...(o.onSubnetFull ? { onSubnetFull: o.onSubnetFull } : {}),
+      ...(o.onGrowFailed ? { onGrowFailed: o.onGrowFailed } : {}),
+      ...(o.onSubnetFull ? { onSubnetFull: o.onSubnetFull } : {}),
     });
-    this.waiters = new AddressWaiters(() => o.ds.counts(this.now()).available, () => this.lastError, () => this.now());
+    this.waiters = new AddressWaiters(
+      () => o.ds.counts(this.now()).available,
+      () => this.lastError,
+      () => this.now(),
+    );
     // Every addition of addresses (grow, adoption, reconcile, a cancelled release...) wakes waiting ADDs at once.
     o.ds.onAddressesAvailable(() => this.waiters.wake());
   }
@@ -171,7 +190,8 @@ export class PoolController {
    */
   growBlockedReason(): string | undefined {
     if (this.stopped) return 'ipamd is shutting down';
-    if (!this.started) return 'the warm pool is not managed (DISABLE_NETWORK_RESOURCE_PROVISIONING=true, or ipamd is still starting)';
+    if (!this.started)
+      return 'the warm pool is not managed (DISABLE_NETWORK_RESOURCE_PROVISIONING=true, or ipamd is still starting)';
     return this.grower.blockedNow(poolCounts(this.o.ds.poolViews(this.now()), this.o.targets).short);
   }
 
@@ -180,7 +200,12 @@ export class PoolController {
     const reason = this.growBlockedReason();
     if (reason === undefined) return undefined;
     if (this.stopped || !this.started) return { kind: 'not_managed', reason };
-    return this.grower.blockedKindNow(poolCounts(this.o.ds.poolViews(this.now()), this.o.targets).short) ?? { kind: 'eni_limit', reason };
+    return (
+      this.grower.blockedKindNow(poolCounts(this.o.ds.poolViews(this.now()), this.o.targets).short) ?? {
+        kind: 'eni_limit',
+        reason,
+      }
+    );
   }
 
   /**
@@ -264,10 +289,13 @@ export class PoolController {
       const at = Math.min(coolEnd ?? Infinity, grew.failed ? this.now() + RETRY_AFTER_FAILURE_MS : Infinity);
       if (this.waiters.size > 0 && Number.isFinite(at)) {
         clearTimeout(this.wakeTimer);
-        this.wakeTimer = setTimeout(() => {
-          this.waiters.wake();
-          this.trigger();
-        }, Math.max(0, at - this.now()) + 5);
+        this.wakeTimer = setTimeout(
+          () => {
+            this.waiters.wake();
+            this.trigger();
+          },
+          Math.max(0, at - this.now()) + 5,
+        );
       }
     }
     if (this.waiters.size === 0 && !grew.changed && this.grower.creating === 0) await this.shrink();

@@ -26,7 +26,10 @@ export type RoutedReader = (ips: readonly string[]) => Promise<Set<string>>;
 /** The default reader: `ip -json route show exact <ip>/32` per IP, one process, in `nodeNetns` (default the current netns). */
 export function kernelRoutedReader(nodeNetns?: string): RoutedReader {
   return async (ips) => {
-    const out = await ipShow(ips.map((ip) => `route show exact ${ip}/32`), nodeNetns);
+    const out = await ipShow(
+      ips.map((ip) => `route show exact ${ip}/32`),
+      nodeNetns,
+    );
     return new Set(ips.filter((_, i) => out[i]!.length > 0));
   };
 }
@@ -51,11 +54,15 @@ export async function checkQuarantine(o: Omit<QuarantineCheckOptions, 'intervalM
   try {
     routed = await o.read(ips);
   } catch (e) {
-    o.log.warn({ err: (e as Error).message, quarantined: ips }, 'cannot read host routes; quarantined IPs stay quarantined');
+    o.log.warn(
+      { err: (e as Error).message, quarantined: ips },
+      'cannot read host routes; quarantined IPs stay quarantined',
+    );
     return [];
   }
   const lifted = ips.filter((ip) => !routed.has(ip) && o.ds.liftQuarantine(ip));
-  if (lifted.length) o.log.info({ ips: lifted }, 'quarantine lifted: the node no longer routes these IPs to another pod');
+  if (lifted.length)
+    o.log.info({ ips: lifted }, 'quarantine lifted: the node no longer routes these IPs to another pod');
   return lifted;
 }
 

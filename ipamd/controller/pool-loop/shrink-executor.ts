@@ -63,11 +63,15 @@ export class ShrinkExecutor {
   constructor(private readonly o: ShrinkExecutorOptions) {
     const { ds } = o;
     this.ops = {
-      what: 'secondary IPs', cancel: (ips) => ds.cancelRelease(ips), markSent: (ips) => ds.markReleaseSent(ips),
-      complete: (ips) => ds.completeRelease(ips), onEni: (eni) => eni.secondaryIps,
+      what: 'secondary IPs',
+      cancel: (ips) => ds.cancelRelease(ips),
+      markSent: (ips) => ds.markReleaseSent(ips),
+      complete: (ips) => ds.completeRelease(ips),
+      onEni: (eni) => eni.secondaryIps,
     };
     this.unsettled = new UnsettledReleases({ ec2: o.ec2, log: o.log, ops: this.ops });
-    if (o.targets.unit === 'prefix') this.prefixes = new PrefixReleaser({ ds: o.ds, ec2: o.ec2, gate: o.gate, log: o.log, now: o.now });
+    if (o.targets.unit === 'prefix')
+      this.prefixes = new PrefixReleaser({ ds: o.ds, ec2: o.ec2, gate: o.gate, log: o.log, now: o.now });
   }
 
   /** IPs held back because an unassign's outcome is not known yet. */
@@ -82,7 +86,7 @@ export class ShrinkExecutor {
   async run(demandWaiting: () => boolean): Promise<ShrinkOutcome> {
     const { ds, enis, gate, log, targets } = this.o;
     const out: ShrinkOutcome = { unassigned: [], freedEnis: [], lost: [] };
-    out.lost.push(...await this.unsettled.settle(), ...(await this.prefixes?.settle() ?? []));
+    out.lost.push(...(await this.unsettled.settle()), ...((await this.prefixes?.settle()) ?? []));
     const now = this.o.now();
     const views = ds.poolViews(now);
     const counts = poolCounts(views, targets);
@@ -103,8 +107,13 @@ export class ShrinkExecutor {
     const plan = planShrink(views, targets, now, this.o.minEniAgeMs);
     for (const u of plan.unassign) {
       if (budget <= 0) break;
-      if (this.prefixes) { // prefix delegation: u.count is /28 prefixes, the budget is addresses
-        const r = await this.prefixes.release(u.eniId, Math.min(u.count, Math.floor(budget / ADDRESSES_PER_SLOT.prefix)), demand);
+      if (this.prefixes) {
+        // prefix delegation: u.count is /28 prefixes, the budget is addresses
+        const r = await this.prefixes.release(
+          u.eniId,
+          Math.min(u.count, Math.floor(budget / ADDRESSES_PER_SLOT.prefix)),
+          demand,
+        );
         if (r.kind === 'cancelled') return cancel(r.why);
         if (r.kind === 'failed') return out;
         out.unassigned.push(...r.prefixes);
@@ -117,9 +126,16 @@ export class ShrinkExecutor {
       const d = decideSend(ips, this.ops, gate, demand);
       if (d.kind === 'cancelled') return cancel(d.why);
       if (d.kind === 'nothing') continue;
-      const r = await sendRelease({ eniId: u.eniId, items: d.items, call: () => this.o.ec2.unassignIps(u.eniId, d.items), ops: this.ops, unsettled: this.unsettled, log });
+      const r = await sendRelease({
+        eniId: u.eniId,
+        items: d.items,
+        call: () => this.o.ec2.unassignIps(u.eniId, d.items),
+        ops: this.ops,
+        unsettled: this.unsettled,
+        log,
+      });
       if (!r.ok) {
-        out.lost.push(...await this.unsettled.settle());
+        out.lost.push(...(await this.unsettled.settle()));
         return out;
       }
       log.info({ eniId: u.eniId, ips: d.items }, 'released surplus secondary IPs');

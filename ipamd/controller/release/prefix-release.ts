@@ -45,8 +45,11 @@ export class PrefixReleaser {
   constructor(private readonly o: PrefixReleaserOptions) {
     const { ds } = o;
     this.ops = {
-      what: '/28 prefixes', cancel: (p) => ds.cancelPrefixRelease(p), markSent: (p) => ds.markPrefixReleaseSent(p),
-      complete: (p) => ds.completePrefixRelease(p), onEni: (eni) => eni.ipv4Prefixes,
+      what: '/28 prefixes',
+      cancel: (p) => ds.cancelPrefixRelease(p),
+      markSent: (p) => ds.markPrefixReleaseSent(p),
+      complete: (p) => ds.completePrefixRelease(p),
+      onEni: (eni) => eni.ipv4Prefixes,
     };
     this.unsettled = new UnsettledReleases({ ec2: o.ec2, log: o.log, ops: this.ops });
   }
@@ -70,7 +73,14 @@ export class PrefixReleaser {
     if (reserved.length === 0) return none;
     const d = decideSend(reserved, this.ops, gate, demand);
     if (d.kind !== 'send') return d.kind === 'nothing' ? none : d;
-    const r = await sendRelease({ eniId, items: d.items, call: () => ec2.unassignPrefixes(eniId, d.items), ops: this.ops, unsettled: this.unsettled, log });
+    const r = await sendRelease({
+      eniId,
+      items: d.items,
+      call: () => ec2.unassignPrefixes(eniId, d.items),
+      ops: this.ops,
+      unsettled: this.unsettled,
+      log,
+    });
     if (!r.ok) return { kind: 'failed' };
     log.info({ eniId, prefixes: d.items }, 'released surplus /28 prefixes');
     return { kind: 'released', prefixes: d.items, lost: r.lost };

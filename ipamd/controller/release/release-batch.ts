@@ -47,7 +47,12 @@ export type SendDecision =
  * it and the EC2 call. Frozen releases or a reason from `demand()` return the whole
  * reservation (`cancelled`); otherwise the items still reserved are marked sent.
  */
-export function decideSend(items: readonly string[], ops: ReleaseOps, gate: ReleaseGate, demand: () => string | undefined): SendDecision {
+export function decideSend(
+  items: readonly string[],
+  ops: ReleaseOps,
+  gate: ReleaseGate,
+  demand: () => string | undefined,
+): SendDecision {
   const why = gate.frozen ? 'releases frozen' : demand();
   if (why) {
     ops.cancel(items);
@@ -88,7 +93,10 @@ export class UnsettledReleases {
       try {
         [eni] = await ec2.describeEnis([eniId]);
       } catch (e) {
-        log.info({ eniId, err: (e as Error).message }, `cannot settle an unassign of ${ops.what} of unknown outcome yet`);
+        log.info(
+          { eniId, err: (e as Error).message },
+          `cannot settle an unassign of ${ops.what} of unknown outcome yet`,
+        );
         continue;
       }
       if (!eni) continue;
@@ -111,7 +119,14 @@ export type SendResult = { ok: true; lost: Allocation[] } | { ok: false };
  * Makes the EC2 call (`call`) for items {@link decideSend} marked sent and applies the
  * answer (see the module docstring). Never throws.
  */
-export async function sendRelease(p: { eniId: string; items: string[]; call: () => Promise<void>; ops: ReleaseOps; unsettled: UnsettledReleases; log: Logger }): Promise<SendResult> {
+export async function sendRelease(p: {
+  eniId: string;
+  items: string[];
+  call: () => Promise<void>;
+  ops: ReleaseOps;
+  unsettled: UnsettledReleases;
+  log: Logger;
+}): Promise<SendResult> {
   const { eniId, items, ops, log } = p;
   try {
     await p.call();
@@ -124,7 +139,10 @@ export async function sendRelease(p: { eniId: string; items: string[]; call: () 
       log.warn({ eniId, items, err: (e as Error).message }, `unassign of ${ops.what} failed; kept in the pool`);
     } else {
       p.unsettled.add(eniId, items);
-      log.warn({ eniId, items, err: (e as Error).message }, `unassign of ${ops.what} of unknown outcome; held back until EC2 says`);
+      log.warn(
+        { eniId, items, err: (e as Error).message },
+        `unassign of ${ops.what} of unknown outcome; held back until EC2 says`,
+      );
     }
     return { ok: false };
   }
@@ -134,8 +152,10 @@ export async function sendRelease(p: { eniId: string; items: string[]; call: () 
 /** Logs allocations EC2 took the address of (see {@link sendRelease}) as errors; returns them. */
 function reportLost(lost: Allocation[], eniId: string, log: Logger): Allocation[] {
   for (const a of lost) {
-    log.error({ eniId, ip: a.ipv4, containerID: a.containerID, pod: a.pod },
-      'EC2 unassigned an IP that a sandbox was found using while the unassign was in flight: its allocation is kept but pending (no ENI has the IP; ADD refused); the pod needs a restart');
+    log.error(
+      { eniId, ip: a.ipv4, containerID: a.containerID, pod: a.pod },
+      'EC2 unassigned an IP that a sandbox was found using while the unassign was in flight: its allocation is kept but pending (no ENI has the IP; ADD refused); the pod needs a restart',
+    );
   }
   return lost;
 }

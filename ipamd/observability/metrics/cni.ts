@@ -18,8 +18,17 @@ export const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
  * transiently), `not_ready` (an address restored for this container is not visible on
  * an ENI yet), `internal` (anything else, e.g. the checkpoint write failed).
  */
-export const ADD_FAILURE_REASONS = ['no_ip', 'subnet_full', 'eni_limit', 'throttled', 'frozen', 'timeout', 'not_ready', 'internal'] as const;
-export type AddFailureReason = typeof ADD_FAILURE_REASONS[number];
+export const ADD_FAILURE_REASONS = [
+  'no_ip',
+  'subnet_full',
+  'eni_limit',
+  'throttled',
+  'frozen',
+  'timeout',
+  'not_ready',
+  'internal',
+] as const;
+export type AddFailureReason = (typeof ADD_FAILURE_REASONS)[number];
 
 /** DEL reasons kept as label values (ours and amazon-vpc-cni-k8s's plugin's); any other is `other`. */
 const DEL_REASONS = new Set(['cni-del', 'add-failed', 'ip-conflict', 'unspecified', 'PodDeleted', 'SetupNSFailed']);
@@ -39,18 +48,57 @@ export interface CniMetricHooks {
 /** Registers the CNI metrics on `registry`. `internalError(fn)` is told of INTERNAL outcomes. */
 export function registerCniMetrics(registry: Registry, internalError: (fn: string) => void): CniMetricHooks {
   const registers = [registry];
-  const addReq = new Counter({ name: 'awscni_add_ip_req_count', help: 'The number of add IP address requests', registers });
-  const delReq = new Counter({ name: 'awscni_del_ip_req_count', help: 'The number of delete IP address requests, by the reason the plugin gave', labelNames: ['reason'], registers });
-  const noIp = new Counter({ name: 'awscni_no_available_ip_addresses', help: 'The number of pod IP assignments that failed because no IP address was available', registers });
-  const failures = new Counter({ name: 'eni_ipam_add_failures_total', help: 'ADDs that got no address, by reason (no_ip, subnet_full, eni_limit, throttled, frozen, timeout, not_ready, internal)', labelNames: ['reason'], registers });
+  const addReq = new Counter({
+    name: 'awscni_add_ip_req_count',
+    help: 'The number of add IP address requests',
+    registers,
+  });
+  const delReq = new Counter({
+    name: 'awscni_del_ip_req_count',
+    help: 'The number of delete IP address requests, by the reason the plugin gave',
+    labelNames: ['reason'],
+    registers,
+  });
+  const noIp = new Counter({
+    name: 'awscni_no_available_ip_addresses',
+    help: 'The number of pod IP assignments that failed because no IP address was available',
+    registers,
+  });
+  const failures = new Counter({
+    name: 'eni_ipam_add_failures_total',
+    help: 'ADDs that got no address, by reason (no_ip, subnet_full, eni_limit, throttled, frozen, timeout, not_ready, internal)',
+    labelNames: ['reason'],
+    registers,
+  });
   for (const reason of ADD_FAILURE_REASONS) failures.inc({ reason }, 0);
-  const conflicts = new Counter({ name: 'eni_ipam_ip_conflicts_total', help: 'ADDs refused because the node already routed the assigned IP to another pod (duplicate IP; the IP is quarantined)', registers });
-  const addLatency = new Histogram({ name: 'eni_ipam_add_latency_seconds', help: 'AddNetwork latency (seconds), by outcome', labelNames: ['outcome'], buckets: LATENCY_BUCKETS, registers });
-  const delLatency = new Histogram({ name: 'eni_ipam_del_latency_seconds', help: 'DelNetwork latency (seconds), by outcome', labelNames: ['outcome'], buckets: LATENCY_BUCKETS, registers });
+  const conflicts = new Counter({
+    name: 'eni_ipam_ip_conflicts_total',
+    help: 'ADDs refused because the node already routed the assigned IP to another pod (duplicate IP; the IP is quarantined)',
+    registers,
+  });
+  const addLatency = new Histogram({
+    name: 'eni_ipam_add_latency_seconds',
+    help: 'AddNetwork latency (seconds), by outcome',
+    labelNames: ['outcome'],
+    buckets: LATENCY_BUCKETS,
+    registers,
+  });
+  const delLatency = new Histogram({
+    name: 'eni_ipam_del_latency_seconds',
+    help: 'DelNetwork latency (seconds), by outcome',
+    labelNames: ['outcome'],
+    buckets: LATENCY_BUCKETS,
+    registers,
+  });
   // The usual outcome exists from the start (at 0), so rate() over the buckets counts the first ADDs/DELs too.
   addLatency.zero({ outcome: 'ok' });
   delLatency.zero({ outcome: 'ok' });
-  const rpcReq = new Counter({ name: 'eni_ipam_rpc_requests_total', help: 'gRPC requests by verb and outcome', labelNames: ['verb', 'outcome'], registers });
+  const rpcReq = new Counter({
+    name: 'eni_ipam_rpc_requests_total',
+    help: 'gRPC requests by verb and outcome',
+    labelNames: ['verb', 'outcome'],
+    registers,
+  });
   return {
     observeRpc(verb, outcome, ms) {
       rpcReq.inc({ verb, outcome });

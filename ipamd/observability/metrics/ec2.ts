@@ -22,16 +22,68 @@ export interface Ec2MetricHooks {
 /** Registers the EC2 metrics on `registry` and returns the hooks that feed them. */
 export function registerEc2Metrics(registry: Registry): Ec2MetricHooks {
   const registers = [registry];
-  const ec2Req = new Counter({ name: 'awscni_ec2api_req_count', help: 'The number of requests made to EC2 APIs by CNI', labelNames: ['fn'], registers });
-  const ec2Err = new Counter({ name: 'awscni_ec2api_error_count', help: 'The number of failed EC2 APIs requests', labelNames: ['fn'], registers });
-  const awsErr = new Counter({ name: 'awscni_aws_api_error_count', help: 'The number of times AWS API returns an error', labelNames: ['api', 'error'], registers });
-  const awsLatency = new Summary({ name: 'awscni_aws_api_latency_ms', help: 'AWS API call latency in ms', labelNames: ['api', 'error', 'status'], percentiles: [], registers });
-  const ec2Calls = new Counter({ name: 'eni_ipam_ec2_requests_total', help: 'EC2 attempts by action and outcome ("ok" or the EC2 error code)', labelNames: ['action', 'outcome'], registers });
-  const ec2Latency = new Histogram({ name: 'eni_ipam_ec2_request_duration_seconds', help: 'Latency of one EC2 attempt (seconds), by action', labelNames: ['action'], buckets: EC2_BUCKETS, registers });
-  const ec2Throttled = new Counter({ name: 'eni_ipam_ec2_throttled_total', help: 'EC2 attempts refused by throttling (RequestLimitExceeded and the like), by action', labelNames: ['action'], registers });
-  const ec2Retries = new Counter({ name: 'eni_ipam_ec2_retries_total', help: 'EC2 attempts retried after a failure, by action and error code', labelNames: ['action', 'code'], registers });
-  const ec2Waits = new Counter({ name: 'eni_ipam_ec2_budget_waits_total', help: 'EC2 attempts that waited for the node-local token bucket or a back-off hold, by action', labelNames: ['action'], registers });
-  const ec2WaitSec = new Counter({ name: 'eni_ipam_ec2_budget_wait_seconds_total', help: 'Seconds EC2 attempts waited for the token bucket or a back-off hold, by action', labelNames: ['action'], registers });
+  const ec2Req = new Counter({
+    name: 'awscni_ec2api_req_count',
+    help: 'The number of requests made to EC2 APIs by CNI',
+    labelNames: ['fn'],
+    registers,
+  });
+  const ec2Err = new Counter({
+    name: 'awscni_ec2api_error_count',
+    help: 'The number of failed EC2 APIs requests',
+    labelNames: ['fn'],
+    registers,
+  });
+  const awsErr = new Counter({
+    name: 'awscni_aws_api_error_count',
+    help: 'The number of times AWS API returns an error',
+    labelNames: ['api', 'error'],
+    registers,
+  });
+  const awsLatency = new Summary({
+    name: 'awscni_aws_api_latency_ms',
+    help: 'AWS API call latency in ms',
+    labelNames: ['api', 'error', 'status'],
+    percentiles: [],
+    registers,
+  });
+  const ec2Calls = new Counter({
+    name: 'eni_ipam_ec2_requests_total',
+    help: 'EC2 attempts by action and outcome ("ok" or the EC2 error code)',
+    labelNames: ['action', 'outcome'],
+    registers,
+  });
+  const ec2Latency = new Histogram({
+    name: 'eni_ipam_ec2_request_duration_seconds',
+    help: 'Latency of one EC2 attempt (seconds), by action',
+    labelNames: ['action'],
+    buckets: EC2_BUCKETS,
+    registers,
+  });
+  const ec2Throttled = new Counter({
+    name: 'eni_ipam_ec2_throttled_total',
+    help: 'EC2 attempts refused by throttling (RequestLimitExceeded and the like), by action',
+    labelNames: ['action'],
+    registers,
+  });
+  const ec2Retries = new Counter({
+    name: 'eni_ipam_ec2_retries_total',
+    help: 'EC2 attempts retried after a failure, by action and error code',
+    labelNames: ['action', 'code'],
+    registers,
+  });
+  const ec2Waits = new Counter({
+    name: 'eni_ipam_ec2_budget_waits_total',
+    help: 'EC2 attempts that waited for the node-local token bucket or a back-off hold, by action',
+    labelNames: ['action'],
+    registers,
+  });
+  const ec2WaitSec = new Counter({
+    name: 'eni_ipam_ec2_budget_wait_seconds_total',
+    help: 'Seconds EC2 attempts waited for the token bucket or a back-off hold, by action',
+    labelNames: ['action'],
+    registers,
+  });
   return {
     observe(action, outcome, ms, info) {
       const failed = outcome !== 'ok';
@@ -41,7 +93,10 @@ export function registerEc2Metrics(registry: Registry): Ec2MetricHooks {
       // From an action's first call on, its throttle series exists (at 0): a rule's
       // increase()/rate() then sees its first throttles, not only those after the series appeared.
       ec2Throttled.inc({ action }, failed && info?.kind === 'throttle' ? 1 : 0);
-      awsLatency.observe({ api: action, error: String(failed), status: info?.httpStatus !== undefined ? String(info.httpStatus) : '' }, ms);
+      awsLatency.observe(
+        { api: action, error: String(failed), status: info?.httpStatus !== undefined ? String(info.httpStatus) : '' },
+        ms,
+      );
       if (failed) {
         ec2Err.inc({ fn: action });
         awsErr.inc({ api: action, error: outcome });

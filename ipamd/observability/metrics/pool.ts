@@ -15,36 +15,63 @@ export function registerPoolMetrics(registry: Registry, src: () => MetricsSource
   const registers = [registry];
   const now = () => (src()?.now ?? Date.now)();
   const counts = (): DatastoreCounts | undefined => src()?.ds.counts(now());
-  const sampled = (name: string, help: string, pick: (c: DatastoreCounts) => number) => new Gauge({
-    name, help, registers,
-    collect() {
-      const c = counts();
-      this.set(c ? pick(c) : 0);
-    },
-  });
+  const sampled = (name: string, help: string, pick: (c: DatastoreCounts) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers,
+      collect() {
+        const c = counts();
+        this.set(c ? pick(c) : 0);
+      },
+    });
 
   // ---- amazon-vpc-cni-k8s names ----
   sampled('awscni_total_ip_addresses', 'The total number of IP addresses', (c) => c.total);
   sampled('awscni_assigned_ip_addresses', 'The number of IP addresses assigned to pods', (c) => c.assigned);
   sampled('awscni_eni_allocated', 'The number of ENIs allocated', (c) => c.enis);
-  new Gauge({ name: 'awscni_eni_max', help: 'The maximum number of ENIs that can be attached to the instance, accounting for MAX_ENI', registers, collect() { this.set(src()?.limits?.().maxEni ?? 0); } });
-  new Gauge({ name: 'awscni_ip_max', help: 'The maximum number of IP addresses that can be allocated to the instance', registers, collect() { this.set(src()?.limits?.().ipMax ?? 0); } });
   new Gauge({
-    name: 'awscni_total_ipv4_prefixes', help: 'The total number of IPv4 /28 prefixes on the node\'s ENIs (0 without prefix delegation)', registers,
+    name: 'awscni_eni_max',
+    help: 'The maximum number of ENIs that can be attached to the instance, accounting for MAX_ENI',
+    registers,
     collect() {
-      const ds = src()?.ds;
-      this.set(ds?.listEnis && ds.eniPrefixes ? ds.listEnis().reduce((n, e) => n + ds.eniPrefixes!(e.eniId).length, 0) : 0);
+      this.set(src()?.limits?.().maxEni ?? 0);
     },
   });
   new Gauge({
-    name: 'awscni_assigned_ip_per_eni', help: 'The number of IP addresses assigned to pods, per ENI', labelNames: ['eni'], registers,
+    name: 'awscni_ip_max',
+    help: 'The maximum number of IP addresses that can be allocated to the instance',
+    registers,
+    collect() {
+      this.set(src()?.limits?.().ipMax ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'awscni_total_ipv4_prefixes',
+    help: "The total number of IPv4 /28 prefixes on the node's ENIs (0 without prefix delegation)",
+    registers,
+    collect() {
+      const ds = src()?.ds;
+      this.set(
+        ds?.listEnis && ds.eniPrefixes ? ds.listEnis().reduce((n, e) => n + ds.eniPrefixes!(e.eniId).length, 0) : 0,
+      );
+    },
+  });
+  new Gauge({
+    name: 'awscni_assigned_ip_per_eni',
+    help: 'The number of IP addresses assigned to pods, per ENI',
+    labelNames: ['eni'],
+    registers,
     collect() {
       this.reset();
       for (const v of src()?.ds.poolViews?.(now()) ?? []) this.set({ eni: v.eniId }, v.assigned);
     },
   });
   new Gauge({
-    name: 'awscni_assigned_ip_per_cidr', help: 'The number of IP addresses assigned to pods per CIDR: each secondary IP as a /32, each delegated /28 prefix', labelNames: ['cidr'], registers,
+    name: 'awscni_assigned_ip_per_cidr',
+    help: 'The number of IP addresses assigned to pods per CIDR: each secondary IP as a /32, each delegated /28 prefix',
+    labelNames: ['cidr'],
+    registers,
     collect() {
       this.reset();
       const ds = src()?.ds;
@@ -64,21 +91,35 @@ export function registerPoolMetrics(registry: Registry, src: () => MetricsSource
 
   // ---- ours ----
   new Gauge({
-    name: 'eni_ipam_ip_addresses', help: 'Secondary IPs on the node by state (available, assigned, cooling, releasing, unverified)', labelNames: ['state'], registers,
+    name: 'eni_ipam_ip_addresses',
+    help: 'Secondary IPs on the node by state (available, assigned, cooling, releasing, unverified)',
+    labelNames: ['state'],
+    registers,
     collect() {
       const c = counts();
-      for (const state of ['available', 'assigned', 'cooling', 'releasing', 'unverified'] as const) this.set({ state }, c ? c[state] : 0);
+      for (const state of ['available', 'assigned', 'cooling', 'releasing', 'unverified'] as const)
+        this.set({ state }, c ? c[state] : 0);
     },
   });
-  sampled('eni_ipam_cooling_ip_addresses', 'Released IPs still in IP_COOLDOWN_PERIOD: neither available nor assigned', (c) => c.cooling);
+  sampled(
+    'eni_ipam_cooling_ip_addresses',
+    'Released IPs still in IP_COOLDOWN_PERIOD: neither available nor assigned',
+    (c) => c.cooling,
+  );
   new Gauge({
-    name: 'eni_ipam_eni_ip_addresses', help: 'Addresses on each ENI by state: assigned (used by pods), available (free to hand out now), cooling, other (releasing or unverified); capacity is what the ENI may hold', labelNames: ['eni', 'state'], registers,
+    name: 'eni_ipam_eni_ip_addresses',
+    help: 'Addresses on each ENI by state: assigned (used by pods), available (free to hand out now), cooling, other (releasing or unverified); capacity is what the ENI may hold',
+    labelNames: ['eni', 'state'],
+    registers,
     collect() {
       this.reset();
       const ds = src()?.ds;
       const t = now();
       for (const v of ds?.poolViews?.(t) ?? []) {
-        const other = ds?.eniIps && ds.ipState ? ds.eniIps(v.eniId).filter((ip) => /^(releasing|unverified)$/.test(ds.ipState!(ip, t) ?? '')).length : 0;
+        const other =
+          ds?.eniIps && ds.ipState
+            ? ds.eniIps(v.eniId).filter((ip) => /^(releasing|unverified)$/.test(ds.ipState!(ip, t) ?? '')).length
+            : 0;
         this.set({ eni: v.eniId, state: 'assigned' }, v.assigned);
         this.set({ eni: v.eniId, state: 'cooling' }, v.cooling);
         this.set({ eni: v.eniId, state: 'other' }, other);
@@ -87,6 +128,20 @@ export function registerPoolMetrics(registry: Registry, src: () => MetricsSource
       }
     },
   });
-  new Gauge({ name: 'eni_ipam_quarantined_ips', help: 'IPs quarantined after a duplicate was found at wiring time: never handed out until the other route is gone', registers, collect() { this.set(src()?.quarantined?.() ?? 0); } });
-  new Gauge({ name: 'eni_ipam_waiting_adds', help: 'ADDs waiting for the pool to refill', registers, collect() { this.set(src()?.pool?.waiting ?? 0); } });
+  new Gauge({
+    name: 'eni_ipam_quarantined_ips',
+    help: 'IPs quarantined after a duplicate was found at wiring time: never handed out until the other route is gone',
+    registers,
+    collect() {
+      this.set(src()?.quarantined?.() ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'eni_ipam_waiting_adds',
+    help: 'ADDs waiting for the pool to refill',
+    registers,
+    collect() {
+      this.set(src()?.pool?.waiting ?? 0);
+    },
+  });
 }
