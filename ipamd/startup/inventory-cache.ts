@@ -154,6 +154,13 @@ export class InventoryCacheWriter {
   private chain: Promise<void> = Promise.resolve();
   private timer?: NodeJS.Timeout;
   private lastSignature = '';
+  /**
+   * Attachment ids of ENIs detached (or being detached) and not yet seen deleted. While any
+   * is listed the file is kept deleted, so a restart describes EC2 (a slow start) and finds
+   * the detaching ENI as an orphan to delete, rather than serving from a file that no
+   * longer lists it and leaving it to the leaked-ENI sweep.
+   */
+  private readonly detached = new Set<string>();
 
   /**
    * @param o.file the cache file; o.bootId, o.instanceId recorded in it; o.unmanaged the
@@ -190,11 +197,28 @@ export class InventoryCacheWriter {
     return s;
   }
 
+  /** Records a detach about to be sent: the file is deleted until that ENI is deleted. */
+  noteDetach(attachmentId: string): Promise<void> {
+    this.detached.add(attachmentId);
+    return this.write();
+  }
+
+  /** Records an ENI deleted (or found gone); writes resume once no detached ENI is left. */
+  noteDeleted(eniId: string): void {
+    const att = this.described.get(eniId)?.attachment?.attachmentId;
+    if (att !== undefined && this.detached.delete(att) && this.detached.size === 0) void this.write();
+  }
+
   /** Writes the file now (after any write in flight), leaving out `exclude`. Never throws. */
   write(exclude?: InventoryExclusions): Promise<void> {
     const run = async (): Promise<void> => {
       const now = Date.now();
       const sig = this.signature(now);
+      if (this.detached.size > 0) {
+        await rm(this.o.file, { force: true }).catch(() => undefined);
+        this.lastSignature = sig;
+        return;
+      }
       const data: InventoryFile = {
         version: 1,
         bootId: this.o.bootId,
@@ -236,8 +260,9 @@ export class InventoryCacheWriter {
 
 /**
  * Wraps `ec2`'s release calls (unassignIps, unassignPrefixes, detachEni) in place so that
- * each first has the cache rewritten without what it gives back, and only then goes to
- * EC2. Returns `ec2`. Also feeds each successful describe by instance to the writer.
+ * each first has the cache rewritten without what it gives back (a detach: the cache
+ * deleted until the ENI is deleted, see {@link InventoryCacheWriter.noteDetach}), and only
+ * then goes to EC2. Returns `ec2`. Also feeds each successful describe by instance to the writer.
  */
 export function guardReleases(ec2: Ec2Api, cache: InventoryCacheWriter): Ec2Api {
   const unassignIps = ec2.unassignIps.bind(ec2);
@@ -252,9 +277,14 @@ export function guardReleases(ec2: Ec2Api, cache: InventoryCacheWriter): Ec2Api 
     await cache.write({ prefixes: new Set(prefixes) });
     return unassignPrefixes(eniId, prefixes);
   };
+  const deleteEni = ec2.deleteEni.bind(ec2);
   ec2.detachEni = async (attachmentId) => {
-    await cache.write({ attachmentIds: new Set([attachmentId]) });
+    await cache.noteDetach(attachmentId);
     return detachEni(attachmentId);
+  };
+  ec2.deleteEni = async (eniId) => {
+    await deleteEni(eniId);
+    cache.noteDeleted(eniId);
   };
   ec2.describeEnisByFilters = async (filters, opts) => {
     const r = await describe(filters, opts);
