@@ -5,20 +5,13 @@
  */
 import type http from 'node:http';
 import path from 'node:path';
-import {
-  checkpointBoundsFor,
-  CheckpointWriter,
-  loadCheckpoint,
-  readBootId,
-  type CheckpointData,
-} from './checkpoint/index.js';
+import { readBootId } from './checkpoint/index.js';
 import { CniExecServer } from './cni-exec/server.js';
 import type { PluginHost } from '../cni-plugin/facade.js';
 import { DelSpool } from './cni-exec/spool-applier.js';
 import { spoolDirFor } from './cni-exec/spool.js';
 import type { IpamdConfig } from './config.js';
-import { EniManager } from './controller/eni-lifecycle/eni-manager.js';
-import { PoolController } from './controller/pool-loop/pool-controller.js';
+import type { PoolController } from './controller/pool-loop/pool-controller.js';
 import { ReleaseGate } from './controller/release/release-gate.js';
 import { kernelRoutedReader, startQuarantineCheck } from './controller/pool-loop/quarantine-check.js';
 import { Datastore } from './datastore/datastore.js';
@@ -31,19 +24,20 @@ import { startKubeReporting } from './observability/kube-reporting.js';
 import type { KubeReporter } from './observability/kube-reporter.js';
 import { PluginLogFiles } from './observability/log-files.js';
 import { startMetricsServer, type MetricsServer } from './observability/metrics-server.js';
-import { poolCounts, type PoolTargets } from './pool/index.js';
+import { poolCounts } from './pool/index.js';
 import { RpcServer } from './rpc/server.js';
 import { IpamService, routeTableFor } from './service/ipam-service.js';
 import { stageTrace } from './service/stage-trace.js';
 import { discoverNode, loadInventory, prefixDelegationRefusal } from './startup/discover.js';
-import { planAdoption, registerAdoption } from './startup/adopt.js';
+import { planAdoption } from './startup/adopt.js';
+import { buildPool } from './startup/pool-wiring.js';
 import { startEniLifecycle, type EniLifecycle } from './startup/eni-lifecycle.js';
-import { installCni } from './startup/cni-install.js';
+import { installCniAndReport } from './startup/cni-install-report.js';
 import { startHostNetworkSync } from './startup/host-network-sync.js';
 import { startEvidence } from './startup/evidence.js';
 import { KernelSource } from './restore/kernel-source.js';
-import { restoreFromCheckpoint } from './startup/restore-checkpoint.js';
-import { importAwsNodeCheckpoint, markAwsNodeCheckpointImported } from './startup/aws-node-import.js';
+import { openCheckpointState } from './startup/checkpoint-state.js';
+import { markAwsNodeCheckpointImported } from './startup/aws-node-import.js';
 import { confirmJitterMs, startInventoryCache } from './startup/fast-start.js';
 
 /** A running daemon. */
@@ -107,59 +101,15 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     gate,
     log,
   });
-  const bounds = checkpointBoundsFor(inv.limits.maxEnis, inv.limits.ipv4PerEni);
-  let load = await loadCheckpoint(config.checkpointPath, bounds);
-  // No checkpoint of our own: take over from aws-node's, if it left one this boot (docs/design.md#13-evidence-before-trust item 6).
-  const fromAwsNode =
-    load.kind === 'missing'
-      ? await importAwsNodeCheckpoint({
-          path: config.awsNodeCheckpointPath,
-          asideDir: path.dirname(config.checkpointPath),
-          bootId,
-          networkName: config.networkName,
-          maxEntries: bounds.maxEntries,
-          log,
-        })
-      : undefined;
-  if (fromAwsNode?.kind === 'imported') load = fromAwsNode.load;
-  restoreFromCheckpoint({
-    load,
-    bootId,
+  const { load, fromAwsNode, recordedIdentity, writer, setRuntimeIdentity } = await openCheckpointState({
+    config,
     ds,
     gate,
     log,
-    path: config.checkpointPath,
-    now: Date.now(),
-    ...(fromAwsNode?.kind === 'imported' ? { importedFrom: config.awsNodeCheckpointPath } : {}),
+    bootId,
+    maxEnis: inv.limits.maxEnis,
+    ipv4PerEni: inv.limits.ipv4PerEni,
   });
-  // The runtime identity this boot's checkpoint recorded (plausibility check), kept in every write.
-  const recordedIdentity = load.kind === 'ok' && load.data.bootId === bootId ? load.data.runtime : undefined;
-  let runtimeIdentity = (): CheckpointData['runtime'] => recordedIdentity;
-  // The remembered DELs, capped; the same array while unchanged (the writer then skips them).
-  let released: { from?: ReturnType<Datastore['releasedEntries']>; to?: CheckpointData['released'] } = {};
-  const cappedReleased = (): CheckpointData['released'] => {
-    const all = ds.releasedEntries();
-    if (all !== released.from)
-      released = { from: all, to: all.length > bounds.maxEntries ? all.slice(-bounds.maxEntries) : all };
-    return released.to;
-  };
-  const snapshot = (): CheckpointData => {
-    const runtime = runtimeIdentity();
-    return {
-      version: 1,
-      bootId,
-      allocations: ds.allocations(),
-      cooldown: ds.coolingEntries(Date.now()),
-      released: cappedReleased(),
-      ...(runtime ? { runtime } : {}),
-    };
-  };
-  // Journal numbering goes on from the loaded state (checkpoint/journal.ts); each write's stages go to the trace.
-  const writer = new CheckpointWriter(config.checkpointPath, snapshot, {
-    startSeq: load.kind === 'ok' && !fromAwsNode ? (load.data.journalSeq ?? 0) : 0,
-    onStage: (stage, ms) => stageTrace.record(`checkpoint.${stage}`, ms),
-  });
-  await writer.commit();
   // DELs the shim spooled while ipamd was down: applied before the first evidence pass, so none is adopted.
   const spool = new DelSpool({
     dir: spoolDirFor(config.cniExecSocket),
@@ -191,68 +141,26 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     serveAtOnce,
     ...(recordedIdentity ? { recordedIdentity } : {}),
   });
-  runtimeIdentity = evidence.runtimeIdentity;
+  setRuntimeIdentity(evidence.runtimeIdentity);
   const nodeInitMs = Date.now() - t0;
 
-  const maxEni = Math.min(config.maxEni ?? inv.limits.maxEnis, inv.limits.maxEnis);
-  const targets: PoolTargets = {
-    warmEniTarget: config.warmEniTarget,
-    maxEni,
-    ...(config.warmIpTarget !== undefined ? { warmIpTarget: config.warmIpTarget } : {}),
-    ...(config.minimumIpTarget !== undefined ? { minimumIpTarget: config.minimumIpTarget } : {}),
-    unit,
-    ...(config.warmPrefixTarget !== undefined ? { warmPrefixTarget: config.warmPrefixTarget } : {}),
-  };
   // Host networking of a new ENI is set up before its IPs can be handed out (assigned below, once started).
   let hostNet: Awaited<ReturnType<typeof startHostNetworkSync>> | undefined;
-  const enis = new EniManager({
-    ec2: inv.ec2,
+  const { maxEni, targets, limits, enis, pool } = buildPool({
+    config,
+    inv,
     ds,
     gate,
     log,
-    instance: {
-      instanceId: inv.instance.instanceId,
-      subnetId: inv.primary.subnetId,
-      subnetCidr: inv.primary.subnetCidr,
-      securityGroupIds: inv.primary.securityGroupIds,
-      maxEnis: maxEni,
-      ipsPerEni: inv.limits.ipv4PerEni - 1,
-    },
-    ...(config.clusterName ? { clusterName: config.clusterName } : {}),
-    additionalTags: config.additionalEniTags,
-    unmanagedDeviceIndexes: new Set(inv.unmanaged.map((e) => e.attachment?.deviceIndex ?? -1)),
-    imds: inv.imds,
-    imdsWaitMs: config.imdsEniWaitMs,
-    prefixDelegation: config.enablePrefixDelegation,
+    metrics,
+    unit,
+    adoption,
     ...(config.hostNetworking
       ? {
-          beforeEniUsable: (eni) =>
+          setupEni: (eni) =>
             hostNet ? hostNet.setupEni(eni) : Promise.reject(new Error('host networking is not set up yet')),
         }
       : {}),
-  });
-  registerAdoption(adoption, enis, log);
-  const limits = {
-    instanceType: inv.instance.instanceType,
-    instanceMaxEnis: inv.limits.maxEnis,
-    ipv4PerEni: inv.limits.ipv4PerEni,
-    ...(config.maxEni !== undefined ? { maxEniSetting: config.maxEni } : {}),
-  };
-  const pool = new PoolController({
-    ds,
-    ec2: inv.ec2,
-    enis,
-    gate,
-    log,
-    targets,
-    limits,
-    intervalMs: config.poolIntervalMs,
-    shrinkDelayMs: config.shrinkDelayMs,
-    minEniAgeMs: config.minEniAgeMs,
-    onGrowFailed: (kind) => metrics.ipamdError(`grow_${kind}`),
-    onSubnetFull: (subnetId) => metrics.subnetFree(subnetId, 0),
-    onStepError: () => metrics.ipamdError('pool_step'),
-    inProgress: metrics.inProgress,
   });
   const service = new IpamService({
     ds,
@@ -367,30 +275,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     : undefined;
   await cniExec?.listen();
   await spool.start(() => pool.trigger()); // entries spooled since the start-up pass (the socket was not there yet)
-  if (config.installCni) {
-    const written = await installCni({
-      confDir: config.cniConfDir,
-      binDir: config.cniBinDir,
-      networkName: config.networkName,
-      podMtu: config.podMtu,
-      vethPrefix: config.vethPrefix,
-      ipamdSocket: config.socketPath,
-      execSocket: cniExec ? config.cniExecSocket : '',
-      pluginLogFile: config.pluginLogFile,
-      ipamdWaitSeconds: config.cniIpamdWaitMs / 1000,
-    });
-    log.info(written, 'installed the CNI plugin and conflist (ipamd is serving)');
-    if (written.shadowedBy.length > 0)
-      log.error(
-        { shadowedBy: written.shadowedBy },
-        'network config files sort before ours: the runtime uses the first, not eni-ipam',
-      );
-    if (written.shadowed.length > 0)
-      log.warn(
-        { shadowed: written.shadowed },
-        'other network config files left in place; ours sorts first, the runtime ignores them',
-      );
-  }
+  if (config.installCni) await installCniAndReport(config, !!cniExec, log);
   if (config.disableNetworkResourceProvisioning)
     log.warn(
       'DISABLE_NETWORK_RESOURCE_PROVISIONING=true: the warm pool is not managed; serving only what the ENIs already hold',

@@ -1,0 +1,35 @@
+/** Mapping of the AWS SDK's EC2 shapes to ipamd's normalised ones. */
+import type { NetworkInterface } from '@aws-sdk/client-ec2';
+import type { Ec2Eni } from './ec2-port.js';
+
+/** Converts the SDK's NetworkInterface to {@link Ec2Eni}. */
+export function normaliseEni(ni: NetworkInterface): Ec2Eni {
+  const primary = ni.PrivateIpAddress ?? ni.PrivateIpAddresses?.find((p) => p.Primary)?.PrivateIpAddress ?? '';
+  const a = ni.Attachment;
+  return {
+    eniId: ni.NetworkInterfaceId ?? '',
+    mac: (ni.MacAddress ?? '').toLowerCase(),
+    status: ni.Status ?? '',
+    subnetId: ni.SubnetId ?? '',
+    vpcId: ni.VpcId ?? '',
+    description: ni.Description ?? '',
+    primaryIp: primary,
+    secondaryIps: (ni.PrivateIpAddresses ?? [])
+      .filter((p) => !p.Primary && p.PrivateIpAddress)
+      .map((p) => p.PrivateIpAddress!),
+    ipv4Prefixes: (ni.Ipv4Prefixes ?? []).map((p) => p.Ipv4Prefix ?? '').filter(Boolean),
+    ...(a?.AttachmentId
+      ? {
+          attachment: {
+            attachmentId: a.AttachmentId,
+            instanceId: a.InstanceId ?? '',
+            deviceIndex: a.DeviceIndex ?? -1,
+            status: a.Status ?? '',
+            deleteOnTermination: a.DeleteOnTermination ?? false,
+          },
+        }
+      : {}),
+    tags: Object.fromEntries((ni.TagSet ?? []).map((t) => [t.Key ?? '', t.Value ?? ''])),
+    securityGroupIds: (ni.Groups ?? []).map((g) => g.GroupId ?? '').filter(Boolean),
+  };
+}

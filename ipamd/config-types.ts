@@ -1,0 +1,77 @@
+/**
+ * The validated ipamd configuration and its error type (the shapes {@link loadConfig} in
+ * ./config.ts produces and throws).
+ */
+
+/** The validated ipamd configuration. Durations are in ms. */
+export interface IpamdConfig {
+  warmEniTarget: number;
+  warmIpTarget?: number;
+  minimumIpTarget?: number;
+  warmPrefixTarget?: number;
+  enablePrefixDelegation: boolean;
+  maxEni?: number;
+  ipCooldownMs: number;
+  eniMtu: number;
+  podMtu: number;
+  vethPrefix: string;
+  externalSnat: boolean;
+  excludeSnatCidrs: string[];
+  clusterName?: string;
+  additionalEniTags: Record<string, string>;
+  disableLeakedEniCleanup: boolean;
+  disableNetworkResourceProvisioning: boolean;
+  nodeName?: string;
+  ec2Endpoint?: string;
+  imdsEndpoint: string;
+  criRuntimeEndpoint?: string;
+  logLevel: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal';
+  logFormat: 'json' | 'pretty';
+  socketPath: string;
+  checkpointPath: string;
+  metricsBindAddress: string;
+  introspectionBindAddress: string;
+  installCni: boolean;
+  cniConfDir: string;
+  cniBinDir: string;
+  hostNetworking: boolean;
+  cniExec: boolean;
+  cniExecSocket: string;
+  cniExecNetns?: string;
+  cniIpamdWaitMs: number;
+  disableMetrics: boolean;
+  disableIntrospection: boolean;
+  addWaitTimeoutMs: number;
+  shrinkDelayMs: number;
+  reconcileIntervalMs: number;
+  gcIntervalMs: number;
+  gcGraceMs: number;
+  poolIntervalMs: number;
+  ec2RatePerSecond: number;
+  ec2Burst: number;
+  ec2TimeoutMs: number;
+  ec2MaxAttempts: number;
+  networkName: string;
+  minEniAgeMs: number;
+  imdsEniWaitMs: number;
+  leakedEniSweepIntervalMs: number;
+  leakedEniSweepJitterMs: number;
+  restartConfirmJitterMs: number;
+  awsNodeCheckpointPath: string;
+  logFile: string;
+  pluginLogFile: string;
+  logFileMaxSize: string;
+  logFileMaxFiles: number;
+  taintWhenExhausted: boolean;
+}
+
+/** A bad environment variable. `message` is one line: variable, value, what it accepts. */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}

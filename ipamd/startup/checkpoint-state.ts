@@ -1,0 +1,108 @@
+/**
+ * Start-up step of ipamd (called by `startDaemon` in ../daemon.ts): loads our checkpoint
+ * (or imports aws-node's when ours is missing), restores the datastore from it and opens
+ * the checkpoint writer, whose first commit is made before returning.
+ */
+import path from 'node:path';
+import { checkpointBoundsFor, CheckpointWriter, loadCheckpoint, type CheckpointData } from '../checkpoint/index.js';
+import type { IpamdConfig } from '../config.js';
+import type { ReleaseGate } from '../controller/release/release-gate.js';
+import type { Datastore } from '../datastore/datastore.js';
+import type { Logger } from '../log.js';
+import { stageTrace } from '../service/stage-trace.js';
+import { importAwsNodeCheckpoint } from './aws-node-import.js';
+import { restoreFromCheckpoint } from './restore-checkpoint.js';
+
+/** What {@link openCheckpointState} loaded and the writer it opened. */
+export interface CheckpointState {
+  /** The load result (after an aws-node import, the imported one). */
+  load: Awaited<ReturnType<typeof loadCheckpoint>>;
+  /** The aws-node import, when ours was missing (undefined otherwise). */
+  fromAwsNode: Awaited<ReturnType<typeof importAwsNodeCheckpoint>> | undefined;
+  /** The runtime identity this boot's checkpoint recorded (plausibility check), if any. */
+  recordedIdentity: CheckpointData['runtime'];
+  /** The writer; every write snapshots the datastore. */
+  writer: CheckpointWriter;
+  /** Replaces the source of the runtime identity kept in every write (the evidence sources, once started). */
+  setRuntimeIdentity(source: () => CheckpointData['runtime']): void;
+}
+
+/**
+ * Loads, restores and opens the checkpoint at `config.checkpointPath` for an instance
+ * type with `maxEnis` ENIs of `ipv4PerEni` IPv4 addresses (bounds of what a checkpoint
+ * may hold). Corrupt state is kept aside by the loader and restore starts frozen.
+ * @throws what the first checkpoint commit throws (the file cannot be written).
+ */
+export async function openCheckpointState(p: {
+  config: IpamdConfig;
+  ds: Datastore;
+  gate: ReleaseGate;
+  log: Logger;
+  bootId: string;
+  maxEnis: number;
+  ipv4PerEni: number;
+}): Promise<CheckpointState> {
+  const { config, ds, gate, log, bootId } = p;
+  const bounds = checkpointBoundsFor(p.maxEnis, p.ipv4PerEni);
+  let load = await loadCheckpoint(config.checkpointPath, bounds);
+  // No checkpoint of our own: take over from aws-node's, if it left one this boot (docs/design.md#13-evidence-before-trust item 6).
+  const fromAwsNode =
+    load.kind === 'missing'
+      ? await importAwsNodeCheckpoint({
+          path: config.awsNodeCheckpointPath,
+          asideDir: path.dirname(config.checkpointPath),
+          bootId,
+          networkName: config.networkName,
+          maxEntries: bounds.maxEntries,
+          log,
+        })
+      : undefined;
+  if (fromAwsNode?.kind === 'imported') load = fromAwsNode.load;
+  restoreFromCheckpoint({
+    load,
+    bootId,
+    ds,
+    gate,
+    log,
+    path: config.checkpointPath,
+    now: Date.now(),
+    ...(fromAwsNode?.kind === 'imported' ? { importedFrom: config.awsNodeCheckpointPath } : {}),
+  });
+  // The runtime identity this boot's checkpoint recorded (plausibility check), kept in every write.
+  const recordedIdentity = load.kind === 'ok' && load.data.bootId === bootId ? load.data.runtime : undefined;
+  let runtimeIdentity = (): CheckpointData['runtime'] => recordedIdentity;
+  // The remembered DELs, capped; the same array while unchanged (the writer then skips them).
+  let released: { from?: ReturnType<Datastore['releasedEntries']>; to?: CheckpointData['released'] } = {};
+  const cappedReleased = (): CheckpointData['released'] => {
+    const all = ds.releasedEntries();
+    if (all !== released.from)
+      released = { from: all, to: all.length > bounds.maxEntries ? all.slice(-bounds.maxEntries) : all };
+    return released.to;
+  };
+  const snapshot = (): CheckpointData => {
+    const runtime = runtimeIdentity();
+    return {
+      version: 1,
+      bootId,
+      allocations: ds.allocations(),
+      cooldown: ds.coolingEntries(Date.now()),
+      released: cappedReleased(),
+      ...(runtime ? { runtime } : {}),
+    };
+  };
+  // Journal numbering goes on from the loaded state (checkpoint/journal.ts); each write's stages go to the trace.
+  const writer = new CheckpointWriter(config.checkpointPath, snapshot, {
+    startSeq: load.kind === 'ok' && !fromAwsNode ? (load.data.journalSeq ?? 0) : 0,
+    onStage: (stage, ms) => stageTrace.record(`checkpoint.${stage}`, ms),
+  });
+  await writer.commit();
+  return {
+    load,
+    fromAwsNode,
+    recordedIdentity,
+    writer,
+    setRuntimeIdentity: (source) => {
+      runtimeIdentity = source;
+    },
+  };
+}

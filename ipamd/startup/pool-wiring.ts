@@ -1,0 +1,104 @@
+/**
+ * Start-up step of ipamd (called by `startDaemon` in ../daemon.ts): the pool targets and
+ * ENI limits from the config and the instance type, the ENI manager (with the adopted
+ * half-done ENI work registered) and the pool controller over them. Nothing is started.
+ */
+import type { IpamdConfig } from '../config.js';
+import { EniManager, type EniManagerOptions } from '../controller/eni-lifecycle/eni-manager.js';
+import { PoolController } from '../controller/pool-loop/pool-controller.js';
+import type { ReleaseGate } from '../controller/release/release-gate.js';
+import type { Datastore } from '../datastore/datastore.js';
+import type { Logger } from '../log.js';
+import type { IpamdMetrics } from '../observability/metrics.js';
+import type { PoolTargets } from '../pool/index.js';
+import { registerAdoption, type AdoptionPlan } from './adopt.js';
+import type { NodeInventory } from './discover.js';
+
+/** The pool and what it was built from (see {@link buildPool}). */
+export interface PoolWiring {
+  /** Effective ENI cap: MAX_ENI bounded by the instance type's limit. */
+  maxEni: number;
+  targets: PoolTargets;
+  /** Limits as shown by introspection and the pool's messages. */
+  limits: {
+    instanceType: string;
+    instanceMaxEnis: number;
+    ipv4PerEni: number;
+    maxEniSetting?: number;
+  };
+  enis: EniManager;
+  pool: PoolController;
+}
+
+/**
+ * Builds the ENI manager and pool controller of a node. `setupEni` is the host networking
+ * of a new ENI, run before its IPs can be handed out (given only when ENI_IPAM_HOST_NETWORK
+ * is on; it may reject while host networking is not started yet).
+ */
+export function buildPool(p: {
+  config: IpamdConfig;
+  inv: NodeInventory;
+  ds: Datastore;
+  gate: ReleaseGate;
+  log: Logger;
+  metrics: IpamdMetrics;
+  unit: PoolTargets['unit'];
+  adoption: AdoptionPlan;
+  setupEni?: NonNullable<EniManagerOptions['beforeEniUsable']>;
+}): PoolWiring {
+  const { config, inv, ds, gate, log, metrics, unit, adoption } = p;
+  const maxEni = Math.min(config.maxEni ?? inv.limits.maxEnis, inv.limits.maxEnis);
+  const targets: PoolTargets = {
+    warmEniTarget: config.warmEniTarget,
+    maxEni,
+    ...(config.warmIpTarget !== undefined ? { warmIpTarget: config.warmIpTarget } : {}),
+    ...(config.minimumIpTarget !== undefined ? { minimumIpTarget: config.minimumIpTarget } : {}),
+    unit,
+    ...(config.warmPrefixTarget !== undefined ? { warmPrefixTarget: config.warmPrefixTarget } : {}),
+  };
+  const enis = new EniManager({
+    ec2: inv.ec2,
+    ds,
+    gate,
+    log,
+    instance: {
+      instanceId: inv.instance.instanceId,
+      subnetId: inv.primary.subnetId,
+      subnetCidr: inv.primary.subnetCidr,
+      securityGroupIds: inv.primary.securityGroupIds,
+      maxEnis: maxEni,
+      ipsPerEni: inv.limits.ipv4PerEni - 1,
+    },
+    ...(config.clusterName ? { clusterName: config.clusterName } : {}),
+    additionalTags: config.additionalEniTags,
+    unmanagedDeviceIndexes: new Set(inv.unmanaged.map((e) => e.attachment?.deviceIndex ?? -1)),
+    imds: inv.imds,
+    imdsWaitMs: config.imdsEniWaitMs,
+    prefixDelegation: config.enablePrefixDelegation,
+    ...(p.setupEni ? { beforeEniUsable: p.setupEni } : {}),
+  });
+  registerAdoption(adoption, enis, log);
+  const limits = {
+    instanceType: inv.instance.instanceType,
+    instanceMaxEnis: inv.limits.maxEnis,
+    ipv4PerEni: inv.limits.ipv4PerEni,
+    ...(config.maxEni !== undefined ? { maxEniSetting: config.maxEni } : {}),
+  };
+  const pool = new PoolController({
+    ds,
+    ec2: inv.ec2,
+    enis,
+    gate,
+    log,
+    targets,
+    limits,
+    intervalMs: config.poolIntervalMs,
+    shrinkDelayMs: config.shrinkDelayMs,
+    minEniAgeMs: config.minEniAgeMs,
+    onGrowFailed: (kind) => metrics.ipamdError(`grow_${kind}`),
+    onSubnetFull: (subnetId) => metrics.subnetFree(subnetId, 0),
+    onStepError: () => metrics.ipamdError('pool_step'),
+    inProgress: metrics.inProgress,
+  });
+  return { maxEni, targets, limits, enis, pool };
+}

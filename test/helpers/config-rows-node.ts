@@ -1,0 +1,253 @@
+/**
+ * Config test rows (first part, in the env table's order): pool targets, the node, its
+ * networking, endpoints, sockets and the CNI install.
+ */
+import type { Row } from './config-row.js';
+
+export const NODE_ROWS: Row[] = [
+  {
+    name: 'WARM_ENI_TARGET',
+    key: 'warmEniTarget',
+    def: 1,
+    good: [
+      ['0', 0],
+      ['3', 3],
+      [' 2 ', 2],
+    ],
+    bad: ['abc', '-1', '1.5', '1e3', '0x10'],
+  },
+  {
+    name: 'WARM_IP_TARGET',
+    key: 'warmIpTarget',
+    def: undefined,
+    good: [
+      ['0', 0],
+      ['10', 10],
+    ],
+    bad: ['abc', '-3', '2.0'],
+  },
+  {
+    name: 'MINIMUM_IP_TARGET',
+    key: 'minimumIpTarget',
+    def: undefined,
+    good: [
+      ['0', 0],
+      ['30', 30],
+    ],
+    bad: ['x', '-1'],
+  },
+  {
+    name: 'ENABLE_PREFIX_DELEGATION',
+    key: 'enablePrefixDelegation',
+    def: false,
+    good: [
+      ['true', true],
+      ['TRUE', true],
+      ['1', true],
+      ['False', false],
+      ['0', false],
+    ],
+    bad: ['yes', 'on', '2'],
+  },
+  {
+    name: 'MAX_ENI',
+    key: 'maxEni',
+    def: undefined,
+    good: [
+      ['1', 1],
+      ['15', 15],
+    ],
+    bad: ['0', '-3', 'many'],
+  },
+  {
+    name: 'IP_COOLDOWN_PERIOD',
+    key: 'ipCooldownMs',
+    def: 30_000,
+    good: [
+      ['0', 0],
+      ['45', 45_000],
+      ['0.5', 500],
+      ['2m', 120_000],
+    ],
+    bad: ['-1', 'soon', '5d'],
+  },
+  {
+    name: 'AWS_VPC_ENI_MTU',
+    key: 'eniMtu',
+    def: 9001,
+    good: [
+      ['576', 576],
+      ['1500', 1500],
+    ],
+    bad: ['575', '9002', 'big'],
+  },
+  {
+    name: 'AWS_VPC_K8S_CNI_VETHPREFIX',
+    key: 'vethPrefix',
+    def: 'eni',
+    good: [
+      ['veth', 'veth'],
+      ['a1', 'a1'],
+    ],
+    bad: ['eth', 'lo', 'vlan', 'toolong', 'ABC', 'a-b'],
+  },
+  { name: 'AWS_VPC_K8S_CNI_EXTERNALSNAT', key: 'externalSnat', def: false, good: [['true', true]], bad: ['maybe'] },
+  {
+    name: 'AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS',
+    key: 'excludeSnatCidrs',
+    def: [],
+    good: [
+      ['10.0.0.0/8, 192.168.0.0/16', ['10.0.0.0/8', '192.168.0.0/16']],
+      ['172.16.0.0/12,', ['172.16.0.0/12']],
+    ],
+    bad: ['10.0.0.0', '10.0.0.0/33', 'fd00::/8', '10.0.0.0/8,nope'],
+  },
+  { name: 'CLUSTER_NAME', key: 'clusterName', def: undefined, good: [['prod', 'prod']], bad: ['x'.repeat(257)] },
+  {
+    name: 'ADDITIONAL_ENI_TAGS',
+    key: 'additionalEniTags',
+    def: {},
+    good: [['{"team":"net","cost":""}', { team: 'net', cost: '' }]],
+    bad: [
+      'not json',
+      '[]',
+      '"s"',
+      '{"a":1}',
+      '{"aws:x":"1"}',
+      '{"AWS:x":"1"}',
+      '{"node.k8s.amazonaws.com/instance_id":"i"}',
+      '{"cluster.k8s.amazonaws.com/name":"c"}',
+      `{"${'k'.repeat(129)}":"v"}`,
+      `{"k":"${'v'.repeat(257)}"}`,
+    ],
+  },
+  {
+    name: 'DISABLE_LEAKED_ENI_CLEANUP',
+    key: 'disableLeakedEniCleanup',
+    def: false,
+    good: [['1', true]],
+    bad: ['nope'],
+  },
+  {
+    name: 'DISABLE_NETWORK_RESOURCE_PROVISIONING',
+    key: 'disableNetworkResourceProvisioning',
+    def: false,
+    good: [['true', true]],
+    bad: ['nope'],
+  },
+  { name: 'MY_NODE_NAME', key: 'nodeName', def: undefined, good: [['node-1', 'node-1']], bad: ['n'.repeat(254)] },
+  {
+    name: 'AWS_EC2_ENDPOINT',
+    key: 'ec2Endpoint',
+    def: undefined,
+    good: [['http://127.0.0.1:8080', 'http://127.0.0.1:8080']],
+    bad: ['ftp://x', 'localhost:80', 'not a url'],
+  },
+  {
+    name: 'AWS_EC2_METADATA_SERVICE_ENDPOINT',
+    key: 'imdsEndpoint',
+    def: 'http://169.254.169.254',
+    good: [['https://imds.local', 'https://imds.local']],
+    bad: ['169.254.169.254'],
+  },
+  {
+    name: 'CRI_RUNTIME_ENDPOINT',
+    key: 'criRuntimeEndpoint',
+    def: undefined,
+    good: [
+      ['unix:///run/containerd/containerd.sock', '/run/containerd/containerd.sock'],
+      ['/var/run/crio/crio.sock', '/var/run/crio/crio.sock'],
+    ],
+    bad: ['containerd.sock', 'tcp://1.2.3.4:5', 'unix://relative'],
+  },
+  {
+    name: 'AWS_VPC_K8S_CNI_LOGLEVEL',
+    key: 'logLevel',
+    def: 'info',
+    good: [
+      ['DEBUG', 'debug'],
+      ['trace', 'trace'],
+      ['Fatal', 'fatal'],
+    ],
+    bad: ['loud', 'warning'],
+  },
+  { name: 'ENI_IPAM_LOG_FORMAT', key: 'logFormat', def: 'json', good: [['pretty', 'pretty']], bad: ['xml'] },
+  {
+    name: 'ENI_IPAM_SOCKET',
+    key: 'socketPath',
+    def: '/var/run/eni-ipam/ipamd.sock',
+    good: [['/tmp/x.sock', '/tmp/x.sock']],
+    bad: ['x.sock'],
+  },
+  {
+    name: 'ENI_IPAM_CHECKPOINT_PATH',
+    key: 'checkpointPath',
+    def: '/var/run/eni-ipam/ipam.json',
+    good: [['/tmp/c.json', '/tmp/c.json']],
+    bad: ['c.json'],
+  },
+  {
+    name: 'ENI_IPAM_AWS_NODE_CHECKPOINT_PATH',
+    key: 'awsNodeCheckpointPath',
+    def: '/var/run/aws-node/ipam.json',
+    good: [['/tmp/a.json', '/tmp/a.json']],
+    bad: ['ipam.json'],
+  },
+  {
+    name: 'AWS_VPC_K8S_CNI_LOG_FILE',
+    key: 'logFile',
+    def: 'stdout',
+    good: [
+      ['stdout', 'stdout'],
+      ['/host/var/log/aws-routed-eni/ipamd.log', '/host/var/log/aws-routed-eni/ipamd.log'],
+    ],
+    bad: ['ipamd.log', '/var/log/', 'stderr'],
+  },
+  {
+    name: 'AWS_VPC_K8S_PLUGIN_LOG_FILE',
+    key: 'pluginLogFile',
+    def: '/var/log/aws-routed-eni/plugin.log',
+    good: [['/tmp/p.log', '/tmp/p.log']],
+    bad: ['stdout', 'plugin.log', '/var/log/'],
+  },
+  {
+    name: 'ENI_IPAM_LOG_FILE_MAX_SIZE',
+    key: 'logFileMaxSize',
+    def: '100M',
+    good: [
+      ['10k', '10K'],
+      ['1G', '1G'],
+    ],
+    bad: ['0M', '100', '1.5M', '10T'],
+  },
+  {
+    name: 'ENI_IPAM_LOG_FILE_MAX_FILES',
+    key: 'logFileMaxFiles',
+    def: 5,
+    good: [
+      ['1', 1],
+      ['20', 20],
+    ],
+    bad: ['0', '101', 'x'],
+  },
+  {
+    name: 'METRICS_BIND_ADDRESS',
+    key: 'metricsBindAddress',
+    def: ':61678',
+    good: [
+      ['0.0.0.0:9100', '0.0.0.0:9100'],
+      ['[::1]:80', '[::1]:80'],
+      ['localhost:0', 'localhost:0'],
+    ],
+    bad: ['61678', ':99999', 'a b:1', '::1:80'],
+  },
+  {
+    name: 'INTROSPECTION_BIND_ADDRESS',
+    key: 'introspectionBindAddress',
+    def: '127.0.0.1:61679',
+    good: [[':1', ':1']],
+    bad: ['127.0.0.1'],
+  },
+  { name: 'DISABLE_METRICS', key: 'disableMetrics', def: false, good: [['true', true]], bad: ['y'] },
+  { name: 'DISABLE_INTROSPECTION', key: 'disableIntrospection', def: false, good: [['1', true]], bad: ['y'] },
+];
