@@ -80,7 +80,12 @@ async function main(): Promise<void> {
   const cpu0 = process.cpuUsage();
   try {
     for (let i = 0; i < o.nodes; i++) {
-      const node = await createSimNode({ sim, subnetId: subnet.subnetId, instanceType: 'm5.large' });
+      const node = await createSimNode({
+        sim,
+        subnetId: subnet.subnetId,
+        instanceType: 'm5.large',
+        env: { ENI_IPAM_FAST_RESTART: process.env.ENI_IPAM_FAST_RESTART ?? 'true' },
+      });
       fleet.push({ node, client: ipamdClient(node.socket), pods: new Map(), startFailures: 0 });
     }
     // 1. Warm-up.

@@ -67,6 +67,7 @@ async function main(): Promise<void> {
       WARM_PREFIX_TARGET: '1',
       DISABLE_METRICS: 'false',
       METRICS_BIND_ADDRESS: '127.0.0.1:0',
+      ENI_IPAM_FAST_RESTART: 'true', // the restart figure is the fast path's
       MY_NODE_NAME: nodeName,
       KUBECONFIG: kubeconfig,
       ...(values['v8-defaults'] ? { ENI_IPAM_V8_DEFAULTS: 'false' } : {}),

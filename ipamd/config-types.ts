@@ -56,6 +56,8 @@ export interface IpamdConfig {
   imdsEniWaitMs: number;
   leakedEniSweepIntervalMs: number;
   leakedEniSweepJitterMs: number;
+  /** ENI_IPAM_FAST_RESTART: serve a same-boot restart from the cached inventory and checkpoint at once. */
+  fastRestart: boolean;
   restartConfirmJitterMs: number;
   awsNodeCheckpointPath: string;
   logFile: string;

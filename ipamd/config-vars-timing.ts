@@ -94,6 +94,13 @@ export const TIMING_VARS: VarSpec[] = [
     'The first leaked-ENI sweep starts after a random delay up to this, so nodes started together do not sweep in step.',
   ),
   v(
+    'ENI_IPAM_FAST_RESTART',
+    'fastRestart',
+    bool(),
+    'false',
+    'Experimental: a restart in the same boot serves from the cached ENI inventory (eni-inventory.json) and its own checkpoint without waiting for EC2 or the first evidence pass. Off by default until it passes the whole restart suite (see README, Restarts that cost no EC2 call).',
+  ),
+  v(
     'ENI_IPAM_RESTART_CONFIRM_JITTER',
     'restartConfirmJitterMs',
     duration(),

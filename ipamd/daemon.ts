@@ -67,7 +67,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     log,
     limitsCacheFile: path.join(path.dirname(config.checkpointPath), 'instance-limits.json'),
     // Same boot, ENIs unchanged: serve from the cached inventory, EC2 confirms in the background (startup/fast-start.ts).
-    ...(config.disableNetworkResourceProvisioning
+    ...(config.disableNetworkResourceProvisioning || !config.fastRestart
       ? {}
       : { inventoryCache: { file: path.join(path.dirname(config.checkpointPath), 'eni-inventory.json'), bootId } }),
     ec2Options: {
@@ -130,7 +130,8 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   // One kernel source for the evidence passes and for CNI GC (both check it before releasing).
   const kernel = new KernelSource(config.cniExecNetns ? { netnsPath: config.cniExecNetns } : {});
   // Our own checkpoint from this boot holds every acknowledged allocation: serve without waiting for the first evidence pass.
-  const serveAtOnce = load.kind === 'ok' && load.data.bootId === bootId && fromAwsNode?.kind !== 'imported';
+  const serveAtOnce =
+    config.fastRestart && load.kind === 'ok' && load.data.bootId === bootId && fromAwsNode?.kind !== 'imported';
   const evidence = await startEvidence({
     config,
     ds,

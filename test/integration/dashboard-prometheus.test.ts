@@ -250,9 +250,11 @@ test('every dashboard panel and alert rule returns data from a real Prometheus s
     (value('ADD failures by reason', 'A', { instance: instA, reason: 'subnet_full' }) ?? 0) > 0,
     'A: ADDs failed with subnet_full',
   );
+  // 0 right after a grow got InsufficientFreeAddressesInSubnet, or EC2's own count once a
+  // later describe ran (the restart's background confirm): 1 address no ENI can use alone.
   assert.ok(
-    results.get('Subnet free addresses/A')!.some((x) => x.value === 0),
-    "A's subnet shows 0 free addresses",
+    results.get('Subnet free addresses/A')!.some((x) => x.value <= 1),
+    "A's subnet shows at most 1 free address (exhausted)",
   );
   assert.equal(value('Releases frozen', 'A', { instance: instA }), 1, 'A: releases frozen');
   assert.equal(value('Releases frozen', 'A', { instance: instB }), 0, 'B: releases not frozen');

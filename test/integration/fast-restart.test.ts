@@ -27,7 +27,12 @@ async function setup(t: { after(fn: () => Promise<void>): void }) {
     sim,
     subnetId: subnet.subnetId,
     instanceType: 'm5.large',
-    env: { ENI_IPAM_RESTART_CONFIRM_JITTER: '100ms', WARM_IP_TARGET: '4', MINIMUM_IP_TARGET: '6' },
+    env: {
+      ENI_IPAM_FAST_RESTART: 'true',
+      ENI_IPAM_RESTART_CONFIRM_JITTER: '100ms',
+      WARM_IP_TARGET: '4',
+      MINIMUM_IP_TARGET: '6',
+    },
   });
   const c = ipamdClient(node.socket);
   t.after(async () => {
