@@ -38,7 +38,7 @@ import { startEvidence } from './startup/evidence.js';
 import { KernelSource } from './restore/kernel-source.js';
 import { openCheckpointState } from './startup/checkpoint-state.js';
 import { markAwsNodeCheckpointImported } from './startup/aws-node-import.js';
-import { confirmJitterMs, startInventoryCache } from './startup/fast-start.js';
+import { checkpointCoverage, confirmJitterMs, startInventoryCache } from './startup/fast-start.js';
 
 /** A running daemon. */
 export interface Daemon {
@@ -69,7 +69,13 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     // Same boot, ENIs unchanged: serve from the cached inventory, EC2 confirms in the background (startup/fast-start.ts).
     ...(config.disableNetworkResourceProvisioning || !config.fastRestart
       ? {}
-      : { inventoryCache: { file: path.join(path.dirname(config.checkpointPath), 'eni-inventory.json'), bootId } }),
+      : {
+          inventoryCache: {
+            file: path.join(path.dirname(config.checkpointPath), 'eni-inventory.json'),
+            bootId,
+            check: checkpointCoverage(config.checkpointPath, bootId),
+          },
+        }),
     ec2Options: {
       ratePerSecond: config.ec2RatePerSecond,
       burst: config.ec2Burst,

@@ -73,7 +73,15 @@ export interface DiscoverOptions {
    * instance and IMDS's ENI list, the start-up DescribeNetworkInterfaces is skipped and
    * the inventory comes from it (`source: 'cache'`). Omit: always describe.
    */
-  inventoryCache?: { file: string; bootId: string };
+  inventoryCache?: {
+    file: string;
+    bootId: string;
+    /**
+     * A further check of a cache that passed its own (IMDS, boot, instance): a reason to
+     * refuse it (the start then describes), or undefined to use it. Must not throw.
+     */
+    check?: (c: { managed: readonly Ec2Eni[]; limits: InstanceTypeLimits }) => Promise<string | undefined>;
+  };
 }
 
 /**
@@ -133,7 +141,8 @@ export async function discoverNode(o: DiscoverOptions): Promise<NodeInventory> {
         instanceId: instance.instanceId,
         imdsEnis,
       });
-      if (c.ok) {
+      const refused = c.ok ? await o.inventoryCache.check?.({ managed: c.managed, limits }) : undefined;
+      if (c.ok && refused === undefined) {
         o.log.info(
           { savedAt: c.savedAt, managed: c.managed.map((e) => e.eniId) },
           "discovered instance from this boot's ENI inventory cache; EC2 confirms it in the background",
@@ -151,7 +160,7 @@ export async function discoverNode(o: DiscoverOptions): Promise<NodeInventory> {
           source: 'cache',
         };
       }
-      o.log.info({ reason: c.reason }, 'ENI inventory cache not used; describing the ENIs');
+      o.log.info({ reason: c.ok ? refused : c.reason }, 'ENI inventory cache not used; describing the ENIs');
     }
     attached = await ec2.describeEnisByFilters(
       { 'attachment.instance-id': [instance.instanceId] },

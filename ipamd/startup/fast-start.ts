@@ -18,7 +18,9 @@ import type { ReconcileReport } from '../controller/eni-lifecycle/eni-reconcile.
 import type { Datastore } from '../datastore/datastore.js';
 import type { Logger } from '../log.js';
 import type { NodeInventory } from './discover.js';
-import { guardReleases, InventoryCacheWriter } from './inventory-cache.js';
+import { checkpointBoundsFor, readCheckpoint } from '../checkpoint/index.js';
+import type { Ec2Eni, InstanceTypeLimits } from '../cloud/ec2.js';
+import { guardReleases, InventoryCacheWriter, uncoveredAllocation } from './inventory-cache.js';
 
 /** The release-gate source held while the cached inventory is unconfirmed. */
 export const CONFIRM_GATE_SOURCE = 'ec2-confirm';
@@ -26,6 +28,36 @@ export const CONFIRM_GATE_SOURCE = 'ec2-confirm';
 /** A uniformly random delay in [0, maxMs) (ms), the confirm's start-up jitter. */
 export function confirmJitterMs(maxMs: number): number {
   return Math.floor(Math.random() * maxMs);
+}
+
+/**
+ * The checkpoint side of the cache check (discover.ts `inventoryCache.check`): the cache
+ * is refused — the start describes EC2, as on a first boot — unless the checkpoint at
+ * `checkpointPath` (read without changing anything on disk; bounds from `limits`) is
+ * readable, from boot `bootId`, and every allocation it holds is on an address the
+ * cached managed ENIs list (a secondary IP, or inside a /28 prefix). A held address the
+ * cache lacks (an ENI IMDS did not list yet, a lost write) would come back `pending`,
+ * not served to its pod. @returns the refusal, or undefined. Never throws.
+ */
+export function checkpointCoverage(
+  checkpointPath: string,
+  bootId: string,
+): (c: { managed: readonly Ec2Eni[]; limits: InstanceTypeLimits }) => Promise<string | undefined> {
+  return async ({ managed, limits }) => {
+    try {
+      const r = await readCheckpoint(checkpointPath, checkpointBoundsFor(limits.maxEnis, limits.ipv4PerEni));
+      if (r.kind === 'missing') return 'no checkpoint of this ipamd';
+      if (r.kind === 'corrupt') return `the checkpoint is unusable (${r.reason})`;
+      if (r.data.bootId !== bootId) return 'the checkpoint is from another boot';
+      const ip = uncoveredAllocation(
+        managed,
+        r.data.allocations.map((a) => a.ipv4),
+      );
+      return ip === undefined ? undefined : `the checkpoint holds ${ip}, which the file does not list`;
+    } catch (e) {
+      return `could not check the checkpoint against it (${(e as Error).message})`;
+    }
+  };
 }
 
 /** The running cache: `confirmed` is the first successful reconcile pass's observer. */

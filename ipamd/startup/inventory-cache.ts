@@ -12,12 +12,17 @@
  * unassign reserved, sent, or of unknown outcome) are left out, and {@link guardReleases}
  * rewrites the file without the addresses and ENIs an unassign or detach is about to
  * give back **before** that call leaves, so no restart can serve an address this ipamd
- * gave back. Additions reach the file on the next periodic write (a lagging file only
- * knows fewer addresses: the confirm adds them).
+ * gave back. An assign's answer is written to the file (fsync) before the caller gets the
+ * addresses, so before any of them can be handed out: every address a checkpoint of this
+ * boot holds is in the file (other additions, e.g. describes, reach it on the next periodic
+ * write; the confirm adds what a lagging file lacks).
  *
  * The file is ignored (slow start: the describe is awaited, as on a first boot) when it
  * is missing, unreadable or malformed, from another boot (`/proc/sys/kernel/random/boot_id`)
- * or instance, or when IMDS lists a different set of ENIs than it does.
+ * or instance, when IMDS lists a different set of ENIs than it does, or addresses on a
+ * managed ENI that it does not (see {@link readInventoryCache}); the caller also refuses it
+ * when the checkpoint holds an allocation whose address it does not list
+ * ({@link uncoveredAllocation}).
  */
 import { readFile, rm } from 'node:fs/promises';
 import writeFileAtomic from 'write-file-atomic';
@@ -25,6 +30,7 @@ import { z } from 'zod';
 import type { Ec2Api, Ec2Eni } from '../cloud/ec2.js';
 import type { ImdsEni } from '../cloud/imds.js';
 import type { Datastore } from '../datastore/datastore.js';
+import { expandPrefix } from '../datastore/prefixes.js';
 import type { Logger } from '../log.js';
 
 const EniSchema = z.object({
@@ -68,8 +74,11 @@ export type InventoryCacheRead =
 
 /**
  * Reads and checks the cache for this boot and instance against IMDS's ENI list: every
- * ENI IMDS lists must be in the file (managed or not) with the same MAC, and every ENI
- * of the file must be listed by IMDS. Never throws.
+ * ENI IMDS lists must be in the file (managed or not) with the same MAC, every ENI of the
+ * file must be listed by IMDS, and every secondary IP and /28 prefix IMDS lists on a
+ * managed ENI must be in the file (IMDS lags EC2, so it may list fewer, never rightly
+ * more: more means the file missed an assign, e.g. one whose answer a crash cut off, or
+ * an unassign IMDS has not caught up with; either way EC2 is asked). Never throws.
  */
 export async function readInventoryCache(
   file: string,
@@ -100,6 +109,18 @@ export async function readInventoryCache(
     if (!listed.has(id)) return { ok: false, reason: `the file lists ENI ${id} that IMDS does not` };
   if (!data.managed.some((e) => e.attachment?.deviceIndex === 0))
     return { ok: false, reason: 'no primary ENI in the file' };
+  const managed = new Map(data.managed.map((e) => [e.eniId, e]));
+  for (const i of want.imdsEnis) {
+    const c = managed.get(i.eniId);
+    if (!c) continue;
+    const ips = new Set([c.primaryIp, ...c.secondaryIps]);
+    const ip = i.localIpv4s.find((a) => !ips.has(a));
+    if (ip !== undefined) return { ok: false, reason: `IMDS lists IP ${ip} on ENI ${i.eniId} that the file does not` };
+    const prefixes = new Set(c.ipv4Prefixes);
+    const prefix = i.ipv4Prefixes.find((a) => !prefixes.has(a));
+    if (prefix !== undefined)
+      return { ok: false, reason: `IMDS lists prefix ${prefix} on ENI ${i.eniId} that the file does not` };
+  }
   return { ok: true, managed: data.managed as Ec2Eni[], unmanaged: data.unmanaged as Ec2Eni[], savedAt: data.savedAt };
 }
 
@@ -108,6 +129,29 @@ export interface InventoryExclusions {
   ips?: ReadonlySet<string>;
   prefixes?: ReadonlySet<string>;
   attachmentIds?: ReadonlySet<string>;
+}
+
+/** Addresses an assign answer just gave an ENI, written before the datastore holds them. */
+export interface InventoryAdditions {
+  eniId: string;
+  ips?: readonly string[];
+  prefixes?: readonly string[];
+}
+
+/**
+ * The first allocation of `allocations` (IPv4 addresses held by pods in a checkpoint)
+ * whose address is neither a secondary IP nor inside a /28 prefix of `managed`, or
+ * undefined when the file covers them all. Serving from a file that lacks a held address
+ * would restore that pod's allocation as pending (not served back to it) until EC2
+ * confirms: the start describes EC2 instead. Pure.
+ */
+export function uncoveredAllocation(managed: readonly Ec2Eni[], allocations: readonly string[]): string | undefined {
+  const ips = new Set<string>();
+  for (const e of managed) {
+    for (const ip of e.secondaryIps) ips.add(ip);
+    for (const p of e.ipv4Prefixes) for (const ip of expandPrefix(p)) ips.add(ip);
+  }
+  return allocations.find((ip) => !ips.has(ip));
 }
 
 /**
@@ -121,6 +165,7 @@ export function managedFromDatastore(
   described: ReadonlyMap<string, Ec2Eni>,
   now: number,
   exclude: InventoryExclusions = {},
+  add?: InventoryAdditions,
 ): Ec2Eni[] {
   const out: Ec2Eni[] = [];
   for (const info of ds.listEnis()) {
@@ -138,6 +183,10 @@ export function managedFromDatastore(
     const ipv4Prefixes = ds
       .eniPrefixes(info.eniId)
       .filter((p) => !releasingPrefixes.has(p) && !exclude.prefixes?.has(p));
+    if (add?.eniId === info.eniId) {
+      for (const ip of add.ips ?? []) if (!secondaryIps.includes(ip)) secondaryIps.push(ip);
+      for (const p of add.prefixes ?? []) if (!ipv4Prefixes.includes(p)) ipv4Prefixes.push(p);
+    }
     out.push({ ...base, secondaryIps, ipv4Prefixes });
   }
   return out;
@@ -209,8 +258,11 @@ export class InventoryCacheWriter {
     if (att !== undefined && this.detached.delete(att) && this.detached.size === 0) void this.write();
   }
 
-  /** Writes the file now (after any write in flight), leaving out `exclude`. Never throws. */
-  write(exclude?: InventoryExclusions): Promise<void> {
+  /**
+   * Writes the file now (after any write in flight), leaving out `exclude` and adding
+   * `add` (an assign's answer the datastore does not hold yet). Never throws.
+   */
+  write(exclude?: InventoryExclusions, add?: InventoryAdditions): Promise<void> {
     const run = async (): Promise<void> => {
       const now = Date.now();
       const sig = this.signature(now);
@@ -224,12 +276,12 @@ export class InventoryCacheWriter {
         bootId: this.o.bootId,
         instanceId: this.o.instanceId,
         savedAt: new Date(now).toISOString(),
-        managed: managedFromDatastore(this.o.ds, this.described, now, exclude),
+        managed: managedFromDatastore(this.o.ds, this.described, now, exclude, add),
         unmanaged: [...this.o.unmanaged],
       };
       try {
         await writeFileAtomic(this.o.file, JSON.stringify(data), { fsync: true, mode: 0o600 });
-        this.lastSignature = exclude ? '' : sig;
+        this.lastSignature = exclude || add ? '' : sig;
       } catch (e) {
         this.o.log.warn(
           { file: this.o.file, err: (e as Error).message },
@@ -262,13 +314,27 @@ export class InventoryCacheWriter {
  * Wraps `ec2`'s release calls (unassignIps, unassignPrefixes, detachEni) in place so that
  * each first has the cache rewritten without what it gives back (a detach: the cache
  * deleted until the ENI is deleted, see {@link InventoryCacheWriter.noteDetach}), and only
- * then goes to EC2. Returns `ec2`. Also feeds each successful describe by instance to the writer.
+ * then goes to EC2; and its assign calls (assignIps, assignPrefixes) so that EC2's answer
+ * is in the cache before the caller (who puts it into the datastore) gets it. Returns
+ * `ec2`. Also feeds each successful describe by instance to the writer.
  */
 export function guardReleases(ec2: Ec2Api, cache: InventoryCacheWriter): Ec2Api {
   const unassignIps = ec2.unassignIps.bind(ec2);
   const unassignPrefixes = ec2.unassignPrefixes.bind(ec2);
   const detachEni = ec2.detachEni.bind(ec2);
   const describe = ec2.describeEnisByFilters.bind(ec2);
+  const assignIps = ec2.assignIps.bind(ec2);
+  const assignPrefixes = ec2.assignPrefixes.bind(ec2);
+  ec2.assignIps = async (eniId, count) => {
+    const ips = await assignIps(eniId, count);
+    await cache.write(undefined, { eniId, ips });
+    return ips;
+  };
+  ec2.assignPrefixes = async (eniId, count) => {
+    const prefixes = await assignPrefixes(eniId, count);
+    await cache.write(undefined, { eniId, prefixes });
+    return prefixes;
+  };
   ec2.unassignIps = async (eniId, ips) => {
     await cache.write({ ips: new Set(ips) });
     return unassignIps(eniId, ips);

@@ -40,6 +40,8 @@ export const OUTAGE_ENV: NodeJS.ProcessEnv = {
   ENI_IPAM_GC_INTERVAL: '1s',
   ENI_IPAM_GC_GRACE: '2s',
   ENI_IPAM_POOL_INTERVAL: '200ms',
+  // With ENI_IPAM_FAST_RESTART, releases wait for EC2's confirm after a restart: within the damage window.
+  ENI_IPAM_RESTART_CONFIRM_JITTER: '500ms',
 };
 /** Live pods each scenario starts from. */
 export const LIVE_PODS = 12;

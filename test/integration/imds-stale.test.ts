@@ -22,6 +22,13 @@ import {
 } from '../helpers/lifecycle-node.js';
 import { waitFor } from '../helpers/wait.js';
 
+/**
+ * With ENI_IPAM_FAST_RESTART the first reconcile pass after a restart is EC2's confirm of
+ * the cached inventory, after a random delay up to this: kept well inside the IMDS lag,
+ * so that the pass still sees IMDS behind EC2 (the case under test).
+ */
+const CONFIRM_SOON = { ENI_IPAM_RESTART_CONFIRM_JITTER: '100ms' };
+
 async function nodeWithPods(t: TestContext, env: NodeJS.ProcessEnv = {}): Promise<LifecycleNode> {
   const n = await createLifecycleNode({ env: { WARM_IP_TARGET: '2', ENI_IPAM_ADD_WAIT_TIMEOUT: '15s', ...env } });
   t.after(() => n.close());
@@ -145,7 +152,7 @@ test('a freed IP IMDS still lists for 5 s is never handed out, also after a kill
     .filter((c) => c.action === 'UnassignPrivateIpAddresses')
     .flatMap((c) => listParam(c.params, 'PrivateIpAddress'));
   await n.h.ipamd!.kill9();
-  await n.start();
+  await n.start(CONFIRM_SOON);
   await waitFor(
     'a reconcile pass after the restart',
     async () => (await n.status()).eniLifecycle.lastReconcile?.ok === true,
@@ -176,7 +183,7 @@ test('at a restart, IPs IMDS does not list yet stay with their pods (EC2 confirm
   for (const id of extra) held.set(id, (await n.add(id)).ipv4_addr);
   await waitFor('the pool refilled', async () => (await n.status()).counts.available >= 2);
   await n.h.ipamd!.kill9();
-  await n.start();
+  await n.start(CONFIRM_SOON);
   await waitFor(
     'a reconcile pass after the restart',
     async () => (await n.status()).eniLifecycle.lastReconcile?.ok === true,
@@ -205,7 +212,7 @@ test('prefix delegation: at a restart, /28 prefixes IMDS does not list yet stay 
   const prefixes = ourEnisOrPrimary(n).flatMap((e) => e.ipv4Prefixes);
   assert.ok(prefixes.length >= 2, `pods span /28 prefixes: ${prefixes.join(', ')}`);
   await n.h.ipamd!.kill9();
-  await n.start();
+  await n.start(CONFIRM_SOON);
   await waitFor(
     'a reconcile pass after the restart',
     async () => (await n.status()).eniLifecycle.lastReconcile?.ok === true,

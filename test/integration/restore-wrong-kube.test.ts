@@ -145,9 +145,11 @@ test('g. both sources right → no false freeze; allocations whose DEL was lost 
   checkSafety(f, undefined);
   assert.equal(f.frozen, false, `no false freeze: ${JSON.stringify(f.reasons)}`);
   assert.deepEqual(
-    [...seen, ...f.reasonsSeen].filter((r) => !r.startsWith('startup')),
+    // `startup` (the first evidence pass) and `ec2-confirm` (ENI_IPAM_FAST_RESTART: until EC2 confirms the
+    // cached inventory) are restart freezes by design; any other reason would be a false one.
+    [...seen, ...f.reasonsSeen].filter((r) => !r.startsWith('startup') && !r.startsWith('ec2-confirm')),
     [],
-    'never frozen but for the first pass after the restart',
+    'never frozen but by the restart itself (first pass, EC2 confirm)',
   );
   assert.ok(g1Ms <= graceMs + intervalMs + slackMs, `the lost DEL's allocation released ${g1Ms} ms after the restart`);
   assert.ok(g2Ms <= graceMs + intervalMs + slackMs, `the dropped DEL's allocation released ${g2Ms} ms after its ADD`);

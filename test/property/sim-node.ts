@@ -112,6 +112,8 @@ export class SimNode {
       ENI_IPAM_HOST_NETWORK: 'false',
       DISABLE_METRICS: 'true',
       AWS_VPC_K8S_CNI_LOGLEVEL: mode === 'child' ? 'info' : 'error',
+      // As a child ipamd inherits it: in-process ones get the fast-restart switch from the environment too.
+      ...(process.env.ENI_IPAM_FAST_RESTART ? { ENI_IPAM_FAST_RESTART: process.env.ENI_IPAM_FAST_RESTART } : {}),
       ...extra,
     };
   }
