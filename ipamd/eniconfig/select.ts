@@ -39,8 +39,7 @@ export interface SelectionKeys {
 
 /** The node as last read: its labels and annotations, or why it cannot be read. */
 export type NodeFacts =
-  | { labels: Readonly<Record<string, string>>; annotations: Readonly<Record<string, string>> }
-  | { unreadable: string };
+  { labels: Readonly<Record<string, string>>; annotations: Readonly<Record<string, string>> } | { unreadable: string };
 
 /** The ENIConfig objects as last listed (name → object as the API returned it), or why they cannot be read. */
 export type EniConfigFacts = { byName: ReadonlyMap<string, unknown> } | { unreadable: string };
@@ -64,8 +63,7 @@ export function selectedName(
 
 /** The usable part of an ENIConfig, or why it is not usable. */
 export type EniConfigSpecCheck =
-  | { ok: true; subnetIds: string[]; securityGroupIds: string[] }
-  | { ok: false; reason: string };
+  { ok: true; subnetIds: string[]; securityGroupIds: string[] } | { ok: false; reason: string };
 
 const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 
@@ -111,7 +109,10 @@ export function checkEniConfigSpec(obj: unknown): EniConfigSpecCheck {
     }
   }
   if (sgs.length > MAX_SECURITY_GROUPS)
-    return { ok: false, reason: `it lists ${sgs.length} security groups (an ENI takes at most ${MAX_SECURITY_GROUPS})` };
+    return {
+      ok: false,
+      reason: `it lists ${sgs.length} security groups (an ENI takes at most ${MAX_SECURITY_GROUPS})`,
+    };
   return { ok: true, subnetIds: [...new Set(subnets)], securityGroupIds: sgs };
 }
 
@@ -140,7 +141,12 @@ export function selectEniConfig(keys: SelectionKeys, node: NodeFacts, configs: E
     return { state: 'missing', name, selectedBy, reason: `ENIConfig "${name}" (${selectedBy}) does not exist` };
   const spec = checkEniConfigSpec(obj);
   if (!spec.ok)
-    return { state: 'invalid', name, selectedBy, reason: `ENIConfig "${name}" (${selectedBy}) is invalid: ${spec.reason}` };
+    return {
+      state: 'invalid',
+      name,
+      selectedBy,
+      reason: `ENIConfig "${name}" (${selectedBy}) is invalid: ${spec.reason}`,
+    };
   return { state: 'ok', name, selectedBy, subnetIds: spec.subnetIds, securityGroupIds: spec.securityGroupIds };
 }
 
@@ -158,4 +164,17 @@ export function selectionRefusal(s: EniConfigSelection): string | undefined {
         ? `custom networking: ${what} is invalid`
         : `custom networking: ${what} is not known yet`;
   return `${lead}: ${s.reason}; no ENI is created until it is fixed`;
+}
+
+/** Why the ENIConfig forbids creating ENIs, as the pool controller and the node condition classify it. */
+export type EniConfigBlock = {
+  kind: 'eniconfig_missing' | 'eniconfig_invalid' | 'eniconfig_unknown';
+  reason: string;
+};
+
+/** {@link selectionRefusal} with its kind, or undefined when `s` allows creations. */
+export function selectionBlock(s: EniConfigSelection): EniConfigBlock | undefined {
+  const reason = selectionRefusal(s);
+  if (reason === undefined || s.state === 'ok' || s.state === 'off') return undefined;
+  return { kind: `eniconfig_${s.state}`, reason };
 }

@@ -103,7 +103,8 @@ class WatchedList {
         // Readable again once the list's objects are in the cache (ListWatch inserts them after this returns).
         setImmediate(() => {
           if (this.stopped || this.lw !== lw) return;
-          if (this.error !== undefined && this.logged) this.o.log.info({ what: this.what }, 'ENIConfig source: readable again');
+          if (this.error !== undefined && this.logged)
+            this.o.log.info({ what: this.what }, 'ENIConfig source: readable again');
           this.error = undefined;
           this.logged = false;
           this.backoffMs = 0;
@@ -114,7 +115,14 @@ class WatchedList {
         clearTimeout(t);
       }
     };
-    const lw = new ListWatch<KubernetesObject>(this.path, new Watch(this.kc), listed, false, undefined, this.fieldSelector);
+    const lw = new ListWatch<KubernetesObject>(
+      this.path,
+      new Watch(this.kc),
+      listed,
+      false,
+      undefined,
+      this.fieldSelector,
+    );
     const changed = () => {
       if (this.lw === lw) this.o.changed();
     };
@@ -136,7 +144,10 @@ class WatchedList {
     this.backoffMs = Math.min(this.backoffMs ? this.backoffMs * 2 : this.o.retryMinMs, this.o.retryMaxMs);
     if (!this.logged) {
       this.logged = true;
-      this.o.log.warn({ err: this.error, retryInMs: this.backoffMs }, 'ENIConfig source: cannot read; no ENI is created meanwhile');
+      this.o.log.warn(
+        { err: this.error, retryInMs: this.backoffMs },
+        'ENIConfig source: cannot read; no ENI is created meanwhile',
+      );
     }
     this.o.changed();
     this.timer = setTimeout(() => this.open(), this.backoffMs);

@@ -5,7 +5,7 @@
  */
 import type { IpamdConfig } from '../config.js';
 import { EniManager, type EniManagerOptions } from '../controller/eni-lifecycle/eni-manager.js';
-import { PoolController } from '../controller/pool-loop/pool-controller.js';
+import { PoolController, type PoolControllerOptions } from '../controller/pool-loop/pool-controller.js';
 import type { ReleaseGate } from '../controller/release/release-gate.js';
 import type { Datastore } from '../datastore/datastore.js';
 import type { Logger } from '../log.js';
@@ -45,6 +45,8 @@ export function buildPool(p: {
   unit: PoolTargets['unit'];
   adoption: AdoptionPlan;
   setupEni?: NonNullable<EniManagerOptions['beforeEniUsable']>;
+  /** Custom networking: why no ENI may be created now (the ENIConfig), or undefined. */
+  eniCreationRefused?: PoolControllerOptions['eniCreationRefused'];
 }): PoolWiring {
   const { config, inv, ds, gate, log, metrics, unit, adoption } = p;
   const maxEni = Math.min(config.maxEni ?? inv.limits.maxEnis, inv.limits.maxEnis);
@@ -99,6 +101,7 @@ export function buildPool(p: {
     onSubnetFull: (subnetId) => metrics.subnetFree(subnetId, 0),
     onStepError: () => metrics.ipamdError('pool_step'),
     inProgress: metrics.inProgress,
+    ...(p.eniCreationRefused ? { eniCreationRefused: p.eniCreationRefused } : {}),
   });
   return { maxEni, targets, limits, enis, pool };
 }

@@ -49,7 +49,16 @@ export interface GrowExecutorOptions {
   onGrowFailed?: (kind: GrowFailureKind) => void;
   /** Told when EC2 answered that the subnet has no free addresses (metrics: its free count is 0). */
   onSubnetFull?: (subnetId: string) => void;
+  /**
+   * Why no ENI may be created now (custom networking without a usable ENIConfig), or
+   * undefined. Asked before every creation; a refusal launches none and blocks the refill
+   * that needs one (waiting ADDs fail with the reason). Memory only; must not throw.
+   */
+  eniCreationRefused?: () => { kind: EniConfigBlockKind; reason: string } | undefined;
 }
+
+/** Why the ENIConfig forbids creating ENIs: it is missing, invalid, or not known (the API cannot be read). */
+export type EniConfigBlockKind = 'eniconfig_missing' | 'eniconfig_invalid' | 'eniconfig_unknown';
 
 /** Kind of a grow failure: the subnet is full, an ENI limit binds, EC2 throttled, or another EC2/network error. */
 export type GrowFailureKind = 'subnet_full' | 'eni_limit' | 'throttled' | 'ec2_error';
@@ -108,11 +117,23 @@ export class GrowExecutor {
     return this.blockedKindNow(short)?.reason;
   }
 
-  /** {@link blockedNow} with its kind: `subnet_full` while paused, `eni_limit` when the plan cannot place one more address. */
-  blockedKindNow(short: number): { kind: 'subnet_full' | 'eni_limit'; reason: string } | undefined {
+  /**
+   * {@link blockedNow} with its kind: `subnet_full` while paused, `eni_limit` when the plan
+   * cannot place one more address, `eniconfig_*` when only a new ENI could and the ENIConfig forbids creating one.
+   */
+  blockedKindNow(
+    short: number,
+  ): { kind: 'subnet_full' | 'eni_limit' | EniConfigBlockKind; reason: string } | undefined {
     if (this.o.now() < this.pausedUntil) return { kind: 'subnet_full', reason: this.pauseReason };
     const plan = this.plan(1);
-    return short + 1 - plan.unmet >= 1 ? undefined : { kind: 'eni_limit', reason: this.reason(plan) };
+    if (short + 1 - plan.unmet < 1) return { kind: 'eni_limit', reason: this.reason(plan) };
+    const onExisting = plan.assign.some((a) => !a.eniId.startsWith(PHANTOM) && a.count > 0) || this.creations.size > 0;
+    return onExisting ? undefined : this.refusal(plan);
+  }
+
+  /** The ENIConfig refusal when `plan` needs a new ENI, else undefined. */
+  private refusal(plan: GrowPlan): { kind: EniConfigBlockKind; reason: string } | undefined {
+    return plan.createEnis.length > 0 ? this.o.eniCreationRefused?.() : undefined;
   }
 
   /**
@@ -127,7 +148,9 @@ export class GrowExecutor {
     // An attached ENI not adopted yet (IMDS lag) comes first; after a failed creation, back off.
     const held = this.o.now() < this.createHoldUntil;
     if (held && this.createHoldReason && plan.createEnis.length > 0) blocked = this.createHoldReason;
-    const mayCreate = enis.awaitingAdoption().length === 0 && !held;
+    const refused = this.refusal(plan);
+    if (refused) blocked = refused.reason;
+    const mayCreate = enis.awaitingAdoption().length === 0 && !held && !refused;
     const creates = mayCreate ? plan.createEnis.slice(0, Math.max(targets.maxEni - enis.attachedCount(), 0)) : [];
     // Demand placed on ENIs still being created is assigned once they are attached (the re-plan after each creation).
     const assigns = plan.assign.filter((a) => !a.eniId.startsWith(PHANTOM));
