@@ -13,7 +13,7 @@ import { instanceTypeInfo } from '../../ipamd/cloud/instance-types.js';
 import { EniManager } from '../../ipamd/controller/eni-lifecycle/eni-manager.js';
 import { EniReconciler } from '../../ipamd/controller/eni-lifecycle/eni-reconcile.js';
 import { LeakedEniSweeper } from '../../ipamd/controller/eni-lifecycle/leak-sweep.js';
-import { GrowExecutor } from '../../ipamd/controller/pool-loop/grow-executor.js';
+import { GrowExecutor, type GrowExecutorOptions } from '../../ipamd/controller/pool-loop/grow-executor.js';
 import { ShrinkExecutor } from '../../ipamd/controller/pool-loop/shrink-executor.js';
 import { ReleaseGate } from '../../ipamd/controller/release/release-gate.js';
 import { SurplusTracker, type PoolTargets } from '../../ipamd/pool/index.js';
@@ -36,6 +36,10 @@ export interface KitOptions {
   minEniAgeMs?: number;
   /** IMDS lists nothing (default: it lists what EC2 shows attached). */
   imdsBlind?: boolean;
+  /** Custom networking: false = the primary ENI serves no new pod (default true). */
+  primaryServesNewPods?: boolean;
+  /** Custom networking: why no ENI may be created now (GrowExecutorOptions.eniCreationRefused). */
+  eniCreationRefused?: GrowExecutorOptions['eniCreationRefused'];
 }
 
 /** A node's controller parts over the in-memory EC2. */
@@ -60,7 +64,7 @@ export function executorKit(o: KitOptions = {}) {
   const unit = o.targets?.unit ?? 'ip';
   const targets: PoolTargets = { warmEniTarget: 0, maxEni: type.maxEnis, ...(o.targets ?? { warmIpTarget: 2 }) };
   const log = pino({ level: 'silent' });
-  const ds = new Datastore(o.cooldownMs ?? 0, unit);
+  const ds = new Datastore(o.cooldownMs ?? 0, unit, { primaryServesNewPods: o.primaryServesNewPods ?? true });
   const primary = ec2.state.enis.get(inst.primaryEniId)!;
   ds.upsertEni({
     eniId: primary.networkInterfaceId,
@@ -111,6 +115,7 @@ export function executorKit(o: KitOptions = {}) {
     onCreationDone: () => {
       creationsDone++;
     },
+    ...(o.eniCreationRefused ? { eniCreationRefused: o.eniCreationRefused } : {}),
   });
   const shrinker = new ShrinkExecutor({
     ds,
