@@ -141,12 +141,17 @@ export class CloudModel {
   /**
    * CreateNetworkInterface: a new `available` ENI with a primary IP, optional secondary
    * IPs / prefixes and tags. All or nothing: on failure no address stays taken.
-   * @throws Ec2ApiError InvalidSubnetID.NotFound, InvalidParameterValue,
+   * Security group ids must look like `sg-` + lower-case letters and digits (any such id is accepted:
+   * the sim keeps no group list); none given = the VPC's default group.
+   * @throws Ec2ApiError InvalidSubnetID.NotFound, InvalidGroupId.Malformed, InvalidParameterValue,
    * PrivateIpAddressLimitExceeded, InsufficientFreeAddressesInSubnet, InsufficientCidrBlocks.
    */
   createEni(p: CreateEniInput): Eni {
     const subnet = this.state.subnets.get(p.subnetId);
     if (!subnet) throw new Ec2ApiError('InvalidSubnetID.NotFound', `The subnet ID '${p.subnetId}' does not exist`);
+    const badGroup = p.securityGroupIds?.find((g) => !/^sg-[0-9a-z]+$/.test(g));
+    if (badGroup !== undefined)
+      throw new Ec2ApiError('InvalidGroupId.Malformed', `Invalid id: "${badGroup}" (expecting "sg-...")`);
     const nIps = (p.secondaryCount ?? 0) + (p.secondaryIps?.length ?? 0);
     const nPrefixes = (p.prefixCount ?? 0) + (p.prefixes?.length ?? 0);
     if (nIps > 0 && nPrefixes > 0)
