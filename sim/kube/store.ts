@@ -1,5 +1,6 @@
 /**
- * In-memory object store of the Kubernetes API stand-in: pods and nodes, one global
+ * In-memory object store of the Kubernetes API stand-in: pods, nodes, events, namespaces
+ * and ENIConfigs (crd.k8s.amazonaws.com/v1alpha1), one global
  * resourceVersion counter (a decimal string that only grows, as etcd's revision), a
  * bounded history of watch events so a watch can resume from a resourceVersion, and
  * watch subscribers. Follows the resourceVersion rules in
@@ -16,7 +17,7 @@ import {
 } from './objects.js';
 
 /** Resources the stand-in serves. */
-export type Resource = 'pods' | 'nodes' | 'events' | 'namespaces';
+export type Resource = 'pods' | 'nodes' | 'events' | 'namespaces' | 'eniconfigs';
 
 /** Namespaced resources (the others are cluster-scoped). */
 export const NAMESPACED: ReadonlySet<Resource> = new Set(['pods', 'events']);
@@ -48,6 +49,7 @@ export class KubeStore {
     nodes: new Map(),
     events: new Map(),
     namespaces: new Map(),
+    eniconfigs: new Map(),
   };
   private readonly history: StoreEvent[] = [];
   /** resourceVersion of the newest event dropped from history (0: none dropped). */
