@@ -134,7 +134,7 @@ export class KubeStore {
 
   /**
    * Creates a node if it does not exist (a no-op otherwise), or, given `containerRuntimeVersion`,
-   * creates it or replaces its runtime version (MODIFIED, same uid).
+   * creates it or replaces its runtime version (MODIFIED, same uid, labels, annotations and spec kept).
    */
   upsertNode(name: string, containerRuntimeVersion?: string): void {
     const key = objectKey(undefined, name);
@@ -148,6 +148,12 @@ export class KubeStore {
       old?.metadata.creationTimestamp ?? nowTimestamp(),
       containerRuntimeVersion,
     );
+    // a runtime version change keeps what was set on the node (labels, annotations, taints)
+    if (old) {
+      node.metadata = { ...node.metadata, labels: { ...old.metadata.labels } };
+      if (old.metadata.annotations) node.metadata.annotations = { ...old.metadata.annotations };
+      node.spec = old.spec;
+    }
     this.commit('nodes', key, node, old ? 'MODIFIED' : 'ADDED', rv);
   }
 

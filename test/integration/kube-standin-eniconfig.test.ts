@@ -4,7 +4,7 @@
  * (discovery, get, apply create/configure, delete, schema errors, watch) and
  * @kubernetes/client-node (list/get/watch through CustomObjectsApi and Watch with
  * resourceVersion and label selectors), plus node label/annotation changes reaching a node
- * watcher. The kubectl tests are skipped with a message when kubectl is not installed
+ * watcher, and the test kit building such a node. The kubectl tests are skipped with a message when kubectl is not installed
  * (scripts/ensure-deps.sh --containerd installs Debian's kubernetes-client).
  */
 import { test } from 'node:test';
@@ -15,7 +15,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { CustomObjectsApi, KubeConfig, Watch } from '@kubernetes/client-node';
+import { vpcCidrBlocks } from '../../sim/index.js';
 import { KubeApiStandIn } from '../../sim/kube/index.js';
+import { buildNode } from '../kit/node.js';
 import { waitFor } from '../helpers/wait.js';
 
 const run = promisify(execFile);
@@ -218,4 +220,43 @@ test('node label and annotation changes reach a node watcher', async (t) => {
   assert.deepEqual(((await none.json()) as { items: unknown[] }).items, []);
   const bad = await fetch(`${api.url}/api/v1/nodes?labelSelector=${encodeURIComponent('a b c')}`);
   assert.equal(bad.status, 400);
+});
+
+test('the kit builds a custom-networking node: secondary VPC block, tagged subnets, node labels, ENIConfigs', async (t) => {
+  const n = await buildNode({
+    vpcCidrs: ['100.64.0.0/16'],
+    subnetTags: { 'kubernetes.io/role/cni': '0' },
+    extraSubnets: [
+      { cidr: '100.64.0.0/19', tags: { 'kubernetes.io/role/cni': '1' } },
+      { cidr: '100.64.32.0/19', availabilityZone: 'us-west-2b' },
+    ],
+    kube: {
+      labels: { 'topology.kubernetes.io/zone': 'us-west-2a' },
+      annotations: { note: 'x' },
+      eniConfigs: { 'us-west-2a': { subnet: 'subnet-x', securityGroups: ['sg-1', 'sg-2'] } },
+    },
+  });
+  t.after(() => n.close());
+  assert.deepEqual(vpcCidrBlocks(n.sim.state), ['10.0.0.0/16', '100.64.0.0/16']);
+  assert.deepEqual(
+    n.extraSubnets.map((s) => [s.cidr, s.availabilityZone, s.tags]),
+    [
+      ['100.64.0.0/19', 'us-west-2a', { 'kubernetes.io/role/cni': '1' }],
+      ['100.64.32.0/19', 'us-west-2b', {}],
+    ],
+  );
+  assert.deepEqual(n.sim.state.subnets.get(n.subnetId)!.tags, { 'kubernetes.io/role/cni': '0' });
+  assert.deepEqual(n.kube!.getObject('eniconfigs', undefined, 'us-west-2a')!.spec, {
+    subnet: 'subnet-x',
+    securityGroups: ['sg-1', 'sg-2'],
+  });
+  // a later runtime-version update (withContainerd does one) keeps the labels and annotations
+  n.kube!.upsertNode(n.nodeName!, 'containerd://2.0.0');
+  const node = n.kube!.getObject('nodes', undefined, n.nodeName!)!;
+  assert.equal(node.metadata.labels!['topology.kubernetes.io/zone'], 'us-west-2a');
+  assert.equal(node.metadata.annotations!.note, 'x');
+  assert.equal(
+    (node.status as { nodeInfo: { containerRuntimeVersion: string } }).nodeInfo.containerRuntimeVersion,
+    'containerd://2.0.0',
+  );
 });

@@ -8,7 +8,7 @@
  *   custom networking and subnet discovery, `vpcCidrs` (secondary VPC blocks),
  *   `extraSubnets` (tagged, any zone) and `subnetTags`;
  * - `kube`: the Kubernetes API stand-in (sim/kube) with a kubeconfig in the dir and the
- *   node registered;
+ *   node registered (with labels/annotations), and ENIConfigs;
  * - `cri`: the CRI runtime stand-in (sim/cri), for nodes without containerd;
  * - `netns`: a named "node" network namespace (the real host stays untouched).
  *
@@ -22,7 +22,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { SimCloud, vpcCidrBlocks, type Subnet } from '../../sim/index.js';
 import { startCriStandIn, type CriStandIn, type CriStandInOptions } from '../../sim/cri/index.js';
-import { KubeApiStandIn } from '../../sim/kube/index.js';
+import { KubeApiStandIn, type EniConfigSpec } from '../../sim/kube/index.js';
 import { startContainerd, type Containerd, type ContainerdOptions } from '../helpers/containerd.js';
 import { cleanupStack, type CleanupStack } from '../helpers/cleanup-stack.js';
 import { CriTestClient } from '../helpers/cri-client.js';
@@ -48,8 +48,17 @@ export interface NodeOptions {
   dirPrefix?: string;
   /** Keep the temp dir on close (a post-mortem). Default false. */
   keepDir?: boolean;
-  /** Start the Kubernetes API stand-in, write `<dir>/kubeconfig` and register node `nodeName` (default node-1). */
-  kube?: { nodeName?: string };
+  /**
+   * Start the Kubernetes API stand-in, write `<dir>/kubeconfig` and register node `nodeName`
+   * (default node-1) with extra `labels` / `annotations` (e.g. the ENIConfig selector), and
+   * the ENIConfigs `eniConfigs` (name → spec: `subnet`, `subnets`, `securityGroups`).
+   */
+  kube?: {
+    nodeName?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    eniConfigs?: Record<string, EniConfigSpec>;
+  };
   /** Start the CRI stand-in (sim/cri) with these options (socket default: `<dir>/cri.sock`). */
   cri?: CriStandInOptions;
   /** Create a named node network namespace called `<netns>-<pid>-<n>`. */
@@ -122,6 +131,12 @@ export async function buildNode(o: NodeOptions = {}): Promise<KitNode> {
       n.kubeconfig = path.join(dir, 'kubeconfig');
       await kube.writeKubeconfig(n.kubeconfig);
       kube.upsertNode(n.nodeName);
+      if (o.kube.labels || o.kube.annotations)
+        kube.setNodeMetadata(n.nodeName, {
+          ...(o.kube.labels ? { labels: o.kube.labels } : {}),
+          ...(o.kube.annotations ? { annotations: o.kube.annotations } : {}),
+        });
+      for (const [name, spec] of Object.entries(o.kube.eniConfigs ?? {})) kube.upsertEniConfig(name, spec);
     }
     if (o.cri) {
       const cri = await startCriStandIn({ socketPath: path.join(dir, 'cri.sock'), ...o.cri });
