@@ -7,7 +7,8 @@
  * that history was already compacted), then live changes, until `timeoutSeconds`.
  */
 import type { ServerResponse } from 'node:http';
-import { buildStatus, KIND_OF, type KubeObject } from './objects.js';
+import { matchesLabels, type LabelRequirement } from './label-selectors.js';
+import { API_VERSION_OF, buildStatus, KIND_OF, type KubeObject } from './objects.js';
 import { matchesFields, type FieldTerm } from './selectors.js';
 import type { KubeStore, Resource, StoreEvent } from './store.js';
 
@@ -17,6 +18,12 @@ export interface WatchRequest {
   /** Only objects in this namespace (namespaced list paths). */
   namespace?: string;
   terms: FieldTerm[];
+  /**
+   * Label requirements (`labelSelector`); default none. An object that stops (or starts)
+   * matching on a change is sent as that change's MODIFIED only if it matches after it
+   * (the real API turns such transitions into DELETED/ADDED; no caller here relies on that).
+   */
+  labels?: LabelRequirement[];
   /** The `resourceVersion` query parameter ('' when absent). */
   resourceVersion: string;
   /** `timeoutSeconds` (s); undefined: until the client or the stand-in ends it. */
@@ -70,7 +77,9 @@ export function serveWatch(store: KubeStore, w: WatchRequest, res: ServerRespons
     initial = evs;
   }
   const matches = (o: KubeObject) =>
-    (w.namespace === undefined || o.metadata.namespace === w.namespace) && matchesFields(w.resource, w.terms, o);
+    (w.namespace === undefined || o.metadata.namespace === w.namespace) &&
+    matchesFields(w.resource, w.terms, o) &&
+    matchesLabels(w.labels ?? [], o);
   const send = (type: string, object: unknown) => res.write(JSON.stringify({ type, object }) + '\n');
   const write = (type: string, object: KubeObject) => send(type, w.transform ? w.transform(object) : object);
 
@@ -93,7 +102,11 @@ export function serveWatch(store: KubeStore, w: WatchRequest, res: ServerRespons
   const bookmark = w.allowBookmarks
     ? setInterval(
         () =>
-          send('BOOKMARK', { kind, apiVersion: 'v1', metadata: { resourceVersion: String(store.resourceVersion) } }),
+          send('BOOKMARK', {
+            kind,
+            apiVersion: API_VERSION_OF[w.resource],
+            metadata: { resourceVersion: String(store.resourceVersion) },
+          }),
         w.bookmarkIntervalMs,
       )
     : undefined;
