@@ -4,7 +4,9 @@
  * reverse order even when a later part fails to start.
  *
  * - always: a temp dir and an EC2 instance in the simulated cloud (EC2 + IMDS on
- *   loopback), a fresh {@link SimCloud} with one subnet unless `sim` shares one;
+ *   loopback), a fresh {@link SimCloud} with one subnet unless `sim` shares one; for
+ *   custom networking and subnet discovery, `vpcCidrs` (secondary VPC blocks),
+ *   `extraSubnets` (tagged, any zone) and `subnetTags`;
  * - `kube`: the Kubernetes API stand-in (sim/kube) with a kubeconfig in the dir and the
  *   node registered;
  * - `cri`: the CRI runtime stand-in (sim/cri), for nodes without containerd;
@@ -18,7 +20,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { SimCloud } from '../../sim/index.js';
+import { SimCloud, vpcCidrBlocks, type Subnet } from '../../sim/index.js';
 import { startCriStandIn, type CriStandIn, type CriStandInOptions } from '../../sim/cri/index.js';
 import { KubeApiStandIn } from '../../sim/kube/index.js';
 import { startContainerd, type Containerd, type ContainerdOptions } from '../helpers/containerd.js';
@@ -34,6 +36,12 @@ export interface NodeOptions {
   subnetId?: string;
   /** CIDR of the new subnet (default 10.0.0.0/24). */
   subnetCidr?: string;
+  /** Tags of the node's new subnet (e.g. `{ 'kubernetes.io/role/cni': '0' }`); ignored with `subnetId`. */
+  subnetTags?: Record<string, string>;
+  /** Secondary VPC CIDR blocks to associate first (e.g. `['100.64.0.0/16']`); blocks the VPC already has are skipped. */
+  vpcCidrs?: string[];
+  /** More subnets, in any zone of the region and tagged, made before the instance; returned in order as `extraSubnets`. */
+  extraSubnets?: Array<{ cidr: string; availabilityZone?: string; tags?: Record<string, string> }>;
   /** EC2 instance type (default m5.large: 3 ENIs x 10 IPv4). */
   instanceType?: string;
   /** Prefix of the temp dir's name (default `eni-ipam-node-`). */
@@ -52,6 +60,8 @@ export interface NodeOptions {
 export interface KitNode {
   sim: SimCloud;
   subnetId: string;
+  /** The subnets made from `extraSubnets`, in the same order. */
+  extraSubnets: Subnet[];
   instanceId: string;
   /** The instance's primary private IPv4. */
   nodeIp: string;
@@ -88,11 +98,15 @@ export async function buildNode(o: NodeOptions = {}): Promise<KitNode> {
       cleanups.push(() => own.stop());
       sim = own;
     }
-    const subnetId = o.subnetId ?? sim.addSubnet({ cidr: o.subnetCidr ?? '10.0.0.0/24' }).subnetId;
+    for (const c of o.vpcCidrs ?? []) if (!vpcCidrBlocks(sim.state).includes(c)) sim.addVpcCidr(c);
+    const subnetId =
+      o.subnetId ?? sim.addSubnet({ cidr: o.subnetCidr ?? '10.0.0.0/24', tags: o.subnetTags ?? {} }).subnetId;
+    const extraSubnets = (o.extraSubnets ?? []).map((x) => sim.addSubnet(x));
     const inst = sim.launchInstance({ instanceType: o.instanceType ?? 'm5.large', subnetId });
     const n: KitNode = {
       sim,
       subnetId,
+      extraSubnets,
       instanceId: inst.instanceId,
       nodeIp: inst.privateIpAddress,
       dir,
