@@ -72,6 +72,8 @@ export function buildPool(p: {
     },
     ...(p.eniConfig ? { selection: p.eniConfig } : {}),
     discovery: config.enableSubnetDiscovery,
+    // What a full new ENI takes from its subnet: its primary IP plus every slot (a /28 is 16 addresses).
+    perEniAddresses: 1 + (inv.limits.ipv4PerEni - 1) * (config.enablePrefixDelegation ? 16 : 1),
     log,
     onDescribed: (s) => metrics.subnetFree(s.subnetId, s.availableIps),
     onExhausted: (subnetId, exhausted) => metrics.subnetExhausted(subnetId, exhausted),

@@ -12,6 +12,7 @@ import { afterEach, beforeEach, mock, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { executorKit, type ExecutorKit } from '../helpers/executor-kit.js';
 import { CNI_ROLE_TAG } from '../../ipamd/controller/eni-lifecycle/subnet-placement.js';
+import { SubnetPlacement } from '../../ipamd/controller/eni-lifecycle/subnet-placement-source.js';
 
 beforeEach(() => mock.timers.enable({ apis: ['setTimeout', 'setInterval'] }));
 afterEach(() => mock.timers.reset());
@@ -149,4 +150,34 @@ test('without discovery the node subnet alone: a full subnet blocks with the sin
   );
   assert.equal(k.ec2.count('DescribeSubnets'), 0, 'no DescribeSubnets without discovery');
   assert.ok(!k.allEnis().some((e) => e.subnetId === other.subnetId));
+});
+
+test('creations planned in parallel from one describe spread by most free; one DescribeSubnets for both', async () => {
+  const k = executorKit({ targets: { warmIpTarget: 2 }, discovery: true });
+  const tag = { [CNI_ROLE_TAG]: '1', other: 'x' };
+  const a = k.ec2.addSubnet('10.0.64.0/26', { tags: tag }); // 59 free
+  const b = k.ec2.addSubnet('10.0.65.0/26', { tags: tag });
+  k.ec2.state.subnets.get(b.subnetId)!.addresses.allocate(4); // 55 free
+  k.ec2.model.createTags([k.subnetId], { [CNI_ROLE_TAG]: '0' });
+  const placement = new SubnetPlacement({
+    ec2: k.ec2,
+    node: {
+      subnetId: k.subnetId,
+      cidr: '10.0.0.0/24',
+      vpcId: k.ec2.state.vpcId,
+      availabilityZone: 'us-west-2a',
+      securityGroupIds: [],
+    },
+    discovery: true,
+    perEniAddresses: 10,
+    log: k.log,
+    now: k.clock.now,
+  });
+  const [p1, p2, p3] = await Promise.all([placement.plan(), placement.plan(), placement.plan()]);
+  const first = (p: typeof p1) => (p.ok ? p.candidates[0]!.subnetId : p.reason);
+  assert.deepEqual([first(p1), first(p2), first(p3)], [a.subnetId, b.subnetId, a.subnetId], '59 → 49 < 55 → 45 < 49');
+  assert.equal(k.ec2.count('DescribeSubnets'), 1);
+  for (const p of [p1, p2, p3]) placement.release(first(p));
+  const again = await placement.plan();
+  assert.equal(first(again), a.subnetId, 'released: the reservations are gone');
 });

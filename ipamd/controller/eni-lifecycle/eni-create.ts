@@ -87,8 +87,22 @@ export async function createInPlacement(
 ): Promise<{ eni: Ec2Eni; candidate: PlacementCandidate }> {
   const plan = await c.placement.plan();
   if (!plan.ok) throw new PlacementError(plan.kind, plan.reason);
+  try {
+    return await createInCandidates(c, req, plan.candidates, plan.source);
+  } finally {
+    c.placement.release?.(plan.candidates[0]!.subnetId);
+  }
+}
+
+/** {@link createInPlacement} over the planned candidates, in order. */
+async function createInCandidates(
+  c: EniCreateContext,
+  req: { description: string; tags: Record<string, string>; secondaryCount: number; prefixCount?: number },
+  candidates: PlacementCandidate[],
+  source: string,
+): Promise<{ eni: Ec2Eni; candidate: PlacementCandidate }> {
   const full: Array<{ subnetId: string; code: string }> = [];
-  for (const candidate of plan.candidates) {
+  for (const candidate of candidates) {
     try {
       const eni = await c.ec2.createEni({
         ...req,
@@ -96,10 +110,7 @@ export async function createInPlacement(
         securityGroupIds: candidate.securityGroupIds,
       });
       if (full.length)
-        c.log.info(
-          { subnetId: candidate.subnetId, exhausted: full, source: plan.source },
-          'ENI created in the next subnet',
-        );
+        c.log.info({ subnetId: candidate.subnetId, exhausted: full, source }, 'ENI created in the next subnet');
       c.placed(candidate, eni);
       return { eni, candidate };
     } catch (e) {
@@ -111,6 +122,7 @@ export async function createInPlacement(
     }
   }
   const after = await c.placement.plan();
+  if (after.ok) c.placement.release?.(after.candidates[0]!.subnetId);
   throw new PlacementError(
     after.ok ? 'subnets_exhausted' : after.kind,
     after.ok ? exhaustedReason(full, 0) : after.reason,

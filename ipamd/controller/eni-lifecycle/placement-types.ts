@@ -70,6 +70,8 @@ export interface EniPlacement {
   plan(): Promise<PlacementPlan>;
   /** Marks `subnetId` exhausted (EC2 said so) for the configured time; `code` is the EC2 error code. */
   markExhausted(subnetId: string, code: string): void;
+  /** The creation a plan was made for has ended (either way); `subnetId` = the plan's first candidate. Optional. */
+  release?(subnetId: string): void;
   /** Whether `subnetId` is marked exhausted now (the grow plan assigns no more on ENIs there). Calls no API. */
   isExhausted(subnetId: string): boolean;
 }

@@ -26,6 +26,12 @@ export interface SubnetPlacementOptions {
   exhaustedMs?: number;
   /** How long one DescribeSubnets answer is reused (ms, default 5 000). */
   cacheMs?: number;
+  /**
+   * Addresses one new ENI is expected to take (default 1): each plan reserves them on its
+   * first candidate until {@link SubnetPlacement.release}, so creations planned in
+   * parallel from one describe spread by most free instead of all picking the same subnet.
+   */
+  perEniAddresses?: number;
   now?: () => number;
   log: Logger;
   /** Told of every described subnet (metrics: free addresses per subnet). */
@@ -37,6 +43,8 @@ export interface SubnetPlacementOptions {
 /** Subnet discovery / custom networking placement with exhausted marks and a short describe cache. */
 export class SubnetPlacement implements EniPlacement {
   private readonly exhausted = new Map<string, ExhaustedMark>();
+  /** Addresses reserved per subnet by plans whose creation has not ended yet. */
+  private readonly reserved = new Map<string, number>();
   /** Last description of every subnet ever described (a CIDR never changes; free counts go stale). */
   private readonly known = new Map<string, Ec2Subnet>();
   private cache?: { at: number; key: string; subnets: Ec2Subnet[] };
@@ -67,14 +75,32 @@ export class SubnetPlacement implements EniPlacement {
       if (!subnets && selection.state === 'ok')
         subnets = selection.subnetIds.flatMap((id) => (this.known.has(id) ? [this.known.get(id)!] : []));
     }
-    return planPlacement({
+    const adjusted = subnets?.map((s) => ({
+      ...s,
+      availableIps: Math.max(s.availableIps - (this.reserved.get(s.subnetId) ?? 0), 0),
+    }));
+    const plan = planPlacement({
       selection,
       discovery: this.o.discovery,
       node: this.o.node,
-      ...(subnets ? { subnets } : {}),
+      ...(adjusted ? { subnets: adjusted } : {}),
       exhausted: this.exhausted,
       now: this.now(),
     });
+    const first = plan.ok ? plan.candidates[0]! : undefined;
+    if (first) this.reserved.set(first.subnetId, (this.reserved.get(first.subnetId) ?? 0) + this.perEni());
+    return plan;
+  }
+
+  /** The creation planned with `subnetId` first has ended (either way): its reservation goes. */
+  release(subnetId: string): void {
+    const left = (this.reserved.get(subnetId) ?? 0) - this.perEni();
+    if (left > 0) this.reserved.set(subnetId, left);
+    else this.reserved.delete(subnetId);
+  }
+
+  private perEni(): number {
+    return this.o.perEniAddresses ?? 1;
   }
 
   /** Marks `subnetId` exhausted for `exhaustedMs` (EC2 answered `code`); its cached free count becomes 0. */

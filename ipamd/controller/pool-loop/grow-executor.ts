@@ -165,6 +165,7 @@ export class GrowExecutor {
       plan = this.plan(waiting);
       // Any subnet left to put a new ENI in? (The placement's cached describe: the one the creation uses.)
       const where = await enis.placement.plan();
+      if (where.ok) enis.placement.release?.(where.candidates[0]!.subnetId);
       if (!where.ok && where.kind === 'subnets_exhausted') {
         creates = [];
         exhausted = where.reason;
