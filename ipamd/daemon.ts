@@ -165,6 +165,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     metrics,
     unit,
     adoption,
+    eniConfig: eniConfig.current,
     eniCreationRefused: eniConfig.block,
     ...(config.hostNetworking
       ? {
