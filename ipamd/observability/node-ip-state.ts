@@ -105,13 +105,15 @@ export function nodeIpState(f: NodeIpFacts): NodeIpState {
     const taint = f.growBlocked?.kind !== 'eniconfig_unknown';
     return { allocatable: false, reason, taint, message: cut(`${f.serveMessage}${frozenNote}`) };
   }
-  const eniConfigNote = f.eniConfigBlocked && !f.growBlocked ? `; ${f.eniConfigBlocked.reason}` : '';
-  if (f.eniConfigBlocked && !f.growBlocked)
+  // A broken ENIConfig is named first while addresses remain: the operator must fix it before the next ENI is needed.
+  if (f.eniConfigBlocked)
     return {
       allocatable: true,
       reason: GROW_REASON[f.eniConfigBlocked.kind],
       taint: false,
-      message: cut(`${f.serveMessage}${eniConfigNote}${frozenNote}`),
+      message: cut(
+        `${f.serveMessage}; ${f.eniConfigBlocked.reason}${f.growBlocked && !f.growBlocked.kind.startsWith('eniconfig') ? growNote : ''}${frozenNote}`,
+      ),
     };
   if (f.growBlocked)
     return {

@@ -63,6 +63,11 @@ test('decision table', () => {
       { allocatable: true, reason: 'ENIConfigMissing', taint: false },
     ],
     [
+      'IPs left, ENI limit and ENIConfig missing: the ENIConfig is named',
+      { growBlocked: eniLimit, eniConfigBlocked: { kind: 'eniconfig_missing', reason: 'ENIConfig "a" is missing' } },
+      { allocatable: true, reason: 'ENIConfigMissing', taint: false },
+    ],
+    [
       'empty, ENIConfig missing',
       { ...empty, growBlocked: { kind: 'eniconfig_missing', reason: 'ENIConfig "a" is missing' } },
       { allocatable: false, reason: 'ENIConfigMissing', taint: true },
