@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { executorKit } from '../helpers/executor-kit.js';
 import { Datastore } from '../../ipamd/datastore/datastore.js';
 import type { EniConfigBlock } from '../../ipamd/eniconfig/select.js';
+import { growBlockedReason } from '../../ipamd/pool/grow-limits.js';
 
 beforeEach(() => mock.timers.enable({ apis: ['setTimeout', 'setInterval'] }));
 afterEach(() => mock.timers.reset());
@@ -97,4 +98,30 @@ test('a refusal does not block what existing ENIs with room can serve', async ()
   assert.equal(out.blocked, undefined, 'the primary ENI (not closed here) has room: no new ENI is needed');
   assert.equal(k.ec2.count('AssignPrivateIpAddresses'), 1);
   assert.equal(k.grower.blockedKindNow(0), undefined);
+});
+
+test('at the ENI limit, the blocked reason says the primary ENI serves no new pod', () => {
+  const view = (eniId: string, isPrimary: boolean, closed: boolean) => ({
+    eniId,
+    deviceNumber: isPrimary ? 0 : 1,
+    isPrimary,
+    ...(closed ? { closed: true } : {}),
+    createdAtMs: 0,
+    capacity: 9,
+    total: isPrimary ? 0 : 9,
+    assigned: isPrimary ? 0 : 9,
+    cooling: 0,
+    roomSlots: 0,
+  });
+  const limits = { instanceType: 't3.small', instanceMaxEnis: 2, ipv4PerEni: 10 };
+  const outside = { unmanaged: 0, pending: 0, orphans: 0, creating: 0 };
+  const targets = { warmEniTarget: 1, maxEni: 2 };
+  assert.match(
+    growBlockedReason([view('eni-p', true, true), view('eni-1', false, false)], targets, limits, outside),
+    /at its ENI limit \(2 ENIs\).*; the primary ENI serves no new pod \(custom networking/,
+  );
+  assert.doesNotMatch(
+    growBlockedReason([view('eni-p', true, false), view('eni-1', false, false)], targets, limits, outside),
+    /custom networking/,
+  );
 });
