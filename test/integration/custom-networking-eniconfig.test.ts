@@ -73,7 +73,8 @@ test('custom networking: a missing ENIConfig creates nothing and says so; create
       body: await r.text(),
     }));
 
-  // 1. Missing: the ADD fails naming the ENIConfig and what selected it.
+  // 1. Missing (once the source has read the node and the ENIConfigs): the ADD fails naming the ENIConfig and what selected it.
+  await waitFor('the selection read', async () => (await ipamd.status()).eniConfig.state === 'missing');
   api.upsertPod({ namespace: 'default', name: 'pod-p1', uid: 'uid-p1', nodeName: k.nodeName!, phase: 'Pending' });
   await assert.rejects(c.add('p1'), (e: Error) => {
     assert.match(e.message, /ENIConfig "pods-a" \(label k8s\.amazonaws\.com\/eniConfig=pods-a\) is missing/);
