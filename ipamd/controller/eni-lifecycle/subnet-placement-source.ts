@@ -77,7 +77,8 @@ export class SubnetPlacement implements EniPlacement {
     }
     const adjusted = subnets?.map((s) => ({
       ...s,
-      availableIps: Math.max(s.availableIps - (this.reserved.get(s.subnetId) ?? 0), 0),
+      // Reservations rank, never empty a subnet (0 means "no free address" to the plan).
+      availableIps: s.availableIps > 0 ? Math.max(s.availableIps - (this.reserved.get(s.subnetId) ?? 0), 1) : 0,
     }));
     const plan = planPlacement({
       selection,
