@@ -53,14 +53,6 @@ export class SubnetPlacement implements EniPlacement {
 
   constructor(private readonly o: SubnetPlacementOptions) {
     this.now = o.now ?? Date.now;
-    this.known.set(o.node.subnetId, {
-      subnetId: o.node.subnetId,
-      cidr: o.node.cidr,
-      availableIps: 0,
-      vpcId: o.node.vpcId,
-      availabilityZone: o.node.availabilityZone,
-      tags: {},
-    });
   }
 
   /** The candidates for the next ENI (see {@link planPlacement}). Never throws. */
@@ -139,7 +131,7 @@ export class SubnetPlacement implements EniPlacement {
 
   /** The IPv4 CIDR of a subnet described before (or the node's), else undefined. */
   cidrOf(subnetId: string): string | undefined {
-    return this.known.get(subnetId)?.cidr;
+    return subnetId === this.o.node.subnetId ? this.o.node.cidr : this.known.get(subnetId)?.cidr;
   }
 
   private filtersFor(sel: EniConfigSelection): Record<string, string[]> | undefined {
