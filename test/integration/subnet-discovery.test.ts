@@ -6,14 +6,18 @@
  *   the time of its creation;
  * - the subnet the node's ENIs are in is drained by a neighbour mid-burst: EC2 refuses
  *   the next assign there (InsufficientFreeAddressesInSubnet), the subnet is marked
- *   exhausted and the burst completes on new ENIs in the next subnet, with no failed ADD.
+ *   exhausted and the burst completes on new ENIs in the next subnet, with no failed ADD;
+ * - every eligible subnet dry: the ADD that needs a new ENI fails, its message listing
+ *   each exhausted subnet.
  * The EC2 calls of each scenario are printed (t.diagnostic); each ends with the
  * "nothing lost" check.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import * as grpc from '@grpc/grpc-js';
 import { CreateNetworkInterfaceCommand, CreateTagsCommand } from '@aws-sdk/client-ec2';
 import type { Subnet } from '../../sim/index.js';
+import type { GrpcError } from '../helpers/ipamd-client.js';
 import { createLifecycleNode, nothingLost, waitUnfrozen, type LifecycleNode } from '../helpers/lifecycle-node.js';
 import { addOnEc2, waitConverged } from '../helpers/unknown-outcome.js';
 
@@ -109,6 +113,31 @@ test('the subnet of the ENIs runs dry mid-burst: the burst completes from the ne
     .slice(from)
     .filter((x) => x.errorCode === 'InsufficientFreeAddressesInSubnet' && x.params.SubnetId !== b.subnetId);
   assert.ok(refused.length >= 1, 'EC2 refused in the drained subnet (the failover was exercised)');
+  await waitConverged(n);
+  assert.deepEqual(await nothingLost(n), []);
+});
+
+test('every eligible subnet dry: the waiting ADD fails with a message listing each exhausted subnet; nothing lost', async (t) => {
+  const { n, a, b, c } = await discoveryNode(t, 'm5.large', 4);
+  for (const s of [a, b, c]) {
+    const sa = n.h.sim.state.subnets.get(s.subnetId)!;
+    sa.addresses.allocate(sa.addresses.freeCount());
+  }
+  const from = n.h.sim.calls.length;
+  // The primary ENI (node subnet, tagged =0 for new ENIs only) serves its 9; the 10th needs a new ENI.
+  for (let i = 0; i < 9; i++) await addOnEc2(n, `p${i}`);
+  const err = await n.add('p9').then(
+    () => undefined,
+    (e: GrpcError) => e,
+  );
+  t.diagnostic(`ADD failure: ${err?.details}`);
+  t.diagnostic(`EC2 calls: ${JSON.stringify(callsPerAction(n, from))}`);
+  assert.equal(err?.code, grpc.status.RESOURCE_EXHAUSTED);
+  assert.match(err?.details ?? '', /every eligible subnet has no free addresses/);
+  for (const s of [a, b, c]) assert.match(err?.details ?? '', new RegExp(s.subnetId));
+  assert.deepEqual(landed(n), [], 'no ENI was created');
+  n.cri.removePod('p9'); // kubelet tears the failed sandbox down
+  await n.client.del('p9');
   await waitConverged(n);
   assert.deepEqual(await nothingLost(n), []);
 });

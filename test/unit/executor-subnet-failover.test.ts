@@ -181,3 +181,63 @@ test('creations planned in parallel from one describe spread by most free; one D
   const again = await placement.plan();
   assert.equal(first(again), a.subnetId, 'released: the reservations are gone');
 });
+
+/** An ENI of ours in `subnetId`, created behind ipamd's back (crash after create/attach), optionally attached. */
+async function strayIn(k: ExecutorKit, subnetId: string, attach: boolean): Promise<string> {
+  const eni = await k.ec2.createEni({
+    subnetId,
+    description: `aws-K8S-${k.instanceId}`,
+    secondaryCount: 3,
+    tags: {
+      'node.k8s.amazonaws.com/instance_id': k.instanceId,
+      'node.k8s.amazonaws.com/createdAt': new Date(k.clock.now()).toISOString(),
+    },
+  });
+  if (attach) await k.ec2.attachEni(eni.eniId, k.instanceId, 1);
+  return eni.eniId;
+}
+
+test('an attached ENI of ours in another subnet is adopted by its tags, with its own subnet CIDR (from IMDS)', async () => {
+  const k = executorKit();
+  const other = k.ec2.addSubnet('10.0.64.0/19');
+  const eniId = await strayIn(k, other.subnetId, true);
+  const r = await k.reconciler.runOnce();
+  await k.reconciler.stop();
+  assert.deepEqual(r.adoptedEnis, [eniId]);
+  const info = k.ds.getEni(eniId)!;
+  assert.equal(info.subnetId, other.subnetId);
+  assert.equal(info.subnetCidr, '10.0.64.0/19', "the ENI's own subnet CIDR, not the node subnet's");
+  assert.equal(k.ds.eniIps(eniId).length, 3);
+});
+
+test('the leaked-ENI sweep deletes a leaked ENI of ours in another subnet (scope is the VPC, not the subnet)', async () => {
+  const k = executorKit();
+  const other = k.ec2.addSubnet('10.0.64.0/19', { availabilityZone: 'us-west-2b' });
+  const eniId = await strayIn(k, other.subnetId, false);
+  k.clock.advance(5 * 60_000);
+  const r = await k.sweeper.runOnce();
+  assert.deepEqual(r.deleted, [eniId]);
+  assert.equal(k.ec2.state.enis.get(eniId), undefined);
+});
+
+test('prefix delegation: new ENIs in a discovered subnet get /28 prefixes there', async () => {
+  const k = executorKit({ targets: { unit: 'prefix', warmPrefixTarget: 1 }, discovery: true });
+  const big = k.ec2.addSubnet('10.0.32.0/20', { tags: { [CNI_ROLE_TAG]: '1' } });
+  k.ec2.model.createTags([k.subnetId], { [CNI_ROLE_TAG]: '0' });
+  // Fill the primary ENI's slots so the next prefix needs a new ENI.
+  const primarySlots = k.ipsPerEni;
+  k.ds.addPrefixes(k.primaryEniId, await k.ec2.assignPrefixes(k.primaryEniId, primarySlots));
+  for (let i = 0; i < primarySlots * 16; i++) k.addPod();
+  await k.grow(1);
+  await k.grow(1); // the kit's ENI manager creates with secondary IPs; the /28s come by assign on it
+  const ours = k.attached().filter((e) => e.attachment!.deviceIndex > 0);
+  assert.equal(ours.length, 1);
+  assert.equal(ours[0]!.subnetId, big.subnetId);
+  assert.ok(ours[0]!.ipv4Prefixes.length >= 1, 'a /28 on the new ENI');
+  for (const p of ours[0]!.ipv4Prefixes) {
+    const third = Number(p.split('.')[2]);
+    assert.ok(third >= 32 && third < 48, `${p} is inside 10.0.32.0/20`);
+  }
+  assert.equal(k.ds.getEni(ours[0]!.networkInterfaceId)!.subnetCidr, '10.0.32.0/20');
+  assertConverged(k);
+});

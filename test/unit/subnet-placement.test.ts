@@ -185,3 +185,15 @@ test('one exhausted subnet keeps the single-subnet wording', () => {
     'the subnet has no free addresses (EC2 InsufficientFreeAddressesInSubnet for subnet-1); grow paused for 30 s',
   );
 });
+
+test('a subnet the describe shows with no free address is skipped without a call; all empty lists them', () => {
+  const subnets = [
+    sn('subnet-node', 0),
+    sn('subnet-a', 0, { [CNI_ROLE_TAG]: '1' }),
+    sn('subnet-b', 3, { [CNI_ROLE_TAG]: '1' }),
+  ];
+  assert.deepEqual(ids(facts({ subnets })), ['subnet-b']);
+  const p = planPlacement(facts({ subnets: subnets.slice(0, 2) }));
+  assert.ok(!p.ok && p.kind === 'subnets_exhausted');
+  assert.match(p.reason, /subnet-node \(AvailableIpAddressCount 0\), subnet-a \(AvailableIpAddressCount 0\)/);
+});

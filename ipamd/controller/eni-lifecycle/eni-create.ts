@@ -125,7 +125,7 @@ async function createInCandidates(
   if (after.ok) c.placement.release?.(after.candidates[0]!.subnetId);
   throw new PlacementError(
     after.ok ? 'subnets_exhausted' : after.kind,
-    after.ok ? exhaustedReason(full, 0) : after.reason,
+    after.ok ? exhaustedReason(full) : after.reason,
   );
 }
 

@@ -53,14 +53,6 @@ export class SubnetPlacement implements EniPlacement {
 
   constructor(private readonly o: SubnetPlacementOptions) {
     this.now = o.now ?? Date.now;
-    this.known.set(o.node.subnetId, {
-      subnetId: o.node.subnetId,
-      cidr: o.node.cidr,
-      availableIps: 0,
-      vpcId: o.node.vpcId,
-      availabilityZone: o.node.availabilityZone,
-      tags: {},
-    });
   }
 
   /** The candidates for the next ENI (see {@link planPlacement}). Never throws. */
@@ -77,7 +69,8 @@ export class SubnetPlacement implements EniPlacement {
     }
     const adjusted = subnets?.map((s) => ({
       ...s,
-      availableIps: Math.max(s.availableIps - (this.reserved.get(s.subnetId) ?? 0), 0),
+      // Reservations rank, never empty a subnet (0 means "no free address" to the plan).
+      availableIps: s.availableIps > 0 ? Math.max(s.availableIps - (this.reserved.get(s.subnetId) ?? 0), 1) : 0,
     }));
     const plan = planPlacement({
       selection,
@@ -138,7 +131,7 @@ export class SubnetPlacement implements EniPlacement {
 
   /** The IPv4 CIDR of a subnet described before (or the node's), else undefined. */
   cidrOf(subnetId: string): string | undefined {
-    return this.known.get(subnetId)?.cidr;
+    return subnetId === this.o.node.subnetId ? this.o.node.cidr : this.known.get(subnetId)?.cidr;
   }
 
   private filtersFor(sel: EniConfigSelection): Record<string, string[]> | undefined {

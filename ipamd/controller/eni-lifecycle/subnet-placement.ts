@@ -16,7 +16,8 @@
  * - candidates are ranked by most free addresses (`AvailableIpAddressCount`), ties and
  *   undescribed subnets in list order (ENIConfig order, or the node subnet first);
  * - subnets marked exhausted (EC2 answered `InsufficientFreeAddressesInSubnet` /
- *   `InsufficientCidrBlocks`) are left out until their mark expires.
+ *   `InsufficientCidrBlocks`) are left out until their mark expires, and so are subnets
+ *   the describe shows with no free address at all.
  */
 import type { Ec2Subnet } from '../../cloud/ec2-port.js';
 import type { EniConfigSelection, PlacementCandidate, PlacementPlan } from './placement-types.js';
@@ -105,14 +106,14 @@ export function isExhaustedAt(exhausted: ReadonlyMap<string, ExhaustedMark>, sub
 /**
  * Operator text for "every candidate subnet is exhausted", listing each with EC2's code.
  * One subnet keeps the single-subnet wording (`the subnet has no free addresses (EC2
- * <code> for <id>)`); several are listed. `retryInMs`: until the first mark expires.
+ * <code> for <id>)`); several are listed. `retryInMs`: until the first mark expires (omit: no pause named).
  */
-export function exhaustedReason(list: Array<{ subnetId: string; code: string }>, retryInMs: number): string {
-  const s = Math.max(Math.round(retryInMs / 1000), 0);
+export function exhaustedReason(list: Array<{ subnetId: string; code: string }>, retryInMs?: number): string {
+  const pause = retryInMs === undefined ? '' : `; grow paused for ${Math.max(Math.round(retryInMs / 1000), 0)} s`;
   if (list.length === 1)
-    return `the subnet has no free addresses (EC2 ${list[0]!.code} for ${list[0]!.subnetId}); grow paused for ${s} s`;
+    return `the subnet has no free addresses (EC2 ${list[0]!.code} for ${list[0]!.subnetId})${pause}`;
   const names = list.map((e) => `${e.subnetId} (${e.code})`).join(', ');
-  return `every eligible subnet has no free addresses: ${names}; grow paused for ${s} s`;
+  return `every eligible subnet has no free addresses: ${names}${pause}`;
 }
 
 /**
@@ -193,10 +194,20 @@ export function planPlacement(f: PlacementFacts): PlacementPlan {
       },
     ];
   }
-  const open = all.filter((c) => !isExhaustedAt(f.exhausted, c.subnetId, f.now));
+  // A subnet DescribeSubnets shows without a single free address cannot take an ENI (its primary IP): no call.
+  const empty = (c: PlacementCandidate): boolean => c.availableIps === 0;
+  const open = all.filter((c) => !isExhaustedAt(f.exhausted, c.subnetId, f.now) && !empty(c));
   if (open.length === 0) {
-    const list = all.map((c) => ({ subnetId: c.subnetId, code: f.exhausted.get(c.subnetId)!.code }));
-    const retryIn = Math.min(...all.map((c) => f.exhausted.get(c.subnetId)!.untilMs)) - f.now;
+    const list = all.map((c) => ({
+      subnetId: c.subnetId,
+      code: isExhaustedAt(f.exhausted, c.subnetId, f.now)
+        ? f.exhausted.get(c.subnetId)!.code
+        : 'AvailableIpAddressCount 0',
+    }));
+    const marks = all.flatMap((c) =>
+      isExhaustedAt(f.exhausted, c.subnetId, f.now) ? [f.exhausted.get(c.subnetId)!.untilMs] : [],
+    );
+    const retryIn = marks.length ? Math.min(...marks) - f.now : undefined;
     return { ok: false, kind: 'subnets_exhausted', reason: exhaustedReason(list, retryIn) };
   }
   return { ok: true, candidates: rankByFree(open), source };
