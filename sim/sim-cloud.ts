@@ -86,6 +86,11 @@ export class SimCloud {
     this.endpoints = { ec2: `http://${h}:${ec2Port}`, imds: `http://${h}:${imdsPort}` };
   }
 
+  /** IMDS catches up at once: every change still hidden by an IMDS lag becomes visible now. */
+  catchUpImds(): void {
+    this.views.clear();
+  }
+
   /** Closes both servers (in-flight calls are dropped) and clears transition timers. */
   async stop(): Promise<void> {
     this.model.stop();
