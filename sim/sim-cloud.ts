@@ -135,6 +135,29 @@ export class SimCloud {
   }
 
   /**
+   * Takes addresses of a subnet for "other users" (no ENI holds them), so that exactly
+   * `leaveFree` stay free (default 0: the subnet is exhausted and the next create or
+   * assign there answers `InsufficientFreeAddressesInSubnet`; /28 prefixes need 16 aligned
+   * free addresses, so a nearly full subnet answers `InsufficientCidrBlocks`). Returns the
+   * addresses taken, for {@link releaseOccupied}.
+   * @throws Error for an unknown subnet or when fewer than `leaveFree` are free already.
+   */
+  occupy(subnetId: string, leaveFree = 0): string[] {
+    const s = this.state.subnets.get(subnetId);
+    if (!s) throw new Error(`unknown subnet ${subnetId}`);
+    const free = s.addresses.freeCount();
+    if (free < leaveFree) throw new Error(`subnet ${subnetId} has ${free} free addresses, fewer than ${leaveFree}`);
+    return free > leaveFree ? s.addresses.allocate(free - leaveFree) : [];
+  }
+
+  /** Gives back addresses {@link occupy} took. @throws Error for an unknown subnet. */
+  releaseOccupied(subnetId: string, ips: string[]): void {
+    const s = this.state.subnets.get(subnetId);
+    if (!s) throw new Error(`unknown subnet ${subnetId}`);
+    s.addresses.release(ips);
+  }
+
+  /**
    * Adds or overwrites tags on subnets, ENIs, instances or the VPC, as EC2 CreateTags does.
    * @throws Ec2ApiError Invalid<Type>ID.NotFound / InvalidID for an unknown id.
    */

@@ -120,6 +120,18 @@ test('kubectl get eniconfigs --watch sees one applied later', { skip }, async (t
   await waitFor('second via the watch', () => out.includes('eniconfig.crd.k8s.amazonaws.com/second'), 10_000);
 });
 
+test('kubectl label / annotate a node (how operators pick its ENIConfig) and get nodes -l', { skip }, async (t) => {
+  const { api, kubectl } = await setup(t);
+  api.upsertNode('node-2');
+  assert.match(await kubectl('label', 'node', 'node-1', 'k8s.amazonaws.com/eniConfig=us-west-2a'), /labeled/);
+  assert.match(await kubectl('annotate', 'node', 'node-2', 'k8s.amazonaws.com/eniConfig=us-west-2b'), /annotated/);
+  const picked = await kubectl('get', 'nodes', '-l', 'k8s.amazonaws.com/eniConfig', '-o', 'name');
+  assert.equal(picked.trim(), 'node/node-1');
+  const n2 = api.getObject('nodes', undefined, 'node-2')!;
+  assert.equal(n2.metadata.annotations!['k8s.amazonaws.com/eniConfig'], 'us-west-2b');
+  assert.equal(n2.metadata.labels!['kubernetes.io/hostname'], 'node-2', 'other labels kept');
+});
+
 test('@kubernetes/client-node: list, get, label selectors and a watch resumed from the list resourceVersion', async (t) => {
   const { api, kc } = await setup(t);
   api.upsertEniConfig('us-west-2a', { subnet: 'subnet-a', securityGroups: ['sg-1'] }, { pool: 'blue' });
