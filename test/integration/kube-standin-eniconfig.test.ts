@@ -81,6 +81,7 @@ test('kubectl apply creates and then configures an ENIConfig; get, -o json, dele
     securityGroups: ['sg-0b1'],
   });
   assert.equal(after.metadata.uid, before.metadata.uid, 'apply updates in place');
+  assert.deepEqual([before.metadata.generation, after.metadata.generation], [1, 2], 'a spec change bumps generation');
   assert.ok(Number(after.metadata.resourceVersion) > Number(before.metadata.resourceVersion));
   assert.match(await kubectl('delete', 'eniconfig', 'us-west-2b'), /"us-west-2b" deleted/);
   await assert.rejects(kubectl('get', 'eniconfig', 'us-west-2b'), (e: { stderr?: string }) =>
