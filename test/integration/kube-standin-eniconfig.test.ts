@@ -194,6 +194,22 @@ test('@kubernetes/client-node: list, get, label selectors and a watch resumed fr
   await waitFor('three changes after the list', () => seen.length >= 3, 10_000);
   assert.deepEqual(seen, ['MODIFIED us-west-2a subnet-a2', 'ADDED us-west-2c subnet-c', 'DELETED us-west-2b subnet-b']);
   assert.throws(() => api.upsertEniConfig('broken', {}), /one of spec\.subnet or spec\.subnets is required/);
+
+  // a watch with a label selector sees objects enter (ADDED) and leave (DELETED) its selection
+  const blueSeen: string[] = [];
+  const bw = await new Watch(kc).watch(
+    `/apis/${GROUP}/${VERSION}/eniconfigs`,
+    { labelSelector: 'pool=blue' },
+    (type: string, obj: { metadata: { name: string } }) => blueSeen.push(`${type} ${obj.metadata.name}`),
+    () => undefined,
+  );
+  t.after(() => bw.abort());
+  await waitFor('the initial blue ENIConfig', () => blueSeen.length >= 1, 10_000);
+  api.upsertEniConfig('us-west-2c', { subnet: 'subnet-c' }, { pool: 'blue' });
+  api.upsertEniConfig('us-west-2a', { subnet: 'subnet-a2' }, { pool: 'green' });
+  api.upsertEniConfig('us-west-2c', { subnet: 'subnet-c2' }, { pool: 'blue' });
+  await waitFor('three filtered changes', () => blueSeen.length >= 4, 10_000);
+  assert.deepEqual(blueSeen, ['ADDED us-west-2a', 'ADDED us-west-2c', 'DELETED us-west-2a', 'MODIFIED us-west-2c']);
 });
 
 test('node label and annotation changes reach a node watcher', async (t) => {
