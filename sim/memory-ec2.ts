@@ -28,7 +28,7 @@ import { FaultInjector } from './faults.js';
 import { FILTER_NAMES, applyFilters, eniFilterValues } from './filters.js';
 import { IdGenerator } from './ids.js';
 import { assignAddresses, unassignAddresses } from './ip-assignment.js';
-import type { Eni, Instance, SimState, Subnet } from './types.js';
+import { vpcCidrBlocks, type Eni, type Instance, type SimState, type Subnet } from './types.js';
 
 /** The three outcomes EC2 can leave unknown to the caller, plus a plain refusal by code. */
 export type MemoryFault =
@@ -110,9 +110,12 @@ export class MemoryEc2 implements Ec2Port {
     this.model = new CloudModel(this.state, ids, new FaultInjector(), () => undefined);
   }
 
-  /** Adds a subnet (see `CloudModel.addSubnet`). @throws Error for a bad or overlapping CIDR. */
-  addSubnet(cidr: string): Subnet {
-    return this.model.addSubnet({ cidr });
+  /**
+   * Adds a subnet (see `CloudModel.addSubnet`), optionally in another zone and tagged.
+   * @throws Error for a bad or overlapping CIDR or a zone outside the region.
+   */
+  addSubnet(cidr: string, o: { availabilityZone?: string; tags?: Record<string, string> } = {}): Subnet {
+    return this.model.addSubnet({ cidr, ...o });
   }
 
   /** Launches an instance with its primary ENI (see `CloudModel.launchInstance`). @throws Error for an unknown type or subnet. */
@@ -154,7 +157,7 @@ export class MemoryEc2 implements Ec2Port {
         subnetId: e.subnetId,
         vpcId: e.vpcId,
         subnetCidr: this.state.subnets.get(e.subnetId)?.cidr ?? '',
-        vpcCidrs: [this.state.vpcCidr],
+        vpcCidrs: vpcCidrBlocks(this.state),
         securityGroupIds: [...e.securityGroupIds],
         localIpv4s: [e.primaryIp, ...e.secondaryIps],
         ipv4Prefixes: [...e.ipv4Prefixes],

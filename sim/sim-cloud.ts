@@ -18,8 +18,13 @@ export interface SimCloudOptions {
   region?: string;
   /** Default `<region>a`. */
   availabilityZone?: string;
-  /** Default `10.0.0.0/16`. */
+  /** The VPC's primary IPv4 CIDR block. Default `10.0.0.0/16`. */
   vpcCidr?: string;
+  /**
+   * Secondary IPv4 CIDR blocks of the VPC, e.g. `['100.64.0.0/16']` for custom networking
+   * (rules in `vpc.ts`; more can be added with {@link SimCloud.addVpcCidr}). Default none.
+   */
+  secondaryVpcCidrs?: string[];
   /** Listen address of both servers, default `127.0.0.1`. */
   host?: string;
   /** Default 0 (ephemeral). */
@@ -65,6 +70,7 @@ export class SimCloud {
     this.model = new CloudModel(this.state, ids, this.faults, (kind, instanceId) =>
       this.views.beforeChange(instanceId, this.faults.imdsLagFor(kind)),
     );
+    for (const c of opts.secondaryVpcCidrs ?? []) this.model.addVpcCidr(c);
     this.ec2 = new Ec2Server(this.model, this.faults, this.calls);
     this.imds = new ImdsServer({ defaultInstanceId: () => this.defaultInstance, view: (id) => this.views.view(id) });
     this.host = opts.host ?? '127.0.0.1';
@@ -109,12 +115,31 @@ export class SimCloud {
   }
 
   /**
-   * Adds a subnet (/16–/28 inside the VPC CIDR, no overlap). Its free-address count
-   * starts at size − 5 (AWS reserves the first four and the last address).
-   * @throws Error for a bad or overlapping CIDR.
+   * Adds a subnet (/16–/28 inside one of the VPC's CIDR blocks, no overlap), in
+   * `availabilityZone` (default: the region's first zone, `<region>a`) with `tags` (e.g.
+   * `{ 'kubernetes.io/role/cni': '1' }`). Its free-address count starts at size − 5 (AWS
+   * reserves the first four and the last address).
+   * @throws Error for a bad or overlapping CIDR or a zone not of the region.
    */
-  addSubnet(p: { cidr: string; availabilityZone?: string }): Subnet {
+  addSubnet(p: { cidr: string; availabilityZone?: string; tags?: Record<string, string> }): Subnet {
     return this.model.addSubnet(p);
+  }
+
+  /**
+   * Associates a secondary IPv4 CIDR block with the VPC (e.g. `100.64.0.0/16`); IMDS
+   * `vpc-ipv4-cidr-blocks` and DescribeVpcs list it after the primary. Returns it normalised.
+   * @throws Error for a bad or overlapping block, another RFC 1918 range than the primary, or more than 5 blocks.
+   */
+  addVpcCidr(cidr: string): string {
+    return this.model.addVpcCidr(cidr);
+  }
+
+  /**
+   * Adds or overwrites tags on subnets, ENIs, instances or the VPC, as EC2 CreateTags does.
+   * @throws Ec2ApiError Invalid<Type>ID.NotFound / InvalidID for an unknown id.
+   */
+  createTags(resourceIds: string[], tags: Record<string, string>): void {
+    this.model.createTags(resourceIds, tags);
   }
 
   /**
