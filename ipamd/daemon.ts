@@ -266,6 +266,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
         externalSnat: config.externalSnat,
         excludeSnatCidrs: config.excludeSnatCidrs,
         intervalMs: 1000,
+        ...(config.cniExecNetns ? { netns: config.cniExecNetns } : {}),
       })
     : undefined;
   await rpc.listen();

@@ -31,6 +31,8 @@ export interface HostNetworkSyncOptions {
   excludeSnatCidrs: string[];
   /** How often to look for ENIs added or removed (ms). */
   intervalMs: number;
+  /** Network namespace (path) standing for the node (ENI_IPAM_CNI_EXEC_NETNS, tests and demos); unset: ipamd's own. */
+  netns?: string;
 }
 
 /**
@@ -47,6 +49,7 @@ export async function startHostNetworkSync(
     externalSnat: o.externalSnat,
     excludeSnatCidrs: o.excludeSnatCidrs,
     log: o.log,
+    ...(o.netns ? { netns: o.netns } : {}),
   });
   const node = await hn.setupNode({ primaryMac: o.primaryMac, nodeIp: o.nodeIp, vpcCidrs: o.vpcCidrs });
   // Checked, not set (docs/design.md#12-running-on-a-cluster item 7): a wrong one is reported (log, metric, /v1/status) and ipamd serves on.

@@ -17,9 +17,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { pino } from 'pino';
 import { execPlugin } from '../kit/cni-exec.js';
 import { createNamedNetns, type Netns } from '../kit/netns.js';
+import { startIpamd, type IpamdProcess } from '../kit/ipamd-process.js';
 import { SimCloud } from '../../sim/index.js';
 import { Ec2Api } from '../../ipamd/cloud/ec2.js';
 import { Datastore } from '../../ipamd/datastore/datastore.js';
@@ -45,8 +49,8 @@ const hostSnapshot = async () =>
     .map((l) => l.replace(/\[\d+:\d+\]/g, ''))
     .join('\n');
 
-test('pod on a 100.64.x ENI: VPC traffic (both blocks) leaves un-NATed through its ENI, the rest SNATed or, with external SNAT, through its ENI', async (t) => {
-  const hostBefore = await hostSnapshot();
+/** The test bed: the simulated cloud with the node's ENIs, and the vpc and node namespaces wired as in the header. */
+async function buildBed(t: { after(fn: () => unknown): void }, tag: string) {
   // The cloud: node in 10.0.0.0/24, an ENI of ours in 100.64.0.0/19 attached at device 1.
   ensureDummyAwsCredentials();
   const sim = new SimCloud({ secondaryVpcCidrs: ['100.64.0.0/16'] });
@@ -64,24 +68,12 @@ test('pod on a 100.64.x ENI: VPC traffic (both blocks) leaves un-NATed through i
     tags: { 'node.k8s.amazonaws.com/instance_id': inst.instanceId },
   });
   await ec2.attachEni(created.eniId, inst.instanceId, 1);
-
-  // ipamd's start-up discovery and datastore load, as after a restart.
-  const inv = await discoverNode({
-    imdsEndpoint: sim.imdsEndpointFor(inst.instanceId),
-    ec2Endpoint: sim.ec2Endpoint,
-    log,
-  });
-  t.after(() => inv.ec2.close());
-  const ds = new Datastore(30_000);
-  loadInventory(ds, inv, Date.now());
-  const eni2 = ds.getEni(created.eniId)!;
-  const nodeIp = inv.instance.localIpv4;
-  const podIp = ds.eniIps(created.eniId)[0]!;
-  assert.deepEqual(inv.vpcCidrs, ['10.0.0.0/16', '100.64.0.0/16']);
-  assert.match(podIp, /^100\.64\.0\.\d+$/);
+  const attached = await ec2.describeEnisByFilters({ 'attachment.instance-id': [inst.instanceId] });
+  const primaryEni = attached.find((e) => e.attachment?.deviceIndex === 0)!;
+  const eni2 = attached.find((e) => e.eniId === created.eniId)!;
+  const nodeIp = primaryEni.primaryIp;
 
   // The namespaces: vpc and node, then the two ENIs as veths with the ENIs' MACs.
-  const tag = String(process.pid);
   const spaces: Netns[] = [];
   t.after(async () => {
     for (const ns of spaces.reverse()) await ns.remove();
@@ -105,7 +97,9 @@ test('pod on a 100.64.x ENI: VPC traffic (both blocks) leaves un-NATed through i
     await ip(vpc, 'link', 'set', 'dev', br, 'up');
   }
   for (const h of [VPC_HOST, VPC2_HOST, OUTSIDE]) await ip(vpc, 'addr', 'add', `${h}/32`, 'dev', 'lo');
-  const primaryEni = ds.listEnis().find((e) => e.isPrimary)!;
+  // Each router answers ARP on its own subnet only (Linux would answer for any of its addresses on any link),
+  // so a table pointing at the wrong subnet's router fails as it does in a VPC.
+  await inNs(vpc, 'sysctl', '-qw', 'net/ipv4/conf/all/arp_ignore=1');
   for (const [n, eni] of [primaryEni, eni2].entries()) {
     const name = `fs${n}${tag}`;
     await sh('ip', [
@@ -126,23 +120,16 @@ test('pod on a 100.64.x ENI: VPC traffic (both blocks) leaves un-NATed through i
   await ip(node, 'neigh', 'replace', '10.0.0.1', 'lladdr', br0Mac, 'dev', 'eth0', 'nud', 'permanent');
   await ip(node, 'neigh', 'replace', '100.64.0.1', 'lladdr', br1Mac, 'dev', 'eth1', 'nud', 'permanent');
   await ip(vpc, 'neigh', 'replace', nodeIp, 'lladdr', primaryEni.mac, 'dev', 'br0', 'nud', 'permanent');
-  for (const a of [eni2.primaryIp, podIp])
+  for (const a of [eni2.primaryIp, ...eni2.secondaryIps])
     await ip(vpc, 'neigh', 'replace', a, 'lladdr', eni2.mac, 'dev', 'br1', 'nud', 'permanent');
+  return { sim, inst, primaryEni, eni2, nodeIp, vpc, node, mk };
+}
 
-  // ipamd's host networking from what discovery found.
-  const hn = new HostNetwork({
-    netns: node.path,
-    eniMtu: 9001,
-    externalSnat: false,
-    excludeSnatCidrs: [],
-    iptablesBackend: 'nft',
-    linkWaitMs: 0,
-  });
-  await hn.setupNode({ primaryMac: inv.instance.primaryMac, nodeIp, vpcCidrs: inv.vpcCidrs });
-  for (const eni of ds.listEnis()) await hn.setupEni(eni);
+/** ENI 2's address has its subnet's prefix length; table 2 routes through its subnet's router. */
+async function assertEni2Table(node: Netns, eni2Ip: string): Promise<void> {
   const [eth1] = await ipj(node, 'addr', 'show', 'dev', 'eth1');
   assert.ok(
-    eth1.addr_info.some((a: { local: string; prefixlen: number }) => a.local === eni2.primaryIp && a.prefixlen === 19),
+    eth1.addr_info.some((a: { local: string; prefixlen: number }) => a.local === eni2Ip && a.prefixlen === 19),
     `ENI 2's address with its subnet's prefix length: ${JSON.stringify(eth1.addr_info)}`,
   );
   const table2 = (await ip(node, 'route', 'show', 'table', '2'))
@@ -155,6 +142,37 @@ test('pod on a 100.64.x ENI: VPC traffic (both blocks) leaves un-NATed through i
     ['100.64.0.1 dev eth1 scope link', 'default via 100.64.0.1 dev eth1'],
     "its subnet's router",
   );
+}
+
+test('pod on a 100.64.x ENI: VPC traffic (both blocks) leaves un-NATed through its ENI, the rest SNATed or, with external SNAT, through its ENI', async (t) => {
+  const hostBefore = await hostSnapshot();
+  const { sim, inst, eni2: created, nodeIp, vpc, node, mk } = await buildBed(t, `a${process.pid}`);
+  // ipamd's start-up discovery and datastore load, as after a restart.
+  const inv = await discoverNode({
+    imdsEndpoint: sim.imdsEndpointFor(inst.instanceId),
+    ec2Endpoint: sim.ec2Endpoint,
+    log,
+  });
+  t.after(() => inv.ec2.close());
+  const ds = new Datastore(30_000);
+  loadInventory(ds, inv, Date.now());
+  const eni2 = ds.getEni(created.eniId)!;
+  const podIp = ds.eniIps(created.eniId)[0]!;
+  assert.deepEqual(inv.vpcCidrs, ['10.0.0.0/16', '100.64.0.0/16']);
+  assert.match(podIp, /^100\.64\.0\.\d+$/);
+
+  // ipamd's host networking from what discovery found.
+  const hn = new HostNetwork({
+    netns: node.path,
+    eniMtu: 9001,
+    externalSnat: false,
+    excludeSnatCidrs: [],
+    iptablesBackend: 'nft',
+    linkWaitMs: 0,
+  });
+  await hn.setupNode({ primaryMac: inv.instance.primaryMac, nodeIp, vpcCidrs: inv.vpcCidrs });
+  for (const eni of ds.listEnis()) await hn.setupEni(eni);
+  await assertEni2Table(node, eni2.primaryIp);
   const rules = await ip(node, 'rule');
   assert.match(rules, /1024:\s+from all to 100\.64\.0\.0\/16 goto 1026/, 'the secondary block is VPC');
   assert.match(rules, /1024:\s+from all to 10\.0\.0\.0\/16 goto 1026/);
@@ -221,4 +239,49 @@ test('pod on a 100.64.x ENI: VPC traffic (both blocks) leaves un-NATed through i
   await hn.teardownEni(eni2);
   assert.equal((await ip(node, 'route', 'show', 'table', '2')).trim(), '');
   assert.equal(await hostSnapshot(), hostBefore, "the real host's rules and nat table are unchanged");
+});
+
+test('the real ipamd sets the foreign-subnet ENI up with its subnet router at start; a restart repairs it and adds a new VPC block', async (t) => {
+  const { sim, eni2, node } = await buildBed(t, `b${process.pid}`);
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-fs-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  // ipamd runs in the test's namespace (the simulated cloud is on its loopback); its host networking goes to the node's.
+  const env: NodeJS.ProcessEnv = {
+    AWS_EC2_ENDPOINT: sim.ec2Endpoint,
+    AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpoint,
+    ENI_IPAM_SOCKET: path.join(dir, 'ipamd.sock'),
+    ENI_IPAM_CHECKPOINT_PATH: path.join(dir, 'ipam.json'),
+    AWS_VPC_K8S_CNI_LOGLEVEL: 'info',
+    ENI_IPAM_HOST_NETWORK: 'true',
+    ENI_IPAM_CNI_EXEC_NETNS: node.path,
+    DISABLE_NETWORK_RESOURCE_PROVISIONING: 'true',
+    AWS_VPC_ENI_MTU: '9001',
+  };
+  let d: IpamdProcess | undefined;
+  t.after(() => d?.stop(5000));
+  const start = async () => {
+    d = await startIpamd({ env, logFile: path.join(dir, 'ipamd.log') });
+  };
+  const nat = async () =>
+    (await inNs(node, 'iptables-nft-save', '-t', 'nat').catch(() => '')) +
+    (await inNs(node, 'iptables-legacy-save', '-t', 'nat').catch(() => ''));
+
+  await start();
+  await assertEni2Table(node, eni2.primaryIp);
+  assert.match(await ip(node, 'rule'), /1024:\s+from all to 100\.64\.0\.0\/16 goto 1026/);
+  assert.match(await nat(), /-d 100\.64\.0\.0\/16 .*-j RETURN/);
+  await d!.stop(5000);
+  d = undefined;
+
+  // While ipamd is down: its ENI's routes and address are lost, and the VPC gets a third block.
+  await ip(node, 'route', 'flush', 'table', '2');
+  await ip(node, 'addr', 'flush', 'dev', 'eth1');
+  sim.addVpcCidr('100.65.0.0/16');
+  await start();
+  await assertEni2Table(node, eni2.primaryIp);
+  const rules = await ip(node, 'rule');
+  for (const c of ['10\\.0\\.0\\.0/16', '100\\.64\\.0\\.0/16', '100\\.65\\.0\\.0/16'])
+    assert.match(rules, new RegExp(`1024:\\s+from all to ${c} goto 1026`), rules);
+  assert.match(rules, new RegExp(`1535:\\s+from ${eni2.primaryIp.replace(/\./g, '\\.')} lookup 2`));
+  assert.match(await nat(), /-d 100\.65\.0\.0\/16 .*-j RETURN/);
 });
