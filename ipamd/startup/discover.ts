@@ -26,7 +26,7 @@ import type { Datastore } from '../datastore/datastore.js';
 import type { Logger } from '../log.js';
 import { isOurEni, TAG_CREATED_AT } from '../controller/eni-lifecycle/eni-ownership.js';
 import { readInventoryCache } from './inventory-cache.js';
-import { missingSubnetCidrs, subnetCidrsFromImds, vpcCidrsFromImds } from './subnet-cidrs.js';
+import { isIpv4Cidr, missingSubnetCidrs, subnetCidrsFromImds, vpcCidrsFromImds } from './subnet-cidrs.js';
 
 /** Default attempts of each start-up EC2 read (bounded: ~1.5 min of jittered back-off at most). */
 export const DEFAULT_DISCOVERY_EC2_ATTEMPTS = 10;
@@ -266,6 +266,15 @@ async function resolveSubnetCidrs(
     if (!cidrs.has(eni.subnetId)) throw new Error(`discovery: IMDS gives no valid subnet CIDR for ${what}`);
   }
   return cidrs;
+}
+
+/**
+ * The VPC's IPv4 CIDR blocks as IMDS lists them now for the ENI `mac` (`vpc-ipv4-cidr-blocks`:
+ * primary and secondary blocks), invalid entries dropped; empty when IMDS lists none.
+ * One read, no retry (the caller re-reads on its period). @throws ImdsError
+ */
+export async function readVpcCidrs(imds: ImdsClient, mac: string): Promise<string[]> {
+  return (await imds.eni(mac)).vpcCidrs.filter(isIpv4Cidr);
 }
 
 /**

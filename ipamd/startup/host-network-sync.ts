@@ -31,6 +31,12 @@ export interface HostNetworkSyncOptions {
   excludeSnatCidrs: string[];
   /** How often to look for ENIs added or removed (ms). */
   intervalMs: number;
+  /**
+   * Re-reads the VPC's IPv4 CIDR blocks (IMDS `vpc-ipv4-cidr-blocks`) every `intervalMs`;
+   * a changed, non-empty list rewrites the node rules and SNAT chain, then `onChange` is
+   * told. A failed or empty read changes nothing. Omit: the list is read only at start.
+   */
+  vpcCidrRecheck?: { read: () => Promise<string[]>; intervalMs: number; onChange?: (cidrs: string[]) => void };
   /** Network namespace (path) standing for the node (ENI_IPAM_CNI_EXEC_NETNS, tests and demos); unset: ipamd's own. */
   netns?: string;
 }
@@ -41,9 +47,16 @@ export interface HostNetworkSyncOptions {
  * @returns `sync()` to run a pass now, `setupEni(eni)` to set one ENI up now (throws if
  *          that fails; idempotent), and `stop()`.
  */
-export async function startHostNetworkSync(
-  o: HostNetworkSyncOptions,
-): Promise<{ sync(): Promise<void>; setupEni(eni: EniInfo): Promise<void>; stop(): void; sysctls(): SysctlCheck[] }> {
+export async function startHostNetworkSync(o: HostNetworkSyncOptions): Promise<{
+  sync(): Promise<void>;
+  setupEni(eni: EniInfo): Promise<void>;
+  stop(): void;
+  sysctls(): SysctlCheck[];
+  /** The VPC CIDRs the node rules and SNAT chain now hold. */
+  vpcCidrs(): string[];
+  /** Re-reads the VPC CIDR blocks now (see `vpcCidrRecheck`); never rejects. */
+  recheckVpcCidrs(): Promise<void>;
+}> {
   const hn = new HostNetwork({
     eniMtu: o.eniMtu,
     externalSnat: o.externalSnat,
@@ -78,6 +91,25 @@ export async function startHostNetworkSync(
       })
     : undefined;
   sysctlTask?.start();
+  let vpcCidrs = [...o.vpcCidrs];
+  const recheckVpcCidrs = async () => {
+    const r = o.vpcCidrRecheck;
+    if (!r) return;
+    try {
+      const fresh = [...new Set(await r.read())];
+      if (!fresh.length || sameSet(fresh, vpcCidrs)) return;
+      await hn.setupNode({ primaryMac: o.primaryMac, nodeIp: o.nodeIp, vpcCidrs: fresh });
+      o.log.info({ before: vpcCidrs, after: fresh }, 'VPC CIDR blocks changed; node rules and SNAT chain rewritten');
+      vpcCidrs = fresh;
+      r.onChange?.(fresh);
+    } catch (e) {
+      o.log.warn({ err: (e as Error).message }, 'VPC CIDR blocks not re-read; keeping the current ones');
+    }
+  };
+  const vpcTask = o.vpcCidrRecheck
+    ? new PeriodicTask({ intervalMs: o.vpcCidrRecheck.intervalMs, run: recheckVpcCidrs })
+    : undefined;
+  vpcTask?.start();
   const applied = new Map<string, EniInfo>();
   /** Set up through the hook, not yet seen in the datastore: never torn down as "freed". */
   const viaHook = new Set<string>();
@@ -126,7 +158,16 @@ export async function startHostNetworkSync(
     stop: () => {
       void syncTask.stop();
       void sysctlTask?.stop();
+      void vpcTask?.stop();
     },
     sysctls: () => sysctls,
+    vpcCidrs: () => vpcCidrs,
+    recheckVpcCidrs,
   };
+}
+
+/** True when `a` and `b` hold the same strings (order ignored). */
+function sameSet(a: readonly string[], b: readonly string[]): boolean {
+  const sb = new Set(b);
+  return a.length === sb.size && a.every((x) => sb.has(x));
 }

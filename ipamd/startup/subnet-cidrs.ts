@@ -39,7 +39,7 @@ export function vpcCidrsFromImds(imdsEnis: readonly ImdsEni[], primary: ImdsEni)
 }
 
 /** True for an IPv4 CIDR such as `10.0.0.0/16`. */
-function isIpv4Cidr(s: string): boolean {
+export function isIpv4Cidr(s: string): boolean {
   try {
     return ipaddr.parseCIDR(s)[0].kind() === 'ipv4';
   } catch {

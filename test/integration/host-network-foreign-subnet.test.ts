@@ -31,6 +31,7 @@ import { discoverNode, loadInventory } from '../../ipamd/startup/discover.js';
 import { HostNetwork } from '../../ipamd/network/host-network.js';
 import { startCniBackendStandIn } from '../helpers/cni-backend-standin.js';
 import { ensureDummyAwsCredentials } from '../property/sim-node.js';
+import { waitFor } from '../helpers/wait.js';
 import { inNs, ip, ipj, macOf, probe, sh, startEchoServers } from '../helpers/vpc-netns.js';
 
 const log = pino({ level: 'silent' });
@@ -241,7 +242,7 @@ test('pod on a 100.64.x ENI: VPC traffic (both blocks) leaves un-NATed through i
   assert.equal(await hostSnapshot(), hostBefore, "the real host's rules and nat table are unchanged");
 });
 
-test('the real ipamd sets the foreign-subnet ENI up with its subnet router at start; a restart repairs it and adds a new VPC block', async (t) => {
+test('the real ipamd sets the foreign-subnet ENI up with its subnet router at start; a restart repairs it; new VPC blocks are picked up', async (t) => {
   const { sim, eni2, node } = await buildBed(t, `b${process.pid}`);
   const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-fs-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
@@ -256,6 +257,7 @@ test('the real ipamd sets the foreign-subnet ENI up with its subnet router at st
     ENI_IPAM_CNI_EXEC_NETNS: node.path,
     DISABLE_NETWORK_RESOURCE_PROVISIONING: 'true',
     AWS_VPC_ENI_MTU: '9001',
+    ENI_IPAM_RECONCILE_INTERVAL: '500ms', // also the period of the VPC CIDR block re-read
   };
   let d: IpamdProcess | undefined;
   t.after(() => d?.stop(5000));
@@ -284,4 +286,15 @@ test('the real ipamd sets the foreign-subnet ENI up with its subnet router at st
     assert.match(rules, new RegExp(`1024:\\s+from all to ${c} goto 1026`), rules);
   assert.match(rules, new RegExp(`1535:\\s+from ${eni2.primaryIp.replace(/\./g, '\\.')} lookup 2`));
   assert.match(await nat(), /-d 100\.65\.0\.0\/16 .*-j RETURN/);
+
+  // A block associated while ipamd runs is picked up without a restart.
+  sim.addVpcCidr('100.66.0.0/16');
+  await waitFor(
+    'the new block in the node rules',
+    async () => /to 100\.66\.0\.0\/16 goto 1026/.test(await ip(node, 'rule')),
+    10_000,
+    100,
+  );
+  assert.match(await nat(), /-d 100\.66\.0\.0\/16 .*-j RETURN/);
+  assert.deepEqual((await d!.status()).vpcCidrs, ['10.0.0.0/16', '100.64.0.0/16', '100.65.0.0/16', '100.66.0.0/16']);
 });
