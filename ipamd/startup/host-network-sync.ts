@@ -34,7 +34,8 @@ export interface HostNetworkSyncOptions {
   /**
    * Re-reads the VPC's IPv4 CIDR blocks (IMDS `vpc-ipv4-cidr-blocks`) every `intervalMs`;
    * a changed, non-empty list rewrites the node rules and SNAT chain, then `onChange` is
-   * told. A failed or empty read changes nothing. Omit: the list is read only at start.
+   * told. A list that drops a block is applied only when two reads in a row agree. A
+   * failed or empty read changes nothing. Omit: the list is read only at start.
    */
   vpcCidrRecheck?: { read: () => Promise<string[]>; intervalMs: number; onChange?: (cidrs: string[]) => void };
   /** Network namespace (path) standing for the node (ENI_IPAM_CNI_EXEC_NETNS, tests and demos); unset: ipamd's own. */
@@ -92,12 +93,18 @@ export async function startHostNetworkSync(o: HostNetworkSyncOptions): Promise<{
     : undefined;
   sysctlTask?.start();
   let vpcCidrs = [...o.vpcCidrs];
+  let shrinkSeen: string[] | undefined;
   const recheckVpcCidrs = async () => {
     const r = o.vpcCidrRecheck;
     if (!r) return;
     try {
-      const fresh = [...new Set(await r.read())];
-      if (!fresh.length || sameSet(fresh, vpcCidrs)) return;
+      const read = await r.read();
+      const d = vpcCidrStep(vpcCidrs, read, shrinkSeen);
+      shrinkSeen = d.shrinkSeen;
+      if (d.shrinkSeen)
+        o.log.info({ now: vpcCidrs, read }, 'IMDS lists fewer VPC CIDR blocks; applied if the next read agrees');
+      if (!d.apply) return;
+      const fresh = d.apply;
       await hn.setupNode({ primaryMac: o.primaryMac, nodeIp: o.nodeIp, vpcCidrs: fresh });
       o.log.info({ before: vpcCidrs, after: fresh }, 'VPC CIDR blocks changed; node rules and SNAT chain rewritten');
       vpcCidrs = fresh;
@@ -164,6 +171,26 @@ export async function startHostNetworkSync(o: HostNetworkSyncOptions): Promise<{
     vpcCidrs: () => vpcCidrs,
     recheckVpcCidrs,
   };
+}
+
+/**
+ * One step of the VPC CIDR re-read, pure: `current` is what the rules hold, `read` what
+ * IMDS just listed, `shrinkSeen` a shorter list read last time and not applied yet.
+ * @returns `apply`: the list to apply now, if any (a new, non-empty list that drops no
+ *          block, or one that drops blocks and equals `shrinkSeen`: two reads agree);
+ *          `shrinkSeen`: the shorter list to confirm next time, if any.
+ */
+export function vpcCidrStep(
+  current: readonly string[],
+  read: readonly string[],
+  shrinkSeen: readonly string[] | undefined,
+): { apply?: string[]; shrinkSeen?: string[] } {
+  const fresh = [...new Set(read)];
+  if (!fresh.length) return shrinkSeen ? { shrinkSeen: [...shrinkSeen] } : {};
+  if (sameSet(fresh, current)) return {};
+  const drops = current.some((c) => !fresh.includes(c));
+  if (drops && !(shrinkSeen && sameSet(fresh, shrinkSeen))) return { shrinkSeen: fresh };
+  return { apply: fresh };
 }
 
 /** True when `a` and `b` hold the same strings (order ignored). */
