@@ -254,13 +254,15 @@ async function resolveSubnetCidrs(
 ): Promise<Map<string, string>> {
   const cidrs = subnetCidrsFromImds(imdsEnis);
   for (const eni of missingSubnetCidrs(managed, cidrs)) {
-    const what = `subnet CIDR of ${eni.eniId} (${eni.mac}, ${eni.subnetId})`;
-    const entry = await imdsRead(what, async () => {
+    const what = `ENI ${eni.eniId} (MAC ${eni.mac}, ${eni.subnetId})`;
+    const entry = await imdsRead(`subnet CIDR of ${what}`, async () => {
       const e = await imds.eni(eni.mac);
       if (e.subnetId !== eni.subnetId) throw new Error(`IMDS puts ${eni.mac} in ${e.subnetId || 'no subnet'}`);
       return e;
     }).catch((err: Error) => {
-      throw new Error(`discovery: IMDS gives no subnet CIDR for ${what}: ${err.message}`);
+      throw new Error(
+        `discovery: IMDS gives no subnet CIDR for ${what}, so its route table cannot be set up: ${err.message}`,
+      );
     });
     for (const [id, c] of subnetCidrsFromImds([entry])) cidrs.set(id, c);
     if (!cidrs.has(eni.subnetId)) throw new Error(`discovery: IMDS gives no valid subnet CIDR for ${what}`);

@@ -40,12 +40,12 @@ async function setup(t: { after(fn: () => Promise<void> | void): void }) {
     await ec2.attachEni(eni.eniId, inst.instanceId, 1);
     return eni;
   };
-  const discover = async () => {
+  const discover = async (o: { retries?: number } = {}) => {
     const inv = await discoverNode({
       imdsEndpoint: sim.imdsEndpointFor(inst.instanceId),
       ec2Endpoint: sim.ec2Endpoint,
       log,
-      retries: 6,
+      retries: o.retries ?? 6,
     });
     t.after(() => inv.ec2.close());
     const ds = new Datastore(30_000);
@@ -81,4 +81,14 @@ test('an ENI of another subnet that IMDS lists late still gets its subnet CIDR (
   assert.ok(!inv.imdsEnis.some((e) => e.eniId === eni.eniId), 'IMDS did not list it at discovery');
   assert.equal(ds.getEni(eni.eniId)?.subnetCidr, '100.64.0.0/19');
   assert.ok(Date.now() - started < 15_000);
+});
+
+test('an ENI of another subnet whose CIDR IMDS never gives fails discovery with a message naming it (no guessed gateway)', async (t) => {
+  const { sim, foreignEni, discover } = await setup(t);
+  sim.faults.setImdsLag('attach', 60_000);
+  const eni = await foreignEni();
+  await assert.rejects(discover({ retries: 1 }), (e: Error) => {
+    assert.match(e.message, new RegExp(`IMDS gives no subnet CIDR for ENI ${eni.eniId} \\(MAC ${eni.mac}, subnet-`));
+    return true;
+  });
 });
