@@ -1,6 +1,7 @@
 /**
  * Keeps the node's host networking (docs/design.md#7-host-networking) in step with the ENIs in the datastore:
- * node-wide rules and SNAT once at start (sysctls checked then and every minute, not set), then per secondary ENI its link,
+ * node-wide rules and SNAT at start and again when the VPC's CIDR blocks change (sysctls checked at start and
+ * every minute, not set), then per secondary ENI (in whatever subnet) its link,
  * route table and rule, and their removal as ENIs leave. Every step of
  * {@link HostNetwork} is idempotent, so a restart simply re-applies everything.
  *

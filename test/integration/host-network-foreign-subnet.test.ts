@@ -12,7 +12,9 @@
  *         lo: 10.0.5.10 (VPC host), 100.64.40.10 (VPC host, secondary block), 203.0.113.10 (outside)
  *
  * Servers in vpc answer with the peer address they see; the node's tx counters tell
- * which ENI carried the flow.
+ * which ENI carried the flow. The second test runs the real ipamd (host networking applied
+ * in the node namespace through ENI_IPAM_CNI_EXEC_NETNS) and restarts it after the ENI's
+ * routes were lost, and while the VPC gains CIDR blocks.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
