@@ -251,7 +251,7 @@ export const NODE_VARS: VarSpec[] = [
     'cniExecNetns',
     absolutePath(),
     undefined,
-    "Network namespace (path) in which exec-socket invocations wire the node side; only shims running in it are served. For tests and demos that run ipamd outside the node's namespace.",
+    "Network namespace (path) standing for the node: exec-socket invocations wire the node side in it (only shims running in it are served), and host networking (ENI_IPAM_HOST_NETWORK) is applied in it. For tests and demos that run ipamd outside the node's namespace.",
     "ipamd's own",
   ),
 ];

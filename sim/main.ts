@@ -51,10 +51,9 @@ function cidr(name: string, v: string): string {
 
 /** Parses argv into flags. Exits 2 with one line on any bad flag. */
 export function parseFlags(argv: string[]): Flags {
-  let values: Partial<Record<string, string>>;
-  let subnetFlags: string[];
+  let parsed: { values: Partial<Record<string, string | string[]>> };
   try {
-    ({ values } = parseArgs({
+    parsed = parseArgs({
       args: argv,
       strict: true,
       allowPositionals: false,
@@ -69,13 +68,13 @@ export function parseFlags(argv: string[]): Flags {
         region: { type: 'string' },
         seed: { type: 'string' },
       },
-    }) as unknown as { values: Partial<Record<string, string>> });
-    const raw = (values as { subnet?: unknown }).subnet;
-    subnetFlags = Array.isArray(raw) ? (raw as string[]) : [];
-    delete values.subnet;
+    });
   } catch (e) {
     return usageError((e as Error).message.split('\n')[0]!);
   }
+  const { subnet: subnetValues, ...single } = parsed.values;
+  const values = single as Partial<Record<string, string>>; // every other option is a single string
+  const subnetFlags = Array.isArray(subnetValues) ? subnetValues : [];
   const instanceType = values['instance-type'] ?? 'm5.large';
   if (!instanceTypeInfo(instanceType))
     usageError(`--instance-type '${instanceType}' is unknown; known: ${[...INSTANCE_TYPES.keys()].join(', ')}`);

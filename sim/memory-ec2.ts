@@ -61,6 +61,8 @@ export interface MemoryEc2Options {
   region?: string;
   /** Default `10.0.0.0/16`. */
   vpcCidr?: string;
+  /** Secondary VPC CIDR blocks (e.g. `['100.64.0.0/16']`), rules as `SimCloud`'s. Default none. */
+  secondaryVpcCidrs?: string[];
   /** Virtual clock (ms); a call without an answer advances it by `timeoutMs`. Default: a private clock starting at 0. */
   clock?: { now(): number; advance(ms: number): void };
   /** The attempt timeout a call without an answer spends (ms, default 10 000 as ENI_IPAM_EC2_TIMEOUT). */
@@ -108,6 +110,7 @@ export class MemoryEc2 implements Ec2Port {
     };
     this.timeoutMs = o.timeoutMs ?? 10_000;
     this.model = new CloudModel(this.state, ids, new FaultInjector(), () => undefined);
+    for (const c of o.secondaryVpcCidrs ?? []) this.model.addVpcCidr(c);
   }
 
   /**

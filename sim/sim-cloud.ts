@@ -92,6 +92,11 @@ export class SimCloud {
     this.endpoints = { ec2: `http://${h}:${ec2Port}`, imds: `http://${h}:${imdsPort}` };
   }
 
+  /** IMDS catches up at once: every change still hidden by an IMDS lag becomes visible now. */
+  catchUpImds(): void {
+    this.views.clear();
+  }
+
   /** Closes both servers (in-flight calls are dropped) and clears transition timers. */
   async stop(): Promise<void> {
     this.model.stop();
@@ -132,6 +137,29 @@ export class SimCloud {
    */
   addVpcCidr(cidr: string): string {
     return this.model.addVpcCidr(cidr);
+  }
+
+  /**
+   * Takes addresses of a subnet for "other users" (no ENI holds them), so that exactly
+   * `leaveFree` stay free (default 0: the subnet is exhausted and the next create or
+   * assign there answers `InsufficientFreeAddressesInSubnet`; /28 prefixes need 16 aligned
+   * free addresses, so a nearly full subnet answers `InsufficientCidrBlocks`). Returns the
+   * addresses taken, for {@link releaseOccupied}.
+   * @throws Error for an unknown subnet or when fewer than `leaveFree` are free already.
+   */
+  occupy(subnetId: string, leaveFree = 0): string[] {
+    const s = this.state.subnets.get(subnetId);
+    if (!s) throw new Error(`unknown subnet ${subnetId}`);
+    const free = s.addresses.freeCount();
+    if (free < leaveFree) throw new Error(`subnet ${subnetId} has ${free} free addresses, fewer than ${leaveFree}`);
+    return free > leaveFree ? s.addresses.allocate(free - leaveFree) : [];
+  }
+
+  /** Gives back addresses {@link occupy} took. @throws Error for an unknown subnet. */
+  releaseOccupied(subnetId: string, ips: string[]): void {
+    const s = this.state.subnets.get(subnetId);
+    if (!s) throw new Error(`unknown subnet ${subnetId}`);
+    s.addresses.release(ips);
   }
 
   /**

@@ -32,6 +32,8 @@ export interface ObjectMeta {
   creationTimestamp: string;
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
+  /** Spec generation (custom resources: 1 on create, +1 per spec change). */
+  generation?: number;
 }
 
 /** Builds a core/v1 Pod from `p`, stamped with `resourceVersion` and `created` (ISO 8601, seconds). */

@@ -31,6 +31,8 @@ export interface StoreEvent {
   resource: Resource;
   type: 'ADDED' | 'MODIFIED' | 'DELETED';
   object: KubeObject;
+  /** The object before a MODIFIED change (watch filters turn a change into ADDED/DELETED with it). */
+  previous?: KubeObject;
 }
 
 /** A subscriber to new events. */
@@ -190,10 +192,11 @@ export class KubeStore {
   }
 
   private commit(resource: Resource, key: string, obj: KubeObject, type: StoreEvent['type'], rv: number): void {
+    const previous = type === 'MODIFIED' ? this.objects[resource].get(key) : undefined;
     this.rv = rv;
     if (type === 'DELETED') this.objects[resource].delete(key);
     else this.objects[resource].set(key, obj);
-    const e: StoreEvent = { rv, resource, type, object: obj };
+    const e: StoreEvent = { rv, resource, type, object: obj, ...(previous ? { previous } : {}) };
     this.history.push(e);
     while (this.history.length > this.historyLimit) this.compactedRv = this.history.shift()!.rv;
     for (const fn of this.listeners) fn(e);

@@ -19,9 +19,9 @@ export interface WatchRequest {
   namespace?: string;
   terms: FieldTerm[];
   /**
-   * Label requirements (`labelSelector`); default none. An object that stops (or starts)
-   * matching on a change is sent as that change's MODIFIED only if it matches after it
-   * (the real API turns such transitions into DELETED/ADDED; no caller here relies on that).
+   * Label requirements (`labelSelector`); default none. As the API server does for
+   * filtered watches, a change that makes an object start matching the selectors is sent
+   * as ADDED, one that makes it stop matching as DELETED (with the object's new state).
    */
   labels?: LabelRequirement[];
   /** The `resourceVersion` query parameter ('' when absent). */
@@ -89,14 +89,21 @@ export function serveWatch(store: KubeStore, w: WatchRequest, res: ServerRespons
     'Cache-Control': 'no-cache, private',
   });
   res.flushHeaders(); // the client learns the watch is established before any event
+  /** Sends a change as the filtered watch sees it (see {@link WatchRequest.labels}). */
+  const writeEvent = (e: StoreEvent) => {
+    const now = matches(e.object);
+    const before = e.previous ? matches(e.previous) : now;
+    if (e.type !== 'MODIFIED' || (now && before)) {
+      if (now) write(e.type, e.object);
+    } else if (now) write('ADDED', e.object);
+    else if (before) write('DELETED', e.object);
+  };
   for (const x of initial) {
-    if ('rv' in x) {
-      const e = x as StoreEvent;
-      if (matches(e.object)) write(e.type, e.object);
-    } else if (matches(x as KubeObject)) write('ADDED', x);
+    if ('rv' in x) writeEvent(x as StoreEvent);
+    else if (matches(x as KubeObject)) write('ADDED', x);
   }
   const unsubscribe = store.subscribe((e) => {
-    if (e.resource === w.resource && matches(e.object)) write(e.type, e.object);
+    if (e.resource === w.resource) writeEvent(e);
   });
   const kind = KIND_OF[w.resource];
   const bookmark = w.allowBookmarks

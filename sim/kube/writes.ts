@@ -38,6 +38,17 @@ function invalid(resource: Resource, o: KubeObject): WriteResult | undefined {
   return msg ? { code: 422, reason: 'Invalid', message: msg } : undefined;
 }
 
+/**
+ * Sets `metadata.generation` of a custom resource as the API server does: 1 on create,
+ * +1 when `spec` changes, unchanged otherwise (metadata-only writes). Other kinds: untouched.
+ */
+function withGeneration(resource: Resource, old: KubeObject | undefined, next: KubeObject): KubeObject {
+  if (resource !== 'eniconfigs') return next;
+  const before = old?.metadata.generation ?? 0;
+  const changed = !old || JSON.stringify(old.spec) !== JSON.stringify(next.spec);
+  return { ...next, metadata: { ...next.metadata, generation: changed ? before + 1 : before } };
+}
+
 function conflict(t: WriteTarget): WriteResult {
   return {
     code: 409,
@@ -76,7 +87,7 @@ export function applyCreate(store: KubeStore, t: WriteTarget, body: unknown): Wr
   const bad = invalid(t.resource, obj);
   if (bad) return bad;
   try {
-    const created = store.create(t.resource, obj);
+    const created = store.create(t.resource, withGeneration(t.resource, undefined, obj));
     return { code: 201, object: created };
   } catch {
     return { code: 409, reason: 'AlreadyExists', message: `${t.resource} "${meta.name}" already exists` };
@@ -126,7 +137,7 @@ export function applyPatch(store: KubeStore, t: WriteTarget, contentType: string
   };
   const bad = invalid(t.resource, next as KubeObject);
   if (bad) return bad;
-  return { code: 200, object: store.replace(t.resource, next as KubeObject) };
+  return { code: 200, object: store.replace(t.resource, withGeneration(t.resource, old, next as KubeObject)) };
 }
 
 /**
@@ -158,7 +169,7 @@ export function applyUpdate(store: KubeStore, t: WriteTarget, body: unknown): Wr
   } as KubeObject;
   const bad = invalid(t.resource, next);
   if (bad) return bad;
-  return { code: 200, object: store.replace(t.resource, next) };
+  return { code: 200, object: store.replace(t.resource, withGeneration(t.resource, old, next)) };
 }
 
 /** DELETE: removes an object and answers with its last state (a custom resource without finalizers). */

@@ -354,7 +354,18 @@ export async function createContainerdNode(o: ContainerdNodeOptions = {}): Promi
         );
       },
       async assertNothingLost() {
-        const s = await n.waitForGcPass();
+        await n.waitForGcPass();
+        // With ENI_IPAM_FAST_RESTART the `ec2-confirm` freeze lasts until EC2's jittered confirm (≤ 10 s by
+        // default): wait for the freeze to lift, with a deadline that still catches one that never does.
+        const s = await waitFor(
+          'releases unfrozen after the GC pass',
+          async () => {
+            const st = await n.status();
+            return st.releasesFrozen ? undefined : st;
+          },
+          30_000,
+          100,
+        ).catch(async () => n.status());
         assert.equal(s.releasesFrozen, false, `releases still frozen: ${s.freezeReasons.join('; ')}`);
         const live = await n.liveSandboxes();
         const ipInNetns = new Map<string, string | undefined>();

@@ -81,6 +81,7 @@ test('kubectl apply creates and then configures an ENIConfig; get, -o json, dele
     securityGroups: ['sg-0b1'],
   });
   assert.equal(after.metadata.uid, before.metadata.uid, 'apply updates in place');
+  assert.deepEqual([before.metadata.generation, after.metadata.generation], [1, 2], 'a spec change bumps generation');
   assert.ok(Number(after.metadata.resourceVersion) > Number(before.metadata.resourceVersion));
   assert.match(await kubectl('delete', 'eniconfig', 'us-west-2b'), /"us-west-2b" deleted/);
   await assert.rejects(kubectl('get', 'eniconfig', 'us-west-2b'), (e: { stderr?: string }) =>
@@ -118,6 +119,18 @@ test('kubectl get eniconfigs --watch sees one applied later', { skip }, async (t
   await waitFor('initial ENIConfig', () => out.includes('eniconfig.crd.k8s.amazonaws.com/first'), 15_000);
   api.upsertEniConfig('second', { subnet: 'subnet-2' });
   await waitFor('second via the watch', () => out.includes('eniconfig.crd.k8s.amazonaws.com/second'), 10_000);
+});
+
+test('kubectl label / annotate a node (how operators pick its ENIConfig) and get nodes -l', { skip }, async (t) => {
+  const { api, kubectl } = await setup(t);
+  api.upsertNode('node-2');
+  assert.match(await kubectl('label', 'node', 'node-1', 'k8s.amazonaws.com/eniConfig=us-west-2a'), /labeled/);
+  assert.match(await kubectl('annotate', 'node', 'node-2', 'k8s.amazonaws.com/eniConfig=us-west-2b'), /annotated/);
+  const picked = await kubectl('get', 'nodes', '-l', 'k8s.amazonaws.com/eniConfig', '-o', 'name');
+  assert.equal(picked.trim(), 'node/node-1');
+  const n2 = api.getObject('nodes', undefined, 'node-2')!;
+  assert.equal(n2.metadata.annotations!['k8s.amazonaws.com/eniConfig'], 'us-west-2b');
+  assert.equal(n2.metadata.labels!['kubernetes.io/hostname'], 'node-2', 'other labels kept');
 });
 
 test('@kubernetes/client-node: list, get, label selectors and a watch resumed from the list resourceVersion', async (t) => {
@@ -181,6 +194,22 @@ test('@kubernetes/client-node: list, get, label selectors and a watch resumed fr
   await waitFor('three changes after the list', () => seen.length >= 3, 10_000);
   assert.deepEqual(seen, ['MODIFIED us-west-2a subnet-a2', 'ADDED us-west-2c subnet-c', 'DELETED us-west-2b subnet-b']);
   assert.throws(() => api.upsertEniConfig('broken', {}), /one of spec\.subnet or spec\.subnets is required/);
+
+  // a watch with a label selector sees objects enter (ADDED) and leave (DELETED) its selection
+  const blueSeen: string[] = [];
+  const bw = await new Watch(kc).watch(
+    `/apis/${GROUP}/${VERSION}/eniconfigs`,
+    { labelSelector: 'pool=blue' },
+    (type: string, obj: { metadata: { name: string } }) => blueSeen.push(`${type} ${obj.metadata.name}`),
+    () => undefined,
+  );
+  t.after(() => bw.abort());
+  await waitFor('the initial blue ENIConfig', () => blueSeen.length >= 1, 10_000);
+  api.upsertEniConfig('us-west-2c', { subnet: 'subnet-c' }, { pool: 'blue' });
+  api.upsertEniConfig('us-west-2a', { subnet: 'subnet-a2' }, { pool: 'green' });
+  api.upsertEniConfig('us-west-2c', { subnet: 'subnet-c2' }, { pool: 'blue' });
+  await waitFor('three filtered changes', () => blueSeen.length >= 4, 10_000);
+  assert.deepEqual(blueSeen, ['ADDED us-west-2a', 'ADDED us-west-2c', 'DELETED us-west-2a', 'MODIFIED us-west-2c']);
 });
 
 test('node label and annotation changes reach a node watcher', async (t) => {

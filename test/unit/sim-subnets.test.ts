@@ -215,6 +215,27 @@ test('CreateNetworkInterface: security groups stored and described; exhaustion c
   assert.equal(await freeCount(w.ec2, p26.subnetId), before, 'a refused prefix create takes nothing');
 });
 
+test('occupy exhausts a subnet mid-run (other users of the subnet) and releaseOccupied gives the addresses back', async (t) => {
+  const w = await world(t);
+  const taken = w.sim.occupy(w.a19.subnetId, 2);
+  assert.equal(taken.length, 8192 - 5 - 2);
+  assert.equal(await freeCount(w.ec2, w.a19.subnetId), 2);
+  await createEni(w.ec2, w.a19.subnetId, { SecondaryPrivateIpAddressCount: 1 });
+  await expectSdkError(createEni(w.ec2, w.a19.subnetId), { name: 'InsufficientFreeAddressesInSubnet', status: 400 });
+  const discovery = await w.ec2.send(new DescribeSubnetsCommand({ Filters: [{ Name: `tag:${CNI}`, Values: ['1'] }] }));
+  assert.deepEqual(
+    discovery.Subnets!.map((s) => [s.SubnetId, s.AvailableIpAddressCount]).sort(),
+    [
+      [w.a19.subnetId, 0],
+      [w.b19.subnetId, 8192 - 5],
+    ].sort(),
+  );
+  w.sim.releaseOccupied(w.a19.subnetId, taken.slice(0, 20));
+  assert.equal(await freeCount(w.ec2, w.a19.subnetId), 20);
+  assert.throws(() => w.sim.occupy(w.a19.subnetId, 21), /fewer than 21/);
+  assert.deepEqual(w.sim.occupy(w.a19.subnetId, 20), []);
+});
+
 test('IMDS per-ENI facts: an ENI in a 100.64 subnet shows its own subnet and every VPC block', async (t) => {
   const w = await world(t);
   const eni = await createEni(w.ec2, w.a19.subnetId, {
