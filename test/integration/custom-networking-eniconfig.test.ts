@@ -10,7 +10,7 @@
  *    False with reason ENIConfigMissing, and EC2 saw no mutation at all (no
  *    CreateNetworkInterface, no assign to the primary ENI: it serves no new pod).
  * 2. The ENIConfig is created: the watch sees it, an ENI is created in its 100.64.x subnet
- *    and the ADD gets a 100.64.x address; /v1/eni-configs answers its name.
+ *    with its two security groups, and the ADD gets a 100.64.x address; /v1/eni-configs answers its name.
  * 3. The ENIConfig is deleted again: the condition says ENIConfigMissing, and nothing
  *    allocated is touched (no unassign, detach or delete; the pod keeps its address).
  */
@@ -100,7 +100,8 @@ test('custom networking: a missing ENIConfig creates nothing and says so; create
   assert.equal(JSON.parse((await introspect('/v1/ipamd-env-settings')).body).AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG, true);
 
   // 2. Created: the next ENI goes to its subnet, and pods get addresses from it.
-  api.upsertEniConfig('pods-a', { subnet: podSubnet.subnetId });
+  const groups = ['sg-0aaaaaaaaaaaaaaa1', 'sg-0bbbbbbbbbbbbbbb2'];
+  api.upsertEniConfig('pods-a', { subnet: podSubnet.subnetId, securityGroups: groups });
   const rep = await waitFor(
     'an ADD served from the ENIConfig subnet',
     async () => {
@@ -120,6 +121,8 @@ test('custom networking: a missing ENIConfig creates nothing and says so; create
   assert.ok(ours.length >= 1);
   for (const e of ours)
     assert.equal(e.subnetId, podSubnet.subnetId, `${e.networkInterfaceId} is in the ENIConfig subnet`);
+  for (const e of ours)
+    assert.deepEqual(e.securityGroupIds, groups, `${e.networkInterfaceId} has the ENIConfig's groups`);
   const primary = [...k.sim.state.enis.values()].find(
     (e) => e.attachment?.instanceId === k.instanceId && e.attachment.deviceIndex === 0,
   )!;
