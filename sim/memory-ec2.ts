@@ -19,13 +19,13 @@
  * caller sees (an Ec2Error with `attempts` 1, or the count given to {@link failNext} to
  * stand for a call whose retries ran out).
  */
-import { Ec2Error, type CreateEniRequest, type Ec2Eni, type Ec2Port } from '../ipamd/cloud/ec2-port.js';
+import { Ec2Error, type CreateEniRequest, type Ec2Eni, type Ec2Port, type Ec2Subnet } from '../ipamd/cloud/ec2-port.js';
 import type { ImdsEni } from '../ipamd/cloud/imds.js';
 import { classifyEc2Failure } from '../ipamd/cloud/retry.js';
 import { CloudModel } from './cloud-model.js';
 import { Ec2ApiError, httpStatusForCode } from './ec2-errors.js';
 import { FaultInjector } from './faults.js';
-import { FILTER_NAMES, applyFilters, eniFilterValues } from './filters.js';
+import { FILTER_NAMES, applyFilters, eniFilterValues, subnetFilterValues } from './filters.js';
 import { IdGenerator } from './ids.js';
 import { assignAddresses, unassignAddresses } from './ip-assignment.js';
 import { vpcCidrBlocks, type Eni, type Instance, type SimState, type Subnet } from './types.js';
@@ -184,6 +184,20 @@ export class MemoryEc2 implements Ec2Port {
       const s = this.state.subnets.get(subnetId);
       if (!s) throw new Ec2ApiError('InvalidSubnetID.NotFound', `The subnet ID '${subnetId}' does not exist`);
       return { cidr: s.cidr, availableIps: s.addresses.freeCount(), vpcId: s.vpcId };
+    });
+  }
+
+  describeSubnets(filters: Record<string, string[]>): Promise<Ec2Subnet[]> {
+    return this.call('DescribeSubnets', [filters], () => {
+      const list = Object.entries(filters).map(([name, values]) => ({ name, values }));
+      return applyFilters([...this.state.subnets.values()], list, subnetFilterValues, FILTER_NAMES.subnet).map((s) => ({
+        subnetId: s.subnetId,
+        cidr: s.cidr,
+        availableIps: s.addresses.freeCount(),
+        vpcId: s.vpcId,
+        availabilityZone: s.availabilityZone,
+        tags: { ...s.tags },
+      }));
     });
   }
 
