@@ -1,11 +1,12 @@
 /**
- * bench: the checkpoint's durable write path alone, same run, rounds interleaved, three
+ * bench: the checkpoint's durable write path alone, same run, rounds interleaved, four
  * ways: the whole snapshot per group commit (temp file + fsync + rename + directory
  * fsync: `CheckpointWriter` with `journal: false`, the write path before the journal);
  * the journal with each record the diff of two whole snapshots (O(state) per commit, the
  * write path before the datastore tracked its changes); and the journal with each record
  * what the datastore recorded as changed (`datastoreCheckpointSource`, O(changes): ipamd's
- * write path). All three compact the journal into the snapshot when it outgrows it. The
+ * write path), the latter also with the journal opened O_DSYNC (one write per append
+ * instead of a write and an fdatasync: ipamd's default). All compact the journal into the snapshot when it outgrows it. The
  * state is a busy node's, in the real datastore: `--allocations` (250) allocations and
  * 4096 remembered DELs (the datastore's cap, reached after 4096 pod deletions), each commit
  * an ADD or a DEL of a new container, as ipamd's request path makes them. On the real
@@ -25,12 +26,13 @@ import { machineLine, row } from './bench-util.js';
 import { quantile } from './stats.js';
 
 /** The write paths compared. */
-const MODES = ['snapshot', 'diff', 'delta'] as const;
+const MODES = ['snapshot', 'diff', 'delta', 'dsync'] as const;
 type Mode = (typeof MODES)[number];
 const MODE_TITLE: Record<Mode, string> = {
   snapshot: 'whole snapshot',
   diff: 'journal, snapshot diff',
   delta: 'journal, datastore changes',
+  dsync: 'journal, datastore changes, O_DSYNC',
 };
 
 /** A datastore with `allocations` held and 4096 remembered DELs; ADD/DEL as ipamd makes them. */
@@ -102,10 +104,10 @@ async function run(mode: Mode, conc: number, commits: number, allocations: numbe
   const s = new NodeState(allocations);
   const w = new CheckpointWriter(
     path.join(dir, `ipam-${mode}-${conc}.json`),
-    mode === 'delta'
+    mode === 'delta' || mode === 'dsync'
       ? datastoreCheckpointSource({ ds: s.ds, bootId: 'bench', releasedCap: 4096, runtime: () => undefined })
       : s.data,
-    { journal: mode !== 'snapshot', idleCompactMs: 0 },
+    { journal: mode !== 'snapshot', dsync: mode === 'dsync', idleCompactMs: 0 },
   );
   await w.commit();
   const ms: number[] = [];
