@@ -27,8 +27,8 @@ export interface CheckpointWriterOptions {
   /**
    * Called with the duration (ms) of each stage of each write: `delta` (taking a
    * {@link CheckpointSource}'s changes) or `snapshot` (reading the whole state: every write
-   * without a source, each compaction with one), `serialize` (diff + JSON), `write`,
-   * `fdatasync` for appends; `compact.serialize`, `compact.write`, `compact.fsync`,
+   * without a source, each compaction with one), `serialize` (diff + JSON), then
+   * `write.dsync` (the O_DSYNC write, sync included) or `write` and `fdatasync` for appends; `compact.serialize`, `compact.write`, `compact.fsync`,
    * `compact.rename` (rename + directory fsync), `compact.truncate` for compactions. See
    * service/stage-trace.ts.
    */
@@ -256,9 +256,13 @@ export class CheckpointWriter {
     const { bytesWritten } = await fh.write(line, 0, line.length);
     if (bytesWritten !== line.length)
       throw new Error(`short write to ${this.journalPath}: ${bytesWritten} of ${line.length} bytes`);
-    t = this.stage('write', t);
-    if (this.fsync && !this.dsync) await fh.datasync();
-    this.stage('fdatasync', t);
+    if (this.dsync) {
+      this.stage('write.dsync', t); // the write and its sync, one call
+    } else {
+      t = this.stage('write', t);
+      if (this.fsync) await fh.datasync();
+      this.stage('fdatasync', t);
+    }
     this.seq = rec.seq;
     this.journalBytes += line.length;
     this.armIdleCompaction();
