@@ -2,8 +2,9 @@
  * bench: ipamd AddNetwork+DelNetwork pairs per second over its Unix socket with a warm
  * pool, and the pair latency p50/p99, at several client concurrencies. ipamd is the
  * real binary in a child process (the clients run here, so they do not share its event
- * loop) with the checkpoint durable on every change (write + fsync + rename + dir fsync,
- * group commit) on the real disk under the OS temp dir. Prints figures, no pass/fail.
+ * loop) with the checkpoint durable on every change before the reply (a journal record
+ * written O_DSYNC, group commit; the snapshot rewritten when the journal outgrows it) on
+ * the real disk under the OS temp dir. Prints figures, no pass/fail.
  *
  * Set-up: simulated c5.4xlarge, WARM_IP_TARGET = 2 × the highest concurrency (the pool
  * never runs dry) and IP_COOLDOWN_PERIOD=0 (a released IP is reusable at once: this
