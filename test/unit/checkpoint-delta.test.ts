@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { CheckpointWriter, readCheckpoint, type CheckpointData } from '../../ipamd/checkpoint/index.js';
+import { CheckpointWriter, loadCheckpoint, readCheckpoint, type CheckpointData } from '../../ipamd/checkpoint/index.js';
 import { applyRecord, indexState, stateData } from '../../ipamd/checkpoint/journal.js';
 import { Datastore } from '../../ipamd/datastore/datastore.js';
 import type { IpRecord } from '../../ipamd/datastore/records.js';
@@ -277,4 +277,47 @@ test('a datastore without a source records nothing (no log grows unread)', () =>
   assert.deepEqual(d.del, [key('a')]);
   assert.deepEqual(d.cool, [{ ip: '10.0.0.1', releasedAt: 2 }]);
   assert.deepEqual(d.rel, [{ containerID: 'a', releasedAt: 2 }]);
+});
+
+test('upgrade: a journal the snapshot-diff writer left loads, and the datastore writer goes on from it', async (t) => {
+  const file = await tempFile(t);
+  const ds = new Datastore(COOLDOWN_MS, 'ip');
+  const r = rng(7);
+  const clock = { now: 1_000_000 };
+  const step = driver(ds, 'ip', r, clock);
+  const whole = (): CheckpointData => ({
+    version: 1,
+    bootId: 'b',
+    allocations: ds.allocations(),
+    cooldown: ds.coolingEntries(clock.now),
+    released: ds.releasedEntries(),
+  });
+  // The previous build: every append a diff of two snapshots; ipamd killed with records in the journal.
+  const old = new CheckpointWriter(file, whole, { fsync: false, idleCompactMs: 0 });
+  await old.commit();
+  for (let i = 0; i < 40; i++) {
+    step();
+    await old.commit();
+  }
+  const loaded = await loadCheckpoint(file);
+  assert.ok(loaded.kind === 'ok' && (loaded.journal?.applied ?? 0) > 0, 'the old journal was applied');
+  if (loaded.kind !== 'ok') return;
+  assertSame(loaded.data, ds, 4096, clock.now, 'old journal');
+  // This build takes over from the loaded state (numbering goes on) and appends deltas.
+  const src = datastoreCheckpointSource({
+    ds,
+    bootId: 'b',
+    releasedCap: 4096,
+    runtime: () => undefined,
+    now: () => clock.now,
+  });
+  const w = new CheckpointWriter(file, src, { fsync: false, idleCompactMs: 0, startSeq: loaded.data.journalSeq ?? 0 });
+  await w.commit();
+  for (let i = 0; i < 40; i++) {
+    step();
+    await w.commit();
+  }
+  const now = await readCheckpoint(file);
+  assert.ok(now.kind === 'ok' && (now.journal?.applied ?? 0) > 0, 'appends since the compaction');
+  if (now.kind === 'ok') assertSame(now.data, ds, 4096, clock.now, 'after the upgrade');
 });
