@@ -44,6 +44,15 @@ export interface IpamdStatus {
   /** Present on ipamd builds that serve it: the instance limits the pool works with. */
   limits?: { instanceType: string; instanceMaxEnis: number; ipv4PerEni: number; maxEniSetting?: number };
   quarantinedIps?: Array<{ ip: string; [k: string]: unknown }>;
+  /** Present on ipamd builds with custom networking: the node's ENIConfig selection (`state` off, ok, missing, invalid, unknown). */
+  eniConfig?: {
+    state: string;
+    name?: string;
+    selectedBy?: string;
+    subnetIds?: string[];
+    securityGroupIds?: string[];
+    reason?: string;
+  };
   evidence?: {
     criEndpoint?: string;
     kubernetes?: boolean;

@@ -283,3 +283,29 @@ export function fileSize(): Field<string> {
     .toUpperCase()
     .regex(/^[1-9][0-9]{0,6}[KMG]$/, { error: msg });
 }
+
+/**
+ * A Kubernetes label or annotation key (`[prefix/]name`, as the API validates it:
+ * https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set):
+ * the optional prefix a DNS subdomain (lower-case alphanumerics, `-` and `.`, at most 253
+ * characters), the name 1-63 characters of alphanumerics, `-`, `_` and `.`, starting and
+ * ending alphanumeric. Used for ENI_CONFIG_LABEL_DEF and ENI_CONFIG_ANNOTATION_DEF.
+ */
+export function labelKey(): Field<string> {
+  const msg =
+    'expected a Kubernetes label/annotation key, [prefix/]name: the name 1-63 characters of [A-Za-z0-9-_.] starting and ending alphanumeric, the optional prefix a DNS subdomain (e.g. k8s.amazonaws.com/eniConfig, topology.kubernetes.io/zone)';
+  const name = /^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$/;
+  const dns = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
+  return z
+    .string()
+    .trim()
+    .refine(
+      (s) => {
+        const i = s.lastIndexOf('/');
+        if (i < 0) return name.test(s);
+        const prefix = s.slice(0, i);
+        return prefix.length <= 253 && dns.test(prefix) && name.test(s.slice(i + 1));
+      },
+      { error: msg },
+    );
+}

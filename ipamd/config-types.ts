@@ -67,6 +67,12 @@ export interface IpamdConfig {
   logFileMaxSize: string;
   logFileMaxFiles: number;
   taintWhenExhausted: boolean;
+  /** AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG: new ENIs go where the node's ENIConfig says; the primary ENI serves no new pod. */
+  customNetworkCfg: boolean;
+  /** ENI_CONFIG_LABEL_DEF: the node label naming its ENIConfig. */
+  eniConfigLabelDef: string;
+  /** ENI_CONFIG_ANNOTATION_DEF: the node annotation naming its ENIConfig (wins over the label). */
+  eniConfigAnnotationDef: string;
 }
 
 /** A bad environment variable. `message` is one line: variable, value, what it accepts. */

@@ -18,6 +18,9 @@
  * | AWS_VPC_K8S_CNI_VETHPREFIX | eni | host-side veth name prefix, 1–4 of [a-z0-9], not eth/lo/vlan |
  * | AWS_VPC_K8S_CNI_EXTERNALSNAT | false | SNAT is done outside the node (no SNAT rules) |
  * | AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS | empty | comma-separated IPv4 CIDRs not SNATed |
+ * | AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG | false | custom networking: new ENIs in the node's ENIConfig subnet(s) with its security groups; the primary ENI serves no new pod |
+ * | ENI_CONFIG_ANNOTATION_DEF | k8s.amazonaws.com/eniConfig | node annotation naming the ENIConfig (wins over the label) |
+ * | ENI_CONFIG_LABEL_DEF | k8s.amazonaws.com/eniConfig | node label naming the ENIConfig (else `default`) |
  * | CLUSTER_NAME | unset | value of the cluster tag on created ENIs |
  * | ADDITIONAL_ENI_TAGS | {} | JSON object of extra tags for created ENIs |
  * | DISABLE_LEAKED_ENI_CLEANUP | false | skip the leaked-ENI sweep |

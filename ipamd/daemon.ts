@@ -35,6 +35,7 @@ import { startEniLifecycle, type EniLifecycle } from './startup/eni-lifecycle.js
 import { installCniAndReport } from './startup/cni-install-report.js';
 import { startHostNetworkSync } from './startup/host-network-sync.js';
 import { startEvidence } from './startup/evidence.js';
+import { startEniConfig } from './startup/eniconfig-wiring.js';
 import { KernelSource } from './restore/kernel-source.js';
 import { openCheckpointState } from './startup/checkpoint-state.js';
 import { markAwsNodeCheckpointImported } from './startup/aws-node-import.js';
@@ -90,7 +91,8 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     inv.ec2.close();
     throw new Error(refusal);
   }
-  const ds = new Datastore(config.ipCooldownMs, unit);
+  // Custom networking: the primary ENI's addresses serve no new pod (those held from the checkpoint keep serving).
+  const ds = new Datastore(config.ipCooldownMs, unit, { primaryServesNewPods: !config.customNetworkCfg });
   // Half-done ENI work (crash, IMDS lag) is not served from until the reconcile finishes it.
   const adoption = planAdoption(inv);
   loadInventory(ds, { ...inv, managed: adoption.load }, Date.now());
@@ -153,6 +155,8 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
 
   // Host networking of a new ENI is set up before its IPs can be handed out (assigned below, once started).
   let hostNet: Awaited<ReturnType<typeof startHostNetworkSync>> | undefined;
+  // Custom networking: the node's ENIConfig, watched; where new ENIs go, or why none may be created.
+  const eniConfig = startEniConfig(config, log);
   const { maxEni, targets, limits, enis, pool } = buildPool({
     config,
     inv,
@@ -162,6 +166,8 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     metrics,
     unit,
     adoption,
+    eniConfig: eniConfig.current,
+    eniCreationRefused: eniConfig.block,
     ...(config.hostNetworking
       ? {
           setupEni: (eni) =>
@@ -196,7 +202,11 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     pool,
     quarantined: () => ds.quarantined().length,
     sysctls: () => hostNet?.sysctls() ?? [],
-    limits: () => ({ maxEni, ipMax: maxEni * (inv.limits.ipv4PerEni - 1) * (unit === 'prefix' ? 16 : 1) }),
+    limits: () => ({
+      maxEni,
+      // Custom networking: the primary ENI serves no pod.
+      ipMax: (maxEni - (config.customNetworkCfg ? 1 : 0)) * (inv.limits.ipv4PerEni - 1) * (unit === 'prefix' ? 16 : 1),
+    }),
     evidence: evidence.sourceStates,
   });
   const rpc = new RpcServer({
@@ -223,6 +233,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
       waitingAdds: pool.waiting,
       lastPoolError: pool.lastError ?? null,
       vpcCidrs: inv.vpcCidrs,
+      eniConfig: eniConfig.current(),
       eniLifecycle: lifecycle?.status() ?? null,
       nodeSysctls: hostNet?.sysctls() ?? null,
       quarantinedIps: ds.quarantined().map((q) => ({ ...q, since: new Date(q.since).toISOString() })),
@@ -245,7 +256,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
       status,
       allocations: () => ds.allocations(),
       enis: () => enisDocument(ds, routeTableFor, Date.now()),
-      eniConfig: () => undefined,
+      eniConfig: () => eniConfig.name(),
       stageTrace: () => stageTrace.summary(),
       ipamdEnv: () => ipamdEnvSettings(config),
       networkEnv: () => networkEnvSettings(config),
@@ -309,7 +320,19 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
         : {}),
     });
   }
-  reporter = startKubeReporting({ config, log, ds, gate, pool, status: () => service.status() });
+  reporter = startKubeReporting({
+    config,
+    log,
+    ds,
+    gate,
+    pool,
+    status: () => service.status(),
+    eniConfigBlocked: eniConfig.block,
+  });
+  eniConfig.onChange(() => {
+    pool.trigger();
+    reporter?.kick();
+  });
   metrics.started({
     startupSeconds: (Date.now() - processStart) / 1000,
     nodeInitSeconds: nodeInitMs / 1000,
@@ -334,6 +357,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     pluginHost: cniExec?.pluginHost,
     async stop(graceMs = 10_000) {
       await reporter?.stop(); // first: a stopping pool must not read as "cannot serve" (a taint)
+      eniConfig.stop();
       await cniExec?.close(graceMs); // its invocations call the RPCs: they finish first
       await spool.stop();
       await rpc.shutdown(graceMs);

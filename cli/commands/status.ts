@@ -22,6 +22,13 @@ export function renderStatus(st: IpamdStatus, health: string): string {
     `releases: ${st.releasesFrozen ? `${paint('red', 'FROZEN')}: ${st.freezeReasons.join('; ')}` : paint('green', 'allowed')}`,
     `evidence: ${srcText}${st.evidence?.criEndpoint ? ` (CRI ${st.evidence.criEndpoint}` + `, passes ${st.evidence.passes ?? 0})` : ''}`,
   ];
+  const ec = st.eniConfig;
+  if (ec && ec.state !== 'off')
+    lines.push(
+      ec.state === 'ok'
+        ? `ENIConfig: ${paint('green', ec.name ?? '')} (${ec.selectedBy}): subnets ${(ec.subnetIds ?? []).join(', ')}; security groups ${(ec.securityGroupIds ?? []).join(', ') || "the primary ENI's"}`
+        : `ENIConfig: ${paint('red', ec.state.toUpperCase())}${ec.name !== undefined ? ` "${ec.name}"` : ''} (${ec.selectedBy}): ${ec.reason}; no ENI is created`,
+    );
   if (st.quarantinedIps?.length) lines.push(`quarantined IPs: ${st.quarantinedIps.map((q) => q.ip).join(', ')}`);
   const rows = eniRows(st, []).map((e) => [
     e.eniId,

@@ -29,17 +29,33 @@ export abstract class AddressStore {
   /** Told after a change that may have made an address available (see {@link onAddressesAvailable}). */
   private availabilityListener?: () => void;
 
+  /** Custom networking: the primary ENI's addresses serve no new pod (see the constructor). */
+  protected readonly primaryClosed: boolean;
+
   /**
    * @param cooldownMs IP_COOLDOWN_PERIOD in ms (≥ 0).
    * @param unit what the pool assigns: `'ip'` (secondary IPs) or `'prefix'` (/28 prefixes,
    *        ENABLE_PREFIX_DELEGATION); only changes the units of {@link poolViews}.
+   * @param o `primaryServesNewPods: false` (custom networking, AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG):
+   *        the primary ENI's addresses are never handed to a new pod, and those held by
+   *        nobody are left out of the pool (not in `total` or `available` of {@link counts}
+   *        and {@link poolViews}; the ENI has no room for more). Addresses on it that are
+   *        held (restored allocations) stay assigned and are served to their keys until
+   *        released. Default true.
    * @throws RangeError if `cooldownMs` is negative or NaN.
    */
   constructor(
     protected readonly cooldownMs: number,
     protected readonly unit: AllocationUnit = 'ip',
+    o: { primaryServesNewPods?: boolean } = {},
   ) {
     if (!(cooldownMs >= 0)) throw new RangeError(`cooldownMs must be >= 0, got ${cooldownMs}`);
+    this.primaryClosed = o.primaryServesNewPods === false;
+  }
+
+  /** True when `info`'s addresses serve no new pod (the primary ENI under custom networking). */
+  closedToNewPods(info: EniInfo): boolean {
+    return this.primaryClosed && info.isPrimary;
   }
 
   /** Adds an ENI, or refreshes the metadata of a known one (its IPs are kept). */
@@ -357,8 +373,10 @@ export abstract class AddressStore {
       enis: this.enisById.size,
     };
     for (const r of this.ipIndex.values()) {
+      const st = this.stateOf(r, now);
+      if (st === 'available' && this.primaryClosed && this.enisById.get(r.eniId)?.info.isPrimary) continue; // not in the pool
       c.total++;
-      c[this.stateOf(r, now)]++;
+      c[st]++;
     }
     return c;
   }
@@ -367,10 +385,13 @@ export abstract class AddressStore {
    * Per-ENI counts for the pool decisions, in addresses (see `views.ts`): addresses being
    * released are left out of `total`; unverified ones count as cooling (not available,
    * never freed); in `'prefix'` unit `capacity` is slots × 16 and `freeSlots` counts the
-   * wholly free /28 prefixes.
+   * wholly free /28 prefixes. An ENI closed to new pods (custom networking's primary ENI)
+   * shows only its held addresses, no room and no free prefix.
    */
   poolViews(now: number): PoolEniView[] {
-    return this.listEnis().map((info) => poolViewOf(this.enisById.get(info.eniId)!, this.unit, this.stateAt(now)));
+    return this.listEnis().map((info) =>
+      poolViewOf(this.enisById.get(info.eniId)!, this.unit, this.stateAt(now), this.closedToNewPods(info)),
+    );
   }
 
   /**

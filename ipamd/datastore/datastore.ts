@@ -63,7 +63,7 @@ export const RELEASED_CONTAINERS_KEPT = 4096;
 /**
  * In-memory ENI/IP/allocation store. See the module docstring for the address states;
  * ENI and address methods (addIps, addPrefixes, reserve*, poolViews, counts…) come from
- * {@link AddressStore}. Constructor: `(cooldownMs, unit = 'ip')`.
+ * {@link AddressStore}. Constructor: `(cooldownMs, unit = 'ip', { primaryServesNewPods = true })`.
  */
 export class Datastore extends AddressStore {
   private readonly allocationsByKey = new Map<string, Allocation>();
@@ -77,7 +77,7 @@ export class Datastore extends AddressStore {
    * it back (`existing`). Takes an available address of the lowest device number ENI:
    * secondary IPs and addresses of prefixes already in use before those of a wholly free
    * /28 prefix (so free prefixes stay free and can be released), then least recently
-   * released first.
+   * released first. Never from an ENI closed to new pods (custom networking's primary ENI).
    */
   assign(key: AllocationKey, pod: PodRef | undefined, now: number): AssignResult {
     const ks = keyString(key);
@@ -88,6 +88,7 @@ export class Datastore extends AddressStore {
       return { kind: 'pending', allocation: { ...held } };
     }
     for (const rec of [...this.enisById.values()].sort((a, b) => a.info.deviceNumber - b.info.deviceNumber)) {
+      if (this.closedToNewPods(rec.info)) continue; // custom networking: the primary ENI serves no new pod
       const freePrefixes = rec.prefixes.size > 0 ? new Set(freePrefixesOf(rec, this.stateAt(now))) : undefined;
       const rank = (r: IpRecord) => (r.prefix !== undefined && freePrefixes?.has(r.prefix) ? 1 : 0);
       let best: IpRecord | undefined;

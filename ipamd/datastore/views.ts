@@ -16,13 +16,18 @@ import type { EniRecord } from './records.js';
  *   (releasing ones included: EC2 still holds them until the unassign returns);
  * - `freeSlots`, `prefixes` (when `unit` is `'prefix'` or the ENI holds prefixes): whole
  *   free /28 prefixes, and prefixes not being released.
+ *
+ * `closed` (the primary ENI under custom networking: it serves no new pod): available
+ * addresses are left out of `total`, and `roomSlots`/`freeSlots` are 0, so grow never
+ * assigns to it and shrink never plans to release from it (held addresses still count).
  */
-export function poolViewOf(rec: EniRecord, unit: AllocationUnit, state: StateFn): PoolEniView {
+export function poolViewOf(rec: EniRecord, unit: AllocationUnit, state: StateFn, closed = false): PoolEniView {
   const info = rec.info;
   const v: PoolEniView = {
     eniId: info.eniId,
     deviceNumber: info.deviceNumber,
     isPrimary: info.isPrimary,
+    ...(closed ? { closed: true } : {}),
     createdAtMs: info.createdAtMs,
     capacity: info.capacity * ADDRESSES_PER_SLOT[unit],
     total: 0,
@@ -33,14 +38,14 @@ export function poolViewOf(rec: EniRecord, unit: AllocationUnit, state: StateFn)
   for (const r of rec.ips.values()) {
     if (r.prefix === undefined) secondary++;
     const st = state(r);
-    if (st === 'releasing') continue;
+    if (st === 'releasing' || (closed && st === 'available')) continue;
     v.total++;
     if (st === 'assigned') v.assigned++;
     else if (st === 'cooling' || st === 'unverified') v.cooling++; // not available, not freeable
   }
-  v.roomSlots = Math.max(info.capacity - secondary - rec.prefixes.size, 0);
+  v.roomSlots = closed ? 0 : Math.max(info.capacity - secondary - rec.prefixes.size, 0);
   if (unit === 'prefix' || rec.prefixes.size > 0) {
-    v.freeSlots = freePrefixesOf(rec, state).length;
+    v.freeSlots = closed ? 0 : freePrefixesOf(rec, state).length;
     v.prefixes = [...rec.prefixes.keys()].filter((p) => !isPrefixReleasing(rec, p)).length;
   }
   return v;

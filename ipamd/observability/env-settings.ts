@@ -2,9 +2,8 @@
  * The documents of `GET /v1/ipamd-env-settings` and `GET /v1/networkutils-env-settings`:
  * the settings in force, keyed by their environment variable, as amazon-vpc-cni-k8s's
  * introspection serves them (a flat JSON object; unset numeric targets read 0, its "no
- * target"; CIDR lists as arrays of strings). Only settings eni-ipam implements are listed
- * (custom networking is reported false: it is not supported yet); ours follow the
- * upstream keys. Pure: config in, JSON out.
+ * target"; CIDR lists as arrays of strings). Only settings eni-ipam implements are listed;
+ * ours follow the upstream keys. Pure: config in, JSON out.
  */
 import type { IpamdConfig } from '../config.js';
 
@@ -13,7 +12,7 @@ export function ipamdEnvSettings(c: IpamdConfig): Record<string, unknown> {
   return {
     WARM_IP_TARGET: c.warmIpTarget ?? 0,
     WARM_ENI_TARGET: c.warmEniTarget,
-    AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG: false,
+    AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG: c.customNetworkCfg,
     MINIMUM_IP_TARGET: c.minimumIpTarget ?? 0,
     WARM_PREFIX_TARGET: c.warmPrefixTarget ?? 0,
     ENABLE_PREFIX_DELEGATION: c.enablePrefixDelegation,

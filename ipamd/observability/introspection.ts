@@ -3,8 +3,9 @@
  * amazon-vpc-cni-k8s): read-only JSON for operators, their scripts and tests.
  *   GET /                               {"AvailableCommands": [paths]} (upstream's index)
  *   GET /v1/enis                        ENIs, CIDRs and addresses (upstream's shape, see introspect-enis.ts)
- *   GET /v1/eni-configs                 the node's ENIConfig name (a JSON string) — 404 "Not Found"
- *                                       while custom networking is not supported (as upstream when none)
+ *   GET /v1/eni-configs                 the node's ENIConfig name (a JSON string, e.g. "us-west-2a" or
+ *                                       "default"), as aws-node answers it; 404 "Not Found" when custom
+ *                                       networking is off or the node cannot be read (as upstream then)
  *   GET /v1/ipamd-env-settings          the pool settings in force, by env var name
  *   GET /v1/networkutils-env-settings   the host-networking settings in force, by env var name
  *   GET /v1/status                      ours: pool counts, ENIs, release freeze and why, waiting ADDs
@@ -21,7 +22,7 @@ export interface IntrospectionSource {
   status(): unknown;
   allocations(): unknown;
   enis?(): unknown;
-  /** The node's ENIConfig name, or undefined when there is none (custom networking off). */
+  /** The node's ENIConfig name, or undefined (404) when custom networking is off or the node is unreadable. */
   eniConfig?(): string | undefined;
   ipamdEnv?(): Record<string, unknown>;
   networkEnv?(): Record<string, unknown>;

@@ -25,6 +25,8 @@ export interface KubeReportingDeps {
   pool: Pick<PoolController, 'growBlocked'>;
   /** CNI STATUS (IpamService.status). */
   status: () => IpamStatus;
+  /** Custom networking: why no ENI may be created now (the ENIConfig), or undefined. */
+  eniConfigBlocked?: () => NodeIpFacts['eniConfigBlocked'];
 }
 
 /** The facts of node-ip-state.ts, from memory. */
@@ -32,7 +34,9 @@ export function readNodeIpFacts(d: Omit<KubeReportingDeps, 'config' | 'log'>, no
   const c = d.ds.counts(now);
   const st = d.status();
   const blocked = d.pool.growBlocked();
+  const eniConfigBlocked = d.eniConfigBlocked?.();
   return {
+    ...(eniConfigBlocked ? { eniConfigBlocked } : {}),
     canServe: st.canServe,
     serveMessage: st.message,
     available: c.available,

@@ -7,7 +7,10 @@
  * (the subnet is full, an ENI limit binds, or the pool is not managed). It is **True**
  * otherwise, and its reason still names what an operator should know: the pool cannot
  * grow any more (`SubnetFull`, `EniLimitReached`) or releases are frozen
- * (`ReleasesFrozen`), else `IPsAvailable`.
+ * (`ReleasesFrozen`), else `IPsAvailable`. With custom networking, an ENIConfig that is
+ * missing, invalid or unreadable names the condition (`ENIConfigMissing`,
+ * `ENIConfigInvalid`, `ENIConfigUnknown`) — False when only a new ENI could serve, True
+ * with that reason while addresses remain; an unreadable one never taints.
  *
  * The taint is wanted exactly when the condition is False for a reason the node's own
  * evidence proves: it is **never** wanted because releases are frozen from missing
@@ -18,10 +21,19 @@
  */
 
 /** Why grow is blocked, as the pool controller classifies it. */
-export type GrowBlockKind = 'not_managed' | 'subnet_full' | 'eni_limit';
+export type GrowBlockKind =
+  'not_managed' | 'subnet_full' | 'eni_limit' | 'eniconfig_missing' | 'eniconfig_invalid' | 'eniconfig_unknown';
 
 /** Reasons of the condition (CamelCase, as Kubernetes condition reasons are). */
-export type IpConditionReason = 'IPsAvailable' | 'SubnetFull' | 'EniLimitReached' | 'PoolNotManaged' | 'ReleasesFrozen';
+export type IpConditionReason =
+  | 'IPsAvailable'
+  | 'SubnetFull'
+  | 'EniLimitReached'
+  | 'PoolNotManaged'
+  | 'ReleasesFrozen'
+  | 'ENIConfigMissing'
+  | 'ENIConfigInvalid'
+  | 'ENIConfigUnknown';
 
 /** The facts the decision reads (a snapshot). */
 export interface NodeIpFacts {
@@ -33,6 +45,11 @@ export interface NodeIpFacts {
   available: number;
   /** Why the pool cannot add one more address, or undefined when it can. */
   growBlocked?: { kind: GrowBlockKind; reason: string };
+  /**
+   * Custom networking: why no new ENI may be created (the ENIConfig is missing, invalid or
+   * unreadable), even while addresses remain; named by the condition when nothing else binds.
+   */
+  eniConfigBlocked?: { kind: 'eniconfig_missing' | 'eniconfig_invalid' | 'eniconfig_unknown'; reason: string };
   /** Releases are frozen (release gate). */
   frozen: boolean;
   /** The gate's reasons, `"<source>: <reason>"`. */
@@ -59,6 +76,9 @@ const GROW_REASON: Record<GrowBlockKind, IpConditionReason> = {
   not_managed: 'PoolNotManaged',
   subnet_full: 'SubnetFull',
   eni_limit: 'EniLimitReached',
+  eniconfig_missing: 'ENIConfigMissing',
+  eniconfig_invalid: 'ENIConfigInvalid',
+  eniconfig_unknown: 'ENIConfigUnknown',
 };
 
 function cut(s: string): string {
@@ -81,8 +101,20 @@ export function nodeIpState(f: NodeIpFacts): NodeIpState {
       };
     }
     const reason = f.growBlocked ? GROW_REASON[f.growBlocked.kind] : 'PoolNotManaged';
-    return { allocatable: false, reason, taint: true, message: cut(`${f.serveMessage}${frozenNote}`) };
+    // An ENIConfig that cannot be read is missing evidence, not the node's own: no taint for it.
+    const taint = f.growBlocked?.kind !== 'eniconfig_unknown';
+    return { allocatable: false, reason, taint, message: cut(`${f.serveMessage}${frozenNote}`) };
   }
+  // A broken ENIConfig is named first while addresses remain: the operator must fix it before the next ENI is needed.
+  if (f.eniConfigBlocked)
+    return {
+      allocatable: true,
+      reason: GROW_REASON[f.eniConfigBlocked.kind],
+      taint: false,
+      message: cut(
+        `${f.serveMessage}; ${f.eniConfigBlocked.reason}${f.growBlocked && !f.growBlocked.kind.startsWith('eniconfig') ? growNote : ''}${frozenNote}`,
+      ),
+    };
   if (f.growBlocked)
     return {
       allocatable: true,

@@ -65,7 +65,10 @@ export function growBlockedReason(
   ].filter(Boolean);
   const of = notServing.length ? ` (of the ${attached} attached: ${notServing.join(', ')})` : '';
   if (attached < t.maxEni) return `the pool cannot grow now: ${attached} of ${t.maxEni} ENIs attached${of}`;
-  return `${eniLimit}${of} and every ENI holds its ${capSlots} ${what} (${perEni})`;
+  const closed = views.some((v) => v.closed)
+    ? '; the primary ENI serves no new pod (custom networking, AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG=true)'
+    : '';
+  return `${eniLimit}${of} and every ENI holds its ${capSlots} ${what} (${perEni})${closed}`;
 }
 
 /** The reason for an EC2 answer that the subnet has no free addresses (or /28 blocks). */

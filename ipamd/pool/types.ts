@@ -20,6 +20,8 @@ export interface PoolEniView {
   deviceNumber: number;
   /** The instance's primary ENI: never deleted. */
   isPrimary: boolean;
+  /** Serves no new pod (custom networking's primary ENI): no room, its free addresses are not counted. */
+  closed?: boolean;
   /** When the ENI was created (ms since epoch). */
   createdAtMs: number;
   /**

@@ -7,7 +7,7 @@ import type { IpamdConfig } from '../config.js';
 import { EniManager, type EniManagerOptions } from '../controller/eni-lifecycle/eni-manager.js';
 import type { EniConfigSelection } from '../controller/eni-lifecycle/placement-types.js';
 import { SubnetPlacement } from '../controller/eni-lifecycle/subnet-placement-source.js';
-import { PoolController } from '../controller/pool-loop/pool-controller.js';
+import { PoolController, type PoolControllerOptions } from '../controller/pool-loop/pool-controller.js';
 import type { ReleaseGate } from '../controller/release/release-gate.js';
 import type { Datastore } from '../datastore/datastore.js';
 import type { Logger } from '../log.js';
@@ -49,6 +49,8 @@ export function buildPool(p: {
   setupEni?: NonNullable<EniManagerOptions['beforeEniUsable']>;
   /** The node's ENIConfig selection now (custom networking); omit: off. */
   eniConfig?: () => EniConfigSelection;
+  /** Custom networking: why no ENI may be created now (the ENIConfig), or undefined. */
+  eniCreationRefused?: PoolControllerOptions['eniCreationRefused'];
 }): PoolWiring {
   const { config, inv, ds, gate, log, metrics, unit, adoption } = p;
   const maxEni = Math.min(config.maxEni ?? inv.limits.maxEnis, inv.limits.maxEnis);
@@ -126,6 +128,7 @@ export function buildPool(p: {
     onSubnetFull: (subnetId) => metrics.subnetFree(subnetId, 0),
     onStepError: () => metrics.ipamdError('pool_step'),
     inProgress: metrics.inProgress,
+    ...(p.eniCreationRefused ? { eniCreationRefused: p.eniCreationRefused } : {}),
   });
   return { maxEni, targets, limits, enis, pool };
 }

@@ -113,6 +113,37 @@ export const NODE_ROWS: Row[] = [
     ],
     bad: ['10.0.0.0', '10.0.0.0/33', 'fd00::/8', '10.0.0.0/8,nope'],
   },
+  {
+    name: 'AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG',
+    key: 'customNetworkCfg',
+    def: false,
+    good: [
+      ['true', true],
+      ['1', true],
+      ['FALSE', false],
+    ],
+    bad: ['yes', 'on'],
+  },
+  {
+    name: 'ENI_CONFIG_ANNOTATION_DEF',
+    key: 'eniConfigAnnotationDef',
+    def: 'k8s.amazonaws.com/eniConfig',
+    good: [
+      ['example.com/eni-config', 'example.com/eni-config'],
+      ['eniConfig', 'eniConfig'],
+    ],
+    bad: ['a b', 'Example.COM/x', '/name', 'prefix/', 'a/b/c', '-x'],
+  },
+  {
+    name: 'ENI_CONFIG_LABEL_DEF',
+    key: 'eniConfigLabelDef',
+    def: 'k8s.amazonaws.com/eniConfig',
+    good: [
+      ['topology.kubernetes.io/zone', 'topology.kubernetes.io/zone'],
+      ['failure-domain.beta.kubernetes.io/zone', 'failure-domain.beta.kubernetes.io/zone'],
+    ],
+    bad: ['zone=', 'x'.repeat(64), 'a/b/c'],
+  },
   { name: 'CLUSTER_NAME', key: 'clusterName', def: undefined, good: [['prod', 'prod']], bad: ['x'.repeat(257)] },
   {
     name: 'ADDITIONAL_ENI_TAGS',

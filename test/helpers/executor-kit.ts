@@ -13,7 +13,7 @@ import { instanceTypeInfo } from '../../ipamd/cloud/instance-types.js';
 import { EniManager } from '../../ipamd/controller/eni-lifecycle/eni-manager.js';
 import { EniReconciler } from '../../ipamd/controller/eni-lifecycle/eni-reconcile.js';
 import { LeakedEniSweeper } from '../../ipamd/controller/eni-lifecycle/leak-sweep.js';
-import { GrowExecutor } from '../../ipamd/controller/pool-loop/grow-executor.js';
+import { GrowExecutor, type GrowExecutorOptions } from '../../ipamd/controller/pool-loop/grow-executor.js';
 import { SubnetPlacement } from '../../ipamd/controller/eni-lifecycle/subnet-placement-source.js';
 import { ShrinkExecutor } from '../../ipamd/controller/pool-loop/shrink-executor.js';
 import { ReleaseGate } from '../../ipamd/controller/release/release-gate.js';
@@ -37,6 +37,10 @@ export interface KitOptions {
   minEniAgeMs?: number;
   /** IMDS lists nothing (default: it lists what EC2 shows attached). */
   imdsBlind?: boolean;
+  /** Custom networking: false = the primary ENI serves no new pod (default true). */
+  primaryServesNewPods?: boolean;
+  /** Custom networking: why no ENI may be created now (GrowExecutorOptions.eniCreationRefused). */
+  eniCreationRefused?: GrowExecutorOptions['eniCreationRefused'];
   /**
    * ENABLE_SUBNET_DISCOVERY: new ENIs go by a {@link SubnetPlacement} over the model's
    * subnets (add and tag them with `ec2.addSubnet`); default: the node subnet only.
@@ -66,7 +70,7 @@ export function executorKit(o: KitOptions = {}) {
   const unit = o.targets?.unit ?? 'ip';
   const targets: PoolTargets = { warmEniTarget: 0, maxEni: type.maxEnis, ...(o.targets ?? { warmIpTarget: 2 }) };
   const log = pino({ level: 'silent' });
-  const ds = new Datastore(o.cooldownMs ?? 0, unit);
+  const ds = new Datastore(o.cooldownMs ?? 0, unit, { primaryServesNewPods: o.primaryServesNewPods ?? true });
   const primary = ec2.state.enis.get(inst.primaryEniId)!;
   ds.upsertEni({
     eniId: primary.networkInterfaceId,
@@ -134,6 +138,7 @@ export function executorKit(o: KitOptions = {}) {
     onCreationDone: () => {
       creationsDone++;
     },
+    ...(o.eniCreationRefused ? { eniCreationRefused: o.eniCreationRefused } : {}),
   });
   const shrinker = new ShrinkExecutor({
     ds,

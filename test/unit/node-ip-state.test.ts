@@ -57,6 +57,26 @@ test('decision table', () => {
       { ...empty, growBlocked: { kind: 'not_managed', reason: 'DISABLE_NETWORK_RESOURCE_PROVISIONING' } },
       { allocatable: false, reason: 'PoolNotManaged', taint: true },
     ],
+    [
+      'IPs left, ENIConfig missing',
+      { eniConfigBlocked: { kind: 'eniconfig_missing', reason: 'ENIConfig "a" is missing' } },
+      { allocatable: true, reason: 'ENIConfigMissing', taint: false },
+    ],
+    [
+      'IPs left, ENI limit and ENIConfig missing: the ENIConfig is named',
+      { growBlocked: eniLimit, eniConfigBlocked: { kind: 'eniconfig_missing', reason: 'ENIConfig "a" is missing' } },
+      { allocatable: true, reason: 'ENIConfigMissing', taint: false },
+    ],
+    [
+      'empty, ENIConfig missing',
+      { ...empty, growBlocked: { kind: 'eniconfig_missing', reason: 'ENIConfig "a" is missing' } },
+      { allocatable: false, reason: 'ENIConfigMissing', taint: true },
+    ],
+    [
+      'empty, ENIConfig unreadable (missing evidence: no taint)',
+      { ...empty, growBlocked: { kind: 'eniconfig_unknown', reason: 'ENIConfigs cannot be read' } },
+      { allocatable: false, reason: 'ENIConfigUnknown', taint: false },
+    ],
     // The boundary: a freeze holding the addresses that would serve never taints.
     [
       'empty, ENI limit, frozen holding addresses',

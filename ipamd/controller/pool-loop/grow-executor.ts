@@ -53,7 +53,16 @@ export interface GrowExecutorOptions {
   onGrowFailed?: (kind: GrowFailureKind) => void;
   /** Told when EC2 answered that the subnet has no free addresses (metrics: its free count is 0). */
   onSubnetFull?: (subnetId: string) => void;
+  /**
+   * Why no ENI may be created now (custom networking without a usable ENIConfig), or
+   * undefined. Asked before every creation; a refusal launches none and blocks the refill
+   * that needs one (waiting ADDs fail with the reason). Memory only; must not throw.
+   */
+  eniCreationRefused?: () => { kind: EniConfigBlockKind; reason: string } | undefined;
 }
+
+/** Why the ENIConfig forbids creating ENIs: it is missing, invalid, or not known (the API cannot be read). */
+export type EniConfigBlockKind = 'eniconfig_missing' | 'eniconfig_invalid' | 'eniconfig_unknown';
 
 /** Kind of a grow failure: the subnet is full, an ENI limit binds, EC2 throttled, or another EC2/network error. */
 export type GrowFailureKind = 'subnet_full' | 'eni_limit' | 'throttled' | 'ec2_error';
@@ -114,13 +123,23 @@ export class GrowExecutor {
 
   /**
    * {@link blockedNow} with its kind: `subnet_full` while ENI creation is paused and one
-   * more address needs a new ENI, `eni_limit` when the plan cannot place one more address.
+   * more address needs a new ENI, `eni_limit` when the plan cannot place one more address,
+   * `eniconfig_*` when only a new ENI could and the ENIConfig forbids creating one.
    */
-  blockedKindNow(short: number): { kind: 'subnet_full' | 'eni_limit'; reason: string } | undefined {
+  blockedKindNow(
+    short: number,
+  ): { kind: 'subnet_full' | 'eni_limit' | EniConfigBlockKind; reason: string } | undefined {
     const plan = this.plan(1);
     if (this.o.now() < this.pausedUntil && (plan.createEnis.length > 0 || plan.unmet > 0))
       return { kind: 'subnet_full', reason: this.pauseReason };
-    return short + 1 - plan.unmet >= 1 ? undefined : { kind: 'eni_limit', reason: this.reason(plan) };
+    if (short + 1 - plan.unmet < 1) return { kind: 'eni_limit', reason: this.reason(plan) };
+    const onExisting = plan.assign.some((a) => !a.eniId.startsWith(PHANTOM) && a.count > 0) || this.creations.size > 0;
+    return onExisting ? undefined : this.refusal(plan);
+  }
+
+  /** The ENIConfig refusal when `plan` needs a new ENI, else undefined. */
+  private refusal(plan: GrowPlan): { kind: EniConfigBlockKind; reason: string } | undefined {
+    return plan.createEnis.length > 0 ? this.o.eniCreationRefused?.() : undefined;
   }
 
   /**
@@ -132,12 +151,15 @@ export class GrowExecutor {
     let plan = this.plan(waiting);
     let blocked = plan.unmet > 0 ? this.reason(plan) : undefined;
     // An attached ENI not adopted yet (IMDS lag) comes first; after a failed creation, back off;
-    // while every candidate subnet is exhausted, no creation (assigns in other subnets go on).
+    // while every candidate subnet is exhausted, no creation (assigns in other subnets go on);
+    // custom networking without a usable ENIConfig: no creation, the refill that needs one is blocked.
     const paused = (): boolean => this.o.now() < this.pausedUntil;
     const held = (): boolean => this.o.now() < this.createHoldUntil;
     if (held() && this.createHoldReason && plan.createEnis.length > 0) blocked = this.createHoldReason;
     if (paused() && plan.createEnis.length > 0) blocked = this.pauseReason;
-    const mayCreate = (): boolean => enis.awaitingAdoption().length === 0 && !held() && !paused();
+    const refused = this.refusal(plan);
+    if (refused) blocked = refused.reason;
+    const mayCreate = (): boolean => enis.awaitingAdoption().length === 0 && !held() && !paused() && !refused;
     let creates = mayCreate() ? plan.createEnis.slice(0, Math.max(targets.maxEni - enis.attachedCount(), 0)) : [];
     // Demand placed on ENIs still being created is assigned once they are attached (the re-plan after each creation).
     const assigns = plan.assign.filter((a) => !a.eniId.startsWith(PHANTOM));

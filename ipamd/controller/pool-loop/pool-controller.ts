@@ -21,7 +21,7 @@ import { poolCounts, SurplusTracker, type PoolTargets } from '../../pool/index.j
 import type { EniLimits } from '../../pool/grow-limits.js';
 import { AddressWaiters, PoolExhaustedError } from './address-waiters.js';
 import type { EniManager } from '../eni-lifecycle/eni-manager.js';
-import { GrowExecutor, type GrowFailureKind } from './grow-executor.js';
+import { GrowExecutor, type EniConfigBlockKind, type GrowFailureKind } from './grow-executor.js';
 import { ShrinkExecutor } from './shrink-executor.js';
 import { PeriodicTask } from '../periodic-task.js';
 import type { ReleaseGate } from '../release/release-gate.js';
@@ -56,6 +56,8 @@ export interface PoolControllerOptions {
   onStepError?: () => void;
   /** Marks a pool step in progress (metrics); the result is called when it ends. */
   inProgress?: (fn: string) => () => void;
+  /** Why no ENI may be created now (custom networking without a usable ENIConfig); see GrowExecutorOptions. */
+  eniCreationRefused?: () => { kind: EniConfigBlockKind; reason: string } | undefined;
 }
 
 /** Runs grow/shrink steps against EC2 and wakes ADDs waiting for an address. */
@@ -101,6 +103,7 @@ export class PoolController {
       onCreationDone: () => this.trigger(),
       ...(o.onGrowFailed ? { onGrowFailed: o.onGrowFailed } : {}),
       ...(o.onSubnetFull ? { onSubnetFull: o.onSubnetFull } : {}),
+      ...(o.eniCreationRefused ? { eniCreationRefused: o.eniCreationRefused } : {}),
     });
     this.waiters = new AddressWaiters(
       () => o.ds.counts(this.now()).available,
@@ -196,7 +199,8 @@ export class PoolController {
   }
 
   /** {@link growBlockedReason} with its kind (`not_managed` when the controller is not running), for the node condition. */
-  growBlocked(): { kind: 'not_managed' | 'subnet_full' | 'eni_limit'; reason: string } | undefined {
+  growBlocked():
+    { kind: 'not_managed' | 'subnet_full' | 'eni_limit' | EniConfigBlockKind; reason: string } | undefined {
     const reason = this.growBlockedReason();
     if (reason === undefined) return undefined;
     if (this.stopped || !this.started) return { kind: 'not_managed', reason };
@@ -214,10 +218,11 @@ export class PoolController {
    * managed or shutting down; `subnet_full` when grow is paused on a full subnet;
    * `frozen` when releases are frozen and addresses are held unverified/releasing while
    * grow cannot help (or has no other failure); `eni_limit` when a limit blocks grow now or
-   * the last attempt failed on it; `throttled` when EC2 throttled the last attempt;
+   * the last attempt failed on it; `eniconfig` when only a new ENI could serve and the
+   * ENIConfig (custom networking) forbids creating one; `throttled` when EC2 throttled the last attempt;
    * otherwise `timeout` (the wait ran out while the refill was under way). Calls no API.
    */
-  addFailureReason(): 'no_ip' | 'subnet_full' | 'eni_limit' | 'throttled' | 'frozen' | 'timeout' {
+  addFailureReason(): 'no_ip' | 'subnet_full' | 'eni_limit' | 'eniconfig' | 'throttled' | 'frozen' | 'timeout' {
     if (this.stopped || !this.started) return 'no_ip';
     const now = this.now();
     const blocked = this.grower.blockedKindNow(poolCounts(this.o.ds.poolViews(now), this.o.targets).short);
@@ -225,7 +230,12 @@ export class PoolController {
     // Addresses held unverified/releasing by a freeze would serve this ADD once the evidence is read: that is the cause to fix.
     const c = this.o.ds.counts(now);
     const heldByFreeze = this.o.gate.frozen && c.unverified + c.releasing > 0;
-    if (blocked) return heldByFreeze ? 'frozen' : blocked.kind;
+    if (blocked)
+      return heldByFreeze
+        ? 'frozen'
+        : blocked.kind.startsWith('eniconfig')
+          ? 'eniconfig'
+          : (blocked.kind as 'eni_limit');
     const last = this.grower.lastErrorKind;
     if (last && last !== 'ec2_error') return last;
     return heldByFreeze ? 'frozen' : 'timeout';

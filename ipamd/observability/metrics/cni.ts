@@ -12,7 +12,8 @@ export const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
 /**
  * Why an ADD got no address: `no_ip` (the pool is empty and not managed or shutting
  * down), `subnet_full` (EC2: no free address in the subnet), `eni_limit` (MAX_ENI or
- * the instance's ENI/IP limits bind), `throttled` (EC2 throttled the refill), `frozen`
+ * the instance's ENI/IP limits bind), `eniconfig` (custom networking: only a new ENI could serve and the
+ * node's ENIConfig is missing, invalid or unreadable), `throttled` (EC2 throttled the refill), `frozen`
  * (the addresses the pool holds are unverified or releasing while releases are frozen),
  * `timeout` (the bounded wait ran out while the refill was under way or failing
  * transiently), `not_ready` (an address restored for this container is not visible on
@@ -22,6 +23,7 @@ export const ADD_FAILURE_REASONS = [
   'no_ip',
   'subnet_full',
   'eni_limit',
+  'eniconfig',
   'throttled',
   'frozen',
   'timeout',
