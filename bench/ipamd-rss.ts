@@ -6,7 +6,8 @@
  * the pods, MY_NODE_NAME + KUBECONFIG) on, in prefix mode on an m5.large so it can hold
  * 250 allocations. Samples: idle after start, after 250 ADDs, then after `--churn`
  * seconds of DEL+ADD pairs (about 4 a second, the default 30 s cooldown on) at 250 held
- * (growth, if any, shows as the difference; the peak of samples every 10 s too).
+ * (growth, if any, shows as the difference; the peak of samples every 10 s too), and the
+ * CPU ipamd used per churn pair (ms, /proc/<pid>/stat).
  * Then a restart with the 250 held: graceful stop, spawn, time until it logs "ipamd
  * serving" (process start included), with the EC2 calls made until then; and the RSS
  * after it. Prints figures, no pass/fail.
@@ -38,6 +39,12 @@ function vmRssMiB(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   if (!m) throw new Error(`no VmRSS for pid ${pid}`);
   return Math.round((Number(m[1]) / 1024) * 10) / 10;
+}
+
+/** CPU seconds (user + system) `pid` has used (/proc/<pid>/stat fields 14 and 15, clock ticks of 1/100 s). */
+function cpuSeconds(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(f[11]) + Number(f[12])) / 100;
 }
 
 /** Anonymous and file-backed resident MiB of `pid` (/proc/<pid>/smaps_rollup, Linux ≥ 4.14). */
@@ -137,6 +144,7 @@ async function main(): Promise<void> {
       console.log(`heap snapshot of ${pid} written to ${process.cwd()} (Heap.*.${pid}.*.heapsnapshot)`);
     }
     let pairs = 0;
+    const cpu0 = cpuSeconds(pid);
     let peak = held;
     let sampledAt = Date.now();
     for (const until = Date.now() + churnS * 1000; Date.now() < until; pairs++) {
@@ -149,6 +157,7 @@ async function main(): Promise<void> {
         sampledAt = Date.now();
       }
     }
+    const cpuMsPerPair = ((cpuSeconds(pid) - cpu0) * 1000) / Math.max(1, pairs);
     await sleep(2000);
     const after = vmRssMiB(pid);
     split('after churn', pid);
@@ -174,6 +183,7 @@ async function main(): Promise<void> {
         'churn pairs',
         'assigned',
         'ADD p50 / p90 ms (gRPC, one client)',
+        'ipamd CPU ms per churn pair',
       ]),
     );
     console.log(
@@ -186,6 +196,7 @@ async function main(): Promise<void> {
         pairs,
         s.counts.assigned,
         `${quantile(addMs, 0.5).toFixed(2)} / ${quantile(addMs, 0.9).toFixed(2)}`,
+        cpuMsPerPair.toFixed(1),
       ]),
     );
     console.log(
