@@ -10,6 +10,8 @@ export interface IpamdConfig {
   minimumIpTarget?: number;
   warmPrefixTarget?: number;
   enablePrefixDelegation: boolean;
+  /** ENABLE_SUBNET_DISCOVERY: new ENIs may go to tagged subnets of the node's VPC and zone (most free first). */
+  enableSubnetDiscovery: boolean;
   maxEni?: number;
   ipCooldownMs: number;
   eniMtu: number;

@@ -59,6 +59,13 @@ export const NODE_VARS: VarSpec[] = [
     'instance limit',
   ),
   v(
+    'ENABLE_SUBNET_DISCOVERY',
+    'enableSubnetDiscovery',
+    bool(),
+    'true',
+    "New ENIs go to the subnet with the most free addresses among the node's subnet (unless tagged kubernetes.io/role/cni=0) and the subnets of the node's VPC and zone tagged kubernetes.io/role/cni=1, with the primary ENI's security groups; a full subnet fails over to the next. Ignored with custom networking; false, or DescribeSubnets failing: the node's subnet.",
+  ),
+  v(
     'IP_COOLDOWN_PERIOD',
     'ipCooldownMs',
     duration(),
@@ -222,7 +229,7 @@ export const NODE_VARS: VarSpec[] = [
     'cniExecNetns',
     absolutePath(),
     undefined,
-    "Network namespace (path) in which exec-socket invocations wire the node side; only shims running in it are served. For tests and demos that run ipamd outside the node's namespace.",
+    "Network namespace (path) standing for the node: exec-socket invocations wire the node side in it (only shims running in it are served), and host networking (ENI_IPAM_HOST_NETWORK) is applied in it. For tests and demos that run ipamd outside the node's namespace.",
     "ipamd's own",
   ),
 ];

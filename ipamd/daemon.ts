@@ -28,7 +28,7 @@ import { poolCounts } from './pool/index.js';
 import { RpcServer } from './rpc/server.js';
 import { IpamService, routeTableFor } from './service/ipam-service.js';
 import { stageTrace } from './service/stage-trace.js';
-import { discoverNode, loadInventory, prefixDelegationRefusal } from './startup/discover.js';
+import { discoverNode, loadInventory, prefixDelegationRefusal, readVpcCidrs } from './startup/discover.js';
 import { planAdoption } from './startup/adopt.js';
 import { buildPool } from './startup/pool-wiring.js';
 import { startEniLifecycle, type EniLifecycle } from './startup/eni-lifecycle.js';
@@ -266,6 +266,12 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
         externalSnat: config.externalSnat,
         excludeSnatCidrs: config.excludeSnatCidrs,
         intervalMs: 1000,
+        ...(config.cniExecNetns ? { netns: config.cniExecNetns } : {}),
+        vpcCidrRecheck: {
+          read: () => readVpcCidrs(inv.imds, inv.instance.primaryMac),
+          intervalMs: config.reconcileIntervalMs,
+          onChange: (cidrs) => (inv.vpcCidrs = cidrs),
+        },
       })
     : undefined;
   await rpc.listen();

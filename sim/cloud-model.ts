@@ -8,7 +8,8 @@
 import { Ec2ApiError, eniNotFound, invalidParameter } from './ec2-errors.js';
 import type { FaultInjector, ImdsChangeKind } from './faults.js';
 import type { IdGenerator } from './ids.js';
-import { SubnetAddresses, parseIpv4Cidr } from './address-pool.js';
+import { SubnetAddresses } from './address-pool.js';
+import { addVpcCidr, checkAvailabilityZone, checkSubnetCidr } from './vpc.js';
 import { UNATTACHED_ENI_IPV4_LIMIT, instanceTypeInfo, type InstanceTypeInfo } from './instance-types.js';
 import type { Eni, Instance, SimState, Subnet } from './types.js';
 
@@ -44,28 +45,31 @@ export class CloudModel {
   ) {}
 
   /**
-   * Adds a subnet in the VPC. @throws Error when the CIDR is not a /16–/28 inside the VPC
-   * CIDR or overlaps another subnet.
+   * Adds a subnet in the VPC, optionally in another zone of the region and with tags.
+   * @throws Error when the CIDR is not a /16–/28 inside one of the VPC's CIDR blocks,
+   * overlaps another subnet, or the zone is not `<region><letter>`.
    */
-  addSubnet(p: { cidr: string; availabilityZone?: string }): Subnet {
-    const c = parseIpv4Cidr(p.cidr);
-    const vpc = parseIpv4Cidr(this.state.vpcCidr);
-    if (c.base < vpc.base || c.base + c.size > vpc.base + vpc.size)
-      throw new Error(`subnet ${p.cidr} is not inside the VPC CIDR ${this.state.vpcCidr}`);
-    for (const s of this.state.subnets.values()) {
-      const o = parseIpv4Cidr(s.cidr);
-      if (c.base < o.base + o.size && o.base < c.base + c.size)
-        throw new Error(`subnet ${p.cidr} overlaps ${s.subnetId} (${s.cidr})`);
-    }
+  addSubnet(p: { cidr: string; availabilityZone?: string; tags?: Record<string, string> }): Subnet {
+    const cidr = checkSubnetCidr(this.state, p.cidr);
+    const zone = checkAvailabilityZone(this.state.region, p.availabilityZone ?? this.state.availabilityZone);
     const subnet: Subnet = {
       subnetId: this.ids.id('subnet'),
-      cidr: c.cidr,
+      cidr,
       vpcId: this.state.vpcId,
-      availabilityZone: p.availabilityZone ?? this.state.availabilityZone,
-      addresses: new SubnetAddresses(c.cidr),
+      availabilityZone: zone,
+      addresses: new SubnetAddresses(cidr),
+      tags: { ...p.tags },
     };
     this.state.subnets.set(subnet.subnetId, subnet);
     return subnet;
+  }
+
+  /**
+   * Associates a secondary IPv4 CIDR block with the VPC (see `vpc.ts` for AWS's rules).
+   * @throws Error for a bad, overlapping or refused block.
+   */
+  addVpcCidr(cidr: string): string {
+    return addVpcCidr(this.state, cidr);
   }
 
   /**
@@ -137,12 +141,17 @@ export class CloudModel {
   /**
    * CreateNetworkInterface: a new `available` ENI with a primary IP, optional secondary
    * IPs / prefixes and tags. All or nothing: on failure no address stays taken.
-   * @throws Ec2ApiError InvalidSubnetID.NotFound, InvalidParameterValue,
+   * Security group ids must look like `sg-` + lower-case letters and digits (any such id is accepted:
+   * the sim keeps no group list); none given = the VPC's default group.
+   * @throws Ec2ApiError InvalidSubnetID.NotFound, InvalidGroupId.Malformed, InvalidParameterValue,
    * PrivateIpAddressLimitExceeded, InsufficientFreeAddressesInSubnet, InsufficientCidrBlocks.
    */
   createEni(p: CreateEniInput): Eni {
     const subnet = this.state.subnets.get(p.subnetId);
     if (!subnet) throw new Ec2ApiError('InvalidSubnetID.NotFound', `The subnet ID '${p.subnetId}' does not exist`);
+    const badGroup = p.securityGroupIds?.find((g) => !/^sg-[0-9a-z]+$/.test(g));
+    if (badGroup !== undefined)
+      throw new Ec2ApiError('InvalidGroupId.Malformed', `Invalid id: "${badGroup}" (expecting "sg-...")`);
     const nIps = (p.secondaryCount ?? 0) + (p.secondaryIps?.length ?? 0);
     const nPrefixes = (p.prefixCount ?? 0) + (p.prefixes?.length ?? 0);
     if (nIps > 0 && nPrefixes > 0)
@@ -303,8 +312,8 @@ export class CloudModel {
   }
 
   /**
-   * CreateTags: adds/overwrites tags on ENIs, instances or subnets (instances and subnets
-   * keep them on the side in `resourceTags`).
+   * CreateTags: adds/overwrites tags on ENIs, subnets, instances or the VPC (ENIs and
+   * subnets hold their own; instances and the VPC keep them on the side in `resourceTags`).
    * @throws Ec2ApiError Invalid<Type>ID.NotFound, InvalidID.
    */
   createTags(resourceIds: string[], tags: Record<string, string>): void {
@@ -315,15 +324,16 @@ export class CloudModel {
   /** CreateNetworkInterface ClientToken → the ENI id it created. */
   readonly clientTokens = new Map<string, string>();
 
-  /** Tags of instances and subnets (ENIs hold their own). */
+  /** Tags of instances and the VPC (ENIs and subnets hold their own). */
   readonly resourceTags = new Map<string, Record<string, string>>();
 
   private taggable(id: string): Record<string, string> {
     if (id.startsWith('eni-') && !id.startsWith('eni-attach-')) return this.eni(id).tags;
     if (id.startsWith('i-')) this.instance(id);
     else if (id.startsWith('subnet-')) {
-      if (!this.state.subnets.has(id))
-        throw new Ec2ApiError('InvalidSubnetID.NotFound', `The subnet ID '${id}' does not exist`);
+      const subnet = this.state.subnets.get(id);
+      if (!subnet) throw new Ec2ApiError('InvalidSubnetID.NotFound', `The subnet ID '${id}' does not exist`);
+      return subnet.tags;
     } else if (id !== this.state.vpcId) throw new Ec2ApiError('InvalidID', `The ID '${id}' is not valid`);
     let t = this.resourceTags.get(id);
     if (!t) {

@@ -14,6 +14,7 @@ import {
   instanceFilterValues,
   page,
   subnetFilterValues,
+  vpcFilterValues,
 } from './filters.js';
 import {
   filters,
@@ -27,7 +28,7 @@ import {
   tags,
   type QueryParams,
 } from './query-params.js';
-import { eniXml, instanceTypeXml, reservationXml, set, subnetXml, type XmlTree } from './ec2-xml.js';
+import { eniXml, instanceTypeXml, reservationXml, set, subnetXml, vpcXml, type XmlTree } from './ec2-xml.js';
 
 /** One action handler: params in, response body out. @throws Ec2ApiError */
 export type ActionHandler = (model: CloudModel, p: QueryParams) => XmlTree;
@@ -60,12 +61,22 @@ const describeSubnets: ActionHandler = (model, p) => {
       throw new Ec2ApiError('InvalidSubnetID.NotFound', `The subnet ID '${missing.join("', '")}' does not exist`);
     subnets = subnets.filter((s) => ids.includes(s.subnetId));
   }
-  subnets = applyFilters(subnets, filters(p), subnetFilterValues(tagsOf(model)), FILTER_NAMES.subnet);
+  subnets = applyFilters(subnets, filters(p), subnetFilterValues, FILTER_NAMES.subnet);
   const pg = page(subnets, optInt(p, 'MaxResults', 0, 1000), optString(p, 'NextToken'), model.faults.describePageSize);
   return {
-    subnetSet: set(pg.items.map((s) => subnetXml(s, tagsOf(model)(s.subnetId)))),
+    subnetSet: set(pg.items.map((s) => subnetXml(model.state, s))),
     ...(pg.nextToken ? { nextToken: pg.nextToken } : {}),
   };
+};
+
+const describeVpcs: ActionHandler = (model, p) => {
+  const st = model.state;
+  const ids = list(p, 'VpcId');
+  const missing = ids.filter((id) => id !== st.vpcId);
+  if (missing.length)
+    throw new Ec2ApiError('InvalidVpcID.NotFound', `The vpc ID '${missing.join("', '")}' does not exist`);
+  const vpcs = applyFilters([st], filters(p), vpcFilterValues(st, tagsOf(model)), FILTER_NAMES.vpc);
+  return { vpcSet: set(vpcs.map((v) => vpcXml(v, tagsOf(model)(v.vpcId)))) };
 };
 
 const describeInstances: ActionHandler = (model, p) => {
@@ -226,6 +237,7 @@ export const ACTIONS: ReadonlyMap<string, ActionHandler> = new Map([
   ['DescribeInstanceTypes', describeInstanceTypes],
   ['DescribeNetworkInterfaces', describeNetworkInterfaces],
   ['DescribeSubnets', describeSubnets],
+  ['DescribeVpcs', describeVpcs],
   ['CreateNetworkInterface', createNetworkInterface],
   ['AttachNetworkInterface', attachNetworkInterface],
   ['DetachNetworkInterface', detachNetworkInterface],

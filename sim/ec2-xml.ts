@@ -8,7 +8,8 @@
 import { XMLBuilder } from 'fast-xml-parser';
 import { DEFAULT_SECURITY_GROUP } from './cloud-model.js';
 import type { InstanceTypeInfo } from './instance-types.js';
-import type { Eni, Instance, SimState, Subnet } from './types.js';
+import { vpcCidrBlocks, type Eni, type Instance, type SimState, type Subnet } from './types.js';
+import { availabilityZoneId } from './vpc.js';
 
 /** EC2 API version served. */
 export const EC2_API_VERSION = '2016-11-15';
@@ -160,17 +161,52 @@ export function reservationXml(state: SimState, inst: Instance, tags: Record<str
   };
 }
 
-/** EC2 `Subnet`. */
-export function subnetXml(s: Subnet, tags: Record<string, string>): XmlTree {
+/** EC2 `Subnet` (AWS EC2 API Reference, "Subnet"); tags are the subnet's own. */
+export function subnetXml(state: SimState, s: Subnet): XmlTree {
   return {
     subnetId: s.subnetId,
+    subnetArn: `arn:aws:ec2:${state.region}:${state.accountId}:subnet/${s.subnetId}`,
     state: 'available',
+    ownerId: state.accountId,
     vpcId: s.vpcId,
     cidrBlock: s.cidr,
     availableIpAddressCount: s.addresses.freeCount(),
     availabilityZone: s.availabilityZone,
+    availabilityZoneId: availabilityZoneId(state.region, s.availabilityZone),
     defaultForAz: false,
     mapPublicIpOnLaunch: false,
+    assignIpv6AddressOnCreation: false,
+    ipv6CidrBlockAssociationSet: set([]),
+    tagSet: tagSet(s.tags),
+  };
+}
+
+/**
+ * Association id of the VPC's `index`-th IPv4 CIDR block (0 = primary), stable for the
+ * sim's life: `vpc-cidr-assoc-` + 17 hex digits derived from the VPC id and the index.
+ */
+export function cidrAssociationId(vpcId: string, index: number): string {
+  return `vpc-cidr-assoc-${vpcId.slice(-16)}${index.toString(16)}`.slice(0, 32);
+}
+
+/** EC2 `Vpc` with its `cidrBlockAssociationSet` (AWS EC2 API Reference, "Vpc", "VpcCidrBlockAssociation"). */
+export function vpcXml(state: SimState, tags: Record<string, string>): XmlTree {
+  return {
+    vpcId: state.vpcId,
+    ownerId: state.accountId,
+    state: 'available',
+    cidrBlock: state.vpcCidr,
+    cidrBlockAssociationSet: set(
+      vpcCidrBlocks(state).map((cidrBlock, i) => ({
+        associationId: cidrAssociationId(state.vpcId, i),
+        cidrBlock,
+        cidrBlockState: { state: 'associated' },
+      })),
+    ),
+    ipv6CidrBlockAssociationSet: set([]),
+    dhcpOptionsId: 'dopt-0sim0000000000001',
+    instanceTenancy: 'default',
+    isDefault: false,
     tagSet: tagSet(tags),
   };
 }

@@ -6,7 +6,7 @@
  */
 import { Ec2ApiError, invalidParameter } from './ec2-errors.js';
 import type { Filter } from './query-params.js';
-import type { Eni, Instance, Subnet } from './types.js';
+import { vpcCidrBlocks, type Eni, type Instance, type SimState, type Subnet } from './types.js';
 
 /** Values a resource has for one filter name; undefined = filter name not supported. */
 type Extractor<T> = (r: T, name: string) => string[] | undefined;
@@ -76,26 +76,48 @@ export const eniFilterValues: Extractor<Eni> = (e, name) => {
   }
 };
 
-/** Filter values of a subnet (DescribeSubnets filter names). */
-export function subnetFilterValues(tagsOf: (id: string) => Record<string, string>): Extractor<Subnet> {
-  return (s, name) => {
+/** Filter values of a subnet (DescribeSubnets filter names; tags from the subnet itself). */
+export const subnetFilterValues: Extractor<Subnet> = (s, name) => {
+  switch (name) {
+    case 'subnet-id':
+      return [s.subnetId];
+    case 'vpc-id':
+      return [s.vpcId];
+    case 'availability-zone':
+      return [s.availabilityZone];
+    case 'cidr-block':
+    case 'cidr':
+    case 'cidrBlock':
+      return [s.cidr];
+    case 'state':
+      return ['available'];
+    case 'available-ip-address-count':
+      return [String(s.addresses.freeCount())];
+    case 'default-for-az':
+      return ['false'];
+    default:
+      return tagValues(s.tags, name);
+  }
+};
+
+/** Filter values of the VPC (DescribeVpcs filter names); `tagsOf` gives the VPC's tags. */
+export function vpcFilterValues(state: SimState, tagsOf: (id: string) => Record<string, string>): Extractor<SimState> {
+  return (_v, name) => {
     switch (name) {
-      case 'subnet-id':
-        return [s.subnetId];
       case 'vpc-id':
-        return [s.vpcId];
-      case 'availability-zone':
-        return [s.availabilityZone];
-      case 'cidr-block':
+        return [state.vpcId];
       case 'cidr':
-      case 'cidrBlock':
-        return [s.cidr];
+        return [state.vpcCidr];
+      case 'cidr-block-association.cidr-block':
+        return vpcCidrBlocks(state);
       case 'state':
         return ['available'];
-      case 'available-ip-address-count':
-        return [String(s.addresses.freeCount())];
+      case 'is-default':
+        return ['false'];
+      case 'owner-id':
+        return [state.accountId];
       default:
-        return tagValues(tagsOf(s.subnetId), name);
+        return tagValues(tagsOf(state.vpcId), name);
     }
   };
 }
@@ -156,7 +178,9 @@ export const FILTER_NAMES = {
     'cidrBlock',
     'state',
     'available-ip-address-count',
+    'default-for-az',
   ]),
+  vpc: new Set(['vpc-id', 'cidr', 'cidr-block-association.cidr-block', 'state', 'is-default', 'owner-id']),
   instance: new Set([
     'instance-id',
     'instance-type',

@@ -4,7 +4,7 @@
  * instance's metadata stays as it was before the change for N ms. Views become visible
  * in order (a later change is never shown before an earlier one).
  */
-import type { SimState } from './types.js';
+import { vpcCidrBlocks, type SimState } from './types.js';
 
 /** One attached ENI as IMDS lists it under `network/interfaces/macs/<mac>/`. */
 export interface ImdsEniView {
@@ -51,7 +51,7 @@ export function liveInstanceView(state: SimState, instanceId: string): ImdsInsta
       subnetId: e.subnetId,
       subnetCidr: state.subnets.get(e.subnetId)?.cidr ?? '',
       vpcId: e.vpcId,
-      vpcCidrs: [state.vpcCidr],
+      vpcCidrs: vpcCidrBlocks(state),
       securityGroupIds: [...e.securityGroupIds],
       localIpv4s: [e.primaryIp, ...e.secondaryIps],
       ipv4Prefixes: [...e.ipv4Prefixes],

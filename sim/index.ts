@@ -19,5 +19,7 @@ export {
 export { INSTANCE_TYPES, instanceTypeInfo, type InstanceTypeInfo } from './instance-types.js';
 export { Ec2ApiError, httpStatusForCode } from './ec2-errors.js';
 export { stateToJson, type SimStateJson } from './state-json.js';
+export { vpcCidrBlocks } from './types.js';
 export type { ApiCallRecord, Eni, EniAttachment, EniStatus, Instance, SimState, Subnet } from './types.js';
+export { MAX_VPC_CIDR_BLOCKS } from './vpc.js';
 export type { ImdsInstanceView, ImdsEniView } from './imds-view.js';

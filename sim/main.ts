@@ -1,21 +1,28 @@
 #!/usr/bin/env node
 /**
  * `eni-ipam-sim`: runs the simulated cloud as a process. Flags (node:util parseArgs):
- * `--instance-type m5.large --subnet-cidr 10.0.0.0/24 --vpc-cidr 10.0.0.0/16
- *  --ec2-port N --imds-port N --host 127.0.0.1 --region us-west-2 --seed N`.
- * Starts, launches one instance, prints one JSON line
- * `{"ec2Endpoint","imdsEndpoint","instanceId","subnetId"}` on stdout, and runs until
+ * `--instance-type m5.large --subnet-cidr 10.0.0.0/24 --vpc-cidr 10.0.0.0/16[,100.64.0.0/16]
+ *  --subnet CIDR[:ZONE[:KEY=VALUE,...]] (repeatable) --ec2-port N --imds-port N
+ *  --host 127.0.0.1 --region us-west-2 --seed N`.
+ * `--vpc-cidr` lists the VPC's primary block then its secondary blocks; each `--subnet`
+ * adds one more subnet (in another zone, tagged: sim/subnet-spec.ts) besides the node's
+ * `--subnet-cidr`. Starts, launches one instance in the node's subnet, prints one JSON line
+ * `{"ec2Endpoint","imdsEndpoint","instanceId","subnetId","vpcId","subnets"}` on stdout
+ * (`subnets`: every subnet as `{subnetId, cidr, availabilityZone, tags}`), and runs until
  * SIGTERM/SIGINT (then closes and exits 0). Bad flags: one error line on stderr, exit 2.
  */
 import { parseArgs } from 'node:util';
 import { parseIpv4Cidr } from './address-pool.js';
 import { instanceTypeInfo, INSTANCE_TYPES } from './instance-types.js';
 import { SimCloud } from './sim-cloud.js';
+import { parseSubnetSpec, parseVpcCidrs, type SubnetSpec } from './subnet-spec.js';
 
 interface Flags {
   instanceType: string;
   subnetCidr: string;
   vpcCidr: string;
+  secondaryVpcCidrs: string[];
+  subnets: SubnetSpec[];
   ec2Port: number;
   imdsPort: number;
   host: string;
@@ -44,9 +51,9 @@ function cidr(name: string, v: string): string {
 
 /** Parses argv into flags. Exits 2 with one line on any bad flag. */
 export function parseFlags(argv: string[]): Flags {
-  let values: Record<string, string | undefined>;
+  let parsed: { values: Partial<Record<string, string | string[]>> };
   try {
-    ({ values } = parseArgs({
+    parsed = parseArgs({
       args: argv,
       strict: true,
       allowPositionals: false,
@@ -54,25 +61,39 @@ export function parseFlags(argv: string[]): Flags {
         'instance-type': { type: 'string' },
         'subnet-cidr': { type: 'string' },
         'vpc-cidr': { type: 'string' },
+        subnet: { type: 'string', multiple: true },
         'ec2-port': { type: 'string' },
         'imds-port': { type: 'string' },
         host: { type: 'string' },
         region: { type: 'string' },
         seed: { type: 'string' },
       },
-    }) as { values: Record<string, string | undefined> });
+    });
   } catch (e) {
     return usageError((e as Error).message.split('\n')[0]!);
   }
+  const { subnet: subnetValues, ...single } = parsed.values;
+  const values = single as Partial<Record<string, string>>; // every other option is a single string
+  const subnetFlags = Array.isArray(subnetValues) ? subnetValues : [];
   const instanceType = values['instance-type'] ?? 'm5.large';
   if (!instanceTypeInfo(instanceType))
     usageError(`--instance-type '${instanceType}' is unknown; known: ${[...INSTANCE_TYPES.keys()].join(', ')}`);
   const seed = values.seed;
   if (seed !== undefined && !/^\d+$/.test(seed)) usageError(`--seed must be a non-negative integer, got '${seed}'`);
+  let vpc: ReturnType<typeof parseVpcCidrs>;
+  let subnets: SubnetSpec[];
+  try {
+    vpc = parseVpcCidrs(values['vpc-cidr'] ?? '10.0.0.0/16');
+    subnets = subnetFlags.map(parseSubnetSpec);
+  } catch (e) {
+    return usageError((e as Error).message);
+  }
   return {
     instanceType,
     subnetCidr: cidr('subnet-cidr', values['subnet-cidr'] ?? '10.0.0.0/24'),
-    vpcCidr: cidr('vpc-cidr', values['vpc-cidr'] ?? '10.0.0.0/16'),
+    vpcCidr: vpc.primary,
+    secondaryVpcCidrs: vpc.secondary,
+    subnets,
     ec2Port: port('ec2-port', values['ec2-port']),
     imdsPort: port('imds-port', values['imds-port']),
     host: values.host ?? '127.0.0.1',
@@ -94,7 +115,9 @@ async function main(): Promise<void> {
   let subnetId: string;
   let instanceId: string;
   try {
+    for (const c of f.secondaryVpcCidrs) sim.addVpcCidr(c);
     const subnet = sim.addSubnet({ cidr: f.subnetCidr });
+    for (const s of f.subnets) sim.addSubnet(s);
     subnetId = subnet.subnetId;
     instanceId = sim.launchInstance({ instanceType: f.instanceType, subnetId }).instanceId;
   } catch (e) {
@@ -107,7 +130,19 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   process.stdout.write(
-    `${JSON.stringify({ ec2Endpoint: sim.ec2Endpoint, imdsEndpoint: sim.imdsEndpoint, instanceId, subnetId })}\n`,
+    `${JSON.stringify({
+      ec2Endpoint: sim.ec2Endpoint,
+      imdsEndpoint: sim.imdsEndpoint,
+      instanceId,
+      subnetId,
+      vpcId: sim.state.vpcId,
+      subnets: [...sim.state.subnets.values()].map((s) => ({
+        subnetId: s.subnetId,
+        cidr: s.cidr,
+        availabilityZone: s.availabilityZone,
+        tags: s.tags,
+      })),
+    })}\n`,
   );
   const shutdown = (): void => {
     sim.stop().then(

@@ -19,16 +19,16 @@
  * caller sees (an Ec2Error with `attempts` 1, or the count given to {@link failNext} to
  * stand for a call whose retries ran out).
  */
-import { Ec2Error, type CreateEniRequest, type Ec2Eni, type Ec2Port } from '../ipamd/cloud/ec2-port.js';
+import { Ec2Error, type CreateEniRequest, type Ec2Eni, type Ec2Port, type Ec2Subnet } from '../ipamd/cloud/ec2-port.js';
 import type { ImdsEni } from '../ipamd/cloud/imds.js';
 import { classifyEc2Failure } from '../ipamd/cloud/retry.js';
 import { CloudModel } from './cloud-model.js';
 import { Ec2ApiError, httpStatusForCode } from './ec2-errors.js';
 import { FaultInjector } from './faults.js';
-import { FILTER_NAMES, applyFilters, eniFilterValues } from './filters.js';
+import { FILTER_NAMES, applyFilters, eniFilterValues, subnetFilterValues } from './filters.js';
 import { IdGenerator } from './ids.js';
 import { assignAddresses, unassignAddresses } from './ip-assignment.js';
-import type { Eni, Instance, SimState, Subnet } from './types.js';
+import { vpcCidrBlocks, type Eni, type Instance, type SimState, type Subnet } from './types.js';
 
 /** The three outcomes EC2 can leave unknown to the caller, plus a plain refusal by code. */
 export type MemoryFault =
@@ -61,6 +61,8 @@ export interface MemoryEc2Options {
   region?: string;
   /** Default `10.0.0.0/16`. */
   vpcCidr?: string;
+  /** Secondary VPC CIDR blocks (e.g. `['100.64.0.0/16']`), rules as `SimCloud`'s. Default none. */
+  secondaryVpcCidrs?: string[];
   /** Virtual clock (ms); a call without an answer advances it by `timeoutMs`. Default: a private clock starting at 0. */
   clock?: { now(): number; advance(ms: number): void };
   /** The attempt timeout a call without an answer spends (ms, default 10 000 as ENI_IPAM_EC2_TIMEOUT). */
@@ -108,11 +110,15 @@ export class MemoryEc2 implements Ec2Port {
     };
     this.timeoutMs = o.timeoutMs ?? 10_000;
     this.model = new CloudModel(this.state, ids, new FaultInjector(), () => undefined);
+    for (const c of o.secondaryVpcCidrs ?? []) this.model.addVpcCidr(c);
   }
 
-  /** Adds a subnet (see `CloudModel.addSubnet`). @throws Error for a bad or overlapping CIDR. */
-  addSubnet(cidr: string): Subnet {
-    return this.model.addSubnet({ cidr });
+  /**
+   * Adds a subnet (see `CloudModel.addSubnet`), optionally in another zone and tagged.
+   * @throws Error for a bad or overlapping CIDR or a zone outside the region.
+   */
+  addSubnet(cidr: string, o: { availabilityZone?: string; tags?: Record<string, string> } = {}): Subnet {
+    return this.model.addSubnet({ cidr, ...o });
   }
 
   /** Launches an instance with its primary ENI (see `CloudModel.launchInstance`). @throws Error for an unknown type or subnet. */
@@ -154,7 +160,7 @@ export class MemoryEc2 implements Ec2Port {
         subnetId: e.subnetId,
         vpcId: e.vpcId,
         subnetCidr: this.state.subnets.get(e.subnetId)?.cidr ?? '',
-        vpcCidrs: [this.state.vpcCidr],
+        vpcCidrs: vpcCidrBlocks(this.state),
         securityGroupIds: [...e.securityGroupIds],
         localIpv4s: [e.primaryIp, ...e.secondaryIps],
         ipv4Prefixes: [...e.ipv4Prefixes],
@@ -178,6 +184,20 @@ export class MemoryEc2 implements Ec2Port {
       const s = this.state.subnets.get(subnetId);
       if (!s) throw new Ec2ApiError('InvalidSubnetID.NotFound', `The subnet ID '${subnetId}' does not exist`);
       return { cidr: s.cidr, availableIps: s.addresses.freeCount(), vpcId: s.vpcId };
+    });
+  }
+
+  describeSubnets(filters: Record<string, string[]>): Promise<Ec2Subnet[]> {
+    return this.call('DescribeSubnets', [filters], () => {
+      const list = Object.entries(filters).map(([name, values]) => ({ name, values }));
+      return applyFilters([...this.state.subnets.values()], list, subnetFilterValues, FILTER_NAMES.subnet).map((s) => ({
+        subnetId: s.subnetId,
+        cidr: s.cidr,
+        availableIps: s.addresses.freeCount(),
+        vpcId: s.vpcId,
+        availabilityZone: s.availabilityZone,
+        tags: { ...s.tags },
+      }));
     });
   }
 

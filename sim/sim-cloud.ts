@@ -18,8 +18,13 @@ export interface SimCloudOptions {
   region?: string;
   /** Default `<region>a`. */
   availabilityZone?: string;
-  /** Default `10.0.0.0/16`. */
+  /** The VPC's primary IPv4 CIDR block. Default `10.0.0.0/16`. */
   vpcCidr?: string;
+  /**
+   * Secondary IPv4 CIDR blocks of the VPC, e.g. `['100.64.0.0/16']` for custom networking
+   * (rules in `vpc.ts`; more can be added with {@link SimCloud.addVpcCidr}). Default none.
+   */
+  secondaryVpcCidrs?: string[];
   /** Listen address of both servers, default `127.0.0.1`. */
   host?: string;
   /** Default 0 (ephemeral). */
@@ -65,6 +70,7 @@ export class SimCloud {
     this.model = new CloudModel(this.state, ids, this.faults, (kind, instanceId) =>
       this.views.beforeChange(instanceId, this.faults.imdsLagFor(kind)),
     );
+    for (const c of opts.secondaryVpcCidrs ?? []) this.model.addVpcCidr(c);
     this.ec2 = new Ec2Server(this.model, this.faults, this.calls);
     this.imds = new ImdsServer({ defaultInstanceId: () => this.defaultInstance, view: (id) => this.views.view(id) });
     this.host = opts.host ?? '127.0.0.1';
@@ -84,6 +90,11 @@ export class SimCloud {
     }
     const h = this.host.includes(':') ? `[${this.host}]` : this.host;
     this.endpoints = { ec2: `http://${h}:${ec2Port}`, imds: `http://${h}:${imdsPort}` };
+  }
+
+  /** IMDS catches up at once: every change still hidden by an IMDS lag becomes visible now. */
+  catchUpImds(): void {
+    this.views.clear();
   }
 
   /** Closes both servers (in-flight calls are dropped) and clears transition timers. */
@@ -109,12 +120,54 @@ export class SimCloud {
   }
 
   /**
-   * Adds a subnet (/16–/28 inside the VPC CIDR, no overlap). Its free-address count
-   * starts at size − 5 (AWS reserves the first four and the last address).
-   * @throws Error for a bad or overlapping CIDR.
+   * Adds a subnet (/16–/28 inside one of the VPC's CIDR blocks, no overlap), in
+   * `availabilityZone` (default: the region's first zone, `<region>a`) with `tags` (e.g.
+   * `{ 'kubernetes.io/role/cni': '1' }`). Its free-address count starts at size − 5 (AWS
+   * reserves the first four and the last address).
+   * @throws Error for a bad or overlapping CIDR or a zone not of the region.
    */
-  addSubnet(p: { cidr: string; availabilityZone?: string }): Subnet {
+  addSubnet(p: { cidr: string; availabilityZone?: string; tags?: Record<string, string> }): Subnet {
     return this.model.addSubnet(p);
+  }
+
+  /**
+   * Associates a secondary IPv4 CIDR block with the VPC (e.g. `100.64.0.0/16`); IMDS
+   * `vpc-ipv4-cidr-blocks` and DescribeVpcs list it after the primary. Returns it normalised.
+   * @throws Error for a bad or overlapping block, another RFC 1918 range than the primary, or more than 5 blocks.
+   */
+  addVpcCidr(cidr: string): string {
+    return this.model.addVpcCidr(cidr);
+  }
+
+  /**
+   * Takes addresses of a subnet for "other users" (no ENI holds them), so that exactly
+   * `leaveFree` stay free (default 0: the subnet is exhausted and the next create or
+   * assign there answers `InsufficientFreeAddressesInSubnet`; /28 prefixes need 16 aligned
+   * free addresses, so a nearly full subnet answers `InsufficientCidrBlocks`). Returns the
+   * addresses taken, for {@link releaseOccupied}.
+   * @throws Error for an unknown subnet or when fewer than `leaveFree` are free already.
+   */
+  occupy(subnetId: string, leaveFree = 0): string[] {
+    const s = this.state.subnets.get(subnetId);
+    if (!s) throw new Error(`unknown subnet ${subnetId}`);
+    const free = s.addresses.freeCount();
+    if (free < leaveFree) throw new Error(`subnet ${subnetId} has ${free} free addresses, fewer than ${leaveFree}`);
+    return free > leaveFree ? s.addresses.allocate(free - leaveFree) : [];
+  }
+
+  /** Gives back addresses {@link occupy} took. @throws Error for an unknown subnet. */
+  releaseOccupied(subnetId: string, ips: string[]): void {
+    const s = this.state.subnets.get(subnetId);
+    if (!s) throw new Error(`unknown subnet ${subnetId}`);
+    s.addresses.release(ips);
+  }
+
+  /**
+   * Adds or overwrites tags on subnets, ENIs, instances or the VPC, as EC2 CreateTags does.
+   * @throws Ec2ApiError Invalid<Type>ID.NotFound / InvalidID for an unknown id.
+   */
+  createTags(resourceIds: string[], tags: Record<string, string>): void {
+    this.model.createTags(resourceIds, tags);
   }
 
   /**

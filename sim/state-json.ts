@@ -1,9 +1,9 @@
 /**
- * JSON snapshot of the simulated cloud's state (served at `GET /_sim/state`): subnets
- * with free-address counts, instances, and ENIs with their IPs, prefixes, tags,
+ * JSON snapshot of the simulated cloud's state (served at `GET /_sim/state`): the VPC's
+ * CIDR blocks, subnets with zone, tags and free-address counts, instances, and ENIs with their IPs, prefixes, tags,
  * attachment and status.
  */
-import type { Eni, Instance, SimState } from './types.js';
+import { vpcCidrBlocks, type Eni, type Instance, type SimState } from './types.js';
 
 /** Serialisable snapshot of a {@link SimState}. */
 export interface SimStateJson {
@@ -11,6 +11,8 @@ export interface SimStateJson {
   availabilityZone: string;
   vpcId: string;
   vpcCidr: string;
+  /** Every IPv4 CIDR block of the VPC, primary first. */
+  vpcCidrs: string[];
   accountId: string;
   subnets: {
     subnetId: string;
@@ -18,6 +20,7 @@ export interface SimStateJson {
     vpcId: string;
     availabilityZone: string;
     availableIpAddressCount: number;
+    tags: Record<string, string>;
   }[];
   instances: Instance[];
   enis: Eni[];
@@ -30,6 +33,7 @@ export function stateToJson(s: SimState): SimStateJson {
     availabilityZone: s.availabilityZone,
     vpcId: s.vpcId,
     vpcCidr: s.vpcCidr,
+    vpcCidrs: vpcCidrBlocks(s),
     accountId: s.accountId,
     subnets: [...s.subnets.values()].map((x) => ({
       subnetId: x.subnetId,
@@ -37,6 +41,7 @@ export function stateToJson(s: SimState): SimStateJson {
       vpcId: x.vpcId,
       availabilityZone: x.availabilityZone,
       availableIpAddressCount: x.addresses.freeCount(),
+      tags: { ...x.tags },
     })),
     instances: [...s.instances.values()].map((i) => ({ ...i })),
     enis: structuredClone([...s.enis.values()]),

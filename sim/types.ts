@@ -12,6 +12,8 @@ export interface Subnet {
   vpcId: string;
   availabilityZone: string;
   addresses: SubnetAddresses;
+  /** The subnet's tags (EC2 `tagSet`; CreateTags on a `subnet-` id writes here). */
+  tags: Record<string, string>;
 }
 
 /** An ENI attachment (EC2 `NetworkInterfaceAttachment`). */
@@ -74,7 +76,13 @@ export interface SimState {
   region: string;
   availabilityZone: string;
   vpcId: string;
+  /** The VPC's primary IPv4 CIDR block. */
   vpcCidr: string;
+  /**
+   * Secondary IPv4 CIDR blocks associated with the VPC (AWS VPC User Guide, "Add IPv4 CIDR
+   * blocks to a VPC"), in association order; absent = none. Read all blocks with {@link vpcCidrBlocks}.
+   */
+  secondaryVpcCidrs?: string[];
   accountId: string;
   subnets: Map<string, Subnet>;
   instances: Map<string, Instance>;
@@ -96,4 +104,9 @@ export interface ApiCallRecord {
   instanceId?: string;
   /** Time to answer in ms, set when the call completes (undefined while in flight; `ok` is false until then). */
   durationMs?: number;
+}
+
+/** Every IPv4 CIDR block of the VPC, primary first (IMDS `vpc-ipv4-cidr-blocks` order). */
+export function vpcCidrBlocks(state: Pick<SimState, 'vpcCidr' | 'secondaryVpcCidrs'>): string[] {
+  return [state.vpcCidr, ...(state.secondaryVpcCidrs ?? [])];
 }

@@ -1,5 +1,5 @@
 /**
- * The EC2 port: the twelve EC2 operations the controller (grow, shrink, ENI create/free,
+ * The EC2 port: the thirteen EC2 operations the controller (grow, shrink, ENI create/free,
  * the ENI reconcile, the leaked-ENI sweep) and its start-up use, as one narrow interface,
  * in ipamd's own shapes ({@link Ec2Eni}, {@link Ec2Error}), with no SDK type in sight.
  *
@@ -62,6 +62,19 @@ export interface Ec2Eni {
   securityGroupIds: string[];
 }
 
+/** A subnet as DescribeSubnets shows it (EC2 API Reference: `Subnet`). */
+export interface Ec2Subnet {
+  subnetId: string;
+  /** IPv4 CIDR block, e.g. `10.0.1.0/24`. */
+  cidr: string;
+  /** `AvailableIpAddressCount`: free IPv4 addresses now (addresses, not /28 blocks). */
+  availableIps: number;
+  vpcId: string;
+  availabilityZone: string;
+  /** Tags by key (e.g. `kubernetes.io/role/cni` → `1`). */
+  tags: Record<string, string>;
+}
+
 /** Input of {@link Ec2Port.createEni}. */
 export interface CreateEniRequest {
   subnetId: string;
@@ -82,6 +95,11 @@ export interface Ec2Port {
   describeEnisByFilters(filters: Record<string, string[]>): Promise<Ec2Eni[]>;
   /** DescribeSubnets for one subnet: its IPv4 CIDR, free addresses and VPC. */
   describeSubnet(subnetId: string): Promise<{ cidr: string; availableIps: number; vpcId: string }>;
+  /**
+   * DescribeSubnets with filters (EC2 filter names → values, e.g. `vpc-id`,
+   * `availability-zone`, `tag:<key>`, `tag-key`, `subnet-id`), every page; never a partial list.
+   */
+  describeSubnets(filters: Record<string, string[]>): Promise<Ec2Subnet[]>;
   /** CreateNetworkInterface with tags and secondary IPs or /28 prefixes; the new ENI (`available`). */
   createEni(p: CreateEniRequest): Promise<Ec2Eni>;
   /** AttachNetworkInterface at a device index; the attachment id. */

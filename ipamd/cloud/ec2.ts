@@ -8,7 +8,7 @@ import type { Filter, _InstanceType } from '@aws-sdk/client-ec2';
 import { Ec2Caller } from './ec2-call.js';
 import { normaliseEni } from './ec2-normalise.js';
 import type { Ec2CallOptions, InstanceTypeLimits } from './ec2-options.js';
-import { Ec2Error, type Ec2Eni, type Ec2Port } from './ec2-port.js';
+import { Ec2Error, type Ec2Eni, type Ec2Port, type Ec2Subnet } from './ec2-port.js';
 
 export { Ec2Caller } from './ec2-call.js';
 export { normaliseEni } from './ec2-normalise.js';
@@ -25,7 +25,7 @@ export {
   type Ec2WaitObserver,
   type InstanceTypeLimits,
 } from './ec2-options.js';
-export { Ec2Error, type CreateEniRequest, type Ec2Eni, type Ec2Port } from './ec2-port.js';
+export { Ec2Error, type CreateEniRequest, type Ec2Eni, type Ec2Port, type Ec2Subnet } from './ec2-port.js';
 
 /** Normalised EC2 operations used by ipamd. All methods throw {@link Ec2Error}. */
 export class Ec2Api extends Ec2Caller {
@@ -73,6 +73,39 @@ export class Ec2Api extends Ec2Caller {
     const s = out.Subnets?.[0];
     if (!s?.CidrBlock) throw new Ec2Error('DescribeSubnets', 'IncompleteResponse', `subnet ${subnetId} not described`);
     return { cidr: s.CidrBlock, availableIps: s.AvailableIpAddressCount ?? 0, vpcId: s.VpcId ?? '' };
+  }
+
+  /**
+   * DescribeSubnets with filters (EC2 filter names → values), following NextToken pages
+   * (MaxResults 1000). A subnet without a CIDR block in the answer is left out.
+   * @throws Ec2Error (the whole call fails: never a partial list).
+   */
+  async describeSubnets(filters: Record<string, string[]>): Promise<Ec2Subnet[]> {
+    const Filters: Filter[] = Object.entries(filters).map(([Name, Values]) => ({ Name, Values }));
+    const out: Ec2Subnet[] = [];
+    let NextToken: string | undefined;
+    do {
+      const page = await this.call('DescribeSubnets', (o) =>
+        this.sdk((c, m) =>
+          c.send(new m.DescribeSubnetsCommand({ Filters, MaxResults: 1000, ...(NextToken ? { NextToken } : {}) }), o),
+        ),
+      );
+      for (const s of page.Subnets ?? []) {
+        if (!s.SubnetId || !s.CidrBlock) continue;
+        const tags: Record<string, string> = {};
+        for (const t of s.Tags ?? []) if (t.Key) tags[t.Key] = t.Value ?? '';
+        out.push({
+          subnetId: s.SubnetId,
+          cidr: s.CidrBlock,
+          availableIps: s.AvailableIpAddressCount ?? 0,
+          vpcId: s.VpcId ?? '',
+          availabilityZone: s.AvailabilityZone ?? '',
+          tags,
+        });
+      }
+      NextToken = page.NextToken;
+    } while (NextToken);
+    return out;
   }
 
   /**

@@ -17,6 +17,7 @@ export function ipamdEnvSettings(c: IpamdConfig): Record<string, unknown> {
     MINIMUM_IP_TARGET: c.minimumIpTarget ?? 0,
     WARM_PREFIX_TARGET: c.warmPrefixTarget ?? 0,
     ENABLE_PREFIX_DELEGATION: c.enablePrefixDelegation,
+    ENABLE_SUBNET_DISCOVERY: c.enableSubnetDiscovery,
     MAX_ENI: c.maxEni ?? -1,
     DISABLE_NETWORK_RESOURCE_PROVISIONING: c.disableNetworkResourceProvisioning,
     IP_COOLDOWN_PERIOD: Math.round(c.ipCooldownMs / 1000),

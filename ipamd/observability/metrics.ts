@@ -105,6 +105,7 @@ export function createMetrics(o: CreateMetricsOptions = {}): IpamdMetrics {
     ipamdError: state.ipamdError,
     reconciled: state.reconciled,
     subnetFree: state.subnetFree,
+    subnetExhausted: state.subnetExhausted,
     started: state.started,
     inProgress: state.inProgress,
     setSources(s) {

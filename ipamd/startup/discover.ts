@@ -26,6 +26,7 @@ import type { Datastore } from '../datastore/datastore.js';
 import type { Logger } from '../log.js';
 import { isOurEni, TAG_CREATED_AT } from '../controller/eni-lifecycle/eni-ownership.js';
 import { readInventoryCache } from './inventory-cache.js';
+import { isIpv4Cidr, missingSubnetCidrs, subnetCidrsFromImds, vpcCidrsFromImds } from './subnet-cidrs.js';
 
 /** Default attempts of each start-up EC2 read (bounded: ~1.5 min of jittered back-off at most). */
 export const DEFAULT_DISCOVERY_EC2_ATTEMPTS = 10;
@@ -36,7 +37,13 @@ export interface NodeInventory {
   limits: InstanceTypeLimits;
   /** The primary ENI as IMDS describes it (subnet, security groups, VPC CIDRs). */
   primary: ImdsEni;
+  /** Every VPC IPv4 CIDR block (IMDS `vpc-ipv4-cidr-blocks`: primary and secondary blocks), read at this start. */
   vpcCidrs: string[];
+  /**
+   * Subnet id → IPv4 CIDR (IMDS per-MAC `subnet-ipv4-cidr-block`) for the subnet of every
+   * managed ENI, foreign subnets included: each ENI's route table uses its own subnet's router.
+   */
+  subnetCidrs: ReadonlyMap<string, string>;
   /** Attached ENIs ipamd manages (primary + ours), as EC2 describes them. */
   managed: Ec2Eni[];
   /** Attached ENIs we must not touch (untagged or no_manage=true). */
@@ -151,7 +158,8 @@ export async function discoverNode(o: DiscoverOptions): Promise<NodeInventory> {
           instance,
           limits,
           primary,
-          vpcCidrs: primary.vpcCidrs.length ? primary.vpcCidrs : [primary.subnetCidr],
+          vpcCidrs: vpcCidrsFromImds(imdsEnis, primary),
+          subnetCidrs: await resolveSubnetCidrs(imds, imdsEnis, c.managed, imdsRead),
           managed: c.managed,
           unmanaged: c.unmanaged,
           ec2,
@@ -197,11 +205,19 @@ export async function discoverNode(o: DiscoverOptions): Promise<NodeInventory> {
     },
     'discovered instance',
   );
+  let subnetCidrs: Map<string, string>;
+  try {
+    subnetCidrs = await resolveSubnetCidrs(imds, imdsEnis, managed, imdsRead);
+  } catch (e) {
+    ec2.close();
+    throw e;
+  }
   return {
     instance,
     limits,
     primary,
-    vpcCidrs: primary.vpcCidrs.length ? primary.vpcCidrs : [primary.subnetCidr],
+    vpcCidrs: vpcCidrsFromImds(imdsEnis, primary),
+    subnetCidrs,
     managed,
     unmanaged,
     ec2,
@@ -226,6 +242,55 @@ export function prefixDelegationRefusal(limits: InstanceTypeLimits): string | un
 }
 
 /**
+ * The subnet CIDR of every managed ENI: from the ENIs IMDS listed, and for an ENI in a
+ * subnet none of them is in (IMDS lags a fresh attachment) its own IMDS entry, read with
+ * the IMDS retries. @throws Error naming the ENI, its MAC and subnet when IMDS never says.
+ */
+async function resolveSubnetCidrs(
+  imds: ImdsClient,
+  imdsEnis: readonly ImdsEni[],
+  managed: readonly Ec2Eni[],
+  imdsRead: <T>(what: string, fn: () => Promise<T>) => Promise<T>,
+): Promise<Map<string, string>> {
+  const cidrs = subnetCidrsFromImds(imdsEnis);
+  for (const eni of missingSubnetCidrs(managed, cidrs)) {
+    const what = `ENI ${eni.eniId} (MAC ${eni.mac}, ${eni.subnetId})`;
+    const entry = await imdsRead(`subnet CIDR of ${what}`, async () => {
+      const e = await imds.eni(eni.mac);
+      if (e.subnetId !== eni.subnetId) throw new Error(`IMDS puts ${eni.mac} in ${e.subnetId || 'no subnet'}`);
+      return e;
+    }).catch((err: Error) => {
+      throw new Error(
+        `discovery: IMDS gives no subnet CIDR for ${what}, so its route table cannot be set up: ${err.message}`,
+      );
+    });
+    for (const [id, c] of subnetCidrsFromImds([entry])) cidrs.set(id, c);
+    if (!cidrs.has(eni.subnetId)) throw new Error(`discovery: IMDS gives no valid subnet CIDR for ${what}`);
+  }
+  return cidrs;
+}
+
+/**
+ * The VPC's IPv4 CIDR blocks as IMDS lists them now for the ENI `mac` (`vpc-ipv4-cidr-blocks`:
+ * primary and secondary blocks), invalid entries dropped; empty when IMDS lists none.
+ * One read, no retry (the caller re-reads on its period). @throws ImdsError
+ */
+export async function readVpcCidrs(imds: ImdsClient, mac: string): Promise<string[]> {
+  return (await imds.eni(mac)).vpcCidrs.filter(isIpv4Cidr);
+}
+
+/**
+ * The subnet CIDR of a managed ENI: its subnet's from {@link NodeInventory.subnetCidrs}.
+ * @throws Error naming the ENI and subnet when discovery did not resolve it (cannot happen
+ *         for an inventory {@link discoverNode} returned).
+ */
+export function subnetCidrOf(inv: Pick<NodeInventory, 'subnetCidrs'>, eni: Ec2Eni): string {
+  const cidr = inv.subnetCidrs.get(eni.subnetId);
+  if (!cidr) throw new Error(`no subnet CIDR known for ENI ${eni.eniId} in ${eni.subnetId}`);
+  return cidr;
+}
+
+/**
  * Puts the managed ENIs with their secondary IPs and /28 prefixes (as EC2 reports them,
  * EC2 being the truth, not IMDS) into the datastore. ENI capacity is in EC2 slots
  * (Ipv4AddressesPerInterface − 1; one slot per secondary IP or per prefix).
@@ -239,8 +304,8 @@ export function loadInventory(ds: Datastore, inv: NodeInventory, now: number): v
       mac: eni.mac,
       deviceNumber: dev,
       subnetId: eni.subnetId,
-      // ENIs are created in the primary ENI's subnet (custom networking is out of scope).
-      subnetCidr: inv.primary.subnetCidr,
+      // Its own subnet's CIDR (a foreign subnet has its own router and prefix length).
+      subnetCidr: subnetCidrOf(inv, eni),
       primaryIp: eni.primaryIp,
       isPrimary: dev === 0,
       createdAtMs: Number.isFinite(created) ? created : now,

@@ -1,6 +1,7 @@
 /**
  * Keeps the node's host networking (docs/design.md#7-host-networking) in step with the ENIs in the datastore:
- * node-wide rules and SNAT once at start (sysctls checked then and every minute, not set), then per secondary ENI its link,
+ * node-wide rules and SNAT at start and again when the VPC's CIDR blocks change (sysctls checked at start and
+ * every minute, not set), then per secondary ENI (in whatever subnet) its link,
  * route table and rule, and their removal as ENIs leave. Every step of
  * {@link HostNetwork} is idempotent, so a restart simply re-applies everything.
  *
@@ -31,6 +32,15 @@ export interface HostNetworkSyncOptions {
   excludeSnatCidrs: string[];
   /** How often to look for ENIs added or removed (ms). */
   intervalMs: number;
+  /**
+   * Re-reads the VPC's IPv4 CIDR blocks (IMDS `vpc-ipv4-cidr-blocks`) every `intervalMs`;
+   * a changed, non-empty list rewrites the node rules and SNAT chain, then `onChange` is
+   * told. A list that drops a block is applied only when two reads in a row agree. A
+   * failed or empty read changes nothing. Omit: the list is read only at start.
+   */
+  vpcCidrRecheck?: { read: () => Promise<string[]>; intervalMs: number; onChange?: (cidrs: string[]) => void };
+  /** Network namespace (path) standing for the node (ENI_IPAM_CNI_EXEC_NETNS, tests and demos); unset: ipamd's own. */
+  netns?: string;
 }
 
 /**
@@ -39,14 +49,22 @@ export interface HostNetworkSyncOptions {
  * @returns `sync()` to run a pass now, `setupEni(eni)` to set one ENI up now (throws if
  *          that fails; idempotent), and `stop()`.
  */
-export async function startHostNetworkSync(
-  o: HostNetworkSyncOptions,
-): Promise<{ sync(): Promise<void>; setupEni(eni: EniInfo): Promise<void>; stop(): void; sysctls(): SysctlCheck[] }> {
+export async function startHostNetworkSync(o: HostNetworkSyncOptions): Promise<{
+  sync(): Promise<void>;
+  setupEni(eni: EniInfo): Promise<void>;
+  stop(): void;
+  sysctls(): SysctlCheck[];
+  /** The VPC CIDRs the node rules and SNAT chain now hold. */
+  vpcCidrs(): string[];
+  /** Re-reads the VPC CIDR blocks now (see `vpcCidrRecheck`); never rejects. */
+  recheckVpcCidrs(): Promise<void>;
+}> {
   const hn = new HostNetwork({
     eniMtu: o.eniMtu,
     externalSnat: o.externalSnat,
     excludeSnatCidrs: o.excludeSnatCidrs,
     log: o.log,
+    ...(o.netns ? { netns: o.netns } : {}),
   });
   const node = await hn.setupNode({ primaryMac: o.primaryMac, nodeIp: o.nodeIp, vpcCidrs: o.vpcCidrs });
   // Checked, not set (docs/design.md#12-running-on-a-cluster item 7): a wrong one is reported (log, metric, /v1/status) and ipamd serves on.
@@ -75,6 +93,31 @@ export async function startHostNetworkSync(
       })
     : undefined;
   sysctlTask?.start();
+  let vpcCidrs = [...o.vpcCidrs];
+  let shrinkSeen: string[] | undefined;
+  const recheckVpcCidrs = async () => {
+    const r = o.vpcCidrRecheck;
+    if (!r) return;
+    try {
+      const read = await r.read();
+      const d = vpcCidrStep(vpcCidrs, read, shrinkSeen);
+      shrinkSeen = d.shrinkSeen;
+      if (d.shrinkSeen)
+        o.log.info({ now: vpcCidrs, read }, 'IMDS lists fewer VPC CIDR blocks; applied if the next read agrees');
+      if (!d.apply) return;
+      const fresh = d.apply;
+      await hn.setupNode({ primaryMac: o.primaryMac, nodeIp: o.nodeIp, vpcCidrs: fresh });
+      o.log.info({ before: vpcCidrs, after: fresh }, 'VPC CIDR blocks changed; node rules and SNAT chain rewritten');
+      vpcCidrs = fresh;
+      r.onChange?.(fresh);
+    } catch (e) {
+      o.log.warn({ err: (e as Error).message }, 'VPC CIDR blocks not re-read; keeping the current ones');
+    }
+  };
+  const vpcTask = o.vpcCidrRecheck
+    ? new PeriodicTask({ intervalMs: o.vpcCidrRecheck.intervalMs, run: recheckVpcCidrs })
+    : undefined;
+  vpcTask?.start();
   const applied = new Map<string, EniInfo>();
   /** Set up through the hook, not yet seen in the datastore: never torn down as "freed". */
   const viaHook = new Set<string>();
@@ -123,7 +166,36 @@ export async function startHostNetworkSync(
     stop: () => {
       void syncTask.stop();
       void sysctlTask?.stop();
+      void vpcTask?.stop();
     },
     sysctls: () => sysctls,
+    vpcCidrs: () => vpcCidrs,
+    recheckVpcCidrs,
   };
+}
+
+/**
+ * One step of the VPC CIDR re-read, pure: `current` is what the rules hold, `read` what
+ * IMDS just listed, `shrinkSeen` a shorter list read last time and not applied yet.
+ * @returns `apply`: the list to apply now, if any (a new, non-empty list that drops no
+ *          block, or one that drops blocks and equals `shrinkSeen`: two reads agree);
+ *          `shrinkSeen`: the shorter list to confirm next time, if any.
+ */
+export function vpcCidrStep(
+  current: readonly string[],
+  read: readonly string[],
+  shrinkSeen: readonly string[] | undefined,
+): { apply?: string[]; shrinkSeen?: string[] } {
+  const fresh = [...new Set(read)];
+  if (!fresh.length) return shrinkSeen ? { shrinkSeen: [...shrinkSeen] } : {};
+  if (sameSet(fresh, current)) return {};
+  const drops = current.some((c) => !fresh.includes(c));
+  if (drops && !(shrinkSeen && sameSet(fresh, shrinkSeen))) return { shrinkSeen: fresh };
+  return { apply: fresh };
+}
+
+/** True when `a` and `b` hold the same strings (order ignored). */
+function sameSet(a: readonly string[], b: readonly string[]): boolean {
+  const sb = new Set(b);
+  return a.length === sb.size && a.every((x) => sb.has(x));
 }

@@ -5,6 +5,8 @@
  */
 import type { IpamdConfig } from '../config.js';
 import { EniManager, type EniManagerOptions } from '../controller/eni-lifecycle/eni-manager.js';
+import type { EniConfigSelection } from '../controller/eni-lifecycle/placement-types.js';
+import { SubnetPlacement } from '../controller/eni-lifecycle/subnet-placement-source.js';
 import { PoolController } from '../controller/pool-loop/pool-controller.js';
 import type { ReleaseGate } from '../controller/release/release-gate.js';
 import type { Datastore } from '../datastore/datastore.js';
@@ -45,6 +47,8 @@ export function buildPool(p: {
   unit: PoolTargets['unit'];
   adoption: AdoptionPlan;
   setupEni?: NonNullable<EniManagerOptions['beforeEniUsable']>;
+  /** The node's ENIConfig selection now (custom networking); omit: off. */
+  eniConfig?: () => EniConfigSelection;
 }): PoolWiring {
   const { config, inv, ds, gate, log, metrics, unit, adoption } = p;
   const maxEni = Math.min(config.maxEni ?? inv.limits.maxEnis, inv.limits.maxEnis);
@@ -56,6 +60,25 @@ export function buildPool(p: {
     unit,
     ...(config.warmPrefixTarget !== undefined ? { warmPrefixTarget: config.warmPrefixTarget } : {}),
   };
+  // Where new ENIs go: ENIConfig subnets, discovered subnets or the node subnet (subnet-placement.ts).
+  const placement = new SubnetPlacement({
+    ec2: inv.ec2,
+    node: {
+      subnetId: inv.primary.subnetId,
+      cidr: inv.primary.subnetCidr,
+      vpcId: inv.primary.vpcId,
+      availabilityZone: inv.instance.availabilityZone,
+      securityGroupIds: inv.primary.securityGroupIds,
+      ...(config.clusterName ? { clusterName: config.clusterName } : {}),
+    },
+    ...(p.eniConfig ? { selection: p.eniConfig } : {}),
+    discovery: config.enableSubnetDiscovery,
+    // What a full new ENI takes from its subnet: its primary IP plus every slot (a /28 is 16 addresses).
+    perEniAddresses: 1 + (inv.limits.ipv4PerEni - 1) * (config.enablePrefixDelegation ? 16 : 1),
+    log,
+    onDescribed: (s) => metrics.subnetFree(s.subnetId, s.availableIps),
+    onExhausted: (subnetId, exhausted) => metrics.subnetExhausted(subnetId, exhausted),
+  });
   const enis = new EniManager({
     ec2: inv.ec2,
     ds,
@@ -76,7 +99,11 @@ export function buildPool(p: {
     imdsWaitMs: config.imdsEniWaitMs,
     prefixDelegation: config.enablePrefixDelegation,
     ...(p.setupEni ? { beforeEniUsable: p.setupEni } : {}),
+    placement,
+    onSubnetFull: (subnetId) => metrics.subnetFree(subnetId, 0),
   });
+  // Each attached ENI's own subnet CIDR (IMDS subnet-ipv4-cidr-block): ENIs may be outside the node subnet.
+  for (const e of inv.imdsEnis) enis.learnSubnetCidr(e.subnetId, e.subnetCidr);
   registerAdoption(adoption, enis, log);
   const limits = {
     instanceType: inv.instance.instanceType,

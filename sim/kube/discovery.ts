@@ -1,6 +1,7 @@
 /**
  * Discovery documents of the stand-in, in the legacy (non-aggregated) JSON form that
- * kubectl and client libraries fall back to: `GET /version`, `/api`, `/apis`, `/api/v1`.
+ * kubectl and client libraries fall back to: `GET /version`, `/api`, `/apis`, `/api/v1`
+ * (the crd.k8s.amazonaws.com group's documents are in eniconfig.ts).
  * Shapes follow https://kubernetes.io/docs/reference/using-api/api-concepts/ and the
  * meta/v1 APIVersions, APIGroupList and APIResourceList types.
  */
@@ -27,8 +28,8 @@ export function apiVersions(serverAddress: string): Record<string, unknown> {
   };
 }
 
-/** `GET /apis`: no named groups. */
-export const API_GROUP_LIST = { kind: 'APIGroupList', apiVersion: 'v1', groups: [] };
+/** `GET /apis`: the named groups (crd.k8s.amazonaws.com for ENIConfig; eniconfig.ts). */
+export { API_GROUP_LIST } from './eniconfig.js';
 
 const VERBS = ['get', 'list', 'watch'];
 

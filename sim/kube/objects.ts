@@ -31,6 +31,9 @@ export interface ObjectMeta {
   resourceVersion: string;
   creationTimestamp: string;
   labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  /** Spec generation (custom resources: 1 on create, +1 per spec change). */
+  generation?: number;
 }
 
 /** Builds a core/v1 Pod from `p`, stamped with `resourceVersion` and `created` (ISO 8601, seconds). */
@@ -127,11 +130,31 @@ export function buildNamespace(name: string, uid: string, resourceVersion: strin
 }
 
 /** Kind of each resource's objects. */
-export const KIND_OF = { pods: 'Pod', nodes: 'Node', events: 'Event', namespaces: 'Namespace' } as const;
+export const KIND_OF = {
+  pods: 'Pod',
+  nodes: 'Node',
+  events: 'Event',
+  namespaces: 'Namespace',
+  eniconfigs: 'ENIConfig',
+} as const;
 
-/** A list object (`PodList`, `NodeList`) at `resourceVersion`. */
-export function buildList(kind: string, items: KubeObject[], resourceVersion: string): Record<string, unknown> {
-  return { kind, apiVersion: 'v1', metadata: { resourceVersion }, items };
+/** `apiVersion` of each resource's objects (core/v1 unless a custom resource). */
+export const API_VERSION_OF = {
+  pods: 'v1',
+  nodes: 'v1',
+  events: 'v1',
+  namespaces: 'v1',
+  eniconfigs: 'crd.k8s.amazonaws.com/v1alpha1',
+} as const;
+
+/** A list object (`PodList`, `ENIConfigList`) of `apiVersion` (default `v1`) at `resourceVersion`. */
+export function buildList(
+  kind: string,
+  items: KubeObject[],
+  resourceVersion: string,
+  apiVersion = 'v1',
+): Record<string, unknown> {
+  return { kind, apiVersion, metadata: { resourceVersion }, items };
 }
 
 /** meta/v1 Status for an error (`reason` as in the API: NotFound, Expired, BadRequest...). */

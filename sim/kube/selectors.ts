@@ -50,6 +50,10 @@ const FIELDS: Record<Resource, Record<string, (o: KubeObject) => string>> = {
     'metadata.name': (o) => o.metadata.name,
     'status.phase': () => 'Active',
   },
+  // custom resources support metadata.name (and metadata.namespace when namespaced)
+  eniconfigs: {
+    'metadata.name': (o) => o.metadata.name,
+  },
 };
 
 /** Error for a selector the real API would also reject (HTTP 400). */

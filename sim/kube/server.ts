@@ -1,60 +1,34 @@
 /**
  * KubeApiStandIn: a small Kubernetes API server on loopback HTTP for tests and demos
  * (no kube-apiserver can be installed here). core/v1 pods, nodes, events and namespaces
- * with list, get and watch (as Tables too, for kubectl), field selectors, resourceVersion
- * and 410 Gone semantics; Events can be created and patched, a Node patched (taints) and
- * its status subresource patched (conditions; writes.ts, patch.ts); and failure
- * injection for outage tests. No authentication: any bearer token is accepted.
+ * and the ENIConfig custom resource (crd.k8s.amazonaws.com/v1alpha1 eniconfigs,
+ * eniconfig.ts) with list, get and watch (as Tables too, for kubectl), field and label
+ * selectors, resourceVersion and 410 Gone semantics; Events can be created and patched,
+ * a Node patched (taints, labels, annotations) and its status subresource patched
+ * (conditions), ENIConfigs created, updated, patched and deleted (writes.ts, patch.ts);
+ * and failure injection for outage tests. No authentication: any bearer token is accepted.
  * Paths and semantics follow https://kubernetes.io/docs/reference/using-api/api-concepts/.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { API_GROUP_LIST, CORE_V1_RESOURCES, STANDIN_VERSION, apiVersions } from './discovery.js';
 import { writeKubeconfigFile } from './kubeconfig.js';
-import { buildList, KIND_OF, type KubeObject, type PodSpecInput } from './objects.js';
+import { buildEniConfig, ENICONFIG_API_GROUP, ENICONFIG_RESOURCES, type EniConfigSpec } from './eniconfig.js';
+import { LabelSelectorError, matchesLabels, parseLabelSelector } from './label-selectors.js';
+import { API_VERSION_OF, buildList, KIND_OF, type KubeObject, type PodSpecInput } from './objects.js';
+import { OPENAPI_V3_ENICONFIG, OPENAPI_V3_ENICONFIG_PATH, OPENAPI_V3_ROOT } from './openapi.js';
+import { parseRoute, type Route } from './routes.js';
 import { FieldSelectorError, matchesFields, parseFieldSelector } from './selectors.js';
-import { KubeStore, NAMESPACED, type Resource } from './store.js';
+import { KubeStore, type Resource } from './store.js';
 import { tableFor, wantsTable } from './table.js';
 import { sendStatus, serveWatch, type OpenWatch } from './watch-stream.js';
-import { applyCreate, applyPatch, type WriteResult } from './writes.js';
+import { applyCreate, applyDelete, applyPatch, applyUpdate, type WriteResult } from './writes.js';
 
 /** Failure injection: 'timeout' accepts requests and never answers; 'error500' answers 500. */
 export type KubeFailureMode = 'none' | 'timeout' | 'error500';
 
-/** A parsed resource path. */
-interface Route {
-  resource: Resource;
-  namespace?: string;
-  name?: string;
-  watch: boolean;
-  subresource?: 'status';
-}
-
-const RESOURCES = new Set<string>(['pods', 'nodes', 'events', 'namespaces']);
-const isResource = (s: string | undefined): s is Resource => s !== undefined && RESOURCES.has(s);
-
 /** Largest request body accepted (bytes). */
 const MAX_BODY = 1 << 20;
-
-/** Parses `/api/v1[/watch]/...` into a Route, or undefined for unknown paths. */
-function parseRoute(pathname: string): Route | undefined {
-  const parts = pathname
-    .split('/')
-    .filter((s) => s.length > 0)
-    .map(decodeURIComponent);
-  if (parts[0] !== 'api' || parts[1] !== 'v1') return undefined;
-  let rest = parts.slice(2);
-  const watch = rest[0] === 'watch';
-  if (watch) rest = rest.slice(1);
-  const [a, b, c, d] = rest;
-  if (rest.length === 1 && isResource(a)) return { resource: a, watch };
-  if (rest.length === 2 && isResource(a) && !NAMESPACED.has(a)) return { resource: a, name: b, watch };
-  if (rest.length === 3 && a === 'nodes' && c === 'status' && !watch)
-    return { resource: 'nodes', name: b, watch, subresource: 'status' };
-  if (a === 'namespaces' && (rest.length === 3 || rest.length === 4) && isResource(c) && NAMESPACED.has(c))
-    return { resource: c, namespace: b, name: d, watch };
-  return undefined;
-}
 
 /** The stand-in server. Create, `start()`, use `url`, `stop()`. */
 export class KubeApiStandIn {
@@ -136,6 +110,46 @@ export class KubeApiStandIn {
     this.store.upsertNode(name, containerRuntimeVersion);
   }
 
+  /**
+   * Creates (ADDED) or replaces (MODIFIED, same uid) the ENIConfig `name` with `spec`
+   * (`subnet`, `subnets`, `securityGroups`), as `kubectl apply` would.
+   * @throws Error with the API's 422 message when the spec breaks the CRD schema.
+   */
+  upsertEniConfig(name: string, spec: EniConfigSpec, labels?: Record<string, string>): void {
+    const old = this.store.get('eniconfigs', undefined, name);
+    const obj = buildEniConfig(name, spec, labels);
+    const r = old
+      ? applyUpdate(
+          this.store,
+          { resource: 'eniconfigs', name },
+          { ...obj, metadata: { name, ...(labels ? { labels } : {}) } },
+        )
+      : applyCreate(
+          this.store,
+          { resource: 'eniconfigs' },
+          { ...obj, metadata: { name, ...(labels ? { labels } : {}) } },
+        );
+    if (!('object' in r)) throw new Error(r.message);
+  }
+
+  /** Deletes the ENIConfig `name` (DELETED); returns false when it did not exist. */
+  deleteEniConfig(name: string): boolean {
+    return this.store.delete('eniconfigs', undefined, name);
+  }
+
+  /**
+   * Merges `labels` and `annotations` into node `name`'s metadata (a value of `null`
+   * removes the key), as `kubectl label` / `kubectl annotate` do: one MODIFIED event for
+   * node watchers. @throws Error when the node does not exist.
+   */
+  setNodeMetadata(
+    name: string,
+    m: { labels?: Record<string, string | null>; annotations?: Record<string, string | null> },
+  ): void {
+    const r = applyPatch(this.store, { resource: 'nodes', name }, 'application/merge-patch+json', { metadata: m });
+    if (!('object' in r)) throw new Error(r.message);
+  }
+
   /** Sets the failure mode; any mode but 'none' also cuts every open watch (connection reset). */
   setFailure(mode: KubeFailureMode): void {
     this.failure = mode;
@@ -165,7 +179,16 @@ export class KubeApiStandIn {
       res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(s) });
       res.end(s);
     };
-    if (req.method === 'POST' || req.method === 'PATCH') return this.write(req, res, u.pathname, json);
+    if (req.method === 'POST' || req.method === 'PATCH' || req.method === 'PUT')
+      return this.write(req, res, u.pathname, json);
+    if (req.method === 'DELETE') {
+      const route = parseRoute(u.pathname);
+      if (!route || route.watch)
+        return sendStatus(res, 404, 'NotFound', 'the server could not find the requested resource');
+      const r = applyDelete(this.store, route);
+      if ('object' in r) return json(r.object, r.code);
+      return sendStatus(res, r.code, r.reason, r.message);
+    }
     if (req.method !== 'GET')
       return sendStatus(
         res,
@@ -182,6 +205,14 @@ export class KubeApiStandIn {
         return json(API_GROUP_LIST);
       case '/api/v1':
         return json(CORE_V1_RESOURCES);
+      case '/apis/crd.k8s.amazonaws.com':
+        return json(ENICONFIG_API_GROUP);
+      case '/apis/crd.k8s.amazonaws.com/v1alpha1':
+        return json(ENICONFIG_RESOURCES);
+      case '/openapi/v3':
+        return json(OPENAPI_V3_ROOT);
+      case OPENAPI_V3_ENICONFIG_PATH:
+        return json(OPENAPI_V3_ENICONFIG);
       case '/healthz':
       case '/readyz':
       case '/livez': {
@@ -224,7 +255,9 @@ export class KubeApiStandIn {
       const r: WriteResult =
         req.method === 'POST'
           ? applyCreate(this.store, route, body)
-          : applyPatch(this.store, route, String(req.headers['content-type'] ?? ''), body);
+          : req.method === 'PUT'
+            ? applyUpdate(this.store, route, body)
+            : applyPatch(this.store, route, String(req.headers['content-type'] ?? ''), body);
       if ('object' in r) return json(r.object, r.code);
       sendStatus(res, r.code, r.reason, r.message);
     });
@@ -249,10 +282,13 @@ export class KubeApiStandIn {
     json: (b: unknown) => void,
   ): void {
     let terms;
+    let labels;
     try {
       terms = parseFieldSelector(route.resource, q.get('fieldSelector'));
+      labels = parseLabelSelector(q.get('labelSelector'));
     } catch (e) {
-      if (e instanceof FieldSelectorError) return sendStatus(res, 400, 'BadRequest', e.message);
+      if (e instanceof FieldSelectorError || e instanceof LabelSelectorError)
+        return sendStatus(res, 400, 'BadRequest', e.message);
       throw e;
     }
     if (route.name !== undefined) terms.push({ field: 'metadata.name', op: '=' as const, value: route.name });
@@ -267,6 +303,7 @@ export class KubeApiStandIn {
           resource: route.resource,
           namespace: route.namespace,
           terms,
+          labels,
           resourceVersion: q.get('resourceVersion') ?? '',
           timeoutSeconds: t !== null && Number(t) > 0 ? Number(t) : undefined,
           allowBookmarks: q.get('allowWatchBookmarks') === 'true',
@@ -295,12 +332,13 @@ export class KubeApiStandIn {
       .filter(
         (o) =>
           (route.namespace === undefined || o.metadata.namespace === route.namespace) &&
-          matchesFields(route.resource, terms, o),
+          matchesFields(route.resource, terms, o) &&
+          matchesLabels(labels, o),
       );
     json(
       wantsTable(req)
         ? tableFor(route.resource, items, rv, q.get('includeObject'))
-        : buildList(`${kind}List`, items, rv),
+        : buildList(`${kind}List`, items, rv, API_VERSION_OF[route.resource]),
     );
   }
 }

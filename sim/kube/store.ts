@@ -1,5 +1,6 @@
 /**
- * In-memory object store of the Kubernetes API stand-in: pods and nodes, one global
+ * In-memory object store of the Kubernetes API stand-in: pods, nodes, events, namespaces
+ * and ENIConfigs (crd.k8s.amazonaws.com/v1alpha1), one global
  * resourceVersion counter (a decimal string that only grows, as etcd's revision), a
  * bounded history of watch events so a watch can resume from a resourceVersion, and
  * watch subscribers. Follows the resourceVersion rules in
@@ -16,7 +17,7 @@ import {
 } from './objects.js';
 
 /** Resources the stand-in serves. */
-export type Resource = 'pods' | 'nodes' | 'events' | 'namespaces';
+export type Resource = 'pods' | 'nodes' | 'events' | 'namespaces' | 'eniconfigs';
 
 /** Namespaced resources (the others are cluster-scoped). */
 export const NAMESPACED: ReadonlySet<Resource> = new Set(['pods', 'events']);
@@ -30,6 +31,8 @@ export interface StoreEvent {
   resource: Resource;
   type: 'ADDED' | 'MODIFIED' | 'DELETED';
   object: KubeObject;
+  /** The object before a MODIFIED change (watch filters turn a change into ADDED/DELETED with it). */
+  previous?: KubeObject;
 }
 
 /** A subscriber to new events. */
@@ -48,6 +51,7 @@ export class KubeStore {
     nodes: new Map(),
     events: new Map(),
     namespaces: new Map(),
+    eniconfigs: new Map(),
   };
   private readonly history: StoreEvent[] = [];
   /** resourceVersion of the newest event dropped from history (0: none dropped). */
@@ -132,7 +136,7 @@ export class KubeStore {
 
   /**
    * Creates a node if it does not exist (a no-op otherwise), or, given `containerRuntimeVersion`,
-   * creates it or replaces its runtime version (MODIFIED, same uid).
+   * creates it or replaces its runtime version (MODIFIED, same uid, labels, annotations and spec kept).
    */
   upsertNode(name: string, containerRuntimeVersion?: string): void {
     const key = objectKey(undefined, name);
@@ -146,6 +150,12 @@ export class KubeStore {
       old?.metadata.creationTimestamp ?? nowTimestamp(),
       containerRuntimeVersion,
     );
+    // a runtime version change keeps what was set on the node (labels, annotations, taints)
+    if (old) {
+      node.metadata = { ...node.metadata, labels: { ...old.metadata.labels } };
+      if (old.metadata.annotations) node.metadata.annotations = { ...old.metadata.annotations };
+      node.spec = old.spec;
+    }
     this.commit('nodes', key, node, old ? 'MODIFIED' : 'ADDED', rv);
   }
 
@@ -182,10 +192,11 @@ export class KubeStore {
   }
 
   private commit(resource: Resource, key: string, obj: KubeObject, type: StoreEvent['type'], rv: number): void {
+    const previous = type === 'MODIFIED' ? this.objects[resource].get(key) : undefined;
     this.rv = rv;
     if (type === 'DELETED') this.objects[resource].delete(key);
     else this.objects[resource].set(key, obj);
-    const e: StoreEvent = { rv, resource, type, object: obj };
+    const e: StoreEvent = { rv, resource, type, object: obj, ...(previous ? { previous } : {}) };
     this.history.push(e);
     while (this.history.length > this.historyLimit) this.compactedRv = this.history.shift()!.rv;
     for (const fn of this.listeners) fn(e);

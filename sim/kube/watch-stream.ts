@@ -7,7 +7,8 @@
  * that history was already compacted), then live changes, until `timeoutSeconds`.
  */
 import type { ServerResponse } from 'node:http';
-import { buildStatus, KIND_OF, type KubeObject } from './objects.js';
+import { matchesLabels, type LabelRequirement } from './label-selectors.js';
+import { API_VERSION_OF, buildStatus, KIND_OF, type KubeObject } from './objects.js';
 import { matchesFields, type FieldTerm } from './selectors.js';
 import type { KubeStore, Resource, StoreEvent } from './store.js';
 
@@ -17,6 +18,12 @@ export interface WatchRequest {
   /** Only objects in this namespace (namespaced list paths). */
   namespace?: string;
   terms: FieldTerm[];
+  /**
+   * Label requirements (`labelSelector`); default none. As the API server does for
+   * filtered watches, a change that makes an object start matching the selectors is sent
+   * as ADDED, one that makes it stop matching as DELETED (with the object's new state).
+   */
+  labels?: LabelRequirement[];
   /** The `resourceVersion` query parameter ('' when absent). */
   resourceVersion: string;
   /** `timeoutSeconds` (s); undefined: until the client or the stand-in ends it. */
@@ -70,7 +77,9 @@ export function serveWatch(store: KubeStore, w: WatchRequest, res: ServerRespons
     initial = evs;
   }
   const matches = (o: KubeObject) =>
-    (w.namespace === undefined || o.metadata.namespace === w.namespace) && matchesFields(w.resource, w.terms, o);
+    (w.namespace === undefined || o.metadata.namespace === w.namespace) &&
+    matchesFields(w.resource, w.terms, o) &&
+    matchesLabels(w.labels ?? [], o);
   const send = (type: string, object: unknown) => res.write(JSON.stringify({ type, object }) + '\n');
   const write = (type: string, object: KubeObject) => send(type, w.transform ? w.transform(object) : object);
 
@@ -80,20 +89,31 @@ export function serveWatch(store: KubeStore, w: WatchRequest, res: ServerRespons
     'Cache-Control': 'no-cache, private',
   });
   res.flushHeaders(); // the client learns the watch is established before any event
+  /** Sends a change as the filtered watch sees it (see {@link WatchRequest.labels}). */
+  const writeEvent = (e: StoreEvent) => {
+    const now = matches(e.object);
+    const before = e.previous ? matches(e.previous) : now;
+    if (e.type !== 'MODIFIED' || (now && before)) {
+      if (now) write(e.type, e.object);
+    } else if (now) write('ADDED', e.object);
+    else if (before) write('DELETED', e.object);
+  };
   for (const x of initial) {
-    if ('rv' in x) {
-      const e = x as StoreEvent;
-      if (matches(e.object)) write(e.type, e.object);
-    } else if (matches(x as KubeObject)) write('ADDED', x);
+    if ('rv' in x) writeEvent(x as StoreEvent);
+    else if (matches(x as KubeObject)) write('ADDED', x);
   }
   const unsubscribe = store.subscribe((e) => {
-    if (e.resource === w.resource && matches(e.object)) write(e.type, e.object);
+    if (e.resource === w.resource) writeEvent(e);
   });
   const kind = KIND_OF[w.resource];
   const bookmark = w.allowBookmarks
     ? setInterval(
         () =>
-          send('BOOKMARK', { kind, apiVersion: 'v1', metadata: { resourceVersion: String(store.resourceVersion) } }),
+          send('BOOKMARK', {
+            kind,
+            apiVersion: API_VERSION_OF[w.resource],
+            metadata: { resourceVersion: String(store.resourceVersion) },
+          }),
         w.bookmarkIntervalMs,
       )
     : undefined;

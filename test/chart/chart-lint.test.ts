@@ -44,7 +44,7 @@ test('helm lint --strict passes with non-default values too', async () => {
     '--strict',
     CHART,
     '--set',
-    'podMonitor.create=true,serviceMonitor.create=true,rbac.nodeEventsAndStatus=true,taintWhenExhausted=true,grafanaDashboard.create=true,prometheusRule.create=true',
+    'podMonitor.create=true,serviceMonitor.create=true,rbac.nodeEventsAndStatus=true,taintWhenExhausted=true,grafanaDashboard.create=true,prometheusRule.create=true,eniConfig.createCrd=true',
     '--set',
     'criSocket=/var/run/crio/crio.sock',
     '--set-string',

@@ -68,11 +68,12 @@ test('defaults: every object validates; the DaemonSet has what a node needs', as
     role.rules,
     [
       { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
-      { apiGroups: [''], resources: ['nodes'], verbs: ['get'] },
+      { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: ['crd.k8s.amazonaws.com'], resources: ['eniconfigs'], verbs: ['get', 'list', 'watch'] },
       { apiGroups: ['', 'events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
       { apiGroups: [''], resources: ['nodes/status'], verbs: ['patch'] },
     ],
-    'Events and the node condition on by default; no node patch (the taint is opt-in)',
+    'Events and the node condition on by default; ENIConfigs readable; no node patch (the taint is opt-in)',
   );
   assert.equal(envOf(c).get('ENI_IPAM_TAINT_WHEN_EXHAUSTED')!.value, 'false');
 });
@@ -250,5 +251,56 @@ test('the packaged chart carries the dashboard and rules (the files/ links resol
     assert.equal(find(objs, 'PrometheusRule').spec.groups[0].rules.length, 4);
   } finally {
     await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('the ENIConfig CRD: off by default; on, compatible with upstream and with the subnets extension', async () => {
+  assert.ok(
+    !(await renderChart()).some((o: Obj) => o.kind === 'CustomResourceDefinition'),
+    'off by default (aws-node clusters have it)',
+  );
+  const objs = await renderChart({ eniConfig: { createCrd: true } });
+  await assertValid(objs);
+  const crd = find(objs, 'CustomResourceDefinition');
+  assert.equal(crd.metadata.name, 'eniconfigs.crd.k8s.amazonaws.com');
+  assert.equal(crd.metadata.annotations['helm.sh/resource-policy'], 'keep', 'uninstall keeps the ENIConfigs');
+  assert.equal(crd.spec.group, 'crd.k8s.amazonaws.com');
+  assert.equal(crd.spec.scope, 'Cluster');
+  assert.deepEqual(
+    [crd.spec.names.kind, crd.spec.names.plural, crd.spec.names.singular],
+    ['ENIConfig', 'eniconfigs', 'eniconfig'],
+  );
+  assert.deepEqual(
+    crd.spec.versions.map((v: Obj) => [v.name, v.served, v.storage]),
+    [['v1alpha1', true, true]],
+  );
+  const spec = crd.spec.versions[0].schema.openAPIV3Schema.properties.spec;
+  assert.deepEqual(spec.properties.subnet, { type: 'string', description: spec.properties.subnet.description });
+  assert.deepEqual(spec.properties.securityGroups.items, { type: 'string' });
+  assert.deepEqual(spec.properties.subnets.items, { type: 'string' });
+  assert.deepEqual(spec.anyOf, [{ required: ['subnet'] }, { required: ['subnets'] }]);
+  // the stand-in's schema check (sim/kube/eniconfig.ts) agrees with the CRD on these bodies
+  const { validateEniConfig } = await import('../../sim/kube/index.js');
+  const meta = { name: 'x', uid: '', resourceVersion: '', creationTimestamp: '' };
+  const cases: Array<[Obj, boolean]> = [
+    [{ subnet: 'subnet-1', securityGroups: ['sg-1'] }, true],
+    [{ subnets: ['subnet-1', 'subnet-2'] }, true],
+    [{ securityGroups: ['sg-1'] }, false],
+    [{ subnet: ['subnet-1'] }, false],
+  ];
+  for (const [body, ok] of cases) {
+    const specOk =
+      spec.anyOf.some((alt: Obj) => alt.required.every((k: string) => k in body)) &&
+      Object.entries(body).every(([k, v]) =>
+        spec.properties[k].type === 'array'
+          ? Array.isArray(v) && v.every((x) => typeof x === 'string')
+          : typeof v === spec.properties[k].type,
+      );
+    assert.equal(specOk, ok, `CRD on ${JSON.stringify(body)}`);
+    assert.equal(
+      validateEniConfig({ metadata: meta, spec: body }) === undefined,
+      ok,
+      `stand-in on ${JSON.stringify(body)}`,
+    );
   }
 });

@@ -50,6 +50,17 @@ export const NODE_ROWS: Row[] = [
     bad: ['yes', 'on', '2'],
   },
   {
+    name: 'ENABLE_SUBNET_DISCOVERY',
+    key: 'enableSubnetDiscovery',
+    def: true,
+    good: [
+      ['false', false],
+      ['TRUE', true],
+      ['0', false],
+    ],
+    bad: ['yes', 'off'],
+  },
+  {
     name: 'MAX_ENI',
     key: 'maxEni',
     def: undefined,

@@ -14,6 +14,7 @@ import { EniManager } from '../../ipamd/controller/eni-lifecycle/eni-manager.js'
 import { EniReconciler } from '../../ipamd/controller/eni-lifecycle/eni-reconcile.js';
 import { LeakedEniSweeper } from '../../ipamd/controller/eni-lifecycle/leak-sweep.js';
 import { GrowExecutor } from '../../ipamd/controller/pool-loop/grow-executor.js';
+import { SubnetPlacement } from '../../ipamd/controller/eni-lifecycle/subnet-placement-source.js';
 import { ShrinkExecutor } from '../../ipamd/controller/pool-loop/shrink-executor.js';
 import { ReleaseGate } from '../../ipamd/controller/release/release-gate.js';
 import { SurplusTracker, type PoolTargets } from '../../ipamd/pool/index.js';
@@ -36,6 +37,11 @@ export interface KitOptions {
   minEniAgeMs?: number;
   /** IMDS lists nothing (default: it lists what EC2 shows attached). */
   imdsBlind?: boolean;
+  /**
+   * ENABLE_SUBNET_DISCOVERY: new ENIs go by a {@link SubnetPlacement} over the model's
+   * subnets (add and tag them with `ec2.addSubnet`); default: the node subnet only.
+   */
+  discovery?: boolean;
 }
 
 /** A node's controller parts over the in-memory EC2. */
@@ -99,6 +105,23 @@ export function executorKit(o: KitOptions = {}) {
       maxEnis: type.maxEnis,
       ipsPerEni,
     },
+    ...(o.discovery
+      ? {
+          placement: new SubnetPlacement({
+            ec2,
+            node: {
+              subnetId: subnet.subnetId,
+              cidr: subnet.cidr,
+              vpcId: ec2.state.vpcId,
+              availabilityZone: subnet.availabilityZone,
+              securityGroupIds: ['sg-primary'],
+            },
+            discovery: true,
+            log,
+            now: clock.now,
+          }),
+        }
+      : {}),
   });
   let creationsDone = 0;
   const grower = new GrowExecutor({

@@ -177,7 +177,8 @@ test('a freed IP IMDS still lists for 5 s is never handed out, also after a kill
 
 test('at a restart, IPs IMDS does not list yet stay with their pods (EC2 confirms them); nothing is dropped', async (t) => {
   const n = await nodeWithPods(t);
-  n.h.sim.faults.setImdsLag('assign', 5000);
+  // A lag no restart outlasts, even on a loaded machine; IMDS is made to catch up once the reconcile was seen.
+  n.h.sim.faults.setImdsLag('assign', 120_000);
   const extra = ['x0', 'x1', 'x2', 'x3'];
   const held = new Map<string, string>();
   for (const id of extra) held.set(id, (await n.add(id)).ipv4_addr);
@@ -191,6 +192,8 @@ test('at a restart, IPs IMDS does not list yet stay with their pods (EC2 confirm
   const s = await n.status();
   assert.ok(s.eniLifecycle.lastReconcile.imdsMissing.length > 0, 'IMDS lists fewer IPs than EC2 (reported, ignored)');
   assert.equal(s.counts.assigned, 7, 'every pod kept its IP');
+  n.h.sim.faults.setImdsLag('assign', 0);
+  n.h.sim.catchUpImds();
   for (const [id, ip] of held) assert.equal((await n.client.add(id)).ipv4_addr, ip, `${id} keeps ${ip}`);
   const fresh = [];
   for (let i = 0; i < 4; i++) fresh.push((await n.add(`y${i}`)).ipv4_addr);
@@ -206,7 +209,7 @@ test('prefix delegation: at a restart, /28 prefixes IMDS does not list yet stay 
   t.after(() => n.close());
   await n.start();
   await waitUnfrozen(n);
-  n.h.sim.faults.setImdsLag('assign', 6000);
+  n.h.sim.faults.setImdsLag('assign', 120_000);
   const held = new Map<string, string>();
   for (let i = 0; i < 20; i++) held.set(`p${i}`, (await n.add(`p${i}`)).ipv4_addr);
   const prefixes = ourEnisOrPrimary(n).flatMap((e) => e.ipv4Prefixes);
@@ -223,6 +226,8 @@ test('prefix delegation: at a restart, /28 prefixes IMDS does not list yet stay 
     `IMDS lists a partial prefix list: ${JSON.stringify(s.eniLifecycle.lastReconcile)}`,
   );
   assert.equal(s.counts.assigned, 20, 'every pod kept its IP');
+  n.h.sim.faults.setImdsLag('assign', 0);
+  n.h.sim.catchUpImds();
   for (const [id, ip] of held) assert.equal((await n.client.add(id)).ipv4_addr, ip, `${id} keeps ${ip}`);
   const fresh = [];
   for (let i = 0; i < 5; i++) fresh.push((await n.add(`y${i}`)).ipv4_addr);

@@ -103,6 +103,8 @@ test('a failed or partial DescribeNetworkInterfaces decides nothing: no sweep de
   await waitUnfrozen(n);
   for (let i = 0; i < 9; i++) await n.add(`p${i}`);
   await waitFor('2 ENIs attached', async () => (await n.status()).counts.enis === 2);
+  // The refill's assign must be done before `before` is taken: under load it can land after the attach.
+  await waitFor('the pool refilled to WARM_IP_TARGET', async () => (await n.status()).counts.available >= 2);
   const tags = { 'node.k8s.amazonaws.com/instance_id': n.h.instanceId };
   const leaked = [
     await createEniVia(n, tags, `aws-K8S-${n.h.instanceId}`),

@@ -4,9 +4,11 @@
  * reverse order even when a later part fails to start.
  *
  * - always: a temp dir and an EC2 instance in the simulated cloud (EC2 + IMDS on
- *   loopback), a fresh {@link SimCloud} with one subnet unless `sim` shares one;
+ *   loopback), a fresh {@link SimCloud} with one subnet unless `sim` shares one; for
+ *   custom networking and subnet discovery, `vpcCidrs` (secondary VPC blocks),
+ *   `extraSubnets` (tagged, any zone) and `subnetTags`;
  * - `kube`: the Kubernetes API stand-in (sim/kube) with a kubeconfig in the dir and the
- *   node registered;
+ *   node registered (with labels/annotations), and ENIConfigs;
  * - `cri`: the CRI runtime stand-in (sim/cri), for nodes without containerd;
  * - `netns`: a named "node" network namespace (the real host stays untouched).
  *
@@ -18,9 +20,9 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { SimCloud } from '../../sim/index.js';
+import { SimCloud, vpcCidrBlocks, type Subnet } from '../../sim/index.js';
 import { startCriStandIn, type CriStandIn, type CriStandInOptions } from '../../sim/cri/index.js';
-import { KubeApiStandIn } from '../../sim/kube/index.js';
+import { KubeApiStandIn, type EniConfigSpec } from '../../sim/kube/index.js';
 import { startContainerd, type Containerd, type ContainerdOptions } from '../helpers/containerd.js';
 import { cleanupStack, type CleanupStack } from '../helpers/cleanup-stack.js';
 import { CriTestClient } from '../helpers/cri-client.js';
@@ -34,14 +36,29 @@ export interface NodeOptions {
   subnetId?: string;
   /** CIDR of the new subnet (default 10.0.0.0/24). */
   subnetCidr?: string;
+  /** Tags of the node's new subnet (e.g. `{ 'kubernetes.io/role/cni': '0' }`); ignored with `subnetId`. */
+  subnetTags?: Record<string, string>;
+  /** Secondary VPC CIDR blocks to associate first (e.g. `['100.64.0.0/16']`); blocks the VPC already has are skipped. */
+  vpcCidrs?: string[];
+  /** More subnets, in any zone of the region and tagged, made before the instance; returned in order as `extraSubnets`. */
+  extraSubnets?: Array<{ cidr: string; availabilityZone?: string; tags?: Record<string, string> }>;
   /** EC2 instance type (default m5.large: 3 ENIs x 10 IPv4). */
   instanceType?: string;
   /** Prefix of the temp dir's name (default `eni-ipam-node-`). */
   dirPrefix?: string;
   /** Keep the temp dir on close (a post-mortem). Default false. */
   keepDir?: boolean;
-  /** Start the Kubernetes API stand-in, write `<dir>/kubeconfig` and register node `nodeName` (default node-1). */
-  kube?: { nodeName?: string };
+  /**
+   * Start the Kubernetes API stand-in, write `<dir>/kubeconfig` and register node `nodeName`
+   * (default node-1) with extra `labels` / `annotations` (e.g. the ENIConfig selector), and
+   * the ENIConfigs `eniConfigs` (name → spec: `subnet`, `subnets`, `securityGroups`).
+   */
+  kube?: {
+    nodeName?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    eniConfigs?: Record<string, EniConfigSpec>;
+  };
   /** Start the CRI stand-in (sim/cri) with these options (socket default: `<dir>/cri.sock`). */
   cri?: CriStandInOptions;
   /** Create a named node network namespace called `<netns>-<pid>-<n>`. */
@@ -52,6 +69,8 @@ export interface NodeOptions {
 export interface KitNode {
   sim: SimCloud;
   subnetId: string;
+  /** The subnets made from `extraSubnets`, in the same order. */
+  extraSubnets: Subnet[];
   instanceId: string;
   /** The instance's primary private IPv4. */
   nodeIp: string;
@@ -88,11 +107,15 @@ export async function buildNode(o: NodeOptions = {}): Promise<KitNode> {
       cleanups.push(() => own.stop());
       sim = own;
     }
-    const subnetId = o.subnetId ?? sim.addSubnet({ cidr: o.subnetCidr ?? '10.0.0.0/24' }).subnetId;
+    for (const c of o.vpcCidrs ?? []) if (!vpcCidrBlocks(sim.state).includes(c)) sim.addVpcCidr(c);
+    const subnetId =
+      o.subnetId ?? sim.addSubnet({ cidr: o.subnetCidr ?? '10.0.0.0/24', tags: o.subnetTags ?? {} }).subnetId;
+    const extraSubnets = (o.extraSubnets ?? []).map((x) => sim.addSubnet(x));
     const inst = sim.launchInstance({ instanceType: o.instanceType ?? 'm5.large', subnetId });
     const n: KitNode = {
       sim,
       subnetId,
+      extraSubnets,
       instanceId: inst.instanceId,
       nodeIp: inst.privateIpAddress,
       dir,
@@ -108,6 +131,12 @@ export async function buildNode(o: NodeOptions = {}): Promise<KitNode> {
       n.kubeconfig = path.join(dir, 'kubeconfig');
       await kube.writeKubeconfig(n.kubeconfig);
       kube.upsertNode(n.nodeName);
+      if (o.kube.labels || o.kube.annotations)
+        kube.setNodeMetadata(n.nodeName, {
+          ...(o.kube.labels ? { labels: o.kube.labels } : {}),
+          ...(o.kube.annotations ? { annotations: o.kube.annotations } : {}),
+        });
+      for (const [name, spec] of Object.entries(o.kube.eniConfigs ?? {})) kube.upsertEniConfig(name, spec);
     }
     if (o.cri) {
       const cri = await startCriStandIn({ socketPath: path.join(dir, 'cri.sock'), ...o.cri });

@@ -236,3 +236,15 @@ test('eni_ipam_node_sysctl_ok: 1 per right node sysctl, 0 per wrong one, sampled
     'a setting no longer checked is gone',
   );
 });
+
+test('per-subnet gauges: free addresses from the last describe, exhausted 1 while marked, 0 after', async () => {
+  const m = createMetrics({ processMetrics: false });
+  m.subnetFree('subnet-a', 57);
+  m.subnetExhausted('subnet-a', true);
+  let s = parsePrometheusText(await m.text());
+  assert.equal(sample(s, 'eni_ipam_subnet_free_addresses', { subnet: 'subnet-a' }), 57);
+  assert.equal(sample(s, 'eni_ipam_subnet_exhausted', { subnet: 'subnet-a' }), 1);
+  m.subnetExhausted('subnet-a', false);
+  s = parsePrometheusText(await m.text());
+  assert.equal(sample(s, 'eni_ipam_subnet_exhausted', { subnet: 'subnet-a' }), 0);
+});

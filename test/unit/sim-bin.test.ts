@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DescribeInstancesCommand, EC2Client } from '@aws-sdk/client-ec2';
+import { DescribeInstancesCommand, DescribeSubnetsCommand, EC2Client } from '@aws-sdk/client-ec2';
 
 process.removeAllListeners('warning');
 
@@ -82,6 +82,9 @@ test('eni-ipam-sim rejects bad flags with one line and exit 2', async () => {
     ['--instance-type', 'x9.huge'],
     ['--subnet-cidr', '10.0.0/99'],
     ['--ec2-port', 'http'],
+    ['--vpc-cidr', '10.0.0.0/16,100.64.0.0/99'],
+    ['--subnet', '100.64.0.0/19'], // not inside the VPC
+    ['--vpc-cidr', '10.0.0.0/16,100.64.0.0/16', '--subnet', '100.64.0.0/19:moon'],
   ]) {
     const r = run(args);
     r.firstLine.catch(() => undefined);
@@ -90,4 +93,57 @@ test('eni-ipam-sim rejects bad flags with one line and exit 2', async () => {
     assert.equal(stderr.trim().split('\n').length, 1, `one line for ${args.join(' ')}: ${stderr}`);
     assert.match(stderr, /^eni-ipam-sim: /);
   }
+});
+
+test('eni-ipam-sim builds a custom-networking world: --vpc-cidr with a secondary block, tagged --subnet in another zone', async (t) => {
+  const r = run([
+    '--vpc-cidr',
+    '10.0.0.0/16,100.64.0.0/16',
+    '--subnet',
+    '100.64.0.0/19:us-west-2a:kubernetes.io/role/cni=1',
+    '--subnet',
+    '100.64.32.0/19:us-west-2b:kubernetes.io/role/cni=1,team=net',
+  ]);
+  t.after(() => {
+    if (r.p.exitCode === null) r.p.kill('SIGKILL');
+  });
+  const info = JSON.parse(await r.firstLine) as {
+    ec2Endpoint: string;
+    subnetId: string;
+    vpcId: string;
+    subnets: { subnetId: string; cidr: string; availabilityZone: string; tags: Record<string, string> }[];
+  };
+  assert.deepEqual(
+    info.subnets.map((s) => [s.cidr, s.availabilityZone, s.tags]),
+    [
+      ['10.0.0.0/24', 'us-west-2a', {}],
+      ['100.64.0.0/19', 'us-west-2a', { 'kubernetes.io/role/cni': '1' }],
+      ['100.64.32.0/19', 'us-west-2b', { 'kubernetes.io/role/cni': '1', team: 'net' }],
+    ],
+  );
+  const ec2 = new EC2Client({
+    region: 'us-west-2',
+    endpoint: info.ec2Endpoint,
+    credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+    maxAttempts: 1,
+  });
+  try {
+    const out = await ec2.send(
+      new DescribeSubnetsCommand({
+        Filters: [
+          { Name: 'vpc-id', Values: [info.vpcId] },
+          { Name: 'tag:kubernetes.io/role/cni', Values: ['1'] },
+          { Name: 'availability-zone', Values: ['us-west-2b'] },
+        ],
+      }),
+    );
+    assert.deepEqual(
+      out.Subnets!.map((s) => [s.CidrBlock, s.AvailableIpAddressCount]),
+      [['100.64.32.0/19', 8192 - 5]],
+    );
+  } finally {
+    ec2.destroy();
+  }
+  r.p.kill('SIGTERM');
+  assert.equal((await r.exit).code, 0);
 });

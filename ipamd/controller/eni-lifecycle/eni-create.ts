@@ -6,17 +6,19 @@
  * "before usable" hook and puts its addresses into the datastore). Every call goes
  * through the {@link Ec2Port} (in ipamd: Ec2Api, so parallel creations share the node's token bucket).
  */
-import type { Ec2Port, Ec2Eni } from '../../cloud/ec2-port.js';
+import { Ec2Error, type Ec2Port, type Ec2Eni } from '../../cloud/ec2-port.js';
 import type { EniInfo } from '../../datastore/types.js';
 import type { Logger } from '../../log.js';
 import { failedForSure } from '../../cloud/ec2-outcome.js';
 import { ENI_DESCRIPTION_PREFIX, TAG_CLUSTER_NAME, TAG_CREATED_AT, TAG_INSTANCE_ID } from './eni-ownership.js';
 import { waitForAttachment, waitForImds, type ImdsEniLister, type Sleep } from './eni-wait.js';
+import type { EniPlacement, PlacementCandidate } from './placement-types.js';
+import { PlacementError, SUBNET_FULL_CODES, exhaustedReason } from './subnet-placement.js';
 
 /** The instance facts the ENI manager needs. */
 export interface InstanceContext {
   instanceId: string;
-  /** Subnet and security groups of the primary ENI: new ENIs go there. */
+  /** Subnet and security groups of the primary ENI (new ENIs go where the placement says). */
   subnetId: string;
   subnetCidr: string;
   securityGroupIds: string[];
@@ -47,6 +49,12 @@ export interface EniCreateContext {
   needsDeleteOnTermination: Set<string>;
   /** The attached ENI now holds `deviceIndex` as pending (no longer a mere reservation). */
   attachedPending(eniId: string, deviceIndex: number): void;
+  /** Where new ENIs go, and the exhausted marks. */
+  placement: EniPlacement;
+  /** A new ENI was created in `candidate`'s subnet (learn its CIDR, lower the cached free count). */
+  placed(candidate: PlacementCandidate, eni: Ec2Eni): void;
+  /** EC2 answered that `subnetId` is full (metrics). */
+  onSubnetFull?: (subnetId: string) => void;
   /** Runs the "before usable" hook and puts the ENI into the datastore; undefined = left pending. */
   adopt(eni: Ec2Eni): Promise<EniInfo | undefined>;
 }
@@ -65,15 +73,72 @@ export function newEniTags(
 }
 
 /**
+ * CreateNetworkInterface in the first placement candidate that has room: a candidate
+ * EC2 answers `InsufficientFreeAddressesInSubnet` / `InsufficientCidrBlocks` for is
+ * marked exhausted and the next one is tried, in this same creation (failover, not a
+ * stall). One `placement.plan()` per creation (at most one DescribeSubnets, cached).
+ * @returns the new ENI and the candidate it went to.
+ * @throws PlacementError when no candidate may or can take it (the message lists the
+ * exhausted subnets); Ec2Error for any other EC2 failure (not retried in another subnet).
+ */
+export async function createInPlacement(
+  c: EniCreateContext,
+  req: { description: string; tags: Record<string, string>; secondaryCount: number; prefixCount?: number },
+): Promise<{ eni: Ec2Eni; candidate: PlacementCandidate }> {
+  const plan = await c.placement.plan();
+  if (!plan.ok) throw new PlacementError(plan.kind, plan.reason);
+  try {
+    return await createInCandidates(c, req, plan.candidates, plan.source);
+  } finally {
+    c.placement.release?.(plan.candidates[0]!.subnetId);
+  }
+}
+
+/** {@link createInPlacement} over the planned candidates, in order. */
+async function createInCandidates(
+  c: EniCreateContext,
+  req: { description: string; tags: Record<string, string>; secondaryCount: number; prefixCount?: number },
+  candidates: PlacementCandidate[],
+  source: string,
+): Promise<{ eni: Ec2Eni; candidate: PlacementCandidate }> {
+  const full: Array<{ subnetId: string; code: string }> = [];
+  for (const candidate of candidates) {
+    try {
+      const eni = await c.ec2.createEni({
+        ...req,
+        subnetId: candidate.subnetId,
+        securityGroupIds: candidate.securityGroupIds,
+      });
+      if (full.length)
+        c.log.info({ subnetId: candidate.subnetId, exhausted: full, source }, 'ENI created in the next subnet');
+      c.placed(candidate, eni);
+      return { eni, candidate };
+    } catch (e) {
+      if (!(e instanceof Ec2Error) || !SUBNET_FULL_CODES.has(e.code)) throw e;
+      c.placement.markExhausted(candidate.subnetId, e.code);
+      c.onSubnetFull?.(candidate.subnetId);
+      full.push({ subnetId: candidate.subnetId, code: e.code });
+      c.log.warn({ subnetId: candidate.subnetId, code: e.code }, 'subnet full: trying the next candidate subnet');
+    }
+  }
+  const after = await c.placement.plan();
+  if (after.ok) c.placement.release?.(after.candidates[0]!.subnetId);
+  throw new PlacementError(
+    after.ok ? 'subnets_exhausted' : after.kind,
+    after.ok ? exhaustedReason(full) : after.reason,
+  );
+}
+
+/**
  * Creates a tagged ENI with `count` secondary IPs (with prefix delegation: /28
- * prefixes; capped at the per-ENI limit) in the primary ENI's subnet, attaches it at
+ * prefixes; capped at the per-ENI limit) where the placement says ({@link createInPlacement}), attaches it at
  * `deviceIndex` (reserved by the caller), sets DeleteOnTermination, waits for the
  * attachment and for IMDS to list it (up to `imdsWaitMs`), then adopts it. If IMDS is
  * still behind or the hook fails, the ENI stays pending (counted, not served from) and
  * the reconcile adopts it later. If the attach fails for sure, the new (unattached,
  * ours) ENI is deleted again; if its outcome is unknown, the ENI is left pending.
  * A failed DeleteOnTermination is not fatal: the reconcile sets it later.
- * @returns the new ENI's info, or undefined when it was left pending. @throws Ec2Error
+ * @returns the new ENI's info, or undefined when it was left pending. @throws Ec2Error, PlacementError (see {@link createInPlacement})
  */
 export async function createAndAttachEni(
   c: EniCreateContext,
@@ -82,18 +147,23 @@ export async function createAndAttachEni(
 ): Promise<EniInfo | undefined> {
   const { ec2, instance, log } = c;
   const n = Math.min(count, instance.ipsPerEni);
-  const eni = await ec2.createEni({
-    subnetId: instance.subnetId,
+  const { eni, candidate } = await createInPlacement(c, {
     description: `${ENI_DESCRIPTION_PREFIX}${instance.instanceId}`,
     tags: newEniTags(c, c.now()),
     // With prefix delegation the count is /28 prefixes (one EC2 slot each, like a secondary IP).
     ...(c.prefixDelegation ? { secondaryCount: 0, prefixCount: n } : { secondaryCount: n }),
-    securityGroupIds: instance.securityGroupIds,
   });
   c.inFlight.add(eni.eniId);
   try {
     log.info(
-      { eniId: eni.eniId, deviceIndex, secondaryIps: eni.secondaryIps.length, prefixes: eni.ipv4Prefixes.length },
+      {
+        eniId: eni.eniId,
+        deviceIndex,
+        subnetId: candidate.subnetId,
+        securityGroupIds: candidate.securityGroupIds,
+        secondaryIps: eni.secondaryIps.length,
+        prefixes: eni.ipv4Prefixes.length,
+      },
       'created ENI',
     );
     let attachmentId: string;

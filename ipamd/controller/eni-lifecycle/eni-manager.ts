@@ -22,6 +22,8 @@ import { createAndAttachEni, type EniCreateContext, type InstanceContext } from 
 import { freeEni, retryOrphans, type EniFreeContext, type FreeOptions } from './eni-free.js';
 import { eniCreatedAtMs } from './eni-ownership.js';
 import { realSleep, type ImdsEniLister, type Sleep } from './eni-wait.js';
+import type { EniPlacement } from './placement-types.js';
+import { nodeSubnetPlacement, type SubnetPlacement } from './subnet-placement-source.js';
 
 export {
   ENI_DESCRIPTION_PREFIX,
@@ -65,6 +67,18 @@ export interface EniManagerOptions {
   beforeEniUsable?: (eni: EniInfo) => Promise<void>;
   /** ENABLE_PREFIX_DELEGATION: new ENIs are created with /28 prefixes (Ipv4PrefixCount) instead of secondary IPs. */
   prefixDelegation?: boolean;
+  /**
+   * Where new ENIs go (subnet discovery, custom networking) and the exhausted marks
+   * (default: the node's subnet only, marks lasting `exhaustedMs`).
+   */
+  placement?: EniPlacement & Partial<Pick<SubnetPlacement, 'noteCreated' | 'cidrOf'>>;
+  /** The default placement's exhausted time (ms, default 30 000; the pool's `subnetFullPauseMs`). */
+  exhaustedMs?: number;
+  /** The node's VPC and zone (the default placement's facts; default empty). */
+  vpcId?: string;
+  availabilityZone?: string;
+  /** EC2 answered that a subnet is full during a creation (metrics). */
+  onSubnetFull?: (subnetId: string) => void;
 }
 
 /** Creates, attaches, detaches and deletes this node's ENIs. */
@@ -75,11 +89,29 @@ export class EniManager extends EniBook {
   private readonly preparing = new Map<string, Promise<EniInfo | undefined>>();
   private readonly createCtx: EniCreateContext;
   private readonly freeCtx: EniFreeContext;
+  /** Where new ENIs go, and which subnets are exhausted now. */
+  readonly placement: NonNullable<EniManagerOptions['placement']>;
+  /** IPv4 CIDR per subnet id: the node's, each new ENI's candidate, each adopted ENI's from IMDS. */
+  private readonly subnetCidrs = new Map<string, string>();
 
   constructor(private readonly o: EniManagerOptions) {
     super(o.ds, o.unmanagedDeviceIndexes, o.now ?? Date.now);
     const settleMs = o.settleTimeoutMs ?? 60_000;
     const sleep = o.sleep ?? realSleep;
+    this.subnetCidrs.set(o.instance.subnetId, o.instance.subnetCidr);
+    this.placement =
+      o.placement ??
+      nodeSubnetPlacement(
+        {
+          subnetId: o.instance.subnetId,
+          cidr: o.instance.subnetCidr,
+          vpcId: o.vpcId ?? '',
+          availabilityZone: o.availabilityZone ?? '',
+          securityGroupIds: o.instance.securityGroupIds,
+        },
+        o.log,
+        { now: this.now, ...(o.exhaustedMs !== undefined ? { exhaustedMs: o.exhaustedMs } : {}) },
+      );
     this.createCtx = {
       ec2: o.ec2,
       log: o.log,
@@ -99,6 +131,13 @@ export class EniManager extends EniBook {
         this.releaseDeviceIndex(deviceIndex);
       },
       adopt: (eni) => this.adoptWhenUsable(eni),
+      placement: this.placement,
+      placed: (candidate, eni) => {
+        this.learnSubnetCidr(eni.subnetId || candidate.subnetId, candidate.cidr);
+        const addresses = eni.ipv4Prefixes.length * 16 + eni.secondaryIps.length + 1;
+        this.placement.noteCreated?.(candidate.subnetId, addresses);
+      },
+      ...(o.onSubnetFull ? { onSubnetFull: o.onSubnetFull } : {}),
     };
     this.freeCtx = {
       ds: o.ds,
@@ -196,15 +235,41 @@ export class EniManager extends EniBook {
     return retryOrphans(this.freeCtx);
   }
 
-  /** The datastore info for an ENI EC2 describes (the primary ENI's subnet CIDR; slots per ENI as capacity). */
+  /**
+   * Records the IPv4 CIDR of a subnet an ENI of ours is in (from the placement candidate
+   * it was created in, or IMDS `subnet-ipv4-cidr-block` of an ENI being adopted): the
+   * ENI's route table gateway comes from it. An empty CIDR is ignored.
+   */
+  learnSubnetCidr(subnetId: string, cidr: string): void {
+    if (subnetId && cidr) this.subnetCidrs.set(subnetId, cidr);
+  }
+
+  /** The IPv4 CIDR known for a subnet (see {@link learnSubnetCidr}), else undefined. */
+  subnetCidrOf(subnetId: string): string | undefined {
+    return this.subnetCidrs.get(subnetId) ?? this.placement.cidrOf?.(subnetId);
+  }
+
+  /**
+   * The datastore info for an ENI EC2 describes: its own subnet's CIDR (the node's when
+   * it is in the node subnet or, for want of any other fact, logged); slots per ENI as capacity.
+   */
   private infoOf(eni: Ec2Eni): EniInfo {
     const { instance } = this.o;
+    const subnetId = eni.subnetId || instance.subnetId;
+    let subnetCidr = this.subnetCidrOf(subnetId);
+    if (!subnetCidr) {
+      this.o.log.warn(
+        { eniId: eni.eniId, subnetId },
+        "ENI's subnet CIDR unknown (not described, not in IMDS): using the node subnet's",
+      );
+      subnetCidr = instance.subnetCidr;
+    }
     return {
       eniId: eni.eniId,
       mac: eni.mac,
       deviceNumber: eni.attachment?.deviceIndex ?? this.firstFreeDeviceIndex(),
-      subnetId: eni.subnetId || instance.subnetId,
-      subnetCidr: instance.subnetCidr,
+      subnetId,
+      subnetCidr,
       primaryIp: eni.primaryIp,
       isPrimary: false,
       createdAtMs: eniCreatedAtMs(eni) ?? this.now(),

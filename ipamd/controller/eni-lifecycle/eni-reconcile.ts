@@ -216,6 +216,8 @@ export class EniReconciler {
           enis.markPending(eni.eniId, eni.attachment?.deviceIndex ?? -1);
           continue;
         }
+        // The ENI's own subnet CIDR (it may be outside the node subnet): its route table gateway.
+        enis.learnSubnetCidr(eni.subnetId, imdsById.get(eni.eniId)!.subnetCidr);
         enis.adopt(eni);
         r.adoptedEnis.push(eni.eniId);
         r.addedIps.push(...eni.secondaryIps);

@@ -57,7 +57,11 @@ export type PlacementPlan =
       ok: false;
       /** Names the ENIConfig and the label/annotation that selected it, or lists the exhausted subnets. */
       reason: string;
-      kind: 'eniconfig' | 'subnets_exhausted';
+      /**
+       * `eniconfig` and `subnets_exhausted` block the refill (waiting ADDs fail with `reason`);
+       * `unavailable` is transient (the subnets could not be described yet): the creation backs off and retries.
+       */
+      kind: 'eniconfig' | 'subnets_exhausted' | 'unavailable';
     };
 
 /** What the create path asks before each ENI creation. */
@@ -66,4 +70,8 @@ export interface EniPlacement {
   plan(): Promise<PlacementPlan>;
   /** Marks `subnetId` exhausted (EC2 said so) for the configured time; `code` is the EC2 error code. */
   markExhausted(subnetId: string, code: string): void;
+  /** The creation a plan was made for has ended (either way); `subnetId` = the plan's first candidate. Optional. */
+  release?(subnetId: string): void;
+  /** Whether `subnetId` is marked exhausted now (the grow plan assigns no more on ENIs there). Calls no API. */
+  isExhausted(subnetId: string): boolean;
 }

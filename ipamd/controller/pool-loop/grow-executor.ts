@@ -11,21 +11,25 @@
  * missing, and does not wait for the first to finish. Attached ENIs the datastore does
  * not serve from (unmanaged, pending adoption, orphans) count toward the ENI limit.
  *
- * Failures: a full subnet pauses grow (`subnetFullPauseMs`) and, like EC2 refusing an
- * attach for the instance's limit, makes the refill one that cannot succeed ("blocked",
- * with the reason); other failures are transient: ENI creation backs off (1 s doubling
+ * Full subnets fail over (docs/design.md#eni-ownership, "Placement and failover"): an
+ * assign EC2 refuses with `InsufficientFreeAddressesInSubnet` / `InsufficientCidrBlocks`
+ * marks the ENI's subnet exhausted in the ENI manager's placement, and the same pass
+ * re-plans with no room on ENIs there, so the demand goes to new ENIs, which the
+ * placement puts in the next candidate subnet (a creation itself moves on to the next
+ * candidate when one is full). Only when no candidate is left (or the ENI limit leaves
+ * no new ENI) is ENI creation paused (`subnetFullPauseMs`) and the refill "blocked" with
+ * the reason listing the exhausted subnets, like EC2 refusing an attach for the
+ * instance's limit; other failures are transient: ENI creation backs off (1 s doubling
  * to 30 s) and waiters keep waiting.
  */
 import { Ec2Error, type Ec2Port } from '../../cloud/ec2-port.js';
 import type { Datastore } from '../../datastore/datastore.js';
 import type { Logger } from '../../log.js';
 import { ADDRESSES_PER_SLOT, planGrow, type GrowPlan, type PoolEniView, type PoolTargets } from '../../pool/index.js';
-import { growBlockedReason, subnetFullReason, type EniLimits } from '../../pool/grow-limits.js';
+import { growBlockedReason, type EniLimits } from '../../pool/grow-limits.js';
 import type { EniManager } from '../eni-lifecycle/eni-manager.js';
 import { failedForSure } from '../../cloud/ec2-outcome.js';
-
-/** EC2 codes meaning the subnet cannot give more addresses now. */
-const SUBNET_FULL = new Set(['InsufficientFreeAddressesInSubnet', 'InsufficientCidrBlocks']);
+import { PlacementError, SUBNET_FULL_CODES, exhaustedReason } from '../eni-lifecycle/subnet-placement.js';
 /** Id prefix of the stand-ins for ENIs being created in a plan. */
 const PHANTOM = '(being created) ';
 /** EC2 code meaning the instance cannot take another ENI. */
@@ -71,7 +75,7 @@ export class GrowExecutor {
   private readonly inFlight = new Set<Promise<void>>();
   private seq = 0;
   private pausedUntil = 0;
-  /** Why grow is paused (the subnet ran out of addresses). */
+  /** Why ENI creation is paused (every candidate subnet ran out of addresses). */
   private pauseReason = 'the subnet has no free addresses';
   private createBackoffMs = 0;
   private createHoldUntil = 0;
@@ -108,10 +112,14 @@ export class GrowExecutor {
     return this.blockedKindNow(short)?.reason;
   }
 
-  /** {@link blockedNow} with its kind: `subnet_full` while paused, `eni_limit` when the plan cannot place one more address. */
+  /**
+   * {@link blockedNow} with its kind: `subnet_full` while ENI creation is paused and one
+   * more address needs a new ENI, `eni_limit` when the plan cannot place one more address.
+   */
   blockedKindNow(short: number): { kind: 'subnet_full' | 'eni_limit'; reason: string } | undefined {
-    if (this.o.now() < this.pausedUntil) return { kind: 'subnet_full', reason: this.pauseReason };
     const plan = this.plan(1);
+    if (this.o.now() < this.pausedUntil && (plan.createEnis.length > 0 || plan.unmet > 0))
+      return { kind: 'subnet_full', reason: this.pauseReason };
     return short + 1 - plan.unmet >= 1 ? undefined : { kind: 'eni_limit', reason: this.reason(plan) };
   }
 
@@ -120,15 +128,17 @@ export class GrowExecutor {
    * ENIs (launched; `onCreationDone` tells when each ends). Never throws.
    */
   async run(waiting: number): Promise<GrowOutcome> {
-    const { enis, log, targets } = this.o;
-    if (this.o.now() < this.pausedUntil) return { changed: false, blocked: this.pauseReason };
-    const plan = this.plan(waiting);
+    const { ds, enis, log, targets } = this.o;
+    let plan = this.plan(waiting);
     let blocked = plan.unmet > 0 ? this.reason(plan) : undefined;
-    // An attached ENI not adopted yet (IMDS lag) comes first; after a failed creation, back off.
-    const held = this.o.now() < this.createHoldUntil;
-    if (held && this.createHoldReason && plan.createEnis.length > 0) blocked = this.createHoldReason;
-    const mayCreate = enis.awaitingAdoption().length === 0 && !held;
-    const creates = mayCreate ? plan.createEnis.slice(0, Math.max(targets.maxEni - enis.attachedCount(), 0)) : [];
+    // An attached ENI not adopted yet (IMDS lag) comes first; after a failed creation, back off;
+    // while every candidate subnet is exhausted, no creation (assigns in other subnets go on).
+    const paused = (): boolean => this.o.now() < this.pausedUntil;
+    const held = (): boolean => this.o.now() < this.createHoldUntil;
+    if (held() && this.createHoldReason && plan.createEnis.length > 0) blocked = this.createHoldReason;
+    if (paused() && plan.createEnis.length > 0) blocked = this.pauseReason;
+    const mayCreate = (): boolean => enis.awaitingAdoption().length === 0 && !held() && !paused();
+    let creates = mayCreate() ? plan.createEnis.slice(0, Math.max(targets.maxEni - enis.attachedCount(), 0)) : [];
     // Demand placed on ENIs still being created is assigned once they are attached (the re-plan after each creation).
     const assigns = plan.assign.filter((a) => !a.eniId.startsWith(PHANTOM));
     if (assigns.length + creates.length === 0) return { changed: false, ...(blocked ? { blocked } : {}) };
@@ -139,11 +149,37 @@ export class GrowExecutor {
     // Existing ENIs first (one call each, no new ENI if the subnet is short), then every new ENI at once.
     const results = await Promise.allSettled(assigns.map((a) => this.assign(a.eniId, a.count)));
     const errors = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as Error] : []));
-    if (errors.length > 0) blocked = this.classify(errors) ?? blocked;
-    else if (assigns.length) this.lastError = this.lastErrorKind = undefined;
+    // A full subnet under an existing ENI: mark it exhausted and re-plan in this same pass, so
+    // the demand goes to new ENIs in the next candidate subnet (if the ENI limit allows).
+    const full = results.flatMap((r, i) =>
+      r.status === 'rejected' && r.reason instanceof Ec2Error && SUBNET_FULL_CODES.has(r.reason.code)
+        ? [{ subnetId: ds.getEni(assigns[i]!.eniId)?.subnetId ?? enis.instance.subnetId, code: r.reason.code }]
+        : [],
+    );
+    let exhausted: string | undefined;
+    if (full.length > 0) {
+      for (const f of full) {
+        enis.placement.markExhausted(f.subnetId, f.code);
+        this.o.onSubnetFull?.(f.subnetId);
+      }
+      plan = this.plan(waiting);
+      // Any subnet left to put a new ENI in? (The placement's cached describe: the one the creation uses.)
+      const where = await enis.placement.plan();
+      if (where.ok) enis.placement.release?.(where.candidates[0]!.subnetId);
+      if (!where.ok && where.kind === 'subnets_exhausted') {
+        creates = [];
+        exhausted = where.reason;
+      } else creates = mayCreate() ? plan.createEnis : [];
+      blocked = plan.unmet > 0 ? this.reason(plan) : undefined;
+      if (creates.length > 0) log.info({ exhausted: full, createEnis: creates }, 'subnet full: new ENIs elsewhere');
+    }
+    if (errors.length > 0) {
+      // Nothing can take the demand a full subnet refused: pause creations, naming the subnets.
+      const stuck = full.length > 0 && Math.min(creates.length, targets.maxEni - enis.attachedCount()) <= 0;
+      blocked = this.classify(errors, stuck ? full : [], exhausted) ?? blocked;
+    } else if (assigns.length) this.lastError = this.lastErrorKind = undefined;
     // Re-checked after the await: the ENI limit is counted exactly at launch (device indexes are reserved synchronously).
-    const launched =
-      this.o.now() < this.pausedUntil ? [] : creates.slice(0, Math.max(targets.maxEni - enis.attachedCount(), 0));
+    const launched = paused() ? [] : creates.slice(0, Math.max(targets.maxEni - enis.attachedCount(), 0));
     for (const count of launched) this.launch(count);
     const changed = launched.length > 0 || results.some((r) => r.status === 'fulfilled');
     return { changed, ...(blocked ? { blocked } : errors.length ? { failed: true } : {}) };
@@ -156,9 +192,9 @@ export class GrowExecutor {
    * does not serve from.
    */
   private plan(extraDemand: number): GrowPlan {
-    const { ds, enis, targets } = this.o;
+    const { enis, targets } = this.o;
     const now = this.o.now();
-    const views = ds.poolViews(now);
+    const views = this.views(now);
     const aps = ADDRESSES_PER_SLOT[targets.unit ?? 'ip'];
     const capacity = enis.instance.ipsPerEni * aps;
     const prefix = aps > 1;
@@ -184,13 +220,25 @@ export class GrowExecutor {
 
   /** Why the plan cannot place everything, naming the binding limit. */
   private reason(plan: GrowPlan): string {
-    const { ds, enis, targets, limits } = this.o;
+    const { enis, targets, limits } = this.o;
     if (!limits) return plan.blockedReason ?? 'the pool cannot grow';
-    return growBlockedReason(ds.poolViews(this.o.now()), targets, limits, {
+    return growBlockedReason(this.views(this.o.now()), targets, limits, {
       unmanaged: enis.unmanagedCount(),
       pending: enis.awaitingAdoption().length,
       orphans: enis.orphanIds().length,
       creating: this.creations.size,
+    });
+  }
+
+  /**
+   * Views of the datastore's ENIs; an ENI whose subnet is marked exhausted has no room
+   * (EC2 would refuse an assign there), so the plan puts that demand on new ENIs.
+   */
+  private views(now: number): PoolEniView[] {
+    const { ds, enis } = this.o;
+    return ds.poolViews(now).map((v) => {
+      const subnetId = ds.getEni(v.eniId)?.subnetId;
+      return subnetId && enis.placement.isExhausted(subnetId) ? { ...v, roomSlots: 0 } : v;
     });
   }
 
@@ -207,11 +255,20 @@ export class GrowExecutor {
           this.lastError = this.lastErrorKind = undefined;
         },
         (e: Error) => {
+          if (e instanceof PlacementError && e.kind === 'subnets_exhausted') {
+            this.pause(e.message);
+            this.lastError = e.message;
+            this.lastErrorKind = 'subnet_full';
+            this.o.onGrowFailed?.('subnet_full');
+            return;
+          }
           const blocked = this.classify([e]);
           const attachLimit = e instanceof Ec2Error && e.code === ATTACH_LIMIT;
           this.createBackoffMs = Math.min(this.createBackoffMs ? this.createBackoffMs * 2 : 1000, 30_000);
           this.createHoldUntil = this.o.now() + (attachLimit ? 30_000 : this.createBackoffMs);
-          this.createHoldReason = attachLimit ? blocked : undefined;
+          // No usable ENIConfig: waiters fail with its reason until the creation is retried.
+          const noConfig = e instanceof PlacementError && e.kind === 'eniconfig';
+          this.createHoldReason = attachLimit ? blocked : noConfig ? e.message : undefined;
         },
       )
       .finally(() => {
@@ -277,21 +334,32 @@ export class GrowExecutor {
     }
   }
 
+  /** Pauses ENI creation for `subnetFullPauseMs`: every candidate subnet is exhausted (`reason` lists them). */
+  private pause(reason: string): void {
+    this.pausedUntil = this.o.now() + (this.o.subnetFullPauseMs ?? 30_000);
+    this.pauseReason = reason;
+  }
+
   /**
-   * Records grow failures (`lastError`); a full subnet pauses grow.
-   * @returns the reason when the refill cannot succeed (subnet full, attach limit), else undefined (transient).
+   * Records grow failures (`lastError`); `stuck` (full subnets nothing else can stand in
+   * for) pauses ENI creation and blocks the refill with `stuckReason` (the placement's
+   * list of exhausted subnets) or, without it, naming them.
+   * @returns the reason when the refill cannot succeed (subnets full, attach limit), else undefined (transient).
    */
-  private classify(errors: Error[]): string | undefined {
-    const { enis, log, limits } = this.o;
+  private classify(
+    errors: Error[],
+    stuck: Array<{ subnetId: string; code: string }> = [],
+    stuckReason?: string,
+  ): string | undefined {
+    const { log, limits } = this.o;
     for (const e of errors) log.warn({ err: e.message }, 'pool grow failed');
-    const subnetFull = errors.find((e): e is Ec2Error => e instanceof Ec2Error && SUBNET_FULL.has(e.code));
+    const subnetFull = errors.find((e): e is Ec2Error => e instanceof Ec2Error && SUBNET_FULL_CODES.has(e.code));
     const attachLimit = errors.find((e): e is Ec2Error => e instanceof Ec2Error && e.code === ATTACH_LIMIT);
     let blocked: string | undefined;
-    if (subnetFull) {
-      const pauseMs = this.o.subnetFullPauseMs ?? 30_000;
-      this.pausedUntil = this.o.now() + pauseMs;
-      blocked = subnetFullReason(enis.instance.subnetId, subnetFull.code, pauseMs);
-      this.pauseReason = blocked;
+    if (stuck.length > 0) {
+      const unique = [...new Map(stuck.map((f) => [f.subnetId, f])).values()];
+      blocked = stuckReason ?? exhaustedReason(unique, this.o.subnetFullPauseMs ?? 30_000);
+      this.pause(blocked);
     } else if (attachLimit) {
       blocked =
         `EC2 refused to attach another ENI (${ATTACH_LIMIT}): the instance is at its ENI limit` +
@@ -305,7 +373,6 @@ export class GrowExecutor {
         : errors.some((e) => e instanceof Ec2Error && e.kind === 'throttle')
           ? 'throttled'
           : 'ec2_error';
-    if (subnetFull) this.o.onSubnetFull?.(enis.instance.subnetId);
     this.o.onGrowFailed?.(this.lastErrorKind);
     this.lastError =
       blocked ?? (first instanceof Ec2Error ? `${first.action} failed with ${first.code}` : first.message);

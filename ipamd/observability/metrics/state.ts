@@ -47,6 +47,8 @@ export interface StateMetricHooks {
   reconciled(r: ReconcileFacts): void;
   /** Sets the free addresses EC2 reports for a subnet (DescribeSubnets, or 0 on an EC2 "subnet full" answer). */
   subnetFree(subnetId: string, free: number): void;
+  /** Sets whether a subnet is marked exhausted for new ENIs (`eni_ipam_subnet_exhausted{subnet}` 1/0). */
+  subnetExhausted(subnetId: string, exhausted: boolean): void;
   /** Records the start-up: seconds from process start to serving, and of node initialization. */
   started(p: { startupSeconds: number; nodeInitSeconds: number; withApiServer: boolean }): void;
   /** Marks an action in progress (`awscni_ipamd_action_inprogress{fn}`); call the result when it ends. */
@@ -107,6 +109,12 @@ export function registerStateMetrics(registry: Registry, src: () => MetricsSourc
   const subnet = new Gauge({
     name: 'eni_ipam_subnet_free_addresses',
     help: "Free addresses EC2 reports in each subnet of the node's ENIs (AvailableIpAddressCount; 0 after EC2 answered the subnet is full)",
+    labelNames: ['subnet'],
+    registers,
+  });
+  const subnetExhausted = new Gauge({
+    name: 'eni_ipam_subnet_exhausted',
+    help: 'Whether a subnet is marked exhausted for new ENIs (1: EC2 answered InsufficientFreeAddressesInSubnet or InsufficientCidrBlocks, the placement skips it for a while; 0: eligible again)',
     labelNames: ['subnet'],
     registers,
   });
@@ -202,6 +210,9 @@ export function registerStateMetrics(registry: Registry, src: () => MetricsSourc
     },
     subnetFree(subnetId, free) {
       subnet.set({ subnet: subnetId }, free);
+    },
+    subnetExhausted(subnetId, exhausted) {
+      subnetExhausted.set({ subnet: subnetId }, exhausted ? 1 : 0);
     },
     started(p) {
       startup.observe(

@@ -1,0 +1,104 @@
+/**
+ * Pieces of the "VPC in network namespaces" test bed: commands inside a namespace, which
+ * node link carried a flow (tx packet counters), and TCP echo servers that answer with the
+ * peer address they see (so a test learns whether a flow was SNATed). Everything here
+ * runs inside namespaces the test created; nothing touches the host's own namespace.
+ */
+import { execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
+import type { Netns } from '../kit/netns.js';
+import { waitFor } from './wait.js';
+
+const execFileP = promisify(execFile);
+
+/** Runs `cmd args` and resolves with stdout. @throws Error with stderr when it fails. */
+export const sh = async (cmd: string, args: string[]): Promise<string> => (await execFileP(cmd, args)).stdout;
+/** Runs `cmd args` inside `ns`. @throws as {@link sh} */
+export const inNs = (ns: Netns, cmd: string, ...args: string[]): Promise<string> =>
+  sh('nsenter', [`--net=${ns.path}`, cmd, ...args]);
+/** `ip args` inside `ns`. @throws as {@link sh} */
+export const ip = (ns: Netns, ...args: string[]): Promise<string> => inNs(ns, 'ip', ...args);
+/** `ip -j args` inside `ns`, parsed. @throws as {@link sh} */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export const ipj = async (ns: Netns, ...args: string[]): Promise<any[]> =>
+  JSON.parse((await ip(ns, '-j', ...args)) || '[]');
+/** The MAC of `dev` in `ns`. */
+export const macOf = async (ns: Netns, dev: string): Promise<string> =>
+  (await ipj(ns, 'link', 'show', 'dev', dev))[0].address;
+
+/** Our environment without NODE_EXTRA_CA_CERTS (it adds ~130 ms to every Node start here). */
+export function nodeEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  delete env.NODE_EXTRA_CA_CERTS;
+  return env;
+}
+
+/** tx packets of each of `devs` in `ns`. */
+export async function txPackets(ns: Netns, devs: string[]): Promise<Record<string, number>> {
+  const links = await ipj(ns, '-s', 'link', 'show');
+  return Object.fromEntries(
+    devs.map((d) => [d, Number(links.find((l: { ifname: string }) => l.ifname === d).stats64.tx.packets)]),
+  );
+}
+
+const client = (
+  port: number,
+) => `const s=require('net').connect({host:process.argv[1],port:${port},timeout:3000});let d='';
+s.on('data',b=>d+=b);s.on('end',()=>{console.log(d.trim());process.exit(0)});
+s.on('timeout',()=>{console.log('timeout');process.exit(1)});s.on('error',e=>{console.log(e.code);process.exit(1)});`;
+
+/**
+ * Opens one TCP connection from `from` to `host:port` and reads the server's answer
+ * (the peer address it saw, or `timeout`/an error code when the connection failed).
+ * @returns that answer and how many packets each of `devs` of `node` sent meanwhile.
+ */
+export async function probe(
+  node: Netns,
+  devs: string[],
+  from: Netns,
+  host: string,
+  port: number,
+): Promise<{ seenAs: string; tx: Record<string, number> }> {
+  const before = await txPackets(node, devs);
+  const seenAs = (
+    await execFileP('nsenter', [`--net=${from.path}`, process.execPath, '-e', client(port), host], {
+      env: nodeEnv(),
+    }).then(
+      (r) => r.stdout,
+      (e: { stdout?: string }) => e.stdout ?? 'failed',
+    )
+  ).trim();
+  const after = await txPackets(node, devs);
+  return { seenAs, tx: Object.fromEntries(devs.map((d) => [d, after[d]! - before[d]!])) };
+}
+
+/**
+ * Starts TCP servers in `ns` on `hosts` (addresses of `ns`) at `port`, each answering a
+ * connection with the peer address it sees. @returns a stop function (kills the server).
+ * @throws Error when they are not listening within 10 s.
+ */
+export async function startEchoServers(ns: Netns, hosts: string[], port: number): Promise<() => void> {
+  const server = spawn(
+    'nsenter',
+    [
+      `--net=${ns.path}`,
+      process.execPath,
+      '-e',
+      `const net=require('net');let n=0;for(const h of ${JSON.stringify(hosts)})` +
+        `net.createServer(s=>s.end(s.remoteAddress+'\\n')).listen(${port},h,()=>{if(++n===${hosts.length})console.log('listening')})`,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'], env: nodeEnv() },
+  );
+  const stop = () => {
+    server.kill('SIGKILL');
+  };
+  let out = '';
+  server.stdout!.on('data', (b: Buffer) => (out += b.toString()));
+  try {
+    await waitFor('the echo servers', () => out.includes('listening'), 10_000);
+  } catch (e) {
+    stop();
+    throw e;
+  }
+  return stop;
+}
