@@ -1,6 +1,7 @@
 /**
  * The one door through which ipamd reaches @kubernetes/client-node: the parts it uses
- * (KubeConfig, Watch, CoreV1Api, Observable, PatchStrategy and the model types), imported
+ * (KubeConfig, Watch, CoreV1Api, CustomObjectsApi, ListWatch, Observable, PatchStrategy
+ * and the model types), imported
  * from the library's own modules rather than its index. Import Kubernetes client code
  * from here, never from '@kubernetes/client-node' directly (its index loads every
  * generated API and model: ~40 MiB of resident memory).
@@ -14,7 +15,14 @@
 export { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 export { Watch } from '@kubernetes/client-node/dist/watch.js';
 export { PatchStrategy } from '@kubernetes/client-node/dist/patch.js';
-export { ObjectCoreV1Api as CoreV1Api } from '@kubernetes/client-node/dist/gen/types/ObjectParamAPI.js';
+export {
+  ObjectCoreV1Api as CoreV1Api,
+  ObjectCustomObjectsApi as CustomObjectsApi,
+} from '@kubernetes/client-node/dist/gen/types/ObjectParamAPI.js';
+// For the ENIConfig source (custom networking): the informer's event names and ListWatch.
+export { ADD, DELETE, ERROR, UPDATE } from '@kubernetes/client-node/dist/informer.js';
+export { ListWatch } from '@kubernetes/client-node/dist/cache.js';
+export type { KubernetesListObject, KubernetesObject } from '@kubernetes/client-node/dist/types.js';
 export { Observable } from '@kubernetes/client-node/dist/gen/rxjsStub.js';
 export type { Middleware as ObservableMiddleware } from '@kubernetes/client-node/dist/gen/middleware.js';
 export type { CoreV1Event, V1Node, V1Pod } from '@kubernetes/client-node/dist/gen/models/all.js';
