@@ -49,7 +49,7 @@ export const TIMING_VARS: VarSpec[] = [
     'gcGraceMs',
     duration(),
     '60s',
-    'Minimum age of an allocation before the evidence pass may release it (an ADD still in progress has no READY sandbox yet).',
+    'Minimum age of an allocation, when an evidence pass begins its reads, before that pass may release it (an ADD still in progress has no READY sandbox yet).',
   ),
   v(
     'ENI_IPAM_NETWORK_NAME',

@@ -16,8 +16,10 @@
  *   first, while the sandbox is still READY). Adopting it would hand a dead sandbox an
  *   IP that meanwhile went back to the pool — or to an unassign in flight at EC2.
  * - An allocation is **released** only when every source that could vouch for it was
- *   read successfully, none is suspect (plausibility.ts), none vouches, it is older than
- *   `graceMs` (an ADD in progress has no READY sandbox yet), and the release brake
+ *   read successfully, none is suspect (plausibility.ts), none vouches, it was made at
+ *   least `graceMs` before the reads began (`readAt`: an ADD in progress has no READY
+ *   sandbox yet, and an ADD served while the reads were in flight is not in what they
+ *   returned, however long the pass then took), and the release brake
  *   (release-brake.ts) lets the pass through. An unreadable or suspect source means no
  *   release at all.
  * - Unverified IPs (start-up without a checkpoint) that the kernel shows wired to a pod
@@ -84,6 +86,13 @@ export interface MergeInput {
   /** True if ipamd served a DEL (or GC) for this container id since it last assigned it (`Datastore.wasReleased`). */
   wasReleased?: (containerID: string) => boolean;
   now: number;
+  /**
+   * When the source reads began (ms; default `now`). The grace is counted from here, not
+   * from `now`: an allocation made after the reads began (while they were in flight, or
+   * while the event loop stalled after them) is absent from them and is never a release
+   * candidate of this pass.
+   */
+  readAt?: number;
   graceMs: number;
   /** CNI network name and ifName used for adopted sandboxes. */
   networkName: string;
@@ -130,7 +139,7 @@ export function mergeEvidence(i: MergeInput): MergeResult {
   const podUids = new Set(pods.map((p) => p.uid));
   const criKnows = (a: Allocation) => byId.has(a.containerID) || criIps.has(a.ipv4);
   const kubeKnows = (a: Allocation) => podIps.has(a.ipv4) || (!!a.pod?.uid && podUids.has(a.pod.uid));
-  const old = (a: Allocation) => i.now - a.allocatedAt >= i.graceMs;
+  const old = (a: Allocation) => (i.readAt ?? i.now) - a.allocatedAt >= i.graceMs;
 
   // Plausibility: judged on the held addresses the kernel shows wired to a pod.
   const wiredAllocs = i.kernel.ok ? i.allocations.filter((a) => old(a) && kernelIps.has(a.ipv4)) : [];

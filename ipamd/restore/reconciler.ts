@@ -155,6 +155,8 @@ export class EvidenceReconciler {
 
   private async pass(): Promise<PassReport> {
     const { ds, log } = this.o;
+    // The grace counts from here: what the reads return predates every allocation made after this instant.
+    const readAt = this.now();
     // The three reads run together: the kernel's is one process, the runtime's a few RPCs.
     const [criRead, identity, kernel] = await Promise.all([
       this.o.cri.listReadySandboxes().then(
@@ -186,6 +188,7 @@ export class EvidenceReconciler {
       kernel,
       unverifiedIps,
       now,
+      readAt,
       graceMs: this.o.graceMs,
       networkName: this.o.networkName,
       ifName: 'eth0',
@@ -249,7 +252,8 @@ export class EvidenceReconciler {
       );
     // The memory of DELs expires once a plausible runtime read no longer lists the sandbox
     // (a suspect read proves nothing; persisted with the next write).
-    if (cri.ok === true && !m.suspect.cri) ds.expireReleased(new Set(cri.items.map((s) => s.id)), now - this.o.graceMs);
+    if (cri.ok === true && !m.suspect.cri)
+      ds.expireReleased(new Set(cri.items.map((s) => s.id)), readAt - this.o.graceMs);
     let released = 0;
     if (m.canRelease) {
       for (const a of m.release) {

@@ -13,20 +13,46 @@
  *
  * Reproduce a failure: PROPERTY_SEED=<seed printed> node --test dist/test/property/pool-property.test.js
  * Knobs: PROPERTY_OPS (total operations, default 10000), PROPERTY_EPISODE_OPS (default 500).
+ * PROPERTY_EPISODE_CONFIG='<json>' (the config a failure prints) runs that episode alone,
+ * PROPERTY_EPISODE_REPEAT times (default 1), with seeds seed, seed+7919, ... (same config
+ * shape, other interleavings) when repeated; PROPERTY_OPS is then ignored.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomEpisodeConfig, runEpisode, type EpisodeResult } from './episode.js';
+import { randomEpisodeConfig, runEpisode, type EpisodeConfig, type EpisodeResult } from './episode.js';
 
 const TOTAL_OPS = Number(process.env.PROPERTY_OPS ?? 10_000);
 const EPISODE_OPS = Number(process.env.PROPERTY_EPISODE_OPS ?? 500);
 const SEED = Number(process.env.PROPERTY_SEED ?? Math.floor(Math.random() * 2 ** 31));
+/** One episode's config (as a failure prints it), run alone; see the module docstring. */
+const EPISODE_CONFIG = process.env.PROPERTY_EPISODE_CONFIG
+  ? (JSON.parse(process.env.PROPERTY_EPISODE_CONFIG) as EpisodeConfig)
+  : undefined;
+const EPISODE_REPEAT = Number(process.env.PROPERTY_EPISODE_REPEAT ?? 1);
 /** Episodes run side by side (each has its own simulated cloud and ipamd); the work is mostly waiting. */
 const PARALLEL = Number(process.env.PROPERTY_PARALLEL ?? 4);
 
 test(
+  'warm pool property: the one episode of PROPERTY_EPISODE_CONFIG',
+  { skip: !EPISODE_CONFIG, timeout: 3_600_000 },
+  async () => {
+    const base = EPISODE_CONFIG!;
+    const failures: string[] = [];
+    for (let i = 0; i < EPISODE_REPEAT && failures.length === 0; i++) {
+      const cfg: EpisodeConfig = { ...base, seed: (base.seed + i * 7919) >>> 0 };
+      const r = await runEpisode(cfg);
+      console.log(
+        `# run ${i} seed=${cfg.seed}: ${r.addsOk} ADDs ok, ${r.restarts} restarts, ${r.violations.length} violations, ${r.ms} ms`,
+      );
+      if (r.violations.length) failures.push(`config ${JSON.stringify(cfg)}:\n${r.violations.join('\n')}`);
+    }
+    if (failures.length) assert.fail(failures.join('\n\n'));
+  },
+);
+
+test(
   `warm pool property: ${TOTAL_OPS} random interleavings of ADD/DEL/shrink/reconcile/restart (seed ${SEED})`,
-  { timeout: 600_000 },
+  { skip: !!EPISODE_CONFIG, timeout: 600_000 },
   async () => {
     const results: EpisodeResult[] = [];
     const failures: string[] = [];
