@@ -97,8 +97,8 @@ export const TIMING_VARS: VarSpec[] = [
     'ENI_IPAM_FAST_RESTART',
     'fastRestart',
     bool(),
-    'false',
-    'Experimental: a restart in the same boot serves from the cached ENI inventory (eni-inventory.json) and its own checkpoint without waiting for EC2 or the first evidence pass. Off by default until it passes the whole restart suite (see README, Restarts that cost no EC2 call).',
+    'true',
+    'A restart in the same boot serves from the cached ENI inventory (eni-inventory.json) and its own checkpoint without waiting for EC2 or the first evidence pass; EC2 confirms in the background and releases wait for it (see README, Restarts that cost no EC2 call). false: every start describes EC2 before serving, as a first boot does.',
   ),
   v(
     'ENI_IPAM_RESTART_CONFIRM_JITTER',
