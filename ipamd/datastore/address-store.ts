@@ -17,6 +17,7 @@ import { ChangeLog } from './changes.js';
 import { ipStateOf, keyString, type EniRecord, type IpRecord } from './records.js';
 import type { Allocation, DatastoreCounts, EniInfo, IpState } from './types.js';
 import { poolViewOf } from './views.js';
+import { clearUnverified, coolingOf, countAddresses, markUnheldUnverified } from './address-scan.js';
 
 /** ENIs and their addresses; base class of the datastore (not used on its own). */
 export abstract class AddressStore {
@@ -305,11 +306,7 @@ export abstract class AddressStore {
 
   /** IPs still in cooldown at `now`, with their release time (for the checkpoint). */
   coolingEntries(now: number): Array<{ ip: string; releasedAt: number }> {
-    const out: Array<{ ip: string; releasedAt: number }> = [];
-    for (const r of this.ipIndex.values()) {
-      if (this.stateOf(r, now) === 'cooling') out.push({ ip: r.ip, releasedAt: r.releasedAt! });
-    }
-    return out;
+    return coolingOf(this.ipIndex.values(), this.stateAt(now));
   }
 
   /** When the earliest cooling IP becomes available (ms), or undefined if none cools. */
@@ -327,14 +324,7 @@ export abstract class AddressStore {
    * IP is neither handed out nor released until {@link verifyAll}. @returns how many.
    */
   markAllUnverified(): number {
-    let n = 0;
-    for (const r of this.ipIndex.values()) {
-      if (r.holder === undefined) {
-        r.unverified = true;
-        n++;
-      }
-    }
-    return n;
+    return markUnheldUnverified(this.ipIndex.values());
   }
 
   /** The IPs marked unverified now (dotted quads, unordered). */
@@ -350,35 +340,16 @@ export abstract class AddressStore {
    * verified free). @returns how many were cleared.
    */
   verifyAll(keep?: (ip: string) => boolean): number {
-    let n = 0;
-    for (const [ip, r] of this.ipIndex) {
-      if (r.unverified && !keep?.(ip)) {
-        r.unverified = false;
-        n++;
-      }
-    }
+    const n = clearUnverified(this.ipIndex.values(), keep);
     if (n > 0) this.addressesMayBeAvailable();
     return n;
   }
 
   /** Counts at `now` over all ENIs. */
   counts(now: number): DatastoreCounts {
-    const c: DatastoreCounts = {
-      total: 0,
-      assigned: 0,
-      cooling: 0,
-      releasing: 0,
-      unverified: 0,
-      available: 0,
-      enis: this.enisById.size,
-    };
-    for (const r of this.ipIndex.values()) {
-      const st = this.stateOf(r, now);
-      if (st === 'available' && this.primaryClosed && this.enisById.get(r.eniId)?.info.isPrimary) continue; // not in the pool
-      c.total++;
-      c[st]++;
-    }
-    return c;
+    // Custom networking: the primary ENI's free addresses are not in the pool.
+    const outOfPool = (r: IpRecord) => this.primaryClosed && this.enisById.get(r.eniId)?.info.isPrimary === true;
+    return countAddresses(this.ipIndex.values(), this.stateAt(now), this.enisById.size, outOfPool);
   }
 
   /**

@@ -1,0 +1,59 @@
+/**
+ * Whole-index scans of the datastore's address records (cooling, unverified, counts):
+ * pure functions over the `IpRecord`s {@link AddressStore} keeps, so the store itself stays
+ * about changing records. Times are ms since epoch; no I/O.
+ */
+import type { StateFn } from './prefixes.js';
+import type { IpRecord } from './records.js';
+import type { DatastoreCounts } from './types.js';
+
+/** The addresses cooling per `state`, with their release time (ms; for the checkpoint). */
+export function coolingOf(ips: Iterable<IpRecord>, state: StateFn): Array<{ ip: string; releasedAt: number }> {
+  const out: Array<{ ip: string; releasedAt: number }> = [];
+  for (const r of ips) if (state(r) === 'cooling') out.push({ ip: r.ip, releasedAt: r.releasedAt! });
+  return out;
+}
+
+/** Marks every unheld record unverified (start-up without a usable checkpoint). @returns how many. */
+export function markUnheldUnverified(ips: Iterable<IpRecord>): number {
+  let n = 0;
+  for (const r of ips) {
+    if (r.holder === undefined) {
+      r.unverified = true;
+      n++;
+    }
+  }
+  return n;
+}
+
+/** Clears `unverified` on every record except those `keep(ip)` holds back. @returns how many were cleared. */
+export function clearUnverified(ips: Iterable<IpRecord>, keep?: (ip: string) => boolean): number {
+  let n = 0;
+  for (const r of ips) {
+    if (r.unverified && !keep?.(r.ip)) {
+      r.unverified = false;
+      n++;
+    }
+  }
+  return n;
+}
+
+/**
+ * Counts by state over all records; `outOfPool(r)` true leaves an available address out
+ * entirely (custom networking's primary ENI). `enis` is passed through as the ENI count.
+ */
+export function countAddresses(
+  ips: Iterable<IpRecord>,
+  state: StateFn,
+  enis: number,
+  outOfPool: (r: IpRecord) => boolean,
+): DatastoreCounts {
+  const c: DatastoreCounts = { total: 0, assigned: 0, cooling: 0, releasing: 0, unverified: 0, available: 0, enis };
+  for (const r of ips) {
+    const st = state(r);
+    if (st === 'available' && outOfPool(r)) continue;
+    c.total++;
+    c[st]++;
+  }
+  return c;
+}
