@@ -71,6 +71,7 @@ export function buildPool(p: {
       vpcId: inv.primary.vpcId,
       availabilityZone: inv.instance.availabilityZone,
       securityGroupIds: inv.primary.securityGroupIds,
+      ...(config.clusterName ? { clusterName: config.clusterName } : {}),
     },
     ...(p.eniConfig ? { selection: p.eniConfig } : {}),
     discovery: config.enableSubnetDiscovery,

@@ -115,6 +115,7 @@ test('introspection: upstream paths and shapes, read-only; ADD/DEL log lines; SI
   assert.equal(ipamdEnv.WARM_IP_TARGET, 3);
   assert.equal(ipamdEnv.WARM_ENI_TARGET, 1);
   assert.equal(ipamdEnv.AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG, false);
+  assert.equal(ipamdEnv.ENABLE_SUBNET_DISCOVERY, true, 'upstream default');
   const netEnv = JSON.parse((await get('/v1/networkutils-env-settings')).text) as Record<string, unknown>;
   assert.deepEqual(netEnv.AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS, ['172.16.0.0/12']);
   assert.equal(netEnv.AWS_VPC_K8S_CNI_EXTERNALSNAT, false);

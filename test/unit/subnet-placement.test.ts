@@ -197,3 +197,17 @@ test('a subnet the describe shows with no free address is skipped without a call
   assert.ok(!p.ok && p.kind === 'subnets_exhausted');
   assert.match(p.reason, /subnet-node \(AvailableIpAddressCount 0\), subnet-a \(AvailableIpAddressCount 0\)/);
 });
+
+test('cluster-scoped subnet tags (cni.networking.k8s.aws/cluster/<name>): a tagged subnet serves only the named cluster', () => {
+  const tags = { [CNI_ROLE_TAG]: '1', 'cni.networking.k8s.aws/cluster/blue': '1' };
+  const s = { subnetId: 'subnet-x', tags };
+  assert.equal(discoveryEligible(s, 'subnet-node', 'blue'), true);
+  assert.equal(discoveryEligible(s, 'subnet-node', 'green'), false);
+  assert.equal(discoveryEligible(s, 'subnet-node'), true, 'CLUSTER_NAME unset: not checked');
+  assert.equal(
+    discoveryEligible({ subnetId: 'subnet-y', tags: { [CNI_ROLE_TAG]: '1' } }, 'subnet-node', 'green'),
+    true,
+  );
+  const subnets = [sn('subnet-node', 10), sn('subnet-blue', 500, tags)];
+  assert.deepEqual(ids(facts({ subnets, node: { ...node, clusterName: 'green' } })), ['subnet-node']);
+});

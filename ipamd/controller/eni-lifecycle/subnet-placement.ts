@@ -24,6 +24,8 @@ import type { EniConfigSelection, PlacementCandidate, PlacementPlan } from './pl
 
 /** Subnet tag of amazon-vpc-cni-k8s subnet discovery: `1` (any value but `0`) = eligible, `0` = excluded. */
 export const CNI_ROLE_TAG = 'kubernetes.io/role/cni';
+/** Prefix of amazon-vpc-cni-k8s (v1.22.1+) cluster-scoped subnet tags: `cni.networking.k8s.aws/cluster/<CLUSTER_NAME>`. */
+export const CLUSTER_SUBNET_TAG_PREFIX = 'cni.networking.k8s.aws/cluster/';
 
 /** EC2 error codes meaning the subnet cannot give more addresses now. */
 export const SUBNET_FULL_CODES: ReadonlySet<string> = new Set([
@@ -55,6 +57,8 @@ export interface NodeSubnetFacts {
   availabilityZone: string;
   /** The primary ENI's security groups. */
   securityGroupIds: string[];
+  /** CLUSTER_NAME: a tagged subnet carrying cluster tags serves only the cluster it names. */
+  clusterName?: string;
 }
 
 /** One exhausted mark: EC2's code and when the mark expires (ms epoch). */
@@ -80,13 +84,21 @@ export interface PlacementFacts {
 /**
  * Whether subnet discovery may put ENIs in `s`: tag `kubernetes.io/role/cni` = `0`
  * excludes any subnet; the node's own subnet is otherwise eligible untagged; any other
- * subnet needs the tag with a value other than `0` (upstream documents `1`).
+ * subnet needs the tag with a value other than `0` (upstream documents `1`). A tagged
+ * subnet with `cni.networking.k8s.aws/cluster/*` tags serves only the cluster named by
+ * one of them (checked when `clusterName`, CLUSTER_NAME, is set), as upstream v1.22.1.
  */
-export function discoveryEligible(s: Pick<Ec2Subnet, 'subnetId' | 'tags'>, nodeSubnetId: string): boolean {
+export function discoveryEligible(
+  s: Pick<Ec2Subnet, 'subnetId' | 'tags'>,
+  nodeSubnetId: string,
+  clusterName?: string,
+): boolean {
   const v = s.tags[CNI_ROLE_TAG];
   if (v === '0') return false;
-  if (s.subnetId === nodeSubnetId) return true;
-  return v !== undefined;
+  if (v === undefined) return s.subnetId === nodeSubnetId;
+  if (!clusterName) return true;
+  const clusterTags = Object.keys(s.tags).filter((k) => k.startsWith(CLUSTER_SUBNET_TAG_PREFIX));
+  return clusterTags.length === 0 || clusterTags.includes(`${CLUSTER_SUBNET_TAG_PREFIX}${clusterName}`);
 }
 
 /** Candidates by most free addresses first; ties and undescribed ones keep their input order (stable). */
@@ -162,7 +174,7 @@ export function planPlacement(f: PlacementFacts): PlacementPlan {
       (s) =>
         s.vpcId === node.vpcId &&
         (!s.availabilityZone || s.availabilityZone === node.availabilityZone) &&
-        discoveryEligible(s, node.subnetId),
+        discoveryEligible(s, node.subnetId, node.clusterName),
     );
     // The node subnet first among equals; it is always in the describe of its own VPC and zone.
     list.sort((a, b) => Number(b.subnetId === node.subnetId) - Number(a.subnetId === node.subnetId));
