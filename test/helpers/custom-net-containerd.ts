@@ -84,6 +84,21 @@ export async function waitForSelection(
   );
 }
 
+/**
+ * Waits until the first pod ENI's 14 IPs (m5.xlarge) are available in ipamd's pool. Tests
+ * start pods after it: an ADD that waits while that ENI is still being created makes the
+ * pool create one more ENI for it (ipamd log `pool grow` createEnis [1] with creating 1,
+ * waiting 1), which would make the ENI counts these tests assert depend on timing.
+ */
+export async function waitForFirstEni(n: ContainerdNode, ips = 14): Promise<void> {
+  await waitFor(
+    `${ips} IPs available in the pool`,
+    async () => (await n.status()).counts.available >= ips,
+    20_000,
+    100,
+  );
+}
+
 /** The instance's attached ENIs in the simulated EC2 state, by device index. */
 export function instanceEnis(sim: SimCloud, instanceId: string): Eni[] {
   return [...sim.state.enis.values()]
@@ -127,3 +142,23 @@ export async function runPods(n: ContainerdNode, prefix: string, count: number, 
 
 /** Whether IPv4 `ip` is inside `cidr` (e.g. `100.64.0.0/19`). */
 export const inCidr = (ip: string, cidr: string): boolean => ipaddr.IPv4.parse(ip).match(ipaddr.IPv4.parseCIDR(cidr));
+
+/**
+ * Waits until the instance's ENI count has not changed for 1.5 s and ipamd's status counts
+ * the same ENIs (the pool reached its warm target). @returns that count (primary included).
+ */
+export async function waitForStableEnis(n: ContainerdNode): Promise<number> {
+  let last = -1;
+  let since = Date.now();
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const count = instanceEnis(n.sim, n.instanceId).length;
+    const st = await n.status();
+    if (count !== last || st.counts.enis !== count) {
+      last = count;
+      since = Date.now();
+    } else if (Date.now() - since >= 1500) return count;
+    if (Date.now() > deadline) throw new Error(`the ENI count did not settle (last ${last})`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

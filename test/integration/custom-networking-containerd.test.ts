@@ -28,7 +28,9 @@ import {
   inCidr,
   instanceEnis,
   runPods,
+  waitForFirstEni,
   waitForSelection,
+  waitForStableEnis,
 } from '../helpers/custom-net-containerd.js';
 
 test('custom networking: 30 pods through containerd get 100.64.x addresses on ENIs in the ENIConfig subnet with its groups', async (t) => {
@@ -40,6 +42,7 @@ test('custom networking: 30 pods through containerd get 100.64.x addresses on EN
   const sel = await waitForSelection(n, 'ok', podSubnet.subnetId);
   assert.equal(sel.name, zone, 'the ENIConfig named after the zone');
   assert.equal(sel.selectedBy, `label topology.kubernetes.io/zone=${zone}`);
+  await waitForFirstEni(n);
 
   const t0 = Date.now();
   const pods = await runPods(n, 'cn', 30);
@@ -79,6 +82,7 @@ test('custom networking: an ENIConfig edited while pods run keeps the old ENIs a
   n.kube.upsertEniConfig(zone, { subnet: a.subnetId, securityGroups: POD_GROUPS });
   await n.startIpamd();
   await waitForSelection(n, 'ok', a.subnetId);
+  await waitForFirstEni(n);
 
   const before = await runPods(n, 'old', 6);
   for (const p of before) assert.ok(inCidr(p.ip, a.cidr), `${p.name} ${p.ip} in ${a.cidr}`);
@@ -122,23 +126,3 @@ test('custom networking: an ENIConfig edited while pods run keeps the old ENIs a
   t.diagnostic(`EC2 calls after the edit: ${JSON.stringify(callCounts(n.sim, callsAtEdit))}`);
   await n.assertNothingLost();
 });
-
-/**
- * Waits until the instance's ENI count has not changed for 1.5 s and ipamd's status counts
- * the same ENIs (the pool reached its warm target). @returns that count (primary included).
- */
-async function waitForStableEnis(n: Awaited<ReturnType<typeof customNetNode>>['n']): Promise<number> {
-  let last = -1;
-  let since = Date.now();
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const count = instanceEnis(n.sim, n.instanceId).length;
-    const st = await n.status();
-    if (count !== last || st.counts.enis !== count) {
-      last = count;
-      since = Date.now();
-    } else if (Date.now() - since >= 1500) return count;
-    if (Date.now() > deadline) throw new Error(`the ENI count did not settle (last ${last})`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
