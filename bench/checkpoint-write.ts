@@ -1,13 +1,17 @@
 /**
- * bench: the checkpoint's durable write path alone, same run, rounds interleaved: the
- * journal (a diff line + fdatasync per group commit, compacted into the snapshot when it
- * outgrows it) against the whole snapshot per group commit (temp file + fsync + rename +
- * directory fsync: `CheckpointWriter` with `journal: false`, the write path before the
- * journal). The state is a busy node's: `--allocations` (250) allocations and 4096
- * remembered DELs (the datastore's cap, reached after 4096 pod deletions), each commit
+ * bench: the checkpoint's durable write path alone, same run, rounds interleaved, four
+ * ways: the whole snapshot per group commit (temp file + fsync + rename + directory
+ * fsync: `CheckpointWriter` with `journal: false`, the write path before the journal);
+ * the journal with each record the diff of two whole snapshots (O(state) per commit, the
+ * write path before the datastore tracked its changes); and the journal with each record
+ * what the datastore recorded as changed (`datastoreCheckpointSource`, O(changes): ipamd's
+ * write path), the latter also with the journal opened O_DSYNC (one write per append
+ * instead of a write and an fdatasync: ipamd's default). All compact the journal into the snapshot when it outgrows it. The
+ * state is a busy node's, in the real datastore: `--allocations` (250) allocations and
+ * 4096 remembered DELs (the datastore's cap, reached after 4096 pod deletions), each commit
  * an ADD or a DEL of a new container, as ipamd's request path makes them. On the real
  * disk under the OS temp dir. Prints the commit latency median / p99 at 1 and 64
- * concurrent committers, commits/s, and the journal/snapshot ratio; no pass/fail.
+ * concurrent committers and commits/s; no pass/fail.
  *
  *   node dist/bench/checkpoint-write.js [--commits 2000] [--allocations 250] [--rounds 3]
  */
@@ -15,48 +19,78 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { CheckpointWriter, type CheckpointAllocation, type CheckpointData } from '../ipamd/checkpoint/index.js';
+import { CheckpointWriter, type CheckpointData } from '../ipamd/checkpoint/index.js';
+import { Datastore } from '../ipamd/datastore/datastore.js';
+import { datastoreCheckpointSource } from '../ipamd/startup/checkpoint-source.js';
 import { machineLine, row } from './bench-util.js';
 import { quantile } from './stats.js';
 
-/** A datastore stand-in: allocations and remembered DELs, changed like ADD/DEL change them. */
+/** The write paths compared. */
+const MODES = ['snapshot', 'diff', 'delta', 'dsync'] as const;
+type Mode = (typeof MODES)[number];
+const MODE_TITLE: Record<Mode, string> = {
+  snapshot: 'whole snapshot',
+  diff: 'journal, snapshot diff',
+  delta: 'journal, datastore changes',
+  dsync: 'journal, datastore changes, O_DSYNC',
+};
+
+/** A datastore with `allocations` held and 4096 remembered DELs; ADD/DEL as ipamd makes them. */
 class NodeState {
-  readonly allocations = new Map<string, CheckpointAllocation>();
-  readonly released = new Map<string, number>();
+  readonly ds = new Datastore(0, 'ip');
   private n = 0;
   constructor(allocations: number) {
-    for (let i = 0; i < 4096; i++)
-      this.released.set(`${'f'.repeat(56)}${String(i).padStart(8, '0')}`, 1_700_000_000_000 + i);
+    for (let e = 0; e < 16; e++) {
+      const eniId = `eni-${String(e).padStart(17, '0')}`;
+      this.ds.upsertEni({
+        eniId,
+        mac: `02:00:00:00:00:${e.toString(16).padStart(2, '0')}`,
+        deviceNumber: e,
+        subnetId: 'subnet-1',
+        subnetCidr: '10.0.0.0/16',
+        primaryIp: `10.0.${e}.1`,
+        isPrimary: e === 0,
+        createdAtMs: 0,
+        capacity: 49,
+      });
+      this.ds.addIps(
+        eniId,
+        Array.from({ length: 49 }, (_, i) => `10.0.${e}.${i + 2}`),
+      );
+    }
+    this.ds.restoreReleased(
+      Array.from({ length: 4096 }, (_, i) => ({
+        containerID: `${'f'.repeat(56)}${String(i).padStart(8, '0')}`,
+        releasedAt: 1_700_000_000_000 + i,
+      })),
+    );
     for (let i = 0; i < allocations; i++) this.add();
   }
 
+  private key = (id: string) => ({ networkName: 'aws-cni', containerID: id, ifName: 'eth0' });
+
   add(): string {
     const id = `${'a'.repeat(52)}${String(this.n++).padStart(12, '0')}`;
-    this.allocations.set(id, {
-      networkName: 'aws-cni',
-      containerID: id,
-      ifName: 'eth0',
-      ipv4: `10.0.${(this.n >> 8) & 255}.${this.n & 255}`,
-      eniId: 'eni-0123456789abcdef0',
-      allocatedAt: Date.now(),
-      pod: { namespace: 'default', name: `web-7d4b9c6f5-${id.slice(-5)}`, uid: '3f2a1c9e-8b7d-4e6f-a5c4-b3a291807f6e' },
-    });
+    const r = this.ds.assign(
+      this.key(id),
+      { namespace: 'default', name: `web-7d4b9c6f5-${id.slice(-5)}`, uid: '3f2a1c9e-8b7d-4e6f-a5c4-b3a291807f6e' },
+      Date.now(),
+    );
+    if (r.kind !== 'assigned') throw new Error(`bench datastore ran dry (${r.kind})`);
     return id;
   }
 
   del(id: string): void {
-    this.allocations.delete(id);
-    this.released.delete(id);
-    this.released.set(id, Date.now());
-    if (this.released.size > 4096) this.released.delete(this.released.keys().next().value!);
+    this.ds.release(this.key(id), Date.now());
   }
 
+  /** The whole state, as ipamd's snapshot before the datastore tracked its changes. */
   data = (): CheckpointData => ({
     version: 1,
     bootId: 'bench',
-    allocations: [...this.allocations.values()].map((a) => ({ ...a })),
-    cooldown: [],
-    released: [...this.released].map(([containerID, releasedAt]) => ({ containerID, releasedAt })),
+    allocations: this.ds.allocations(),
+    cooldown: this.ds.coolingEntries(Date.now()),
+    released: this.ds.releasedEntries(),
   });
 }
 
@@ -66,12 +100,15 @@ interface Run {
 }
 
 /** `commits` commits from `conc` concurrent committers, each an ADD then a DEL of its own container. */
-async function run(journal: boolean, conc: number, commits: number, allocations: number, dir: string): Promise<Run> {
+async function run(mode: Mode, conc: number, commits: number, allocations: number, dir: string): Promise<Run> {
   const s = new NodeState(allocations);
-  const w = new CheckpointWriter(path.join(dir, `ipam-${journal ? 'j' : 's'}-${conc}.json`), s.data, {
-    journal,
-    idleCompactMs: 0,
-  });
+  const w = new CheckpointWriter(
+    path.join(dir, `ipam-${mode}-${conc}.json`),
+    mode === 'delta' || mode === 'dsync'
+      ? datastoreCheckpointSource({ ds: s.ds, bootId: 'bench', releasedCap: 4096, runtime: () => undefined })
+      : s.data,
+    { journal: mode !== 'snapshot', dsync: mode === 'dsync', idleCompactMs: 0 },
+  );
   await w.commit();
   const ms: number[] = [];
   let left = commits;
@@ -111,11 +148,11 @@ async function main(): Promise<void> {
   try {
     for (let r = 0; r < Number(values.rounds); r++) {
       for (const conc of [1, 64]) {
-        for (const journal of [false, true]) {
-          const k = `${journal ? 'journal' : 'snapshot'}-${conc}`;
+        for (const mode of MODES) {
+          const k = `${mode}-${conc}`;
           results.set(k, [
             ...(results.get(k) ?? []),
-            await run(journal, conc, conc === 1 ? commits / 4 : commits, allocations, dir),
+            await run(mode, conc, conc === 1 ? commits / 4 : commits, allocations, dir),
           ]);
         }
       }
@@ -130,35 +167,24 @@ async function main(): Promise<void> {
   console.log(
     row([
       'committers',
-      'whole snapshot p50 / p99 ms',
-      'journal p50 / p99 ms',
-      'whole snapshot commits/s',
-      'journal commits/s',
-      'p50 ratio journal/snapshot',
+      ...MODES.map((m) => `${MODE_TITLE[m]} p50 / p99 ms`),
+      ...MODES.map((m) => `${MODE_TITLE[m]} commits/s`),
     ]),
   );
-  console.log(row(Array(6).fill('---')));
+  console.log(row(Array(1 + 2 * MODES.length).fill('---')));
   const med = (xs: number[]) => quantile(xs, 0.5);
   for (const conc of [1, 64]) {
-    const f = (k: string) => {
-      const rs = results.get(`${k}-${conc}`)!;
+    const f = (m: Mode) => {
+      const rs = results.get(`${m}-${conc}`)!;
       return {
         p50: med(rs.map((x) => quantile(x.ms, 0.5))),
         p99: med(rs.map((x) => quantile(x.ms, 0.99))),
         ps: med(rs.map((x) => x.perSecond)),
       };
     };
-    const s = f('snapshot');
-    const j = f('journal');
+    const fs = MODES.map(f);
     console.log(
-      row([
-        conc,
-        `${s.p50.toFixed(2)} / ${s.p99.toFixed(2)}`,
-        `${j.p50.toFixed(2)} / ${j.p99.toFixed(2)}`,
-        s.ps.toFixed(0),
-        j.ps.toFixed(0),
-        `${(j.p50 / s.p50).toFixed(2)}×`,
-      ]),
+      row([conc, ...fs.map((x) => `${x.p50.toFixed(2)} / ${x.p99.toFixed(2)}`), ...fs.map((x) => x.ps.toFixed(0))]),
     );
   }
 }

@@ -2,8 +2,9 @@
  * bench: ipamd AddNetwork+DelNetwork pairs per second over its Unix socket with a warm
  * pool, and the pair latency p50/p99, at several client concurrencies. ipamd is the
  * real binary in a child process (the clients run here, so they do not share its event
- * loop) with the checkpoint durable on every change (write + fsync + rename + dir fsync,
- * group commit) on the real disk under the OS temp dir. Prints figures, no pass/fail.
+ * loop) with the checkpoint durable on every change before the reply (a journal record
+ * written O_DSYNC, group commit; the snapshot rewritten when the journal outgrows it) on
+ * the real disk under the OS temp dir. Prints figures, no pass/fail.
  *
  * Set-up: simulated c5.4xlarge, WARM_IP_TARGET = 2 × the highest concurrency (the pool
  * never runs dry) and IP_COOLDOWN_PERIOD=0 (a released IP is reusable at once: this
@@ -14,6 +15,10 @@
  * which a node reaches after 4096 pod deletions: the steady state of a busy node (0 =
  * a fresh node).
  *
+ * ipamd's CPU time per pair (user + system, from /proc, over each row) is what bounds
+ * pairs/s once ipamd's one event loop is saturated (about 1000 / that figure per core),
+ * and it moves far less with the machine's load than the latencies do.
+ *
  * After the first and the last concurrency, it prints ipamd's own per-stage trace
  * (`GET /v1/stage-trace`, ipamd/service/stage-trace.ts: the last 4096 samples of each
  * stage, so mostly that row's requests): protobuf decode/encode, datastore, the wait
@@ -21,6 +26,7 @@
  *
  *   node dist/bench/ipamd-rpc-throughput.js [--seconds 5] [--concurrency 1,4,16,64] [--released 4096]
  */
+import { readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -31,6 +37,18 @@ import { ipamdClient } from '../test/helpers/ipamd-client.js';
 import { createSimNode } from '../test/property/sim-node.js';
 import { machineLine, row, sleep } from './bench-util.js';
 import { quantile } from './stats.js';
+
+/** CPU time (user + system, ms) process `pid` used so far, from /proc/<pid>/stat (clock ticks of 10 ms); undefined if unreadable. */
+function cpuMsOf(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10; // utime, stime (fields 14, 15); CLK_TCK 100 on Linux
+  } catch {
+    return undefined;
+  }
+}
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -81,6 +99,7 @@ async function main(): Promise<void> {
       const addMs: number[] = [];
       const delMs: number[] = [];
       let errors = 0;
+      const cpu0 = cpuMsOf(node.pid);
       const t0 = performance.now();
       const end = t0 + seconds * 1000;
       await Promise.all(
@@ -103,8 +122,13 @@ async function main(): Promise<void> {
         }),
       );
       const el = (performance.now() - t0) / 1000;
+      const cpu1 = cpuMsOf(node.pid);
+      const cpuPerPair =
+        cpu0 !== undefined && cpu1 !== undefined && pairMs.length ? (cpu1 - cpu0) / pairMs.length : NaN;
       const q = (xs: number[]) => `${quantile(xs, 0.5).toFixed(2)} / ${quantile(xs, 0.99).toFixed(2)}`;
-      out.push(row([conc, (pairMs.length / el).toFixed(0), q(pairMs), q(addMs), q(delMs), errors]));
+      out.push(
+        row([conc, (pairMs.length / el).toFixed(0), q(pairMs), q(addMs), q(delMs), cpuPerPair.toFixed(2), errors]),
+      );
       if (conc === levels[0] || conc === levels[levels.length - 1])
         traces.push([
           conc,
@@ -122,9 +146,17 @@ async function main(): Promise<void> {
     `ipamd ADD+DEL pairs over the Unix socket, warm pool, checkpoint durable on every change (group commit), ${values.released} DELs remembered, ${seconds} s per row, ${machineLine(os.cpus().length)}, load ${os.loadavg()[0]!.toFixed(1)}`,
   );
   console.log(
-    row(['concurrent clients', 'pairs/s', 'pair p50 / p99 ms', 'ADD p50 / p99 ms', 'DEL p50 / p99 ms', 'errors']),
+    row([
+      'concurrent clients',
+      'pairs/s',
+      'pair p50 / p99 ms',
+      'ADD p50 / p99 ms',
+      'DEL p50 / p99 ms',
+      'ipamd CPU ms / pair',
+      'errors',
+    ]),
   );
-  console.log(row(Array(6).fill('---')));
+  console.log(row(Array(7).fill('---')));
   for (const l of out) console.log(l);
   for (const [conc, tr] of traces) {
     if (Object.keys(tr).length === 0) continue; // an ipamd without the trace

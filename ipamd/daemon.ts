@@ -93,7 +93,6 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   }
   // Custom networking: the primary ENI's addresses serve no new pod (those held from the checkpoint keep serving).
   const ds = new Datastore(config.ipCooldownMs, unit, { primaryServesNewPods: !config.customNetworkCfg });
-  const eniConfig = startEniConfig(config, log);
   // Half-done ENI work (crash, IMDS lag) is not served from until the reconcile finishes it.
   const adoption = planAdoption(inv);
   loadInventory(ds, { ...inv, managed: adoption.load }, Date.now());
@@ -156,6 +155,8 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
 
   // Host networking of a new ENI is set up before its IPs can be handed out (assigned below, once started).
   let hostNet: Awaited<ReturnType<typeof startHostNetworkSync>> | undefined;
+  // Custom networking: the node's ENIConfig, watched; where new ENIs go, or why none may be created.
+  const eniConfig = startEniConfig(config, log);
   const { maxEni, targets, limits, enis, pool } = buildPool({
     config,
     inv,

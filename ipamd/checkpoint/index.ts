@@ -4,7 +4,7 @@
  */
 export type { CheckpointAllocation, CheckpointData } from './schema.js';
 export { CHECKPOINT_VERSION, checkpointSchema } from './schema.js';
-export { JOURNAL_SUFFIX } from './journal.js';
+export { JOURNAL_SUFFIX, type JournalRecord } from './journal.js';
 export {
   checkpointBoundsFor,
   loadCheckpoint,
@@ -15,4 +15,4 @@ export {
   type CheckpointRead,
   type JournalLoad,
 } from './load.js';
-export { CheckpointWriter, type CheckpointWriterOptions } from './writer.js';
+export { CheckpointWriter, type CheckpointSource, type CheckpointWriterOptions } from './writer.js';

@@ -5,7 +5,8 @@
  *
  * A write is either an append to the journal (journal.ts: the difference from the last
  * durable state as one line, then fdatasync; ~0.1–0.3 ms on a local disk, whatever the
- * state's size) or a compaction (the whole state into the snapshot: temp file, fsync,
+ * state's size; with a {@link CheckpointSource} the difference is what the state recorded
+ * as changed, O(changes), else a diff of two snapshots, O(state)) or a compaction (the whole state into the snapshot: temp file, fsync,
  * rename, directory fsync; then the journal is truncated). Compactions happen on the
  * first write, when the journal has grown past the larger of `compactBytes` and the
  * snapshot's size (so appends cost O(1) per change amortised), after `idleCompactMs`
@@ -14,7 +15,7 @@
 import { constants } from 'node:fs';
 import { mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { diffState, indexState, JOURNAL_SUFFIX, type StateIndex } from './journal.js';
+import { diffState, indexState, JOURNAL_SUFFIX, type JournalRecord, type StateIndex } from './journal.js';
 import type { CheckpointData } from './schema.js';
 
 /** Options of {@link CheckpointWriter}. */
@@ -24,20 +25,45 @@ export interface CheckpointWriterOptions {
   /** Called after each successful compaction (whole snapshot) with its duration (ms) and size (bytes). */
   onWrite?: (ms: number, bytes: number) => void;
   /**
-   * Called with the duration (ms) of each stage of each write: `snapshot` (reading the
-   * state), `serialize` (diff + JSON), `write`, `fdatasync` for appends; `compact.serialize`,
-   * `compact.write`, `compact.fsync`, `compact.rename` (rename + directory fsync),
-   * `compact.truncate` for compactions. See service/stage-trace.ts.
+   * Called with the duration (ms) of each stage of each write: `delta` (taking a
+   * {@link CheckpointSource}'s changes) or `snapshot` (reading the whole state: every write
+   * without a source, each compaction with one), `serialize` (diff + JSON), then
+   * `write.dsync` (the O_DSYNC write, sync included) or `write` and `fdatasync` for appends; `compact.serialize`, `compact.write`, `compact.fsync`,
+   * `compact.rename` (rename + directory fsync), `compact.truncate` for compactions. See
+   * service/stage-trace.ts.
    */
   onStage?: (stage: string, ms: number) => void;
   /** The last journal record number on disk (from {@link loadCheckpoint}'s data `journalSeq`), so numbering goes on; default 0. */
   startSeq?: number;
+  /**
+   * With `fsync`: open the journal `O_DSYNC`, so an append is one write that returns once
+   * the record is as durable as after fdatasync (open(2): synchronized I/O data integrity
+   * completion), instead of a write and an fdatasync (two trips to libuv's thread pool).
+   * Default true; false for A/B benches. The `write` stage then includes the sync.
+   */
+  dsync?: boolean;
   /** Journal size (bytes) past which the next write compacts, at least the snapshot's size (default 256 KiB). */
   compactBytes?: number;
   /** false: every write is a compaction (the whole snapshot, no journal), as before the journal; for A/B benches. Default true. */
   journal?: boolean;
   /** Compact this long (ms) after the last change while the journal holds records (default 5000; 0 = never when idle). */
   idleCompactMs?: number;
+}
+
+/**
+ * A state that knows what changed since it was last read (ipamd's datastore: see
+ * startup/checkpoint-source.ts), so an append costs O(changes) instead of a snapshot and a
+ * diff of the whole state. The boot id of its snapshots must not change.
+ */
+export interface CheckpointSource {
+  /** The whole state (for a compaction); what {@link delta} reports next is relative to it. */
+  snapshot(): CheckpointData;
+  /**
+   * What changed since the last {@link snapshot} or delta, as a journal record without its
+   * `seq` (fields absent or empty when unchanged). After a delta whose write failed the
+   * writer's next write is a compaction ({@link snapshot}), so a lost delta is never needed.
+   */
+  delta(): Omit<JournalRecord, 'seq'>;
 }
 
 interface Batch {
@@ -70,6 +96,8 @@ export class CheckpointWriter {
   private writing?: Promise<void>;
   private pending?: Batch;
   private readonly fsync: boolean;
+  /** The journal is opened O_DSYNC: each append is durable when its write returns. */
+  private readonly dsync: boolean;
   private readonly journalPath: string;
   private journal?: FileHandle;
   /** The state on disk after the last successful write; undefined until the first (a compaction). */
@@ -84,17 +112,30 @@ export class CheckpointWriter {
   /** An append failed half-way, or a compaction was asked for: the next write compacts. */
   private compactNext = false;
   private idleTimer?: NodeJS.Timeout;
+  /** A compaction succeeded (the snapshot on disk is ours): appends may follow. */
+  private compacted = false;
+  private readonly snapshot: () => CheckpointData;
+  /** Set when constructed with a {@link CheckpointSource}: appends take its delta instead of diffing snapshots. */
+  private readonly source?: CheckpointSource;
 
   /**
-   * @param path checkpoint file; @param snapshot returns the state to persist (called
-   * when a write starts); @param opts see {@link CheckpointWriterOptions}.
+   * @param path checkpoint file; @param state the state to persist: a function returning
+   * the whole state (called when a write starts; appends diff it against the last durable
+   * state, O(state)), or a {@link CheckpointSource} (appends write its delta, O(changes));
+   * @param opts see {@link CheckpointWriterOptions}.
    */
   constructor(
     private readonly path: string,
-    private readonly snapshot: () => CheckpointData,
+    state: (() => CheckpointData) | CheckpointSource,
     private readonly opts: CheckpointWriterOptions = {},
   ) {
+    if (typeof state === 'function') this.snapshot = state;
+    else {
+      this.source = state;
+      this.snapshot = () => state.snapshot();
+    }
     this.fsync = opts.fsync ?? true;
+    this.dsync = this.fsync && (opts.dsync ?? true);
     this.journalPath = path + JOURNAL_SUFFIX;
     this.seq = opts.startSeq ?? 0;
   }
@@ -121,7 +162,7 @@ export class CheckpointWriter {
   async flush(): Promise<void> {
     await this.idle();
     clearTimeout(this.idleTimer);
-    if (this.durable && this.journalBytes > 0) {
+    if (this.compacted && this.journalBytes > 0) {
       this.compactNext = true;
       await this.commit().catch(() => undefined);
       await this.idle();
@@ -155,7 +196,18 @@ export class CheckpointWriter {
     return t;
   }
 
+  /** True when the next write must be a compaction (whatever the state). */
+  private mustCompact(): boolean {
+    return (
+      !this.compacted ||
+      this.compactNext ||
+      this.opts.journal === false ||
+      this.journalBytes >= Math.max(this.opts.compactBytes ?? 256 * 1024, this.snapshotBytes)
+    );
+  }
+
   private async writeOnce(): Promise<void> {
+    if (this.source) return this.writeDelta(this.source);
     let t = performance.now();
     const data = this.snapshot();
     const next = indexState(
@@ -163,13 +215,7 @@ export class CheckpointWriter {
       this.durable && this.durableData ? { data: this.durableData, index: this.durable } : undefined,
     );
     t = this.stage('snapshot', t);
-    if (
-      !this.durable ||
-      this.compactNext ||
-      this.opts.journal === false ||
-      data.bootId !== this.durableBootId ||
-      this.journalBytes >= Math.max(this.opts.compactBytes ?? 256 * 1024, this.snapshotBytes)
-    ) {
+    if (!this.durable || data.bootId !== this.durableBootId || this.mustCompact()) {
       await this.compact(data, next, t);
       return;
     }
@@ -178,24 +224,52 @@ export class CheckpointWriter {
       this.durableData = data; // the same state: keep the newest arrays for the identity check
       return; // nothing changed since the last write: already durable
     }
+    await this.append(rec, t);
+    this.durable = next;
+    this.durableData = data;
+  }
+
+  /** A write with a {@link CheckpointSource}: its delta appended, or a compaction of its snapshot. */
+  private async writeDelta(src: CheckpointSource): Promise<void> {
+    let t = performance.now();
+    if (this.mustCompact()) {
+      const data = src.snapshot();
+      t = this.stage('snapshot', t);
+      await this.compact(data, undefined, t);
+      return;
+    }
+    const body = src.delta();
+    t = this.stage('delta', t);
+    const rec: JournalRecord = { seq: this.seq + 1 };
+    for (const [k, v] of Object.entries(body) as Array<[keyof typeof body, unknown]>)
+      if (v !== undefined && !(Array.isArray(v) && v.length === 0)) (rec as unknown as Record<string, unknown>)[k] = v;
+    if (Object.keys(rec).length === 1) return; // nothing changed since the last write: already durable
+    await this.append(rec, t);
+  }
+
+  /** Appends `rec` (numbered `this.seq + 1`) to the journal and fdatasyncs it. */
+  private async append(rec: JournalRecord, t0: number): Promise<void> {
+    let t = t0;
     const line = Buffer.from(JSON.stringify(rec) + '\n');
     t = this.stage('serialize', t);
     const fh = await this.openJournal();
     const { bytesWritten } = await fh.write(line, 0, line.length);
     if (bytesWritten !== line.length)
       throw new Error(`short write to ${this.journalPath}: ${bytesWritten} of ${line.length} bytes`);
-    t = this.stage('write', t);
-    if (this.fsync) await fh.datasync();
-    this.stage('fdatasync', t);
+    if (this.dsync) {
+      this.stage('write.dsync', t); // the write and its sync, one call
+    } else {
+      t = this.stage('write', t);
+      if (this.fsync) await fh.datasync();
+      this.stage('fdatasync', t);
+    }
     this.seq = rec.seq;
     this.journalBytes += line.length;
-    this.durable = next;
-    this.durableData = data;
     this.armIdleCompaction();
   }
 
-  /** Writes the whole state as the snapshot, then empties the journal. */
-  private async compact(data: CheckpointData, next: StateIndex, t0: number): Promise<void> {
+  /** Writes the whole state as the snapshot, then empties the journal; `next`: its index (diff mode only). */
+  private async compact(data: CheckpointData, next: StateIndex | undefined, t0: number): Promise<void> {
     const start = t0;
     let t = t0;
     const buf = Buffer.from(JSON.stringify({ ...data, journalSeq: this.seq }));
@@ -232,6 +306,7 @@ export class CheckpointWriter {
     this.journalBytes = 0;
     this.snapshotBytes = buf.length;
     this.compactNext = false;
+    this.compacted = true;
     this.durable = next;
     this.durableData = data;
     this.durableBootId = data.bootId;
@@ -240,7 +315,11 @@ export class CheckpointWriter {
   }
 
   private async openJournal(): Promise<FileHandle> {
-    this.journal ??= await open(this.journalPath, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT, 0o600);
+    this.journal ??= await open(
+      this.journalPath,
+      constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | (this.dsync ? constants.O_DSYNC : 0),
+      0o600,
+    );
     return this.journal;
   }
 

@@ -13,6 +13,7 @@ import {
   newPrefixes,
   type StateFn,
 } from './prefixes.js';
+import { ChangeLog } from './changes.js';
 import { ipStateOf, keyString, type EniRecord, type IpRecord } from './records.js';
 import type { Allocation, DatastoreCounts, EniInfo, IpState } from './types.js';
 import { poolViewOf } from './views.js';
@@ -23,6 +24,8 @@ export abstract class AddressStore {
   protected readonly ipIndex = new Map<string, IpRecord>();
   /** Allocations restored for IPs not (yet) on any known ENI: kept, never handed out. */
   protected readonly pendingByIp = new Map<string, Allocation>();
+  /** What changed since the checkpoint last took it (changes.ts); every change of what the checkpoint keeps is noted here. */
+  protected readonly changes = new ChangeLog();
   /** Told after a change that may have made an address available (see {@link onAddressesAvailable}). */
   private availabilityListener?: () => void;
 
@@ -171,7 +174,11 @@ export abstract class AddressStore {
     const state = this.stateAt(now);
     return prefixes.filter((p) => {
       const rec = this.recordOfPrefix(p);
-      return rec !== undefined && !dropPrefix(rec, p, this.ipIndex, state);
+      if (rec === undefined) return false;
+      const ips = rec.prefixes.get(p) ?? [];
+      if (!dropPrefix(rec, p, this.ipIndex, state)) return true;
+      for (const ip of ips) this.changes.ip(ip);
+      return false;
     });
   }
 
@@ -186,7 +193,10 @@ export abstract class AddressStore {
       const st = this.stateOf(r, now);
       if (st !== 'available') throw new Error(`ENI ${eniId} still holds ${r.ip} (${st})`);
     }
-    for (const ip of rec.ips.keys()) this.ipIndex.delete(ip);
+    for (const ip of rec.ips.keys()) {
+      this.ipIndex.delete(ip);
+      this.changes.ip(ip);
+    }
     this.enisById.delete(eniId);
   }
 
@@ -274,6 +284,7 @@ export abstract class AddressStore {
     const rec = this.enisById.get(r.eniId);
     rec?.ips.delete(r.ip);
     this.ipIndex.delete(r.ip);
+    this.changes.ip(r.ip);
     if (rec && r.prefix !== undefined) {
       const left = (rec.prefixes.get(r.prefix) ?? []).filter((x) => x !== r.ip);
       if (left.length > 0) rec.prefixes.set(r.prefix, left);
@@ -413,6 +424,8 @@ export abstract class AddressStore {
       this.pendingByIp.delete(ip);
       pending.eniId = rec.info.eniId;
       r.holder = keyString(pending);
+      this.changes.key(r.holder, pending);
+      this.changes.ip(ip);
     }
     rec.ips.set(ip, r);
     this.ipIndex.set(ip, r);

@@ -23,6 +23,7 @@
  *              is in this state too, until {@link Datastore.liftQuarantine}.
  */
 import { AddressStore } from './address-store.js';
+import { journalCooldownOf } from './changes.js';
 import { freePrefixesOf } from './prefixes.js';
 import { keyString, type IpRecord } from './records.js';
 import type { Allocation, AllocationKey, EniInfo, PodRef } from './types.js';
@@ -39,6 +40,22 @@ export type AssignResult =
 
 /** Result of {@link Datastore.restoreAllocation}. */
 export type RestoreResult = 'restored' | 'releasing' | 'pending' | 'duplicate-key' | 'ip-taken';
+
+/**
+ * What changed since the last {@link Datastore.takeChanges}, with the current values
+ * (docs/design.md#16-footprint-and-latency): allocations put (upserted) or deleted by key,
+ * cooldown entries set or removed by IP (see changes.ts for which entries), remembered
+ * DELs set (oldest first: each is now newer than every remembered DEL not listed) or
+ * forgotten. Times in ms since epoch.
+ */
+export interface DatastoreDelta {
+  put: Allocation[];
+  del: AllocationKey[];
+  cool: Array<{ ip: string; releasedAt: number }>;
+  uncool: string[];
+  rel: Array<{ containerID: string; releasedAt: number }>;
+  unrel: string[];
+}
 
 /** Container ids remembered as released ({@link Datastore.wasReleased}), oldest forgotten first. */
 export const RELEASED_CONTAINERS_KEPT = 4096;
@@ -83,6 +100,8 @@ export class Datastore extends AddressStore {
       if (!best) continue;
       best.holder = ks;
       best.releasedAt = undefined;
+      this.changes.key(ks, key);
+      this.changes.ip(best.ip);
       const allocation: Allocation = {
         ...key,
         ipv4: best.ip,
@@ -91,7 +110,7 @@ export class Datastore extends AddressStore {
         ...(pod ? { pod } : {}),
       };
       this.allocationsByKey.set(ks, allocation);
-      if (this.releasedContainers.delete(key.containerID)) this.releasedCache = undefined;
+      this.forgetReleased(key.containerID);
       return { kind: 'assigned', allocation: { ...allocation }, eni: rec.info };
     }
     return { kind: 'empty' };
@@ -109,10 +128,12 @@ export class Datastore extends AddressStore {
     const a = this.allocationsByKey.get(ks);
     if (!a) return undefined;
     this.allocationsByKey.delete(ks);
+    this.changes.key(ks, key);
     const r = this.ipIndex.get(a.ipv4);
     if (r && r.holder === ks) {
       r.holder = undefined;
       r.releasedAt = now;
+      this.changes.ip(r.ip);
     } else {
       this.pendingByIp.delete(a.ipv4);
     }
@@ -128,8 +149,10 @@ export class Datastore extends AddressStore {
     const a = this.allocationsByKey.get(ks);
     if (!a || a.ipv4 !== allocation.ipv4) return false;
     this.allocationsByKey.delete(ks);
+    this.changes.key(ks, a);
     const r = this.ipIndex.get(a.ipv4);
     if (r && r.holder === ks) r.holder = undefined;
+    this.changes.ip(a.ipv4);
     this.addressesMayBeAvailable();
     return true;
   }
@@ -169,6 +192,7 @@ export class Datastore extends AddressStore {
       const copy = { ...a };
       this.pendingByIp.set(a.ipv4, copy);
       this.allocationsByKey.set(ks, copy);
+      this.changes.key(ks, a);
       return 'pending';
     }
     if (r.holder !== undefined) return 'ip-taken';
@@ -176,7 +200,9 @@ export class Datastore extends AddressStore {
     r.unverified = false;
     r.releasedAt = undefined;
     this.allocationsByKey.set(ks, { ...a, eniId: r.eniId });
-    if (this.releasedContainers.delete(a.containerID)) this.releasedCache = undefined;
+    this.changes.key(ks, a);
+    this.changes.ip(r.ip);
+    this.forgetReleased(a.containerID);
     if (r.releasing === 'sent') return 'releasing';
     r.releasing = false;
     return 'restored';
@@ -230,8 +256,16 @@ export class Datastore extends AddressStore {
     this.releasedCache = undefined;
     this.releasedContainers.delete(containerID);
     this.releasedContainers.set(containerID, at);
+    this.changes.released(containerID);
     if (this.releasedContainers.size > RELEASED_CONTAINERS_KEPT)
-      this.releasedContainers.delete(this.releasedContainers.keys().next().value!);
+      this.forgetReleased(this.releasedContainers.keys().next().value!);
+  }
+
+  /** Forgets the remembered DEL of `containerID`, if any. */
+  private forgetReleased(containerID: string): void {
+    if (!this.releasedContainers.delete(containerID)) return;
+    this.releasedCache = undefined;
+    this.changes.released(containerID);
   }
 
   /**
@@ -270,8 +304,7 @@ export class Datastore extends AddressStore {
     let n = 0;
     for (const [id, at] of this.releasedContainers) {
       if (!listed.has(id) && at <= releasedBefore) {
-        this.releasedContainers.delete(id);
-        this.releasedCache = undefined;
+        this.forgetReleased(id);
         n++;
       }
     }
@@ -281,7 +314,48 @@ export class Datastore extends AddressStore {
   /** Marks a known, unheld IP as cooling since `releasedAt` (restored cooldown entry). */
   restoreCooldown(ip: string, releasedAt: number): void {
     const r = this.ipIndex.get(ip);
-    if (r && r.holder === undefined) r.releasedAt = releasedAt;
+    if (r && r.holder === undefined) {
+      r.releasedAt = releasedAt;
+      this.changes.ip(ip);
+    }
+  }
+
+  /**
+   * Starts recording changes for {@link takeChanges} (the checkpoint writer calls it once,
+   * before its first snapshot; off by default so a datastore nobody persists keeps no log).
+   */
+  trackChanges(): void {
+    this.changes.enabled = true;
+  }
+
+  /**
+   * What changed since the last call (or since {@link trackChanges}), read from the current
+   * state, and forgets it: O(changes). Empty lists when nothing changed. See {@link DatastoreDelta}.
+   */
+  takeChanges(): DatastoreDelta {
+    const ids = this.changes.take();
+    const d: DatastoreDelta = { put: [], del: [], cool: [], uncool: [], rel: [], unrel: [] };
+    for (const [ks, k] of ids.keys) {
+      const a = this.allocationsByKey.get(ks);
+      if (a) d.put.push({ ...a });
+      else d.del.push(k);
+    }
+    for (const ip of ids.ips) {
+      const at = journalCooldownOf(this.ipIndex.get(ip));
+      if (at === undefined) d.uncool.push(ip);
+      else d.cool.push({ ip, releasedAt: at });
+    }
+    for (const id of ids.released) {
+      const at = this.releasedContainers.get(id);
+      if (at === undefined) d.unrel.push(id);
+      else d.rel.push({ containerID: id, releasedAt: at });
+    }
+    return d;
+  }
+
+  /** How many DELs are remembered ({@link wasReleased}). */
+  releasedCount(): number {
+    return this.releasedContainers.size;
   }
 
   /** The allocation of `key`, or undefined. */

@@ -10,6 +10,7 @@ import type { ReleaseGate } from '../controller/release/release-gate.js';
 import type { Datastore } from '../datastore/datastore.js';
 import type { Logger } from '../log.js';
 import { stageTrace } from '../service/stage-trace.js';
+import { datastoreCheckpointSource } from './checkpoint-source.js';
 import { importAwsNodeCheckpoint } from './aws-node-import.js';
 import { restoreFromCheckpoint } from './restore-checkpoint.js';
 
@@ -21,7 +22,7 @@ export interface CheckpointState {
   fromAwsNode: Awaited<ReturnType<typeof importAwsNodeCheckpoint>> | undefined;
   /** The runtime identity this boot's checkpoint recorded (plausibility check), if any. */
   recordedIdentity: CheckpointData['runtime'];
-  /** The writer; every write snapshots the datastore. */
+  /** The writer; each append writes the datastore's changes, each compaction its whole state. */
   writer: CheckpointWriter;
   /** Replaces the source of the runtime identity kept in every write (the evidence sources, once started). */
   setRuntimeIdentity(source: () => CheckpointData['runtime']): void;
@@ -71,27 +72,15 @@ export async function openCheckpointState(p: {
   // The runtime identity this boot's checkpoint recorded (plausibility check), kept in every write.
   const recordedIdentity = load.kind === 'ok' && load.data.bootId === bootId ? load.data.runtime : undefined;
   let runtimeIdentity = (): CheckpointData['runtime'] => recordedIdentity;
-  // The remembered DELs, capped; the same array while unchanged (the writer then skips them).
-  let released: { from?: ReturnType<Datastore['releasedEntries']>; to?: CheckpointData['released'] } = {};
-  const cappedReleased = (): CheckpointData['released'] => {
-    const all = ds.releasedEntries();
-    if (all !== released.from)
-      released = { from: all, to: all.length > bounds.maxEntries ? all.slice(-bounds.maxEntries) : all };
-    return released.to;
-  };
-  const snapshot = (): CheckpointData => {
-    const runtime = runtimeIdentity();
-    return {
-      version: 1,
-      bootId,
-      allocations: ds.allocations(),
-      cooldown: ds.coolingEntries(Date.now()),
-      released: cappedReleased(),
-      ...(runtime ? { runtime } : {}),
-    };
-  };
+  // Each append writes what the datastore recorded as changed (O(changes)); compactions the whole state.
+  const source = datastoreCheckpointSource({
+    ds,
+    bootId,
+    releasedCap: bounds.maxEntries,
+    runtime: () => runtimeIdentity(),
+  });
   // Journal numbering goes on from the loaded state (checkpoint/journal.ts); each write's stages go to the trace.
-  const writer = new CheckpointWriter(config.checkpointPath, snapshot, {
+  const writer = new CheckpointWriter(config.checkpointPath, source, {
     startSeq: load.kind === 'ok' && !fromAwsNode ? (load.data.journalSeq ?? 0) : 0,
     onStage: (stage, ms) => stageTrace.record(`checkpoint.${stage}`, ms),
   });

@@ -11,6 +11,8 @@
  *    CreateNetworkInterface, no assign to the primary ENI: it serves no new pod).
  * 2. The ENIConfig is created: the watch sees it, an ENI is created in its 100.64.x subnet
  *    with its two security groups, and the ADD gets a 100.64.x address; /v1/eni-configs answers its name.
+ * 2b. The ENIConfig is edited to another subnet while pods run: the first ENI keeps its
+ *    pods where it is, the next ENI goes to the new subnet.
  * 3. The ENIConfig is deleted again: the condition says ENIConfigMissing, and nothing
  *    allocated is touched (no unassign, detach or delete; the pod keeps its address).
  */
@@ -36,7 +38,7 @@ const MUTATIONS = [
 test('custom networking: a missing ENIConfig creates nothing and says so; created, ENIs land in its subnet', async (t) => {
   const k = await buildNode({
     vpcCidrs: ['100.64.0.0/16'],
-    extraSubnets: [{ cidr: '100.64.0.0/19' }],
+    extraSubnets: [{ cidr: '100.64.0.0/19' }, { cidr: '100.64.32.0/19' }],
     kube: { labels: { [LABEL]: 'pods-a' } },
     cri: {},
     dirPrefix: 'eni-ipam-custom-net-',
@@ -44,6 +46,7 @@ test('custom networking: a missing ENIConfig creates nothing and says so; create
   t.after(() => k.close());
   const api = k.kube!;
   const podSubnet = k.extraSubnets[0]!;
+  const nextSubnet = k.extraSubnets[1]!;
   const ipamd = await startIpamd({
     env: {
       AWS_EC2_ENDPOINT: k.sim.ec2Endpoint,
@@ -53,6 +56,8 @@ test('custom networking: a missing ENIConfig creates nothing and says so; create
       CRI_RUNTIME_ENDPOINT: k.cri!.endpoint,
       ENI_IPAM_POOL_INTERVAL: '200ms',
       ENI_IPAM_ADD_WAIT_TIMEOUT: '3s',
+      // Warm-ip mode: an ENI is created only when the ones there are full (step 2b counts on it).
+      WARM_IP_TARGET: '1',
       AWS_VPC_K8S_CNI_LOGLEVEL: 'debug',
       MY_NODE_NAME: k.nodeName!,
       KUBECONFIG: k.kubeconfig!,
@@ -128,6 +133,43 @@ test('custom networking: a missing ENIConfig creates nothing and says so; create
   )!;
   assert.equal(primary.secondaryIps.length, 0, 'the primary ENI got no secondary IP for pods');
   await waitFor('condition True', () => (condition()?.status === 'True' ? condition() : undefined));
+
+  // 2b. The ENIConfig is edited to another subnet while pods run: the ENI there keeps its pods,
+  // the next ENI (created once it is full) goes to the new subnet.
+  api.upsertEniConfig('pods-a', { subnet: nextSubnet.subnetId, securityGroups: groups });
+  await waitFor('the edit seen', async () => (await ipamd.status()).eniConfig.subnetIds?.[0] === nextSubnet.subnetId);
+  const firstEnis = new Set(ours.map((e) => e.networkInterfaceId));
+  const ips: string[] = [];
+  for (let i = 3; i <= 12; i++)
+    ips.push(
+      (
+        await waitFor(
+          `ADD p${i}`,
+          async () => {
+            try {
+              return await c.add(`p${i}`);
+            } catch {
+              return undefined;
+            }
+          },
+          20_000,
+          250,
+        )
+      ).ipv4_addr,
+    );
+  const after = [...k.sim.state.enis.values()].filter(
+    (e) => e.attachment?.instanceId === k.instanceId && e.attachment.deviceIndex > 0,
+  );
+  const newer = after.filter((e) => !firstEnis.has(e.networkInterfaceId));
+  assert.ok(newer.length >= 1, 'a new ENI was needed');
+  for (const e of newer) assert.equal(e.subnetId, nextSubnet.subnetId, `${e.networkInterfaceId} is in the new subnet`);
+  for (const e of after.filter((x) => firstEnis.has(x.networkInterfaceId)))
+    assert.equal(e.subnetId, podSubnet.subnetId, 'the first ENI stays where it was');
+  assert.ok(
+    ips.some((ip) => /^100\.64\.(3[2-9]|[4-5][0-9]|6[0-3])\./.test(ip)),
+    `a pod got an address of the new subnet (${ips.join(', ')})`,
+  );
+  assert.equal((await c.add('p2')).ipv4_addr, rep.ipv4_addr, 'the first pod keeps its address');
 
   // 3. Deleted again: said so, and nothing allocated is touched.
   const before = k.sim.countCalls(['UnassignPrivateIpAddresses', 'DetachNetworkInterface', 'DeleteNetworkInterface']);

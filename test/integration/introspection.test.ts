@@ -138,7 +138,10 @@ test('introspection: upstream paths and shapes, read-only; ADD/DEL log lines; SI
   }
   assert.ok(trace['add.handler']!.p50 >= trace['add.durable']!.p50, 'the handler includes the durable wait');
   assert.ok(
-    (trace['checkpoint.fdatasync']?.count ?? 0) + (trace['checkpoint.compact.fsync']?.count ?? 0) >= 2,
+    (trace['checkpoint.write.dsync']?.count ?? 0) +
+      (trace['checkpoint.fdatasync']?.count ?? 0) +
+      (trace['checkpoint.compact.fsync']?.count ?? 0) >=
+      2,
     "the start-up write and the ADD's",
   );
 
