@@ -34,7 +34,7 @@ const IO_LIBRARIES = {
     'the core (ipamd/datastore, ipamd/pool) is pure: no cloud SDK, gRPC, Kubernetes, logging or file I/O (docs/architecture.md#rules-that-never-break).',
 };
 const IPAMD_ADAPTERS = {
-  regex: '(^|/)(cloud|network|rpc|controller|observability|checkpoint|restore|startup|service|cni-exec)(/|$)',
+  regex: '(^|/)(cloud|kube|network|rpc|controller|observability|checkpoint|restore|startup|service|cni-exec)(/|$)',
   message:
     'the core (ipamd/datastore, ipamd/pool) imports no adapter; adapters import the core, never the reverse (docs/architecture.md#rules-that-never-break).',
 };
@@ -159,6 +159,32 @@ export default defineConfig(
     rules: {
       'no-restricted-imports': ['error', { patterns: [PLUGIN_INTERNALS_FROM_IPAMD, SIMULATOR] }],
       'no-restricted-syntax': dynamicImports(PLUGIN_INTERNALS_FROM_IPAMD, SIMULATOR),
+    },
+  },
+  {
+    // ipamd reaches the Kubernetes client and the EC2 SDK through one door each (bundled
+    // tree-shaken by scripts/bundle-vendor.mjs; the libraries' indexes cost ~40 MiB each of
+    // resident memory: docs/design.md#16-footprint-and-latency). Type imports are free.
+    files: ['ipamd/**/*.ts'],
+    ignores: ['ipamd/kube/client.ts', 'ipamd/cloud/ec2-sdk.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^@kubernetes/client-node',
+              allowTypeImports: true,
+              message: 'import the Kubernetes client from ipamd/kube/client.ts (add what you need there).',
+            },
+            {
+              regex: '^@aws-sdk/client-ec2',
+              allowTypeImports: true,
+              message: 'import the EC2 SDK from ipamd/cloud/ec2-sdk.ts (add the command you need there).',
+            },
+          ],
+        },
+      ],
     },
   },
   {

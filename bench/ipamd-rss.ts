@@ -6,15 +6,20 @@
  * the pods, MY_NODE_NAME + KUBECONFIG) on, in prefix mode on an m5.large so it can hold
  * 250 allocations. Samples: idle after start, after 250 ADDs, then after `--churn`
  * seconds of DEL+ADD pairs (about 4 a second, the default 30 s cooldown on) at 250 held
- * (growth, if any, shows as the difference; the peak of samples every 10 s too).
+ * (growth, if any, shows as the difference; the peak of samples every 10 s too), and the
+ * CPU ipamd used per churn pair (ms, /proc/<pid>/stat).
  * Then a restart with the 250 held: graceful stop, spawn, time until it logs "ipamd
  * serving" (process start included), with the EC2 calls made until then; and the RSS
  * after it. Prints figures, no pass/fail.
  *
  * ipamd runs as the image's entrypoint runs it (IPAMD_MALLOC_ENV + IPAMD_NODE_FLAGS);
- * `--v8-defaults` runs plain `node main.js` (with ENI_IPAM_V8_DEFAULTS=false) for comparison.
+ * `--v8-defaults` runs plain `node main.js` (with ENI_IPAM_V8_DEFAULTS=false) for comparison;
+ * `--node-flag F` (repeatable) adds a node flag after the entrypoint's (trying V8 flags).
+ * `--split` also prints where the resident set is at each sample (/proc/<pid>/smaps_rollup:
+ * anonymous vs file-backed, MiB); `--heap-snapshot` writes a V8 heap snapshot of ipamd at
+ * `--pods` held (SIGUSR2 with `--heapsnapshot-signal`, into the bench's working directory).
  *
- *   node dist/bench/ipamd-rss.js [--pods 250] [--churn 600] [--quick] [--v8-defaults]   (--quick: 30 s of churn)
+ *   node dist/bench/ipamd-rss.js [--pods 250] [--churn 600] [--quick] [--v8-defaults] [--node-flag F]... [--split] [--heap-snapshot]   (--quick: 30 s of churn)
  */
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -36,6 +41,20 @@ function vmRssMiB(pid: number): number {
   return Math.round((Number(m[1]) / 1024) * 10) / 10;
 }
 
+/** CPU seconds (user + system) `pid` has used (/proc/<pid>/stat fields 14 and 15, clock ticks of 1/100 s). */
+function cpuSeconds(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(f[11]) + Number(f[12])) / 100;
+}
+
+/** Anonymous and file-backed resident MiB of `pid` (/proc/<pid>/smaps_rollup, Linux ≥ 4.14). */
+function rssSplit(pid: number): string {
+  const t = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+  const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(t)?.[1] ?? NaN);
+  const mib = (v: number) => (v / 1024).toFixed(1);
+  return `rss ${mib(kb('Rss'))} = anonymous ${mib(kb('Anonymous'))} + file-backed ${mib(kb('Rss') - kb('Anonymous'))} MiB`;
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -43,6 +62,9 @@ async function main(): Promise<void> {
       churn: { type: 'string' },
       quick: { type: 'boolean', default: false },
       'v8-defaults': { type: 'boolean', default: false },
+      'node-flag': { type: 'string', multiple: true, default: [] },
+      split: { type: 'boolean', default: false },
+      'heap-snapshot': { type: 'boolean', default: false },
     },
   });
   const pods = Number(values.pods);
@@ -80,8 +102,11 @@ async function main(): Promise<void> {
       ...Object.entries(IPAMD_MALLOC_ENV).map(([k, v]) => `${k}=${v}`),
       '/bin/sh',
       '-c',
-      `exec "$0" ${IPAMD_NODE_FLAGS.join(' ')} "$@"`,
+      `exec "$0" ${[...IPAMD_NODE_FLAGS, ...values['node-flag'], ...(values['heap-snapshot'] ? ['--heapsnapshot-signal=SIGUSR2'] : [])].join(' ')} "$@"`,
     ];
+  const split = (label: string, pid: number) => {
+    if (values.split) console.log(`${label}: ${rssSplit(pid)}`);
+  };
   const c = ipamdClient(node.socket);
   // A pod as the runtime and the API server see it, then its ADD.
   const addMs: number[] = [];
@@ -103,6 +128,7 @@ async function main(): Promise<void> {
     await sleep(2000);
     const pid = node.pid!;
     const idle = vmRssMiB(pid);
+    split('idle', pid);
     for (let i = 0; i < pods; i++) {
       await addPod(`pod${i}`).catch(async (e: Error) => {
         const st = await node.status();
@@ -111,7 +137,14 @@ async function main(): Promise<void> {
     }
     await sleep(2000);
     const held = vmRssMiB(pid);
+    split(`${pods} held`, pid);
+    if (values['heap-snapshot']) {
+      process.kill(pid, 'SIGUSR2');
+      await sleep(5000);
+      console.log(`heap snapshot of ${pid} written to ${process.cwd()} (Heap.*.${pid}.*.heapsnapshot)`);
+    }
     let pairs = 0;
+    const cpu0 = cpuSeconds(pid);
     let peak = held;
     let sampledAt = Date.now();
     for (const until = Date.now() + churnS * 1000; Date.now() < until; pairs++) {
@@ -124,8 +157,10 @@ async function main(): Promise<void> {
         sampledAt = Date.now();
       }
     }
+    const cpuMsPerPair = ((cpuSeconds(pid) - cpu0) * 1000) / Math.max(1, pairs);
     await sleep(2000);
     const after = vmRssMiB(pid);
+    split('after churn', pid);
     const s = await node.status();
     // Restart with the allocations held: spawn → "ipamd serving".
     await node.stop();
@@ -148,6 +183,7 @@ async function main(): Promise<void> {
         'churn pairs',
         'assigned',
         'ADD p50 / p90 ms (gRPC, one client)',
+        'ipamd CPU ms per churn pair',
       ]),
     );
     console.log(
@@ -160,6 +196,7 @@ async function main(): Promise<void> {
         pairs,
         s.counts.assigned,
         `${quantile(addMs, 0.5).toFixed(2)} / ${quantile(addMs, 0.9).toFixed(2)}`,
+        cpuMsPerPair.toFixed(1),
       ]),
     );
     console.log(

@@ -6,6 +6,7 @@
  *
  * IMDS is a hint, EC2 is the truth (docs/design.md#4-restore-after-restart): callers confirm what it says.
  */
+import { httpRequest, type HttpAnswer } from './imds-http.js';
 
 /** Error from IMDS with the HTTP status (0 for network errors/timeouts). */
 export class ImdsError extends Error {
@@ -56,7 +57,7 @@ export interface ImdsClientOptions {
   tokenTtlSeconds?: number;
 }
 
-/** Small IMDSv2 client over `fetch`. Not thread-unsafe: the token is shared and renewed. */
+/** Small IMDSv2 client over node:http (./imds-http.ts). Not thread-unsafe: the token is shared and renewed. */
 export class ImdsClient {
   private readonly base: string;
   private readonly timeoutMs: number;
@@ -172,18 +173,17 @@ export class ImdsClient {
     return this.token.value;
   }
 
-  private async fetch(path: string, init: RequestInit): Promise<Response> {
+  private async fetch(path: string, init: { method?: string; headers: Record<string, string> }): Promise<HttpAnswer> {
     try {
-      return await fetch(this.base + path, { ...init, signal: AbortSignal.timeout(this.timeoutMs) });
+      return await httpRequest(this.base + path, { ...init, timeoutMs: this.timeoutMs });
     } catch (e) {
       throw new ImdsError(`IMDS ${this.base}${path} unreachable: ${(e as Error).message}`, 0, path);
     }
   }
 
-  private async bodyOrThrow(res: Response, path: string): Promise<string> {
-    const text = await res.text();
-    if (!res.ok) throw new ImdsError(`IMDS ${path}: HTTP ${res.status}`, res.status, path);
-    return text;
+  private bodyOrThrow(res: HttpAnswer, path: string): string {
+    if (res.status < 200 || res.status > 299) throw new ImdsError(`IMDS ${path}: HTTP ${res.status}`, res.status, path);
+    return res.body;
   }
 }
 

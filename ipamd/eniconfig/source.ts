@@ -23,7 +23,7 @@ import {
   type KubeConfig,
   type KubernetesListObject,
   type KubernetesObject,
-} from '@kubernetes/client-node';
+} from '../kube/client.js';
 import type { EniConfigSelection } from '../controller/eni-lifecycle/placement-types.js';
 import type { Logger } from '../log.js';
 import { describeError, httpStatusOf } from '../restore/kube-source-errors.js';

@@ -15,7 +15,7 @@ import {
   type KubeConfig,
   type ObservableMiddleware,
   type V1Node,
-} from '@kubernetes/client-node';
+} from '../kube/client.js';
 import { httpStatusOf } from '../restore/kube-source-errors.js';
 import type { EventWrite } from './event-book.js';
 import type { NodeConditionBody, TaintBody } from './node-ip-state.js';

@@ -4,7 +4,7 @@
  * runtime it uses (`<runtime_name>://<runtime_version>`), so ipamd can tell whether the
  * runtime it reads is the one kubelet uses (plausibility.ts).
  */
-import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig } from '../kube/client.js';
 import { describeError } from './kube-source-errors.js';
 
 /**

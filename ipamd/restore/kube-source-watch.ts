@@ -5,7 +5,7 @@
  * Adds a deadline for the response headers, which Watch itself lacks: a watch that is
  * not answered within `timeoutMs` is torn down by destroying its HTTP agent.
  */
-import { Watch, type V1Pod } from '@kubernetes/client-node';
+import { Watch, type V1Pod } from '../kube/client.js';
 import type { AgentTrackingKubeConfig } from './kube-source-config.js';
 import { KubeUnavailableError, describeError, httpStatusOf } from './kube-source-errors.js';
 

@@ -62,7 +62,7 @@ test('defaults: every object validates; the DaemonSet has what a node needs', as
   const vols = new Map(pod.volumes.map((v: Obj) => [v.name, v.hostPath]));
   assert.deepEqual(vols.get('xtables-lock'), { path: '/run/xtables.lock', type: 'FileOrCreate' });
   assert.equal(envOf(c).get('CRI_RUNTIME_ENDPOINT')!.value, 'unix:///run/containerd/containerd.sock');
-  assert.deepEqual(c.resources, { requests: { cpu: '25m', memory: '160Mi' }, limits: { memory: '256Mi' } });
+  assert.deepEqual(c.resources, { requests: { cpu: '25m', memory: '112Mi' }, limits: { memory: '192Mi' } });
   const role = find(objs, 'ClusterRole');
   assert.deepEqual(
     role.rules,
