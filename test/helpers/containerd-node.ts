@@ -23,8 +23,8 @@ import path from 'node:path';
 import { PLUGIN_PATH } from '../kit/cni-exec.js';
 import { startIpamd as spawnIpamd, type IpamdProcess } from '../kit/ipamd-process.js';
 import { ipIn, type Netns } from '../kit/netns.js';
-import { buildNode, withContainerd, type KitNode } from '../kit/node.js';
-import type { SimCloud } from '../../sim/index.js';
+import { buildNode, withContainerd, type KitNode, type NodeOptions } from '../kit/node.js';
+import type { SimCloud, Subnet } from '../../sim/index.js';
 import type { KubeApiStandIn } from '../../sim/kube/index.js';
 import type { Containerd } from './containerd.js';
 import type { CriTestClient } from './cri-client.js';
@@ -103,6 +103,10 @@ export interface ContainerdNodeOptions {
   startIpamd?: boolean;
   /** Run ipamd inside the node network namespace, beside the pods' host veths (default false: the test's own). */
   ipamdInNodeNetns?: boolean;
+  /** The VPC and subnets (custom networking, discovery): passed to buildNode as they are. */
+  vpc?: Pick<NodeOptions, 'vpcCidrs' | 'extraSubnets' | 'subnetTags' | 'subnetCidr'>;
+  /** The node's labels and annotations and the ENIConfigs in the stand-in (buildNode's `kube` without `nodeName`). */
+  kube?: Omit<NonNullable<NodeOptions['kube']>, 'nodeName'>;
 }
 
 /** A running node; see the module docstring. */
@@ -110,6 +114,8 @@ export interface ContainerdNode {
   sim: SimCloud;
   kube: KubeApiStandIn;
   instanceId: string;
+  /** The subnets made from `vpc.extraSubnets`, in the same order. */
+  extraSubnets: Subnet[];
   /** Temp dir holding every file of this node. */
   dir: string;
   /** ipamd's gRPC socket, checkpoint file, log file, and containerd's CRI socket. */
@@ -187,8 +193,9 @@ export async function createContainerdNode(o: ContainerdNodeOptions = {}): Promi
     const k = (built = await buildNode({
       instanceType: o.instanceType ?? 'm5.large',
       dirPrefix: 'eni-ipam-rs-',
-      kube: { nodeName: NODE_NAME },
+      kube: { ...o.kube, nodeName: NODE_NAME },
       netns: 'eni-rs',
+      ...o.vpc,
     }));
     const { dir, sim, kube: kubeOrNone, kubeconfig: kubeconfigOrNone, nodeNetns: netnsOrNone, cleanups } = k;
     const kube = kubeOrNone!,
@@ -245,6 +252,7 @@ export async function createContainerdNode(o: ContainerdNodeOptions = {}): Promi
       sim,
       kube,
       instanceId: inst.instanceId,
+      extraSubnets: k.extraSubnets,
       dir,
       socket,
       checkpoint: path.join(dir, 'ipam.json'),
