@@ -235,6 +235,29 @@ test('planGrow', async (t) => {
       },
     },
     {
+      // An ENI being created (here full: 9 asked of 9) already brings what one waiting ADD needs:
+      // no second ENI for it (the bug: need = short + waiting created one ENI per waiter).
+      name: 'waiting ADDs are served from addresses on their way before any new ENI',
+      enis: [eni(0, { total: 9, assigned: 9 }), eni(1, { total: 9, roomSlots: 0 })],
+      t: T({ warmIpTarget: 1, minimumIpTarget: 9, maxEni: 4 }),
+      extra: 1,
+      want: { assign: [], createEnis: [], unmet: 0 },
+    },
+    {
+      name: 'waiting ADDs beyond what is available still grow: WARM + waiting − available',
+      enis: [eni(0, { total: 9, assigned: 8 }), eni(1, { total: 2, assigned: 0, roomSlots: 7 })],
+      t: T({ warmIpTarget: 2, maxEni: 4 }),
+      extra: 4,
+      want: { assign: [{ eniId: 'eni-1', count: 3 }], createEnis: [], unmet: 0 },
+    },
+    {
+      name: 'warm-eni: waiting ADDs on top of a whole warm ENI',
+      enis: [eni(0, { total: 9, assigned: 9 }), eni(1, { total: 9, assigned: 0, roomSlots: 0 })],
+      t: T({ warmEniTarget: 1, maxEni: 4 }),
+      extra: 2,
+      want: { assign: [], createEnis: [9], unmet: 0 },
+    },
+    {
       name: 'prefix unit: counts in /28 slots',
       enis: [eni(0, { capacity: 144, total: 16, assigned: 16 })],
       t: T({ warmIpTarget: 20, unit: 'prefix' }),
