@@ -85,10 +85,10 @@ export async function waitForSelection(
 }
 
 /**
- * Waits until the first pod ENI's 14 IPs (m5.xlarge) are available in ipamd's pool. Tests
- * start pods after it: an ADD that waits while that ENI is still being created makes the
- * pool create one more ENI for it (ipamd log `pool grow` createEnis [1] with creating 1,
- * waiting 1), which would make the ENI counts these tests assert depend on timing.
+ * Waits until the first pod ENI's 14 IPs (m5.xlarge) are available in ipamd's pool, so the
+ * ENI counts these tests assert do not depend on whether the first pods arrive before it.
+ * (It was found here that an ADD waiting while that ENI was being created made the pool
+ * create one more ENI for it; `growNeed` in ipamd/pool/grow.ts fixed that.)
  */
 export async function waitForFirstEni(n: ContainerdNode, ips = 14): Promise<void> {
   await waitFor(

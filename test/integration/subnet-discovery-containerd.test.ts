@@ -46,7 +46,7 @@ test('discovery through containerd: ENIs land in the most-free tagged subnet; on
 
   // The primary ENI serves 14 (custom networking off); the next pods need an ENI: in a, the most free.
   const first = await runPods(n, 'first', 18);
-  // (A refill racing a waiting ADD may add a second ENI; a still has the most free then: the first ENI holds only a few of its 59.)
+  // (A refill racing the pods may add a second ENI before the assert; a still has the most free then.)
   const before = landed();
   assert.ok(
     before.length >= 1 && before.every((s) => s === 'a'),
