@@ -41,17 +41,27 @@ async function node(t: TestContext, env: NodeJS.ProcessEnv): Promise<LifecycleNo
   return n;
 }
 
-/** Pods that outgrow the warm pool while `action` fails once as `outcome`; then converge and check. */
+/** Pods (at least `pods`, more than the pool has available) that outgrow the warm pool while `action` fails once as `outcome`; then converge and check. */
 async function growThrough(
   n: LifecycleNode,
   action: string,
   outcome: UnknownOutcome,
   pods: number,
 ): Promise<{ swept: string[] }> {
-  await waitFor('the warm pool filled', async () => (await n.status()).counts.available >= 2, 15_000);
+  // The pool at its targets (no grow in flight), then more pods than it has available: the
+  // grow, and so the injected failure, must happen however the pool got to its size.
+  const settled = await waitFor(
+    'the warm pool filled, at its targets',
+    async () => {
+      const s = await n.status();
+      return s.counts.available >= 2 && s.pool.short === 0 ? s : undefined;
+    },
+    15_000,
+  );
+  const count = Math.max(pods, settled.counts.available + 1);
   injectUnknown(n, action, outcome);
-  const ips = await Promise.all(Array.from({ length: pods }, (_, i) => addOnEc2(n, `g${i}`)));
-  assert.equal(new Set(ips).size, pods, 'unique IPs');
+  const ips = await Promise.all(Array.from({ length: count }, (_, i) => addOnEc2(n, `g${i}`)));
+  assert.equal(new Set(ips).size, count, 'unique IPs');
   await waitFaultDrawn(n, action);
   const swept = await waitConverged(n);
   for (let i = 0; i < 4; i++) await addOnEc2(n, `after${i}`);
