@@ -24,7 +24,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { execPlugin } from '../kit/cni-exec.js';
-import { createNamedNetns, type Netns } from '../kit/netns.js';
+import { netnsMaker, type Netns } from '../kit/netns.js';
 import { startIpamd, type IpamdProcess } from '../kit/ipamd-process.js';
 import { SimCloud } from '../../sim/index.js';
 import { Ec2Api } from '../../ipamd/cloud/ec2.js';
@@ -77,15 +77,7 @@ async function buildBed(t: { after(fn: () => unknown): void }, tag: string) {
   const nodeIp = primaryEni.primaryIp;
 
   // The namespaces: vpc and node, then the two ENIs as veths with the ENIs' MACs.
-  const spaces: Netns[] = [];
-  t.after(async () => {
-    for (const ns of spaces.reverse()) await ns.remove();
-  });
-  const mk = async (name: string) => {
-    const ns = await createNamedNetns(`fs-${name}-${tag}`);
-    spaces.push(ns);
-    return ns;
-  };
+  const mk = netnsMaker(t, 'fs', tag);
   const vpc = await mk('vpc');
   const node = await mk('node');
   for (const ns of [vpc, node])

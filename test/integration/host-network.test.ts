@@ -18,7 +18,7 @@ import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { execPlugin } from '../kit/cni-exec.js';
-import { createNamedNetns, type Netns } from '../kit/netns.js';
+import { netnsMaker, type Netns } from '../kit/netns.js';
 import { HostNetwork } from '../../ipamd/network/host-network.js';
 import { detectIptablesBackend, type IptablesBackend } from '../../ipamd/network/iptables.js';
 import { SNAT_CHAIN } from '../../ipamd/network/snat.js';
@@ -110,15 +110,7 @@ async function probe(node: Netns, pod: Netns, host: string): Promise<{ seenAs: s
 
 async function runScenario(t: { after(fn: () => unknown): void }, backend: IptablesBackend): Promise<void> {
   const tag = `${backend.slice(0, 3)}${process.pid}`;
-  const spaces: Netns[] = [];
-  t.after(async () => {
-    for (const ns of spaces.reverse()) await ns.remove();
-  });
-  const mk = async (name: string) => {
-    const ns = await createNamedNetns(`hn-${name}-${tag}`);
-    spaces.push(ns);
-    return ns;
-  };
+  const mk = netnsMaker(t, 'hn', tag);
   const vpc = await mk('vpc');
   const node = await mk('node');
   for (const ns of [vpc, node]) {

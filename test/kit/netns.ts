@@ -45,6 +45,26 @@ export interface Netns {
   remove(): Promise<void>;
 }
 
+/**
+ * A maker of named netns for one test: `mk(name)` creates `<prefix>-<name>-<tag>` with
+ * {@link createNamedNetns}; every netns it made is removed after the test, last made first.
+ */
+export function netnsMaker(
+  t: { after(fn: () => unknown): void },
+  prefix: string,
+  tag: string,
+): (name: string) => Promise<Netns> {
+  const made: Netns[] = [];
+  t.after(async () => {
+    for (const ns of made.reverse()) await ns.remove();
+  });
+  return async (name) => {
+    const ns = await createNamedNetns(`${prefix}-${name}-${tag}`);
+    made.push(ns);
+    return ns;
+  };
+}
+
 /** Creates `/var/run/netns/<name>` (replacing a stale one) with `lo` up. */
 export async function createNamedNetns(name: string): Promise<Netns> {
   await execFileP('ip', ['netns', 'delete', name]).catch(() => undefined);
