@@ -32,11 +32,10 @@ const EPISODE_REPEAT = Number(process.env.PROPERTY_EPISODE_REPEAT ?? 1);
 /** Episodes run side by side (each has its own simulated cloud and ipamd); the work is mostly waiting. */
 const PARALLEL = Number(process.env.PROPERTY_PARALLEL ?? 4);
 
-test(
-  'warm pool property: the one episode of PROPERTY_EPISODE_CONFIG',
-  { skip: !EPISODE_CONFIG, timeout: 3_600_000 },
-  async () => {
-    const base = EPISODE_CONFIG!;
+// Registered only when asked for, so a normal run reports no skipped test.
+if (EPISODE_CONFIG) {
+  test('warm pool property: the one episode of PROPERTY_EPISODE_CONFIG', { timeout: 3_600_000 }, async () => {
+    const base = EPISODE_CONFIG;
     const failures: string[] = [];
     for (let i = 0; i < EPISODE_REPEAT && failures.length === 0; i++) {
       const cfg: EpisodeConfig = { ...base, seed: (base.seed + i * 7919) >>> 0 };
@@ -47,8 +46,8 @@ test(
       if (r.violations.length) failures.push(`config ${JSON.stringify(cfg)}:\n${r.violations.join('\n')}`);
     }
     if (failures.length) assert.fail(failures.join('\n\n'));
-  },
-);
+  });
+}
 
 test(
   `warm pool property: ${TOTAL_OPS} random interleavings of ADD/DEL/shrink/reconcile/restart (seed ${SEED})`,
