@@ -6,14 +6,11 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pino from 'pino';
-import { KubeApiStandIn } from '../../sim/kube/index.js';
 import { EniConfigSource } from '../../ipamd/eniconfig/source.js';
 import { loadKubeConfig } from '../../ipamd/restore/kube-source-config.js';
 import type { EniConfigSelection } from '../../ipamd/controller/eni-lifecycle/placement-types.js';
+import { startKubeStandIn } from '../helpers/kube-standin-env.js';
 import { waitFor } from '../helpers/wait.js';
 
 const KEY = 'k8s.amazonaws.com/eniConfig';
@@ -22,13 +19,7 @@ const SUBNET_B = 'subnet-0bbbbbbbbbbbbbbb1';
 const SG = 'sg-0aaaaaaaaaaaaaaa1';
 
 test('the selection follows the node and the ENIConfigs as they change, and goes unknown when the API fails', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'eni-ipam-eniconfig-source-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  const api = new KubeApiStandIn();
-  await api.start();
-  t.after(() => api.stop());
-  const kubeconfig = join(dir, 'kubeconfig');
-  await api.writeKubeconfig(kubeconfig);
+  const { api, kubeconfig } = await startKubeStandIn(t, 'eni-ipam-eniconfig-source-');
   api.upsertNode('node-1');
   api.setNodeMetadata('node-1', { labels: { [KEY]: 'pods-a' } });
 

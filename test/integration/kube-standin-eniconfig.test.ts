@@ -10,14 +10,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawn, spawnSync } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { CustomObjectsApi, KubeConfig, Watch } from '@kubernetes/client-node';
 import { vpcCidrBlocks } from '../../sim/index.js';
-import { KubeApiStandIn } from '../../sim/kube/index.js';
 import { buildNode } from '../kit/node.js';
+import { startKubeStandIn } from '../helpers/kube-standin-env.js';
 import { waitFor } from '../helpers/wait.js';
 
 const run = promisify(execFile);
@@ -27,13 +26,7 @@ const GROUP = 'crd.k8s.amazonaws.com';
 const VERSION = 'v1alpha1';
 
 async function setup(t: { after(fn: () => Promise<void> | void): void }) {
-  const dir = await mkdtemp(join(tmpdir(), 'eni-ipam-eniconfig-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  const api = new KubeApiStandIn();
-  await api.start();
-  t.after(() => api.stop());
-  const kubeconfig = join(dir, 'kubeconfig');
-  await api.writeKubeconfig(kubeconfig);
+  const { api, dir, kubeconfig } = await startKubeStandIn(t, 'eni-ipam-eniconfig-');
   api.upsertNode('node-1');
   // HOME in the temp dir keeps kubectl's discovery cache out of the real home.
   const env = { ...process.env, HOME: dir, KUBECONFIG: kubeconfig };

@@ -8,14 +8,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawn, spawnSync } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
-import { KubeApiStandIn } from '../../sim/kube/index.js';
 import { isoSeconds, KubeWrites, statusOf } from '../../ipamd/observability/kube-writes.js';
 import { CONDITION_TYPE, EXHAUSTED_TAINT } from '../../ipamd/observability/node-ip-state.js';
+import { startKubeStandIn } from '../helpers/kube-standin-env.js';
 import { waitFor } from '../helpers/wait.js';
 
 const run = promisify(execFile);
@@ -23,13 +20,7 @@ const haveKubectl = spawnSync('kubectl', ['version', '--client'], { stdio: 'igno
 const skip = haveKubectl ? false : 'kubectl not installed (run scripts/ensure-deps.sh --containerd)';
 
 async function setup(t: { after(fn: () => Promise<void> | void): void }) {
-  const dir = await mkdtemp(join(tmpdir(), 'eni-ipam-kubectl-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  const api = new KubeApiStandIn();
-  await api.start();
-  t.after(() => api.stop());
-  const kubeconfig = join(dir, 'kubeconfig');
-  await api.writeKubeconfig(kubeconfig);
+  const { api, dir, kubeconfig } = await startKubeStandIn(t, 'eni-ipam-kubectl-');
   api.upsertNode('node-1');
   api.upsertNode('node-2');
   api.upsertPod({ namespace: 'default', name: 'web-1', nodeName: 'node-1', podIP: '10.0.1.10', containerID: 'abc123' });
