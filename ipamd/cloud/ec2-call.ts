@@ -9,7 +9,7 @@
  * - throttling (`RequestLimitExceeded`...) and server errors (5xx) put a jittered,
  *   exponentially growing hold on the action class and are retried (server errors and
  *   timeouts only for actions that are safe to repeat: see `retry.ts`);
- * - each attempt has its own timeout (`ENI_IPAM_EC2_TIMEOUT`, an AbortSignal);
+ * - each attempt has its own timeout (`ENI_IPAM_EC2_TIMEOUT`, see ./attempt-signal.ts);
  * - each attempt is reported to `observe` with its action, outcome and latency.
  *
  * Retries are ours, not the SDK's: the SDK client runs with `maxAttempts: 1`. Two retry
@@ -19,6 +19,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EC2Client } from '@aws-sdk/client-ec2';
+import { attemptSignal } from './attempt-signal.js';
 import { Ec2Budget } from './ec2-budget.js';
 import {
   DEFAULT_EC2_BURST,
@@ -111,10 +112,9 @@ export class Ec2Caller {
         }
       }
       const t0 = performance.now();
+      const attemptAbort = attemptSignal(this.timeoutMs, this.closing.signal);
       try {
-        const out = await send({
-          abortSignal: AbortSignal.any([AbortSignal.timeout(this.timeoutMs), this.closing.signal]),
-        });
+        const out = await send({ abortSignal: attemptAbort.signal });
         this.budget.onSuccess(action);
         this.o.observe?.(action, 'ok', performance.now() - t0, { attempt, httpStatus: 200 });
         return out;
@@ -148,6 +148,8 @@ export class Ec2Caller {
         out.attempts = attempt;
         out.kind = v.kind;
         throw out;
+      } finally {
+        attemptAbort.done();
       }
     }
   }
