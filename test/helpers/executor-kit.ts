@@ -205,6 +205,8 @@ export function executorKit(o: KitOptions = {}) {
     get triggers() {
       return triggers;
     },
+    /** The IMDS ENI lister the ENI manager and the reconcile read (replace `enis` to change what IMDS says). */
+    imds,
     /** Makes IMDS unreadable (true) or readable again. */
     imdsDown(down: boolean) {
       imdsDown = down;

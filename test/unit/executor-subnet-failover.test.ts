@@ -210,6 +210,22 @@ test('an attached ENI of ours in another subnet is adopted by its tags, with its
   assert.equal(k.ds.eniIps(eniId).length, 3);
 });
 
+test('an ENI of ours in another subnet whose CIDR IMDS does not give yet stays pending: no guessed gateway', async () => {
+  const k = executorKit();
+  const other = k.ec2.addSubnet('10.0.64.0/19');
+  const eniId = await strayIn(k, other.subnetId, true);
+  const listed = k.imds.enis;
+  k.imds.enis = async () => (await listed()).map((e) => (e.eniId === eniId ? { ...e, subnetCidr: '' } : e));
+  const r1 = await k.reconciler.runOnce();
+  assert.deepEqual(r1.adoptedEnis, [], 'not adopted with the node subnet as a guess');
+  assert.equal(k.ds.getEni(eniId), undefined);
+  k.imds.enis = listed;
+  const r2 = await k.reconciler.runOnce();
+  await k.reconciler.stop();
+  assert.deepEqual(r2.adoptedEnis, [eniId]);
+  assert.equal(k.ds.getEni(eniId)!.subnetCidr, '10.0.64.0/19');
+});
+
 test('the leaked-ENI sweep deletes a leaked ENI of ours in another subnet (scope is the VPC, not the subnet)', async () => {
   const k = executorKit();
   const other = k.ec2.addSubnet('10.0.64.0/19', { availabilityZone: 'us-west-2b' });

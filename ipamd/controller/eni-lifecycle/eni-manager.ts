@@ -251,7 +251,9 @@ export class EniManager extends EniBook {
 
   /**
    * The datastore info for an ENI EC2 describes: its own subnet's CIDR (the node's when
-   * it is in the node subnet or, for want of any other fact, logged); slots per ENI as capacity.
+   * it is in the node subnet or, for want of any other fact, logged: the reconcile adopts
+   * no ENI whose subnet CIDR is unknown, and a created ENI's comes from its placement);
+   * slots per ENI as capacity.
    */
   private infoOf(eni: Ec2Eni): EniInfo {
     const { instance } = this.o;

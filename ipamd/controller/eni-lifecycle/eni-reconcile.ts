@@ -218,6 +218,16 @@ export class EniReconciler {
         }
         // The ENI's own subnet CIDR (it may be outside the node subnet): its route table gateway.
         enis.learnSubnetCidr(eni.subnetId, imdsById.get(eni.eniId)!.subnetCidr);
+        const subnetId = eni.subnetId || enis.instance.subnetId;
+        if (subnetId !== enis.instance.subnetId && !enis.subnetCidrOf(subnetId)) {
+          // Not the node subnet's as a guess: a wrong gateway breaks every pod on the ENI.
+          enis.markPending(eni.eniId, eni.attachment?.deviceIndex ?? -1);
+          log.warn(
+            { eniId: eni.eniId, subnetId: eni.subnetId },
+            "reconcile: an attached ENI of ours is not adopted yet: its subnet's CIDR is unknown (IMDS lists none); the next pass retries",
+          );
+          continue;
+        }
         enis.adopt(eni);
         r.adoptedEnis.push(eni.eniId);
         r.addedIps.push(...eni.secondaryIps);
