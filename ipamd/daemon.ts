@@ -157,7 +157,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   let hostNet: Awaited<ReturnType<typeof startHostNetworkSync>> | undefined;
   // Custom networking: the node's ENIConfig, watched; where new ENIs go, or why none may be created.
   const eniConfig = startEniConfig(config, log);
-  const { maxEni, targets, limits, enis, pool } = buildPool({
+  const { maxEni, targets, limits, enis, pool, exhaustedSubnets } = buildPool({
     config,
     inv,
     ds,
@@ -234,6 +234,11 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
       lastPoolError: pool.lastError ?? null,
       vpcCidrs: inv.vpcCidrs,
       eniConfig: eniConfig.current(),
+      exhaustedSubnets: exhaustedSubnets().map((m) => ({
+        subnetId: m.subnetId,
+        code: m.code,
+        until: new Date(m.untilMs).toISOString(),
+      })),
       eniLifecycle: lifecycle?.status() ?? null,
       nodeSysctls: hostNet?.sysctls() ?? null,
       quarantinedIps: ds.quarantined().map((q) => ({ ...q, since: new Date(q.since).toISOString() })),

@@ -30,6 +30,8 @@ export interface PoolWiring {
   };
   enis: EniManager;
   pool: PoolController;
+  /** Subnets new ENIs skip now because EC2 said they are full, with EC2's code and when the mark ends (ms epoch). */
+  exhaustedSubnets: () => Array<{ subnetId: string; code: string; untilMs: number }>;
 }
 
 /**
@@ -130,5 +132,5 @@ export function buildPool(p: {
     inProgress: metrics.inProgress,
     ...(p.eniCreationRefused ? { eniCreationRefused: p.eniCreationRefused } : {}),
   });
-  return { maxEni, targets, limits, enis, pool };
+  return { maxEni, targets, limits, enis, pool, exhaustedSubnets: () => placement.exhaustedNow() };
 }

@@ -100,8 +100,11 @@ test('the subnet of the ENIs runs dry mid-burst: the burst completes from the ne
   const second = Array.from({ length: 22 }, (_, i) => `s${i}`);
   const results = await Promise.allSettled(second.map((id) => addOnEc2(n, id)));
   const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [`${second[i]}: ${String(r.reason)}`] : []));
+  // Each ADD ended within its 20 s wait, so a's 30 s mark (set mid-burst) still stands: /v1/status lists it.
+  const marks = (await n.status()).exhaustedSubnets as Array<{ subnetId: string; code: string; until: string }>;
   const where = landed(n);
   t.diagnostic(`ENIs landed in: ${where.map((id) => `${name(id)} (${id})`).join(', ')}`);
+  t.diagnostic(`exhausted subnets in /v1/status: ${JSON.stringify(marks)}`);
   t.diagnostic(`EC2 calls after the drain: ${JSON.stringify(callsPerAction(n, from))}`);
   t.diagnostic(`EC2 calls in all: ${JSON.stringify(callsPerAction(n, 0))}`);
   assert.deepEqual(failed, [], 'no failed ADD');
@@ -113,6 +116,11 @@ test('the subnet of the ENIs runs dry mid-burst: the burst completes from the ne
     .slice(from)
     .filter((x) => x.errorCode === 'InsufficientFreeAddressesInSubnet' && x.params.SubnetId !== b.subnetId);
   assert.ok(refused.length >= 1, 'EC2 refused in the drained subnet (the failover was exercised)');
+  assert.deepEqual(
+    marks.map((m) => [name(m.subnetId), m.code]),
+    [['a', 'InsufficientFreeAddressesInSubnet']],
+    '/v1/status lists the drained subnet as exhausted',
+  );
   await waitConverged(n);
   assert.deepEqual(await nothingLost(n), []);
 });
