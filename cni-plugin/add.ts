@@ -7,6 +7,10 @@
  * ipamd (`DelNetwork` reason "add-failed", or "ip-conflict" when the node already routes
  * the IP to another pod) before the error is reported; if ipamd gives no IP, the veth is
  * removed.
+ *
+ * Stage trace marks (`ctx.trace`, ipamd's exec server; bench/cni-vs-go.ts prints them):
+ * `ipamd-replied` (the AddNetwork answer is in), `finished` (wired, result serialised),
+ * plus startWiring's.
  */
 import { isIPv4 } from 'node:net';
 import { DEL_REASON_IP_CONFLICT, type AddNetworkReply } from '../proto/ipam.js';
@@ -77,11 +81,13 @@ export async function cmdAdd(
   // (and persists it).
   const asked = ipamd.addNetwork(ids, ADD_TIMEOUT_MS);
   asked.catch(() => undefined); // awaited below, after the wiring started
-  const wiring = startWiring(veth, host);
+  const trace = ctx.trace;
+  const wiring = startWiring(veth, host, trace);
   try {
     let reply: AddNetworkReply;
     try {
       reply = await asked;
+      trace?.('ipamd-replied');
     } catch (e) {
       await wiring.abort();
       throw addFailure(e);
@@ -107,7 +113,9 @@ export async function cmdAdd(
       });
       const chained = chainAddResult(result, conf.prevResult);
       // Serialised here, inside the rollback: nothing that can fail comes after the IP is kept.
-      return { result: chained, json: JSON.stringify(chained), ip: plan.ipv4 };
+      const json = JSON.stringify(chained);
+      trace?.('finished');
+      return { result: chained, json, ip: plan.ipv4 };
     } catch (e) {
       // Any failure after the assignment gives everything back: the wiring, then the IP.
       if (wired) await unwire(plan, host);

@@ -222,17 +222,31 @@ const isFileExists = (e: unknown): boolean => e instanceof IpBatchError && /File
  * lines that need the IP ({@link PendingWiring.finish}), so no process starts after
  * ipamd's answer. Idempotent: an existing host veth (a repeated ADD) is deleted and the
  * pair created again. On failure nothing is left. Errors surface in `finish`.
+ *
+ * `trace` (optional) is called with the stage marks `netns-checked`, `ip-started` (both
+ * processes asked for), `ip-ready` (the node-side `ip` ran its first line: a marker
+ * written before the veth lines, only when tracing), `veth-up` (veth created and host end
+ * up), `pod-routes-sent`, and in `finish` `host-exited` / `pod-exited` (each batch's exit
+ * after its last lines).
  */
-export function startWiring(p: VethPlan, node: NodeSide = LOCAL_NODE): PendingWiring {
+export function startWiring(p: VethPlan, node: NodeSide = LOCAL_NODE, trace?: (mark: string) => void): PendingWiring {
   const { ip, nodeNetns } = node;
   const stage1 = (async (): Promise<{ host: IpStream; pod: IpStream }> => {
     await checkPodNetns(p.netns, nodeNetns);
+    trace?.('netns-checked');
     let host = ip.openIpStream(nodeNetns);
+    // Tracing: a marker before the veth lines splits the process start from the kernel's work.
+    const ready = trace ? host.barrier() : undefined;
     host.write(vethLines(p));
     const pod = ip.openIpStream(p.netns);
     pod.write(['link set dev lo up']);
+    trace?.('ip-started');
     try {
       try {
+        if (ready) {
+          await ready;
+          trace?.('ip-ready');
+        }
         await host.barrier();
       } catch (e) {
         if (!isFileExists(e)) throw e;
@@ -241,7 +255,9 @@ export function startWiring(p: VethPlan, node: NodeSide = LOCAL_NODE): PendingWi
         host.write(vethLines(p));
         await host.barrier();
       }
+      trace?.('veth-up');
       pod.write(podRouteLines(p));
+      trace?.('pod-routes-sent');
       return { host, pod };
     } catch (e) {
       await Promise.allSettled([host.end(), pod.end()]);
@@ -269,7 +285,10 @@ export function startWiring(p: VethPlan, node: NodeSide = LOCAL_NODE): PendingWi
           await ip.ipBatch(hostRouteLines(plan, 'replace'), nodeNetns);
         }
       };
-      const [h, podSide] = await Promise.allSettled([hostSide(), pod.end(podAddressLines(plan))]);
+      const [h, podSide] = await Promise.allSettled([
+        hostSide().then(() => trace?.('host-exited')),
+        pod.end(podAddressLines(plan)).then(() => trace?.('pod-exited')),
+      ]);
       const failed = h.status === 'rejected' ? h.reason : podSide.status === 'rejected' ? podSide.reason : undefined;
       if (failed === undefined) return;
       await deleteHostVeth(plan.hostVeth, node).catch(() => undefined);

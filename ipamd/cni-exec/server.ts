@@ -28,6 +28,13 @@
  * connection over the pending cap is answered "U" (busy, nothing run: the shim's ADD
  * retries within its wait, a DEL is spooled); one over the deadline or the memory cap is
  * closed at once (nothing was run; the shim reports CNI error 11, the runtime retries).
+ *
+ * Stage trace (ipamd's `GET /v1/stage-trace`, service/stage-trace.ts): each invocation
+ * records its marks as ms since the connection was accepted, `cni.<verb>.<mark>`:
+ * `decoded` (whole request read), `checked` (netns checks done), `parsed` (config valid),
+ * the verb's own (ADD: cni-plugin/add.ts, wiring.ts), `answered` (answer handed to the
+ * socket); the spawn worker's `cni.spawn.call` (ms its `spawn()` blocked) and
+ * `cni.spawn.relay` (the two messages' share of the time to a started child).
  */
 import { chmod, mkdir, stat } from 'node:fs/promises';
 import net from 'node:net';
@@ -44,6 +51,7 @@ import { createIpRunner } from '../../netfacts/ip-batch.js';
 import type { IpamdClient } from '../../proto/ipamd-api.js';
 import type { Logger } from '../log.js';
 import { removeStaleSocket } from '../rpc/server.js';
+import { stageTrace } from '../service/stage-trace.js';
 import { startSpawnWorker, type SpawnWorker } from './spawn-worker.js';
 import { decodeRequest, encodeFallback, encodeResult, encodeUnavailable, type ExecRequest } from './protocol.js';
 
@@ -156,7 +164,11 @@ export class CniExecServer {
     });
     this.server.maxConnections = this.o.maxConnections ?? MAX_CONNECTIONS;
     await chmod(sock, 0o600);
-    if (this.o.spawnInWorker ?? true) this.spawnWorker = startSpawnWorker();
+    if (this.o.spawnInWorker ?? true)
+      this.spawnWorker = startSpawnWorker((callMs, roundTripMs) => {
+        stageTrace.record('cni.spawn.call', callMs);
+        stageTrace.record('cni.spawn.relay', roundTripMs - callMs);
+      });
     this.host = this.newPluginHost();
   }
 
@@ -232,6 +244,7 @@ export class CniExecServer {
       return;
     }
     this.pending++;
+    const accepted = performance.now();
     const chunks: Buffer[] = [];
     let size = 0;
     let need = 0;
@@ -274,7 +287,7 @@ export class CniExecServer {
         answer(c, encodeFallback(r.reason));
         return;
       }
-      const job = this.serve(c, r.request).catch((e: Error) => {
+      const job = this.serve(c, r.request, accepted).catch((e: Error) => {
         this.o.log.error({ err: e.message }, 'CNI exec: invocation failed');
         c.destroy();
       });
@@ -330,8 +343,11 @@ export class CniExecServer {
     return undefined;
   }
 
-  private async serve(c: net.Socket, req: ExecRequest): Promise<void> {
+  private async serve(c: net.Socket, req: ExecRequest, accepted: number): Promise<void> {
     const t0 = performance.now();
+    const prefix = `cni.${(req.env.CNI_COMMAND ?? '').toLowerCase()}.`;
+    const trace = (mark: string) => stageTrace.record(prefix + mark, performance.now() - accepted);
+    trace('decoded');
     const who = {
       verb: req.env.CNI_COMMAND ?? '',
       containerId: req.env.CNI_CONTAINERID ?? '',
@@ -342,6 +358,7 @@ export class CniExecServer {
       return;
     }
     const why = await this.refusal(req);
+    trace('checked');
     if (why) {
       this.o.log.warn({ ...who, reason: why }, 'CNI exec: cannot run this invocation here');
       answer(c, encodeFallback(why));
@@ -358,7 +375,7 @@ export class CniExecServer {
       writeStderr: (s) => {
         stderr += s;
       },
-      ctx: { host: this.pluginHost },
+      ctx: { host: this.pluginHost, trace },
       ...(this.o.appendLog ? { appendLog: this.o.appendLog } : {}),
     });
     this.o.log.debug(
@@ -373,5 +390,6 @@ export class CniExecServer {
       return;
     }
     answer(c, encodeResult(code, stdout, stderr));
+    trace('answered');
   }
 }
