@@ -22,6 +22,7 @@ import { IpamdCallError, RETRYABLE_STATUSES } from '../proto/ipamd-api.js';
 import { hostOf } from './process-host.js';
 import type { NetConf } from './netconf.js';
 import { networkIds } from './request.js';
+import { startNetlinkWiring } from './netlink-wiring.js';
 import { encodeAddResult, type AddResult } from './result.js';
 import { hostVethMac, hostVethName, podVethMac } from './veth-name.js';
 import { IpConflictError, startWiring, unwire, type VethPlan, type WiringPlan } from './wiring.js';
@@ -82,7 +83,7 @@ export async function cmdAdd(
   const asked = ipamd.addNetwork(ids, ADD_TIMEOUT_MS);
   asked.catch(() => undefined); // awaited below, after the wiring started
   const trace = ctx.trace;
-  const wiring = startWiring(veth, host, trace);
+  const wiring = host.netlink ? startNetlinkWiring(veth, host, host.netlink, trace) : startWiring(veth, host, trace);
   try {
     let reply: AddNetworkReply;
     try {

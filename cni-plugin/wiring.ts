@@ -165,7 +165,8 @@ export async function deleteHostVeth(name: string, node: NodeSide = LOCAL_NODE):
   }
 }
 
-const wireError = (p: VethPlan, e: unknown): CniError =>
+/** `e` as the CniError of a wiring failure (code 5 naming the interface and netns), unless it is one already. */
+export const wireError = (p: VethPlan, e: unknown): CniError =>
   e instanceof CniError
     ? e
     : new CniError(CniCode.IoFailure, `failed to wire ${p.ifName} in netns ${p.netns}`, (e as Error).message);
@@ -210,7 +211,52 @@ export async function unwire(p: WiringPlan, node: NodeSide = LOCAL_NODE): Promis
   await ipDeleteAll(podRuleDeleteLines(p), node.nodeNetns, node.ip).catch(() => undefined);
 }
 
-const isFileExists = (e: unknown): boolean => e instanceof IpBatchError && /File exists/.test(e.stderr);
+/**
+ * Stage 2 on the node side: runs `add` (which adds the host route and the pod's rules;
+ * the route is added, never replaced). On "File exists" reads the route: another device
+ * routing the IP is a conflict ({@link IpConflictError}, nothing touched); otherwise an
+ * earlier holder's rules were in the way and are replaced (with `ip`, off the fast path).
+ * @throws IpConflictError; whatever `add` or the replacement throws otherwise.
+ */
+export async function addHostRoute(plan: WiringPlan, node: NodeSide, add: () => Promise<void>): Promise<void> {
+  try {
+    await add();
+  } catch (e) {
+    if (!isFileExists(e)) throw e;
+    // Unreadable counts as a conflict: the rules may be a live pod's, never delete them.
+    const other = await otherRouteDevice(plan.ipv4, plan.hostVeth, node).catch(
+      (err: Error) => `an existing route that could not be read (${err.message})`,
+    );
+    if (other !== undefined) throw new IpConflictError(plan.ipv4, other);
+    // Our route went in; an earlier holder's rules were in the way: replace them.
+    await ipDeleteAll(podRuleDeleteLines(plan), node.nodeNetns, node.ip);
+    await node.ip.ipBatch(hostRouteLines(plan, 'replace'), node.nodeNetns);
+  }
+}
+
+/**
+ * The end of stage 2 once both sides settled: nothing when both succeeded; otherwise
+ * removes the veth and (unless the failure is a conflict: those rules are the live
+ * pod's) the pod's rules, then throws.
+ * @throws IpConflictError, or CniError 5 naming the failure.
+ */
+export async function settleFinish(
+  plan: WiringPlan,
+  node: NodeSide,
+  h: PromiseSettledResult<unknown>,
+  podSide: PromiseSettledResult<unknown>,
+): Promise<void> {
+  const failed = h.status === 'rejected' ? h.reason : podSide.status === 'rejected' ? podSide.reason : undefined;
+  if (failed === undefined) return;
+  await deleteHostVeth(plan.hostVeth, node).catch(() => undefined);
+  // The rules belong to the live pod that holds the IP: never touch them.
+  if (failed instanceof IpConflictError) throw failed;
+  await ipDeleteAll(podRuleDeleteLines(plan), node.nodeNetns, node.ip).catch(() => undefined);
+  throw wireError(plan, failed);
+}
+
+/** True for an `ip` (or netlink helper) failure saying "File exists" (EEXIST). */
+export const isFileExists = (e: unknown): boolean => e instanceof IpBatchError && /File exists/.test(e.stderr);
 
 /**
  * Stage 1 of wiring, which needs no IP (ADD runs it while ipamd assigns one): checks the
@@ -270,32 +316,12 @@ export function startWiring(p: VethPlan, node: NodeSide = LOCAL_NODE, trace?: (m
   return {
     async finish(plan: WiringPlan): Promise<void> {
       const { host, pod } = await stage1;
-      const hostSide = async (): Promise<void> => {
-        try {
-          await host.end(hostRouteLines(plan));
-        } catch (e) {
-          if (!isFileExists(e)) throw e;
-          // Unreadable counts as a conflict: the rules may be a live pod's, never delete them.
-          const other = await otherRouteDevice(plan.ipv4, plan.hostVeth, node).catch(
-            (err: Error) => `an existing route that could not be read (${err.message})`,
-          );
-          if (other !== undefined) throw new IpConflictError(plan.ipv4, other);
-          // Our route went in; an earlier holder's rules were in the way: replace them.
-          await ipDeleteAll(podRuleDeleteLines(plan), nodeNetns, ip);
-          await ip.ipBatch(hostRouteLines(plan, 'replace'), nodeNetns);
-        }
-      };
+      const hostSide = () => addHostRoute(plan, node, () => host.end(hostRouteLines(plan)));
       const [h, podSide] = await Promise.allSettled([
         hostSide().then(() => trace?.('host-exited')),
         pod.end(podAddressLines(plan)).then(() => trace?.('pod-exited')),
       ]);
-      const failed = h.status === 'rejected' ? h.reason : podSide.status === 'rejected' ? podSide.reason : undefined;
-      if (failed === undefined) return;
-      await deleteHostVeth(plan.hostVeth, node).catch(() => undefined);
-      // The rules belong to the live pod that holds the IP: never touch them.
-      if (failed instanceof IpConflictError) throw failed;
-      await ipDeleteAll(podRuleDeleteLines(plan), nodeNetns, ip).catch(() => undefined);
-      throw wireError(plan, failed);
+      await settleFinish(plan, node, h, podSide);
     },
     async abort(): Promise<void> {
       const started = await stage1.catch(() => undefined);

@@ -36,14 +36,17 @@
  * socket); the spawn worker's `cni.spawn.call` (ms its `spawn()` blocked) and
  * `cni.spawn.relay` (the two messages' share of the time to a started child).
  */
-import { chmod, mkdir, stat } from 'node:fs/promises';
+import { access, chmod, constants, mkdir, stat } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import {
   connectIpamd,
+  netlinkHelper,
   runInvocation,
   SessionPool,
   VERB_HANDLERS,
+  type NetlinkHelper,
   type PluginHost,
   type VerbHandler,
 } from '../../cni-plugin/facade.js';
@@ -66,6 +69,9 @@ export const ANSWER_READ_GRACE_MS = 10_000;
 /** Default cap on bytes held by requests still arriving, all connections together (two 8 MiB configs fit). */
 export const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
 
+/** The rtnetlink wiring helper of this build (dist/cni-plugin/eni-ipam-netlink). */
+export const BUNDLED_NETLINK_HELPER = fileURLToPath(new URL('../../cni-plugin/eni-ipam-netlink', import.meta.url));
+
 /** Verbs that enter the pod netns by its path (DEL, GC, STATUS, VERSION never do). */
 const ENTERS_POD_NETNS = new Set(['ADD', 'CHECK']);
 
@@ -86,6 +92,12 @@ export interface CniExecServerOptions {
    * ipamd from the main thread stalls the event loop that answers the same ADD's RPC.
    */
   spawnInWorker?: boolean;
+  /**
+   * Path of the rtnetlink wiring helper (cni-plugin/netlink/eni-ipam-netlink.c) ADD wires
+   * pods with, started once and kept (no process per ADD); default the one built beside
+   * the shim ({@link BUNDLED_NETLINK_HELPER}) when it exists; false = wire with `ip` batches.
+   */
+  netlinkHelper?: string | false;
   /**
    * This ipamd, called directly by the plugin code when a config's `ipamdSocket` is
    * `socketPath` (`client`: ipamd/rpc/server.ts `RpcServer.directClient`, no protobuf, no
@@ -138,6 +150,7 @@ export class CniExecServer {
   private spawnWorker: SpawnWorker | undefined;
   private readonly sessions = new SessionPool();
   private host: PluginHost | undefined;
+  private netlink: NetlinkHelper | undefined;
 
   constructor(private readonly o: CniExecServerOptions) {}
 
@@ -169,6 +182,17 @@ export class CniExecServer {
         stageTrace.record('cni.spawn.call', callMs);
         stageTrace.record('cni.spawn.relay', roundTripMs - callMs);
       });
+    const helper = this.o.netlinkHelper ?? BUNDLED_NETLINK_HELPER;
+    if (helper !== false) {
+      const usable = await access(helper, constants.X_OK).then(
+        () => true,
+        (e: Error) => {
+          this.o.log.warn({ helper, err: e.message }, 'CNI exec: no netlink helper, ADD wires with ip batches');
+          return false;
+        },
+      );
+      if (usable) this.netlink = netlinkHelper(helper, this.o.nodeNetns);
+    }
     this.host = this.newPluginHost();
   }
 
@@ -183,6 +207,7 @@ export class CniExecServer {
         own && socketPath === own.socketPath ? own.client : connectIpamd(socketPath, this.sessions),
       ip: createIpRunner(this.spawnWorker?.spawner),
       ...(this.o.nodeNetns ? { nodeNetns: this.o.nodeNetns } : {}),
+      ...(this.netlink ? { netlink: this.netlink } : {}),
     };
   }
 
@@ -226,6 +251,7 @@ export class CniExecServer {
     }
     if (!this.inFlight.size) {
       this.sessions.close();
+      this.netlink?.close();
       await this.spawnWorker?.stop();
     } else
       this.o.log.warn({ running: this.inFlight.size }, 'CNI exec: invocations still running after the shutdown grace');

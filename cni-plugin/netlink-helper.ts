@@ -1,0 +1,137 @@
+/**
+ * Client of `eni-ipam-netlink` (cni-plugin/netlink/eni-ipam-netlink.c), the long-lived
+ * helper that wires pods over rtnetlink for ipamd's CNI exec server, so an ADD starts no
+ * process: forking ipamd (two `ip` processes per ADD) was most of the shim's ADD (README
+ * "Benchmarks"). One helper process serves every ADD; requests are lines tagged with an
+ * id, answered in order. The line format is the C file's docstring.
+ *
+ * If the helper exits, the requests waiting on it fail (the ADD reports CNI error 5 and
+ * the runtime retries) and the next request starts a new one.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { IpBatchError } from '../netfacts/ip-batch.js';
+
+/** The requests of the helper; each resolves on `ok`. */
+export interface NetlinkHelper {
+  /**
+   * Node: veth pair `hostVeth`/`ifName` (peer created in the pod netns), host end up;
+   * pod: `lo` and peer up, gateway and default routes, gateway neighbour (replaced).
+   * @throws IpBatchError (`stderr` names the step and the kernel's message, e.g. "link add: File exists").
+   */
+  veth(p: {
+    netns: string;
+    hostVeth: string;
+    hostMac: string;
+    ifName: string;
+    podMac: string;
+    mtu: number;
+  }): Promise<void>;
+  /**
+   * Node: route `<ipv4>/32 dev <hostVeth> scope link` added (EEXIST if present), the pod's
+   * rules added (prio 512 to, and 1536 from for a table other than 254).
+   * @throws IpBatchError as {@link NetlinkHelper.veth}.
+   */
+  host(p: { hostVeth: string; ipv4: string; routeTableId: number }): Promise<void>;
+  /**
+   * Pod: `<ipv4>/32 dev <ifName>` replaced.
+   * @throws IpBatchError as {@link NetlinkHelper.veth}.
+   */
+  addr(p: { netns: string; ifName: string; ipv4: string }): Promise<void>;
+  /** Ends the helper (its stdin closed); waiting requests fail. */
+  close(): void;
+}
+
+/** A field of a request: no whitespace (the separator) and not empty. */
+const field = (what: string, v: string | number): string => {
+  const s = String(v);
+  if (!s || /\s/.test(s)) throw new IpBatchError(['eni-ipam-netlink'], null, `invalid ${what}: ${JSON.stringify(s)}`);
+  return s;
+};
+
+/**
+ * Starts the helper at `helperPath` (lazily, on the first request; again after it
+ * exited), entering the node netns at `nodeNetns` (default: ipamd's own).
+ */
+export function netlinkHelper(helperPath: string, nodeNetns?: string): NetlinkHelper {
+  let child: ChildProcessWithoutNullStreams | undefined;
+  let nextId = 1;
+  const waiting = new Map<number, { argv: string[]; resolve: () => void; reject: (e: Error) => void }>();
+  let closed = false;
+
+  // An idle helper does not keep the process running (ipamd's sockets do); one with requests waiting does.
+  const hold = (p: ChildProcessWithoutNullStreams, on: boolean) => {
+    for (const h of [p, p.stdin, p.stdout, p.stderr] as unknown as Array<{ ref?: () => void; unref?: () => void }>)
+      if (on) h.ref?.();
+      else h.unref?.();
+  };
+  const settle = (id: number) => {
+    waiting.delete(id);
+    if (waiting.size === 0 && child) hold(child, false);
+  };
+
+  const start = (): ChildProcessWithoutNullStreams => {
+    const p = spawn(helperPath, nodeNetns ? [nodeNetns] : [], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    p.stdout.setEncoding('utf8').on('data', (d: string) => {
+      out += d;
+      for (let nl = out.indexOf('\n'); nl >= 0; nl = out.indexOf('\n')) {
+        const line = out.slice(0, nl);
+        out = out.slice(nl + 1);
+        const m = /^(\d+) (ok|err (\d+) (.*))$/.exec(line);
+        const w = m ? waiting.get(Number(m[1])) : undefined;
+        if (!m || !w) continue;
+        settle(Number(m[1]));
+        if (m[2] === 'ok') w.resolve();
+        else w.reject(new IpBatchError(w.argv, Number(m[3]), `RTNETLINK answers: ${m[4]}`));
+      }
+    });
+    p.stderr.setEncoding('utf8').on('data', (d: string) => {
+      err = (err + d).slice(-2000);
+    });
+    p.stdin.on('error', () => undefined); // it exited: reported below
+    const gone = (why: string) => {
+      if (child === p) child = undefined;
+      for (const [id, w] of waiting) {
+        settle(id);
+        w.reject(new IpBatchError(w.argv, null, `eni-ipam-netlink ${why}${err ? `: ${err.trim()}` : ''}`));
+      }
+    };
+    p.on('error', (e) => gone(`could not run (${e.message})`));
+    p.on('exit', (code, signal) => gone(`exited (${signal ?? code})`));
+    hold(p, waiting.size > 0);
+    return p;
+  };
+
+  const request = (fields: string[]): Promise<void> => {
+    if (closed) return Promise.reject(new IpBatchError(['eni-ipam-netlink', ...fields], null, 'helper closed'));
+    child ??= start();
+    const id = nextId++;
+    const argv = ['eni-ipam-netlink', ...fields];
+    return new Promise<void>((resolve, reject) => {
+      waiting.set(id, { argv, resolve, reject });
+      if (waiting.size === 1) hold(child!, true);
+      child!.stdin.write(`${id} ${fields.join(' ')}\n`);
+    });
+  };
+
+  return {
+    veth: async (p) =>
+      request([
+        'veth',
+        field('netns', p.netns),
+        field('hostVeth', p.hostVeth),
+        field('hostMac', p.hostMac),
+        field('ifName', p.ifName),
+        field('podMac', p.podMac),
+        field('mtu', p.mtu),
+      ]),
+    host: async (p) =>
+      request(['host', field('hostVeth', p.hostVeth), field('ipv4', p.ipv4), field('table', p.routeTableId)]),
+    addr: async (p) => request(['addr', field('netns', p.netns), field('ifName', p.ifName), field('ipv4', p.ipv4)]),
+    close: () => {
+      closed = true;
+      child?.stdin.end();
+    },
+  };
+}
