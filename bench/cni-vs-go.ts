@@ -29,7 +29,10 @@
  * the CPU time (user+sys) of ADD/DEL, which other load on the machine distorts less.
  * Needs root. Everything created (netns, containerd, ipamd, temp dirs) is removed.
  *
- *   node dist/bench/cni-vs-go.js [--pods 50] [--sandboxes 20] [--no-cri]
+ * `--before DIR` adds a fourth plugin to (a)'s rounds: this shim against the ipamd of another
+ * build's dist/ (e.g. a copy of main's), for a before/after in the same run.
+ *
+ *   node dist/bench/cni-vs-go.js [--pods 50] [--sandboxes 20] [--no-cri] [--before DIR]
  */
 import { randomUUID } from 'node:crypto';
 import { copyFile, mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
@@ -71,7 +74,7 @@ interface PluginTimes {
   addCpu: number[];
   delCpu: number[];
 }
-type Who = 'shim' | 'ours' | 'go';
+type Who = 'shim' | 'ours' | 'go' | 'before';
 /** Per shim ADD, ms: bash's exec → shim main, main → connected, → sent, → answer read, → bash sees the exit. */
 interface ShimTrace {
   start: number[];
@@ -83,6 +86,8 @@ interface ShimTrace {
 /** One stage of ipamd's trace (service/stage-trace.ts `StageSummary`), ms. */
 type StageSummary = { count: number; p50: number; p90: number };
 interface CniResults {
+  /** `--before`: the shim against another build's ipamd, same rounds. */
+  before: PluginTimes;
   shimTrace: ShimTrace;
   /** ipamd's stage trace on the shim node (`cni.*` and `add.*` stages), read at the end. */
   ipamdTrace: Record<string, StageSummary>;
@@ -94,9 +99,10 @@ interface CniResults {
 }
 
 /** (a) + (c): ADD/DEL of both plugins in fresh netns inside a node netns, and the node floor. */
-async function benchCni(pods: number, work: string): Promise<CniResults> {
+async function benchCni(pods: number, work: string, beforeDist?: string): Promise<CniResults> {
   const times = (): PluginTimes => ({ add: [], del: [], version: [], addCpu: [], delCpu: [] });
   const r: CniResults = {
+    before: times(),
     shimTrace: { start: [], connect: [], send: [], roundTrip: [], exit: [] },
     ipamdTrace: {},
     shim: times(),
@@ -133,22 +139,30 @@ async function benchCni(pods: number, work: string): Promise<CniResults> {
     cleanups.push(() => ipamd.stop());
     const shimNode = await startShimNode(path.join(work, 'shim'), 'bench', { WARM_IP_TARGET: '20' });
     cleanups.push(() => shimNode.stop());
+    const beforeNode = beforeDist
+      ? await startShimNode(
+          path.join(work, 'before'),
+          'bfr',
+          { WARM_IP_TARGET: '20' },
+          path.resolve(beforeDist, 'ipamd/main.js'),
+        )
+      : undefined;
+    if (beforeNode) cleanups.push(() => beforeNode.stop());
     for (let t = 0; t < 100 && (await ipamd.status()).counts.available < 20; t++) await sleep(100);
-    for (let t = 0; t < 100 && (await shimNode.available()) < 20; t++) await sleep(100);
+    for (const n of [shimNode, beforeNode])
+      for (let t = 0; n && t < 100 && (await n.available()) < 20; t++) await sleep(100);
     const ours = { cniVersion: '1.0.0', name: 'aws-cni', type: 'eni-ipam', ipamdSocket: socket };
     const go = { cniVersion: '1.0.0', name: 'gobench', ...goPlugin(path.join(work, 'host-local'), '10.234.0.0/22') };
 
     const cycle = async (who: Who, i: number, record: boolean): Promise<void> => {
       const pod = await createNamedNetns(`eni-vs-go-${who}-${process.pid}`);
       try {
+        const sn = who === 'before' ? beforeNode! : shimNode;
+        const isShim = who === 'shim' || who === 'before';
         const argv =
-          who === 'ours'
-            ? [process.execPath, plugin]
-            : who === 'shim'
-              ? [shimNode.plugin]
-              : [path.join(GO_CNI_DIR, 'ptp')];
-        const input = JSON.stringify(who === 'ours' ? ours : who === 'shim' ? shimNode.config : go);
-        const nodeNs = who === 'shim' ? shimNode.netns.path : node.path;
+          who === 'ours' ? [process.execPath, plugin] : isShim ? [sn.plugin] : [path.join(GO_CNI_DIR, 'ptp')];
+        const input = JSON.stringify(who === 'ours' ? ours : isShim ? sn.config : go);
+        const nodeNs = isShim ? sn.netns.path : node.path;
         const env = {
           CNI_CONTAINERID: `${who}${process.pid}x${i}`,
           CNI_NETNS: pod.path,
@@ -163,7 +177,7 @@ async function benchCni(pods: number, work: string): Promise<CniResults> {
           netns: nodeNs,
         });
         if (a.code !== 0) throw new Error(`${who} ADD ${i} failed: ${a.stdout}${a.stderr}`);
-        if (who === 'shim' && a.stderr.includes('eni-ipam.cjs'))
+        if (isShim && a.stderr.includes('eni-ipam.cjs'))
           throw new Error(`the shim fell back to the Node plugin: ${a.stderr}`);
         const d = await timedExec(argv, { env: { ...env, CNI_COMMAND: 'DEL' }, input, netns: nodeNs });
         if (d.code !== 0) throw new Error(`${who} DEL ${i} failed: ${d.stdout}${d.stderr}`);
@@ -188,14 +202,12 @@ async function benchCni(pods: number, work: string): Promise<CniResults> {
         await pod.remove();
       }
     };
-    for (let i = 0; i < 3; i++) for (const who of ['shim', 'ours', 'go'] as const) await cycle(who, -1 - i, false); // warm-up (writes the V8 cache)
-    const orders: Who[][] = [
-      ['shim', 'ours', 'go'],
-      ['go', 'shim', 'ours'],
-      ['ours', 'go', 'shim'],
-    ];
+    const all: Who[] = beforeNode ? ['shim', 'ours', 'go', 'before'] : ['shim', 'ours', 'go'];
+    for (let i = 0; i < 3; i++) for (const who of all) await cycle(who, -1 - i, false); // warm-up (writes the V8 cache)
+    // Each round rotates the order, so every plugin runs in every position equally often.
+    const orders: Who[][] = all.map((_, k) => [...all.slice(k), ...all.slice(0, k)]);
     for (let i = 0; i < pods; i++) {
-      const order = orders[i % 3]!;
+      const order = orders[i % orders.length]!;
       for (const who of order) await cycle(who, i, true);
       const f = await timedExec([process.execPath, '-e', '0']);
       r.floor.push(f.wallMs);
@@ -311,11 +323,11 @@ const ADD_MARKS: Array<[string, string]> = [
   ['netns-checked', 'pod netns checked (stat)'],
   ['ip-started', 'both `ip -batch` processes asked of the spawn worker'],
   ['ip-ready', 'node-side `ip` ran its first line (process started)'],
-  ['veth-up', 'veth pair created, host end up (kernel)'],
+  ['veth-up', 'veth pair created, host end up (ip batch: that line; netlink helper: all of stage 1)'],
   ['pod-routes-sent', 'pod-side lines that need no IP written'],
   ['ipamd-replied', "ipamd's AddNetwork answered (durable)"],
-  ['host-exited', 'node-side batch: route + rules written, process exited'],
-  ['pod-exited', 'pod-side batch: address written, process exited'],
+  ['host-exited', 'node side: host route + rules added (helper answered / ip batch exited)'],
+  ['pod-exited', 'pod side: address added (helper answered / ip batch exited)'],
   ['finished', 'result built and serialised'],
   ['answered', 'answer handed to the socket'],
 ];
@@ -362,6 +374,7 @@ async function main(): Promise<void> {
       pods: { type: 'string', default: '50' },
       sandboxes: { type: 'string', default: '20' },
       'no-cri': { type: 'boolean', default: false },
+      before: { type: 'string' },
     },
   });
   delete process.env.NODE_EXTRA_CA_CERTS;
@@ -370,7 +383,7 @@ async function main(): Promise<void> {
   let cni: CniResults;
   let cri: { ours: CriResults; go: CriResults } | undefined;
   try {
-    cni = await benchCni(Number(values.pods), path.join(work, 'cni'));
+    cni = await benchCni(Number(values.pods), path.join(work, 'cni'), values.before);
     if (!values['no-cri']) cri = await benchCri(Number(values.sandboxes), work);
   } finally {
     await rm(work, { recursive: true, force: true });
@@ -388,6 +401,12 @@ async function main(): Promise<void> {
   console.log('|---|---|---|---|---|---|---|');
   console.log(row3(`CNI ADD, ${cni.shim.add.length} fresh netns`, 'add', '≤ 2×'));
   console.log(row3('CNI DEL', 'del', '–'));
+  if (values.before) {
+    const b = cni.before;
+    console.log(
+      `| CNI ADD / DEL, the shim → ipamd of \`--before ${values.before}\` (same rounds) | ${cell(s(b.add))} / ${cell(s(b.del))} | – | – | ${ratio(s(b.add), s(cni.go.add))} / ${ratio(s(b.del), s(cni.go.del))} | – | after/before ADD ${ratio(s(cni.shim.add), s(b.add))} |`,
+    );
+  }
   console.log(row3('CNI ADD, CPU time (user+sys of the plugin process and its children)', 'addCpu', '–'));
   console.log(row3('CNI DEL, CPU time', 'delCpu', '–'));
   console.log(row3('plugin start only (VERSION)', 'version', '–'));
