@@ -6,10 +6,15 @@
  * id, answered in order. The line format is the C file's docstring.
  *
  * If the helper exits, the requests waiting on it fail (the ADD reports CNI error 5 and
- * the runtime retries) and the next request starts a new one.
+ * the runtime retries) and the next request starts a new one. A request not answered
+ * within {@link NETLINK_REQUEST_TIMEOUT_MS} fails the same way and the helper is killed
+ * (a stuck helper must not hold every later ADD).
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { IpBatchError } from '../netfacts/ip-batch.js';
+
+/** Default deadline of one helper request, ms (a request takes well under 1 ms when the kernel answers). */
+export const NETLINK_REQUEST_TIMEOUT_MS = 10_000;
 
 /** The requests of the helper; each resolves on `ok`. */
 export interface NetlinkHelper {
@@ -50,13 +55,15 @@ const field = (what: string, v: string | number): string => {
 
 /**
  * Starts the helper at `helperPath` (lazily, on the first request; again after it
- * exited), entering the node netns at `nodeNetns` (default: ipamd's own).
+ * exited), entering the node netns at `nodeNetns` (default: ipamd's own). `o.timeoutMs`:
+ * per-request deadline (default {@link NETLINK_REQUEST_TIMEOUT_MS}).
  */
-export function netlinkHelper(helperPath: string, nodeNetns?: string): NetlinkHelper {
+export function netlinkHelper(helperPath: string, nodeNetns?: string, o: { timeoutMs?: number } = {}): NetlinkHelper {
   let child: ChildProcessWithoutNullStreams | undefined;
   let nextId = 1;
   const waiting = new Map<number, { argv: string[]; resolve: () => void; reject: (e: Error) => void }>();
   let closed = false;
+  const timeoutMs = o.timeoutMs ?? NETLINK_REQUEST_TIMEOUT_MS;
 
   // An idle helper does not keep the process running (ipamd's sockets do); one with requests waiting does.
   const hold = (p: ChildProcessWithoutNullStreams, on: boolean) => {
@@ -108,10 +115,24 @@ export function netlinkHelper(helperPath: string, nodeNetns?: string): NetlinkHe
     child ??= start();
     const id = nextId++;
     const argv = ['eni-ipam-netlink', ...fields];
+    const p = child;
     return new Promise<void>((resolve, reject) => {
-      waiting.set(id, { argv, resolve, reject });
-      if (waiting.size === 1) hold(child!, true);
-      child!.stdin.write(`${id} ${fields.join(' ')}\n`);
+      const timer = setTimeout(() => {
+        if (!waiting.has(id)) return;
+        settle(id);
+        reject(new IpBatchError(argv, null, `eni-ipam-netlink did not answer within ${timeoutMs} ms`));
+        p.kill('SIGKILL'); // the others waiting fail on its exit; the next request starts a new one
+      }, timeoutMs);
+      timer.unref();
+      const done =
+        <T>(f: (v: T) => void) =>
+        (v: T) => {
+          clearTimeout(timer);
+          f(v);
+        };
+      waiting.set(id, { argv, resolve: done(resolve), reject: done(reject) });
+      if (waiting.size === 1) hold(p, true);
+      p.stdin.write(`${id} ${fields.join(' ')}\n`);
     });
   };
 

@@ -9,7 +9,7 @@
  * Needs root.
  */
 import assert from 'node:assert/strict';
-import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'node:test';
@@ -20,6 +20,7 @@ import { IpConflictError, startWiring, type WiringPlan } from '../../cni-plugin/
 import { CniError } from '../../cni-plugin/errors.js';
 import { LOCAL_IP } from '../../netfacts/ip-batch.js';
 import { ipIn, netnsMaker, type Netns } from '../kit/netns.js';
+import { waitFor } from '../helpers/wait.js';
 
 const HELPER = fileURLToPath(new URL('../../cni-plugin/eni-ipam-netlink', import.meta.url));
 const tag = `${process.pid}`;
@@ -167,4 +168,23 @@ test('a helper that exits fails its requests, and the next request starts it aga
   await h.addr(addr); // a new process
   await assert.rejects(netlinkHelper(path.join(dir, 'missing')).addr(addr), /could not run/);
   await assert.rejects(h.addr({ ...addr, ifName: 'eth 0' }), /invalid ifName/);
+
+  // A helper that never answers: the request fails at its deadline and the helper is killed.
+  const mute = path.join(dir, 'mute.sh');
+  await writeFile(mute, `#!/bin/sh\necho $$ > ${dir}/mute.pid\nexec sleep 60\n`);
+  await chmod(mute, 0o755);
+  const m = netlinkHelper(mute, undefined, { timeoutMs: 300 });
+  t.after(() => m.close());
+  await assert.rejects(m.addr(addr), /did not answer within 300 ms/);
+  const pid = Number(await readFile(path.join(dir, 'mute.pid'), 'utf8'));
+  await waitFor('the mute helper was killed', async () => (isAlive(pid) ? undefined : true), 5000, 20);
 });
+
+const isAlive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
