@@ -28,12 +28,17 @@ export interface PluginHost {
   /**
    * ipamd's rtnetlink helper (netlink-helper.ts): when present, ADD wires the pod through
    * it (netlink-wiring.ts) and starts no process; otherwise with two `ip` batches (wiring.ts).
+   * DEL and GC delete the host veth and the pod's known rules through it too.
    */
   netlink?: NetlinkHelper;
 }
 
-/** The part of a host that wiring and teardown need: how to run `ip`, and where the node side is. */
-export type NodeSide = Pick<PluginHost, 'ip' | 'nodeNetns'>;
+/**
+ * The part of a host that wiring and teardown need: how to run `ip`, where the node side
+ * is, and the netlink helper when there is one (then the host veth and the pod's rules are
+ * deleted through it: wiring.ts `deleteHostVeth`, host-teardown.ts).
+ */
+export type NodeSide = Pick<PluginHost, 'ip' | 'nodeNetns' | 'netlink'>;
 
 /** The current netns is the node's; `ip` forked from this thread. */
 export const LOCAL_NODE: NodeSide = Object.freeze({ ip: LOCAL_IP });

@@ -13,6 +13,9 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { IpBatchError } from '../netfacts/ip-batch.js';
 
+/** errno of "no such device" (the helper's answer for a link that is not there). */
+const ENODEV = 19;
+
 /** Default deadline of one helper request, ms (a request takes well under 1 ms when the kernel answers). */
 export const NETLINK_REQUEST_TIMEOUT_MS = 10_000;
 
@@ -42,6 +45,18 @@ export interface NetlinkHelper {
    * @throws IpBatchError as {@link NetlinkHelper.veth}.
    */
   addr(p: { netns: string; ifName: string; ipv4: string }): Promise<void>;
+  /**
+   * Node: deletes the link `name` (its peer and routes go with it).
+   * @returns true if it existed, false if there was no such device.
+   * @throws IpBatchError for any other failure.
+   */
+  delLink(name: string): Promise<boolean>;
+  /**
+   * Node: deletes the rules {@link NetlinkHelper.host} adds for `ipv4` and `routeTableId`;
+   * rules already gone are fine.
+   * @returns the other failures' messages (empty when everything went or was gone).
+   */
+  delRules(p: { ipv4: string; routeTableId: number }): Promise<string[]>;
   /** Ends the helper (its stdin closed); waiting requests fail. */
   close(): void;
 }
@@ -150,6 +165,23 @@ export function netlinkHelper(helperPath: string, nodeNetns?: string, o: { timeo
     host: async (p) =>
       request(['host', field('hostVeth', p.hostVeth), field('ipv4', p.ipv4), field('table', p.routeTableId)]),
     addr: async (p) => request(['addr', field('netns', p.netns), field('ifName', p.ifName), field('ipv4', p.ipv4)]),
+    delLink: async (name) => {
+      try {
+        await request(['dellink', field('hostVeth', name)]);
+        return true;
+      } catch (e) {
+        if (e instanceof IpBatchError && e.exitCode === ENODEV) return false;
+        throw e;
+      }
+    },
+    delRules: async (p) => {
+      try {
+        await request(['delrules', field('ipv4', p.ipv4), field('table', p.routeTableId)]);
+        return [];
+      } catch (e) {
+        return [(e as Error).message];
+      }
+    },
     close: () => {
       closed = true;
       child?.stdin.end();

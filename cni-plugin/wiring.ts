@@ -160,11 +160,13 @@ export function podLines(p: WiringPlan): string[] {
 
 /**
  * Deletes the host veth `name` on the node side (`node`, default the current netns),
- * which removes its peer and the host route with it.
+ * which removes its peer and the host route with it; through `node.netlink` when there is
+ * one, else with one `ip` process.
  * @returns true if it existed, false if there was no such device.
  * @throws IpBatchError for any other failure.
  */
 export async function deleteHostVeth(name: string, node: NodeSide = LOCAL_NODE): Promise<boolean> {
+  if (node.netlink) return node.netlink.delLink(name);
   try {
     await node.ip.ipBatch([`link del dev ${name}`], node.nodeNetns);
     return true;

@@ -22,6 +22,12 @@
  *        <ipv4>/32 lookup <table>` added (EEXIST when present).
  *   <id> addr <pod netns path> <if name> <ipv4>
  *        pod: `<ipv4>/32 dev <if>` replaced.
+ *   <id> dellink <host veth>
+ *        node: the link deleted (its peer and routes with it); err 19 (ENODEV) when absent.
+ *   <id> delrules <ipv4> <route table id>
+ *        node: the rules `host` adds deleted (prio 512 to, prio 1536 from for a table other
+ *        than 254 and 0); a rule already gone (ENOENT) is fine; the first other failure is
+ *        the answer, after both were tried.
  *   <id> ping                         answers ok (start-up check).
  *
  * The pod netns is entered only to open sockets there (setns, socket, setns back), so
@@ -149,6 +155,20 @@ static int rule(int fd, int prio, int to, struct in_addr ip, unsigned table) {
   else h.src_len = 32;
   h.table = table < 256 ? (unsigned char)table : RT_TABLE_UNSPEC;
   msg(&r, RTM_NEWRULE, NLM_F_CREATE | NLM_F_EXCL, &h, sizeof h);
+  attr_u32(&r, FRA_PRIORITY, (unsigned)prio);
+  attr(&r, to ? FRA_DST : FRA_SRC, &ip, 4);
+  if (table >= 256) attr_u32(&r, FRA_TABLE, table);
+  return talk(fd, &r);
+}
+
+/* Deletes the rule `rule()` adds (action unspecified matches, as `ip rule del`). 0, or an errno; ENOENT = gone. */
+static int rule_del(int fd, int prio, int to, struct in_addr ip, unsigned table) {
+  struct req r;
+  struct fib_rule_hdr h = { .family = AF_INET };
+  if (to) h.dst_len = 32;
+  else h.src_len = 32;
+  h.table = table < 256 ? (unsigned char)table : RT_TABLE_UNSPEC;
+  msg(&r, RTM_DELRULE, 0, &h, sizeof h);
   attr_u32(&r, FRA_PRIORITY, (unsigned)prio);
   attr(&r, to ? FRA_DST : FRA_SRC, &ip, 4);
   if (table >= 256) attr_u32(&r, FRA_TABLE, table);
@@ -295,6 +315,39 @@ out:
   reply(id, err, step);
 }
 
+static void do_dellink(const char *id, int node_nl, char **f) {
+  if (!valid_ifname(f[0])) {
+    reply(id, EINVAL, "dellink request");
+    return;
+  }
+  struct req r;
+  struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC };
+  msg(&r, RTM_DELLINK, 0, &ifi, sizeof ifi);
+  attr(&r, IFLA_IFNAME, f[0], strlen(f[0]) + 1);
+  reply(id, talk(node_nl, &r), "link del");
+}
+
+static void do_delrules(const char *id, int node_nl, char **f) {
+  struct in_addr ip;
+  char *end;
+  long table = strtol(f[1], &end, 10);
+  if (inet_pton(AF_INET, f[0], &ip) != 1 || *end || table < 0 || table > 0xffffffffL) {
+    reply(id, EINVAL, "delrules request");
+    return;
+  }
+  int err = rule_del(node_nl, TO_POD_PRIORITY, 1, ip, MAIN_TABLE);
+  const char *step = "rule del to-pod";
+  if (err == ENOENT) err = 0;
+  if (table > 0 && table != MAIN_TABLE) {
+    int e2 = rule_del(node_nl, FROM_POD_PRIORITY, 0, ip, (unsigned)table);
+    if (!err && e2 != ENOENT && e2) {
+      err = e2;
+      step = "rule del from-pod";
+    }
+  }
+  reply(id, err, step);
+}
+
 int main(int argc, char **argv) {
   if (argc > 1) {
     int ns = open(argv[1], O_RDONLY | O_CLOEXEC);
@@ -324,6 +377,8 @@ int main(int argc, char **argv) {
     if (!strcmp(f[1], "veth") && n == 8) do_veth(f[0], node_nl, f + 2);
     else if (!strcmp(f[1], "host") && n == 5) do_host(f[0], node_nl, f + 2);
     else if (!strcmp(f[1], "addr") && n == 5) do_addr(f[0], f + 2);
+    else if (!strcmp(f[1], "dellink") && n == 3) do_dellink(f[0], node_nl, f + 2);
+    else if (!strcmp(f[1], "delrules") && n == 4) do_delrules(f[0], node_nl, f + 2);
     else if (!strcmp(f[1], "ping") && n == 2) reply(f[0], 0, "");
     else reply(f[0], EINVAL, "request");
   }

@@ -16,7 +16,8 @@ import test from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { netlinkHelper, type NetlinkHelper } from '../../cni-plugin/netlink-helper.js';
 import { startNetlinkWiring } from '../../cni-plugin/netlink-wiring.js';
-import { IpConflictError, startWiring, type WiringPlan } from '../../cni-plugin/wiring.js';
+import { deleteHostVeth, IpConflictError, startWiring, type WiringPlan } from '../../cni-plugin/wiring.js';
+import { teardownHost } from '../../cni-plugin/host-teardown.js';
 import { CniError } from '../../cni-plugin/errors.js';
 import { LOCAL_IP } from '../../netfacts/ip-batch.js';
 import { ipIn, netnsMaker, type Netns } from '../kit/netns.js';
@@ -151,6 +152,32 @@ test('netlink wiring: a repeated ADD, stale rules, a conflict, a missing netns, 
   await wa.abort();
   assert.doesNotMatch(await ipIn(node.path, ['link', 'show']), /enitestabort01/);
   assert.doesNotMatch(await ipIn(pod3.path, ['link', 'show']), /eth0/);
+});
+
+test('DEL through the netlink helper: veth and rules go, a second DEL finds nothing and is fine', async (t) => {
+  const mk = netnsMaker(t, 'nld', tag);
+  const node = await mk('n');
+  const helper = netlinkHelper(HELPER, node.path);
+  t.after(() => helper.close());
+  const side = { ip: LOCAL_IP, nodeNetns: node.path, netlink: helper };
+  const pod = await mk('p');
+  const plan = planIn(pod);
+  await startNetlinkWiring(plan, side, helper).finish(plan);
+  const rulesFor = async () =>
+    (await ipIn(node.path, ['rule', 'show'])).split('\n').filter((l) => l.includes(plan.ipv4));
+  assert.equal((await rulesFor()).length, 2);
+  for (const round of [1, 2]) {
+    assert.equal(await deleteHostVeth(plan.hostVeth, side), round === 1, `round ${round}: the veth existed`);
+    assert.deepEqual(
+      await teardownHost({ hostVeth: plan.hostVeth, ipv4: plan.ipv4, vethDone: true, node: side, plan }),
+      [],
+    );
+    assert.deepEqual(await rulesFor(), []);
+    assert.deepEqual(JSON.parse(await ipIn(node.path, ['-json', 'link', 'show', 'type', 'veth'])), []);
+    assert.equal((await ipIn(node.path, ['route', 'show', `${plan.ipv4}/32`])).trim(), '');
+  }
+  // Another failure than "gone" is reported, not swallowed.
+  await assert.rejects(helper.delLink('bad/name'), /Invalid argument/);
 });
 
 test('a helper that exits fails its requests, and the next request starts it again', async (t) => {
