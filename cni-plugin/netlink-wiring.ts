@@ -3,9 +3,9 @@
  * processes: the same two stages, the same kernel state and the same failure handling as
  * wiring.ts `startWiring` (its docstring is the contract: route added never replaced,
  * the conflict check on "File exists", nothing left on failure), without starting a
- * process per ADD. Only ADD's fast path moves here; the rare paths (a repeated ADD's
- * veth delete, the conflict read, replacing stale rules, the cleanup) and CHECK, DEL and
- * GC keep using `ip`.
+ * process per ADD. The host veth deletes (a repeated ADD, the cleanup) go through the
+ * helper as well (wiring.ts `deleteHostVeth` with `node.netlink`); the conflict read,
+ * replacing stale rules and CHECK keep using `ip`.
  */
 import type { NetlinkHelper } from './netlink-helper.js';
 import type { NodeSide } from './host.js';

@@ -1,6 +1,6 @@
 /*
- * eni-ipam-netlink: ipamd's long-lived helper that wires a pod's veth over rtnetlink, so a
- * CNI ADD starts no process (ipamd starts this one once; cni-plugin/netlink-wiring.ts).
+ * eni-ipam-netlink: ipamd's long-lived helper that wires (and for DEL/GC unwires) a pod's
+ * veth over rtnetlink, so a CNI ADD or DEL starts no process (ipamd starts this one once; cni-plugin/netlink-wiring.ts).
  * It does exactly what the `ip -batch` lines of cni-plugin/wiring.ts do, in the same
  * order, with the same kernel attributes (iproute2's defaults: routes proto boot, table
  * main; rules action to-table), so CHECK, DEL and GC (which read with `ip`) see the same
