@@ -47,6 +47,7 @@ import { startContainerd } from '../test/helpers/containerd.js';
 import { createContainerdNode } from '../test/helpers/containerd-node.js';
 import { CriTestClient } from '../test/helpers/cri-client.js';
 import { startShimNode } from './shim-node.js';
+import { newShimTrace, printShimTrace, recordShimTrace, type ShimTrace, type StageSummary } from './shim-trace.js';
 import { ms, summarize, timedExec, type Summary } from './timed-exec.js';
 
 const SHIM_PATH = new URL('../cni-plugin/eni-ipam', import.meta.url).pathname;
@@ -75,16 +76,6 @@ interface PluginTimes {
   delCpu: number[];
 }
 type Who = 'shim' | 'ours' | 'go' | 'before';
-/** Per shim ADD, ms: bash's exec → shim main, main → connected, → sent, → answer read, → bash sees the exit. */
-interface ShimTrace {
-  start: number[];
-  connect: number[];
-  send: number[];
-  roundTrip: number[];
-  exit: number[];
-}
-/** One stage of ipamd's trace (service/stage-trace.ts `StageSummary`), ms. */
-type StageSummary = { count: number; p50: number; p90: number };
 interface CniResults {
   /** `--before`: the shim against another build's ipamd, same rounds. */
   before: PluginTimes;
@@ -103,7 +94,7 @@ async function benchCni(pods: number, work: string, beforeDist?: string): Promis
   const times = (): PluginTimes => ({ add: [], del: [], version: [], addCpu: [], delCpu: [] });
   const r: CniResults = {
     before: times(),
-    shimTrace: { start: [], connect: [], send: [], roundTrip: [], exit: [] },
+    shimTrace: newShimTrace(),
     ipamdTrace: {},
     shim: times(),
     ours: times(),
@@ -181,16 +172,7 @@ async function benchCni(pods: number, work: string, beforeDist?: string): Promis
           throw new Error(`the shim fell back to the Node plugin: ${a.stderr}`);
         const d = await timedExec(argv, { env: { ...env, CNI_COMMAND: 'DEL' }, input, netns: nodeNs });
         if (d.code !== 0) throw new Error(`${who} DEL ${i} failed: ${d.stdout}${d.stderr}`);
-        if (record && who === 'shim') {
-          const t = /eni-ipam-trace start=(\d+) connected=(\d+) sent=(\d+) answered=(\d+)/.exec(a.stderr);
-          if (!t) throw new Error(`no trace line from the shim: ${a.stderr}`);
-          const [start, connected, sent, answered] = t.slice(1).map(Number) as [number, number, number, number];
-          r.shimTrace.start.push((start - a.startUs) / 1000);
-          r.shimTrace.connect.push(connected / 1000);
-          r.shimTrace.send.push((sent - connected) / 1000);
-          r.shimTrace.roundTrip.push((answered - sent) / 1000);
-          r.shimTrace.exit.push((a.endUs - start - answered) / 1000);
-        }
+        if (record && who === 'shim') recordShimTrace(r.shimTrace, a);
         if (record) {
           r[who].add.push(a.wallMs);
           r[who].del.push(d.wallMs);
@@ -315,59 +297,6 @@ async function benchCri(sandboxes: number, work: string): Promise<{ ours: CriRes
 const cell = (s: Summary) => `${ms(s.median)} / ${ms(s.p90)}`;
 const ratio = (a: Summary, b: Summary) => `${(a.median / b.median).toFixed(2)}×`;
 
-/** ADD marks of the exec server, in the order an ADD reaches them (ms since accept). */
-const ADD_MARKS: Array<[string, string]> = [
-  ['decoded', 'request read and decoded'],
-  ['checked', 'netns identity checks (stat)'],
-  ['parsed', 'config parsed and validated, handler called'],
-  ['netns-checked', 'pod netns checked (stat)'],
-  ['ip-started', 'both `ip -batch` processes asked of the spawn worker'],
-  ['ip-ready', 'node-side `ip` ran its first line (process started)'],
-  ['veth-up', 'veth pair created, host end up (ip batch: that line; netlink helper: all of stage 1)'],
-  ['pod-routes-sent', 'pod-side lines that need no IP written'],
-  ['ipamd-replied', "ipamd's AddNetwork answered (durable)"],
-  ['host-exited', 'node side: host route + rules added (helper answered / ip batch exited)'],
-  ['pod-exited', 'pod side: address added (helper answered / ip batch exited)'],
-  ['finished', 'result built and serialised'],
-  ['answered', 'answer handed to the socket'],
-];
-
-/** (d): the trace of the shim's ADD, as a markdown table. */
-function printTrace(cni: CniResults): void {
-  const med = (xs: number[]) => summarize(xs).median;
-  const t = cni.shimTrace;
-  const rt = med(t.roundTrip);
-  const tr = cni.ipamdTrace;
-  console.log('');
-  console.log(
-    `Where the shim's ADD goes (medians over ${t.start.length} ADDs, ms; ipamd's marks are ms since its accept, medians of its last ${tr['cni.add.answered']?.count ?? 0} ADDs incl. warm-up):`,
-  );
-  console.log('');
-  console.log('| stage | median ms | at (since accept) |');
-  console.log('|---|---|---|');
-  console.log(`| shim: exec by bash → shim's main (fork + exec of the static shim) | ${ms(med(t.start))} | |`);
-  console.log(`| shim: main → connected (stdin read, config scan, connect) | ${ms(med(t.connect))} | |`);
-  console.log(`| shim: request written | ${ms(med(t.send))} | |`);
-  console.log(`| shim: request written → whole answer read (exec socket round trip, ipamd below) | ${ms(rt)} | |`);
-  let prev = 0;
-  for (const [mark, what] of ADD_MARKS) {
-    const s = tr[`cni.add.${mark}`];
-    if (!s) continue;
-    console.log(`| ipamd: ${what} | ${ms(Math.max(0, s.p50 - prev))} | ${ms(s.p50)} |`);
-    if (mark !== 'ipamd-replied' || s.p50 > prev) prev = s.p50;
-  }
-  console.log(`| round trip − ipamd's accept → answered (socket, wake-ups) | ${ms(rt - prev)} | |`);
-  console.log(`| shim: answer read → bash sees the exit (output, exit, wait) | ${ms(med(t.exit))} | |`);
-  console.log(`| **shim ADD wall (same runs)** | **${ms(med(cni.shim.add))}** | |`);
-  const sc = tr['cni.spawn.call'];
-  const sr = tr['cni.spawn.relay'];
-  const ah = tr['add.handler'];
-  console.log('');
-  console.log(
-    `Spawn worker: \`spawn()\` blocked it ${ms(sc?.p50 ?? NaN)} ms per child (p90 ${ms(sc?.p90 ?? NaN)}), messages to and from it ${ms(sr?.p50 ?? NaN)} ms. ipamd's AddNetwork handler ${ms(ah?.p50 ?? NaN)} ms (durable wait ${ms(tr['add.durable']?.p50 ?? NaN)}). Go ptp + host-local ADD ${ms(med(cni.go.add))} ms.`,
-  );
-}
-
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -428,7 +357,7 @@ async function main(): Promise<void> {
   console.log(
     'CPU time of the shim counts the shim process only: the work ipamd does for it (in-process) is not in it.',
   );
-  printTrace(cni);
+  printShimTrace(cni.shimTrace, cni.ipamdTrace, cni.shim.add, cni.go.add);
 }
 
 main().then(

@@ -36,13 +36,11 @@
  * socket); the spawn worker's `cni.spawn.call` (ms its `spawn()` blocked) and
  * `cni.spawn.relay` (the two messages' share of the time to a started child).
  */
-import { access, chmod, constants, mkdir, stat } from 'node:fs/promises';
+import { chmod, mkdir, stat } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import {
   connectIpamd,
-  netlinkHelper,
   runInvocation,
   SessionPool,
   VERB_HANDLERS,
@@ -56,6 +54,7 @@ import type { Logger } from '../log.js';
 import { removeStaleSocket } from '../rpc/server.js';
 import { stageTrace } from '../service/stage-trace.js';
 import { startSpawnWorker, type SpawnWorker } from './spawn-worker.js';
+import { chooseNetlinkHelper } from './netlink-start.js';
 import { decodeRequest, encodeFallback, encodeResult, encodeUnavailable, type ExecRequest } from './protocol.js';
 
 /** Default deadline (ms from accept) for a connection's whole request; the shim sends it in one go. */
@@ -68,9 +67,6 @@ export const MAX_CONNECTIONS = 256;
 export const ANSWER_READ_GRACE_MS = 10_000;
 /** Default cap on bytes held by requests still arriving, all connections together (two 8 MiB configs fit). */
 export const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
-
-/** The rtnetlink wiring helper of this build (dist/cni-plugin/eni-ipam-netlink). */
-export const BUNDLED_NETLINK_HELPER = fileURLToPath(new URL('../../cni-plugin/eni-ipam-netlink', import.meta.url));
 
 /** Verbs that enter the pod netns by its path (DEL, GC, STATUS, VERSION never do). */
 const ENTERS_POD_NETNS = new Set(['ADD', 'CHECK']);
@@ -95,7 +91,7 @@ export interface CniExecServerOptions {
   /**
    * Path of the rtnetlink wiring helper (cni-plugin/netlink/eni-ipam-netlink.c) ADD wires
    * pods with, started once and kept (no process per ADD); default the one built beside
-   * the shim ({@link BUNDLED_NETLINK_HELPER}) when it exists; false = wire with `ip` batches.
+   * the shim (netlink-start.ts `BUNDLED_NETLINK_HELPER`) when it exists; false = wire with `ip` batches.
    */
   netlinkHelper?: string | false;
   /**
@@ -182,17 +178,7 @@ export class CniExecServer {
         stageTrace.record('cni.spawn.call', callMs);
         stageTrace.record('cni.spawn.relay', roundTripMs - callMs);
       });
-    const helper = this.o.netlinkHelper ?? BUNDLED_NETLINK_HELPER;
-    if (helper !== false) {
-      const usable = await access(helper, constants.X_OK).then(
-        () => true,
-        (e: Error) => {
-          this.o.log.warn({ helper, err: e.message }, 'CNI exec: no netlink helper, ADD wires with ip batches');
-          return false;
-        },
-      );
-      if (usable) this.netlink = netlinkHelper(helper, this.o.nodeNetns);
-    }
+    this.netlink = await chooseNetlinkHelper(this.o.netlinkHelper, this.o.nodeNetns, this.o.log);
     this.host = this.newPluginHost();
   }
 
