@@ -22,6 +22,8 @@ import { CniError } from '../../cni-plugin/errors.js';
 import { LOCAL_IP } from '../../netfacts/ip-batch.js';
 import { ipIn, netnsMaker, type Netns } from '../kit/netns.js';
 import { waitFor } from '../helpers/wait.js';
+import pino from 'pino';
+import { BUNDLED_NETLINK_HELPER, chooseNetlinkHelper } from '../../ipamd/cni-exec/netlink-start.js';
 
 const HELPER = fileURLToPath(new URL('../../cni-plugin/eni-ipam-netlink', import.meta.url));
 const tag = `${process.pid}`;
@@ -205,6 +207,19 @@ test('a helper that exits fails its requests, and the next request starts it aga
   await assert.rejects(m.addr(addr), /did not answer within 300 ms/);
   const pid = Number(await readFile(path.join(dir, 'mute.pid'), 'utf8'));
   await waitFor('the mute helper was killed', async () => (isAlive(pid) ? undefined : true), 5000, 20);
+});
+
+test('the exec server uses the helper built beside the shim; none when told so or when it is missing', async (t) => {
+  const warned: unknown[] = [];
+  const log = pino({ level: 'warn' }, { write: (l: string) => warned.push(JSON.parse(l)) });
+  const built = await chooseNetlinkHelper(undefined, undefined, log);
+  assert.ok(built, 'the build has dist/cni-plugin/eni-ipam-netlink');
+  t.after(() => built.close());
+  assert.equal(BUNDLED_NETLINK_HELPER, HELPER);
+  assert.equal(await chooseNetlinkHelper(false, undefined, log), undefined);
+  assert.equal(warned.length, 0);
+  assert.equal(await chooseNetlinkHelper('/nonexistent/eni-ipam-netlink', undefined, log), undefined);
+  assert.match(JSON.stringify(warned), /no netlink helper, pods are wired with ip batches/);
 });
 
 const isAlive = (pid: number): boolean => {
