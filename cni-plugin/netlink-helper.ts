@@ -57,6 +57,11 @@ export interface NetlinkHelper {
    * @returns the other failures' messages (empty when everything went or was gone).
    */
   delRules(p: { ipv4: string; routeTableId: number }): Promise<string[]>;
+  /**
+   * Starts the helper if it is not running and waits for its answer to a no-op.
+   * @throws IpBatchError when it cannot run or does not answer.
+   */
+  ping(): Promise<void>;
   /** Ends the helper (its stdin closed); waiting requests fail. */
   close(): void;
 }
@@ -182,6 +187,7 @@ export function netlinkHelper(helperPath: string, nodeNetns?: string, o: { timeo
         return [(e as Error).message];
       }
     },
+    ping: () => request(['ping']),
     close: () => {
       closed = true;
       child?.stdin.end();

@@ -12,9 +12,10 @@ import type { Logger } from '../log.js';
 export const BUNDLED_NETLINK_HELPER = fileURLToPath(new URL('../../cni-plugin/eni-ipam-netlink', import.meta.url));
 
 /**
- * The helper at `path` (default {@link BUNDLED_NETLINK_HELPER}) entering `nodeNetns`, or
- * undefined when `path` is false or not executable (logged: the plugin code then wires with
- * `ip`). The process itself starts on the first request.
+ * The helper at `path` (default {@link BUNDLED_NETLINK_HELPER}) entering `nodeNetns`,
+ * started and answering; or undefined when `path` is false, not executable, or the helper
+ * does not answer (e.g. it cannot enter `nodeNetns`): logged, and the plugin code then
+ * wires with `ip`. Started here so the first ADD does not pay for it.
  */
 export async function chooseNetlinkHelper(
   path: string | false | undefined,
@@ -29,5 +30,16 @@ export async function chooseNetlinkHelper(
     log.warn({ helper, err: (e as Error).message }, 'CNI exec: no netlink helper, pods are wired with ip batches');
     return undefined;
   }
-  return netlinkHelper(helper, nodeNetns);
+  const h = netlinkHelper(helper, nodeNetns);
+  try {
+    await h.ping();
+  } catch (e) {
+    h.close();
+    log.warn(
+      { helper, err: (e as Error).message },
+      'CNI exec: the netlink helper does not run, pods are wired with ip batches',
+    );
+    return undefined;
+  }
+  return h;
 }

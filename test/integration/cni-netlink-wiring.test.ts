@@ -220,6 +220,11 @@ test('the exec server uses the helper built beside the shim; none when told so o
   assert.equal(warned.length, 0);
   assert.equal(await chooseNetlinkHelper('/nonexistent/eni-ipam-netlink', undefined, log), undefined);
   assert.match(JSON.stringify(warned), /no netlink helper, pods are wired with ip batches/);
+  // One that cannot enter the node netns exits at once: not used either.
+  assert.equal(await chooseNetlinkHelper(undefined, '/nonexistent/netns', log), undefined);
+  const last = warned.at(-1) as { msg: string; err: string };
+  assert.match(last.msg, /the netlink helper does not run, pods are wired with ip batches/);
+  assert.match(last.err, /cannot enter the node netns/);
 });
 
 const isAlive = (pid: number): boolean => {
