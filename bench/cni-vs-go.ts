@@ -19,13 +19,20 @@
  *     node netns there, so it wires the node side through ENI_IPAM_CNI_EXEC_NETNS, one
  *     `nsenter` more per ADD than in production), one with ptp + host-local, pods
  *     alternating between them; StopPodSandbox/RemovePodSandbox too;
- * (c) `node -e 0`, the floor, in the same rounds as (a).
+ * (c) `node -e 0`, the floor, in the same rounds as (a);
+ * (d) where the shim's ADD goes: the shim's own trace (ENI_IPAM_SHIM_TRACE: its start,
+ *     connect, send, answer, against bash's `$EPOCHREALTIME` around the exec) and ipamd's
+ *     stage marks of the same ADDs (`GET /v1/stage-trace`, `cni.add.*`: ms since the exec
+ *     socket accepted the connection; ipamd/cni-exec/server.ts), medians over the run.
  *
- * Prints a markdown table with the ratios (targets: ADD ≤ 2×, RunPodSandbox ≤ 1.3×), and
+ * Prints a markdown table with the ratios (targets, issue 13: ADD ≤ 1.3×, RunPodSandbox ≤ 1.1×), and
  * the CPU time (user+sys) of ADD/DEL, which other load on the machine distorts less.
  * Needs root. Everything created (netns, containerd, ipamd, temp dirs) is removed.
  *
- *   node dist/bench/cni-vs-go.js [--pods 50] [--sandboxes 20] [--no-cri]
+ * `--before DIR` adds a fourth plugin to (a)'s rounds: this shim against the ipamd of another
+ * build's dist/ (e.g. a copy of main's), for a before/after in the same run.
+ *
+ *   node dist/bench/cni-vs-go.js [--pods 50] [--sandboxes 20] [--no-cri] [--before DIR]
  */
 import { randomUUID } from 'node:crypto';
 import { copyFile, mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
@@ -40,6 +47,7 @@ import { startContainerd } from '../test/helpers/containerd.js';
 import { createContainerdNode } from '../test/helpers/containerd-node.js';
 import { CriTestClient } from '../test/helpers/cri-client.js';
 import { startShimNode } from './shim-node.js';
+import { newShimTrace, printShimTrace, recordShimTrace, type ShimTrace, type StageSummary } from './shim-trace.js';
 import { ms, summarize, timedExec, type Summary } from './timed-exec.js';
 
 const SHIM_PATH = new URL('../cni-plugin/eni-ipam', import.meta.url).pathname;
@@ -67,8 +75,13 @@ interface PluginTimes {
   addCpu: number[];
   delCpu: number[];
 }
-type Who = 'shim' | 'ours' | 'go';
+type Who = 'shim' | 'ours' | 'go' | 'before';
 interface CniResults {
+  /** `--before`: the shim against another build's ipamd, same rounds. */
+  before: PluginTimes;
+  shimTrace: ShimTrace;
+  /** ipamd's stage trace on the shim node (`cni.*` and `add.*` stages), read at the end. */
+  ipamdTrace: Record<string, StageSummary>;
   shim: PluginTimes;
   ours: PluginTimes;
   go: PluginTimes;
@@ -77,9 +90,18 @@ interface CniResults {
 }
 
 /** (a) + (c): ADD/DEL of both plugins in fresh netns inside a node netns, and the node floor. */
-async function benchCni(pods: number, work: string): Promise<CniResults> {
+async function benchCni(pods: number, work: string, beforeDist?: string): Promise<CniResults> {
   const times = (): PluginTimes => ({ add: [], del: [], version: [], addCpu: [], delCpu: [] });
-  const r: CniResults = { shim: times(), ours: times(), go: times(), floor: [], floorCpu: [] };
+  const r: CniResults = {
+    before: times(),
+    shimTrace: newShimTrace(),
+    ipamdTrace: {},
+    shim: times(),
+    ours: times(),
+    go: times(),
+    floor: [],
+    floorCpu: [],
+  };
   const sim = new SimCloud();
   await sim.start();
   const cleanups: Array<() => Promise<unknown>> = [() => sim.stop()];
@@ -108,22 +130,30 @@ async function benchCni(pods: number, work: string): Promise<CniResults> {
     cleanups.push(() => ipamd.stop());
     const shimNode = await startShimNode(path.join(work, 'shim'), 'bench', { WARM_IP_TARGET: '20' });
     cleanups.push(() => shimNode.stop());
+    const beforeNode = beforeDist
+      ? await startShimNode(
+          path.join(work, 'before'),
+          'bfr',
+          { WARM_IP_TARGET: '20' },
+          path.resolve(beforeDist, 'ipamd/main.js'),
+        )
+      : undefined;
+    if (beforeNode) cleanups.push(() => beforeNode.stop());
     for (let t = 0; t < 100 && (await ipamd.status()).counts.available < 20; t++) await sleep(100);
-    for (let t = 0; t < 100 && (await shimNode.available()) < 20; t++) await sleep(100);
+    for (const n of [shimNode, beforeNode])
+      for (let t = 0; n && t < 100 && (await n.available()) < 20; t++) await sleep(100);
     const ours = { cniVersion: '1.0.0', name: 'aws-cni', type: 'eni-ipam', ipamdSocket: socket };
     const go = { cniVersion: '1.0.0', name: 'gobench', ...goPlugin(path.join(work, 'host-local'), '10.234.0.0/22') };
 
     const cycle = async (who: Who, i: number, record: boolean): Promise<void> => {
       const pod = await createNamedNetns(`eni-vs-go-${who}-${process.pid}`);
       try {
+        const sn = who === 'before' ? beforeNode! : shimNode;
+        const isShim = who === 'shim' || who === 'before';
         const argv =
-          who === 'ours'
-            ? [process.execPath, plugin]
-            : who === 'shim'
-              ? [shimNode.plugin]
-              : [path.join(GO_CNI_DIR, 'ptp')];
-        const input = JSON.stringify(who === 'ours' ? ours : who === 'shim' ? shimNode.config : go);
-        const nodeNs = who === 'shim' ? shimNode.netns.path : node.path;
+          who === 'ours' ? [process.execPath, plugin] : isShim ? [sn.plugin] : [path.join(GO_CNI_DIR, 'ptp')];
+        const input = JSON.stringify(who === 'ours' ? ours : isShim ? sn.config : go);
+        const nodeNs = isShim ? sn.netns.path : node.path;
         const env = {
           CNI_CONTAINERID: `${who}${process.pid}x${i}`,
           CNI_NETNS: pod.path,
@@ -133,15 +163,16 @@ async function benchCni(pods: number, work: string): Promise<CniResults> {
         };
         const v = await timedExec(argv, { env: { ...env, CNI_COMMAND: 'VERSION' }, input, netns: nodeNs });
         const a = await timedExec(argv, {
-          env: { ...env, CNI_COMMAND: 'ADD', ENI_IPAM_SHIM_DEBUG: '1' },
+          env: { ...env, CNI_COMMAND: 'ADD', ENI_IPAM_SHIM_DEBUG: '1', ENI_IPAM_SHIM_TRACE: '1' },
           input,
           netns: nodeNs,
         });
         if (a.code !== 0) throw new Error(`${who} ADD ${i} failed: ${a.stdout}${a.stderr}`);
-        if (who === 'shim' && a.stderr.includes('eni-ipam.cjs'))
+        if (isShim && a.stderr.includes('eni-ipam.cjs'))
           throw new Error(`the shim fell back to the Node plugin: ${a.stderr}`);
         const d = await timedExec(argv, { env: { ...env, CNI_COMMAND: 'DEL' }, input, netns: nodeNs });
         if (d.code !== 0) throw new Error(`${who} DEL ${i} failed: ${d.stdout}${d.stderr}`);
+        if (record && who === 'shim') recordShimTrace(r.shimTrace, a);
         if (record) {
           r[who].add.push(a.wallMs);
           r[who].del.push(d.wallMs);
@@ -153,19 +184,18 @@ async function benchCni(pods: number, work: string): Promise<CniResults> {
         await pod.remove();
       }
     };
-    for (let i = 0; i < 3; i++) for (const who of ['shim', 'ours', 'go'] as const) await cycle(who, -1 - i, false); // warm-up (writes the V8 cache)
-    const orders: Who[][] = [
-      ['shim', 'ours', 'go'],
-      ['go', 'shim', 'ours'],
-      ['ours', 'go', 'shim'],
-    ];
+    const all: Who[] = beforeNode ? ['shim', 'ours', 'go', 'before'] : ['shim', 'ours', 'go'];
+    for (let i = 0; i < 3; i++) for (const who of all) await cycle(who, -1 - i, false); // warm-up (writes the V8 cache)
+    // Each round rotates the order, so every plugin runs in every position equally often.
+    const orders: Who[][] = all.map((_, k) => [...all.slice(k), ...all.slice(0, k)]);
     for (let i = 0; i < pods; i++) {
-      const order = orders[i % 3]!;
+      const order = orders[i % orders.length]!;
       for (const who of order) await cycle(who, i, true);
       const f = await timedExec([process.execPath, '-e', '0']);
       r.floor.push(f.wallMs);
       r.floorCpu.push(f.cpuMs);
     }
+    r.ipamdTrace = (await shimNode.introspect('/v1/stage-trace')) as Record<string, StageSummary>;
     return r;
   } finally {
     for (const fn of cleanups.reverse()) await fn().catch((e: Error) => console.error(`cleanup: ${e.message}`));
@@ -273,6 +303,7 @@ async function main(): Promise<void> {
       pods: { type: 'string', default: '50' },
       sandboxes: { type: 'string', default: '20' },
       'no-cri': { type: 'boolean', default: false },
+      before: { type: 'string' },
     },
   });
   delete process.env.NODE_EXTRA_CA_CERTS;
@@ -281,7 +312,7 @@ async function main(): Promise<void> {
   let cni: CniResults;
   let cri: { ours: CriResults; go: CriResults } | undefined;
   try {
-    cni = await benchCni(Number(values.pods), path.join(work, 'cni'));
+    cni = await benchCni(Number(values.pods), path.join(work, 'cni'), values.before);
     if (!values['no-cri']) cri = await benchCri(Number(values.sandboxes), work);
   } finally {
     await rm(work, { recursive: true, force: true });
@@ -297,14 +328,20 @@ async function main(): Promise<void> {
     '| what (ms, median / p90) | eni-ipam shim → ipamd | eni-ipam Node plugin | Go ptp + host-local | ratio shim/Go | ratio Node/Go | target |',
   );
   console.log('|---|---|---|---|---|---|---|');
-  console.log(row3(`CNI ADD, ${cni.shim.add.length} fresh netns`, 'add', '≤ 2×'));
+  console.log(row3(`CNI ADD, ${cni.shim.add.length} fresh netns`, 'add', '≤ 1.3×'));
   console.log(row3('CNI DEL', 'del', '–'));
+  if (values.before) {
+    const b = cni.before;
+    console.log(
+      `| CNI ADD / DEL, the shim → ipamd of \`--before ${values.before}\` (same rounds) | ${cell(s(b.add))} / ${cell(s(b.del))} | – | – | ${ratio(s(b.add), s(cni.go.add))} / ${ratio(s(b.del), s(cni.go.del))} | – | after/before ADD ${ratio(s(cni.shim.add), s(b.add))} |`,
+    );
+  }
   console.log(row3('CNI ADD, CPU time (user+sys of the plugin process and its children)', 'addCpu', '–'));
   console.log(row3('CNI DEL, CPU time', 'delCpu', '–'));
   console.log(row3('plugin start only (VERSION)', 'version', '–'));
   if (cri) {
     console.log(
-      `| containerd RunPodSandbox, ${cri.ours.run.length} pods | ${cell(s(cri.ours.run))} | – | ${cell(s(cri.go.run))} | ${ratio(s(cri.ours.run), s(cri.go.run))} | – | ≤ 1.3× |`,
+      `| containerd RunPodSandbox, ${cri.ours.run.length} pods | ${cell(s(cri.ours.run))} | – | ${cell(s(cri.go.run))} | ${ratio(s(cri.ours.run), s(cri.go.run))} | – | ≤ 1.1× |`,
     );
     console.log(
       `| containerd StopPodSandbox | ${cell(s(cri.ours.stop))} | – | ${cell(s(cri.go.stop))} | ${ratio(s(cri.ours.stop), s(cri.go.stop))} | – | – |`,
@@ -320,6 +357,7 @@ async function main(): Promise<void> {
   console.log(
     'CPU time of the shim counts the shim process only: the work ipamd does for it (in-process) is not in it.',
   );
+  printShimTrace(cni.shimTrace, cni.ipamdTrace, cni.shim.add, cni.go.add);
 }
 
 main().then(

@@ -8,7 +8,10 @@
  * the `nsenter` into the node netns is included, the same for both). Needs root;
  * everything created is removed.
  *
- *   node dist/bench/shim-add-ab.js [--rounds 60] [--a K=V]... [--b K=V]... [--a-dist DIR] [--b-dist DIR]
+ * `--gap-ms N` waits N ms between each ADD and its DEL (a DEL right after a fast ADD can
+ * find the kernel still settling the new veth).
+ *
+ *   node dist/bench/shim-add-ab.js [--rounds 60] [--a K=V]... [--b K=V]... [--a-dist DIR] [--b-dist DIR] [--gap-ms N]
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -54,6 +57,7 @@ async function main(): Promise<void> {
       b: { type: 'string', multiple: true, default: [] },
       'a-dist': { type: 'string' },
       'b-dist': { type: 'string' },
+      'gap-ms': { type: 'string', default: '0' },
     },
   });
   const mainOf = (dist: string | undefined) => (dist ? path.resolve(dist, 'ipamd/main.js') : undefined);
@@ -88,6 +92,7 @@ async function main(): Promise<void> {
             CNI_ARGS: `K8S_POD_NAMESPACE=bench;K8S_POD_NAME=pod-${i}`,
           };
           const add = await runShim(nodes[who]!, { ...env, CNI_COMMAND: 'ADD', ENI_IPAM_SHIM_DEBUG: '1' });
+          if (Number(values['gap-ms']) > 0) await new Promise((r) => setTimeout(r, Number(values['gap-ms'])));
           const del = await runShim(nodes[who]!, { ...env, CNI_COMMAND: 'DEL' });
           if (i >= 0) {
             times[who].add.push(add);

@@ -28,6 +28,8 @@ export interface ShimNode {
   config: Record<string, unknown>;
   /** Available IPs in ipamd's pool (introspection read from inside the netns). */
   available(): Promise<number>;
+  /** GETs an introspection path of ipamd (e.g. `/v1/stage-trace`) from inside the netns; the parsed JSON. */
+  introspect(path: string): Promise<unknown>;
   stop(): Promise<void>;
 }
 
@@ -110,14 +112,17 @@ export async function startShimNode(
       ipamdSocket: socket,
       execSocket: path.join(dir, 'cni-exec.sock'),
     };
-    const script = `fetch('http://127.0.0.1:${ipamd.introspectionPort}/v1/status').then(r=>r.json()).then(j=>console.log(j.counts.available))`;
+    const introspect = async (p: string): Promise<unknown> => {
+      const script = `fetch('http://127.0.0.1:${ipamd.introspectionPort}${p}').then(r=>r.text()).then(t=>process.stdout.write(t))`;
+      const out = await promisify(execFile)('nsenter', [`--net=${netns.path}`, process.execPath, '-e', script], {
+        env,
+        maxBuffer: 64 << 20,
+      });
+      return JSON.parse(out.stdout) as unknown;
+    };
     const available = async () =>
-      Number(
-        (
-          await promisify(execFile)('nsenter', [`--net=${netns.path}`, process.execPath, '-e', script], { env })
-        ).stdout.trim(),
-      );
-    return { netns, plugin, config, available, stop };
+      ((await introspect('/v1/status')) as { counts: { available: number } }).counts.available;
+    return { netns, plugin, config, available, introspect, stop };
   } catch (e) {
     await stop();
     throw e;

@@ -15,6 +15,9 @@ export interface TimedRun {
   stderr: string;
   wallMs: number;
   cpuMs: number;
+  /** `$EPOCHREALTIME` just before and just after the command, µs since the epoch (CLOCK_REALTIME). */
+  startUs: number;
+  endUs: number;
 }
 
 /** Options of {@link timedExec}. */
@@ -53,8 +56,17 @@ export function timedExec(argv: string[], o: TimedExecOptions = {}): Promise<Tim
       const wall = /^wall (\d+)[.,](\d{6}) (\d+)[.,](\d{6})$/m.exec(timing);
       if (!cpu || !wall) return reject(new Error(`no timing from bash for ${argv.join(' ')}: ${timing || stderr}`));
       const us = (sec: string, frac: string) => BigInt(sec) * 1_000_000n + BigInt(frac);
-      const wallMs = Number(us(wall[3]!, wall[4]!) - us(wall[1]!, wall[2]!)) / 1000;
-      resolve({ code: code ?? -1, stdout, stderr, wallMs, cpuMs: (Number(cpu[1]) + Number(cpu[2])) * 1000 });
+      const startUs = us(wall[1]!, wall[2]!);
+      const endUs = us(wall[3]!, wall[4]!);
+      resolve({
+        code: code ?? -1,
+        stdout,
+        stderr,
+        wallMs: Number(endUs - startUs) / 1000,
+        cpuMs: (Number(cpu[1]) + Number(cpu[2])) * 1000,
+        startUs: Number(startUs),
+        endUs: Number(endUs),
+      });
     });
     p.stdin!.on('error', () => undefined); // the command may exit before reading stdin
     p.stdin!.end(o.input ?? '');

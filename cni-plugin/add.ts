@@ -7,6 +7,10 @@
  * ipamd (`DelNetwork` reason "add-failed", or "ip-conflict" when the node already routes
  * the IP to another pod) before the error is reported; if ipamd gives no IP, the veth is
  * removed.
+ *
+ * Stage trace marks (`ctx.trace`, ipamd's exec server; bench/cni-vs-go.ts prints them):
+ * `ipamd-replied` (the AddNetwork answer is in), `finished` (wired, result serialised),
+ * plus startWiring's.
  */
 import { isIPv4 } from 'node:net';
 import { DEL_REASON_IP_CONFLICT, type AddNetworkReply } from '../proto/ipam.js';
@@ -18,6 +22,7 @@ import { IpamdCallError, RETRYABLE_STATUSES } from '../proto/ipamd-api.js';
 import { hostOf } from './process-host.js';
 import type { NetConf } from './netconf.js';
 import { networkIds } from './request.js';
+import { startNetlinkWiring } from './netlink-wiring.js';
 import { encodeAddResult, type AddResult } from './result.js';
 import { hostVethMac, hostVethName, podVethMac } from './veth-name.js';
 import { IpConflictError, startWiring, unwire, type VethPlan, type WiringPlan } from './wiring.js';
@@ -77,11 +82,13 @@ export async function cmdAdd(
   // (and persists it).
   const asked = ipamd.addNetwork(ids, ADD_TIMEOUT_MS);
   asked.catch(() => undefined); // awaited below, after the wiring started
-  const wiring = startWiring(veth, host);
+  const trace = ctx.trace;
+  const wiring = host.netlink ? startNetlinkWiring(veth, host, host.netlink, trace) : startWiring(veth, host, trace);
   try {
     let reply: AddNetworkReply;
     try {
       reply = await asked;
+      trace?.('ipamd-replied');
     } catch (e) {
       await wiring.abort();
       throw addFailure(e);
@@ -107,7 +114,9 @@ export async function cmdAdd(
       });
       const chained = chainAddResult(result, conf.prevResult);
       // Serialised here, inside the rollback: nothing that can fail comes after the IP is kept.
-      return { result: chained, json: JSON.stringify(chained), ip: plan.ipv4 };
+      const json = JSON.stringify(chained);
+      trace?.('finished');
+      return { result: chained, json, ip: plan.ipv4 };
     } catch (e) {
       // Any failure after the assignment gives everything back: the wiring, then the IP.
       if (wired) await unwire(plan, host);

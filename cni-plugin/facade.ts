@@ -3,7 +3,8 @@
  * ipamd's CNI exec server (ipamd/cni-exec) runs plugin invocations in-process with
  * {@link runInvocation} and {@link VERB_HANDLERS}, handing the plugin code a
  * {@link PluginHost} (its own IPAM service called directly, `ip` spawned from its worker
- * through netfacts/ip-batch.ts's runner, the node netns); its DEL spool applier tears down the
+ * through netfacts/ip-batch.ts's runner, the node netns, the rtnetlink helper ADD wires
+ * with: {@link netlinkHelper}); its DEL spool applier tears down the
  * node side of a pod ({@link teardownHost}, {@link hostVethName}). Shared wire types
  * live in proto/, shared node networking facts in netfacts/. The plugin imports nothing
  * from ipamd/.
@@ -21,3 +22,4 @@ export { connectIpamd } from './ipamd-client.js';
 export { SessionPool } from './grpc-http2.js';
 export { teardownHost, type HostTeardown } from './host-teardown.js';
 export { hostVethName } from './veth-name.js';
+export { netlinkHelper, type NetlinkHelper } from './netlink-helper.js';

@@ -2,7 +2,8 @@
  * Removes the node side of one attachment (docs/design.md#1-the-parts-and-how-a-pod-gets-its-ip step 4, undone): the host veth
  * (its peer and the host route `<ip>/32 dev <veth>` go with it) and the pod's ip rules.
  * Used by DEL (also when ipamd is unreachable: from `prevResult`) and by GC for the
- * attachments ipamd released. Idempotent: what is already gone is fine.
+ * attachments ipamd released. Idempotent: what is already gone is fine. With a netlink
+ * helper in `node` (ipamd's exec server), the veth and the known rules go through it.
  */
 import { LOCAL_NODE, type NodeSide } from './host.js';
 import { ipDeleteAll, ipShow } from '../netfacts/ip-query.js';
@@ -39,9 +40,10 @@ export async function teardownHost(t: HostTeardown): Promise<string[]> {
   if (!t.vethDone) await deleteHostVeth(t.hostVeth, node);
   if (!t.ipv4) return [];
   if (t.plan) {
-    return (await ipDeleteAll(podRuleDeleteLines(t.plan), node.nodeNetns, node.ip)).map(
-      (m) => `rule cleanup for ${t.ipv4}: ${m}`,
-    );
+    const failed = node.netlink
+      ? await node.netlink.delRules(t.plan)
+      : await ipDeleteAll(podRuleDeleteLines(t.plan), node.nodeNetns, node.ip);
+    return failed.map((m) => `rule cleanup for ${t.ipv4}: ${m}`);
   }
   const [routes, rules] = await ipShow(['route show table all', 'rule show'], node.nodeNetns, node.ip);
   const other = routesTo(

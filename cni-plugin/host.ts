@@ -5,10 +5,11 @@
  * the conflist's `ipamdSocket`, `ip` forked from this thread, the current netns is the
  * node's) and ipamd's CNI exec server (ipamd/cni-exec/server.ts: its own IPAM service
  * called directly, `ip` started from its spawn worker, the node netns it was configured
- * with). Nothing in the plugin code is switched process-wide.
+ * with, its rtnetlink helper for ADD's wiring). Nothing in the plugin code is switched process-wide.
  */
 import type { IpamdClient } from '../proto/ipamd-api.js';
 import { LOCAL_IP, type IpRunner } from '../netfacts/ip-batch.js';
+import type { NetlinkHelper } from './netlink-helper.js';
 
 /** How a verb reaches ipamd, spawns `ip`, and which netns is the node's. */
 export interface PluginHost {
@@ -24,10 +25,20 @@ export interface PluginHost {
    * wired in; undefined = the current netns (the plugin process's, or a host-network ipamd's).
    */
   nodeNetns?: string;
+  /**
+   * ipamd's rtnetlink helper (netlink-helper.ts): when present, ADD wires the pod through
+   * it (netlink-wiring.ts) and starts no process; otherwise with two `ip` batches (wiring.ts).
+   * DEL and GC delete the host veth and the pod's known rules through it too.
+   */
+  netlink?: NetlinkHelper;
 }
 
-/** The part of a host that wiring and teardown need: how to run `ip`, and where the node side is. */
-export type NodeSide = Pick<PluginHost, 'ip' | 'nodeNetns'>;
+/**
+ * The part of a host that wiring and teardown need: how to run `ip`, where the node side
+ * is, and the netlink helper when there is one (then the host veth and the pod's rules are
+ * deleted through it: wiring.ts `deleteHostVeth`, host-teardown.ts).
+ */
+export type NodeSide = Pick<PluginHost, 'ip' | 'nodeNetns' | 'netlink'>;
 
 /** The current netns is the node's; `ip` forked from this thread. */
 export const LOCAL_NODE: NodeSide = Object.freeze({ ip: LOCAL_IP });

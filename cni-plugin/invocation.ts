@@ -33,6 +33,12 @@ export interface VerbContext {
    * plugin process's host (`PROCESS_HOST`). ipamd's CNI exec server passes its own.
    */
   host?: PluginHost;
+  /**
+   * Stage trace of this invocation (ipamd's exec server passes one; the plugin process
+   * none): called with a mark name (e.g. `veth-up`) when the invocation reaches it; the
+   * caller timestamps it. Marks of ADD: cni-plugin/add.ts and wiring.ts.
+   */
+  trace?: (mark: string) => void;
 }
 
 /**
@@ -108,6 +114,7 @@ export async function runInvocation(
             `implemented: VERSION, ${Object.keys(handlers).join(', ')}`,
           );
     }
+    io.ctx?.trace?.('parsed');
     const out = await handler(env, conf, warnings, io.ctx ?? {});
     ip = out.ip;
     if (out.outputJson !== undefined) io.writeStdout(out.outputJson);

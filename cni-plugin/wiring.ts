@@ -21,7 +21,7 @@
  * Pod side: `lo` up, peer up, `<ip>/32`, `169.254.1.1 dev <if> scope link`,
  * `default via 169.254.1.1`, permanent neighbour 169.254.1.1 → host veth MAC.
  */
-import { stat } from 'node:fs/promises';
+import { statSync, type Stats } from 'node:fs';
 import { CniCode, CniError, echo } from './errors.js';
 import { LOCAL_NODE, type NodeSide } from './host.js';
 import { IpBatchError, type IpStream } from '../netfacts/ip-batch.js';
@@ -127,7 +127,16 @@ const OWN_NETNS = '/proc/self/ns/net';
  * @throws CniError 5 when `podNetns` does not exist, 4 when it is the node's namespace.
  */
 export async function checkPodNetns(podNetns: string, nodeNetns?: string): Promise<void> {
-  const [pod, node] = await Promise.allSettled([stat(podNetns), stat(nodeNetns ?? OWN_NETNS)]);
+  // Synchronous: two stats of nsfs files take microseconds, a trip through libuv's thread
+  // pool took ~1 ms on ADD's critical path under load (the stage trace's `netns-checked`).
+  const settle = (p: string): PromiseSettledResult<Stats> => {
+    try {
+      return { status: 'fulfilled', value: statSync(p) };
+    } catch (e) {
+      return { status: 'rejected', reason: e };
+    }
+  };
+  const [pod, node] = [settle(podNetns), settle(nodeNetns ?? OWN_NETNS)];
   if (pod.status === 'rejected')
     throw new CniError(CniCode.IoFailure, `netns ${podNetns} does not exist`, (pod.reason as Error).message);
   if (node.status === 'fulfilled' && pod.value.dev === node.value.dev && pod.value.ino === node.value.ino) {
@@ -151,11 +160,13 @@ export function podLines(p: WiringPlan): string[] {
 
 /**
  * Deletes the host veth `name` on the node side (`node`, default the current netns),
- * which removes its peer and the host route with it.
+ * which removes its peer and the host route with it; through `node.netlink` when there is
+ * one, else with one `ip` process.
  * @returns true if it existed, false if there was no such device.
  * @throws IpBatchError for any other failure.
  */
 export async function deleteHostVeth(name: string, node: NodeSide = LOCAL_NODE): Promise<boolean> {
+  if (node.netlink) return node.netlink.delLink(name);
   try {
     await node.ip.ipBatch([`link del dev ${name}`], node.nodeNetns);
     return true;
@@ -165,7 +176,8 @@ export async function deleteHostVeth(name: string, node: NodeSide = LOCAL_NODE):
   }
 }
 
-const wireError = (p: VethPlan, e: unknown): CniError =>
+/** `e` as the CniError of a wiring failure (code 5 naming the interface and netns), unless it is one already. */
+export const wireError = (p: VethPlan, e: unknown): CniError =>
   e instanceof CniError
     ? e
     : new CniError(CniCode.IoFailure, `failed to wire ${p.ifName} in netns ${p.netns}`, (e as Error).message);
@@ -210,7 +222,52 @@ export async function unwire(p: WiringPlan, node: NodeSide = LOCAL_NODE): Promis
   await ipDeleteAll(podRuleDeleteLines(p), node.nodeNetns, node.ip).catch(() => undefined);
 }
 
-const isFileExists = (e: unknown): boolean => e instanceof IpBatchError && /File exists/.test(e.stderr);
+/**
+ * Stage 2 on the node side: runs `add` (which adds the host route and the pod's rules;
+ * the route is added, never replaced). On "File exists" reads the route: another device
+ * routing the IP is a conflict ({@link IpConflictError}, nothing touched); otherwise an
+ * earlier holder's rules were in the way and are replaced (with `ip`, off the fast path).
+ * @throws IpConflictError; whatever `add` or the replacement throws otherwise.
+ */
+export async function addHostRoute(plan: WiringPlan, node: NodeSide, add: () => Promise<void>): Promise<void> {
+  try {
+    await add();
+  } catch (e) {
+    if (!isFileExists(e)) throw e;
+    // Unreadable counts as a conflict: the rules may be a live pod's, never delete them.
+    const other = await otherRouteDevice(plan.ipv4, plan.hostVeth, node).catch(
+      (err: Error) => `an existing route that could not be read (${err.message})`,
+    );
+    if (other !== undefined) throw new IpConflictError(plan.ipv4, other);
+    // Our route went in; an earlier holder's rules were in the way: replace them.
+    await ipDeleteAll(podRuleDeleteLines(plan), node.nodeNetns, node.ip);
+    await node.ip.ipBatch(hostRouteLines(plan, 'replace'), node.nodeNetns);
+  }
+}
+
+/**
+ * The end of stage 2 once both sides settled: nothing when both succeeded; otherwise
+ * removes the veth and (unless the failure is a conflict: those rules are the live
+ * pod's) the pod's rules, then throws.
+ * @throws IpConflictError, or CniError 5 naming the failure.
+ */
+export async function settleFinish(
+  plan: WiringPlan,
+  node: NodeSide,
+  h: PromiseSettledResult<unknown>,
+  podSide: PromiseSettledResult<unknown>,
+): Promise<void> {
+  const failed = h.status === 'rejected' ? h.reason : podSide.status === 'rejected' ? podSide.reason : undefined;
+  if (failed === undefined) return;
+  await deleteHostVeth(plan.hostVeth, node).catch(() => undefined);
+  // The rules belong to the live pod that holds the IP: never touch them.
+  if (failed instanceof IpConflictError) throw failed;
+  await ipDeleteAll(podRuleDeleteLines(plan), node.nodeNetns, node.ip).catch(() => undefined);
+  throw wireError(plan, failed);
+}
+
+/** True for an `ip` (or netlink helper) failure saying "File exists" (EEXIST). */
+export const isFileExists = (e: unknown): boolean => e instanceof IpBatchError && /File exists/.test(e.stderr);
 
 /**
  * Stage 1 of wiring, which needs no IP (ADD runs it while ipamd assigns one): checks the
@@ -222,17 +279,31 @@ const isFileExists = (e: unknown): boolean => e instanceof IpBatchError && /File
  * lines that need the IP ({@link PendingWiring.finish}), so no process starts after
  * ipamd's answer. Idempotent: an existing host veth (a repeated ADD) is deleted and the
  * pair created again. On failure nothing is left. Errors surface in `finish`.
+ *
+ * `trace` (optional) is called with the stage marks `netns-checked`, `ip-started` (both
+ * processes asked for), `ip-ready` (the node-side `ip` ran its first line: a marker
+ * written before the veth lines, only when tracing), `veth-up` (veth created and host end
+ * up), `pod-routes-sent`, and in `finish` `host-exited` / `pod-exited` (each batch's exit
+ * after its last lines).
  */
-export function startWiring(p: VethPlan, node: NodeSide = LOCAL_NODE): PendingWiring {
+export function startWiring(p: VethPlan, node: NodeSide = LOCAL_NODE, trace?: (mark: string) => void): PendingWiring {
   const { ip, nodeNetns } = node;
   const stage1 = (async (): Promise<{ host: IpStream; pod: IpStream }> => {
     await checkPodNetns(p.netns, nodeNetns);
+    trace?.('netns-checked');
     let host = ip.openIpStream(nodeNetns);
+    // Tracing: a marker before the veth lines splits the process start from the kernel's work.
+    const ready = trace ? host.barrier() : undefined;
     host.write(vethLines(p));
     const pod = ip.openIpStream(p.netns);
     pod.write(['link set dev lo up']);
+    trace?.('ip-started');
     try {
       try {
+        if (ready) {
+          await ready;
+          trace?.('ip-ready');
+        }
         await host.barrier();
       } catch (e) {
         if (!isFileExists(e)) throw e;
@@ -241,7 +312,9 @@ export function startWiring(p: VethPlan, node: NodeSide = LOCAL_NODE): PendingWi
         host.write(vethLines(p));
         await host.barrier();
       }
+      trace?.('veth-up');
       pod.write(podRouteLines(p));
+      trace?.('pod-routes-sent');
       return { host, pod };
     } catch (e) {
       await Promise.allSettled([host.end(), pod.end()]);
@@ -254,29 +327,12 @@ export function startWiring(p: VethPlan, node: NodeSide = LOCAL_NODE): PendingWi
   return {
     async finish(plan: WiringPlan): Promise<void> {
       const { host, pod } = await stage1;
-      const hostSide = async (): Promise<void> => {
-        try {
-          await host.end(hostRouteLines(plan));
-        } catch (e) {
-          if (!isFileExists(e)) throw e;
-          // Unreadable counts as a conflict: the rules may be a live pod's, never delete them.
-          const other = await otherRouteDevice(plan.ipv4, plan.hostVeth, node).catch(
-            (err: Error) => `an existing route that could not be read (${err.message})`,
-          );
-          if (other !== undefined) throw new IpConflictError(plan.ipv4, other);
-          // Our route went in; an earlier holder's rules were in the way: replace them.
-          await ipDeleteAll(podRuleDeleteLines(plan), nodeNetns, ip);
-          await ip.ipBatch(hostRouteLines(plan, 'replace'), nodeNetns);
-        }
-      };
-      const [h, podSide] = await Promise.allSettled([hostSide(), pod.end(podAddressLines(plan))]);
-      const failed = h.status === 'rejected' ? h.reason : podSide.status === 'rejected' ? podSide.reason : undefined;
-      if (failed === undefined) return;
-      await deleteHostVeth(plan.hostVeth, node).catch(() => undefined);
-      // The rules belong to the live pod that holds the IP: never touch them.
-      if (failed instanceof IpConflictError) throw failed;
-      await ipDeleteAll(podRuleDeleteLines(plan), nodeNetns, ip).catch(() => undefined);
-      throw wireError(plan, failed);
+      const hostSide = () => addHostRoute(plan, node, () => host.end(hostRouteLines(plan)));
+      const [h, podSide] = await Promise.allSettled([
+        hostSide().then(() => trace?.('host-exited')),
+        pod.end(podAddressLines(plan)).then(() => trace?.('pod-exited')),
+      ]);
+      await settleFinish(plan, node, h, podSide);
     },
     async abort(): Promise<void> {
       const started = await stage1.catch(() => undefined);

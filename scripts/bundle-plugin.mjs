@@ -143,7 +143,8 @@ export function cniVersions() {
 export const DEFAULT_SHIM_OUTFILE = `${root}dist/cni-plugin/eni-ipam`;
 
 /**
- * Compiles the native shim with gcc (static when the C library's libc.a is installed).
+ * Compiles the native shim with gcc (static when the C library's libc.a is installed),
+ * and ipamd's netlink wiring helper (cni-plugin/netlink) beside it as `eni-ipam-netlink`.
  * @param {object} [o]
  * @param {string} [o.outfile] output path (default dist/cni-plugin/eni-ipam), written via temp file + rename.
  * @returns {{ outfile: string, bytes: number, static: boolean }}
@@ -178,6 +179,28 @@ export function buildShim(o = {}) {
   );
   chmodSync(tmp, 0o755);
   renameSync(tmp, outfile);
+  // ipamd's rtnetlink wiring helper (cni-plugin/netlink), beside the shim.
+  const helper = path.join(path.dirname(outfile), 'eni-ipam-netlink');
+  const helperSources = readdirSync(`${root}cni-plugin/netlink`)
+    .filter((f) => f.endsWith('.c'))
+    .sort()
+    .map((f) => `${root}cni-plugin/netlink/${f}`);
+  execFileSync(
+    'gcc',
+    [
+      '-O2',
+      '-Wall',
+      '-Wextra',
+      '-Werror',
+      ...(isStatic ? ['-static'] : []),
+      '-o',
+      `${helper}.tmp-${process.pid}`,
+      ...helperSources,
+    ],
+    { stdio: ['ignore', 'inherit', 'inherit'] },
+  );
+  chmodSync(`${helper}.tmp-${process.pid}`, 0o755);
+  renameSync(`${helper}.tmp-${process.pid}`, helper);
   return { outfile, bytes: statSync(outfile).size, static: isStatic };
 }
 

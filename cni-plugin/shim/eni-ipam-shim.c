@@ -31,6 +31,11 @@
  * it would otherwise fail for lack of ipamd (no execSocket, not serving, F). Production
  * configs do not have it: nothing here ever needs Node.
  *
+ * Trace (benchmarks, bench/cni-vs-go.ts): with ENI_IPAM_SHIM_TRACE set, an R answer is
+ * preceded on stderr by one line `eni-ipam-trace start=<CLOCK_REALTIME µs at main>
+ * connected=<µs> sent=<µs> answered=<µs>` (µs from main, CLOCK_MONOTONIC): when the
+ * connection was up, the request written, and the whole answer read. Off by default.
+ *
  * Build: gcc -O2 -static with -DENI_IPAM_VERSIONS and -DENI_IPAM_LATEST_VERSION
  * (scripts/bundle-plugin.mjs). Linux only.
  */
@@ -100,6 +105,16 @@ static int is_supported(const char *v) {
   if (strlen(v) > 16) return 0;
   snprintf(q, sizeof q, "\"%s\"", v);
   return strstr(ENI_IPAM_VERSIONS, q) != NULL;
+}
+
+/* ENI_IPAM_SHIM_TRACE: µs (CLOCK_MONOTONIC) of main's start, connect, send; 0 = not tracing. */
+static long long trace_t0, trace_connected, trace_sent;
+static long long trace_realtime_us;
+
+static long long mono_us(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (long long)t.tv_sec * 1000000 + t.tv_nsec / 1000;
 }
 
 static long long now_ms(void) {
@@ -226,7 +241,9 @@ static void answer_reason(const struct buf *r, char *why, size_t whysz) {
  * (ipamd not serving, nothing done), with its reason in `why`.
  */
 static void exchange(int fd, const struct buf *req, char *why, size_t whysz) {
+  if (trace_t0) trace_connected = mono_us();
   if (write_all(fd, req->p, req->len) < 0) cni_error(TRY_AGAIN, "lost the connection to ipamd while sending, try again later", strerror(errno));
+  if (trace_t0) trace_sent = mono_us();
   struct buf r = {0};
   if (read_response(fd, &r) < 0) cni_error(TRY_AGAIN, "no answer from ipamd, try again later", strerror(errno));
   close(fd);
@@ -245,6 +262,9 @@ static void exchange(int fd, const struct buf *req, char *why, size_t whysz) {
     if (13 + (size_t)olen + 4 <= r.len) {
       uint32_t elen = get_u32(p + 13 + olen);
       if (17 + (size_t)olen + elen == r.len) {
+        if (trace_t0)
+          fprintf(stderr, "eni-ipam-trace start=%lld connected=%lld sent=%lld answered=%lld\n", trace_realtime_us,
+                  trace_connected - trace_t0, trace_sent - trace_t0, mono_us() - trace_t0);
         write_all(2, r.p + 17 + olen, elen);
         if (write_all(1, r.p + 13, olen) < 0) exit(1);
         exit(code > 255 ? 1 : (int)code);
@@ -256,6 +276,12 @@ static void exchange(int fd, const struct buf *req, char *why, size_t whysz) {
 
 int main(void) {
   char chunk[65536];
+  if (getenv("ENI_IPAM_SHIM_TRACE")) {
+    struct timespec rt;
+    trace_t0 = mono_us();
+    clock_gettime(CLOCK_REALTIME, &rt);
+    trace_realtime_us = (long long)rt.tv_sec * 1000000 + rt.tv_nsec / 1000;
+  }
   for (;;) { /* stdin: the network configuration; beyond MAX_STDIN only counted */
     ssize_t n = read(0, chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;

@@ -28,6 +28,13 @@
  * connection over the pending cap is answered "U" (busy, nothing run: the shim's ADD
  * retries within its wait, a DEL is spooled); one over the deadline or the memory cap is
  * closed at once (nothing was run; the shim reports CNI error 11, the runtime retries).
+ *
+ * Stage trace (ipamd's `GET /v1/stage-trace`, service/stage-trace.ts): each invocation
+ * records its marks as ms since the connection was accepted, `cni.<verb>.<mark>`:
+ * `decoded` (whole request read), `checked` (netns checks done), `parsed` (config valid),
+ * the verb's own (ADD: cni-plugin/add.ts, wiring.ts), `answered` (answer handed to the
+ * socket); the spawn worker's `cni.spawn.call` (ms its `spawn()` blocked) and
+ * `cni.spawn.relay` (the two messages' share of the time to a started child).
  */
 import { chmod, mkdir, stat } from 'node:fs/promises';
 import net from 'node:net';
@@ -37,6 +44,7 @@ import {
   runInvocation,
   SessionPool,
   VERB_HANDLERS,
+  type NetlinkHelper,
   type PluginHost,
   type VerbHandler,
 } from '../../cni-plugin/facade.js';
@@ -44,7 +52,9 @@ import { createIpRunner } from '../../netfacts/ip-batch.js';
 import type { IpamdClient } from '../../proto/ipamd-api.js';
 import type { Logger } from '../log.js';
 import { removeStaleSocket } from '../rpc/server.js';
+import { stageTrace } from '../service/stage-trace.js';
 import { startSpawnWorker, type SpawnWorker } from './spawn-worker.js';
+import { chooseNetlinkHelper } from './netlink-start.js';
 import { decodeRequest, encodeFallback, encodeResult, encodeUnavailable, type ExecRequest } from './protocol.js';
 
 /** Default deadline (ms from accept) for a connection's whole request; the shim sends it in one go. */
@@ -78,6 +88,12 @@ export interface CniExecServerOptions {
    * ipamd from the main thread stalls the event loop that answers the same ADD's RPC.
    */
   spawnInWorker?: boolean;
+  /**
+   * Path of the rtnetlink wiring helper (cni-plugin/netlink/eni-ipam-netlink.c) ADD wires
+   * pods with, started once and kept (no process per ADD); default the one built beside
+   * the shim (netlink-start.ts `BUNDLED_NETLINK_HELPER`) when it exists; false = wire with `ip` batches.
+   */
+  netlinkHelper?: string | false;
   /**
    * This ipamd, called directly by the plugin code when a config's `ipamdSocket` is
    * `socketPath` (`client`: ipamd/rpc/server.ts `RpcServer.directClient`, no protobuf, no
@@ -130,6 +146,7 @@ export class CniExecServer {
   private spawnWorker: SpawnWorker | undefined;
   private readonly sessions = new SessionPool();
   private host: PluginHost | undefined;
+  private netlink: NetlinkHelper | undefined;
 
   constructor(private readonly o: CniExecServerOptions) {}
 
@@ -156,7 +173,12 @@ export class CniExecServer {
     });
     this.server.maxConnections = this.o.maxConnections ?? MAX_CONNECTIONS;
     await chmod(sock, 0o600);
-    if (this.o.spawnInWorker ?? true) this.spawnWorker = startSpawnWorker();
+    if (this.o.spawnInWorker ?? true)
+      this.spawnWorker = startSpawnWorker((callMs, roundTripMs) => {
+        stageTrace.record('cni.spawn.call', callMs);
+        stageTrace.record('cni.spawn.relay', roundTripMs - callMs);
+      });
+    this.netlink = await chooseNetlinkHelper(this.o.netlinkHelper, this.o.nodeNetns, this.o.log);
     this.host = this.newPluginHost();
   }
 
@@ -171,6 +193,7 @@ export class CniExecServer {
         own && socketPath === own.socketPath ? own.client : connectIpamd(socketPath, this.sessions),
       ip: createIpRunner(this.spawnWorker?.spawner),
       ...(this.o.nodeNetns ? { nodeNetns: this.o.nodeNetns } : {}),
+      ...(this.netlink ? { netlink: this.netlink } : {}),
     };
   }
 
@@ -214,6 +237,7 @@ export class CniExecServer {
     }
     if (!this.inFlight.size) {
       this.sessions.close();
+      this.netlink?.close();
       await this.spawnWorker?.stop();
     } else
       this.o.log.warn({ running: this.inFlight.size }, 'CNI exec: invocations still running after the shutdown grace');
@@ -232,6 +256,7 @@ export class CniExecServer {
       return;
     }
     this.pending++;
+    const accepted = performance.now();
     const chunks: Buffer[] = [];
     let size = 0;
     let need = 0;
@@ -274,7 +299,7 @@ export class CniExecServer {
         answer(c, encodeFallback(r.reason));
         return;
       }
-      const job = this.serve(c, r.request).catch((e: Error) => {
+      const job = this.serve(c, r.request, accepted).catch((e: Error) => {
         this.o.log.error({ err: e.message }, 'CNI exec: invocation failed');
         c.destroy();
       });
@@ -330,8 +355,11 @@ export class CniExecServer {
     return undefined;
   }
 
-  private async serve(c: net.Socket, req: ExecRequest): Promise<void> {
+  private async serve(c: net.Socket, req: ExecRequest, accepted: number): Promise<void> {
     const t0 = performance.now();
+    const prefix = `cni.${(req.env.CNI_COMMAND ?? '').toLowerCase()}.`;
+    const trace = (mark: string) => stageTrace.record(prefix + mark, performance.now() - accepted);
+    trace('decoded');
     const who = {
       verb: req.env.CNI_COMMAND ?? '',
       containerId: req.env.CNI_CONTAINERID ?? '',
@@ -342,6 +370,7 @@ export class CniExecServer {
       return;
     }
     const why = await this.refusal(req);
+    trace('checked');
     if (why) {
       this.o.log.warn({ ...who, reason: why }, 'CNI exec: cannot run this invocation here');
       answer(c, encodeFallback(why));
@@ -358,7 +387,7 @@ export class CniExecServer {
       writeStderr: (s) => {
         stderr += s;
       },
-      ctx: { host: this.pluginHost },
+      ctx: { host: this.pluginHost, trace },
       ...(this.o.appendLog ? { appendLog: this.o.appendLog } : {}),
     });
     this.o.log.debug(
@@ -373,5 +402,6 @@ export class CniExecServer {
       return;
     }
     answer(c, encodeResult(code, stdout, stderr));
+    trace('answered');
   }
 }

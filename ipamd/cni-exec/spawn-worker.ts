@@ -29,12 +29,14 @@ parentPort.on('message', (m) => {
     return;
   }
   let p;
+  const t0 = performance.now();
   try {
     p = spawn(m.argv[0], m.argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe'], env: m.env });
   } catch (e) {
     post({ id: m.id, ev: 'failed', message: String(e && e.message) });
     return;
   }
+  post({ id: m.id, ev: 'spawned', ms: performance.now() - t0 });
   kids.set(m.id, p);
   let over = false;
   p.stdout.setEncoding('utf8').on('data', (d) => post({ id: m.id, ev: 'stdout', data: d }));
@@ -46,6 +48,7 @@ parentPort.on('message', (m) => {
 `;
 
 type FromWorker =
+  | { id: number; ev: 'spawned'; ms: number }
   | { id: number; ev: 'stdout'; data: string }
   | { id: number; ev: 'stderr'; data: string }
   | { id: number; ev: 'exit'; code: number | null }
@@ -63,15 +66,25 @@ export interface SpawnWorker {
 
 /**
  * Starts the worker; its {@link SpawnWorker.spawner} starts children through it.
- * The worker does not keep the process alive.
+ * The worker does not keep the process alive. `onSpawned(callMs, roundTripMs)`, when
+ * given, is told of each child started: how long the worker's `spawn()` call took (ms,
+ * fork + exec up to libuv's return) and the time from the request to the worker's
+ * report of it arriving back on this thread (ms).
  */
-export function startSpawnWorker(): SpawnWorker {
+export function startSpawnWorker(onSpawned?: (callMs: number, roundTripMs: number) => void): SpawnWorker {
   const worker = new Worker(WORKER_SOURCE, { eval: true });
   worker.unref();
   const children = new Map<number, IpChildEvents>();
+  const asked = new Map<number, number>();
   let nextId = 1;
   let dead = false;
   worker.on('message', (m: FromWorker) => {
+    if (m.ev === 'spawned') {
+      const t0 = asked.get(m.id);
+      asked.delete(m.id);
+      if (t0 !== undefined) onSpawned?.(m.ms, performance.now() - t0);
+      return;
+    }
     const on = children.get(m.id);
     if (!on) return;
     if (m.ev === 'stdout') on.stdout(m.data);
@@ -81,6 +94,7 @@ export function startSpawnWorker(): SpawnWorker {
       on.exit(m.code);
     } else {
       children.delete(m.id);
+      asked.delete(m.id);
       on.failed(new Error(m.message));
     }
   });
@@ -89,6 +103,7 @@ export function startSpawnWorker(): SpawnWorker {
     dead = true;
     for (const on of children.values()) on.failed(new Error(`the spawn worker ended (${why})`));
     children.clear();
+    asked.clear();
   };
   worker.on('error', (e: Error) => die(e.message));
   worker.on('exit', (code) => die(`exit ${code}`));
@@ -97,6 +112,7 @@ export function startSpawnWorker(): SpawnWorker {
     if (dead) return localSpawner(argv, env, on);
     const id = nextId++;
     children.set(id, on);
+    if (onSpawned) asked.set(id, performance.now());
     worker.postMessage({ op: 'spawn', id, argv, env: { ...env } });
     return {
       write: (data) => {

@@ -158,6 +158,16 @@ test('concurrent ADDs through the shim run independently inside ipamd', async (t
   for (const a of adds) assert.equal(a.code, 0, `${a.stdout} ${a.stderr}`);
   const ips = adds.map((a) => ipOf(a.json));
   assert.equal(new Set(ips).size, ips.length, 'distinct IPs');
+  // ipamd traced each ADD's stages (ms since accept), and wired through its netlink helper:
+  // no `ip-ready` mark, which only the ip-batch wiring records.
+  const trace = (await (await fetch(`http://127.0.0.1:${n.d.introspectionPort}/v1/stage-trace`)).json()) as Record<
+    string,
+    { count: number; p50: number }
+  >;
+  for (const mark of ['decoded', 'checked', 'parsed', 'netns-checked', 'veth-up', 'ipamd-replied', 'answered'])
+    assert.equal(trace[`cni.add.${mark}`]?.count, 6, `cni.add.${mark}: ${JSON.stringify(trace[`cni.add.${mark}`])}`);
+  assert.equal(trace['cni.add.ip-ready'], undefined, 'ADD started no ip batch');
+  assert.ok(trace['cni.add.answered']!.p50 >= trace['cni.add.veth-up']!.p50);
   for (const [i, p] of pods.entries())
     assert.match(
       await ipIn(p.path, ['-4', '-o', 'addr', 'show', 'dev', 'eth0']),

@@ -1,0 +1,196 @@
+/**
+ * Client of `eni-ipam-netlink` (cni-plugin/netlink/eni-ipam-netlink.c), the long-lived
+ * helper that wires pods over rtnetlink for ipamd's CNI exec server, so an ADD starts no
+ * process: forking ipamd (two `ip` processes per ADD) was most of the shim's ADD (README
+ * "Benchmarks"). One helper process serves every ADD; requests are lines tagged with an
+ * id, answered in order. The line format is the C file's docstring.
+ *
+ * If the helper exits, the requests waiting on it fail (the ADD reports CNI error 5 and
+ * the runtime retries) and the next request starts a new one. A request not answered
+ * within {@link NETLINK_REQUEST_TIMEOUT_MS} fails the same way and the helper is killed
+ * (a stuck helper must not hold every later ADD).
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { IpBatchError } from '../netfacts/ip-batch.js';
+
+/** errno of "no such device" (the helper's answer for a link that is not there). */
+const ENODEV = 19;
+
+/** Default deadline of one helper request, ms (a request takes well under 1 ms when the kernel answers). */
+export const NETLINK_REQUEST_TIMEOUT_MS = 10_000;
+
+/** The requests of the helper; each resolves on `ok`. */
+export interface NetlinkHelper {
+  /**
+   * Node: veth pair `hostVeth`/`ifName` (peer created in the pod netns), host end up;
+   * pod: `lo` and peer up, gateway and default routes, gateway neighbour (replaced).
+   * @throws IpBatchError (`stderr` names the step and the kernel's message, e.g. "link add: File exists").
+   */
+  veth(p: {
+    netns: string;
+    hostVeth: string;
+    hostMac: string;
+    ifName: string;
+    podMac: string;
+    mtu: number;
+  }): Promise<void>;
+  /**
+   * Node: route `<ipv4>/32 dev <hostVeth> scope link` added (EEXIST if present), the pod's
+   * rules added (prio 512 to, and 1536 from for a table other than 254).
+   * @throws IpBatchError as {@link NetlinkHelper.veth}.
+   */
+  host(p: { hostVeth: string; ipv4: string; routeTableId: number }): Promise<void>;
+  /**
+   * Pod: `<ipv4>/32 dev <ifName>` replaced.
+   * @throws IpBatchError as {@link NetlinkHelper.veth}.
+   */
+  addr(p: { netns: string; ifName: string; ipv4: string }): Promise<void>;
+  /**
+   * Node: deletes the link `name` (its peer and routes go with it).
+   * @returns true if it existed, false if there was no such device.
+   * @throws IpBatchError for any other failure.
+   */
+  delLink(name: string): Promise<boolean>;
+  /**
+   * Node: deletes the rules {@link NetlinkHelper.host} adds for `ipv4` and `routeTableId`;
+   * rules already gone are fine.
+   * @returns the other failures' messages (empty when everything went or was gone).
+   */
+  delRules(p: { ipv4: string; routeTableId: number }): Promise<string[]>;
+  /**
+   * Starts the helper if it is not running and waits for its answer to a no-op.
+   * @throws IpBatchError when it cannot run or does not answer.
+   */
+  ping(): Promise<void>;
+  /** Ends the helper (its stdin closed); waiting requests fail. */
+  close(): void;
+}
+
+/** A field of a request: no whitespace (the separator) and not empty. */
+const field = (what: string, v: string | number): string => {
+  const s = String(v);
+  if (!s || /\s/.test(s)) throw new IpBatchError(['eni-ipam-netlink'], null, `invalid ${what}: ${JSON.stringify(s)}`);
+  return s;
+};
+
+/**
+ * Starts the helper at `helperPath` (lazily, on the first request; again after it
+ * exited), entering the node netns at `nodeNetns` (default: ipamd's own). `o.timeoutMs`:
+ * per-request deadline (default {@link NETLINK_REQUEST_TIMEOUT_MS}).
+ */
+export function netlinkHelper(helperPath: string, nodeNetns?: string, o: { timeoutMs?: number } = {}): NetlinkHelper {
+  let child: ChildProcessWithoutNullStreams | undefined;
+  let nextId = 1;
+  const waiting = new Map<number, { argv: string[]; resolve: () => void; reject: (e: Error) => void }>();
+  let closed = false;
+  const timeoutMs = o.timeoutMs ?? NETLINK_REQUEST_TIMEOUT_MS;
+
+  // An idle helper does not keep the process running (ipamd's sockets do); one with requests waiting does.
+  const hold = (p: ChildProcessWithoutNullStreams, on: boolean) => {
+    for (const h of [p, p.stdin, p.stdout, p.stderr] as unknown as Array<{ ref?: () => void; unref?: () => void }>)
+      if (on) h.ref?.();
+      else h.unref?.();
+  };
+  const settle = (id: number) => {
+    waiting.delete(id);
+    if (waiting.size === 0 && child) hold(child, false);
+  };
+
+  const start = (): ChildProcessWithoutNullStreams => {
+    const p = spawn(helperPath, nodeNetns ? [nodeNetns] : [], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    p.stdout.setEncoding('utf8').on('data', (d: string) => {
+      out += d;
+      for (let nl = out.indexOf('\n'); nl >= 0; nl = out.indexOf('\n')) {
+        const line = out.slice(0, nl);
+        out = out.slice(nl + 1);
+        const m = /^(\d+) (ok|err (\d+) (.*))$/.exec(line);
+        const w = m ? waiting.get(Number(m[1])) : undefined;
+        if (!m || !w) continue;
+        settle(Number(m[1]));
+        if (m[2] === 'ok') w.resolve();
+        else w.reject(new IpBatchError(w.argv, Number(m[3]), `RTNETLINK answers: ${m[4]}`));
+      }
+    });
+    p.stderr.setEncoding('utf8').on('data', (d: string) => {
+      err = (err + d).slice(-2000);
+    });
+    p.stdin.on('error', () => undefined); // it exited: reported below
+    const gone = (why: string) => {
+      if (child === p) child = undefined;
+      for (const [id, w] of waiting) {
+        settle(id);
+        w.reject(new IpBatchError(w.argv, null, `eni-ipam-netlink ${why}${err ? `: ${err.trim()}` : ''}`));
+      }
+    };
+    p.on('error', (e) => gone(`could not run (${e.message})`));
+    p.on('exit', (code, signal) => gone(`exited (${signal ?? code})`));
+    hold(p, waiting.size > 0);
+    return p;
+  };
+
+  const request = (fields: string[]): Promise<void> => {
+    if (closed) return Promise.reject(new IpBatchError(['eni-ipam-netlink', ...fields], null, 'helper closed'));
+    child ??= start();
+    const id = nextId++;
+    const argv = ['eni-ipam-netlink', ...fields];
+    const p = child;
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        if (!waiting.has(id)) return;
+        settle(id);
+        reject(new IpBatchError(argv, null, `eni-ipam-netlink did not answer within ${timeoutMs} ms`));
+        p.kill('SIGKILL'); // the others waiting fail on its exit; the next request starts a new one
+      }, timeoutMs);
+      timer.unref();
+      const done =
+        <T>(f: (v: T) => void) =>
+        (v: T) => {
+          clearTimeout(timer);
+          f(v);
+        };
+      waiting.set(id, { argv, resolve: done(resolve), reject: done(reject) });
+      if (waiting.size === 1) hold(p, true);
+      p.stdin.write(`${id} ${fields.join(' ')}\n`);
+    });
+  };
+
+  return {
+    veth: async (p) =>
+      request([
+        'veth',
+        field('netns', p.netns),
+        field('hostVeth', p.hostVeth),
+        field('hostMac', p.hostMac),
+        field('ifName', p.ifName),
+        field('podMac', p.podMac),
+        field('mtu', p.mtu),
+      ]),
+    host: async (p) =>
+      request(['host', field('hostVeth', p.hostVeth), field('ipv4', p.ipv4), field('table', p.routeTableId)]),
+    addr: async (p) => request(['addr', field('netns', p.netns), field('ifName', p.ifName), field('ipv4', p.ipv4)]),
+    delLink: async (name) => {
+      try {
+        await request(['dellink', field('hostVeth', name)]);
+        return true;
+      } catch (e) {
+        if (e instanceof IpBatchError && e.exitCode === ENODEV) return false;
+        throw e;
+      }
+    },
+    delRules: async (p) => {
+      try {
+        await request(['delrules', field('ipv4', p.ipv4), field('table', p.routeTableId)]);
+        return [];
+      } catch (e) {
+        return [(e as Error).message];
+      }
+    },
+    ping: () => request(['ping']),
+    close: () => {
+      closed = true;
+      child?.stdin.end();
+    },
+  };
+}
