@@ -74,6 +74,8 @@ export interface DsNode {
   /** `GET /v1/status` / `/v1/allocations` of ipamd through the bridge. */
   status(): Promise<IpamdStatus>;
   allocations(): Promise<IpamdAllocation[]>;
+  /** `GET /v1/stage-trace` of ipamd: per stage (e.g. `cni.add.veth-up`), count and ms quantiles. */
+  stageTrace(): Promise<Record<string, { count: number; p50: number }>>;
   /** Metrics text of ipamd (METRICS_BIND_ADDRESS :61678, bridged). */
   metrics(): Promise<string>;
   /** An echo server on 0.0.0.0:`port` in the node netns (what pods reach over TCP). */
@@ -188,6 +190,7 @@ export async function createDsNode(o: {
       },
       status: () => getJson<IpamdStatus>('/v1/status'),
       allocations: () => getJson<IpamdAllocation[]>('/v1/allocations'),
+      stageTrace: () => getJson<Record<string, { count: number; p50: number }>>('/v1/stage-trace'),
       metrics: async () => (await fetch(`http://127.0.0.1:${bridge.outward.get(61678)}/metrics`)).text(),
       async startEchoServer(p) {
         const script = `require('net').createServer((s) => s.on('data', (d) => s.write(d))).listen(${p}, '0.0.0.0', () => console.log('listening'))`;

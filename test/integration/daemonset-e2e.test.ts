@@ -111,6 +111,14 @@ test(
       await tcpSendFrom(ns!, n.nodeIp, ECHO_PORT, pods.get(id)!);
     }
     t.diagnostic(`${PODS} pods got IPs and reached ${n.nodeIp}:${ECHO_PORT} over TCP`);
+    // Inside the container, with the chart's capabilities, ipamd wired each pod through its
+    // netlink helper: every ADD passed `veth-up`, none started an ip batch (`ip-ready`).
+    const trace = await n.stageTrace();
+    t.diagnostic(
+      `ADD stages: veth-up ${JSON.stringify(trace['cni.add.veth-up'])}, ip-ready ${JSON.stringify(trace['cni.add.ip-ready'])}`,
+    );
+    assert.ok((trace['cni.add.veth-up']?.count ?? 0) >= PODS, 'each ADD wired its veth');
+    assert.equal(trace['cni.add.ip-ready'], undefined, 'no ADD fell back to ip batches');
     await nothingLost(n, ipAtStart);
 
     // Rolling update: the old ipamd container stops; its probes now fail (run from an idle
