@@ -17,14 +17,23 @@
  *
  * ipamd's CPU time per pair (user + system, from /proc, over each row) is what bounds
  * pairs/s once ipamd's one event loop is saturated (about 1000 / that figure per core),
- * and it moves far less with the machine's load than the latencies do.
+ * and it moves far less with the machine's load than the latencies do. The bench's own
+ * CPU per pair (its grpc-js client, `process.cpuUsage`) is printed beside it: on a
+ * 2-core machine the two share the cores, so pairs/s ≤ 2000 / (ipamd + client) at best.
+ * With N closed-loop clients the pair latency averages N / pairs/s (Little's law): at 64
+ * clients a pair p99 ≤ 20 ms needs well over 3,200 pairs/s.
  *
  * After the first and the last concurrency, it prints ipamd's own per-stage trace
  * (`GET /v1/stage-trace`, ipamd/service/stage-trace.ts: the last 4096 samples of each
  * stage, so mostly that row's requests): protobuf decode/encode, datastore, the wait
  * for the durable write, and each checkpoint write's stages.
  *
+ * `--node-flags "<flags>"` runs ipamd as `node <flags> main.js` (the image's entrypoint passes
+ * `--optimize-for-size --max-semi-space-size=1`; `--cpu-prof` profiles it); `--ipamd <path>` runs
+ * another build's ipamd/main.js (an A/B of two builds in one session).
+ *
  *   node dist/bench/ipamd-rpc-throughput.js [--seconds 5] [--concurrency 1,4,16,64] [--released 4096]
+ *     [--node-flags "<flags>"] [--ipamd <other dist>/ipamd/main.js]
  */
 import { readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -50,12 +59,32 @@ function cpuMsOf(pid: number | undefined): number | undefined {
   }
 }
 
+/**
+ * argv put before `node main.js` to run ipamd as `node <flags> <main>`: `flags` space-separated
+ * node/V8 flags (e.g. the image entrypoint's `--max-semi-space-size=1`, or `--cpu-prof`),
+ * `main` another build's ipamd/main.js (A/B of two builds in one session); undefined when neither.
+ */
+function childPrefix(flags: string, main: string | undefined): string[] | undefined {
+  const f = flags.split(' ').filter(Boolean);
+  if (!f.length && !main) return undefined;
+  // sh gets `node` and this build's main.js as "$@": run node with the flags, then main.js or `main`.
+  const tail = main ? `"${main.replace(/"/g, '')}"` : '"$@"';
+  return [
+    '/bin/sh',
+    '-c',
+    `n="$1"; shift; ${main ? 'shift; ' : ''}exec "$n" ${f.map((x) => `'${x}'`).join(' ')} ${tail}`,
+    'sh',
+  ];
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
       seconds: { type: 'string', default: '5' },
       concurrency: { type: 'string', default: '1,4,16,64' },
       released: { type: 'string', default: '4096' },
+      'node-flags': { type: 'string', default: '' },
+      ipamd: { type: 'string' },
     },
   });
   const seconds = Number(values.seconds);
@@ -73,6 +102,7 @@ async function main(): Promise<void> {
     cri: false,
     env: { WARM_IP_TARGET: String(warm), IP_COOLDOWN_PERIOD: '0' },
   });
+  node.childPrefix = childPrefix(values['node-flags']!, values.ipamd);
   const c = ipamdClient(node.socket);
   const out: string[] = [];
   const traces: Array<[number, Record<string, { count: number; p50: number; p90: number; p99: number; max: number }>]> =
@@ -100,6 +130,7 @@ async function main(): Promise<void> {
       const delMs: number[] = [];
       let errors = 0;
       const cpu0 = cpuMsOf(node.pid);
+      const own0 = process.cpuUsage();
       const t0 = performance.now();
       const end = t0 + seconds * 1000;
       await Promise.all(
@@ -123,11 +154,21 @@ async function main(): Promise<void> {
       );
       const el = (performance.now() - t0) / 1000;
       const cpu1 = cpuMsOf(node.pid);
+      const own = process.cpuUsage(own0);
       const cpuPerPair =
         cpu0 !== undefined && cpu1 !== undefined && pairMs.length ? (cpu1 - cpu0) / pairMs.length : NaN;
       const q = (xs: number[]) => `${quantile(xs, 0.5).toFixed(2)} / ${quantile(xs, 0.99).toFixed(2)}`;
       out.push(
-        row([conc, (pairMs.length / el).toFixed(0), q(pairMs), q(addMs), q(delMs), cpuPerPair.toFixed(2), errors]),
+        row([
+          conc,
+          (pairMs.length / el).toFixed(0),
+          q(pairMs),
+          q(addMs),
+          q(delMs),
+          cpuPerPair.toFixed(2),
+          pairMs.length ? ((own.user + own.system) / 1000 / pairMs.length).toFixed(2) : 'NaN',
+          errors,
+        ]),
       );
       if (conc === levels[0] || conc === levels[levels.length - 1])
         traces.push([
@@ -143,7 +184,7 @@ async function main(): Promise<void> {
     await sim.stop();
   }
   console.log(
-    `ipamd ADD+DEL pairs over the Unix socket, warm pool, checkpoint durable on every change (group commit), ${values.released} DELs remembered, ${seconds} s per row, ${machineLine(os.cpus().length)}, load ${os.loadavg()[0]!.toFixed(1)}`,
+    `ipamd ADD+DEL pairs over the Unix socket, warm pool, checkpoint durable on every change (group commit), ${values.released} DELs remembered, ${seconds} s per row, ${machineLine(os.cpus().length)}, ipamd ${values.ipamd ?? 'this build'}${values['node-flags'] ? ` with ${values['node-flags']}` : ''}, load ${os.loadavg()[0]!.toFixed(1)}`,
   );
   console.log(
     row([
@@ -153,10 +194,11 @@ async function main(): Promise<void> {
       'ADD p50 / p99 ms',
       'DEL p50 / p99 ms',
       'ipamd CPU ms / pair',
+      'bench client CPU ms / pair',
       'errors',
     ]),
   );
-  console.log(row(Array(7).fill('---')));
+  console.log(row(Array(8).fill('---')));
   for (const l of out) console.log(l);
   for (const [conc, tr] of traces) {
     if (Object.keys(tr).length === 0) continue; // an ipamd without the trace
