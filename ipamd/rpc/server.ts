@@ -78,9 +78,14 @@ export const RPC_CONNECTION_BOUNDS: Readonly<RpcConnectionBounds> = Object.freez
   keepaliveTimeoutMs: 20_000,
 });
 
-/** grpc-js server options for `b`. */
+/**
+ * grpc-js server options for `b`. Channelz (gRFC A14: per-call counters and timestamps for
+ * a channelz service, which ipamd does not serve) is off: it costs a tracker object and
+ * closures per call on ADD/DEL's path.
+ */
 export function grpcServerOptions(b: RpcConnectionBounds): grpc.ServerOptions {
   return {
+    'grpc.enable_channelz': 0,
     'grpc.max_connection_idle_ms': b.idleMs,
     'grpc.max_connection_age_ms': b.maxAgeMs,
     'grpc.max_connection_age_grace_ms': b.ageGraceMs,

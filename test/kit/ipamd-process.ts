@@ -63,10 +63,12 @@ export async function startIpamd(p: {
   );
   const ready = new Promise<number>((resolve, reject) => {
     let buf = '';
+    let served = false;
     child.stdout!.on('data', (d: Buffer) => {
       log.write(d);
-      buf += d.toString();
       tail = (tail + d.toString()).slice(-4000);
+      if (served) return; // only the "ipamd serving" line is read: no JSON.parse per later log line
+      buf += d.toString();
       let i;
       while ((i = buf.indexOf('\n')) >= 0) {
         const line = buf.slice(0, i);
@@ -75,6 +77,7 @@ export async function startIpamd(p: {
           const o = JSON.parse(line) as { msg?: string; introspectionPort?: number; metricsPort?: number };
           if (o.msg === 'ipamd serving') {
             metricsPort = o.metricsPort;
+            served = true;
             resolve(o.introspectionPort ?? 0);
           }
         } catch {
