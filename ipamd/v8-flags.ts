@@ -1,18 +1,22 @@
 /**
- * V8 flags for a small resident set, set before any other module of ipamd loads (main.ts
- * imports this first): `--optimize-for-size` (V8 trades some optimisation for smaller
- * code and heap; `node --v8-options`). `--max-semi-space-size` (MiB) only takes effect on
- * the command line, so the image's entrypoint (/app/bin/ipamd, scripts/image/stage.mjs)
- * passes {@link IPAMD_NODE_FLAGS} itself, with {@link IPAMD_MALLOC_ENV} (glibc malloc
- * otherwise keeps the parser's freed memory of the SDK and Kubernetes client imports:
- * ~25 MiB); a direct `node dist/ipamd/main.js` gets what can be set at run time. Node
- * refuses these flags in NODE_OPTIONS. ENI_IPAM_V8_DEFAULTS=false runs with V8's
- * defaults (for comparison).
+ * V8 flags and malloc settings for a small resident set without slowing the request path
+ * (docs/design.md#16-footprint-and-latency). main.ts imports this module first.
+ *
+ * The image's entrypoint (/app/bin/ipamd, scripts/image/stage.mjs) passes
+ * {@link IPAMD_NODE_FLAGS} on node's command line — `--max-semi-space-size` (MiB) only takes
+ * effect there, and Node refuses it in NODE_OPTIONS — and exports {@link IPAMD_MALLOC_ENV}
+ * (glibc malloc otherwise keeps the parser's freed memory of the SDK and Kubernetes client
+ * imports: ~25 MiB). A direct `node dist/ipamd/main.js` runs with V8's defaults.
+ *
+ * `--optimize-for-size` is not set: it cost ~45% more of ipamd's CPU per ADD+DEL pair at
+ * 64 clients (`bench/ipamd-rpc-throughput`, 0.50 → 0.28 ms without it, same session) for a
+ * few MiB of RSS (`bench/ipamd-rss`; figures in docs/design.md#16-footprint-and-latency).
+ * To compare: `bench/ipamd-rss --node-flag=--optimize-for-size`, or
+ * `bench/ipamd-rpc-throughput --node-flags=--optimize-for-size`.
  */
-import v8 from 'node:v8';
 
 /** The flags the image's entrypoint passes to node before main.js. */
-export const IPAMD_NODE_FLAGS = ['--optimize-for-size', '--max-semi-space-size=1'];
+export const IPAMD_NODE_FLAGS = ['--max-semi-space-size=1'];
 
 /** The glibc malloc settings the image's entrypoint exports (man 3 mallopt: M_ARENA_MAX, M_TRIM_THRESHOLD, M_MMAP_THRESHOLD). */
 export const IPAMD_MALLOC_ENV = {
@@ -20,6 +24,3 @@ export const IPAMD_MALLOC_ENV = {
   MALLOC_TRIM_THRESHOLD_: '65536',
   MALLOC_MMAP_THRESHOLD_: '65536',
 };
-
-if (process.env.ENI_IPAM_V8_DEFAULTS !== 'false' && !process.execArgv.includes('--optimize-for-size'))
-  v8.setFlagsFromString('--optimize-for-size');
