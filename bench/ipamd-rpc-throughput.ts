@@ -28,12 +28,13 @@
  * stage, so mostly that row's requests): protobuf decode/encode, datastore, the wait
  * for the durable write, and each checkpoint write's stages.
  *
- * `--node-flags "<flags>"` runs ipamd as `node <flags> main.js` (the image's entrypoint passes
- * `--optimize-for-size --max-semi-space-size=1`; `--cpu-prof` profiles it); `--ipamd <path>` runs
- * another build's ipamd/main.js (an A/B of two builds in one session).
+ * `--node-flags=<flags>` (with `=`: they start with a dash) runs ipamd as `node <flags> main.js`
+ * (the image's entrypoint passes `--max-semi-space-size=1`; `--cpu-prof` profiles it);
+ * `--ipamd <path>` runs another build's ipamd/main.js (an A/B of two builds in one session;
+ * that dist's parent directory must hold `proto/`, as a checkout's does).
  *
  *   node dist/bench/ipamd-rpc-throughput.js [--seconds 5] [--concurrency 1,4,16,64] [--released 4096]
- *     [--node-flags "<flags>"] [--ipamd <other dist>/ipamd/main.js]
+ *     [--node-flags=<flags>] [--ipamd <other checkout>/dist/ipamd/main.js]
  */
 import { readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
