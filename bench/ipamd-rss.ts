@@ -13,7 +13,7 @@
  * after it. Prints figures, no pass/fail.
  *
  * ipamd runs as the image's entrypoint runs it (IPAMD_MALLOC_ENV + IPAMD_NODE_FLAGS);
- * `--v8-defaults` runs plain `node main.js` (with ENI_IPAM_V8_DEFAULTS=false) for comparison;
+ * `--v8-defaults` runs plain `node main.js` (V8's and glibc's defaults) for comparison;
  * `--node-flag F` (repeatable) adds a node flag after the entrypoint's (trying V8 flags).
  * `--split` also prints where the resident set is at each sample (/proc/<pid>/smaps_rollup:
  * anonymous vs file-backed, MiB); `--heap-snapshot` writes a V8 heap snapshot of ipamd at
@@ -92,7 +92,6 @@ async function main(): Promise<void> {
       ENI_IPAM_FAST_RESTART: 'true', // the restart figure is the fast path's
       MY_NODE_NAME: nodeName,
       KUBECONFIG: kubeconfig,
-      ...(values['v8-defaults'] ? { ENI_IPAM_V8_DEFAULTS: 'false' } : {}),
     },
   });
   // Run as the image's entrypoint does (scripts/image/stage.mjs): malloc env + V8 flags, unless --v8-defaults.
