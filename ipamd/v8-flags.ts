@@ -9,7 +9,7 @@
  * imports: ~25 MiB). A direct `node dist/ipamd/main.js` runs with V8's defaults.
  *
  * `--optimize-for-size` is not set: it cost ~45% more of ipamd's CPU per ADD+DEL pair at
- * 64 clients (`bench/ipamd-rpc-throughput`, 0.50 → 0.28 ms without it, same session) for a
+ * 64 clients (`bench/ipamd-rpc-throughput`, 0.45 → 0.20 ms without it, same session) for a
  * few MiB of RSS (`bench/ipamd-rss`; figures in docs/design.md#16-footprint-and-latency).
  * To compare: `bench/ipamd-rss --node-flag=--optimize-for-size`, or
  * `bench/ipamd-rpc-throughput --node-flags=--optimize-for-size`.
