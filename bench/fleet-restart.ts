@@ -20,9 +20,13 @@
  * die down, RSS and CPU. `--no-limits-cache` deletes each node's cached instance-type
  * limits before the restart (every start then makes its one DescribeInstanceTypes).
  *
- *   node dist/bench/fleet-restart.js [--nodes 200] [--pods 5] [--new-pods 2] [--burst 100] [--refill 20] [--no-limits-cache]
+ * `--cpu-prof FILE` writes a V8 CPU profile of the restart phase (from the restart until
+ * every pod ADD is answered) to FILE, to see where the per-start CPU goes.
+ *
+ *   node dist/bench/fleet-restart.js [--nodes 200] [--pods 5] [--new-pods 2] [--burst 100] [--refill 20] [--no-limits-cache] [--cpu-prof FILE]
  */
-import { rm } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
+import inspector from 'node:inspector';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -47,6 +51,27 @@ async function addPod(f: FleetNode, id: string): Promise<string> {
   return r.ipv4_addr;
 }
 
+/** Starts the V8 CPU profiler of this process (node:inspector); `stop(file)` writes the .cpuprofile. */
+async function startProfile(): Promise<{ stop(file: string): Promise<void> }> {
+  const session = new inspector.Session();
+  session.connect();
+  const post = (method: string, params?: object) =>
+    new Promise<{ profile?: object }>((resolve, reject) =>
+      session.post(method, params, (e, r) => (e ? reject(e) : resolve(r as { profile?: object }))),
+    );
+  await post('Profiler.enable');
+  await post('Profiler.setSamplingInterval', { interval: 500 });
+  await post('Profiler.start');
+  return {
+    async stop(file) {
+      const { profile } = await post('Profiler.stop');
+      await writeFile(file, JSON.stringify(profile));
+      session.disconnect();
+      console.log(`CPU profile of the restart (until all ADDs answered) written to ${file}`);
+    },
+  };
+}
+
 async function waitQuiet(sim: SimCloud, quietMs: number, maxMs: number): Promise<void> {
   for (const until = Date.now() + maxMs; Date.now() < until && Date.now() - (sim.calls.at(-1)?.at ?? 0) < quietMs;)
     await sleep(200);
@@ -61,6 +86,7 @@ async function main(): Promise<void> {
       burst: { type: 'string', default: '100' },
       refill: { type: 'string', default: '20' },
       'no-limits-cache': { type: 'boolean', default: false },
+      'cpu-prof': { type: 'string' },
     },
   });
   const o = {
@@ -107,6 +133,8 @@ async function main(): Promise<void> {
     sim.faults.setThrottle('describe', { burst: o.burst, refillPerSecond: o.refill });
     sim.faults.setThrottle('mutating', { burst: o.burst, refillPerSecond: o.refill });
     const from = sim.calls.length;
+    const prof = values['cpu-prof'] ? await startProfile() : undefined;
+    const cpuRestart0 = process.cpuUsage();
     const t0 = Date.now();
     const failedPods: string[] = [];
     const startErrors: string[] = [];
@@ -148,7 +176,14 @@ async function main(): Promise<void> {
       }),
     );
     const allServingMs = Math.max(...fleet.map((f) => f.servedAtMs ?? Infinity));
+    const cpuToServed = process.cpuUsage(cpuRestart0);
+    if (prof) await prof.stop(values['cpu-prof']!);
     const podsDoneMs = Date.now() - t0;
+    // Every start's background confirm (one DescribeNetworkInterfaces after a jitter) counts: wait until all have confirmed (at most 60 s).
+    const confirming = () =>
+      fleet.filter((f) => f.node.daemonHandle?.gate.describe().some((d) => d.startsWith('ec2-confirm')));
+    for (const until = Date.now() + 60_000; Date.now() < until && confirming().length > 0;) await sleep(200);
+    const unconfirmed = confirming().length;
     // Let the pools finish their post-restart work: until no call was throttled for 10 s (at most 120 s more).
     const lastThrottled = () =>
       sim.calls.slice(from).reduce((m, c) => (c.errorCode === 'RequestLimitExceeded' ? Math.max(m, c.at) : m), t0);
@@ -189,7 +224,13 @@ async function main(): Promise<void> {
     console.log(
       `| DescribeInstanceTypes and DescribeNetworkInterfaces per start, in the window, attempts incl. throttled (${starts} starts${o.noLimitsCache ? ', limits cache deleted' : ''}) | DescribeInstanceTypes ${perStart('DescribeInstanceTypes')}, DescribeNetworkInterfaces ${perStart('DescribeNetworkInterfaces')} |`,
     );
+    console.log(
+      `| EC2 attempts per start, all actions (every start's confirm in the window; ${unconfirmed} not confirmed) | ${(calls.length / starts).toFixed(2)} (DescribeSubnets ${perStart('DescribeSubnets')}) |`,
+    );
     console.log(`| bench process RSS after warm-up / at the end | ${rssWarm} / ${rssMiB()} MiB |`);
+    console.log(
+      `| bench process CPU (user + system) from the restart until all pod ADDs answered, per start | ${((cpuToServed.user + cpuToServed.system) / 1e3 / starts).toFixed(1)} ms |`,
+    );
     console.log(`| bench process CPU (user + system), whole run | ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s |`);
     for (const p of failedPods.slice(0, 10)) console.log(`  failed: ${p}`);
     for (const e of startErrors.slice(0, 10)) console.log(`  start failed: ${e}`);

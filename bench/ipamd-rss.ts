@@ -19,9 +19,15 @@
  * anonymous vs file-backed, MiB); `--heap-snapshot` writes a V8 heap snapshot of ipamd at
  * `--pods` held (SIGUSR2 with `--heapsnapshot-signal`, into the bench's working directory).
  *
- *   node dist/bench/ipamd-rss.js [--pods 250] [--churn 600] [--quick] [--v8-defaults] [--node-flag F]... [--split] [--heap-snapshot]   (--quick: 30 s of churn)
+ * `--restarts N` restarts N times and reports the median (each one listed); `--timeline` prints
+ * each restart's log lines as ms after the spawn (where the time to serving goes);
+ * `--a-dist DIR` alternates the restarts between another build's `DIR/ipamd/main.js` (A,
+ * first) and this one (B), for a same-run A/B (e.g. `cp -r dist dist-a` before a change;
+ * keep it beside `dist` so it finds node_modules and proto/).
+ *
+ *   node dist/bench/ipamd-rss.js [--pods 250] [--churn 600] [--quick] [--v8-defaults] [--node-flag F]... [--split] [--heap-snapshot] [--restarts N] [--timeline] [--a-dist DIR]   (--quick: 30 s of churn)
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -47,6 +53,34 @@ function cpuSeconds(pid: number): number {
   return (Number(f[11]) + Number(f[12])) / 100;
 }
 
+/** Size of `file` in bytes, 0 when it does not exist. */
+function statSize(file: string): number {
+  try {
+    return statSync(file).size;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Prints each log line ipamd wrote from byte `from` of `file` on, as ms after `spawnedAt`
+ * (epoch ms) with its message: where the time between spawn and "ipamd serving" went.
+ */
+function printTimeline(file: string, from: number, spawnedAt: number): void {
+  const text = readFileSync(file, 'utf8').slice(from);
+  const out: string[] = [];
+  for (const line of text.split('\n')) {
+    try {
+      const o = JSON.parse(line) as { time?: string; msg?: string };
+      if (o.time && o.msg) out.push(`${String(Date.parse(o.time) - spawnedAt).padStart(5)} ms  ${o.msg}`);
+      if (o.msg === 'ipamd serving') break;
+    } catch {
+      /* not JSON */
+    }
+  }
+  console.log(`restart timeline (ms after spawn):\n${out.join('\n')}`);
+}
+
 /** Anonymous and file-backed resident MiB of `pid` (/proc/<pid>/smaps_rollup, Linux ≥ 4.14). */
 function rssSplit(pid: number): string {
   const t = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
@@ -65,6 +99,9 @@ async function main(): Promise<void> {
       'node-flag': { type: 'string', multiple: true, default: [] },
       split: { type: 'boolean', default: false },
       'heap-snapshot': { type: 'boolean', default: false },
+      restarts: { type: 'string', default: '1' },
+      'a-dist': { type: 'string' },
+      timeline: { type: 'boolean', default: false },
     },
   });
   const pods = Number(values.pods);
@@ -95,14 +132,21 @@ async function main(): Promise<void> {
     },
   });
   // Run as the image's entrypoint does (scripts/image/stage.mjs): malloc env + V8 flags, unless --v8-defaults.
-  if (!values['v8-defaults'])
-    node.childPrefix = [
-      'env',
-      ...Object.entries(IPAMD_MALLOC_ENV).map(([k, v]) => `${k}=${v}`),
-      '/bin/sh',
-      '-c',
-      `exec "$0" ${[...IPAMD_NODE_FLAGS, ...values['node-flag'], ...(values['heap-snapshot'] ? ['--heapsnapshot-signal=SIGUSR2'] : [])].join(' ')} "$@"`,
-    ];
+  // `main`: another build's ipamd/main.js instead of this one's ("$1", what startIpamd passes).
+  const prefixFor = (main?: string): string[] | undefined =>
+    values['v8-defaults']
+      ? main
+        ? ['/bin/sh', '-c', `exec "$0" ${main}`]
+        : undefined
+      : [
+          'env',
+          ...Object.entries(IPAMD_MALLOC_ENV).map(([k, v]) => `${k}=${v}`),
+          '/bin/sh',
+          '-c',
+          `exec "$0" ${[...IPAMD_NODE_FLAGS, ...values['node-flag'], ...(values['heap-snapshot'] ? ['--heapsnapshot-signal=SIGUSR2'] : [])].join(' ')} ${main ?? '"$@"'}`,
+        ];
+  const ownPrefix = prefixFor();
+  if (ownPrefix) node.childPrefix = ownPrefix;
   const split = (label: string, pid: number) => {
     if (values.split) console.log(`${label}: ${rssSplit(pid)}`);
   };
@@ -161,14 +205,32 @@ async function main(): Promise<void> {
     const after = vmRssMiB(pid);
     split('after churn', pid);
     const s = await node.status();
-    // Restart with the allocations held: spawn → "ipamd serving".
-    await node.stop();
-    const calls0 = sim.calls.length;
-    const t0 = performance.now();
-    await node.start();
-    const restartMs = performance.now() - t0;
-    const restartCalls = sim.calls.slice(calls0).map((x) => x.action);
-    const s2 = await node.status();
+    // Restarts with the allocations held: spawn → "ipamd serving" (the median of `--restarts`).
+    const restarts: number[] = [];
+    const restartsA: number[] = [];
+    const restartCalls: string[] = [];
+    let s2 = s;
+    const aMain = values['a-dist'] ? path.resolve(values['a-dist'], 'ipamd/main.js') : undefined;
+    for (let i = 0; i < Math.max(1, Number(values.restarts)) * (aMain ? 2 : 1); i++) {
+      // With --a-dist: A (the other build) and B (this one) alternate, A first.
+      const isA = aMain !== undefined && i % 2 === 0;
+      const prefix = isA ? prefixFor(aMain) : ownPrefix;
+      if (prefix) node.childPrefix = prefix;
+      else delete node.childPrefix;
+      await node.stop();
+      const logFrom = statSize(path.join(node.dir, 'ipamd.log'));
+      const calls0 = sim.calls.length;
+      const spawnedAt = Date.now();
+      const t0 = performance.now();
+      await node.start();
+      (isA ? restartsA : restarts).push(performance.now() - t0);
+      restartCalls.push(...sim.calls.slice(calls0).map((x) => x.action));
+      s2 = await node.status();
+      if (values.timeline && isA) console.log('A build:');
+      if (values.timeline) printTimeline(path.join(node.dir, 'ipamd.log'), logFrom, spawnedAt);
+      await sleep(500);
+    }
+    const restartMs = quantile(restarts, 0.5);
     await sleep(2000);
     const afterRestart = vmRssMiB(node.pid!);
     console.log(machineLine(os.cpus().length));
@@ -201,12 +263,22 @@ async function main(): Promise<void> {
     console.log(
       row([
         'restart',
-        'to serving (ms, spawn included)',
+        `to serving (ms, spawn included; median of ${restarts.length}: ${restarts.map((r) => Math.round(r)).join(', ')})`,
         'EC2 calls until serving',
         'assigned after',
         'RSS 2 s after (MiB)',
       ]),
     );
+    if (aMain)
+      console.log(
+        row([
+          `A: ${values['a-dist']}`,
+          `${Math.round(quantile(restartsA, 0.5))} (median of ${restartsA.length}: ${restartsA.map((r) => Math.round(r)).join(', ')})`,
+          '',
+          '',
+          '',
+        ]),
+      );
     console.log(
       row([
         `${s.counts.assigned} held`,
