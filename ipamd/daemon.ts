@@ -20,7 +20,6 @@ import { startIntrospection } from './observability/introspection.js';
 import { enisDocument } from './observability/introspect-enis.js';
 import { ipamdEnvSettings, networkEnvSettings } from './observability/env-settings.js';
 import { createMetrics } from './observability/metrics.js';
-import { startKubeReporting } from './observability/kube-reporting.js';
 import type { KubeReporter } from './observability/kube-reporter.js';
 import { PluginLogFiles } from './observability/log-files.js';
 import { startMetricsServer, type MetricsServer } from './observability/metrics-server.js';
@@ -140,6 +139,9 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
   // Our own checkpoint from this boot holds every acknowledged allocation: serve without waiting for the first evidence pass.
   const serveAtOnce =
     config.fastRestart && load.kind === 'ok' && load.data.bootId === bootId && fromAwsNode?.kind !== 'imported';
+  // What serving does not need (the Kubernetes client: ~0.1 s of CPU) loads once ipamd serves.
+  let served = (): void => undefined;
+  const serving = new Promise<void>((r) => (served = r));
   const evidence = await startEvidence({
     config,
     ds,
@@ -148,6 +150,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     kernel,
     persist: () => writer.commit(),
     serveAtOnce,
+    kubeLoadAfter: serving,
     ...(recordedIdentity ? { recordedIdentity } : {}),
   });
   setRuntimeIdentity(evidence.runtimeIdentity);
@@ -325,15 +328,25 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
         : {}),
     });
   }
-  reporter = startKubeReporting({
-    config,
-    log,
-    ds,
-    gate,
-    pool,
-    status: () => service.status(),
-    eniConfigBlocked: eniConfig.block,
-  });
+  let stopping = false;
+  const reporting = serving
+    .then(() => import('./observability/kube-reporting.js'))
+    .then(
+      ({ startKubeReporting }) => {
+        if (stopping) return;
+        reporter = startKubeReporting({
+          config,
+          log,
+          ds,
+          gate,
+          pool,
+          status: () => service.status(),
+          eniConfigBlocked: eniConfig.block,
+        });
+      },
+      (e: Error) =>
+        log.error({ err: e.message }, 'could not load the Kubernetes client: no Events, node condition or taint'),
+    );
   eniConfig.onChange(() => {
     pool.trigger();
     reporter?.kick();
@@ -354,6 +367,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     },
     'ipamd serving',
   );
+  served();
 
   return {
     ds,
@@ -361,6 +375,8 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     pool,
     pluginHost: cniExec?.pluginHost,
     async stop(graceMs = 10_000) {
+      stopping = true;
+      await reporting;
       await reporter?.stop(); // first: a stopping pool must not read as "cannot serve" (a taint)
       eniConfig.stop();
       await cniExec?.close(graceMs); // its invocations call the RPCs: they finish first

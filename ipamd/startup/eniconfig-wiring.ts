@@ -4,14 +4,15 @@
  * `off`. On → an {@link EniConfigSource} watching this node (MY_NODE_NAME) and the
  * ENIConfigs with the same Kubernetes configuration as the pod source; without a node
  * name or a configuration the selection stays `unknown` (no ENI is ever created), with
- * the reason logged once.
+ * the reason logged once. The Kubernetes client is imported only when custom networking
+ * is on, and then in the background (~0.1 s of CPU that serving does not need): until it
+ * has loaded, the selection is `unknown` (no ENI is created), as before the first read.
  */
 import type { IpamdConfig } from '../config.js';
 import type { EniConfigSelection } from '../controller/eni-lifecycle/placement-types.js';
-import { EniConfigSource, unreadableSelection } from '../eniconfig/source.js';
+import type { EniConfigSource } from '../eniconfig/source.js';
 import { selectionBlock, type EniConfigBlock } from '../eniconfig/select.js';
 import type { Logger } from '../log.js';
-import { loadKubeConfig } from '../restore/kube-source-config.js';
 
 /** The selection as the daemon uses it. */
 export interface EniConfigWiring {
@@ -40,31 +41,68 @@ export function startEniConfig(
     stop: () => undefined,
   });
   if (!config.customNetworkCfg) return fixed({ state: 'off' });
-  let why: string | undefined;
-  let kc;
-  if (!config.nodeName) why = 'MY_NODE_NAME is not set: custom networking cannot read the node';
-  else
-    try {
-      kc = loadKubeConfig().kc;
-    } catch (e) {
-      why = `no Kubernetes configuration: ${(e as Error).message}`;
+  const nodeName = config.nodeName;
+  // Before the client has loaded: unknown, as before the first read (no ENI is created).
+  let selection: EniConfigSelection = unknownSelection(keys, 'the Kubernetes client is still loading');
+  let source: EniConfigSource | undefined;
+  let stopped = false;
+  const listeners: Array<() => void> = [];
+  const set = (s: EniConfigSelection) => {
+    selection = s;
+    for (const fn of listeners) fn();
+  };
+  void (async () => {
+    const [{ EniConfigSource, unreadableSelection }, { loadKubeConfig }] = await Promise.all([
+      import('../eniconfig/source.js'),
+      import('../restore/kube-source-config.js'),
+    ]);
+    if (stopped) return;
+    let why: string | undefined;
+    let kc;
+    if (!nodeName) why = 'MY_NODE_NAME is not set: custom networking cannot read the node';
+    else
+      try {
+        kc = loadKubeConfig().kc;
+      } catch (e) {
+        why = `no Kubernetes configuration: ${(e as Error).message}`;
+      }
+    if (!kc || !nodeName) {
+      const s = unreadableSelection(keys, why!);
+      log.error({ reason: s.state === 'unknown' ? s.reason : '' }, 'custom networking: no ENI will be created');
+      set(s);
+      return;
     }
-  if (!kc || !config.nodeName) {
-    const s = unreadableSelection(keys, why!);
-    log.error({ reason: s.state === 'unknown' ? s.reason : '' }, 'custom networking: no ENI will be created');
-    return fixed(s);
-  }
-  const source = new EniConfigSource({ kc, nodeName: config.nodeName, keys, log });
-  log.info({ node: config.nodeName, ...keys }, 'custom networking on: watching the node and its ENIConfig');
-  source.start();
+    const src = new EniConfigSource({ kc, nodeName, keys, log });
+    source = src;
+    log.info({ node: nodeName, ...keys }, 'custom networking on: watching the node and its ENIConfig');
+    src.onChange((s) => set(s));
+    src.start();
+    set(src.current());
+  })().catch((e: Error) => {
+    const s = unknownSelection(keys, `the Kubernetes client could not be loaded: ${e.message}`);
+    log.error({ reason: s.reason }, 'custom networking: no ENI will be created');
+    set(s);
+  });
   return {
-    current: () => source.current(),
-    block: () => selectionBlock(source.current()),
-    name: () => {
-      const s = source.current();
-      return s.state !== 'off' ? s.name : undefined;
+    current: () => selection,
+    block: () => selectionBlock(selection),
+    name: () => (selection.state !== 'off' ? selection.name : undefined),
+    onChange: (fn) => listeners.push(fn),
+    stop: () => {
+      stopped = true;
+      source?.stop();
     },
-    onChange: (fn) => source.onChange(fn),
-    stop: () => source.stop(),
+  };
+}
+
+/** `unknown` with `reason` (what eniconfig/source.ts `unreadableSelection` builds, without importing the client). */
+function unknownSelection(
+  keys: { labelDef: string; annotationDef: string },
+  reason: string,
+): { state: 'unknown'; selectedBy: string; reason: string } {
+  return {
+    state: 'unknown',
+    selectedBy: `the node's annotation ${keys.annotationDef} or label ${keys.labelDef}`,
+    reason,
   };
 }

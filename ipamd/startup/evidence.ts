@@ -3,7 +3,7 @@
  * from CRI_RUNTIME_ENDPOINT or auto-detected, logged), the node's kernel (always; in
  * ENI_IPAM_CNI_EXEC_NETNS when set, else ipamd's own netns) and, when MY_NODE_NAME is
  * set, the pods bound to this node from the Kubernetes API (loaded lazily: the client
- * library costs ~0.4 s to import). Then runs the first evidence pass, bounded by the sources'
+ * library costs ~0.1 s of CPU to import; on a start that serves at once, only after ipamd serves). Then runs the first evidence pass, bounded by the sources'
  * own ≤ 5 s timeouts, and starts the periodic one. Start-up waits for the first pass
  * only FIRST_PASS_WAIT_MS: a hung runtime must not delay serving from the checkpoint.
  */
@@ -79,6 +79,12 @@ export async function startEvidence(p: {
    * frozen ("startup") until the pass ends, as on any start.
    */
   serveAtOnce?: boolean;
+  /**
+   * Start loading the Kubernetes client only once this settles (e.g. once ipamd serves):
+   * its import (~0.1 s of CPU) then does not delay serving. Omit: at once. Only for a
+   * `serveAtOnce` start: otherwise start-up waits for the first pass, which waits for the pod list.
+   */
+  kubeLoadAfter?: Promise<unknown>;
 }): Promise<Evidence> {
   const { config, log } = p;
   const { endpoint, detected } = detectCriEndpoint(config.criRuntimeEndpoint);
@@ -106,22 +112,29 @@ export async function startEvidence(p: {
         resolve();
       };
     });
-    const loading = import('../restore/kube-source.js').then(
-      ({ KubePodSource }) => {
-        if (stopped) return;
-        const s = new KubePodSource({ nodeName, log });
-        src = s;
-        s.start();
-        syncTimer = setTimeout(endKubeWait, KUBE_SYNC_WAIT_MS);
-        s.onChange(() => {
-          if (s.snapshot().synced) endKubeWait();
-        });
-      },
-      (e: Error) => {
-        log.error({ err: e.message }, 'could not load the Kubernetes client: the pod source stays unsynced');
-        endKubeWait();
-      },
-    );
+    let loading: Promise<void> | undefined;
+    const load = () =>
+      (loading = import('../restore/kube-source.js').then(
+        ({ KubePodSource }) => {
+          if (stopped) return;
+          const s = new KubePodSource({ nodeName, log });
+          src = s;
+          s.start();
+          syncTimer = setTimeout(endKubeWait, KUBE_SYNC_WAIT_MS);
+          s.onChange(() => {
+            if (s.snapshot().synced) endKubeWait();
+          });
+        },
+        (e: Error) => {
+          log.error({ err: e.message }, 'could not load the Kubernetes client: the pod source stays unsynced');
+          endKubeWait();
+        },
+      ));
+    const loadUnlessStopped = () => {
+      if (!stopped) void load();
+    };
+    if (p.kubeLoadAfter && p.serveAtOnce) void p.kubeLoadAfter.then(loadUnlessStopped, loadUnlessStopped);
+    else void load();
     kube = {
       snapshot: () =>
         src?.snapshot() ?? { synced: false, pods: [], lastError: 'the Kubernetes client is still loading' },
