@@ -8,8 +8,12 @@
  * DescribeSubnets per subnet, off the ADD path) for their free-address count — but only
  * when this node changed what it holds in that subnet since the last describe, or every
  * {@link SUBNET_REFRESH_MS} otherwise: EC2 calls are a shared per-account budget, and a
- * fleet describing its subnets every minute for a gauge would spend it on nothing.
+ * fleet describing its subnets every minute for a gauge would spend it on nothing. The
+ * readings outlive a restart (subnet-free-cache.ts, `subnet-free.json` beside the
+ * checkpoint): a restart sets the gauge from them and describes only what the rule
+ * above asks for, so a fleet restarting together spends no DescribeSubnets on it.
  */
+import path from 'node:path';
 import type { IpamdConfig } from '../config.js';
 import type { EniManager } from '../controller/eni-lifecycle/eni-manager.js';
 import { EniReconciler, type ExclusivePool, type ReconcileReport } from '../controller/eni-lifecycle/eni-reconcile.js';
@@ -18,6 +22,7 @@ import type { ReleaseGate } from '../controller/release/release-gate.js';
 import type { Datastore } from '../datastore/datastore.js';
 import type { Logger } from '../log.js';
 import type { NodeInventory } from './discover.js';
+import { readSubnetReadings, writeSubnetReadings, type SubnetReading } from './subnet-free-cache.js';
 
 /** How often a subnet's free-address count is re-read when this node changed nothing in it, ms. */
 export const SUBNET_REFRESH_MS = 10 * 60_000;
@@ -54,9 +59,22 @@ export function startEniLifecycle(p: {
   onFirstOkPass?: (r: ReconcileReport) => void;
 }): EniLifecycle {
   const { config, inv, enis, log } = p;
-  const described = new Map<string, { at: number; held: number }>();
+  const described = new Map<string, SubnetReading>();
+  const readingsFile = path.join(path.dirname(config.checkpointPath), 'subnet-free.json');
+  // The previous process's readings: the gauge at once, and no describe the rule does not ask for.
+  const restored = p.metrics
+    ? readSubnetReadings(readingsFile, Date.now(), SUBNET_REFRESH_MS).then((m) => {
+        for (const [subnetId, r] of m) {
+          if (described.has(subnetId)) continue;
+          described.set(subnetId, r);
+          p.metrics?.subnetFree(subnetId, r.free);
+        }
+      })
+    : Promise.resolve();
   const describeSubnets = async () => {
+    await restored;
     const now = Date.now();
+    let changed = false;
     const views = new Map(p.ds.poolViews(now).map((v) => [v.eniId, v.total]));
     const held = new Map<string, number>();
     for (const e of p.ds.listEnis()) held.set(e.subnetId, (held.get(e.subnetId) ?? 0) + (views.get(e.eniId) ?? 0));
@@ -64,8 +82,10 @@ export function startEniLifecycle(p: {
       const last = described.get(subnetId);
       if (last && last.held === total && now - last.at < SUBNET_REFRESH_MS) continue;
       try {
-        p.metrics?.subnetFree(subnetId, (await inv.ec2.describeSubnet(subnetId)).availableIps);
-        described.set(subnetId, { at: now, held: total });
+        const free = (await inv.ec2.describeSubnet(subnetId)).availableIps;
+        p.metrics?.subnetFree(subnetId, free);
+        described.set(subnetId, { at: now, held: total, free });
+        changed = true;
       } catch (e) {
         log.debug(
           { subnetId, err: (e as Error).message },
@@ -73,6 +93,8 @@ export function startEniLifecycle(p: {
         );
       }
     }
+    const err = changed ? await writeSubnetReadings(readingsFile, described) : undefined;
+    if (err) log.debug({ file: readingsFile, err }, 'could not keep the subnet readings (the next start describes)');
   };
   let firstOk = p.onFirstOkPass;
   const reconciler = new EniReconciler({
