@@ -135,11 +135,16 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     log.info({ renamedTo: to }, 'aws-node checkpoint imported into ours');
   }
   // One kernel source for the evidence passes and for CNI GC (both check it before releasing).
-  const kernel = new KernelSource(config.cniExecNetns ? { netnsPath: config.cniExecNetns } : {});
+  // Its `ip` forks from the CNI exec server's spawn worker once that listens (not this thread).
+  let cniExecListening: CniExecServer | undefined;
+  const kernel = new KernelSource({
+    ...(config.cniExecNetns ? { netnsPath: config.cniExecNetns } : {}),
+    ipRunner: () => cniExecListening?.pluginHost.ip,
+  });
   // Our own checkpoint from this boot holds every acknowledged allocation: serve without waiting for the first evidence pass.
   const serveAtOnce =
     config.fastRestart && load.kind === 'ok' && load.data.bootId === bootId && fromAwsNode?.kind !== 'imported';
-  // What serving does not need (the Kubernetes client: ~0.1 s of CPU) loads once ipamd serves.
+  // What serving does not need (the Kubernetes client, the first evidence pass on a start that serves at once) waits until ipamd serves.
   let served = (): void => undefined;
   const serving = new Promise<void>((r) => (served = r));
   const evidence = await startEvidence({
@@ -150,7 +155,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     kernel,
     persist: () => writer.commit(),
     serveAtOnce,
-    kubeLoadAfter: serving,
+    startAfter: serving,
     ...(recordedIdentity ? { recordedIdentity } : {}),
   });
   setRuntimeIdentity(evidence.runtimeIdentity);
@@ -306,6 +311,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
       })
     : undefined;
   await cniExec?.listen();
+  cniExecListening = cniExec;
   await spool.start(() => pool.trigger()); // entries spooled since the start-up pass (the socket was not there yet)
   if (config.installCni) await installCniAndReport(config, !!cniExec, log);
   if (config.disableNetworkResourceProvisioning)

@@ -37,17 +37,26 @@ export interface KernelSourceOptions {
   netnsPath?: string;
   /** Deadline of one read, ms (1..5000; default 5000). */
   timeoutMs?: number;
+  /**
+   * The `ip` runner of each read, asked at every read (ignored with `ipPath`): e.g. the CNI
+   * exec server's, which forks from its spawn worker thread, so the fork (1–3.5 ms of a
+   * small ipamd's event loop, tens of ms in a large process) does not block this thread.
+   * Undefined (or returning undefined): fork from this thread.
+   */
+  ipRunner?: () => IpRunner | undefined;
 }
 
 /** Reads the node's pod wiring with iproute2. One instance per daemon; stateless between reads. */
 export class KernelSource implements KernelReader {
   readonly description: string;
   private readonly ip: IpRunner;
+  private readonly ipRunner: (() => IpRunner | undefined) | undefined;
   private readonly netnsPath: string | undefined;
   private readonly timeoutMs: number;
 
   constructor(o: KernelSourceOptions = {}) {
     this.ip = createIpRunner(localSpawner, o.ipPath ? { ipPath: o.ipPath } : {});
+    this.ipRunner = o.ipPath ? undefined : o.ipRunner;
     this.netnsPath = o.netnsPath;
     this.timeoutMs = Math.max(1, Math.min(o.timeoutMs ?? KERNEL_READ_TIMEOUT_MS, KERNEL_READ_TIMEOUT_MS));
     this.description = o.netnsPath ? `the kernel (netns ${o.netnsPath})` : "the kernel (ipamd's netns)";
@@ -62,7 +71,7 @@ export class KernelSource implements KernelReader {
   async readKernel(): Promise<KernelEvidence> {
     let r: IpRun;
     try {
-      r = await this.ip.runIp(['-json'], KERNEL_BATCH.trim().split('\n'), this.netnsPath, true, {
+      r = await (this.ipRunner?.() ?? this.ip).runIp(['-json'], KERNEL_BATCH.trim().split('\n'), this.netnsPath, true, {
         timeoutMs: this.timeoutMs,
         maxOutputBytes: MAX_OUTPUT_BYTES,
       });

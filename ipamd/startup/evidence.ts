@@ -80,11 +80,13 @@ export async function startEvidence(p: {
    */
   serveAtOnce?: boolean;
   /**
-   * Start loading the Kubernetes client only once this settles (e.g. once ipamd serves):
-   * its import (~0.1 s of CPU) then does not delay serving. Omit: at once. Only for a
-   * `serveAtOnce` start: otherwise start-up waits for the first pass, which waits for the pod list.
+   * With `serveAtOnce`: start the first pass and the Kubernetes client's load only once
+   * this settles (e.g. once ipamd serves), so neither (the client's import, ~0.1 s of CPU;
+   * the CRI client; the kernel read's fork) delays serving; releases stay frozen until
+   * the pass ends, as on any start. Ignored without `serveAtOnce` (start-up then waits for
+   * the first pass, which waits for the pod list). Omit: at once.
    */
-  kubeLoadAfter?: Promise<unknown>;
+  startAfter?: Promise<unknown>;
 }): Promise<Evidence> {
   const { config, log } = p;
   const { endpoint, detected } = detectCriEndpoint(config.criRuntimeEndpoint);
@@ -133,7 +135,7 @@ export async function startEvidence(p: {
     const loadUnlessStopped = () => {
       if (!stopped) void load();
     };
-    if (p.kubeLoadAfter && p.serveAtOnce) void p.kubeLoadAfter.then(loadUnlessStopped, loadUnlessStopped);
+    if (p.startAfter && p.serveAtOnce) void p.startAfter.then(loadUnlessStopped, loadUnlessStopped);
     else void load();
     kube = {
       snapshot: () =>
@@ -175,7 +177,10 @@ export async function startEvidence(p: {
   // source's 5 s timeout; serving does not wait for it beyond FIRST_PASS_WAIT_MS, but
   // releases stay frozen until it has ended (it then sets the per-source freezes itself).
   p.gate.freeze('startup', 'the first evidence pass has not finished yet');
+  let stop = (): void => undefined;
+  const stopping = new Promise<void>((r) => (stop = r));
   const first = (async () => {
+    if (p.startAfter && p.serveAtOnce) await Promise.race([p.startAfter.catch(() => undefined), stopping]);
     await kubeSynced;
     if (stopped) return;
     await reconciler.runPass().catch((e: Error) => log.error({ err: e.message }, 'first evidence pass failed'));
@@ -212,6 +217,7 @@ export async function startEvidence(p: {
     sourceStates: () => (stats.last ? sourceStates(stats.last) : undefined),
     async stop() {
       stopped = true;
+      stop();
       endKubeWait();
       await first;
       await reconciler.stop();

@@ -116,11 +116,15 @@ test('ipamd down, no Node on the host: VERSION, DEL (spooled), ADD, CHECK, GC, S
     [],
     'spool entry deleted once applied',
   );
-  const log = await readFile(path.join(n.h.dir, 'ipamd.log'), 'utf8');
-  const lines = log
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as { msg: string; ip?: string; outcome?: string });
+  // The first evidence pass of a start that serves at once runs after serving: wait for its line.
+  const lines = await waitFor('the first evidence pass after the restart', async () => {
+    const all = (await readFile(path.join(n.h.dir, 'ipamd.log'), 'utf8'))
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { msg: string; ip?: string; outcome?: string });
+    const restored = all.findLastIndex((x) => x.msg === 'restored allocations from checkpoint');
+    return all.some((l, i) => i > restored && l.msg === 'evidence pass') ? all : undefined;
+  });
   const applied = lines.findIndex(
     (l) => l.msg.startsWith('DEL spool: applied') && l.ip === goneIp && l.outcome === 'released',
   );
