@@ -20,6 +20,10 @@
  * die down, RSS and CPU. `--no-limits-cache` deletes each node's cached instance-type
  * limits before the restart (every start then makes its one DescribeInstanceTypes).
  *
+ * The 200 daemons share this process's one libuv thread pool (4 threads unless
+ * UV_THREADPOOL_SIZE says otherwise), where 200 ipamd processes would have 4 each: every
+ * file operation of every start (checkpoint and cache writes with fsync) queues there.
+ * The header says which size ran; `UV_THREADPOOL_SIZE=64` comes closer to separate processes.
  * `--cpu-prof FILE` writes a V8 CPU profile of the restart phase (from the restart until
  * every pod ADD is answered) to FILE, to see where the per-start CPU goes.
  *
@@ -198,7 +202,7 @@ async function main(): Promise<void> {
     const mut = calls.filter((c) => isMutating(c.action));
     console.log(
       `Fleet restart: ${o.nodes} ipamd (m5.large, default WARM_ENI_TARGET=1, ${o.pods} pods each) restarting together in one process against one simulated account, ` +
-        `throttled per class at burst ${o.burst} / refill ${o.refill}/s, EC2 latency 5–30 ms, ${machineLine(os.cpus().length)}`,
+        `throttled per class at burst ${o.burst} / refill ${o.refill}/s, EC2 latency 5–30 ms, UV_THREADPOOL_SIZE ${process.env.UV_THREADPOOL_SIZE ?? '4 (default)'}, ${machineLine(os.cpus().length)}`,
     );
     console.log('| figure | value |\n|---|---|');
     console.log(
