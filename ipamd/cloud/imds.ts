@@ -63,6 +63,7 @@ export class ImdsClient {
   private readonly timeoutMs: number;
   private readonly ttlS: number;
   private token?: { value: string; expiresAt: number };
+  private tokenFetch?: Promise<string>;
 
   constructor(opts: ImdsClientOptions) {
     this.base = opts.endpoint.replace(/\/+$/, '');
@@ -162,8 +163,18 @@ export class ImdsClient {
     };
   }
 
-  private async getToken(): Promise<string> {
-    if (this.token && this.token.expiresAt > Date.now() + 60_000) return this.token.value;
+  /**
+   * The session token: the cached one, else one `PUT /latest/api/token` shared by every
+   * request that needs it meanwhile (the start's first reads go out together: without
+   * this each of them fetched its own token). @throws ImdsError
+   */
+  private getToken(): Promise<string> {
+    if (this.token && this.token.expiresAt > Date.now() + 60_000) return Promise.resolve(this.token.value);
+    this.tokenFetch ??= this.fetchToken().finally(() => (this.tokenFetch = undefined));
+    return this.tokenFetch;
+  }
+
+  private async fetchToken(): Promise<string> {
     const res = await this.fetch('/latest/api/token', {
       method: 'PUT',
       headers: { 'X-aws-ec2-metadata-token-ttl-seconds': String(this.ttlS) },

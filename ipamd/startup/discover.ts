@@ -110,8 +110,11 @@ export async function discoverNode(o: DiscoverOptions): Promise<NodeInventory> {
           'discovery: IMDS read failed; retrying',
         ),
     });
-  const instance = await imdsRead('instance', () => imds.instance());
-  const imdsEnis = await imdsRead('ENIs', () => imds.enis());
+  // Together: neither read needs the other (one token for both, see ImdsClient).
+  const [instance, imdsEnis] = await Promise.all([
+    imdsRead('instance', () => imds.instance()),
+    imdsRead('ENIs', () => imds.enis()),
+  ]);
   const primary = imdsEnis.find((e) => e.mac === instance.primaryMac) ?? imdsEnis.find((e) => e.deviceNumber === 0);
   if (!primary) throw new Error(`IMDS lists no primary ENI (mac ${instance.primaryMac})`);
   const ec2 = new Ec2Api({
