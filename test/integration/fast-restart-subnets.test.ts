@@ -10,36 +10,15 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { SimCloud } from '../../sim/index.js';
-import { ipamdClient } from '../helpers/ipamd-client.js';
+import { fastRestartNode } from '../helpers/fast-restart-node.js';
 import { waitFor } from '../helpers/wait.js';
-import { createSimNode } from '../property/sim-node.js';
 
 async function setup(t: { after(fn: () => Promise<void>): void }) {
-  const sim = new SimCloud({ seed: 12 });
-  await sim.start();
-  const subnet = sim.addSubnet({ cidr: '10.0.0.0/20' });
-  const node = await createSimNode({
-    sim,
-    subnetId: subnet.subnetId,
-    instanceType: 'm5.large',
-    env: {
-      ENI_IPAM_FAST_RESTART: 'true',
-      ENI_IPAM_RESTART_CONFIRM_JITTER: '50ms',
-      ENI_IPAM_RECONCILE_INTERVAL: '300ms',
-      WARM_IP_TARGET: '2',
-    },
+  const { sim, subnet, node, addPod } = await fastRestartNode(t, 12, {
+    ENI_IPAM_RESTART_CONFIRM_JITTER: '50ms',
+    ENI_IPAM_RECONCILE_INTERVAL: '300ms',
+    WARM_IP_TARGET: '2',
   });
-  const c = ipamdClient(node.socket);
-  t.after(async () => {
-    c.close();
-    await node.close();
-    await sim.stop();
-  });
-  const addPod = async (id: string) => {
-    node.cri?.add({ id, name: id, namespace: 'default', uid: `uid-${id}` });
-    return (await c.add(id)).ipv4_addr;
-  };
   const describes = (from: number) => sim.calls.slice(from).filter((x) => x.action === 'DescribeSubnets').length;
   const passes = async () => ((await node.status()).eniLifecycle?.reconcilePasses ?? 0) as number;
   const file = path.join(node.dir, 'subnet-free.json');

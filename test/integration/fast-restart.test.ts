@@ -13,39 +13,16 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { SimCloud } from '../../sim/index.js';
 import { Ec2Api } from '../../ipamd/cloud/ec2.js';
-import { ipamdClient } from '../helpers/ipamd-client.js';
+import { fastRestartNode } from '../helpers/fast-restart-node.js';
 import { waitFor } from '../helpers/wait.js';
-import { createSimNode } from '../property/sim-node.js';
 
 async function setup(t: { after(fn: () => Promise<void>): void }) {
-  const sim = new SimCloud({ seed: 11 });
-  await sim.start();
-  const subnet = sim.addSubnet({ cidr: '10.0.0.0/20' });
-  const node = await createSimNode({
-    sim,
-    subnetId: subnet.subnetId,
-    instanceType: 'm5.large',
-    env: {
-      ENI_IPAM_FAST_RESTART: 'true',
-      ENI_IPAM_RESTART_CONFIRM_JITTER: '100ms',
-      WARM_IP_TARGET: '4',
-      MINIMUM_IP_TARGET: '6',
-    },
+  const { sim, node, c, addPod } = await fastRestartNode(t, 11, {
+    ENI_IPAM_RESTART_CONFIRM_JITTER: '100ms',
+    WARM_IP_TARGET: '4',
+    MINIMUM_IP_TARGET: '6',
   });
-  const c = ipamdClient(node.socket);
-  t.after(async () => {
-    c.close();
-    await node.close();
-    await sim.stop();
-  });
-  const addPod = async (id: string) => {
-    node.cri?.add({ id, name: id, namespace: 'default', uid: `uid-${id}` });
-    const r = await c.add(id);
-    node.cri?.setIp(id, r.ipv4_addr);
-    return r.ipv4_addr;
-  };
   await node.start();
   const ips = new Map<string, string>();
   for (const id of ['a', 'b', 'c']) ips.set(id, await addPod(id));
