@@ -39,7 +39,7 @@ const DIST_DIRS = ['ipamd', 'cni-plugin', 'netfacts', 'proto', 'cli'];
 const NOT_LOADED = /\.(d\.[cm]?ts|map)$/;
 
 /** The entrypoint script (/app/bin/ipamd). */
-const ENTRYPOINT = '#!/bin/sh\n# eni-ipam image entrypoint: ipamd on the image\'s Node runtime.\n# A small resident set (see dist/ipamd/v8-flags.js): glibc malloc gives freed memory back, V8 flags (refused in NODE_OPTIONS).\nexport MALLOC_ARENA_MAX=1 MALLOC_TRIM_THRESHOLD_=65536 MALLOC_MMAP_THRESHOLD_=65536\nexec /usr/local/bin/node --max-semi-space-size=1 /app/dist/ipamd/main.js "$@"\n';
+const ENTRYPOINT = '#!/bin/sh\n# eni-ipam image entrypoint: ipamd on the image\'s Node runtime.\n# A small resident set (see dist/ipamd/v8-flags.js): glibc malloc gives freed memory back, V8 flags (refused in NODE_OPTIONS).\nexport MALLOC_ARENA_MAX=1 MALLOC_TRIM_THRESHOLD_=65536 MALLOC_MMAP_THRESHOLD_=65536\nexec /usr/local/bin/node --max-semi-space-size=1 --max-old-space-size=128 /app/dist/ipamd/main.js "$@"\n';
 
 /** The operator CLI's wrapper (/app/bin/eni-ipam). */
 const CLI_ENTRYPOINT = '#!/bin/sh\n# eni-ipam operator CLI on the image\'s Node runtime.\nexec /usr/local/bin/node /app/dist/cli/main.js "$@"\n';

@@ -155,7 +155,7 @@ test('root filesystem: node, ip, both iptables backends, nsenter, the shim, ipam
   );
   assert.equal(
     (await oci.layerFile(appLayer, './app/bin/ipamd')).toString(),
-    '#!/bin/sh\n# eni-ipam image entrypoint: ipamd on the image\'s Node runtime.\n# A small resident set (see dist/ipamd/v8-flags.js): glibc malloc gives freed memory back, V8 flags (refused in NODE_OPTIONS).\nexport MALLOC_ARENA_MAX=1 MALLOC_TRIM_THRESHOLD_=65536 MALLOC_MMAP_THRESHOLD_=65536\nexec /usr/local/bin/node --max-semi-space-size=1 /app/dist/ipamd/main.js "$@"\n',
+    '#!/bin/sh\n# eni-ipam image entrypoint: ipamd on the image\'s Node runtime.\n# A small resident set (see dist/ipamd/v8-flags.js): glibc malloc gives freed memory back, V8 flags (refused in NODE_OPTIONS).\nexport MALLOC_ARENA_MAX=1 MALLOC_TRIM_THRESHOLD_=65536 MALLOC_MMAP_THRESHOLD_=65536\nexec /usr/local/bin/node --max-semi-space-size=1 --max-old-space-size=128 /app/dist/ipamd/main.js "$@"\n',
   );
 });
 
