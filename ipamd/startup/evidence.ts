@@ -153,6 +153,8 @@ export async function startEvidence(p: {
 
   const kernel = p.kernel ?? new KernelSource(config.cniExecNetns ? { netnsPath: config.cniExecNetns } : {});
   const stats: Evidence['stats'] = { passes: 0 };
+  /** The first pass has ended (a later successful pass lifts "startup" if it failed). */
+  let firstEnded = false;
   const reconciler = new EvidenceReconciler({
     ds: p.ds,
     gate: p.gate,
@@ -168,6 +170,7 @@ export async function startEvidence(p: {
     graceMs: config.gcGraceMs,
     networkName: config.networkName,
     onPass: (r) => {
+      if (firstEnded) p.gate.lift('startup');
       stats.passes++;
       stats.last = r;
       stats.lastAt = Date.now();
@@ -183,9 +186,21 @@ export async function startEvidence(p: {
     if (p.startAfter && p.serveAtOnce) await Promise.race([p.startAfter.catch(() => undefined), stopping]);
     await kubeSynced;
     if (stopped) return;
-    await reconciler.runPass().catch((e: Error) => log.error({ err: e.message }, 'first evidence pass failed'));
+    const failed = await reconciler.runPass().then(
+      () => undefined,
+      (e: Error) => e.message,
+    );
     if (stopped) return;
-    p.gate.lift('startup');
+    firstEnded = true;
+    // A pass that threw read nothing: "startup" holds releases until a pass succeeds (onPass).
+    if (failed === undefined) p.gate.lift('startup');
+    else {
+      log.error({ err: failed }, 'first evidence pass failed: releases stay frozen until a pass succeeds');
+      p.gate.freeze(
+        'startup',
+        `the first evidence pass failed (${failed}); releases stay frozen until a pass succeeds`,
+      );
+    }
     reconciler.start();
   })();
   let waitTimer: NodeJS.Timeout | undefined;
