@@ -153,7 +153,6 @@ export const DEFAULT_SHIM_OUTFILE = `${root}dist/cni-plugin/eni-ipam`;
 export function buildShim(o = {}) {
   const outfile = path.resolve(o.outfile ?? DEFAULT_SHIM_OUTFILE);
   mkdirSync(path.dirname(outfile), { recursive: true });
-  const tmp = `${outfile}.tmp-${process.pid}`;
   let libcA = '';
   try {
     libcA = execFileSync('gcc', ['-print-file-name=libc.a'], { encoding: 'utf8' }).trim();
@@ -168,40 +167,29 @@ export function buildShim(o = {}) {
     `-DENI_IPAM_VERSIONS=${JSON.stringify(v.supported.map((x) => JSON.stringify(x)).join(','))}`,
     `-DENI_IPAM_LATEST_VERSION=${JSON.stringify(v.latest)}`,
   ];
-  const sources = readdirSync(`${root}cni-plugin/shim`)
-    .filter((f) => f.endsWith('.c'))
-    .sort()
-    .map((f) => `${root}cni-plugin/shim/${f}`);
-  execFileSync(
-    'gcc',
-    ['-O2', '-Wall', '-Wextra', '-Werror', ...defines, ...(isStatic ? ['-static'] : []), '-o', tmp, ...sources],
-    { stdio: ['ignore', 'inherit', 'inherit'] },
-  );
-  chmodSync(tmp, 0o755);
-  renameSync(tmp, outfile);
+  const flags = isStatic ? ['-static'] : [];
+  buildC(`${root}cni-plugin/shim`, outfile, [...defines, ...flags]);
   // ipamd's rtnetlink wiring helper (cni-plugin/netlink), beside the shim.
-  const helper = path.join(path.dirname(outfile), 'eni-ipam-netlink');
-  const helperSources = readdirSync(`${root}cni-plugin/netlink`)
+  buildC(`${root}cni-plugin/netlink`, path.join(path.dirname(outfile), 'eni-ipam-netlink'), flags);
+  return { outfile, bytes: statSync(outfile).size, static: isStatic };
+}
+
+/**
+ * Compiles every `.c` file of `dir` (sorted) with gcc -O2 and all warnings as errors, plus
+ * `args`, into `out` (written beside it, then renamed into place, mode 0755).
+ * @throws Error when gcc fails (its output goes to stderr).
+ */
+function buildC(dir, out, args) {
+  const sources = readdirSync(dir)
     .filter((f) => f.endsWith('.c'))
     .sort()
-    .map((f) => `${root}cni-plugin/netlink/${f}`);
-  execFileSync(
-    'gcc',
-    [
-      '-O2',
-      '-Wall',
-      '-Wextra',
-      '-Werror',
-      ...(isStatic ? ['-static'] : []),
-      '-o',
-      `${helper}.tmp-${process.pid}`,
-      ...helperSources,
-    ],
-    { stdio: ['ignore', 'inherit', 'inherit'] },
-  );
-  chmodSync(`${helper}.tmp-${process.pid}`, 0o755);
-  renameSync(`${helper}.tmp-${process.pid}`, helper);
-  return { outfile, bytes: statSync(outfile).size, static: isStatic };
+    .map((f) => `${dir}/${f}`);
+  const tmp = `${out}.tmp-${process.pid}`;
+  execFileSync('gcc', ['-O2', '-Wall', '-Wextra', '-Werror', ...args, '-o', tmp, ...sources], {
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  chmodSync(tmp, 0o755);
+  renameSync(tmp, out);
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {

@@ -78,8 +78,8 @@ export function netnsInode(p: string): number {
   }
 }
 
-export /** Whether process `pid` exists (signal 0). */
-const alive = (pid: number): boolean => {
+/** Whether process `pid` exists (signal 0). */
+export const alive = (pid: number): boolean => {
   try {
     process.kill(pid, 0);
     return true;

@@ -21,6 +21,7 @@ import { teardownHost } from '../../cni-plugin/host-teardown.js';
 import { CniError } from '../../cni-plugin/errors.js';
 import { LOCAL_IP } from '../../netfacts/ip-batch.js';
 import { ipIn, netnsMaker, type Netns } from '../kit/netns.js';
+import { alive } from '../helpers/host-scan.js';
 import { waitFor } from '../helpers/wait.js';
 import pino from 'pino';
 import { BUNDLED_NETLINK_HELPER, chooseNetlinkHelper } from '../../ipamd/cni-exec/netlink-start.js';
@@ -206,7 +207,7 @@ test('a helper that exits fails its requests, and the next request starts it aga
   t.after(() => m.close());
   await assert.rejects(m.addr(addr), /did not answer within 300 ms/);
   const pid = Number(await readFile(path.join(dir, 'mute.pid'), 'utf8'));
-  await waitFor('the mute helper was killed', async () => (isAlive(pid) ? undefined : true), 5000, 20);
+  await waitFor('the mute helper was killed', async () => (alive(pid) ? undefined : true), 5000, 20);
 });
 
 test('the exec server uses the helper built beside the shim; none when told so or when it is missing', async (t) => {
@@ -226,12 +227,3 @@ test('the exec server uses the helper built beside the shim; none when told so o
   assert.match(last.msg, /the netlink helper does not run, pods are wired with ip batches/);
   assert.match(last.err, /cannot enter the node netns/);
 });
-
-const isAlive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
