@@ -24,6 +24,9 @@
  * UV_THREADPOOL_SIZE says otherwise), where 200 ipamd processes would have 4 each: every
  * file operation of every start (checkpoint and cache writes with fsync) queues there.
  * The header says which size ran; `UV_THREADPOOL_SIZE=64` comes closer to separate processes.
+ * They also share what ipamd keeps once per process: the CNI exec servers' spawn worker
+ * and netlink helper, and the parsed gRPC service definition (one daemon per process on a
+ * node, so the same cost there).
  * `--cpu-prof FILE` writes a V8 CPU profile of the restart phase (from the restart until
  * every pod ADD is answered) to FILE, to see where the per-start CPU goes.
  *
@@ -131,7 +134,15 @@ async function main(): Promise<void> {
     await waitQuiet(sim, 3000, 120_000);
     const rssWarm = rssMiB();
     // 2. Restart together, throttled.
-    await Promise.all(fleet.map((f) => f.node.stop()));
+    // A node's kubelet calls only once the node serves: each client closes here (its channel
+    // would otherwise retry the missing socket with back-off through the restart, CPU this
+    // process shares with the daemons) and a new one connects once its node serves.
+    await Promise.all(
+      fleet.map(async (f) => {
+        await f.node.stop();
+        f.client.close();
+      }),
+    );
     if (o.noLimitsCache)
       await Promise.all(fleet.map((f) => rm(path.join(f.node.dir, 'instance-limits.json'), { force: true })));
     sim.faults.setThrottle('describe', { burst: o.burst, refillPerSecond: o.refill });
@@ -156,6 +167,7 @@ async function main(): Promise<void> {
           }
         }
         f.servedAtMs = Date.now() - t0;
+        f.client = ipamdClient(f.node.socket);
         // 3. Pods: the old ones keep their IPs, new ones get one.
         await Promise.all(
           [...f.pods].map(async ([id, ip]) => {

@@ -53,7 +53,7 @@ import type { IpamdClient } from '../../proto/ipamd-api.js';
 import type { Logger } from '../log.js';
 import { removeStaleSocket } from '../rpc/server.js';
 import { stageTrace } from '../service/stage-trace.js';
-import { startSpawnWorker, type SpawnWorker } from './spawn-worker.js';
+import { acquireSpawnWorker, type SpawnWorker } from './spawn-worker.js';
 import { chooseNetlinkHelper } from './netlink-start.js';
 import { decodeRequest, encodeFallback, encodeResult, encodeUnavailable, type ExecRequest } from './protocol.js';
 
@@ -174,7 +174,7 @@ export class CniExecServer {
     this.server.maxConnections = this.o.maxConnections ?? MAX_CONNECTIONS;
     await chmod(sock, 0o600);
     if (this.o.spawnInWorker ?? true)
-      this.spawnWorker = startSpawnWorker((callMs, roundTripMs) => {
+      this.spawnWorker = acquireSpawnWorker((callMs, roundTripMs) => {
         stageTrace.record('cni.spawn.call', callMs);
         stageTrace.record('cni.spawn.relay', roundTripMs - callMs);
       });

@@ -6,7 +6,9 @@
  * `AddNetwork` (checkpoint write included). From a worker the fork runs beside the loop.
  * The worker only spawns and relays stdio and exit codes (in order, by message); the
  * plugin code uses it through the `IpSpawner` the CNI exec server puts in the host it
- * hands the plugin (cni-plugin/host.ts), nothing process-wide.
+ * hands the plugin (cni-plugin/host.ts). {@link acquireSpawnWorker} gives every CNI exec
+ * server of a process the same worker (ipamd has one; a fleet simulation runs hundreds
+ * in one process, where a worker thread each would be a V8 isolate each).
  *
  * If the worker dies, the children it ran are reported failed and later spawns by its
  * spawner go through `child_process.spawn` in the main thread again.
@@ -62,6 +64,8 @@ export interface SpawnWorker {
   readonly running: number;
   /** Ends the worker; its spawner then starts children from the main thread. */
   stop(): Promise<void>;
+  /** False once the worker ended (stopped, or died). */
+  readonly alive: boolean;
 }
 
 /**
@@ -131,9 +135,43 @@ export function startSpawnWorker(onSpawned?: (callMs: number, roundTripMs: numbe
     get running() {
       return children.size;
     },
+    get alive() {
+      return !dead;
+    },
     stop: async () => {
       die('stopped');
       await worker.terminate();
+    },
+  };
+}
+
+let shared: { worker: SpawnWorker; users: number } | undefined;
+
+/**
+ * This process's spawn worker, started by the first caller (whose `onSpawned` it keeps;
+ * ipamd's is the process-wide stage trace) and shared until every caller has stopped its
+ * handle: a handle's {@link SpawnWorker.stop} ends the worker only when it is the last
+ * (`running` counts every user's children). A worker that died is replaced for later callers.
+ */
+export function acquireSpawnWorker(onSpawned?: (callMs: number, roundTripMs: number) => void): SpawnWorker {
+  if (!shared?.worker.alive) shared = { worker: startSpawnWorker(onSpawned), users: 0 };
+  const s = shared;
+  s.users++;
+  let stopped = false;
+  return {
+    spawner: s.worker.spawner,
+    get running() {
+      return s.worker.running;
+    },
+    get alive() {
+      return s.worker.alive;
+    },
+    stop: async () => {
+      if (stopped) return;
+      stopped = true;
+      if (--s.users > 0) return;
+      if (shared === s) shared = undefined;
+      await s.worker.stop();
     },
   };
 }

@@ -11,12 +11,10 @@ import { promises as fs } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
 import { HealthImplementation } from 'grpc-health-check';
 import {
   CNI_BACKEND_SERVICE,
   IPAM_API_VERSION,
-  IPAM_PROTO_PATH,
   type AddNetworkReply,
   type AddNetworkRequest,
   type CheckNetworkReply,
@@ -33,7 +31,7 @@ import { IpamdCallError, type IpamdClient } from '../../proto/ipamd-api.js';
 import type { Logger } from '../log.js';
 import { PoolExhaustedError } from '../controller/pool-loop/pool-controller.js';
 import { NotReadyError, type IpamService } from '../service/ipam-service.js';
-import { stageTrace } from '../service/stage-trace.js';
+import { cniBackendService } from './service-def.js';
 
 /** Options of {@link RpcServer}. */
 export interface RpcServerOptions {
@@ -119,17 +117,7 @@ export class RpcServer {
   constructor(private readonly o: RpcServerOptions) {
     this.bounds = { ...RPC_CONNECTION_BOUNDS, ...o.connectionBounds };
     this.server = new grpc.Server(grpcServerOptions(this.bounds));
-    const def = protoLoader.loadSync(IPAM_PROTO_PATH, {
-      keepCase: true,
-      longs: Number,
-      enums: String,
-      defaults: true,
-      oneofs: true,
-    });
-    const pkg = grpc.loadPackageDefinition(def) as unknown as {
-      eniipam: { v1: { CNIBackend: { service: grpc.ServiceDefinition } } };
-    };
-    const service = pkg.eniipam.v1.CNIBackend.service;
+    const service = cniBackendService();
     const handlers: Record<string, (req: unknown) => Promise<RpcOutcome<unknown>>> = {
       AddNetwork: (req) => this.run('add', req as AddNetworkRequest, (r) => this.addNetwork(r)),
       DelNetwork: (req) => this.run('del', req as DelNetworkRequest, (r) => this.delNetwork(r)),
@@ -142,8 +130,6 @@ export class RpcServer {
       impl[name] = ((call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
         void run(call.request).then((o) => (o.ok ? cb(null, o.reply) : cb({ code: o.code, details: o.details })));
       }) as grpc.handleUnaryCall<unknown, unknown>;
-      const m = service[name]!;
-      traceCodecs(m, name === 'AddNetwork' ? 'add' : name === 'DelNetwork' ? 'del' : undefined);
       this.byName.set(name, run);
     }
     this.server.addService(service, impl);
@@ -353,14 +339,6 @@ export class RpcServer {
       return { ok: false, code, details: e.message };
     }
   }
-}
-
-/** Times AddNetwork's / DelNetwork's protobuf decode and encode into the stage trace (`add.decode`, `add.encode`, ...). */
-function traceCodecs(m: grpc.MethodDefinition<unknown, unknown>, verb: 'add' | 'del' | undefined): void {
-  if (!verb) return;
-  const { requestDeserialize: dec, responseSerialize: enc } = m;
-  m.requestDeserialize = (b) => stageTrace.time(`${verb}.decode`, () => dec(b));
-  m.responseSerialize = (v) => stageTrace.time(`${verb}.encode`, () => enc(v));
 }
 
 /** What a handler run ended with: the reply, or the gRPC status to answer. */

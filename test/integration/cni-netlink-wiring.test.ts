@@ -227,3 +227,31 @@ test('the exec server uses the helper built beside the shim; none when told so o
   assert.match(last.msg, /the netlink helper does not run, pods are wired with ip batches/);
   assert.match(last.err, /cannot enter the node netns/);
 });
+
+test('one netlink helper per process and node netns: shared by the exec servers, ended by the last', async (t) => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'nl-shared-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const script = path.join(dir, 'helper.sh');
+  // Records each start, answers every request until its stdin closes.
+  await writeFile(script, `#!/bin/sh\necho $$ >> ${dir}/pids\nwhile read id rest; do echo "$id ok"; done\n`);
+  await chmod(script, 0o755);
+  const log = pino({ level: 'silent' });
+  const [a, b] = await Promise.all([
+    chooseNetlinkHelper(script, undefined, log),
+    chooseNetlinkHelper(script, undefined, log),
+  ]);
+  assert.ok(a && b);
+  const pids = async () => (await readFile(path.join(dir, 'pids'), 'utf8')).trim().split('\n').map(Number);
+  assert.equal((await pids()).length, 1, 'one process for both');
+  const [pid] = await pids();
+  a.close();
+  a.close(); // twice: counted once
+  await b.ping();
+  assert.ok(alive(pid!), 'running while a user is left');
+  b.close();
+  await waitFor('the helper ended with its last user', async () => (alive(pid!) ? undefined : true), 5000, 20);
+  const c = await chooseNetlinkHelper(script, undefined, log);
+  assert.ok(c);
+  t.after(() => c.close());
+  assert.equal((await pids()).length, 2, 'a new process once the last one ended');
+});

@@ -4,7 +4,7 @@
  * real iproute2 inside throw-away named namespaces (nothing on the host changes): lines
  * run as they are sent, a barrier confirms them, a failing line ends the process with
  * iproute2's message, a netns that cannot be entered fails, and the worker gives the
- * same outcomes as spawning in the main thread.
+ * same outcomes as spawning in the main thread; one worker serves every user in a process.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import { IpBatchError, LOCAL_IP, createIpRunner, executablePath, type IpRunner } from '../../netfacts/ip-batch.js';
 import { ipShow } from '../../netfacts/ip-query.js';
 import { createNamedNetns } from '../kit/netns.js';
-import { startSpawnWorker } from '../../ipamd/cni-exec/spawn-worker.js';
+import { acquireSpawnWorker, startSpawnWorker } from '../../ipamd/cni-exec/spawn-worker.js';
 
 const links = async (ns: string): Promise<string[]> =>
   JSON.parse((await promisify(execFile)('ip', ['-n', ns.split('/').pop()!, '-j', 'link', 'show'])).stdout).map(
@@ -77,4 +77,23 @@ test('the spawn worker gives the same outcomes and hands spawning back when stop
     await w.stop();
   }
   await scenarios('after', ip); // the same runner, its worker stopped: spawns from the main thread
+});
+
+test('one spawn worker per process: shared by its users, ended by the last, replaced once ended', async () => {
+  const a = acquireSpawnWorker();
+  const b = acquireSpawnWorker();
+  assert.equal(a.spawner, b.spawner, 'the second user gets the same worker');
+  await a.stop();
+  await a.stop(); // a second stop of the same handle does not count twice
+  assert.ok(b.alive, 'a stop that is not the last leaves the worker running');
+  assert.match((await createIpRunner(b.spawner).runIp(['-V'], [], undefined, true)).stdout, /iproute2/);
+  await b.stop();
+  assert.equal(b.alive, false, 'the last stop ends it');
+  const c = acquireSpawnWorker();
+  try {
+    assert.ok(c.alive);
+    assert.notEqual(c.spawner, b.spawner, 'a new worker after the last one ended');
+  } finally {
+    await c.stop();
+  }
 });

@@ -17,6 +17,7 @@ import { GrpcStatus } from '../../proto/grpc-status.js';
 import { ipamdClient } from '../helpers/ipamd-client.js';
 import { waitFor } from '../helpers/wait.js';
 import { createSimNode } from '../property/sim-node.js';
+import { stageTrace } from '../../ipamd/service/stage-trace.js';
 
 const req = (containerId: string, over: Partial<AddNetworkRequest> = {}): AddNetworkRequest => ({
   api_version: IPAM_API_VERSION,
@@ -118,4 +119,28 @@ test('plugin calls inside ipamd take the in-process path: same replies and statu
     fresh.addNetwork(req('c4'), 2000),
     (e: unknown) => e instanceof IpamdCallError && e.status === GrpcStatus.UNAVAILABLE,
   );
+});
+
+test('a daemon started again in the same process times each call once (the service definition is shared)', async (t) => {
+  const sim = new SimCloud({ seed: 6 });
+  await sim.start();
+  t.after(() => sim.stop());
+  const subnet = sim.addSubnet({ cidr: '10.0.0.0/24' });
+  const node = await createSimNode({ sim, subnetId: subnet.subnetId, env: { WARM_IP_TARGET: '2' } });
+  t.after(() => node.close());
+  for (const round of [1, 2, 3]) {
+    await node.start();
+    await waitFor('a warm IP', () => node.daemonHandle!.ds.counts(Date.now()).available >= 1);
+    const c = ipamdClient(node.socket);
+    try {
+      stageTrace.reset();
+      await c.add(`again${round}`);
+      const s = stageTrace.summary();
+      assert.equal(s['add.decode']?.count, 1, `start ${round}: one decode timed`);
+      assert.equal(s['add.encode']?.count, 1, `start ${round}: one encode timed`);
+    } finally {
+      c.close();
+    }
+    await node.stop();
+  }
 });
