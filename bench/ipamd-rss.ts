@@ -4,9 +4,12 @@
  * process on the simulated cloud, with metrics, introspection, the CRI source (a CRI
  * stand-in listing the sandboxes) and the Kubernetes source (the API stand-in listing
  * the pods, MY_NODE_NAME + KUBECONFIG) on, in prefix mode on an m5.large so it can hold
- * 250 allocations. Samples: idle after start, after 250 ADDs, then after `--churn`
- * seconds of DEL+ADD pairs (about 4 a second, the default 30 s cooldown on) at 250 held
- * (growth, if any, shows as the difference; the peak of samples every 10 s too), and the
+ * 250 allocations. ipamd starts from a checkpoint of this boot that remembers `--released`
+ * (4096) DELs, the datastore's cap, as a node has after 4096 pod deletions: without it the
+ * remembered DELs would fill during the churn (~2,400 pairs in 10 min) and read as growth.
+ * Samples: idle after start, after 250 ADDs, then after `--churn` seconds of DEL+ADD pairs
+ * (about 4 a second, the default 30 s cooldown on) at 250 held (growth, if any, shows as
+ * the difference; the peak of samples every 10 s too, and one sample a minute), and the
  * CPU ipamd used per churn pair (ms, /proc/<pid>/stat).
  * Then a restart with the 250 held: graceful stop, spawn, time until it logs "ipamd
  * serving" (process start included), with the EC2 calls made until then; and the RSS
@@ -17,7 +20,9 @@
  * `--node-flag F` (repeatable) adds a node flag after the entrypoint's (trying V8 flags).
  * `--split` also prints where the resident set is at each sample (/proc/<pid>/smaps_rollup:
  * anonymous vs file-backed, MiB); `--heap-snapshot` writes a V8 heap snapshot of ipamd at
- * `--pods` held (SIGUSR2 with `--heapsnapshot-signal`, into the bench's working directory).
+ * `--pods` held and another after the churn (SIGUSR2 with `--heapsnapshot-signal`, into the
+ * bench's working directory; each is taken after a full GC, so their difference is what
+ * the churn left alive).
  *
  * `--restarts N` restarts N times and reports the median (each one listed); `--timeline` prints
  * each restart's log lines as ms after the spawn (where the time to serving goes);
@@ -25,7 +30,7 @@
  * first) and this one (B), for a same-run A/B (e.g. `cp -r dist dist-a` before a change;
  * keep it beside `dist` so it finds node_modules and proto/).
  *
- *   node dist/bench/ipamd-rss.js [--pods 250] [--churn 600] [--quick] [--v8-defaults] [--node-flag F]... [--split] [--heap-snapshot] [--restarts N] [--timeline] [--a-dist DIR]   (--quick: 30 s of churn)
+ *   node dist/bench/ipamd-rss.js [--pods 250] [--churn 600] [--released 4096] [--quick] [--v8-defaults] [--node-flag F]... [--split] [--heap-snapshot] [--restarts N] [--timeline] [--a-dist DIR]   (--quick: 30 s of churn)
  */
 import { readFileSync, statSync } from 'node:fs';
 import os from 'node:os';
@@ -37,7 +42,7 @@ import { KubeApiStandIn } from '../sim/kube/index.js';
 import { IPAMD_MALLOC_ENV, IPAMD_NODE_FLAGS } from '../ipamd/v8-flags.js';
 import { ipamdClient } from '../test/helpers/ipamd-client.js';
 import { createSimNode } from '../test/property/sim-node.js';
-import { machineLine, row, sleep } from './bench-util.js';
+import { machineLine, row, seedReleasedCheckpoint, sleep } from './bench-util.js';
 import { quantile } from './stats.js';
 
 /** VmRSS of `pid` in MiB (Linux /proc). @throws Error when the process is gone. */
@@ -81,6 +86,28 @@ function printTimeline(file: string, from: number, spawnedAt: number): void {
   console.log(`restart timeline (ms after spawn):\n${out.join('\n')}`);
 }
 
+/**
+ * ipamd's V8 heap, committed / used, and external memory (MiB) from its Prometheus
+ * endpoint (prom-client's default `nodejs_heap_size_total_bytes`,
+ * `nodejs_heap_size_used_bytes`, `nodejs_external_memory_bytes`); its port is read from
+ * the "ipamd serving" log line (`metricsPort`) of `logFile`. "n/a" when unreadable.
+ */
+async function heapMiB(logFile: string): Promise<string> {
+  try {
+    const serving = readFileSync(logFile, 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('"ipamd serving"'))
+      .at(-1);
+    const port = (JSON.parse(serving ?? '{}') as { metricsPort?: number }).metricsPort;
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const v = (name: string) =>
+      (Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)`, 'm').exec(text)?.[1]) / 1048576).toFixed(1);
+    return `${v('nodejs_heap_size_total_bytes')}/${v('nodejs_heap_size_used_bytes')}/${v('nodejs_external_memory_bytes')}`;
+  } catch {
+    return 'n/a';
+  }
+}
+
 /** Anonymous and file-backed resident MiB of `pid` (/proc/<pid>/smaps_rollup, Linux ≥ 4.14). */
 function rssSplit(pid: number): string {
   const t = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
@@ -93,6 +120,7 @@ async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
       pods: { type: 'string', default: '250' },
+      released: { type: 'string', default: '4096' },
       churn: { type: 'string' },
       quick: { type: 'boolean', default: false },
       'v8-defaults': { type: 'boolean', default: false },
@@ -167,6 +195,7 @@ async function main(): Promise<void> {
     kube.deletePod('bench', k);
   };
   try {
+    await seedReleasedCheckpoint(node.checkpoint, Number(values.released));
     await node.start();
     await sleep(2000);
     const pid = node.pid!;
@@ -181,15 +210,19 @@ async function main(): Promise<void> {
     await sleep(2000);
     const held = vmRssMiB(pid);
     split(`${pods} held`, pid);
-    if (values['heap-snapshot']) {
+    const snapshot = async (label: string) => {
+      if (!values['heap-snapshot']) return;
       process.kill(pid, 'SIGUSR2');
       await sleep(5000);
-      console.log(`heap snapshot of ${pid} written to ${process.cwd()} (Heap.*.${pid}.*.heapsnapshot)`);
-    }
+      console.log(`heap snapshot of ${pid} (${label}) written to ${process.cwd()} (Heap.*.${pid}.*.heapsnapshot)`);
+    };
+    await snapshot(`${pods} held`);
     let pairs = 0;
     const cpu0 = cpuSeconds(pid);
     let peak = held;
     let sampledAt = Date.now();
+    const perMinute: string[] = [];
+    const churnFrom = Date.now();
     for (const until = Date.now() + churnS * 1000; Date.now() < until; pairs++) {
       const k = `pod${pairs % pods}`;
       await delPod(k);
@@ -199,11 +232,14 @@ async function main(): Promise<void> {
         peak = Math.max(peak, vmRssMiB(pid));
         sampledAt = Date.now();
       }
+      if (Date.now() - churnFrom >= (perMinute.length + 1) * 60_000)
+        perMinute.push(`${vmRssMiB(pid)} (${await heapMiB(path.join(node.dir, 'ipamd.log'))})`);
     }
     const cpuMsPerPair = ((cpuSeconds(pid) - cpu0) * 1000) / Math.max(1, pairs);
     await sleep(2000);
     const after = vmRssMiB(pid);
     split('after churn', pid);
+    await snapshot('after churn');
     const s = await node.status();
     // Restarts with the allocations held: spawn → "ipamd serving" (the median of `--restarts`).
     const restarts: number[] = [];
@@ -231,6 +267,8 @@ async function main(): Promise<void> {
       await sleep(500);
     }
     const restartMs = quantile(restarts, 0.5);
+    if (perMinute.length)
+      console.log(`RSS each minute of the churn, MiB (V8 heap committed/used/external): ${perMinute.join(', ')}`);
     await sleep(2000);
     const afterRestart = vmRssMiB(node.pid!);
     console.log(machineLine(os.cpus().length));
