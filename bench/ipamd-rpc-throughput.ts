@@ -21,31 +21,41 @@
  * CPU per pair (its grpc-js client, `process.cpuUsage`) is printed beside it: on a
  * 2-core machine the two share the cores, so pairs/s ≤ 2000 / (ipamd + client) at best.
  * With N closed-loop clients the pair latency averages N / pairs/s (Little's law): at 64
- * clients a pair p99 ≤ 20 ms needs well over 3,200 pairs/s.
+ * clients a pair p99 ≤ 20 ms needs well over 3,200 pairs/s. A paced row (`64@2500`)
+ * instead offers a fixed rate from the 64 clients (each pair due at its time, its latency
+ * counted from then, so a late start counts against ipamd): the latency a node sees at
+ * that load rather than at saturation.
+ *
+ * `--client plugin` makes the clients the plugin code's own gRPC client
+ * (cni-plugin/ipamd-client.ts) instead of grpc-js: half the bench's CPU per pair, so less
+ * of the 2 vCPU taken from ipamd.
  *
  * After the first and the last concurrency, it prints ipamd's own per-stage trace
  * (`GET /v1/stage-trace`, ipamd/service/stage-trace.ts: the last 4096 samples of each
  * stage, so mostly that row's requests): protobuf decode/encode, datastore, the wait
  * for the durable write, and each checkpoint write's stages.
  *
- * `--node-flags=<flags>` (with `=`: they start with a dash) runs ipamd as `node <flags> main.js`
- * (the image's entrypoint passes `--max-semi-space-size=1`; `--cpu-prof` profiles it);
+ * ipamd runs as the image's entrypoint runs it (IPAMD_MALLOC_ENV + IPAMD_NODE_FLAGS,
+ * ipamd/v8-flags.ts); `--v8-defaults` runs plain `node main.js`; `--node-flags=<flags>`
+ * (with `=`: they start with a dash) runs ipamd as `node <flags> main.js` instead of the
+ * entrypoint's flags (add `--cpu-prof` to them to profile it);
  * `--ipamd <path>` runs another build's ipamd/main.js (an A/B of two builds in one session;
  * that dist's parent directory must hold `proto/`, as a checkout's does).
  *
- *   node dist/bench/ipamd-rpc-throughput.js [--seconds 5] [--concurrency 1,4,16,64] [--released 4096]
- *     [--node-flags=<flags>] [--ipamd <other checkout>/dist/ipamd/main.js]
+ *   node dist/bench/ipamd-rpc-throughput.js [--seconds 5] [--concurrency 1,4,16,64,64@2500] [--released 4096]
+ *     [--client grpc-js|plugin] [--v8-defaults | --node-flags=<flags>] [--ipamd <other checkout>/dist/ipamd/main.js]
  */
 import { readFileSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { readBootId } from '../ipamd/checkpoint/index.js';
+import { IPAMD_MALLOC_ENV, IPAMD_NODE_FLAGS } from '../ipamd/v8-flags.js';
+import { connectIpamd } from '../cni-plugin/ipamd-client.js';
+import { SessionPool } from '../cni-plugin/grpc-http2.js';
+import { IPAM_API_VERSION } from '../proto/ipam.js';
 import { SimCloud } from '../sim/index.js';
 import { ipamdClient } from '../test/helpers/ipamd-client.js';
 import { createSimNode } from '../test/property/sim-node.js';
-import { machineLine, row, sleep } from './bench-util.js';
+import { machineLine, row, seedReleasedCheckpoint, sleep } from './bench-util.js';
 import { quantile } from './stats.js';
 
 /** CPU time (user + system, ms) process `pid` used so far, from /proc/<pid>/stat (clock ticks of 10 ms); undefined if unreadable. */
@@ -61,40 +71,90 @@ function cpuMsOf(pid: number | undefined): number | undefined {
 }
 
 /**
- * argv put before `node main.js` to run ipamd as `node <flags> <main>`: `flags` space-separated
- * node/V8 flags (e.g. the image entrypoint's `--max-semi-space-size=1`, or `--cpu-prof`),
- * `main` another build's ipamd/main.js (A/B of two builds in one session); undefined when neither.
+ * argv put before `node main.js` to run ipamd as `env <env> node <flags> <main>`: `flags`
+ * node/V8 flags, `env` environment added (the entrypoint's malloc settings), `main`
+ * another build's ipamd/main.js (A/B of two builds in one session); undefined when none.
  */
-function childPrefix(flags: string, main: string | undefined): string[] | undefined {
-  const f = flags.split(' ').filter(Boolean);
-  if (!f.length && !main) return undefined;
+function childPrefix(flags: string[], env: Record<string, string>, main: string | undefined): string[] | undefined {
+  if (!flags.length && !main && !Object.keys(env).length) return undefined;
   // sh gets `node` and this build's main.js as "$@": run node with the flags, then main.js or `main`.
   const tail = main ? `"${main.replace(/"/g, '')}"` : '"$@"';
   return [
+    'env',
+    ...Object.entries(env).map(([k, v]) => `${k}=${v}`),
     '/bin/sh',
     '-c',
-    `n="$1"; shift; ${main ? 'shift; ' : ''}exec "$n" ${f.map((x) => `'${x}'`).join(' ')} ${tail}`,
+    `n="$1"; shift; ${main ? 'shift; ' : ''}exec "$n" ${flags.map((x) => `'${x}'`).join(' ')} ${tail}`,
     'sh',
   ];
+}
+
+/**
+ * The clients as the plugin code's own gRPC client (cni-plugin/ipamd-client.ts: protobuf
+ * codecs and node:http2, one shared session) instead of grpc-js: ADD/DEL by container id.
+ */
+function pluginClient(socketPath: string): {
+  add(id: string): Promise<unknown>;
+  del(id: string): Promise<unknown>;
+  close(): void;
+} {
+  const pool = new SessionPool();
+  const c = connectIpamd(socketPath, pool);
+  const req = (id: string) => ({
+    api_version: IPAM_API_VERSION,
+    client_version: 'bench',
+    container_id: id,
+    if_name: 'eth0',
+    network_name: 'aws-cni',
+    netns: `/var/run/netns/cni-${id}`,
+    k8s_pod_name: `pod-${id}`,
+    k8s_pod_namespace: 'default',
+    k8s_pod_infra_container_id: id,
+    k8s_pod_uid: `uid-${id}`,
+  });
+  return {
+    add: (id) => c.addNetwork(req(id), 30_000),
+    del: (id) => c.delNetwork({ ...req(id), reason: '' }, 30_000),
+    close: () => {
+      c.close();
+      pool.close();
+    },
+  };
+}
+
+/**
+ * One row's load from a `--concurrency` item: `64` (64 clients, closed loop: each sends its
+ * next pair when the last is answered) or `64@2500` (64 clients offering 2,500 pairs/s
+ * between them, open loop: each pair is due at a fixed time).
+ * @throws Error for anything else.
+ */
+function parseLevel(item: string): { conc: number; rate?: number } {
+  const m = /^(\d+)(?:@(\d+))?$/.exec(item.trim());
+  if (!m || Number(m[1]) < 1) throw new Error(`--concurrency: "${item}" is not N or N@pairs-per-second`);
+  return m[2] ? { conc: Number(m[1]), rate: Number(m[2]) } : { conc: Number(m[1]) };
 }
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
       seconds: { type: 'string', default: '5' },
-      concurrency: { type: 'string', default: '1,4,16,64' },
+      concurrency: { type: 'string', default: '1,4,16,64,64@2500' },
       released: { type: 'string', default: '4096' },
-      'node-flags': { type: 'string', default: '' },
+      'node-flags': { type: 'string' },
+      'v8-defaults': { type: 'boolean', default: false },
+      client: { type: 'string', default: 'grpc-js' },
       ipamd: { type: 'string' },
     },
   });
+  if (values.client !== 'grpc-js' && values.client !== 'plugin')
+    throw new Error(`--client: "${values.client}" is not grpc-js or plugin`);
   const seconds = Number(values.seconds);
-  const levels = values.concurrency!.split(',').map(Number);
+  const levels = values.concurrency!.split(',').map(parseLevel);
   delete process.env.NODE_EXTRA_CA_CERTS;
   const sim = new SimCloud({ seed: 3 });
   await sim.start();
   const subnet = sim.addSubnet({ cidr: '10.0.0.0/20' });
-  const warm = 2 * Math.max(...levels);
+  const warm = 2 * Math.max(...levels.map((l) => l.conc));
   const node = await createSimNode({
     sim,
     subnetId: subnet.subnetId,
@@ -103,21 +163,16 @@ async function main(): Promise<void> {
     cri: false,
     env: { WARM_IP_TARGET: String(warm), IP_COOLDOWN_PERIOD: '0' },
   });
-  node.childPrefix = childPrefix(values['node-flags']!, values.ipamd);
-  const c = ipamdClient(node.socket);
+  const v8 = values['v8-defaults'];
+  const flags = values['node-flags']?.split(' ').filter(Boolean) ?? (v8 ? [] : IPAMD_NODE_FLAGS);
+  const runAs = v8 && !values['node-flags'] ? 'V8 defaults' : `node ${flags.join(' ')}`;
+  node.childPrefix = childPrefix(flags, v8 ? {} : IPAMD_MALLOC_ENV, values.ipamd);
+  const c = values.client === 'plugin' ? pluginClient(node.socket) : ipamdClient(node.socket);
   const out: string[] = [];
-  const traces: Array<[number, Record<string, { count: number; p50: number; p90: number; p99: number; max: number }>]> =
+  const traces: Array<[string, Record<string, { count: number; p50: number; p90: number; p99: number; max: number }>]> =
     [];
   try {
-    const released = Array.from({ length: Number(values.released) }, (_, i) => ({
-      containerID: `gone${String(i).padStart(60, '0')}`,
-      releasedAt: Date.now() - 60_000 + i,
-    }));
-    await mkdir(path.dirname(node.checkpoint), { recursive: true });
-    await writeFile(
-      node.checkpoint,
-      JSON.stringify({ version: 1, bootId: readBootId(), allocations: [], cooldown: [], released }),
-    );
+    await seedReleasedCheckpoint(node.checkpoint, Number(values.released));
     await node.start();
     for (const until = Date.now() + 30_000; Date.now() < until && (await node.status()).counts.available < warm;)
       await sleep(100);
@@ -125,7 +180,8 @@ async function main(): Promise<void> {
       await c.add(`warmup${i}`);
       await c.del(`warmup${i}`);
     }
-    for (const conc of levels) {
+    for (const level of levels) {
+      const { conc, rate } = level;
       const pairMs: number[] = [];
       const addMs: number[] = [];
       const delMs: number[] = [];
@@ -136,17 +192,22 @@ async function main(): Promise<void> {
       const end = t0 + seconds * 1000;
       await Promise.all(
         Array.from({ length: conc }, async (_, w) => {
-          for (let i = 0; performance.now() < end; i++) {
-            const id = `c${conc}w${w}i${i}`;
+          for (let i = 0; ; i++) {
+            // Paced: pair i of worker w is due at t0 + (i·conc + w) / rate; its latency counts from then
+            // (a late start is the system's delay too, not left out). Closed loop: from when it starts.
+            const due = rate ? t0 + ((i * conc + w) * 1000) / rate : performance.now();
+            if (due >= end) break;
+            if (due > performance.now()) await sleep(due - performance.now());
+            const id = `c${conc}r${rate ?? 0}w${w}i${i}`;
             const a = performance.now();
             try {
               await c.add(id);
               const b = performance.now();
               await c.del(id);
               const d = performance.now();
-              addMs.push(b - a);
+              addMs.push(b - Math.min(a, due));
               delMs.push(d - b);
-              pairMs.push(d - a);
+              pairMs.push(d - Math.min(a, due));
             } catch {
               errors++;
             }
@@ -161,7 +222,7 @@ async function main(): Promise<void> {
       const q = (xs: number[]) => `${quantile(xs, 0.5).toFixed(2)} / ${quantile(xs, 0.99).toFixed(2)}`;
       out.push(
         row([
-          conc,
+          rate ? `${conc}, paced at ${rate}/s` : conc,
           (pairMs.length / el).toFixed(0),
           q(pairMs),
           q(addMs),
@@ -171,9 +232,9 @@ async function main(): Promise<void> {
           errors,
         ]),
       );
-      if (conc === levels[0] || conc === levels[levels.length - 1])
+      if (level === levels[0] || level === levels[levels.length - 1])
         traces.push([
-          conc,
+          rate ? `${conc}-client (paced at ${rate}/s)` : `${conc}-client`,
           (await (node.introspect?.('/v1/stage-trace') ?? Promise.resolve({})).catch(
             () => ({}),
           )) as (typeof traces)[number][1],
@@ -185,7 +246,7 @@ async function main(): Promise<void> {
     await sim.stop();
   }
   console.log(
-    `ipamd ADD+DEL pairs over the Unix socket, warm pool, checkpoint durable on every change (group commit), ${values.released} DELs remembered, ${seconds} s per row, ${machineLine(os.cpus().length)}, ipamd ${values.ipamd ?? 'this build'}${values['node-flags'] ? ` with ${values['node-flags']}` : ''}, load ${os.loadavg()[0]!.toFixed(1)}`,
+    `ipamd ADD+DEL pairs over the Unix socket, warm pool, checkpoint durable on every change (group commit), ${values.released} DELs remembered, ${values.client} clients on one channel, ${seconds} s per row, ${machineLine(os.cpus().length)}, ipamd ${values.ipamd ?? 'this build'} (${runAs}), load ${os.loadavg()[0]!.toFixed(1)}`,
   );
   console.log(
     row([
@@ -203,7 +264,7 @@ async function main(): Promise<void> {
   for (const l of out) console.log(l);
   for (const [conc, tr] of traces) {
     if (Object.keys(tr).length === 0) continue; // an ipamd without the trace
-    console.log(`\nipamd stage trace after the ${conc}-client row (ms; last ${'4096'} samples per stage)`);
+    console.log(`\nipamd stage trace after the ${conc} row (ms; last ${'4096'} samples per stage)`);
     console.log(row(['stage', 'count', 'p50', 'p90', 'p99']));
     console.log(row(Array(5).fill('---')));
     for (const [stage, v] of Object.entries(tr))
