@@ -392,6 +392,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
       await pool.stop();
       inv.ec2.close();
       hostNet?.stop();
+      inv.imds.close();
       await evidence.stop();
       await quarantine.stop();
       await writer.flush();

@@ -2,8 +2,10 @@
  * One small HTTP request for the IMDS client, over node:http (node:https for an https
  * endpoint), not the global `fetch`: `fetch` loads undici and compiles its WebAssembly
  * HTTP parser on first use, which costs ipamd 13–37 MiB of resident memory for a few
- * dozen tiny GETs (docs/design.md#16-footprint-and-latency). No keep-alive: every
- * request has its own connection, so none can race a server closing an idle one.
+ * dozen tiny GETs (docs/design.md#16-footprint-and-latency). With an `agent` (the IMDS
+ * client's keep-alive agent) requests reuse idle connections; a request whose reused
+ * connection the server had closed (reset, or closed before any answer: the race every
+ * keep-alive client has) is sent once more on a new connection of its own.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -19,20 +21,40 @@ export const MAX_BODY_BYTES = 1 << 20;
 
 /**
  * Sends `method url` with `headers` and reads the whole answer within `timeoutMs` (ms,
- * connection, headers and body together).
+ * connection, headers and body together; a resend after a reset reused connection gets
+ * its own `timeoutMs`). `agent`: an http.Agent to take connections from (keep-alive);
+ * without it, one connection for the request.
  * @throws Error on a refused or reset connection, a timeout (`timed out after N ms`), a
  *   body over {@link MAX_BODY_BYTES}, or a URL that is neither http: nor https:.
  */
-export function httpRequest(
+export async function httpRequest(
   url: string,
-  o: { method?: string; headers?: Record<string, string>; timeoutMs: number },
+  o: { method?: string; headers?: Record<string, string>; timeoutMs: number; agent?: http.Agent },
 ): Promise<HttpAnswer> {
   const u = new URL(url);
   if (u.protocol !== 'http:' && u.protocol !== 'https:')
-    return Promise.reject(new Error(`unsupported URL ${url}: only http: and https: are accepted`));
+    throw new Error(`unsupported URL ${url}: only http: and https: are accepted`);
+  try {
+    return await requestOnce(u, o, o.agent ?? false);
+  } catch (e) {
+    if (!(e instanceof ReusedConnectionClosed)) throw e;
+    return requestOnce(u, o, false);
+  }
+}
+
+/** A request that failed on a reused keep-alive connection before any answer arrived. */
+class ReusedConnectionClosed extends Error {}
+
+function requestOnce(
+  u: URL,
+  o: { method?: string; headers?: Record<string, string>; timeoutMs: number },
+  agent: http.Agent | false,
+): Promise<HttpAnswer> {
   const mod = u.protocol === 'https:' ? https : http;
   return new Promise<HttpAnswer>((resolve, reject) => {
-    const req = mod.request(u, { method: o.method ?? 'GET', headers: o.headers ?? {}, agent: false }, (res) => {
+    let answered = false;
+    const req = mod.request(u, { method: o.method ?? 'GET', headers: o.headers ?? {}, agent }, (res) => {
+      answered = true;
       const chunks: Buffer[] = [];
       let bytes = 0;
       res.on('data', (c: Buffer) => {
@@ -46,11 +68,20 @@ export function httpRequest(
       });
       res.on('error', fail);
     });
+    let timedOut = false;
     function fail(e: Error): void {
       clearTimeout(timer);
-      reject(e);
+      const closedUnderUs =
+        req.reusedSocket &&
+        !answered &&
+        !timedOut &&
+        ['ECONNRESET', 'EPIPE'].includes((e as { code?: string }).code ?? '');
+      reject(closedUnderUs ? new ReusedConnectionClosed(e.message) : e);
     }
-    const timer = setTimeout(() => req.destroy(new Error(`timed out after ${o.timeoutMs} ms`)), o.timeoutMs);
+    const timer = setTimeout(() => {
+      timedOut = true;
+      req.destroy(new Error(`timed out after ${o.timeoutMs} ms`));
+    }, o.timeoutMs);
     req.on('error', fail);
     req.end();
   });

@@ -6,7 +6,19 @@
  *
  * IMDS is a hint, EC2 is the truth (docs/design.md#4-restore-after-restart): callers confirm what it says.
  */
+import http from 'node:http';
 import { httpRequest, type HttpAnswer } from './imds-http.js';
+
+/**
+ * How long (ms) an idle IMDS connection is kept for the next request: a start's reads
+ * come in bursts of a few ms, so this spans a burst and closes well before an HTTP
+ * server's usual idle limit (Node's 5 s), leaving little room for the race
+ * imds-http.ts resends on.
+ */
+export const IMDS_IDLE_MS = 1000;
+
+/** Connections (at most) to IMDS at once: a start's burst of ~30 reads shares them. */
+export const IMDS_MAX_CONNECTIONS = 8;
 
 /** Error from IMDS with the HTTP status (0 for network errors/timeouts). */
 export class ImdsError extends Error {
@@ -57,16 +69,23 @@ export interface ImdsClientOptions {
   tokenTtlSeconds?: number;
 }
 
-/** Small IMDSv2 client over node:http (./imds-http.ts). Not thread-unsafe: the token is shared and renewed. */
+/**
+ * Small IMDSv2 client over node:http (./imds-http.ts), its connections kept alive for
+ * {@link IMDS_IDLE_MS}. The token is shared and renewed.
+ */
 export class ImdsClient {
   private readonly base: string;
   private readonly timeoutMs: number;
   private readonly ttlS: number;
   private token?: { value: string; expiresAt: number };
   private tokenFetch?: Promise<string>;
+  /** Keep-alive connections for an http: endpoint (IMDS is one); idle ones do not keep the process alive. */
+  private readonly agent?: http.Agent;
 
   constructor(opts: ImdsClientOptions) {
     this.base = opts.endpoint.replace(/\/+$/, '');
+    if (this.base.startsWith('http:'))
+      this.agent = new http.Agent({ keepAlive: true, maxSockets: IMDS_MAX_CONNECTIONS, timeout: IMDS_IDLE_MS });
     this.timeoutMs = opts.timeoutMs ?? 2000;
     this.ttlS = opts.tokenTtlSeconds ?? 21600;
   }
@@ -96,6 +115,11 @@ export class ImdsClient {
       if (e instanceof ImdsError && e.status === 404) return undefined;
       throw e;
     }
+  }
+
+  /** Closes the idle connections kept for the next request (requests after it open new ones). */
+  close(): void {
+    this.agent?.destroy();
   }
 
   /** Reads the instance identity. @throws ImdsError */
@@ -186,7 +210,11 @@ export class ImdsClient {
 
   private async fetch(path: string, init: { method?: string; headers: Record<string, string> }): Promise<HttpAnswer> {
     try {
-      return await httpRequest(this.base + path, { ...init, timeoutMs: this.timeoutMs });
+      return await httpRequest(this.base + path, {
+        ...init,
+        timeoutMs: this.timeoutMs,
+        ...(this.agent ? { agent: this.agent } : {}),
+      });
     } catch (e) {
       throw new ImdsError(`IMDS ${this.base}${path} unreachable: ${(e as Error).message}`, 0, path);
     }

@@ -1,7 +1,8 @@
 /**
  * The IMDS client over node:http (ipamd/cloud/imds-http.ts), against a real HTTP server
  * on loopback: the IMDSv2 token flow, one fresh token after a 401, 404 as "absent",
- * errors and timeouts as ImdsError status 0, an oversized body refused.
+ * errors and timeouts as ImdsError status 0, an oversized body refused; connections
+ * kept alive, and a request whose kept connection the server closed sent again.
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -89,4 +90,40 @@ test('httpRequest refuses a body over the cap and a non-http URL', async (t) => 
   });
   await assert.rejects(httpRequest(base, { timeoutMs: 5000 }), /answer over/);
   await assert.rejects(httpRequest('file:///etc/passwd', { timeoutMs: 1000 }), /only http: and https:/);
+});
+
+test('IMDS connections are kept alive: a token and 20 reads in a row take one connection', async (t) => {
+  const sockets = new Set<unknown>();
+  const base = await server(t, (req, res) => {
+    sockets.add(req.socket);
+    res.end(req.url === '/latest/api/token' ? 'tok' : 'v');
+  });
+  const c = new ImdsClient({ endpoint: base });
+  t.after(() => c.close());
+  for (let i = 0; i < 20; i++) assert.equal(await c.get('meta-data/mac'), 'v');
+  assert.equal(sockets.size, 1);
+});
+
+test('a kept connection the server closes as the next request arrives: sent again on a new one', async (t) => {
+  const sockets = new Set<unknown>();
+  let served = 0;
+  const base = await server(t, (req, res) => {
+    // The server closes a connection that already served a request (an idle limit hit
+    // just as the client reused it): the request on it never gets an answer.
+    if (sockets.has(req.socket)) return req.socket.destroy();
+    sockets.add(req.socket);
+    served++;
+    res.end(req.url === '/latest/api/token' ? 'tok' : `v${served}`);
+  });
+  const c = new ImdsClient({ endpoint: base });
+  t.after(() => c.close());
+  assert.equal(await c.get('meta-data/mac'), 'v2', 'token on the first connection, the read on a second');
+  assert.equal(await c.get('meta-data/mac'), 'v3', 'the reused connection was closed: sent again on a new one');
+  assert.equal(await c.get('meta-data/mac'), 'v4');
+  assert.equal(sockets.size, 4);
+  // A silent server is not "closed under us": the timeout is not resent.
+  const silent = await server(t, () => {});
+  const s = new ImdsClient({ endpoint: silent, timeoutMs: 200 });
+  t.after(() => s.close());
+  await assert.rejects(s.get('meta-data/mac'), /timed out after 200 ms/);
 });
