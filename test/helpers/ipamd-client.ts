@@ -16,10 +16,13 @@ export interface TestIpamdClient {
 /** gRPC error with its status code (`grpc.status`). */
 export type GrpcError = Error & { code: number; details: string };
 
-/** Connects to ipamd at `socketPath`. Calls have a 30 s deadline. */
+let pkg: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/** Connects to ipamd at `socketPath` (the proto is parsed once per process). Calls have a 30 s deadline. */
 export function ipamdClient(socketPath: string, networkName = 'aws-cni'): TestIpamdClient {
-  const def = protoLoader.loadSync(IPAM_PROTO_PATH, { keepCase: true, longs: Number, defaults: true });
-  const pkg = grpc.loadPackageDefinition(def) as any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  pkg ??= grpc.loadPackageDefinition(
+    protoLoader.loadSync(IPAM_PROTO_PATH, { keepCase: true, longs: Number, defaults: true }),
+  );
   const c = new pkg.eniipam.v1.CNIBackend(`unix://${socketPath}`, grpc.credentials.createInsecure());
   const base = (id: string) => ({
     api_version: IPAM_API_VERSION,
