@@ -19,8 +19,9 @@
  * `--optimize-for-size` is not set: it cost ~45% more of ipamd's CPU per ADD+DEL pair at
  * 64 clients (`bench/ipamd-rpc-throughput`, 0.45 → 0.20 ms without it, same session) for a
  * few MiB of RSS (`bench/ipamd-rss`; figures in docs/design.md#16-footprint-and-latency).
- * To compare: `bench/ipamd-rss --node-flag=--optimize-for-size`, or
- * `bench/ipamd-rpc-throughput --node-flags=--optimize-for-size`.
+ * To compare: `bench/ipamd-rss --node-flag=--optimize-for-size` (added to these flags), or
+ * `bench/ipamd-rpc-throughput --node-flags='--max-semi-space-size=1 --max-old-space-size=128
+ * --optimize-for-size'` (its `--node-flags` replace these).
  */
 
 /** The flags the image's entrypoint passes to node before main.js. */
