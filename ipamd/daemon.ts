@@ -23,7 +23,7 @@ import { createMetrics } from './observability/metrics.js';
 import type { KubeReporter } from './observability/kube-reporter.js';
 import { PluginLogFiles } from './observability/log-files.js';
 import { startMetricsServer, type MetricsServer } from './observability/metrics-server.js';
-import { poolCounts } from './pool/index.js';
+import { statusDocument } from './observability/status-doc.js';
 import { RpcServer } from './rpc/server.js';
 import { IpamService, routeTableFor } from './service/ipam-service.js';
 import { stageTrace } from './service/stage-trace.js';
@@ -226,42 +226,21 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
     observe: metrics.observeRpc,
   });
 
-  const status = () => {
-    const now = Date.now();
-    return {
-      instanceId: inv.instance.instanceId,
-      instanceType: inv.instance.instanceType,
-      counts: ds.counts(now),
-      pool: poolCounts(ds.poolViews(now), targets),
-      targets,
-      limits,
-      enis: ds.poolViews(now),
-      releasesFrozen: gate.frozen,
-      freezeReasons: gate.describe(),
-      waitingAdds: pool.waiting,
-      lastPoolError: pool.lastError ?? null,
-      vpcCidrs: inv.vpcCidrs,
-      eniConfig: eniConfig.current(),
-      exhaustedSubnets: exhaustedSubnets().map((m) => ({
-        subnetId: m.subnetId,
-        code: m.code,
-        until: new Date(m.untilMs).toISOString(),
-      })),
-      eniLifecycle: lifecycle?.status() ?? null,
-      nodeSysctls: hostNet?.sysctls() ?? null,
-      quarantinedIps: ds.quarantined().map((q) => ({ ...q, since: new Date(q.since).toISOString() })),
-      evidence: {
-        criEndpoint: evidence.criEndpoint,
-        kubernetes: evidence.kubeConfigured,
-        kernel: evidence.kernelSource,
-        passes: evidence.stats.passes,
-        sources: evidence.sourceStates()?.sources ?? null,
-        lastPass: evidence.stats.last ?? null,
-        lastPassAt: evidence.stats.lastAt ?? null,
-      },
-    };
-  };
   let lifecycle: EniLifecycle | undefined;
+  const status = () =>
+    statusDocument(
+      {
+        inv,
+        ds,
+        gate,
+        wiring: { targets, limits, pool, exhaustedSubnets },
+        eniConfig,
+        evidence,
+        lifecycle: () => lifecycle,
+        sysctls: () => hostNet?.sysctls(),
+      },
+      Date.now(),
+    );
   let introspection: http.Server | undefined;
   let introspectionPort: number | undefined;
   if (!config.disableIntrospection) {
