@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { JOURNAL_SUFFIX } from '../ipamd/checkpoint/journal.js';
+import { JOURNAL_SUFFIXES } from '../ipamd/checkpoint/journal.js';
 import { CriSource, detectCriEndpoint } from '../ipamd/restore/cri-source.js';
 import { httpGet } from './ipamd-api.js';
 import type { GlobalOptions } from './options.js';
@@ -63,8 +63,10 @@ export async function collectBundle(o: GlobalOptions, dir: string, logs: string[
   await put('introspection/allocations.json', () => httpGet(o.introspection, '/v1/allocations', o.timeoutMs));
   await put('metrics.txt', () => httpGet(o.metrics, '/metrics', o.timeoutMs, 'ipamd metrics'));
   await mkdir(path.join(dir, 'state'), { recursive: true });
-  // The snapshot and its journal (the changes since it; ipamd/checkpoint/journal.ts), journal first so the pair is never older than the snapshot.
-  for (const file of [`${o.checkpoint}${JOURNAL_SUFFIX}`, o.checkpoint]) {
+  // The snapshot and its two journal files (the changes since it; ipamd/checkpoint/journal.ts),
+  // journals first: a compaction empties a journal file only after the snapshot holding its
+  // records is in place, so the snapshot copied after them is never older than they need.
+  for (const file of [...JOURNAL_SUFFIXES.map((x) => `${o.checkpoint}${x}`), o.checkpoint]) {
     try {
       await copyFile(file, path.join(dir, 'state', path.basename(file)));
       parts.push({ file: `state/${path.basename(file)}`, ok: true });

@@ -3,11 +3,13 @@
  * states as one record, applying records to a snapshot, and parsing a journal file.
  *
  * On disk the checkpoint is the snapshot file (`ipam.json`, {@link CheckpointData}, with
- * `journalSeq` = the last journal record it already holds) plus the journal
- * `<snapshot>.journal`: one JSON object per line, each a {@link JournalRecord} numbered
- * `seq` = 1 more than the line before it, never reused (numbering continues across
- * compactions through the snapshot's `journalSeq`). The state is the snapshot with the
- * journal's records of `seq > journalSeq` applied in order.
+ * `journalSeq` = the last journal record it already holds) plus two journal files,
+ * `<snapshot>.journal` and `<snapshot>.journal.b` ({@link JOURNAL_SUFFIXES}; the writer
+ * appends to one while a compaction folds the other into the snapshot): one JSON object
+ * per line, each a {@link JournalRecord} numbered `seq` = 1 more than the record before it
+ * (in either file), never reused (numbering continues across compactions through the
+ * snapshot's `journalSeq`). The state is the snapshot with the records of
+ * `seq > journalSeq` from both files applied in `seq` order.
  *
  * Crash rules (docs/design.md#3-contracts, "Checkpoint"): a record is acknowledged only
  * once fdatasync returned, so the only record a crash can tear is the last one: bytes
@@ -23,8 +25,11 @@ import {
   type CheckpointData,
 } from './schema.js';
 
-/** Suffix of the journal file next to the snapshot. */
+/** Suffix of the (first) journal file next to the snapshot. */
 export const JOURNAL_SUFFIX = '.journal';
+
+/** Suffixes of the two journal files next to the snapshot (writer.ts alternates between them). */
+export const JOURNAL_SUFFIXES = [JOURNAL_SUFFIX, '.journal.b'] as const;
 
 /**
  * One journal record: the changes of one group commit. Maps are keyed as the datastore
@@ -164,27 +169,18 @@ export function stateData(s: StateIndex, bootId: string, seq: number): Checkpoin
   };
 }
 
-/** Result of {@link replayJournal}: the merged state, or why the journal cannot be trusted. */
+/** Result of {@link replayJournals}: the merged state, or why the journal cannot be trusted. */
 export type JournalReplay =
   | { ok: true; data: CheckpointData; applied: number; skipped: number; tornBytes: number; lastSeq: number }
   | { ok: false; reason: string };
 
-/**
- * Applies the journal `buf` to `snapshot` (whose `journalSeq` must be set): records of
- * `seq ≤ journalSeq` are skipped (already in the snapshot: a crash between a compaction's
- * rename and the journal's truncation), the others must follow on without a gap. A torn
- * last record (see the module docstring) is ignored and counted in `tornBytes`.
- */
-export function replayJournal(snapshot: CheckpointData, buf: Buffer): JournalReplay {
-  const from = snapshot.journalSeq ?? 0;
+/** The records of one journal file, in file order, and the torn tail's size; or why the file is corrupt. */
+function parseJournalFile(buf: Buffer): { records: JournalRecord[]; tornBytes: number } | { reason: string } {
   const text = buf.toString('utf8');
   const end = text.lastIndexOf('\n');
   const lines = end < 0 ? [] : text.slice(0, end).split('\n');
   let tornBytes = end < 0 ? buf.length : Buffer.byteLength(text.slice(end + 1));
-  const s = indexState(snapshot);
-  let seq = from;
-  let applied = 0;
-  let skipped = 0;
+  const records: JournalRecord[] = [];
   for (let i = 0; i < lines.length; i++) {
     let rec: JournalRecord | undefined;
     try {
@@ -199,22 +195,58 @@ export function replayJournal(snapshot: CheckpointData, buf: Buffer): JournalRep
         break;
       }
       return {
-        ok: false,
         reason: `journal record ${i + 1} of ${lines.length} is not a valid record, and it is not the last (a torn write can only be the last)`,
       };
     }
-    if (rec.seq <= from) {
-      skipped++;
-      continue;
+    records.push(rec);
+  }
+  return { records, tornBytes };
+}
+
+/**
+ * Applies the journal files `bufs` (writer.ts keeps two and alternates between them; any
+ * order) to `snapshot` (whose `journalSeq` must be set): records of `seq ≤ journalSeq`
+ * are skipped (already in the snapshot: a crash before a compaction emptied the file that
+ * held them), the others, from all files together, must follow on from `journalSeq`
+ * without a gap or a repeat. A torn last record of a file (see the module docstring) is
+ * ignored and counted in `tornBytes`. A reason names the file by its index in `bufs`
+ * (`names[i]`, default `journal i`).
+ */
+export function replayJournals(snapshot: CheckpointData, bufs: Buffer[], names?: string[]): JournalReplay {
+  const from = snapshot.journalSeq ?? 0;
+  const pending: JournalRecord[] = [];
+  let tornBytes = 0;
+  let skipped = 0;
+  for (const [i, buf] of bufs.entries()) {
+    const f = parseJournalFile(buf);
+    if ('reason' in f) return { ok: false, reason: `${names?.[i] ?? `journal ${i}`}: ${f.reason}` };
+    tornBytes += f.tornBytes;
+    for (const rec of f.records) {
+      if (rec.seq <= from) skipped++;
+      else pending.push(rec);
     }
+  }
+  pending.sort((a, b) => a.seq - b.seq);
+  const s = indexState(snapshot);
+  let seq = from;
+  for (const rec of pending) {
     if (rec.seq !== seq + 1)
       return {
         ok: false,
-        reason: `journal record ${i + 1} has seq ${rec.seq}, expected ${seq + 1} (a record is missing)`,
+        reason:
+          rec.seq === seq
+            ? `journal record seq ${rec.seq} appears twice`
+            : `journal record seq ${rec.seq} follows ${seq} (a record is missing)`,
       };
     applyRecord(s, rec);
     seq = rec.seq;
-    applied++;
   }
-  return { ok: true, data: stateData(s, snapshot.bootId, seq), applied, skipped, tornBytes, lastSeq: seq };
+  return {
+    ok: true,
+    data: stateData(s, snapshot.bootId, seq),
+    applied: pending.length,
+    skipped,
+    tornBytes,
+    lastSeq: seq,
+  };
 }

@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { readFile, rename, stat } from 'node:fs/promises';
-import { JOURNAL_SUFFIX, replayJournal } from './journal.js';
+import { JOURNAL_SUFFIXES, replayJournals } from './journal.js';
 import { checkpointSchema, CHECKPOINT_VERSION, type CheckpointData } from './schema.js';
 
 /**
@@ -40,7 +40,7 @@ export interface JournalLoad {
   applied: number;
   skipped: number;
   tornBytes: number;
-  /** A journal beside a snapshot that does not name one (`journalSeq` absent) is stale: not applied, kept here. */
+  /** A journal beside a snapshot that does not name one (`journalSeq` absent) is stale: not applied, kept here (the first file; the other beside it, `<name>.stale-<time>`). */
   staleMovedTo?: string;
 }
 
@@ -50,11 +50,14 @@ export type CheckpointLoad =
   | { kind: 'missing' }
   | { kind: 'corrupt'; reason: string; movedTo: string; journalMovedTo?: string };
 
-/** Result of {@link readCheckpoint} (changes nothing on disk). `staleJournal`: a journal was found and not applied. */
+/**
+ * Result of {@link readCheckpoint} (changes nothing on disk). `staleJournal`: a journal was
+ * found and not applied. `journals`: the journal files (paths) that hold bytes.
+ */
 export type CheckpointRead =
-  | { kind: 'ok'; data: CheckpointData; journal?: JournalLoad; staleJournal?: boolean }
+  | { kind: 'ok'; data: CheckpointData; journal?: JournalLoad; staleJournal?: boolean; journals: string[] }
   | { kind: 'missing' }
-  | { kind: 'corrupt'; reason: string; snapshotExists: boolean; journalExists: boolean };
+  | { kind: 'corrupt'; reason: string; snapshotExists: boolean; journalExists: boolean; journals: string[] };
 
 /**
  * The kernel's boot id (`/proc/sys/kernel/random/boot_id`, trimmed): a checkpoint from
@@ -140,38 +143,68 @@ async function readIfExists(path: string, maxBytes?: number): Promise<Buffer | u
   }
 }
 
+/** The snapshot file's identity (a compaction renames a new file over it), or undefined when absent. */
+async function fileId(path: string): Promise<string | undefined> {
+  try {
+    const s = await stat(path);
+    return `${s.ino}:${s.ctimeMs}`;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw e;
+  }
+}
+
 /**
- * Reads the checkpoint at `path` and its journal `path + ".journal"` (journal.ts) and
- * merges them, changing nothing on disk (for ipamd's start-up and for outside readers:
- * the CLI audit). See {@link loadCheckpoint} for what is corrupt. A journal beside a
- * snapshot without `journalSeq` is stale (an older ipamd wrote the snapshot after it):
- * not applied, `staleJournal` set.
+ * Reads the checkpoint at `path` and its two journal files `path + ".journal"` and
+ * `path + ".journal.b"` (journal.ts) and merges them, changing nothing on disk (for
+ * ipamd's start-up and for outside readers: the CLI audit). See {@link loadCheckpoint}
+ * for what is corrupt. A journal beside a snapshot without `journalSeq` is stale (an older
+ * ipamd wrote the snapshot after it): not applied, `staleJournal` set.
+ *
+ * Beside a running writer: a compaction that replaced the snapshot while the files were
+ * read (it empties a journal file afterwards, so the read could miss records) is detected
+ * by the snapshot's identity before and after, and the read is repeated (up to 10 times).
  * @throws the fs error for I/O failures other than ENOENT.
  */
 export async function readCheckpoint(path: string, bounds?: CheckpointBounds): Promise<CheckpointRead> {
+  for (let attempt = 1; ; attempt++) {
+    const before = await fileId(path);
+    const r = await readOnce(path, bounds);
+    if (attempt >= 10 || (await fileId(path)) === before) return r;
+  }
+}
+
+async function readOnce(path: string, bounds?: CheckpointBounds): Promise<CheckpointRead> {
   const snap = await readIfExists(path, bounds?.maxBytes);
-  // The journal stays below the larger of 256 KiB and the snapshot (writer.ts) plus one group's record.
-  const jr = await readIfExists(path + JOURNAL_SUFFIX, bounds ? bounds.maxBytes + 2 * 1024 * 1024 : undefined);
-  const journalExists = jr !== undefined && !(Buffer.isBuffer(jr) && jr.length === 0); // an empty journal holds nothing
+  const names = JOURNAL_SUFFIXES.map((x) => path + x);
+  // Each journal file stays below the larger of 256 KiB and the snapshot (writer.ts) plus
+  // what is appended while a compaction runs.
+  const jrs = await Promise.all(
+    names.map((n) => readIfExists(n, bounds ? bounds.maxBytes + 2 * 1024 * 1024 : undefined)),
+  );
+  // An empty journal holds nothing.
+  const journals = names.filter((_, i) => jrs[i] !== undefined && !(Buffer.isBuffer(jrs[i]) && jrs[i].length === 0));
   const corrupt = (reason: string) => ({
     kind: 'corrupt' as const,
     reason,
     snapshotExists: snap !== undefined,
-    journalExists,
+    journalExists: journals.length > 0,
+    journals,
   });
   if (snap === undefined) {
-    if (Buffer.isBuffer(jr) && jr.length > 0)
-      return corrupt(`journal ${path}${JOURNAL_SUFFIX} (${jr.length} bytes) without its snapshot`);
+    if (journals.length) return corrupt(`journal ${journals.join(', ')} without its snapshot`);
     return { kind: 'missing' };
   }
   if (!Buffer.isBuffer(snap)) return corrupt(snap.reason);
   const r = parse(snap, bounds);
   if (!('data' in r)) return corrupt(r.reason);
-  if (jr === undefined || (Buffer.isBuffer(jr) && jr.length === 0)) return { kind: 'ok', data: r.data };
-  if (!Buffer.isBuffer(jr)) return corrupt(jr.reason);
-  if (r.data.journalSeq === undefined) return { kind: 'ok', data: r.data, staleJournal: true };
-  const j = replayJournal(r.data, jr);
-  if (!j.ok) return corrupt(`${path}${JOURNAL_SUFFIX}: ${j.reason}`);
+  if (!journals.length) return { kind: 'ok', data: r.data, journals };
+  const tooBig = jrs.find((j): j is { reason: string } => j !== undefined && !Buffer.isBuffer(j));
+  if (tooBig) return corrupt(tooBig.reason);
+  if (r.data.journalSeq === undefined) return { kind: 'ok', data: r.data, staleJournal: true, journals };
+  const bufs = jrs.filter((j): j is Buffer => Buffer.isBuffer(j) && j.length > 0);
+  const j = replayJournals(r.data, bufs, journals);
+  if (!j.ok) return corrupt(j.reason);
   if (bounds) {
     for (const [field, n] of [
       ['allocations', j.data.allocations.length],
@@ -183,7 +216,12 @@ export async function readCheckpoint(path: string, bounds?: CheckpointBounds): P
         );
     }
   }
-  return { kind: 'ok', data: j.data, journal: { applied: j.applied, skipped: j.skipped, tornBytes: j.tornBytes } };
+  return {
+    kind: 'ok',
+    data: j.data,
+    journal: { applied: j.applied, skipped: j.skipped, tornBytes: j.tornBytes },
+    journals,
+  };
 }
 
 /**
@@ -194,9 +232,10 @@ export async function readCheckpoint(path: string, bounds?: CheckpointBounds): P
  * - empty, truncated, zero-filled, non-JSON, schema-invalid or unknown-version content, or
  *   (with `bounds`) a file larger than `bounds.maxBytes` (not read) or listing more than
  *   `bounds.maxEntries` allocations or cooldown entries, or a journal that is bad before
- *   its last record, has a gap, or has no snapshot →
- *   the snapshot is renamed to `<path>.corrupt-<ISO time>` (and the journal to
- *   `<path>.journal.corrupt-<ISO time>`) and `{kind:'corrupt', reason, movedTo}`.
+ *   its last record, has a gap or a repeated record, or has no snapshot →
+ *   the snapshot is renamed to `<path>.corrupt-<ISO time>` (and each journal file that
+ *   holds bytes to `<its name>.corrupt-<ISO time>`; `journalMovedTo` is the first) and
+ *   `{kind:'corrupt', reason, movedTo}`.
  * Never throws for bad content.
  * @throws the fs error for I/O failures other than ENOENT (e.g. EACCES, EISDIR, a failed rename).
  */
@@ -206,14 +245,19 @@ export async function loadCheckpoint(path: string, bounds?: CheckpointBounds): P
   if (r.kind === 'missing') return r;
   if (r.kind === 'ok') {
     if (!r.staleJournal) return { kind: 'ok', data: r.data, ...(r.journal ? { journal: r.journal } : {}) };
-    const staleMovedTo = await asideName(path + JOURNAL_SUFFIX, now, 'stale');
-    await rename(path + JOURNAL_SUFFIX, staleMovedTo);
+    let staleMovedTo = '';
+    for (const j of r.journals) {
+      const to = await asideName(j, now, 'stale');
+      await rename(j, to);
+      staleMovedTo ||= to;
+    }
     return { kind: 'ok', data: r.data, journal: { applied: 0, skipped: 0, tornBytes: 0, staleMovedTo } };
   }
   let journalMovedTo: string | undefined;
-  if (r.journalExists) {
-    journalMovedTo = await asideName(path + JOURNAL_SUFFIX, now);
-    await rename(path + JOURNAL_SUFFIX, journalMovedTo);
+  for (const j of r.journals) {
+    const to = await asideName(j, now);
+    await rename(j, to);
+    journalMovedTo ??= to;
   }
   let movedTo = journalMovedTo ?? '';
   if (r.snapshotExists) {

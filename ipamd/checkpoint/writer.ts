@@ -3,20 +3,28 @@
  * step 3): concurrent changes share one write, and each caller learns whether the write
  * holding its change succeeded.
  *
- * A write is either an append to the journal (journal.ts: the difference from the last
- * durable state as one line, then fdatasync; ~0.1–0.3 ms on a local disk, whatever the
+ * A write appends to the active journal file (journal.ts: the difference from the last
+ * durable state as one line, written O_DSYNC; ~0.1–0.3 ms on a local disk, whatever the
  * state's size; with a {@link CheckpointSource} the difference is what the state recorded
- * as changed, O(changes), else a diff of two snapshots, O(state)) or a compaction (the whole state into the snapshot: temp file, fsync,
- * rename, directory fsync; then the journal is truncated). Compactions happen on the
- * first write, when the journal has grown past the larger of `compactBytes` and the
- * snapshot's size (so appends cost O(1) per change amortised), after `idleCompactMs`
- * without a change, after a failed append, and on {@link CheckpointWriter.flush}.
+ * as changed, O(changes), else a diff of two snapshots, O(state)).
+ *
+ * Compaction (the whole state into the snapshot: temp file, fsync, rename, directory fsync;
+ * then the journal emptied) runs **beside** the appends once the active journal file has
+ * grown past the larger of `compactBytes` and the snapshot's size: the write that finds
+ * it so takes the state and its delta at one instant, appends the delta, makes the other
+ * (empty) journal file active, and returns; the snapshot of that state (with `journalSeq`
+ * = that record) is written while later commits append to the other file, and the file
+ * left is emptied once the snapshot is durable. No commit waits for a compaction of this
+ * kind. A compaction **in place of** a write (commits wait for it) happens on the first
+ * write, after a failed append or a failed compaction (a partial record may be on disk),
+ * after `idleCompactMs` without a change, and on {@link CheckpointWriter.flush}; it
+ * empties both journal files.
  */
-import { constants } from 'node:fs';
-import { mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
-import { diffState, indexState, JOURNAL_SUFFIX, type JournalRecord, type StateIndex } from './journal.js';
+import { type FileHandle } from 'node:fs/promises';
+import { diffState, indexState, type JournalRecord, type StateIndex } from './journal.js';
+import { JournalFiles, type JournalIndex } from './journal-files.js';
 import type { CheckpointData } from './schema.js';
+import { writeSnapshotFile } from './snapshot-file.js';
 
 /** Options of {@link CheckpointWriter}. */
 export interface CheckpointWriterOptions {
@@ -25,12 +33,17 @@ export interface CheckpointWriterOptions {
   /** Called after each successful compaction (whole snapshot) with its duration (ms) and size (bytes). */
   onWrite?: (ms: number, bytes: number) => void;
   /**
+   * Called when a compaction beside the appends failed (no committer waits for it; the
+   * next write compacts in place, and its committers see the error if it fails again).
+   */
+  onBackgroundError?: (e: Error) => void;
+  /**
    * Called with the duration (ms) of each stage of each write: `delta` (taking a
    * {@link CheckpointSource}'s changes) or `snapshot` (reading the whole state: every write
    * without a source, each compaction with one), `serialize` (diff + JSON), then
    * `write.dsync` (the O_DSYNC write, sync included) or `write` and `fdatasync` for appends; `compact.serialize`, `compact.write`, `compact.fsync`,
-   * `compact.rename` (rename + directory fsync), `compact.truncate` for compactions. See
-   * service/stage-trace.ts.
+   * `compact.rename` (rename + directory fsync), `compact.truncate` for compactions (those
+   * beside the appends too, interleaved with the appends' stages). See service/stage-trace.ts.
    */
   onStage?: (stage: string, ms: number) => void;
   /** The last journal record number on disk (from {@link loadCheckpoint}'s data `journalSeq`), so numbering goes on; default 0. */
@@ -84,22 +97,24 @@ function newBatch(): Batch {
 }
 
 /**
- * Writes `snapshot()` to `path` (+ journal `path.journal`) durably; the parent directory
- * is created with mode 0700 if missing, the files get mode 0600.
+ * Writes `snapshot()` to `path` (+ journal files `path.journal`, `path.journal.b`) durably;
+ * the parent directory is created with mode 0700 if missing, the files get mode 0600.
  *
  * Group commit: at most one write runs at a time; every {@link commit} made while a
- * write is in flight joins the next write, whose snapshot is taken when it starts.
- * The on-disk state (snapshot + journal, read by {@link readCheckpoint}) equals the last
- * state a write took, once that write resolved.
+ * write is in flight joins the next write, whose state is taken when it starts. A
+ * compaction beside the appends (module docstring) may run meanwhile. The on-disk state
+ * (snapshot + journal files, read by {@link readCheckpoint}) equals the last state a write
+ * took, once that write resolved.
  */
 export class CheckpointWriter {
   private writing?: Promise<void>;
   private pending?: Batch;
+  /** A compaction beside the appends, while it runs (never rejects: a failure sets {@link compactNext}). */
+  private background?: Promise<void>;
   private readonly fsync: boolean;
   /** The journal is opened O_DSYNC: each append is durable when its write returns. */
   private readonly dsync: boolean;
-  private readonly journalPath: string;
-  private journal?: FileHandle;
+  private readonly files: JournalFiles;
   /** The state on disk after the last successful write; undefined until the first (a compaction). */
   private durable?: StateIndex;
   /** The data {@link durable} was indexed from (its `released` array is compared by identity). */
@@ -107,9 +122,8 @@ export class CheckpointWriter {
   /** The boot id in the snapshot on disk (a record does not carry it: a change compacts). */
   private durableBootId?: string;
   private seq: number;
-  private journalBytes = 0;
   private snapshotBytes = 0;
-  /** An append failed half-way, or a compaction was asked for: the next write compacts. */
+  /** An append or a compaction failed, or a compaction was asked for: the next write compacts in place. */
   private compactNext = false;
   private idleTimer?: NodeJS.Timeout;
   /** A compaction succeeded (the snapshot on disk is ours): appends may follow. */
@@ -136,7 +150,7 @@ export class CheckpointWriter {
     }
     this.fsync = opts.fsync ?? true;
     this.dsync = this.fsync && (opts.dsync ?? true);
-    this.journalPath = path + JOURNAL_SUFFIX;
+    this.files = new JournalFiles(path, this.dsync);
     this.seq = opts.startSeq ?? 0;
   }
 
@@ -154,22 +168,22 @@ export class CheckpointWriter {
   }
 
   /**
-   * Waits until no write is in flight or pending, then compacts the journal into the
-   * snapshot (so the snapshot alone is the whole state, e.g. for an older ipamd after a
-   * downgrade) and closes the journal. Never rejects (errors go to committers; a failed
-   * final compaction leaves snapshot + journal, which load as before).
+   * Waits until no write or compaction is in flight or pending, then compacts the journal
+   * into the snapshot (so the snapshot alone is the whole state, e.g. for an older ipamd
+   * after a downgrade) and closes the journal files. Never rejects (errors go to
+   * committers; a failed final compaction leaves snapshot + journal, which load as before).
    */
   async flush(): Promise<void> {
     await this.idle();
+    await this.background;
     clearTimeout(this.idleTimer);
-    if (this.compacted && this.journalBytes > 0) {
+    if (this.compacted && this.files.bytes(0) + this.files.bytes(1) > 0) {
       this.compactNext = true;
       await this.commit().catch(() => undefined);
       await this.idle();
     }
     clearTimeout(this.idleTimer);
-    await this.journal?.close().catch(() => undefined);
-    this.journal = undefined;
+    await this.files.close();
   }
 
   private async idle(): Promise<void> {
@@ -196,14 +210,18 @@ export class CheckpointWriter {
     return t;
   }
 
-  /** True when the next write must be a compaction (whatever the state). */
+  /** True when the next write must be a compaction in place (whatever the state). */
   private mustCompact(): boolean {
-    return (
-      !this.compacted ||
-      this.compactNext ||
-      this.opts.journal === false ||
-      this.journalBytes >= Math.max(this.opts.compactBytes ?? 256 * 1024, this.snapshotBytes)
-    );
+    return !this.compacted || this.compactNext || this.opts.journal === false;
+  }
+
+  /**
+   * True when this write should start a compaction beside the appends: the active journal
+   * file outgrew the larger of `compactBytes` and the snapshot, and none is running (the
+   * other file is then empty: a compaction that failed set {@link compactNext}).
+   */
+  private rotateNow(): boolean {
+    return !this.background && this.files.bytes() >= Math.max(this.opts.compactBytes ?? 256 * 1024, this.snapshotBytes);
   }
 
   private async writeOnce(): Promise<void> {
@@ -216,46 +234,46 @@ export class CheckpointWriter {
     );
     t = this.stage('snapshot', t);
     if (!this.durable || data.bootId !== this.durableBootId || this.mustCompact()) {
-      await this.compact(data, next, t);
+      await this.background; // an older snapshot must not land after this one
+      await this.compactInPlace(data, next, t);
       return;
     }
     const rec = diffState(this.durable, next, this.seq + 1);
-    if (!rec) {
-      this.durableData = data; // the same state: keep the newest arrays for the identity check
-      return; // nothing changed since the last write: already durable
-    }
-    await this.append(rec, t);
+    const rotate = this.rotateNow();
+    if (rec) await this.append(rec, t);
     this.durable = next;
-    this.durableData = data;
+    this.durableData = data; // the same state when !rec: keep the newest arrays for the identity check
+    if (rotate) this.compactBeside(data);
   }
 
   /** A write with a {@link CheckpointSource}: its delta appended, or a compaction of its snapshot. */
   private async writeDelta(src: CheckpointSource): Promise<void> {
     let t = performance.now();
     if (this.mustCompact()) {
+      await this.background; // an older snapshot must not land after this one
       const data = src.snapshot();
       t = this.stage('snapshot', t);
-      await this.compact(data, undefined, t);
+      await this.compactInPlace(data, undefined, t);
       return;
     }
     const body = src.delta();
-    t = this.stage('delta', t);
+    // Rotating: the whole state at the same instant as the delta (no change between the
+    // two), so the snapshot = the durable state once this record is appended.
+    const data = this.rotateNow() ? src.snapshot() : undefined;
+    t = this.stage(data ? 'snapshot' : 'delta', t);
     const rec: JournalRecord = { seq: this.seq + 1 };
     for (const [k, v] of Object.entries(body) as Array<[keyof typeof body, unknown]>)
       if (v !== undefined && !(Array.isArray(v) && v.length === 0)) (rec as unknown as Record<string, unknown>)[k] = v;
-    if (Object.keys(rec).length === 1) return; // nothing changed since the last write: already durable
-    await this.append(rec, t);
+    if (Object.keys(rec).length > 1) await this.append(rec, t); // else nothing changed: already durable
+    if (data) this.compactBeside(data);
   }
 
-  /** Appends `rec` (numbered `this.seq + 1`) to the journal and fdatasyncs it. */
+  /** Appends `rec` (numbered `this.seq + 1`) to the active journal file, durably. */
   private async append(rec: JournalRecord, t0: number): Promise<void> {
     let t = t0;
     const line = Buffer.from(JSON.stringify(rec) + '\n');
     t = this.stage('serialize', t);
-    const fh = await this.openJournal();
-    const { bytesWritten } = await fh.write(line, 0, line.length);
-    if (bytesWritten !== line.length)
-      throw new Error(`short write to ${this.journalPath}: ${bytesWritten} of ${line.length} bytes`);
+    const fh: FileHandle = await this.files.append(line);
     if (this.dsync) {
       this.stage('write.dsync', t); // the write and its sync, one call
     } else {
@@ -264,63 +282,69 @@ export class CheckpointWriter {
       this.stage('fdatasync', t);
     }
     this.seq = rec.seq;
-    this.journalBytes += line.length;
     this.armIdleCompaction();
   }
 
-  /** Writes the whole state as the snapshot, then empties the journal; `next`: its index (diff mode only). */
-  private async compact(data: CheckpointData, next: StateIndex | undefined, t0: number): Promise<void> {
-    const start = t0;
-    let t = t0;
-    const buf = Buffer.from(JSON.stringify({ ...data, journalSeq: this.seq }));
-    t = this.stage('compact.serialize', t);
-    const dir = dirname(this.path);
-    await mkdir(dir, { recursive: true, mode: 0o700 });
-    const tmp = join(dir, `.${basename(this.path)}.${process.pid}.tmp`);
-    let renamed = false;
-    try {
-      const fh = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC, 0o600);
-      try {
-        const { bytesWritten } = await fh.write(buf, 0, buf.length);
-        if (bytesWritten !== buf.length)
-          throw new Error(`short write to ${tmp}: ${bytesWritten} of ${buf.length} bytes`);
-        t = this.stage('compact.write', t);
-        if (this.fsync) await fh.sync();
-        t = this.stage('compact.fsync', t);
-      } finally {
-        await fh.close();
-      }
-      await rename(tmp, this.path);
-      renamed = true;
-      if (this.fsync) await fsyncDir(dir);
-      t = this.stage('compact.rename', t);
-    } finally {
-      if (!renamed) await unlink(tmp).catch(() => undefined);
-    }
-    // The snapshot holds every record up to this.seq: they may go (a crash before this line
+  /**
+   * Starts the compaction beside the appends of `data` (the durable state at record
+   * `this.seq`): appends go to the other journal file from now on; once the snapshot is
+   * durable the file left is emptied.
+   */
+  private compactBeside(data: CheckpointData): void {
+    const seq = this.seq;
+    const left: JournalIndex = this.files.switchActive();
+    this.durableBootId = data.bootId;
+    this.background = (async () => {
+      // The write's callers get their replies before the snapshot's JSON takes the event loop.
+      await new Promise((r) => setImmediate(r));
+      const start = performance.now();
+      const bytes = await this.writeSnapshot(data, seq, start);
+      const t = performance.now();
+      await this.files.empty(left, this.fsync);
+      this.stage('compact.truncate', t);
+      this.snapshotBytes = bytes;
+      this.opts.onWrite?.(performance.now() - start, bytes);
+    })()
+      .catch((e: unknown) => {
+        this.compactNext = true; // the next write compacts in place (and empties both files)
+        this.opts.onBackgroundError?.(e instanceof Error ? e : new Error(String(e)));
+      })
+      .finally(() => {
+        this.background = undefined;
+      });
+  }
+
+  /** Writes the whole state as the snapshot (journalSeq `seq`); returns its size (bytes). */
+  private async writeSnapshot(data: CheckpointData, seq: number, t0: number): Promise<number> {
+    const buf = Buffer.from(JSON.stringify({ ...data, journalSeq: seq }));
+    this.stage('compact.serialize', t0);
+    await writeSnapshotFile(this.path, buf, {
+      fsync: this.fsync,
+      onStage: (stage, ms) => this.opts.onStage?.(`compact.${stage}`, ms),
+      // Both journal files exist before the directory fsync makes the rename durable, so
+      // their names are as durable as the snapshot before any record is acknowledged.
+      beforeRename: () => this.files.openAll(),
+    });
+    return buf.length;
+  }
+
+  /** Writes the whole state as the snapshot, then empties both journal files; `next`: its index (diff mode only). */
+  private async compactInPlace(data: CheckpointData, next: StateIndex | undefined, t0: number): Promise<void> {
+    const bytes = await this.writeSnapshot(data, this.seq, t0);
+    // The snapshot holds every record up to this.seq: they may go (a crash before this
     // leaves records the loader skips by their seq).
-    const fh = await this.openJournal();
-    await fh.truncate(0);
-    if (this.fsync) await fh.sync();
+    const t = performance.now();
+    await this.files.empty(0, this.fsync);
+    await this.files.empty(1, this.fsync);
     this.stage('compact.truncate', t);
-    this.journalBytes = 0;
-    this.snapshotBytes = buf.length;
+    this.snapshotBytes = bytes;
     this.compactNext = false;
     this.compacted = true;
     this.durable = next;
     this.durableData = data;
     this.durableBootId = data.bootId;
     clearTimeout(this.idleTimer);
-    this.opts.onWrite?.(performance.now() - start, buf.length);
-  }
-
-  private async openJournal(): Promise<FileHandle> {
-    this.journal ??= await open(
-      this.journalPath,
-      constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | (this.dsync ? constants.O_DSYNC : 0),
-      0o600,
-    );
-    return this.journal;
+    this.opts.onWrite?.(performance.now() - t0, bytes);
   }
 
   /** After `idleCompactMs` without another write, folds the journal into the snapshot. */
@@ -329,20 +353,10 @@ export class CheckpointWriter {
     if (ms <= 0) return;
     clearTimeout(this.idleTimer);
     this.idleTimer = setTimeout(() => {
-      if (this.journalBytes === 0) return;
+      if (this.files.bytes(0) + this.files.bytes(1) === 0) return;
       this.compactNext = true;
       void this.commit();
     }, ms);
     this.idleTimer.unref();
-  }
-}
-
-/** fsyncs a directory so a rename in it survives a crash. */
-async function fsyncDir(dir: string): Promise<void> {
-  const fh = await open(dir, 'r');
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
   }
 }

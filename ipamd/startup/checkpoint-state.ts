@@ -83,6 +83,11 @@ export async function openCheckpointState(p: {
   const writer = new CheckpointWriter(config.checkpointPath, source, {
     startSeq: load.kind === 'ok' && !fromAwsNode ? (load.data.journalSeq ?? 0) : 0,
     onStage: (stage, ms) => stageTrace.record(`checkpoint.${stage}`, ms),
+    onBackgroundError: (e) =>
+      log.warn(
+        { err: e, path: config.checkpointPath },
+        'checkpoint compaction failed; the journal keeps every change and the next write compacts again',
+      ),
   });
   await writer.commit();
   return {

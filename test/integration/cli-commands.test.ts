@@ -96,6 +96,8 @@ test(
       'introspection/status.json',
       'introspection/allocations.json',
       'state/ipam.json',
+      'state/ipam.json.journal',
+      'state/ipam.json.journal.b',
       'kernel/ip-rule.txt',
       'kernel/ip-route-all.txt',
       'kernel/iptables-save.txt',

@@ -163,7 +163,8 @@ test('a bad record before the last, a gap, or a journal without its snapshot: co
       `${rec(seq + 1, 'x')}\nnot json\n${rec(seq + 2, 'y')}\n`,
       /record 2 of 3 is not a valid record, and it is not the last/,
     ],
-    ['a gap', `${rec(seq + 1, 'x')}\n${rec(seq + 3, 'y')}\n`, /seq \d+, expected \d+ \(a record is missing\)/],
+    ['a gap', `${rec(seq + 1, 'x')}\n${rec(seq + 3, 'y')}\n`, /seq \d+ follows \d+ \(a record is missing\)/],
+    ['a repeated record', `${rec(seq + 1, 'x')}\n${rec(seq + 1, 'y')}\n`, /seq \d+ appears twice/],
   ];
   for (const [name, journal, reason] of cases) {
     await writeFile(file, snapshot);
