@@ -6,9 +6,12 @@
  * written O_DSYNC, group commit; the snapshot rewritten when the journal outgrows it) on
  * the real disk under the OS temp dir. Prints figures, no pass/fail.
  *
- * Set-up: simulated c5.4xlarge, WARM_IP_TARGET = 2 × the highest concurrency (the pool
- * never runs dry) and IP_COOLDOWN_PERIOD=0 (a released IP is reusable at once: this
- * measures the request path, not the pool). One gRPC channel carries all workers' calls
+ * Set-up: simulated c5.4xlarge, WARM_IP_TARGET = 2 × the highest concurrency and
+ * MINIMUM_IP_TARGET = 3 × (at most the 232 secondary IPs of its 8 ENIs), waited for before
+ * the first row, so the pool neither runs dry nor grows or shrinks during a row (the `EC2
+ * calls` column shows it: with only the warm target the first 64-client row grew the pool
+ * by two ENIs, ~20 EC2 calls in the row), and IP_COOLDOWN_PERIOD=0 (a released IP is
+ * reusable at once): this measures the request path, not the pool. One gRPC channel carries all workers' calls
  * (a real node has one short-lived plugin process per call; see bench/cni-add-latency
  * for that path). Each worker loops ADD(new key) → DEL(same key). ipamd starts from a
  * checkpoint of this boot that remembers `--released` (4096) DELs, the datastore's cap,
@@ -154,14 +157,17 @@ async function main(): Promise<void> {
   const sim = new SimCloud({ seed: 3 });
   await sim.start();
   const subnet = sim.addSubnet({ cidr: '10.0.0.0/20' });
-  const warm = 2 * Math.max(...levels.map((l) => l.conc));
+  const maxConc = Math.max(...levels.map((l) => l.conc));
+  const warm = 2 * maxConc;
+  const minimum = Math.min(3 * maxConc, 8 * 29); // c5.4xlarge: 8 ENIs of 30 addresses, one of them primary
+
   const node = await createSimNode({
     sim,
     subnetId: subnet.subnetId,
     instanceType: 'c5.4xlarge',
     mode: 'child',
     cri: false,
-    env: { WARM_IP_TARGET: String(warm), IP_COOLDOWN_PERIOD: '0' },
+    env: { WARM_IP_TARGET: String(warm), MINIMUM_IP_TARGET: String(minimum), IP_COOLDOWN_PERIOD: '0' },
   });
   const v8 = values['v8-defaults'];
   const flags = values['node-flags']?.split(' ').filter(Boolean) ?? (v8 ? [] : IPAMD_NODE_FLAGS);
@@ -174,7 +180,7 @@ async function main(): Promise<void> {
   try {
     await seedReleasedCheckpoint(node.checkpoint, Number(values.released));
     await node.start();
-    for (const until = Date.now() + 30_000; Date.now() < until && (await node.status()).counts.available < warm;)
+    for (const until = Date.now() + 30_000; Date.now() < until && (await node.status()).counts.available < minimum;)
       await sleep(100);
     for (let i = 0; i < 50; i++) {
       await c.add(`warmup${i}`);
@@ -186,6 +192,7 @@ async function main(): Promise<void> {
       const addMs: number[] = [];
       const delMs: number[] = [];
       let errors = 0;
+      const calls0 = sim.countCalls();
       const cpu0 = cpuMsOf(node.pid);
       const own0 = process.cpuUsage();
       const t0 = performance.now();
@@ -230,6 +237,7 @@ async function main(): Promise<void> {
           cpuPerPair.toFixed(2),
           pairMs.length ? ((own.user + own.system) / 1000 / pairMs.length).toFixed(2) : 'NaN',
           errors,
+          sim.countCalls() - calls0,
         ]),
       );
       if (level === levels[0] || level === levels[levels.length - 1])
@@ -258,9 +266,10 @@ async function main(): Promise<void> {
       'ipamd CPU ms / pair',
       'bench client CPU ms / pair',
       'errors',
+      'EC2 calls',
     ]),
   );
-  console.log(row(Array(8).fill('---')));
+  console.log(row(Array(9).fill('---')));
   for (const l of out) console.log(l);
   for (const [conc, tr] of traces) {
     if (Object.keys(tr).length === 0) continue; // an ipamd without the trace
