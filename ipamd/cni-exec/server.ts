@@ -36,7 +36,7 @@
  * socket); the spawn worker's `cni.spawn.call` (ms its `spawn()` blocked) and
  * `cni.spawn.relay` (the two messages' share of the time to a started child).
  */
-import { chmod, mkdir, stat } from 'node:fs/promises';
+import { chmod, mkdir } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import {
@@ -55,6 +55,7 @@ import { removeStaleSocket } from '../rpc/server.js';
 import { stageTrace } from '../service/stage-trace.js';
 import { acquireSpawnWorker, type SpawnWorker } from './spawn-worker.js';
 import { chooseNetlinkHelper } from './netlink-start.js';
+import { netnsId, netnsRefusal } from './netns-check.js';
 import { decodeRequest, encodeFallback, encodeResult, encodeUnavailable, type ExecRequest } from './protocol.js';
 
 /** Default deadline (ms from accept) for a connection's whole request; the shim sends it in one go. */
@@ -67,9 +68,6 @@ export const MAX_CONNECTIONS = 256;
 export const ANSWER_READ_GRACE_MS = 10_000;
 /** Default cap on bytes held by requests still arriving, all connections together (two 8 MiB configs fit). */
 export const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
-
-/** Verbs that enter the pod netns by its path (DEL, GC, STATUS, VERSION never do). */
-const ENTERS_POD_NETNS = new Set(['ADD', 'CHECK']);
 
 /** Options of {@link CniExecServer}. */
 export interface CniExecServerOptions {
@@ -110,16 +108,6 @@ export interface CniExecServerOptions {
   maxConnections?: number;
   /** Bytes held by partial requests, in total (default {@link MAX_BUFFERED_BYTES}). */
   maxBufferedBytes?: number;
-}
-
-/** `<dev>:<ino>` of the namespace file at `p` (what the shim sends), or `!<code>` when stat fails. */
-export async function netnsId(p: string): Promise<string> {
-  try {
-    const s = await stat(p, { bigint: true });
-    return `${s.dev}:${s.ino}`;
-  } catch (e) {
-    return `!${(e as NodeJS.ErrnoException).code ?? 'error'}`;
-  }
 }
 
 /**
@@ -330,31 +318,6 @@ export class CniExecServer {
     answer(c, unavailable);
   }
 
-  /** Why this request must not run here (one line naming the DaemonSet setting), or undefined when it may. */
-  private async refusal(req: ExecRequest): Promise<string | undefined> {
-    if (req.selfNetns !== this.nodeNetnsId) {
-      return `ipamd is not in the node's network namespace (the plugin runs in netns ${req.selfNetns}, ipamd wires the node side in ${this.nodeNetnsId}): the eni-ipam DaemonSet needs hostNetwork: true`;
-    }
-    const netns = req.env.CNI_NETNS ?? '';
-    if (ENTERS_POD_NETNS.has(req.env.CNI_COMMAND ?? '') && netns !== '') {
-      const mine = await netnsId(netns);
-      if (req.podNetns.startsWith('!') && mine.startsWith('!')) return undefined; // gone for both: the plugin code reports it
-      if (req.podNetns.startsWith('!'))
-        return `CNI_NETNS ${netns} does not exist for the plugin (${req.podNetns.slice(1)}) but does for ipamd: the plugin and ipamd must see the node's mounts alike`;
-      if (mine !== req.podNetns) {
-        const proc = netns.startsWith('/proc/');
-        const seen = mine.startsWith('!')
-          ? `does not exist in ipamd's ${proc ? 'PID' : 'mount'} namespace (${mine.slice(1)})`
-          : `is another namespace for ipamd (${mine}) than for the plugin (${req.podNetns})`;
-        const fix = proc
-          ? 'the eni-ipam DaemonSet needs hostPID: true'
-          : `the eni-ipam DaemonSet needs the ${path.dirname(netns)} hostPath mount with mountPropagation: HostToContainer`;
-        return `ipamd cannot enter the pod netns: CNI_NETNS ${netns} ${seen}; ${fix}`;
-      }
-    }
-    return undefined;
-  }
-
   private async serve(c: net.Socket, req: ExecRequest, accepted: number): Promise<void> {
     const t0 = performance.now();
     const prefix = `cni.${(req.env.CNI_COMMAND ?? '').toLowerCase()}.`;
@@ -369,7 +332,7 @@ export class CniExecServer {
       answer(c, encodeUnavailable('ipamd is shutting down'));
       return;
     }
-    const why = await this.refusal(req);
+    const why = await netnsRefusal(req, this.nodeNetnsId);
     trace('checked');
     if (why) {
       this.o.log.warn({ ...who, reason: why }, 'CNI exec: cannot run this invocation here');

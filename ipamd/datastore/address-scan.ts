@@ -57,3 +57,20 @@ export function countAddresses(
   }
   return c;
 }
+
+/** The addresses marked unverified (dotted quads, in iteration order). */
+export function unverifiedOf(ips: Iterable<IpRecord>): string[] {
+  const out: string[] = [];
+  for (const r of ips) if (r.unverified) out.push(r.ip);
+  return out;
+}
+
+/** When the earliest of the cooling `entries` ends (ms: `releasedAt + cooldownMs`), or undefined when there is none. */
+export function earliestCooldownEnd(
+  entries: ReadonlyArray<{ releasedAt: number }>,
+  cooldownMs: number,
+): number | undefined {
+  let min: number | undefined;
+  for (const e of entries) if (min === undefined || e.releasedAt + cooldownMs < min) min = e.releasedAt + cooldownMs;
+  return min;
+}

@@ -22,7 +22,8 @@
  *              ADD found the node routing it to another pod: {@link Datastore.quarantine})
  *              is in this state too, until {@link Datastore.liftQuarantine}.
  */
-import { AddressStore } from './address-store.js';
+import { PrefixStore } from './prefix-store.js';
+import { ReleasedContainers } from './released-containers.js';
 import { journalCooldownOf } from './changes.js';
 import { freePrefixesOf } from './prefixes.js';
 import { keyString, type IpRecord } from './records.js';
@@ -57,20 +58,17 @@ export interface DatastoreDelta {
   unrel: string[];
 }
 
-/** Container ids remembered as released ({@link Datastore.wasReleased}), oldest forgotten first. */
-export const RELEASED_CONTAINERS_KEPT = 4096;
+export { RELEASED_CONTAINERS_KEPT } from './released-containers.js';
 
 /**
  * In-memory ENI/IP/allocation store. See the module docstring for the address states;
  * ENI and address methods (addIps, addPrefixes, reserve*, poolViews, counts…) come from
- * {@link AddressStore}. Constructor: `(cooldownMs, unit = 'ip', { primaryServesNewPods = true })`.
+ * {@link AddressStore} and {@link PrefixStore}. Constructor: `(cooldownMs, unit = 'ip', { primaryServesNewPods = true })`.
  */
-export class Datastore extends AddressStore {
+export class Datastore extends PrefixStore {
   private readonly allocationsByKey = new Map<string, Allocation>();
-  /** Container id → when its attachment was released (DEL, GC; ms) and not assigned since; insertion order = age. */
-  private readonly releasedContainers = new Map<string, number>();
-  /** {@link releasedEntries}' last answer, kept while the map is unchanged (the checkpoint writer skips an unchanged list by identity). */
-  private releasedCache?: ReadonlyArray<{ containerID: string; releasedAt: number }>;
+  /** Containers whose attachment was released (DEL, GC) and nothing assigned since. */
+  private readonly releasedContainers = new ReleasedContainers((id) => this.changes.released(id));
 
   /**
    * Assigns an address to `key`. Idempotent: a key that already holds an address gets
@@ -253,19 +251,12 @@ export class Datastore extends AddressStore {
 
   /** Remembers `containerID` as released at `at` (ms), newest last, forgetting the oldest beyond {@link RELEASED_CONTAINERS_KEPT}. */
   private rememberReleased(containerID: string, at: number): void {
-    this.releasedCache = undefined;
-    this.releasedContainers.delete(containerID);
-    this.releasedContainers.set(containerID, at);
-    this.changes.released(containerID);
-    if (this.releasedContainers.size > RELEASED_CONTAINERS_KEPT)
-      this.forgetReleased(this.releasedContainers.keys().next().value!);
+    this.releasedContainers.remember(containerID, at);
   }
 
   /** Forgets the remembered DEL of `containerID`, if any. */
   private forgetReleased(containerID: string): void {
-    if (!this.releasedContainers.delete(containerID)) return;
-    this.releasedCache = undefined;
-    this.changes.released(containerID);
+    this.releasedContainers.forget(containerID);
   }
 
   /**
@@ -275,10 +266,7 @@ export class Datastore extends AddressStore {
    * array is returned until the remembered set changes, so a caller can tell "unchanged" by identity.
    */
   releasedEntries(): ReadonlyArray<{ containerID: string; releasedAt: number }> {
-    this.releasedCache ??= Object.freeze(
-      [...this.releasedContainers].map(([containerID, releasedAt]) => Object.freeze({ containerID, releasedAt })),
-    );
-    return this.releasedCache;
+    return this.releasedContainers.entries();
   }
 
   /**
@@ -301,14 +289,7 @@ export class Datastore extends AddressStore {
    * still listed, so its entry stays. @returns how many entries were forgotten.
    */
   expireReleased(listed: ReadonlySet<string>, releasedBefore: number): number {
-    let n = 0;
-    for (const [id, at] of this.releasedContainers) {
-      if (!listed.has(id) && at <= releasedBefore) {
-        this.forgetReleased(id);
-        n++;
-      }
-    }
-    return n;
+    return this.releasedContainers.forgetWhere((id, at) => !listed.has(id) && at <= releasedBefore);
   }
 
   /** Marks a known, unheld IP as cooling since `releasedAt` (restored cooldown entry). */

@@ -30,10 +30,9 @@ import { growBlockedReason, type EniLimits } from '../../pool/grow-limits.js';
 import type { EniManager } from '../eni-lifecycle/eni-manager.js';
 import { failedForSure } from '../../cloud/ec2-outcome.js';
 import { PlacementError, SUBNET_FULL_CODES, exhaustedReason } from '../eni-lifecycle/subnet-placement.js';
+import { ATTACH_LIMIT, classifyGrowFailure, type GrowFailureKind } from './grow-failure.js';
 /** Id prefix of the stand-ins for ENIs being created in a plan. */
 const PHANTOM = '(being created) ';
-/** EC2 code meaning the instance cannot take another ENI. */
-const ATTACH_LIMIT = 'AttachmentLimitExceeded';
 
 /** Options of {@link GrowExecutor}. */
 export interface GrowExecutorOptions {
@@ -64,8 +63,7 @@ export interface GrowExecutorOptions {
 /** Why the ENIConfig forbids creating ENIs: it is missing, invalid, or not known (the API cannot be read). */
 export type EniConfigBlockKind = 'eniconfig_missing' | 'eniconfig_invalid' | 'eniconfig_unknown';
 
-/** Kind of a grow failure: the subnet is full, an ENI limit binds, EC2 throttled, or another EC2/network error. */
-export type GrowFailureKind = 'subnet_full' | 'eni_limit' | 'throttled' | 'ec2_error';
+export type { GrowFailureKind } from './grow-failure.js';
 
 /** What one grow pass did. */
 export interface GrowOutcome {
@@ -373,31 +371,17 @@ export class GrowExecutor {
     stuck: Array<{ subnetId: string; code: string }> = [],
     stuckReason?: string,
   ): string | undefined {
-    const { log, limits } = this.o;
-    for (const e of errors) log.warn({ err: e.message }, 'pool grow failed');
-    const subnetFull = errors.find((e): e is Ec2Error => e instanceof Ec2Error && SUBNET_FULL_CODES.has(e.code));
-    const attachLimit = errors.find((e): e is Ec2Error => e instanceof Ec2Error && e.code === ATTACH_LIMIT);
-    let blocked: string | undefined;
+    for (const e of errors) this.o.log.warn({ err: e.message }, 'pool grow failed');
+    let stuckBlocked: string | undefined;
     if (stuck.length > 0) {
       const unique = [...new Map(stuck.map((f) => [f.subnetId, f])).values()];
-      blocked = stuckReason ?? exhaustedReason(unique, this.o.subnetFullPauseMs ?? 30_000);
-      this.pause(blocked);
-    } else if (attachLimit) {
-      blocked =
-        `EC2 refused to attach another ENI (${ATTACH_LIMIT}): the instance is at its ENI limit` +
-        `${limits ? ` (instance type ${limits.instanceType} allows ${limits.instanceMaxEnis})` : ''}`;
+      stuckBlocked = stuckReason ?? exhaustedReason(unique, this.o.subnetFullPauseMs ?? 30_000);
+      this.pause(stuckBlocked);
     }
-    const first = errors[0]!;
-    this.lastErrorKind = subnetFull
-      ? 'subnet_full'
-      : attachLimit
-        ? 'eni_limit'
-        : errors.some((e) => e instanceof Ec2Error && e.kind === 'throttle')
-          ? 'throttled'
-          : 'ec2_error';
-    this.o.onGrowFailed?.(this.lastErrorKind);
-    this.lastError =
-      blocked ?? (first instanceof Ec2Error ? `${first.action} failed with ${first.code}` : first.message);
-    return blocked;
+    const f = classifyGrowFailure(errors, this.o.limits, stuckBlocked);
+    this.lastErrorKind = f.kind;
+    this.o.onGrowFailed?.(f.kind);
+    this.lastError = f.message;
+    return f.blocked;
   }
 }
