@@ -156,6 +156,15 @@ export class ImdsClient {
     return out.sort((a, b) => a.deviceNumber - b.deviceNumber);
   }
 
+  /**
+   * The VPC's IPv4 CIDR blocks IMDS lists for the ENI `mac`
+   * (`network/interfaces/macs/<mac>/vpc-ipv4-cidr-blocks`, one per line; empty when absent):
+   * one request, where {@link eni} makes nine. @throws ImdsError
+   */
+  async vpcCidrs(mac: string): Promise<string[]> {
+    return lines((await this.getOptional(`meta-data/network/interfaces/macs/${mac}/vpc-ipv4-cidr-blocks`)) ?? '');
+  }
+
   /** Reads one ENI by MAC. @throws ImdsError */
   async eni(mac: string): Promise<ImdsEni> {
     const p = `meta-data/network/interfaces/macs/${mac}/`;

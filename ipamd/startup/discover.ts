@@ -279,7 +279,7 @@ async function resolveSubnetCidrs(
  * One read, no retry (the caller re-reads on its period). @throws ImdsError
  */
 export async function readVpcCidrs(imds: ImdsClient, mac: string): Promise<string[]> {
-  return (await imds.eni(mac)).vpcCidrs.filter(isIpv4Cidr);
+  return (await imds.vpcCidrs(mac)).filter(isIpv4Cidr);
 }
 
 /**

@@ -1,7 +1,8 @@
 /**
  * The IMDS client's session token (ipamd/cloud/imds.ts): reads that go out together share
  * one `PUT /latest/api/token` (a start's first reads do), against a real HTTP server that
- * counts them; a failed token fetch fails its waiters and the next read asks again.
+ * counts them; a failed token fetch fails its waiters and the next read asks again; the
+ * periodic VPC CIDR recheck is one read.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -56,4 +57,12 @@ test('a failed token fetch fails the reads waiting for it; the next read fetches
   assert.equal(seen.puts, 1, 'both waited for the same fetch');
   assert.equal(await imds.get('meta-data/mac'), '/latest/meta-data/mac');
   assert.equal(seen.puts, 2, 'a new fetch after the failure');
+});
+
+test("the VPC CIDR recheck reads one path, not the ENI's nine", async (t) => {
+  const { seen, endpoint } = await server(t);
+  const imds = new ImdsClient({ endpoint });
+  const got = await imds.vpcCidrs('0e:aa:bb:cc:dd:ee');
+  assert.deepEqual(got, ['/latest/meta-data/network/interfaces/macs/0e:aa:bb:cc:dd:ee/vpc-ipv4-cidr-blocks']);
+  assert.deepEqual(seen, { puts: 1, gets: 1 });
 });
