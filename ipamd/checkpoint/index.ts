@@ -4,7 +4,7 @@
  */
 export type { CheckpointAllocation, CheckpointData } from './schema.js';
 export { CHECKPOINT_VERSION, checkpointSchema } from './schema.js';
-export { JOURNAL_SUFFIX, type JournalRecord } from './journal.js';
+export { JOURNAL_SUFFIXES, type JournalRecord } from './journal.js';
 export {
   checkpointBoundsFor,
   loadCheckpoint,

@@ -25,8 +25,8 @@ import {
   type CheckpointData,
 } from './schema.js';
 
-/** Suffix of the (first) journal file next to the snapshot. */
-export const JOURNAL_SUFFIX = '.journal';
+/** Suffix of the first journal file next to the snapshot. */
+const JOURNAL_SUFFIX = '.journal';
 
 /** Suffixes of the two journal files next to the snapshot (writer.ts alternates between them). */
 export const JOURNAL_SUFFIXES = [JOURNAL_SUFFIX, '.journal.b'] as const;

@@ -57,7 +57,7 @@ export type CheckpointLoad =
 export type CheckpointRead =
   | { kind: 'ok'; data: CheckpointData; journal?: JournalLoad; staleJournal?: boolean; journals: string[] }
   | { kind: 'missing' }
-  | { kind: 'corrupt'; reason: string; snapshotExists: boolean; journalExists: boolean; journals: string[] };
+  | { kind: 'corrupt'; reason: string; snapshotExists: boolean; journals: string[] };
 
 /**
  * The kernel's boot id (`/proc/sys/kernel/random/boot_id`, trimmed): a checkpoint from
@@ -188,7 +188,6 @@ async function readOnce(path: string, bounds?: CheckpointBounds): Promise<Checkp
     kind: 'corrupt' as const,
     reason,
     snapshotExists: snap !== undefined,
-    journalExists: journals.length > 0,
     journals,
   });
   if (snap === undefined) {
