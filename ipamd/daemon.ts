@@ -39,6 +39,7 @@ import { KernelSource } from './restore/kernel-source.js';
 import { openCheckpointState } from './startup/checkpoint-state.js';
 import { markAwsNodeCheckpointImported } from './startup/aws-node-import.js';
 import { checkpointCoverage, confirmJitterMs, startInventoryCache } from './startup/fast-start.js';
+import { whileHoldingCheckpointLock } from './startup/checkpoint-lock.js';
 
 /** A running daemon. */
 export interface Daemon {
@@ -52,11 +53,18 @@ export interface Daemon {
 }
 
 /**
- * Starts ipamd with a validated config.
- * @throws Error when discovery fails after its retries, the socket is taken by a live
- *         ipamd, or a setting cannot work on this instance (the message says which).
+ * Starts ipamd with a validated config. First takes the node's one-ipamd lock on the
+ * checkpoint directory (startup/checkpoint-lock.ts), before anything on the node is read
+ * or written; {@link Daemon.stop}, or a failed start, frees it.
+ * @throws Error when another ipamd holds the checkpoint directory or serves on the socket,
+ *         discovery fails after its retries, or a setting cannot work on this instance
+ *         (the message says which).
  */
 export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Daemon> {
+  return whileHoldingCheckpointLock(path.dirname(config.checkpointPath), () => startLocked(config, log));
+}
+
+async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
   const t0 = Date.now();
   const processStart = performance.timeOrigin;
   const bootId = readBootId();

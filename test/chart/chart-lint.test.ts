@@ -29,6 +29,12 @@ test('a value of the wrong type is refused by values.schema.json, naming the fie
     renderChart({ prometheusRule: { create: 'yes' } }),
     /\/prometheusRule\/create': got string, want boolean/,
   );
+  // A surge pod's ipamd would start beside the live one on the same node (one ipamd per node).
+  await assert.rejects(
+    renderChart({ updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } } }),
+    /\/updateStrategy\/rollingUpdate\/maxSurge': value must be one of 0, '0', '0%'/,
+  );
+  await renderChart({ updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 0, maxUnavailable: 1 } } });
 });
 
 test('an env var the chart sets from another value is refused in env, naming that value', async () => {
