@@ -41,8 +41,11 @@ export interface ImdsInstanceView {
 export function liveInstanceView(state: SimState, instanceId: string): ImdsInstanceView | undefined {
   const inst = state.instances.get(instanceId);
   if (!inst) return undefined;
-  const enis = [...state.enis.values()]
-    .filter((e) => e.attachment?.instanceId === instanceId && e.attachment.status === 'attached')
+  // One pass over the account's ENIs, no copy of them: a fleet simulation asks this per IMDS request.
+  const attached = [];
+  for (const e of state.enis.values())
+    if (e.attachment?.instanceId === instanceId && e.attachment.status === 'attached') attached.push(e);
+  const enis = attached
     .sort((a, b) => a.attachment!.deviceIndex - b.attachment!.deviceIndex)
     .map((e): ImdsEniView => ({
       mac: e.macAddress,

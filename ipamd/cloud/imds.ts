@@ -48,6 +48,12 @@ export interface ImdsEni {
   ipv4Prefixes: string[];
 }
 
+/**
+ * What the ENI reconcile and the wait for a new ENI read of an attached ENI: its id, its
+ * subnet's CIDR and its addresses ({@link ImdsClient.eniAddresses}).
+ */
+export type ImdsEniAddresses = Pick<ImdsEni, 'mac' | 'eniId' | 'subnetCidr' | 'localIpv4s' | 'ipv4Prefixes'>;
+
 /** The instance as IMDS describes it. */
 export interface ImdsInstance {
   instanceId: string;
@@ -151,9 +157,40 @@ export class ImdsClient {
 
   /** Lists the ENIs attached to the instance, by device number. @throws ImdsError */
   async enis(): Promise<ImdsEni[]> {
-    const macs = lines(await this.get('meta-data/network/interfaces/macs/')).map((m) => m.replace(/\/$/, ''));
-    const out = await Promise.all(macs.map((mac) => this.eni(mac)));
+    const out = await Promise.all((await this.macs()).map((mac) => this.eni(mac)));
     return out.sort((a, b) => a.deviceNumber - b.deviceNumber);
+  }
+
+  /**
+   * Lists the ENIs attached to the instance with only their id, subnet CIDR, private IPv4s
+   * and /28 prefixes, in IMDS's order: 1 + 4 requests per ENI, where {@link enis} makes
+   * 1 + 9 (the periodic ENI reconcile reads this; IMDS is rate-limited per instance).
+   * @throws ImdsError
+   */
+  async eniAddresses(): Promise<ImdsEniAddresses[]> {
+    return Promise.all(
+      (await this.macs()).map(async (mac) => {
+        const p = `meta-data/network/interfaces/macs/${mac}/`;
+        const [eniId, subnetCidr, ipv4s, prefixes] = await Promise.all([
+          this.get(p + 'interface-id'),
+          this.get(p + 'subnet-ipv4-cidr-block'),
+          this.getOptional(p + 'local-ipv4s'),
+          this.getOptional(p + 'ipv4-prefix'),
+        ]);
+        return {
+          mac: mac.toLowerCase(),
+          eniId: eniId.trim(),
+          subnetCidr: subnetCidr.trim(),
+          localIpv4s: lines(ipv4s ?? ''),
+          ipv4Prefixes: lines(prefixes ?? ''),
+        };
+      }),
+    );
+  }
+
+  /** The MACs of the attached ENIs (`network/interfaces/macs/`). @throws ImdsError */
+  private async macs(): Promise<string[]> {
+    return lines(await this.get('meta-data/network/interfaces/macs/')).map((m) => m.replace(/\/$/, ''));
   }
 
   /**

@@ -86,7 +86,7 @@ export function executorKit(o: KitOptions = {}) {
   const gate = new ReleaseGate();
   let imdsDown = false;
   const imds = {
-    enis: async () => {
+    eniAddresses: async () => {
       if (imdsDown || o.imdsBlind) throw new Error('IMDS unreachable');
       return ec2.imdsEnis(inst.instanceId);
     },

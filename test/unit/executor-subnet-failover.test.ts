@@ -214,12 +214,12 @@ test('an ENI of ours in another subnet whose CIDR IMDS does not give yet stays p
   const k = executorKit();
   const other = k.ec2.addSubnet('10.0.64.0/19');
   const eniId = await strayIn(k, other.subnetId, true);
-  const listed = k.imds.enis;
-  k.imds.enis = async () => (await listed()).map((e) => (e.eniId === eniId ? { ...e, subnetCidr: '' } : e));
+  const listed = k.imds.eniAddresses;
+  k.imds.eniAddresses = async () => (await listed()).map((e) => (e.eniId === eniId ? { ...e, subnetCidr: '' } : e));
   const r1 = await k.reconciler.runOnce();
   assert.deepEqual(r1.adoptedEnis, [], 'not adopted with the node subnet as a guess');
   assert.equal(k.ds.getEni(eniId), undefined);
-  k.imds.enis = listed;
+  k.imds.eniAddresses = listed;
   const r2 = await k.reconciler.runOnce();
   await k.reconciler.stop();
   assert.deepEqual(r2.adoptedEnis, [eniId]);

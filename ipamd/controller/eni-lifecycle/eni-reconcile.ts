@@ -29,7 +29,7 @@
  */
 import ipaddr from 'ipaddr.js';
 import type { Ec2Port, Ec2Eni } from '../../cloud/ec2-port.js';
-import type { ImdsEni } from '../../cloud/imds.js';
+import type { ImdsEniAddresses } from '../../cloud/imds.js';
 import type { Datastore } from '../../datastore/datastore.js';
 import type { Logger } from '../../log.js';
 import { isOurEni } from './eni-ownership.js';
@@ -190,9 +190,9 @@ export class EniReconciler {
       return this.empty(false, (e as Error).message);
     }
     const r = this.empty(true);
-    let imdsEnis: ImdsEni[] | undefined;
+    let imdsEnis: ImdsEniAddresses[] | undefined;
     try {
-      imdsEnis = await this.o.imds.enis();
+      imdsEnis = await this.o.imds.eniAddresses();
       r.imdsOk = true;
     } catch (e) {
       log.info({ err: (e as Error).message }, 'reconcile: IMDS unreadable; no ENI adopted this pass');
@@ -347,7 +347,7 @@ export class EniReconciler {
   }
 
   /** Reports the content differences between EC2 and IMDS for one ENI (hint only). */
-  private compareImds(eni: Ec2Eni, im: ImdsEni, r: ReconcileReport): void {
+  private compareImds(eni: Ec2Eni, im: ImdsEniAddresses, r: ReconcileReport): void {
     const ec2Ips = new Set(eni.secondaryIps);
     const imdsIps = new Set(im.localIpv4s.filter((ip) => ip !== eni.primaryIp));
     for (const ip of imdsIps) if (!ec2Ips.has(ip)) r.imdsOnly.push(ip);

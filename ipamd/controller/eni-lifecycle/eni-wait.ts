@@ -5,12 +5,12 @@
  */
 import { setTimeout as timerSleep } from 'node:timers/promises';
 import { Ec2Error, type Ec2Port, type Ec2Eni } from '../../cloud/ec2-port.js';
-import type { ImdsEni } from '../../cloud/imds.js';
+import type { ImdsEniAddresses } from '../../cloud/imds.js';
 import type { Logger } from '../../log.js';
 
-/** Lists the ENIs IMDS shows (ImdsClient satisfies it). */
+/** Lists the ENIs IMDS shows, with their addresses (ImdsClient satisfies it). */
 export interface ImdsEniLister {
-  enis(): Promise<ImdsEni[]>;
+  eniAddresses(): Promise<ImdsEniAddresses[]>;
 }
 
 /** Waits `ms` (the default: a timer; tests pass one that advances a virtual clock). */
@@ -66,7 +66,7 @@ export async function waitForImds(
   let delay = 100;
   for (;;) {
     try {
-      if ((await imds.enis()).some((e) => e.eniId === eniId)) return true;
+      if ((await imds.eniAddresses()).some((e) => e.eniId === eniId)) return true;
     } catch (e) {
       log.debug({ eniId, err: (e as Error).message }, 'IMDS read failed while waiting for a new ENI');
     }
