@@ -1,10 +1,14 @@
 /**
  * Small helpers shared by the warm-pool benchmarks: EC2 call tallies from the simulated
- * cloud's call log, pacing, markdown table rows, and a seeded checkpoint file.
+ * cloud's call log, pacing, markdown table rows, a seeded checkpoint file, and the plugin's
+ * gRPC client as a bench client.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { connectIpamd } from '../cni-plugin/ipamd-client.js';
+import { SessionPool } from '../cni-plugin/grpc-http2.js';
 import { readBootId } from '../ipamd/checkpoint/index.js';
+import { IPAM_API_VERSION } from '../proto/ipam.js';
 import type { ApiCallRecord } from '../sim/index.js';
 
 /** Resolves after `ms` milliseconds. */
@@ -57,4 +61,37 @@ export async function seedReleasedCheckpoint(file: string, n: number): Promise<v
   }));
   await mkdir(path.dirname(file), { recursive: true });
   await writeFile(file, JSON.stringify({ version: 1, bootId: readBootId(), allocations: [], cooldown: [], released }));
+}
+
+/**
+ * The clients as the plugin code's own gRPC client (cni-plugin/ipamd-client.ts: protobuf
+ * codecs and node:http2, one shared session) instead of grpc-js: ADD/DEL by container id.
+ */
+export function pluginClient(socketPath: string): {
+  add(id: string): Promise<unknown>;
+  del(id: string): Promise<unknown>;
+  close(): void;
+} {
+  const pool = new SessionPool();
+  const c = connectIpamd(socketPath, pool);
+  const req = (id: string) => ({
+    api_version: IPAM_API_VERSION,
+    client_version: 'bench',
+    container_id: id,
+    if_name: 'eth0',
+    network_name: 'aws-cni',
+    netns: `/var/run/netns/cni-${id}`,
+    k8s_pod_name: `pod-${id}`,
+    k8s_pod_namespace: 'default',
+    k8s_pod_infra_container_id: id,
+    k8s_pod_uid: `uid-${id}`,
+  });
+  return {
+    add: (id) => c.addNetwork(req(id), 30_000),
+    del: (id) => c.delNetwork({ ...req(id), reason: '' }, 30_000),
+    close: () => {
+      c.close();
+      pool.close();
+    },
+  };
 }

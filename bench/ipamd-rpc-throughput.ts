@@ -52,13 +52,10 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { IPAMD_MALLOC_ENV, IPAMD_NODE_FLAGS } from '../ipamd/v8-flags.js';
-import { connectIpamd } from '../cni-plugin/ipamd-client.js';
-import { SessionPool } from '../cni-plugin/grpc-http2.js';
-import { IPAM_API_VERSION } from '../proto/ipam.js';
 import { SimCloud } from '../sim/index.js';
 import { ipamdClient } from '../test/helpers/ipamd-client.js';
 import { createSimNode } from '../test/property/sim-node.js';
-import { machineLine, row, seedReleasedCheckpoint, sleep } from './bench-util.js';
+import { machineLine, pluginClient, row, seedReleasedCheckpoint, sleep } from './bench-util.js';
 import { quantile } from './stats.js';
 
 /** CPU time (user + system, ms) process `pid` used so far, from /proc/<pid>/stat (clock ticks of 10 ms); undefined if unreadable. */
@@ -90,39 +87,6 @@ function childPrefix(flags: string[], env: Record<string, string>, main: string 
     `n="$1"; shift; ${main ? 'shift; ' : ''}exec "$n" ${flags.map((x) => `'${x}'`).join(' ')} ${tail}`,
     'sh',
   ];
-}
-
-/**
- * The clients as the plugin code's own gRPC client (cni-plugin/ipamd-client.ts: protobuf
- * codecs and node:http2, one shared session) instead of grpc-js: ADD/DEL by container id.
- */
-function pluginClient(socketPath: string): {
-  add(id: string): Promise<unknown>;
-  del(id: string): Promise<unknown>;
-  close(): void;
-} {
-  const pool = new SessionPool();
-  const c = connectIpamd(socketPath, pool);
-  const req = (id: string) => ({
-    api_version: IPAM_API_VERSION,
-    client_version: 'bench',
-    container_id: id,
-    if_name: 'eth0',
-    network_name: 'aws-cni',
-    netns: `/var/run/netns/cni-${id}`,
-    k8s_pod_name: `pod-${id}`,
-    k8s_pod_namespace: 'default',
-    k8s_pod_infra_container_id: id,
-    k8s_pod_uid: `uid-${id}`,
-  });
-  return {
-    add: (id) => c.addNetwork(req(id), 30_000),
-    del: (id) => c.delNetwork({ ...req(id), reason: '' }, 30_000),
-    close: () => {
-      c.close();
-      pool.close();
-    },
-  };
 }
 
 /**

@@ -1,0 +1,182 @@
+/**
+ * bench: the transport's share of ipamd's ADD+DEL pair latency. A server in a child
+ * process answers CNIBackend's AddNetwork and DelNetwork at once (a fixed reply, no
+ * datastore, no checkpoint, no log), over a Unix socket, either through grpc-js (as ipamd
+ * serves them: the same service definition, channelz off, the same V8 flags) or through
+ * bare node:http2 with gRPC framing. Here, 64 clients on one channel of the plugin's own
+ * gRPC client (cni-plugin/grpc-http2.ts), as in `bench/ipamd-rpc-throughput --client
+ * plugin`, paced at `--rate` pairs/s. What is left of ipamd's pair p99 and CPU per pair
+ * over these rows is ipamd's own work (datastore, durable commit, log, metrics) and its
+ * garbage; what these rows show is the floor that replacing a part of the transport could
+ * lower. Prints figures, no pass/fail.
+ *
+ *   node dist/bench/rpc-transport-floor.js [--rate 2500] [--seconds 5] [--rounds 3]
+ */
+import http2 from 'node:http2';
+import { spawn } from 'node:child_process';
+import { readFileSync, rmSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import * as grpc from '@grpc/grpc-js';
+import { cniBackendService } from '../ipamd/rpc/service-def.js';
+import { grpcServerOptions, RPC_CONNECTION_BOUNDS } from '../ipamd/rpc/server.js';
+import { IPAMD_NODE_FLAGS } from '../ipamd/v8-flags.js';
+import { CNI_BACKEND_SERVICE, type AddNetworkReply, type DelNetworkReply } from '../proto/ipam.js';
+import { machineLine, pluginClient, row, sleep } from './bench-util.js';
+import { quantile } from './stats.js';
+
+type Server = 'grpc-js' | 'node:http2';
+
+/** Replies of ipamd's size: an IP on a secondary ENI, the VPC's CIDR, the ENI id. */
+const ADD_REPLY: AddNetworkReply = {
+  success: true,
+  ipv4_addr: '10.0.3.117',
+  ipv6_addr: '',
+  device_number: 2,
+  route_table_id: 3,
+  vpc_v4_cidrs: ['10.0.0.0/16'],
+  use_external_snat: false,
+  eni_id: 'eni-0a1b2c3d4e5f60718',
+  message: '',
+};
+const DEL_REPLY: DelNetworkReply = {
+  success: true,
+  released: true,
+  ipv4_addr: '10.0.3.117',
+  device_number: 2,
+  route_table_id: 3,
+  message: '',
+};
+
+/** The child: serve `kind` on `sock`, print "ready". */
+function serve(kind: Server, sock: string): void {
+  const svc = cniBackendService();
+  rmSync(sock, { force: true });
+  if (kind === 'grpc-js') {
+    const s = new grpc.Server(grpcServerOptions(RPC_CONNECTION_BOUNDS));
+    const answer = (reply: unknown) => (_: unknown, cb: grpc.sendUnaryData<unknown>) =>
+      void Promise.resolve().then(() => cb(null, reply));
+    s.addService(svc, { AddNetwork: answer(ADD_REPLY), DelNetwork: answer(DEL_REPLY) });
+    s.bindAsync(`unix://${sock}`, grpc.ServerCredentials.createInsecure(), () => console.log('ready'));
+    return;
+  }
+  const byPath = new Map<string, [grpc.MethodDefinition<unknown, unknown>, unknown]>([
+    [`/${CNI_BACKEND_SERVICE}/AddNetwork`, [svc.AddNetwork!, ADD_REPLY]],
+    [`/${CNI_BACKEND_SERVICE}/DelNetwork`, [svc.DelNetwork!, DEL_REPLY]],
+  ]);
+  const srv = http2.createServer();
+  srv.on('stream', (stream, headers) => {
+    const m = byPath.get(String(headers[':path']));
+    const chunks: Buffer[] = [];
+    stream.on('data', (c: Buffer) => chunks.push(c));
+    stream.on('end', () => {
+      if (!m) return void stream.respond({ ':status': 404 }, { endStream: true });
+      m[0].requestDeserialize(Buffer.concat(chunks).subarray(5));
+      void Promise.resolve().then(() => {
+        const body = m[0].responseSerialize(m[1]);
+        const framed = Buffer.alloc(5 + body.length);
+        framed.writeUInt32BE(body.length, 1);
+        body.copy(framed, 5);
+        stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+        stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+        stream.end(framed);
+      });
+    });
+  });
+  srv.listen(sock, () => console.log('ready'));
+}
+
+/** CPU ms (user + system) of process `pid`, from /proc/<pid>/stat. */
+function cpuMsOf(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+}
+
+async function measure(kind: Server, rate: number, seconds: number, rounds: number, dir: string): Promise<string[]> {
+  const sock = path.join(dir, `${kind.replace(':', '-')}.sock`);
+  const self = fileURLToPath(import.meta.url);
+  const child = spawn(process.execPath, [...IPAMD_NODE_FLAGS, self, '--serve', kind, '--socket', sock], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const out: string[] = [];
+  try {
+    await new Promise((r) => child.stdout.once('data', r));
+    const c = pluginClient(sock);
+    const pair = async (id: string) => {
+      await c.add(id);
+      await c.del(id);
+    };
+    for (let i = 0; i < 200; i++) await pair(`warmup${i}`);
+    const conc = 64;
+    const gapMs = (conc / rate) * 1000;
+    for (let r = 0; r < rounds; r++) {
+      const ms: number[] = [];
+      const cpu0 = cpuMsOf(child.pid!);
+      const t0 = performance.now();
+      const end = t0 + seconds * 1000;
+      await Promise.all(
+        Array.from({ length: conc }, async (_, k) => {
+          for (let due = t0 + (k * gapMs) / conc, n = 0; due < end; due += gapMs, n++) {
+            const wait = due - performance.now();
+            if (wait > 0) await sleep(wait);
+            // From when it was due (a late start counts), or from its start if a timer fired early.
+            const started = performance.now();
+            await pair(`c${k}-${n}`);
+            ms.push(performance.now() - Math.min(started, due));
+          }
+        }),
+      );
+      const cpu = cpuMsOf(child.pid!) - cpu0;
+      out.push(
+        row([
+          kind,
+          Math.round(ms.length / seconds),
+          `${quantile(ms, 0.5).toFixed(2)} / ${quantile(ms, 0.99).toFixed(2)}`,
+          (cpu / ms.length).toFixed(3),
+        ]),
+      );
+    }
+    c.close();
+  } finally {
+    child.kill('SIGKILL');
+  }
+  return out;
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      rate: { type: 'string', default: '2500' },
+      seconds: { type: 'string', default: '5' },
+      rounds: { type: 'string', default: '3' },
+      serve: { type: 'string' },
+      socket: { type: 'string' },
+    },
+  });
+  if (values.serve) {
+    if (values.serve !== 'grpc-js' && values.serve !== 'node:http2') throw new Error(`--serve: ${values.serve}`);
+    return serve(values.serve, values.socket!);
+  }
+  const rate = Number(values.rate);
+  const seconds = Number(values.seconds);
+  const rounds = Number(values.rounds);
+  if (!(rate > 0) || !(seconds > 0) || !(rounds >= 1))
+    throw new Error('--rate, --seconds and --rounds take positive numbers');
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'rpc-floor-'));
+  try {
+    console.log(
+      `Transport floor: a server answering AddNetwork/DelNetwork at once, 64 plugin clients on one channel paced at ${rate} pairs/s, ${seconds} s per row, ${machineLine(os.cpus().length)}`,
+    );
+    console.log(row(['server', 'pairs/s', 'pair p50 / p99 ms', 'server CPU ms / pair']));
+    console.log(row(Array(4).fill('---')));
+    for (const kind of ['grpc-js', 'node:http2'] as const)
+      for (const l of await measure(kind, rate, seconds, rounds, dir)) console.log(l);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
