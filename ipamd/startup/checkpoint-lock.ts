@@ -10,7 +10,7 @@
  * `hostNetwork: true`, so every ipamd of a node shares one; the gRPC socket's own
  * "another process is serving" check (rpc/server.ts) stays as a second line.
  */
-import { mkdir, stat } from 'node:fs/promises';
+import { mkdirSync, statSync } from 'node:fs';
 import net from 'node:net';
 
 /** A held lock; {@link release} frees the name (idempotent). */
@@ -25,9 +25,11 @@ export interface CheckpointLock {
  * the same whatever path the directory is mounted at in a container.
  * @throws the fs error when `dir` cannot be created or stat'ed.
  */
-export async function checkpointLockName(dir: string): Promise<string> {
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  const st = await stat(dir);
+export function checkpointLockName(dir: string): string {
+  // Synchronous: two metadata calls at the very start, which through libuv's thread pool
+  // would queue behind other daemons' fsyncs in a fleet simulation (one process, 4 threads).
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const st = statSync(dir);
   return `eni-ipam/ipamd/${st.dev}:${st.ino}`;
 }
 
@@ -37,7 +39,7 @@ export async function checkpointLockName(dir: string): Promise<string> {
  *         the socket or fs error otherwise.
  */
 export async function acquireCheckpointLock(dir: string): Promise<CheckpointLock> {
-  const name = await checkpointLockName(dir);
+  const name = checkpointLockName(dir);
   const server = net.createServer((conn) => conn.destroy());
   await new Promise<void>((resolve, reject) => {
     server.once('error', (e: NodeJS.ErrnoException) =>
