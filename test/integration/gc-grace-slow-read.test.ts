@@ -11,10 +11,9 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { SimCloud } from '../../sim/index.js';
 import { ipamdClient } from '../helpers/ipamd-client.js';
 import { waitFor } from '../helpers/wait.js';
-import { createSimNode } from '../property/sim-node.js';
+import { startedSimNode } from '../property/sim-node.js';
 
 /** ENI_IPAM_GC_GRACE of the node (ms); the slow read lasts well past it. */
 const GRACE_MS = 1000;
@@ -22,13 +21,7 @@ const GRACE_MS = 1000;
 const READ_MS = 3500;
 
 test('an ADD served while a slow runtime read is in flight keeps its IP after that pass', async (t) => {
-  const sim = new SimCloud({ seed: 21 });
-  await sim.start();
-  t.after(() => sim.stop());
-  const subnet = sim.addSubnet({ cidr: '10.0.0.0/24' });
-  const node = await createSimNode({
-    sim,
-    subnetId: subnet.subnetId,
+  const { node } = await startedSimNode(t, 21, {
     env: {
       WARM_IP_TARGET: '3',
       MINIMUM_IP_TARGET: '3',
@@ -37,8 +30,6 @@ test('an ADD served while a slow runtime read is in flight keeps its IP after th
       ENI_IPAM_RECONCILE_INTERVAL: '60s',
     },
   });
-  t.after(() => node.close());
-  await node.start();
   const c = ipamdClient(node.socket);
   t.after(() => c.close());
   const cri = node.cri!;

@@ -12,10 +12,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { SimCloud } from '../../sim/index.js';
 import { startIpamd } from '../kit/ipamd-process.js';
 import { ipamdClient } from '../helpers/ipamd-client.js';
-import { createSimNode } from '../property/sim-node.js';
+import { startedSimNode } from '../property/sim-node.js';
 
 /** Inode, size, mtime and bytes of each checkpoint file that exists. */
 async function fingerprint(checkpoint: string): Promise<Record<string, string>> {
@@ -30,19 +29,7 @@ async function fingerprint(checkpoint: string): Promise<Record<string, string>> 
 }
 
 test('a second ipamd on the node refuses before it reads or writes the checkpoint; the live one keeps serving', async (t) => {
-  const sim = new SimCloud({ seed: 41 });
-  await sim.start();
-  t.after(() => sim.stop());
-  const subnet = sim.addSubnet({ cidr: '10.0.0.0/24' });
-  const node = await createSimNode({
-    sim,
-    subnetId: subnet.subnetId,
-    mode: 'child',
-    cri: false,
-    env: { WARM_IP_TARGET: '3' },
-  });
-  t.after(() => node.close());
-  await node.start();
+  const { node } = await startedSimNode(t, 41, { mode: 'child', cri: false, env: { WARM_IP_TARGET: '3' } });
   const c = ipamdClient(node.socket);
   t.after(() => c.close());
   const held = (await c.add('held')).ipv4_addr;

@@ -16,7 +16,7 @@ import { GrpcCallFailure, openUnixChannel } from '../../cni-plugin/grpc-http2.js
 import { GrpcStatus } from '../../proto/grpc-status.js';
 import { ipamdClient } from '../helpers/ipamd-client.js';
 import { waitFor } from '../helpers/wait.js';
-import { createSimNode } from '../property/sim-node.js';
+import { createSimNode, startedSimNode } from '../property/sim-node.js';
 import { stageTrace } from '../../ipamd/service/stage-trace.js';
 
 const req = (containerId: string, over: Partial<AddNetworkRequest> = {}): AddNetworkRequest => ({
@@ -34,17 +34,7 @@ const req = (containerId: string, over: Partial<AddNetworkRequest> = {}): AddNet
 });
 
 test('plugin calls inside ipamd take the in-process path: same replies and statuses as over the socket', async (t) => {
-  const sim = new SimCloud({ seed: 5 });
-  await sim.start();
-  t.after(() => sim.stop());
-  const subnet = sim.addSubnet({ cidr: '10.0.0.0/24' });
-  const node = await createSimNode({
-    sim,
-    subnetId: subnet.subnetId,
-    env: { WARM_IP_TARGET: '3', ENI_IPAM_CNI_EXEC: 'true' },
-  });
-  t.after(() => node.close());
-  await node.start();
+  const { node } = await startedSimNode(t, 5, { env: { WARM_IP_TARGET: '3', ENI_IPAM_CNI_EXEC: 'true' } });
   await waitFor('a warm IP', () => node.daemonHandle!.ds.counts(Date.now()).available >= 1);
   const host = node.daemonHandle!.pluginHost!;
   assert.ok(host, 'the exec server hands the plugin code a host');

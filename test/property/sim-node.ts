@@ -12,7 +12,7 @@ import { pino } from 'pino';
 import { loadConfig } from '../../ipamd/config.js';
 import { startDaemon, type Daemon } from '../../ipamd/daemon.js';
 import { startIpamd, type IpamdProcess } from '../kit/ipamd-process.js';
-import type { SimCloud } from '../../sim/index.js';
+import { SimCloud } from '../../sim/index.js';
 import type { CriStandIn } from '../../sim/cri/index.js';
 import { buildNode } from '../kit/node.js';
 
@@ -213,4 +213,25 @@ export async function createSimNode(o: SimNodeOptions): Promise<SimNode> {
     ...(o.cri === false ? {} : { cri: {} }),
   });
   return new SimNode(o.sim, k.instanceId, k.dir, o.mode ?? 'in-process', k.cri, o.env ?? {}, k.close);
+}
+
+/**
+ * For a test: a started simulated cloud (seed `seed`) with one subnet (`cidr`, default
+ * 10.0.0.0/24) and a node on it whose ipamd is started; the cloud and the node are stopped
+ * by `t.after` even when the test fails.
+ * @throws what {@link createSimNode} or {@link SimNode.start} throws.
+ */
+export async function startedSimNode(
+  t: { after(fn: () => unknown): void },
+  seed: number,
+  o: Omit<SimNodeOptions, 'sim' | 'subnetId'> & { cidr?: string } = {},
+): Promise<{ sim: SimCloud; node: SimNode }> {
+  const sim = new SimCloud({ seed });
+  await sim.start();
+  t.after(() => sim.stop());
+  const { cidr, ...opts } = o;
+  const node = await createSimNode({ sim, subnetId: sim.addSubnet({ cidr: cidr ?? '10.0.0.0/24' }).subnetId, ...opts });
+  t.after(() => node.close());
+  await node.start();
+  return { sim, node };
 }
