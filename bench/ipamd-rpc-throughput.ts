@@ -150,7 +150,7 @@ async function main(): Promise<void> {
       await c.add(`warmup${i}`);
       await c.del(`warmup${i}`);
     }
-    for (const level of levels) {
+    for (const [rowNo, level] of levels.entries()) {
       const { conc, rate } = level;
       const pairMs: number[] = [];
       const addMs: number[] = [];
@@ -169,7 +169,9 @@ async function main(): Promise<void> {
             const due = rate ? t0 + ((i * conc + w) * 1000) / rate : performance.now();
             if (due >= end) break;
             if (due > performance.now()) await sleep(due - performance.now());
-            const id = `c${conc}r${rate ?? 0}w${w}i${i}`;
+            // Unique per row, as sandbox ids are: a row reusing an earlier row's ids would ADD containers
+            // ipamd remembers as released, and each such ADD rewrites the checkpoint's whole window of them.
+            const id = `row${rowNo}w${w}i${i}`;
             const a = performance.now();
             try {
               await c.add(id);
