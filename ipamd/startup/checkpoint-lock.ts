@@ -53,6 +53,8 @@ export async function acquireCheckpointLock(dir: string): Promise<CheckpointLock
     );
     server.listen(`\0${name}`, () => resolve());
   });
+  // Held whatever happens to its accepts (e.g. EMFILE): an unheard 'error' would end ipamd.
+  server.on('error', () => undefined);
   server.unref();
   let released: Promise<void> | undefined;
   return {
