@@ -1,8 +1,9 @@
 /**
  * Small helpers shared by the warm-pool benchmarks: EC2 call tallies from the simulated
- * cloud's call log, pacing, markdown table rows, a seeded checkpoint file, and the plugin's
- * gRPC client as a bench client.
+ * cloud's call log, pacing, markdown table rows, a seeded checkpoint file, the plugin's
+ * gRPC client as a bench client, and a child process's CPU time.
  */
+import { readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { connectIpamd } from '../cni-plugin/ipamd-client.js';
@@ -94,4 +95,16 @@ export function pluginClient(socketPath: string): {
       pool.close();
     },
   };
+}
+
+/** CPU time (user + system, ms) process `pid` used so far, from /proc/<pid>/stat (clock ticks of 10 ms); undefined if unreadable. */
+export function cpuMsOf(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10; // utime, stime (fields 14, 15); CLK_TCK 100 on Linux
+  } catch {
+    return undefined;
+  }
 }

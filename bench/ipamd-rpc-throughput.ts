@@ -48,27 +48,14 @@
  *   node dist/bench/ipamd-rpc-throughput.js [--seconds 5] [--concurrency 1,4,16,64,64@2500] [--released 4096]
  *     [--client grpc-js|plugin] [--v8-defaults | --node-flags=<flags>] [--ipamd <other checkout>/dist/ipamd/main.js]
  */
-import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { IPAMD_MALLOC_ENV, IPAMD_NODE_FLAGS } from '../ipamd/v8-flags.js';
 import { SimCloud } from '../sim/index.js';
 import { ipamdClient } from '../test/helpers/ipamd-client.js';
 import { createSimNode } from '../test/property/sim-node.js';
-import { machineLine, pluginClient, row, seedReleasedCheckpoint, sleep } from './bench-util.js';
+import { cpuMsOf, machineLine, pluginClient, row, seedReleasedCheckpoint, sleep } from './bench-util.js';
 import { quantile } from './stats.js';
-
-/** CPU time (user + system, ms) process `pid` used so far, from /proc/<pid>/stat (clock ticks of 10 ms); undefined if unreadable. */
-function cpuMsOf(pid: number | undefined): number | undefined {
-  if (pid === undefined) return undefined;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) * 10; // utime, stime (fields 14, 15); CLK_TCK 100 on Linux
-  } catch {
-    return undefined;
-  }
-}
 
 /**
  * argv put before `node main.js` to run ipamd as `env <env> node <flags> <main>`: `flags`

@@ -14,7 +14,7 @@
  */
 import http2 from 'node:http2';
 import { spawn } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -25,7 +25,7 @@ import { cniBackendService } from '../ipamd/rpc/service-def.js';
 import { grpcServerOptions, RPC_CONNECTION_BOUNDS } from '../ipamd/rpc/server.js';
 import { IPAMD_NODE_FLAGS } from '../ipamd/v8-flags.js';
 import { CNI_BACKEND_SERVICE, type AddNetworkReply, type DelNetworkReply } from '../proto/ipam.js';
-import { machineLine, pluginClient, row, sleep } from './bench-util.js';
+import { cpuMsOf, machineLine, pluginClient, row, sleep } from './bench-util.js';
 import { quantile } from './stats.js';
 
 type Server = 'grpc-js' | 'node:http2';
@@ -89,12 +89,6 @@ function serve(kind: Server, sock: string): void {
   srv.listen(sock, () => console.log('ready'));
 }
 
-/** CPU ms (user + system) of process `pid`, from /proc/<pid>/stat. */
-function cpuMsOf(pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
-}
-
 async function measure(kind: Server, rate: number, seconds: number, rounds: number, dir: string): Promise<string[]> {
   const sock = path.join(dir, `${kind.replace(':', '-')}.sock`);
   const self = fileURLToPath(import.meta.url);
@@ -103,7 +97,10 @@ async function measure(kind: Server, rate: number, seconds: number, rounds: numb
   });
   const out: string[] = [];
   try {
-    await new Promise((r) => child.stdout.once('data', r));
+    await new Promise((resolve, reject) => {
+      child.stdout.once('data', resolve);
+      child.once('exit', (code) => reject(new Error(`the ${kind} server exited (${code}) before it was ready`)));
+    });
     const c = pluginClient(sock);
     const pair = async (id: string) => {
       await c.add(id);
@@ -114,7 +111,7 @@ async function measure(kind: Server, rate: number, seconds: number, rounds: numb
     const gapMs = (conc / rate) * 1000;
     for (let r = 0; r < rounds; r++) {
       const ms: number[] = [];
-      const cpu0 = cpuMsOf(child.pid!);
+      const cpu0 = cpuMsOf(child.pid);
       const t0 = performance.now();
       const end = t0 + seconds * 1000;
       await Promise.all(
@@ -129,7 +126,8 @@ async function measure(kind: Server, rate: number, seconds: number, rounds: numb
           }
         }),
       );
-      const cpu = cpuMsOf(child.pid!) - cpu0;
+      const cpu1 = cpuMsOf(child.pid);
+      const cpu = cpu0 !== undefined && cpu1 !== undefined ? cpu1 - cpu0 : Number.NaN;
       out.push(
         row([
           kind,
