@@ -24,7 +24,7 @@
  * UV_THREADPOOL_SIZE says otherwise), where 200 ipamd processes would have 4 each: every
  * file operation of every start (checkpoint and cache writes with fsync) queues there.
  * The header says which size ran; `UV_THREADPOOL_SIZE=64` comes closer to separate processes.
- * They also share what ipamd keeps once per process: the CNI exec servers' spawn worker
+ * They also share what ipamd keeps once per process: the CNI exec servers' spawn helper
  * and netlink helper, and the parsed gRPC service definition (one daemon per process on a
  * node, so the same cost there).
  * `--cpu-prof FILE` writes a V8 CPU profile of the restart phase (from the restart until

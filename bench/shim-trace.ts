@@ -45,7 +45,7 @@ const ADD_MARKS: Array<[string, string]> = [
   ['checked', 'netns identity checks (stat)'],
   ['parsed', 'config parsed and validated, handler called'],
   ['netns-checked', 'pod netns checked (stat)'],
-  ['ip-started', 'both `ip -batch` processes asked of the spawn worker'],
+  ['ip-started', 'both `ip -batch` processes asked of the spawn helper'],
   ['ip-ready', 'node-side `ip` ran its first line (process started)'],
   ['veth-up', 'veth pair created, host end up (ip batch: that line; netlink helper: all of stage 1)'],
   ['pod-routes-sent', 'pod-side lines that need no IP written'],
@@ -59,7 +59,7 @@ const ADD_MARKS: Array<[string, string]> = [
 /**
  * Prints the trace of the shim's ADDs as a markdown table: the shim's stages (`t`), then
  * ipamd's marks (`tr`, its `GET /v1/stage-trace`; each row the time since the previous
- * mark's median), then the spawn worker and AddNetwork figures. `shimAdd`, `goAdd`: the
+ * mark's median), then the spawn helper and AddNetwork figures. `shimAdd`, `goAdd`: the
  * same runs' ADD wall times, ms.
  */
 export function printShimTrace(
@@ -96,6 +96,6 @@ export function printShimTrace(
   const ah = tr['add.handler'];
   console.log('');
   console.log(
-    `${sc && sr ? `Spawn worker: \`spawn()\` blocked it ${ms(sc.p50)} ms per child (p90 ${ms(sc.p90)}), messages to and from it ${ms(sr.p50)} ms.` : 'Spawn worker: no child started (ADD and DEL went through the netlink helper).'} ipamd's AddNetwork handler ${ms(ah?.p50 ?? NaN)} ms (durable wait ${ms(tr['add.durable']?.p50 ?? NaN)}). Go ptp + host-local ADD ${ms(med(goAdd))} ms.`,
+    `${sc && sr ? `Spawn helper: its fork and exec took ${ms(sc.p50)} ms per child (p90 ${ms(sc.p90)}), frames to and from it ${ms(sr.p50)} ms.` : 'Spawn helper: no child started (ADD and DEL went through the netlink helper).'} ipamd's AddNetwork handler ${ms(ah?.p50 ?? NaN)} ms (durable wait ${ms(tr['add.durable']?.p50 ?? NaN)}). Go ptp + host-local ADD ${ms(med(goAdd))} ms.`,
   );
 }

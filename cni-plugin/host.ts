@@ -4,7 +4,7 @@
  * `VerbContext`). Two hosts exist: the plugin process (process-host.ts: gRPC over
  * the conflist's `ipamdSocket`, `ip` forked from this thread, the current netns is the
  * node's) and ipamd's CNI exec server (ipamd/cni-exec/server.ts: its own IPAM service
- * called directly, `ip` started from its spawn worker, the node netns it was configured
+ * called directly, `ip` started by its spawn helper, the node netns it was configured
  * with, its rtnetlink helper for ADD's wiring). Nothing in the plugin code is switched process-wide.
  */
 import type { IpamdClient } from '../proto/ipamd-api.js';

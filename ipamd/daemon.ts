@@ -143,7 +143,7 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
     log.info({ renamedTo: to }, 'aws-node checkpoint imported into ours');
   }
   // One kernel source for the evidence passes and for CNI GC (both check it before releasing).
-  // Its `ip` forks from the CNI exec server's spawn worker once that listens (not this thread).
+  // Its `ip` starts through the CNI exec server's spawn helper once that listens (ipamd does not fork).
   let cniExecListening: CniExecServer | undefined;
   const kernel = new KernelSource({
     ...(config.cniExecNetns ? { netnsPath: config.cniExecNetns } : {}),

@@ -11,7 +11,7 @@
  * The child's environment is fixed at module load (PATH plus the system dirs, `LC_ALL=C`
  * so iproute2's messages are the English ones the callers match): nothing here reads the
  * invocation's or the host process's environment per call, so the same code runs in the
- * plugin process and inside ipamd (ipamd/cni-exec), where the CNI exec server builds an {@link IpRunner} on its spawn worker.
+ * plugin process and inside ipamd (ipamd/cni-exec), where the CNI exec server builds an {@link IpRunner} on its spawn helper.
  */
 import { spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
@@ -282,7 +282,7 @@ function openIpStreamWith(spawner: IpSpawner, netnsPath?: string): IpStream {
 /**
  * How the plugin code runs `ip`: the three primitives above bound to one {@link IpSpawner}.
  * The plugin process uses {@link LOCAL_IP} (children forked from its own thread); ipamd's
- * CNI exec server builds one on its spawn worker (ipamd/cni-exec/spawn-worker.ts) and
+ * CNI exec server builds one on its spawn helper (ipamd/cni-exec/spawn-helper.ts) and
  * hands it to the plugin code in its host (host.ts), so nothing here is switched globally.
  */
 export interface IpRunner {

@@ -5,7 +5,7 @@
  * costs no Node start-up. The plugin code gets this server's host (cni-plugin/host.ts):
  * ipamd's own IPAM service called directly for a config naming ipamd's socket (no
  * protobuf, no HTTP/2), a shared HTTP/2 session for any other socket, `ip` spawned from
- * the spawn worker, and the node netns. Wire format: protocol.ts. Unix socket, mode
+ * the spawn helper, and the node netns. Wire format: protocol.ts. Unix socket, mode
  * 0600 (root only: whoever can write to it can wire pods).
  *
  * Before running anything, the server checks that running it here gives what the
@@ -33,8 +33,8 @@
  * records its marks as ms since the connection was accepted, `cni.<verb>.<mark>`:
  * `decoded` (whole request read), `checked` (netns checks done), `parsed` (config valid),
  * the verb's own (ADD: cni-plugin/add.ts, wiring.ts), `answered` (answer handed to the
- * socket); the spawn worker's `cni.spawn.call` (ms its `spawn()` blocked) and
- * `cni.spawn.relay` (the two messages' share of the time to a started child).
+ * socket); the spawn helper's `cni.spawn.call` (ms its fork and exec took) and
+ * `cni.spawn.relay` (the two frames' share of the time to a started child).
  */
 import { chmod, mkdir } from 'node:fs/promises';
 import net from 'node:net';
@@ -53,7 +53,7 @@ import type { IpamdClient } from '../../proto/ipamd-api.js';
 import type { Logger } from '../log.js';
 import { removeStaleSocket } from '../rpc/server.js';
 import { stageTrace } from '../service/stage-trace.js';
-import { acquireSpawnWorker, type SpawnWorker } from './spawn-worker.js';
+import { acquireSpawnHelper, type SpawnHelper } from './spawn-helper.js';
 import { chooseNetlinkHelper } from './netlink-start.js';
 import { netnsId, netnsRefusal } from './netns-check.js';
 import { decodeRequest, encodeFallback, encodeResult, encodeUnavailable, type ExecRequest } from './protocol.js';
@@ -82,10 +82,11 @@ export interface CniExecServerOptions {
   /** Verb handlers (default: the plugin's, `VERB_HANDLERS` of cni-plugin/facade.ts). */
   handlers?: Readonly<Record<string, VerbHandler>>;
   /**
-   * Start `ip`/`nsenter` from a worker thread (spawn-worker.ts; default true): forking
-   * ipamd from the main thread stalls the event loop that answers the same ADD's RPC.
+   * Path of the spawn helper (cni-plugin/spawn/eni-ipam-spawn.c) that starts `ip`/`nsenter`
+   * so ipamd does not fork (spawn-helper.ts); default the one built beside the shim; false
+   * = `child_process.spawn` from the event loop's thread.
    */
-  spawnInWorker?: boolean;
+  spawnHelper?: string | false;
   /**
    * Path of the rtnetlink wiring helper (cni-plugin/netlink/eni-ipam-netlink.c) ADD wires
    * pods with, started once and kept (no process per ADD); default the one built beside
@@ -131,7 +132,7 @@ export class CniExecServer {
   private buffered = 0;
   /** Connections closed for a bound, by bound (for logs and tests). */
   readonly dropped = { deadline: 0, pending: 0, memory: 0 };
-  private spawnWorker: SpawnWorker | undefined;
+  private spawnHelper: SpawnHelper | undefined;
   private readonly sessions = new SessionPool();
   private host: PluginHost | undefined;
   private netlink: NetlinkHelper | undefined;
@@ -161,31 +162,31 @@ export class CniExecServer {
     });
     this.server.maxConnections = this.o.maxConnections ?? MAX_CONNECTIONS;
     await chmod(sock, 0o600);
-    if (this.o.spawnInWorker ?? true)
-      this.spawnWorker = acquireSpawnWorker((callMs, roundTripMs) => {
+    if (this.o.spawnHelper !== false)
+      this.spawnHelper = acquireSpawnHelper((callMs, roundTripMs) => {
         stageTrace.record('cni.spawn.call', callMs);
         stageTrace.record('cni.spawn.relay', roundTripMs - callMs);
-      });
+      }, this.o.spawnHelper);
     this.netlink = await chooseNetlinkHelper(this.o.netlinkHelper, this.o.nodeNetns, this.o.log);
     this.host = this.newPluginHost();
   }
 
   /**
    * The host handed to every invocation: ipamd's direct client for its own socket, a
-   * pooled HTTP/2 channel for any other, `ip` from the spawn worker, the node netns.
+   * pooled HTTP/2 channel for any other, `ip` from the spawn helper, the node netns.
    */
   private newPluginHost(): PluginHost {
     const own = this.o.ipamd;
     return {
       ipamd: (socketPath) =>
         own && socketPath === own.socketPath ? own.client : connectIpamd(socketPath, this.sessions),
-      ip: createIpRunner(this.spawnWorker?.spawner),
+      ip: createIpRunner(this.spawnHelper?.spawner),
       ...(this.o.nodeNetns ? { nodeNetns: this.o.nodeNetns } : {}),
       ...(this.netlink ? { netlink: this.netlink } : {}),
     };
   }
 
-  /** The host handed to every invocation (built at {@link listen}; before it, one without the spawn worker). */
+  /** The host handed to every invocation (built at {@link listen}; before it, one without the spawn helper). */
   get pluginHost(): PluginHost {
     this.host ??= this.newPluginHost();
     return this.host;
@@ -226,7 +227,7 @@ export class CniExecServer {
     if (!this.inFlight.size) {
       this.sessions.close();
       this.netlink?.close();
-      await this.spawnWorker?.stop();
+      await this.spawnHelper?.stop();
     } else
       this.o.log.warn({ running: this.inFlight.size }, 'CNI exec: invocations still running after the shutdown grace');
   }

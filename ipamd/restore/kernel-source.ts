@@ -39,8 +39,8 @@ export interface KernelSourceOptions {
   timeoutMs?: number;
   /**
    * The `ip` runner of each read, asked at every read (ignored with `ipPath`): e.g. the CNI
-   * exec server's, which forks from its spawn worker thread, so the fork (1–3.5 ms of a
-   * small ipamd's event loop, tens of ms in a large process) does not block this thread.
+   * exec server's, which starts `ip` through its spawn helper, so ipamd does not fork (1–3.5
+   * ms of a small ipamd's event loop, tens of ms in a large process, plus copy-on-write faults).
    * Undefined (or returning undefined): fork from this thread.
    */
   ipRunner?: () => IpRunner | undefined;

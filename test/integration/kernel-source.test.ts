@@ -2,7 +2,7 @@
  * The kernel evidence source against the real kernel (docs/design.md#13-evidence-before-trust item 1): a node netns
  * with pod netns, veth pairs and /32 routes as the CNI plugin wires them, read by
  * KernelSource with iproute2; and what happens when `ip` fails or prints garbage; and
- * that the read forks from the runner ipamd hands it (the CNI exec spawn worker) once there is one.
+ * that the read starts `ip` through the runner ipamd hands it (the CNI exec spawn helper) once there is one.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createNamedNetns, run, type Netns } from '../kit/netns.js';
 import { KernelSource, KernelUnavailableError } from '../../ipamd/restore/kernel-source.js';
-import { startSpawnWorker } from '../../ipamd/cni-exec/spawn-worker.js';
+import { startSpawnHelper } from '../../ipamd/cni-exec/spawn-helper.js';
 import { createIpRunner, type IpSpawner } from '../../netfacts/ip-batch.js';
 
 let seq = 0;
@@ -116,11 +116,11 @@ test('ip that fails, prints garbage or a truncated array makes the kernel unread
   await assert.rejects(slow.readKernel(), /timed out after 200 ms/);
 });
 
-test('with an ipRunner (ipamd passes the CNI exec spawn worker), the read forks from the worker thread; with ipPath, never', async (t) => {
+test('with an ipRunner (ipamd passes the CNI exec spawn helper), the read goes through the helper; with ipPath, never', async (t) => {
   const made: Netns[] = [];
-  const worker = startSpawnWorker();
+  const helper = startSpawnHelper();
   t.after(async () => {
-    await worker.stop();
+    await helper.stop();
     for (const n of made.reverse()) await n.remove().catch(() => undefined);
   });
   const node = await createNamedNetns(name('node'));
@@ -129,20 +129,20 @@ test('with an ipRunner (ipamd passes the CNI exec spawn worker), the read forks 
   made.push(pod);
   await wirePod(node, pod, 'enic0000000003', '10.0.0.23');
   const spawned: string[][] = [];
-  const viaWorker: IpSpawner = (argv, env, on) => {
+  const viaHelper: IpSpawner = (argv, env, on) => {
     spawned.push(argv);
-    return worker.spawner(argv, env, on);
+    return helper.spawner(argv, env, on);
   };
-  const runner = createIpRunner(viaWorker);
-  // Before the worker is there (the provider answers undefined), the read forks from this thread.
+  const runner = createIpRunner(viaHelper);
+  // Before the helper is there (the provider answers undefined), the read forks from this thread.
   let ready = false;
   const src = new KernelSource({ netnsPath: node.path, ipRunner: () => (ready ? runner : undefined) });
   assert.deepEqual([...(await src.readKernel()).pods.keys()], ['10.0.0.23']);
-  assert.equal(spawned.length, 0, 'no worker yet: not through it');
+  assert.equal(spawned.length, 0, 'no helper yet: not through it');
   ready = true;
   const k = await src.readKernel();
-  assert.deepEqual([...k.pods.keys()], ['10.0.0.23'], 'the same answer through the worker');
-  assert.equal(spawned.length, 1, 'the read went through the worker');
+  assert.deepEqual([...k.pods.keys()], ['10.0.0.23'], 'the same answer through the helper');
+  assert.equal(spawned.length, 1, 'the read went through the helper');
   assert.ok(spawned[0]!.includes(`--net=${node.path}`), 'in the node netns');
   // A test's ipPath (a script standing in for ip) wins over the provider.
   const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-ks-'));
