@@ -152,7 +152,7 @@ export class IpamService {
           );
           throw new Error(`could not persist the assignment: ${(e as Error).message}`);
         }
-        pool.trigger();
+        pool.changed();
         log.info(podFields(req, req.pod, r.allocation.ipv4, r.eni.eniId), 'assigned IP');
         return { allocation: r.allocation, eni: r.eni, routeTableId: routeTableFor(r.eni), existing: false };
       }
@@ -220,7 +220,7 @@ export class IpamService {
       );
       throw new Error(`could not persist the release: ${(e as Error).message}`);
     }
-    this.o.pool.trigger();
+    this.o.pool.changed();
     const eni = ds.getEni(a.eniId);
     log.info({ ...podFields(key, a.pod, a.ipv4, a.eniId), reason }, 'released IP');
     stageTrace.record('del.handler', performance.now() - t0);
@@ -236,7 +236,7 @@ export class IpamService {
       {
         ds: this.o.ds,
         persist: this.o.persist,
-        released: () => this.o.pool.trigger(),
+        released: () => this.o.pool.changed(),
         log: this.o.log,
         now: this.now,
         routeTableFor,
