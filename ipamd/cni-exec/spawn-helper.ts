@@ -86,7 +86,7 @@ export function startSpawnHelper(
   let stopped = false;
 
   const hold = (p: ChildProcessWithoutNullStreams, on: boolean) => {
-    for (const h of [p, p.stdin, p.stdout] as unknown as Array<{ ref?: () => void; unref?: () => void }>)
+    for (const h of [p, p.stdin, p.stdout, p.stderr] as unknown as Array<{ ref?: () => void; unref?: () => void }>)
       if (on) h.ref?.();
       else h.unref?.();
   };

@@ -5,11 +5,14 @@
  * split across chunks, exit codes, SIGKILL and a missing program come back as
  * `child_process.spawn` reports them; many children at once keep their own output; and a
  * helper killed under a running kernel read fails that read (unreadable, never "no pods")
- * and is started again for the next.
+ * and is started again for the next; an idle helper does not keep its process alive.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -135,4 +138,18 @@ test('a helper that is not there, or cannot run, leaves spawning to this thread'
   const next = Number((await run(b.spawner, ['sh', '-c', 'echo $PPID'])).stdout.trim());
   assert.equal(next, process.pid);
   await b.stop();
+});
+
+test('an idle helper does not keep its process alive', async () => {
+  // A process that ran a child through the helper and never stopped it ends on its own
+  // (ipamd's sockets keep ipamd alive; the helper must not keep a CLI or a test alive).
+  const mod = fileURLToPath(new URL('../../ipamd/cni-exec/spawn-helper.js', import.meta.url));
+  const script = `const { startSpawnHelper } = await import(${JSON.stringify(mod)});
+const h = startSpawnHelper();
+const code = await new Promise((res) => h.spawner(['true'], { PATH: '/usr/bin:/bin' }, { stdout() {}, stderr() {}, exit: res, failed: res }).end());
+console.log('child exited', code);`;
+  const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], {
+    timeout: 60_000,
+  });
+  assert.equal(stdout.trim(), 'child exited 0');
 });
