@@ -189,21 +189,24 @@ export function startSpawnHelper(
   };
 }
 
-let shared: { helper: SpawnHelper; users: number } | undefined;
+/** The shared helpers by path: one per helper binary, as netlink-start.ts keeps one netlink helper per node netns. */
+const shared = new Map<string, { helper: SpawnHelper; users: number }>();
 
 /**
- * This process's spawn helper, started by the first caller (whose `onSpawned` it keeps;
- * ipamd's is the process-wide stage trace) and shared until every caller has stopped its
- * handle: a handle's {@link SpawnHelper.stop} ends the helper only when it is the last
- * (`running` counts every user's children). ipamd has one CNI exec server; a fleet
- * simulation has hundreds in one process, which then share one helper.
+ * This process's spawn helper at `path` (default {@link BUNDLED_SPAWN_HELPER}), started by
+ * its first caller (whose `onSpawned` it keeps; ipamd's is the process-wide stage trace) and
+ * shared until every caller of that path has stopped its handle: a handle's
+ * {@link SpawnHelper.stop} ends the helper only when it is the last (`running` counts every
+ * user's children). A caller naming another path gets a helper of its own. ipamd has one
+ * CNI exec server; a fleet simulation has hundreds in one process, which then share one helper.
  */
 export function acquireSpawnHelper(
   onSpawned?: (callMs: number, roundTripMs: number) => void,
   path?: string,
 ): SpawnHelper {
-  shared ??= { helper: startSpawnHelper(path, onSpawned), users: 0 };
-  const s = shared;
+  const key = path ?? BUNDLED_SPAWN_HELPER;
+  const s = shared.get(key) ?? { helper: startSpawnHelper(key, onSpawned), users: 0 };
+  shared.set(key, s);
   s.users++;
   let stopped = false;
   return {
@@ -215,7 +218,7 @@ export function acquireSpawnHelper(
       if (stopped) return;
       stopped = true;
       if (--s.users > 0) return;
-      if (shared === s) shared = undefined;
+      if (shared.get(key) === s) shared.delete(key);
       await s.helper.stop();
     },
   };

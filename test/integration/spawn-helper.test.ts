@@ -5,7 +5,8 @@
  * split across chunks, exit codes, SIGKILL and a missing program come back as
  * `child_process.spawn` reports them; many children at once keep their own output; and a
  * helper killed under a running kernel read fails that read (unreadable, never "no pods")
- * and is started again for the next; an idle helper does not keep its process alive.
+ * and is started again for the next; an idle helper does not keep its process alive; the
+ * helpers shared in a process are one per binary path.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,10 +14,10 @@ import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { startSpawnHelper, BUNDLED_SPAWN_HELPER } from '../../ipamd/cni-exec/spawn-helper.js';
+import { acquireSpawnHelper, startSpawnHelper, BUNDLED_SPAWN_HELPER } from '../../ipamd/cni-exec/spawn-helper.js';
 import { KernelSource, KernelUnavailableError } from '../../ipamd/restore/kernel-source.js';
 import { createIpRunner, type IpSpawner } from '../../netfacts/ip-batch.js';
 
@@ -152,4 +153,25 @@ console.log('child exited', code);`;
     timeout: 60_000,
   });
   assert.equal(stdout.trim(), 'child exited 0');
+});
+
+test('shared helpers are one per path: a caller naming another binary gets that binary', async () => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'spawn-helper-path-'));
+  const other = path.join(dir, 'eni-ipam-spawn-copy');
+  await copyFile(BUNDLED_SPAWN_HELPER, other);
+  // The program that forked the child: the helper binary its spawner talks to.
+  const forkedBy = async (spawner: IpSpawner) =>
+    (await run(spawner, ['sh', '-c', 'readlink /proc/$PPID/exe'])).stdout.trim();
+  const a = acquireSpawnHelper();
+  const b = acquireSpawnHelper(undefined, other);
+  const c = acquireSpawnHelper(undefined, other);
+  try {
+    assert.notEqual(a.spawner, b.spawner, 'another path, another helper');
+    assert.equal(b.spawner, c.spawner, 'the same path shares one helper');
+    assert.equal(await forkedBy(a.spawner), BUNDLED_SPAWN_HELPER);
+    assert.equal(await forkedBy(b.spawner), other);
+  } finally {
+    await Promise.all([a.stop(), b.stop(), c.stop()]);
+    await rm(dir, { recursive: true, force: true });
+  }
 });
