@@ -29,6 +29,11 @@
  * counted from then, so a late start counts against ipamd): the latency a node sees at
  * that load rather than at saturation.
  *
+ * ipamd logs as the chart has it log, to a rotating file (AWS_VPC_K8S_CNI_LOG_FILE; one
+ * line per ADD and DEL at info) in its node dir; `--log stdout` has it log to stdout, a
+ * pipe this process reads and copies to a file (its CPU is then in the bench client's
+ * column, on the same 2 vCPU).
+ *
  * `--client plugin` makes the clients the plugin code's own gRPC client
  * (cni-plugin/ipamd-client.ts) instead of grpc-js: half the bench's CPU per pair, so less
  * of the 2 vCPU taken from ipamd.
@@ -46,9 +51,10 @@
  * that dist's parent directory must hold `proto/`, as a checkout's does).
  *
  *   node dist/bench/ipamd-rpc-throughput.js [--seconds 5] [--concurrency 1,4,16,64,64@2500] [--released 4096]
- *     [--client grpc-js|plugin] [--v8-defaults | --node-flags=<flags>] [--ipamd <other checkout>/dist/ipamd/main.js]
+ *     [--client grpc-js|plugin] [--log file|stdout] [--v8-defaults | --node-flags=<flags>] [--ipamd <other checkout>/dist/ipamd/main.js]
  */
 import os from 'node:os';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { IPAMD_MALLOC_ENV, IPAMD_NODE_FLAGS } from '../ipamd/v8-flags.js';
 import { SimCloud } from '../sim/index.js';
@@ -98,10 +104,12 @@ async function main(): Promise<void> {
       'v8-defaults': { type: 'boolean', default: false },
       client: { type: 'string', default: 'grpc-js' },
       ipamd: { type: 'string' },
+      log: { type: 'string', default: 'file' },
     },
   });
   if (values.client !== 'grpc-js' && values.client !== 'plugin')
     throw new Error(`--client: "${values.client}" is not grpc-js or plugin`);
+  if (values.log !== 'file' && values.log !== 'stdout') throw new Error(`--log: "${values.log}" is not file or stdout`);
   const seconds = Number(values.seconds);
   const levels = values.concurrency!.split(',').map(parseLevel);
   delete process.env.NODE_EXTRA_CA_CERTS;
@@ -120,6 +128,8 @@ async function main(): Promise<void> {
     cri: false,
     env: { WARM_IP_TARGET: String(warm), MINIMUM_IP_TARGET: String(minimum), IP_COOLDOWN_PERIOD: '0' },
   });
+  // The chart's default: ipamd logs to a rotating file (AWS_VPC_K8S_CNI_LOG_FILE), not to a pipe this process reads.
+  if (values.log === 'file') node.env.AWS_VPC_K8S_CNI_LOG_FILE = path.join(node.dir, 'log', 'ipamd.log');
   const v8 = values['v8-defaults'];
   const flags = values['node-flags']?.split(' ').filter(Boolean) ?? (v8 ? [] : IPAMD_NODE_FLAGS);
   const runAs = v8 && !values['node-flags'] ? 'V8 defaults' : `node ${flags.join(' ')}`;

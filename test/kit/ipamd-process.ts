@@ -4,6 +4,9 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
+import { open } from 'node:fs/promises';
+import path from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
 import { fileURLToPath } from 'node:url';
 
 /** Path of the compiled daemon entry point. */
@@ -32,6 +35,8 @@ export interface IpamdProcess {
  * removed) and waits up to `timeoutMs` for it to serve. Readiness is read from its
  * "ipamd serving" info line, so the log level must be info or more verbose. `ipamdPath`
  * runs another build's ipamd/main.js (bench/shim-add-ab.ts compares two builds); default this one's.
+ * With AWS_VPC_K8S_CNI_LOG_FILE set to a path in `env` (the chart's default is a file),
+ * the line is read from that file instead, and stdout carries only what ipamd writes there.
  * @throws Error with the log tail if it exits or does not get ready in time.
  */
 export async function startIpamd(p: {
@@ -64,11 +69,10 @@ export async function startIpamd(p: {
   const ready = new Promise<number>((resolve, reject) => {
     let buf = '';
     let served = false;
-    child.stdout!.on('data', (d: Buffer) => {
-      log.write(d);
-      tail = (tail + d.toString()).slice(-4000);
+    // Reads "ipamd serving" from its log lines: stdout, or the file AWS_VPC_K8S_CNI_LOG_FILE names.
+    const scan = (text: string) => {
       if (served) return; // only the "ipamd serving" line is read: no JSON.parse per later log line
-      buf += d.toString();
+      buf += text;
       let i;
       while ((i = buf.indexOf('\n')) >= 0) {
         const line = buf.slice(0, i);
@@ -84,7 +88,15 @@ export async function startIpamd(p: {
           /* not JSON */
         }
       }
+    };
+    const logFile = env.AWS_VPC_K8S_CNI_LOG_FILE;
+    const fromFile = logFile !== undefined && path.isAbsolute(logFile);
+    child.stdout!.on('data', (d: Buffer) => {
+      log.write(d);
+      tail = (tail + d.toString()).slice(-4000);
+      if (!fromFile) scan(d.toString());
     });
+    if (fromFile) void followUntilServed(logFile, () => served || child.exitCode !== null, scan);
     child.stderr!.on('data', (d: Buffer) => {
       log.write(d);
       tail = (tail + d.toString()).slice(-4000);
@@ -125,4 +137,26 @@ export async function startIpamd(p: {
       log.end();
     },
   };
+}
+
+/**
+ * Reads `file` from its start as it grows (every 50 ms; absent is "nothing yet"), handing
+ * each new chunk to `onText`, until `done()`.
+ */
+async function followUntilServed(file: string, done: () => boolean, onText: (text: string) => void): Promise<void> {
+  let offset = 0;
+  const chunk = Buffer.alloc(64 * 1024);
+  const utf8 = new StringDecoder('utf8');
+  while (!done()) {
+    const fh = await open(file, 'r').catch(() => undefined);
+    if (fh) {
+      try {
+        for (let n; (n = (await fh.read(chunk, 0, chunk.length, offset)).bytesRead) > 0; offset += n)
+          onText(utf8.write(chunk.subarray(0, n)));
+      } finally {
+        await fh.close();
+      }
+    }
+    if (!done()) await new Promise((r) => setTimeout(r, 50));
+  }
 }
