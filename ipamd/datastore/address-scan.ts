@@ -1,10 +1,11 @@
 /**
- * Whole-index scans of the datastore's address records (cooling, unverified, counts):
+ * Whole-index scans of the datastore's address records (cooling, unverified, counts, the
+ * address an ADD takes):
  * pure functions over the `IpRecord`s {@link AddressStore} keeps, so the store itself stays
  * about changing records. Times are ms since epoch; no I/O.
  */
-import type { StateFn } from './prefixes.js';
-import type { IpRecord } from './records.js';
+import { isPrefixFree, type StateFn } from './prefixes.js';
+import type { EniRecord, IpRecord } from './records.js';
 import type { DatastoreCounts } from './types.js';
 
 /** The addresses cooling per `state`, with their release time (ms; for the checkpoint). */
@@ -73,4 +74,34 @@ export function earliestCooldownEnd(
   let min: number | undefined;
   for (const e of entries) if (min === undefined || e.releasedAt + cooldownMs < min) min = e.releasedAt + cooldownMs;
   return min;
+}
+
+/**
+ * The address of `rec` an ADD takes (Datastore.assign), or undefined when none is
+ * available: addresses not in a wholly free /28 prefix ({@link isPrefixFree}) before those
+ * in one, so free prefixes stay free and can be released; then least recently released
+ * first (never released before any released); ties to the first in `rec.ips`' order. One
+ * pass: a prefix's 16 states are read only for a prefix with an available address, once,
+ * and the pass stops at an address nothing can beat (not in a free prefix, never released).
+ */
+export function pickAvailable(rec: EniRecord, state: StateFn): IpRecord | undefined {
+  const free = rec.prefixes.size > 0 ? new Map<string, boolean>() : undefined;
+  const rankOf = (r: IpRecord): number => {
+    if (r.prefix === undefined || !free) return 0;
+    let f = free.get(r.prefix);
+    if (f === undefined) free.set(r.prefix, (f = isPrefixFree(rec, r.prefix, state)));
+    return f ? 1 : 0;
+  };
+  let best: IpRecord | undefined;
+  let bestRank = 0;
+  for (const r of rec.ips.values()) {
+    if (state(r) !== 'available') continue;
+    const rank = rankOf(r);
+    if (!best || rank < bestRank || (rank === bestRank && (r.releasedAt ?? -1) < (best.releasedAt ?? -1))) {
+      best = r;
+      bestRank = rank;
+      if (rank === 0 && r.releasedAt === undefined) break;
+    }
+  }
+  return best;
 }

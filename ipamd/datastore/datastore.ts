@@ -25,8 +25,8 @@
 import { PrefixStore } from './prefix-store.js';
 import { ReleasedContainers } from './released-containers.js';
 import { journalCooldownOf } from './changes.js';
-import { freePrefixesOf } from './prefixes.js';
-import { keyString, type IpRecord } from './records.js';
+import { pickAvailable } from './address-scan.js';
+import { keyString } from './records.js';
 import type { Allocation, AllocationKey, EniInfo, PodRef } from './types.js';
 
 export { keyString } from './records.js';
@@ -87,14 +87,7 @@ export class Datastore extends PrefixStore {
     }
     for (const rec of [...this.enisById.values()].sort((a, b) => a.info.deviceNumber - b.info.deviceNumber)) {
       if (this.closedToNewPods(rec.info)) continue; // custom networking: the primary ENI serves no new pod
-      const freePrefixes = rec.prefixes.size > 0 ? new Set(freePrefixesOf(rec, this.stateAt(now))) : undefined;
-      const rank = (r: IpRecord) => (r.prefix !== undefined && freePrefixes?.has(r.prefix) ? 1 : 0);
-      let best: IpRecord | undefined;
-      for (const r of rec.ips.values()) {
-        if (this.stateOf(r, now) !== 'available') continue;
-        if (!best || rank(r) < rank(best) || (rank(r) === rank(best) && (r.releasedAt ?? -1) < (best.releasedAt ?? -1)))
-          best = r;
-      }
+      const best = pickAvailable(rec, this.stateAt(now));
       if (!best) continue;
       best.holder = ks;
       best.releasedAt = undefined;
