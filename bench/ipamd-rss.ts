@@ -24,13 +24,16 @@
  * bench's working directory; each is taken after a full GC, so their difference is what
  * the churn left alive).
  *
+ * ipamd logs as the chart has it log, to a rotating file (AWS_VPC_K8S_CNI_LOG_FILE) in its
+ * node dir; `--log stdout` has it log to stdout (a pipe this process copies to a file).
+ *
  * `--restarts N` restarts N times and reports the median (each one listed); `--timeline` prints
  * each restart's log lines as ms after the spawn (where the time to serving goes);
  * `--a-dist DIR` alternates the restarts between another build's `DIR/ipamd/main.js` (A,
  * first) and this one (B), for a same-run A/B (e.g. `cp -r dist dist-a` before a change;
  * keep it beside `dist` so it finds node_modules and proto/).
  *
- *   node dist/bench/ipamd-rss.js [--pods 250] [--churn 600] [--released 4096] [--quick] [--v8-defaults] [--node-flag F]... [--split] [--heap-snapshot] [--restarts N] [--timeline] [--a-dist DIR]   (--quick: 30 s of churn)
+ *   node dist/bench/ipamd-rss.js [--pods 250] [--churn 600] [--released 4096] [--quick] [--log file|stdout] [--v8-defaults] [--node-flag F]... [--split] [--heap-snapshot] [--restarts N] [--timeline] [--a-dist DIR]   (--quick: 30 s of churn)
  */
 import { readFileSync, statSync } from 'node:fs';
 import os from 'node:os';
@@ -123,6 +126,7 @@ async function main(): Promise<void> {
       released: { type: 'string', default: '4096' },
       churn: { type: 'string' },
       quick: { type: 'boolean', default: false },
+      log: { type: 'string', default: 'file' },
       'v8-defaults': { type: 'boolean', default: false },
       'node-flag': { type: 'string', multiple: true, default: [] },
       split: { type: 'boolean', default: false },
@@ -132,6 +136,7 @@ async function main(): Promise<void> {
       timeline: { type: 'boolean', default: false },
     },
   });
+  if (values.log !== 'file' && values.log !== 'stdout') throw new Error(`--log: "${values.log}" is not file or stdout`);
   const pods = Number(values.pods);
   const churnS = Number(values.churn ?? (values.quick ? 30 : 600));
   delete process.env.NODE_EXTRA_CA_CERTS;
@@ -159,6 +164,9 @@ async function main(): Promise<void> {
       KUBECONFIG: kubeconfig,
     },
   });
+  // ipamd's own log: a rotating file as the chart sets it (AWS_VPC_K8S_CNI_LOG_FILE), or stdout (the kit's copy).
+  const ipamdLog = path.join(node.dir, values.log === 'file' ? 'log/ipamd.log' : 'ipamd.log');
+  if (values.log === 'file') node.env.AWS_VPC_K8S_CNI_LOG_FILE = ipamdLog;
   // Run as the image's entrypoint does (scripts/image/stage.mjs): malloc env + V8 flags, unless --v8-defaults.
   // `main`: another build's ipamd/main.js instead of this one's ("$1", what startIpamd passes).
   const prefixFor = (main?: string): string[] | undefined =>
@@ -233,7 +241,7 @@ async function main(): Promise<void> {
         sampledAt = Date.now();
       }
       if (Date.now() - churnFrom >= (perMinute.length + 1) * 60_000)
-        perMinute.push(`${vmRssMiB(pid)} (${await heapMiB(path.join(node.dir, 'ipamd.log'))})`);
+        perMinute.push(`${vmRssMiB(pid)} (${await heapMiB(ipamdLog)})`);
     }
     const cpuMsPerPair = ((cpuSeconds(pid) - cpu0) * 1000) / Math.max(1, pairs);
     await sleep(2000);
@@ -254,7 +262,7 @@ async function main(): Promise<void> {
       if (prefix) node.childPrefix = prefix;
       else delete node.childPrefix;
       await node.stop();
-      const logFrom = statSize(path.join(node.dir, 'ipamd.log'));
+      const logFrom = statSize(ipamdLog);
       const calls0 = sim.calls.length;
       const spawnedAt = Date.now();
       const t0 = performance.now();
@@ -263,7 +271,7 @@ async function main(): Promise<void> {
       restartCalls.push(...sim.calls.slice(calls0).map((x) => x.action));
       s2 = await node.status();
       if (values.timeline && isA) console.log('A build:');
-      if (values.timeline) printTimeline(path.join(node.dir, 'ipamd.log'), logFrom, spawnedAt);
+      if (values.timeline) printTimeline(ipamdLog, logFrom, spawnedAt);
       await sleep(500);
     }
     const restartMs = quantile(restarts, 0.5);

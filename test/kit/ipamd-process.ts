@@ -3,7 +3,7 @@
  * and waits until it logs "ipamd serving". Its JSON log goes to `logFile`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
@@ -59,6 +59,10 @@ export async function startIpamd(p: {
     throw new Error('startIpamd needs AWS_VPC_K8S_CNI_LOGLEVEL info or more verbose to see "ipamd serving"');
   delete env.NODE_EXTRA_CA_CERTS;
   const argv = [...(p.prefix ?? []), process.execPath, p.ipamdPath ?? IPAMD_PATH];
+  // A log file ipamd appends to: only what this start writes counts (an earlier start logged "ipamd serving" too).
+  const logFile = env.AWS_VPC_K8S_CNI_LOG_FILE;
+  const fromFile = logFile !== undefined && path.isAbsolute(logFile);
+  const logFrom = fromFile ? sizeOf(logFile) : 0;
   const child = spawn(argv[0]!, argv.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] });
   const log = createWriteStream(p.logFile, { flags: 'a' });
   let tail = '';
@@ -89,14 +93,12 @@ export async function startIpamd(p: {
         }
       }
     };
-    const logFile = env.AWS_VPC_K8S_CNI_LOG_FILE;
-    const fromFile = logFile !== undefined && path.isAbsolute(logFile);
     child.stdout!.on('data', (d: Buffer) => {
       log.write(d);
       tail = (tail + d.toString()).slice(-4000);
       if (!fromFile) scan(d.toString());
     });
-    if (fromFile) void followUntilServed(logFile, () => served || child.exitCode !== null, scan);
+    if (fromFile) void followUntilServed(logFile, logFrom, () => served || child.exitCode !== null, scan);
     child.stderr!.on('data', (d: Buffer) => {
       log.write(d);
       tail = (tail + d.toString()).slice(-4000);
@@ -140,11 +142,17 @@ export async function startIpamd(p: {
 }
 
 /**
- * Reads `file` from its start as it grows (every 50 ms; absent is "nothing yet"), handing
+ * Reads `file` from byte `from` on as it grows (every 5 ms, so a restart's time to serving is read
+ * to within that; absent is "nothing yet"), handing
  * each new chunk to `onText`, until `done()`.
  */
-async function followUntilServed(file: string, done: () => boolean, onText: (text: string) => void): Promise<void> {
-  let offset = 0;
+async function followUntilServed(
+  file: string,
+  from: number,
+  done: () => boolean,
+  onText: (text: string) => void,
+): Promise<void> {
+  let offset = from;
   const chunk = Buffer.alloc(64 * 1024);
   const utf8 = new StringDecoder('utf8');
   while (!done()) {
@@ -157,6 +165,15 @@ async function followUntilServed(file: string, done: () => boolean, onText: (tex
         await fh.close();
       }
     }
-    if (!done()) await new Promise((r) => setTimeout(r, 50));
+    if (!done()) await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/** Size of `file` in bytes; 0 when it does not exist. */
+function sizeOf(file: string): number {
+  try {
+    return statSync(file).size;
+  } catch {
+    return 0;
   }
 }
