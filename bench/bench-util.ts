@@ -1,7 +1,7 @@
 /**
  * Small helpers shared by the warm-pool benchmarks: EC2 call tallies from the simulated
  * cloud's call log, pacing, markdown table rows, a seeded checkpoint file, the plugin's
- * gRPC client as a bench client, and a child process's CPU time.
+ * gRPC client as a bench client, a child process's CPU time, and an ENI for a datastore.
  */
 import { readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -10,6 +10,7 @@ import { connectIpamd } from '../cni-plugin/ipamd-client.js';
 import { SessionPool } from '../cni-plugin/grpc-http2.js';
 import { readBootId } from '../ipamd/checkpoint/index.js';
 import { IPAM_API_VERSION } from '../proto/ipam.js';
+import type { EniInfo } from '../ipamd/datastore/types.js';
 import type { ApiCallRecord } from '../sim/index.js';
 
 /** Resolves after `ms` milliseconds. */
@@ -107,4 +108,23 @@ export function cpuMsOf(pid: number | undefined): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * An ENI for a bench's in-memory datastore: device number `device` (the primary at 0), id
+ * `eni-<device>` padded to EC2's 17 hex digits, in subnet-1 (10.0.0.0/8), `capacity`
+ * addresses (secondary IPs or /28 prefixes, per the datastore's unit).
+ */
+export function benchEni(device: number, capacity: number): EniInfo {
+  return {
+    eniId: `eni-${String(device).padStart(17, '0')}`,
+    mac: `02:00:00:00:00:${device.toString(16).padStart(2, '0')}`,
+    deviceNumber: device,
+    subnetId: 'subnet-1',
+    subnetCidr: '10.0.0.0/8',
+    primaryIp: `10.${device}.255.1`,
+    isPrimary: device === 0,
+    createdAtMs: 0,
+    capacity,
+  };
 }

@@ -22,7 +22,7 @@ import { parseArgs } from 'node:util';
 import { CheckpointWriter, type CheckpointData } from '../ipamd/checkpoint/index.js';
 import { Datastore } from '../ipamd/datastore/datastore.js';
 import { datastoreCheckpointSource } from '../ipamd/startup/checkpoint-source.js';
-import { machineLine, row } from './bench-util.js';
+import { benchEni, machineLine, row } from './bench-util.js';
 import { quantile } from './stats.js';
 
 /** The write paths compared. */
@@ -41,20 +41,10 @@ class NodeState {
   private n = 0;
   constructor(allocations: number) {
     for (let e = 0; e < 16; e++) {
-      const eniId = `eni-${String(e).padStart(17, '0')}`;
-      this.ds.upsertEni({
-        eniId,
-        mac: `02:00:00:00:00:${e.toString(16).padStart(2, '0')}`,
-        deviceNumber: e,
-        subnetId: 'subnet-1',
-        subnetCidr: '10.0.0.0/16',
-        primaryIp: `10.0.${e}.1`,
-        isPrimary: e === 0,
-        createdAtMs: 0,
-        capacity: 49,
-      });
+      const eni = benchEni(e, 49);
+      this.ds.upsertEni(eni);
       this.ds.addIps(
-        eniId,
+        eni.eniId,
         Array.from({ length: 49 }, (_, i) => `10.0.${e}.${i + 2}`),
       );
     }

@@ -15,7 +15,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Datastore } from '../ipamd/datastore/datastore.js';
-import { machineLine, row } from './bench-util.js';
+import { benchEni, machineLine, row } from './bench-util.js';
 import { quantile } from './stats.js';
 
 type DatastoreClass = typeof Datastore;
@@ -31,26 +31,16 @@ function run(
 ): number {
   const ds = new D(cooldownMs, unit);
   for (let e = 0; e < 8; e++) {
-    const eniId = `eni-${e}`;
-    ds.upsertEni({
-      eniId,
-      mac: `02:00:00:00:00:0${e}`,
-      deviceNumber: e,
-      subnetId: 'subnet-1',
-      subnetCidr: '10.0.0.0/8',
-      primaryIp: `10.${e}.255.1`,
-      isPrimary: e === 0,
-      createdAtMs: 0,
-      capacity: 29,
-    });
+    const eni = benchEni(e, 29);
+    ds.upsertEni(eni);
     if (unit === 'prefix')
       ds.addPrefixes(
-        eniId,
+        eni.eniId,
         Array.from({ length: 29 }, (_, p) => `10.${e}.${p}.0/28`),
       );
     else
       ds.addIps(
-        eniId,
+        eni.eniId,
         Array.from({ length: 29 }, (_, i) => `10.${e}.0.${i + 2}`),
       );
   }
