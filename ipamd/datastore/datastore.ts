@@ -85,9 +85,10 @@ export class Datastore extends PrefixStore {
       if (eni) return { kind: 'existing', allocation: { ...held }, eni };
       return { kind: 'pending', allocation: { ...held } };
     }
+    const state = this.stateAt(now);
     for (const rec of [...this.enisById.values()].sort((a, b) => a.info.deviceNumber - b.info.deviceNumber)) {
       if (this.closedToNewPods(rec.info)) continue; // custom networking: the primary ENI serves no new pod
-      const best = pickAvailable(rec, this.stateAt(now));
+      const best = pickAvailable(rec, state);
       if (!best) continue;
       best.holder = ks;
       best.releasedAt = undefined;

@@ -142,9 +142,9 @@ export async function startIpamd(p: {
 }
 
 /**
- * Reads `file` from byte `from` on as it grows (every 5 ms, so a restart's time to serving is read
- * to within that; absent is "nothing yet"), handing
- * each new chunk to `onText`, until `done()`.
+ * Reads `file` from byte `from` on as it grows, handing each new chunk to `onText`, until
+ * `done()`: every 5 ms, so a restart's time to serving is read to within that; a file not
+ * there yet is "nothing yet".
  */
 async function followUntilServed(
   file: string,
