@@ -54,9 +54,9 @@ const SHARED_FROM_EITHER_SIDE = {
     'shared code (proto/, netfacts/) imports neither ipamd nor the CNI plugin: both sides import it (docs/architecture.md#rules-that-never-break).',
 };
 const PLUGIN_INTERNALS_FROM_IPAMD = {
-  regex: '(^|/)cni-plugin/(?!index\\.js$|facade\\.js$)',
+  regex: '(^|/)cni-plugin/(?!index\\.js$|facade\\.js$|code-cache\\.js$)',
   message:
-    'ipamd reaches the CNI plugin through its one facade (cni-plugin/index.ts), not its internals (docs/architecture.md#rules-that-never-break).',
+    "ipamd reaches the CNI plugin through its one facade (cni-plugin/index.ts), not its internals; the one exception is the V8 code-cache loader (code-cache.ts, node built-ins only), which ipamd's entry point uses before anything else loads (docs/architecture.md#rules-that-never-break).",
 };
 
 /**

@@ -114,32 +114,56 @@ export function writeCodeCache(file: string, data: Buffer, pluginFile?: string):
   return true;
 }
 
+/** A compiled bundle: the script and its cache's state. */
+export interface CompiledWithCache {
+  script: vm.Script;
+  state: CodeCacheState;
+}
+
 /**
- * Compiles `o.source` as a CommonJS module body (wrapped like Node's loader does) with
- * the code cache and runs it in `ctx`. When `o.produce` and the cache was missing or
- * rejected, the cache is written at process exit (after the run compiled the functions
- * it needed, so they are in it).
- * @returns the cache state of this run.
- * @throws whatever the module body throws synchronously (e.g. a SyntaxError for a broken build).
+ * Compiles `source` as a CommonJS module body (wrapped like Node's loader does) with the
+ * code cache in `cacheFile` (none when undefined); `filename` names it in stack traces.
+ * @throws SyntaxError for a broken build.
  */
-export function runWithCodeCache(o: CodeCacheOptions, ctx: CjsContext): CodeCacheState {
-  const cachedData = o.cacheFile ? readCache(o.cacheFile) : undefined;
-  const wrapped = `(function (exports, require, module, __filename, __dirname) { ${o.source}\n})`;
-  const script = new vm.Script(wrapped, { filename: o.filename, ...(cachedData ? { cachedData } : {}) });
-  const state: CodeCacheState = !o.cacheFile
+export function compileWithCodeCache(
+  source: string,
+  filename: string,
+  cacheFile: string | undefined,
+): CompiledWithCache {
+  const cachedData = cacheFile ? readCache(cacheFile) : undefined;
+  const wrapped = `(function (exports, require, module, __filename, __dirname) { ${source}\n})`;
+  const script = new vm.Script(wrapped, { filename, ...(cachedData ? { cachedData } : {}) });
+  const state: CodeCacheState = !cacheFile
     ? 'off'
     : !cachedData
       ? 'missing'
       : script.cachedDataRejected
         ? 'rejected'
         : 'accepted';
+  return { script, state };
+}
+
+/** Runs a script of {@link compileWithCodeCache} in `ctx` (the module body's top level). */
+export function runCompiled(script: vm.Script, ctx: CjsContext): void {
+  const fn = script.runInThisContext() as (e: unknown, r: NodeJS.Require, m: unknown, f: string, d: string) => void;
+  fn.call(ctx.exports, ctx.exports, ctx.require, ctx.module, ctx.filename, ctx.dirname);
+}
+
+/**
+ * Compiles `o.source` with the code cache ({@link compileWithCodeCache}) and runs it in
+ * `ctx`. When `o.produce` and the cache was missing or rejected, the cache is written at
+ * process exit (after the run compiled the functions it needed, so they are in it).
+ * @returns the cache state of this run.
+ * @throws whatever the module body throws synchronously (e.g. a SyntaxError for a broken build).
+ */
+export function runWithCodeCache(o: CodeCacheOptions, ctx: CjsContext): CodeCacheState {
+  const { script, state } = compileWithCodeCache(o.source, o.filename, o.cacheFile);
   if (o.cacheFile && o.produce && (state === 'missing' || state === 'rejected')) {
     const file = o.cacheFile;
     process.once('exit', () => {
       writeCodeCache(file, script.createCachedData(), o.filename);
     });
   }
-  const fn = script.runInThisContext() as (e: unknown, r: NodeJS.Require, m: unknown, f: string, d: string) => void;
-  fn.call(ctx.exports, ctx.exports, ctx.require, ctx.module, ctx.filename, ctx.dirname);
+  runCompiled(script, ctx);
   return state;
 }

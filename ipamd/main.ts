@@ -1,72 +1,10 @@
 #!/usr/bin/env node
 /**
- * eni-ipamd: the per-node IP address manager daemon. Composition root only: validates
- * the environment (a bad variable stops start-up with one line naming it), starts the
- * daemon, and on SIGTERM/SIGINT stops taking new work, finishes in-flight RPCs, flushes
- * the checkpoint and exits 0. SIGUSR2 cycles the log level (see log-level.ts).
+ * eni-ipamd: the per-node IP address manager daemon's entry point. Runs ipamd from the
+ * one-file bundle and its V8 code cache when the build made them (bundle-loader.ts), else
+ * from the ES modules; ipamd-main.ts is the composition root.
  */
-import './v8-flags.js'; // first: V8 flags before the other modules compile
-import { checkConfigOnDisk, ConfigError, loadConfig } from './config.js';
-import { startDaemon } from './daemon.js';
-import { createLogger } from './log.js';
-import { installLogLevelSignal } from './log-level.js';
-import { closeLog, openRotatingLog } from './observability/log-files.js';
+import './v8-flags.js';
+import { startIpamd } from './bundle-loader.js';
 
-async function main(): Promise<void> {
-  let config;
-  try {
-    config = loadConfig(process.env);
-    checkConfigOnDisk(config);
-  } catch (e) {
-    if (e instanceof ConfigError) {
-      process.stderr.write(`eni-ipamd: ${e.message}\n`);
-      process.exit(1);
-    }
-    throw e;
-  }
-  // AWS_VPC_K8S_CNI_LOG_FILE: a rotating file (observability/log-files.ts) or stdout.
-  const file =
-    config.logFile === 'stdout'
-      ? undefined
-      : openRotatingLog(config.logFile, { maxSize: config.logFileMaxSize, maxFiles: config.logFileMaxFiles });
-  if (file)
-    process.stdout.write(
-      `eni-ipamd: logging to ${config.logFile} (rotated at ${config.logFileMaxSize}, ${config.logFileMaxFiles} kept)\n`,
-    );
-  const log = createLogger({ level: config.logLevel, format: config.logFormat, ...(file ? { stream: file } : {}) });
-  const flushed = async (): Promise<void> => {
-    log.flush();
-    if (file) await closeLog(file);
-  };
-  installLogLevelSignal(log, config.logLevel); // SIGUSR2: next more verbose level, wrapping (log-level.ts)
-  let daemon;
-  try {
-    daemon = await startDaemon(config, log);
-  } catch (e) {
-    log.fatal({ err: (e as Error).message }, 'ipamd could not start');
-    await flushed();
-    process.stderr.write(`eni-ipamd: ${(e as Error).message}\n`);
-    process.exit(1);
-  }
-  let stopping = false;
-  const onSignal = (sig: NodeJS.Signals) => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal: sig }, 'shutting down: draining in-flight RPCs');
-    daemon.stop().then(
-      async () => {
-        await flushed();
-        process.exit(0);
-      },
-      async (e: Error) => {
-        log.error({ err: e.message }, 'shutdown failed');
-        await flushed();
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
-}
-
-void main();
+void startIpamd();

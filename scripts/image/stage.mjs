@@ -11,9 +11,10 @@
  *                                    type declarations and source maps (*.d.ts, *.map: ~50 MiB
  *                                    Node never loads)
  *   app/dist/{ipamd,cni-plugin,netfacts,proto,cli}/  the built daemon, the static shim, the Node plugin, shared networking facts, the operator CLI
+ *   app/dist/ipamd/.ipamd.bundle.cjs.*.v8cache       the code cache of ipamd's bundle, made by the image's node
  *   app/proto/                       .proto files ipamd loads at run time
  *   app/config/                      the conflist template and the env example
- *   app/bin/ipamd                    entrypoint: exec /usr/local/bin/node <V8 flags> /app/dist/ipamd/main.js "$@"
+ *   app/bin/ipamd                    entrypoint: exec /usr/local/bin/node <V8 flags> /app/dist/ipamd/main.js (which loads ipamd.bundle.cjs) "$@"
  *   app/bin/eni-ipam                 the operator CLI (kubectl exec ... -- /app/bin/eni-ipam status)
  *
  * Needs a built tree (`npm run build`). The production node_modules is cached under
@@ -28,6 +29,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { BUILD_DIR, ImageBuildError, ROOT, pruneCache, run, sha256 } from './common.mjs';
 import { fetchNodeRuntime, readNodePin } from './node-runtime.mjs';
+import { makeIpamdCodeCache } from '../bundle-ipamd.mjs';
 
 /** Default staging dir. */
 export const STAGE_DIR = path.join(BUILD_DIR, 'stage');
@@ -108,7 +110,15 @@ export async function stage(o) {
   for (const f of ['package.json', 'package-lock.json']) cpSync(path.join(ROOT, f), path.join(app, f));
   await installProductionDeps(app, o.log);
   for (const d of DIST_DIRS) {
-    cpSync(path.join(ROOT, 'dist', d), path.join(app, 'dist', d), { recursive: true, filter: (src) => !src.endsWith('.map') });
+    // V8 code caches are made for one node binary: the host's are left out (the plugin makes its own on the node).
+    cpSync(path.join(ROOT, 'dist', d), path.join(app, 'dist', d), { recursive: true, filter: (src) => !/\.(map|v8cache)$/.test(src) });
+  }
+  // ipamd's code cache, made by the image's node (same bytes on every build: scripts/bundle-ipamd.mjs).
+  if (o.arch === process.arch) {
+    const c = await makeIpamdCodeCache({ node: node.node, bundle: path.join(app, 'dist', 'ipamd', 'ipamd.bundle.cjs') });
+    o.log?.(`ipamd code cache ${path.basename(c.file)} (${Math.round(c.bytes / 1024)} KiB)`);
+  } else {
+    o.log?.(`no ipamd code cache: the image's node (${o.arch}) does not run here; ipamd compiles its bundle at start`);
   }
   // Compiled modules are data to node: 0644 whatever npm did to the package's bin targets in
   // this checkout (npm chmods them +x when they exist at install time), so the lock is stable.

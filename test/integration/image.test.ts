@@ -19,6 +19,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { IPAMD_NODE_FLAGS } from '../../ipamd/v8-flags.js';
 import { createNamedNetns } from '../kit/netns.js';
 import { startContainerd } from '../helpers/containerd.js';
 import { buildDockerfile } from '../helpers/buildah-dockerfile.js';
@@ -313,6 +314,16 @@ test('containerd imports the archive and runs node, ip, iptables and the entrypo
   const cliDown = await runIn(['/app/bin/eni-ipam', 'status', '--socket', '/run/no-ipamd.sock']);
   assert.equal(cliDown.code, 3, cliDown.out);
   assert.match(cliDown.out, /^eni-ipam: cannot reach ipamd introspection/m);
+  // ipamd's bundle loads with the code cache the image build made with this node, under the entrypoint's flags.
+  const loaded = await runIn([
+    'node',
+    ...IPAMD_NODE_FLAGS,
+    '--input-type=module',
+    '-e',
+    "import('/app/dist/ipamd/bundle-loader.js').then((m) => { process.stdout.write(JSON.stringify(m.loadIpamdBundle(m.readIpamdBundle()).loaded)); process.exit(0); })",
+  ]);
+  assert.equal(loaded.code, 0, loaded.out);
+  assert.match(loaded.out, /"from":"bundle","codeCache":"accepted"/);
   const bad = await runIn([], ['--env', 'WARM_ENI_TARGET=lots']);
   assert.equal(bad.code, 1, bad.out);
   assert.match(bad.out, /^eni-ipamd: .*WARM_ENI_TARGET/m);
@@ -326,7 +337,9 @@ test('a package that cannot be fetched fails the build with one line naming it',
   await writeFile(path.join(dir, 'pin.json'), JSON.stringify(pin));
   await writeFile(path.join(dir, 'packages.txt'), 'iproute2\nno-such-package-eni-ipam\n');
   const lastLines = (stderr: string): string[] =>
-    stderr.split('\n').filter((l) => l && !/^eni-ipam image: (npm|mmdebstrap|layers|OCI)/.test(l));
+    stderr
+      .split('\n')
+      .filter((l) => l && !/^eni-ipam image: (npm|mmdebstrap|layers|OCI|ipamd code cache|no ipamd code cache)/.test(l));
 
   const npm = await runBuild(['--node-pin', path.join(dir, 'pin.json')]);
   assert.equal(npm.code, 1);

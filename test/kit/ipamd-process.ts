@@ -8,6 +8,7 @@ import { open } from 'node:fs/promises';
 import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { fileURLToPath } from 'node:url';
+import { IPAMD_NODE_FLAGS } from '../../ipamd/v8-flags.js';
 
 /** Path of the compiled daemon entry point. */
 export const IPAMD_PATH = fileURLToPath(new URL('../../ipamd/main.js', import.meta.url));
@@ -35,6 +36,8 @@ export interface IpamdProcess {
  * removed) and waits up to `timeoutMs` for it to serve. Readiness is read from its
  * "ipamd serving" info line, so the log level must be info or more verbose. `ipamdPath`
  * runs another build's ipamd/main.js (bench/shim-add-ab.ts compares two builds); default this one's.
+ * node runs it with the image entrypoint's V8 flags (IPAMD_NODE_FLAGS), or after `prefix`
+ * (a command that execs node with flags of its own, as the benches' do) with none added.
  * With AWS_VPC_K8S_CNI_LOG_FILE set to a path in `env` (the chart's default is a file),
  * the line is read from that file instead, and stdout carries only what ipamd writes there.
  * @throws Error with the log tail if it exits or does not get ready in time.
@@ -58,7 +61,9 @@ export async function startIpamd(p: {
   if (/^(warn|error|fatal)$/i.test(env.AWS_VPC_K8S_CNI_LOGLEVEL ?? ''))
     throw new Error('startIpamd needs AWS_VPC_K8S_CNI_LOGLEVEL info or more verbose to see "ipamd serving"');
   delete env.NODE_EXTRA_CA_CERTS;
-  const argv = [...(p.prefix ?? []), process.execPath, p.ipamdPath ?? IPAMD_PATH];
+  // The image entrypoint's V8 flags (so the bundle's code cache applies), unless a prefix brings its own.
+  const flags = p.prefix ? [] : IPAMD_NODE_FLAGS;
+  const argv = [...(p.prefix ?? []), process.execPath, ...flags, p.ipamdPath ?? IPAMD_PATH];
   // A log file ipamd appends to: only what this start writes counts (an earlier start logged "ipamd serving" too).
   const logFile = env.AWS_VPC_K8S_CNI_LOG_FILE;
   const fromFile = logFile !== undefined && path.isAbsolute(logFile);

@@ -1,0 +1,90 @@
+/**
+ * eni-ipamd's composition root: validates the environment (a bad variable stops start-up
+ * with one line naming it), starts the daemon, and on SIGTERM/SIGINT stops taking new
+ * work, finishes in-flight RPCs, flushes the checkpoint and exits 0. SIGUSR2 cycles the
+ * log level (see log-level.ts). main.ts runs it, from the one-file bundle when the build
+ * made one (scripts/bundle-ipamd.mjs), else from these modules.
+ */
+import { checkConfigOnDisk, ConfigError, loadConfig } from './config.js';
+import { startDaemon } from './daemon.js';
+import { createLogger } from './log.js';
+import { installLogLevelSignal } from './log-level.js';
+import { closeLog, openRotatingLog } from './observability/log-files.js';
+
+/** How ipamd's modules were loaded this run (bundle-loader.ts; logged at start-up). */
+export interface ModulesLoaded {
+  /** `bundle`: the one-file bundle; `modules`: the ES modules tsc wrote (no bundle built). */
+  from: 'bundle' | 'modules';
+  /** The bundle's V8 code cache: 'accepted', 'missing', 'rejected' (other V8 or flags), 'off' for modules. */
+  codeCache: 'off' | 'missing' | 'accepted' | 'rejected';
+  /** The cache file this run looked for (bundle only). */
+  codeCacheFile?: string;
+}
+
+/**
+ * Runs ipamd until a signal ends the process. Exits the process itself: 1 (with the reason
+ * on stderr) when the environment is invalid or start-up fails, 0 after a clean shutdown.
+ * `loaded` says how main.ts loaded it (one info line).
+ * @returns once the daemon is serving and the signal handlers are installed.
+ */
+export async function runIpamd(loaded?: ModulesLoaded): Promise<void> {
+  let config;
+  try {
+    config = loadConfig(process.env);
+    checkConfigOnDisk(config);
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      process.stderr.write(`eni-ipamd: ${e.message}\n`);
+      process.exit(1);
+    }
+    throw e;
+  }
+  // AWS_VPC_K8S_CNI_LOG_FILE: a rotating file (observability/log-files.ts) or stdout.
+  const file =
+    config.logFile === 'stdout'
+      ? undefined
+      : openRotatingLog(config.logFile, { maxSize: config.logFileMaxSize, maxFiles: config.logFileMaxFiles });
+  if (file)
+    process.stdout.write(
+      `eni-ipamd: logging to ${config.logFile} (rotated at ${config.logFileMaxSize}, ${config.logFileMaxFiles} kept)\n`,
+    );
+  const log = createLogger({ level: config.logLevel, format: config.logFormat, ...(file ? { stream: file } : {}) });
+  const flushed = async (): Promise<void> => {
+    log.flush();
+    if (file) await closeLog(file);
+  };
+  if (loaded)
+    log.info(
+      { modules: loaded.from, codeCache: loaded.codeCache, codeCacheFile: loaded.codeCacheFile },
+      'ipamd modules loaded',
+    );
+  installLogLevelSignal(log, config.logLevel); // SIGUSR2: next more verbose level, wrapping (log-level.ts)
+  let daemon;
+  try {
+    daemon = await startDaemon(config, log);
+  } catch (e) {
+    log.fatal({ err: (e as Error).message }, 'ipamd could not start');
+    await flushed();
+    process.stderr.write(`eni-ipamd: ${(e as Error).message}\n`);
+    process.exit(1);
+  }
+  let stopping = false;
+  const onSignal = (sig: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal: sig }, 'shutting down: draining in-flight RPCs');
+    daemon.stop().then(
+      async () => {
+        await flushed();
+        process.exit(0);
+      },
+      async (e: Error) => {
+        log.error({ err: e.message }, 'shutdown failed');
+        await flushed();
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+}
