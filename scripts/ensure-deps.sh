@@ -10,7 +10,7 @@
 #     what `npm run image` needs (scripts/image/build.mjs), and buildah (the image test builds the
 #     Dockerfile with it); with --stress also stress-ng (scripts/test-loaded.sh loads the CPUs with it).
 #   - npm packages from package-lock.json (npm ci) when node_modules is missing or stale.
-#   - the build (tsc + the bundled CNI plugin) when sources are newer than dist/.
+#   - the build (tsc, the bundled CNI plugin, ipamd's one-file bundle) when sources are newer than dist/.
 # Idempotent and quiet when everything is already in place.
 set -euo pipefail
 cd "$(dirname "$0")/.."
