@@ -7,6 +7,7 @@ import type http from 'node:http';
 import path from 'node:path';
 import { readBootId } from './checkpoint/index.js';
 import { CniExecServer } from './cni-exec/server.js';
+import { acquireSpawnHelper, traceSpawn } from './cni-exec/spawn-helper.js';
 import type { PluginHost } from '../cni-plugin/facade.js';
 import { DelSpool } from './cni-exec/spool-applier.js';
 import { spoolDirFor } from './cni-exec/spool.js';
@@ -36,6 +37,7 @@ import { startHostNetworkSync } from './startup/host-network-sync.js';
 import { startEvidence } from './startup/evidence.js';
 import { startEniConfig } from './startup/eniconfig-wiring.js';
 import { KernelSource } from './restore/kernel-source.js';
+import { createIpRunner } from '../netfacts/ip-batch.js';
 import { openCheckpointState } from './startup/checkpoint-state.js';
 import { markAwsNodeCheckpointImported } from './startup/aws-node-import.js';
 import { checkpointCoverage, confirmJitterMs, startInventoryCache } from './startup/fast-start.js';
@@ -143,11 +145,12 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
     log.info({ renamedTo: to }, 'aws-node checkpoint imported into ours');
   }
   // One kernel source for the evidence passes and for CNI GC (both check it before releasing).
-  // Its `ip` starts through the CNI exec server's spawn helper once that listens (ipamd does not fork).
-  let cniExecListening: CniExecServer | undefined;
+  // Its `ip` starts from the spawn helper from the first pass on (ipamd does not fork; the CNI exec server shares the helper).
+  const kernelSpawn = acquireSpawnHelper(traceSpawn);
+  const kernelIp = createIpRunner(kernelSpawn.spawner);
   const kernel = new KernelSource({
     ...(config.cniExecNetns ? { netnsPath: config.cniExecNetns } : {}),
-    ipRunner: () => cniExecListening?.pluginHost.ip,
+    ipRunner: () => kernelIp,
   });
   // Our own checkpoint from this boot holds every acknowledged allocation: serve without waiting for the first evidence pass.
   const serveAtOnce =
@@ -298,7 +301,6 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
       })
     : undefined;
   await cniExec?.listen();
-  cniExecListening = cniExec;
   await spool.start(() => pool.trigger()); // entries spooled since the start-up pass (the socket was not there yet)
   if (config.installCni) await installCniAndReport(config, !!cniExec, log);
   if (config.disableNetworkResourceProvisioning)
@@ -381,6 +383,7 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
       hostNet?.stop();
       inv.imds.close();
       await evidence.stop();
+      await kernelSpawn.stop();
       await quarantine.stop();
       await writer.flush();
       await inventoryCache.stop();

@@ -53,7 +53,7 @@ import type { IpamdClient } from '../../proto/ipamd-api.js';
 import type { Logger } from '../log.js';
 import { removeStaleSocket } from '../rpc/server.js';
 import { stageTrace } from '../service/stage-trace.js';
-import { acquireSpawnHelper, type SpawnHelper } from './spawn-helper.js';
+import { acquireSpawnHelper, traceSpawn, type SpawnHelper } from './spawn-helper.js';
 import { chooseNetlinkHelper } from './netlink-start.js';
 import { netnsId, netnsRefusal } from './netns-check.js';
 import { decodeRequest, encodeFallback, encodeResult, encodeUnavailable, type ExecRequest } from './protocol.js';
@@ -163,10 +163,7 @@ export class CniExecServer {
     this.server.maxConnections = this.o.maxConnections ?? MAX_CONNECTIONS;
     await chmod(sock, 0o600);
     if (this.o.spawnHelper !== false)
-      this.spawnHelper = acquireSpawnHelper((callMs, roundTripMs) => {
-        stageTrace.record('cni.spawn.call', callMs);
-        stageTrace.record('cni.spawn.relay', roundTripMs - callMs);
-      }, this.o.spawnHelper);
+      this.spawnHelper = acquireSpawnHelper(traceSpawn, this.o.spawnHelper);
     this.netlink = await chooseNetlinkHelper(this.o.netlinkHelper, this.o.nodeNetns, this.o.log);
     this.host = this.newPluginHost();
   }

@@ -18,6 +18,7 @@ import { accessSync, constants } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import { fileURLToPath } from 'node:url';
 import { localSpawner, type IpChildEvents, type IpSpawner } from '../../netfacts/ip-batch.js';
+import { stageTrace } from '../service/stage-trace.js';
 
 /** The helper of this build (dist/cni-plugin/eni-ipam-spawn). */
 export const BUNDLED_SPAWN_HELPER = fileURLToPath(new URL('../../cni-plugin/eni-ipam-spawn', import.meta.url));
@@ -189,6 +190,15 @@ export function startSpawnHelper(
   };
 }
 
+/**
+ * ipamd's `onSpawned`: each child's spawn call and relay time (ms) into the process-wide
+ * stage trace (`cni.spawn.call`, `cni.spawn.relay`; GET /v1/stage-trace).
+ */
+export function traceSpawn(callMs: number, roundTripMs: number): void {
+  stageTrace.record('cni.spawn.call', callMs);
+  stageTrace.record('cni.spawn.relay', roundTripMs - callMs);
+}
+
 /** The shared helpers by path: one per helper binary, as netlink-start.ts keeps one netlink helper per node netns. */
 const shared = new Map<string, { helper: SpawnHelper; users: number }>();
 
@@ -197,8 +207,9 @@ const shared = new Map<string, { helper: SpawnHelper; users: number }>();
  * its first caller (whose `onSpawned` it keeps; ipamd's is the process-wide stage trace) and
  * shared until every caller of that path has stopped its handle: a handle's
  * {@link SpawnHelper.stop} ends the helper only when it is the last (`running` counts every
- * user's children). A caller naming another path gets a helper of its own. ipamd has one
- * CNI exec server; a fleet simulation has hundreds in one process, which then share one helper.
+ * user's children). A caller naming another path gets a helper of its own. ipamd's users are
+ * its kernel reads (from the first evidence pass on) and its CNI exec server; a fleet
+ * simulation has hundreds of each in one process, which then share one helper.
  */
 export function acquireSpawnHelper(
   onSpawned?: (callMs: number, roundTripMs: number) => void,
