@@ -162,8 +162,7 @@ export class CniExecServer {
     });
     this.server.maxConnections = this.o.maxConnections ?? MAX_CONNECTIONS;
     await chmod(sock, 0o600);
-    if (this.o.spawnHelper !== false)
-      this.spawnHelper = acquireSpawnHelper(traceSpawn, this.o.spawnHelper);
+    if (this.o.spawnHelper !== false) this.spawnHelper = acquireSpawnHelper(traceSpawn, this.o.spawnHelper);
     this.netlink = await chooseNetlinkHelper(this.o.netlinkHelper, this.o.nodeNetns, this.o.log);
     this.host = this.newPluginHost();
   }
