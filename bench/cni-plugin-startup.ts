@@ -8,7 +8,7 @@
  *   codec      protobufjs/light reflection over the generated descriptor
  *              (bench/variants/ipamd-client-http2-light.ts) or the generated static
  *              codec (cni-plugin/generated/ipam-codec.ts, http2 only);
- *   V8 cache   the plain bundle, or run through the code-cache loader (cni-plugin/code-cache.ts).
+ *   V8 cache   the plain bundle, or run through the code-cache loader (loader/code-cache.ts).
  *
  * "grpc-js, protobufjs/light" is the bundle as it was before this bench; "http2,
  * generated codec + V8 cache" is what `npm run build` ships; all validate the config with

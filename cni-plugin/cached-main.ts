@@ -1,12 +1,12 @@
 /**
  * Outer entry point of the installed plugin file (scripts/bundle-plugin.mjs builds it):
  * runs the real plugin bundle (cni-plugin/main.ts, embedded at build time as a string)
- * through the V8 code cache of code-cache.ts. The cache file sits next to the plugin
+ * through the V8 code cache of loader/code-cache.ts. The cache file sits next to the plugin
  * file and is produced by the first ADD (the hot path, so its functions are in it);
  * `ENI_IPAM_CNI_CODE_CACHE=off` disables it. Only meaningful inside the CommonJS bundle
  * (it uses `__filename`, `require` and `module`).
  */
-import { codeCachePath, runWithCodeCache } from './code-cache.js';
+import { codeCachePath, runWithCodeCache } from '../loader/code-cache.js';
 
 /** Injected by scripts/bundle-plugin.mjs (esbuild `define`): the inner bundle and its sha256 (hex, shortened). */
 declare const __ENI_IPAM_PLUGIN_SOURCE__: string;

@@ -10,7 +10,7 @@
  * (v8-flags.ts IPAMD_NODE_FLAGS: V8 rejects a cache made under other flags) and a fixed
  * `--random-seed` (which V8 leaves out of the cache's flag check; with it the cache's
  * bytes are the same on every build, so the image stays reproducible). Its file name
- * carries the bundle's source hash and the V8 version (cni-plugin/code-cache.ts
+ * carries the bundle's source hash and the V8 version (loader/code-cache.ts
  * `codeCachePath`). ipamd never writes it: a missing, stale or rejected cache only costs
  * the normal compile, and the start-up log line says which it was.
  */
@@ -25,7 +25,7 @@ import {
   runCompiled,
   writeCodeCache,
   type CodeCacheState,
-} from '../cni-plugin/code-cache.js';
+} from '../loader/code-cache.js';
 import type { ModulesLoaded } from './ipamd-main.js';
 
 /** Where the build writes the bundle: beside this module. */

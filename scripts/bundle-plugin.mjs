@@ -12,7 +12,7 @@
  *    cni-plugin/grpc-http2.ts);
  * 2. the outer file: cni-plugin/cached-main.ts with the inner bundle embedded as a
  *    string, run through a V8 code cache kept next to the plugin file
- *    (cni-plugin/code-cache.ts). With `--no-code-cache` the inner bundle is written as
+ *    (loader/code-cache.ts). With `--no-code-cache` the inner bundle is written as
  *    is (what the bench compares against).
  *
  * 3. the native shim, dist/cni-plugin/eni-ipam (cni-plugin/shim/*.c, gcc -O2, linked

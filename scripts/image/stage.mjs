@@ -10,7 +10,7 @@
  *   app/node_modules/                production dependencies only (npm ci --omit=dev), without
  *                                    type declarations and source maps (*.d.ts, *.map: ~50 MiB
  *                                    Node never loads)
- *   app/dist/{ipamd,cni-plugin,netfacts,proto,cli}/  the built daemon, the static shim, the Node plugin, shared networking facts, the operator CLI
+ *   app/dist/{ipamd,cni-plugin,netfacts,loader,proto,cli}/  the built daemon, the static shim, the Node plugin, shared networking facts, the V8 code-cache loader, the operator CLI
  *   app/dist/ipamd/.ipamd.bundle.cjs.*.v8cache       the code cache of ipamd's bundle, made by the image's node
  *   app/proto/                       .proto files ipamd loads at run time
  *   app/config/                      the conflist template and the env example
@@ -35,7 +35,7 @@ import { makeIpamdCodeCache } from '../bundle-ipamd.mjs';
 export const STAGE_DIR = path.join(BUILD_DIR, 'stage');
 
 /** The dist/ subtrees needed at run time: ipamd, the plugin, and the operator CLI (nothing from dist/sim, dist/test...). */
-const DIST_DIRS = ['ipamd', 'cni-plugin', 'netfacts', 'proto', 'cli'];
+const DIST_DIRS = ['ipamd', 'cni-plugin', 'netfacts', 'loader', 'proto', 'cli'];
 
 /** Files of npm packages Node never loads at run time: type declarations and source maps. */
 const NOT_LOADED = /\.(d\.[cm]?ts|map)$/;

@@ -1,5 +1,5 @@
 /**
- * The V8 code cache of the CNI plugin (cni-plugin/code-cache.ts), each run in a fresh
+ * The V8 code cache of the CNI plugin (loader/code-cache.ts), each run in a fresh
  * `node` process as the plugin is: produced at exit when missing, accepted on the next
  * run, a corrupt file rejected and rewritten, a new source (other hash) gets its own
  * file and the stale one is removed, an unwritable location only disables the cache.
@@ -13,9 +13,9 @@ import { copyFile, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/pro
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { codeCachePath } from '../../cni-plugin/code-cache.js';
+import { codeCachePath } from '../../loader/code-cache.js';
 
-const CODE_CACHE_JS = fileURLToPath(new URL('../../cni-plugin/code-cache.js', import.meta.url));
+const CODE_CACHE_JS = fileURLToPath(new URL('../../loader/code-cache.js', import.meta.url));
 const PLUGIN = fileURLToPath(new URL('../../cni-plugin/eni-ipam.cjs', import.meta.url));
 
 function run(

@@ -56,7 +56,7 @@ test('the code cache is the same bytes on every build, and the entrypoint flags 
   const top = mkdtempSync(path.join(os.tmpdir(), 'eni-ipamd-bundle-'));
   t.after(() => rmSync(top, { recursive: true, force: true }));
   const dir = path.join(top, 'dist');
-  for (const f of ['ipamd/ipamd.bundle.cjs', 'ipamd/bundle-loader.js', 'ipamd/v8-flags.js', 'cni-plugin/code-cache.js'])
+  for (const f of ['ipamd/ipamd.bundle.cjs', 'ipamd/bundle-loader.js', 'ipamd/v8-flags.js', 'loader/code-cache.js'])
     cpSync(path.join(DIST, f), path.join(dir, f));
   for (const d of ['node_modules', 'proto']) symlinkSync(path.join(ROOT, d), path.join(top, d));
   writeFileSync(path.join(top, 'package.json'), '{"type":"module"}\n');
