@@ -1,6 +1,7 @@
 /**
- * V8 code cache for the CNI plugin bundle (Node 20 has no `module.enableCompileCache`,
- * which came in 22.1): the bundled CommonJS source is compiled with `vm.Script` and
+ * V8 code cache for the one-file bundles of the CNI plugin (cni-plugin/cached-main.ts) and
+ * ipamd (ipamd/bundle-loader.ts); Node 20 has no `module.enableCompileCache`, which came
+ * in 22.1. The bundled CommonJS source is compiled with `vm.Script` and
  * `cachedData` read from a cache file, so V8 deserializes the functions compiled by an
  * earlier run instead of parsing and compiling them again (bench/cni-plugin-startup.ts
  * has the figures). Node API: https://nodejs.org/docs/latest-v20.x/api/vm.html
@@ -12,7 +13,10 @@
  * carries a hash of the source (16 hex digits, computed at build time) and the V8 version. A missing,
  * unreadable or rejected cache only costs the normal compile; producing one is atomic
  * (temp file in the same directory + rename), so concurrent plugin runs are safe, and
- * silently skipped when the directory is not writable.
+ * silently skipped when the directory is not writable. A bundle whose source calls
+ * `import()` must not be run from a cache on Node 20: code compiled from cached data has
+ * no dynamic-import callback there (ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING), so the
+ * bundlers compile `import()` to `require()`.
  */
 import { readFileSync, readdirSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -21,7 +25,7 @@ import vm from 'node:vm';
 /** What happened to the cache in this run. */
 export type CodeCacheState = 'off' | 'missing' | 'accepted' | 'rejected';
 
-/** Caches larger than this (bytes) are ignored as garbage (the plugin's is ~200 KiB). */
+/** Caches larger than this (bytes) are ignored as garbage (the plugin's is ~200 KiB, ipamd's ~1.4 MiB). */
 const MAX_CACHE_BYTES = 32 * 1024 * 1024;
 
 /** Suffix of every cache file (used to find stale ones). */

@@ -80,6 +80,8 @@ export async function bundlePlugin(o = {}) {
     platform: 'node',
     target: 'node20',
     format: 'cjs',
+    // `import()` as `require()`: code run from a V8 code cache cannot import() on Node 20 (loader/code-cache.ts).
+    supported: { 'dynamic-import': false },
     minify: true,
     legalComments: 'eof',
     logLevel: 'warning',
