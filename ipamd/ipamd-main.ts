@@ -5,6 +5,7 @@
  * log level (see log-level.ts). main.ts runs it, from the one-file bundle when the build
  * made one (scripts/bundle-ipamd.mjs), else from these modules.
  */
+import type { CodeCacheState } from '../loader/code-cache.js';
 import { checkConfigOnDisk, ConfigError, loadConfig } from './config.js';
 import { startDaemon } from './daemon.js';
 import { createLogger } from './log.js';
@@ -16,7 +17,7 @@ export interface ModulesLoaded {
   /** `bundle`: the one-file bundle; `modules`: the ES modules tsc wrote (no bundle built). */
   from: 'bundle' | 'modules';
   /** The bundle's V8 code cache: 'accepted', 'missing', 'rejected' (other V8 or flags), 'off' for modules. */
-  codeCache: 'off' | 'missing' | 'accepted' | 'rejected';
+  codeCache: CodeCacheState;
   /** The cache file this run looked for (bundle only). */
   codeCacheFile?: string;
 }
