@@ -50,6 +50,11 @@ export interface Daemon {
   pool: PoolController;
   /** The host the CNI exec server hands the plugin code (undefined when ENI_IPAM_CNI_EXEC=false). */
   pluginHost: PluginHost | undefined;
+  /**
+   * The TCP port the introspection server bound (the one asked for, or the kernel's pick
+   * for port 0); undefined when introspection is disabled.
+   */
+  introspectionPort: number | undefined;
   /** Stops taking new RPCs, finishes in-flight ones (up to `graceMs`), flushes the checkpoint. */
   stop(graceMs?: number): Promise<void>;
 }
@@ -369,6 +374,7 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
     gate,
     pool,
     pluginHost: cniExec?.pluginHost,
+    introspectionPort,
     async stop(graceMs = 10_000) {
       stopping = true;
       await reporting;

@@ -6,7 +6,6 @@
  * socket; cheap to restart, many fit in one process) or as the real binary in a child
  * process (so a restart can be a SIGKILL crash). `status()` is `GET /v1/status`.
  */
-import net from 'node:net';
 import path from 'node:path';
 import { pino } from 'pino';
 import { loadConfig } from '../../ipamd/config.js';
@@ -33,27 +32,6 @@ export interface SimNodeOptions {
   cri?: boolean;
 }
 
-/**
- * Picks a TCP port on 127.0.0.1 that is free now: a random one in [20000, 32000), below
- * Linux's ephemeral range (32768–60999), so servers binding port 0 meanwhile cannot take
- * it. @throws Error after 50 ports in use.
- */
-export async function freePort(): Promise<number> {
-  for (let i = 0; i < 50; i++) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000);
-    const s = net.createServer();
-    const ok = await new Promise<boolean>((r) => {
-      s.once('error', () => r(false));
-      s.listen(port, '127.0.0.1', () => r(true));
-    });
-    if (ok) {
-      await new Promise<void>((r) => s.close(() => r()));
-      return port;
-    }
-  }
-  throw new Error('no free TCP port found in 20000-31999');
-}
-
 /** A silent pino logger for in-process daemons. */
 const silent = pino({ level: 'silent' });
 
@@ -66,6 +44,9 @@ export function ensureDummyAwsCredentials(): void {
   process.env.AWS_ACCESS_KEY_ID ||= 'AKIDSIMULATED';
   process.env.AWS_SECRET_ACCESS_KEY ||= 'simulated-secret';
 }
+
+/** Where a node's ipamd finds the simulated cloud: a {@link SimCloud}, or its endpoints when the cloud runs in another thread. */
+export type SimEndpoints = Pick<SimCloud, 'ec2Endpoint' | 'imdsEndpointFor'>;
 
 /** A simulated node; see the module docstring. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- /v1/status JSON; the property checks read its fields directly
@@ -92,7 +73,7 @@ export class SimNode {
   }
 
   constructor(
-    readonly sim: SimCloud,
+    readonly sim: SimEndpoints,
     readonly instanceId: string,
     readonly dir: string,
     readonly mode: DaemonMode,
@@ -154,10 +135,9 @@ export class SimNode {
       this.port = this.child.introspectionPort;
       return;
     }
-    // No retry on EADDRINUSE: a startDaemon that fails after its evidence pass started
-    // leaves that pass running against the same checkpoint file.
-    this.port = await freePort();
-    const config = loadConfig({ ...this.env, INTROSPECTION_BIND_ADDRESS: `127.0.0.1:${this.port}` });
+    // Port 0: the kernel picks a free port at bind, so many daemons starting together
+    // (the fleet bench, in several threads) never race for one a picker found free.
+    const config = loadConfig({ ...this.env, INTROSPECTION_BIND_ADDRESS: '127.0.0.1:0' });
     // With ENI_IPAM_KEEP_NODE_DIR=1 the in-process daemon logs (debug) to <dir>/ipamd.log, kept for a post-mortem.
     const log =
       process.env.ENI_IPAM_KEEP_NODE_DIR === '1'
@@ -167,6 +147,7 @@ export class SimNode {
           )
         : silent;
     this.daemon = await startDaemon(config, log);
+    this.port = this.daemon.introspectionPort ?? 0;
   }
 
   /**
