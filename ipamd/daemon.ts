@@ -75,7 +75,8 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
   const t0 = Date.now();
   const processStart = performance.timeOrigin;
   const bootId = readBootId();
-  const metrics = createMetrics();
+  // With DISABLE_METRICS nothing scrapes the registry: no process metrics, no event-loop sampler.
+  const metrics = createMetrics({ processMetrics: !config.disableMetrics });
   const inv = await discoverNode({
     imdsEndpoint: config.imdsEndpoint,
     ...(config.ec2Endpoint ? { ec2Endpoint: config.ec2Endpoint } : {}),
