@@ -118,7 +118,8 @@ async function main(): Promise<void> {
     workers: Number(values.workers),
     noLimitsCache: values['no-limits-cache'] ?? false,
   };
-  if (!Number.isInteger(o.workers) || o.workers < 1) throw new Error(`--workers: a whole number ≥ 1, got ${values.workers}`);
+  if (!Number.isInteger(o.workers) || o.workers < 1)
+    throw new Error(`--workers: a whole number ≥ 1, got ${values.workers}`);
   delete process.env.NODE_EXTRA_CA_CERTS;
   ensureDummyAwsCredentials(); // before the workers start: they copy this environment
   const sim = new SimCloud({ seed: 5 });
@@ -135,7 +136,9 @@ async function main(): Promise<void> {
     });
     const env = { ENI_IPAM_FAST_RESTART: process.env.ENI_IPAM_FAST_RESTART ?? 'true' };
     for (let w = 0; w < o.workers; w++)
-      workers.push(new FleetWorker({ ec2Endpoint: sim.ec2Endpoint, env, nodes: nodes.filter((_, i) => i % o.workers === w) }));
+      workers.push(
+        new FleetWorker({ ec2Endpoint: sim.ec2Endpoint, env, nodes: nodes.filter((_, i) => i % o.workers === w) }),
+      );
     // 1. Warm-up.
     await all({ op: 'warm-up', pods: o.pods, batch: Math.ceil(25 / o.workers) });
     await waitQuiet(sim, 3000, 120_000);
@@ -161,7 +164,9 @@ async function main(): Promise<void> {
       const file = values['cpu-prof']!;
       await prof.stop(file);
       await Promise.all(workers.map((w, i) => w.call({ op: 'profile', action: 'stop', file: `${file}.w${i}` })));
-      console.log(`CPU profiles of the restart (until all ADDs answered) written to ${file} (main) and ${file}.w0… (workers)`);
+      console.log(
+        `CPU profiles of the restart (until all ADDs answered) written to ${file} (main) and ${file}.w0… (workers)`,
+      );
     }
     const podsDoneMs = Date.now() - t0;
     // Every start's background confirm (one DescribeNetworkInterfaces after a jitter) counts: wait until all have confirmed (at most 60 s).

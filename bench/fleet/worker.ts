@@ -126,9 +126,8 @@ async function handle(m: FleetRequest): Promise<Omit<FleetReply, 'id'>> {
       return { restart: await Promise.all(fleet.map((f) => restartOne(f, m.t0, m.newPods))) };
     case 'confirming':
       return {
-        confirming: fleet.filter((f) =>
-          f.node.daemonHandle?.gate.describe().some((d) => d.startsWith('ec2-confirm')),
-        ).length,
+        confirming: fleet.filter((f) => f.node.daemonHandle?.gate.describe().some((d) => d.startsWith('ec2-confirm')))
+          .length,
       };
     case 'profile':
       if (m.action === 'start') profile = await startCpuProfile();
