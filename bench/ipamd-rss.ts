@@ -11,9 +11,12 @@
  * (about 4 a second, the default 30 s cooldown on) at 250 held (growth, if any, shows as
  * the difference; the peak of samples every 10 s too, and one sample a minute), and the
  * CPU ipamd used per churn pair (ms, /proc/<pid>/stat).
- * Then a restart with the 250 held: graceful stop, spawn, time until it logs "ipamd
- * serving" (process start included), with the EC2 calls made until then; and the RSS
- * after it. Prints figures, no pass/fail.
+ * Then a restart with the 250 held: graceful stop, spawn, time until the first AddNetwork
+ * is answered (process start included: a held pod's ADD repeated from the spawn on, every
+ * 2 ms on a new connection, as a runtime retrying it would; the answer must be the pod's
+ * address) and until its log file shows "ipamd serving" (the log line reaches the file a
+ * batch later, behind the start's own file writes), with the EC2 calls made until serving;
+ * and the RSS after it. Prints figures, no pass/fail.
  *
  * ipamd runs as the image's entrypoint runs it (IPAMD_MALLOC_ENV + IPAMD_NODE_FLAGS);
  * `--v8-defaults` runs plain `node main.js` (V8's and glibc's defaults) for comparison;
@@ -45,7 +48,7 @@ import { KubeApiStandIn } from '../sim/kube/index.js';
 import { IPAMD_MALLOC_ENV, IPAMD_NODE_FLAGS } from '../ipamd/v8-flags.js';
 import { ipamdClient } from '../test/helpers/ipamd-client.js';
 import { createSimNode } from '../test/property/sim-node.js';
-import { machineLine, row, seedReleasedCheckpoint, sleep } from './bench-util.js';
+import { machineLine, pluginClient, row, seedReleasedCheckpoint, sleep } from './bench-util.js';
 import { quantile } from './stats.js';
 
 /** VmRSS of `pid` in MiB (Linux /proc). @throws Error when the process is gone. */
@@ -119,6 +122,30 @@ function rssSplit(pid: number): string {
   return `rss ${mib(kb('Rss'))} = anonymous ${mib(kb('Anonymous'))} + file-backed ${mib(kb('Rss') - kb('Anonymous'))} MiB`;
 }
 
+/**
+ * Repeats the ADD of held pod `id` on `socket` from now on, each try on a new connection
+ * 2 ms after the last failed, until one is answered; resolves with the time it was
+ * answered (performance.now(), ms). @throws Error when the answer is another address than
+ * `expectIp` (the restart lost the allocation), or after `timeoutMs` without an answer.
+ */
+async function firstAddAnswered(socket: string, id: string, expectIp: string, timeoutMs: number): Promise<number> {
+  for (const until = performance.now() + timeoutMs; performance.now() < until; await sleep(2)) {
+    const c = pluginClient(socket);
+    try {
+      const r = (await c.add(id)) as { ipv4_addr?: string };
+      const at = performance.now();
+      if (r.ipv4_addr !== expectIp)
+        throw new Error(`restart: ADD of held ${id} answered ${r.ipv4_addr}, had ${expectIp}`);
+      return at;
+    } catch (e) {
+      if ((e as Error).message.startsWith('restart:')) throw e;
+    } finally {
+      c.close();
+    }
+  }
+  throw new Error(`restart: no ADD of ${id} answered within ${timeoutMs} ms`);
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -189,11 +216,13 @@ async function main(): Promise<void> {
   const c = ipamdClient(node.socket);
   // A pod as the runtime and the API server see it, then its ADD.
   const addMs: number[] = [];
+  const heldIp = new Map<string, string>();
   const addPod = async (k: string): Promise<void> => {
     node.cri?.add({ id: k, name: k, namespace: 'bench', uid: `uid-${k}` });
     const t = performance.now();
     const r = await c.add(k);
     addMs.push(performance.now() - t);
+    heldIp.set(k, r.ipv4_addr);
     node.cri?.setIp(k, r.ipv4_addr);
     kube.upsertPod({ namespace: 'bench', name: k, uid: `uid-${k}`, nodeName, podIP: r.ipv4_addr, containerID: k });
   };
@@ -249,9 +278,11 @@ async function main(): Promise<void> {
     split('after churn', pid);
     await snapshot('after churn');
     const s = await node.status();
-    // Restarts with the allocations held: spawn → "ipamd serving" (the median of `--restarts`).
+    // Restarts with the allocations held: spawn → first ADD answered, and → "ipamd serving" in the log (medians of `--restarts`).
     const restarts: number[] = [];
     const restartsA: number[] = [];
+    const logLines: number[] = [];
+    const logLinesA: number[] = [];
     const restartCalls: string[] = [];
     let s2 = s;
     const aMain = values['a-dist'] ? path.resolve(values['a-dist'], 'ipamd/main.js') : undefined;
@@ -266,8 +297,10 @@ async function main(): Promise<void> {
       const calls0 = sim.calls.length;
       const spawnedAt = Date.now();
       const t0 = performance.now();
+      const probe = firstAddAnswered(node.socket, 'pod0', heldIp.get('pod0')!, 30_000);
       await node.start();
-      (isA ? restartsA : restarts).push(performance.now() - t0);
+      (isA ? logLinesA : logLines).push(performance.now() - t0);
+      (isA ? restartsA : restarts).push((await probe) - t0);
       restartCalls.push(...sim.calls.slice(calls0).map((x) => x.action));
       s2 = await node.status();
       if (values.timeline && isA) console.log('A build:');
@@ -309,7 +342,7 @@ async function main(): Promise<void> {
     console.log(
       row([
         'restart',
-        `to serving (ms, spawn included; median of ${restarts.length}: ${restarts.map((r) => Math.round(r)).join(', ')})`,
+        `to the first ADD answered (ms, spawn included; median of ${restarts.length}: ${restarts.map((r) => Math.round(r)).join(', ')}); to "ipamd serving" in its log: ${Math.round(quantile(logLines, 0.5))}`,
         'EC2 calls until serving',
         'assigned after',
         'RSS 2 s after (MiB)',
@@ -319,7 +352,7 @@ async function main(): Promise<void> {
       console.log(
         row([
           `A: ${values['a-dist']}`,
-          `${Math.round(quantile(restartsA, 0.5))} (median of ${restartsA.length}: ${restartsA.map((r) => Math.round(r)).join(', ')})`,
+          `${Math.round(quantile(restartsA, 0.5))} (median of ${restartsA.length}: ${restartsA.map((r) => Math.round(r)).join(', ')}); log line: ${Math.round(quantile(logLinesA, 0.5))}`,
           '',
           '',
           '',
