@@ -3,7 +3,6 @@
  * gRPC server → introspection. `main.ts` only parses the environment and handles
  * signals; everything with a lifetime is started and stopped here.
  */
-import type http from 'node:http';
 import path from 'node:path';
 import { readBootId } from './checkpoint/index.js';
 import { CniExecServer } from './cni-exec/server.js';
@@ -17,13 +16,11 @@ import { ReleaseGate } from './controller/release/release-gate.js';
 import { kernelRoutedReader, startQuarantineCheck } from './controller/pool-loop/quarantine-check.js';
 import { Datastore } from './datastore/datastore.js';
 import type { Logger } from './log.js';
-import { startIntrospection } from './observability/introspection.js';
 import { enisDocument } from './observability/introspect-enis.js';
 import { ipamdEnvSettings, networkEnvSettings } from './observability/env-settings.js';
 import { createMetrics } from './observability/metrics.js';
 import type { KubeReporter } from './observability/kube-reporter.js';
 import { PluginLogFiles } from './observability/log-files.js';
-import { startMetricsServer, type MetricsServer } from './observability/metrics-server.js';
 import { statusDocument } from './observability/status-doc.js';
 import { RpcServer } from './rpc/server.js';
 import { IpamService, routeTableFor } from './service/ipam-service.js';
@@ -34,6 +31,7 @@ import { buildPool } from './startup/pool-wiring.js';
 import { startEniLifecycle, type EniLifecycle } from './startup/eni-lifecycle.js';
 import { installCniAndReport } from './startup/cni-install-report.js';
 import { startHostNetworkSync } from './startup/host-network-sync.js';
+import { startHttpEndpoints } from './startup/http-endpoints.js';
 import { startEvidence } from './startup/evidence.js';
 import { startEniConfig } from './startup/eniconfig-wiring.js';
 import { KernelSource } from './restore/kernel-source.js';
@@ -258,10 +256,9 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
       },
       Date.now(),
     );
-  let introspection: http.Server | undefined;
-  let introspectionPort: number | undefined;
-  if (!config.disableIntrospection) {
-    const started = await startIntrospection(config.introspectionBindAddress, {
+  const endpoints = await startHttpEndpoints(
+    config,
+    {
       status,
       allocations: () => ds.allocations(),
       enis: () => enisDocument(ds, routeTableFor, Date.now()),
@@ -269,12 +266,9 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
       stageTrace: () => stageTrace.summary(),
       ipamdEnv: () => ipamdEnvSettings(config),
       networkEnv: () => networkEnvSettings(config),
-    });
-    introspection = started.server;
-    introspectionPort = started.port;
-  }
-  let metricsServer: MetricsServer | undefined;
-  if (!config.disableMetrics) metricsServer = await startMetricsServer(config.metricsBindAddress, metrics);
+    },
+    metrics,
+  );
   hostNet = config.hostNetworking
     ? await startHostNetworkSync({
         ds,
@@ -361,8 +355,8 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
     {
       socket: config.socketPath,
       cniExecSocket: cniExec ? config.cniExecSocket : null,
-      introspectionPort,
-      metricsPort: metricsServer?.port,
+      introspectionPort: endpoints.introspectionPort,
+      metricsPort: endpoints.metricsPort,
       startupMs: Date.now() - t0,
       ...status().counts,
     },
@@ -375,7 +369,7 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
     gate,
     pool,
     pluginHost: cniExec?.pluginHost,
-    introspectionPort,
+    introspectionPort: endpoints.introspectionPort,
     async stop(graceMs = 10_000) {
       stopping = true;
       await reporting;
@@ -395,8 +389,7 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
       await writer.flush();
       await inventoryCache.stop();
       await pluginLogs.close();
-      await new Promise<void>((r) => (introspection ? introspection.close(() => r()) : r()));
-      await metricsServer?.close();
+      await endpoints.close();
       log.info('ipamd stopped');
     },
   };
