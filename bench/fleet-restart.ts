@@ -12,9 +12,9 @@
  * lookup would only see the default instance). The simulated cloud has a thread of its own
  * because AWS answers EC2 and IMDS on its own machines: on the daemons' event loop, its
  * work (15–17 % of the loop's busy time in a restart's profile, its GC and socket reads
- * not counted) and the daemons' delayed each other. With
- * the default one worker, the 200 daemons still share one event loop, where each would
- * have a node's CPU: the figure is a bound from above.
+ * not counted) and the daemons' delayed each other. With the default one worker, the 200
+ * daemons still share one event loop, where each would have a node's CPU: the figure is a
+ * bound from above.
  *   1. Warm-up, unthrottled: start every node (25 at a time in all), run `--pods` pods
  *      on each, let the pools settle.
  *   2. Stop every ipamd (graceful), switch throttling on, start them all at once. A
@@ -47,11 +47,9 @@ import { Worker } from 'node:worker_threads';
 import { SimCloud } from '../sim/index.js';
 import { ensureDummyAwsCredentials } from '../test/property/sim-node.js';
 import { callsByAction, isMutating, machineLine, rssMiB, sleep, throttledCalls } from './bench-util.js';
-import type { FleetReply, FleetRequest, FleetWorkerData, NodeRestartResult } from './fleet/messages.js';
+import type { FleetCall, FleetReply, FleetRequest, FleetWorkerData, NodeRestartResult } from './fleet/messages.js';
 import { startCpuProfile } from './fleet/profile.js';
 import { quantile } from './stats.js';
-
-type Request = FleetRequest extends infer R ? (R extends { id: number } ? Omit<R, 'id'> : never) : never;
 
 /** One node worker (bench/fleet/worker.ts) and request/answer over its message port. */
 class FleetWorker {
@@ -72,11 +70,11 @@ class FleetWorker {
   }
 
   /** Sends `req`; resolves with the worker's answer. @throws Error when the worker fails it or dies. */
-  call(req: Request): Promise<FleetReply> {
+  call(req: FleetCall): Promise<FleetReply> {
     const id = ++this.seq;
     return new Promise((resolve, reject) => {
       this.waiting.set(id, { resolve, reject });
-      this.worker.postMessage({ ...req, id });
+      this.worker.postMessage({ ...req, id } satisfies FleetRequest);
     });
   }
 
@@ -127,7 +125,7 @@ async function main(): Promise<void> {
   const subnet = sim.addSubnet({ cidr: '10.0.0.0/17' });
   sim.faults.setLatency('*', { min: 5, max: 30 });
   const workers: FleetWorker[] = [];
-  const all = (req: Request) => Promise.all(workers.map((w) => w.call(req)));
+  const all = (req: FleetCall) => Promise.all(workers.map((w) => w.call(req)));
   const cpu0 = process.cpuUsage();
   try {
     const nodes = Array.from({ length: o.nodes }, () => {

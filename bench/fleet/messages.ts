@@ -15,28 +15,31 @@ export interface FleetWorkerData {
   env: Record<string, string>;
 }
 
-/** A request from the bench to a worker. */
-export type FleetRequest =
+/** What the bench asks a worker to do. */
+export type FleetCall =
   /** Start every node (`batch` at a time, unthrottled) and ADD `pods` pods on each. */
-  | { id: number; op: 'warm-up'; pods: number; batch: number }
+  | { op: 'warm-up'; pods: number; batch: number }
   /**
    * Stop every ipamd (graceful) and close the clients; with `dropLimitsCache`, delete each
    * node's cached instance-type limits (`instance-limits.json`), as on a first boot.
    */
-  | { id: number; op: 'stop'; dropLimitsCache: boolean }
+  | { op: 'stop'; dropLimitsCache: boolean }
   /**
    * Start every node at once (a failed start retried after 2 s, doubling up to 32 s); as a
    * node serves, repeat its pods' ADDs and ADD `newPods` new ones. Times are ms after `t0`
    * (ms epoch, the bench's clock: threads share it).
    */
-  | { id: number; op: 'restart'; t0: number; newPods: number }
+  | { op: 'restart'; t0: number; newPods: number }
   /** How many nodes still wait for their background EC2 confirm. */
-  | { id: number; op: 'confirming' }
+  | { op: 'confirming' }
   /** Start (`start`) or stop and write (`stop`, to `file`) a V8 CPU profile of this thread. */
-  | { id: number; op: 'profile'; action: 'start' }
-  | { id: number; op: 'profile'; action: 'stop'; file: string }
+  | { op: 'profile'; action: 'start' }
+  | { op: 'profile'; action: 'stop'; file: string }
   /** Stop every ipamd and remove every node's parts. */
-  | { id: number; op: 'close' };
+  | { op: 'close' };
+
+/** A request from the bench to a worker: a call and the id its answer carries. */
+export type FleetRequest = FleetCall & { id: number };
 
 /** What one node did in the restart. */
 export interface NodeRestartResult {
