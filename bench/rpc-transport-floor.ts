@@ -8,7 +8,9 @@
  * plugin`, paced at `--rate` pairs/s. What is left of ipamd's pair p99 and CPU per pair
  * over these rows is ipamd's own work (datastore, durable commit, log, metrics) and its
  * garbage; what these rows show is the floor that replacing a part of the transport could
- * lower. Prints figures, no pass/fail.
+ * lower. The clients' own CPU per pair (this process, `process.cpuUsage`) is printed beside
+ * the server's: both share the machine's cores, so at N pairs/s the two together take
+ * N × (server + client) ms of CPU a second. Prints figures, no pass/fail.
  *
  *   node dist/bench/rpc-transport-floor.js [--rate 2500] [--seconds 5] [--rounds 3]
  */
@@ -112,6 +114,7 @@ async function measure(kind: Server, rate: number, seconds: number, rounds: numb
     for (let r = 0; r < rounds; r++) {
       const ms: number[] = [];
       const cpu0 = cpuMsOf(child.pid);
+      const own0 = process.cpuUsage();
       const t0 = performance.now();
       const end = t0 + seconds * 1000;
       await Promise.all(
@@ -127,6 +130,7 @@ async function measure(kind: Server, rate: number, seconds: number, rounds: numb
         }),
       );
       const cpu1 = cpuMsOf(child.pid);
+      const own = process.cpuUsage(own0);
       const cpu = cpu0 !== undefined && cpu1 !== undefined ? cpu1 - cpu0 : Number.NaN;
       out.push(
         row([
@@ -134,6 +138,7 @@ async function measure(kind: Server, rate: number, seconds: number, rounds: numb
           Math.round(ms.length / seconds),
           `${quantile(ms, 0.5).toFixed(2)} / ${quantile(ms, 0.99).toFixed(2)}`,
           (cpu / ms.length).toFixed(3),
+          ((own.user + own.system) / 1000 / ms.length).toFixed(3),
         ]),
       );
     }
@@ -168,8 +173,8 @@ async function main(): Promise<void> {
     console.log(
       `Transport floor: a server answering AddNetwork/DelNetwork at once, 64 plugin clients on one channel paced at ${rate} pairs/s, ${seconds} s per row, ${machineLine(os.cpus().length)}`,
     );
-    console.log(row(['server', 'pairs/s', 'pair p50 / p99 ms', 'server CPU ms / pair']));
-    console.log(row(Array(4).fill('---')));
+    console.log(row(['server', 'pairs/s', 'pair p50 / p99 ms', 'server CPU ms / pair', 'clients CPU ms / pair']));
+    console.log(row(Array(5).fill('---')));
     for (const kind of ['grpc-js', 'node:http2'] as const)
       for (const l of await measure(kind, rate, seconds, rounds, dir)) console.log(l);
   } finally {
