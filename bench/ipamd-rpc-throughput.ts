@@ -11,7 +11,9 @@
  * the first row, so the pool neither runs dry nor grows or shrinks during a row (the `EC2
  * calls` column shows it: with only the warm target the first 64-client row grew the pool
  * by two ENIs, ~20 EC2 calls in the row), and IP_COOLDOWN_PERIOD=0 (a released IP is
- * reusable at once): this measures the request path, not the pool. One gRPC channel carries all workers' calls
+ * reusable at once): this measures the request path, not the pool. Before the first row,
+ * `--warmup` seconds (default 3) of the first row's load, not measured: ipamd's JIT is
+ * cold after its start, and a paced first row that falls behind keeps its backlog. One gRPC channel carries all workers' calls
  * (a real node has one short-lived plugin process per call; see bench/cni-add-latency
  * for that path). Each worker loops ADD(new key) → DEL(same key). ipamd starts from a
  * checkpoint of this boot that remembers `--released` (4096) DELs, the datastore's cap,
@@ -50,7 +52,7 @@
  * `--ipamd <path>` runs another build's ipamd/main.js (an A/B of two builds in one session;
  * that dist's parent directory must hold `proto/`, as a checkout's does).
  *
- *   node dist/bench/ipamd-rpc-throughput.js [--seconds 5] [--concurrency 1,4,16,64,64@2500] [--released 4096]
+ *   node dist/bench/ipamd-rpc-throughput.js [--seconds 5] [--warmup 3] [--concurrency 1,4,16,64,64@2500] [--released 4096]
  *     [--client grpc-js|plugin] [--log file|stdout] [--v8-defaults | --node-flags=<flags>] [--ipamd <other checkout>/dist/ipamd/main.js]
  */
 import os from 'node:os';
@@ -94,10 +96,62 @@ function parseLevel(item: string): { conc: number; rate?: number } {
   return m[2] ? { conc: Number(m[1]), rate: Number(m[2]) } : { conc: Number(m[1]) };
 }
 
+/** One row's latencies (ms) and failed pairs. */
+interface Samples {
+  pairMs: number[];
+  addMs: number[];
+  delMs: number[];
+  errors: number;
+}
+
+/**
+ * Offers `level`'s load for `seconds`: `conc` workers, each looping ADD(new id) → DEL(same
+ * id), closed loop or paced. Ids are `<prefix>w<worker>i<n>`, unique per row as sandbox ids
+ * are: a row reusing an earlier row's ids would ADD containers ipamd remembers as released,
+ * and each such ADD rewrites the checkpoint's whole window of them.
+ */
+async function offerLoad(
+  c: { add(id: string): Promise<unknown>; del(id: string): Promise<unknown> },
+  level: { conc: number; rate?: number },
+  seconds: number,
+  prefix: string,
+): Promise<Samples> {
+  const { conc, rate } = level;
+  const s: Samples = { pairMs: [], addMs: [], delMs: [], errors: 0 };
+  const t0 = performance.now();
+  const end = t0 + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: conc }, async (_, w) => {
+      for (let i = 0; ; i++) {
+        // Paced: pair i of worker w is due at t0 + (i·conc + w) / rate; its latency counts from then
+        // (a late start is the system's delay too, not left out). Closed loop: from when it starts.
+        const due = rate ? t0 + ((i * conc + w) * 1000) / rate : performance.now();
+        if (due >= end) break;
+        if (due > performance.now()) await sleep(due - performance.now());
+        const id = `${prefix}w${w}i${i}`;
+        const a = performance.now();
+        try {
+          await c.add(id);
+          const b = performance.now();
+          await c.del(id);
+          const d = performance.now();
+          s.addMs.push(b - Math.min(a, due));
+          s.delMs.push(d - b);
+          s.pairMs.push(d - Math.min(a, due));
+        } catch {
+          s.errors++;
+        }
+      }
+    }),
+  );
+  return s;
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
       seconds: { type: 'string', default: '5' },
+      warmup: { type: 'string', default: '3' },
       concurrency: { type: 'string', default: '1,4,16,64,64@2500' },
       released: { type: 'string', default: '4096' },
       'node-flags': { type: 'string' },
@@ -111,6 +165,8 @@ async function main(): Promise<void> {
     throw new Error(`--client: "${values.client}" is not grpc-js or plugin`);
   if (values.log !== 'file' && values.log !== 'stdout') throw new Error(`--log: "${values.log}" is not file or stdout`);
   const seconds = Number(values.seconds);
+  const warmupS = Number(values.warmup);
+  if (!(seconds > 0) || !(warmupS >= 0)) throw new Error('--seconds takes a positive number, --warmup zero or more');
   const levels = values.concurrency!.split(',').map(parseLevel);
   delete process.env.NODE_EXTRA_CA_CERTS;
   const sim = new SimCloud({ seed: 3 });
@@ -147,43 +203,16 @@ async function main(): Promise<void> {
       await c.add(`warmup${i}`);
       await c.del(`warmup${i}`);
     }
+    // The first row's load, unmeasured: a paced row that starts on a cold JIT falls behind
+    // and its backlog lasts the whole row (a first row's p50 of hundreds of ms).
+    if (warmupS > 0) await offerLoad(c, levels[0]!, warmupS, 'warm');
     for (const [rowNo, level] of levels.entries()) {
       const { conc, rate } = level;
-      const pairMs: number[] = [];
-      const addMs: number[] = [];
-      const delMs: number[] = [];
-      let errors = 0;
       const calls0 = sim.countCalls();
       const cpu0 = cpuMsOf(node.pid);
       const own0 = process.cpuUsage();
       const t0 = performance.now();
-      const end = t0 + seconds * 1000;
-      await Promise.all(
-        Array.from({ length: conc }, async (_, w) => {
-          for (let i = 0; ; i++) {
-            // Paced: pair i of worker w is due at t0 + (i·conc + w) / rate; its latency counts from then
-            // (a late start is the system's delay too, not left out). Closed loop: from when it starts.
-            const due = rate ? t0 + ((i * conc + w) * 1000) / rate : performance.now();
-            if (due >= end) break;
-            if (due > performance.now()) await sleep(due - performance.now());
-            // Unique per row, as sandbox ids are: a row reusing an earlier row's ids would ADD containers
-            // ipamd remembers as released, and each such ADD rewrites the checkpoint's whole window of them.
-            const id = `row${rowNo}w${w}i${i}`;
-            const a = performance.now();
-            try {
-              await c.add(id);
-              const b = performance.now();
-              await c.del(id);
-              const d = performance.now();
-              addMs.push(b - Math.min(a, due));
-              delMs.push(d - b);
-              pairMs.push(d - Math.min(a, due));
-            } catch {
-              errors++;
-            }
-          }
-        }),
-      );
+      const { pairMs, addMs, delMs, errors } = await offerLoad(c, level, seconds, `row${rowNo}`);
       const el = (performance.now() - t0) / 1000;
       const cpu1 = cpuMsOf(node.pid);
       const own = process.cpuUsage(own0);
