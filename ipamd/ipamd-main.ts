@@ -11,6 +11,7 @@ import { startDaemon } from './daemon.js';
 import { createLogger } from './log.js';
 import { installLogLevelSignal } from './log-level.js';
 import { closeLog, openRotatingLog } from './observability/log-files.js';
+import { logProcessWarnings } from './observability/process-warnings.js';
 
 /** How ipamd's modules were loaded this run (bundle-loader.ts; logged at start-up). */
 export interface ModulesLoaded {
@@ -59,6 +60,7 @@ export async function runIpamd(loaded?: ModulesLoaded): Promise<void> {
       { modules: loaded.from, codeCache: loaded.codeCache, codeCacheFile: loaded.codeCacheFile },
       'ipamd modules loaded',
     );
+  logProcessWarnings(log); // e.g. the AWS SDK's Node version notice, into the log file too (not only stderr)
   installLogLevelSignal(log, config.logLevel); // SIGUSR2: next more verbose level, wrapping (log-level.ts)
   let daemon;
   try {
