@@ -13,9 +13,9 @@
  * by two ENIs, ~20 EC2 calls in the row), and IP_COOLDOWN_PERIOD=0 (a released IP is
  * reusable at once): this measures the request path, not the pool. Before the first row,
  * `--warmup` seconds (default 3) of the first row's load, not measured: ipamd's JIT is
- * cold after its start, and a paced first row that falls behind keeps its backlog. One gRPC channel carries all workers' calls
- * (a real node has one short-lived plugin process per call; see bench/cni-add-latency
- * for that path). Each worker loops ADD(new key) → DEL(same key). ipamd starts from a
+ * cold after its start, and a paced first row that falls behind keeps its backlog. One
+ * gRPC channel carries all workers' calls (a real node runs one shim invocation per call,
+ * served inside ipamd without gRPC; bench/cni-vs-go measures that path). Each worker loops ADD(new key) → DEL(same key). ipamd starts from a
  * checkpoint of this boot that remembers `--released` (4096) DELs, the datastore's cap,
  * which a node reaches after 4096 pod deletions: the steady state of a busy node (0 =
  * a fresh node).

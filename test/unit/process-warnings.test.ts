@@ -1,3 +1,8 @@
+/**
+ * Process warnings into ipamd's structured log (observability/process-warnings.ts): a real
+ * `process.emitWarning` reaches a real pino logger as one warn line, and stops doing so
+ * once the returned function is called.
+ */
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
