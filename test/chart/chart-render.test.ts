@@ -47,6 +47,14 @@ test('defaults: every object validates; the DaemonSet has what a node needs', as
   const probe = ['node', '/app/dist/ipamd/probe.js', '--socket', '/var/run/eni-ipam/ipamd.sock', '--timeout', '5000'];
   assert.deepEqual(c.readinessProbe.exec.command, probe);
   assert.deepEqual(c.livenessProbe.exec.command, probe);
+  // The API server refuses two mounts on one path in a container ("mountPath: must be
+  // unique"); the real-cluster test applies the rendered objects to one as well.
+  for (const ctr of [...pod.initContainers, ...pod.containers]) {
+    const paths = ctr.volumeMounts.map((m: Obj) => m.mountPath);
+    assert.deepEqual(paths, [...new Set(paths)], `${ctr.name}: every mountPath once`);
+  }
+  const volNames = pod.volumes.map((v: Obj) => v.name);
+  assert.deepEqual(volNames, [...new Set(volNames)], 'every volume name once');
   const mounts = new Map(c.volumeMounts.map((m: Obj) => [m.mountPath, m]));
   assert.equal((mounts.get('/var/run/netns') as Obj).mountPropagation, 'HostToContainer');
   for (const p of [
