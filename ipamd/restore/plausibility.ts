@@ -44,6 +44,24 @@ export function parseNodeRuntimeVersion(s: string | undefined): RuntimeIdentity 
   return { name: s.slice(0, i), version: s.slice(i + 3) };
 }
 
+/**
+ * The runtime version as the kubelet writes it into `status.nodeInfo.containerRuntimeVersion`:
+ * parsed as a semantic version (`v?MAJOR.MINOR.PATCH[-pre][+build]`), else as a generic one
+ * (`v?N(.N)*`, anything after the numbers dropped), then printed without the `v`. So CRI's
+ * `v2.4.2` is `2.4.2` and Debian's `1.6.20~ds1` is `1.6.20`. Source: kubelet's
+ * pkg/kubelet/kuberuntime/kuberuntime_manager.go newRuntimeVersion and
+ * k8s.io/apimachinery/pkg/util/version (Version.String). Unparseable input is returned as is.
+ */
+export function kubeletRuntimeVersion(v: string): string {
+  const m = /^\s*v?([0-9]+(?:\.[0-9]+)*)(.*)$/.exec(v);
+  if (!m) return v;
+  const nums = m[1]!.split('.').map((n) => String(Number(n)));
+  const extra = /^(?:-([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?(?:\+([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?\s*$/.exec(m[2]!);
+  if (nums.length === 3 && extra)
+    return `${nums.join('.')}${extra[1] ? `-${extra[1]}` : ''}${extra[2] ? `+${extra[2]}` : ''}`;
+  return nums.length >= 2 ? nums.join('.') : v;
+}
+
 /** True when both identities name the same runtime and version. */
 export function sameIdentity(a: RuntimeIdentity, b: RuntimeIdentity): boolean {
   return a.name === b.name && a.version === b.version;
@@ -85,7 +103,9 @@ export interface IdentityInput {
 export function runtimeIdentityVerdict(endpoint: string, i: IdentityInput): string | undefined {
   if (!i.runtime) return undefined;
   const node = parseNodeRuntimeVersion(i.nodeRuntimeVersion);
-  if (node && !sameIdentity(node, i.runtime)) {
+  // The kubelet writes the version in its own normal form (kubeletRuntimeVersion).
+  const asKubelet = { name: i.runtime.name, version: kubeletRuntimeVersion(i.runtime.version) };
+  if (node && !sameIdentity(node, asKubelet) && !sameIdentity(node, i.runtime)) {
     return `runtime at ${endpoint} is ${formatIdentity(i.runtime)} but the node reports ${i.nodeRuntimeVersion} (status.nodeInfo.containerRuntimeVersion): kubelet uses another runtime`;
   }
   // Proven: it knows every kernel-wired pod, or nothing it could wrongly release exists.

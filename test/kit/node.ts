@@ -27,6 +27,7 @@ import { startContainerd, type Containerd, type ContainerdOptions } from '../hel
 import { cleanupStack, type CleanupStack } from '../helpers/cleanup-stack.js';
 import { CriTestClient } from '../helpers/cri-client.js';
 import { createNamedNetns, type Netns } from './netns.js';
+import { kubeletRuntimeVersion } from '../../ipamd/restore/plausibility.js';
 
 /** Options of {@link buildNode}. */
 export interface NodeOptions {
@@ -164,7 +165,8 @@ export interface ContainerdLayer {
 /**
  * Starts a private containerd (test/helpers/containerd.ts) for `n` and a CRI client
  * (RPC timeout 60 s), both on `n`'s cleanup stack. When the node has a Kubernetes
- * stand-in, the node reports containerd's CRI identity (`<runtime_name>://<runtime_version>`)
+ * stand-in, the node reports containerd's CRI identity (`<runtime_name>://<version>`, the version
+ * in the kubelet's normal form: kubeletRuntimeVersion)
  * as kubelet would: ipamd compares it with CRI Version, and a mismatch rightly freezes releases.
  * @throws Error when containerd does not start (the caller's close() removes the rest).
  */
@@ -175,7 +177,7 @@ export async function withContainerd(n: KitNode, o: ContainerdOptions): Promise<
   n.cleanups.push(async () => cri.close());
   if (n.kube && n.nodeName) {
     const version = await cri.version();
-    n.kube.upsertNode(n.nodeName, `${version.runtime_name}://${version.runtime_version}`);
+    n.kube.upsertNode(n.nodeName, `${version.runtime_name}://${kubeletRuntimeVersion(version.runtime_version)}`);
   }
   return { containerd, cri };
 }
