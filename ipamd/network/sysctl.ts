@@ -14,9 +14,12 @@
  * pods on secondary ENIs and SNATed traffic arrive on an interface other than the one the
  * main table's route to their source points at (RFC 3704 "loose mode"; ip-sysctl.rst:
  * 0 off, 1 strict, 2 loose; the value used is max(conf/all, conf/<if>)). Off (0) works
- * too and is not reported. Read with `sysctl -n` in slash form (`net/ipv4/conf/<if>/rp_filter`,
- * so interface names with dots work) through the runner, so tests check them inside the
- * namespace standing for the node; reading works on a read-only /proc/sys.
+ * too and is not reported. Read as `cat /proc/sys/<key>` in slash form
+ * (`net/ipv4/conf/<if>/rp_filter`, so interface names with dots work) through the runner,
+ * so tests check them inside the namespace standing for the node (`/proc/sys/net` shows the
+ * reader's network namespace); reading works on a read-only /proc/sys. `cat` (coreutils,
+ * Essential) rather than procps' `sysctl`: the image has no procps, and on the real cluster
+ * every check came back "unreadable: spawn sysctl ENOENT".
  */
 import type { CommandRunner } from './runner.js';
 
@@ -25,14 +28,10 @@ export const RP_FILTER_LOOSE = 2;
 /** Strict reverse-path filtering: breaks replies to pods on secondary ENIs. */
 export const RP_FILTER_STRICT = 1;
 
-/** Sets one sysctl (`key` in slash form, e.g. `net/ipv4/ip_forward`) to `value`. @throws CommandError */
-export async function setSysctl(runner: CommandRunner, key: string, value: string | number): Promise<void> {
-  await runner.run('sysctl', ['-q', '-w', `${key}=${value}`]);
-}
-
-/** Reads one sysctl (`key` in slash form) as text. @throws CommandError */
+/** Reads one sysctl (`key` in slash form, e.g. `net/ipv4/ip_forward`) as text. @throws CommandError */
 export async function getSysctl(runner: CommandRunner, key: string): Promise<string> {
-  return (await runner.run('sysctl', ['-n', key])).stdout.trim();
+  if (key.split('/').includes('..')) throw new Error(`sysctl key ${key} leaves /proc/sys`);
+  return (await runner.run('cat', [`/proc/sys/${key}`])).stdout.trim();
 }
 
 /** One checked setting. `value` is what the kernel reports ('' when unreadable). */
