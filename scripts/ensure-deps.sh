@@ -49,6 +49,11 @@ if [ "$want_containerd" = 1 ]; then
   # promtool and the server (Debian's prometheus package): `promtool check metrics` on a real
   # scrape, `promtool check/test rules`, and /usr/bin/prometheus scraping ipamd in the dashboard test.
   { command -v promtool && [ -x /usr/bin/prometheus ]; } >/dev/null 2>&1 || need+=(prometheus)
+  # The real cluster (cluster/, test/cluster): openssl makes its certificates, curl reads
+  # ipamd's introspection inside the node, conntrack is what kube-proxy calls to flush entries.
+  command -v openssl >/dev/null 2>&1 || need+=(openssl)
+  command -v curl >/dev/null 2>&1 || need+=(curl)
+  command -v conntrack >/dev/null 2>&1 || need+=(conntrack)
 fi
 if [ "$want_image" = 1 ]; then
   command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap)

@@ -94,8 +94,25 @@ async function putBlob(blobs: string, data: Buffer): Promise<{ digest: string; s
  * @param o.ref image reference to register (default PAUSE_IMAGE_REF).
  * @throws Error if gcc/tar fail (message names the missing packages: gcc, libc6-dev).
  */
-export async function buildPauseImage(o: { cacheDir?: string; ref?: string } = {}): Promise<PauseImage> {
-  const ref = o.ref ?? PAUSE_IMAGE_REF;
+export function buildPauseImage(o: { cacheDir?: string; ref?: string } = {}): Promise<PauseImage> {
+  return buildStaticCImage({ name: 'pause', source: PAUSE_C, ref: o.ref ?? PAUSE_IMAGE_REF, cacheDir: o.cacheDir });
+}
+
+/**
+ * Builds (or reuses from cache) a one-binary image: C `source` compiled with `gcc -static`
+ * to `/<name>`, the image's entrypoint (`args` appended as its Cmd), packed as an OCI layout
+ * tarball that `ctr images import` accepts, registered as `ref`.
+ * @param o.cacheDir as for buildPauseImage (the same default dir; keys differ by source and ref).
+ * @throws Error if gcc/tar fail (message names the missing packages: gcc, libc6-dev).
+ */
+export async function buildStaticCImage(o: {
+  name: string;
+  source: string;
+  ref: string;
+  args?: string[];
+  cacheDir?: string | undefined;
+}): Promise<PauseImage> {
+  const { ref, name } = o;
   const cacheDir = o.cacheDir ?? path.join(os.tmpdir(), 'eni-ipam-pause-cache');
   let gccVersion: string;
   try {
@@ -105,8 +122,8 @@ export async function buildPauseImage(o: { cacheDir?: string; ref?: string } = {
       `gcc not found: install gcc and libc6-dev (scripts/ensure-deps.sh --containerd): ${(e as Error).message}`,
     );
   }
-  const key = sha256(JSON.stringify([PAUSE_C, ref, ociArch(), gccVersion, 1])).slice(0, 16);
-  const tarPath = path.join(cacheDir, `pause-${key}.tar`);
+  const key = sha256(JSON.stringify([o.source, ref, o.args ?? [], ociArch(), gccVersion, 1])).slice(0, 16);
+  const tarPath = path.join(cacheDir, `${name}-${key}.tar`);
   const digestPath = `${tarPath}.digest`;
   if (existsSync(tarPath) && existsSync(digestPath) && (await stat(tarPath)).size > 0) {
     return { tarPath, ref, manifestDigest: (await readFile(digestPath, 'utf8')).trim() };
@@ -120,9 +137,9 @@ export async function buildPauseImage(o: { cacheDir?: string; ref?: string } = {
     const blobs = path.join(layout, 'blobs', 'sha256');
     await mkdir(rootfs);
     await mkdir(blobs, { recursive: true });
-    await writeFile(path.join(w, 'pause.c'), PAUSE_C);
+    await writeFile(path.join(w, `${name}.c`), o.source);
     try {
-      await run('gcc', ['-static', '-Os', '-s', '-o', path.join(rootfs, 'pause'), path.join(w, 'pause.c')]);
+      await run('gcc', ['-static', '-Os', '-s', '-o', path.join(rootfs, name), path.join(w, `${name}.c`)]);
     } catch (e) {
       throw new Error(
         `gcc -static failed (is libc6-dev installed?): ${(e as { stderr?: string }).stderr ?? (e as Error).message}`,
@@ -130,7 +147,7 @@ export async function buildPauseImage(o: { cacheDir?: string; ref?: string } = {
     }
 
     // Layer: uncompressed tar, so its digest is also its diff_id.
-    await detTar(rootfs, path.join(w, 'layer.tar'), ['pause']);
+    await detTar(rootfs, path.join(w, 'layer.tar'), [name]);
     const layer = await putBlob(blobs, await readFile(path.join(w, 'layer.tar')));
     const config = await putBlob(
       blobs,
@@ -138,7 +155,7 @@ export async function buildPauseImage(o: { cacheDir?: string; ref?: string } = {
         JSON.stringify({
           architecture: ociArch(),
           os: 'linux',
-          config: { Entrypoint: ['/pause'], WorkingDir: '/' },
+          config: { Entrypoint: [`/${name}`], ...(o.args ? { Cmd: o.args } : {}), WorkingDir: '/' },
           rootfs: { type: 'layers', diff_ids: [layer.digest] },
         }),
       ),

@@ -1,0 +1,58 @@
+/**
+ * The Go-built binaries of the real test cluster: `bash cluster/build.sh` builds them
+ * once from the Go module proxy (Kubernetes v1.36.3, etcd v3.6.16, containerd v2.4.2) into
+ * a cache outside the clone keyed by each wrapper module's go.mod + go.sum, and prints
+ * where they are; a warm call builds nothing and takes milliseconds.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+
+/** Bin dirs of the three builds. */
+export interface ClusterBinaries {
+  /** kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy, kubectl. */
+  k8s: string;
+  /** etcd. */
+  etcd: string;
+  /** containerd, containerd-shim-runc-v2, ctr. */
+  containerd: string;
+}
+
+let cached: Promise<ClusterBinaries> | undefined;
+
+/**
+ * Runs cluster/build.sh (a no-op when the cache is warm) and returns the bin dirs.
+ * Memoised per process.
+ * @throws Error with the script's one-line reason when a build or a module fetch fails.
+ */
+export function clusterBinaries(): Promise<ClusterBinaries> {
+  return (cached ??= (async () => {
+    let out: string;
+    try {
+      out = (await run('bash', [path.join(ROOT, 'cluster', 'build.sh')], { maxBuffer: 1 << 20 })).stdout;
+    } catch (e) {
+      const err = (e as { stderr?: string }).stderr?.trim().split('\n').pop();
+      throw new Error(err || (e as Error).message);
+    }
+    const dirs = Object.fromEntries(
+      out
+        .split('\n')
+        .map((l) => /^(\w+)_bin=(.+)$/.exec(l.trim()))
+        .filter((m): m is RegExpExecArray => !!m)
+        .map((m) => [m[1]!, m[2]!]),
+    );
+    const b: ClusterBinaries = {
+      k8s: dirs['k8s'] ?? '',
+      etcd: dirs['etcd'] ?? '',
+      containerd: dirs['containerd'] ?? '',
+    };
+    for (const [k, d] of Object.entries(b))
+      if (!d || !existsSync(d)) throw new Error(`cluster/build.sh printed no bin dir for ${k}`);
+    return b;
+  })());
+}

@@ -1,0 +1,200 @@
+/**
+ * The test cluster's node: containerd 2.x, kubelet and kube-proxy in the node's network
+ * and mount namespaces, with the pause image, the workload image and (when given) an
+ * image archive imported into containerd's `k8s.io` namespace (nothing is ever pulled).
+ */
+import { execFile } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { CriTestClient } from '../helpers/cri-client.js';
+import { rmdirTree } from '../helpers/host-scan.js';
+import type { NodeMountNs } from '../helpers/node-mountns.js';
+import { buildPauseImage } from '../helpers/pause-image.js';
+import { waitFor } from '../helpers/wait.js';
+import type { ClusterBinaries } from './binaries.js';
+import { containerdConfig, kubeletConfig, kubeProxyConfig } from './configs.js';
+import { startDaemon, type DaemonProcess } from './daemon-process.js';
+import { buildEchoImage } from './echo-image.js';
+import type { Kubectl } from './kubectl.js';
+import type { Pki } from './pki.js';
+
+const run = promisify(execFile);
+
+/** The cgroup (v1, every controller) kubelet puts pods under. */
+export const CGROUP_ROOT = '/eni-ipam-k8s';
+
+/** The node's processes. */
+export interface NodeProcesses {
+  /** containerd's socket, test-side path. */
+  criSocket: string;
+  /** Reference of the workload image (a static TCP echo server on :8080). */
+  echoImage: string;
+  /** `name` → the running process (containerd, kubelet, kube-proxy). */
+  procs: Map<string, DaemonProcess>;
+  /** Imports an OCI archive into containerd's k8s.io namespace. @throws Error with ctr's stderr. */
+  importImage(archive: string): Promise<void>;
+  /** Stops `name` (SIGTERM, or SIGKILL with `kill`) and starts it again with the same arguments. */
+  restart(name: 'containerd' | 'kubelet', kill?: boolean): Promise<void>;
+  /** Stops kube-proxy, kubelet, every pod sandbox (through the CRI) and containerd; removes the cgroups. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts containerd (waits for the CRI), imports the images, starts kubelet (waits until
+ * the Node object exists) and kube-proxy.
+ * @throws Error naming the component that failed, with its log tail (what started is stopped).
+ */
+export async function startNodeProcesses(o: {
+  bins: ClusterBinaries;
+  dir: string;
+  netns: string;
+  mountNs: NodeMountNs;
+  pki: Pki;
+  nodeIp: string;
+  nodeName: string;
+  kubectl: Kubectl;
+  host(p: string): string;
+}): Promise<NodeProcesses> {
+  const cfg = path.join(o.dir, 'node');
+  const logs = path.join(o.dir, 'logs');
+  await mkdir(cfg, { recursive: true });
+  await mkdir(logs, { recursive: true });
+  const pause = await buildPauseImage();
+  const echo = await buildEchoImage();
+  await writeFile(
+    path.join(cfg, 'containerd.toml'),
+    containerdConfig({ root: path.join(o.dir, 'containerd-root'), pauseRef: pause.ref }),
+  );
+  await writeFile(
+    path.join(cfg, 'kubelet.yaml'),
+    kubeletConfig({ nodeIp: o.nodeIp, cgroupRoot: CGROUP_ROOT, maxPods: 110 }),
+  );
+  await writeFile(
+    path.join(cfg, 'kube-proxy.yaml'),
+    kubeProxyConfig({ kubeconfig: o.pki.kubeconfigs['kube-proxy']!, nodeName: o.nodeName }),
+  );
+  const criSocket = o.host('/run/containerd/containerd.sock');
+  const ctd = (b: string): string => path.join(o.bins.containerd, b);
+  const k8s = (b: string): string => path.join(o.bins.k8s, b);
+  // containerd execs its shim by name from PATH; runc is Debian's.
+  const env = { PATH: `${o.bins.containerd}:${process.env['PATH'] ?? '/usr/sbin:/usr/bin:/sbin:/bin'}` };
+  const argv: Record<string, string[]> = {
+    containerd: [ctd('containerd'), '--config', path.join(cfg, 'containerd.toml')],
+    kubelet: [
+      k8s('kubelet'),
+      `--config=${path.join(cfg, 'kubelet.yaml')}`,
+      `--kubeconfig=${o.pki.kubeconfigs['kubelet']}`,
+      `--hostname-override=${o.nodeName}`,
+      `--node-ip=${o.nodeIp}`,
+      '--v=1',
+    ],
+    'kube-proxy': [k8s('kube-proxy'), `--config=${path.join(cfg, 'kube-proxy.yaml')}`, '--v=1'],
+  };
+  const procs = new Map<string, DaemonProcess>();
+  const start = (name: string): DaemonProcess => {
+    const p = startDaemon({
+      name,
+      argv: argv[name]!,
+      logFile: path.join(logs, `${name}.log`),
+      netns: o.netns,
+      mountns: o.mountNs.nsPath,
+      env,
+    });
+    procs.set(name, p);
+    return p;
+  };
+  const until = async (p: DaemonProcess, what: string, fn: () => Promise<boolean>, ms: number): Promise<void> => {
+    await waitFor(
+      what,
+      async () => {
+        if (p.exited()) throw new Error(`${p.name} exited`);
+        return fn();
+      },
+      ms,
+      200,
+    ).catch((e: Error) => {
+      throw new Error(`${p.name} did not start: ${e.message}\n--- ${p.logFile} (tail) ---\n${p.tail()}`);
+    });
+  };
+  const criAnswers = async (): Promise<boolean> => {
+    const cri = new CriTestClient(criSocket, 2000);
+    try {
+      await cri.version();
+      return true;
+    } catch {
+      return false;
+    } finally {
+      cri.close();
+    }
+  };
+  const importImage = async (archive: string): Promise<void> => {
+    await run(ctd('ctr'), ['--address', criSocket, '-n', 'k8s.io', 'images', 'import', archive], {
+      maxBuffer: 1 << 24,
+    }).catch((e: { stderr?: string; message: string }) => {
+      throw new Error(`ctr images import ${archive}: ${(e.stderr ?? e.message).trim()}`);
+    });
+  };
+  const startContainerd = async (): Promise<void> =>
+    until(start('containerd'), 'CRI Version on containerd', criAnswers, 60_000);
+  const nodeExists = async (): Promise<boolean> => (await o.kubectl.try(['get', 'node', o.nodeName])).code === 0;
+  const stopAll = async (): Promise<void> => {
+    for (const n of ['kube-proxy', 'kubelet']) await procs.get(n)?.stop();
+    const c = procs.get('containerd');
+    if (c && !c.exited()) await removeSandboxes(criSocket);
+    await c?.stop(15_000);
+    for (const ctl of cgroupControllers()) await rmdirTree(path.join('/sys/fs/cgroup', ctl, CGROUP_ROOT));
+  };
+  try {
+    await startContainerd();
+    await importImage(pause.tarPath);
+    await importImage(echo.tarPath);
+    // kubelet refuses a cgroupRoot missing in any hierarchy ("has some missing paths").
+    for (const ctl of cgroupControllers())
+      await mkdir(path.join('/sys/fs/cgroup', ctl, CGROUP_ROOT), { recursive: true });
+    await until(start('kubelet'), `Node ${o.nodeName} registered`, nodeExists, 90_000);
+    start('kube-proxy');
+    return {
+      criSocket,
+      echoImage: echo.ref,
+      procs,
+      importImage,
+      async restart(name, kill = false) {
+        await procs.get(name)?.stop(kill ? 0 : 10_000);
+        if (name === 'containerd') await startContainerd();
+        else start(name);
+      },
+      stop: stopAll,
+    };
+  } catch (e) {
+    await stopAll().catch(() => undefined);
+    throw e;
+  }
+}
+
+/** Stops and removes every pod sandbox through the CRI (CNI DEL runs for each). Best effort. */
+async function removeSandboxes(socket: string): Promise<void> {
+  const cri = new CriTestClient(socket, 30_000);
+  try {
+    for (const sb of await cri.listPodSandbox()) {
+      await cri.stopPodSandbox(sb.id).catch(() => undefined);
+      await cri.removePodSandbox(sb.id).catch(() => undefined);
+    }
+  } catch {
+    /* containerd not answering: the mount namespace teardown kills what is left */
+  } finally {
+    cri.close();
+  }
+}
+
+/** The cgroup v1 hierarchies under /sys/fs/cgroup (real dirs, not the cpu → cpu,cpuacct links). */
+function cgroupControllers(): string[] {
+  try {
+    return readdirSync('/sys/fs/cgroup', { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name);
+  } catch {
+    return [];
+  }
+}

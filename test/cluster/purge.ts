@@ -1,0 +1,77 @@
+/**
+ * Removes what a test cluster left behind when its owner died before `close()`: every
+ * process in its network namespaces (`eni-k8s-*`, `eni-k8sv-*`) or naming its dir, the
+ * mounts under its dir, the namespaces, its kubelet cgroups and the dir itself.
+ * Safe to run when nothing is left (then it does nothing).
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { mountsUnder, rmdirTree } from '../helpers/host-scan.js';
+import { CGROUP_ROOT } from './node-processes.js';
+
+const run = promisify(execFile);
+
+/** Names of the cluster's leftover network namespaces. */
+function clusterNetns(): string[] {
+  try {
+    return readdirSync('/var/run/netns').filter((n) => /^eni-k8sv?-\d+-?\d*$/.test(n));
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * PIDs whose cmdline names `dir`, or whose mount namespace has mounts from `dir` (the node
+ * mount namespace's holder and what runs in it), other than this process's own namespace.
+ */
+function pidsOf(dir: string): number[] {
+  const out: number[] = [];
+  const own = readFileSync('/proc/self/mountinfo', 'utf8').includes(dir);
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d) || Number(d) === process.pid) continue;
+    try {
+      if (readFileSync(`/proc/${d}/cmdline`, 'utf8').includes(dir)) out.push(Number(d));
+      else if (!own && readFileSync(`/proc/${d}/mountinfo`, 'utf8').includes(dir)) out.push(Number(d));
+    } catch {
+      /* gone */
+    }
+  }
+  return out;
+}
+
+const kill = (pids: number[]): void => {
+  for (const p of pids) {
+    try {
+      process.kill(p, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
+};
+
+/** See the module docstring. @param dir the cluster's dir, when known. */
+export async function purgeLeftovers(dir?: string): Promise<void> {
+  for (const ns of clusterNetns()) {
+    const pids = await run('ip', ['netns', 'pids', ns]).then(
+      (r) => r.stdout.split(/\s+/).filter(Boolean).map(Number),
+      () => [] as number[],
+    );
+    kill(pids);
+  }
+  if (dir) kill(pidsOf(dir));
+  if (dir && existsSync(dir)) {
+    for (const m of mountsUnder(dir)) await run('umount', ['-l', m]).catch(() => undefined);
+  }
+  for (const ns of clusterNetns()) await run('ip', ['netns', 'del', ns]).catch(() => undefined);
+  let ctls: string[] = [];
+  try {
+    ctls = readdirSync('/sys/fs/cgroup');
+  } catch {
+    /* none */
+  }
+  for (const c of ctls) await rmdirTree(path.join('/sys/fs/cgroup', c, CGROUP_ROOT));
+  if (dir) await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+}

@@ -1,0 +1,286 @@
+/**
+ * eni-ipam on a real Kubernetes (v1.36, built from its Go modules): the chart's objects
+ * checked by the real API server, `helm install` with the DaemonSet turning Ready through
+ * its own probes and the Node turning Ready, 30 pods started by the real kubelet through
+ * containerd 2.x and the installed CNI shim, traffic pod↔pod across ENIs, pod→node and
+ * pod→ClusterIP through the real kube-proxy, RBAC enforced on ipamd's ServiceAccount, a
+ * DaemonSet rolling update by the real controller while pods churn, ipamd killed during a
+ * scale-up, containerd and kubelet restarted, and `helm uninstall`. One cluster serves
+ * every step, in order (each step starts from the state the previous one left).
+ */
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync } from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import ipaddr from 'ipaddr.js';
+import { renderChart } from '../helpers/helm.js';
+import { waitFor } from '../helpers/wait.js';
+import { startCluster, type TestCluster } from './cluster.js';
+import { ECHO_PORT } from './echo-image.js';
+import {
+  clusterValues,
+  helmRelease,
+  installEniIpam,
+  NAMESPACE,
+  nodeCondition,
+  RELEASE,
+  waitEniIpamReady,
+} from './install.js';
+import { checkNothingLost, killIpamd } from './nothing-lost.js';
+import { allocations, echoDeployment, eniOf, introspect, podNetns, podsOf, tcpAsk, waitPodsReady } from './workload.js';
+
+const skip = process.getuid?.() !== 0 ? 'needs root (network and mount namespaces)' : false;
+
+describe('eni-ipam on a real Kubernetes cluster', { skip, timeout: 45 * 60_000 }, () => {
+  let c: TestCluster;
+  before(async () => {
+    c = await startCluster();
+  });
+  after(async () => {
+    await c?.close();
+  });
+
+  it('the API server accepts every object the chart renders, with default and non-default values', async () => {
+    const nonDefault = {
+      fullnameOverride: 'eni-x',
+      taintWhenExhausted: true,
+      eniConfig: { createCrd: true },
+      rbac: { nodeEventsAndStatus: false },
+      criSocket: '/var/run/crio/crio.sock',
+      podLabels: { team: 'net' },
+      podAnnotations: { 'example.com/a': 'b' },
+      serviceAccount: { annotations: { 'eks.amazonaws.com/role-arn': 'arn:aws:iam::111122223333:role/eni' } },
+      nodeSelector: { 'kubernetes.io/os': 'linux' },
+      updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1 } },
+      init: { primaryInterface: 'ens5' },
+      env: { WARM_IP_TARGET: '5', MINIMUM_IP_TARGET: '10' },
+    };
+    for (const values of [{}, await clusterValues(c), nonDefault]) {
+      const objs = await renderChart(values);
+      assert.ok(objs.some((o) => o['kind'] === 'DaemonSet'));
+      const r = await c.kubectl.try(
+        ['apply', '--dry-run=server', '-f', '-'],
+        JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objs }),
+      );
+      assert.equal(r.code, 0, `server dry-run refused the chart (values ${JSON.stringify(values)}):\n${r.stderr}`);
+    }
+  });
+
+  it('a chart value the API server refuses fails helm install with the server naming the field', async () => {
+    try {
+      const r = await helmRelease(c, 'install', { ...(await clusterValues(c)), podLabels: { 'not a label!': 'x' } });
+      assert.notEqual(r.code, 0);
+      assert.match(
+        r.stderr,
+        /DaemonSet\.apps "eni-ipam" is invalid: spec\.template\.labels: Invalid value: "not a label!"/,
+      );
+      assert.equal((await c.kubectl.try(['-n', NAMESPACE, 'get', 'daemonset', RELEASE])).code, 1, 'no DaemonSet');
+    } finally {
+      // A failed install leaves a failed release (and the objects made before the refusal).
+      await c.kubectl.helm(['uninstall', RELEASE, '-n', NAMESPACE, '--wait']);
+    }
+  });
+
+  it('installs with helm: the DaemonSet turns Ready through its probes, then the Node', async () => {
+    assert.equal(await nodeCondition(c, 'Ready'), 'False', 'NotReady before a CNI conflist exists');
+    await installEniIpam(c, { wait: true });
+    assert.ok(readdirSync(c.host('/etc/cni/net.d')).some((f) => f.endsWith('.conflist')));
+    // ipamd checks the node's kernel settings (the image once lacked the `sysctl` it read them with).
+    const st = await introspect<{ nodeSysctls: Array<{ sysctl: string; ok: boolean; problem?: string }> | null }>(
+      c,
+      '/v1/status',
+    );
+    assert.ok(st.nodeSysctls?.length, 'ipamd checked the node sysctls');
+    for (const s of st.nodeSysctls) assert.ok(s.ok, `${s.sysctl}: ${s.problem}`);
+  });
+
+  it('ipamd reaches the API server with the chart ServiceAccount only, and RBAC grants what it calls', async () => {
+    // The ENIConfig CRD, as on an EKS node (aws-node's chart installs it; ours with eniConfig.createCrd).
+    const crd = (await renderChart({ eniConfig: { createCrd: true } })).filter(
+      (o) => o['kind'] === 'CustomResourceDefinition',
+    );
+    assert.equal(crd.length, 1);
+    await c.kubectl.apply(crd);
+    await c.kubectl.run([
+      'wait',
+      '--for=condition=Established',
+      '--timeout=60s',
+      'crd/eniconfigs.crd.k8s.amazonaws.com',
+    ]);
+    const sa = `system:serviceaccount:${NAMESPACE}:${RELEASE}`;
+    const can = async (...a: string[]): Promise<boolean> =>
+      (await c.kubectl.try(['auth', 'can-i', '--as', sa, ...a])).stdout.trim() === 'yes';
+    for (const a of [
+      ['list', 'pods'],
+      ['watch', 'pods'],
+      ['get', `nodes/${c.nodeName}`],
+      ['watch', 'nodes'],
+      ['list', 'eniconfigs.crd.k8s.amazonaws.com'],
+      ['watch', 'eniconfigs.crd.k8s.amazonaws.com'],
+      ['create', 'events'],
+      ['patch', 'events'],
+      ['patch', `nodes/${c.nodeName}`, '--subresource=status'],
+    ])
+      assert.ok(await can(...a), `the ClusterRole lacks: ${a.join(' ')}`);
+    assert.equal(await can('delete', 'pods'), false, 'the ClusterRole grants no more than ipamd needs');
+    assert.equal(await can('patch', `nodes/${c.nodeName}`), false, 'node patch only with taintWhenExhausted');
+    // What ipamd wrote with that identity: its node condition.
+    await waitFor(
+      'the eni-ipam.io/IPAllocatable condition',
+      async () => nodeCondition(c, 'eni-ipam.io/IPAllocatable'),
+      60_000,
+      1000,
+    );
+  });
+
+  it('30 pods Running with unique addresses from the subnet; pod↔pod across ENIs, pod→node, pod→ClusterIP', async () => {
+    await c.kubectl.apply([echoDeployment(c, 'echo', 30)]);
+    const pods = await waitPodsReady(c, 'echo', 30);
+    const subnet = ipaddr.parseCIDR(c.sim.state.subnets.get(c.node.subnetId)!.cidr);
+    const ips = pods.map((p) => p.ip!);
+    assert.equal(new Set(ips).size, 30, 'no address twice');
+    for (const ip of ips) assert.ok(ipaddr.parse(ip).match(subnet), `${ip} is in the node's subnet`);
+    // The kubelet's CNI_ARGS reached ipamd: each allocation names its pod.
+    const alloc = await allocations(c);
+    for (const p of pods) {
+      const a = alloc.find((x) => x.ipv4 === p.ip);
+      assert.equal(a?.pod?.name, p.name, `ipamd's allocation of ${p.ip} names pod ${p.name}`);
+      assert.equal(a?.pod?.uid, p.uid);
+    }
+    const enis = new Set(ips.map((ip) => eniOf(c, ip)));
+    assert.ok(enis.size >= 2, `pods span several ENIs (${[...enis].join(', ')})`);
+    const ns = await podNetns(c);
+    for (const p of pods) {
+      const peer = pods.find((q) => eniOf(c, q.ip!) !== eniOf(c, p.ip!))!;
+      const reply = await tcpAsk(ns.get(p.name)!, peer.ip!, ECHO_PORT);
+      assert.equal(reply, `${peer.name} ping`, `${p.name} (${p.ip}) → ${peer.name} (${peer.ip})`);
+      await tcpAsk(ns.get(p.name)!, c.nodeIp, 10250, true); // pod → node (the kubelet's port)
+    }
+    await c.kubectl.run(['-n', 'default', 'expose', 'deployment', 'echo', '--port=80', `--target-port=${ECHO_PORT}`]);
+    const svc = await c.kubectl.json<{ spec: { clusterIP: string } }>(['-n', 'default', 'get', 'service', 'echo']);
+    const names = new Set(pods.map((p) => p.name));
+    const answered = new Set<string>();
+    for (const p of pods.slice(0, 10)) {
+      const reply = await waitFor(
+        'an answer through the ClusterIP',
+        () => tcpAsk(ns.get(p.name)!, svc.spec.clusterIP, 80).catch(() => ''),
+        30_000,
+        500,
+      );
+      const who = reply.split(' ')[0]!;
+      assert.ok(names.has(who), `${svc.spec.clusterIP}:80 answered by an echo pod (${reply})`);
+      answered.add(who);
+    }
+    assert.ok(answered.size >= 1);
+  });
+
+  it('helm upgrade rolls the DaemonSet while pods are created and deleted: every pod keeps its IP', async () => {
+    const before = await podsOf(c, 'echo');
+    const ipAtStart = new Map(before.map((p) => [p.name, p.ip!]));
+    const oldPod = await c.kubectl.json<{ items: Array<{ metadata: { uid: string } }> }>([
+      '-n',
+      NAMESPACE,
+      'get',
+      'pods',
+      '-l',
+      `app.kubernetes.io/name=${RELEASE}`,
+    ]);
+    const churned = new Set<string>();
+    let churning = true;
+    const churn = (async () => {
+      for (let i = 0; churning && i < 200; i++) {
+        const victim = before[i % before.length]!.name;
+        churned.add(victim);
+        await c.kubectl.try(['-n', 'default', 'delete', 'pod', victim, '--wait=false']);
+        await new Promise((r) => setTimeout(r, 1500));
+      }
+    })();
+    const r = await helmRelease(c, 'upgrade', { ...(await clusterValues(c, { env: { WARM_IP_TARGET: '3' } })) });
+    assert.equal(r.code, 0, r.stderr);
+    await waitFor(
+      'a new eni-ipam pod',
+      async () => {
+        const l = await c.kubectl.json<{ items: Array<{ metadata: { uid: string } }> }>([
+          '-n',
+          NAMESPACE,
+          'get',
+          'pods',
+          '-l',
+          `app.kubernetes.io/name=${RELEASE}`,
+        ]);
+        return l.items.length === 1 && l.items[0]!.metadata.uid !== oldPod.items[0]!.metadata.uid;
+      },
+      180_000,
+      1000,
+    );
+    await waitEniIpamReady(c);
+    churning = false;
+    await churn;
+    await waitPodsReady(c, 'echo', 30);
+    const kept = [...ipAtStart].filter(([n]) => !churned.has(n));
+    await checkNothingLost(c, 'echo', new Map(kept));
+  });
+
+  it('ipamd killed (kill -9) during a 0→50 scale-up: every pod ends Running with a unique IP', async () => {
+    await c.kubectl.run(['-n', 'default', 'scale', 'deployment', 'echo', '--replicas=0']);
+    await waitFor('no echo pod left', async () => (await podsOf(c, 'echo')).length === 0, 120_000, 1000);
+    await c.kubectl.run(['-n', 'default', 'scale', 'deployment', 'echo', '--replicas=50']);
+    await waitFor(
+      'some echo pods Running',
+      async () => (await podsOf(c, 'echo')).some((p) => p.phase === 'Running'),
+      120_000,
+      200,
+    );
+    await killIpamd(c);
+    await waitPodsReady(c, 'echo', 50, 420_000);
+    await checkNothingLost(c, 'echo', new Map());
+  });
+
+  it('containerd and then the kubelet restarted during a scale-down and up: nothing lost', async () => {
+    await c.kubectl.run(['-n', 'default', 'scale', 'deployment', 'echo', '--replicas=20']);
+    await c.nodeProcs.restart('containerd');
+    await waitPodsReady(c, 'echo', 20, 300_000);
+    await c.kubectl.run(['-n', 'default', 'scale', 'deployment', 'echo', '--replicas=40']);
+    await c.nodeProcs.restart('kubelet');
+    await waitPodsReady(c, 'echo', 40, 300_000);
+    await checkNothingLost(c, 'echo', new Map());
+  });
+
+  it('helm uninstall removes the chart objects and keeps the checkpoint, the conflist and the ENIs', async () => {
+    const attached = () =>
+      [...c.sim.state.enis.values()].filter((e) => e.attachment?.instanceId === c.node.instanceId).length;
+    const ipsOnEnis = () =>
+      [...c.sim.state.enis.values()]
+        .filter((e) => e.attachment?.instanceId === c.node.instanceId)
+        .reduce((n, e) => n + e.secondaryIps.length, 0);
+    const enisBefore = attached();
+    const ipsBefore = ipsOnEnis();
+    const r = await c.kubectl.helm(['uninstall', RELEASE, '-n', NAMESPACE, '--wait']);
+    assert.equal(r.code, 0, r.stderr);
+    for (const kind of ['daemonset', 'serviceaccount'])
+      assert.equal((await c.kubectl.try(['-n', NAMESPACE, 'get', kind, RELEASE])).code, 1, `${kind} removed`);
+    assert.equal((await c.kubectl.try(['get', 'clusterrole', RELEASE])).code, 1, 'ClusterRole removed');
+    await waitFor(
+      'the ipamd pod gone',
+      async () => {
+        const l = await c.kubectl.json<{ items: unknown[] }>([
+          '-n',
+          NAMESPACE,
+          'get',
+          'pods',
+          '-l',
+          `app.kubernetes.io/name=${RELEASE}`,
+        ]);
+        return l.items.length === 0;
+      },
+      120_000,
+      1000,
+    );
+    assert.ok(
+      readdirSync(c.host('/etc/cni/net.d')).some((f) => f.endsWith('.conflist')),
+      'the conflist stays',
+    );
+    assert.ok(existsSync(c.host('/run/eni-ipam/ipam.json')), 'the checkpoint stays');
+    assert.equal(attached(), enisBefore, 'the ENIs stay attached');
+    assert.equal(ipsOnEnis(), ipsBefore, 'with their secondary IPs');
+  });
+});
