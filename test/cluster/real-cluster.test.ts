@@ -245,6 +245,57 @@ describe('eni-ipam on a real Kubernetes cluster', { skip, timeout: 45 * 60_000 }
     await checkNothingLost(c, 'echo', new Map());
   });
 
+  it("an exhausted node: the failed ADD's Event, the node condition and the taint, written under RBAC", async () => {
+    // 56 pod addresses on an m5.xlarge (4 ENIs x 14): 60 pods cannot all get one.
+    const up = await helmRelease(c, 'upgrade', await clusterValues(c, { taintWhenExhausted: true }));
+    assert.equal(up.code, 0, up.stderr);
+    await waitEniIpamReady(c);
+    await c.kubectl.run(['-n', 'default', 'scale', 'deployment', 'echo', '--replicas=60']);
+    const ev = await waitFor(
+      "ipamd's FailedIPAllocation Event on a pod",
+      async () => {
+        const l = await c.kubectl.json<{
+          items: Array<{ reason: string; involvedObject: { kind: string; name: string } }>;
+        }>(['-n', 'default', 'get', 'events', '--field-selector', 'reason=FailedIPAllocation']);
+        return l.items.find((e) => e.involvedObject.kind === 'Pod');
+      },
+      180_000,
+      1000,
+    );
+    assert.ok(ev.involvedObject.name.startsWith('echo-'));
+    await waitFor(
+      'IPAllocatable=False',
+      async () => (await nodeCondition(c, 'eni-ipam.io/IPAllocatable')) === 'False',
+      120_000,
+      1000,
+    );
+    const taints = async (): Promise<string[]> =>
+      (
+        (
+          await c.kubectl.json<{ spec: { taints?: Array<{ key: string; effect: string }> } }>([
+            'get',
+            'node',
+            c.nodeName,
+          ])
+        ).spec.taints ?? []
+      ).map((t) => `${t.key}:${t.effect}`);
+    await waitFor(
+      'the exhausted taint',
+      async () => (await taints()).includes('eni-ipam.io/no-ip-available:NoSchedule'),
+      120_000,
+      1000,
+    );
+    await c.kubectl.run(['-n', 'default', 'scale', 'deployment', 'echo', '--replicas=40']);
+    await waitPodsReady(c, 'echo', 40, 300_000);
+    await waitFor(
+      'the taint gone',
+      async () => !(await taints()).includes('eni-ipam.io/no-ip-available:NoSchedule'),
+      180_000,
+      1000,
+    );
+    await checkNothingLost(c, 'echo', new Map());
+  });
+
   it('helm uninstall removes the chart objects and keeps the checkpoint, the conflist and the ENIs', async () => {
     const attached = () =>
       [...c.sim.state.enis.values()].filter((e) => e.attachment?.instanceId === c.node.instanceId).length;

@@ -170,6 +170,11 @@ export async function nothingLost(n: LifecycleNode): Promise<string[]> {
     instanceId: n.h.instanceId,
     allocations,
   });
+  // Every grow has an ENI of ours 'available' for a moment (created, not yet attached), and
+  // a loaded machine stretches that moment: judge leaks once it has passed, or after 15 s.
+  await waitFor('no ENI of ours between create and attach', () => leakedEnis(n).length === 0, 15_000, 100).catch(
+    () => undefined,
+  );
   for (const e of leakedEnis(n)) bad.push(`leaked ENI ${e.networkInterfaceId} (available, ours)`);
   const seen = new Map<string, string>();
   for (const e of n.h.sim.state.enis.values()) {

@@ -224,6 +224,12 @@ test('grow: crash between AssignPrivateIpAddresses and the datastore update → 
     assert.ok(!got.has(ip), `${ip} handed out twice`);
     got.add(ip);
   }
+  // These ADDs grow the pool: let an ENI between create and attach get attached, then sweep
+  // one the crash itself left (a CreateNetworkInterface that raced the crash), as after 5 min.
+  await waitFor('no ENI of ours between create and attach', () => leakedEnis(n).length === 0, 15_000).catch(
+    () => undefined,
+  );
+  await sweepLeaks(n);
   assert.deepEqual(await nothingLost(n), []);
 });
 
