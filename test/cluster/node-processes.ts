@@ -22,8 +22,9 @@ import type { Pki } from './pki.js';
 
 const run = promisify(execFile);
 
-/** The cgroup (v1, every controller) kubelet puts pods under. */
-export const CGROUP_ROOT = '/eni-ipam-k8s';
+/** The cgroups (v1, every hierarchy) a cluster's kubelet puts pods under: `/eni-ipam-k8s-<owner pid>`. */
+export const CGROUP_PREFIX = 'eni-ipam-k8s-';
+const CGROUP_ROOT = `/${CGROUP_PREFIX}${process.pid}`;
 
 /** The node's processes. */
 export interface NodeProcesses {

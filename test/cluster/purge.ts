@@ -1,7 +1,8 @@
 /**
  * Removes what a test cluster left behind when its owner died before `close()`: every
- * process in its network namespaces (`eni-k8s-*`, `eni-k8sv-*`) or naming its dir, the
- * mounts under its dir, the namespaces, its kubelet cgroups and the dir itself.
+ * process in its network namespaces (`eni-k8s-*`, `eni-k8sv-*` of a dead owner) or naming
+ * its dir, the mounts under its dir, the namespaces, its kubelet cgroups (only when no
+ * other cluster runs) and the dir itself.
  * Safe to run when nothing is left (then it does nothing).
  */
 import { execFile } from 'node:child_process';
@@ -10,18 +11,34 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { mountsUnder, rmdirTree } from '../helpers/host-scan.js';
-import { CGROUP_ROOT } from './node-processes.js';
+import { CGROUP_PREFIX } from './node-processes.js';
 
 const run = promisify(execFile);
 
-/** Names of the cluster's leftover network namespaces. */
+/**
+ * The test clusters' network namespaces whose owner is dead: they are named
+ * `eni-k8s-<owner pid>-<n>` and `eni-k8sv-<owner pid>`, and a live owner's (another test
+ * run, a running supervisor) are never touched.
+ */
 function clusterNetns(): string[] {
   try {
-    return readdirSync('/var/run/netns').filter((n) => /^eni-k8sv?-\d+-?\d*$/.test(n));
+    return readdirSync('/var/run/netns').filter((n) => {
+      const m = /^eni-k8sv?-(\d+)(?:-\d+)?$/.exec(n);
+      return !!m && !alive(Number(m[1]));
+    });
   } catch {
     return [];
   }
 }
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 /**
  * PIDs whose cmdline names `dir`, or whose mount namespace has mounts from `dir` (the node
@@ -66,12 +83,19 @@ export async function purgeLeftovers(dir?: string): Promise<void> {
     for (const m of mountsUnder(dir)) await run('umount', ['-l', m]).catch(() => undefined);
   }
   for (const ns of clusterNetns()) await run('ip', ['netns', 'del', ns]).catch(() => undefined);
-  let ctls: string[] = [];
-  try {
-    ctls = readdirSync('/sys/fs/cgroup');
-  } catch {
-    /* none */
+  // Kubelet cgroup roots of dead owners (`/eni-ipam-k8s-<pid>` in every hierarchy).
+  const list = (d: string): string[] => {
+    try {
+      return readdirSync(d);
+    } catch {
+      return [];
+    }
+  };
+  for (const c of list('/sys/fs/cgroup')) {
+    for (const g of list(path.join('/sys/fs/cgroup', c))) {
+      const m = new RegExp(`^${CGROUP_PREFIX}(\\d+)$`).exec(g);
+      if (m && !alive(Number(m[1]))) await rmdirTree(path.join('/sys/fs/cgroup', c, g));
+    }
   }
-  for (const c of ctls) await rmdirTree(path.join('/sys/fs/cgroup', c, CGROUP_ROOT));
   if (dir) await rm(dir, { recursive: true, force: true }).catch(() => undefined);
 }

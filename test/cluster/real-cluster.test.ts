@@ -173,7 +173,7 @@ describe('eni-ipam on a real Kubernetes cluster', { skip, timeout: 45 * 60_000 }
     assert.ok(answered.size >= 1);
   });
 
-  it('helm upgrade rolls the DaemonSet while pods are created and deleted: every pod keeps its IP', async () => {
+  it('helm upgrade rolls the DaemonSet while pods are created and deleted: every pod keeps its IP', async (t) => {
     const before = await podsOf(c, 'echo');
     const ipAtStart = new Map(before.map((p) => [p.name, p.ip!]));
     const oldPod = await c.kubectl.json<{ items: Array<{ metadata: { uid: string } }> }>([
@@ -218,9 +218,12 @@ describe('eni-ipam on a real Kubernetes cluster', { skip, timeout: 45 * 60_000 }
     await waitPodsReady(c, 'echo', 30);
     const kept = [...ipAtStart].filter(([n]) => !churned.has(n));
     await checkNothingLost(c, 'echo', new Map(kept));
+    t.diagnostic(
+      `rolled with ${churned.size} pods deleted (and re-created) during the roll; ${kept.length} kept their IP`,
+    );
   });
 
-  it('ipamd killed (kill -9) during a 0→50 scale-up: every pod ends Running with a unique IP', async () => {
+  it('ipamd killed (kill -9) during a 0→50 scale-up: every pod ends Running with a unique IP', async (t) => {
     await c.kubectl.run(['-n', 'default', 'scale', 'deployment', 'echo', '--replicas=0']);
     await waitFor('no echo pod left', async () => (await podsOf(c, 'echo')).length === 0, 120_000, 1000);
     await c.kubectl.run(['-n', 'default', 'scale', 'deployment', 'echo', '--replicas=50']);
@@ -230,7 +233,9 @@ describe('eni-ipam on a real Kubernetes cluster', { skip, timeout: 45 * 60_000 }
       120_000,
       200,
     );
+    const runningAtKill = (await podsOf(c, 'echo')).filter((p) => p.phase === 'Running').length;
     await killIpamd(c);
+    t.diagnostic(`ipamd killed with ${runningAtKill} of 50 pods Running`);
     await waitPodsReady(c, 'echo', 50, 420_000);
     await checkNothingLost(c, 'echo', new Map());
   });
