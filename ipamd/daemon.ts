@@ -21,6 +21,7 @@ import { ipamdEnvSettings, networkEnvSettings } from './observability/env-settin
 import { createMetrics } from './observability/metrics.js';
 import type { KubeReporter } from './observability/kube-reporter.js';
 import { PluginLogFiles } from './observability/log-files.js';
+import { StalledParts } from './observability/stalled-parts.js';
 import { statusDocument } from './observability/status-doc.js';
 import { RpcServer } from './rpc/server.js';
 import { IpamService, routeTableFor } from './service/ipam-service.js';
@@ -242,8 +243,10 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
   });
 
   let lifecycle: EniLifecycle | undefined;
-  const status = () =>
-    statusDocument(
+  // Parts that cannot make progress back off and say so here (log, metrics, /v1/status), never spin.
+  const stalled = new StalledParts({ log, registry: metrics.registry });
+  const status = () => ({
+    ...statusDocument(
       {
         inv,
         ds,
@@ -255,7 +258,9 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
         sysctls: () => hostNet?.sysctls(),
       },
       Date.now(),
-    );
+    ),
+    stalled: stalled.list(),
+  });
   const endpoints = await startHttpEndpoints(
     config,
     {
@@ -290,7 +295,7 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
     : undefined;
   await rpc.listen();
   // The shim's fast path: plugin invocations run in-process (started before the conflist exists), their log rotated.
-  const pluginLogs = new PluginLogFiles({ maxSize: config.logFileMaxSize, maxFiles: config.logFileMaxFiles });
+  const pluginLogs = new PluginLogFiles({ maxSize: config.logFileMaxSize, maxFiles: config.logFileMaxFiles, stalled });
   const cniExec = config.cniExec
     ? new CniExecServer({
         socketPath: config.cniExecSocket,
