@@ -42,6 +42,9 @@ import { markAwsNodeCheckpointImported } from './startup/aws-node-import.js';
 import { checkpointCoverage, confirmJitterMs, startInventoryCache } from './startup/fast-start.js';
 import { whileHoldingCheckpointLock } from './startup/checkpoint-lock.js';
 
+/** How long a stop waits for EC2 calls in flight before aborting them (ms); within the shutdown deadline (shutdown.ts). */
+const EC2_STOP_GRACE_MS = 3000;
+
 /** A running daemon. */
 export interface Daemon {
   ds: Datastore;
@@ -377,14 +380,18 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
     introspectionPort: endpoints.introspectionPort,
     async stop(graceMs = 10_000) {
       stopping = true;
+      pool.refuseWaiting(); // ADDs waiting on a refill fail now instead of holding the drain
       await reporting;
       await reporter?.stop(); // first: a stopping pool must not read as "cannot serve" (a taint)
       eniConfig.stop();
       await cniExec?.close(graceMs); // its invocations call the RPCs: they finish first
       await spool.stop();
       await rpc.shutdown(graceMs);
+      // EC2 calls still in flight after EC2_STOP_GRACE_MS are aborted (their outcome is reconciled at the next start).
+      const abortEc2 = setTimeout(() => inv.ec2.close(), EC2_STOP_GRACE_MS);
       await lifecycle?.stop();
       await pool.stop();
+      clearTimeout(abortEc2);
       inv.ec2.close();
       hostNet?.stop();
       inv.imds.close();
