@@ -42,7 +42,10 @@ import { markAwsNodeCheckpointImported } from './startup/aws-node-import.js';
 import { checkpointCoverage, confirmJitterMs, startInventoryCache } from './startup/fast-start.js';
 import { whileHoldingCheckpointLock } from './startup/checkpoint-lock.js';
 
-/** How long a stop waits for EC2 calls in flight before aborting them (ms); within the shutdown deadline (shutdown.ts). */
+/**
+ * How long a stop lets ADDs waiting on a refill and EC2 calls in flight finish before it
+ * fails and aborts them (ms); well within the shutdown deadline (shutdown.ts).
+ */
 const EC2_STOP_GRACE_MS = 3000;
 
 /** A running daemon. */
@@ -380,18 +383,22 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
     introspectionPort: endpoints.introspectionPort,
     async stop(graceMs = 10_000) {
       stopping = true;
-      pool.refuseWaiting(); // ADDs waiting on a refill fail now instead of holding the drain
+      // What still waits on EC2 EC2_STOP_GRACE_MS into the stop is cut: ADDs waiting on a
+      // refill fail (they would hold the drain), EC2 calls in flight are aborted (their
+      // outcome is reconciled at the next start, as after a crash).
+      const cut = setTimeout(() => {
+        pool.refuseWaiting();
+        inv.ec2.close();
+      }, EC2_STOP_GRACE_MS);
       await reporting;
       await reporter?.stop(); // first: a stopping pool must not read as "cannot serve" (a taint)
       eniConfig.stop();
       await cniExec?.close(graceMs); // its invocations call the RPCs: they finish first
       await spool.stop();
       await rpc.shutdown(graceMs);
-      // EC2 calls still in flight after EC2_STOP_GRACE_MS are aborted (their outcome is reconciled at the next start).
-      const abortEc2 = setTimeout(() => inv.ec2.close(), EC2_STOP_GRACE_MS);
       await lifecycle?.stop();
       await pool.stop();
-      clearTimeout(abortEc2);
+      clearTimeout(cut);
       inv.ec2.close();
       hostNet?.stop();
       inv.imds.close();
