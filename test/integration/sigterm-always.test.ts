@@ -13,6 +13,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
@@ -50,7 +51,9 @@ async function node(t: { after(fn: () => unknown): void }, ipamdEnv: NodeJS.Proc
   };
   const status = async () =>
     (await fetch(`http://127.0.0.1:${port}/v1/status`)).json() as Promise<Record<string, unknown>>;
-  return { h, env, status };
+  // Introspection answers before the gRPC socket is bound: serving is both.
+  const serving = async () => !!(await status()).counts && existsSync(h.socket);
+  return { h, env, status, serving };
 }
 
 test('SIGTERM during start-up (IMDS never answers) ends ipamd at once, exit 0', async (t) => {
@@ -85,10 +88,10 @@ test('SIGTERM during start-up (IMDS never answers) ends ipamd at once, exit 0', 
 });
 
 test('SIGTERM with a wedged log writer (stdout nobody reads) ends ipamd within the grace period, exit 0', async (t) => {
-  const { env, status, h } = await node(t, { AWS_VPC_K8S_CNI_LOGLEVEL: 'trace', IP_COOLDOWN_PERIOD: '0' });
+  const { env, status, serving, h } = await node(t, { AWS_VPC_K8S_CNI_LOGLEVEL: 'trace', IP_COOLDOWN_PERIOD: '0' });
   const d = spawnBareIpamd(env, { readStdout: false });
   t.after(() => d.child.kill('SIGKILL'));
-  await waitFor('ipamd serving', async () => (await status()).counts, 20_000);
+  await waitFor('ipamd serving', serving, 20_000);
   // Far more log than the pipe (64 KiB) and Node's read buffer hold: the writer is now stuck on a full pipe.
   const c = ipamdClient(h.socket);
   t.after(() => c.close());
@@ -109,7 +112,7 @@ test('SIGTERM with a wedged log writer (stdout nobody reads) ends ipamd within t
 });
 
 test('SIGTERM while an ADD waits on a refill (EC2 slow) ends ipamd promptly, exit 0; the ADD is answered', async (t) => {
-  const { env, status, h } = await node(t, {
+  const { env, serving, h } = await node(t, {
     ENI_IPAM_ADD_WAIT_TIMEOUT: '60s',
     WARM_ENI_TARGET: '0',
     WARM_IP_TARGET: '1',
@@ -117,7 +120,7 @@ test('SIGTERM while an ADD waits on a refill (EC2 slow) ends ipamd promptly, exi
   for (const a of ['AssignPrivateIpAddresses', 'CreateNetworkInterface']) h.sim.faults.setLatency(a, 120_000);
   const d = spawnBareIpamd(env, { readStdout: true });
   t.after(() => d.child.kill('SIGKILL'));
-  await waitFor('ipamd serving', async () => (await status()).counts, 20_000);
+  await waitFor('ipamd serving', serving, 20_000);
   const c = ipamdClient(h.socket);
   t.after(() => c.close());
   let answered: string | undefined;
@@ -142,14 +145,14 @@ test('SIGTERM while an ADD waits on a refill (EC2 slow) ends ipamd promptly, exi
 });
 
 test('SIGTERM while checkpoint writes fail on a full disk ends ipamd within the grace period, exit 0', async (t) => {
-  const { env, status, h } = await node(t, { WARM_IP_TARGET: '3', IP_COOLDOWN_PERIOD: '0' });
+  const { env, serving, h } = await node(t, { WARM_IP_TARGET: '3', IP_COOLDOWN_PERIOD: '0' });
   const mnt = path.join(h.dir, 'full');
   await mkdir(mnt);
   await run('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', mnt]);
   t.after(() => run('umount', ['-l', mnt]).catch(() => undefined));
   const d = spawnBareIpamd({ ...env, ENI_IPAM_CHECKPOINT_PATH: path.join(mnt, 'ipam.json') }, { readStdout: true });
   t.after(() => d.child.kill('SIGKILL'));
-  await waitFor('ipamd serving', async () => (await status()).counts, 20_000);
+  await waitFor('ipamd serving', serving, 20_000);
   const c = ipamdClient(h.socket);
   t.after(() => c.close());
   await c.add('before');
@@ -157,10 +160,13 @@ test('SIGTERM while checkpoint writes fail on a full disk ends ipamd within the 
   // Churn until a change cannot be made durable (the journal's last page is full too).
   let failure: unknown;
   for (let i = 0; i < 500 && !failure; i++) {
-    failure = await c.add(`full${i}`).then(
-      () => c.del(`full${i}`).then(() => undefined),
-      (e: Error) => e,
-    );
+    failure = await c
+      .add(`full${i}`)
+      .then(() => c.del(`full${i}`))
+      .then(
+        () => undefined,
+        (e: Error) => e, // the ADD's or the DEL's write failed
+      );
   }
   assert.ok(failure instanceof Error, 'a change on the full disk fails');
   // More in flight, failing their checkpoint writes, while the signal arrives.
