@@ -51,7 +51,7 @@ const IPAMD_FROM_PLUGIN = {
 const SHARED_FROM_EITHER_SIDE = {
   regex: '(^|/)(ipamd|cni-plugin)(/|$)',
   message:
-    'shared code (proto/, netfacts/, loader/) imports neither ipamd nor the CNI plugin: both sides import it (docs/architecture.md#rules-that-never-break).',
+    'shared code (proto/, netfacts/, loader/, nodefs/) imports neither ipamd nor the CNI plugin: both sides import it (docs/architecture.md#rules-that-never-break).',
 };
 const PLUGIN_INTERNALS_FROM_IPAMD = {
   regex: '(^|/)cni-plugin/(?!index\\.js$|facade\\.js$)',
@@ -197,7 +197,7 @@ export default defineConfig(
   },
   {
     // Shared by both sides (the contract, node networking facts): neither side's internals, no simulator.
-    files: ['proto/**/*.ts', 'netfacts/**/*.ts', 'loader/**/*.ts'],
+    files: ['proto/**/*.ts', 'netfacts/**/*.ts', 'loader/**/*.ts', 'nodefs/**/*.ts'],
     rules: {
       'no-restricted-imports': ['error', { patterns: [SHARED_FROM_EITHER_SIDE, SIMULATOR] }],
       'no-restricted-syntax': dynamicImports(SHARED_FROM_EITHER_SIDE, SIMULATOR),

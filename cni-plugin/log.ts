@@ -2,8 +2,9 @@
  * The plugin's invocation log: one JSON line per run appended to `logFile` (never
  * stdout, which belongs to the CNI result).
  */
-import { appendFile, mkdir } from 'node:fs/promises';
+import { appendFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { mkdirParents } from '../nodefs/dirs.js';
 
 /** One invocation. `ms` is the wall time from start to answer. */
 export interface InvocationLog {
@@ -35,7 +36,7 @@ export async function appendInvocationLog(
   stderr: (s: string) => void,
 ): Promise<void> {
   try {
-    await mkdir(dirname(file), { recursive: true });
+    await mkdirParents(dirname(file));
     await appendFile(file, `${JSON.stringify(entry)}\n`);
   } catch (e) {
     stderr(`eni-ipam: cannot write log ${file}: ${(e as Error).message}\n`);

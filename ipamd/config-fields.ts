@@ -3,14 +3,14 @@
  * typed value, and on failure its issue message completes the sentence
  * `<VAR>="<value>" is invalid: <message>` (see `config.ts`). No I/O.
  */
-import path from 'node:path';
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 
 /** A schema from a raw env string to a typed value. */
 export type Field<T> = z.ZodType<T, string>;
 
-const fail = (
+/** Adds a custom issue `message` about `input` to a transform's context and returns z.NEVER (the transform fails). */
+export const fail = (
   ctx: { addIssue: (i: { code: 'custom'; message: string; input: unknown }) => void },
   input: string,
   message: string,
@@ -169,67 +169,6 @@ export function hostPort(): Field<string> {
     });
 }
 
-/** An absolute filesystem path. */
-export function absolutePath(): Field<string> {
-  return z.string().trim().regex(/^\//, { error: 'expected an absolute path' });
-}
-
-/** Longest Unix socket path in bytes: `sun_path` is 108 bytes with the terminating NUL (unix(7)). */
-export const MAX_UNIX_SOCKET_PATH_BYTES = 107;
-
-/** Why `p` cannot be a Unix socket path (too long for `sun_path`), or undefined. */
-export function socketPathTooLong(p: string): string | undefined {
-  const n = Buffer.byteLength(p);
-  return n > MAX_UNIX_SOCKET_PATH_BYTES
-    ? `a Unix socket path may be at most ${MAX_UNIX_SOCKET_PATH_BYTES} bytes (sun_path, unix(7)); this one is ${n}`
-    : undefined;
-}
-
-/** An absolute Unix socket path of at most {@link MAX_UNIX_SOCKET_PATH_BYTES} bytes. */
-export function unixSocketPath(): Field<string> {
-  return absolutePath().transform((s, ctx) => {
-    const why = socketPathTooLong(s);
-    return why ? fail(ctx, s, why) : s;
-  });
-}
-
-/** Pseudo filesystems that can never hold ipamd's state files. */
-const PSEUDO_FS = ['/proc', '/sys', '/dev'];
-
-/** The pseudo filesystem (`/proc`, `/sys`, `/dev`) holding the absolute path `p`, or undefined. */
-export function pseudoFsOf(p: string): string | undefined {
-  const n = path.posix.normalize(p);
-  return PSEUDO_FS.find((root) => n === root || n.startsWith(`${root}/`));
-}
-
-/** An absolute path of a state file (checkpoint), not under /proc, /sys or /dev. */
-export function stateFilePath(): Field<string> {
-  return absolutePath().transform((s, ctx) => {
-    const fs = pseudoFsOf(s);
-    return fs
-      ? fail(
-          ctx,
-          s,
-          `expected a file path outside ${PSEUDO_FS.join(', ')}: ${fs} is a pseudo filesystem and can never hold it`,
-        )
-      : s;
-  });
-}
-
-/** A CRI socket: `unix:///path` or `/path` (at most 107 bytes); returned as the plain socket path. */
-export function criEndpoint(): Field<string> {
-  const msg = 'expected unix:///path/to/socket or an absolute socket path';
-  return z
-    .string()
-    .trim()
-    .transform((s, ctx) => {
-      const p = s.startsWith('unix://') ? s.slice('unix://'.length) : s;
-      if (!p.startsWith('/') || p.length < 2) return fail(ctx, s, msg);
-      const why = socketPathTooLong(p);
-      return why ? fail(ctx, s, why) : p;
-    });
-}
-
 /** The host-side veth name prefix: 1–4 of [a-z0-9], not `eth`, `lo` or `vlan`. */
 export function vethPrefix(): Field<string> {
   const msg = 'expected 1 to 4 characters of [a-z0-9], not eth, lo or vlan';
@@ -243,35 +182,6 @@ export function vethPrefix(): Field<string> {
 /** Any text up to `max` characters. */
 export function text(max = 256): Field<string> {
   return z.string().max(max, { error: `expected at most ${max} characters` });
-}
-
-/** `stdout` or an absolute file path (AWS_VPC_K8S_CNI_LOG_FILE, as amazon-vpc-cni-k8s reads it). */
-export function logTarget(): Field<string> {
-  const msg = 'expected "stdout" or an absolute file path (e.g. /host/var/log/aws-routed-eni/ipamd.log)';
-  return z
-    .string()
-    .trim()
-    .transform((s, ctx) =>
-      s === 'stdout' || (s.startsWith('/') && !s.endsWith('/') && !s.includes('\0')) ? s : fail(ctx, s, msg),
-    );
-}
-
-/** An absolute file path that is not stdout: a CNI plugin's stdout is its result (AWS_VPC_K8S_PLUGIN_LOG_FILE). */
-export function pluginLogFile(): Field<string> {
-  return z
-    .string()
-    .trim()
-    .transform((s, ctx) => {
-      if (s === 'stdout')
-        return fail(
-          ctx,
-          s,
-          'the plugin cannot log to stdout (its stdout is the CNI result); expected an absolute file path',
-        );
-      return s.startsWith('/') && !s.endsWith('/') && !s.includes('\0')
-        ? s
-        : fail(ctx, s, 'expected an absolute file path (e.g. /var/log/aws-routed-eni/plugin.log)');
-    });
 }
 
 /** A log file size before rotation: a whole number with unit K, M or G (e.g. `100M`); returned as given. */

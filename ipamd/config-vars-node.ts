@@ -3,22 +3,19 @@
  * Order here is the README table's order.
  */
 import {
-  absolutePath,
   bool,
-  criEndpoint,
   duration,
   hostPort,
   httpUrl,
   ipv4CidrList,
   labelKey,
   oneOf,
-  stateFilePath,
   tagMap,
   text,
-  unixSocketPath,
   vethPrefix,
   wholeNumber,
 } from './config-fields.js';
+import { criEndpoint, pathOf } from './config-path-fields.js';
 import { v, type VarSpec } from './config-spec.js';
 
 export const NODE_VARS: VarSpec[] = [
@@ -169,14 +166,14 @@ export const NODE_VARS: VarSpec[] = [
   v(
     'ENI_IPAM_SOCKET',
     'socketPath',
-    unixSocketPath(),
+    pathOf('socket'),
     '/var/run/eni-ipam/ipamd.sock',
     'Unix socket of the gRPC service the CNI plugin calls (at most 107 bytes, the sun_path limit).',
   ),
   v(
     'ENI_IPAM_CHECKPOINT_PATH',
     'checkpointPath',
-    stateFilePath(),
+    pathOf('file'),
     '/var/run/eni-ipam/ipam.json',
     'Checkpoint file of the allocations (a file path; refused under /proc, /sys or /dev, or when it is a directory).',
   ),
@@ -213,14 +210,14 @@ export const NODE_VARS: VarSpec[] = [
   v(
     'ENI_IPAM_CNI_CONF_DIR',
     'cniConfDir',
-    absolutePath(),
+    pathOf('dir'),
     '/etc/cni/net.d',
     'CNI conf dir the conflist is written to (temp file + rename in the same dir).',
   ),
   v(
     'ENI_IPAM_CNI_BIN_DIR',
     'cniBinDir',
-    absolutePath(),
+    pathOf('dir'),
     '/opt/cni/bin',
     'CNI bin dir the plugin is copied to: the native shim as eni-ipam (plus the Node plugin eni-ipam.cjs only with ENI_IPAM_CNI_EXEC=false).',
   ),
@@ -234,7 +231,7 @@ export const NODE_VARS: VarSpec[] = [
   v(
     'ENI_IPAM_CNI_EXEC_SOCKET',
     'cniExecSocket',
-    unixSocketPath(),
+    pathOf('socket'),
     undefined,
     'Unix socket (mode 0600, at most 107 bytes) of the CNI exec server, written into the conflist as execSocket.',
     'cni-exec.sock beside ENI_IPAM_SOCKET',
@@ -249,7 +246,7 @@ export const NODE_VARS: VarSpec[] = [
   v(
     'ENI_IPAM_CNI_EXEC_NETNS',
     'cniExecNetns',
-    absolutePath(),
+    pathOf('netns'),
     undefined,
     "Network namespace (path) standing for the node: exec-socket invocations wire the node side in it (only shims running in it are served), and host networking (ENI_IPAM_HOST_NETWORK) is applied in it. For tests and demos that run ipamd outside the node's namespace.",
     "ipamd's own",

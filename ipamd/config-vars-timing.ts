@@ -2,17 +2,8 @@
  * Environment variables of ipamd's timers, EC2 call limits, logs and node reporting (second part of the table in ./config.ts).
  * Order here is the README table's order.
  */
-import {
-  absolutePath,
-  bool,
-  duration,
-  fileSize,
-  logTarget,
-  pluginLogFile,
-  positiveDecimal,
-  text,
-  wholeNumber,
-} from './config-fields.js';
+import { bool, duration, fileSize, positiveDecimal, text, wholeNumber } from './config-fields.js';
+import { logTarget, pathOf, pluginLogFile } from './config-path-fields.js';
 import { v, type VarSpec } from './config-spec.js';
 
 export const TIMING_VARS: VarSpec[] = [
@@ -132,7 +123,7 @@ export const TIMING_VARS: VarSpec[] = [
   v(
     'ENI_IPAM_AWS_NODE_CHECKPOINT_PATH',
     'awsNodeCheckpointPath',
-    absolutePath(),
+    pathOf('file'),
     '/var/run/aws-node/ipam.json',
     "amazon-vpc-cni-k8s's checkpoint: imported when ipamd has no checkpoint of its own and this file was written during this boot (taking over a node from aws-node).",
   ),

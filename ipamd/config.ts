@@ -70,8 +70,8 @@
  * at most 596h (Node's timer limit).
  * Booleans: true, false, 1, 0 (any case).
  */
-import { realpathSync, statSync } from 'node:fs';
-import { pseudoFsOf, socketPathTooLong } from './config-fields.js';
+import { socketPathTooLong } from './config-path-fields.js';
+import { checkPathSettings } from './config-paths.js';
 import { type VarSpec } from './config-spec.js';
 import { ConfigError, type IpamdConfig } from './config-types.js';
 import { NODE_VARS } from './config-vars-node.js';
@@ -138,28 +138,19 @@ export function loadConfig(env: NodeJS.ProcessEnv): IpamdConfig {
 }
 
 /**
- * The checks of {@link loadConfig} that need the filesystem, run once at start: the
- * checkpoint path (ENI_IPAM_CHECKPOINT_PATH), when something exists there, must be a
- * regular file (not a directory, device, socket...) and must not resolve (through
- * symlinks) into /proc, /sys or /dev. A missing file is fine (first start).
- * @throws ConfigError (one line naming the variable).
+ * The checks of {@link loadConfig} that need the filesystem, run once at start before
+ * anything is opened: every path-valued setting of the spec, resolved through symlinks,
+ * must stay out of /proc, /sys and /dev and be of the right type where something exists
+ * (config-paths.ts). A missing file or directory is fine (first start).
+ * @throws ConfigError (one line naming the variable, the value and what is accepted).
  */
 export function checkConfigOnDisk(c: IpamdConfig): void {
-  const name = 'ENI_IPAM_CHECKPOINT_PATH';
-  let st;
-  try {
-    st = statSync(c.checkpointPath);
-  } catch {
-    return; // absent (or its directory is): created at start
-  }
-  const bad = (why: string) => new ConfigError(name, `${name}=${quote(c.checkpointPath)} is invalid: ${why}`);
-  if (st.isDirectory())
-    throw bad('it is a directory; expected the path of the checkpoint file (e.g. /var/run/eni-ipam/ipam.json)');
-  if (!st.isFile()) throw bad('it exists and is not a regular file; expected the path of the checkpoint file');
-  const real = realpathSync(c.checkpointPath);
-  const fs = pseudoFsOf(real);
-  if (fs)
-    throw bad(`it resolves to ${quote(real)} under ${fs}, a pseudo filesystem that can never hold the checkpoint`);
+  checkPathSettings(c, SPECS);
+}
+
+/** Every variable ipamd reads, in documentation order (the spec; its path variables carry a `pathKindOf`). */
+export function configSpecs(): readonly VarSpec[] {
+  return SPECS;
 }
 
 /**

@@ -21,6 +21,7 @@ import { ipamdEnvSettings, networkEnvSettings } from './observability/env-settin
 import { createMetrics } from './observability/metrics.js';
 import type { KubeReporter } from './observability/kube-reporter.js';
 import { PluginLogFiles } from './observability/log-files.js';
+import { StalledParts } from './observability/stalled-parts.js';
 import { statusDocument } from './observability/status-doc.js';
 import { RpcServer } from './rpc/server.js';
 import { IpamService, routeTableFor } from './service/ipam-service.js';
@@ -40,6 +41,12 @@ import { openCheckpointState } from './startup/checkpoint-state.js';
 import { markAwsNodeCheckpointImported } from './startup/aws-node-import.js';
 import { checkpointCoverage, confirmJitterMs, startInventoryCache } from './startup/fast-start.js';
 import { whileHoldingCheckpointLock } from './startup/checkpoint-lock.js';
+
+/**
+ * How long a stop lets ADDs waiting on a refill and EC2 calls in flight finish before it
+ * fails and aborts them (ms); well within the shutdown deadline (shutdown.ts).
+ */
+const EC2_STOP_GRACE_MS = 3000;
 
 /** A running daemon. */
 export interface Daemon {
@@ -242,8 +249,10 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
   });
 
   let lifecycle: EniLifecycle | undefined;
-  const status = () =>
-    statusDocument(
+  // Parts that cannot make progress back off and say so here (log, metrics, /v1/status), never spin.
+  const stalled = new StalledParts({ log, registry: metrics.registry });
+  const status = () => ({
+    ...statusDocument(
       {
         inv,
         ds,
@@ -255,7 +264,9 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
         sysctls: () => hostNet?.sysctls(),
       },
       Date.now(),
-    );
+    ),
+    stalled: stalled.list(),
+  });
   const endpoints = await startHttpEndpoints(
     config,
     {
@@ -290,7 +301,7 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
     : undefined;
   await rpc.listen();
   // The shim's fast path: plugin invocations run in-process (started before the conflist exists), their log rotated.
-  const pluginLogs = new PluginLogFiles({ maxSize: config.logFileMaxSize, maxFiles: config.logFileMaxFiles });
+  const pluginLogs = new PluginLogFiles({ maxSize: config.logFileMaxSize, maxFiles: config.logFileMaxFiles, stalled });
   const cniExec = config.cniExec
     ? new CniExecServer({
         socketPath: config.cniExecSocket,
@@ -372,6 +383,13 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
     introspectionPort: endpoints.introspectionPort,
     async stop(graceMs = 10_000) {
       stopping = true;
+      // What still waits on EC2 EC2_STOP_GRACE_MS into the stop is cut: ADDs waiting on a
+      // refill fail (they would hold the drain), EC2 calls in flight are aborted (their
+      // outcome is reconciled at the next start, as after a crash).
+      const cut = setTimeout(() => {
+        pool.refuseWaiting();
+        inv.ec2.close();
+      }, EC2_STOP_GRACE_MS);
       await reporting;
       await reporter?.stop(); // first: a stopping pool must not read as "cannot serve" (a taint)
       eniConfig.stop();
@@ -380,6 +398,7 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
       await rpc.shutdown(graceMs);
       await lifecycle?.stop();
       await pool.stop();
+      clearTimeout(cut);
       inv.ec2.close();
       hostNet?.stop();
       inv.imds.close();

@@ -1,7 +1,9 @@
 /**
- * eni-ipamd's composition root: validates the environment (a bad variable stops start-up
- * with one line naming it), starts the daemon, and on SIGTERM/SIGINT stops taking new
- * work, finishes in-flight RPCs, flushes the checkpoint and exits 0. SIGUSR2 cycles the
+ * eni-ipamd's composition root: validates the environment, every path setting included (a
+ * bad variable stops start-up with one line naming it), takes the node's one-ipamd guard
+ * (startup/node-guard.ts) before anything on the node is opened, starts the daemon, and on
+ * SIGTERM/SIGINT stops taking new work, finishes in-flight RPCs, flushes the checkpoint and
+ * exits 0, within a deadline whatever it is doing (shutdown.ts). SIGUSR2 cycles the
  * log level (see log-level.ts). main.ts runs it, from the one-file bundle when the build
  * made one (scripts/bundle-ipamd.mjs), else from these modules.
  */
@@ -10,8 +12,10 @@ import { checkConfigOnDisk, ConfigError, loadConfig } from './config.js';
 import { startDaemon } from './daemon.js';
 import { createLogger } from './log.js';
 import { installLogLevelSignal } from './log-level.js';
-import { closeLog, openRotatingLog } from './observability/log-files.js';
+import { openRotatingLog } from './observability/log-files.js';
 import { logProcessWarnings } from './observability/process-warnings.js';
+import { flushLogWithin, installStopSignals } from './shutdown.js';
+import { acquireNodeGuard, nodeGuardName } from './startup/node-guard.js';
 
 /** How ipamd's modules were loaded this run (bundle-loader.ts; logged at start-up). */
 export interface ModulesLoaded {
@@ -25,7 +29,8 @@ export interface ModulesLoaded {
 
 /**
  * Runs ipamd until a signal ends the process. Exits the process itself: 1 (with the reason
- * on stderr) when the environment is invalid or start-up fails, 0 after a clean shutdown.
+ * on stderr) when the environment is invalid, another ipamd runs on the node, or start-up
+ * fails; 0 after a clean shutdown (or a signal during start-up).
  * `loaded` says how main.ts loaded it (one info line).
  * @returns once the daemon is serving and the signal handlers are installed.
  */
@@ -41,20 +46,36 @@ export async function runIpamd(loaded?: ModulesLoaded): Promise<void> {
     }
     throw e;
   }
+  try {
+    await acquireNodeGuard(nodeGuardName(config.imdsEndpoint), {
+      pid: process.pid,
+      socket: config.socketPath,
+      checkpoint: config.checkpointPath,
+      logFile: config.logFile,
+      since: new Date().toISOString(),
+    }); // held until the process ends (the kernel frees it)
+  } catch (e) {
+    process.stderr.write(`eni-ipamd: ${(e as Error).message}\n`);
+    process.exit(1);
+  }
   // AWS_VPC_K8S_CNI_LOG_FILE: a rotating file (observability/log-files.ts) or stdout.
-  const file =
-    config.logFile === 'stdout'
-      ? undefined
-      : openRotatingLog(config.logFile, { maxSize: config.logFileMaxSize, maxFiles: config.logFileMaxFiles });
+  let file;
+  try {
+    file =
+      config.logFile === 'stdout'
+        ? undefined
+        : openRotatingLog(config.logFile, { maxSize: config.logFileMaxSize, maxFiles: config.logFileMaxFiles });
+  } catch (e) {
+    process.stderr.write(
+      `eni-ipamd: AWS_VPC_K8S_CNI_LOG_FILE=${JSON.stringify(config.logFile)}: ${(e as Error).message}\n`,
+    );
+    process.exit(1);
+  }
   if (file)
     process.stdout.write(
       `eni-ipamd: logging to ${config.logFile} (rotated at ${config.logFileMaxSize}, ${config.logFileMaxFiles} kept)\n`,
     );
   const log = createLogger({ level: config.logLevel, format: config.logFormat, ...(file ? { stream: file } : {}) });
-  const flushed = async (): Promise<void> => {
-    log.flush();
-    if (file) await closeLog(file);
-  };
   if (loaded)
     log.info(
       { modules: loaded.from, codeCache: loaded.codeCache, codeCacheFile: loaded.codeCacheFile },
@@ -62,32 +83,15 @@ export async function runIpamd(loaded?: ModulesLoaded): Promise<void> {
     );
   logProcessWarnings(log); // e.g. the AWS SDK's Node version notice, into the log file too (not only stderr)
   installLogLevelSignal(log, config.logLevel); // SIGUSR2: next more verbose level, wrapping (log-level.ts)
-  let daemon;
+  let daemon: Awaited<ReturnType<typeof startDaemon>> | undefined;
+  // From here SIGTERM always ends ipamd: at once while starting, after a bounded drain once serving.
+  installStopSignals({ log, file, daemonStop: () => (daemon ? () => daemon!.stop() : undefined) });
   try {
     daemon = await startDaemon(config, log);
   } catch (e) {
     log.fatal({ err: (e as Error).message }, 'ipamd could not start');
-    await flushed();
+    await flushLogWithin(log, file);
     process.stderr.write(`eni-ipamd: ${(e as Error).message}\n`);
     process.exit(1);
   }
-  let stopping = false;
-  const onSignal = (sig: NodeJS.Signals) => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal: sig }, 'shutting down: draining in-flight RPCs');
-    daemon.stop().then(
-      async () => {
-        await flushed();
-        process.exit(0);
-      },
-      async (e: Error) => {
-        log.error({ err: e.message }, 'shutdown failed');
-        await flushed();
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
 }

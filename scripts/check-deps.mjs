@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Every package the code imports is declared in package.json (run by `npm run lint`).
-// Shipped code (ipamd/, cni-plugin/, cli/, proto/, netfacts/, sim/) must find it in `dependencies`;
+// Shipped code (ipamd/, cni-plugin/, cli/, proto/, netfacts/, nodefs/, sim/) must find it in `dependencies`;
 // tests, benches, the demo and scripts may also use `devDependencies`. Node built-ins
 // (with or without `node:`) are always allowed. Exit 1 with one line per undeclared import.
 import { readFileSync } from 'node:fs';
@@ -12,7 +12,7 @@ const pkg = JSON.parse(readFileSync('package.json', 'utf8'));
 const prod = new Set(Object.keys(pkg.dependencies ?? {}));
 const dev = new Set(Object.keys(pkg.devDependencies ?? {}));
 const builtins = new Set(builtinModules);
-const SHIPPED = /^(ipamd|cni-plugin|cli|proto|netfacts|sim)\//;
+const SHIPPED = /^(ipamd|cni-plugin|cli|proto|netfacts|nodefs|sim)\//;
 
 const files = execFileSync(
   'git',

@@ -83,7 +83,7 @@ fi
 bash scripts/ensure-helm.sh
 
 stamp=dist/.build-stamp
-if [ ! -f "$stamp" ] || [ -n "$(find ipamd cni-plugin sim proto netfacts loader cli demo test bench scripts tsconfig.json package.json -newer "$stamp" -type f -print -quit 2>/dev/null)" ]; then
+if [ ! -f "$stamp" ] || [ -n "$(find ipamd cni-plugin sim proto netfacts loader nodefs cli demo test bench scripts tsconfig.json package.json -newer "$stamp" -type f -print -quit 2>/dev/null)" ]; then
   echo "eni-ipam: building" >&2
   npm run --silent build >&2
   touch "$stamp"

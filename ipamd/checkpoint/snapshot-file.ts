@@ -5,7 +5,8 @@
  * durable once its directory is synced). The directory is created (mode 0700) if missing.
  */
 import { constants } from 'node:fs';
-import { mkdir, open, rename, unlink } from 'node:fs/promises';
+import { open, rename, unlink } from 'node:fs/promises';
+import { mkdirParents } from '../../nodefs/dirs.js';
 import { basename, dirname, join } from 'node:path';
 
 /** Options of {@link writeSnapshotFile}. */
@@ -32,7 +33,7 @@ export async function writeSnapshotFile(path: string, buf: Buffer, o: SnapshotFi
     t = now;
   };
   const dir = dirname(path);
-  await mkdir(dir, { recursive: true, mode: 0o700 });
+  await mkdirParents(dir, 0o700);
   const tmp = join(dir, `.${basename(path)}.${process.pid}.tmp`);
   let renamed = false;
   try {

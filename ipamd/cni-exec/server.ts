@@ -36,7 +36,8 @@
  * socket); the spawn helper's `cni.spawn.call` (ms its fork and exec took) and
  * `cni.spawn.relay` (the two frames' share of the time to a started child).
  */
-import { chmod, mkdir } from 'node:fs/promises';
+import { chmod } from 'node:fs/promises';
+import { mkdirParents } from '../../nodefs/dirs.js';
 import net from 'node:net';
 import path from 'node:path';
 import {
@@ -151,7 +152,7 @@ export class CniExecServer {
       throw new Error(
         `cannot read the node netns ${this.o.nodeNetns ?? '/proc/self/ns/net'} (${this.nodeNetnsId.slice(1)})`,
       );
-    await mkdir(path.dirname(sock), { recursive: true, mode: 0o750 });
+    await mkdirParents(path.dirname(sock), 0o750);
     await removeStaleSocket(sock);
     await new Promise<void>((resolve, reject) => {
       this.server.once('error', reject);

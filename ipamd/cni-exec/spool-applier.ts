@@ -22,7 +22,8 @@
  * nothing), stale (a newer allocation), corrupt, failed (checkpoint write failed; retried).
  */
 import { watch, type FSWatcher } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
+import { mkdirParents } from '../../nodefs/dirs.js';
 import { Counter, type Registry } from 'prom-client';
 import { hostVethName, LOCAL_NODE, teardownHost } from '../../cni-plugin/facade.js';
 import type { Datastore } from '../datastore/datastore.js';
@@ -100,7 +101,7 @@ export class DelSpool {
    */
   async start(afterRelease?: () => void): Promise<void> {
     this.afterRelease = afterRelease;
-    await mkdir(this.o.dir, { recursive: true, mode: 0o700 });
+    await mkdirParents(this.o.dir, 0o700);
     try {
       this.watcher = watch(this.o.dir, () => this.soon('watch'));
       this.watcher.on('error', (e) =>

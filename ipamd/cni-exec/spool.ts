@@ -42,7 +42,8 @@
  * even when it held nothing), the checkpoint is written, and only then is the file
  * deleted. An entry for a key ipamd does not hold is a no-op (removed).
  */
-import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { mkdirParents } from '../../nodefs/dirs.js';
 import path from 'node:path';
 import { z } from 'zod';
 import type { AllocationKey } from '../datastore/types.js';
@@ -153,7 +154,7 @@ export async function readSpool(dir: string, now = Date.now()): Promise<SpoolRea
 /** Moves a corrupt entry to `<dir>/corrupt/<name>.<ISO time>` (kept). @returns the new path. */
 export async function moveAside(file: string, now = new Date()): Promise<string> {
   const dir = path.join(path.dirname(file), CORRUPT_DIR_NAME);
-  await mkdir(dir, { recursive: true, mode: 0o700 });
+  await mkdirParents(dir, 0o700);
   const to = path.join(dir, `${path.basename(file)}.${now.toISOString().replace(/[:.]/g, '-')}`);
   await rename(file, to);
   return to;
@@ -164,7 +165,7 @@ export async function moveAside(file: string, now = new Date()): Promise<string>
  * tests and tools. @returns the file path. @throws Error on I/O failure.
  */
 export async function writeSpoolEntry(dir: string, e: Omit<SpoolEntry, 'version'>): Promise<string> {
-  await mkdir(dir, { recursive: true, mode: 0o700 });
+  await mkdirParents(dir, 0o700);
   const name = spoolFileName(e);
   const file = path.join(dir, name);
   const tmp = path.join(dir, `.tmp-${process.pid}-${name}`);

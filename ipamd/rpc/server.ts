@@ -8,6 +8,7 @@
  * bounded wait, UNAVAILABLE while shutting down or not ready, INTERNAL otherwise.
  */
 import { promises as fs } from 'node:fs';
+import { mkdirParents } from '../../nodefs/dirs.js';
 import net from 'node:net';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -184,7 +185,7 @@ export class RpcServer {
    */
   async listen(): Promise<void> {
     const sock = this.o.socketPath;
-    await fs.mkdir(path.dirname(sock), { recursive: true, mode: 0o750 });
+    await mkdirParents(path.dirname(sock), 0o750);
     await removeStaleSocket(sock);
     const injector = this.server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
     const listener = net.createServer((conn) => injector.injectConnection(conn));

@@ -19,7 +19,8 @@
  * `<path>.imported-by-eni-ipam-<ISO time>`, so it is never imported a second time (e.g.
  * after our checkpoint were lost later, when it would be stale).
  */
-import { copyFile, mkdir, readFile, rename } from 'node:fs/promises';
+import { copyFile, readFile, rename } from 'node:fs/promises';
+import { mkdirParents } from '../../nodefs/dirs.js';
 import path from 'node:path';
 import { convertAwsNodeCheckpoint, readAwsNodeCheckpoint, type SkippedEntry } from '../checkpoint/aws-node.js';
 import type { CheckpointLoad } from '../checkpoint/index.js';
@@ -61,7 +62,7 @@ export async function importAwsNodeCheckpoint(p: {
   const reject = async (reason: string): Promise<AwsNodeImport> => {
     const keptAt = path.join(p.asideDir, `aws-node-ipam.json.rejected-${(p.now ?? new Date()).toISOString()}`);
     try {
-      await mkdir(p.asideDir, { recursive: true, mode: 0o700 });
+      await mkdirParents(p.asideDir, 0o700);
       await copyFile(p.path, keptAt);
     } catch (e) {
       log.error(

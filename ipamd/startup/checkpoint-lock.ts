@@ -10,8 +10,9 @@
  * `hostNetwork: true`, so every ipamd of a node shares one; the gRPC socket's own
  * "another process is serving" check (rpc/server.ts) stays as a second line.
  */
-import { mkdirSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import net from 'node:net';
+import { mkdirParentsSync } from '../../nodefs/dirs.js';
 
 /** A held lock; {@link release} frees the name (idempotent). */
 export interface CheckpointLock {
@@ -28,7 +29,7 @@ export interface CheckpointLock {
 export function checkpointLockName(dir: string): string {
   // Synchronous: two metadata calls at the very start, which through libuv's thread pool
   // would queue behind other daemons' fsyncs in a fleet simulation (one process, 4 threads).
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  mkdirParentsSync(dir, 0o700);
   const st = statSync(dir);
   return `eni-ipam/ipamd/${st.dev}:${st.ino}`;
 }

@@ -26,7 +26,8 @@
  * (`shadowed` in the result, logged by the caller). Our own conflist under its former name
  * (`10-eni-ipam.conflist`, before this change) is removed once the new one is in place.
  */
-import { chmod, copyFile, mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdirParents } from '../../nodefs/dirs.js';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -130,8 +131,8 @@ export interface CniInstallResult {
  * @throws Error on I/O failure (temp files are removed).
  */
 export async function installCni(o: CniInstallOptions): Promise<CniInstallResult> {
-  await mkdir(o.binDir, { recursive: true });
-  await mkdir(o.confDir, { recursive: true });
+  await mkdirParents(o.binDir);
+  await mkdirParents(o.confDir);
   const nodePlugin =
     o.execSocket === ''
       ? await installFile(o.pluginSource ?? BUNDLED_PLUGIN_PATH, o.binDir, NODE_PLUGIN_NAME, 0o755)

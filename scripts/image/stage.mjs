@@ -35,7 +35,7 @@ import { makeIpamdCodeCache } from '../bundle-ipamd.mjs';
 export const STAGE_DIR = path.join(BUILD_DIR, 'stage');
 
 /** The dist/ subtrees needed at run time: ipamd, the plugin, and the operator CLI (nothing from dist/sim, dist/test...). */
-const DIST_DIRS = ['ipamd', 'cni-plugin', 'netfacts', 'loader', 'proto', 'cli'];
+const DIST_DIRS = ['ipamd', 'cni-plugin', 'netfacts', 'loader', 'nodefs', 'proto', 'cli'];
 
 /** Files of npm packages Node never loads at run time: type declarations and source maps. */
 const NOT_LOADED = /\.(d\.[cm]?ts|map)$/;

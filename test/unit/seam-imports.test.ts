@@ -1,7 +1,7 @@
 /**
  * The plugin↔ipamd seam holds in the source: ipamd imports one module of cni-plugin/
  * (cni-plugin/facade.ts), the plugin imports nothing from ipamd/, and the shared folders
- * (proto/, netfacts/: node networking facts, loader/: the V8 code-cache loader) import neither. Reads the .ts sources.
+ * (proto/, netfacts/: node networking facts, loader/: the V8 code-cache loader, nodefs/: loop-free directory creation) import neither. Reads the .ts sources.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -35,12 +35,16 @@ test('ipamd imports only cni-plugin/facade from the plugin', () => {
   );
 });
 
-test('the plugin imports nothing from ipamd/, netfacts/, loader/ and proto/ import neither side', () => {
-  const bad = [...imports('cni-plugin'), ...imports('netfacts'), ...imports('loader'), ...imports('proto')].filter(
-    (i) => i.spec.startsWith('.') && /^(ipamd)\//.test(resolved(i)),
-  );
+test('the plugin imports nothing from ipamd/, netfacts/, loader/, nodefs/ and proto/ import neither side', () => {
+  const bad = [
+    ...imports('cni-plugin'),
+    ...imports('netfacts'),
+    ...imports('loader'),
+    ...imports('nodefs'),
+    ...imports('proto'),
+  ].filter((i) => i.spec.startsWith('.') && /^(ipamd)\//.test(resolved(i)));
   assert.deepEqual(bad, []);
-  const shared = [...imports('netfacts'), ...imports('loader'), ...imports('proto')].filter(
+  const shared = [...imports('netfacts'), ...imports('loader'), ...imports('nodefs'), ...imports('proto')].filter(
     (i) => i.spec.startsWith('.') && /^(ipamd|cni-plugin)\//.test(resolved(i)),
   );
   assert.deepEqual(shared, []);

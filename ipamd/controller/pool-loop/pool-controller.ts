@@ -140,6 +140,16 @@ export class PoolController {
     this.ticker.start(0);
   }
 
+  /**
+   * Shutdown's first step: fails the ADDs waiting for a refill now (they would hold the RPC
+   * drain for up to ENI_IPAM_ADD_WAIT_TIMEOUT) and lets no new one wait or step start.
+   * {@link stop} finishes the stop. Idempotent.
+   */
+  refuseWaiting(): void {
+    this.stopped = true;
+    this.waiters.failAll(new PoolExhaustedError('ipamd is shutting down'));
+  }
+
   /** Stops the loop, fails waiting ADDs, and waits for the step and the ENI creations in flight. */
   async stop(): Promise<void> {
     this.stopped = true;
@@ -214,6 +224,7 @@ export class PoolController {
    * @throws PoolExhaustedError with the reason when the pool cannot grow or time runs out.
    */
   waitForAddress(timeoutMs: number): Promise<void> {
+    if (this.stopped) return Promise.reject(new PoolExhaustedError('ipamd is shutting down'));
     const p = this.waiters.wait(timeoutMs);
     this.trigger();
     return p;
