@@ -129,6 +129,16 @@ export class PoolController {
     o.ds.onAddressesAvailable(() => this.waiters.wake());
   }
 
+  /** True once {@link stop} was called. */
+  get stopping(): boolean {
+    return this.stopped;
+  }
+
+  /** Why releases are frozen (the release gate's reasons), empty when they are not. */
+  freezeReasons(): string[] {
+    return this.o.gate.describe();
+  }
+
   /** Last grow failure, for status output. */
   get lastError(): string | undefined {
     return this.grower.lastError;
