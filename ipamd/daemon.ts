@@ -6,6 +6,7 @@
 import path from 'node:path';
 import { readBootId } from './checkpoint/index.js';
 import { CniExecServer } from './cni-exec/server.js';
+import { createThrottleWatch } from './cloud/throttle-watch.js';
 import { acquireSpawnHelper, traceSpawn } from './cni-exec/spawn-helper.js';
 import type { PluginHost } from '../cni-plugin/facade.js';
 import { DelSpool } from './cni-exec/spool-applier.js';
@@ -82,6 +83,7 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
   const bootId = readBootId();
   // With DISABLE_METRICS nothing scrapes the registry: no process metrics, no event-loop sampler.
   const metrics = createMetrics({ processMetrics: !config.disableMetrics });
+  const throttle = createThrottleWatch();
   const inv = await discoverNode({
     imdsEndpoint: config.imdsEndpoint,
     ...(config.ec2Endpoint ? { ec2Endpoint: config.ec2Endpoint } : {}),
@@ -103,6 +105,7 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
       timeoutMs: config.ec2TimeoutMs,
       maxAttempts: config.ec2MaxAttempts,
       ...metrics.ec2,
+      observe: throttle.observe((...a) => metrics.ec2.observe(...a)),
     },
   });
   const unit = config.enablePrefixDelegation ? 'prefix' : 'ip';
@@ -211,6 +214,7 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
     persist: () => writer.commit(),
     log,
     addWaitTimeoutMs: config.addWaitTimeoutMs,
+    ec2Throttled: () => throttle.throttledWithin(config.addWaitTimeoutMs + 1000),
     onConflict: () => metrics.ipConflict(),
     onDel: metrics.delRequested,
     kernel,

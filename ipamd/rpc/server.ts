@@ -321,7 +321,11 @@ export class RpcServer {
     const t0 = performance.now();
     if (this.draining) {
       this.o.observe?.(verb, 'UNAVAILABLE', 0);
-      return { ok: false, code: grpc.status.UNAVAILABLE, details: tagCause(IpamdCause.ShuttingDown, 'ipamd is shutting down') };
+      return {
+        ok: false,
+        code: grpc.status.UNAVAILABLE,
+        details: tagCause(IpamdCause.ShuttingDown, 'ipamd is shutting down'),
+      };
     }
     try {
       const reply = await fn(req);

@@ -65,6 +65,8 @@ export interface IpamServiceOptions {
   kernel?: KernelReader;
   /** Told of each failed ADD with its reason; `noIp` when it failed for want of an address (metrics); `detail`: the pod and the error message (Events). */
   onAddFailed?: (reason: AddFailureReason, noIp: boolean, detail: { pod?: PodRef; message: string }) => void;
+  /** True while EC2 throttles ipamd (an ADD that got no address then says so); cloud/throttle-watch.ts. */
+  ec2Throttled?: () => boolean;
   /** Told of each DEL request with the reason the plugin gave (metrics). */
   onDel?: (reason: string) => void;
 }
@@ -128,6 +130,7 @@ export class IpamService {
         counts: ds.counts(this.now()),
         freezeReasons: pool.freezeReasons(),
         stopping: pool.stopping,
+        throttled: this.o.ec2Throttled?.() ?? false,
       });
     } finally {
       stageTrace.record('add.handler', performance.now() - t0);

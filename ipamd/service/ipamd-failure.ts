@@ -37,6 +37,8 @@ export interface NoAddressContext {
   freezeReasons: readonly string[];
   /** True while ipamd is stopping. */
   stopping: boolean;
+  /** True when EC2 throttled ipamd during the wait (a grow may still be retrying through it). */
+  throttled?: boolean;
 }
 
 /**
@@ -55,6 +57,6 @@ export function explainNoAddress(err: Error, c: NoAddressContext): Error {
       true,
     );
   }
-  if (c.reason === 'throttled') return new IpamdFailure(IpamdCause.Throttled, err.message, true);
+  if (c.reason === 'throttled' || c.throttled) return new IpamdFailure(IpamdCause.Throttled, err.message, true);
   return err;
 }
