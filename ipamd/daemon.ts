@@ -3,6 +3,7 @@
  * gRPC server → introspection. `main.ts` only parses the environment and handles
  * signals; everything with a lifetime is started and stopped here.
  */
+import { monoNow } from './clock.js';
 import path from 'node:path';
 import { readBootId } from './checkpoint/index.js';
 import { CniExecServer } from './cni-exec/server.js';
@@ -78,7 +79,7 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
 }
 
 async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
-  const t0 = Date.now();
+  const t0 = monoNow();
   const processStart = performance.timeOrigin;
   const bootId = readBootId();
   // With DISABLE_METRICS nothing scrapes the registry: no process metrics, no event-loop sampler.
@@ -118,7 +119,7 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
   const ds = new Datastore(config.ipCooldownMs, unit, { primaryServesNewPods: !config.customNetworkCfg });
   // Half-done ENI work (crash, IMDS lag) is not served from until the reconcile finishes it.
   const adoption = planAdoption(inv);
-  loadInventory(ds, { ...inv, managed: adoption.load }, Date.now());
+  loadInventory(ds, { ...inv, managed: adoption.load }, monoNow());
 
   const gate = new ReleaseGate();
   gate.onChange((frozen, reasons) =>
@@ -184,7 +185,7 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
     ...(recordedIdentity ? { recordedIdentity } : {}),
   });
   setRuntimeIdentity(evidence.runtimeIdentity);
-  const nodeInitMs = Date.now() - t0;
+  const nodeInitMs = monoNow() - t0;
 
   // Host networking of a new ENI is set up before its IPs can be handed out (assigned below, once started).
   let hostNet: Awaited<ReturnType<typeof startHostNetworkSync>> | undefined;
@@ -267,7 +268,7 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
         lifecycle: () => lifecycle,
         sysctls: () => hostNet?.sysctls(),
       },
-      Date.now(),
+      monoNow(),
     ),
     stalled: stalled.list(),
   });
@@ -276,7 +277,7 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
     {
       status,
       allocations: () => ds.allocations(),
-      enis: () => enisDocument(ds, routeTableFor, Date.now()),
+      enis: () => enisDocument(ds, routeTableFor, monoNow()),
       eniConfig: () => eniConfig.name(),
       stageTrace: () => stageTrace.summary(),
       ipamdEnv: () => ipamdEnvSettings(config),
@@ -362,7 +363,7 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
     reporter?.kick();
   });
   metrics.started({
-    startupSeconds: (Date.now() - processStart) / 1000,
+    startupSeconds: (monoNow() - processStart) / 1000,
     nodeInitSeconds: nodeInitMs / 1000,
     withApiServer: !!evidence.kubeConfigured,
   });
@@ -372,7 +373,7 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
       cniExecSocket: cniExec ? config.cniExecSocket : null,
       introspectionPort: endpoints.introspectionPort,
       metricsPort: endpoints.metricsPort,
-      startupMs: Date.now() - t0,
+      startupMs: monoNow() - t0,
       ...status().counts,
     },
     'ipamd serving',

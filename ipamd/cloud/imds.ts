@@ -6,6 +6,7 @@
  *
  * IMDS is a hint, EC2 is the truth (docs/design.md#4-restore-after-restart): callers confirm what it says.
  */
+import { monoNow } from '../clock.js';
 import http from 'node:http';
 import { httpRequest, type HttpAnswer } from './imds-http.js';
 
@@ -233,7 +234,7 @@ export class ImdsClient {
    * this each of them fetched its own token). @throws ImdsError
    */
   private getToken(): Promise<string> {
-    if (this.token && this.token.expiresAt > Date.now() + 60_000) return Promise.resolve(this.token.value);
+    if (this.token && this.token.expiresAt > monoNow() + 60_000) return Promise.resolve(this.token.value);
     this.tokenFetch ??= this.fetchToken().finally(() => (this.tokenFetch = undefined));
     return this.tokenFetch;
   }
@@ -244,7 +245,7 @@ export class ImdsClient {
       headers: { 'X-aws-ec2-metadata-token-ttl-seconds': String(this.ttlS) },
     });
     const value = await this.bodyOrThrow(res, 'api/token');
-    this.token = { value: value.trim(), expiresAt: Date.now() + this.ttlS * 1000 };
+    this.token = { value: value.trim(), expiresAt: monoNow() + this.ttlS * 1000 };
     return this.token.value;
   }
 

@@ -3,6 +3,7 @@
  * the change durable before answering; DEL releases into cooldown the same way.
  * A failed checkpoint write undoes the change and fails the request (docs/design.md#1-the-parts-and-how-a-pod-gets-its-ip step 3).
  */
+import { monoNow } from '../clock.js';
 import { DEL_REASON_IP_CONFLICT } from '../../proto/ipam.js';
 import type { Datastore } from '../datastore/datastore.js';
 import type { Allocation, AllocationKey, EniInfo, PodRef } from '../datastore/types.js';
@@ -95,7 +96,7 @@ export class IpamService {
   private readonly now: () => number;
 
   constructor(private readonly o: IpamServiceOptions) {
-    this.now = o.now ?? Date.now;
+    this.now = o.now ?? monoNow;
   }
 
   /**

@@ -311,7 +311,7 @@ export function loadInventory(ds: Datastore, inv: NodeInventory, now: number): v
       subnetCidr: subnetCidrOf(inv, eni),
       primaryIp: eni.primaryIp,
       isPrimary: dev === 0,
-      createdAtMs: Number.isFinite(created) ? created : now,
+      createdAtMs: Number.isFinite(created) ? Math.min(created, now) : now,
       capacity: inv.limits.ipv4PerEni - 1,
     });
     ds.addIps(eni.eniId, eni.secondaryIps);
