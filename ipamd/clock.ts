@@ -19,10 +19,15 @@ export function monoNow(): number {
   return performance.timeOrigin + performance.now();
 }
 
+/** Below this gap (ms) between the two clocks {@link wallOf} leaves a reading as is (drift, not a step). */
+export const WALL_STEP_MS = 1000;
+
 /**
  * The wall-clock time (ms since epoch) of a {@link monoNow} reading, for showing to people:
- * the reading shifted by how far the wall clock has moved from the monotonic one.
+ * the reading shifted by how far the wall clock has stepped from the monotonic one (left as
+ * is when they differ by less than {@link WALL_STEP_MS}, so shown times stay stable).
  */
 export function wallOf(monoMs: number, wallNow = Date.now(), mono = monoNow()): number {
-  return monoMs + (wallNow - mono);
+  const step = wallNow - mono;
+  return Math.abs(step) < WALL_STEP_MS ? monoMs : monoMs + step;
 }
