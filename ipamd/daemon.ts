@@ -8,6 +8,7 @@ import path from 'node:path';
 import { readBootId } from './checkpoint/index.js';
 import { CniExecServer } from './cni-exec/server.js';
 import { createThrottleWatch } from './cloud/throttle-watch.js';
+import type { AnswerParseError } from './cloud/answer-parse.js';
 import { acquireSpawnHelper, traceSpawn } from './cni-exec/spawn-helper.js';
 import type { PluginHost } from '../cni-plugin/facade.js';
 import { DelSpool } from './cni-exec/spool-applier.js';
@@ -85,6 +86,14 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
   // With DISABLE_METRICS nothing scrapes the registry: no process metrics, no event-loop sampler.
   const metrics = createMetrics({ processMetrics: !config.disableMetrics });
   const throttle = createThrottleWatch();
+  // An IMDS or EC2 answer that does not parse is refused whole (the last good view stays): said at warn, counted.
+  const onParseError = (e: AnswerParseError) => {
+    log.warn(
+      { source: e.source, where: e.where, field: e.field, value: e.value },
+      'cloud answer did not parse; kept the last good view',
+    );
+    metrics.answerParseError(e);
+  };
   const inv = await discoverNode({
     imdsEndpoint: config.imdsEndpoint,
     ...(config.ec2Endpoint ? { ec2Endpoint: config.ec2Endpoint } : {}),
@@ -107,6 +116,7 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
       maxAttempts: config.ec2MaxAttempts,
       ...metrics.ec2,
       observe: throttle.observe((...a) => metrics.ec2.observe(...a)),
+      onParseError,
     },
   });
   const unit = config.enablePrefixDelegation ? 'prefix' : 'ip';

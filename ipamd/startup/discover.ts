@@ -97,7 +97,10 @@ export interface DiscoverOptions {
  *         attempts (Ec2Error): ipamd cannot run blind.
  */
 export async function discoverNode(o: DiscoverOptions): Promise<NodeInventory> {
-  const imds = new ImdsClient({ endpoint: o.imdsEndpoint });
+  const imds = new ImdsClient({
+    endpoint: o.imdsEndpoint,
+    ...(o.ec2Options?.onParseError ? { onParseError: o.ec2Options.onParseError } : {}),
+  });
   const imdsRead = <T>(what: string, fn: () => Promise<T>) =>
     pRetry(fn, {
       retries: o.retries ?? 8,
