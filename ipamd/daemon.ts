@@ -219,6 +219,7 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
         }
       : {}),
   });
+  let stopping = false; // set by stop(): Events stop, and a failing ADD says ipamd is restarting
   const service = new IpamService({
     ds,
     pool,
@@ -226,6 +227,7 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
     log,
     addWaitTimeoutMs: config.addWaitTimeoutMs,
     ec2Throttled: () => throttle.throttledWithin(config.addWaitTimeoutMs + 1000),
+    stopping: () => stopping,
     onConflict: () => metrics.ipConflict(),
     onDel: metrics.delRequested,
     kernel,
@@ -349,7 +351,6 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
         : {}),
     });
   }
-  let stopping = false;
   const reporting = serving
     .then(() => import('./observability/kube-reporting.js'))
     .then(

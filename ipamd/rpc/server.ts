@@ -333,6 +333,11 @@ export class RpcServer {
       return { ok: true, reply };
     } catch (err) {
       const e = err as Error;
+      // Failed while ipamd stops (e.g. an ADD whose refill wait ran out during the drain): that is the cause to report.
+      if (this.draining && !(e instanceof RpcError)) {
+        this.o.observe?.(verb, 'UNAVAILABLE', performance.now() - t0);
+        return { ok: false, code: grpc.status.UNAVAILABLE, details: tagCause(IpamdCause.ShuttingDown, e.message) };
+      }
       const code =
         e instanceof RpcError
           ? e.code

@@ -66,6 +66,8 @@ export interface IpamServiceOptions {
   kernel?: KernelReader;
   /** Told of each failed ADD with its reason; `noIp` when it failed for want of an address (metrics); `detail`: the pod and the error message (Events). */
   onAddFailed?: (reason: AddFailureReason, noIp: boolean, detail: { pod?: PodRef; message: string }) => void;
+  /** True once ipamd has begun to stop (an ADD that then gets no address says ipamd is restarting). */
+  stopping?: () => boolean;
   /** True while EC2 throttles ipamd (an ADD that got no address then says so); cloud/throttle-watch.ts. */
   ec2Throttled?: () => boolean;
   /** Told of each DEL request with the reason the plugin gave (metrics). */
@@ -130,7 +132,7 @@ export class IpamService {
         reason,
         counts: ds.counts(this.now()),
         freezeReasons: pool.freezeReasons(),
-        stopping: pool.stopping,
+        stopping: pool.stopping || (this.o.stopping?.() ?? false),
         throttled: this.o.ec2Throttled?.() ?? false,
       });
     } finally {
