@@ -7,8 +7,7 @@ import { monoNow } from './clock.js';
 import path from 'node:path';
 import { readBootId } from './checkpoint/index.js';
 import { CniExecServer } from './cni-exec/server.js';
-import { createThrottleWatch } from './cloud/throttle-watch.js';
-import type { AnswerParseError } from './cloud/answer-parse.js';
+import { watchCloudAnswers } from './startup/cloud-answers.js';
 import { acquireSpawnHelper, traceSpawn } from './cni-exec/spawn-helper.js';
 import type { PluginHost } from '../cni-plugin/facade.js';
 import { DelSpool } from './cni-exec/spool-applier.js';
@@ -85,15 +84,7 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
   const bootId = readBootId();
   // With DISABLE_METRICS nothing scrapes the registry: no process metrics, no event-loop sampler.
   const metrics = createMetrics({ processMetrics: !config.disableMetrics });
-  const throttle = createThrottleWatch();
-  // An IMDS or EC2 answer that does not parse is refused whole (the last good view stays): said at warn, counted.
-  const onParseError = (e: AnswerParseError) => {
-    log.warn(
-      { source: e.source, where: e.where, field: e.field, value: e.value },
-      'cloud answer did not parse; kept the last good view',
-    );
-    metrics.answerParseError(e);
-  };
+  const { throttle, ec2Hooks } = watchCloudAnswers(log, metrics);
   const inv = await discoverNode({
     imdsEndpoint: config.imdsEndpoint,
     ...(config.ec2Endpoint ? { ec2Endpoint: config.ec2Endpoint } : {}),
@@ -115,8 +106,7 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
       timeoutMs: config.ec2TimeoutMs,
       maxAttempts: config.ec2MaxAttempts,
       ...metrics.ec2,
-      observe: throttle.observe((...a) => metrics.ec2.observe(...a)),
-      onParseError,
+      ...ec2Hooks,
     },
   });
   const unit = config.enablePrefixDelegation ? 'prefix' : 'ip';
@@ -219,7 +209,7 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
         }
       : {}),
   });
-  let stopping = false; // set by stop(): Events stop, and a failing ADD says ipamd is restarting
+  let stopping = false; // set by stop(); a failing ADD then says ipamd is restarting
   const service = new IpamService({
     ds,
     pool,
