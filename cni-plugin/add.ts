@@ -16,7 +16,10 @@ import { isIPv4 } from 'node:net';
 import { DEL_REASON_IP_CONFLICT, type AddNetworkReply } from '../proto/ipam.js';
 import { requireEnv, type CniEnv } from './env.js';
 import { chainAddResult } from './chain.js';
-import { asCniError, CniCode, CniError } from './errors.js';
+import { asCniError, type CniError } from './errors.js';
+import { CNI_ERRORS, cniError, type CniErrorId } from './error-catalogue.js';
+import { IpamdCause, splitCause, type IpamdCauseName } from '../proto/ipamd-cause.js';
+import { GrpcStatus } from '../proto/grpc-status.js';
 import type { VerbContext } from './invocation.js';
 import { IpamdCallError, RETRYABLE_STATUSES } from '../proto/ipamd-api.js';
 import { hostOf } from './process-host.js';
@@ -32,22 +35,34 @@ export const ADD_TIMEOUT_MS = 15_000;
 /** Deadline of the "add-failed" `DelNetwork` in ms. */
 export const ROLLBACK_TIMEOUT_MS = 5_000;
 
-const FAILED_PRECONDITION = 9;
+/** The catalogue entry of each cause ipamd tags a failure with (proto/ipamd-cause.ts). */
+const BY_CAUSE: Record<IpamdCauseName, CniErrorId> = {
+  [IpamdCause.Checkpoint]: 'add-checkpoint',
+  [IpamdCause.ShuttingDown]: 'ipamd-restarting',
+  [IpamdCause.Unverified]: 'add-unverified',
+  [IpamdCause.Throttled]: 'add-throttled',
+  [IpamdCause.NotReady]: 'add-not-ready',
+};
 
-/** Maps a failed `AddNetwork` to a CNI error: retryable gRPC statuses → 11, others → 100. */
+/**
+ * Maps a failed `AddNetwork` to a CNI error (docs/design.md#cni-errors): a cause ipamd
+ * tagged (checkpoint write failed, shutting down, addresses unverified, EC2 throttled,
+ * restored IP not visible) → its entry, code 11; any other retryable gRPC status
+ * (RETRYABLE_STATUSES) → 11, `add-no-ip` for RESOURCE_EXHAUSTED; FAILED_PRECONDITION →
+ * 100 version skew; other statuses → 100; no answer at all → 11 `ipamd-unreachable`.
+ * `details` is ipamd's message without the tag.
+ */
 export function addFailure(e: unknown): CniError {
   if (e instanceof IpamdCallError) {
+    const { cause, message } = splitCause(e.details);
+    const details = `${e.statusName}: ${message}`;
+    if (cause) return cniError(BY_CAUSE[cause], details);
     if (RETRYABLE_STATUSES.includes(e.status))
-      return new CniError(CniCode.TryAgainLater, 'ipamd cannot assign an IP now, try again later', e.message);
-    if (e.status === FAILED_PRECONDITION)
-      return new CniError(CniCode.IpamdError, 'ipamd refused the request (plugin/ipamd API version skew?)', e.message);
-    return new CniError(CniCode.IpamdError, 'ipamd refused the request', e.message);
+      return cniError(e.status === GrpcStatus.RESOURCE_EXHAUSTED ? 'add-no-ip' : 'ipamd-transient', details);
+    if (e.status === GrpcStatus.FAILED_PRECONDITION) return cniError('ipamd-skew', details);
+    return cniError('ipamd-refused', details);
   }
-  return new CniError(
-    CniCode.TryAgainLater,
-    'cannot reach ipamd, try again later',
-    e instanceof Error ? e.message : String(e),
-  );
+  return cniError('ipamd-unreachable', e instanceof Error ? e.message : String(e));
 }
 
 /**
@@ -95,11 +110,7 @@ export async function cmdAdd(
     }
     if (!reply.success || !isIPv4(reply.ipv4_addr)) {
       await wiring.abort();
-      throw new CniError(
-        CniCode.IpamdError,
-        'ipamd did not assign an IPv4 address',
-        reply.message || `reply ${JSON.stringify(reply)}`,
-      );
+      throw cniError('add-no-ipv4', reply.message || `reply ${JSON.stringify(reply)}`);
     }
     const plan: WiringPlan = { ...veth, ipv4: reply.ipv4_addr, routeTableId: reply.route_table_id };
     let wired = false;
@@ -127,11 +138,7 @@ export async function cmdAdd(
           warnings.push(`could not return ${plan.ipv4} to ipamd after the failed ADD: ${err.message}`);
         });
       if (conflict) warnings.push(`refused ${plan.ipv4}: ${(e as IpConflictError).msg}`);
-      throw asCniError(
-        e,
-        CniCode.IoFailure,
-        'ADD failed after the IP was assigned; the IP and the wiring were given back',
-      );
+      throw asCniError(e, CNI_ERRORS['add-rolled-back'].code, CNI_ERRORS['add-rolled-back'].msg);
     }
   } finally {
     ipamd.close();

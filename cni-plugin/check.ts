@@ -11,7 +11,7 @@
 import { findDrift } from './check-drift.js';
 import { requireEnv, type CniEnv } from './env.js';
 import type { VerbContext } from './invocation.js';
-import { CniCode, CniError } from './errors.js';
+import { cniError } from './error-catalogue.js';
 import { ipShow } from '../netfacts/ip-query.js';
 import { IpamdCallError } from '../proto/ipamd-api.js';
 import { hostOf } from './process-host.js';
@@ -34,19 +34,13 @@ export const CHECK_TIMEOUT_MS = 5_000;
  */
 export async function cmdCheck(env: CniEnv, conf: NetConf, ctx: VerbContext = {}): Promise<void> {
   if (!versionAtLeast(conf.cniVersion, '0.4.0'))
-    throw new CniError(
-      CniCode.IncompatibleVersion,
-      'config version does not allow CHECK',
-      `cniVersion ${conf.cniVersion}; CHECK needs 0.4.0`,
-    );
+    throw cniError('check-version', `cniVersion ${conf.cniVersion}; CHECK needs 0.4.0`);
   requireEnv(env, 'CHECK');
   const prev = readPrevResult(conf.prevResult, env.ifName);
   if (typeof prev === 'string')
-    throw new CniError(
-      CniCode.InvalidNetworkConfig,
-      prev,
-      'CHECK verifies the attachment against prevResult, the result of its ADD',
-    );
+    throw cniError('check-prev-result', 'CHECK verifies the attachment against prevResult, the result of its ADD', {
+      problem: prev,
+    });
   const problems: string[] = [];
   if (prev.podIf?.sandbox && prev.podIf.sandbox !== env.netns)
     problems.push(`prevResult puts ${env.ifName} in ${prev.podIf.sandbox}, not CNI_NETNS ${env.netns}`);
@@ -63,13 +57,9 @@ export async function cmdCheck(env: CniEnv, conf: NetConf, ctx: VerbContext = {}
   if (h.status === 'rejected') {
     const e = h.reason as Error;
     if (!(e instanceof IpamdCallError) || e.statusName === 'UNAVAILABLE' || e.statusName === 'DEADLINE_EXCEEDED') {
-      throw new CniError(
-        CniCode.TryAgainLater,
-        'cannot reach ipamd to verify the allocation, try again later',
-        e.message,
-      );
+      throw cniError('check-ipamd-down', e.message);
     }
-    throw new CniError(CniCode.IpamdError, 'ipamd refused CHECK', e.message);
+    throw cniError('check-refused', e.message);
   } else if (!h.value.held) {
     problems.push(
       `ipamd holds no IP for container ${env.containerId} ${env.ifName} in network ${conf.name} (prevResult says ${prev.ipv4})`,
@@ -79,10 +69,8 @@ export async function cmdCheck(env: CniEnv, conf: NetConf, ctx: VerbContext = {}
   } else {
     routeTableId = h.value.route_table_id;
   }
-  if (pod.status === 'rejected')
-    throw new CniError(CniCode.CheckFailed, `cannot read netns ${env.netns}`, (pod.reason as Error).message);
-  if (node.status === 'rejected')
-    throw new CniError(CniCode.IoFailure, 'cannot read the node network state', (node.reason as Error).message);
+  if (pod.status === 'rejected') throw cniError('check-netns', (pod.reason as Error).message, { netns: env.netns });
+  if (node.status === 'rejected') throw cniError('check-node-state', (node.reason as Error).message);
 
   const hostVeth = hostVethName(conf.vethPrefix, env.containerId, env.ifName);
   const plan: WiringPlan = {
@@ -114,9 +102,7 @@ export async function cmdCheck(env: CniEnv, conf: NetConf, ctx: VerbContext = {}
     ),
   );
   if (problems.length)
-    throw new CniError(
-      CniCode.CheckFailed,
-      problems.join('; '),
-      `CHECK of ${env.ifName} in ${env.netns} against prevResult`,
-    );
+    throw cniError('check-drift', `CHECK of ${env.ifName} in ${env.netns} against prevResult`, {
+      problems: problems.join('; '),
+    });
 }

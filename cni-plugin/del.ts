@@ -8,7 +8,7 @@
  */
 import { requireEnv, type CniEnv } from './env.js';
 import type { VerbContext } from './invocation.js';
-import { CniCode, CniError } from './errors.js';
+import { cniError } from './error-catalogue.js';
 import { teardownHost } from './host-teardown.js';
 import { hostOf } from './process-host.js';
 import type { NetConf } from './netconf.js';
@@ -41,11 +41,7 @@ export async function cmdDel(
       ipamd.delNetwork({ ...networkIds(env, conf), reason: 'cni-del' }, DEL_TIMEOUT_MS),
     ]);
     if (unwired.status === 'rejected') {
-      throw new CniError(
-        CniCode.IoFailure,
-        `failed to delete host veth ${hostVeth}`,
-        (unwired.reason as Error).message,
-      );
+      throw cniError('del-veth', (unwired.reason as Error).message, { veth: hostVeth });
     }
     let ip = '';
     let cleanup: Promise<string[]> | undefined;

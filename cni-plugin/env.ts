@@ -3,7 +3,8 @@
  * CNI_NETNS, CNI_IFNAME, CNI_ARGS and CNI_PATH. Errors are {@link CniError} code 4
  * (invalid necessary environment variables).
  */
-import { CniCode, CniError, echo } from './errors.js';
+import { echo } from './errors.js';
+import { cniError } from './error-catalogue.js';
 import { ifNameError } from './veth-name.js';
 
 /** The Kubernetes keys containerd / CRI-O put in CNI_ARGS (in any order). */
@@ -43,16 +44,23 @@ const KNOWN: Record<string, keyof K8sArgs> = {
   K8S_POD_UID: 'podUid',
 };
 
+/** C0 controls and DEL: never part of a Kubernetes name, a UID or a container id. */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
 function parseBool(key: string, v: string): boolean {
   if (/^(1|true)$/i.test(v)) return true;
   if (/^(0|false)$/i.test(v)) return false;
-  throw new CniError(CniCode.InvalidEnv, 'invalid CNI_ARGS', `${key}=${echo(v)}: expected 1, 0, true or false`);
+  throw cniError('env-args', `${key}=${echo(v)}: expected 1, 0, true or false`);
 }
 
 /**
  * Parses CNI_ARGS (`KEY=VALUE;KEY=VALUE`, keys in any order; a value may contain '=').
  * Unknown keys are refused unless `IgnoreUnknown` is true anywhere in the string.
- * @throws CniError code 4 for a pair without '=', an empty or repeated key, or an unknown key.
+ * @throws CniError code 4 for a pair without '=', an empty or repeated key, an unknown key,
+ *   or a key or value holding a control character (U+0000-U+001F, U+007F; e.g. a newline in
+ *   K8S_POD_NAMESPACE), naming the key: refused rather than dropped, so a pod's identity is
+ *   never silently lost (docs/design.md#cni-errors).
  */
 export function parseCniArgs(raw: string): CniArgs {
   const out: CniArgs = { ignoreUnknown: false, podName: '', podNamespace: '', podInfraContainerId: '', podUid: '' };
@@ -61,19 +69,26 @@ export function parseCniArgs(raw: string): CniArgs {
   for (const pair of raw.split(';')) {
     if (pair === '') continue;
     const eq = pair.indexOf('=');
-    if (eq <= 0) throw new CniError(CniCode.InvalidEnv, 'invalid CNI_ARGS', `${echo(pair)} is not KEY=VALUE`);
+    if (eq <= 0) throw cniError('env-args', `${echo(pair)} is not KEY=VALUE`);
     const key = pair.slice(0, eq);
     const value = pair.slice(eq + 1);
-    if (seen.has(key)) throw new CniError(CniCode.InvalidEnv, 'invalid CNI_ARGS', `key ${echo(key)} given twice`);
+    if (CONTROL.test(pair))
+      throw cniError(
+        'env-args-control',
+        `${echo(key)}=${echo(value)}: control characters are not allowed in CNI_ARGS`,
+        {
+          key: echo(key),
+        },
+      );
+    if (seen.has(key)) throw cniError('env-args', `key ${echo(key)} given twice`);
     seen.add(key);
     if (key === 'IgnoreUnknown') out.ignoreUnknown = parseBool(key, value);
     else if (KNOWN[key]) out[KNOWN[key]] = value;
     else unknown.push(key);
   }
   if (unknown.length > 0 && !out.ignoreUnknown) {
-    throw new CniError(
-      CniCode.InvalidEnv,
-      'invalid CNI_ARGS',
+    throw cniError(
+      'env-args',
       `unknown keys ${unknown.slice(0, 8).map(echo).join(', ')}${unknown.length > 8 ? ` and ${unknown.length - 8} more` : ''} (set IgnoreUnknown=1 to allow them)`,
     );
   }
@@ -109,21 +124,13 @@ export function requireEnv(e: CniEnv, verb: 'ADD' | 'DEL' | 'CHECK'): void {
   if (verb !== 'DEL' && !e.netns) missing.push('CNI_NETNS');
   if (!e.ifName) missing.push('CNI_IFNAME');
   if (missing.length > 0)
-    throw new CniError(CniCode.InvalidEnv, `missing ${missing.join(', ')}`, `required for CNI_COMMAND=${verb}`);
+    throw cniError('env-missing', `required for CNI_COMMAND=${verb}`, { vars: missing.join(', ') });
   if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(e.containerId)) {
-    throw new CniError(
-      CniCode.InvalidEnv,
-      'invalid CNI_CONTAINERID',
-      `${echo(e.containerId)}: expected [A-Za-z0-9][A-Za-z0-9_.-]*`,
-    );
+    throw cniError('env-container-id', `${echo(e.containerId)}: expected [A-Za-z0-9][A-Za-z0-9_.-]*`);
   }
   const ifErr = ifNameError(e.ifName);
-  if (ifErr) throw new CniError(CniCode.InvalidEnv, 'invalid CNI_IFNAME', ifErr);
+  if (ifErr) throw cniError('env-ifname', ifErr);
   if (e.netns && !/^\/[^\s"'\\]*$/.test(e.netns)) {
-    throw new CniError(
-      CniCode.InvalidEnv,
-      'invalid CNI_NETNS',
-      `${echo(e.netns)} is not an absolute path without whitespace or quotes`,
-    );
+    throw cniError('env-netns', `${echo(e.netns)} is not an absolute path without whitespace or quotes`);
   }
 }

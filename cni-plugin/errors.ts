@@ -32,6 +32,17 @@ export const CniCode = {
   CheckFailed: 100,
 } as const;
 
+/** One error path: its code, its `msg` (`{name}` marks a value filled in), when it happens, who answers it. */
+export interface CniErrorEntry {
+  code: number;
+  msg: string;
+  when: string;
+  /** `plugin`: the TypeScript verbs (in ipamd or the Node plugin); `shim`: the C shim. */
+  by: 'plugin' | 'shim';
+  /** Shim entries whose `msg` is built with snprintf: the C format string, as in the source. */
+  cFormat?: string;
+}
+
 /** Longest echoed value in a message, in characters ({@link echo}). */
 export const ECHO_MAX_CHARS = 64;
 /** Longest `msg` of an error object, in characters (longer ones are cut by {@link clip}). */

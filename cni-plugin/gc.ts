@@ -6,7 +6,7 @@
  * is printed on success.
  */
 import { IPAM_API_VERSION, type ValidAttachment } from '../proto/ipam.js';
-import { CniCode, CniError } from './errors.js';
+import { cniError } from './error-catalogue.js';
 import type { VerbContext } from './invocation.js';
 import { teardownHost } from './host-teardown.js';
 import { IpamdCallError } from '../proto/ipamd-api.js';
@@ -30,20 +30,14 @@ export const VALID_ATTACHMENTS_KEYS = ['cni.dev/valid-attachments', 'cni.dev/att
 export function validAttachments(conf: NetConf): ValidAttachment[] {
   const key = VALID_ATTACHMENTS_KEYS.find((k) => conf[k] !== undefined);
   const raw = key ? conf[key] : undefined;
-  if (!Array.isArray(raw))
-    throw new CniError(
-      CniCode.InvalidNetworkConfig,
-      'GC needs cni.dev/valid-attachments',
-      key ? `${key} is not a list` : 'the key is absent',
-    );
+  if (!Array.isArray(raw)) throw cniError('gc-attachments', key ? `${key} is not a list` : 'the key is absent');
   return raw.map((a, i) => {
     const o = (typeof a === 'object' && a !== null ? a : {}) as Record<string, unknown>;
     if (typeof o.containerID !== 'string' || !o.containerID || typeof o.ifname !== 'string' || !o.ifname) {
-      throw new CniError(
-        CniCode.InvalidNetworkConfig,
-        `invalid ${key}[${i}]`,
-        'expected {"containerID": string, "ifname": string}',
-      );
+      throw cniError('gc-attachment', 'expected {"containerID": string, "ifname": string}', {
+        key: key ?? '',
+        index: i,
+      });
     }
     return { container_id: o.containerID, if_name: o.ifname };
   });
@@ -57,11 +51,7 @@ export function validAttachments(conf: NetConf): ValidAttachment[] {
  */
 export async function cmdGc(conf: NetConf, warnings: string[], ctx: VerbContext = {}): Promise<{ released: string[] }> {
   if (!versionAtLeast(conf.cniVersion, '1.1.0'))
-    throw new CniError(
-      CniCode.IncompatibleVersion,
-      'config version does not allow GC',
-      `cniVersion ${conf.cniVersion}; GC needs 1.1.0`,
-    );
+    throw cniError('gc-version', `cniVersion ${conf.cniVersion}; GC needs 1.1.0`);
   const valid = validAttachments(conf);
   const host = hostOf(ctx);
   const ipamd = host.ipamd(conf.ipamdSocket);
@@ -81,11 +71,7 @@ export async function cmdGc(conf: NetConf, warnings: string[], ctx: VerbContext 
   } catch (e) {
     const down =
       !(e instanceof IpamdCallError) || e.statusName === 'UNAVAILABLE' || e.statusName === 'DEADLINE_EXCEEDED';
-    throw new CniError(
-      down ? CniCode.TryAgainLater : CniCode.IpamdError,
-      down ? 'cannot reach ipamd for GC, try again later' : 'ipamd refused GC',
-      (e as Error).message,
-    );
+    throw cniError(down ? 'gc-ipamd-down' : 'gc-refused', (e as Error).message);
   } finally {
     ipamd.close();
   }
@@ -112,11 +98,6 @@ export async function cmdGc(conf: NetConf, warnings: string[], ctx: VerbContext 
       }
     }),
   );
-  if (failed.length)
-    throw new CniError(
-      CniCode.IoFailure,
-      `GC released ${released.length} IPs but could not remove ${failed.length} host veths`,
-      failed.join('; '),
-    );
+  if (failed.length) throw cniError('gc-veth', failed.join('; '), { released: released.length, failed: failed.length });
   return { released: released.map((r) => r.ipv4_addr) };
 }

@@ -11,7 +11,8 @@
  */
 import { readFileSync, writeSync } from 'node:fs';
 import { readCniEnv, type CniEnv } from './env.js';
-import { asCniError, clip, CniCode, CniError, ECHO_MAX_CHARS } from './errors.js';
+import { asCniError, clip, CniError, ECHO_MAX_CHARS } from './errors.js';
+import { CNI_ERRORS, cniError } from './error-catalogue.js';
 import { appendInvocationLog, type InvocationLog } from './log.js';
 import type { PluginHost } from './host.js';
 import type { NetConf } from './netconf.js';
@@ -107,12 +108,10 @@ export async function runInvocation(
     const handler = handlers[verb];
     if (!handler) {
       throw verb === ''
-        ? new CniError(CniCode.InvalidEnv, 'missing CNI_COMMAND')
-        : new CniError(
-            CniCode.InvalidEnv,
-            `CNI_COMMAND ${clip(verb, ECHO_MAX_CHARS)} is not implemented yet`,
-            `implemented: VERSION, ${Object.keys(handlers).join(', ')}`,
-          );
+        ? cniError('env-no-command')
+        : cniError('env-bad-command', `implemented: VERSION, ${Object.keys(handlers).join(', ')}`, {
+            verb: clip(verb, ECHO_MAX_CHARS),
+          });
     }
     io.ctx?.trace?.('parsed');
     const out = await handler(env, conf, warnings, io.ctx ?? {});
@@ -120,7 +119,7 @@ export async function runInvocation(
     if (out.outputJson !== undefined) io.writeStdout(out.outputJson);
     else if (out.output !== undefined) io.writeStdout(JSON.stringify(out.output));
   } catch (e) {
-    error = asCniError(e);
+    error = asCniError(e, CNI_ERRORS.internal.code, CNI_ERRORS.internal.msg);
     io.writeStdout(JSON.stringify(error.toJSON(cniVersion)));
   }
   const stderr =

@@ -8,7 +8,8 @@
  */
 import * as z from 'zod/mini';
 import { DEFAULT_IPAMD_SOCKET } from '../proto/ipam.js';
-import { CniCode, CniError, echo } from './errors.js';
+import { echo } from './errors.js';
+import { cniError } from './error-catalogue.js';
 import { isSupportedVersion, SUPPORTED_VERSIONS } from './versions.js';
 import { vethPrefixError } from './veth-name.js';
 
@@ -143,25 +144,16 @@ export function jsonDepthExceeds(raw: string, limit: number): boolean {
  */
 export function decodeConfig(raw: string): Record<string, unknown> {
   if (jsonDepthExceeds(raw, MAX_CONFIG_DEPTH)) {
-    throw new CniError(
-      CniCode.DecodeFailure,
-      'failed to decode the network configuration',
-      `objects/arrays nest deeper than ${MAX_CONFIG_DEPTH} levels`,
-    );
+    throw cniError('decode', `objects/arrays nest deeper than ${MAX_CONFIG_DEPTH} levels`);
   }
   let v: unknown;
   try {
     v = JSON.parse(raw);
   } catch (e) {
-    throw new CniError(CniCode.DecodeFailure, 'failed to decode the network configuration', (e as Error).message);
+    throw cniError('decode', (e as Error).message);
   }
   const r = object.safeParse(v);
-  if (!r.success || Array.isArray(v))
-    throw new CniError(
-      CniCode.DecodeFailure,
-      'failed to decode the network configuration',
-      'stdin is not a JSON object',
-    );
+  if (!r.success || Array.isArray(v)) throw cniError('decode', 'stdin is not a JSON object');
   return r.data;
 }
 
@@ -172,16 +164,14 @@ export function decodeConfig(raw: string): Record<string, unknown> {
  */
 export function validateConfig(obj: Record<string, unknown>): NetConf {
   if (typeof obj.cniVersion === 'string' && !isSupportedVersion(obj.cniVersion)) {
-    throw new CniError(
-      CniCode.IncompatibleVersion,
-      `unsupported cniVersion ${echo(obj.cniVersion)}`,
-      `supported: ${SUPPORTED_VERSIONS.join(', ')}`,
-    );
+    throw cniError('version-unsupported', `supported: ${SUPPORTED_VERSIONS.join(', ')}`, {
+      version: echo(obj.cniVersion),
+    });
   }
   const r = schema.safeParse(obj);
   if (!r.success) {
     const details = r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
-    throw new CniError(CniCode.InvalidNetworkConfig, 'invalid network configuration', details);
+    throw cniError('config-invalid', details);
   }
   return r.data as NetConf;
 }

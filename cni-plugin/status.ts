@@ -10,7 +10,8 @@
  * The message is ipamd's reason.
  */
 import { IPAM_API_VERSION } from '../proto/ipam.js';
-import { CniCode, CniError } from './errors.js';
+import { CniCode } from './errors.js';
+import { cniError } from './error-catalogue.js';
 import type { VerbContext } from './invocation.js';
 import { hostOf } from './process-host.js';
 import type { NetConf } from './netconf.js';
@@ -27,11 +28,7 @@ export const STATUS_TIMEOUT_MS = 3_000;
  */
 export async function cmdStatus(conf: NetConf, ctx: VerbContext = {}): Promise<void> {
   if (!versionAtLeast(conf.cniVersion, '1.1.0'))
-    throw new CniError(
-      CniCode.IncompatibleVersion,
-      'config version does not allow STATUS',
-      `cniVersion ${conf.cniVersion}; STATUS needs 1.1.0`,
-    );
+    throw cniError('status-version', `cniVersion ${conf.cniVersion}; STATUS needs 1.1.0`);
   const ipamd = hostOf(ctx).ipamd(conf.ipamdSocket);
   let reply;
   try {
@@ -40,15 +37,13 @@ export async function cmdStatus(conf: NetConf, ctx: VerbContext = {}): Promise<v
       STATUS_TIMEOUT_MS,
     );
   } catch (e) {
-    throw new CniError(
-      CniCode.PluginNotAvailable,
-      `ipamd is not available on ${conf.ipamdSocket}`,
-      (e as Error).message,
-    );
+    throw cniError('status-unreachable', (e as Error).message, { socket: conf.ipamdSocket });
   } finally {
     ipamd.close();
   }
   if (reply.can_serve) return;
-  const code = reply.code === CniCode.PluginNotAvailableLimitedConnectivity ? reply.code : CniCode.PluginNotAvailable;
-  throw new CniError(code, reply.message || 'ipamd cannot serve an IP now');
+  const limited = reply.code === CniCode.PluginNotAvailableLimitedConnectivity;
+  throw cniError(limited ? 'status-limited' : 'status-cannot-serve', '', {
+    reason: reply.message || 'ipamd cannot serve an IP now',
+  });
 }

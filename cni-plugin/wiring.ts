@@ -22,7 +22,8 @@
  * `default via 169.254.1.1`, permanent neighbour 169.254.1.1 → host veth MAC.
  */
 import { statSync, type Stats } from 'node:fs';
-import { CniCode, CniError, echo } from './errors.js';
+import { CniError, echo } from './errors.js';
+import { CNI_ERRORS, cniError } from './error-catalogue.js';
 import { LOCAL_NODE, type NodeSide } from './host.js';
 import { IpBatchError, type IpStream } from '../netfacts/ip-batch.js';
 import { ipDeleteAll, ipShow } from '../netfacts/ip-query.js';
@@ -89,8 +90,8 @@ export class IpConflictError extends CniError {
     readonly device: string,
   ) {
     super(
-      CniCode.TryAgainLater,
-      `IP ${ipv4} is already in use on this node: it is routed to ${echo(device)} (another pod's veth)`,
+      CNI_ERRORS['ip-conflict'].code,
+      CNI_ERRORS['ip-conflict'].msg.replace('{ip}', ipv4).replace('{device}', echo(device)),
       "ADD refused, the other pod's route and rules were left untouched; ipamd quarantines this IP and the retried ADD gets another one",
     );
     this.name = 'IpConflictError';
@@ -137,12 +138,10 @@ export async function checkPodNetns(podNetns: string, nodeNetns?: string): Promi
     }
   };
   const [pod, node] = [settle(podNetns), settle(nodeNetns ?? OWN_NETNS)];
-  if (pod.status === 'rejected')
-    throw new CniError(CniCode.IoFailure, `netns ${podNetns} does not exist`, (pod.reason as Error).message);
+  if (pod.status === 'rejected') throw cniError('netns-missing', (pod.reason as Error).message, { netns: podNetns });
   if (node.status === 'fulfilled' && pod.value.dev === node.value.dev && pod.value.ino === node.value.ino) {
-    throw new CniError(
-      CniCode.InvalidEnv,
-      'invalid CNI_NETNS',
+    throw cniError(
+      'env-netns',
       `${echo(podNetns)} is the node's own network namespace; a pod must have a network namespace of its own`,
     );
   }
@@ -178,9 +177,7 @@ export async function deleteHostVeth(name: string, node: NodeSide = LOCAL_NODE):
 
 /** `e` as the CniError of a wiring failure (code 5 naming the interface and netns), unless it is one already. */
 export const wireError = (p: VethPlan, e: unknown): CniError =>
-  e instanceof CniError
-    ? e
-    : new CniError(CniCode.IoFailure, `failed to wire ${p.ifName} in netns ${p.netns}`, (e as Error).message);
+  e instanceof CniError ? e : cniError('wire-failed', (e as Error).message, { ifName: p.ifName, netns: p.netns });
 
 /** Pod-side lines that need no IP: the peer up, gateway and default routes, neighbour. */
 export function podRouteLines(p: VethPlan): string[] {

@@ -3,9 +3,11 @@
  * gRPC server → introspection. `main.ts` only parses the environment and handles
  * signals; everything with a lifetime is started and stopped here.
  */
+import { monoNow } from './clock.js';
 import path from 'node:path';
 import { readBootId } from './checkpoint/index.js';
 import { CniExecServer } from './cni-exec/server.js';
+import { watchCloudAnswers } from './startup/cloud-answers.js';
 import { acquireSpawnHelper, traceSpawn } from './cni-exec/spawn-helper.js';
 import type { PluginHost } from '../cni-plugin/facade.js';
 import { DelSpool } from './cni-exec/spool-applier.js';
@@ -77,11 +79,12 @@ export async function startDaemon(config: IpamdConfig, log: Logger): Promise<Dae
 }
 
 async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
-  const t0 = Date.now();
+  const t0 = monoNow();
   const processStart = performance.timeOrigin;
   const bootId = readBootId();
   // With DISABLE_METRICS nothing scrapes the registry: no process metrics, no event-loop sampler.
   const metrics = createMetrics({ processMetrics: !config.disableMetrics });
+  const { throttle, ec2Hooks } = watchCloudAnswers(log, metrics);
   const inv = await discoverNode({
     imdsEndpoint: config.imdsEndpoint,
     ...(config.ec2Endpoint ? { ec2Endpoint: config.ec2Endpoint } : {}),
@@ -103,6 +106,7 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
       timeoutMs: config.ec2TimeoutMs,
       maxAttempts: config.ec2MaxAttempts,
       ...metrics.ec2,
+      ...ec2Hooks,
     },
   });
   const unit = config.enablePrefixDelegation ? 'prefix' : 'ip';
@@ -115,7 +119,7 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
   const ds = new Datastore(config.ipCooldownMs, unit, { primaryServesNewPods: !config.customNetworkCfg });
   // Half-done ENI work (crash, IMDS lag) is not served from until the reconcile finishes it.
   const adoption = planAdoption(inv);
-  loadInventory(ds, { ...inv, managed: adoption.load }, Date.now());
+  loadInventory(ds, { ...inv, managed: adoption.load }, monoNow());
 
   const gate = new ReleaseGate();
   gate.onChange((frozen, reasons) =>
@@ -181,7 +185,7 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
     ...(recordedIdentity ? { recordedIdentity } : {}),
   });
   setRuntimeIdentity(evidence.runtimeIdentity);
-  const nodeInitMs = Date.now() - t0;
+  const nodeInitMs = monoNow() - t0;
 
   // Host networking of a new ENI is set up before its IPs can be handed out (assigned below, once started).
   let hostNet: Awaited<ReturnType<typeof startHostNetworkSync>> | undefined;
@@ -205,12 +209,15 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
         }
       : {}),
   });
+  let stopping = false; // set by stop(); a failing ADD then says ipamd is restarting
   const service = new IpamService({
     ds,
     pool,
     persist: () => writer.commit(),
     log,
     addWaitTimeoutMs: config.addWaitTimeoutMs,
+    ec2Throttled: () => throttle.throttledWithin(config.addWaitTimeoutMs + 1000),
+    stopping: () => stopping,
     onConflict: () => metrics.ipConflict(),
     onDel: metrics.delRequested,
     kernel,
@@ -263,7 +270,7 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
         lifecycle: () => lifecycle,
         sysctls: () => hostNet?.sysctls(),
       },
-      Date.now(),
+      monoNow(),
     ),
     stalled: stalled.list(),
   });
@@ -272,7 +279,7 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
     {
       status,
       allocations: () => ds.allocations(),
-      enis: () => enisDocument(ds, routeTableFor, Date.now()),
+      enis: () => enisDocument(ds, routeTableFor, monoNow()),
       eniConfig: () => eniConfig.name(),
       stageTrace: () => stageTrace.summary(),
       ipamdEnv: () => ipamdEnvSettings(config),
@@ -334,7 +341,6 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
         : {}),
     });
   }
-  let stopping = false;
   const reporting = serving
     .then(() => import('./observability/kube-reporting.js'))
     .then(
@@ -358,7 +364,7 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
     reporter?.kick();
   });
   metrics.started({
-    startupSeconds: (Date.now() - processStart) / 1000,
+    startupSeconds: (monoNow() - processStart) / 1000,
     nodeInitSeconds: nodeInitMs / 1000,
     withApiServer: !!evidence.kubeConfigured,
   });
@@ -368,7 +374,7 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
       cniExecSocket: cniExec ? config.cniExecSocket : null,
       introspectionPort: endpoints.introspectionPort,
       metricsPort: endpoints.metricsPort,
-      startupMs: Date.now() - t0,
+      startupMs: monoNow() - t0,
       ...status().counts,
     },
     'ipamd serving',

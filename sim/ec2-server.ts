@@ -120,7 +120,7 @@ export class Ec2Server {
       const body = handler(this.model, params);
       // 'after': the action took effect, but the client hears a failure (or nothing).
       if (injected) return await this.injectedFailure(injected, rec, res, t0);
-      const xml = renderResponse(action, requestId, body);
+      const xml = this.faults.garbage.garble(action, renderResponse(action, requestId, body));
       rec.ok = true;
       rec.durationMs = Date.now() - t0;
       sendXml(res, 200, xml, requestId);

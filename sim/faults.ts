@@ -5,6 +5,7 @@
  * IMDS lag after changes, and ENI attach/detach transition delays.
  * The JSON form accepted by `POST /_sim/faults` is {@link FaultConfigSchema}.
  */
+import { GarbageConfigSchema, GarbageKnobs } from './garbage.js';
 import { z } from 'zod';
 
 /** A fixed latency in ms, or uniform in [min, max] ms. */
@@ -94,6 +95,7 @@ export const FaultConfigSchema = z
     attachmentDelays: z
       .object({ attachMs: z.number().nonnegative().optional(), detachMs: z.number().nonnegative().optional() })
       .optional(),
+    garbage: GarbageConfigSchema.optional(),
   })
   .strict();
 
@@ -118,6 +120,8 @@ export class FaultInjector {
   private imdsLag = new Map<ImdsChangeKind, number>();
   /** ms from AttachNetworkInterface until the attachment is `attached` (0 = at once). */
   attachDelayMs = 0;
+  /** Garbage answers (IMDS bodies, EC2 addresses): sim/garbage.ts. */
+  readonly garbage = new GarbageKnobs();
   /** ms from DetachNetworkInterface until the ENI is `available` (0 = at once). */
   detachDelayMs = 0;
   /** Largest page a Describe* answers with (undefined = as the request asks). */
@@ -214,6 +218,7 @@ export class FaultInjector {
     this.attachDelayMs = 0;
     this.detachDelayMs = 0;
     this.describePageSize = undefined;
+    this.garbage.reset();
   }
 
   /**
@@ -239,6 +244,7 @@ export class FaultInjector {
     for (const [k, ms] of Object.entries(c.imdsLagMs ?? {})) this.setImdsLag(k as ImdsChangeKind, ms);
     if (c.attachmentDelays) this.setAttachmentDelays(c.attachmentDelays);
     if (c.describePageSize !== undefined) this.setDescribePageSize(c.describePageSize);
+    if (c.garbage) this.garbage.configure(c.garbage);
   }
 
   /** JSON view of the current knobs. */
@@ -255,6 +261,7 @@ export class FaultInjector {
       imdsLagMs: Object.fromEntries(this.imdsLag),
       attachmentDelays: { attachMs: this.attachDelayMs, detachMs: this.detachDelayMs },
       describePageSize: this.describePageSize ?? null,
+      garbage: this.garbage.snapshot(),
     };
   }
 }

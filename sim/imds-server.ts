@@ -15,6 +15,8 @@ export interface ImdsBackend {
   defaultInstanceId(): string | undefined;
   /** The (possibly lagged) view of an instance. */
   view(instanceId: string): ImdsInstanceView | undefined;
+  /** A garbage body to answer for `path` instead of the metadata (fault knob: sim/garbage.ts). */
+  garbage?(path: string): string | undefined;
 }
 
 function hex(n: number): string {
@@ -191,6 +193,8 @@ export class ImdsServer {
     if (!path.startsWith('/latest/')) return send(404, 'Not Found');
     const view = instanceId ? this.backend.view(instanceId) : undefined;
     if (!view) return send(404, 'Not Found');
+    const junk = this.backend.garbage?.(path);
+    if (junk !== undefined) return send(200, junk);
     const text = metadataText(view, path.slice('/latest/'.length));
     if (text === undefined) return send(404, 'Not Found');
     return send(200, text);

@@ -72,7 +72,11 @@ export class SimCloud {
     );
     for (const c of opts.secondaryVpcCidrs ?? []) this.model.addVpcCidr(c);
     this.ec2 = new Ec2Server(this.model, this.faults, this.calls);
-    this.imds = new ImdsServer({ defaultInstanceId: () => this.defaultInstance, view: (id) => this.views.view(id) });
+    this.imds = new ImdsServer({
+      defaultInstanceId: () => this.defaultInstance,
+      view: (id) => this.views.view(id),
+      garbage: (path) => this.faults.garbage.imdsFor(path),
+    });
     this.host = opts.host ?? '127.0.0.1';
     this.ports = { ec2: opts.ec2Port ?? 0, imds: opts.imdsPort ?? 0 };
   }

@@ -10,6 +10,7 @@
  * Guide, "Request throttling") waits until the hold expires, and the hold doubles with
  * each consecutive failure of the class until a call succeeds.
  */
+import { monoNow } from '../clock.js';
 import {
   backoffDelay,
   classifyEc2Failure,
@@ -35,7 +36,7 @@ export interface Ec2BudgetOptions {
   /** Node-local burst (calls, ≥ 1). */
   burst: number;
   backoff?: BackoffPolicy;
-  /** Clock in ms (default Date.now). */
+  /** Clock in ms (default monoNow, ipamd/clock.ts). */
   now?: () => number;
   /** Uniform in [0, 1) (default Math.random). */
   random?: () => number;
@@ -65,7 +66,7 @@ export class Ec2Budget {
 
   /** @throws RangeError for a rate ≤ 0 or a burst < 1. */
   constructor(o: Ec2BudgetOptions) {
-    this.now = o.now ?? Date.now;
+    this.now = o.now ?? monoNow;
     this.random = o.random ?? Math.random;
     this.backoff = o.backoff ?? DEFAULT_BACKOFF;
     this.bucket = new TokenBucket({ ratePerSecond: o.ratePerSecond, burst: o.burst, now: this.now });

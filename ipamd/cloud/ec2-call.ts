@@ -52,7 +52,7 @@ export class Ec2Caller {
   readonly budget: Ec2Budget;
   private readonly timeoutMs: number;
   private readonly maxAttempts: number;
-  private readonly o: Ec2ApiOptions;
+  protected readonly o: Ec2ApiOptions;
   private readonly closing = new AbortController();
 
   /** @throws RangeError for a rate ≤ 0, a burst < 1, maxAttempts < 1 or timeoutMs ≤ 0. */

@@ -1,10 +1,24 @@
 /** Mapping of the AWS SDK's EC2 shapes to ipamd's normalised ones. */
 import type { NetworkInterface } from '@aws-sdk/client-ec2';
 import type { Ec2Eni } from './ec2-port.js';
+import { checkAll, checkOne } from './answer-parse.js';
 
-/** Converts the SDK's NetworkInterface to {@link Ec2Eni}. */
-export function normaliseEni(ni: NetworkInterface): Ec2Eni {
+/**
+ * Converts the SDK's NetworkInterface to {@link Ec2Eni}; `action` names the call for errors.
+ * @throws AnswerParseError when an address (`PrivateIpAddress`) or a prefix (`Ipv4Prefix`)
+ *   is not one: the whole answer is refused (docs/design.md#bounds-on-bad-input).
+ */
+export function normaliseEni(ni: NetworkInterface, action = 'DescribeNetworkInterfaces'): Ec2Eni {
   const primary = ni.PrivateIpAddress ?? ni.PrivateIpAddresses?.find((p) => p.Primary)?.PrivateIpAddress ?? '';
+  if (primary) checkOne('ec2', action, 'PrivateIpAddress', 'ipv4', primary);
+  checkAll(
+    'ec2',
+    action,
+    'PrivateIpAddress',
+    'ipv4',
+    (ni.PrivateIpAddresses ?? []).map((p) => p.PrivateIpAddress ?? '').filter(Boolean),
+  );
+  checkAll('ec2', action, 'Ipv4Prefix', 'cidr', (ni.Ipv4Prefixes ?? []).map((p) => p.Ipv4Prefix ?? '').filter(Boolean));
   const a = ni.Attachment;
   return {
     eniId: ni.NetworkInterfaceId ?? '',

@@ -2,6 +2,7 @@
  * Shapes and defaults of the EC2 client ({@link Ec2Api} in ./ec2.ts): its options, per-call
  * overrides, observers and the instance-type limits it returns.
  */
+import type { ParseErrorObserver } from './answer-parse.js';
 import type { BackoffPolicy, Ec2FailureKind } from './retry.js';
 
 /** Network limits of an instance type (DescribeInstanceTypes `NetworkInfo`). */
@@ -63,6 +64,8 @@ export interface Ec2ApiOptions {
   /** Back-off steps (default 0.5 s doubling to 20 s). */
   backoff?: BackoffPolicy;
   observe?: Ec2CallObserver;
+  /** Told of each answer refused because a field does not parse (answer-parse.ts; ipamd: warn log + metric). */
+  onParseError?: ParseErrorObserver;
   onRetry?: Ec2RetryObserver;
   onWait?: Ec2WaitObserver;
 }

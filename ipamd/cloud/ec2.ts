@@ -4,6 +4,7 @@
  * The operations live here; the budget, retries, timeouts and SDK loading in ./ec2-call.ts,
  * the options in ./ec2-options.ts and the SDK shape mapping in ./ec2-normalise.ts.
  */
+import { AnswerParseError, checkAll } from './answer-parse.js';
 import type { Filter, _InstanceType } from '@aws-sdk/client-ec2';
 import { Ec2Caller } from './ec2-call.js';
 import { normaliseEni } from './ec2-normalise.js';
@@ -189,7 +190,23 @@ export class Ec2Api extends Ec2Caller {
         ),
       ),
     );
-    return (out.AssignedPrivateIpAddresses ?? []).map((a) => a.PrivateIpAddress ?? '').filter(Boolean);
+    const ips = (out.AssignedPrivateIpAddresses ?? []).map((a) => a.PrivateIpAddress ?? '').filter(Boolean);
+    return this.parsed(() => checkAll('ec2', 'AssignPrivateIpAddresses', 'PrivateIpAddress', 'ipv4', ips));
+  }
+
+  /**
+   * Runs the checks of one answer: an AnswerParseError is reported to `onParseError` and
+   * thrown as Ec2Error code `MalformedResponse` (not retried: the caller keeps its last
+   * good view and tries again on its own schedule). @throws Ec2Error
+   */
+  private parsed<T>(build: () => T): T {
+    try {
+      return build();
+    } catch (e) {
+      if (!(e instanceof AnswerParseError)) throw e;
+      this.o.onParseError?.(e);
+      throw new Ec2Error(e.where, 'MalformedResponse', e.message);
+    }
   }
 
   /** Unassigns secondary IPs from an ENI in one call. */
@@ -283,7 +300,7 @@ export class Ec2Api extends Ec2Caller {
           ),
         opts,
       );
-      for (const ni of page.NetworkInterfaces ?? []) out.push(normaliseEni(ni));
+      for (const ni of page.NetworkInterfaces ?? []) out.push(this.parsed(() => normaliseEni(ni)));
       NextToken = page.NextToken;
     } while (NextToken);
     return out;

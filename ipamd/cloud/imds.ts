@@ -6,6 +6,8 @@
  *
  * IMDS is a hint, EC2 is the truth (docs/design.md#4-restore-after-restart): callers confirm what it says.
  */
+import { AnswerParseError, checkAll, checkOne, type ParseErrorObserver } from './answer-parse.js';
+import { monoNow } from '../clock.js';
 import http from 'node:http';
 import { httpRequest, type HttpAnswer } from './imds-http.js';
 
@@ -73,6 +75,19 @@ export interface ImdsClientOptions {
   timeoutMs?: number;
   /** Token TTL in seconds (default 21600, the AWS maximum). */
   tokenTtlSeconds?: number;
+  /** Told of each answer refused because a field does not parse (ipamd: warn log + metric). */
+  onParseError?: ParseErrorObserver;
+}
+
+/**
+ * An IMDS answer whose field does not parse (an HTML error page from a proxy, a truncated
+ * line): refused whole, so the caller keeps its last good view. `status` is 200.
+ */
+export class ImdsParseError extends ImdsError {
+  constructor(readonly parse: AnswerParseError) {
+    super(parse.message, 200, parse.where);
+    this.name = 'ImdsParseError';
+  }
 }
 
 /**
@@ -87,8 +102,10 @@ export class ImdsClient {
   private tokenFetch?: Promise<string>;
   /** Keep-alive connections for an http: endpoint (IMDS is one); idle ones do not keep the process alive. */
   private readonly agent?: http.Agent;
+  private readonly onParseError?: ParseErrorObserver;
 
   constructor(opts: ImdsClientOptions) {
+    if (opts.onParseError) this.onParseError = opts.onParseError;
     this.base = opts.endpoint.replace(/\/+$/, '');
     if (this.base.startsWith('http:'))
       this.agent = new http.Agent({ keepAlive: true, maxSockets: IMDS_MAX_CONNECTIONS, timeout: IMDS_IDLE_MS });
@@ -180,18 +197,34 @@ export class ImdsClient {
       this.getOptional(p + 'local-ipv4s'),
       this.getOptional(p + 'ipv4-prefix'),
     ]);
-    return {
+    return this.parsed(() => ({
       mac: mac.toLowerCase(),
-      eniId: eniId.trim(),
-      subnetCidr: subnetCidr.trim(),
-      localIpv4s: lines(ipv4s ?? ''),
-      ipv4Prefixes: lines(prefixes ?? ''),
-    };
+      eniId: checkOne('imds', p + 'interface-id', 'interface-id', 'eniId', eniId.trim()),
+      subnetCidr: checkOne('imds', p + 'subnet-ipv4-cidr-block', 'subnet-ipv4-cidr-block', 'cidr', subnetCidr.trim()),
+      localIpv4s: checkAll('imds', p + 'local-ipv4s', 'local-ipv4s', 'ipv4', lines(ipv4s ?? '')),
+      ipv4Prefixes: checkAll('imds', p + 'ipv4-prefix', 'ipv4-prefix', 'cidr', lines(prefixes ?? '')),
+    }));
+  }
+
+  /**
+   * Runs the checks of one answer: an AnswerParseError is reported to `onParseError` and
+   * thrown as an {@link ImdsParseError}. @throws ImdsParseError
+   */
+  private parsed<T>(build: () => T): T {
+    try {
+      return build();
+    } catch (e) {
+      if (!(e instanceof AnswerParseError)) throw e;
+      this.onParseError?.(e);
+      throw new ImdsParseError(e);
+    }
   }
 
   /** The MACs of the attached ENIs (`network/interfaces/macs/`). @throws ImdsError */
   private async macs(): Promise<string[]> {
-    return lines(await this.get('meta-data/network/interfaces/macs/')).map((m) => m.replace(/\/$/, ''));
+    const p = 'meta-data/network/interfaces/macs/';
+    const macs = lines(await this.get(p)).map((m) => m.replace(/\/$/, ''));
+    return this.parsed(() => checkAll('imds', p, 'macs', 'mac', macs));
   }
 
   /**
@@ -214,9 +247,9 @@ export class ImdsClient {
       this.getOptional(p + 'vpc-ipv4-cidr-blocks'),
       this.getOptional(p + 'security-group-ids'),
     ]);
-    const deviceNumber = Number.parseInt(dev.trim(), 10);
-    if (!Number.isInteger(deviceNumber))
-      throw new ImdsError(`device-number of ${mac} is not a number: ${dev}`, 200, p + 'device-number');
+    const deviceNumber = this.parsed(() =>
+      Number(checkOne('imds', p + 'device-number', 'device-number', 'uint', dev.trim())),
+    );
     return {
       ...addresses,
       deviceNumber,
@@ -233,7 +266,7 @@ export class ImdsClient {
    * this each of them fetched its own token). @throws ImdsError
    */
   private getToken(): Promise<string> {
-    if (this.token && this.token.expiresAt > Date.now() + 60_000) return Promise.resolve(this.token.value);
+    if (this.token && this.token.expiresAt > monoNow() + 60_000) return Promise.resolve(this.token.value);
     this.tokenFetch ??= this.fetchToken().finally(() => (this.tokenFetch = undefined));
     return this.tokenFetch;
   }
@@ -244,7 +277,7 @@ export class ImdsClient {
       headers: { 'X-aws-ec2-metadata-token-ttl-seconds': String(this.ttlS) },
     });
     const value = await this.bodyOrThrow(res, 'api/token');
-    this.token = { value: value.trim(), expiresAt: Date.now() + this.ttlS * 1000 };
+    this.token = { value: value.trim(), expiresAt: monoNow() + this.ttlS * 1000 };
     return this.token.value;
   }
 

@@ -7,6 +7,7 @@
  * negative, which queues callers in arrival order (FIFO) without any timer here: the
  * n-th caller past an empty bucket waits n / rate seconds.
  */
+import { monoNow } from '../clock.js';
 
 /** Options of {@link TokenBucket}. */
 export interface TokenBucketOptions {
@@ -14,7 +15,7 @@ export interface TokenBucketOptions {
   ratePerSecond: number;
   /** Bucket size in tokens, ≥ 1; the bucket starts full. */
   burst: number;
-  /** Clock in ms (default `Date.now`). */
+  /** Clock in ms (default `monoNow`, ipamd/clock.ts). */
   now?: () => number;
 }
 
@@ -34,7 +35,7 @@ export class TokenBucket {
       throw new RangeError(`burst must be a finite number >= 1, got ${o.burst}`);
     this.ratePerSecond = o.ratePerSecond;
     this.burst = o.burst;
-    this.now = o.now ?? Date.now;
+    this.now = o.now ?? monoNow;
     this.tokens = o.burst;
     this.last = this.now();
   }

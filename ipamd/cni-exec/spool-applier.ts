@@ -21,6 +21,7 @@
  * Counted in `eni_ipam_spooled_dels_total{outcome}`: released, unknown (the key held
  * nothing), stale (a newer allocation), corrupt, failed (checkpoint write failed; retried).
  */
+import { monoNow } from '../clock.js';
 import { watch, type FSWatcher } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { mkdirParents } from '../../nodefs/dirs.js';
@@ -178,7 +179,7 @@ export class DelSpool {
         for (const w of warnings)
           log.warn({ containerID: e.containerID, ip: held.ipv4, warning: w }, 'DEL spool: host teardown');
       }
-      const released = ds.release(e, Date.now());
+      const released = ds.release(e, monoNow());
       applied.push({ ...x, ...(released ? { released } : {}), outcome: released ? 'released' : 'unknown' });
     }
     if (applied.length === 0) return r;

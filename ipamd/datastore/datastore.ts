@@ -286,11 +286,16 @@ export class Datastore extends PrefixStore {
     return this.releasedContainers.forgetWhere((id, at) => !listed.has(id) && at <= releasedBefore);
   }
 
-  /** Marks a known, unheld IP as cooling since `releasedAt` (restored cooldown entry). */
-  restoreCooldown(ip: string, releasedAt: number): void {
+  /**
+   * Marks a known, unheld IP as cooling since `releasedAt` (a restored cooldown entry, ms).
+   * A `releasedAt` after `now` (written by a process whose clock ran ahead: the wall clock
+   * stepped back across the restart) is taken as `now`, so a restored cooldown lasts at most
+   * its period (docs/design.md#time).
+   */
+  restoreCooldown(ip: string, releasedAt: number, now: number): void {
     const r = this.ipIndex.get(ip);
     if (r && r.holder === undefined) {
-      r.releasedAt = releasedAt;
+      r.releasedAt = Math.min(releasedAt, now);
       this.changes.ip(ip);
     }
   }

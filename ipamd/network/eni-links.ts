@@ -9,6 +9,7 @@
  * Converges to the desired state (re-run safe): reads links, routes and rules, then one
  * `ip -batch` with only the missing/extra pieces.
  */
+import { monoNow } from '../clock.js';
 import ipaddr from 'ipaddr.js';
 import type { EniInfo } from '../datastore/types.js';
 import { asCidr, listRules, ruleSyncLines, type IpRule } from './ip-rules.js';
@@ -75,11 +76,11 @@ const routeDel = (r: RouteJson, table: string): string =>
  * attached ENI takes a moment to appear. @throws Error naming the ENI and MAC when absent.
  */
 async function waitForLink(runner: CommandRunner, eni: EniLinkSpec, waitMs: number): Promise<LinkJson> {
-  const deadline = Date.now() + waitMs;
+  const deadline = monoNow() + waitMs;
   for (;;) {
     const link = await findLinkByMac(runner, eni.mac);
     if (link) return link;
-    if (Date.now() >= deadline)
+    if (monoNow() >= deadline)
       throw new Error(`no link with MAC ${eni.mac} (ENI ${eni.eniId}, device ${eni.deviceNumber}) after ${waitMs} ms`);
     await new Promise((r) => setTimeout(r, 200));
   }

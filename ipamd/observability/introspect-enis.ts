@@ -17,6 +17,7 @@
  * forged DelNetwork needs); times are RFC 3339, Go's zero time "0001-01-01T00:00:00Z"
  * when unset. One network card ("0"): ipamd manages card 0 only. Pure: reads in, JSON out.
  */
+import { wallOf } from '../clock.js';
 import type { Allocation, EniInfo } from '../datastore/types.js';
 
 /** Go's zero `time.Time`, as encoding/json writes it. */
@@ -49,7 +50,7 @@ export function enisDocument(
 ): Record<string, unknown> {
   const byIp = new Map(ds.allocations().map((a) => [a.ipv4, a]));
   const released = new Map(ds.coolingEntries(now).map((c) => [c.ip, c.releasedAt]));
-  const iso = (ms: number | undefined) => (ms === undefined ? GO_ZERO_TIME : new Date(ms).toISOString());
+  const iso = (ms: number | undefined) => (ms === undefined ? GO_ZERO_TIME : new Date(wallOf(ms)).toISOString());
   const address = (ip: string) => {
     const a = byIp.get(ip);
     return {

@@ -5,6 +5,7 @@
  * pool controller's grow block, the release gate). Off, with one log line, when
  * MY_NODE_NAME is unset or no Kubernetes configuration loads.
  */
+import { monoNow } from '../clock.js';
 import type { IpamdConfig } from '../config.js';
 import type { PoolController } from '../controller/pool-loop/pool-controller.js';
 import type { ReleaseGate } from '../controller/release/release-gate.js';
@@ -30,7 +31,7 @@ export interface KubeReportingDeps {
 }
 
 /** The facts of node-ip-state.ts, from memory. */
-export function readNodeIpFacts(d: Omit<KubeReportingDeps, 'config' | 'log'>, now = Date.now()): NodeIpFacts {
+export function readNodeIpFacts(d: Omit<KubeReportingDeps, 'config' | 'log'>, now = monoNow()): NodeIpFacts {
   const c = d.ds.counts(now);
   const st = d.status();
   const blocked = d.pool.growBlocked();

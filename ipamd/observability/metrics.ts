@@ -14,6 +14,8 @@ import { readFileSync } from 'node:fs';
 import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import { registerCniMetrics, type AddFailureReason, type CniMetricHooks } from './metrics/cni.js';
 import { registerEc2Metrics, type Ec2MetricHooks } from './metrics/ec2.js';
+import { registerParseErrorMetrics } from './metrics/parse-errors.js';
+import type { AnswerParseError } from '../cloud/answer-parse.js';
 import { registerPoolMetrics } from './metrics/pool.js';
 import type { MetricsSources } from './metrics/sources.js';
 import { registerStateMetrics, type StateMetricHooks } from './metrics/state.js';
@@ -49,6 +51,8 @@ export interface IpamdMetrics extends CniMetricHooks, StateMetricHooks {
   readonly registry: Registry;
   /** EC2 hooks: `new Ec2Api({ ...opts, ...metrics.ec2 })`. */
   readonly ec2: Ec2MetricHooks;
+  /** Counts an IMDS or EC2 answer refused because a field did not parse (metrics/parse-errors.ts). */
+  answerParseError(e: AnswerParseError): void;
   /** Sets (or replaces) what the gauges read; gauges report nothing/0 until set. */
   setSources(s: MetricsSources): void;
   /** The exposition text (Prometheus text format 0.0.4). */
@@ -108,9 +112,11 @@ export function createMetrics(o: CreateMetricsOptions = {}): IpamdMetrics {
   const state = registerStateMetrics(registry, () => src);
   const cni = registerCniMetrics(registry, (fn) => state.ipamdError(fn));
   const ec2 = registerEc2Metrics(registry);
+  const answerParseError = registerParseErrorMetrics(registry);
   return {
     registry,
     ec2,
+    answerParseError,
     observeRpc: cni.observeRpc,
     delRequested: cni.delRequested,
     ipConflict: cni.ipConflict,

@@ -4,6 +4,7 @@
  * ADDs, the ENIConfig selection, exhausted subnets, the ENI lifecycle, node sysctls,
  * quarantined IPs and the evidence sources. Computed per request from the daemon's parts.
  */
+import { wallOf } from '../clock.js';
 import type { ReleaseGate } from '../controller/release/release-gate.js';
 import type { Datastore } from '../datastore/datastore.js';
 import { poolCounts } from '../pool/index.js';
@@ -47,11 +48,11 @@ export function statusDocument(p: StatusParts, now: number) {
     exhaustedSubnets: p.wiring.exhaustedSubnets().map((m) => ({
       subnetId: m.subnetId,
       code: m.code,
-      until: new Date(m.untilMs).toISOString(),
+      until: new Date(wallOf(m.untilMs)).toISOString(),
     })),
     eniLifecycle: p.lifecycle()?.status() ?? null,
     nodeSysctls: p.sysctls() ?? null,
-    quarantinedIps: ds.quarantined().map((q) => ({ ...q, since: new Date(q.since).toISOString() })),
+    quarantinedIps: ds.quarantined().map((q) => ({ ...q, since: new Date(wallOf(q.since)).toISOString() })),
     evidence: {
       criEndpoint: evidence.criEndpoint,
       kubernetes: evidence.kubeConfigured,

@@ -7,6 +7,7 @@
  * throws CriUnavailableError and the caller must treat the source as unreadable
  * (releases frozen), never as "no pods".
  */
+import { monoNow } from '../clock.js';
 import { existsSync, statSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
@@ -134,7 +135,7 @@ export class CriSource {
    * @throws CriUnavailableError on any other failure; never returns a partial list.
    */
   async listReadySandboxes(): Promise<CriSandbox[]> {
-    const t0 = Date.now();
+    const t0 = monoNow();
     const deadline = t0 + this.timeoutMs;
     if (!this.socketExists())
       throw new CriUnavailableError(`CRI socket ${this.socketPath} does not exist`, 'UNAVAILABLE');
@@ -153,7 +154,7 @@ export class CriSource {
       };
       await Promise.all(Array.from({ length: Math.min(STATUS_CONCURRENCY, ready.length) }, worker));
       out.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-      this.log?.debug({ endpoint: this.endpoint, sandboxes: out.length, ms: Date.now() - t0 }, 'CRI sandboxes read');
+      this.log?.debug({ endpoint: this.endpoint, sandboxes: out.length, ms: monoNow() - t0 }, 'CRI sandboxes read');
       return out;
     } catch (e) {
       // Drop the channel: the next read reconnects from scratch (runtime restarted, socket re-created).

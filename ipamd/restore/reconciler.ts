@@ -15,6 +15,7 @@
  * datastore's ENIs and addresses; *CNI GC* (service/gc.ts) is the runtime's GC verb; the
  * *leaked-ENI sweep* (controller/eni-lifecycle/leak-sweep.ts) deletes ENIs no node uses.
  */
+import { monoNow } from '../clock.js';
 import type { Datastore } from '../datastore/datastore.js';
 import type { ReleaseGate } from '../controller/release/release-gate.js';
 import { PeriodicTask } from '../controller/periodic-task.js';
@@ -109,7 +110,7 @@ export class EvidenceReconciler {
   private identityUnsaved = false;
 
   constructor(private readonly o: ReconcilerOptions) {
-    this.now = o.now ?? Date.now;
+    this.now = o.now ?? monoNow;
     this.task = new PeriodicTask({ intervalMs: o.intervalMs, run: () => this.runPass() });
     if (o.recordedIdentity) this.recorded = o.recordedIdentity;
   }

@@ -31,7 +31,9 @@ import {
 import { IpamdCallError, type IpamdClient } from '../../proto/ipamd-api.js';
 import type { Logger } from '../log.js';
 import { PoolExhaustedError } from '../controller/pool-loop/pool-controller.js';
-import { NotReadyError, type IpamService } from '../service/ipam-service.js';
+import type { IpamService } from '../service/ipam-service.js';
+import { IpamdFailure } from '../service/ipamd-failure.js';
+import { IpamdCause, tagCause } from '../../proto/ipamd-cause.js';
 import { cniBackendService } from './service-def.js';
 
 /** Options of {@link RpcServer}. */
@@ -319,7 +321,11 @@ export class RpcServer {
     const t0 = performance.now();
     if (this.draining) {
       this.o.observe?.(verb, 'UNAVAILABLE', 0);
-      return { ok: false, code: grpc.status.UNAVAILABLE, details: 'ipamd is shutting down' };
+      return {
+        ok: false,
+        code: grpc.status.UNAVAILABLE,
+        details: tagCause(IpamdCause.ShuttingDown, 'ipamd is shutting down'),
+      };
     }
     try {
       const reply = await fn(req);
@@ -327,17 +333,22 @@ export class RpcServer {
       return { ok: true, reply };
     } catch (err) {
       const e = err as Error;
+      // Failed while ipamd stops (e.g. an ADD whose refill wait ran out during the drain): that is the cause to report.
+      if (this.draining && !(e instanceof RpcError)) {
+        this.o.observe?.(verb, 'UNAVAILABLE', performance.now() - t0);
+        return { ok: false, code: grpc.status.UNAVAILABLE, details: tagCause(IpamdCause.ShuttingDown, e.message) };
+      }
       const code =
         e instanceof RpcError
           ? e.code
-          : e instanceof PoolExhaustedError
+          : e instanceof PoolExhaustedError || (e instanceof IpamdFailure && e.noAddress)
             ? grpc.status.RESOURCE_EXHAUSTED
-            : e instanceof NotReadyError
+            : e instanceof IpamdFailure
               ? grpc.status.UNAVAILABLE
               : grpc.status.INTERNAL;
       this.o.observe?.(verb, grpc.status[code] ?? String(code), performance.now() - t0);
       if (code === grpc.status.INTERNAL) this.o.log.error({ verb, err: e.message }, 'RPC failed');
-      return { ok: false, code, details: e.message };
+      return { ok: false, code, details: e instanceof IpamdFailure ? e.details : e.message };
     }
   }
 }

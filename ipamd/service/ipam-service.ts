@@ -3,6 +3,7 @@
  * the change durable before answering; DEL releases into cooldown the same way.
  * A failed checkpoint write undoes the change and fails the request (docs/design.md#1-the-parts-and-how-a-pod-gets-its-ip step 3).
  */
+import { monoNow } from '../clock.js';
 import { DEL_REASON_IP_CONFLICT } from '../../proto/ipam.js';
 import type { Datastore } from '../datastore/datastore.js';
 import type { Allocation, AllocationKey, EniInfo, PodRef } from '../datastore/types.js';
@@ -11,6 +12,8 @@ import { PoolExhaustedError, type PoolController } from '../controller/pool-loop
 import type { KernelReader } from '../restore/kernel-source.js';
 import { gcNetwork, type GcAttachment, type GcReleased } from './gc.js';
 import { stageTrace } from './stage-trace.js';
+import { IpamdCause } from '../../proto/ipamd-cause.js';
+import { explainNoAddress, IpamdFailure } from './ipamd-failure.js';
 import { ipamStatus, type IpamStatus } from './status.js';
 
 /** Route table id of the main table (pods on the primary ENI). */
@@ -39,10 +42,10 @@ export interface DelResult {
   routeTableId?: number;
 }
 
-/** The address cannot be served now (the gRPC layer maps this to UNAVAILABLE). */
-export class NotReadyError extends Error {
+/** The address cannot be served now (the gRPC layer maps this to UNAVAILABLE, cause `not-ready`). */
+export class NotReadyError extends IpamdFailure {
   constructor(message: string) {
-    super(message);
+    super(IpamdCause.NotReady, message);
     this.name = 'NotReadyError';
   }
 }
@@ -63,6 +66,10 @@ export interface IpamServiceOptions {
   kernel?: KernelReader;
   /** Told of each failed ADD with its reason; `noIp` when it failed for want of an address (metrics); `detail`: the pod and the error message (Events). */
   onAddFailed?: (reason: AddFailureReason, noIp: boolean, detail: { pod?: PodRef; message: string }) => void;
+  /** True once ipamd has begun to stop (an ADD that then gets no address says ipamd is restarting). */
+  stopping?: () => boolean;
+  /** True while EC2 throttles ipamd (an ADD that got no address then says so); cloud/throttle-watch.ts. */
+  ec2Throttled?: () => boolean;
   /** Told of each DEL request with the reason the plugin gave (metrics). */
   onDel?: (reason: string) => void;
 }
@@ -91,15 +98,17 @@ export class IpamService {
   private readonly now: () => number;
 
   constructor(private readonly o: IpamServiceOptions) {
-    this.now = o.now ?? Date.now;
+    this.now = o.now ?? monoNow;
   }
 
   /**
    * Assigns an address to the key (idempotent), waiting up to `addWaitTimeoutMs` on a
    * coalesced refill when the pool is empty.
    * @throws PoolExhaustedError (no address within the wait, with the reason),
-   *         NotReadyError (restored address not yet visible on an ENI),
-   *         Error (checkpoint write failed; the assignment was rolled back).
+   *         IpamdFailure (retryable, with its cause: no address while addresses are held
+   *         unverified, EC2 throttled or ipamd stopping — see explainNoAddress; the
+   *         checkpoint write failed and the assignment was rolled back; NotReadyError:
+   *         restored address not yet visible on an ENI). docs/design.md#cni-errors
    */
   async add(req: AddRequest): Promise<AddResult> {
     const t0 = performance.now();
@@ -117,7 +126,15 @@ export class IpamService {
         'ADD failed',
       );
       this.o.onAddFailed?.(reason, noIp, { ...(req.pod ? { pod: req.pod } : {}), message: (e as Error).message });
-      throw e;
+      if (!noIp) throw e;
+      const { pool, ds } = this.o;
+      throw explainNoAddress(e as Error, {
+        reason,
+        counts: ds.counts(this.now()),
+        freezeReasons: pool.freezeReasons(),
+        stopping: pool.stopping || (this.o.stopping?.() ?? false),
+        throttled: this.o.ec2Throttled?.() ?? false,
+      });
     } finally {
       stageTrace.record('add.handler', performance.now() - t0);
     }
@@ -150,7 +167,10 @@ export class IpamService {
             { ...podFields(req, req.pod, r.allocation.ipv4, r.eni.eniId), err: (e as Error).message },
             'checkpoint write failed; assignment rolled back',
           );
-          throw new Error(`could not persist the assignment: ${(e as Error).message}`);
+          throw new IpamdFailure(
+            IpamdCause.Checkpoint,
+            `checkpoint write failed, the assignment was undone: ${(e as Error).message}`,
+          );
         }
         pool.changed();
         log.info(podFields(req, req.pod, r.allocation.ipv4, r.eni.eniId), 'assigned IP');
@@ -218,7 +238,10 @@ export class IpamService {
         { ...podFields(key, a.pod, a.ipv4, a.eniId), err: (e as Error).message },
         'checkpoint write failed; release rolled back',
       );
-      throw new Error(`could not persist the release: ${(e as Error).message}`);
+      throw new IpamdFailure(
+        IpamdCause.Checkpoint,
+        `checkpoint write failed, the release was undone: ${(e as Error).message}`,
+      );
     }
     this.o.pool.changed();
     const eni = ds.getEni(a.eniId);

@@ -11,6 +11,7 @@
  * older one back in (an ADD for a container remembered as released, an expiry), the window
  * is rewritten whole in that record (all listed, in order): rare, and still exact.
  */
+import { monoNow } from '../clock.js';
 import type { CheckpointData, CheckpointSource, JournalRecord } from '../checkpoint/index.js';
 import type { Datastore } from '../datastore/datastore.js';
 
@@ -23,7 +24,7 @@ export interface DatastoreSourceOptions {
   releasedCap: number;
   /** The runtime identity to keep (read at every write; compared by name and version). */
   runtime: () => CheckpointData['runtime'];
-  /** ms since epoch, for which addresses still cool in a snapshot; default Date.now. */
+  /** ms since epoch, for which addresses still cool in a snapshot; default monoNow, ipamd/clock.ts. */
   now?: () => number;
 }
 
@@ -33,7 +34,7 @@ export interface DatastoreSourceOptions {
  */
 export function datastoreCheckpointSource(o: DatastoreSourceOptions): CheckpointSource {
   const { ds, releasedCap: cap } = o;
-  const now = o.now ?? Date.now;
+  const now = o.now ?? monoNow;
   ds.trackChanges();
   /** The remembered DELs on disk (after the last snapshot/delta), oldest first. */
   let persisted = new Map<string, number>();

@@ -97,7 +97,10 @@ export interface DiscoverOptions {
  *         attempts (Ec2Error): ipamd cannot run blind.
  */
 export async function discoverNode(o: DiscoverOptions): Promise<NodeInventory> {
-  const imds = new ImdsClient({ endpoint: o.imdsEndpoint });
+  const imds = new ImdsClient({
+    endpoint: o.imdsEndpoint,
+    ...(o.ec2Options?.onParseError ? { onParseError: o.ec2Options.onParseError } : {}),
+  });
   const imdsRead = <T>(what: string, fn: () => Promise<T>) =>
     pRetry(fn, {
       retries: o.retries ?? 8,
@@ -311,7 +314,7 @@ export function loadInventory(ds: Datastore, inv: NodeInventory, now: number): v
       subnetCidr: subnetCidrOf(inv, eni),
       primaryIp: eni.primaryIp,
       isPrimary: dev === 0,
-      createdAtMs: Number.isFinite(created) ? created : now,
+      createdAtMs: Number.isFinite(created) ? Math.min(created, now) : now,
       capacity: inv.limits.ipv4PerEni - 1,
     });
     ds.addIps(eni.eniId, eni.secondaryIps);

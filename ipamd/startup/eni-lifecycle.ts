@@ -13,6 +13,7 @@
  * checkpoint): a restart sets the gauge from them and describes only what the rule
  * above asks for, so a fleet restarting together spends no DescribeSubnets on it.
  */
+import { monoNow } from '../clock.js';
 import path from 'node:path';
 import type { IpamdConfig } from '../config.js';
 import type { EniManager } from '../controller/eni-lifecycle/eni-manager.js';
@@ -73,7 +74,7 @@ export function startEniLifecycle(p: {
     : Promise.resolve();
   const describeSubnets = async () => {
     await restored;
-    const now = Date.now();
+    const now = monoNow();
     let changed = false;
     const views = new Map(p.ds.poolViews(now).map((v) => [v.eniId, v.total]));
     const held = new Map<string, number>();

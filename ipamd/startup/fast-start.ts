@@ -13,6 +13,7 @@
  *   no longer shows (held ones are kept and reported, never lost track of), and lifts the
  *   freeze. See docs/design.md#4-restore for the rules.
  */
+import { monoNow } from '../clock.js';
 import type { ReleaseGate } from '../controller/release/release-gate.js';
 import type { ReconcileReport } from '../controller/eni-lifecycle/eni-reconcile.js';
 import type { Datastore } from '../datastore/datastore.js';
@@ -89,7 +90,7 @@ export function startInventoryCache(p: {
     log,
   });
   guardReleases(inv.ec2, writer);
-  const t0 = Date.now();
+  const t0 = monoNow();
   if (inv.source === 'cache') {
     gate.freeze(
       CONFIRM_GATE_SOURCE,
@@ -104,7 +105,7 @@ export function startInventoryCache(p: {
       if (!gate.describe().some((d) => d.startsWith(CONFIRM_GATE_SOURCE))) return;
       log.info(
         {
-          afterMs: Date.now() - t0,
+          afterMs: monoNow() - t0,
           addedIps: r.addedIps.length,
           removedIps: r.removedIps.length,
           heldMissing: r.heldMissing,

@@ -95,7 +95,7 @@ export function restoreFromCheckpoint(p: {
       log.error({ allocation: a, result: r }, 'checkpoint allocation conflicts with another; kept the first');
     }
   }
-  for (const c of data.cooldown) ds.restoreCooldown(c.ip, c.releasedAt);
+  for (const c of data.cooldown) ds.restoreCooldown(c.ip, c.releasedAt, p.now);
   if (p.importedFrom !== undefined) {
     const others = ds.markAllUnverified();
     if (others > 0)

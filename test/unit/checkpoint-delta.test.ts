@@ -122,7 +122,7 @@ function driver(ds: Datastore, unit: 'ip' | 'prefix', r: () => number, clock: { 
     },
     () => {
       const ip = pick(ds.eniIps(`eni-${pick(enis)!}`));
-      if (ip) ds.restoreCooldown(ip, clock.now - Math.floor(r() * 200));
+      if (ip) ds.restoreCooldown(ip, clock.now - Math.floor(r() * 200), clock.now);
     },
     () => {
       const ip = pick(ds.eniIps(`eni-${pick(enis)!}`));

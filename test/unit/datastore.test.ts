@@ -156,7 +156,7 @@ test('restore: conflicts are refused, unknown IPs wait as pending and are adopte
 
 test('cooling entries survive a restore and the checkpoint view lists only cooling IPs', () => {
   const ds = store(10_000);
-  ds.restoreCooldown('10.0.0.51', 5_000);
+  ds.restoreCooldown('10.0.0.51', 5_000, 6_000);
   assert.deepEqual(ds.coolingEntries(6_000), [{ ip: '10.0.0.51', releasedAt: 5_000 }]);
   assert.deepEqual(ds.coolingEntries(15_000), []);
   assert.equal(ds.ipState('10.0.0.51', 6_000), 'cooling');

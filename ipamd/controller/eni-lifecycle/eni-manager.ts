@@ -12,6 +12,7 @@
  * after the optional `beforeEniUsable` hook (host networking: link, route table, rule)
  * has succeeded for it; until then it is pending, and the reconcile retries.
  */
+import { monoNow } from '../../clock.js';
 import type { Datastore } from '../../datastore/datastore.js';
 import type { EniInfo } from '../../datastore/types.js';
 import type { Ec2Port, Ec2Eni } from '../../cloud/ec2-port.js';
@@ -95,7 +96,7 @@ export class EniManager extends EniBook {
   private readonly subnetCidrs = new Map<string, string>();
 
   constructor(private readonly o: EniManagerOptions) {
-    super(o.ds, o.unmanagedDeviceIndexes, o.now ?? Date.now);
+    super(o.ds, o.unmanagedDeviceIndexes, o.now ?? monoNow);
     const settleMs = o.settleTimeoutMs ?? 60_000;
     const sleep = o.sleep ?? realSleep;
     this.subnetCidrs.set(o.instance.subnetId, o.instance.subnetCidr);
@@ -274,7 +275,8 @@ export class EniManager extends EniBook {
       subnetCidr,
       primaryIp: eni.primaryIp,
       isPrimary: false,
-      createdAtMs: eniCreatedAtMs(eni) ?? this.now(),
+      // An EC2 tag is a wall-clock stamp: one in the future (clock stepped back) counts as now (docs/design.md#time).
+      createdAtMs: Math.min(eniCreatedAtMs(eni) ?? Infinity, this.now()),
       capacity: instance.ipsPerEni,
     };
   }

@@ -27,6 +27,7 @@
  * datastore's ENIs and addresses; *CNI GC* (service/gc.ts) is the runtime's GC verb; the
  * *leaked-ENI sweep* (controller/eni-lifecycle/leak-sweep.ts) deletes ENIs no node uses.
  */
+import { monoNow } from '../../clock.js';
 import ipaddr from 'ipaddr.js';
 import type { Ec2Port, Ec2Eni } from '../../cloud/ec2-port.js';
 import type { ImdsEniAddresses } from '../../cloud/imds.js';
@@ -100,7 +101,7 @@ export class EniReconciler {
   passes = 0;
 
   constructor(private readonly o: EniReconcilerOptions) {
-    this.now = o.now ?? Date.now;
+    this.now = o.now ?? monoNow;
     this.task = new PeriodicTask({ intervalMs: o.intervalMs, run: () => this.runOnce() });
     o.enis.onPending(() => this.kick());
   }

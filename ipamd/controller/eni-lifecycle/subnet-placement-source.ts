@@ -9,6 +9,7 @@
  * Never on the ADD path: only ENI creations (grow, off the ADD path) call {@link plan}.
  * docs/design.md#eni-ownership ("Placement and failover").
  */
+import { monoNow } from '../../clock.js';
 import type { Ec2Port, Ec2Subnet } from '../../cloud/ec2-port.js';
 import type { Logger } from '../../log.js';
 import type { EniConfigSelection, EniPlacement, PlacementPlan } from './placement-types.js';
@@ -52,7 +53,7 @@ export class SubnetPlacement implements EniPlacement {
   private readonly now: () => number;
 
   constructor(private readonly o: SubnetPlacementOptions) {
-    this.now = o.now ?? Date.now;
+    this.now = o.now ?? monoNow;
   }
 
   /** The candidates for the next ENI (see {@link planPlacement}). Never throws. */

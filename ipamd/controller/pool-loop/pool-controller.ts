@@ -16,6 +16,7 @@
  * waiters that the ENIs still being created cannot serve, at once, naming the binding
  * limit (`pool/grow-limits.ts`).
  */
+import { monoNow } from '../../clock.js';
 import type { Datastore } from '../../datastore/datastore.js';
 import type { Ec2Port } from '../../cloud/ec2-port.js';
 import type { Logger } from '../../log.js';
@@ -92,7 +93,7 @@ export class PoolController {
   private started = false;
 
   constructor(private readonly o: PoolControllerOptions) {
-    this.now = o.now ?? Date.now;
+    this.now = o.now ?? monoNow;
     this.ticker = new PeriodicTask({ intervalMs: o.intervalMs, run: () => this.trigger() });
     this.shrinker = new ShrinkExecutor({
       ds: o.ds,
@@ -127,6 +128,16 @@ export class PoolController {
     );
     // Every addition of addresses (grow, adoption, reconcile, a cancelled release...) wakes waiting ADDs at once.
     o.ds.onAddressesAvailable(() => this.waiters.wake());
+  }
+
+  /** True once {@link stop} was called. */
+  get stopping(): boolean {
+    return this.stopped;
+  }
+
+  /** Why releases are frozen (the release gate's reasons), empty when they are not. */
+  freezeReasons(): string[] {
+    return this.o.gate.describe();
   }
 
   /** Last grow failure, for status output. */

@@ -6,6 +6,7 @@
  * `awscni_assigned_ip_per_eni{eni}`, `awscni_assigned_ip_per_cidr{cidr}`) and ours
  * (`eni_ipam_*`: IPs per state, per-ENI addresses per state, waiting ADDs, quarantine).
  */
+import { monoNow } from '../../clock.js';
 import { Gauge, type Registry } from 'prom-client';
 import type { DatastoreCounts } from '../../datastore/types.js';
 import type { MetricsSources } from './sources.js';
@@ -13,7 +14,7 @@ import type { MetricsSources } from './sources.js';
 /** Registers the pool gauges on `registry`; `src()` is read at each scrape (undefined: every gauge 0 / no series). */
 export function registerPoolMetrics(registry: Registry, src: () => MetricsSources | undefined): void {
   const registers = [registry];
-  const now = () => (src()?.now ?? Date.now)();
+  const now = () => (src()?.now ?? monoNow)();
   const counts = (): DatastoreCounts | undefined => src()?.ds.counts(now());
   const sampled = (name: string, help: string, pick: (c: DatastoreCounts) => number) =>
     new Gauge({

@@ -26,7 +26,7 @@ export interface MetricsSources {
   limits?: () => { maxEni: number; ipMax: number };
   /** Node kernel settings ipamd checks (network/sysctl.ts): `eni_ipam_node_sysctl_ok{sysctl}`. */
   sysctls?: () => Array<{ sysctl: string; ok: boolean }>;
-  /** Clock in ms (default Date.now). */
+  /** Clock in ms (default monoNow, ipamd/clock.ts). */
   now?: () => number;
   /** How many addresses are quarantined now (`eni_ipam_quarantined_ips`). */
   quarantined?: () => number;

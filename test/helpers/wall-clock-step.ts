@@ -1,0 +1,38 @@
+/**
+ * Preloaded into a process under test (`NODE_OPTIONS=--import=<this file's URL>`) to step
+ * its wall clock without touching the machine's: `Date.now()` and `new Date()` are shifted
+ * by the number of ms in the file named by ENI_IPAM_TEST_WALL_OFFSET_FILE (re-read whenever
+ * its mtime changes, so a write takes effect on the next call). Monotonic clocks
+ * (`performance.now`, `process.hrtime`) are untouched, as a real clock step leaves them.
+ * Test-only: nothing in ipamd imports it.
+ */
+import { readFileSync, statSync } from 'node:fs';
+
+const file = process.env.ENI_IPAM_TEST_WALL_OFFSET_FILE;
+if (file) {
+  const RealDate = Date;
+  let offset = 0;
+  let seen = -1;
+  const current = (): number => {
+    try {
+      const m = statSync(file).mtimeMs;
+      if (m !== seen) {
+        seen = m;
+        offset = Number(readFileSync(file, 'utf8').trim()) || 0;
+      }
+    } catch {
+      /* no file: no offset change */
+    }
+    return offset;
+  };
+  class SteppedDate extends RealDate {
+    constructor(...args: ConstructorParameters<DateConstructor> | []) {
+      if (args.length === 0) super(RealDate.now() + current());
+      else super(...(args as [number]));
+    }
+    static override now(): number {
+      return RealDate.now() + current();
+    }
+  }
+  globalThis.Date = SteppedDate as DateConstructor;
+}

@@ -1,0 +1,126 @@
+/**
+ * Monotonic time for every duration (issue 28 item 5; docs/design.md#time): the real ipamd
+ * on the simulated cloud, its wall clock stepped back and forward by hours while pods
+ * churn (test/helpers/wall-clock-step.ts shifts `Date` inside ipamd only; the machine's
+ * clock is not touched). Released addresses come out of the IP cooldown once the period has
+ * passed, never earlier (no ADD is handed a cooling address) and never hours later, within
+ * one run and across a restart.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { utimesSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { createNode } from '../helpers/node-harness.js';
+import { ipamdClient, type TestIpamdClient } from '../helpers/ipamd-client.js';
+import { waitFor } from '../helpers/wait.js';
+import type { IpamdProcess } from '../kit/ipamd-process.js';
+
+const PERIOD_MS = 2000;
+/** How late past the period an address may leave cooldown: the datastore is read on demand, the test polls every 25 ms. */
+const LATE_MS = 1500;
+const HOUR = 3_600_000;
+const PRELOAD = new URL('../helpers/wall-clock-step.js', import.meta.url).href;
+
+let seq = 0;
+const id = () => `clk${process.pid}x${seq++}`;
+
+/** ADDs `n` new containers; returns their ids and IPs. */
+async function addMany(c: TestIpamdClient, n: number): Promise<Array<{ id: string; ip: string }>> {
+  const out = [];
+  for (let i = 0; i < n; i++) {
+    const k = id();
+    const r = await c.add(k);
+    assert.equal(r.success, true);
+    out.push({ id: k, ip: r.ipv4_addr });
+  }
+  return out;
+}
+
+/**
+ * DELs `pods`, runs `step` (a wall-clock step, or a restart), churns (ADDs that must
+ * not get a cooling address), and checks the released addresses leave cooldown after the
+ * period and not later than {@link LATE_MS} past it.
+ */
+async function releaseAcrossStep(
+  d: () => IpamdProcess,
+  c: () => TestIpamdClient,
+  pods: Array<{ id: string; ip: string }>,
+  step: () => Promise<void>,
+): Promise<Array<{ id: string; ip: string }>> {
+  const cooling0 = (await d().status()).counts.cooling as number;
+  const t0 = performance.now();
+  for (const p of pods) assert.equal((await c().del(p.id)).released, true);
+  await step();
+  const released = new Set(pods.map((p) => p.ip));
+  const churn = await addMany(c(), 2);
+  for (const p of churn)
+    assert.ok(
+      !released.has(p.ip) || performance.now() - t0 >= PERIOD_MS,
+      `ADD got ${p.ip} ${Math.round(performance.now() - t0)} ms after its release (cooldown ${PERIOD_MS} ms)`,
+    );
+  const freed = await waitFor(
+    'the released addresses out of cooldown',
+    async () => {
+      const cooling = (await d().status()).counts.cooling as number;
+      const at = performance.now() - t0;
+      if (at < PERIOD_MS - 50)
+        assert.ok(cooling >= cooling0 + pods.length, `cooldown ended early, ${Math.round(at)} ms`);
+      return cooling <= cooling0 ? at : undefined;
+    },
+    PERIOD_MS + LATE_MS,
+    25,
+  );
+  assert.ok(freed >= PERIOD_MS - 50, `out of cooldown after ${Math.round(freed)} ms`);
+  return churn;
+}
+
+test('IP cooldown under wall-clock steps of hours while pods churn, and across a restart', async (t) => {
+  const h = await createNode({
+    ipamdEnv: {
+      IP_COOLDOWN_PERIOD: String(PERIOD_MS / 1000),
+      WARM_IP_TARGET: '8',
+      NODE_OPTIONS: `--import=${PRELOAD}`,
+    },
+  });
+  t.after(() => h.close());
+  const offsetFile = path.join(h.dir, 'wall-offset-ms');
+  let offset = 0;
+  let tick = 1;
+  const setWall = async (deltaMs: number) => {
+    offset += deltaMs;
+    writeFileSync(offsetFile, String(offset));
+    utimesSync(offsetFile, tick, tick++); // a distinct mtime per write, however fast
+  };
+  writeFileSync(offsetFile, '0');
+  h.env.ENI_IPAM_TEST_WALL_OFFSET_FILE = offsetFile;
+  let d = await h.startIpamd();
+  let c = ipamdClient(h.socket);
+  t.after(() => c.close());
+  await waitFor('a warm pool', async () => ((await d.status()).counts.available as number) >= 6);
+
+  let pods = await addMany(c, 3);
+  for (const stepMs of [-3 * HOUR, 5 * HOUR, -7 * HOUR, 2 * HOUR]) {
+    const churn = await releaseAcrossStep(
+      () => d,
+      () => c,
+      pods,
+      () => setWall(stepMs),
+    );
+    pods = [...churn, ...(await addMany(c, 1))];
+  }
+
+  // Across a restart: the wall clock steps back 6 h while ipamd is down.
+  const restarted = async () => {
+    c.close();
+    await d.stop(15_000);
+    await setWall(-6 * HOUR);
+    d = await h.startIpamd();
+    c = ipamdClient(h.socket);
+  };
+  await releaseAcrossStep(
+    () => d,
+    () => c,
+    pods,
+    restarted,
+  );
+});
