@@ -93,6 +93,9 @@ async function usePtp(c: TestCluster): Promise<void> {
 
 async function main(): Promise<void> {
   const c = await startCluster();
+  // Ctrl-C or a kill: remove the cluster before exiting.
+  for (const sig of ['SIGINT', 'SIGTERM'] as const)
+    process.once(sig, () => void c.close().finally(() => process.exit(130)));
   try {
     console.log(machineLine(os.cpus().length));
     // First the baseline on the fresh node: Debian's Go ptp + host-local as its CNI.

@@ -26,7 +26,7 @@ import { createNodeMountNs, type NodeMountNs } from '../helpers/node-mountns.js'
 import type { SimCloud } from '../../sim/index.js';
 import { clusterBinaries, type ClusterBinaries } from './binaries.js';
 import { makePki, type Pki } from './pki.js';
-import { startNodeProcesses, type NodeProcesses } from './node-processes.js';
+import { removeCgroupRoot, startNodeProcesses, type NodeProcesses } from './node-processes.js';
 import { startControlPlane, type ControlPlane } from './control-plane.js';
 import { kubectlRunner, type Kubectl } from './kubectl.js';
 import { killMountNsProcesses } from './teardown.js';
@@ -127,6 +127,7 @@ export async function startCluster(o: ClusterOptions = {}): Promise<TestCluster>
     cleanups.push(async () => {
       await killMountNsProcesses(mountNs);
       await mountNs.close();
+      await removeCgroupRoot(); // the containers' cgroups empty only once their processes are gone
     });
     const host = (p: string): string => {
       const h = mountNs.hostPathOf(p);

@@ -4,7 +4,7 @@
  * image archive imported into containerd's `k8s.io` namespace (nothing is ever pulled).
  */
 import { execFile } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync, type Dirent } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -145,7 +145,7 @@ export async function startNodeProcesses(o: {
     const c = procs.get('containerd');
     if (c && !c.exited()) await removeSandboxes(criSocket);
     await c?.stop(15_000);
-    for (const ctl of cgroupControllers()) await rmdirTree(path.join('/sys/fs/cgroup', ctl, CGROUP_ROOT));
+    await removeCgroupRoot();
   };
   try {
     await startContainerd();
@@ -172,6 +172,42 @@ export async function startNodeProcesses(o: {
     await stopAll().catch(() => undefined);
     throw e;
   }
+}
+
+/**
+ * Removes a kubelet cgroup root (default this process's) in every hierarchy: every process
+ * still in it (a container whose sandbox the CRI could not remove) is SIGKILLed first, since
+ * only empty cgroups can go. Never throws.
+ */
+export async function removeCgroupRoot(root = CGROUP_ROOT): Promise<void> {
+  const memory = path.join('/sys/fs/cgroup', 'memory', root);
+  const pids = (): number[] => tasksUnder(memory);
+  for (const pid of pids()) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
+  await waitFor('the kubelet cgroup root empty', () => pids().length === 0, 10_000, 100).catch(() => undefined);
+  for (const ctl of cgroupControllers()) await rmdirTree(path.join('/sys/fs/cgroup', ctl, root));
+}
+
+/** PIDs in `dir`'s cgroup and every cgroup below it (v1 `tasks` files). */
+function tasksUnder(dir: string): number[] {
+  const out: number[] = [];
+  const walk = (d: string): void => {
+    let entries: Dirent[];
+    try {
+      entries = readdirSync(d, { withFileTypes: true });
+      for (const l of readFileSync(path.join(d, 'tasks'), 'utf8').split('\n')) if (l) out.push(Number(l));
+    } catch {
+      return;
+    }
+    for (const e of entries) if (e.isDirectory()) walk(path.join(d, e.name));
+  };
+  walk(dir);
+  return out;
 }
 
 /** Stops and removes every pod sandbox through the CRI (CNI DEL runs for each). Best effort. */

@@ -10,8 +10,8 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { mountsUnder, rmdirTree } from '../helpers/host-scan.js';
-import { CGROUP_PREFIX } from './node-processes.js';
+import { mountsUnder } from '../helpers/host-scan.js';
+import { CGROUP_PREFIX, removeCgroupRoot } from './node-processes.js';
 
 const run = promisify(execFile);
 
@@ -94,7 +94,7 @@ export async function purgeLeftovers(dir?: string): Promise<void> {
   for (const c of list('/sys/fs/cgroup')) {
     for (const g of list(path.join('/sys/fs/cgroup', c))) {
       const m = new RegExp(`^${CGROUP_PREFIX}(\\d+)$`).exec(g);
-      if (m && !alive(Number(m[1]))) await rmdirTree(path.join('/sys/fs/cgroup', c, g));
+      if (m && !alive(Number(m[1]))) await removeCgroupRoot(`/${g}`);
     }
   }
   if (dir) await rm(dir, { recursive: true, force: true }).catch(() => undefined);
