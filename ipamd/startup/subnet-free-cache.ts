@@ -10,12 +10,17 @@
  * A gauge hint, not state: nothing is decided from it, so a missing, unreadable or
  * malformed file (or entry) is ignored (the subnet is described, as before) and a write
  * that fails is only logged at debug. Written atomically (rename), without fsync.
+ *
+ * In memory a reading's `at` is a monotonic stamp (ipamd/clock.ts monoNow, fractional ms);
+ * in the file it is wall-clock epoch ms (whole), the only clock two processes share: the
+ * writer converts with wallOf, the reader back to its own monotonic clock.
  */
+import { monoNow, wallOf } from '../clock.js';
 import { readFile } from 'node:fs/promises';
 import writeFileAtomic from 'write-file-atomic';
 import { z } from 'zod';
 
-/** One subnet's reading: when (epoch ms), the addresses this node held in it then, the free count EC2 gave. */
+/** One subnet's reading: when (monotonic ms), the addresses this node held in it then, the free count EC2 gave. */
 export interface SubnetReading {
   at: number;
   held: number;
@@ -30,9 +35,10 @@ const ReadingSchema = z.object({
 const FileSchema = z.object({ version: z.literal(1), subnets: z.record(z.string().min(1), z.unknown()) });
 
 /**
- * The readings in `file` taken within `maxAgeMs` before `now` (epoch ms; none from the
- * future), by subnet id. Malformed entries are left out; a missing, unreadable or
- * malformed file gives an empty map. Never throws.
+ * The readings in `file` taken within `maxAgeMs` before `now` (wall-clock epoch ms; none
+ * from the future), by subnet id, their `at` turned into this process's monotonic ms.
+ * Malformed entries are left out; a missing, unreadable or malformed file gives an empty
+ * map. Never throws.
  */
 export async function readSubnetReadings(
   file: string,
@@ -45,7 +51,8 @@ export async function readSubnetReadings(
     if (!f.success) return out;
     for (const [id, v] of Object.entries(f.data.subnets)) {
       const r = ReadingSchema.safeParse(v);
-      if (r.success && r.data.at <= now && now - r.data.at < maxAgeMs) out.set(id, r.data);
+      if (r.success && r.data.at <= now && now - r.data.at < maxAgeMs)
+        out.set(id, { ...r.data, at: monoNow() - (now - r.data.at) });
     }
   } catch {
     /* missing or unreadable: no readings */
@@ -59,7 +66,8 @@ export async function writeSubnetReadings(
   readings: ReadonlyMap<string, SubnetReading>,
 ): Promise<string | undefined> {
   try {
-    await writeFileAtomic(file, JSON.stringify({ version: 1, subnets: Object.fromEntries(readings) }), {
+    const wall = Object.fromEntries([...readings].map(([id, r]) => [id, { ...r, at: Math.round(wallOf(r.at)) }]));
+    await writeFileAtomic(file, JSON.stringify({ version: 1, subnets: wall }), {
       fsync: false,
       mode: 0o600,
     });

@@ -217,11 +217,12 @@ test('a checkpoint write failure rolls the assignment back and fails the RPC; DE
   await mkdir(h.checkpoint);
   // t.after hooks run in registration order (h.close() first), so the flag comes off here.
   try {
-    await assert.rejects(
-      c.add('doomed'),
-      (e: GrpcError) => e.code === grpc.status.INTERNAL && /persist/.test(e.details),
-    );
-    await assert.rejects(c.del('kept'), (e: GrpcError) => e.code === grpc.status.INTERNAL && /persist/.test(e.details));
+    // A failed durable write is transient for the runtime (CNI code 11 through the plugin):
+    // UNAVAILABLE tagged [checkpoint] (cni-plugin/error-catalogue.ts).
+    const checkpointFailed = (e: GrpcError): boolean =>
+      e.code === grpc.status.UNAVAILABLE && /\[checkpoint\]/.test(e.details);
+    await assert.rejects(c.add('doomed'), checkpointFailed);
+    await assert.rejects(c.del('kept'), (e: GrpcError) => checkpointFailed(e) || /persist/.test(e.details));
     const s = await d.status();
     assert.equal(s.counts.assigned, 1, 'the failed ADD left nothing assigned, the failed DEL left kept assigned');
     const allocs = (await (await fetch(`http://127.0.0.1:${d.introspectionPort}/v1/allocations`)).json()) as Array<{
