@@ -40,15 +40,27 @@ export class KubeApiStandIn {
   private readonly wantedPort: number;
   private readonly bookmarkIntervalMs: number;
   private failure: KubeFailureMode = 'none';
+  private eniConfigCrd: boolean;
   private readonly watches = new Map<ServerResponse, OpenWatch>();
   private boundUrl = '';
 
   /**
    * @param o.host listen address (default 127.0.0.1); o.port (default 0: any free port);
    *   o.historyLimit watch events retained for resuming (default 1000);
-   *   o.bookmarkIntervalMs interval of BOOKMARK events on watches that allow them (default 5000 ms).
+   *   o.bookmarkIntervalMs interval of BOOKMARK events on watches that allow them (default 5000 ms);
+   *   o.eniConfigCrd whether the ENIConfig CRD is installed (default true; false: its paths answer 404,
+   *   as a real API server without the CRD does).
    */
-  constructor(o: { host?: string; port?: number; historyLimit?: number; bookmarkIntervalMs?: number } = {}) {
+  constructor(
+    o: {
+      host?: string;
+      port?: number;
+      historyLimit?: number;
+      bookmarkIntervalMs?: number;
+      eniConfigCrd?: boolean;
+    } = {},
+  ) {
+    this.eniConfigCrd = o.eniConfigCrd ?? true;
     this.host = o.host ?? '127.0.0.1';
     this.wantedPort = o.port ?? 0;
     this.bookmarkIntervalMs = o.bookmarkIntervalMs ?? 5000;
@@ -150,6 +162,11 @@ export class KubeApiStandIn {
     if (!('object' in r)) throw new Error(r.message);
   }
 
+  /** Installs (true) or removes (false) the ENIConfig CRD: without it every ENIConfig path answers 404. */
+  setEniConfigCrd(installed: boolean): void {
+    this.eniConfigCrd = installed;
+  }
+
   /** Sets the failure mode; any mode but 'none' also cuts every open watch (connection reset). */
   setFailure(mode: KubeFailureMode): void {
     this.failure = mode;
@@ -174,6 +191,11 @@ export class KubeApiStandIn {
     if (this.failure === 'timeout') return; // accepted, never answered
     if (this.failure === 'error500') return sendStatus(res, 500, 'InternalError', 'stand-in: injected failure');
     const u = new URL(path, 'http://standin');
+    if (!this.eniConfigCrd && u.pathname.startsWith('/apis/crd.k8s.amazonaws.com')) {
+      // As kube-apiserver for a group it does not serve: a plain-text 404, not a Status.
+      res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff' });
+      return void res.end('404 page not found\n');
+    }
     const json = (body: unknown, code = 200) => {
       const s = JSON.stringify(body);
       res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(s) });

@@ -70,7 +70,14 @@ export function serveWatch(store: KubeStore, w: WatchRequest, res: ServerRespons
     }
     const evs = store.eventsSince(w.resource, since);
     if (evs === 'gone') {
-      sendStatus(res, 410, 'Expired', `too old resource version: ${since} (${store.resourceVersion})`);
+      // As kube-apiserver: the watch is accepted (200), then one ERROR event 410 Expired ends it
+      // (its cacher and etcd3 watcher both answer a too-old resourceVersion so).
+      const body = JSON.stringify({
+        type: 'ERROR',
+        object: buildStatus(410, 'Expired', 'The resourceVersion for the provided watch is too old.'),
+      });
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private' });
+      res.end(`${body}\n`);
       onEnd();
       return { end: () => {}, expire: () => {} };
     }
