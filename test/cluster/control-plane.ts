@@ -7,9 +7,8 @@
  */
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { waitFor } from '../helpers/wait.js';
 import type { ClusterBinaries } from './binaries.js';
-import { startDaemon, type DaemonProcess } from './daemon-process.js';
+import { startDaemon, waitStarted, type DaemonProcess } from './daemon-process.js';
 import type { Kubectl } from './kubectl.js';
 import type { Pki } from './pki.js';
 
@@ -43,19 +42,6 @@ export async function startControlPlane(o: {
     const p = startDaemon({ name, argv, logFile: path.join(logs, `${name}.log`), netns: o.netns });
     procs.push(p);
     return p;
-  };
-  const until = async (what: string, p: DaemonProcess, fn: () => Promise<boolean>, ms: number): Promise<void> => {
-    await waitFor(
-      what,
-      async () => {
-        if (p.exited()) throw new Error(`${p.name} exited`);
-        return fn();
-      },
-      ms,
-      250,
-    ).catch((e: Error) => {
-      throw new Error(`${p.name} did not start: ${e.message}\n--- ${p.logFile} (tail) ---\n${p.tail()}`);
-    });
   };
   try {
     const bin = (b: string): string => path.join(b === 'etcd' ? o.bins.etcd : o.bins.k8s, b);
@@ -93,7 +79,7 @@ export async function startControlPlane(o: {
       '--v=1',
     ]);
     const readyz = async (): Promise<boolean> => (await o.kubectl.try(['get', '--raw', '/readyz'])).code === 0;
-    await until('the apiserver /readyz', api, readyz, 90_000);
+    await waitStarted(api, 'the apiserver /readyz', readyz, 90_000);
     if (etcd.exited()) throw new Error(`etcd exited\n${etcd.tail()}`);
     const kcm = start('kube-controller-manager', [
       bin('kube-controller-manager'),
@@ -119,7 +105,7 @@ export async function startControlPlane(o: {
     const sa = async (): Promise<boolean> =>
       (await o.kubectl.try(['-n', 'default', 'get', 'serviceaccount', 'default'])).code === 0 &&
       (await o.kubectl.try(['-n', 'kube-system', 'get', 'configmap', 'kube-root-ca.crt'])).code === 0;
-    await until('the default ServiceAccount and kube-root-ca.crt', kcm, sa, 90_000);
+    await waitStarted(kcm, 'the default ServiceAccount and kube-root-ca.crt', sa, 90_000);
     if (sched.exited()) throw new Error(`kube-scheduler exited\n${sched.tail()}`);
     return { procs, stop };
   } catch (e) {

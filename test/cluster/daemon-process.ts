@@ -91,3 +91,43 @@ export function startDaemon(o: {
     },
   };
 }
+
+/**
+ * Polls `ready` every `intervalMs` until it returns true. Fails at once when `p` exits, and
+ * after `timeoutMs` otherwise; either error names the process and `what`, with its log tail.
+ * @throws Error as said.
+ */
+export async function waitStarted(
+  p: DaemonProcess,
+  what: string,
+  ready: () => Promise<boolean>,
+  timeoutMs: number,
+  intervalMs = 250,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  for (;;) {
+    if (p.exited())
+      throw new Error(`${p.name} exited while waiting for ${what}\n--- ${p.logFile} (tail) ---\n${p.tail()}`);
+    try {
+      if (await ready()) return;
+    } catch (e) {
+      last = (e as Error).message;
+    }
+    if (Date.now() > deadline)
+      throw new Error(
+        `${p.name} did not start: no ${what} within ${timeoutMs} ms${last ? ` (${last})` : ''}\n--- ${p.logFile} (tail) ---\n${p.tail()}`,
+      );
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
+/** True while process `pid` exists (signal 0). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

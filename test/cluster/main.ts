@@ -18,6 +18,7 @@ import { existsSync, openSync, readFileSync, closeSync } from 'node:fs';
 import { copyFile, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from '../helpers/wait.js';
+import { alive } from './daemon-process.js';
 import { startCluster } from './cluster.js';
 import { installEniIpam } from './install.js';
 import { purgeLeftovers } from './purge.js';
@@ -41,14 +42,6 @@ const readState = (): State | undefined => {
     return JSON.parse(readFileSync(STATE, 'utf8')) as State;
   } catch {
     return undefined;
-  }
-};
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
   }
 };
 

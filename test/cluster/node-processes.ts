@@ -15,7 +15,7 @@ import { buildPauseImage } from '../helpers/pause-image.js';
 import { waitFor } from '../helpers/wait.js';
 import type { ClusterBinaries } from './binaries.js';
 import { containerdConfig, kubeletConfig, kubeProxyConfig } from './configs.js';
-import { startDaemon, type DaemonProcess } from './daemon-process.js';
+import { startDaemon, waitStarted, type DaemonProcess } from './daemon-process.js';
 import { buildEchoImage } from './echo-image.js';
 import type { Kubectl } from './kubectl.js';
 import type { Pki } from './pki.js';
@@ -106,19 +106,6 @@ export async function startNodeProcesses(o: {
     procs.set(name, p);
     return p;
   };
-  const until = async (p: DaemonProcess, what: string, fn: () => Promise<boolean>, ms: number): Promise<void> => {
-    await waitFor(
-      what,
-      async () => {
-        if (p.exited()) throw new Error(`${p.name} exited`);
-        return fn();
-      },
-      ms,
-      200,
-    ).catch((e: Error) => {
-      throw new Error(`${p.name} did not start: ${e.message}\n--- ${p.logFile} (tail) ---\n${p.tail()}`);
-    });
-  };
   const criAnswers = async (): Promise<boolean> => {
     const cri = new CriTestClient(criSocket, 2000);
     try {
@@ -138,7 +125,7 @@ export async function startNodeProcesses(o: {
     });
   };
   const startContainerd = async (): Promise<void> =>
-    until(start('containerd'), 'CRI Version on containerd', criAnswers, 60_000);
+    waitStarted(start('containerd'), 'CRI Version on containerd', criAnswers, 60_000, 200);
   const nodeExists = async (): Promise<boolean> => (await o.kubectl.try(['get', 'node', o.nodeName])).code === 0;
   const stopAll = async (): Promise<void> => {
     for (const n of ['kube-proxy', 'kubelet']) await procs.get(n)?.stop();
@@ -154,7 +141,7 @@ export async function startNodeProcesses(o: {
     // kubelet refuses a cgroupRoot missing in any hierarchy ("has some missing paths").
     for (const ctl of cgroupControllers())
       await mkdir(path.join('/sys/fs/cgroup', ctl, CGROUP_ROOT), { recursive: true });
-    await until(start('kubelet'), `Node ${o.nodeName} registered`, nodeExists, 90_000);
+    await waitStarted(start('kubelet'), `Node ${o.nodeName} registered`, nodeExists, 90_000, 200);
     start('kube-proxy');
     return {
       criSocket,

@@ -11,6 +11,7 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { mountsUnder } from '../helpers/host-scan.js';
+import { alive } from './daemon-process.js';
 import { CGROUP_PREFIX, removeCgroupRoot } from './node-processes.js';
 
 const run = promisify(execFile);
@@ -30,15 +31,6 @@ function clusterNetns(): string[] {
     return [];
   }
 }
-
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /**
  * PIDs whose cmdline names `dir`, or whose mount namespace has mounts from `dir` (the node
