@@ -22,6 +22,7 @@ import { enisDocument } from './observability/introspect-enis.js';
 import { ipamdEnvSettings, networkEnvSettings } from './observability/env-settings.js';
 import { createMetrics } from './observability/metrics.js';
 import type { KubeReporter } from './observability/kube-reporter.js';
+import { startKubeReportingWhenServing } from './startup/kube-reporting-start.js';
 import { PluginLogFiles } from './observability/log-files.js';
 import { StalledParts } from './observability/stalled-parts.js';
 import { statusDocument } from './observability/status-doc.js';
@@ -223,10 +224,10 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
     kernel,
     onAddFailed: (reason, noIp, d) => {
       metrics.addFailed(reason, noIp);
-      if (noIp) reporter?.podAddFailed({ reason, message: d.message, ...(d.pod ? { pod: d.pod } : {}) });
+      if (noIp) reporter()?.podAddFailed({ reason, message: d.message, ...(d.pod ? { pod: d.pod } : {}) });
     },
   });
-  let reporter: KubeReporter | undefined; // Events, node condition, taint: started once the pool runs
+  let reporter: () => KubeReporter | undefined = () => undefined; // Events, node condition, taint: once serving
   const quarantine = startQuarantineCheck({
     ds,
     log,
@@ -341,27 +342,16 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
         : {}),
     });
   }
-  const reporting = serving
-    .then(() => import('./observability/kube-reporting.js'))
-    .then(
-      ({ startKubeReporting }) => {
-        if (stopping) return;
-        reporter = startKubeReporting({
-          config,
-          log,
-          ds,
-          gate,
-          pool,
-          status: () => service.status(),
-          eniConfigBlocked: eniConfig.block,
-        });
-      },
-      (e: Error) =>
-        log.error({ err: e.message }, 'could not load the Kubernetes client: no Events, node condition or taint'),
-    );
+  const reporting = startKubeReportingWhenServing(
+    serving,
+    { config, log, ds, gate, pool, status: () => service.status(), eniConfigBlocked: eniConfig.block },
+    () => stopping,
+    log,
+  );
+  reporter = reporting.reporter;
   eniConfig.onChange(() => {
     pool.trigger();
-    reporter?.kick();
+    reporter()?.kick();
   });
   metrics.started({
     startupSeconds: (monoNow() - processStart) / 1000,
@@ -396,8 +386,8 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
         pool.refuseWaiting();
         inv.ec2.close();
       }, EC2_STOP_GRACE_MS);
-      await reporting;
-      await reporter?.stop(); // first: a stopping pool must not read as "cannot serve" (a taint)
+      await reporting.ready;
+      await reporter()?.stop(); // first: a stopping pool must not read as "cannot serve" (a taint)
       eniConfig.stop();
       await cniExec?.close(graceMs); // its invocations call the RPCs: they finish first
       await spool.stop();
