@@ -105,3 +105,16 @@ export async function waitEniIpamReady(c: TestCluster, timeoutMs = 180_000): Pro
     throw new Error(`${e.message}\n${pods.stdout}\n${desc.stdout.split('\n').slice(-30).join('\n')}`);
   });
 }
+
+/** UIDs of the eni-ipam DaemonSet's pods (label app.kubernetes.io/name). */
+export async function ipamdPodUids(c: TestCluster): Promise<string[]> {
+  const l = await c.kubectl.json<{ items: Array<{ metadata: { uid: string } }> }>([
+    '-n',
+    NAMESPACE,
+    'get',
+    'pods',
+    '-l',
+    `app.kubernetes.io/name=${RELEASE}`,
+  ]);
+  return l.items.map((i) => i.metadata.uid);
+}

@@ -20,6 +20,7 @@ import {
   clusterValues,
   helmRelease,
   installEniIpam,
+  ipamdPodUids,
   NAMESPACE,
   nodeCondition,
   RELEASE,
@@ -176,14 +177,7 @@ describe('eni-ipam on a real Kubernetes cluster', { skip, timeout: 45 * 60_000 }
   it('helm upgrade rolls the DaemonSet while pods are created and deleted: every pod keeps its IP', async (t) => {
     const before = await podsOf(c, 'echo');
     const ipAtStart = new Map(before.map((p) => [p.name, p.ip!]));
-    const oldPod = await c.kubectl.json<{ items: Array<{ metadata: { uid: string } }> }>([
-      '-n',
-      NAMESPACE,
-      'get',
-      'pods',
-      '-l',
-      `app.kubernetes.io/name=${RELEASE}`,
-    ]);
+    const [oldUid] = await ipamdPodUids(c);
     const churned = new Set<string>();
     let churning = true;
     const churn = (async () => {
@@ -199,15 +193,8 @@ describe('eni-ipam on a real Kubernetes cluster', { skip, timeout: 45 * 60_000 }
     await waitFor(
       'a new eni-ipam pod',
       async () => {
-        const l = await c.kubectl.json<{ items: Array<{ metadata: { uid: string } }> }>([
-          '-n',
-          NAMESPACE,
-          'get',
-          'pods',
-          '-l',
-          `app.kubernetes.io/name=${RELEASE}`,
-        ]);
-        return l.items.length === 1 && l.items[0]!.metadata.uid !== oldPod.items[0]!.metadata.uid;
+        const uids = await ipamdPodUids(c);
+        return uids.length === 1 && uids[0] !== oldUid;
       },
       180_000,
       1000,
@@ -315,22 +302,7 @@ describe('eni-ipam on a real Kubernetes cluster', { skip, timeout: 45 * 60_000 }
     for (const kind of ['daemonset', 'serviceaccount'])
       assert.equal((await c.kubectl.try(['-n', NAMESPACE, 'get', kind, RELEASE])).code, 1, `${kind} removed`);
     assert.equal((await c.kubectl.try(['get', 'clusterrole', RELEASE])).code, 1, 'ClusterRole removed');
-    await waitFor(
-      'the ipamd pod gone',
-      async () => {
-        const l = await c.kubectl.json<{ items: unknown[] }>([
-          '-n',
-          NAMESPACE,
-          'get',
-          'pods',
-          '-l',
-          `app.kubernetes.io/name=${RELEASE}`,
-        ]);
-        return l.items.length === 0;
-      },
-      120_000,
-      1000,
-    );
+    await waitFor('the ipamd pod gone', async () => (await ipamdPodUids(c)).length === 0, 120_000, 1000);
     assert.ok(
       readdirSync(c.host('/etc/cni/net.d')).some((f) => f.endsWith('.conflist')),
       'the conflist stays',
