@@ -54,8 +54,10 @@ export function splitRuleLine(line: string): string[] {
   for (let i = 0; i < line.length; i++) {
     const c = line[i]!;
     if (c === '\\' && quoted && i + 1 < line.length) cur += line[++i];
-    else if (c === '"') ((quoted = !quoted), (any = true));
-    else if (c === ' ' && !quoted) {
+    else if (c === '"') {
+      quoted = !quoted;
+      any = true;
+    } else if (c === ' ' && !quoted) {
       if (cur || any) out.push(cur);
       cur = '';
       any = false;
