@@ -219,3 +219,24 @@ export function labelKey(): Field<string> {
       { error: msg },
     );
 }
+
+// ---- NodePort support (issue 29: AWS_VPC_K8S_CNI_CONNMARK) ----
+
+/**
+ * A connection mark (AWS_VPC_K8S_CNI_CONNMARK) from 1 to 0xffffffff, written as
+ * amazon-vpc-cni-k8s reads it (Go `strconv.ParseInt(s, 0, 64)`): decimal (`128`) or
+ * `0x80`, `0o200`, `0b10000000`. A leading-zero decimal (`0200`, octal to Go) is refused
+ * rather than read differently; where amazon-vpc-cni-k8s falls back to 0x80 on a bad or
+ * out-of-range value, ipamd refuses it by name.
+ */
+export function connmarkValue(): Field<number> {
+  const msg = 'expected a mark from 1 to 0xffffffff, decimal (128) or 0x/0o/0b (0x80)';
+  return z
+    .string()
+    .trim()
+    .transform((s, ctx) => {
+      const m = /^(?:0x[0-9a-f]+|0o[0-7]+|0b[01]+|[1-9][0-9]*)$/i.exec(s);
+      const n = m ? Number(s.toLowerCase()) : NaN;
+      return Number.isSafeInteger(n) && n >= 1 && n <= 0xffffffff ? n : fail(ctx, s, msg);
+    });
+}

@@ -19,6 +19,12 @@ export interface IpamdConfig {
   vethPrefix: string;
   externalSnat: boolean;
   excludeSnatCidrs: string[];
+  /** AWS_VPC_K8S_CNI_RANDOMIZESNAT. */
+  randomizeSnat: 'none' | 'hashrandom' | 'prng';
+  /** AWS_VPC_CNI_NODE_PORT_SUPPORT. */
+  nodePortSupport: boolean;
+  /** AWS_VPC_K8S_CNI_CONNMARK. */
+  connmark: number;
   clusterName?: string;
   additionalEniTags: Record<string, string>;
   disableLeakedEniCleanup: boolean;

@@ -10,6 +10,7 @@ import {
   ipv4CidrList,
   labelKey,
   oneOf,
+  connmarkValue,
   tagMap,
   text,
   vethPrefix,
@@ -94,6 +95,28 @@ export const NODE_VARS: VarSpec[] = [
     '',
     'Comma-separated IPv4 CIDRs that pod traffic reaches without SNAT.',
     'empty',
+  ),
+  // NodePort support (issue 29; ipamd/network/connmark.ts, docs/design.md#nodeport-and-the-connection-mark).
+  v(
+    'AWS_VPC_K8S_CNI_RANDOMIZESNAT',
+    'randomizeSnat',
+    oneOf(['none', 'hashrandom', 'prng'] as const),
+    'prng',
+    'Port selection of the SNAT rule: prng (--random-fully), hashrandom (--random) or none.',
+  ),
+  v(
+    'AWS_VPC_CNI_NODE_PORT_SUPPORT',
+    'nodePortSupport',
+    bool(),
+    'true',
+    'Replies to connections that arrive on the primary ENI (NodePorts) leave through it, also from pods on secondary ENIs (connection mark, fwmark rule).',
+  ),
+  v(
+    'AWS_VPC_K8S_CNI_CONNMARK',
+    'connmark',
+    connmarkValue(),
+    '0x80',
+    'Connection mark bit(s) of NodePort support: 1 to 0xffffffff, decimal or 0x hex.',
   ),
   v(
     'AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG',

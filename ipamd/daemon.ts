@@ -240,6 +240,7 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
     pool,
     quarantined: () => ds.quarantined().length,
     sysctls: () => hostNet?.sysctls() ?? [],
+    connmark: () => hostNet?.connmarkReconciles(),
     limits: () => ({
       maxEni,
       // Custom networking: the primary ENI serves no pod.
@@ -298,6 +299,12 @@ async function startLocked(config: IpamdConfig, log: Logger): Promise<Daemon> {
         eniMtu: config.eniMtu,
         externalSnat: config.externalSnat,
         excludeSnatCidrs: config.excludeSnatCidrs,
+        traffic: {
+          randomizeSnat: config.randomizeSnat,
+          nodePortSupport: config.nodePortSupport,
+          connmark: config.connmark,
+          vethPrefix: config.vethPrefix,
+        },
         intervalMs: 1000,
         ...(config.cniExecNetns ? { netns: config.cniExecNetns } : {}),
         vpcCidrRecheck: {

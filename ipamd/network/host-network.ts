@@ -1,7 +1,7 @@
 /**
  * ipamd's host networking (docs/design.md#7-host-networking), the one object the daemon calls:
  * - {@link HostNetwork.setupNode} at start: sysctls checked (not set), SNAT chain (or its removal with
- *   external SNAT), and the node rules sending traffic that leaves the VPC to the main
+ *   external SNAT), the NodePort connection mark (connmark.ts, or its removal), and the node rules sending traffic that leaves the VPC to the main
  *   table (primary ENI, where it is SNATed) — see netfacts/routing.ts;
  * - {@link HostNetwork.setupEni} at start for every attached secondary ENI and after an
  *   ENI is attached; {@link HostNetwork.teardownEni} before a secondary ENI is detached.
@@ -15,7 +15,9 @@ import { syncRules, type IpRule } from './ip-rules.js';
 import { detectIptablesBackend, Iptables, DEFAULT_LOCK_WAIT_S, type IptablesBackend } from './iptables.js';
 import { NON_VPC_MAIN_PRIORITY, VPC_GOTO_PRIORITY, VPC_GOTO_TARGET_PRIORITY } from '../../netfacts/routing.js';
 import { CommandRunner } from './runner.js';
-import { applySnat } from './snat.js';
+import { applySnat, type SnatRandomize } from './snat.js';
+import { applyConnmark } from './connmark.js';
+import { DEFAULT_CONNMARK } from '../../netfacts/connmark.js';
 import { checkNodeSysctls, type SysctlCheck } from './sysctl.js';
 
 /** Options of {@link HostNetwork}. */
@@ -30,6 +32,16 @@ export interface HostNetworkOptions {
   externalSnat: boolean;
   /** AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS. */
   excludeSnatCidrs: string[];
+  /** AWS_VPC_K8S_CNI_RANDOMIZESNAT (default `prng`: `--random-fully`). */
+  randomizeSnat?: SnatRandomize;
+  /** AWS_VPC_CNI_NODE_PORT_SUPPORT: install the connection-mark rules (connmark.ts). Default true. */
+  nodePortSupport?: boolean;
+  /** AWS_VPC_K8S_CNI_CONNMARK: the mark bit(s) (default 0x80). */
+  connmark?: number;
+  /** AWS_VPC_K8S_CNI_VETHPREFIX (default `eni`). */
+  vethPrefix?: string;
+  /** Told after each connection-mark reconcile (`awscni_connmark_reconcile_total{result}`). */
+  onConnmarkReconcile?: (result: 'success' | 'error') => void;
   /** Force an iptables backend instead of detecting it. */
   iptablesBackend?: IptablesBackend;
   /** Bounded xtables lock wait, seconds (default 5). */
@@ -121,7 +133,9 @@ export class HostNetwork {
         vpcCidrs: spec.vpcCidrs,
         excludeCidrs: this.o.excludeSnatCidrs,
         externalSnat: this.o.externalSnat,
+        randomize: this.o.randomizeSnat ?? 'prng',
       });
+      const connmarkChanges = await this.reconcileConnmark(ipt, primaryIf);
       const changed = await syncRules(
         this.runner,
         (r) => NODE_RULE_PRIORITIES.has(r.priority),
@@ -135,11 +149,29 @@ export class HostNetwork {
           externalSnat: this.o.externalSnat,
           backend: ipt.backend,
           ruleChanges: changed,
+          nodePortSupport: this.o.nodePortSupport ?? true,
+          connmarkChanges,
         },
         'node host networking applied',
       );
       return { primaryIf, sysctls };
     });
+  }
+
+  /** Applies (or, without NodePort support, removes) the connection-mark rules, counting the outcome. @throws CommandError */
+  private async reconcileConnmark(ipt: Iptables, primaryIf: string): Promise<number> {
+    const spec =
+      (this.o.nodePortSupport ?? true)
+        ? { primaryIf, vethPrefix: this.o.vethPrefix ?? 'eni', mark: this.o.connmark ?? DEFAULT_CONNMARK }
+        : undefined;
+    try {
+      const n = await applyConnmark(ipt, this.runner, spec);
+      this.o.onConnmarkReconcile?.('success');
+      return n;
+    } catch (e) {
+      this.o.onConnmarkReconcile?.('error');
+      throw e;
+    }
   }
 
   /** Re-reads the node sysctls ({@link checkNodeSysctls}) for `primaryIf`. Never throws. */

@@ -2,7 +2,9 @@
  * SNAT of pod traffic leaving the VPC (docs/design.md#7-host-networking): chain `AWS-SNAT-CHAIN-0` in the nat
  * table, jumped to from POSTROUTING, holding one `RETURN` per VPC CIDR and per
  * `AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS` entry, then
- * `SNAT --to-source <node primary ip> --random-fully` for destinations that are not local.
+ * `SNAT --to-source <node primary ip>` for destinations that are not local, with the port
+ * selection of AWS_VPC_K8S_CNI_RANDOMIZESNAT: `prng` (default) `--random-fully`,
+ * `hashrandom` `--random`, `none` neither (iptables-extensions(8), SNAT; as amazon-vpc-cni-k8s).
  * The chain and comment names match amazon-vpc-cni-k8s, so operators' tooling finds them.
  * The chain's contents are replaced in one `iptables-restore --noflush` commit (no moment
  * without rules); the POSTROUTING jump is added once (`-C` before `-A`).
@@ -25,7 +27,14 @@ export interface SnatSpec {
   excludeCidrs: string[];
   /** AWS_VPC_K8S_CNI_EXTERNALSNAT: true → no SNAT rules on this node at all. */
   externalSnat: boolean;
+  /** AWS_VPC_K8S_CNI_RANDOMIZESNAT (default `prng`). */
+  randomize?: SnatRandomize;
 }
+
+/** AWS_VPC_K8S_CNI_RANDOMIZESNAT values. */
+export type SnatRandomize = 'none' | 'hashrandom' | 'prng';
+
+const RANDOM_FLAG: Record<SnatRandomize, string> = { none: '', hashrandom: ' --random', prng: ' --random-fully' };
 
 /** iptables-restore text that (re)fills {@link SNAT_CHAIN} for `spec` (chain declared, so it is flushed first). */
 export function snatChainRestore(spec: SnatSpec): string {
@@ -34,7 +43,7 @@ export function snatChainRestore(spec: SnatSpec): string {
   for (const c of cidrs)
     lines.push(`-A ${SNAT_CHAIN} -d ${c} -m comment --comment "AWS SNAT CHAIN, VPC or excluded CIDR" -j RETURN`);
   lines.push(
-    `-A ${SNAT_CHAIN} -m comment --comment "AWS, SNAT" -m addrtype ! --dst-type LOCAL -j SNAT --to-source ${spec.nodeIp} --random-fully`,
+    `-A ${SNAT_CHAIN} -m comment --comment "AWS, SNAT" -m addrtype ! --dst-type LOCAL -j SNAT --to-source ${spec.nodeIp}${RANDOM_FLAG[spec.randomize ?? 'prng']}`,
   );
   lines.push('COMMIT', '');
   return lines.join('\n');

@@ -30,6 +30,10 @@ export function networkEnvSettings(c: IpamdConfig): Record<string, unknown> {
     AWS_VPC_K8S_CNI_EXTERNALSNAT: c.externalSnat,
     AWS_VPC_ENI_MTU: c.eniMtu,
     AWS_VPC_K8S_CNI_VETHPREFIX: c.vethPrefix,
+    AWS_VPC_K8S_CNI_CONNMARK: c.connmark,
+    AWS_VPC_CNI_NODE_PORT_SUPPORT: c.nodePortSupport,
+    // amazon-vpc-cni-k8s reports its snatType number here: 0 none, 1 hashrandom, 2 prng.
+    AWS_VPC_K8S_CNI_RANDOMIZESNAT: { none: 0, hashrandom: 1, prng: 2 }[c.randomizeSnat],
     POD_MTU: c.podMtu,
   };
 }

@@ -17,6 +17,7 @@ import { registerEc2Metrics, type Ec2MetricHooks } from './metrics/ec2.js';
 import { registerParseErrorMetrics } from './metrics/parse-errors.js';
 import type { AnswerParseError } from '../cloud/answer-parse.js';
 import { registerPoolMetrics } from './metrics/pool.js';
+import { registerConnmarkMetrics } from './metrics/connmark.js';
 import type { MetricsSources } from './metrics/sources.js';
 import { registerStateMetrics, type StateMetricHooks } from './metrics/state.js';
 
@@ -89,6 +90,7 @@ export function createMetrics(o: CreateMetricsOptions = {}): IpamdMetrics {
           ...(o.pool ? { pool: o.pool } : {}),
           ...(o.limits ? { limits: o.limits } : {}),
           ...(o.sysctls ? { sysctls: o.sysctls } : {}),
+          ...(o.connmark ? { connmark: o.connmark } : {}),
           ...(o.now ? { now: o.now } : {}),
           ...(o.evidence ? { evidence: o.evidence } : {}),
           ...(o.quarantined ? { quarantined: o.quarantined } : {}),
@@ -109,6 +111,7 @@ export function createMetrics(o: CreateMetricsOptions = {}): IpamdMetrics {
   });
   build.set({ version: o.version ?? packageVersion(), nodeversion: process.version }, 1);
   registerPoolMetrics(registry, () => src);
+  registerConnmarkMetrics(registry, () => src);
   const state = registerStateMetrics(registry, () => src);
   const cni = registerCniMetrics(registry, (fn) => state.ipamdError(fn));
   const ec2 = registerEc2Metrics(registry);

@@ -13,7 +13,7 @@
 import type { Datastore } from '../datastore/datastore.js';
 import type { EniInfo } from '../datastore/types.js';
 import type { Logger } from '../log.js';
-import { HostNetwork } from '../network/host-network.js';
+import { HostNetwork, type HostNetworkOptions } from '../network/host-network.js';
 import type { SysctlCheck } from '../network/sysctl.js';
 import { PeriodicTask } from '../controller/periodic-task.js';
 
@@ -30,6 +30,8 @@ export interface HostNetworkSyncOptions {
   eniMtu: number;
   externalSnat: boolean;
   excludeSnatCidrs: string[];
+  /** NodePort support and SNAT port selection (HostNetworkOptions of the same names). */
+  traffic?: Pick<HostNetworkOptions, 'randomizeSnat' | 'nodePortSupport' | 'connmark' | 'vethPrefix'>;
   /** How often to look for ENIs added or removed (ms). */
   intervalMs: number;
   /**
@@ -58,11 +60,16 @@ export async function startHostNetworkSync(o: HostNetworkSyncOptions): Promise<{
   vpcCidrs(): string[];
   /** Re-reads the VPC CIDR blocks now (see `vpcCidrRecheck`); never rejects. */
   recheckVpcCidrs(): Promise<void>;
+  /** Connection-mark reconciles so far, by result (`awscni_connmark_reconcile_total`). */
+  connmarkReconciles(): { success: number; error: number };
 }> {
+  const connmarkReconciles = { success: 0, error: 0 };
   const hn = new HostNetwork({
     eniMtu: o.eniMtu,
     externalSnat: o.externalSnat,
     excludeSnatCidrs: o.excludeSnatCidrs,
+    ...o.traffic,
+    onConnmarkReconcile: (r) => connmarkReconciles[r]++,
     log: o.log,
     ...(o.netns ? { netns: o.netns } : {}),
   });
@@ -171,6 +178,7 @@ export async function startHostNetworkSync(o: HostNetworkSyncOptions): Promise<{
     sysctls: () => sysctls,
     vpcCidrs: () => vpcCidrs,
     recheckVpcCidrs,
+    connmarkReconciles: () => ({ ...connmarkReconciles }),
   };
 }
 

@@ -44,7 +44,13 @@ test('defaults: every object validates; the DaemonSet has what a node needs', as
   const c = ipamd(find(objs, 'DaemonSet'));
   assert.deepEqual(c.securityContext, { capabilities: { add: ['NET_ADMIN', 'NET_RAW', 'SYS_ADMIN'] } });
   assert.equal(pod.initContainers[0].securityContext.privileged, true);
-  const probe = ['node', '/app/dist/ipamd/probe.js', '--socket', '/var/run/eni-ipam/ipamd.sock', '--timeout', '5000'];
+  const probe = [
+    '/app/dist/cni-plugin/eni-ipam-probe',
+    '--socket',
+    '/var/run/eni-ipam/ipamd.sock',
+    '--timeout',
+    '5000',
+  ];
   assert.deepEqual(c.readinessProbe.exec.command, probe);
   assert.deepEqual(c.livenessProbe.exec.command, probe);
   // The API server refuses two mounts on one path in a container ("mountPath: must be

@@ -113,6 +113,30 @@ export const NODE_ROWS: Row[] = [
     ],
     bad: ['10.0.0.0', '10.0.0.0/33', 'fd00::/8', '10.0.0.0/8,nope'],
   },
+  // NodePort support (issue 29).
+  {
+    name: 'AWS_VPC_K8S_CNI_RANDOMIZESNAT',
+    key: 'randomizeSnat',
+    def: 'prng',
+    good: [
+      ['none', 'none'],
+      ['HashRandom', 'hashrandom'],
+    ],
+    bad: ['random-fully', 'yes'],
+  },
+  { name: 'AWS_VPC_CNI_NODE_PORT_SUPPORT', key: 'nodePortSupport', def: true, good: [['false', false]], bad: ['off'] },
+  {
+    name: 'AWS_VPC_K8S_CNI_CONNMARK',
+    key: 'connmark',
+    def: 0x80,
+    good: [
+      ['0x4000', 0x4000],
+      ['128', 128],
+      ['0o200', 128],
+      ['0xffffffff', 0xffffffff],
+    ],
+    bad: ['0', '0x0', '0200', '0x100000000', '-1', '0x80/0x80', 'mark'],
+  },
   {
     name: 'AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG',
     key: 'customNetworkCfg',

@@ -112,6 +112,7 @@ test('root filesystem: node, ip, both iptables backends, nsenter, the shim, ipam
     './app/dist/cni-plugin/eni-ipam',
     './app/dist/cni-plugin/eni-ipam.cjs',
     './app/dist/ipamd/probe.js',
+    './app/dist/cni-plugin/eni-ipam-probe',
     './app/dist/ipamd/node-init.js',
     './app/proto/ipam.proto',
     './app/proto/cri/api.proto',
@@ -297,7 +298,7 @@ test('containerd imports the archive and runs node, ip, iptables and the entrypo
   assert.match(tools.out, /nsenter from util-linux/);
   // The entrypoint loads ipamd's whole module graph on the image's Node with production
   // dependencies only, then refuses a bad variable with one line naming it.
-  // The chart's probe command runs on the image's Node: no socket is exit code 2 ("no answer").
+  // The Node probe runs on the image's Node: no socket is exit code 2 ("no answer").
   const probe = await runIn([
     'node',
     '/app/dist/ipamd/probe.js',
@@ -307,6 +308,9 @@ test('containerd imports the archive and runs node, ip, iptables and the entrypo
     '2000',
   ]);
   assert.equal(probe.code, 2, probe.out);
+  // The chart's probe is the static one: same exit code, no Node.
+  const native = await runIn(['/app/dist/cni-plugin/eni-ipam-probe', '--socket', '/run/no-ipamd.sock']);
+  assert.equal(native.code, 2, native.out);
   // The operator CLI runs on the image's Node with production dependencies only.
   const cli = await runIn(['/app/bin/eni-ipam', 'max-pods', '--instance-type', 'm5.large']);
   assert.equal(cli.code, 0, cli.out);

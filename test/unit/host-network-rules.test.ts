@@ -10,6 +10,7 @@ import { routeTableFor, subnetGateway } from '../../ipamd/network/eni-links.js';
 import { nodeRules } from '../../ipamd/network/host-network.js';
 import { ruleLine, ruleSyncLines, type IpRule } from '../../ipamd/network/ip-rules.js';
 import { snatChainRestore } from '../../ipamd/network/snat.js';
+import { connmarkRuleSpecs, splitRuleLine } from '../../ipamd/network/connmark.js';
 
 test('subnet gateway is the first host address; table is device + 1', () => {
   assert.equal(subnetGateway('10.0.0.0/24'), '10.0.0.1');
@@ -67,6 +68,33 @@ test('SNAT chain: RETURN per VPC/excluded CIDR, then SNAT with --random-fully, i
   assert.match(rules[1]!, /^-A AWS-SNAT-CHAIN-0 -d 192\.168\.0\.0\/16 .*-j RETURN$/);
   assert.match(rules[2]!, /-j SNAT --to-source 10\.0\.0\.4 --random-fully$/);
   assert.ok(text.startsWith('*nat\n:AWS-SNAT-CHAIN-0 - [0:0]\n') && text.endsWith('COMMIT\n'));
+});
+
+test('SNAT port selection follows AWS_VPC_K8S_CNI_RANDOMIZESNAT: prng, hashrandom, none', () => {
+  const last = (randomize: 'none' | 'hashrandom' | 'prng') =>
+    snatChainRestore({ nodeIp: '10.0.0.4', vpcCidrs: [], excludeCidrs: [], externalSnat: false, randomize })
+      .split('\n')
+      .filter((l) => l.startsWith('-A'))
+      .at(-1);
+  assert.match(last('prng')!, /--to-source 10\.0\.0\.4 --random-fully$/);
+  assert.match(last('hashrandom')!, /--to-source 10\.0\.0\.4 --random$/);
+  assert.match(last('none')!, /--to-source 10\.0\.0\.4$/);
+});
+
+test('connmark rules: mark on the primary interface, restore on the pod veths; -S lines split back', () => {
+  const [mark, restore] = connmarkRuleSpecs({ primaryIf: 'ens5', vethPrefix: 'eni', mark: 0x80 });
+  assert.deepEqual(mark!.slice(0, 2), ['-i', 'ens5']);
+  assert.deepEqual(mark!.slice(-4), ['-j', 'CONNMARK', '--set-xmark', '0x80/0x80']);
+  assert.ok(mark!.includes('--limit-iface-in'));
+  assert.deepEqual(restore!.slice(0, 2), ['-i', 'eni+']);
+  assert.deepEqual(
+    restore!.slice(-6),
+    ['-j', 'CONNMARK', '--restore-mark', '--nfmask', '0x80', '--ctmask', '0x80'].slice(-6),
+  );
+  assert.deepEqual(splitRuleLine('-A PREROUTING -i eni+ -m comment --comment "AWS, primary ENI" -j CONNMARK'), [
+    ...['-A', 'PREROUTING', '-i', 'eni+', '-m', 'comment', '--comment', 'AWS, primary ENI', '-j', 'CONNMARK'],
+  ]);
+  assert.deepEqual(splitRuleLine('-A X --comment "a \\"b\\"" -j Y'), ['-A', 'X', '--comment', 'a "b"', '-j', 'Y']);
 });
 
 test('plugin pod rules: to-pod always, from-pod only off the main table', () => {

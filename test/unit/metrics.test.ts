@@ -248,3 +248,20 @@ test('per-subnet gauges: free addresses from the last describe, exhausted 1 whil
   s = parsePrometheusText(await m.text());
   assert.equal(sample(s, 'eni_ipam_subnet_exhausted', { subnet: 'subnet-a' }), 0);
 });
+
+test('awscni_connmark_backend and awscni_connmark_reconcile_total: read from the host networking at scrape time', async () => {
+  const { ds } = node();
+  let c: { success: number; error: number } | undefined;
+  const m = createMetrics({ ds, gate: new ReleaseGate(), connmark: () => c });
+  let s = parsePrometheusText(await m.text());
+  assert.equal(
+    sample(s, 'awscni_connmark_backend', { backend: 'iptables' }),
+    undefined,
+    'absent without host networking',
+  );
+  c = { success: 2, error: 1 };
+  s = parsePrometheusText(await m.text());
+  assert.equal(sample(s, 'awscni_connmark_backend', { backend: 'iptables' }), 1);
+  assert.equal(sample(s, 'awscni_connmark_reconcile_total', { result: 'success' }), 2);
+  assert.equal(sample(s, 'awscni_connmark_reconcile_total', { result: 'error' }), 1);
+});

@@ -26,6 +26,8 @@ export interface MetricsSources {
   limits?: () => { maxEni: number; ipMax: number };
   /** Node kernel settings ipamd checks (network/sysctl.ts): `eni_ipam_node_sysctl_ok{sysctl}`. */
   sysctls?: () => Array<{ sysctl: string; ok: boolean }>;
+  /** Connection-mark (NodePort) reconciles so far by result (network/connmark.ts); absent without host networking. */
+  connmark?: () => { success: number; error: number } | undefined;
   /** Clock in ms (default monoNow, ipamd/clock.ts). */
   now?: () => number;
   /** How many addresses are quarantined now (`eni_ipam_quarantined_ips`). */
