@@ -94,7 +94,9 @@ if (isMain) {
     const { values } = parseArgs({ options: { out: { type: 'string' }, 'chart-url': { type: 'string' } } });
     const r = await release({ out: values.out, chartUrl: values['chart-url'], log });
     for (const f of r.files)
-      log(`wrote ${path.relative(process.cwd(), path.join(r.dir, f.name))} (${(f.bytes / 1048576).toFixed(2)} MiB)`);
+      log(
+        `wrote ${path.relative(process.cwd(), path.join(r.dir, f.name))} (${f.bytes >= 1048576 ? `${(f.bytes / 1048576).toFixed(1)} MiB` : `${(f.bytes / 1024).toFixed(1)} KiB`})`,
+      );
     log(
       `SBOM: ${r.sbom.debs} Debian packages, ${r.sbom.npm} npm packages; verify with: cd ${path.relative(process.cwd(), r.dir) || '.'} && sha256sum -c SHA256SUMS`,
     );
