@@ -1,6 +1,6 @@
 /**
  * Exit codes of `eni-ipam` and the one error type commands throw. Scripts can rely on
- * the codes (README "Operator CLI"):
+ * the codes (docs/cli.md):
  *
  * | code | meaning |
  * |---|---|

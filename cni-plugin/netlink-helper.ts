@@ -1,8 +1,8 @@
 /**
  * Client of `eni-ipam-netlink` (cni-plugin/netlink/eni-ipam-netlink.c), the long-lived
  * helper that wires pods over rtnetlink for ipamd's CNI exec server, so an ADD starts no
- * process: forking ipamd (two `ip` processes per ADD) was most of the shim's ADD (README
- * "Benchmarks"). One helper process serves every ADD; requests are lines tagged with an
+ * process: forking ipamd (two `ip` processes per ADD) was most of the shim's ADD
+ * (docs/benchmarks.md). One helper process serves every ADD; requests are lines tagged with an
  * id, answered in order. The line format is the C file's docstring.
  *
  * If the helper exits, the requests waiting on it fail (the ADD reports CNI error 5 and

@@ -5,7 +5,7 @@
  * made durable (one group-committed checkpoint write) before the caller replies.
  *
  * The runtime's list is one source's word, so the restore rules apply here too
- * (docs: README "Restore"): an attachment the node's kernel still shows wired (a `/32`
+ * (docs/how-it-works.md#restore-why-a-restart-cannot-lose-a-pod): an attachment the node's kernel still shows wired (a `/32`
  * host route to a veth whose peer lives in another netns) is kept whatever the list
  * says; an unreadable kernel refuses the whole GC (the runtime retries later); and the
  * release brake caps what one GC may release when the kernel's silence cannot count as

@@ -6,6 +6,8 @@
  *   build/image/eni-ipam-<version>.oci.tar    the archive (`ctr -n k8s.io images import` loads
  *                                             it as docker.io/library/eni-ipam:<version>)
  *   build/image/eni-ipam-<version>.json       what was built: name, digest, size, Node version
+ *   build/image/eni-ipam-<version>.contents   the built image's content list (the lock's format;
+ *                                             `npm run release` makes the SBOM from it)
  *
  * Four layers, bottom first: the Debian root filesystem (scripts/image/debian-rootfs.mjs),
  * the Node runtime (/usr/local), the production node_modules, the app (/app minus
@@ -67,7 +69,7 @@ function inputsKey(extra) {
  * Builds the image.
  * @param {{ updateLock?: boolean, refresh?: boolean, packagesFile?: string, nodePinFile?: string,
  *   log?: (line: string) => void }} o
- * @returns {Promise<{ archive: string, name: string, tag: string, manifestDigest: string, sizeBytes: number,
+ * @returns {Promise<{ archive: string, contents: string, name: string, tag: string, manifestDigest: string, sizeBytes: number,
  *   node: string, seconds: number, inputs: string, upToDate: boolean, cached: { debian: boolean, node: boolean } }>}
  * @throws ImageBuildError (one line) on any failure
  */
@@ -83,7 +85,7 @@ export async function buildImage(o = {}) {
   const inputs = inputsKey([String(epoch), String(baseEpoch), process.arch, o.packagesFile ? readFileSync(o.packagesFile) : '', o.nodePinFile ? readFileSync(o.nodePinFile) : '']);
   if (!o.updateLock && !o.refresh && existsSync(summary)) {
     const prev = JSON.parse(readFileSync(summary, 'utf8'));
-    if (prev.inputs === inputs && existsSync(prev.archive) && statSync(prev.archive).size === prev.sizeBytes) {
+    if (prev.inputs === inputs && existsSync(prev.archive) && statSync(prev.archive).size === prev.sizeBytes && prev.contents && existsSync(prev.contents)) {
       return { ...prev, upToDate: true, seconds: Math.round((Date.now() - t0) / 100) / 10 };
     }
   }
@@ -129,7 +131,9 @@ async function build(o, { t0, log, debArch, version, epoch, baseEpoch, summary, 
   const tag = version;
   const name = `docker.io/library/eni-ipam:${tag}`;
   const archive = path.join(BUILD_DIR, `eni-ipam-${version}.oci.tar`);
+  const contents = path.join(BUILD_DIR, `eni-ipam-${version}.contents`);
   rmSync(summary, { force: true });
+  writeFileSync(contents, text);
   rmSync(archive, { force: true });
   log('OCI archive (umoci)');
   const { manifestDigest } = await writeOciArchive({
@@ -149,7 +153,7 @@ async function build(o, { t0, log, debArch, version, epoch, baseEpoch, summary, 
     },
   });
   const result = {
-    archive, name, tag, manifestDigest, sizeBytes: statSync(archive).size, node: staged.node.pin.spec,
+    archive, contents, name, tag, manifestDigest, sizeBytes: statSync(archive).size, node: staged.node.pin.spec,
     seconds: Math.round((Date.now() - t0) / 100) / 10, inputs, upToDate: false,
     cached: { debian: debian.cached, node: staged.node.cached },
   };

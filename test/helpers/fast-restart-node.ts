@@ -1,5 +1,5 @@
 /**
- * A node for the fast-restart tests (README "Restarts that cost no EC2 call"): the real
+ * A node for the fast-restart tests (docs/how-it-works.md#restarts-that-cost-no-ec2-call): the real
  * ipamd in-process on the simulated cloud, m5.large in a /20, fast restart on, a CRI
  * stand-in kept in step with the pods. Everything is stopped after the test.
  */

@@ -1,0 +1,143 @@
+/**
+ * `npm run release` (scripts/release.mjs) end to end: it writes the image archive, the
+ * packaged chart with a helm repository index, the image's CycloneDX SBOM and SHA256SUMS;
+ * the SBOM passes the CycloneDX schema and lists the image's Debian and npm packages, the
+ * chart installs from the directory served as a static helm repository, and
+ * `sha256sum -c` verifies (and catches a changed byte). The image build is the one
+ * `npm run image` makes (a no-op when the image test already built it).
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { createReadStream, existsSync, readFileSync, readdirSync } from 'node:fs';
+import { appendFile, mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import * as CDX from '@cyclonedx/cyclonedx-library';
+import { helm } from '../helpers/helm.js';
+
+const run = promisify(execFile);
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const { version } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
+
+let out = '';
+let log = '';
+
+before(async () => {
+  out = await mkdtemp('/tmp/eni-ipam-release-');
+  const r = await run(process.execPath, [path.join(ROOT, 'scripts', 'release.mjs'), '--out', out], {
+    cwd: ROOT,
+    maxBuffer: 16 << 20,
+  }).catch((e: { stderr?: string; message: string }) => {
+    throw new Error(`npm run release failed: ${e.stderr ?? e.message}`);
+  });
+  log = r.stderr;
+});
+
+after(async () => {
+  if (out) await rm(out, { recursive: true, force: true });
+});
+
+test('the release directory holds the image, the chart and its index, the SBOM and SHA256SUMS', () => {
+  const files = readdirSync(out).sort();
+  const chartVersion = /^version: (\S+)$/m.exec(
+    readFileSync(path.join(ROOT, 'charts/eni-ipam/Chart.yaml'), 'utf8'),
+  )![1];
+  assert.deepEqual(
+    files,
+    [
+      'SHA256SUMS',
+      `eni-ipam-${chartVersion}.tgz`,
+      `eni-ipam-${version}.cdx.json`,
+      `eni-ipam-${version}.oci.tar`,
+      'index.yaml',
+    ].sort(),
+  );
+  assert.match(log, /SBOM: \d+ Debian packages, \d+ npm packages/);
+});
+
+test('sha256sum -c verifies SHA256SUMS, and fails once a file changes', async () => {
+  const ok = await run('sha256sum', ['-c', 'SHA256SUMS'], { cwd: out });
+  assert.equal(
+    ok.stdout
+      .trim()
+      .split('\n')
+      .filter((l) => / OK$/.test(l)).length,
+    4,
+    ok.stdout,
+  );
+  await appendFile(path.join(out, 'index.yaml'), '# changed\n');
+  const bad = await run('sha256sum', ['-c', 'SHA256SUMS'], { cwd: out }).then(
+    () => ({ stdout: 'exit 0' }),
+    (e: { stdout: string }) => e,
+  );
+  assert.match(bad.stdout, /^index\.yaml: FAILED$/m);
+});
+
+test('the SBOM is valid CycloneDX 1.6 and lists the image’s Debian and npm packages', async () => {
+  const text = readFileSync(path.join(out, `eni-ipam-${version}.cdx.json`), 'utf8');
+  const errors = await new CDX.Validation.JsonStrictValidator(CDX.Spec.Version.v1dot6).validate(text);
+  assert.equal(errors, null, JSON.stringify(errors));
+  const bom = JSON.parse(text) as {
+    bomFormat: string;
+    metadata: { component: { type: string; name: string; purl: string } };
+    components: { name: string; version: string; purl: string; hashes?: unknown[] }[];
+  };
+  assert.equal(bom.bomFormat, 'CycloneDX');
+  assert.equal(bom.metadata.component.type, 'container');
+  // The image's digest, as the build recorded it.
+  const built = JSON.parse(readFileSync(path.join(ROOT, 'build/image', `eni-ipam-${version}.json`), 'utf8')) as {
+    manifestDigest: string;
+    contents: string;
+  };
+  assert.ok(
+    decodeURIComponent(bom.metadata.component.purl).includes(built.manifestDigest),
+    bom.metadata.component.purl,
+  );
+  const purls = new Set(bom.components.map((c) => decodeURIComponent(c.purl)));
+  // Every package line of the built image's content list is a component, and nothing else is.
+  const contents = readFileSync(built.contents, 'utf8').split('\n');
+  const debs = contents.filter((l) => l.startsWith('deb '));
+  const npm = contents.filter((l) => l.startsWith('npm '));
+  assert.ok(debs.length > 50 && npm.length > 50, `${debs.length} debs, ${npm.length} npm packages`);
+  for (const l of debs) {
+    const [, name, ver, arch] = /^deb ([^=]+)=(\S+) (\S+)$/.exec(l)!;
+    assert.ok(purls.has(`pkg:deb/debian/${name}@${ver}?arch=${arch}&distro=debian-12`), `${l} is not in the SBOM`);
+  }
+  for (const l of npm) {
+    const [, name, ver] = /^npm (.+)@([^@]+)$/.exec(l)!;
+    assert.ok(purls.has(`pkg:npm/${name}@${ver}`), `${l} is not in the SBOM`);
+  }
+  assert.equal(bom.components.length, debs.length + npm.length + 1, 'Debian + npm + the Node runtime');
+  const ec2 = bom.components.find((c) => c.name === '@aws-sdk/client-ec2');
+  assert.ok(ec2?.hashes?.length, 'npm components carry package-lock.json’s SHA-512');
+  assert.ok(bom.components.some((c) => c.name === 'iproute2') && bom.components.some((c) => c.name === 'iptables'));
+});
+
+test('the packaged chart installs from the directory served as a helm repository', async () => {
+  const server = createServer((req, res) => {
+    const file = path.join(out, path.basename(decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname)));
+    if (!existsSync(file)) return void res.writeHead(404).end();
+    res.writeHead(200);
+    createReadStream(file).pipe(res);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  try {
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const name = `eni-ipam-release-test-${process.pid}`;
+    const add = await helm(['repo', 'add', '--force-update', name, url]);
+    assert.equal(add.code, 0, add.stderr);
+    const fromRepo = await helm(['template', 'eni', `${name}/eni-ipam`, '--namespace', 'kube-system']);
+    await helm(['repo', 'remove', name]);
+    assert.equal(fromRepo.code, 0, fromRepo.stderr);
+    assert.match(fromRepo.stdout, /kind: DaemonSet/);
+    // The packaged chart renders exactly what the chart in the repository renders.
+    const fromDir = await helm(['template', 'eni', path.join(ROOT, 'charts/eni-ipam'), '--namespace', 'kube-system']);
+    assert.equal(fromRepo.stdout, fromDir.stdout);
+  } finally {
+    server.close();
+  }
+});
