@@ -131,3 +131,19 @@ export function configSpecs(): readonly VarSpec[] {
 export function describeEnvVars(): Array<{ name: string; default: string; description: string }> {
   return SPECS.map((s) => ({ name: s.name, default: s.shown ?? s.def ?? 'unset', description: s.description }));
 }
+
+/**
+ * Every effective setting of `r`, keyed by variable, with its value (as ipamd holds it:
+ * durations in ms, as the config key's `Ms` suffix says) and where it came from; what
+ * ipamd logs once at start. Unset optional settings have no value.
+ */
+export function effectiveSettings(
+  r: ConfigReport,
+): Record<string, { key: string; value?: unknown; from: SettingSource }> {
+  const out: Record<string, { key: string; value?: unknown; from: SettingSource }> = {};
+  for (const s of r.sources) {
+    const value = r.config[s.key];
+    out[s.name] = { key: s.key, ...(value !== undefined ? { value } : {}), from: s.source };
+  }
+  return out;
+}
