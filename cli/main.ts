@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * eni-ipam: the operator CLI (docs/design.md#14-operability item 5). Commands: status, pods, enis, audit,
- * plan, max-pods, support-bundle, completion. Parsing, help and shell completion are
+ * plan, max-pods, support-bundle, version, completion. Parsing, help and shell completion are
  * yargs'; each command lives in ./commands/. Every expected failure prints ONE line
  * `eni-ipam: <what>` on stderr and exits with a code from ./errors.ts (EXIT); an
  * unexpected one prints one line too (the stack only with ENI_IPAM_DEBUG=1).
@@ -14,6 +14,7 @@ import { planCommand } from './commands/plan.js';
 import { enisCommand, podsCommand } from './commands/pods.js';
 import { statusCommand } from './commands/status.js';
 import { supportBundleCommand } from './commands/support-bundle.js';
+import { versionCommand } from './commands/version.js';
 import { CliError, EXIT } from './errors.js';
 import { envDefaults } from './options.js';
 
@@ -66,6 +67,7 @@ export async function run(argv: string[]): Promise<void> {
     .command(planCommand)
     .command(maxPodsCommand)
     .command(supportBundleCommand)
+    .command(versionCommand)
     .completion('completion', 'print a bash/zsh completion script (eni-ipam completion >> ~/.bashrc)')
     .demandCommand(1, 'name a command')
     .strict()

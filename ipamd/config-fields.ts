@@ -5,6 +5,7 @@
  */
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
+import { anyCase, CHART_BOOL, CHART_DURATION, chartString, chartTyped, chartWhole } from './config-chart-types.js';
 
 /** A schema from a raw env string to a typed value. */
 export type Field<T> = z.ZodType<T, string>;
@@ -23,12 +24,15 @@ export const fail = (
 export function wholeNumber(min: number, max?: number): Field<number> {
   const msg = max === undefined ? `expected a whole number >= ${min}` : `expected a whole number from ${min} to ${max}`;
   const n = z.number({ error: msg }).int({ error: msg }).min(min, { error: msg });
-  return z
-    .string()
-    .trim()
-    .regex(/^[0-9]+$/, { error: msg })
-    .transform(Number)
-    .pipe(max === undefined ? n : n.max(max, { error: msg }));
+  return chartTyped(
+    chartWhole(min, max),
+    z
+      .string()
+      .trim()
+      .regex(/^[0-9]+$/, { error: msg })
+      .transform(Number)
+      .pipe(max === undefined ? n : n.max(max, { error: msg })),
+  );
 }
 
 /**
@@ -37,23 +41,31 @@ export function wholeNumber(min: number, max?: number): Field<number> {
  */
 export function positiveDecimal(max: number): Field<number> {
   const msg = `expected a number > 0 and <= ${max} (e.g. 5 or 0.5)`;
-  return z
-    .string()
-    .trim()
-    .regex(/^(\d+(\.\d+)?|\.\d+)$/, { error: msg })
-    .transform(Number)
-    .pipe(z.number({ error: msg }).positive({ error: msg }).max(max, { error: msg }));
+  return chartTyped(
+    {
+      anyOf: [{ type: 'number', exclusiveMinimum: 0, maximum: max }, chartString('[0-9]+(?:\\.[0-9]+)?|\\.[0-9]+')],
+    },
+    z
+      .string()
+      .trim()
+      .regex(/^(\d+(\.\d+)?|\.\d+)$/, { error: msg })
+      .transform(Number)
+      .pipe(z.number({ error: msg }).positive({ error: msg }).max(max, { error: msg })),
+  );
 }
 
 /** true/false/1/0, case-insensitive. */
 export function bool(): Field<boolean> {
   const msg = 'expected true, false, 1 or 0';
-  return z
-    .string()
-    .trim()
-    .toLowerCase()
-    .pipe(z.enum(['true', 'false', '1', '0'], { error: msg }))
-    .transform((v) => v === 'true' || v === '1');
+  return chartTyped(
+    CHART_BOOL,
+    z
+      .string()
+      .trim()
+      .toLowerCase()
+      .pipe(z.enum(['true', 'false', '1', '0'], { error: msg }))
+      .transform((v) => v === 'true' || v === '1'),
+  );
 }
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
@@ -69,45 +81,54 @@ export const MAX_DURATION_MS = 2_147_483_647;
  */
 export function duration(minMs = 0): Field<number> {
   const msg = `expected a duration${minMs > 0 ? ' > 0' : ''} up to 596h: seconds (e.g. 30 or 0.5) or a number with unit ms, s, m or h (e.g. 500ms, 2m)`;
-  return z
-    .string()
-    .trim()
-    .transform((s, ctx) => {
-      const m = /^(\d+(?:\.\d+)?|\.\d+)(ms|s|m|h)?$/.exec(s);
-      if (!m) return fail(ctx, s, msg);
-      const ms = Math.round(Number(m[1]) * UNIT_MS[m[2] ?? 's']!);
-      if (!Number.isSafeInteger(ms) || ms < minMs || ms > MAX_DURATION_MS) return fail(ctx, s, msg);
-      return ms;
-    });
+  return chartTyped(
+    CHART_DURATION,
+    z
+      .string()
+      .trim()
+      .transform((s, ctx) => {
+        const m = /^(\d+(?:\.\d+)?|\.\d+)(ms|s|m|h)?$/.exec(s);
+        if (!m) return fail(ctx, s, msg);
+        const ms = Math.round(Number(m[1]) * UNIT_MS[m[2] ?? 's']!);
+        if (!Number.isSafeInteger(ms) || ms < minMs || ms > MAX_DURATION_MS) return fail(ctx, s, msg);
+        return ms;
+      }),
+  );
 }
 
 /** One of `values`, case-insensitive; returned in the case given in `values`. */
 export function oneOf<const T extends readonly [string, ...string[]]>(values: T): Field<T[number]> {
   const msg = `expected one of ${values.join(', ')}`;
-  return z
-    .string()
-    .trim()
-    .toLowerCase()
-    .pipe(z.enum(values, { error: msg })) as unknown as Field<T[number]>;
+  return chartTyped(
+    chartString(values.map(anyCase).join('|'), { description: `one of ${values.join(', ')} (any case)` }),
+    z
+      .string()
+      .trim()
+      .toLowerCase()
+      .pipe(z.enum(values, { error: msg })) as unknown as Field<T[number]>,
+  );
 }
 
 /** A comma-separated list of IPv4 CIDRs (`10.0.0.0/8,192.168.0.0/16`); empty items are skipped. */
 export function ipv4CidrList(): Field<string[]> {
-  return z.string().transform((s, ctx) => {
-    const items = s
-      .split(',')
-      .map((x) => x.trim())
-      .filter((x) => x !== '');
-    for (const c of items) {
-      if (!ipaddr.IPv4.isValidCIDRFourPartDecimal(c))
-        return fail(
-          ctx,
-          s,
-          `"${c}" is not an IPv4 CIDR; expected comma-separated IPv4 CIDRs such as 10.0.0.0/8,192.168.0.0/16`,
-        );
-    }
-    return items;
-  });
+  return chartTyped(
+    chartString(),
+    z.string().transform((s, ctx) => {
+      const items = s
+        .split(',')
+        .map((x) => x.trim())
+        .filter((x) => x !== '');
+      for (const c of items) {
+        if (!ipaddr.IPv4.isValidCIDRFourPartDecimal(c))
+          return fail(
+            ctx,
+            s,
+            `"${c}" is not an IPv4 CIDR; expected comma-separated IPv4 CIDRs such as 10.0.0.0/8,192.168.0.0/16`,
+          );
+      }
+      return items;
+    }),
+  );
 }
 
 const RESERVED_TAG = /^(aws:|node\.k8s\.amazonaws\.com\/)|^cluster\.k8s\.amazonaws\.com\/name$/i;
@@ -121,77 +142,99 @@ const MAX_EXTRA_TAGS = 47;
  */
 export function tagMap(): Field<Record<string, string>> {
   const expected = 'expected a JSON object of string tag values such as {"team":"net"}';
-  return z.string().transform((s, ctx) => {
-    let v: unknown;
-    try {
-      v = JSON.parse(s);
-    } catch {
-      return fail(ctx, s, `not JSON; ${expected}`);
-    }
-    if (typeof v !== 'object' || v === null || Array.isArray(v)) return fail(ctx, s, expected);
-    const entries = Object.entries(v as Record<string, unknown>);
-    if (entries.length > MAX_EXTRA_TAGS)
-      return fail(ctx, s, `${entries.length} tags; at most ${MAX_EXTRA_TAGS} (EC2 allows 50 per ENI and ipamd sets 3)`);
-    for (const [k, val] of entries) {
-      if (typeof val !== 'string') return fail(ctx, s, `tag "${k}" has a non-string value; ${expected}`);
-      if (k.length < 1 || k.length > 128) return fail(ctx, s, `tag key "${k}" must be 1 to 128 characters`);
-      if (val.length > 256) return fail(ctx, s, `tag "${k}" value must be at most 256 characters`);
-      if (RESERVED_TAG.test(k))
+  return chartTyped(
+    chartString(undefined, { description: 'a JSON object of string tag values' }),
+    z.string().transform((s, ctx) => {
+      let v: unknown;
+      try {
+        v = JSON.parse(s);
+      } catch {
+        return fail(ctx, s, `not JSON; ${expected}`);
+      }
+      if (typeof v !== 'object' || v === null || Array.isArray(v)) return fail(ctx, s, expected);
+      const entries = Object.entries(v as Record<string, unknown>);
+      if (entries.length > MAX_EXTRA_TAGS)
         return fail(
           ctx,
           s,
-          `tag key "${k}" is reserved (aws:*, node.k8s.amazonaws.com/*, cluster.k8s.amazonaws.com/name)`,
+          `${entries.length} tags; at most ${MAX_EXTRA_TAGS} (EC2 allows 50 per ENI and ipamd sets 3)`,
         );
-    }
-    return Object.fromEntries(entries) as Record<string, string>;
-  });
+      for (const [k, val] of entries) {
+        if (typeof val !== 'string') return fail(ctx, s, `tag "${k}" has a non-string value; ${expected}`);
+        if (k.length < 1 || k.length > 128) return fail(ctx, s, `tag key "${k}" must be 1 to 128 characters`);
+        if (val.length > 256) return fail(ctx, s, `tag "${k}" value must be at most 256 characters`);
+        if (RESERVED_TAG.test(k))
+          return fail(
+            ctx,
+            s,
+            `tag key "${k}" is reserved (aws:*, node.k8s.amazonaws.com/*, cluster.k8s.amazonaws.com/name)`,
+          );
+      }
+      return Object.fromEntries(entries) as Record<string, string>;
+    }),
+  );
 }
 
 /** An http:// or https:// URL, returned as given. */
 export function httpUrl(): Field<string> {
   const msg = 'expected an http:// or https:// URL such as http://169.254.169.254';
-  return z
-    .string()
-    .trim()
-    .pipe(z.url({ protocol: /^https?$/, error: msg }));
+  return chartTyped(
+    chartString('[Hh][Tt][Tt][Pp][Ss]?://\\S+'),
+    z
+      .string()
+      .trim()
+      .pipe(z.url({ protocol: /^https?$/, error: msg })),
+  );
 }
 
 /** `host:port` with an optional host (`:61678`, `127.0.0.1:61679`, `[::1]:80`), port 0–65535. */
 export function hostPort(): Field<string> {
   const msg = 'expected host:port such as :61678 or 127.0.0.1:61679 (port 0-65535)';
-  return z
-    .string()
-    .trim()
-    .transform((s, ctx) => {
-      const m = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):([0-9]{1,5})$/.exec(s);
-      if (!m || Number(m[2]) > 65535) return fail(ctx, s, msg);
-      return s;
-    });
+  return chartTyped(
+    chartString('(?:\\[[0-9a-fA-F:.]+\\]|[A-Za-z0-9.-]*):[0-9]{1,5}'),
+    z
+      .string()
+      .trim()
+      .transform((s, ctx) => {
+        const m = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):([0-9]{1,5})$/.exec(s);
+        if (!m || Number(m[2]) > 65535) return fail(ctx, s, msg);
+        return s;
+      }),
+  );
 }
 
 /** The host-side veth name prefix: 1–4 of [a-z0-9], not `eth`, `lo` or `vlan`. */
 export function vethPrefix(): Field<string> {
   const msg = 'expected 1 to 4 characters of [a-z0-9], not eth, lo or vlan';
-  return z
-    .string()
-    .trim()
-    .regex(/^[a-z0-9]{1,4}$/, { error: msg })
-    .refine((s) => !['eth', 'lo', 'vlan'].includes(s), { error: msg });
+  return chartTyped(
+    chartString('[a-z0-9]{1,4}'),
+    z
+      .string()
+      .trim()
+      .regex(/^[a-z0-9]{1,4}$/, { error: msg })
+      .refine((s) => !['eth', 'lo', 'vlan'].includes(s), { error: msg }),
+  );
 }
 
 /** Any text up to `max` characters. */
 export function text(max = 256): Field<string> {
-  return z.string().max(max, { error: `expected at most ${max} characters` });
+  return chartTyped(
+    chartString(undefined, { maxLength: max }),
+    z.string().max(max, { error: `expected at most ${max} characters` }),
+  );
 }
 
 /** A log file size before rotation: a whole number with unit K, M or G (e.g. `100M`); returned as given. */
 export function fileSize(): Field<string> {
   const msg = 'expected a whole number > 0 with unit K, M or G (e.g. 100M)';
-  return z
-    .string()
-    .trim()
-    .toUpperCase()
-    .regex(/^[1-9][0-9]{0,6}[KMG]$/, { error: msg });
+  return chartTyped(
+    chartString('[1-9][0-9]{0,6}[KMGkmg]'),
+    z
+      .string()
+      .trim()
+      .toUpperCase()
+      .regex(/^[1-9][0-9]{0,6}[KMG]$/, { error: msg }),
+  );
 }
 
 /**
@@ -206,18 +249,36 @@ export function labelKey(): Field<string> {
     'expected a Kubernetes label/annotation key, [prefix/]name: the name 1-63 characters of [A-Za-z0-9-_.] starting and ending alphanumeric, the optional prefix a DNS subdomain (e.g. k8s.amazonaws.com/eniConfig, topology.kubernetes.io/zone)';
   const name = /^[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$/;
   const dns = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
-  return z
-    .string()
-    .trim()
-    .refine(
-      (s) => {
-        const i = s.lastIndexOf('/');
-        if (i < 0) return name.test(s);
-        const prefix = s.slice(0, i);
-        return prefix.length <= 253 && dns.test(prefix) && name.test(s.slice(i + 1));
-      },
-      { error: msg },
-    );
+  return chartTyped(
+    chartString('(?:[a-z0-9.-]{1,253}/)?[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?'),
+    z
+      .string()
+      .trim()
+      .refine(
+        (s) => {
+          const i = s.lastIndexOf('/');
+          if (i < 0) return name.test(s);
+          const prefix = s.slice(0, i);
+          return prefix.length <= 253 && dns.test(prefix) && name.test(s.slice(i + 1));
+        },
+        { error: msg },
+      ),
+  );
+}
+
+/** A comma-separated list of environment variable names (`A_B,C`); blanks and empty items skipped. */
+export function envNameList(): Field<string[]> {
+  const msg = 'expected comma-separated environment variable names such as WARM_ENI_TARGET,AWS_VPC_ENI_MTU';
+  return chartTyped(
+    chartString('[A-Za-z_][A-Za-z0-9_]*(?:\\s*,\\s*[A-Za-z_][A-Za-z0-9_]*)*'),
+    z.string().transform((s, ctx) => {
+      const names = s
+        .split(',')
+        .map((x) => x.trim())
+        .filter((x) => x !== '');
+      return names.every((n) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(n)) ? names : fail(ctx, s, msg);
+    }),
+  );
 }
 
 // ---- NodePort support (issue 29: AWS_VPC_K8S_CNI_CONNMARK) ----

@@ -9,6 +9,7 @@
  */
 import { z } from 'zod';
 import { PSEUDO_FS_ROOTS, pseudoFsOf } from '../nodefs/dirs.js';
+import { chartString, chartTyped } from './config-chart-types.js';
 import { fail, type Field } from './config-fields.js';
 
 export { pseudoFsOf } from '../nodefs/dirs.js';
@@ -31,9 +32,18 @@ export function pathKindOf(field: Field<unknown>): PathKind | undefined {
   return KINDS.get(field);
 }
 
+/** What the chart accepts for each kind (the rest is checked at start). */
+const CHART_PATTERN: Record<PathKind, string> = {
+  file: '/.*',
+  log: 'stdout|/.*',
+  dir: '/.*',
+  socket: '(?:unix://)?/.*',
+  netns: '/.*',
+};
+
 function tagged<T>(kind: PathKind, f: Field<T>): Field<T> {
   KINDS.set(f, kind);
-  return f;
+  return chartTyped(chartString(CHART_PATTERN[kind]), f);
 }
 
 /** What each kind accepts, completing "expected …" in an error line. */

@@ -1,6 +1,6 @@
 /**
  * One row of ipamd's environment table: variable name, config key, schema field, default
- * and one sentence for operators (rendered into the README by scripts/readme-env-table.mjs).
+ * and one sentence for operators (rendered into docs/configuration.md by scripts/config-reference.mjs).
  */
 import type { Field } from './config-fields.js';
 import type { IpamdConfig } from './config-types.js';

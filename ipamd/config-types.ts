@@ -79,6 +79,8 @@ export interface IpamdConfig {
   eniConfigLabelDef: string;
   /** ENI_CONFIG_ANNOTATION_DEF: the node annotation naming its ENIConfig (wins over the label). */
   eniConfigAnnotationDef: string;
+  /** ENI_IPAM_CHART_ENV: the variables the Helm chart set (so the start-up log can say a setting came from the chart). */
+  chartEnv: string[];
 }
 
 /** A bad environment variable. `message` is one line: variable, value, what it accepts. */
@@ -90,4 +92,9 @@ export class ConfigError extends Error {
     super(message);
     this.name = 'ConfigError';
   }
+}
+
+/** Quotes a value for a one-line message (JSON escapes, long values cut to 120 characters). */
+export function quoteValue(raw: string): string {
+  return JSON.stringify(raw.length > 120 ? `${raw.slice(0, 120)}…` : raw);
 }

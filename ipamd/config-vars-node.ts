@@ -1,6 +1,6 @@
 /**
  * Environment variables of the pool targets, the node, its networking, endpoints, sockets and the CNI install (first part of the table in ./config.ts).
- * Order here is the README table's order.
+ * Order here is docs/configuration.md's order.
  */
 import {
   bool,
@@ -40,7 +40,7 @@ export const NODE_VARS: VarSpec[] = [
     'warmPrefixTarget',
     wholeNumber(0),
     undefined,
-    'Free /28 prefixes (no address in use) to keep; requires ENABLE_PREFIX_DELEGATION=true; ignored when WARM_IP_TARGET or MINIMUM_IP_TARGET is set (they count IPs, rounded up to prefixes).',
+    'Free /28 prefixes (no address in use) to keep with ENABLE_PREFIX_DELEGATION=true (without it: ignored with one warning, as amazon-vpc-cni-k8s ignores it); ignored when WARM_IP_TARGET or MINIMUM_IP_TARGET is set (they count IPs, rounded up to prefixes).',
   ),
   v(
     'ENABLE_PREFIX_DELEGATION',

@@ -1,8 +1,8 @@
 /**
  * Environment variables of ipamd's timers, EC2 call limits, logs and node reporting (second part of the table in ./config.ts).
- * Order here is the README table's order.
+ * Order here is docs/configuration.md's order.
  */
-import { bool, duration, fileSize, positiveDecimal, text, wholeNumber } from './config-fields.js';
+import { bool, duration, envNameList, fileSize, positiveDecimal, text, wholeNumber } from './config-fields.js';
 import { logTarget, pathOf, pluginLogFile } from './config-path-fields.js';
 import { v, type VarSpec } from './config-spec.js';
 
@@ -161,5 +161,13 @@ export const TIMING_VARS: VarSpec[] = [
     bool(),
     'false',
     'Taint the node eni-ipam.io/no-ip-available:NoSchedule while it can serve no new pod (no IP available and the pool cannot grow), removed as soon as it can; never for frozen releases alone. Needs MY_NODE_NAME and node patch rights (chart: taintWhenExhausted).',
+  ),
+  v(
+    'ENI_IPAM_CHART_ENV',
+    'chartEnv',
+    envNameList(),
+    '',
+    'Set by the Helm chart: the variables it set, so the start-up log says which settings came from the chart (default, env or chart). Not for operators.',
+    'empty',
   ),
 ];

@@ -1,6 +1,7 @@
 /**
  * eni-ipamd's composition root: validates the environment, every path setting included (a
- * bad variable stops start-up with one line naming it), takes the node's one-ipamd guard
+ * bad or refused variable stops start-up with one line naming it; its version, the Node
+ * version and every effective setting are logged once, then one warning per ignored one), takes the node's one-ipamd guard
  * (startup/node-guard.ts) before anything on the node is opened, starts the daemon, and on
  * SIGTERM/SIGINT stops taking new work, finishes in-flight RPCs, flushes the checkpoint and
  * exits 0, within a deadline whatever it is doing (shutdown.ts). SIGUSR2 cycles the
@@ -8,7 +9,7 @@
  * made one (scripts/bundle-ipamd.mjs), else from these modules.
  */
 import type { CodeCacheState } from '../loader/code-cache.js';
-import { checkConfigOnDisk, ConfigError, loadConfig } from './config.js';
+import { checkConfigOnDisk, ConfigError, effectiveSettings, loadConfigReport, type ConfigReport } from './config.js';
 import { startDaemon } from './daemon.js';
 import { createLogger } from './log.js';
 import { installLogLevelSignal } from './log-level.js';
@@ -16,6 +17,7 @@ import { openRotatingLog } from './observability/log-files.js';
 import { logProcessWarnings } from './observability/process-warnings.js';
 import { flushLogWithin, installStopSignals } from './shutdown.js';
 import { acquireNodeGuard, nodeGuardName } from './startup/node-guard.js';
+import { buildInfo } from './version.js';
 
 /** How ipamd's modules were loaded this run (bundle-loader.ts; logged at start-up). */
 export interface ModulesLoaded {
@@ -35,10 +37,10 @@ export interface ModulesLoaded {
  * @returns once the daemon is serving and the signal handlers are installed.
  */
 export async function runIpamd(loaded?: ModulesLoaded): Promise<void> {
-  let config;
+  let report: ConfigReport;
   try {
-    config = loadConfig(process.env);
-    checkConfigOnDisk(config);
+    report = loadConfigReport(process.env);
+    checkConfigOnDisk(report.config);
   } catch (e) {
     if (e instanceof ConfigError) {
       process.stderr.write(`eni-ipamd: ${e.message}\n`);
@@ -46,6 +48,7 @@ export async function runIpamd(loaded?: ModulesLoaded): Promise<void> {
     }
     throw e;
   }
+  const config = report.config;
   try {
     await acquireNodeGuard(nodeGuardName(config.imdsEndpoint), {
       pid: process.pid,
@@ -76,6 +79,14 @@ export async function runIpamd(loaded?: ModulesLoaded): Promise<void> {
       `eni-ipamd: logging to ${config.logFile} (rotated at ${config.logFileMaxSize}, ${config.logFileMaxFiles} kept)\n`,
     );
   const log = createLogger({ level: config.logLevel, format: config.logFormat, ...(file ? { stream: file } : {}) });
+  // Once at start: what runs and every setting in force, with where it came from
+  // (docs/configuration.md); then one warning per setting eni-ipam ignores.
+  const build = buildInfo();
+  log.info(
+    { version: build.version, node: build.node, settings: effectiveSettings(report) },
+    `eni-ipamd ${build.version} (Node.js ${build.node}) starting`,
+  );
+  for (const w of report.warnings) log.warn({ setting: w.slice(0, w.indexOf('=')) }, w);
   if (loaded)
     log.info(
       { modules: loaded.from, codeCache: loaded.codeCache, codeCacheFile: loaded.codeCacheFile },

@@ -10,7 +10,6 @@
  * changes where its concept happens: counters are fed by hooks at the place it happens,
  * gauges are read from the state they describe.
  */
-import { readFileSync } from 'node:fs';
 import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import { registerCniMetrics, type AddFailureReason, type CniMetricHooks } from './metrics/cni.js';
 import { registerEc2Metrics, type Ec2MetricHooks } from './metrics/ec2.js';
@@ -20,6 +19,7 @@ import { registerPoolMetrics } from './metrics/pool.js';
 import { registerConnmarkMetrics } from './metrics/connmark.js';
 import type { MetricsSources } from './metrics/sources.js';
 import { registerStateMetrics, type StateMetricHooks } from './metrics/state.js';
+import { packageVersion } from '../version.js';
 
 export type { MetricsSources } from './metrics/sources.js';
 export type { Ec2MetricHooks } from './metrics/ec2.js';
@@ -60,21 +60,7 @@ export interface IpamdMetrics extends CniMetricHooks, StateMetricHooks {
   text(): Promise<string>;
 }
 
-/** This package's version from its package.json (dist/ipamd/observability → 3 levels up; source → 2), or "unknown". */
-export function packageVersion(): string {
-  for (const rel of ['../../../package.json', '../../package.json']) {
-    try {
-      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as {
-        name?: string;
-        version?: string;
-      };
-      if (pkg.name === 'eni-ipam' && pkg.version) return pkg.version;
-    } catch {
-      /* try the next */
-    }
-  }
-  return 'unknown';
-}
+export { packageVersion } from '../version.js';
 
 /**
  * Creates the metrics on a fresh registry. Never throws for missing sources: gauges stay
@@ -103,13 +89,16 @@ export function createMetrics(o: CreateMetricsOptions = {}): IpamdMetrics {
     for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'])
       registry.removeSingleMetric(name);
   }
+  // Upstream's labels are version and goversion (pkg/version/info.go). ipamd has no Go
+  // runtime: goversion is empty (Prometheus stores it as absent, so queries grouping by it
+  // still work and none reads a Go version that is not there); nodeversion says what runs.
   const build = new Gauge({
     name: 'awscni_build_info',
-    help: 'The CNI build information (value 1), labelled by version and Node.js version',
-    labelNames: ['version', 'nodeversion'],
+    help: "A metric with a constant '1' value labelled by version, goversion (empty: ipamd is a Node.js program) and nodeversion",
+    labelNames: ['version', 'goversion', 'nodeversion'],
     registers: [registry],
   });
-  build.set({ version: o.version ?? packageVersion(), nodeversion: process.version }, 1);
+  build.set({ version: o.version ?? packageVersion(), goversion: '', nodeversion: process.version }, 1);
   registerPoolMetrics(registry, () => src);
   registerConnmarkMetrics(registry, () => src);
   const state = registerStateMetrics(registry, () => src);

@@ -37,6 +37,29 @@ test('a value of the wrong type is refused by values.schema.json, naming the fie
   await renderChart({ updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 0, maxUnavailable: 1 } } });
 });
 
+test('env.* is typed key by key: a bad value or an unknown key is refused, naming it', async () => {
+  await assert.rejects(renderChart({ env: { WARM_ENI_TARGET: 'abc' } }), /\/env\/WARM_ENI_TARGET'/);
+  await assert.rejects(renderChart({ env: { ENABLE_IPv6: 'true' } }), /\/env\/ENABLE_IPv6'/);
+  await assert.rejects(renderChart({ env: { AWS_VPC_K8S_CNI_LOGLEVEL: 'loud' } }), /\/env\/AWS_VPC_K8S_CNI_LOGLEVEL'/);
+  await assert.rejects(renderChart({ env: { WARM_IP_TARGE: '5' } }), /WARM_IP_TARGE/);
+  // What an aws-node user copies over renders: numbers and booleans unquoted, upstream's defaults.
+  await renderChart({
+    env: {
+      WARM_ENI_TARGET: 2,
+      ENABLE_PREFIX_DELEGATION: false,
+      WARM_PREFIX_TARGET: '1',
+      ENABLE_IPv6: 'false',
+      ENABLE_IPv4: true,
+      AWS_VPC_K8S_CNI_LOGLEVEL: 'DEBUG',
+      AWS_VPC_K8S_CNI_RANDOMIZESNAT: 'prng',
+      AWS_VPC_CNI_NODE_PORT_SUPPORT: 'true',
+      VPC_CNI_VERSION: 'v1.23.1',
+      NETWORK_POLICY_ENFORCING_MODE: 'standard',
+      IP_COOLDOWN_PERIOD: 30,
+    },
+  });
+});
+
 test('an env var the chart sets from another value is refused in env, naming that value', async () => {
   await assert.rejects(
     renderChart({ env: { CRI_RUNTIME_ENDPOINT: 'unix:///var/run/crio/crio.sock' } }),

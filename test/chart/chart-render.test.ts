@@ -130,6 +130,10 @@ test('non-default values: CRI-O socket, extraEnv, IRSA, monitoring, pull secrets
   assert.equal(env.get('CRI_RUNTIME_ENDPOINT')!.value, 'unix:///var/run/crio/crio.sock');
   assert.deepEqual(env.get('CLUSTER_NAME')!.valueFrom, { configMapKeyRef: { name: 'cluster', key: 'name' } });
   assert.equal(env.get('WARM_IP_TARGET')!.value, '5');
+  // ipamd's start-up log tells chart-set settings from the rest by this list.
+  const chartSet = env.get('ENI_IPAM_CHART_ENV')!.value.split(',');
+  for (const n of ['WARM_IP_TARGET', 'MY_NODE_NAME', 'CRI_RUNTIME_ENDPOINT']) assert.ok(chartSet.includes(n), n);
+  assert.ok(!chartSet.includes('CLUSTER_NAME'), 'extraEnv is not the chart');
   const criMount = c.volumeMounts.find((m: Obj) => m.name === 'cri-socket-dir');
   assert.equal(criMount.mountPath, '/var/run/crio');
   assert.deepEqual(pod.volumes.find((v: Obj) => v.name === 'cri-socket-dir').hostPath, {

@@ -109,4 +109,14 @@ export const TIMING_ROWS: Row[] = [
     ],
     bad: ['-1'],
   },
+  {
+    name: 'ENI_IPAM_CHART_ENV',
+    key: 'chartEnv',
+    def: [],
+    good: [
+      ['WARM_ENI_TARGET, AWS_VPC_ENI_MTU', ['WARM_ENI_TARGET', 'AWS_VPC_ENI_MTU']],
+      ['A,,B', ['A', 'B']],
+    ],
+    bad: ['WARM-ENI', '1X'],
+  },
 ];

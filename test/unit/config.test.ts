@@ -4,7 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ConfigError, describeEnvVars, loadConfig } from '../../ipamd/config.js';
+import { ConfigError, describeEnvVars, loadConfig, loadConfigReport } from '../../ipamd/config.js';
 import type { Row } from '../helpers/config-row.js';
 import { NODE_ROWS } from '../helpers/config-rows-node.js';
 import { TIMING_ROWS } from '../helpers/config-rows-timing.js';
@@ -66,14 +66,20 @@ test('POD_MTU defaults to AWS_VPC_ENI_MTU', () => {
   expectError({ POD_MTU: '9002' }, 'POD_MTU');
 });
 
-test('WARM_PREFIX_TARGET needs ENABLE_PREFIX_DELEGATION', () => {
-  const e = expectError({ WARM_PREFIX_TARGET: '1' }, 'WARM_PREFIX_TARGET');
-  assert.match(e.message, /ENABLE_PREFIX_DELEGATION/);
-  expectError({ WARM_PREFIX_TARGET: '1', ENABLE_PREFIX_DELEGATION: 'false' }, 'WARM_PREFIX_TARGET');
+test('WARM_PREFIX_TARGET without ENABLE_PREFIX_DELEGATION is ignored with one warning (upstream ignores it)', () => {
+  // amazon-vpc-cni-k8s's own chart sets WARM_PREFIX_TARGET=1 with prefix delegation off.
+  for (const env of [{ WARM_PREFIX_TARGET: '1' }, { WARM_PREFIX_TARGET: '1', ENABLE_PREFIX_DELEGATION: 'false' }]) {
+    const r = loadConfigReport(env);
+    assert.equal(r.config.warmPrefixTarget, undefined);
+    assert.equal(r.warnings.length, 1);
+    assert.match(r.warnings[0]!, /^WARM_PREFIX_TARGET="1" is ignored: .*ENABLE_PREFIX_DELEGATION=true/);
+  }
   expectError({ WARM_PREFIX_TARGET: 'x', ENABLE_PREFIX_DELEGATION: 'true' }, 'WARM_PREFIX_TARGET');
-  const c = loadConfig({ WARM_PREFIX_TARGET: '2', ENABLE_PREFIX_DELEGATION: 'true' });
-  assert.equal(c.warmPrefixTarget, 2);
-  assert.equal(c.enablePrefixDelegation, true);
+  expectError({ WARM_PREFIX_TARGET: 'x' }, 'WARM_PREFIX_TARGET');
+  const r = loadConfigReport({ WARM_PREFIX_TARGET: '2', ENABLE_PREFIX_DELEGATION: 'true' });
+  assert.equal(r.config.warmPrefixTarget, 2);
+  assert.equal(r.config.enablePrefixDelegation, true);
+  assert.deepEqual(r.warnings, []);
   assert.equal(loadConfig({}).warmPrefixTarget, undefined);
 });
 

@@ -57,7 +57,7 @@ test('gauges follow the datastore and the release gate at scrape time', async ()
   assert.equal(sample(s, 'eni_ipam_ip_addresses', { state: 'cooling' }), 1);
   assert.equal(sample(s, 'eni_ipam_waiting_adds'), 2);
   assert.equal(sample(s, 'eni_ipam_releases_frozen'), 0);
-  assert.equal(sample(s, 'awscni_build_info', { version: '9.9.9', nodeversion: process.version }), 1);
+  assert.equal(sample(s, 'awscni_build_info', { version: '9.9.9', goversion: '', nodeversion: process.version }), 1);
 
   gate.freeze('cri', 'ListPodSandbox failed: deadline exceeded');
   t.now += 31_000;
