@@ -8,11 +8,9 @@
  * config-reference.ts. Meanings are ours, written from upstream's behaviour. The warned
  * rows are in aws-node-vars-warned.ts.
  */
-import { CHART_BOOL, chartString } from './config-chart-types.js';
+import { CHART_BOOL } from './config-chart-types.js';
 import { FALSE, honoured, refused, TRUE, type AwsNodeVar } from './aws-node-var.js';
 import { AWS_NODE_WARNED } from './aws-node-vars-warned.js';
-
-const NP = 'issue #29 NodePort support (branch i29-traffic-np)';
 
 /** The honoured and refused rows, then the warned ones; documentation order. */
 export const AWS_NODE_VARS: readonly AwsNodeVar[] = [
@@ -64,31 +62,19 @@ export const AWS_NODE_VARS: readonly AwsNodeVar[] = [
   honoured('AWS_VPC_K8S_CNI_VETHPREFIX', 'ipamd, entrypoint', 'eni', 'Prefix of host-side veth names.'),
   honoured('AWS_VPC_K8S_CNI_EXTERNALSNAT', 'ipamd', 'false', 'SNAT happens outside the node: no SNAT rules.'),
   honoured('AWS_VPC_K8S_CNI_EXCLUDE_SNAT_CIDRS', 'ipamd', 'empty', 'IPv4 CIDRs pod traffic reaches without SNAT.'),
-  {
-    ...honoured(
-      'AWS_VPC_K8S_CNI_RANDOMIZESNAT',
-      'ipamd, entrypoint',
-      'prng',
-      'Port randomisation of the SNAT rule: prng (--random-fully), hashrandom (--random) or none.',
-    ),
-    landing: NP,
-    chart: chartString('[Pp][Rr][Nn][Gg]|[Hh][Aa][Ss][Hh][Rr][Aa][Nn][Dd][Oo][Mm]|[Nn][Oo][Nn][Ee]'),
-  },
-  {
-    ...honoured(
-      'AWS_VPC_CNI_NODE_PORT_SUPPORT',
-      'ipamd',
-      'true',
-      'NodePort traffic to pods on secondary ENIs returns through the primary ENI (connmark rules).',
-    ),
-    landing: NP,
-    chart: CHART_BOOL,
-  },
-  {
-    ...honoured('AWS_VPC_K8S_CNI_CONNMARK', 'ipamd', '0x80', 'The connection mark of the NodePort rules.'),
-    landing: NP,
-    chart: { type: ['string', 'integer'] },
-  },
+  honoured(
+    'AWS_VPC_K8S_CNI_RANDOMIZESNAT',
+    'ipamd, entrypoint',
+    'prng',
+    'Port randomisation of the SNAT rule: prng (--random-fully), hashrandom (--random) or none.',
+  ),
+  honoured(
+    'AWS_VPC_CNI_NODE_PORT_SUPPORT',
+    'ipamd',
+    'true',
+    'NodePort traffic to pods on secondary ENIs returns through the primary ENI (connmark rules).',
+  ),
+  honoured('AWS_VPC_K8S_CNI_CONNMARK', 'ipamd', '0x80', 'The connection mark of the NodePort rules.'),
   {
     ...honoured('ENABLE_BANDWIDTH_PLUGIN', 'entrypoint', 'false', 'Chain the bandwidth plugin in the conflist.'),
     landing: 'issue #29 plugin chaining (branch i29-chain)',

@@ -292,12 +292,20 @@ export function envNameList(): Field<string[]> {
  */
 export function connmarkValue(): Field<number> {
   const msg = 'expected a mark from 1 to 0xffffffff, decimal (128) or 0x/0o/0b (0x80)';
-  return z
-    .string()
-    .trim()
-    .transform((s, ctx) => {
-      const m = /^(?:0x[0-9a-f]+|0o[0-7]+|0b[01]+|[1-9][0-9]*)$/i.exec(s);
-      const n = m ? Number(s.toLowerCase()) : NaN;
-      return Number.isSafeInteger(n) && n >= 1 && n <= 0xffffffff ? n : fail(ctx, s, msg);
-    });
+  return chartTyped(
+    {
+      anyOf: [
+        { type: 'integer', minimum: 1, maximum: 0xffffffff },
+        chartString('0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|[1-9][0-9]*'),
+      ],
+    },
+    z
+      .string()
+      .trim()
+      .transform((s, ctx) => {
+        const m = /^(?:0x[0-9a-f]+|0o[0-7]+|0b[01]+|[1-9][0-9]*)$/i.exec(s);
+        const n = m ? Number(s.toLowerCase()) : NaN;
+        return Number.isSafeInteger(n) && n >= 1 && n <= 0xffffffff ? n : fail(ctx, s, msg);
+      }),
+  );
 }
