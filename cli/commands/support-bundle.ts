@@ -11,7 +11,7 @@ import path from 'node:path';
 import type { CommandModule } from 'yargs';
 import { CliError, EXIT, systemError } from '../errors.js';
 import { globalOptions } from '../options.js';
-import { print, printJson } from '../output.js';
+import { print, emit } from '../output.js';
 
 /** Default log files: aws-node's log directory and ours, when present. */
 const DEFAULT_LOG_DIRS = ['/var/log/aws-routed-eni', '/var/log/eni-ipam'];
@@ -58,7 +58,7 @@ export const supportBundleCommand: CommandModule = {
         throw systemError(e, `the bundle ${out}`, EXIT.incomplete);
       }
       const missing = parts.filter((p) => !p.ok);
-      if (o.output === 'json') printJson({ file: out, parts });
+      if (o.output === 'json' || o.output === 'yaml') emit(o.output, { file: out, parts });
       else {
         print(`wrote ${out} (${parts.length - missing.length} of ${parts.length} parts)`);
         for (const m of missing) print(`  not collected: ${m.file}: ${m.error}`);
