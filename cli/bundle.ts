@@ -1,7 +1,8 @@
 /**
  * The support bundle's contents: best effort, each part on its own (an ipamd that is
  * down still yields the kernel state, the checkpoint and the logs), each failure noted
- * in MANIFEST.json instead of stopping the bundle. Environment values whose NAME
+ * in MANIFEST.json instead of stopping the bundle. ipamd's settings come from ipamd
+ * (introspection); cli-env.txt is the CLI's own environment. Environment values whose NAME
  * matches KEY|SECRET|TOKEN|PASSWORD|CREDENTIAL (any case) are replaced by `<redacted>`.
  */
 import { execFile } from 'node:child_process';
@@ -61,6 +62,9 @@ export async function collectBundle(o: GlobalOptions, dir: string, logs: string[
   };
   await put('introspection/status.json', () => httpGet(o.introspection, '/v1/status', o.timeoutMs));
   await put('introspection/allocations.json', () => httpGet(o.introspection, '/v1/allocations', o.timeoutMs));
+  // ipamd's effective settings, as ipamd itself reports them (upstream's introspection paths).
+  for (const doc of ['ipamd-env-settings', 'networkutils-env-settings', 'enis'])
+    await put(`introspection/${doc}.json`, () => httpGet(o.introspection, `/v1/${doc}`, o.timeoutMs));
   await put('metrics.txt', () => httpGet(o.metrics, '/metrics', o.timeoutMs, 'ipamd metrics'));
   await mkdir(path.join(dir, 'state'), { recursive: true });
   // The snapshot and its two journal files (the changes since it; ipamd/checkpoint/journal.ts),
@@ -94,7 +98,8 @@ export async function collectBundle(o: GlobalOptions, dir: string, logs: string[
       src.close();
     }
   });
-  await put('env.txt', async () => redactedEnv(process.env));
+  // The shell eni-ipam ran in, NOT ipamd's (that is introspection/*-env-settings.json).
+  await put('cli-env.txt', async () => redactedEnv(process.env));
   for (const [n, l] of logs.entries()) {
     const file = `logs/${n}-${path.basename(l)}`;
     await mkdir(path.join(dir, 'logs'), { recursive: true });

@@ -16,7 +16,7 @@ import { statusCommand } from './commands/status.js';
 import { supportBundleCommand } from './commands/support-bundle.js';
 import { versionCommand } from './commands/version.js';
 import { CliError, EXIT } from './errors.js';
-import { envDefaults } from './options.js';
+import { envDefaults, OUTPUT_FORMATS } from './options.js';
 
 /** Prints `msg` as the one error line and exits with `code`. */
 function die(msg: string, code: number): never {
@@ -32,7 +32,12 @@ export async function run(argv: string[]): Promise<void> {
   const parser = yargs(argv)
     .scriptName('eni-ipam')
     .usage('$0 <command> [options]    operate eni-ipam on this node')
-    .option('output', { alias: 'o', choices: ['table', 'json'] as const, default: 'table', describe: 'output format' })
+    .option('output', {
+      alias: 'o',
+      choices: OUTPUT_FORMATS,
+      default: 'table',
+      describe: 'output format (wide: enis one row per address)',
+    })
     .option('introspection', {
       type: 'string',
       default: d.introspection,

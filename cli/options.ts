@@ -5,8 +5,11 @@
  */
 import { CliError, EXIT } from './errors.js';
 
-/** Output format: human tables or one JSON document. */
-export type OutputFormat = 'table' | 'json';
+/** Output format: human tables (`wide`: more columns or rows), or one JSON or YAML document. */
+export type OutputFormat = 'table' | 'wide' | 'json' | 'yaml';
+
+/** The values `--output` accepts. */
+export const OUTPUT_FORMATS: readonly OutputFormat[] = ['table', 'wide', 'json', 'yaml'];
 
 /** Parsed global options. Times in ms. */
 export interface GlobalOptions {
@@ -75,6 +78,6 @@ export function globalOptions(a: Record<string, unknown>): GlobalOptions {
     ...(a['cri-endpoint'] ? { criEndpoint: String(a['cri-endpoint']) } : {}),
     ...(a.netns ? { netns: String(a.netns) } : {}),
     timeoutMs,
-    output: a.output === 'json' ? 'json' : 'table',
+    output: OUTPUT_FORMATS.includes(a.output as OutputFormat) ? (a.output as OutputFormat) : 'table',
   };
 }

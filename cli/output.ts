@@ -1,9 +1,11 @@
 /**
  * Rendering: tables (cli-table3) with colour only when stdout is a TTY and NO_COLOR is
- * unset; `--output json` prints one JSON document instead. Nothing here reads state.
+ * unset; `--output json` prints one JSON document instead, `--output yaml` one YAML
+ * document (js-yaml). Nothing here reads state.
  */
 import { styleText } from 'node:util';
 import Table from 'cli-table3';
+import yaml from 'js-yaml';
 
 /** Colours used for states (names of util.styleText formats). */
 export type Tone = 'green' | 'yellow' | 'red' | 'cyan' | 'bold' | 'dim';
@@ -67,4 +69,15 @@ export function print(text: string): void {
 /** Writes `doc` as indented JSON to stdout. */
 export function printJson(doc: unknown): void {
   process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
+}
+
+/** Writes `doc` as one YAML document to stdout (keys in their order, no anchors). */
+export function printYaml(doc: unknown): void {
+  process.stdout.write(yaml.dump(doc, { noRefs: true, lineWidth: -1, skipInvalid: true }));
+}
+
+/** Writes `doc` as JSON or YAML, as `--output` asks. */
+export function emit(format: 'json' | 'yaml', doc: unknown): void {
+  if (format === 'yaml') printYaml(doc);
+  else printJson(doc);
 }

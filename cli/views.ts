@@ -3,6 +3,8 @@
  * docs/design.md#7-host-networking: a secondary ENI with device number d routes from table d+1; the primary
  * ENI (device 0) uses the main table (254).
  */
+import { orderBy } from 'natural-orderby';
+import { CliError, EXIT } from './errors.js';
 import type { Allocation, IpamdStatus } from './ipamd-api.js';
 
 /** Route table of an ENI's pods by device number: `main` for 0, else d+1. */
@@ -25,32 +27,62 @@ export interface PodRow {
   allocatedAt: string;
 }
 
-/** Joins allocations with the ENIs of `/v1/status`; sorted by namespace, pod, IP. */
-export function podRows(st: IpamdStatus, allocs: Allocation[]): PodRow[] {
-  const dev = new Map(st.enis.map((e) => [e.eniId, e.deviceNumber]));
-  return allocs
-    .map((a) => {
-      const d = dev.get(a.eniId);
-      const t = typeof a.allocatedAt === 'number' ? new Date(a.allocatedAt).toISOString() : String(a.allocatedAt);
-      return {
-        namespace: a.pod?.namespace ?? '',
-        pod: a.pod?.name ?? '',
-        ip: a.ipv4,
-        eniId: a.eniId,
-        deviceNumber: d ?? null,
-        routeTable: routeTable(d),
-        containerID: a.containerID,
-        ifName: a.ifName,
-        networkName: a.networkName,
-        allocatedAt: t,
-      };
-    })
-    .sort(
-      (x, y) =>
-        x.namespace.localeCompare(y.namespace) ||
-        x.pod.localeCompare(y.pod) ||
-        x.ip.localeCompare(y.ip, undefined, { numeric: true }),
+/**
+ * Joins allocations with their ENIs' device numbers (`/v1/status`'s ENIs, or EC2's
+ * attachments when ipamd is down); sorted naturally by namespace, pod, IP (web-2 before web-10).
+ */
+export function podRows(devices: ReadonlyMap<string, number>, allocs: Allocation[]): PodRow[] {
+  const rows = allocs.map((a) => {
+    const d = devices.get(a.eniId);
+    const t = typeof a.allocatedAt === 'number' ? new Date(a.allocatedAt).toISOString() : String(a.allocatedAt);
+    return {
+      namespace: a.pod?.namespace ?? '',
+      pod: a.pod?.name ?? '',
+      ip: a.ipv4,
+      eniId: a.eniId,
+      deviceNumber: d ?? null,
+      routeTable: routeTable(d),
+      containerID: a.containerID,
+      ifName: a.ifName,
+      networkName: a.networkName,
+      allocatedAt: t,
+    };
+  });
+  return orderBy(rows, [(r) => r.namespace, (r) => r.pod, (r) => r.ip]);
+}
+
+/** Device numbers by ENI id from `/v1/status`. */
+export function statusDevices(st: IpamdStatus): Map<string, number> {
+  return new Map(st.enis.map((e) => [e.eniId, e.deviceNumber]));
+}
+
+/** A `pods` filter: `NAMESPACE/NAME`, `NAMESPACE/` (the whole namespace) or `NAME` (any namespace); `*` matches any run of characters. */
+export interface PodFilter {
+  namespace?: RegExp;
+  name?: RegExp;
+}
+
+const glob = (s: string): RegExp => new RegExp(`^${s.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*')}$`);
+
+/**
+ * Parses a `pods` filter (see {@link PodFilter}).
+ * @throws CliError (usage) for more than one `/`, an empty name with no namespace, or characters no pod name has.
+ */
+export function parsePodFilter(spec: string): PodFilter {
+  const parts = spec.split('/');
+  if (parts.length > 2 || spec === '/' || spec === '' || !/^[a-z0-9.*/-]+$/i.test(spec))
+    throw new CliError(
+      `pod filter "${spec}" is invalid: expected NAMESPACE/NAME, NAMESPACE/ or NAME (letters, digits, '.', '-', '*' as a wildcard)`,
+      EXIT.usage,
     );
+  if (parts.length === 1) return { name: glob(parts[0]!) };
+  return { namespace: glob(parts[0]!), ...(parts[1] ? { name: glob(parts[1]) } : {}) };
+}
+
+/** The rows `f` keeps. */
+export function filterPods(rows: PodRow[], f: PodFilter | undefined): PodRow[] {
+  if (!f) return rows;
+  return rows.filter((r) => (!f.namespace || f.namespace.test(r.namespace)) && (!f.name || f.name.test(r.pod)));
 }
 
 /** One ENI row. */

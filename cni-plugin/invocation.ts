@@ -134,6 +134,8 @@ export async function runInvocation(
       containerId: env?.containerId ?? io.env.CNI_CONTAINERID ?? '',
       ifName: env?.ifName ?? io.env.CNI_IFNAME ?? '',
       netns: env?.netns ?? io.env.CNI_NETNS ?? '',
+      ...(env?.args.podNamespace ? { podNamespace: env.args.podNamespace } : {}),
+      ...(env?.args.podName ? { podName: env.args.podName } : {}),
       outcome: error ? 'error' : 'ok',
       ms: Math.round((performance.now() - t0) * 10) / 10,
       ...(error ? { code: error.code, msg: error.msg, details: error.details } : {}),

@@ -13,6 +13,9 @@ export interface InvocationLog {
   containerId: string;
   ifName: string;
   netns: string;
+  /** The pod's namespace and name (CNI_ARGS K8S_POD_NAMESPACE, K8S_POD_NAME), when the runtime sent them. */
+  podNamespace?: string;
+  podName?: string;
   outcome: 'ok' | 'error';
   ms: number;
   /** CNI error code and message when `outcome` is "error". */

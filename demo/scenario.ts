@@ -42,6 +42,9 @@ const NETWORK = 'aws-cni';
 /** Runs the scenario; always tears down what it created. Resolves with a process exit code. */
 export async function runScenario(o: ScenarioOptions): Promise<number> {
   const work = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-demo-'));
+  // ipamd's log is the demo's evidence: it lives outside `work` (removed at the end) and is kept.
+  const ipamdLog = path.join(os.tmpdir(), `${path.basename(work)}-ipamd.log`);
+  o.print(`ipamd's log: ${ipamdLog} (kept after the demo)`);
   const sim = new SimCloud({ seed: 1 });
   const pods: Pod[] = [];
   let ipamd: IpamdProcess | undefined;
@@ -73,8 +76,8 @@ export async function runScenario(o: ScenarioOptions): Promise<number> {
     o.print(
       `simulated cloud: EC2 ${sim.ec2Endpoint}, IMDS ${sim.imdsEndpoint}, ${o.instanceType} ${inst.instanceId} (node IP ${nodeIp}, subnet ${subnet.cidr})`,
     );
-    ipamd = await startIpamd({ env, logFile: path.join(work, 'ipamd.log') });
-    o.print(`ipamd pid ${ipamd.pid} serving on ${socket} (log: ${path.join(work, 'ipamd.log')})`);
+    ipamd = await startIpamd({ env, logFile: ipamdLog });
+    o.print(`ipamd pid ${ipamd.pid} serving on ${socket} (log: ${ipamdLog})`);
     // The native shim is what ipamd installs as `eni-ipam`: it forwards each call to ipamd's
     // exec socket (default: cni-exec.sock beside ENI_IPAM_SOCKET), as on a real node.
     const execSocket = path.join(work, 'cni-exec.sock');
@@ -195,6 +198,7 @@ export async function runScenario(o: ScenarioOptions): Promise<number> {
     for (const p of pods) await p.ns.remove();
     await sim.stop().catch(() => undefined);
     await rm(work, { recursive: true, force: true });
+    o.print(`ipamd's log is kept at ${ipamdLog}`);
   }
 }
 

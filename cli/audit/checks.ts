@@ -4,7 +4,8 @@
  * be read yields no finding of its own checks (the audit is then incomplete, not clean).
  *
  * ipamd's datastore (introspection) is the reference: every other source is compared
- * with what ipamd holds, never with each other only.
+ * with what ipamd holds, never with each other only. When ipamd is down the checkpoint
+ * stands in for it (`i.reference` names which, in every finding's text).
  */
 import ipaddr from 'ipaddr.js';
 import type { AuditInputs } from './collect.js';
@@ -110,7 +111,7 @@ export function auditFindings(i: AuditInputs): Finding[] {
         out.push({
           kind: 'ec2-eni-missing',
           subject: v.eniId,
-          detail: `ipamd serves from ${v.eniId} (device ${v.deviceNumber}) but EC2 does not describe it`,
+          detail: `${i.reference} serves from ${v.eniId}${v.deviceNumber >= 0 ? ` (device ${v.deviceNumber})` : ''} but EC2 does not describe it`,
           meaning: 'the ENI was deleted or detached outside ipamd: its pods have lost their addresses in the VPC',
           action:
             'delete the pods on this ENI (eni-ipam enis) so they get new addresses; find who deleted it (CloudTrail DeleteNetworkInterface/DetachNetworkInterface)',
@@ -123,7 +124,7 @@ export function auditFindings(i: AuditInputs): Finding[] {
         out.push({
           kind: 'ec2-ip-missing',
           subject: `${a.ipv4}${who(a.pod)}`,
-          detail: `ipamd gave ${a.ipv4} to a pod from ${a.eniId}, but EC2 no longer has it on that ENI`,
+          detail: `${i.reference} gave ${a.ipv4} to a pod from ${a.eniId}, but EC2 no longer has it on that ENI`,
           meaning:
             "the VPC drops this pod's traffic, and EC2 may give the address to another ENI or node: a duplicate IP",
           action:
@@ -140,7 +141,7 @@ export function auditFindings(i: AuditInputs): Finding[] {
         out.push({
           kind: 'not-wired',
           subject: `${a.ipv4}${who(a.pod)}`,
-          detail: `ipamd holds ${a.ipv4} but ${i.kernel.from} has no host route ${a.ipv4}/32 to a pod veth`,
+          detail: `${i.reference} holds ${a.ipv4} but ${i.kernel.from} has no host route ${a.ipv4}/32 to a pod veth`,
           meaning: 'the pod cannot be reached from the node, or it is gone and its DEL never came',
           action:
             'check the pod (kubectl describe pod) and its sandbox (crictl pods); a dead sandbox is released by ipamd once every source agrees',
@@ -152,7 +153,7 @@ export function auditFindings(i: AuditInputs): Finding[] {
         out.push({
           kind: 'wired-without-allocation',
           subject: ip,
-          detail: `${i.kernel.from} routes ${ip}/32 to pod veth ${r.dev}, but ipamd holds no allocation for ${ip}`,
+          detail: `${i.kernel.from} routes ${ip}/32 to pod veth ${r.dev}, but ${i.reference} holds no allocation for ${ip}`,
           meaning: 'a pod uses an address ipamd may hand out again: a duplicate IP on the node',
           action: `find the pod on ${r.dev} (crictl pods; ip link show ${r.dev}); delete it so it is wired again through eni-ipam`,
         });
@@ -191,7 +192,7 @@ export function auditFindings(i: AuditInputs): Finding[] {
         out.push({
           kind: 'allocation-without-pod',
           subject: `${a.ipv4}${who(a.pod)}`,
-          detail: `ipamd holds ${a.ipv4} for sandbox ${a.containerID.slice(0, 13)}, which ${i.cri.from} does not list as ready`,
+          detail: `${i.reference} holds ${a.ipv4} for sandbox ${a.containerID.slice(0, 13)}, which ${i.cri.from} does not list as ready`,
           meaning:
             "the address is held for a pod that is gone (its DEL was lost): the pool is that much smaller until ipamd's GC releases it",
           action:
@@ -206,7 +207,7 @@ export function auditFindings(i: AuditInputs): Finding[] {
         out.push({
           kind: 'pod-without-allocation',
           subject: `${s.ip} (${s.podNamespace}/${s.podName})`,
-          detail: `${i.cri.from} lists ready sandbox ${s.id.slice(0, 13)} with ${s.ip}, but ipamd holds no allocation for it`,
+          detail: `${i.cri.from} lists ready sandbox ${s.id.slice(0, 13)} with ${s.ip}, but ${i.reference} holds no allocation for it`,
           meaning:
             'this pod got its address elsewhere (another CNI, a lost checkpoint): ipamd may give the same address to another pod',
           action: `delete the pod (kubectl delete pod -n ${s.podNamespace} ${s.podName}) so it is created again through eni-ipam; check /etc/cni/net.d for another plugin`,
@@ -215,7 +216,7 @@ export function auditFindings(i: AuditInputs): Finding[] {
         out.push({
           kind: 'pod-ip-differs',
           subject: `${s.podNamespace}/${s.podName}`,
-          detail: `${i.cri.from} says sandbox ${s.id.slice(0, 13)} has ${s.ip}; ipamd allocated ${a.ipv4}`,
+          detail: `${i.cri.from} says sandbox ${s.id.slice(0, 13)} has ${s.ip}; ${i.reference} allocated ${a.ipv4}`,
           meaning: 'the pod uses an address ipamd does not hold for it, and ipamd holds one the pod does not use',
           action: 'delete the pod so it is wired again; look for a second CNI plugin in /etc/cni/net.d',
         });
@@ -230,7 +231,7 @@ export function auditFindings(i: AuditInputs): Finding[] {
       out.push({
         kind: 'kube-pod-without-allocation',
         subject: `${p.podIP} (${p.namespace}/${p.name})`,
-        detail: `the Kubernetes API says pod ${p.namespace}/${p.name} on this node has ${p.podIP}, but ipamd holds no allocation for it`,
+        detail: `the Kubernetes API says pod ${p.namespace}/${p.name} on this node has ${p.podIP}, but ${i.reference} holds no allocation for it`,
         meaning: 'either the pod is gone and its status is stale, or it uses an address ipamd may give again',
         action: `kubectl get pod -n ${p.namespace} ${p.name} -o wide; delete it if it is running with this address`,
       });

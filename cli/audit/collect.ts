@@ -1,36 +1,32 @@
 /**
  * The audit's I/O edge: reads every source once, read-only, each with a deadline, and
  * turns each failure into a `{ error }` (never a throw), so one unreadable source makes
- * the audit incomplete, not impossible. Only ipamd itself is required (its answer is
- * what everything else is compared with).
+ * the audit incomplete, not impossible. ipamd's answer is what everything else is compared
+ * with; when ipamd is down (crash-looping: when the comparison matters most) the
+ * checkpoint stands in for it, and the audit says so.
  *
- * Sources: the checkpoint file (parsed here, NOT with ipamd's loader, which moves a
- * corrupt file aside: the CLI changes nothing), ipamd's datastore (introspection), the
+ * Sources (../sources.ts): the checkpoint file, ipamd's datastore (introspection), the
  * kernel (`ip -json` routes, veths, rules in the node netns; ipamd/restore/kernel-source),
- * EC2 (DescribeNetworkInterfaces of ipamd's ENIs with the AWS SDK, AWS_EC2_ENDPOINT as
+ * EC2 (DescribeNetworkInterfaces of the reference's ENIs with the AWS SDK, AWS_EC2_ENDPOINT as
  * ipamd), the CRI runtime (ListPodSandbox + PodSandboxStatus; ipamd/restore/cri-source)
  * and, when a node name is known, the Kubernetes pods on this node.
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { readCheckpoint as readCheckpointFiles, type CheckpointData } from '../../ipamd/checkpoint/index.js';
-import { Ec2Api, type Ec2Eni } from '../../ipamd/cloud/ec2.js';
-import { ImdsClient } from '../../ipamd/cloud/imds.js';
+import type { CheckpointData } from '../../ipamd/checkpoint/index.js';
+import type { Ec2Eni } from '../../ipamd/cloud/ec2.js';
 import { CriSource, detectCriEndpoint, type CriSandbox } from '../../ipamd/restore/cri-source.js';
 import type { KernelEvidence } from '../../ipamd/restore/kernel-parse.js';
-import { KernelSource } from '../../ipamd/restore/kernel-source.js';
 import { loadKubeConfig } from '../../ipamd/restore/kube-source-config.js';
 import { listNodePods } from '../../ipamd/restore/kube-source-list.js';
 import type { KubePod } from '../../ipamd/restore/kube-source-pod.js';
-import { systemError } from '../errors.js';
+import { CliError, EXIT } from '../errors.js';
 import { fetchAllocations, fetchStatus, type Allocation, type IpamdStatus } from '../ipamd-api.js';
+import { statusFromCheckpoint } from '../offline.js';
 import type { GlobalOptions } from '../options.js';
+import { message, readCheckpoint, readEc2, readKernel, type SourceRead } from '../sources.js';
 
-/** A source's read: its data, or why it could not be read, or why it was not asked. */
-export type SourceRead<T> =
-  | { ok: true; data: T; from: string }
-  | { ok: false; error: string; from: string }
-  | { ok: false; skipped: string; from: string };
+export type { SourceRead } from '../sources.js';
 
 /** One ip rule as `ip -json rule show` prints it. */
 export interface IpRule {
@@ -43,7 +39,13 @@ export interface IpRule {
 
 /** Everything the audit compares. */
 export interface AuditInputs {
+  /** ipamd's introspection: read, or why not (then the checkpoint is the reference). */
+  ipamd: SourceRead<true>;
+  /** What the other sources are compared with: `ipamd`, or `the checkpoint` when ipamd is down. */
+  reference: string;
+  /** ipamd's status; when it is down, the ENIs the checkpoint's allocations name. */
   status: IpamdStatus;
+  /** ipamd's allocations; when it is down, the checkpoint's. */
   allocations: Allocation[];
   checkpoint: SourceRead<CheckpointData>;
   kernel: SourceRead<KernelEvidence>;
@@ -65,54 +67,6 @@ export interface AuditSourceOptions {
   noEc2?: boolean;
 }
 
-const message = (e: unknown): string => (e as Error)?.message ?? String(e);
-
-/** Reads the checkpoint (snapshot + journal, merged as ipamd does) without changing it. */
-async function readCheckpoint(path: string): Promise<SourceRead<CheckpointData>> {
-  try {
-    const r = await readCheckpointFiles(path);
-    if (r.kind === 'missing')
-      throw Object.assign(new Error(`ENOENT: no such file or directory, open '${path}'`), { code: 'ENOENT', path });
-    if (r.kind === 'corrupt') return { ok: false, error: `checkpoint ${path} is unusable: ${r.reason}`, from: path };
-    return { ok: true, data: r.data, from: path };
-  } catch (e) {
-    return { ok: false, error: systemError(e, `checkpoint ${path}`).message, from: path };
-  }
-}
-
-/** The region: the flag, AWS_REGION/AWS_DEFAULT_REGION, else IMDS (AWS_EC2_METADATA_SERVICE_ENDPOINT as ipamd). */
-async function region(o: GlobalOptions, flag?: string): Promise<string> {
-  const r = flag || process.env.AWS_REGION || process.env.AWS_DEFAULT_REGION;
-  if (r) return r;
-  const imds = new ImdsClient({
-    endpoint: process.env.AWS_EC2_METADATA_SERVICE_ENDPOINT || 'http://169.254.169.254',
-    timeoutMs: Math.min(o.timeoutMs, 2000),
-  });
-  return (await imds.instance()).region;
-}
-
-/** DescribeNetworkInterfaces of the ENIs ipamd serves from (one call, two attempts at most). */
-async function readEc2(o: GlobalOptions, eniIds: string[], a: AuditSourceOptions): Promise<SourceRead<Ec2Eni[]>> {
-  const endpoint = process.env.AWS_EC2_ENDPOINT || undefined;
-  const from = `EC2${endpoint ? ` ${endpoint}` : ''}`;
-  if (a.noEc2) return { ok: false, skipped: '--no-ec2', from };
-  if (eniIds.length === 0) return { ok: true, data: [], from };
-  let ec2: Ec2Api | undefined;
-  try {
-    ec2 = new Ec2Api({
-      region: await region(o, a.region),
-      ...(endpoint ? { endpoint } : {}),
-      maxAttempts: 2,
-      timeoutMs: o.timeoutMs,
-    });
-    return { ok: true, data: await ec2.describeEnis(eniIds), from };
-  } catch (e) {
-    return { ok: false, error: `DescribeNetworkInterfaces failed: ${message(e)}`, from };
-  } finally {
-    ec2?.close();
-  }
-}
-
 /** Lists the Kubernetes pods bound to this node, when its name is known. */
 async function readKube(o: GlobalOptions, a: AuditSourceOptions): Promise<SourceRead<KubePod[]>> {
   const nodeName = a.nodeName || process.env.MY_NODE_NAME;
@@ -130,13 +84,44 @@ async function readKube(o: GlobalOptions, a: AuditSourceOptions): Promise<Source
   }
 }
 
+/** ipamd's status and allocations, or why they could not be read (the error's message). */
+async function readIpamd(
+  o: GlobalOptions,
+): Promise<{ status: IpamdStatus; allocations: Allocation[] } | { error: string }> {
+  try {
+    const [status, allocations] = await Promise.all([fetchStatus(o), fetchAllocations(o)]);
+    return { status, allocations };
+  } catch (e) {
+    if (e instanceof CliError && e.code !== EXIT.unreachable) throw e; // permission: the operator must fix it
+    return { error: message(e) };
+  }
+}
+
 /**
- * Reads all sources (concurrently after ipamd).
- * @throws CliError when ipamd itself cannot be read (unreachable 3 / permission 4).
+ * Reads all sources (concurrently after ipamd). When ipamd is unreachable, the checkpoint
+ * becomes the reference the others are compared with (its allocations, the ENIs they name).
+ * @throws CliError when ipamd refuses the CLI (permission 4), or is down and the
+ *         checkpoint cannot be read either (unreachable 3): nothing to compare with.
  */
 export async function collectAudit(o: GlobalOptions, a: AuditSourceOptions = {}): Promise<AuditInputs> {
-  const [status, allocations] = await Promise.all([fetchStatus(o), fetchAllocations(o)]);
-  const kernelSrc = new KernelSource({ ...(o.netns ? { netnsPath: o.netns } : {}), timeoutMs: o.timeoutMs });
+  const ipamdFrom = `ipamd introspection ${o.introspection}`;
+  const [live, cp] = await Promise.all([readIpamd(o), readCheckpoint(o.checkpoint)]);
+  let ipamd: SourceRead<true>;
+  let status: IpamdStatus;
+  let allocations: Allocation[];
+  if ('error' in live) {
+    if (!cp.ok)
+      throw new CliError(
+        `${live.error}; and the checkpoint cannot stand in for it: ${'error' in cp ? cp.error : cp.skipped}`,
+        EXIT.unreachable,
+      );
+    ipamd = { ok: false, error: live.error.replace(/^cannot reach ipamd introspection at \S+ /, ''), from: ipamdFrom };
+    allocations = cp.data.allocations;
+    status = statusFromCheckpoint(cp.data);
+  } else {
+    ipamd = { ok: true, data: true, from: ipamdFrom };
+    ({ status, allocations } = live);
+  }
   let criEndpoint = '';
   const cri = (async (): Promise<SourceRead<CriSandbox[]>> => {
     try {
@@ -151,15 +136,6 @@ export async function collectAudit(o: GlobalOptions, a: AuditSourceOptions = {})
       return { ok: false, error: message(e), from: `CRI ${criEndpoint || o.criEndpoint || '(auto-detect)'}` };
     }
   })();
-  const where = o.netns ? `the kernel (netns ${o.netns})` : 'the kernel (this network namespace)';
-  const kernel = kernelSrc.readKernel().then(
-    (data): SourceRead<KernelEvidence> => ({ ok: true, data, from: where }),
-    (e): SourceRead<KernelEvidence> => ({
-      ok: false,
-      error: message(e).replace(kernelSrc.description, where),
-      from: where,
-    }),
-  );
   const ipJson = <T>(args: string[]): Promise<T[]> => {
     const argv = [...(o.netns ? ['nsenter', `--net=${o.netns}`] : []), 'ip', '-json', ...args];
     return promisify(execFile)(argv[0]!, argv.slice(1), { timeout: o.timeoutMs, maxBuffer: 32 * 1024 * 1024 }).then(
@@ -170,18 +146,22 @@ export async function collectAudit(o: GlobalOptions, a: AuditSourceOptions = {})
   const veths = ipJson<{ ifname: string; link_netnsid?: number }>(['link', 'show', 'type', 'veth']).then((ls) =>
     ls.filter((l) => typeof l.link_netnsid === 'number').map((l) => l.ifname),
   );
-  const [checkpoint, k, ec2, c, kube, r, v] = await Promise.all([
-    readCheckpoint(o.checkpoint),
-    kernel,
-    readEc2(
-      o,
-      status.enis.map((e) => e.eniId),
-      a,
-    ),
+  const [k, ec2, c, kube, r, v] = await Promise.all([
+    readKernel(o),
+    readEc2(o, {
+      eniIds: status.enis.map((e) => e.eniId),
+      ...(a.region ? { region: a.region } : {}),
+      ...(a.noEc2 ? { skip: '--no-ec2' } : {}),
+    }),
     cri,
     readKube(o, a),
     ipJson<IpRule>(['rule', 'show']),
     veths,
   ]);
-  return { status, allocations, checkpoint, kernel: k, rules: r, podVeths: v, ec2, cri: c, kube };
+  // With ipamd down the checkpoint is the reference: compared with itself it tells nothing.
+  const checkpoint: SourceRead<CheckpointData> = ipamd.ok
+    ? cp
+    : { ok: false, skipped: 'it stands in for ipamd (the reference)', from: cp.from };
+  const reference = ipamd.ok ? 'ipamd' : 'the checkpoint';
+  return { ipamd, reference, status, allocations, checkpoint, kernel: k, rules: r, podVeths: v, ec2, cri: c, kube };
 }

@@ -2,14 +2,15 @@
  * `eni-ipam audit`: cross-checks the checkpoint, ipamd's datastore, the kernel, EC2, the
  * CRI runtime and the Kubernetes pods on this node; prints every mismatch with what it
  * means and what to do. Exit 1 when any mismatch is found; 5 when none is but a source
- * could not be read (the answer is incomplete); 0 when all agree.
+ * could not be read (the answer is incomplete); 0 when all agree. With ipamd down, the
+ * checkpoint is what the others are compared with, and ipamd is listed as unreadable.
  */
 import type { CommandModule } from 'yargs';
 import { auditFindings } from '../audit/checks.js';
 import type { AuditInputs } from '../audit/collect.js';
 import { EXIT } from '../errors.js';
 import { globalOptions } from '../options.js';
-import { paint, print, printJson, table } from '../output.js';
+import { paint, print, emit, table } from '../output.js';
 
 /** Each source's state for the report: `ok (n items)`, `unreadable: why` or `skipped: why`. */
 export function sourceSummary(
@@ -27,12 +28,19 @@ export function sourceSummary(
         ? { source, from: r.from, state: 'unreadable' as const, note: r.error }
         : { source, from: r.from, state: 'skipped' as const, note: r.skipped };
   return [
-    {
-      source: 'ipamd',
-      from: 'introspection',
-      state: 'ok',
-      note: `${i.allocations.length} allocations on ${i.status.enis.length} ENIs`,
-    },
+    i.ipamd.ok
+      ? {
+          source: 'ipamd',
+          from: i.ipamd.from,
+          state: 'ok' as const,
+          note: `${i.allocations.length} allocations on ${i.status.enis.length} ENIs`,
+        }
+      : {
+          source: 'ipamd',
+          from: i.ipamd.from,
+          state: 'unreadable' as const,
+          note: `${'error' in i.ipamd ? i.ipamd.error : ''}; the checkpoint's ${i.allocations.length} allocations stand in for it`,
+        },
     row('checkpoint', i.checkpoint, (d: { allocations: unknown[] }) => `${d.allocations.length} allocations`),
     row(
       'kernel',
@@ -75,7 +83,14 @@ export const auditCommand: CommandModule = {
     const sources = sourceSummary(inputs);
     const incomplete = sources.some((s) => s.state === 'unreadable');
     process.exitCode = findings.length > 0 ? EXIT.findings : incomplete ? EXIT.incomplete : EXIT.ok;
-    if (o.output === 'json') return printJson({ findings, sources, mismatches: findings.length, incomplete });
+    if (o.output === 'json' || o.output === 'yaml')
+      return emit(o.output, {
+        findings,
+        sources,
+        mismatches: findings.length,
+        incomplete,
+        reference: inputs.reference,
+      });
     print(
       table(
         ['SOURCE', 'STATE', 'READ FROM', 'NOTE'],
@@ -92,7 +107,7 @@ export const auditCommand: CommandModule = {
       print(
         incomplete
           ? paint('yellow', 'no mismatch among the sources read, but the audit is incomplete (see above)')
-          : paint('green', 'no mismatch: every source agrees with ipamd'),
+          : paint('green', `no mismatch: every source agrees with ${inputs.reference}`),
       );
       return;
     }

@@ -2,7 +2,7 @@
 import type { CommandModule } from 'yargs';
 import { fetchStatus } from '../ipamd-api.js';
 import { globalOptions } from '../options.js';
-import { print, printJson } from '../output.js';
+import { print, emit } from '../output.js';
 import { planFromStatus } from '../plan.js';
 
 /** `plan`: {@link planFromStatus} on `/v1/status`; changes nothing. */
@@ -13,7 +13,7 @@ export const planCommand: CommandModule = {
     const o = globalOptions(argv);
     const st = await fetchStatus(o);
     const p = planFromStatus(st, Date.now());
-    if (o.output === 'json') return printJson(p);
+    if (o.output === 'json' || o.output === 'yaml') return emit(o.output, p);
     const c = p.counts;
     print(
       [

@@ -1,9 +1,71 @@
-/** `eni-ipam status`: pool, ENIs, waiting ADDs, evidence sources, release freeze and why. */
+/**
+ * `eni-ipam status`: pool, ENIs, waiting ADDs, evidence sources, release freeze and why.
+ * When ipamd is unreachable: what the checkpoint, the kernel, IMDS and EC2 say instead
+ * (../offline.ts), naming each source read, with exit code 3.
+ */
 import type { CommandModule } from 'yargs';
 import { fetchStatus, socketHealth, type IpamdStatus } from '../ipamd-api.js';
+import {
+  answeredWithoutIpamd,
+  ipamdReason,
+  offlineAllocations,
+  offlineEniRows,
+  readOffline,
+  sourcesLine,
+  unlessUnreachable,
+  type OfflineNode,
+} from '../offline.js';
 import { globalOptions } from '../options.js';
-import { paint, print, printJson, table } from '../output.js';
+import { emit, paint, print, table } from '../output.js';
 import { eniRows, targetsLine } from '../views.js';
+
+/** The status document without ipamd (`--output json|yaml`). */
+export function offlineStatusDoc(n: OfflineNode) {
+  const allocs = offlineAllocations(n);
+  const k = n.kernel.ok ? n.kernel.data : undefined;
+  const src = (r: { ok: boolean; from: string; error?: string; skipped?: string }) =>
+    r.ok
+      ? { from: r.from, state: 'ok' }
+      : { from: r.from, state: 'error' in r ? 'unreadable' : 'skipped', why: r.error ?? r.skipped };
+  return {
+    health: 'UNREACHABLE',
+    ipamd: n.ipamdError,
+    instance: n.instance.ok
+      ? { instanceId: n.instance.data.instanceId, instanceType: n.instance.data.instanceType }
+      : null,
+    sources: { checkpoint: src(n.checkpoint), kernel: src(n.kernel), imds: src(n.instance), ec2: src(n.ec2) },
+    allocations: n.checkpoint.ok ? allocs.length : null,
+    cooling: n.checkpoint.ok ? n.checkpoint.data.cooldown.length : null,
+    kernel: k
+      ? {
+          podRoutes: k.pods.size,
+          ruleOnlyIps: k.rulesOnly.length,
+          allocationsWired: allocs.filter((a) => k.pods.has(a.ipv4)).length,
+        }
+      : null,
+    enis: offlineEniRows(n),
+  };
+}
+
+/** Renders the status without ipamd as text lines (table mode). */
+export function renderOfflineStatus(n: OfflineNode): string {
+  const d = offlineStatusDoc(n);
+  const lines = [
+    `ipamd ${paint('red', 'UNREACHABLE')} (${n.ipamdError}): answering from the node's other sources`,
+    `node ${d.instance ? `${d.instance.instanceId} (${d.instance.instanceType})` : 'unknown (IMDS not read)'}`,
+    d.allocations !== null ? `checkpoint: ${d.allocations} allocations, ${d.cooling} cooling` : 'checkpoint: not read',
+    d.kernel
+      ? `kernel: ${d.kernel.podRoutes} pod routes, ${d.kernel.ruleOnlyIps} rule-only IPs${d.allocations !== null ? `; ${d.kernel.allocationsWired} of the checkpoint's ${d.allocations} allocations wired` : ''}`
+      : 'kernel: not read',
+    sourcesLine(n),
+    '',
+    table(
+      ['ENI', 'DEVICE', 'ROUTE TABLE', 'SECONDARY IPS', 'PREFIXES', 'ASSIGNED', 'WIRED'],
+      d.enis.map((r) => [r.eniId, r.deviceNumber, r.routeTable, r.secondaryIps, r.prefixes, r.assigned, r.wired]),
+    ),
+  ];
+  return lines.join('\n');
+}
 
 /** Renders the status as text lines (table mode). */
 export function renderStatus(st: IpamdStatus, health: string): string {
@@ -48,15 +110,24 @@ export function renderStatus(st: IpamdStatus, health: string): string {
   return lines.join('\n');
 }
 
-/** `status`: reads `/v1/status` and the gRPC health of the socket; exit 3 when either is unreachable. */
+/**
+ * `status`: reads `/v1/status` and the gRPC health of the socket; exit 3 when either is
+ * unreachable (with introspection down, after answering from the other sources).
+ */
 export const statusCommand: CommandModule = {
   command: 'status',
   describe: 'pool, ENIs, waiting ADDs, evidence sources, release freeze and why',
   handler: async (argv) => {
     const o = globalOptions(argv);
-    const st = await fetchStatus(o);
+    const st = await unlessUnreachable(() => fetchStatus(o));
+    if (st instanceof Error) {
+      const n = await readOffline(o, ipamdReason(st));
+      if (o.output === 'json' || o.output === 'yaml') emit(o.output, offlineStatusDoc(n));
+      else print(renderOfflineStatus(n));
+      throw answeredWithoutIpamd(n);
+    }
     const health = await socketHealth(o);
-    if (o.output === 'json') printJson({ health, ...st });
+    if (o.output === 'json' || o.output === 'yaml') emit(o.output, { health, ...st });
     else print(renderStatus(st, health));
   },
 };

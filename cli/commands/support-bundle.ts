@@ -1,8 +1,10 @@
 /**
- * `eni-ipam support-bundle`: one .tar.gz (node-tar) with ipamd's logs, the checkpoint,
- * introspection, metrics, ip rules/routes/links/neighbours, iptables-save, the CRI
- * sandboxes and the redacted environment, plus MANIFEST.json saying what could not be
- * collected. Made even when ipamd is down (that is when it is needed most).
+ * `eni-ipam support-bundle`: one .tar.gz (node-tar) with ipamd's logs (the files its
+ * settings name), the checkpoint, introspection (status, allocations, ENIs, and ipamd's
+ * effective settings as ipamd reports them), metrics, ip rules/routes/links/neighbours,
+ * iptables-save, the CRI sandboxes and the CLI's own redacted environment, plus
+ * MANIFEST.json saying where the log paths came from and what could not be collected.
+ * Made even when ipamd is down (that is when it is needed most).
  */
 import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
@@ -10,19 +12,61 @@ import os from 'node:os';
 import path from 'node:path';
 import type { CommandModule } from 'yargs';
 import { CliError, EXIT, systemError } from '../errors.js';
+import { httpGet } from '../ipamd-api.js';
 import { globalOptions } from '../options.js';
-import { print, printJson } from '../output.js';
+import { print, emit } from '../output.js';
 
-/** Default log files: aws-node's log directory and ours, when present. */
-const DEFAULT_LOG_DIRS = ['/var/log/aws-routed-eni', '/var/log/eni-ipam'];
+/** Where aws-node and eni-ipam log when nothing else says (the chart's and upstream's directories). */
+const DEFAULT_LOG_DIRS = ['/var/log/aws-routed-eni', '/host/var/log/aws-routed-eni', '/var/log/eni-ipam'];
 
-async function defaultLogs(): Promise<string[]> {
-  const out: string[] = [];
+/** ipamd's settings that name its log files (ipamd/observability/env-settings.ts, upstream's variable names). */
+const LOG_SETTINGS = ['AWS_VPC_K8S_CNI_LOG_FILE', 'AWS_VPC_K8S_PLUGIN_LOG_FILE'] as const;
+
+/** `file` and its rotated copies beside it (`<name>.1.gz`, `<name>.2.gz`…; ipamd/observability/log-files.ts). */
+async function withRotated(file: string): Promise<string[]> {
+  const dir = path.dirname(file);
+  const base = path.basename(file);
+  const rotated = (await readdir(dir).catch(() => [] as string[]))
+    .filter((f) => f.startsWith(`${base}.`) && /^\.\d+(\.gz)?$/.test(f.slice(base.length)))
+    .sort()
+    .map((f) => path.join(dir, f));
+  return [file, ...rotated];
+}
+
+/**
+ * The log files to collect and where their paths came from: ipamd's own settings (its
+ * introspection), else the same variables in this shell's environment, else every file in
+ * the default directories.
+ */
+export async function configuredLogs(
+  settings: Record<string, unknown> | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ files: string[]; from: string }> {
+  const pick = (src: Record<string, unknown>) =>
+    LOG_SETTINGS.map((k) => src[k])
+      .filter((v): v is string => typeof v === 'string' && v.startsWith('/'))
+      .filter((v, i, a) => a.indexOf(v) === i);
+  const fromIpamd = settings ? pick(settings) : [];
+  const fromEnv = pick(env);
+  const chosen = settings ? fromIpamd : fromEnv;
+  if (chosen.length > 0 || settings) {
+    const files = (await Promise.all(chosen.map(withRotated))).flat();
+    return {
+      files,
+      from: settings
+        ? `ipamd's settings (${LOG_SETTINGS.join(', ')}${chosen.length === 0 ? ': stdout, no file' : ''})`
+        : `this shell's ${LOG_SETTINGS.join(', ')} (ipamd unreachable)`,
+    };
+  }
+  const files: string[] = [];
   for (const d of DEFAULT_LOG_DIRS) {
     if (!existsSync(d)) continue;
-    for (const f of await readdir(d).catch(() => [])) out.push(path.join(d, f));
+    for (const f of await readdir(d).catch(() => [])) files.push(path.join(d, f));
   }
-  return out;
+  return {
+    files,
+    from: `every file in ${DEFAULT_LOG_DIRS.join(', ')} (ipamd unreachable, no log setting in this shell)`,
+  };
 }
 
 /** `support-bundle`: writes the tarball (exit 0 even when parts are missing; they are listed). */
@@ -35,7 +79,7 @@ export const supportBundleCommand: CommandModule = {
       .option('log', {
         type: 'array',
         string: true,
-        describe: `ipamd log files (default: files in ${DEFAULT_LOG_DIRS.join(', ')})`,
+        describe: `log files (default: ipamd's AWS_VPC_K8S_CNI_LOG_FILE and AWS_VPC_K8S_PLUGIN_LOG_FILE, from ipamd, with their rotated copies)`,
       }),
   handler: async (argv) => {
     const o = globalOptions(argv);
@@ -43,14 +87,20 @@ export const supportBundleCommand: CommandModule = {
     const stamp = new Date().toISOString().replace(/[:.]/g, '-');
     const name = `eni-ipam-support-${os.hostname()}-${stamp}`;
     const out = path.resolve(argv.out ? String(argv.out) : `${name}.tar.gz`);
-    const logs = Array.isArray(argv.log) ? argv.log.map(String) : await defaultLogs();
+    const settings = await httpGet(o.introspection, '/v1/ipamd-env-settings', o.timeoutMs).then(
+      (t) => JSON.parse(t) as Record<string, unknown>,
+      () => undefined,
+    );
+    const logs = Array.isArray(argv.log)
+      ? { files: argv.log.map(String), from: '--log' }
+      : await configuredLogs(settings);
     const work = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-bundle-'));
     try {
       const root = path.join(work, name);
-      const parts = await collectBundle(o, root, logs);
+      const parts = await collectBundle(o, root, logs.files);
       await writeFile(
         path.join(root, 'MANIFEST.json'),
-        JSON.stringify({ createdAt: new Date().toISOString(), options: o, parts }, null, 1),
+        JSON.stringify({ createdAt: new Date().toISOString(), options: o, logsFrom: logs.from, parts }, null, 1),
       );
       try {
         await tar.c({ gzip: true, file: out, cwd: work, portable: true }, [name]);
@@ -58,7 +108,7 @@ export const supportBundleCommand: CommandModule = {
         throw systemError(e, `the bundle ${out}`, EXIT.incomplete);
       }
       const missing = parts.filter((p) => !p.ok);
-      if (o.output === 'json') printJson({ file: out, parts });
+      if (o.output === 'json' || o.output === 'yaml') emit(o.output, { file: out, parts });
       else {
         print(`wrote ${out} (${parts.length - missing.length} of ${parts.length} parts)`);
         for (const m of missing) print(`  not collected: ${m.file}: ${m.error}`);

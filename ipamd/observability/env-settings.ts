@@ -20,6 +20,10 @@ export function ipamdEnvSettings(c: IpamdConfig): Record<string, unknown> {
     MAX_ENI: c.maxEni ?? -1,
     DISABLE_NETWORK_RESOURCE_PROVISIONING: c.disableNetworkResourceProvisioning,
     IP_COOLDOWN_PERIOD: Math.round(c.ipCooldownMs / 1000),
+    // Where ipamd and the plugin log (`stdout` or a path as ipamd sees it): what
+    // `eni-ipam support-bundle` collects.
+    AWS_VPC_K8S_CNI_LOG_FILE: c.logFile,
+    AWS_VPC_K8S_PLUGIN_LOG_FILE: c.pluginLogFile,
   };
 }
 

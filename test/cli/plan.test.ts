@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { IpamdStatus } from '../../cli/ipamd-api.js';
 import { planFromStatus } from '../../cli/plan.js';
-import { eniRows, podRows, routeTable } from '../../cli/views.js';
+import { eniRows, podRows, routeTable, statusDevices } from '../../cli/views.js';
 import { redactedEnv } from '../../cli/bundle.js';
 import type { PoolEniView, PoolTargets } from '../../ipamd/pool/index.js';
 
@@ -100,7 +100,7 @@ test('pods/enis: device number and route table (main for device 0, d+1 otherwise
       pod: { namespace: 'default', name: 'api', uid: 'u2' },
     },
   ];
-  const rows = podRows(st, allocs);
+  const rows = podRows(statusDevices(st), allocs);
   assert.deepEqual(
     rows.map((r) => [r.pod, r.ip, r.eniId, r.deviceNumber, r.routeTable]),
     [

@@ -30,7 +30,8 @@ test(
   async (t) => {
     const h = await createNode({ ipamdEnv: { WARM_IP_TARGET: '3', AWS_SECRET_ACCESS_KEY: 'must-not-leak' } });
     t.after(() => h.close());
-    const d = await h.startIpamd();
+    const ipamdLog = path.join(h.dir, 'ipamd-file.log');
+    const d = await h.startIpamd({ AWS_VPC_K8S_CNI_LOG_FILE: ipamdLog });
     const base = [
       '--introspection',
       `127.0.0.1:${d.introspectionPort}`,
@@ -101,13 +102,35 @@ test(
       'kernel/ip-rule.txt',
       'kernel/ip-route-all.txt',
       'kernel/iptables-save.txt',
-      'env.txt',
+      'introspection/ipamd-env-settings.json',
+      'introspection/networkutils-env-settings.json',
+      'cli-env.txt',
       'logs/0-ipamd.log',
     ]) {
       assert.match(list, new RegExp(`/${f.replace(/\./g, '\\.')}\\n`), `${f} missing from the bundle:\n${list}`);
     }
-    const env = (await promisify(execFile)('tar', ['-xzOf', bundle, '--wildcards', '*/env.txt'])).stdout;
+    const env = (await promisify(execFile)('tar', ['-xzOf', bundle, '--wildcards', '*/cli-env.txt'])).stdout;
     assert.doesNotMatch(env, /must-not-leak/);
+    // ipamd's settings come from ipamd, not from the shell the CLI runs in.
+    const settings = JSON.parse(
+      (await promisify(execFile)('tar', ['-xzOf', bundle, '--wildcards', '*/introspection/ipamd-env-settings.json']))
+        .stdout,
+    ) as Record<string, unknown>;
+    assert.equal(settings.WARM_IP_TARGET, 3);
+    assert.equal(settings.AWS_VPC_K8S_CNI_LOG_FILE, ipamdLog);
+    // Without --log, the logs are the files ipamd's settings name.
+    const bundle2 = path.join(h.dir, 'bundle2.tar.gz');
+    const sb2 = await runCli(['support-bundle', '--out', bundle2, ...base], {
+      AWS_VPC_K8S_CNI_LOG_FILE: '/elsewhere.log',
+    });
+    assert.equal(sb2.code, 0, sb2.stderr);
+    const list2 = (await promisify(execFile)('tar', ['-tzf', bundle2])).stdout;
+    assert.match(list2, /\/logs\/0-ipamd-file\.log\n/, list2);
+    const manifest = JSON.parse(
+      (await promisify(execFile)('tar', ['-xzOf', bundle2, '--wildcards', '*/MANIFEST.json'])).stdout,
+    ) as { logsFrom: string };
+    assert.match(manifest.logsFrom, /^ipamd's settings/);
+    await rm(bundle2, { force: true });
 
     // Bad input.
     const wrongSocket = await runCli(['status', ...base, '--socket', path.join(h.dir, 'nope.sock')]);
@@ -130,10 +153,18 @@ test(
 
     await d.stop(5000);
     h.ipamd = undefined;
-    for (const c of ['status', 'pods', 'plan', 'audit']) {
-      const r = await runCli([c, ...base, '--no-ec2'].filter((a) => c === 'audit' || a !== '--no-ec2'));
+    // plan needs ipamd; status and pods answer from the other sources (test/integration/cli-offline.test.ts) and still exit 3.
+    const plan2 = await runCli(['plan', ...base]);
+    assert.equal(plan2.code, 3, `plan against a stopped ipamd: ${plan2.stdout}${plan2.stderr}`);
+    oneLine(plan2, /cannot reach ipamd introspection at http:\/\/127\.0\.0\.1:\d+ \(connection refused\)/);
+    for (const c of ['status', 'pods']) {
+      const r = await runCli([c, ...base]);
       assert.equal(r.code, 3, `${c} against a stopped ipamd: ${r.stdout}${r.stderr}`);
-      oneLine(r, /cannot reach ipamd introspection at http:\/\/127\.0\.0\.1:\d+ \(connection refused\)/);
+      oneLine(
+        r,
+        /cannot reach ipamd introspection \(connection refused at http:\/\/127\.0\.0\.1:\d+\): answered from /,
+      );
+      assert.match(r.stdout, /^sources read: /m);
     }
     await rm(bundle, { force: true });
   },

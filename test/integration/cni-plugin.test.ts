@@ -194,6 +194,12 @@ test('ADD/DEL in real namespaces, both netns shapes, with traffic', async (t) =>
     ['ADD:ok', 'ADD:ok', 'DEL:ok', 'DEL:ok', 'DEL:ok', 'ADD:ok', 'ADD:ok', 'DEL:ok', 'DEL:ok', 'DEL:ok'],
   );
   assert.ok(log.every((l) => typeof l.ms === 'number' && l.containerId.length === 64));
+  // Each line names its pod, so a plugin log can be read for one pod without the container id.
+  const adds = log.filter((l) => l.verb === 'ADD');
+  assert.deepEqual(
+    adds.map((l) => `${l.podNamespace}/${String(l.podName).replace(/^pod-.*/, 'pod-*')}`),
+    adds.map(() => 'default/pod-*'),
+  );
 });
 
 test('DEL with ipamd stopped still removes the veth and succeeds', async (t) => {

@@ -1,6 +1,6 @@
 /**
  * Starts the real ipamd binary as a child process (for the demo, tests and benchmarks)
- * and waits until it logs "ipamd serving". Its JSON log goes to `logFile`.
+ * and waits until it logs "ipamd serving" (in JSON or pretty format, ./serving-line.ts). Its log goes to `logFile`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, statSync } from 'node:fs';
@@ -9,6 +9,7 @@ import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { fileURLToPath } from 'node:url';
 import { IPAMD_NODE_FLAGS } from '../../ipamd/v8-flags.js';
+import { servingScanner } from './serving-line.js';
 
 /** Path of the compiled daemon entry point. */
 export const IPAMD_PATH = fileURLToPath(new URL('../../ipamd/main.js', import.meta.url));
@@ -78,23 +79,21 @@ export async function startIpamd(p: {
   const ready = new Promise<number>((resolve, reject) => {
     let buf = '';
     let served = false;
-    // Reads "ipamd serving" from its log lines: stdout, or the file AWS_VPC_K8S_CNI_LOG_FILE names.
+    const serving = servingScanner();
+    // Reads "ipamd serving" from its log lines (JSON or pretty): stdout, or the file AWS_VPC_K8S_CNI_LOG_FILE names.
     const scan = (text: string) => {
-      if (served) return; // only the "ipamd serving" line is read: no JSON.parse per later log line
+      if (served) return; // only the "ipamd serving" record is read: nothing parsed per later log line
       buf += text;
       let i;
       while ((i = buf.indexOf('\n')) >= 0) {
         const line = buf.slice(0, i);
         buf = buf.slice(i + 1);
-        try {
-          const o = JSON.parse(line) as { msg?: string; introspectionPort?: number; metricsPort?: number };
-          if (o.msg === 'ipamd serving') {
-            metricsPort = o.metricsPort;
-            served = true;
-            resolve(o.introspectionPort ?? 0);
-          }
-        } catch {
-          /* not JSON */
+        const r = serving.push(line);
+        if (r) {
+          metricsPort = r.metricsPort;
+          served = true;
+          resolve(r.introspectionPort);
+          return;
         }
       }
     };
