@@ -53,7 +53,19 @@ export const stopGracePart = () =>
 export const poolLoopPart = ({ config, log }: PartEnv) =>
   part({
     name: 'pool-loop',
-    needs: ['pool', 'node', 'datastore', 'release-gate', 'metrics', 'inventory-cache', 'phase', 'stop-grace'],
+    // No release before the evidence is read; the checkpoint flushes after the pool stops.
+    needs: [
+      'pool',
+      'node',
+      'datastore',
+      'release-gate',
+      'metrics',
+      'inventory-cache',
+      'phase',
+      'stop-grace',
+      'evidence',
+      'checkpoint',
+    ],
     start({ pool: { pool, enis }, node: { inv }, datastore: { ds }, 'release-gate': gate, metrics, phase, ...got }) {
       if (config.disableNetworkResourceProvisioning)
         log.warn(
@@ -113,7 +125,8 @@ export const drainPart = () =>
 export const kubeReportingPart = ({ config, log }: PartEnv) =>
   part({
     name: 'kube-reporting',
-    needs: ['phase', 'datastore', 'release-gate', 'pool', 'service', 'eniconfig'],
+    // Stops before the drain: a stopping pool must not read as "cannot serve" (a taint).
+    needs: ['phase', 'datastore', 'release-gate', 'pool', 'service', 'eniconfig', 'drain'],
     start({ phase, datastore: { ds }, 'release-gate': gate, pool: { pool }, service, eniconfig }) {
       const reporting = startKubeReportingWhenServing(
         phase.serving,
@@ -151,7 +164,26 @@ export const eniConfigFollowPart = () =>
 export const servingPart = ({ config, log, t0 }: PartEnv) =>
   part({
     name: 'serving',
-    needs: ['phase', 'metrics', 'evidence', 'status', 'http-endpoints', 'rpc', 'cni-exec', 'stop-grace', 'drain'],
+    // Last: "ipamd serving" means every part runs (tests and probes wait for it); its stop announces stopping first.
+    needs: [
+      'aws-node-import',
+      'quarantine-check',
+      'metrics-sources',
+      'spool-watch',
+      'cni-install',
+      'pool-loop',
+      'phase',
+      'metrics',
+      'evidence',
+      'status',
+      'http-endpoints',
+      'rpc',
+      'cni-exec',
+      'stop-grace',
+      'drain',
+      'kube-reporting',
+      'eniconfig-follow',
+    ],
     start({ phase, metrics: { metrics }, evidence, status: { status }, ...got }) {
       const endpoints = got['http-endpoints'];
       metrics.started({
