@@ -9,6 +9,7 @@
  */
 import type { CodeCacheState } from '../loader/code-cache.js';
 import { checkConfigOnDisk, ConfigError, loadConfig } from './config.js';
+import { checkCustomConflist } from './startup/cni-install-report.js';
 import { startDaemon } from './daemon.js';
 import { createLogger } from './log.js';
 import { installLogLevelSignal } from './log-level.js';
@@ -39,6 +40,7 @@ export async function runIpamd(loaded?: ModulesLoaded): Promise<void> {
   try {
     config = loadConfig(process.env);
     checkConfigOnDisk(config);
+    checkCustomConflist(config);
   } catch (e) {
     if (e instanceof ConfigError) {
       process.stderr.write(`eni-ipamd: ${e.message}\n`);
