@@ -264,7 +264,7 @@ export const NODE_VARS: VarSpec[] = [
     'cniConflistFile',
     pathOf('file'),
     undefined,
-    "A conflist (JSON) installed instead of the default one (chart: cniConfig.fileContents): exactly one plugin of type eni-ipam, whose sockets, MTU, veth prefix and log file ipamd writes; other plugins kept as written. Checked at start: not valid JSON, no eni-ipam plugin or a disagreeing field stops ipamd before anything is written.",
+    'A conflist (JSON) installed instead of the default one (chart: cniConfig.fileContents): exactly one plugin of type eni-ipam, whose sockets, MTU, veth prefix and log file ipamd writes; other plugins kept as written. Checked at start: not valid JSON, no eni-ipam plugin or a disagreeing field stops ipamd before anything is written.',
     'the default conflist',
   ),
 ];

@@ -61,7 +61,8 @@ export function parseCustomConflist(text: string, source: string): Obj {
     return bad('expected a CNI network configuration list: an object with a non-empty "plugins" array');
   if (!SUPPORTED_VERSIONS.includes(doc.cniVersion as string))
     bad(`cniVersion ${JSON.stringify(doc.cniVersion)} is not one of ${SUPPORTED_VERSIONS.join(', ')}`);
-  if (doc.name !== undefined && (typeof doc.name !== 'string' || doc.name === '')) bad('"name" must be a non-empty string');
+  if (doc.name !== undefined && (typeof doc.name !== 'string' || doc.name === ''))
+    bad('"name" must be a non-empty string');
   let ours = 0;
   for (const [i, p] of (doc.plugins as unknown[]).entries()) {
     if (!isObj(p) || typeof p.type !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(p.type))

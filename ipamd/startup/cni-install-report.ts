@@ -53,7 +53,9 @@ export async function installCniAndReport(config: IpamdConfig, execServed: boole
   const written = await installCni(cniInstallOptions(config, execServed));
   log.info(written, 'installed the CNI plugin and conflist (ipamd is serving)');
   if (config.cniConflistFile && config.enableBandwidthPlugin)
-    log.warn('ENABLE_BANDWIDTH_PLUGIN is ignored with ENI_IPAM_CNI_CONFLIST_FILE: the custom conflist is used as written');
+    log.warn(
+      'ENABLE_BANDWIDTH_PLUGIN is ignored with ENI_IPAM_CNI_CONFLIST_FILE: the custom conflist is used as written',
+    );
   if (written.missingPlugins.length > 0)
     log.warn(
       { missingPlugins: written.missingPlugins, binDir: config.cniBinDir },

@@ -49,7 +49,10 @@ test('a bad cniConfig is refused at render time with one line naming the value',
   const bad = (fileContents: string) => renderChart({ cniConfig: { enabled: true, fileContents } });
   await assert.rejects(bad(''), /cniConfig\.fileContents is empty/);
   await assert.rejects(bad('{"plugins": ['), /cniConfig\.fileContents is not valid JSON: /);
-  await assert.rejects(bad('{"cniVersion":"1.0.0"}'), /cniConfig\.fileContents is not a CNI network configuration list/);
+  await assert.rejects(
+    bad('{"cniVersion":"1.0.0"}'),
+    /cniConfig\.fileContents is not a CNI network configuration list/,
+  );
   await assert.rejects(
     bad('{"cniVersion":"1.0.0","plugins":[{"type":"portmap"}]}'),
     /cniConfig\.fileContents must name the eni-ipam plugin exactly once .* it names it 0 times/,

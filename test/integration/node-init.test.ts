@@ -78,10 +78,28 @@ test('node-init installs the shim and sets the sysctls; read-only /proc/sys fail
   const missing = await run([process.execPath, INIT, '--shim', path.join(dir, 'nope'), '--cni-bin-dir', bin]);
   assert.equal(missing.code, 1);
   assert.match(missing.out, /cannot read the CNI shim .*nope \(--shim\)/);
-  const noPlugin = await run([process.execPath, INIT, '--shim', shim, '--cni-bin-dir', bin, '--chained-plugins-dir', dir]);
+  const noPlugin = await run([
+    process.execPath,
+    INIT,
+    '--shim',
+    shim,
+    '--cni-bin-dir',
+    bin,
+    '--chained-plugins-dir',
+    dir,
+  ]);
   assert.equal(noPlugin.code, 1);
   assert.match(noPlugin.out, /cannot read the chained plugin portmap .*\/portmap \(--chained-plugins-dir\)/);
-  const badName = await run([process.execPath, INIT, '--shim', shim, '--cni-bin-dir', bin, '--chained-plugins', '../x']);
+  const badName = await run([
+    process.execPath,
+    INIT,
+    '--shim',
+    shim,
+    '--cni-bin-dir',
+    bin,
+    '--chained-plugins',
+    '../x',
+  ]);
   assert.equal(badName.code, 1);
   assert.match(badName.out, /--chained-plugins: "\.\.\/x" is not a plugin file name/);
   const badIf = await run([process.execPath, INIT, '--shim', shim, '--cni-bin-dir', bin, '--primary-if', '../x']);

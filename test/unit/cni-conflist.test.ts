@@ -88,7 +88,11 @@ test('a custom conflist is installed as written, its eni-ipam entry completed by
   const doc = JSON.parse(await readFile(r.conflist, 'utf8'));
   assert.equal(doc.cniVersion, '0.4.0');
   assert.equal(doc.name, 'aws-cni', 'name defaulted to ENI_IPAM_NETWORK_NAME');
-  assert.deepEqual(doc.plugins.slice(1), custom.plugins.slice(1), 'other plugins as written, no portmap or bandwidth added');
+  assert.deepEqual(
+    doc.plugins.slice(1),
+    custom.plugins.slice(1),
+    'other plugins as written, no portmap or bandwidth added',
+  );
   assert.deepEqual(doc.plugins[0], {
     type: 'eni-ipam',
     mtu: 9001,
