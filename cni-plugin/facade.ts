@@ -18,6 +18,7 @@ export {
   type VerbOutcome,
 } from './invocation.js';
 export { LOCAL_NODE, type NodeSide, type PluginHost } from './host.js';
+export { SUPPORTED_VERSIONS } from './versions.js';
 export { connectIpamd } from './ipamd-client.js';
 export { SessionPool } from './grpc-http2.js';
 export { teardownHost, type HostTeardown } from './host-teardown.js';

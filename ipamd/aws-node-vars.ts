@@ -8,7 +8,6 @@
  * config-reference.ts. Meanings are ours, written from upstream's behaviour. The warned
  * rows are in aws-node-vars-warned.ts.
  */
-import { CHART_BOOL } from './config-chart-types.js';
 import { FALSE, honoured, refused, TRUE, type AwsNodeVar } from './aws-node-var.js';
 import { AWS_NODE_WARNED } from './aws-node-vars-warned.js';
 
@@ -75,11 +74,7 @@ export const AWS_NODE_VARS: readonly AwsNodeVar[] = [
     'NodePort traffic to pods on secondary ENIs returns through the primary ENI (connmark rules).',
   ),
   honoured('AWS_VPC_K8S_CNI_CONNMARK', 'ipamd', '0x80', 'The connection mark of the NodePort rules.'),
-  {
-    ...honoured('ENABLE_BANDWIDTH_PLUGIN', 'entrypoint', 'false', 'Chain the bandwidth plugin in the conflist.'),
-    landing: 'issue #29 plugin chaining (branch i29-chain)',
-    chart: CHART_BOOL,
-  },
+  honoured('ENABLE_BANDWIDTH_PLUGIN', 'entrypoint', 'false', 'Chain the bandwidth plugin in the conflist.'),
   honoured('AWS_VPC_K8S_CNI_LOGLEVEL', 'ipamd', 'DEBUG', "ipamd's log level."),
   honoured(
     'AWS_VPC_K8S_CNI_LOG_FILE',

@@ -47,6 +47,10 @@ export interface IpamdConfig {
   cniExecSocket: string;
   cniExecNetns?: string;
   cniIpamdWaitMs: number;
+  /** ENABLE_BANDWIDTH_PLUGIN: chain bandwidth in the default conflist. */
+  enableBandwidthPlugin: boolean;
+  /** ENI_IPAM_CNI_CONFLIST_FILE: the custom conflist to install, if any. */
+  cniConflistFile?: string;
   disableMetrics: boolean;
   disableIntrospection: boolean;
   addWaitTimeoutMs: number;

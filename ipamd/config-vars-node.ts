@@ -274,4 +274,20 @@ export const NODE_VARS: VarSpec[] = [
     "Network namespace (path) standing for the node: exec-socket invocations wire the node side in it (only shims running in it are served), and host networking (ENI_IPAM_HOST_NETWORK) is applied in it. For tests and demos that run ipamd outside the node's namespace.",
     "ipamd's own",
   ),
+  // Chained CNI plugins (docs/design.md#chained-plugins).
+  v(
+    'ENABLE_BANDWIDTH_PLUGIN',
+    'enableBandwidthPlugin',
+    bool(),
+    'false',
+    "Chain the bandwidth plugin after eni-ipam (and portmap, chained whenever it is in the CNI bin dir) in the conflist, so the kubernetes.io/ingress-bandwidth and egress-bandwidth pod annotations are enforced; the bin dir must hold it (the chart's init container installs it). Ignored with ENI_IPAM_CNI_CONFLIST_FILE.",
+  ),
+  v(
+    'ENI_IPAM_CNI_CONFLIST_FILE',
+    'cniConflistFile',
+    pathOf('file'),
+    undefined,
+    'A conflist (JSON) installed instead of the default one (chart: cniConfig.fileContents): exactly one plugin of type eni-ipam, whose sockets, MTU, veth prefix and log file ipamd writes; other plugins kept as written. Checked at start: not valid JSON, no eni-ipam plugin or a disagreeing field stops ipamd before anything is written.',
+    'the default conflist',
+  ),
 ];

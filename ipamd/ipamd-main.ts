@@ -10,6 +10,7 @@
  */
 import type { CodeCacheState } from '../loader/code-cache.js';
 import { checkConfigOnDisk, ConfigError, effectiveSettings, loadConfigReport, type ConfigReport } from './config.js';
+import { checkCustomConflist } from './startup/cni-install-report.js';
 import { startDaemon } from './daemon.js';
 import { createLogger } from './log.js';
 import { installLogLevelSignal } from './log-level.js';
@@ -41,6 +42,7 @@ export async function runIpamd(loaded?: ModulesLoaded): Promise<void> {
   try {
     report = loadConfigReport(process.env);
     checkConfigOnDisk(report.config);
+    checkCustomConflist(report.config);
   } catch (e) {
     if (e instanceof ConfigError) {
       process.stderr.write(`eni-ipamd: ${e.message}\n`);

@@ -10,18 +10,19 @@ import path from 'node:path';
 const RP_FILTER_LOOSE = '2';
 
 /**
- * Copies `shim` to `<binDir>/eni-ipam` through a temp file in `binDir` (mode 0755,
- * fsync, rename). @returns the installed path.
- * @throws Error naming the source or the destination that could not be used.
+ * Copies `src` to `<binDir>/<name>` through a temp file in `binDir` (mode 0755, fsync,
+ * rename): a runtime executing it at that moment sees the old file or the new one.
+ * @param what names the file and its flag in errors, e.g. "the CNI shim" / "--shim".
+ * @returns the installed path. @throws Error naming the source or the destination that could not be used.
  */
-export async function installShim(shim: string, binDir: string): Promise<string> {
-  const dest = path.join(binDir, 'eni-ipam');
-  const tmp = path.join(binDir, `.eni-ipam.${process.pid}.tmp`);
+async function installExecutable(src: string, binDir: string, name: string, what: [string, string]): Promise<string> {
+  const dest = path.join(binDir, name);
+  const tmp = path.join(binDir, `.${name}.${process.pid}.tmp`);
   let data: Buffer;
   try {
-    data = await fs.readFile(shim);
+    data = await fs.readFile(src);
   } catch (e) {
-    throw new Error(`cannot read the CNI shim ${shim} (--shim): ${(e as Error).message}`);
+    throw new Error(`cannot read ${what[0]} ${src} (${what[1]}): ${(e as Error).message}`);
   }
   try {
     const fh = await fs.open(tmp, 'w', 0o755);
@@ -36,10 +37,42 @@ export async function installShim(shim: string, binDir: string): Promise<string>
   } catch (e) {
     await fs.rm(tmp, { force: true }).catch(() => undefined);
     throw new Error(
-      `cannot install the CNI shim into ${binDir} (--cni-bin-dir; the host's /opt/cni/bin mount): ${(e as Error).message}`,
+      `cannot install ${what[0]} into ${binDir} (--cni-bin-dir; the host's /opt/cni/bin mount): ${(e as Error).message}`,
     );
   }
   return dest;
+}
+
+/**
+ * Copies `shim` to `<binDir>/eni-ipam` through a temp file in `binDir` (mode 0755,
+ * fsync, rename). @returns the installed path.
+ * @throws Error naming the source or the destination that could not be used.
+ */
+export function installShim(shim: string, binDir: string): Promise<string> {
+  return installExecutable(shim, binDir, 'eni-ipam', ['the CNI shim', '--shim']);
+}
+
+/**
+ * Installs the plugins ipamd chains after eni-ipam (portmap, bandwidth: Debian's
+ * containernetworking-plugins in the image, /usr/lib/cni) into `binDir`, each like
+ * {@link installShim}, replacing a file of that name (as aws-node's init does), so the
+ * node runs the version the image was tested with (docs/design.md#chained-plugins).
+ * @param names plugin file names (letters, digits, `-`, `_`). @returns the installed paths.
+ * @throws Error naming the bad name, the missing source or the destination.
+ */
+export async function installChainedPlugins(srcDir: string, names: string[], binDir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const name of names) {
+    if (!/^[A-Za-z0-9][A-Za-z0-9_-]*$/.test(name))
+      throw new Error(`--chained-plugins: "${name}" is not a plugin file name (letters, digits, - and _)`);
+    out.push(
+      await installExecutable(path.join(srcDir, name), binDir, name, [
+        `the chained plugin ${name}`,
+        '--chained-plugins-dir',
+      ]),
+    );
+  }
+  return out;
 }
 
 /**

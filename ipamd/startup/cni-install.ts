@@ -26,8 +26,10 @@
  * (`shadowed` in the result, logged by the caller). Our own conflist under its former name
  * (`10-eni-ipam.conflist`, before this change) is removed once the new one is in place.
  */
+import { accessSync, constants } from 'node:fs';
 import { chmod, copyFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { mkdirParents } from '../../nodefs/dirs.js';
+import { completeCustomConflist, defaultChain, readCustomConflist } from './cni-conflist.js';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -68,29 +70,58 @@ export interface CniInstallOptions {
   pluginLogFile?: string;
   /** How long the shim's ADD waits for ipamd to serve, s (conflist `ipamdWaitSeconds`; default: the shim's 10). */
   ipamdWaitSeconds?: number;
+  /** ENABLE_BANDWIDTH_PLUGIN: chain `bandwidth` after eni-ipam (and portmap) in the default conflist. */
+  enableBandwidthPlugin?: boolean;
+  /** ENI_IPAM_CNI_CONFLIST_FILE: install this conflist (completed, see ./cni-conflist.ts) instead of the default one. */
+  customConflist?: string;
   /** Node plugin to copy (default: the bundled one). */
   pluginSource?: string;
   /** Shim to copy (default: the built one). */
   shimSource?: string;
 }
 
-/** The conflist document ipamd installs (CNI spec 1.0.0 network configuration list). */
-export function renderConflist(o: CniInstallOptions): object {
+/** The eni-ipam entry of the conflist: the fields ipamd owns (see ./cni-conflist.ts). */
+export function renderPluginEntry(o: CniInstallOptions): Record<string, unknown> {
+  return {
+    type: 'eni-ipam',
+    mtu: o.podMtu,
+    vethPrefix: o.vethPrefix,
+    ipamdSocket: o.ipamdSocket,
+    execSocket: o.execSocket,
+    ...(o.ipamdWaitSeconds !== undefined ? { ipamdWaitSeconds: o.ipamdWaitSeconds } : {}),
+    ...(o.pluginLogFile ? { logFile: o.pluginLogFile } : {}),
+    ...(o.execSocket === '' ? { nodePlugin: path.join(o.binDir, NODE_PLUGIN_NAME) } : {}),
+  };
+}
+
+/** True when `binDir/name` is an executable file (what a runtime needs to run a chained plugin). */
+export function binHas(binDir: string, name: string): boolean {
+  try {
+    accessSync(path.join(binDir, name), constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The conflist document ipamd installs (CNI spec 1.0.0 network configuration list): the
+ * eni-ipam entry, then the chained plugins (portmap when in the bin dir, bandwidth with
+ * `enableBandwidthPlugin`); or the custom conflist completed with the eni-ipam entry.
+ * @throws Error when bandwidth is asked for and missing; CustomConflistError when the custom conflist is refused.
+ */
+export function renderConflist(o: CniInstallOptions, has = (n: string) => binHas(o.binDir, n)): object {
+  if (o.customConflist)
+    return completeCustomConflist(
+      readCustomConflist(o.customConflist),
+      renderPluginEntry(o),
+      o.networkName,
+      o.customConflist,
+    );
   return {
     cniVersion: '1.0.0',
     name: o.networkName,
-    plugins: [
-      {
-        type: 'eni-ipam',
-        mtu: o.podMtu,
-        vethPrefix: o.vethPrefix,
-        ipamdSocket: o.ipamdSocket,
-        execSocket: o.execSocket,
-        ...(o.ipamdWaitSeconds !== undefined ? { ipamdWaitSeconds: o.ipamdWaitSeconds } : {}),
-        ...(o.pluginLogFile ? { logFile: o.pluginLogFile } : {}),
-        ...(o.execSocket === '' ? { nodePlugin: path.join(o.binDir, NODE_PLUGIN_NAME) } : {}),
-      },
-    ],
+    plugins: [renderPluginEntry(o), ...defaultChain(has, o.enableBandwidthPlugin ?? false, o.binDir)],
   };
 }
 
@@ -120,18 +151,25 @@ export interface CniInstallResult {
   shadowed: string[];
   /** Our conflist under its former name, removed. */
   removedLegacy: boolean;
+  /** The plugin types of the installed conflist, in chain order (eni-ipam among them). */
+  plugins: string[];
+  /** Plugin types the conflist names that are not executables in the bin dir (only a custom conflist can). */
+  missingPlugins: string[];
 }
 
 /**
- * Installs `<binDir>/eni-ipam` (the shim, mode 0755) — preceded by `<binDir>/eni-ipam.cjs`
+ * Builds the conflist ({@link renderConflist}; nothing is written when it throws), then
+ * installs `<binDir>/eni-ipam` (the shim, mode 0755) — preceded by `<binDir>/eni-ipam.cjs`
  * only when `execSocket` is '' — then writes `<confDir>/05-eni-ipam.conflist`, each via a
  * temp file + rename in the same directory, then removes our former `10-eni-ipam.conflist`
  * if present (other files are never touched).
  * @returns the paths written (`nodePlugin` undefined when not installed) and the other network config files found.
- * @throws Error on I/O failure (temp files are removed).
+ * @throws Error on I/O failure (temp files are removed), or what {@link renderConflist} throws.
  */
 export async function installCni(o: CniInstallOptions): Promise<CniInstallResult> {
   await mkdirParents(o.binDir);
+  // Decided (and a custom conflist checked) before any file is written: a refusal leaves the node as it was.
+  const conf = renderConflist(o) as { plugins: Array<{ type: string }> };
   await mkdirParents(o.confDir);
   const nodePlugin =
     o.execSocket === ''
@@ -141,7 +179,7 @@ export async function installCni(o: CniInstallOptions): Promise<CniInstallResult
   const conflist = path.join(o.confDir, CONFLIST_NAME);
   const confTmp = path.join(o.confDir, `.${CONFLIST_NAME}.tmp-${process.pid}`);
   try {
-    await writeFile(confTmp, JSON.stringify(renderConflist(o), null, 2) + '\n', { mode: 0o644 });
+    await writeFile(confTmp, JSON.stringify(conf, null, 2) + '\n', { mode: 0o644 });
     await rename(confTmp, conflist);
   } finally {
     await rm(confTmp, { force: true });
@@ -165,5 +203,7 @@ export async function installCni(o: CniInstallOptions): Promise<CniInstallResult
     shadowedBy: others.filter((n) => n < CONFLIST_NAME),
     shadowed: others.filter((n) => n > CONFLIST_NAME),
     removedLegacy,
+    plugins: conf.plugins.map((p) => p.type),
+    missingPlugins: conf.plugins.map((p) => p.type).filter((t) => t !== 'eni-ipam' && !binHas(o.binDir, t)),
   };
 }

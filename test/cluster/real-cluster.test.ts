@@ -26,6 +26,7 @@ import {
   RELEASE,
   waitEniIpamReady,
 } from './install.js';
+import { echoPod, installedChain, nodeIfbQdiscs, nodeNatRules } from './chained-plugins.js';
 import { checkNothingLost, killIpamd } from './nothing-lost.js';
 import { allocations, echoDeployment, eniOf, introspect, podNetns, podsOf, tcpAsk, waitPodsReady } from './workload.js';
 
@@ -172,6 +173,38 @@ describe('eni-ipam on a real Kubernetes cluster', { skip, timeout: 45 * 60_000 }
       answered.add(who);
     }
     assert.ok(answered.size >= 1);
+  });
+
+  it('chained plugins: a hostPort pod answers on the node IP; egress-bandwidth gets its tbf; both undone on delete', async () => {
+    const up = await helmRelease(c, 'upgrade', await clusterValues(c, { env: { ENABLE_BANDWIDTH_PLUGIN: 'true' } }));
+    assert.equal(up.code, 0, up.stderr);
+    await waitEniIpamReady(c);
+    assert.ok(existsSync(c.host('/opt/cni/bin/portmap')), 'the init container installed portmap');
+    await waitFor(
+      'the conflist with portmap and bandwidth',
+      async () => installedChain(c).join() === 'eni-ipam,portmap,bandwidth',
+      60_000,
+      500,
+    );
+    await c.kubectl.apply([
+      echoPod(c, 'hostport', { hostPort: 18080 }),
+      echoPod(c, 'shaped', { annotations: { 'kubernetes.io/egress-bandwidth': '10M' } }),
+    ]);
+    await waitPodsReady(c, 'hostport', 1);
+    await waitPodsReady(c, 'shaped', 1);
+    const ns = await podNetns(c);
+    const [client] = await podsOf(c, 'echo');
+    // The kubelet's port mapping reached portmap through containerd: another pod, and the node itself, reach it.
+    assert.equal(await tcpAsk(ns.get(client!.name)!, c.nodeIp, 18080), 'hostport ping');
+    assert.equal(await tcpAsk(c.nodeNetns.path, c.nodeIp, 18080), 'hostport ping');
+    assert.match(await nodeIfbQdiscs(c), /qdisc tbf .* rate 10Mbit/, "the shaped pod's egress tbf");
+    await c.kubectl.run(['-n', 'default', 'delete', 'pod', 'hostport', 'shaped', '--wait=true']);
+    await waitFor(
+      'the DNAT and the tbf gone',
+      async () => !(await nodeNatRules(c)).includes('--dport 18080') && (await nodeIfbQdiscs(c)) === '',
+      60_000,
+      500,
+    );
   });
 
   it('helm upgrade rolls the DaemonSet while pods are created and deleted: every pod keeps its IP', async (t) => {

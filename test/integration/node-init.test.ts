@@ -1,6 +1,6 @@
 /**
  * The init container's command (dist/ipamd/node-init.js) in a network namespace standing
- * for the node: installs the shim atomically and sets ip_forward=1 and rp_filter=2 (all
+ * for the node: installs the shim and the chained plugins (portmap, bandwidth) atomically and sets ip_forward=1 and rp_filter=2 (all
  * and the default route's interface); with /proc/sys read-only (an unprivileged
  * container, as runc mounts it) it fails with one line naming the setting.
  */
@@ -65,7 +65,12 @@ test('node-init installs the shim and sets the sysctls; read-only /proc/sys fail
   assert.equal(ok.code, 0, ok.out);
   assert.equal(await readFile(path.join(bin, 'eni-ipam'), 'utf8'), '#!/bin/sh\necho shim\n');
   assert.equal((await stat(path.join(bin, 'eni-ipam'))).mode & 0o777, 0o755);
-  assert.deepEqual((await readdir(bin)).sort(), ['eni-ipam'], 'no temp file left behind');
+  // The chained plugins, from Debian's containernetworking-plugins (the image's /usr/lib/cni).
+  assert.deepEqual((await readdir(bin)).sort(), ['bandwidth', 'eni-ipam', 'portmap'], 'no temp file left behind');
+  for (const p of ['portmap', 'bandwidth']) {
+    assert.ok((await readFile(path.join(bin, p))).equals(await readFile(path.join('/usr/lib/cni', p))), p);
+    assert.equal((await stat(path.join(bin, p))).mode & 0o777, 0o755);
+  }
   assert.equal(inNs('cat', '/proc/sys/net/ipv4/ip_forward'), '1');
   assert.equal(inNs('cat', '/proc/sys/net/ipv4/conf/all/rp_filter'), '2');
   assert.equal(inNs('cat', '/proc/sys/net/ipv4/conf/ens5/rp_filter'), '2');
@@ -73,6 +78,30 @@ test('node-init installs the shim and sets the sysctls; read-only /proc/sys fail
   const missing = await run([process.execPath, INIT, '--shim', path.join(dir, 'nope'), '--cni-bin-dir', bin]);
   assert.equal(missing.code, 1);
   assert.match(missing.out, /cannot read the CNI shim .*nope \(--shim\)/);
+  const noPlugin = await run([
+    process.execPath,
+    INIT,
+    '--shim',
+    shim,
+    '--cni-bin-dir',
+    bin,
+    '--chained-plugins-dir',
+    dir,
+  ]);
+  assert.equal(noPlugin.code, 1);
+  assert.match(noPlugin.out, /cannot read the chained plugin portmap .*\/portmap \(--chained-plugins-dir\)/);
+  const badName = await run([
+    process.execPath,
+    INIT,
+    '--shim',
+    shim,
+    '--cni-bin-dir',
+    bin,
+    '--chained-plugins',
+    '../x',
+  ]);
+  assert.equal(badName.code, 1);
+  assert.match(badName.out, /--chained-plugins: "\.\.\/x" is not a plugin file name/);
   const badIf = await run([process.execPath, INIT, '--shim', shim, '--cni-bin-dir', bin, '--primary-if', '../x']);
   assert.equal(badIf.code, 1);
   assert.match(badIf.out, /--primary-if "\.\.\/x" is invalid/);
