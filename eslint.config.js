@@ -203,4 +203,19 @@ export default defineConfig(
       'no-restricted-syntax': dynamicImports(SHARED_FROM_EITHER_SIDE, SIMULATOR),
     },
   },
+  // --- Shape (docs/architecture.md#rules-that-never-break) ------------------------------------
+  {
+    // Small files with one job (CONTRIBUTING.md): counted as a reader sees them, comments included.
+    files: ['**/*.ts', '**/*.mjs'],
+    rules: { 'max-lines': ['error', { max: 400, skipBlankLines: false, skipComments: false }] },
+  },
+  {
+    // Small functions in everything that ships or is run by hand (product, sim, bench, demo,
+    // scripts). Tests are exempt: a `describe` callback holds its steps by design.
+    files: ['**/*.ts', '**/*.mjs'],
+    ignores: ['test/**'],
+    rules: {
+      'max-lines-per-function': ['error', { max: 100, skipBlankLines: true, skipComments: true, IIFEs: true }],
+    },
+  },
 );

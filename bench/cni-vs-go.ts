@@ -46,7 +46,7 @@ import { SimCloud } from '../sim/index.js';
 import { startContainerd } from '../test/helpers/containerd.js';
 import { createContainerdNode } from '../test/helpers/containerd-node.js';
 import { CriTestClient } from '../test/helpers/cri-client.js';
-import { startShimNode } from './shim-node.js';
+import { startShimNode, type ShimNode } from './shim-node.js';
 import { newShimTrace, printShimTrace, recordShimTrace, type ShimTrace, type StageSummary } from './shim-trace.js';
 import { ms, summarize, timedExec, type Summary } from './timed-exec.js';
 
@@ -87,6 +87,58 @@ interface CniResults {
   go: PluginTimes;
   floor: number[];
   floorCpu: number[];
+}
+
+/** What one ADD/VERSION/DEL cycle of {@link benchCni} needs: the results, the nodes, the plugin configs. */
+interface CycleContext {
+  r: CniResults;
+  node: { path: string };
+  shimNode: ShimNode;
+  beforeNode: ShimNode | undefined;
+  plugin: string;
+  ours: object;
+  go: object;
+}
+
+/** One pod's VERSION, ADD and DEL through `who`'s plugin in a fresh netns; recorded into `ctx.r` when `record`. */
+async function cniCycle(ctx: CycleContext, who: Who, i: number, record: boolean): Promise<void> {
+  const { r, node, shimNode, beforeNode, plugin, ours, go } = ctx;
+  const pod = await createNamedNetns(`eni-vs-go-${who}-${process.pid}`);
+  try {
+    const sn = who === 'before' ? beforeNode! : shimNode;
+    const isShim = who === 'shim' || who === 'before';
+    const argv = who === 'ours' ? [process.execPath, plugin] : isShim ? [sn.plugin] : [path.join(GO_CNI_DIR, 'ptp')];
+    const input = JSON.stringify(who === 'ours' ? ours : isShim ? sn.config : go);
+    const nodeNs = isShim ? sn.netns.path : node.path;
+    const env = {
+      CNI_CONTAINERID: `${who}${process.pid}x${i}`,
+      CNI_NETNS: pod.path,
+      CNI_IFNAME: 'eth0',
+      CNI_PATH: GO_CNI_DIR,
+      CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=bench;K8S_POD_NAME=pod-${i};K8S_POD_INFRA_CONTAINER_ID=${who}${i}`,
+    };
+    const v = await timedExec(argv, { env: { ...env, CNI_COMMAND: 'VERSION' }, input, netns: nodeNs });
+    const a = await timedExec(argv, {
+      env: { ...env, CNI_COMMAND: 'ADD', ENI_IPAM_SHIM_DEBUG: '1', ENI_IPAM_SHIM_TRACE: '1' },
+      input,
+      netns: nodeNs,
+    });
+    if (a.code !== 0) throw new Error(`${who} ADD ${i} failed: ${a.stdout}${a.stderr}`);
+    if (isShim && a.stderr.includes('eni-ipam.cjs'))
+      throw new Error(`the shim fell back to the Node plugin: ${a.stderr}`);
+    const d = await timedExec(argv, { env: { ...env, CNI_COMMAND: 'DEL' }, input, netns: nodeNs });
+    if (d.code !== 0) throw new Error(`${who} DEL ${i} failed: ${d.stdout}${d.stderr}`);
+    if (record && who === 'shim') recordShimTrace(r.shimTrace, a);
+    if (record) {
+      r[who].add.push(a.wallMs);
+      r[who].del.push(d.wallMs);
+      r[who].version.push(v.wallMs);
+      r[who].addCpu.push(a.cpuMs);
+      r[who].delCpu.push(d.cpuMs);
+    }
+  } finally {
+    await pod.remove();
+  }
 }
 
 /** (a) + (c): ADD/DEL of both plugins in fresh netns inside a node netns, and the node floor. */
@@ -145,45 +197,8 @@ async function benchCni(pods: number, work: string, beforeDist?: string): Promis
     const ours = { cniVersion: '1.0.0', name: 'aws-cni', type: 'eni-ipam', ipamdSocket: socket };
     const go = { cniVersion: '1.0.0', name: 'gobench', ...goPlugin(path.join(work, 'host-local'), '10.234.0.0/22') };
 
-    const cycle = async (who: Who, i: number, record: boolean): Promise<void> => {
-      const pod = await createNamedNetns(`eni-vs-go-${who}-${process.pid}`);
-      try {
-        const sn = who === 'before' ? beforeNode! : shimNode;
-        const isShim = who === 'shim' || who === 'before';
-        const argv =
-          who === 'ours' ? [process.execPath, plugin] : isShim ? [sn.plugin] : [path.join(GO_CNI_DIR, 'ptp')];
-        const input = JSON.stringify(who === 'ours' ? ours : isShim ? sn.config : go);
-        const nodeNs = isShim ? sn.netns.path : node.path;
-        const env = {
-          CNI_CONTAINERID: `${who}${process.pid}x${i}`,
-          CNI_NETNS: pod.path,
-          CNI_IFNAME: 'eth0',
-          CNI_PATH: GO_CNI_DIR,
-          CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=bench;K8S_POD_NAME=pod-${i};K8S_POD_INFRA_CONTAINER_ID=${who}${i}`,
-        };
-        const v = await timedExec(argv, { env: { ...env, CNI_COMMAND: 'VERSION' }, input, netns: nodeNs });
-        const a = await timedExec(argv, {
-          env: { ...env, CNI_COMMAND: 'ADD', ENI_IPAM_SHIM_DEBUG: '1', ENI_IPAM_SHIM_TRACE: '1' },
-          input,
-          netns: nodeNs,
-        });
-        if (a.code !== 0) throw new Error(`${who} ADD ${i} failed: ${a.stdout}${a.stderr}`);
-        if (isShim && a.stderr.includes('eni-ipam.cjs'))
-          throw new Error(`the shim fell back to the Node plugin: ${a.stderr}`);
-        const d = await timedExec(argv, { env: { ...env, CNI_COMMAND: 'DEL' }, input, netns: nodeNs });
-        if (d.code !== 0) throw new Error(`${who} DEL ${i} failed: ${d.stdout}${d.stderr}`);
-        if (record && who === 'shim') recordShimTrace(r.shimTrace, a);
-        if (record) {
-          r[who].add.push(a.wallMs);
-          r[who].del.push(d.wallMs);
-          r[who].version.push(v.wallMs);
-          r[who].addCpu.push(a.cpuMs);
-          r[who].delCpu.push(d.cpuMs);
-        }
-      } finally {
-        await pod.remove();
-      }
-    };
+    const ctx: CycleContext = { r, node, shimNode, beforeNode, plugin, ours, go };
+    const cycle = (who: Who, i: number, record: boolean) => cniCycle(ctx, who, i, record);
     const all: Who[] = beforeNode ? ['shim', 'ours', 'go', 'before'] : ['shim', 'ours', 'go'];
     for (let i = 0; i < 3; i++) for (const who of all) await cycle(who, -1 - i, false); // warm-up (writes the V8 cache)
     // Each round rotates the order, so every plugin runs in every position equally often.

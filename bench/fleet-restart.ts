@@ -44,7 +44,7 @@
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
-import { SimCloud } from '../sim/index.js';
+import { SimCloud, type ApiCallRecord } from '../sim/index.js';
 import { ensureDummyAwsCredentials } from '../test/property/sim-node.js';
 import { callsByAction, isMutating, machineLine, rssMiB, sleep, throttledCalls } from './bench-util.js';
 import type { FleetCall, FleetReply, FleetRequest, FleetWorkerData, NodeRestartResult } from './fleet/messages.js';
@@ -94,7 +94,8 @@ async function waitQuiet(sim: SimCloud, quietMs: number, maxMs: number): Promise
     await sleep(200);
 }
 
-async function main(): Promise<void> {
+/** The command line: `--nodes`, `--pods`, `--new-pods`, `--burst`, `--refill`, `--workers`, `--no-limits-cache`, `--cpu-prof`. */
+function fleetOptions() {
   const { values } = parseArgs({
     options: {
       nodes: { type: 'string', default: '200' },
@@ -116,6 +117,102 @@ async function main(): Promise<void> {
     workers: Number(values.workers),
     noLimitsCache: values['no-limits-cache'] ?? false,
   };
+  return { o, values };
+}
+
+type FleetOptions = ReturnType<typeof fleetOptions>['o'];
+
+/** Everything {@link printFleetReport} prints: options, per-node results, the EC2 calls of the window, times (ms), CPU, RSS. */
+interface FleetReport {
+  o: FleetOptions;
+  allServingMs: number;
+  served: number[];
+  results: NodeRestartResult[];
+  failedPods: string[];
+  podsDoneMs: number;
+  windowS: number;
+  calls: ApiCallRecord[];
+  desc: ApiCallRecord[];
+  mut: ApiCallRecord[];
+  lastThrottledMs: number;
+  unconfirmed: number;
+  rssWarm: number | string;
+  cpuToServed: NodeJS.CpuUsage;
+  confirmedMs: number;
+  cpuToConfirmed: NodeJS.CpuUsage;
+  cpu: NodeJS.CpuUsage;
+  startErrors: string[];
+}
+
+/** Prints the fleet restart's figures as a Markdown table (the form docs/ keeps). */
+function printFleetReport(f: FleetReport): void {
+  const {
+    o,
+    allServingMs,
+    served,
+    results,
+    failedPods,
+    podsDoneMs,
+    windowS,
+    calls,
+    desc,
+    mut,
+    lastThrottledMs,
+    unconfirmed,
+    rssWarm,
+    cpuToServed,
+    confirmedMs,
+    cpuToConfirmed,
+    cpu,
+    startErrors,
+  } = f;
+  console.log(
+    `Fleet restart: ${o.nodes} ipamd (m5.large, default WARM_ENI_TARGET=1, ${o.pods} pods each) restarting together in ${o.workers} worker thread(s) of one process (the simulated cloud on the main thread) against one simulated account, ` +
+      `throttled per class at burst ${o.burst} / refill ${o.refill}/s, EC2 latency 5–30 ms, UV_THREADPOOL_SIZE ${process.env.UV_THREADPOOL_SIZE ?? '4 (default)'}, ${machineLine(os.cpus().length)}`,
+  );
+  console.log('| figure | value |\n|---|---|');
+  console.log(
+    `| time until all ${o.nodes} serve | ${(allServingMs / 1000).toFixed(1)} s (p50 ${(quantile(served, 0.5) / 1000).toFixed(1)} s, p90 ${(quantile(served, 0.9) / 1000).toFixed(1)} s) |`,
+  );
+  console.log(
+    `| starts that failed and were retried | ${results.reduce((s, r) => s + r.startFailures, 0)} (on ${results.filter((r) => r.startFailures > 0).length} nodes) |`,
+  );
+  console.log(
+    `| pods failed (of ${o.nodes * (o.pods + o.newPods)}: ${o.pods} existing + ${o.newPods} new per node) | ${failedPods.length} |`,
+  );
+  console.log(`| all pod ADDs answered | ${(podsDoneMs / 1000).toFixed(1)} s |`);
+  console.log(
+    `| EC2 calls in the ${windowS.toFixed(0)} s after the restart (Describe* / mutating) | ${calls.length} (${desc.length} / ${mut.length}) |`,
+  );
+  console.log(
+    `| throttled (RequestLimitExceeded) (Describe* / mutating) | ${throttledCalls(calls)} (${throttledCalls(desc)} / ${throttledCalls(mut)}) |`,
+  );
+  console.log(`| last throttled call after the restart | ${(lastThrottledMs / 1000).toFixed(1)} s |`);
+  console.log(`| calls by action | ${[...callsByAction(calls)].map(([a, n]) => `${a} ${n}`).join(', ')} |`);
+  const starts = results.reduce((s, r) => s + 1 + r.startFailures, 0);
+  const perStart = (action: string) => (calls.filter((c) => c.action === action).length / starts).toFixed(2);
+  console.log(
+    `| DescribeInstanceTypes and DescribeNetworkInterfaces per start, in the window, attempts incl. throttled (${starts} starts${o.noLimitsCache ? ', limits cache deleted' : ''}) | DescribeInstanceTypes ${perStart('DescribeInstanceTypes')}, DescribeNetworkInterfaces ${perStart('DescribeNetworkInterfaces')} |`,
+  );
+  console.log(
+    `| EC2 attempts per start, all actions (every start's confirm in the window; ${unconfirmed} not confirmed) | ${(calls.length / starts).toFixed(2)} (DescribeSubnets ${perStart('DescribeSubnets')}) |`,
+  );
+  console.log(`| bench process RSS after warm-up / at the end | ${rssWarm} / ${rssMiB()} MiB |`);
+  console.log(
+    `| bench process CPU (user + system) from the restart until all pod ADDs answered, per start | ${((cpuToServed.user + cpuToServed.system) / 1e3 / starts).toFixed(1)} ms |`,
+  );
+  // The window above ends when the last ADD is answered: a shorter restart leaves more of
+  // each start's later work (its EC2 confirm after a jitter) out. This one holds all of it.
+  console.log(
+    `| same, until every start's EC2 confirm is done (${(confirmedMs / 1000).toFixed(1)} s), per start | ${((cpuToConfirmed.user + cpuToConfirmed.system) / 1e3 / starts).toFixed(1)} ms |`,
+  );
+  console.log(`| bench process CPU (user + system), whole run | ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s |`);
+  for (const p of failedPods.slice(0, 10)) console.log(`  failed: ${p}`);
+  for (const e of startErrors.slice(0, 10)) console.log(`  start failed: ${e}`);
+}
+
+async function main(): Promise<void> {
+  const { o, values } = fleetOptions();
   if (!Number.isInteger(o.workers) || o.workers < 1)
     throw new Error(`--workers: a whole number ≥ 1, got ${values.workers}`);
   delete process.env.NODE_EXTRA_CA_CERTS;
@@ -185,49 +282,26 @@ async function main(): Promise<void> {
     const served = results.map((r) => r.servedAtMs);
     const desc = calls.filter((c) => !isMutating(c.action));
     const mut = calls.filter((c) => isMutating(c.action));
-    console.log(
-      `Fleet restart: ${o.nodes} ipamd (m5.large, default WARM_ENI_TARGET=1, ${o.pods} pods each) restarting together in ${o.workers} worker thread(s) of one process (the simulated cloud on the main thread) against one simulated account, ` +
-        `throttled per class at burst ${o.burst} / refill ${o.refill}/s, EC2 latency 5–30 ms, UV_THREADPOOL_SIZE ${process.env.UV_THREADPOOL_SIZE ?? '4 (default)'}, ${machineLine(os.cpus().length)}`,
-    );
-    console.log('| figure | value |\n|---|---|');
-    console.log(
-      `| time until all ${o.nodes} serve | ${(allServingMs / 1000).toFixed(1)} s (p50 ${(quantile(served, 0.5) / 1000).toFixed(1)} s, p90 ${(quantile(served, 0.9) / 1000).toFixed(1)} s) |`,
-    );
-    console.log(
-      `| starts that failed and were retried | ${results.reduce((s, r) => s + r.startFailures, 0)} (on ${results.filter((r) => r.startFailures > 0).length} nodes) |`,
-    );
-    console.log(
-      `| pods failed (of ${o.nodes * (o.pods + o.newPods)}: ${o.pods} existing + ${o.newPods} new per node) | ${failedPods.length} |`,
-    );
-    console.log(`| all pod ADDs answered | ${(podsDoneMs / 1000).toFixed(1)} s |`);
-    console.log(
-      `| EC2 calls in the ${windowS.toFixed(0)} s after the restart (Describe* / mutating) | ${calls.length} (${desc.length} / ${mut.length}) |`,
-    );
-    console.log(
-      `| throttled (RequestLimitExceeded) (Describe* / mutating) | ${throttledCalls(calls)} (${throttledCalls(desc)} / ${throttledCalls(mut)}) |`,
-    );
-    console.log(`| last throttled call after the restart | ${(lastThrottledMs / 1000).toFixed(1)} s |`);
-    console.log(`| calls by action | ${[...callsByAction(calls)].map(([a, n]) => `${a} ${n}`).join(', ')} |`);
-    const starts = results.reduce((s, r) => s + 1 + r.startFailures, 0);
-    const perStart = (action: string) => (calls.filter((c) => c.action === action).length / starts).toFixed(2);
-    console.log(
-      `| DescribeInstanceTypes and DescribeNetworkInterfaces per start, in the window, attempts incl. throttled (${starts} starts${o.noLimitsCache ? ', limits cache deleted' : ''}) | DescribeInstanceTypes ${perStart('DescribeInstanceTypes')}, DescribeNetworkInterfaces ${perStart('DescribeNetworkInterfaces')} |`,
-    );
-    console.log(
-      `| EC2 attempts per start, all actions (every start's confirm in the window; ${unconfirmed} not confirmed) | ${(calls.length / starts).toFixed(2)} (DescribeSubnets ${perStart('DescribeSubnets')}) |`,
-    );
-    console.log(`| bench process RSS after warm-up / at the end | ${rssWarm} / ${rssMiB()} MiB |`);
-    console.log(
-      `| bench process CPU (user + system) from the restart until all pod ADDs answered, per start | ${((cpuToServed.user + cpuToServed.system) / 1e3 / starts).toFixed(1)} ms |`,
-    );
-    // The window above ends when the last ADD is answered: a shorter restart leaves more of
-    // each start's later work (its EC2 confirm after a jitter) out. This one holds all of it.
-    console.log(
-      `| same, until every start's EC2 confirm is done (${(confirmedMs / 1000).toFixed(1)} s), per start | ${((cpuToConfirmed.user + cpuToConfirmed.system) / 1e3 / starts).toFixed(1)} ms |`,
-    );
-    console.log(`| bench process CPU (user + system), whole run | ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s |`);
-    for (const p of failedPods.slice(0, 10)) console.log(`  failed: ${p}`);
-    for (const e of startErrors.slice(0, 10)) console.log(`  start failed: ${e}`);
+    printFleetReport({
+      o,
+      allServingMs,
+      served,
+      results,
+      failedPods,
+      podsDoneMs,
+      windowS,
+      calls,
+      desc,
+      mut,
+      lastThrottledMs,
+      unconfirmed,
+      rssWarm,
+      cpuToServed,
+      confirmedMs,
+      cpuToConfirmed,
+      cpu,
+      startErrors,
+    });
   } finally {
     await Promise.all(workers.map((w) => w.call({ op: 'close' }).catch((e: Error) => console.error(e.message))));
     await Promise.all(workers.map((w) => w.terminate()));

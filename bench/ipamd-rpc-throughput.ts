@@ -60,8 +60,8 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { IPAMD_MALLOC_ENV, IPAMD_NODE_FLAGS } from '../ipamd/v8-flags.js';
 import { SimCloud } from '../sim/index.js';
-import { ipamdClient } from '../test/helpers/ipamd-client.js';
-import { createSimNode } from '../test/property/sim-node.js';
+import { ipamdClient, type TestIpamdClient } from '../test/helpers/ipamd-client.js';
+import { createSimNode, type SimNode } from '../test/property/sim-node.js';
 import { cpuMsOf, machineLine, pluginClient, row, seedReleasedCheckpoint, sleep } from './bench-util.js';
 import { offerLoad } from './offer-load.js';
 import { quantile } from './stats.js';
@@ -97,7 +97,12 @@ function parseLevel(item: string): { conc: number; rate?: number } {
   return m[2] ? { conc: Number(m[1]), rate: Number(m[2]) } : { conc: Number(m[1]) };
 }
 
-async function main(): Promise<void> {
+/**
+ * The command line (see the file's header): the parsed `values`, `seconds` per row,
+ * `warmupS` (s of unmeasured load before the first row) and the rows' `levels`.
+ * @throws Error for a `--client`, `--log`, `--seconds`, `--warmup` or `--concurrency` it does not take.
+ */
+function rpcOptions() {
   const { values } = parseArgs({
     options: {
       seconds: { type: 'string', default: '5' },
@@ -118,9 +123,34 @@ async function main(): Promise<void> {
   const warmupS = Number(values.warmup);
   if (!(seconds > 0) || !(warmupS >= 0)) throw new Error('--seconds takes a positive number, --warmup zero or more');
   const levels = values.concurrency!.split(',').map(parseLevel);
-  delete process.env.NODE_EXTRA_CA_CERTS;
-  const sim = new SimCloud({ seed: 3 });
-  await sim.start();
+  return { values, seconds, warmupS, levels };
+}
+
+/** What {@link rpcOptions} returns. */
+type RpcOptions = ReturnType<typeof rpcOptions>;
+
+/** ipamd's `GET /v1/stage-trace`: per stage, its sample count and latency quantiles (ms). */
+type StageTrace = Record<string, { count: number; p50: number; p90: number; p99: number; max: number }>;
+
+/** The node as {@link createRpcNode} sets it up, and the gRPC client the rows use. */
+interface RpcBench {
+  opt: RpcOptions;
+  sim: SimCloud;
+  node: SimNode;
+  c: ReturnType<typeof pluginClient> | TestIpamdClient;
+  /** MINIMUM_IP_TARGET: the available addresses waited for before the first row. */
+  minimum: number;
+  /** How ipamd is run, for the heading: "V8 defaults" or `node <flags>`. */
+  runAs: string;
+}
+
+/**
+ * Creates (does not start) the c5.4xlarge node on `sim` with the warm and minimum targets
+ * the highest concurrency needs and no cooldown, run and logging as `opt` says, and its
+ * client (grpc-js or the plugin's).
+ */
+async function createRpcNode(opt: RpcOptions, sim: SimCloud): Promise<RpcBench> {
+  const { values, levels } = opt;
   const subnet = sim.addSubnet({ cidr: '10.0.0.0/20' });
   const maxConc = Math.max(...levels.map((l) => l.conc));
   const warm = 2 * maxConc;
@@ -141,62 +171,67 @@ async function main(): Promise<void> {
   const runAs = v8 && !values['node-flags'] ? 'V8 defaults' : `node ${flags.join(' ')}`;
   node.childPrefix = childPrefix(flags, v8 ? {} : IPAMD_MALLOC_ENV, values.ipamd);
   const c = values.client === 'plugin' ? pluginClient(node.socket) : ipamdClient(node.socket);
-  const out: string[] = [];
-  const traces: Array<[string, Record<string, { count: number; p50: number; p90: number; p99: number; max: number }>]> =
-    [];
-  try {
-    await seedReleasedCheckpoint(node.checkpoint, Number(values.released));
-    await node.start();
-    for (const until = Date.now() + 30_000; Date.now() < until && (await node.status()).counts.available < minimum;)
-      await sleep(100);
-    for (let i = 0; i < 50; i++) {
-      await c.add(`warmup${i}`);
-      await c.del(`warmup${i}`);
-    }
-    // The first row's load, unmeasured: a paced row that starts on a cold JIT falls behind
-    // and its backlog lasts the whole row (a first row's p50 of hundreds of ms).
-    if (warmupS > 0) await offerLoad(c, levels[0]!, warmupS, 'warm');
-    for (const [rowNo, level] of levels.entries()) {
-      const { conc, rate } = level;
-      const calls0 = sim.countCalls();
-      const cpu0 = cpuMsOf(node.pid);
-      const own0 = process.cpuUsage();
-      const t0 = performance.now();
-      const { pairMs, addMs, delMs, errors } = await offerLoad(c, level, seconds, `row${rowNo}`);
-      const el = (performance.now() - t0) / 1000;
-      const cpu1 = cpuMsOf(node.pid);
-      const own = process.cpuUsage(own0);
-      const cpuPerPair =
-        cpu0 !== undefined && cpu1 !== undefined && pairMs.length ? (cpu1 - cpu0) / pairMs.length : NaN;
-      const q = (xs: number[]) => `${quantile(xs, 0.5).toFixed(2)} / ${quantile(xs, 0.99).toFixed(2)}`;
-      out.push(
-        row([
-          rate ? `${conc}, paced at ${rate}/s` : conc,
-          (pairMs.length / el).toFixed(0),
-          q(pairMs),
-          q(addMs),
-          q(delMs),
-          cpuPerPair.toFixed(2),
-          pairMs.length ? ((own.user + own.system) / 1000 / pairMs.length).toFixed(2) : 'NaN',
-          errors,
-          sim.countCalls() - calls0,
-        ]),
-      );
-      if (level === levels[0] || level === levels[levels.length - 1])
-        traces.push([
-          rate ? `${conc}-client (paced at ${rate}/s)` : `${conc}-client`,
-          (await (node.introspect?.('/v1/stage-trace') ?? Promise.resolve({})).catch(
-            () => ({}),
-          )) as (typeof traces)[number][1],
-        ]);
-    }
-  } finally {
-    c.close();
-    await node.close();
-    await sim.stop();
+  return { opt, sim, node, c, minimum, runAs };
+}
+
+/**
+ * Starts ipamd from a checkpoint remembering `--released` DELs, waits (at most 30 s) for
+ * the minimum target available, then 50 ADD+DEL pairs and `--warmup` s of the first row's
+ * load, none of it measured.
+ */
+async function startAndWarm(b: RpcBench): Promise<void> {
+  const { node, c, minimum, opt } = b;
+  await seedReleasedCheckpoint(node.checkpoint, Number(opt.values.released));
+  await node.start();
+  for (const until = Date.now() + 30_000; Date.now() < until && (await node.status()).counts.available < minimum;)
+    await sleep(100);
+  for (let i = 0; i < 50; i++) {
+    await c.add(`warmup${i}`);
+    await c.del(`warmup${i}`);
   }
+  // The first row's load, unmeasured: a paced row that starts on a cold JIT falls behind
+  // and its backlog lasts the whole row (a first row's p50 of hundreds of ms).
+  if (opt.warmupS > 0) await offerLoad(c, opt.levels[0]!, opt.warmupS, 'warm');
+}
+
+/**
+ * Offers row `rowNo`'s `level` for `--seconds` and returns its table row: pairs/s, pair,
+ * ADD and DEL p50 / p99 (ms), ipamd's and the bench's CPU per pair (ms), errors, EC2 calls.
+ */
+async function measureRow(b: RpcBench, rowNo: number, level: { conc: number; rate?: number }): Promise<string> {
+  const { sim, node, c } = b;
+  const { conc, rate } = level;
+  const calls0 = sim.countCalls();
+  const cpu0 = cpuMsOf(node.pid);
+  const own0 = process.cpuUsage();
+  const t0 = performance.now();
+  const { pairMs, addMs, delMs, errors } = await offerLoad(c, level, b.opt.seconds, `row${rowNo}`);
+  const el = (performance.now() - t0) / 1000;
+  const cpu1 = cpuMsOf(node.pid);
+  const own = process.cpuUsage(own0);
+  const cpuPerPair = cpu0 !== undefined && cpu1 !== undefined && pairMs.length ? (cpu1 - cpu0) / pairMs.length : NaN;
+  const q = (xs: number[]) => `${quantile(xs, 0.5).toFixed(2)} / ${quantile(xs, 0.99).toFixed(2)}`;
+  return row([
+    rate ? `${conc}, paced at ${rate}/s` : conc,
+    (pairMs.length / el).toFixed(0),
+    q(pairMs),
+    q(addMs),
+    q(delMs),
+    cpuPerPair.toFixed(2),
+    pairMs.length ? ((own.user + own.system) / 1000 / pairMs.length).toFixed(2) : 'NaN',
+    errors,
+    sim.countCalls() - calls0,
+  ]);
+}
+
+/**
+ * Prints the heading, the table of `out` (one row per level, from {@link measureRow}) and
+ * each of `traces` (a row's label, ipamd's stage trace after it; an empty trace is skipped).
+ */
+function printRpcReport(b: RpcBench, out: string[], traces: Array<[string, StageTrace]>): void {
+  const { values, seconds } = b.opt;
   console.log(
-    `ipamd ADD+DEL pairs over the Unix socket, warm pool, checkpoint durable on every change (group commit), ${values.released} DELs remembered, ${values.client} clients on one channel, ${seconds} s per row, ${machineLine(os.cpus().length)}, ipamd ${values.ipamd ?? 'this build'} (${runAs}), load ${os.loadavg()[0]!.toFixed(1)}`,
+    `ipamd ADD+DEL pairs over the Unix socket, warm pool, checkpoint durable on every change (group commit), ${values.released} DELs remembered, ${values.client} clients on one channel, ${seconds} s per row, ${machineLine(os.cpus().length)}, ipamd ${values.ipamd ?? 'this build'} (${b.runAs}), load ${os.loadavg()[0]!.toFixed(1)}`,
   );
   console.log(
     row([
@@ -221,6 +256,36 @@ async function main(): Promise<void> {
     for (const [stage, v] of Object.entries(tr))
       console.log(row([stage, v.count, v.p50.toFixed(3), v.p90.toFixed(3), v.p99.toFixed(3)]));
   }
+}
+
+/** The bench (see the file's header): the rows, then the table once the node is closed. */
+async function main(): Promise<void> {
+  const opt = rpcOptions();
+  const { levels } = opt;
+  delete process.env.NODE_EXTRA_CA_CERTS;
+  const sim = new SimCloud({ seed: 3 });
+  await sim.start();
+  const b = await createRpcNode(opt, sim);
+  const { node, c } = b;
+  const out: string[] = [];
+  const traces: Array<[string, StageTrace]> = [];
+  try {
+    await startAndWarm(b);
+    for (const [rowNo, level] of levels.entries()) {
+      const { conc, rate } = level;
+      out.push(await measureRow(b, rowNo, level));
+      if (level === levels[0] || level === levels[levels.length - 1])
+        traces.push([
+          rate ? `${conc}-client (paced at ${rate}/s)` : `${conc}-client`,
+          (await (node.introspect?.('/v1/stage-trace') ?? Promise.resolve({})).catch(() => ({}))) as StageTrace,
+        ]);
+    }
+  } finally {
+    c.close();
+    await node.close();
+    await sim.stop();
+  }
+  printRpcReport(b, out, traces);
 }
 
 main().catch((e: Error) => {

@@ -38,7 +38,6 @@
  *
  *   node dist/bench/ipamd-rss.js [--pods 250] [--churn 600] [--released 4096] [--quick] [--log file|stdout] [--v8-defaults] [--node-flag F]... [--split] [--heap-snapshot] [--restarts N] [--timeline] [--a-dist DIR]   (--quick: 30 s of churn)
  */
-import { readFileSync, statSync } from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -46,103 +45,26 @@ import path from 'node:path';
 import { SimCloud } from '../sim/index.js';
 import { KubeApiStandIn } from '../sim/kube/index.js';
 import { IPAMD_MALLOC_ENV, IPAMD_NODE_FLAGS } from '../ipamd/v8-flags.js';
-import { ipamdClient } from '../test/helpers/ipamd-client.js';
-import { createSimNode } from '../test/property/sim-node.js';
-import { machineLine, pluginClient, row, seedReleasedCheckpoint, sleep } from './bench-util.js';
-import { quantile } from './stats.js';
-
-/** VmRSS of `pid` in MiB (Linux /proc). @throws Error when the process is gone. */
-function vmRssMiB(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  if (!m) throw new Error(`no VmRSS for pid ${pid}`);
-  return Math.round((Number(m[1]) / 1024) * 10) / 10;
-}
-
-/** CPU seconds (user + system) `pid` has used (/proc/<pid>/stat fields 14 and 15, clock ticks of 1/100 s). */
-function cpuSeconds(pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(f[11]) + Number(f[12])) / 100;
-}
-
-/** Size of `file` in bytes, 0 when it does not exist. */
-function statSize(file: string): number {
-  try {
-    return statSync(file).size;
-  } catch {
-    return 0;
-  }
-}
+import { ipamdClient, type TestIpamdClient } from '../test/helpers/ipamd-client.js';
+import { createSimNode, type SimNode } from '../test/property/sim-node.js';
+import { seedReleasedCheckpoint, sleep } from './bench-util.js';
+import {
+  cpuSeconds,
+  firstAddAnswered,
+  heapMiB,
+  printTimeline,
+  rssSplit,
+  statSize,
+  vmRssMiB,
+} from './ipamd-rss-probes.js';
+import { printRssReport, type ChurnResult, type NodeStatus, type RestartResult } from './ipamd-rss-report.js';
 
 /**
- * Prints each log line ipamd wrote from byte `from` of `file` on, as ms after `spawnedAt`
- * (epoch ms) with its message: where the time between spawn and "ipamd serving" went.
+ * The command line (see the file's header): the parsed `values`, `pods` (allocations
+ * held) and `churnS` (seconds of churn: `--churn`, else 30 with `--quick`, else 600).
+ * @throws Error when `--log` is neither file nor stdout.
  */
-function printTimeline(file: string, from: number, spawnedAt: number): void {
-  const text = readFileSync(file, 'utf8').slice(from);
-  const out: string[] = [];
-  for (const line of text.split('\n')) {
-    try {
-      const o = JSON.parse(line) as { time?: string; msg?: string };
-      if (o.time && o.msg) out.push(`${String(Date.parse(o.time) - spawnedAt).padStart(5)} ms  ${o.msg}`);
-      if (o.msg === 'ipamd serving') break;
-    } catch {
-      /* not JSON */
-    }
-  }
-  console.log(`restart timeline (ms after spawn):\n${out.join('\n')}`);
-}
-
-/**
- * ipamd's V8 heap, committed / used, and external memory (MiB) from its Prometheus
- * endpoint (prom-client's default `nodejs_heap_size_total_bytes`,
- * `nodejs_heap_size_used_bytes`, `nodejs_external_memory_bytes`); its port is read from
- * the "ipamd serving" log line (`metricsPort`) of `logFile`. "n/a" when unreadable.
- */
-async function heapMiB(logFile: string): Promise<string> {
-  try {
-    const serving = readFileSync(logFile, 'utf8')
-      .split('\n')
-      .filter((l) => l.includes('"ipamd serving"'))
-      .at(-1);
-    const port = (JSON.parse(serving ?? '{}') as { metricsPort?: number }).metricsPort;
-    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    const v = (name: string) =>
-      (Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)`, 'm').exec(text)?.[1]) / 1048576).toFixed(1);
-    return `${v('nodejs_heap_size_total_bytes')}/${v('nodejs_heap_size_used_bytes')}/${v('nodejs_external_memory_bytes')}`;
-  } catch {
-    return 'n/a';
-  }
-}
-
-/** Anonymous and file-backed resident MiB of `pid` (/proc/<pid>/smaps_rollup, Linux ≥ 4.14). */
-function rssSplit(pid: number): string {
-  const t = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
-  const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(t)?.[1] ?? NaN);
-  const mib = (v: number) => (v / 1024).toFixed(1);
-  return `rss ${mib(kb('Rss'))} = anonymous ${mib(kb('Anonymous'))} + file-backed ${mib(kb('Rss') - kb('Anonymous'))} MiB`;
-}
-
-/**
- * Repeats the ADD of held pod `id` on `socket` from now on, each try on a new connection
- * 2 ms after the last failed, until one is answered; resolves with the time it was
- * answered (performance.now(), ms). @throws Error when the answer is another address than
- * `expectIp` (the restart lost the allocation), or after `timeoutMs` without an answer.
- */
-async function firstAddAnswered(socket: string, id: string, expectIp: string, timeoutMs: number): Promise<number> {
-  for (const until = performance.now() + timeoutMs; performance.now() < until; await sleep(2)) {
-    const c = pluginClient(socket);
-    const r = (await c.add(id).catch(() => undefined)) as { ipv4_addr?: string } | undefined; // not serving yet
-    const at = performance.now();
-    c.close();
-    if (!r) continue;
-    if (r.ipv4_addr !== expectIp)
-      throw new Error(`restart: ADD of held ${id} answered ${r.ipv4_addr}, had ${expectIp}`);
-    return at;
-  }
-  throw new Error(`restart: no ADD of ${id} answered within ${timeoutMs} ms`);
-}
-
-async function main(): Promise<void> {
+function rssOptions() {
   const { values } = parseArgs({
     options: {
       pods: { type: 'string', default: '250' },
@@ -162,6 +84,48 @@ async function main(): Promise<void> {
   if (values.log !== 'file' && values.log !== 'stdout') throw new Error(`--log: "${values.log}" is not file or stdout`);
   const pods = Number(values.pods);
   const churnS = Number(values.churn ?? (values.quick ? 30 : 600));
+  return { values, pods, churnS };
+}
+
+/** What {@link rssOptions} returns. */
+type RssOptions = ReturnType<typeof rssOptions>;
+
+/**
+ * The bench's running state, shared by its steps: the options, the simulated cloud and
+ * API server, the node (ipamd in a child process) and a gRPC client to it, ipamd's log
+ * file, and what the ADDs recorded (each ADD's time in ms; each held pod's address).
+ */
+interface RssBench {
+  opt: RssOptions;
+  sim: SimCloud;
+  kube: KubeApiStandIn;
+  /** Temporary directory holding the API stand-in's kubeconfig; removed at the end. */
+  kdir: string;
+  nodeName: string;
+  node: SimNode;
+  /** ipamd's log: the rotating file (`--log file`) or the copy of its stdout. */
+  ipamdLog: string;
+  c: TestIpamdClient;
+  /** Each ADD's gRPC round trip, ms. */
+  addMs: number[];
+  /** Pod name → the IPv4 address its last ADD answered. */
+  heldIp: Map<string, string>;
+  /**
+   * The command prefix that runs ipamd as the image's entrypoint does (undefined: plain
+   * `node main.js`); `main` is another build's ipamd/main.js instead of this one's.
+   */
+  prefixFor: (main?: string) => string[] | undefined;
+  /** `prefixFor()` for this build. */
+  ownPrefix: string[] | undefined;
+}
+
+/**
+ * Starts the simulated cloud and the API stand-in and creates (does not start) the
+ * m5.large prefix-mode node with metrics, fast restart and the Kubernetes source on,
+ * logging and run as `opt` says. Nothing is stopped if this throws.
+ */
+async function setUpRssBench(opt: RssOptions): Promise<RssBench> {
+  const { values } = opt;
   delete process.env.NODE_EXTRA_CA_CERTS;
   const sim = new SimCloud({ seed: 7 });
   await sim.start();
@@ -206,170 +170,157 @@ async function main(): Promise<void> {
         ];
   const ownPrefix = prefixFor();
   if (ownPrefix) node.childPrefix = ownPrefix;
-  const split = (label: string, pid: number) => {
-    if (values.split) console.log(`${label}: ${rssSplit(pid)}`);
-  };
   const c = ipamdClient(node.socket);
-  // A pod as the runtime and the API server see it, then its ADD.
-  const addMs: number[] = [];
-  const heldIp = new Map<string, string>();
-  const addPod = async (k: string): Promise<void> => {
-    node.cri?.add({ id: k, name: k, namespace: 'bench', uid: `uid-${k}` });
-    const t = performance.now();
-    const r = await c.add(k);
-    addMs.push(performance.now() - t);
-    heldIp.set(k, r.ipv4_addr);
-    node.cri?.setIp(k, r.ipv4_addr);
-    kube.upsertPod({ namespace: 'bench', name: k, uid: `uid-${k}`, nodeName, podIP: r.ipv4_addr, containerID: k });
-  };
-  const delPod = async (k: string): Promise<void> => {
-    await c.del(k);
-    node.cri?.remove(k);
-    kube.deletePod('bench', k);
-  };
+  return { opt, sim, kube, kdir, nodeName, node, ipamdLog, c, addMs: [], heldIp: new Map(), prefixFor, ownPrefix };
+}
+
+/** Prints where `pid`'s resident set is (anonymous vs file-backed, MiB) under `label`, with `--split`. */
+function printSplit(b: RssBench, label: string, pid: number): void {
+  if (b.opt.values.split) console.log(`${label}: ${rssSplit(pid)}`);
+}
+
+/** With `--heap-snapshot`: has ipamd (`pid`) write a V8 heap snapshot (SIGUSR2), waits 5 s for it, says where. */
+async function heapSnapshot(b: RssBench, pid: number, label: string): Promise<void> {
+  if (!b.opt.values['heap-snapshot']) return;
+  process.kill(pid, 'SIGUSR2');
+  await sleep(5000);
+  console.log(`heap snapshot of ${pid} (${label}) written to ${process.cwd()} (Heap.*.${pid}.*.heapsnapshot)`);
+}
+
+/** A pod `k` as the runtime and the API server see it, then its ADD (timed into `b.addMs`, its address into `b.heldIp`). */
+async function addPod(b: RssBench, k: string): Promise<void> {
+  const { node, c, kube, nodeName } = b;
+  node.cri?.add({ id: k, name: k, namespace: 'bench', uid: `uid-${k}` });
+  const t = performance.now();
+  const r = await c.add(k);
+  b.addMs.push(performance.now() - t);
+  b.heldIp.set(k, r.ipv4_addr);
+  node.cri?.setIp(k, r.ipv4_addr);
+  kube.upsertPod({ namespace: 'bench', name: k, uid: `uid-${k}`, nodeName, podIP: r.ipv4_addr, containerID: k });
+}
+
+/** The DEL of pod `k`, then its removal from the runtime and the API server. */
+async function delPod(b: RssBench, k: string): Promise<void> {
+  await b.c.del(k);
+  b.node.cri?.remove(k);
+  b.kube.deletePod('bench', k);
+}
+
+/** ADDs pods `pod0`…`pod<pods-1>` in turn. @throws Error naming the failed ADD and ipamd's counts. */
+async function addAllPods(b: RssBench): Promise<void> {
+  const { pods } = b.opt;
+  for (let i = 0; i < pods; i++) {
+    await addPod(b, `pod${i}`).catch(async (e: Error) => {
+      const st = await b.node.status();
+      throw new Error(`ADD ${i + 1} of ${pods} failed: ${e.message}; counts ${JSON.stringify(st.counts)}`);
+    });
+  }
+}
+
+/**
+ * `--churn` seconds of DEL+ADD pairs of the held pods in turn, 250 ms apart, sampling
+ * ipamd's (`pid`) VmRSS every 10 s for the peak (from `held`, MiB) and once a minute.
+ */
+async function churn(b: RssBench, pid: number, held: number): Promise<ChurnResult> {
+  const { pods, churnS } = b.opt;
+  let pairs = 0;
+  const cpu0 = cpuSeconds(pid);
+  let peak = held;
+  let sampledAt = Date.now();
+  const perMinute: string[] = [];
+  const churnFrom = Date.now();
+  for (const until = Date.now() + churnS * 1000; Date.now() < until; pairs++) {
+    const k = `pod${pairs % pods}`;
+    await delPod(b, k);
+    await addPod(b, k);
+    await sleep(250); // ~4 pairs/s: with the default 30 s cooldown, 120 cooling + 250 held fit the 432
+    if (Date.now() - sampledAt >= 10_000) {
+      peak = Math.max(peak, vmRssMiB(pid));
+      sampledAt = Date.now();
+    }
+    if (Date.now() - churnFrom >= (perMinute.length + 1) * 60_000)
+      perMinute.push(`${vmRssMiB(pid)} (${await heapMiB(b.ipamdLog)})`);
+  }
+  const cpuMsPerPair = ((cpuSeconds(pid) - cpu0) * 1000) / Math.max(1, pairs);
+  return { pairs, peak, perMinute, cpuMsPerPair };
+}
+
+/**
+ * `--restarts` graceful restarts with the allocations held (twice as many with
+ * `--a-dist`, A and B alternating, A first): spawn → first ADD answered, and → "ipamd
+ * serving" in the log; prints each restart's timeline with `--timeline`.
+ */
+async function restartLoop(b: RssBench, before: NodeStatus): Promise<RestartResult> {
+  const { node, sim, ipamdLog, opt } = b;
+  const { values } = opt;
+  const restarts: number[] = [];
+  const restartsA: number[] = [];
+  const logLines: number[] = [];
+  const logLinesA: number[] = [];
+  const restartCalls: string[] = [];
+  let s2 = before;
+  const aMain = values['a-dist'] ? path.resolve(values['a-dist'], 'ipamd/main.js') : undefined;
+  for (let i = 0; i < Math.max(1, Number(values.restarts)) * (aMain ? 2 : 1); i++) {
+    // With --a-dist: A (the other build) and B (this one) alternate, A first.
+    const isA = aMain !== undefined && i % 2 === 0;
+    const prefix = isA ? b.prefixFor(aMain) : b.ownPrefix;
+    if (prefix) node.childPrefix = prefix;
+    else delete node.childPrefix;
+    await node.stop();
+    const logFrom = statSize(ipamdLog);
+    const calls0 = sim.calls.length;
+    const spawnedAt = Date.now();
+    const t0 = performance.now();
+    const probe = firstAddAnswered(node.socket, 'pod0', b.heldIp.get('pod0')!, 30_000);
+    probe.catch(() => undefined); // awaited below; a failed start must not leave it unhandled meanwhile
+    await node.start();
+    (isA ? logLinesA : logLines).push(performance.now() - t0);
+    (isA ? restartsA : restarts).push((await probe) - t0);
+    restartCalls.push(...sim.calls.slice(calls0).map((x) => x.action));
+    s2 = await node.status();
+    if (values.timeline && isA) console.log('A build:');
+    if (values.timeline) printTimeline(ipamdLog, logFrom, spawnedAt);
+    await sleep(500);
+  }
+  return { restarts, restartsA, logLines, logLinesA, restartCalls, s2, aMain };
+}
+
+/** The bench (see the file's header): idle, held, churn, restarts, then the table. */
+async function main(): Promise<void> {
+  const opt = rssOptions();
+  const b = await setUpRssBench(opt);
+  const { node } = b;
   try {
-    await seedReleasedCheckpoint(node.checkpoint, Number(values.released));
+    await seedReleasedCheckpoint(node.checkpoint, Number(opt.values.released));
     await node.start();
     await sleep(2000);
     const pid = node.pid!;
     const idle = vmRssMiB(pid);
-    split('idle', pid);
-    for (let i = 0; i < pods; i++) {
-      await addPod(`pod${i}`).catch(async (e: Error) => {
-        const st = await node.status();
-        throw new Error(`ADD ${i + 1} of ${pods} failed: ${e.message}; counts ${JSON.stringify(st.counts)}`);
-      });
-    }
+    printSplit(b, 'idle', pid);
+    await addAllPods(b);
     await sleep(2000);
     const held = vmRssMiB(pid);
-    split(`${pods} held`, pid);
-    const snapshot = async (label: string) => {
-      if (!values['heap-snapshot']) return;
-      process.kill(pid, 'SIGUSR2');
-      await sleep(5000);
-      console.log(`heap snapshot of ${pid} (${label}) written to ${process.cwd()} (Heap.*.${pid}.*.heapsnapshot)`);
-    };
-    await snapshot(`${pods} held`);
-    let pairs = 0;
-    const cpu0 = cpuSeconds(pid);
-    let peak = held;
-    let sampledAt = Date.now();
-    const perMinute: string[] = [];
-    const churnFrom = Date.now();
-    for (const until = Date.now() + churnS * 1000; Date.now() < until; pairs++) {
-      const k = `pod${pairs % pods}`;
-      await delPod(k);
-      await addPod(k);
-      await sleep(250); // ~4 pairs/s: with the default 30 s cooldown, 120 cooling + 250 held fit the 432
-      if (Date.now() - sampledAt >= 10_000) {
-        peak = Math.max(peak, vmRssMiB(pid));
-        sampledAt = Date.now();
-      }
-      if (Date.now() - churnFrom >= (perMinute.length + 1) * 60_000)
-        perMinute.push(`${vmRssMiB(pid)} (${await heapMiB(ipamdLog)})`);
-    }
-    const cpuMsPerPair = ((cpuSeconds(pid) - cpu0) * 1000) / Math.max(1, pairs);
+    printSplit(b, `${opt.pods} held`, pid);
+    await heapSnapshot(b, pid, `${opt.pods} held`);
+    const ch = await churn(b, pid, held);
     await sleep(2000);
     const after = vmRssMiB(pid);
-    split('after churn', pid);
-    await snapshot('after churn');
+    printSplit(b, 'after churn', pid);
+    await heapSnapshot(b, pid, 'after churn');
     const s = await node.status();
     // Restarts with the allocations held: spawn → first ADD answered, and → "ipamd serving" in the log (medians of `--restarts`).
-    const restarts: number[] = [];
-    const restartsA: number[] = [];
-    const logLines: number[] = [];
-    const logLinesA: number[] = [];
-    const restartCalls: string[] = [];
-    let s2 = s;
-    const aMain = values['a-dist'] ? path.resolve(values['a-dist'], 'ipamd/main.js') : undefined;
-    for (let i = 0; i < Math.max(1, Number(values.restarts)) * (aMain ? 2 : 1); i++) {
-      // With --a-dist: A (the other build) and B (this one) alternate, A first.
-      const isA = aMain !== undefined && i % 2 === 0;
-      const prefix = isA ? prefixFor(aMain) : ownPrefix;
-      if (prefix) node.childPrefix = prefix;
-      else delete node.childPrefix;
-      await node.stop();
-      const logFrom = statSize(ipamdLog);
-      const calls0 = sim.calls.length;
-      const spawnedAt = Date.now();
-      const t0 = performance.now();
-      const probe = firstAddAnswered(node.socket, 'pod0', heldIp.get('pod0')!, 30_000);
-      probe.catch(() => undefined); // awaited below; a failed start must not leave it unhandled meanwhile
-      await node.start();
-      (isA ? logLinesA : logLines).push(performance.now() - t0);
-      (isA ? restartsA : restarts).push((await probe) - t0);
-      restartCalls.push(...sim.calls.slice(calls0).map((x) => x.action));
-      s2 = await node.status();
-      if (values.timeline && isA) console.log('A build:');
-      if (values.timeline) printTimeline(ipamdLog, logFrom, spawnedAt);
-      await sleep(500);
-    }
-    const restartMs = quantile(restarts, 0.5);
-    if (perMinute.length)
-      console.log(`RSS each minute of the churn, MiB (V8 heap committed/used/external): ${perMinute.join(', ')}`);
+    const rs = await restartLoop(b, s);
+    if (ch.perMinute.length)
+      console.log(`RSS each minute of the churn, MiB (V8 heap committed/used/external): ${ch.perMinute.join(', ')}`);
     await sleep(2000);
     const afterRestart = vmRssMiB(node.pid!);
-    console.log(machineLine(os.cpus().length));
-    console.log(
-      row([
-        'ipamd RSS (MiB)',
-        'idle',
-        `${pods} held`,
-        `after ${churnS} s churn`,
-        'peak during churn',
-        'churn pairs',
-        'assigned',
-        'ADD p50 / p90 ms (gRPC, one client)',
-        'ipamd CPU ms per churn pair',
-      ]),
-    );
-    console.log(
-      row([
-        values['v8-defaults'] ? 'm5.large, prefix mode, V8 defaults' : 'm5.large, prefix mode',
-        idle,
-        held,
-        after,
-        peak,
-        pairs,
-        s.counts.assigned,
-        `${quantile(addMs, 0.5).toFixed(2)} / ${quantile(addMs, 0.9).toFixed(2)}`,
-        cpuMsPerPair.toFixed(1),
-      ]),
-    );
-    console.log(
-      row([
-        'restart',
-        `to the first ADD answered (ms, spawn included; median of ${restarts.length}: ${restarts.map((r) => Math.round(r)).join(', ')}); to "ipamd serving" in its log: ${Math.round(quantile(logLines, 0.5))}`,
-        'EC2 calls until serving',
-        'assigned after',
-        'RSS 2 s after (MiB)',
-      ]),
-    );
-    if (aMain)
-      console.log(
-        row([
-          `A: ${values['a-dist']}`,
-          `${Math.round(quantile(restartsA, 0.5))} (median of ${restartsA.length}: ${restartsA.map((r) => Math.round(r)).join(', ')}); log line: ${Math.round(quantile(logLinesA, 0.5))}`,
-          '',
-          '',
-          '',
-        ]),
-      );
-    console.log(
-      row([
-        `${s.counts.assigned} held`,
-        Math.round(restartMs),
-        restartCalls.length ? restartCalls.join(' ') : 0,
-        s2.counts.assigned,
-        afterRestart,
-      ]),
-    );
+    printRssReport(opt, { idle, held, after, afterRestart, s, addMs: b.addMs }, ch, rs);
   } finally {
-    c.close();
+    b.c.close();
     await node.close();
-    await kube.stop();
-    await rm(kdir, { recursive: true, force: true });
-    await sim.stop();
+    await b.kube.stop();
+    await rm(b.kdir, { recursive: true, force: true });
+    await b.sim.stop();
   }
 }
 

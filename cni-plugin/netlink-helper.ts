@@ -12,6 +12,7 @@
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { IpBatchError } from '../netfacts/ip-batch.js';
+import { holdChild } from '../netfacts/child-ref.js';
 
 /** errno of "no such device" (the helper's answer for a link that is not there). */
 const ENODEV = 19;
@@ -74,6 +75,25 @@ const field = (what: string, v: string | number): string => {
 };
 
 /**
+ * A stdout `data` handler splitting the helper's answers (`<id> ok` or `<id> err <errno>
+ * <message>`, one per line, possibly split across chunks) into `answer(id)` /
+ * `answer(id, errno, message)`; other lines are ignored.
+ */
+function answerLines(answer: (id: number, errno?: number, message?: string) => void): (d: string) => void {
+  let out = '';
+  return (d) => {
+    out += d;
+    for (let nl = out.indexOf('\n'); nl >= 0; nl = out.indexOf('\n')) {
+      const m = /^(\d+) (ok|err (\d+) (.*))$/.exec(out.slice(0, nl));
+      out = out.slice(nl + 1);
+      if (!m) continue;
+      if (m[2] === 'ok') answer(Number(m[1]));
+      else answer(Number(m[1]), Number(m[3]), m[4]);
+    }
+  };
+}
+
+/**
  * Starts the helper at `helperPath` (lazily, on the first request; again after it
  * exited), entering the node netns at `nodeNetns` (default: ipamd's own). `o.timeoutMs`:
  * per-request deadline (default {@link NETLINK_REQUEST_TIMEOUT_MS}).
@@ -86,11 +106,7 @@ export function netlinkHelper(helperPath: string, nodeNetns?: string, o: { timeo
   const timeoutMs = o.timeoutMs ?? NETLINK_REQUEST_TIMEOUT_MS;
 
   // An idle helper does not keep the process running (ipamd's sockets do); one with requests waiting does.
-  const hold = (p: ChildProcessWithoutNullStreams, on: boolean) => {
-    for (const h of [p, p.stdin, p.stdout, p.stderr] as unknown as Array<{ ref?: () => void; unref?: () => void }>)
-      if (on) h.ref?.();
-      else h.unref?.();
-  };
+  const hold = holdChild;
   const settle = (id: number) => {
     waiting.delete(id);
     if (waiting.size === 0 && child) hold(child, false);
@@ -98,21 +114,17 @@ export function netlinkHelper(helperPath: string, nodeNetns?: string, o: { timeo
 
   const start = (): ChildProcessWithoutNullStreams => {
     const p = spawn(helperPath, nodeNetns ? [nodeNetns] : [], { stdio: ['pipe', 'pipe', 'pipe'] });
-    let out = '';
     let err = '';
-    p.stdout.setEncoding('utf8').on('data', (d: string) => {
-      out += d;
-      for (let nl = out.indexOf('\n'); nl >= 0; nl = out.indexOf('\n')) {
-        const line = out.slice(0, nl);
-        out = out.slice(nl + 1);
-        const m = /^(\d+) (ok|err (\d+) (.*))$/.exec(line);
-        const w = m ? waiting.get(Number(m[1])) : undefined;
-        if (!m || !w) continue;
-        settle(Number(m[1]));
-        if (m[2] === 'ok') w.resolve();
-        else w.reject(new IpBatchError(w.argv, Number(m[3]), `RTNETLINK answers: ${m[4]}`));
-      }
-    });
+    p.stdout.setEncoding('utf8').on(
+      'data',
+      answerLines((id, errno, message) => {
+        const w = waiting.get(id);
+        if (!w) return;
+        settle(id);
+        if (errno === undefined) w.resolve();
+        else w.reject(new IpBatchError(w.argv, errno, `RTNETLINK answers: ${message}`));
+      }),
+    );
     p.stderr.setEncoding('utf8').on('data', (d: string) => {
       err = (err + d).slice(-2000);
     });
@@ -157,6 +169,18 @@ export function netlinkHelper(helperPath: string, nodeNetns?: string, o: { timeo
   };
 
   return {
+    ...helperVerbs(request),
+    ping: () => request(['ping']),
+    close: () => {
+      closed = true;
+      child?.stdin.end();
+    },
+  };
+}
+
+/** The request verbs over `request` (one line to the helper, resolved by its answer). */
+function helperVerbs(request: (fields: string[]) => Promise<void>): Omit<NetlinkHelper, 'ping' | 'close'> {
+  return {
     veth: async (p) =>
       request([
         'veth',
@@ -186,11 +210,6 @@ export function netlinkHelper(helperPath: string, nodeNetns?: string, o: { timeo
       } catch (e) {
         return [(e as Error).message];
       }
-    },
-    ping: () => request(['ping']),
-    close: () => {
-      closed = true;
-      child?.stdin.end();
     },
   };
 }

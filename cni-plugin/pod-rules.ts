@@ -8,15 +8,20 @@
 import { asCidr, podRules, ruleFromJson, ruleLine, sameRule, type IpRule, type RuleJson } from '../netfacts/ip-rule.js';
 import type { IpJson } from '../netfacts/ip-query.js';
 import { tableName } from '../netfacts/routing.js';
-import type { WiringPlan } from './wiring.js';
+
+/** What the pod's rules depend on: its IPv4 (dotted quad) and the route table of the ENI holding it (254 = main). */
+export interface PodRuleKey {
+  ipv4: string;
+  routeTableId: number;
+}
 
 /** The rules ADD installs for the pod of `plan` (its IP and the ENI's route table). */
-export function expectedPodRules(plan: Pick<WiringPlan, 'ipv4' | 'routeTableId'>): IpRule[] {
+export function expectedPodRules(plan: PodRuleKey): IpRule[] {
   return podRules(plan.ipv4, plan.routeTableId);
 }
 
 /** `ip rule del` lines removing exactly what ADD added for `plan`. */
-export function podRuleDeleteLines(plan: Pick<WiringPlan, 'ipv4' | 'routeTableId'>): string[] {
+export function podRuleDeleteLines(plan: PodRuleKey): string[] {
   return expectedPodRules(plan).map((r) => ruleLine('del', r, { tableNames: true }));
 }
 

@@ -29,11 +29,11 @@ import { IpBatchError, type IpStream } from '../netfacts/ip-batch.js';
 import { ipDeleteAll, ipShow } from '../netfacts/ip-query.js';
 import { podHostRoute, routeFromJson, routeLine, type RouteJson } from '../netfacts/ip-route.js';
 import { ruleLine } from '../netfacts/ip-rule.js';
-import { expectedPodRules, podRuleDeleteLines } from './pod-rules.js';
+import { expectedPodRules, podRuleDeleteLines, type PodRuleKey } from './pod-rules.js';
 import { POD_GATEWAY } from './result.js';
 
 /** Everything needed to wire (or unwire) one attachment. */
-export interface WiringPlan {
+export interface WiringPlan extends PodRuleKey {
   /** Pod netns path (`/var/run/netns/<name>` or `/proc/<pid>/ns/net`). */
   netns: string;
   /** Interface name inside the pod (CNI_IFNAME). */

@@ -33,24 +33,7 @@ const MAX_TTL_S = 21600;
  */
 export function metadataText(v: ImdsInstanceView, path: string): string | undefined {
   const p = path.replace(/^\/+/, '');
-  if (p === 'dynamic/instance-identity/document') {
-    return JSON.stringify(
-      {
-        accountId: v.accountId,
-        architecture: 'x86_64',
-        availabilityZone: v.availabilityZone,
-        imageId: v.imageId,
-        instanceId: v.instanceId,
-        instanceType: v.instanceType,
-        pendingTime: new Date(v.launchTime).toISOString(),
-        privateIp: v.privateIp,
-        region: v.region,
-        version: '2017-09-30',
-      },
-      null,
-      2,
-    );
-  }
+  if (p === 'dynamic/instance-identity/document') return identityDocument(v);
   if (p === 'dynamic/' || p === 'dynamic') return 'instance-identity/';
   if (p === 'dynamic/instance-identity/' || p === 'dynamic/instance-identity') return 'document';
   if (p === 'meta-data' || p === 'meta-data/') {
@@ -114,6 +97,11 @@ export function metadataText(v: ImdsInstanceView, path: string): string | undefi
       2,
     );
   }
+  return macText(v, m);
+}
+
+/** Text below `meta-data/network/interfaces/macs/<mac>/` (`m` without `meta-data/`; undefined = 404). */
+function macText(v: ImdsInstanceView, m: string): string | undefined {
   const em = /^network\/interfaces\/macs\/([0-9a-f:]{17})\/(.*)$/.exec(m);
   if (!em) return undefined;
   const eni = v.enis.find((e) => e.mac === em[1]);
@@ -134,6 +122,26 @@ export function metadataText(v: ImdsInstanceView, path: string): string | undefi
   if (eni.ipv4Prefixes.length) fields['ipv4-prefix'] = eni.ipv4Prefixes.join('\n');
   if (em[2] === '') return Object.keys(fields).sort().join('\n');
   return fields[em[2]!];
+}
+
+/** The instance identity document (`dynamic/instance-identity/document`), pretty JSON as IMDS serves it. */
+function identityDocument(v: ImdsInstanceView): string {
+  return JSON.stringify(
+    {
+      accountId: v.accountId,
+      architecture: 'x86_64',
+      availabilityZone: v.availabilityZone,
+      imageId: v.imageId,
+      instanceId: v.instanceId,
+      instanceType: v.instanceType,
+      pendingTime: new Date(v.launchTime).toISOString(),
+      privateIp: v.privateIp,
+      region: v.region,
+      version: '2017-09-30',
+    },
+    null,
+    2,
+  );
 }
 
 /** The IMDSv2 HTTP server. */

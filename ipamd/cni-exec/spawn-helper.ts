@@ -17,6 +17,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import { fileURLToPath } from 'node:url';
+import { holdChild } from '../../netfacts/child-ref.js';
 import { localSpawner, type IpChildEvents, type IpSpawner } from '../../netfacts/ip-batch.js';
 import { stageTrace } from '../service/stage-trace.js';
 
@@ -65,6 +66,25 @@ function spawnPayload(argv: string[], env: NodeJS.ProcessEnv): Buffer {
 }
 
 /**
+ * A stdout `data` handler cutting the helper's byte stream (frames possibly split across
+ * chunks) into frames: `deliver(type, id, payload)` for each complete one, in order.
+ */
+function frameReader(deliver: (type: string, id: number, body: Buffer) => void): (d: Buffer) => void {
+  let buf: Buffer = Buffer.alloc(0);
+  return (d) => {
+    buf = buf.length ? Buffer.concat([buf, d]) : d;
+    let off = 0;
+    while (buf.length - off >= HDR) {
+      const len = buf.readUInt32LE(off);
+      if (buf.length - off < HDR + len) break;
+      deliver(String.fromCharCode(buf[off + 4]!), buf.readUInt32LE(off + 5), buf.subarray(off + HDR, off + HDR + len));
+      off += HDR + len;
+    }
+    buf = off === buf.length ? Buffer.alloc(0) : buf.subarray(off);
+  };
+}
+
+/**
  * Starts the helper at `path` (default {@link BUNDLED_SPAWN_HELPER}) lazily, on the first
  * spawn, and again after it exited. `onSpawned(callMs, roundTripMs)`, when given, is told of
  * each child started: the helper's fork and exec (ms) and the time from the request to its
@@ -86,11 +106,7 @@ export function startSpawnHelper(
   let nextId = 1;
   let stopped = false;
 
-  const hold = (p: ChildProcessWithoutNullStreams, on: boolean) => {
-    for (const h of [p, p.stdin, p.stdout, p.stderr] as unknown as Array<{ ref?: () => void; unref?: () => void }>)
-      if (on) h.ref?.();
-      else h.unref?.();
-  };
+  const hold = holdChild;
 
   const deliver = (type: string, id: number, body: Buffer) => {
     const k = kids.get(id);
@@ -112,24 +128,12 @@ export function startSpawnHelper(
 
   const start = (): ChildProcessWithoutNullStreams => {
     const p = spawn(path, [], { stdio: ['pipe', 'pipe', 'pipe'] });
-    let buf: Buffer = Buffer.alloc(0);
     let err = '';
     let answered = false;
+    const frames = frameReader(deliver);
     p.stdout.on('data', (d: Buffer) => {
       answered = true;
-      buf = buf.length ? Buffer.concat([buf, d]) : d;
-      let off = 0;
-      while (buf.length - off >= HDR) {
-        const len = buf.readUInt32LE(off);
-        if (buf.length - off < HDR + len) break;
-        deliver(
-          String.fromCharCode(buf[off + 4]!),
-          buf.readUInt32LE(off + 5),
-          buf.subarray(off + HDR, off + HDR + len),
-        );
-        off += HDR + len;
-      }
-      buf = off === buf.length ? Buffer.alloc(0) : buf.subarray(off);
+      frames(d);
     });
     p.stderr.setEncoding('utf8').on('data', (d: string) => {
       err = (err + d).slice(-1000);

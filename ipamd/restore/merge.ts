@@ -128,8 +128,30 @@ export interface MergeResult {
   identityTrusted: boolean;
 }
 
-/** Applies the rules of the module docstring. Pure. */
-export function mergeEvidence(i: MergeInput): MergeResult {
+/**
+ * What the readable sources show, indexed for the merge: the READY sandboxes (none when the
+ * runtime was not read), the non-host-network pods (none when Kubernetes was not read), the
+ * IPs the kernel shows wired (none when not read), and per allocation whether the runtime
+ * or Kubernetes knows it and whether it is older than the grace.
+ */
+interface Evidence {
+  cri: SandboxEvidence[];
+  pods: PodEvidence[];
+  kernelIps: ReadonlySet<string>;
+  /** The sandboxes' IPs. */
+  criIps: ReadonlySet<string>;
+  /** The pods' IPs. */
+  podIps: ReadonlySet<string>;
+  /** True when a sandbox has the allocation's container id or IP. */
+  criKnows: (a: Allocation) => boolean;
+  /** True when a pod has the allocation's IP or pod uid. */
+  kubeKnows: (a: Allocation) => boolean;
+  /** True when the allocation was made at least `graceMs` before the reads began (`readAt ?? now`, ms). */
+  old: (a: Allocation) => boolean;
+}
+
+/** Indexes `i`'s source reads for {@link mergeEvidence}. Pure. */
+function indexEvidence(i: MergeInput): Evidence {
   const cri = i.cri.ok === true ? i.cri.items : [];
   const pods = i.kube.ok === true ? i.kube.items.filter((p) => !p.hostNetwork) : [];
   const kernelIps: ReadonlySet<string> = i.kernel.ok ? i.kernel.podIps : new Set();
@@ -140,8 +162,18 @@ export function mergeEvidence(i: MergeInput): MergeResult {
   const criKnows = (a: Allocation) => byId.has(a.containerID) || criIps.has(a.ipv4);
   const kubeKnows = (a: Allocation) => podIps.has(a.ipv4) || (!!a.pod?.uid && podUids.has(a.pod.uid));
   const old = (a: Allocation) => (i.readAt ?? i.now) - a.allocatedAt >= i.graceMs;
+  return { cri, pods, kernelIps, criIps, podIps, criKnows, kubeKnows, old };
+}
 
-  // Plausibility: judged on the held addresses the kernel shows wired to a pod.
+/**
+ * Plausibility (plausibility.ts), judged on the held addresses the kernel shows wired to a
+ * pod (allocations older than the grace, and unverified IPs): each read source's coverage
+ * of them, and why its silence is not believed (a coverage too low, or for the runtime an
+ * identity that does not match the node's or the checkpoint's). Nothing is judged without
+ * the kernel's read. Pure.
+ */
+function judgeSources(i: MergeInput, ev: Evidence): Pick<MergeResult, 'suspect' | 'coverage'> {
+  const { cri, pods, kernelIps, criIps, podIps, criKnows, kubeKnows, old } = ev;
   const wiredAllocs = i.kernel.ok ? i.allocations.filter((a) => old(a) && kernelIps.has(a.ipv4)) : [];
   const wiredUnverified = i.kernel.ok ? (i.unverifiedIps ?? []).filter((ip) => kernelIps.has(ip)) : [];
   const base = wiredAllocs.length + wiredUnverified.length;
@@ -175,33 +207,75 @@ export function mergeEvidence(i: MergeInput): MergeResult {
     if (c.suspect)
       suspect.kube = `Kubernetes lists ${pods.length} pods on node ${i.nodeName ?? '(MY_NODE_NAME)'} and knows ${c.known} of the ${c.base} pods the kernel shows wired; ${heldText} and the kernel shows ${i.kernel.podVeths} pod veths (is MY_NODE_NAME this node's name?)`;
   }
+  return { suspect, coverage: cov };
+}
 
-  const readable = i.cri.ok === true && i.kube.ok !== false && i.kernel.ok;
-  const trusted = readable && !suspect.cri && !suspect.kube;
+/** An allocation no source vouches for; `confirmed` when more than one source says it is gone (release-brake.ts). */
+interface ReleaseCandidate {
+  a: Allocation;
+  confirmed: boolean;
+}
+
+/**
+ * Sorts the allocations, in order: live when the runtime or Kubernetes knows it, or the
+ * kernel shows it wired (then also `kernelVouched`); a release candidate when no source
+ * vouches, the sources are `trusted` (all read, none suspect) and it is older than the
+ * grace; live otherwise. Pure.
+ */
+function sortAllocations(
+  i: MergeInput,
+  ev: Evidence,
+  trusted: boolean,
+): { live: Allocation[]; kernelVouched: Allocation[]; candidates: ReleaseCandidate[] } {
   const live: Allocation[] = [];
   const kernelVouched: Allocation[] = [];
-  const candidates: Array<{ a: Allocation; confirmed: boolean }> = [];
+  const candidates: ReleaseCandidate[] = [];
   for (const a of i.allocations) {
-    if (criKnows(a) || kubeKnows(a)) live.push(a);
-    else if (kernelIps.has(a.ipv4)) {
+    if (ev.criKnows(a) || ev.kubeKnows(a)) live.push(a);
+    else if (ev.kernelIps.has(a.ipv4)) {
       live.push(a);
       kernelVouched.push(a);
-    } else if (trusted && old(a)) {
+    } else if (trusted && ev.old(a)) {
       // The kernel's silence counts only from a view that shows pod veths at all (not the wrong netns).
       const kernelSaysGone = i.kernel.ok && i.kernel.podVeths > 0;
       candidates.push({ a, confirmed: confirmedGone({ cri: true, kube: i.kube.ok === true, kernel: kernelSaysGone }) });
     } else live.push(a);
   }
+  return { live, kernelVouched, candidates };
+}
+
+/**
+ * The release brake over the `candidates` of `held` allocations: `release` when the sources
+ * are `trusted` and the brake lets the pass through, else `kept` (to stay live); `brake` is
+ * the verdict (undefined when not `trusted`). Pure.
+ */
+function brakeCandidates(
+  held: number,
+  candidates: ReleaseCandidate[],
+  trusted: boolean,
+): { brake: BrakeVerdict | undefined; release: Allocation[]; kept: Allocation[] } {
   let brake: BrakeVerdict | undefined;
   let release: Allocation[] = [];
+  let kept: Allocation[] = [];
   if (trusted) {
     const single = candidates.filter((c) => !c.confirmed).length;
     brake = applyBrake({ held, single, confirmed: candidates.length - single, sources: 'the runtime' });
-    if (brake.held) live.push(...candidates.map((c) => c.a));
+    if (brake.held) kept = candidates.map((c) => c.a);
     else release = candidates.map((c) => c.a);
-  } else live.push(...candidates.map((c) => c.a));
-  const canRelease = trusted && !brake?.held;
+  } else kept = candidates.map((c) => c.a);
+  return { brake, release, kept };
+}
 
+/**
+ * The READY sandboxes `cri` that no allocation covers, in order: `stale` when ipamd already
+ * served their DEL, `foreign` when their IP is not on our ENIs, a conflict when another
+ * allocation holds their IP, else adopted (an allocation on `i.networkName`/`i.ifName`
+ * made `i.now`). Sandboxes without an IP are skipped.
+ */
+function adoptSandboxes(
+  i: MergeInput,
+  cri: SandboxEvidence[],
+): Pick<MergeResult, 'adopt' | 'conflicts' | 'foreign' | 'stale'> {
   const adopt: Allocation[] = [];
   const conflicts: MergeResult['conflicts'] = [];
   const foreign: SandboxEvidence[] = [];
@@ -232,8 +306,26 @@ export function mergeEvidence(i: MergeInput): MergeResult {
       pod: { namespace: s.podNamespace, name: s.podName, uid: s.podUid },
     });
   }
+  return { adopt, conflicts, foreign, stale };
+}
+
+/** Applies the rules of the module docstring. Pure. */
+export function mergeEvidence(i: MergeInput): MergeResult {
+  const ev = indexEvidence(i);
+  // Plausibility: judged on the held addresses the kernel shows wired to a pod.
+  const { suspect, coverage: cov } = judgeSources(i, ev);
+  const held = i.allocations.length;
+
+  const readable = i.cri.ok === true && i.kube.ok !== false && i.kernel.ok;
+  const trusted = readable && !suspect.cri && !suspect.kube;
+  const { live, kernelVouched, candidates } = sortAllocations(i, ev, trusted);
+  const { brake, release, kept } = brakeCandidates(held, candidates, trusted);
+  live.push(...kept);
+  const canRelease = trusted && !brake?.held;
+
+  const { adopt, conflicts, foreign, stale } = adoptSandboxes(i, ev.cri);
   const adoptedIps = new Set(adopt.map((a) => a.ipv4));
-  const keepUnverified = (i.unverifiedIps ?? []).filter((ip) => kernelIps.has(ip) && !adoptedIps.has(ip));
+  const keepUnverified = (i.unverifiedIps ?? []).filter((ip) => ev.kernelIps.has(ip) && !adoptedIps.has(ip));
   return {
     live,
     adopt,

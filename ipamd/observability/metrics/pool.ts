@@ -26,8 +26,22 @@ export function registerPoolMetrics(registry: Registry, src: () => MetricsSource
         this.set(c ? pick(c) : 0);
       },
     });
+  const ctx: PoolGaugeContext = { registers, src, now, counts, sampled };
+  upstreamPoolGauges(ctx);
+  ownPoolGauges(ctx);
+}
 
-  // ---- amazon-vpc-cni-k8s names ----
+/** What the pool gauges share: the registry, the sources, the clock, counts and a counts-sampled gauge. */
+interface PoolGaugeContext {
+  registers: Registry[];
+  src: () => MetricsSources | undefined;
+  now: () => number;
+  counts: () => DatastoreCounts | undefined;
+  sampled: (name: string, help: string, pick: (c: DatastoreCounts) => number) => Gauge;
+}
+
+/** amazon-vpc-cni-k8s's pool gauges, same names and help. */
+function upstreamPoolGauges({ registers, src, now, sampled }: PoolGaugeContext): void {
   sampled('awscni_total_ip_addresses', 'The total number of IP addresses', (c) => c.total);
   sampled('awscni_assigned_ip_addresses', 'The number of IP addresses assigned to pods', (c) => c.assigned);
   sampled('awscni_eni_allocated', 'The number of ENIs allocated', (c) => c.enis);
@@ -89,8 +103,10 @@ export function registerPoolMetrics(registry: Registry, src: () => MetricsSource
       }
     },
   });
+}
 
-  // ---- ours ----
+/** eni-ipam's own pool gauges (`eni_ipam_*`). */
+function ownPoolGauges({ registers, src, now, counts, sampled }: PoolGaugeContext): void {
   new Gauge({
     name: 'eni_ipam_ip_addresses',
     help: 'Secondary IPs on the node by state (available, assigned, cooling, releasing, unverified)',

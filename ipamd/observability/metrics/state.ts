@@ -71,6 +71,70 @@ export function registerStateMetrics(registry: Registry, src: () => MetricsSourc
     labelNames: ['fn'],
     registers,
   });
+  const reconciled = reconcileMetrics(registers, ipamdErr);
+  const subnet = new Gauge({
+    name: 'eni_ipam_subnet_free_addresses',
+    help: "Free addresses EC2 reports in each subnet of the node's ENIs (AvailableIpAddressCount; 0 after EC2 answered the subnet is full)",
+    labelNames: ['subnet'],
+    registers,
+  });
+  const subnetExhausted = new Gauge({
+    name: 'eni_ipam_subnet_exhausted',
+    help: 'Whether a subnet is marked exhausted for new ENIs (1: EC2 answered InsufficientFreeAddressesInSubnet or InsufficientCidrBlocks, the placement skips it for a while; 0: eligible again)',
+    labelNames: ['subnet'],
+    registers,
+  });
+  const startup = new Histogram({
+    name: 'awscni_ipamd_startup_duration_seconds',
+    help: 'The duration of ipamd start-up from process start to ready to serve CNI requests',
+    labelNames: ['success', 'with_api_server', 'failure_reason'],
+    buckets: STARTUP_BUCKETS,
+    registers,
+  });
+  const nodeInit = new Histogram({
+    name: 'awscni_ipamd_node_initialization_duration_seconds',
+    help: 'The duration of node initialization (discovery, checkpoint restore, evidence) during ipamd start-up',
+    labelNames: ['success'],
+    buckets: STARTUP_BUCKETS,
+    registers,
+  });
+
+  registerGateGauges(registers, src);
+
+  return {
+    ipamdError(fn) {
+      ipamdErr.inc({ fn });
+    },
+    reconciled,
+    subnetFree(subnetId, free) {
+      subnet.set({ subnet: subnetId }, free);
+    },
+    subnetExhausted(subnetId, exhausted) {
+      subnetExhausted.set({ subnet: subnetId }, exhausted ? 1 : 0);
+    },
+    started(p) {
+      startup.observe(
+        { success: 'true', with_api_server: String(p.withApiServer), failure_reason: '' },
+        p.startupSeconds,
+      );
+      nodeInit.observe({ success: 'true' }, p.nodeInitSeconds);
+    },
+    inProgress(fn) {
+      inProgress.inc({ fn });
+      let done = false;
+      return () => {
+        if (!done) inProgress.dec({ fn });
+        done = true;
+      };
+    },
+  };
+}
+
+/**
+ * The EC2/IMDS reconcile's metrics (`awscni_reconcile_count{fn}`, pass results, forced
+ * removals, IMDS↔EC2 drift, held IPs EC2 no longer shows); returns the hook fed once per pass.
+ */
+function reconcileMetrics(registers: Registry[], ipamdErr: Counter<'fn'>): (r: ReconcileFacts) => void {
   const reconcile = new Counter({
     name: 'awscni_reconcile_count',
     help: 'The number of ENI and IP/prefix changes the EC2 reconcile made, by kind',
@@ -106,33 +170,29 @@ export function registerStateMetrics(registry: Registry, src: () => MetricsSourc
     help: 'IPs pods hold that EC2 no longer shows on our ENIs at the last reconcile (kept, never dropped while held; look at them)',
     registers,
   });
-  const subnet = new Gauge({
-    name: 'eni_ipam_subnet_free_addresses',
-    help: "Free addresses EC2 reports in each subnet of the node's ENIs (AvailableIpAddressCount; 0 after EC2 answered the subnet is full)",
-    labelNames: ['subnet'],
-    registers,
-  });
-  const subnetExhausted = new Gauge({
-    name: 'eni_ipam_subnet_exhausted',
-    help: 'Whether a subnet is marked exhausted for new ENIs (1: EC2 answered InsufficientFreeAddressesInSubnet or InsufficientCidrBlocks, the placement skips it for a while; 0: eligible again)',
-    labelNames: ['subnet'],
-    registers,
-  });
-  const startup = new Histogram({
-    name: 'awscni_ipamd_startup_duration_seconds',
-    help: 'The duration of ipamd start-up from process start to ready to serve CNI requests',
-    labelNames: ['success', 'with_api_server', 'failure_reason'],
-    buckets: STARTUP_BUCKETS,
-    registers,
-  });
-  const nodeInit = new Histogram({
-    name: 'awscni_ipamd_node_initialization_duration_seconds',
-    help: 'The duration of node initialization (discovery, checkpoint restore, evidence) during ipamd start-up',
-    labelNames: ['success'],
-    buckets: STARTUP_BUCKETS,
-    registers,
-  });
+  return (r: ReconcileFacts): void => {
+    passes.inc({ result: r.ok ? 'ok' : 'failed' });
+    if (!r.ok) {
+      ipamdErr.inc({ fn: 'reconcile' });
+      return;
+    }
+    const count = (fn: string, n: number) => {
+      if (n > 0) reconcile.inc({ fn }, n);
+    };
+    count('eniReconcileAdd', r.adoptedEnis.length);
+    count('eniReconcileDel', r.removedEnis?.length ?? 0);
+    count('eniIPPoolReconcileAdd', r.addedIps.length);
+    count('eniIPPoolReconcileDel', r.removedIps.length);
+    if (r.removedIps.length) forceIps.inc(r.removedIps.length);
+    if (r.removedEnis?.length) forceEnis.inc(r.removedEnis.length);
+    drift.set({ kind: 'imds_only' }, r.imdsOnly.length);
+    drift.set({ kind: 'imds_missing' }, r.imdsMissing.length);
+    heldMissing.set(r.heldMissing.length);
+  };
+}
 
+/** The gauges read at scrape time: node sysctls, the release gate and why, evidence sources, the brake. */
+function registerGateGauges(registers: Registry[], src: () => MetricsSources | undefined): void {
   new Gauge({
     name: 'eni_ipam_node_sysctl_ok',
     help: '1 when a node kernel setting ipamd needs is right, 0 when wrong or unreadable (set by the privileged init container)',
@@ -184,50 +244,4 @@ export function registerStateMetrics(registry: Registry, src: () => MetricsSourc
       this.set(src()?.evidence?.()?.brakeHeld ? 1 : 0);
     },
   });
-
-  return {
-    ipamdError(fn) {
-      ipamdErr.inc({ fn });
-    },
-    reconciled(r) {
-      passes.inc({ result: r.ok ? 'ok' : 'failed' });
-      if (!r.ok) {
-        ipamdErr.inc({ fn: 'reconcile' });
-        return;
-      }
-      const count = (fn: string, n: number) => {
-        if (n > 0) reconcile.inc({ fn }, n);
-      };
-      count('eniReconcileAdd', r.adoptedEnis.length);
-      count('eniReconcileDel', r.removedEnis?.length ?? 0);
-      count('eniIPPoolReconcileAdd', r.addedIps.length);
-      count('eniIPPoolReconcileDel', r.removedIps.length);
-      if (r.removedIps.length) forceIps.inc(r.removedIps.length);
-      if (r.removedEnis?.length) forceEnis.inc(r.removedEnis.length);
-      drift.set({ kind: 'imds_only' }, r.imdsOnly.length);
-      drift.set({ kind: 'imds_missing' }, r.imdsMissing.length);
-      heldMissing.set(r.heldMissing.length);
-    },
-    subnetFree(subnetId, free) {
-      subnet.set({ subnet: subnetId }, free);
-    },
-    subnetExhausted(subnetId, exhausted) {
-      subnetExhausted.set({ subnet: subnetId }, exhausted ? 1 : 0);
-    },
-    started(p) {
-      startup.observe(
-        { success: 'true', with_api_server: String(p.withApiServer), failure_reason: '' },
-        p.startupSeconds,
-      );
-      nodeInit.observe({ success: 'true' }, p.nodeInitSeconds);
-    },
-    inProgress(fn) {
-      inProgress.inc({ fn });
-      let done = false;
-      return () => {
-        if (!done) inProgress.dec({ fn });
-        done = true;
-      };
-    },
-  };
 }
