@@ -1,6 +1,6 @@
 // dependency-cruiser: the import-graph rules of docs/architecture.md#rules-that-never-break that
 // eslint's per-file rules cannot see. Run by `npm run lint` (and so by `npm test`):
-//   npx depcruise --config .dependency-cruiser.cjs ipamd cni-plugin cli sim netfacts proto loader nodefs bench demo test scripts
+//   npm run lint (the depcruise step lists the folders)
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [

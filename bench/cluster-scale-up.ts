@@ -12,10 +12,10 @@
  */
 import { chmod, copyFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { startCluster, type TestCluster } from '../test/cluster/cluster.js';
-import { installEniIpam, nodeCondition } from '../test/cluster/install.js';
-import { echoDeployment, introspect, podsOf, waitPodsReady } from '../test/cluster/workload.js';
-import { waitFor } from '../test/helpers/wait.js';
+import { startCluster, type TestCluster } from '../kit/cluster/cluster.js';
+import { installEniIpam, nodeCondition } from '../kit/cluster/install.js';
+import { echoDeployment, introspect, podsOf, waitPodsReady } from '../kit/cluster/workload.js';
+import { waitFor } from '../kit/wait.js';
 import { quantile } from './stats.js';
 import { machineLine } from './bench-util.js';
 import os from 'node:os';

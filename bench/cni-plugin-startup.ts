@@ -15,7 +15,7 @@
  * zod/mini. Each build is copied into its own temp dir (its code cache lives next to it,
  * produced by a warm-up ADD). Each round runs every build (rotating the order) for
  * VERSION, ADD into a fresh named netns and DEL, against the stand-in ipamd (grpc-js +
- * proto-loader, test/helpers/cni-backend-standin.ts), inside a throw-away node netns; plus
+ * proto-loader, kit/cni-backend-standin.ts), inside a throw-away node netns; plus
  * `node -e 0`, the floor. Times (bench/timed-exec.ts) are wall ($EPOCHREALTIME) and CPU (user+sys) of the plugin
  * process and its children (`ip`, `nsenter`).
  *
@@ -26,8 +26,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { createNamedNetns } from '../test/kit/netns.js';
-import { startCniBackendStandIn } from '../test/helpers/cni-backend-standin.js';
+import { createNamedNetns } from '../kit/netns.js';
+import { startCniBackendStandIn } from '../kit/cni-backend-standin.js';
 import { ms, summarize, timedExec, type TimedRun } from './timed-exec.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));

@@ -13,8 +13,8 @@
  *     $EPOCHREALTIME, µs; CPU from `time`), rounds
  *     interleaved so all see the same machine load;
  * (b) containerd RunPodSandbox median over `--sandboxes` (20) pods: two private
- *     containerd 1.6 (test/helpers/containerd.ts), one whose conflist is ours (the full
- *     test node of test/helpers/containerd-node.ts: sim + ipamd, with the shim installed
+ *     containerd 1.6 (kit/containerd.ts), one whose conflist is ours (the full
+ *     test node of kit/containerd-node.ts: sim + ipamd, with the shim installed
  *     beside the Node plugin and `execSocket` in the conflist; ipamd runs outside the
  *     node netns there, so it wires the node side through ENI_IPAM_CNI_EXEC_NETNS, one
  *     `nsenter` more per ADD than in production), one with ptp + host-local, pods
@@ -39,13 +39,13 @@ import { copyFile, mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { PLUGIN_PATH } from '../test/kit/cni-exec.js';
-import { startIpamd } from '../test/kit/ipamd-process.js';
-import { createNamedNetns, type Netns } from '../test/kit/netns.js';
+import { PLUGIN_PATH } from '../kit/cni-exec.js';
+import { startIpamd } from '../kit/ipamd-process.js';
+import { createNamedNetns, type Netns } from '../kit/netns.js';
 import { SimCloud } from '../sim/index.js';
-import { startContainerd } from '../test/helpers/containerd.js';
-import { createContainerdNode } from '../test/helpers/containerd-node.js';
-import { CriTestClient } from '../test/helpers/cri-client.js';
+import { startContainerd } from '../kit/containerd.js';
+import { createContainerdNode } from '../kit/containerd-node.js';
+import { CriTestClient } from '../kit/cri-client.js';
 import { startShimNode, type ShimNode } from './shim-node.js';
 import { newShimTrace, printShimTrace, recordShimTrace, type ShimTrace, type StageSummary } from './shim-trace.js';
 import { ms, summarize, timedExec, type Summary } from './timed-exec.js';

@@ -45,7 +45,7 @@ import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import { SimCloud, type ApiCallRecord } from '../sim/index.js';
-import { ensureDummyAwsCredentials } from '../test/property/sim-node.js';
+import { ensureDummyAwsCredentials } from '../kit/sim-node.js';
 import { callsByAction, isMutating, machineLine, rssMiB, sleep, throttledCalls } from './bench-util.js';
 import type { FleetCall, FleetReply, FleetRequest, FleetWorkerData, NodeRestartResult } from './fleet/messages.js';
 import { startCpuProfile } from './fleet/profile.js';

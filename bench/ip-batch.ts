@@ -19,7 +19,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { createNamedNetns } from '../test/kit/netns.js';
+import { createNamedNetns } from '../kit/netns.js';
 import { ipBatch } from '../netfacts/ip-batch.js';
 import { hostLines, podLines, policyRoutingLines, type WiringPlan } from '../cni-plugin/wiring.js';
 import { ms, summarize } from './timed-exec.js';

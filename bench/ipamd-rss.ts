@@ -45,8 +45,8 @@ import path from 'node:path';
 import { SimCloud } from '../sim/index.js';
 import { KubeApiStandIn } from '../sim/kube/index.js';
 import { IPAMD_MALLOC_ENV, IPAMD_NODE_FLAGS } from '../ipamd/v8-flags.js';
-import { ipamdClient, type TestIpamdClient } from '../test/helpers/ipamd-client.js';
-import { createSimNode, type SimNode } from '../test/property/sim-node.js';
+import { ipamdClient, type TestIpamdClient } from '../kit/ipamd-client.js';
+import { createSimNode, type SimNode } from '../kit/sim-node.js';
 import { seedReleasedCheckpoint, sleep } from './bench-util.js';
 import {
   cpuSeconds,

@@ -13,8 +13,8 @@
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { SimCloud, type ApiCallRecord } from '../sim/index.js';
-import { ipamdClient, type GrpcError } from '../test/helpers/ipamd-client.js';
-import { createSimNode } from '../test/property/sim-node.js';
+import { ipamdClient, type GrpcError } from '../kit/ipamd-client.js';
+import { createSimNode } from '../kit/sim-node.js';
 import { callsByAction, isMutating, machineLine, row, sleep } from './bench-util.js';
 import { quantile } from './stats.js';
 

@@ -22,8 +22,8 @@
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { SimCloud } from '../sim/index.js';
-import { ipamdClient } from '../test/helpers/ipamd-client.js';
-import { createSimNode } from '../test/property/sim-node.js';
+import { ipamdClient } from '../kit/ipamd-client.js';
+import { createSimNode } from '../kit/sim-node.js';
 import { callsByAction, machineLine, row, sleep } from './bench-util.js';
 import { quantile } from './stats.js';
 

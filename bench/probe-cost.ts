@@ -18,7 +18,7 @@ import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { spawn } from 'node:child_process';
-import { createNode } from '../test/helpers/node-harness.js';
+import { createNode } from '../kit/node-harness.js';
 import { machineLine, row } from './bench-util.js';
 import { quantile } from './stats.js';
 import { timedExec } from './timed-exec.js';

@@ -18,7 +18,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { createNamedNetns } from '../test/kit/netns.js';
+import { createNamedNetns } from '../kit/netns.js';
 import { startShimNode, type ShimNode } from './shim-node.js';
 import { ms, summarize } from './timed-exec.js';
 

@@ -12,9 +12,9 @@ import { copyFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { PLUGIN_PATH } from '../test/kit/cni-exec.js';
-import { startIpamd } from '../test/kit/ipamd-process.js';
-import { createNamedNetns, type Netns } from '../test/kit/netns.js';
+import { PLUGIN_PATH } from '../kit/cni-exec.js';
+import { startIpamd } from '../kit/ipamd-process.js';
+import { createNamedNetns, type Netns } from '../kit/netns.js';
 
 const SIM_MAIN = fileURLToPath(new URL('../sim/main.js', import.meta.url));
 const SHIM = fileURLToPath(new URL('../cni-plugin/eni-ipam', import.meta.url));

@@ -12,7 +12,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { createNamedNetns } from '../test/kit/netns.js';
+import { createNamedNetns } from '../kit/netns.js';
 import { runScenario } from './scenario.js';
 
 const IPAMD_ENV =

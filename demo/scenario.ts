@@ -11,9 +11,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { SimCloud } from '../sim/index.js';
-import { execPlugin, SHIM_PATH } from '../test/kit/cni-exec.js';
-import { startIpamd, type IpamdProcess } from '../test/kit/ipamd-process.js';
-import { createNamedNetns, createProcNetns, run, tcpSendFrom, type Netns } from '../test/kit/netns.js';
+import { execPlugin, SHIM_PATH } from '../kit/cni-exec.js';
+import { startIpamd, type IpamdProcess } from '../kit/ipamd-process.js';
+import { createNamedNetns, createProcNetns, run, tcpSendFrom, type Netns } from '../kit/netns.js';
 
 /** Demo settings. */
 export interface ScenarioOptions {

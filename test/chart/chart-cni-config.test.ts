@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { renderChart } from '../helpers/helm.js';
+import { renderChart } from '../../kit/helm.js';
 import { validateObject } from '../helpers/k8s-validate.js';
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CHART, helm, renderChart } from '../helpers/helm.js';
+import { CHART, helm, renderChart } from '../../kit/helm.js';
 
 test('helm lint passes on the chart (strict: warnings fail too)', async () => {
   const r = await helm(['lint', '--strict', CHART]);

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CHART, helm, renderChart } from '../helpers/helm.js';
+import { CHART, helm, renderChart } from '../../kit/helm.js';
 import { validateObject } from '../helpers/k8s-validate.js';
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any

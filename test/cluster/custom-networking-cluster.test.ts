@@ -8,12 +8,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import ipaddr from 'ipaddr.js';
-import { waitFor } from '../helpers/wait.js';
-import { startCluster, type TestCluster } from './cluster.js';
-import { ECHO_PORT } from './echo-image.js';
-import { installEniIpam } from './install.js';
-import { echoDeployment, eniOf, podNetns, tcpAsk, waitPodsReady } from './workload.js';
-import { checkNothingLost } from './nothing-lost.js';
+import { waitFor } from '../../kit/wait.js';
+import { startCluster, type TestCluster } from '../../kit/cluster/cluster.js';
+import { ECHO_PORT } from '../../kit/cluster/echo-image.js';
+import { installEniIpam } from '../../kit/cluster/install.js';
+import { echoDeployment, eniOf, podNetns, tcpAsk, waitPodsReady } from '../../kit/cluster/workload.js';
+import { checkNothingLost } from '../../kit/cluster/nothing-lost.js';
 
 const skip = process.getuid?.() !== 0 ? 'needs root (network and mount namespaces)' : false;
 

@@ -12,10 +12,10 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import ipaddr from 'ipaddr.js';
-import { renderChart } from '../helpers/helm.js';
-import { waitFor } from '../helpers/wait.js';
-import { startCluster, type TestCluster } from './cluster.js';
-import { ECHO_PORT } from './echo-image.js';
+import { renderChart } from '../../kit/helm.js';
+import { waitFor } from '../../kit/wait.js';
+import { startCluster, type TestCluster } from '../../kit/cluster/cluster.js';
+import { ECHO_PORT } from '../../kit/cluster/echo-image.js';
 import {
   clusterValues,
   helmRelease,
@@ -25,10 +25,10 @@ import {
   nodeCondition,
   RELEASE,
   waitEniIpamReady,
-} from './install.js';
-import { echoPod, installedChain, nodeIfbQdiscs, nodeNatRules } from './chained-plugins.js';
-import { checkNothingLost, killIpamd } from './nothing-lost.js';
-import { allocations, echoDeployment, eniOf, introspect, podNetns, podsOf, tcpAsk, waitPodsReady } from './workload.js';
+} from '../../kit/cluster/install.js';
+import { echoPod, installedChain, nodeIfbQdiscs, nodeNatRules } from '../../kit/cluster/chained-plugins.js';
+import { checkNothingLost, killIpamd } from '../../kit/cluster/nothing-lost.js';
+import { allocations, echoDeployment, eniOf, introspect, podNetns, podsOf, tcpAsk, waitPodsReady } from '../../kit/cluster/workload.js';
 
 const skip = process.getuid?.() !== 0 ? 'needs root (network and mount namespaces)' : false;
 

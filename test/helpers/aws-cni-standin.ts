@@ -26,7 +26,7 @@ import {
 } from '@aws-sdk/client-ec2';
 import type { SimCloud } from '../../sim/index.js';
 import type { Eni } from '../../sim/types.js';
-import { ensureDummyAwsCredentials } from '../property/sim-node.js';
+import { ensureDummyAwsCredentials } from '../../kit/sim-node.js';
 
 /** aws-node's conflist as it installs it (`10-aws.conflist`), with the stand-in as its plugin. */
 export function awsConflist(): object {

@@ -3,4 +3,4 @@ export {
   startCniBackendStandIn as startCniBackendStub,
   type CniBackendStandIn as CniBackendStub,
   type CniBackendCall as StubCall,
-} from './cni-backend-standin.js';
+} from '../../kit/cni-backend-standin.js';

@@ -8,10 +8,10 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { execPlugin, type CniCall, type CniOutcome } from '../kit/cni-exec.js';
-import type { IpamdProcess } from '../kit/ipamd-process.js';
-import { createNamedNetns, createProcNetns, type Netns } from '../kit/netns.js';
-import { createNode, type NodeHarness } from './node-harness.js';
+import { execPlugin, type CniCall, type CniOutcome } from '../../kit/cni-exec.js';
+import type { IpamdProcess } from '../../kit/ipamd-process.js';
+import { createNamedNetns, createProcNetns, type Netns } from '../../kit/netns.js';
+import { createNode, type NodeHarness } from '../../kit/node-harness.js';
 import { defaultPluginKind, pluginArgv, type PluginKind } from './plugin-under-test.js';
 
 /** `ip <args>` inside the netns at `ns` (entered by path); resolves with stdout. */

@@ -22,16 +22,16 @@
 import { randomUUID } from 'node:crypto';
 import { copyFile, chmod, mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { startIpamd, type IpamdProcess } from '../kit/ipamd-process.js';
-import { createNamedNetns, run, type Netns } from '../kit/netns.js';
+import { startIpamd, type IpamdProcess } from '../../kit/ipamd-process.js';
+import { createNamedNetns, run, type Netns } from '../../kit/netns.js';
 import type { SimCloud } from '../../sim/index.js';
-import { buildNode, withContainerd, type KitNode } from '../kit/node.js';
-import type { Containerd } from './containerd.js';
-import type { IpamdAllocation, IpamdStatus } from './containerd-node.js';
-import type { CriTestClient } from './cri-client.js';
-import { plugEniLinks, type EniLinkPlug } from './eni-link-plug.js';
-import { bridgeNetns, type NetnsBridge } from './netns-bridge.js';
-import { waitFor } from './wait.js';
+import { buildNode, withContainerd, type KitNode } from '../../kit/node.js';
+import type { Containerd } from '../../kit/containerd.js';
+import type { IpamdAllocation, IpamdStatus } from '../../kit/containerd-node.js';
+import type { CriTestClient } from '../../kit/cri-client.js';
+import { plugEniLinks, type EniLinkPlug } from '../../kit/eni-link-plug.js';
+import { bridgeNetns, type NetnsBridge } from '../../kit/netns-bridge.js';
+import { waitFor } from '../../kit/wait.js';
 
 /** ipamd's introspection port inside the node namespace (a fresh namespace: nothing else binds it). */
 const INTROSPECTION_PORT = 61679;

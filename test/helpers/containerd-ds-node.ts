@@ -19,17 +19,17 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { chmod, copyFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
-import { createNamedNetns, type Netns } from '../kit/netns.js';
+import { createNamedNetns, type Netns } from '../../kit/netns.js';
 import type { SimCloud } from '../../sim/index.js';
 import type { KubeApiStandIn } from '../../sim/kube/index.js';
-import { buildNode, withContainerd, type KitNode } from '../kit/node.js';
-import type { Containerd } from './containerd.js';
-import type { IpamdAllocation, IpamdStatus } from './containerd-node.js';
-import type { CriTestClient } from './cri-client.js';
-import { plugEniLinks } from './eni-link-plug.js';
-import { bridgeNetns } from './netns-bridge.js';
-import { imageRefOf } from './image-archive.js';
-import { createNodeMountNs, type NodeMountNs } from './node-mountns.js';
+import { buildNode, withContainerd, type KitNode } from '../../kit/node.js';
+import type { Containerd } from '../../kit/containerd.js';
+import type { IpamdAllocation, IpamdStatus } from '../../kit/containerd-node.js';
+import type { CriTestClient } from '../../kit/cri-client.js';
+import { plugEniLinks } from '../../kit/eni-link-plug.js';
+import { bridgeNetns } from '../../kit/netns-bridge.js';
+import { imageRefOf } from '../../kit/image-archive.js';
+import { createNodeMountNs, type NodeMountNs } from '../../kit/node-mountns.js';
 
 const run = promisify(execFile);
 

@@ -8,8 +8,8 @@
  */
 import ipaddr from 'ipaddr.js';
 import type { SimCloud, Eni } from '../../sim/index.js';
-import { createContainerdNode, type ContainerdNode, type RunningPod } from './containerd-node.js';
-import { waitFor } from './wait.js';
+import { createContainerdNode, type ContainerdNode, type RunningPod } from '../../kit/containerd-node.js';
+import { waitFor } from '../../kit/wait.js';
 
 /** The label kubelet sets to the node's zone; the ENIConfig selector of these scenarios. */
 export const ZONE_LABEL = 'topology.kubernetes.io/zone';

@@ -14,7 +14,7 @@ import { loadConfig } from '../../ipamd/config.js';
 import { startDaemon, type DaemonPartName } from '../../ipamd/daemon.js';
 import { pino } from 'pino';
 import { acquireCheckpointLock } from '../../ipamd/startup/checkpoint-lock.js';
-import { waitFor } from './wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 /** The socket inodes this process holds open. */
 function sockets(): Set<string> {

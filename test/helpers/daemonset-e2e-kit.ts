@@ -5,12 +5,12 @@
  */
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync } from 'node:fs';
-import { ipIn } from '../kit/netns.js';
+import { ipIn } from '../../kit/netns.js';
 import { type DsNode } from './containerd-ds-node.js';
 import { findDaemonSet, type K8sDaemonSet } from './daemonset-pod.js';
-import { findLosses } from './nothing-lost.js';
-import { HELM, renderChart } from './helm.js';
-import { waitFor } from './wait.js';
+import { findLosses } from '../../kit/nothing-lost.js';
+import { HELM, renderChart } from '../../kit/helm.js';
+import { waitFor } from '../../kit/wait.js';
 
 /** Pods started by the end-to-end test. */
 export const PODS = 20;

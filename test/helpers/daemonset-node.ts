@@ -14,7 +14,7 @@
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { PodSandboxConfig } from '../../ipamd/restore/cri-source-grpc.js';
-import type { CriTestClient } from './cri-client.js';
+import type { CriTestClient } from '../../kit/cri-client.js';
 import {
   containerConfig,
   hostPathVolumes,
@@ -24,8 +24,8 @@ import {
   type K8sProbe,
   type PodIdentity,
 } from './daemonset-pod.js';
-import { canonicalNodePath, type NodeMountNs } from './node-mountns.js';
-import { waitFor } from './wait.js';
+import { canonicalNodePath, type NodeMountNs } from '../../kit/node-mountns.js';
+import { waitFor } from '../../kit/wait.js';
 
 /** Result of one exec probe. */
 export interface ProbeResult {

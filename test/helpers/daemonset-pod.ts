@@ -10,8 +10,8 @@
  * does not model (a secret or configMap volume, a `resourceFieldRef`, `subPath`) is
  * refused with an error naming the field, never silently dropped.
  */
-import type { PodSpec as CriPodSpec } from './cri-client.js';
-import type { ContainerConfig, CriMount, MountPropagation } from './cri-container-types.js';
+import type { PodSpec as CriPodSpec } from '../../kit/cri-client.js';
+import type { ContainerConfig, CriMount, MountPropagation } from '../../kit/cri-container-types.js';
 
 /** The parts of a Kubernetes container the mapping reads. */
 export interface K8sContainer {

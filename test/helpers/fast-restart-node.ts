@@ -4,8 +4,8 @@
  * stand-in kept in step with the pods. Everything is stopped after the test.
  */
 import { SimCloud, type Subnet } from '../../sim/index.js';
-import { createSimNode, type SimNode } from '../property/sim-node.js';
-import { ipamdClient, type TestIpamdClient } from './ipamd-client.js';
+import { createSimNode, type SimNode } from '../../kit/sim-node.js';
+import { ipamdClient, type TestIpamdClient } from '../../kit/ipamd-client.js';
 
 /** The node, its cloud and a gRPC client; `addPod` runs a pod in the CRI stand-in and ADDs it (@returns its IP). */
 export interface FastRestartNode {

@@ -6,7 +6,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { IPAMD_PATH } from '../kit/ipamd-process.js';
+import { IPAMD_PATH } from '../../kit/ipamd-process.js';
 
 /** How a SIGTERM ended (or did not end) ipamd. */
 export interface TermOutcome {

@@ -8,12 +8,12 @@ import { CreateNetworkInterfaceCommand, CreateTagsCommand, EC2Client } from '@aw
 import type { AddNetworkReply } from '../../proto/ipam.js';
 import type { Eni } from '../../sim/index.js';
 import type { CriStandIn } from '../../sim/cri/index.js';
-import { ipamdClient, type TestIpamdClient } from './ipamd-client.js';
-import { createNode, type NodeHarness } from './node-harness.js';
-import { eniPodAddresses, findLosses } from './nothing-lost.js';
-import { waitFor } from './wait.js';
+import { ipamdClient, type TestIpamdClient } from '../../kit/ipamd-client.js';
+import { createNode, type NodeHarness } from '../../kit/node-harness.js';
+import { eniPodAddresses, findLosses } from '../../kit/nothing-lost.js';
+import { waitFor } from '../../kit/wait.js';
 
-export { listParam, prefixAddresses } from './nothing-lost.js';
+export { listParam, prefixAddresses } from '../../kit/nothing-lost.js';
 
 /** Environment giving short timers (overridable per test). */
 export const FAST_ENV: NodeJS.ProcessEnv = {

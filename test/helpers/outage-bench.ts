@@ -22,11 +22,11 @@ import {
   type ContainerdNode,
   type IpamdStatus,
   type RunningPod,
-} from './containerd-node.js';
-import { listParam, RELEASE_ACTIONS, releaseCallsSince, type LiveSandbox } from './nothing-lost.js';
+} from '../../kit/containerd-node.js';
+import { listParam, RELEASE_ACTIONS, releaseCallsSince, type LiveSandbox } from '../../kit/nothing-lost.js';
 import { duplicateIps, type OutageFigures } from './outage-checks.js';
 import { startSecondRuntime, type SecondRuntime } from './second-runtime.js';
-import { waitFor } from './wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 export { checkSafety, duplicateIps, figureLine, type OutageFigures } from './outage-checks.js';
 

@@ -3,7 +3,7 @@
  * over them (docs/design.md#13-evidence-before-trust item 7).
  */
 import assert from 'node:assert/strict';
-import type { LiveSandbox } from './nothing-lost.js';
+import type { LiveSandbox } from '../../kit/nothing-lost.js';
 
 /** What a scenario observed after its restart. */
 export interface OutageFigures {

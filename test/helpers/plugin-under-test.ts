@@ -7,7 +7,7 @@
  * `ENI_IPAM_TEST_PLUGIN=shim node --test dist/test/integration/cni-check.test.js`.
  */
 import { fileURLToPath } from 'node:url';
-import { PLUGIN_PATH } from '../kit/cni-exec.js';
+import { PLUGIN_PATH } from '../../kit/cni-exec.js';
 
 /** The two builds. */
 export type PluginKind = 'node' | 'shim';

@@ -10,7 +10,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { waitFor } from './wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 /** The prometheus binary (scripts/ensure-deps.sh --containerd installs it). */
 export const PROMETHEUS_BIN = '/usr/bin/prometheus';

@@ -13,8 +13,8 @@
 import { randomUUID } from 'node:crypto';
 import { chmod, copyFile, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { startContainerd, type Containerd } from './containerd.js';
-import { CriTestClient } from './cri-client.js';
+import { startContainerd, type Containerd } from '../../kit/containerd.js';
+import { CriTestClient } from '../../kit/cri-client.js';
 
 /** The foreign network's address range (not in the sim's 10.0.0.0/24 subnet). */
 export const FOREIGN_SUBNET = '172.30.0.0/24';

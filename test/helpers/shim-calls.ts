@@ -6,10 +6,10 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { CniOutcome } from '../kit/cni-exec.js';
+import type { CniOutcome } from '../../kit/cni-exec.js';
 import type { CniNode, VerbCall } from './cni-node.js';
 import { pluginArgv } from './plugin-under-test.js';
-import { waitFor } from './wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 /** A random 64-hex container id. */
 export const newId = () => randomBytes(32).toString('hex');

@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict';
 import { NO_RESPONSE } from '../../sim/index.js';
 import { ageEnis, leakedEnis, type LifecycleNode } from './lifecycle-node.js';
-import { eniPodAddresses } from './nothing-lost.js';
-import { waitFor } from './wait.js';
+import { eniPodAddresses } from '../../kit/nothing-lost.js';
+import { waitFor } from '../../kit/wait.js';
 
 /**
  * How an injected failure behaves:

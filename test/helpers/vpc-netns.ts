@@ -6,8 +6,8 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
-import type { Netns } from '../kit/netns.js';
-import { waitFor } from './wait.js';
+import type { Netns } from '../../kit/netns.js';
+import { waitFor } from '../../kit/wait.js';
 
 const execFileP = promisify(execFile);
 

@@ -19,7 +19,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { ipIn } from '../kit/netns.js';
+import { ipIn } from '../../kit/netns.js';
 import {
   awsConflist,
   awsNodeCheckpoint,
@@ -28,8 +28,8 @@ import {
   parseAdds,
 } from '../helpers/aws-cni-standin.js';
 import { createInstalledCniNode } from '../helpers/containerd-cni-node.js';
-import { findLosses } from '../helpers/nothing-lost.js';
-import { waitFor } from '../helpers/wait.js';
+import { findLosses } from '../../kit/nothing-lost.js';
+import { waitFor } from '../../kit/wait.js';
 
 const RELEASE_ACTIONS = ['UnassignPrivateIpAddresses', 'DetachNetworkInterface', 'DeleteNetworkInterface'];
 

@@ -12,9 +12,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { checkpointBoundsFor, loadCheckpoint, readBootId, type CheckpointData } from '../../ipamd/checkpoint/index.js';
 import { SimCloud } from '../../sim/index.js';
-import { ipamdClient } from '../helpers/ipamd-client.js';
-import { waitFor } from '../helpers/wait.js';
-import { createSimNode } from '../property/sim-node.js';
+import { ipamdClient } from '../../kit/ipamd-client.js';
+import { waitFor } from '../../kit/wait.js';
+import { createSimNode } from '../../kit/sim-node.js';
 
 /** A schema-valid checkpoint of this boot with `n` allocations on `eni-x`. */
 function bigCheckpoint(n: number): CheckpointData {

@@ -14,8 +14,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SimCloud } from '../../sim/index.js';
-import { ipamdClient, type TestIpamdClient } from '../helpers/ipamd-client.js';
-import { createSimNode, type SimNode } from '../property/sim-node.js';
+import { ipamdClient, type TestIpamdClient } from '../../kit/ipamd-client.js';
+import { createSimNode, type SimNode } from '../../kit/sim-node.js';
 
 /** Calls per round at most: the kill lands at a random one of them. */
 const ROUND_OPS = 320;

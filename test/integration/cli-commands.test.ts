@@ -10,10 +10,10 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
-import { ipamdClient } from '../helpers/ipamd-client.js';
-import { createNode } from '../helpers/node-harness.js';
+import { ipamdClient } from '../../kit/ipamd-client.js';
+import { createNode } from '../../kit/node-harness.js';
 import { runCli, type CliRun } from '../helpers/cli-run.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 /** One line on stderr, naming `what`, no stack frame. */
 function oneLine(r: CliRun, what: RegExp): void {

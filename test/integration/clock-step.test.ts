@@ -10,10 +10,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { createNode } from '../helpers/node-harness.js';
-import { ipamdClient, type TestIpamdClient } from '../helpers/ipamd-client.js';
-import { waitFor } from '../helpers/wait.js';
-import type { IpamdProcess } from '../kit/ipamd-process.js';
+import { createNode } from '../../kit/node-harness.js';
+import { ipamdClient, type TestIpamdClient } from '../../kit/ipamd-client.js';
+import { waitFor } from '../../kit/wait.js';
+import type { IpamdProcess } from '../../kit/ipamd-process.js';
 
 const PERIOD_MS = 2000;
 /** How late past the period an address may leave cooldown: the datastore is read on demand, the test polls every 25 ms. */

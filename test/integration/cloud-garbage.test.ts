@@ -12,9 +12,9 @@ import assert from 'node:assert/strict';
 import { isIPv4 } from 'node:net';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { createNode, type NodeHarness } from '../helpers/node-harness.js';
-import { ipamdClient } from '../helpers/ipamd-client.js';
-import { waitFor } from '../helpers/wait.js';
+import { createNode, type NodeHarness } from '../../kit/node-harness.js';
+import { ipamdClient } from '../../kit/ipamd-client.js';
+import { waitFor } from '../../kit/wait.js';
 import { parsePrometheusText, sample } from '../helpers/prom-text.js';
 
 async function metric(port: number, name: string, labels: Record<string, string>): Promise<number> {

@@ -15,9 +15,9 @@ import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { PORTMAP_PLUGIN, BANDWIDTH_PLUGIN } from '../../ipamd/startup/cni-conflist.js';
 import { ipIn, startCniNode, type CniNode } from '../helpers/cni-node.js';
-import { execPlugin, type CniOutcome } from '../kit/cni-exec.js';
-import { createNamedNetns, run } from '../kit/netns.js';
-import { waitFor } from '../helpers/wait.js';
+import { execPlugin, type CniOutcome } from '../../kit/cni-exec.js';
+import { createNamedNetns, run } from '../../kit/netns.js';
+import { waitFor } from '../../kit/wait.js';
 
 type Obj = Record<string, unknown>;
 const DEBIAN_CNI = '/usr/lib/cni';

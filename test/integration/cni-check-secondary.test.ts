@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { ipamdClient } from '../helpers/ipamd-client.js';
+import { ipamdClient } from '../../kit/ipamd-client.js';
 import { ipIn, ipj, startCniNode } from '../helpers/cni-node.js';
 
 const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');

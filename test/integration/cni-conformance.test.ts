@@ -12,9 +12,9 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { SUPPORTED_VERSIONS } from '../../cni-plugin/versions.js';
-import { ipamdClient } from '../helpers/ipamd-client.js';
+import { ipamdClient } from '../../kit/ipamd-client.js';
 import { ipj, startCniNode } from '../helpers/cni-node.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 const newId = () => randomBytes(32).toString('hex');
 const legacy = (v: string) => v.startsWith('0.');

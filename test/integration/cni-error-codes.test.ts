@@ -14,8 +14,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { startCniNode, type CniNode } from '../helpers/cni-node.js';
 import { newId, viaNode, viaShim } from '../helpers/shim-calls.js';
-import { waitFor } from '../helpers/wait.js';
-import type { CniOutcome } from '../kit/cni-exec.js';
+import { waitFor } from '../../kit/wait.js';
+import type { CniOutcome } from '../../kit/cni-exec.js';
 
 const run = promisify(execFile);
 

@@ -15,7 +15,7 @@ import { MAX_STDIN_BYTES } from '../../ipamd/cni-exec/protocol.js';
 import { MAX_BUFFERED_BYTES, MAX_PENDING, REQUEST_DEADLINE_MS } from '../../ipamd/cni-exec/server.js';
 import { startCniNode, type CniNode } from '../helpers/cni-node.js';
 import { pluginArgv } from '../helpers/plugin-under-test.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 /** ipamd's resident set in bytes. */
 async function rss(pid: number): Promise<number> {

@@ -11,7 +11,7 @@ import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
-import { createNamedNetns, run, type Netns } from '../kit/netns.js';
+import { createNamedNetns, run, type Netns } from '../../kit/netns.js';
 import { Datastore } from '../../ipamd/datastore/datastore.js';
 import { KernelSource } from '../../ipamd/restore/kernel-source.js';
 import { gcNetwork } from '../../ipamd/service/gc.js';

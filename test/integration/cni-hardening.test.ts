@@ -13,11 +13,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { execPlugin, type CniCall } from '../kit/cni-exec.js';
-import { createNamedNetns, tcpSendFrom, type Netns } from '../kit/netns.js';
-import { startCniBackendStandIn, type CniBackendStandIn } from '../helpers/cni-backend-standin.js';
+import { execPlugin, type CniCall } from '../../kit/cni-exec.js';
+import { createNamedNetns, tcpSendFrom, type Netns } from '../../kit/netns.js';
+import { startCniBackendStandIn, type CniBackendStandIn } from '../../kit/cni-backend-standin.js';
 import { ipIn, ipj } from '../helpers/cni-node.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 const NODE_ADDR = '10.0.0.10';
 const newId = () => randomBytes(32).toString('hex');

@@ -7,10 +7,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { execPlugin, type CniCall } from '../kit/cni-exec.js';
-import { createNamedNetns, createProcNetns, ipIn, tcpSendFrom, type Netns } from '../kit/netns.js';
-import { createNode } from '../helpers/node-harness.js';
-import { waitFor } from '../helpers/wait.js';
+import { execPlugin, type CniCall } from '../../kit/cni-exec.js';
+import { createNamedNetns, createProcNetns, ipIn, tcpSendFrom, type Netns } from '../../kit/netns.js';
+import { createNode } from '../../kit/node-harness.js';
+import { waitFor } from '../../kit/wait.js';
 
 const j = async (path: string, args: string[]) => JSON.parse((await ipIn(path, ['-j', ...args])) || '[]');
 

@@ -20,9 +20,9 @@ import { deleteHostVeth, IpConflictError, startWiring, type WiringPlan } from '.
 import { teardownHost } from '../../cni-plugin/host-teardown.js';
 import { CniError } from '../../cni-plugin/errors.js';
 import { LOCAL_IP } from '../../netfacts/ip-batch.js';
-import { ipIn, netnsMaker, type Netns } from '../kit/netns.js';
-import { alive } from '../helpers/host-scan.js';
-import { waitFor } from '../helpers/wait.js';
+import { ipIn, netnsMaker, type Netns } from '../../kit/netns.js';
+import { alive } from '../../kit/host-scan.js';
+import { waitFor } from '../../kit/wait.js';
 import pino from 'pino';
 import { BUNDLED_NETLINK_HELPER, chooseNetlinkHelper } from '../../ipamd/cni-exec/netlink-start.js';
 

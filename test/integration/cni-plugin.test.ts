@@ -13,10 +13,10 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { execPlugin, type CniCall } from '../kit/cni-exec.js';
-import { createNamedNetns, createProcNetns, tcpSendFrom, type Netns } from '../kit/netns.js';
-import { startCniBackendStandIn, type CniBackendStandIn } from '../helpers/cni-backend-standin.js';
-import { waitFor } from '../helpers/wait.js';
+import { execPlugin, type CniCall } from '../../kit/cni-exec.js';
+import { createNamedNetns, createProcNetns, tcpSendFrom, type Netns } from '../../kit/netns.js';
+import { startCniBackendStandIn, type CniBackendStandIn } from '../../kit/cni-backend-standin.js';
+import { waitFor } from '../../kit/wait.js';
 
 /** `ip <args>` inside the netns at `ns` (entered by path). execFile, not demo's `ipIn`: its
  * unguarded stdin write can raise an uncaught EPIPE when `ip` exits first. */

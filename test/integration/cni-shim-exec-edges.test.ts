@@ -12,7 +12,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import net from 'node:net';
 import path from 'node:path';
-import { execPlugin } from '../kit/cni-exec.js';
+import { execPlugin } from '../../kit/cni-exec.js';
 import { decodeRequest, encodeResult, encodeUnavailable, MAX_STDIN_BYTES } from '../../ipamd/cni-exec/protocol.js';
 import { spoolDirFor } from '../../ipamd/cni-exec/spool.js';
 import { ipj, startCniNode } from '../helpers/cni-node.js';

@@ -15,10 +15,10 @@ import path from 'node:path';
 import { versionResult } from '../../cni-plugin/result.js';
 import { spoolDirFor, spoolFileName, writeSpoolEntry } from '../../ipamd/cni-exec/spool.js';
 import { ipIn, ipj, startCniNode, type CniNode, type VerbCall } from '../helpers/cni-node.js';
-import { releaseCallsSince } from '../helpers/nothing-lost.js';
+import { releaseCallsSince } from '../../kit/nothing-lost.js';
 import { NODE_STILL_PRESENT, withoutNode } from '../helpers/no-node.js';
 import { pluginArgv } from '../helpers/plugin-under-test.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 const newId = () => randomBytes(32).toString('hex');
 const ipOf = (r: { ips: Array<{ address: string }> }): string => r.ips[0]!.address.split('/')[0]!;

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { startIpamd } from '../kit/ipamd-process.js';
+import { startIpamd } from '../../kit/ipamd-process.js';
 import { ipj, startCniNode } from '../helpers/cni-node.js';
 import { pluginArgv } from '../helpers/plugin-under-test.js';
 

@@ -15,8 +15,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { PLUGIN_PATH } from '../kit/cni-exec.js';
-import { createNamedNetns } from '../kit/netns.js';
+import { PLUGIN_PATH } from '../../kit/cni-exec.js';
+import { createNamedNetns } from '../../kit/netns.js';
 import { ipIn, ipj, startCniNode, type VerbCall } from '../helpers/cni-node.js';
 import { pluginArgv } from '../helpers/plugin-under-test.js';
 import {

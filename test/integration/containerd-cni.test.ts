@@ -17,8 +17,8 @@ import path from 'node:path';
 import { readCheckpoint } from '../../ipamd/checkpoint/index.js';
 import { createInstalledCniNode, type InstalledCniNode } from '../helpers/containerd-cni-node.js';
 import { ipj } from '../helpers/cni-node.js';
-import { findLosses } from '../helpers/nothing-lost.js';
-import { waitFor } from '../helpers/wait.js';
+import { findLosses } from '../../kit/nothing-lost.js';
+import { waitFor } from '../../kit/wait.js';
 
 const pod = (name: string) => ({ name, namespace: 'default', uid: randomUUID() });
 

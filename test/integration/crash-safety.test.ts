@@ -20,7 +20,7 @@ import {
   waitUnfrozen,
   type LifecycleNode,
 } from '../helpers/lifecycle-node.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 /** Waits for the in-flight `action` to be finished by the sim (after ipamd died). */
 async function simFinishes(n: LifecycleNode, action: string): Promise<void> {

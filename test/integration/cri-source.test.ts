@@ -15,8 +15,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { promisify } from 'node:util';
 import { CriSource, CriUnavailableError, detectCriEndpoint } from '../../ipamd/restore/cri-source.js';
-import { startContainerd, type Containerd } from '../helpers/containerd.js';
-import { CriTestClient } from '../helpers/cri-client.js';
+import { startContainerd, type Containerd } from '../../kit/containerd.js';
+import { CriTestClient } from '../../kit/cri-client.js';
 
 const run = promisify(execFile);
 const CNI_PLUGIN_DIR = '/usr/lib/cni';

@@ -30,7 +30,7 @@ import {
   waitForSelection,
   waitForStableEnis,
 } from '../helpers/custom-net-containerd.js';
-import { NODE_NAME } from '../helpers/containerd-node.js';
+import { NODE_NAME } from '../../kit/containerd-node.js';
 
 const ANNOTATION = 'k8s.amazonaws.com/eniConfig';
 

@@ -16,8 +16,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createNamedNetns, type Netns } from '../kit/netns.js';
-import { plugEniLinks } from '../helpers/eni-link-plug.js';
+import { createNamedNetns, type Netns } from '../../kit/netns.js';
+import { plugEniLinks } from '../../kit/eni-link-plug.js';
 import { inNs, ip, macOf, probe, sh, startEchoServers } from '../helpers/vpc-netns.js';
 import {
   POD_GROUPS,

@@ -6,7 +6,7 @@
  * topology.kubernetes.io/zone, one ENIConfig per zone, as upstream documents it), read
  * from the Kubernetes API stand-in. The node is in 10.0.0.0/24 of VPC 10.0.0.0/16, whose
  * secondary block 100.64.0.0/16 holds the pod subnets. Each scenario ends with the
- * nothing-lost check (test/helpers/nothing-lost.ts).
+ * nothing-lost check (kit/nothing-lost.ts).
  *
  * 1. ENIConfig <zone> → 100.64.0.0/19 with two security groups: 30 pods all get 100.64.x
  *    addresses on secondary ENIs created in that subnet with those groups; the primary ENI

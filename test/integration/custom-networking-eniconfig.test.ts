@@ -19,10 +19,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { buildNode } from '../kit/node.js';
-import { startIpamd } from '../kit/ipamd-process.js';
-import { ipamdClient } from '../helpers/ipamd-client.js';
-import { waitFor } from '../helpers/wait.js';
+import { buildNode } from '../../kit/node.js';
+import { startIpamd } from '../../kit/ipamd-process.js';
+import { ipamdClient } from '../../kit/ipamd-client.js';
+import { waitFor } from '../../kit/wait.js';
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 const LABEL = 'k8s.amazonaws.com/eniConfig';

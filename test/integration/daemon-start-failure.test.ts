@@ -17,7 +17,7 @@ import { SimCloud } from '../../sim/index.js';
 import { daemonParts } from '../../ipamd/daemon.js';
 import type { IpamdConfig } from '../../ipamd/config.js';
 import type { Logger } from '../../ipamd/log.js';
-import { createSimNode } from '../property/sim-node.js';
+import { createSimNode } from '../../kit/sim-node.js';
 
 const CHILD = fileURLToPath(new URL('../helpers/daemon-fail-child.js', import.meta.url));
 const names = daemonParts({ config: {} as IpamdConfig, log: {} as Logger, t0: 0 }).map((p) => String(p.name));

@@ -18,11 +18,11 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { tcpSendFrom } from '../kit/netns.js';
+import { tcpSendFrom } from '../../kit/netns.js';
 import { createDsNode } from '../helpers/containerd-ds-node.js';
 import { runDaemonSetPod, waitProbe, type DaemonSetPod } from '../helpers/daemonset-node.js';
-import { ensureImageArchive } from '../helpers/image-archive.js';
-import { waitFor } from '../helpers/wait.js';
+import { ensureImageArchive } from '../../kit/image-archive.js';
+import { waitFor } from '../../kit/wait.js';
 import { ECHO_PORT, mapLimit, nothingLost, PODS, render, skip, spooled } from '../helpers/daemonset-e2e-kit.js';
 
 test(

@@ -24,8 +24,8 @@ import {
 } from '../helpers/aws-cni-standin.js';
 import { createDsNode } from '../helpers/containerd-ds-node.js';
 import { runDaemonSetPod, waitProbe } from '../helpers/daemonset-node.js';
-import { ensureImageArchive } from '../helpers/image-archive.js';
-import { waitFor } from '../helpers/wait.js';
+import { ensureImageArchive } from '../../kit/image-archive.js';
+import { waitFor } from '../../kit/wait.js';
 import { nothingLost, render, skip } from '../helpers/daemonset-e2e-kit.js';
 
 test(

@@ -34,8 +34,8 @@ import os from 'node:os';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { createLifecycleNode, waitUnfrozen, type LifecycleNode } from '../helpers/lifecycle-node.js';
-import type { GrpcError } from '../helpers/ipamd-client.js';
-import { waitFor } from '../helpers/wait.js';
+import type { GrpcError } from '../../kit/ipamd-client.js';
+import { waitFor } from '../../kit/wait.js';
 import { freePort, startPrometheus, type PrometheusServer, type PromSeries } from '../helpers/prometheus-server.js';
 import { dashboardTargets, loadDashboard, substituteVariables, writeRulesWithFor } from '../helpers/dashboard.js';
 

@@ -16,9 +16,9 @@ import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { readCheckpoint, type CheckpointData } from '../../ipamd/checkpoint/index.js';
 import { SimCloud } from '../../sim/index.js';
-import { ipamdClient } from '../helpers/ipamd-client.js';
-import { waitFor } from '../helpers/wait.js';
-import { createSimNode } from '../property/sim-node.js';
+import { ipamdClient } from '../../kit/ipamd-client.js';
+import { waitFor } from '../../kit/wait.js';
+import { createSimNode } from '../../kit/sim-node.js';
 
 interface Alloc {
   containerID: string;

@@ -14,9 +14,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { createNode, type NodeHarness } from '../helpers/node-harness.js';
-import { ipamdClient, type TestIpamdClient } from '../helpers/ipamd-client.js';
-import { waitFor } from '../helpers/wait.js';
+import { createNode, type NodeHarness } from '../../kit/node-harness.js';
+import { ipamdClient, type TestIpamdClient } from '../../kit/ipamd-client.js';
+import { waitFor } from '../../kit/wait.js';
 import { parsePrometheusText, sample, sumSamples, type PromSample } from '../helpers/prom-text.js';
 import type { ApiCallRecord } from '../../sim/index.js';
 

@@ -31,7 +31,7 @@ import {
   waitFaultDrawn,
   type UnknownOutcome,
 } from '../helpers/unknown-outcome.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 async function node(t: TestContext, env: NodeJS.ProcessEnv): Promise<LifecycleNode> {
   const n = await createLifecycleNode({ env: { ...UNKNOWN_OUTCOME_ENV, ...env } });

@@ -29,7 +29,7 @@ import {
   waitFaultDrawn,
   type UnknownOutcome,
 } from '../helpers/unknown-outcome.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 async function node(t: TestContext, env: NodeJS.ProcessEnv): Promise<LifecycleNode> {
   // The periodic reconcile (60 s by default) is far off: ipamd must get it right without it.

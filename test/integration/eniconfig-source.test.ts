@@ -11,7 +11,7 @@ import { EniConfigSource } from '../../ipamd/eniconfig/source.js';
 import { loadKubeConfig } from '../../ipamd/restore/kube-source-config.js';
 import type { EniConfigSelection } from '../../ipamd/controller/eni-lifecycle/placement-types.js';
 import { startKubeStandIn } from '../helpers/kube-standin-env.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 const KEY = 'k8s.amazonaws.com/eniConfig';
 const SUBNET_A = 'subnet-0aaaaaaaaaaaaaaa1';

@@ -11,7 +11,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fastRestartNode } from '../helpers/fast-restart-node.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 async function setup(t: { after(fn: () => Promise<void>): void }) {
   const { sim, subnet, node, addPod } = await fastRestartNode(t, 12, {

@@ -15,7 +15,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { Ec2Api } from '../../ipamd/cloud/ec2.js';
 import { fastRestartNode } from '../helpers/fast-restart-node.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 async function setup(t: { after(fn: () => Promise<void>): void }) {
   const { sim, node, c, addPod } = await fastRestartNode(t, 11, {

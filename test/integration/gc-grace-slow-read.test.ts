@@ -11,9 +11,9 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ipamdClient } from '../helpers/ipamd-client.js';
-import { waitFor } from '../helpers/wait.js';
-import { startedSimNode } from '../property/sim-node.js';
+import { ipamdClient } from '../../kit/ipamd-client.js';
+import { waitFor } from '../../kit/wait.js';
+import { startedSimNode } from '../../kit/sim-node.js';
 
 /** ENI_IPAM_GC_GRACE of the node (ms); the slow read lasts well past it. */
 const GRACE_MS = 1000;

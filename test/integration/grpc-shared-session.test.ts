@@ -13,8 +13,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { SessionPool } from '../../cni-plugin/grpc-http2.js';
 import { connectIpamd } from '../../cni-plugin/ipamd-client.js';
-import { startCniBackendStandIn, type CniBackendStandIn } from '../helpers/cni-backend-standin.js';
-import { waitFor } from '../helpers/wait.js';
+import { startCniBackendStandIn, type CniBackendStandIn } from '../../kit/cni-backend-standin.js';
+import { waitFor } from '../../kit/wait.js';
 
 /** A Unix-socket relay to `target()` counting connections (total and open). */
 async function countingRelay(sock: string, target: () => string) {

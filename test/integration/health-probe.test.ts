@@ -16,7 +16,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
-import { createNode } from '../helpers/node-harness.js';
+import { createNode } from '../../kit/node-harness.js';
 
 const NODE_PROBE = fileURLToPath(new URL('../../ipamd/probe.js', import.meta.url));
 const NATIVE_PROBE = fileURLToPath(new URL('../../cni-plugin/eni-ipam-probe', import.meta.url));

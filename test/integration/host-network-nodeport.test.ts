@@ -18,10 +18,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { execPlugin } from '../kit/cni-exec.js';
-import { netnsMaker, type Netns } from '../kit/netns.js';
+import { execPlugin } from '../../kit/cni-exec.js';
+import { netnsMaker, type Netns } from '../../kit/netns.js';
 import { HostNetwork } from '../../ipamd/network/host-network.js';
-import { startCniBackendStandIn } from '../helpers/cni-backend-standin.js';
+import { startCniBackendStandIn } from '../../kit/cni-backend-standin.js';
 import { inNs, ip, macOf, probe, sh, startEchoServers } from '../helpers/vpc-netns.js';
 
 const NODE_IP = '10.0.0.10';

@@ -17,13 +17,13 @@ import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
-import { execPlugin } from '../kit/cni-exec.js';
-import { netnsMaker, type Netns } from '../kit/netns.js';
+import { execPlugin } from '../../kit/cni-exec.js';
+import { netnsMaker, type Netns } from '../../kit/netns.js';
 import { HostNetwork } from '../../ipamd/network/host-network.js';
 import { detectIptablesBackend, type IptablesBackend } from '../../ipamd/network/iptables.js';
 import { SNAT_CHAIN } from '../../ipamd/network/snat.js';
-import { startCniBackendStandIn } from '../helpers/cni-backend-standin.js';
-import { waitFor } from '../helpers/wait.js';
+import { startCniBackendStandIn } from '../../kit/cni-backend-standin.js';
+import { waitFor } from '../../kit/wait.js';
 
 const execFileP = promisify(execFile);
 const sh = async (cmd: string, args: string[]): Promise<string> => (await execFileP(cmd, args)).stdout;

@@ -20,8 +20,8 @@ import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { IPAMD_NODE_FLAGS } from '../../ipamd/v8-flags.js';
-import { createNamedNetns } from '../kit/netns.js';
-import { startContainerd } from '../helpers/containerd.js';
+import { createNamedNetns } from '../../kit/netns.js';
+import { startContainerd } from '../../kit/containerd.js';
 import { buildDockerfile } from '../helpers/buildah-dockerfile.js';
 import { isStaticElf, openOciArchive, type OciArchive } from '../helpers/oci-archive.js';
 

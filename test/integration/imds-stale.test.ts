@@ -20,7 +20,7 @@ import {
   waitUnfrozen,
   type LifecycleNode,
 } from '../helpers/lifecycle-node.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 /**
  * With ENI_IPAM_FAST_RESTART the first reconcile pass after a restart is EC2's confirm of

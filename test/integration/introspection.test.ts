@@ -13,9 +13,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { createNode } from '../helpers/node-harness.js';
-import { ipamdClient } from '../helpers/ipamd-client.js';
-import { waitFor } from '../helpers/wait.js';
+import { createNode } from '../../kit/node-harness.js';
+import { ipamdClient } from '../../kit/ipamd-client.js';
+import { waitFor } from '../../kit/wait.js';
 import { ipamdLog } from '../helpers/restore-logs.js';
 
 interface UpstreamAddress {

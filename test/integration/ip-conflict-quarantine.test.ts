@@ -13,11 +13,11 @@ import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { tcpSendFrom } from '../kit/netns.js';
+import { tcpSendFrom } from '../../kit/netns.js';
 import { ipIn, ipj, startCniNode } from '../helpers/cni-node.js';
-import { ipamdClient } from '../helpers/ipamd-client.js';
+import { ipamdClient } from '../../kit/ipamd-client.js';
 import { parsePrometheusText, sample } from '../helpers/prom-text.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 const newId = () => randomBytes(32).toString('hex');
 const ipOf = (json: { ips: Array<{ address: string }> }) => json.ips[0]!.address.split('/')[0]!;

@@ -12,7 +12,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { IpBatchError, LOCAL_IP, createIpRunner, executablePath, type IpRunner } from '../../netfacts/ip-batch.js';
 import { ipShow } from '../../netfacts/ip-query.js';
-import { createNamedNetns } from '../kit/netns.js';
+import { createNamedNetns } from '../../kit/netns.js';
 import { acquireSpawnHelper, startSpawnHelper } from '../../ipamd/cni-exec/spawn-helper.js';
 
 const links = async (ns: string): Promise<string[]> =>

@@ -10,10 +10,10 @@ import { readFileSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { BUNDLED_SPAWN_HELPER } from '../../ipamd/cni-exec/spawn-helper.js';
-import { childrenOf } from '../helpers/host-scan.js';
-import { ipamdClient } from '../helpers/ipamd-client.js';
-import { waitFor } from '../helpers/wait.js';
-import { startedSimNode } from '../property/sim-node.js';
+import { childrenOf } from '../../kit/host-scan.js';
+import { ipamdClient } from '../../kit/ipamd-client.js';
+import { waitFor } from '../../kit/wait.js';
+import { startedSimNode } from '../../kit/sim-node.js';
 
 /** The executables of `pid`'s child processes (from /proc). */
 function childExes(pid: number): string[] {

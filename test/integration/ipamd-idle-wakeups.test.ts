@@ -11,9 +11,9 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import type { SimCloud } from '../../sim/index.js';
-import { startedSimNode } from '../property/sim-node.js';
+import { startedSimNode } from '../../kit/sim-node.js';
 import { sleep } from '../helpers/sim-fixture.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 /** Voluntary context switches of the main thread of `pid` so far. */
 function mainThreadSleeps(pid: number): number {

@@ -10,10 +10,10 @@ import path from 'node:path';
 import { mkdir, readdir, readFile, rm, rmdir, stat } from 'node:fs/promises';
 import { DescribeNetworkInterfacesCommand, EC2Client } from '@aws-sdk/client-ec2';
 import * as grpc from '@grpc/grpc-js';
-import { IPAMD_PATH } from '../kit/ipamd-process.js';
-import { createNode, type NodeHarness } from '../helpers/node-harness.js';
-import { ipamdClient, type GrpcError } from '../helpers/ipamd-client.js';
-import { waitFor } from '../helpers/wait.js';
+import { IPAMD_PATH } from '../../kit/ipamd-process.js';
+import { createNode, type NodeHarness } from '../../kit/node-harness.js';
+import { ipamdClient, type GrpcError } from '../../kit/ipamd-client.js';
+import { waitFor } from '../../kit/wait.js';
 
 function ec2(h: NodeHarness): EC2Client {
   return new EC2Client({

@@ -8,9 +8,9 @@ import assert from 'node:assert/strict';
 import { readlinkSync } from 'node:fs';
 import { test } from 'node:test';
 import { BUNDLED_SPAWN_HELPER } from '../../ipamd/cni-exec/spawn-helper.js';
-import { childrenOf } from '../helpers/host-scan.js';
-import { waitFor } from '../helpers/wait.js';
-import { startedSimNode } from '../property/sim-node.js';
+import { childrenOf } from '../../kit/host-scan.js';
+import { waitFor } from '../../kit/wait.js';
+import { startedSimNode } from '../../kit/sim-node.js';
 
 test('with no CNI exec server, the first evidence pass reads the kernel through the spawn helper', async (t) => {
   const { node } = await startedSimNode(t, 47, { mode: 'child', cri: false, env: { ENI_IPAM_CNI_EXEC: 'false' } });

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { createNamedNetns, run, type Netns } from '../kit/netns.js';
+import { createNamedNetns, run, type Netns } from '../../kit/netns.js';
 import { KernelSource, KernelUnavailableError } from '../../ipamd/restore/kernel-source.js';
 import { startSpawnHelper } from '../../ipamd/cni-exec/spawn-helper.js';
 import { createIpRunner, type IpSpawner } from '../../netfacts/ip-batch.js';

@@ -6,9 +6,9 @@
  * on (status, kind, reason, event types, names, what a patch left). kube-contract.test.ts
  * runs it on both and compares the records key by key.
  */
-import type { KubeAnswer, KubeHttp, WatchReader } from '../cluster/kube-http.js';
+import type { KubeAnswer, KubeHttp, WatchReader } from '../../kit/cluster/kube-http.js';
 import type { EniConfigSpec, PodSpecInput } from '../../sim/kube/index.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 /** What a backend must do to set the scene (as admin, outside ipamd's calls). */
 export interface ContractBackend {

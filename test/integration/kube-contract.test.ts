@@ -14,10 +14,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeApiStandIn } from '../../sim/kube/index.js';
-import { compactEtcd, startApiServer } from '../cluster/apiserver.js';
-import { adminKubectl, applyEniConfigCrd } from '../cluster/apiserver-setup.js';
-import { realKube } from '../cluster/apiserver-objects.js';
-import { kubeHttp } from '../cluster/kube-http.js';
+import { compactEtcd, startApiServer } from '../../kit/cluster/apiserver.js';
+import { adminKubectl, applyEniConfigCrd } from '../../kit/cluster/apiserver-setup.js';
+import { realKube } from '../../kit/cluster/apiserver-objects.js';
+import { kubeHttp } from '../../kit/cluster/kube-http.js';
 import { runContract, type ContractBackend, type ContractRecord } from './kube-contract-calls.js';
 
 async function standIn(t: { after(fn: () => Promise<void> | void): void }): Promise<ContractBackend> {

@@ -14,9 +14,9 @@ import { execFile, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { KubeApiStandIn } from '../../sim/kube/index.js';
-import { createNode } from '../helpers/node-harness.js';
-import { ipamdClient } from '../helpers/ipamd-client.js';
-import { waitFor } from '../helpers/wait.js';
+import { createNode } from '../../kit/node-harness.js';
+import { ipamdClient } from '../../kit/ipamd-client.js';
+import { waitFor } from '../../kit/wait.js';
 
 const run = promisify(execFile);
 const haveKubectl = spawnSync('kubectl', ['version', '--client'], { stdio: 'ignore' }).status === 0;

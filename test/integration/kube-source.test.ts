@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeApiStandIn } from '../../sim/kube/index.js';
 import { KubePodSource, KubeUnavailableError, type KubePod } from '../../ipamd/restore/kube-source.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 async function setup(t: { after(fn: () => Promise<void> | void): void }, o: { historyLimit?: number } = {}) {
   const dir = await mkdtemp(join(tmpdir(), 'eni-ipam-kube-'));

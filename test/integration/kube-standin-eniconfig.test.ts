@@ -15,9 +15,9 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { CustomObjectsApi, KubeConfig, Watch } from '@kubernetes/client-node';
 import { vpcCidrBlocks } from '../../sim/index.js';
-import { buildNode } from '../kit/node.js';
+import { buildNode } from '../../kit/node.js';
 import { startKubeStandIn } from '../helpers/kube-standin-env.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 const run = promisify(execFile);
 const haveKubectl = spawnSync('kubectl', ['version', '--client'], { stdio: 'ignore' }).status === 0;

@@ -13,7 +13,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { isoSeconds, KubeWrites, statusOf } from '../../ipamd/observability/kube-writes.js';
 import { CONDITION_TYPE, EXHAUSTED_TAINT } from '../../ipamd/observability/node-ip-state.js';
 import { startKubeStandIn } from '../helpers/kube-standin-env.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 const run = promisify(execFile);
 const haveKubectl = spawnSync('kubectl', ['version', '--client'], { stdio: 'ignore' }).status === 0;

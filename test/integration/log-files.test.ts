@@ -14,13 +14,13 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { IPAMD_PATH } from '../kit/ipamd-process.js';
+import { IPAMD_PATH } from '../../kit/ipamd-process.js';
 import { runInvocation } from '../../cni-plugin/invocation.js';
 import { PluginLogFiles } from '../../ipamd/observability/log-files.js';
 import { SimCloud } from '../../sim/index.js';
-import { ipamdClient } from '../helpers/ipamd-client.js';
-import { waitFor } from '../helpers/wait.js';
-import { createSimNode } from '../property/sim-node.js';
+import { ipamdClient } from '../../kit/ipamd-client.js';
+import { waitFor } from '../../kit/wait.js';
+import { createSimNode } from '../../kit/sim-node.js';
 
 const jsonLines = (text: string) =>
   text

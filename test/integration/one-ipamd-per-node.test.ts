@@ -17,10 +17,10 @@ import assert from 'node:assert/strict';
 import { mkdir, readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { instanceEnis } from '../helpers/custom-net-containerd.js';
-import { waitFor } from '../helpers/wait.js';
-import { startIpamd } from '../kit/ipamd-process.js';
-import { ipamdClient } from '../helpers/ipamd-client.js';
-import { startedSimNode } from '../property/sim-node.js';
+import { waitFor } from '../../kit/wait.js';
+import { startIpamd } from '../../kit/ipamd-process.js';
+import { ipamdClient } from '../../kit/ipamd-client.js';
+import { startedSimNode } from '../../kit/sim-node.js';
 
 /** Inode, size, mtime and bytes of each checkpoint file that exists. */
 async function fingerprint(checkpoint: string): Promise<Record<string, string>> {

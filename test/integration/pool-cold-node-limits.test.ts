@@ -9,9 +9,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
-import { createNode, type NodeHarness } from '../helpers/node-harness.js';
-import { ipamdClient, type GrpcError, type TestIpamdClient } from '../helpers/ipamd-client.js';
-import { waitFor } from '../helpers/wait.js';
+import { createNode, type NodeHarness } from '../../kit/node-harness.js';
+import { ipamdClient, type GrpcError, type TestIpamdClient } from '../../kit/ipamd-client.js';
+import { waitFor } from '../../kit/wait.js';
 
 const WAIT = { ENI_IPAM_ADD_WAIT_TIMEOUT: '30s', ENI_IPAM_INSTALL_CNI: 'false' };
 

@@ -16,8 +16,8 @@ import { CHANGE_STEP_DELAY_MS, PoolController } from '../../ipamd/controller/poo
 import { ReleaseGate } from '../../ipamd/controller/release/release-gate.js';
 import { IpamService, type AddResult } from '../../ipamd/service/ipam-service.js';
 import { discoverNode, loadInventory, type NodeInventory } from '../../ipamd/startup/discover.js';
-import { ensureDummyAwsCredentials } from '../property/sim-node.js';
-import { waitFor } from '../helpers/wait.js';
+import { ensureDummyAwsCredentials } from '../../kit/sim-node.js';
+import { waitFor } from '../../kit/wait.js';
 
 const log = pino({ level: 'silent' });
 

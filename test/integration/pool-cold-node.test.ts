@@ -9,9 +9,9 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createNode } from '../helpers/node-harness.js';
-import { ipamdClient, type GrpcError } from '../helpers/ipamd-client.js';
-import { waitFor } from '../helpers/wait.js';
+import { createNode } from '../../kit/node-harness.js';
+import { ipamdClient, type GrpcError } from '../../kit/ipamd-client.js';
+import { waitFor } from '../../kit/wait.js';
 
 test('cold m5.xlarge: 30 ADDs within 1 s with slow create/attach are all served, on 3 ENIs created in parallel', async (t) => {
   const h = await createNode({ instanceType: 'm5.xlarge', ipamdEnv: { ENI_IPAM_INSTALL_CNI: 'false' } });

@@ -15,11 +15,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
 import { UnassignPrivateIpAddressesCommand } from '@aws-sdk/client-ec2';
-import type { GrpcError } from '../helpers/ipamd-client.js';
+import type { GrpcError } from '../../kit/ipamd-client.js';
 import { ageEnis, createEniVia, createLifecycleNode, nothingLost, waitUnfrozen } from '../helpers/lifecycle-node.js';
-import { releaseCallsSince } from '../helpers/nothing-lost.js';
+import { releaseCallsSince } from '../../kit/nothing-lost.js';
 import { addOnEc2, waitConverged } from '../helpers/unknown-outcome.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -16,7 +16,7 @@ import {
   waitUnfrozen,
   type LifecycleNode,
 } from '../helpers/lifecycle-node.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 const OLD = new Date(Date.now() - 10 * 60_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
 const YOUNG = new Date(Date.now() + 60 * 60_000).toISOString().replace(/\.\d{3}Z$/, 'Z'); // still young for the whole test

@@ -19,7 +19,7 @@ import {
   waitInFlight,
   waitUnfrozen,
 } from '../helpers/lifecycle-node.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 const unassignCalls = (n: LifecycleNode) => n.h.sim.calls.filter((c) => c.action === 'UnassignPrivateIpAddresses');
 

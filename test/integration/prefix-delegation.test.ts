@@ -10,11 +10,11 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { DescribeNetworkInterfacesCommand, EC2Client } from '@aws-sdk/client-ec2';
 import ipaddr from 'ipaddr.js';
-import { IPAMD_PATH } from '../kit/ipamd-process.js';
-import { createNode, type NodeHarness } from '../helpers/node-harness.js';
-import { ipamdClient } from '../helpers/ipamd-client.js';
+import { IPAMD_PATH } from '../../kit/ipamd-process.js';
+import { createNode, type NodeHarness } from '../../kit/node-harness.js';
+import { ipamdClient } from '../../kit/ipamd-client.js';
 import { createLifecycleNode, listParam, waitUnfrozen } from '../helpers/lifecycle-node.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 const MUTATING = ['UnassignPrivateIpAddresses', 'DetachNetworkInterface', 'DeleteNetworkInterface'];
 

@@ -12,9 +12,9 @@ import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { SimCloud } from '../../sim/index.js';
 import type { Daemon } from '../../ipamd/daemon.js';
-import { ipamdClient, type TestIpamdClient } from '../helpers/ipamd-client.js';
-import { waitFor } from '../helpers/wait.js';
-import { createSimNode, type SimNode } from '../property/sim-node.js';
+import { ipamdClient, type TestIpamdClient } from '../../kit/ipamd-client.js';
+import { waitFor } from '../../kit/wait.js';
+import { createSimNode, type SimNode } from '../../kit/sim-node.js';
 
 /**
  * How long the simulated EC2 takes to answer an unassign (ms): the adoption must land

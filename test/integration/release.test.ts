@@ -17,7 +17,7 @@ import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import * as CDX from '@cyclonedx/cyclonedx-library';
-import { helm } from '../helpers/helm.js';
+import { helm } from '../../kit/helm.js';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));

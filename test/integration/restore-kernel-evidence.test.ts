@@ -13,7 +13,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { startCniNode } from '../helpers/cni-node.js';
 import { startCriStandIn } from '../../sim/cri/index.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 const GC_MSG = 'GC: no source vouches for this allocation; released into cooldown';
 const gcReleases = async (logFile: string): Promise<string[]> =>

@@ -4,7 +4,7 @@
  * within one GC pass without a restart, and repeated, unknown or unreachable DELs
  * release an address exactly once. Each test ends with the "nothing lost" check.
  *
- * The 200 cycles run the real plugin binary by hand (test/kit/cni-exec.ts) in the node
+ * The 200 cycles run the real plugin binary by hand (kit/cni-exec.ts) in the node
  * netns, into pod netns the test creates, the way containerd would (ADD, then DEL with
  * the netns, then DEL with CNI_NETNS=""): containerd adds ~0.3 s per cycle and nothing
  * ipamd can observe. A dropped DEL is a sandbox whose netns is removed with no DEL at all;
@@ -15,9 +15,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { execPlugin, type CniCall, type CniOutcome } from '../kit/cni-exec.js';
-import { createNamedNetns, type Netns } from '../kit/netns.js';
-import { createContainerdNode, type ContainerdNode, type RunningPod } from '../helpers/containerd-node.js';
+import { execPlugin, type CniCall, type CniOutcome } from '../../kit/cni-exec.js';
+import { createNamedNetns, type Netns } from '../../kit/netns.js';
+import { createContainerdNode, type ContainerdNode, type RunningPod } from '../../kit/containerd-node.js';
 import { cniLog, releases } from '../helpers/restore-logs.js';
 
 /** Runs the plugin in the node netns with the node's network configuration. */

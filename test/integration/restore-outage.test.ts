@@ -13,11 +13,11 @@ import { existsSync } from 'node:fs';
 import { rm, symlink } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
-import { createContainerdNode, type ContainerdNode, type RunningPod } from '../helpers/containerd-node.js';
-import { releaseCallsSince } from '../helpers/nothing-lost.js';
+import { createContainerdNode, type ContainerdNode, type RunningPod } from '../../kit/containerd-node.js';
+import { releaseCallsSince } from '../../kit/nothing-lost.js';
 import { ipamdLog } from '../helpers/restore-logs.js';
 import { FIRST_PASS_WAIT_MS } from '../../ipamd/startup/evidence.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 /** Device number of the ENI that holds `ip` in the simulated EC2. */
 function deviceOf(n: ContainerdNode, ip: string): number | undefined {

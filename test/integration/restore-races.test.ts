@@ -11,11 +11,11 @@ import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { execPlugin, type CniCall, type CniOutcome } from '../kit/cni-exec.js';
-import { createNamedNetns } from '../kit/netns.js';
-import { createContainerdNode, type ContainerdNode, type RunningPod } from '../helpers/containerd-node.js';
+import { execPlugin, type CniCall, type CniOutcome } from '../../kit/cni-exec.js';
+import { createNamedNetns } from '../../kit/netns.js';
+import { createContainerdNode, type ContainerdNode, type RunningPod } from '../../kit/containerd-node.js';
 import { cniLog, ipamdLog, releases } from '../helpers/restore-logs.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 /** Runs the plugin in the node netns with the node's network configuration. */
 function plugin(n: ContainerdNode, c: Omit<CniCall, 'config' | 'prefix'>): Promise<CniOutcome> {

@@ -19,11 +19,11 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import path from 'node:path';
-import { execPlugin } from '../kit/cni-exec.js';
-import { createNamedNetns } from '../kit/netns.js';
-import { NODE_NAME } from '../helpers/containerd-node.js';
+import { execPlugin } from '../../kit/cni-exec.js';
+import { createNamedNetns } from '../../kit/netns.js';
+import { NODE_NAME } from '../../kit/containerd-node.js';
 import { checkSafety, figureLine, OUTAGE_ENV, OutageBench } from '../helpers/outage-bench.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 let bench: OutageBench;
 before(async () => {

@@ -20,7 +20,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { checkSafety, figureLine, OutageBench } from '../helpers/outage-bench.js';
 import { ipamdLog } from '../helpers/restore-logs.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 let bench: OutageBench;
 before(async () => {

@@ -15,7 +15,7 @@ import { RpcServer } from '../../ipamd/rpc/server.js';
 import type { IpamService } from '../../ipamd/service/ipam-service.js';
 import { connectIpamd } from '../../cni-plugin/ipamd-client.js';
 import { IPAM_API_VERSION, type IpamStatusRequest } from '../../proto/ipam.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 test('idle gRPC connections are closed after the idle bound, connections over the cap at once; a working client is not disturbed', async (t) => {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-rpc-idle-'));

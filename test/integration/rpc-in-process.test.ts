@@ -14,9 +14,9 @@ import { IPAM_API_VERSION, type AddNetworkRequest } from '../../proto/ipam.js';
 import { connectIpamd, IpamdCallError } from '../../cni-plugin/ipamd-client.js';
 import { GrpcCallFailure, openUnixChannel } from '../../cni-plugin/grpc-http2.js';
 import { GrpcStatus } from '../../proto/grpc-status.js';
-import { ipamdClient } from '../helpers/ipamd-client.js';
-import { waitFor } from '../helpers/wait.js';
-import { createSimNode, startedSimNode } from '../property/sim-node.js';
+import { ipamdClient } from '../../kit/ipamd-client.js';
+import { waitFor } from '../../kit/wait.js';
+import { createSimNode, startedSimNode } from '../../kit/sim-node.js';
 import { stageTrace } from '../../ipamd/service/stage-trace.js';
 
 const req = (containerId: string, over: Partial<AddNetworkRequest> = {}): AddNetworkRequest => ({

@@ -18,10 +18,10 @@ import { mkdir } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { createNode, type NodeHarness } from '../helpers/node-harness.js';
-import { ipamdClient } from '../helpers/ipamd-client.js';
+import { createNode, type NodeHarness } from '../../kit/node-harness.js';
+import { ipamdClient } from '../../kit/ipamd-client.js';
 import { spawnBareIpamd } from '../helpers/ipamd-signal.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 const run = promisify(execFile);
 

@@ -13,7 +13,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createContainerdNode } from '../helpers/containerd-node.js';
+import { createContainerdNode } from '../../kit/containerd-node.js';
 import { callCounts, describeEnis, instanceEnis, runPods } from '../helpers/custom-net-containerd.js';
 
 const ROLE = 'kubernetes.io/role/cni';

@@ -17,7 +17,7 @@ import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
 import { CreateNetworkInterfaceCommand, CreateTagsCommand } from '@aws-sdk/client-ec2';
 import type { Subnet } from '../../sim/index.js';
-import type { GrpcError } from '../helpers/ipamd-client.js';
+import type { GrpcError } from '../../kit/ipamd-client.js';
 import { createLifecycleNode, nothingLost, waitUnfrozen, type LifecycleNode } from '../helpers/lifecycle-node.js';
 import { addOnEc2, waitConverged } from '../helpers/unknown-outcome.js';
 

@@ -14,9 +14,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { run } from '../kit/netns.js';
+import { run } from '../../kit/netns.js';
 import { createInstalledCniNode } from '../helpers/containerd-cni-node.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 /** Runs "$@" with /proc/sys read-only in a mount namespace of its own (what a non-privileged container sees); host mounts still propagate in (slave, like HostToContainer), so new pod netns are visible. */
 const READ_ONLY_PROC_SYS = [

@@ -13,9 +13,9 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { SimCloud } from '../../sim/index.js';
-import { ipamdClient, type GrpcError, type TestIpamdClient } from '../helpers/ipamd-client.js';
+import { ipamdClient, type GrpcError, type TestIpamdClient } from '../../kit/ipamd-client.js';
 import { auditReleases, inCidr, type Hold } from './release-audit.js';
-import { createSimNode, type DaemonMode, type SimNode } from './sim-node.js';
+import { createSimNode, type DaemonMode, type SimNode } from '../../kit/sim-node.js';
 
 /** Seeded PRNG (mulberry32): floats in [0, 1). */
 export function prng(seed: number): () => number {

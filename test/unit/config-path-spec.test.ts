@@ -17,7 +17,7 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { IPAMD_PATH } from '../kit/ipamd-process.js';
+import { IPAMD_PATH } from '../../kit/ipamd-process.js';
 import { checkConfigOnDisk, ConfigError, configSpecs, loadConfig } from '../../ipamd/config.js';
 import { pathSettings, type PathSetting } from '../../ipamd/config-paths.js';
 

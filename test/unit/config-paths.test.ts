@@ -12,7 +12,7 @@ import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { IPAMD_PATH } from '../kit/ipamd-process.js';
+import { IPAMD_PATH } from '../../kit/ipamd-process.js';
 import { checkConfigOnDisk, ConfigError, loadConfig } from '../../ipamd/config.js';
 
 /** Runs ipamd with `env` (nothing else of the test's environment that ipamd reads); resolves with its exit code and stderr, or fails after `ms`. */

@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
-import { SHIM_PATH } from '../kit/cni-exec.js';
+import { SHIM_PATH } from '../../kit/cni-exec.js';
 import { DelSpool } from '../../ipamd/cni-exec/spool-applier.js';
 import { parseSpoolEntry, spoolDirFor, spoolFileName, writeSpoolEntry } from '../../ipamd/cni-exec/spool.js';
 import { Datastore } from '../../ipamd/datastore/datastore.js';

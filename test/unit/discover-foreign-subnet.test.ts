@@ -14,7 +14,7 @@ import { Ec2Api } from '../../ipamd/cloud/ec2.js';
 import { Datastore } from '../../ipamd/datastore/datastore.js';
 import { discoverNode, loadInventory } from '../../ipamd/startup/discover.js';
 import { subnetGateway } from '../../ipamd/network/eni-links.js';
-import { ensureDummyAwsCredentials } from '../property/sim-node.js';
+import { ensureDummyAwsCredentials } from '../../kit/sim-node.js';
 
 const log = pino({ level: 'silent' });
 const TAG_INSTANCE = 'node.k8s.amazonaws.com/instance_id';

@@ -15,7 +15,7 @@ import { SimCloud } from '../../sim/index.js';
 import { Ec2Api } from '../../ipamd/cloud/ec2.js';
 import { loadInstanceTypeLimits, readCachedLimits } from '../../ipamd/cloud/instance-limits.js';
 import { discoverNode } from '../../ipamd/startup/discover.js';
-import { ensureDummyAwsCredentials } from '../property/sim-node.js';
+import { ensureDummyAwsCredentials } from '../../kit/sim-node.js';
 
 const log = pino({ level: 'silent' });
 

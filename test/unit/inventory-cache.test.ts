@@ -21,7 +21,7 @@ import {
   uncoveredAllocation,
   type InventoryFile,
 } from '../../ipamd/startup/inventory-cache.js';
-import { ensureDummyAwsCredentials } from '../property/sim-node.js';
+import { ensureDummyAwsCredentials } from '../../kit/sim-node.js';
 
 const log = pino({ level: 'silent' });
 const BOOT = 'boot-1';

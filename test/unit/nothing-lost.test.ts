@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ApiCallRecord, Eni, SimState } from '../../sim/index.js';
-import { eniPodAddresses, findLosses, prefixAddresses, type LossInput } from '../helpers/nothing-lost.js';
+import { eniPodAddresses, findLosses, prefixAddresses, type LossInput } from '../../kit/nothing-lost.js';
 
 const INSTANCE = 'i-0123456789abcdef0';
 const T0 = 1_700_000_000_000;

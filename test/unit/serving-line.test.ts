@@ -1,7 +1,7 @@
 /** The "ipamd serving" record is found in both log formats (the demo's pretty log timed out waiting for JSON). */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { servingScanner } from '../kit/serving-line.js';
+import { servingScanner } from '../../kit/serving-line.js';
 
 const feed = (lines: string[]) => {
   const s = servingScanner();

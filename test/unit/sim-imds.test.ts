@@ -19,7 +19,7 @@ import {
   UnassignPrivateIpAddressesCommand,
 } from '@aws-sdk/client-ec2';
 import { SimCloud, type Instance, type Subnet } from '../../sim/index.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 process.removeAllListeners('warning'); // the SDK's Node-version notice is noise here
 

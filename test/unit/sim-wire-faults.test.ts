@@ -17,7 +17,7 @@ import {
 } from '@aws-sdk/client-ec2';
 import { SimCloud, type ApiCallRecord, type SimStateJson } from '../../sim/index.js';
 import { ec2ClientFor, expectSdkError, simAdmin, sleep, startSim } from '../helpers/sim-fixture.js';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../../kit/wait.js';
 
 test('call log: every call with raw params, outcome and instance; countCalls/resetCalls; /_sim/calls, /_sim/state, /_sim/reset-calls', async (t) => {
   const { sim, ec2, subnet, inst } = await startSim(t);

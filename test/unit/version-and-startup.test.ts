@@ -16,8 +16,8 @@ import { promisify } from 'node:util';
 import { createMetrics } from '../../ipamd/observability/metrics.js';
 import { packageVersion } from '../../ipamd/version.js';
 import { runCli } from '../helpers/cli-run.js';
-import { waitFor } from '../helpers/wait.js';
-import { IPAMD_PATH } from '../kit/ipamd-process.js';
+import { waitFor } from '../../kit/wait.js';
+import { IPAMD_PATH } from '../../kit/ipamd-process.js';
 
 const run = promisify(execFile);
 

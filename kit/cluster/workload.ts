@@ -4,10 +4,10 @@
  * TCP from a pod's own network namespace (entered by the path containerd reports for its
  * sandbox: traffic leaves through the pod's eth0, as the pod's would).
  */
-import { run } from '../kit/netns.js';
-import type { IpamdAllocation } from '../helpers/containerd-node-types.js';
-import { CriTestClient } from '../helpers/cri-client.js';
-import { waitFor } from '../helpers/wait.js';
+import { run } from '../netns.js';
+import type { IpamdAllocation } from '../containerd-node-types.js';
+import { CriTestClient } from '../cri-client.js';
+import { waitFor } from '../wait.js';
 import type { TestCluster } from './cluster.js';
 import { ECHO_PORT } from './echo-image.js';
 

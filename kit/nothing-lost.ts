@@ -12,7 +12,7 @@
  * addresses are its secondary IPs plus every address of its delegated /28 prefixes.
  */
 import ipaddr from 'ipaddr.js';
-import type { ApiCallRecord, Eni, SimState } from '../../sim/index.js';
+import type { ApiCallRecord, Eni, SimState } from '../sim/index.js';
 
 /** One READY, non-host-network sandbox as the CRI runtime reports it. */
 export interface LiveSandbox {

@@ -4,7 +4,7 @@
  * so a client learns which pod answered (a Service's backend). Built like the pause image:
  * no registry, no Dockerfile.
  */
-import { buildStaticCImage, type PauseImage } from '../helpers/pause-image.js';
+import { buildStaticCImage, type PauseImage } from '../pause-image.js';
 
 /** The image reference the workload pods use. */
 export const ECHO_IMAGE_REF = 'registry.local/eni-ipam/echo:test';

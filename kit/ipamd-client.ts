@@ -4,7 +4,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { IPAM_API_VERSION, IPAM_PROTO_PATH, type AddNetworkReply, type DelNetworkReply } from '../../proto/ipam.js';
+import { IPAM_API_VERSION, IPAM_PROTO_PATH, type AddNetworkReply, type DelNetworkReply } from '../proto/ipam.js';
 
 /** ADD/DEL by container id with sensible defaults for the other fields. */
 export interface TestIpamdClient {

@@ -4,8 +4,8 @@
  * stop) is killed, so the namespace and every mount made in it go with its holder.
  */
 import { readdirSync, readlinkSync } from 'node:fs';
-import type { NodeMountNs } from '../helpers/node-mountns.js';
-import { waitFor } from '../helpers/wait.js';
+import type { NodeMountNs } from '../node-mountns.js';
+import { waitFor } from '../wait.js';
 
 /** PIDs whose mount namespace is `nsPath`'s, except `except`. */
 export function pidsInMountNs(nsPath: string, except: number): number[] {

@@ -17,7 +17,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, openSync, readFileSync, closeSync } from 'node:fs';
 import { copyFile, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../wait.js';
 import { alive } from './daemon-process.js';
 import { startCluster } from './cluster.js';
 import { installEniIpam } from './install.js';

@@ -8,11 +8,11 @@ import { open } from 'node:fs/promises';
 import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { fileURLToPath } from 'node:url';
-import { IPAMD_NODE_FLAGS } from '../../ipamd/v8-flags.js';
+import { IPAMD_NODE_FLAGS } from '../ipamd/v8-flags.js';
 import { servingScanner } from './serving-line.js';
 
 /** Path of the compiled daemon entry point. */
-export const IPAMD_PATH = fileURLToPath(new URL('../../ipamd/main.js', import.meta.url));
+export const IPAMD_PATH = fileURLToPath(new URL('../ipamd/main.js', import.meta.url));
 
 /** A running ipamd child. */
 export interface IpamdProcess {

@@ -10,7 +10,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { mountsUnder } from '../helpers/host-scan.js';
+import { mountsUnder } from '../host-scan.js';
 import { alive } from './daemon-process.js';
 import { CGROUP_PREFIX, removeCgroupRoot } from './node-processes.js';
 

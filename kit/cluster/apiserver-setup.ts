@@ -8,8 +8,8 @@
  */
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { renderChart } from '../helpers/helm.js';
-import { waitFor } from '../helpers/wait.js';
+import { renderChart } from '../helm.js';
+import { waitFor } from '../wait.js';
 import { clusterBinaries } from './binaries.js';
 import { kubectlRunner, type Kubectl } from './kubectl.js';
 import { kubeconfigYaml } from './pki.js';

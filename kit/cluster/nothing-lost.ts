@@ -3,8 +3,8 @@
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
-import { ipIn } from '../kit/netns.js';
-import { waitFor } from '../helpers/wait.js';
+import { ipIn } from '../netns.js';
+import { waitFor } from '../wait.js';
 import type { TestCluster } from './cluster.js';
 import { allocations, eniOf, podNetns, podsOf } from './workload.js';
 

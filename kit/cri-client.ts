@@ -12,7 +12,7 @@ import {
   type PodSandboxFilter,
   type PodSandboxStatusResponse,
   type VersionResponse,
-} from '../../ipamd/restore/cri-source-grpc.js';
+} from '../ipamd/restore/cri-source-grpc.js';
 import type { ContainerConfig, ContainerMethods, ContainerStatus, CriContainer } from './cri-container-types.js';
 
 import type { LiveSandbox } from './nothing-lost.js';

@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 
 const run = promisify(execFile);
-const root = fileURLToPath(new URL('../../../', import.meta.url));
+const root = fileURLToPath(new URL('../../', import.meta.url));
 
 /** The helm binary. */
 export const HELM = `${root}node_modules/.tools/helm`;

@@ -12,22 +12,22 @@
  * - `cri`: the CRI runtime stand-in (sim/cri), for nodes without containerd;
  * - `netns`: a named "node" network namespace (the real host stays untouched).
  *
- * Layers add the rest: test/helpers/node-harness.ts (ipamd as a child process),
+ * Layers add the rest: kit/node-harness.ts (ipamd as a child process),
  * lifecycle-node.ts and cni-node.ts on top of it, the containerd nodes
  * (containerd-node.ts, containerd-cni-node.ts, containerd-ds-node.ts) with
- * {@link withContainerd}, and the property/bench node (test/property/sim-node.ts).
+ * {@link withContainerd}, and the property/bench node (kit/sim-node.ts).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { SimCloud, vpcCidrBlocks, type Subnet } from '../../sim/index.js';
-import { startCriStandIn, type CriStandIn, type CriStandInOptions } from '../../sim/cri/index.js';
-import { KubeApiStandIn, type EniConfigSpec } from '../../sim/kube/index.js';
-import { startContainerd, type Containerd, type ContainerdOptions } from '../helpers/containerd.js';
-import { cleanupStack, type CleanupStack } from '../helpers/cleanup-stack.js';
-import { CriTestClient } from '../helpers/cri-client.js';
+import { SimCloud, vpcCidrBlocks, type Subnet } from '../sim/index.js';
+import { startCriStandIn, type CriStandIn, type CriStandInOptions } from '../sim/cri/index.js';
+import { KubeApiStandIn, type EniConfigSpec } from '../sim/kube/index.js';
+import { startContainerd, type Containerd, type ContainerdOptions } from './containerd.js';
+import { cleanupStack, type CleanupStack } from './cleanup-stack.js';
+import { CriTestClient } from './cri-client.js';
 import { createNamedNetns, type Netns } from './netns.js';
-import { kubeletRuntimeVersion } from '../../ipamd/restore/plausibility.js';
+import { kubeletRuntimeVersion } from '../ipamd/restore/plausibility.js';
 
 /** Options of {@link buildNode}. */
 export interface NodeOptions {
@@ -163,7 +163,7 @@ export interface ContainerdLayer {
 }
 
 /**
- * Starts a private containerd (test/helpers/containerd.ts) for `n` and a CRI client
+ * Starts a private containerd (kit/containerd.ts) for `n` and a CRI client
  * (RPC timeout 60 s), both on `n`'s cleanup stack. When the node has a Kubernetes
  * stand-in, the node reports containerd's CRI identity (`<runtime_name>://<version>`, the version
  * in the kubelet's normal form: kubeletRuntimeVersion)

@@ -1,14 +1,14 @@
 /**
- * A simulated node for integration tests: the kit's node (test/kit/node.ts: the simulated
+ * A simulated node for integration tests: the kit's node (kit/node.ts: the simulated
  * cloud in-process on loopback, one subnet, one instance, a temp dir for ipamd's socket
  * and checkpoint, optionally the CRI stand-in) and the real ipamd binary as a child
  * process pointed at it. `close()` removes everything.
  */
 import path from 'node:path';
-import type { SimCloud } from '../../sim/index.js';
-import type { CriStandIn, CriStandInOptions } from '../../sim/cri/index.js';
-import { buildNode } from '../kit/node.js';
-import { startIpamd, type IpamdProcess } from '../kit/ipamd-process.js';
+import type { SimCloud } from '../sim/index.js';
+import type { CriStandIn, CriStandInOptions } from '../sim/cri/index.js';
+import { buildNode } from './node.js';
+import { startIpamd, type IpamdProcess } from './ipamd-process.js';
 
 /** A running simulated node. */
 export interface NodeHarness {

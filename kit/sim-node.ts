@@ -8,12 +8,12 @@
  */
 import path from 'node:path';
 import { pino } from 'pino';
-import { loadConfig } from '../../ipamd/config.js';
-import { startDaemon, type Daemon } from '../../ipamd/daemon.js';
-import { startIpamd, type IpamdProcess } from '../kit/ipamd-process.js';
-import { SimCloud } from '../../sim/index.js';
-import type { CriStandIn } from '../../sim/cri/index.js';
-import { buildNode } from '../kit/node.js';
+import { loadConfig } from '../ipamd/config.js';
+import { startDaemon, type Daemon } from '../ipamd/daemon.js';
+import { startIpamd, type IpamdProcess } from './ipamd-process.js';
+import { SimCloud } from '../sim/index.js';
+import type { CriStandIn } from '../sim/cri/index.js';
+import { buildNode } from './node.js';
 
 /** How ipamd runs: in this process (startDaemon) or as the real binary in a child. */
 export type DaemonMode = 'in-process' | 'child';

@@ -3,9 +3,9 @@
  * imported into the node's containerd, then `helm install` of charts/eni-ipam with values
  * that only point the image and ipamd's EC2/IMDS endpoints at the simulated cloud.
  */
-import { CHART } from '../helpers/helm.js';
-import { ensureImageArchive, imageRefOf } from '../helpers/image-archive.js';
-import { waitFor } from '../helpers/wait.js';
+import { CHART } from '../helm.js';
+import { ensureImageArchive, imageRefOf } from '../image-archive.js';
+import { waitFor } from '../wait.js';
 import type { TestCluster } from './cluster.js';
 import type { CmdResult } from './kubectl.js';
 

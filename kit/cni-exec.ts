@@ -7,10 +7,10 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 /** Path of the bundled plugin (`npm run build` writes it). */
-export const PLUGIN_PATH = fileURLToPath(new URL('../../cni-plugin/eni-ipam.cjs', import.meta.url));
+export const PLUGIN_PATH = fileURLToPath(new URL('../cni-plugin/eni-ipam.cjs', import.meta.url));
 
 /** Path of the native shim (`npm run build` writes it): the binary ipamd installs as `eni-ipam`. */
-export const SHIM_PATH = fileURLToPath(new URL('../../cni-plugin/eni-ipam', import.meta.url));
+export const SHIM_PATH = fileURLToPath(new URL('../cni-plugin/eni-ipam', import.meta.url));
 
 /** One plugin invocation. */
 export interface CniCall {

@@ -4,7 +4,7 @@
  * as @grpc/proto-loader decodes them (`keepCase`, int64 as decimal strings, enums as
  * their names, bytes as Buffer).
  */
-import type { NamespaceMode, PodSandboxConfig } from '../../ipamd/restore/cri-source-grpc.js';
+import type { NamespaceMode, PodSandboxConfig } from '../ipamd/restore/cri-source-grpc.js';
 
 /** `MountPropagation` enum names (CRI; kubelet maps HostToContainer → PROPAGATION_HOST_TO_CONTAINER). */
 export type MountPropagation = 'PROPAGATION_PRIVATE' | 'PROPAGATION_HOST_TO_CONTAINER' | 'PROPAGATION_BIDIRECTIONAL';

@@ -9,8 +9,8 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import type { Netns } from '../kit/netns.js';
-import type { SimCloud } from '../../sim/index.js';
+import type { Netns } from './netns.js';
+import type { SimCloud } from '../sim/index.js';
 
 const run = promisify(execFile);
 

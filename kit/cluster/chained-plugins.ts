@@ -4,7 +4,7 @@
  * and the node's nat rules and ifb qdiscs as portmap and bandwidth left them.
  */
 import { readFileSync } from 'node:fs';
-import { run } from '../kit/netns.js';
+import { run } from '../netns.js';
 import type { TestCluster } from './cluster.js';
 import { ECHO_PORT } from './echo-image.js';
 

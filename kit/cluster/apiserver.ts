@@ -1,7 +1,7 @@
 /**
  * A real Kubernetes API server for tests: etcd v3.6 and kube-apiserver v1.36 (the
  * binaries of cluster/build.sh) on 127.0.0.1 with free ports, no kubelet, no controller
- * manager. Static tokens (test/cluster/pki.ts) for admin, `--authorization-mode=Node,RBAC`,
+ * manager. Static tokens (kit/cluster/pki.ts) for admin, `--authorization-mode=Node,RBAC`,
  * an audit log of every request (the evidence a test reads instead of a stand-in's
  * request list), and pods served straight from etcd (`--watch-cache-sizes=pods#0`) so a
  * test can expire a pod watch's resourceVersion by a real etcd compaction (see
@@ -15,7 +15,7 @@ import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { waitFor } from '../helpers/wait.js';
+import { waitFor } from '../wait.js';
 import { clusterBinaries } from './binaries.js';
 import { startDaemon, type DaemonProcess } from './daemon-process.js';
 import { makePki } from './pki.js';

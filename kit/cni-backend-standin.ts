@@ -18,7 +18,7 @@ import {
   type AddNetworkRequest,
   type DelNetworkReply,
   type DelNetworkRequest,
-} from '../../proto/ipam.js';
+} from '../proto/ipam.js';
 
 /** One request the stand-in received. */
 export type CniBackendCall =

@@ -4,7 +4,7 @@
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { HELM } from '../helpers/helm.js';
+import { HELM } from '../helm.js';
 import type { ClusterBinaries } from './binaries.js';
 
 /** What one command printed and its exit code. */

@@ -18,11 +18,11 @@
  */
 import { copyFile, chmod, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { buildNode, type KitNode } from '../kit/node.js';
-import { createNamedNetns, run, type Netns } from '../kit/netns.js';
-import { bridgeNetns } from '../helpers/netns-bridge.js';
-import { plugEniLinks } from '../helpers/eni-link-plug.js';
-import { createNodeMountNs, type NodeMountNs } from '../helpers/node-mountns.js';
+import { buildNode, type KitNode } from '../node.js';
+import { createNamedNetns, run, type Netns } from '../netns.js';
+import { bridgeNetns } from '../netns-bridge.js';
+import { plugEniLinks } from '../eni-link-plug.js';
+import { createNodeMountNs, type NodeMountNs } from '../node-mountns.js';
 import type { SimCloud } from '../../sim/index.js';
 import { clusterBinaries, type ClusterBinaries } from './binaries.js';
 import { makePki, type Pki } from './pki.js';
