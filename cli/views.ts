@@ -4,13 +4,14 @@
  * ENI (device 0) uses the main table (254).
  */
 import { orderBy } from 'natural-orderby';
+import { podRouteTable, tableName } from '../netfacts/routing.js';
 import { CliError, EXIT } from './errors.js';
 import type { Allocation, IpamdStatus } from './ipamd-api.js';
 
 /** Route table of an ENI's pods by device number: `main` for 0, else d+1. */
 export function routeTable(deviceNumber: number | undefined): string {
   if (deviceNumber === undefined) return '?';
-  return deviceNumber === 0 ? 'main' : String(deviceNumber + 1);
+  return tableName(podRouteTable({ deviceNumber }));
 }
 
 /** One pod row. */

@@ -58,3 +58,12 @@ export function tableId(t: string | number): number {
 export function eniRouteTable(deviceNumber: number): number {
   return deviceNumber + 1;
 }
+
+/**
+ * Route table of the pods of an ENI (docs/design.md#7-host-networking): {@link MAIN_TABLE}
+ * for the primary ENI (device number 0), {@link eniRouteTable} for a secondary one. The one
+ * definition ipamd (ADD answers, GC, `/v1/enis`) and the CLI use.
+ */
+export function podRouteTable(eni: { deviceNumber: number; isPrimary?: boolean }): number {
+  return (eni.isPrimary ?? eni.deviceNumber === 0) ? MAIN_TABLE : eniRouteTable(eni.deviceNumber);
+}

@@ -12,7 +12,8 @@ import { PluginLogFiles } from '../observability/log-files.js';
 import { StalledParts } from '../observability/stalled-parts.js';
 import { statusDocument } from '../observability/status-doc.js';
 import { RpcServer } from '../rpc/server.js';
-import { IpamService, routeTableFor } from '../service/ipam-service.js';
+import { IpamService } from '../service/ipam-service.js';
+import { podRouteTable } from '../../netfacts/routing.js';
 import { stageTrace } from '../service/stage-trace.js';
 import { installCniAndReport } from '../startup/cni-install-report.js';
 import { readVpcCidrs } from '../startup/discover.js';
@@ -228,7 +229,7 @@ export const httpEndpointsPart = ({ config }: PartEnv) =>
         {
           status,
           allocations: () => ds.allocations(),
-          enis: () => enisDocument(ds, routeTableFor, monoNow()),
+          enis: () => enisDocument(ds, podRouteTable, monoNow()),
           eniConfig: () => eniconfig.name(),
           stageTrace: () => stageTrace.summary(),
           ipamdEnv: () => ipamdEnvSettings(config),

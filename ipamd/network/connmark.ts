@@ -19,6 +19,7 @@
  * is safe and a changed interface, prefix or mark replaces the old rules.
  */
 import { CONNMARK_COMMENT, CONNMARK_RULE_PRIORITY, markHex } from '../../netfacts/connmark.js';
+import { MAIN_TABLE, tableId } from '../../netfacts/routing.js';
 import type { Iptables } from './iptables.js';
 import type { CommandRunner } from './runner.js';
 
@@ -118,7 +119,7 @@ export async function syncFwmarkRule(runner: CommandRunner, mark?: number): Prom
   );
   const m = mark === undefined ? '' : `${markHex(mark)}/${markHex(mark)}`;
   const ok = (r: FwmarkRow) =>
-    r.fwmark === m && (r.table === 'main' || r.table === 254) && (r.src ?? 'all') === 'all' && !r.dst;
+    r.fwmark === m && tableId(r.table ?? '') === MAIN_TABLE && (r.src ?? 'all') === 'all' && !r.dst;
   if (mark !== undefined && rows.length === 1 && ok(rows[0]!)) return 0;
   const lines = rows.map(() => `rule del prio ${CONNMARK_RULE_PRIORITY}`);
   if (mark !== undefined) lines.push(`rule add fwmark ${m} lookup main prio ${CONNMARK_RULE_PRIORITY}`);

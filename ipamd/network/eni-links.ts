@@ -35,11 +35,6 @@ interface RouteJson {
   table?: string;
 }
 
-/** Route table of the ENI at attachment `deviceNumber` (≥ 1): `deviceNumber + 1`. */
-export function routeTableFor(deviceNumber: number): number {
-  return eniRouteTable(deviceNumber);
-}
-
 /** The subnet's VPC router: first host address of `subnetCidr` (`10.0.1.0/24` → `10.0.1.1`). @throws Error for a non-IPv4 CIDR */
 export function subnetGateway(subnetCidr: string): string {
   const bytes = ipaddr.IPv4.networkAddressFromCIDR(subnetCidr).toByteArray();
@@ -56,7 +51,7 @@ export async function findLinkByMac(runner: CommandRunner, mac: string): Promise
 /** The rules this ENI owns: priority {@link ENI_PRIMARY_IP_PRIORITY} from its IP or into its table. */
 function ownedBy(eni: EniLinkSpec): (r: IpRule) => boolean {
   const from = asCidr(eni.primaryIp);
-  const table = routeTableFor(eni.deviceNumber);
+  const table = eniRouteTable(eni.deviceNumber);
   return (r) => r.priority === ENI_PRIMARY_IP_PRIORITY && (r.from === from || r.table === table);
 }
 
@@ -104,7 +99,7 @@ export async function setupEniLink(
     throw new Error(`ENI ${eni.eniId} has device number ${eni.deviceNumber}: only secondary ENIs get their own table`);
   const link = await waitForLink(runner, eni, waitMs);
   const dev = link.ifname;
-  const table = String(routeTableFor(eni.deviceNumber));
+  const table = String(eniRouteTable(eni.deviceNumber));
   const gw = subnetGateway(eni.subnetCidr);
   const prefixLen = Number(eni.subnetCidr.split('/')[1]);
   const [routes, rules] = await Promise.all([
@@ -146,7 +141,7 @@ export async function setupEniLink(
  * @returns how many `ip` commands were run. @throws CommandError
  */
 export async function teardownEniLink(runner: CommandRunner, eni: EniLinkSpec): Promise<number> {
-  const table = String(routeTableFor(eni.deviceNumber));
+  const table = String(eniRouteTable(eni.deviceNumber));
   const [link, routes, rules] = await Promise.all([
     findLinkByMac(runner, eni.mac),
     runner.ipJson<RouteJson>(['-4', 'route', 'show', 'table', table]),

@@ -13,7 +13,12 @@ import type { Logger } from '../log.js';
 import { findLinkByMac, setupEniLink, teardownEniLink, type EniLinkSpec } from './eni-links.js';
 import { syncRules, type IpRule } from './ip-rules.js';
 import { detectIptablesBackend, Iptables, DEFAULT_LOCK_WAIT_S, type IptablesBackend } from './iptables.js';
-import { NON_VPC_MAIN_PRIORITY, VPC_GOTO_PRIORITY, VPC_GOTO_TARGET_PRIORITY } from '../../netfacts/routing.js';
+import {
+  MAIN_TABLE,
+  NON_VPC_MAIN_PRIORITY,
+  VPC_GOTO_PRIORITY,
+  VPC_GOTO_TARGET_PRIORITY,
+} from '../../netfacts/routing.js';
 import { CommandRunner } from './runner.js';
 import { applySnat, type SnatRandomize } from './snat.js';
 import { applyConnmark } from './connmark.js';
@@ -75,7 +80,7 @@ export function nodeRules(cidrs: string[], externalSnat: boolean): IpRule[] {
   if (externalSnat) return [];
   return [
     ...[...new Set(cidrs)].map((c) => ({ priority: VPC_GOTO_PRIORITY, to: c, goto: VPC_GOTO_TARGET_PRIORITY })),
-    { priority: NON_VPC_MAIN_PRIORITY, table: 254 },
+    { priority: NON_VPC_MAIN_PRIORITY, table: MAIN_TABLE },
     { priority: VPC_GOTO_TARGET_PRIORITY, nop: true },
   ];
 }

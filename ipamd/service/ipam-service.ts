@@ -3,6 +3,7 @@
  * the change durable before answering; DEL releases into cooldown the same way.
  * A failed checkpoint write undoes the change and fails the request (docs/design.md#1-the-parts-and-how-a-pod-gets-its-ip step 3).
  */
+import { podRouteTable } from '../../netfacts/routing.js';
 import { monoNow } from '../clock.js';
 import { DEL_REASON_IP_CONFLICT } from '../../proto/ipam.js';
 import type { Datastore } from '../datastore/datastore.js';
@@ -17,7 +18,6 @@ import { explainNoAddress, IpamdFailure } from './ipamd-failure.js';
 import { ipamStatus, type IpamStatus } from './status.js';
 
 /** Route table id of the main table (pods on the primary ENI). */
-const MAIN_TABLE = 254;
 
 /** What ADD needs beyond the key. */
 export interface AddRequest extends AllocationKey {
@@ -88,11 +88,6 @@ function podFields(key: AllocationKey, pod: PodRef | undefined, ip: string | und
   };
 }
 
-/** Route table of an ENI: main for the primary ENI, device number + 1 otherwise (docs/design.md#7-host-networking). */
-export function routeTableFor(eni: EniInfo): number {
-  return eni.isPrimary ? MAIN_TABLE : eni.deviceNumber + 1;
-}
-
 /** ADD/DEL semantics over the datastore, the checkpoint and the pool controller. */
 export class IpamService {
   private readonly now: () => number;
@@ -154,7 +149,7 @@ export class IpamService {
           podFields(req, req.pod ?? r.allocation.pod, r.allocation.ipv4, r.eni.eniId),
           'ADD: container already holds this IP',
         );
-        return { allocation: r.allocation, eni: r.eni, routeTableId: routeTableFor(r.eni), existing: true };
+        return { allocation: r.allocation, eni: r.eni, routeTableId: podRouteTable(r.eni), existing: true };
       }
       if (r.kind === 'assigned') {
         const t1 = performance.now();
@@ -174,7 +169,7 @@ export class IpamService {
         }
         pool.changed();
         log.info(podFields(req, req.pod, r.allocation.ipv4, r.eni.eniId), 'assigned IP');
-        return { allocation: r.allocation, eni: r.eni, routeTableId: routeTableFor(r.eni), existing: false };
+        return { allocation: r.allocation, eni: r.eni, routeTableId: podRouteTable(r.eni), existing: false };
       }
       const left = deadline - this.now();
       if (left <= 0) {
@@ -247,7 +242,7 @@ export class IpamService {
     const eni = ds.getEni(a.eniId);
     log.info({ ...podFields(key, a.pod, a.ipv4, a.eniId), reason }, 'released IP');
     stageTrace.record('del.handler', performance.now() - t0);
-    return { released: true, allocation: a, ...(eni ? { eni, routeTableId: routeTableFor(eni) } : {}) };
+    return { released: true, allocation: a, ...(eni ? { eni, routeTableId: podRouteTable(eni) } : {}) };
   }
 
   /**
@@ -262,7 +257,7 @@ export class IpamService {
         released: () => this.o.pool.changed(),
         log: this.o.log,
         now: this.now,
-        routeTableFor,
+        routeTableFor: podRouteTable,
         ...(this.o.kernel ? { kernel: this.o.kernel } : {}),
       },
       networkName,
@@ -285,6 +280,6 @@ export class IpamService {
     const a = this.o.ds.lookup(key);
     if (!a) return undefined;
     const eni = this.o.ds.getEni(a.eniId);
-    return eni ? { allocation: a, eni, routeTableId: routeTableFor(eni) } : { allocation: a };
+    return eni ? { allocation: a, eni, routeTableId: podRouteTable(eni) } : { allocation: a };
   }
 }

@@ -16,6 +16,7 @@ import type { Logger } from '../log.js';
 import { HostNetwork, type HostNetworkOptions } from '../network/host-network.js';
 import type { SysctlCheck } from '../network/sysctl.js';
 import { PeriodicTask } from '../controller/periodic-task.js';
+import { eniRouteTable } from '../../netfacts/routing.js';
 
 /** How often the node sysctls are read again (ms), so a fix (or a regression) shows without a restart. */
 export const SYSCTL_RECHECK_MS = 60_000;
@@ -134,7 +135,7 @@ export async function startHostNetworkSync(o: HostNetworkSyncOptions): Promise<{
     applied.set(eni.eniId, eni);
     if (hook) viaHook.add(eni.eniId);
     o.log.info(
-      { eniId: eni.eniId, deviceNumber: eni.deviceNumber, table: eni.deviceNumber + 1 },
+      { eniId: eni.eniId, deviceNumber: eni.deviceNumber, table: eniRouteTable(eni.deviceNumber) },
       'host networking set up for ENI',
     );
   };

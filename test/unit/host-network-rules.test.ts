@@ -6,18 +6,25 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { policyRoutingLines, type WiringPlan } from '../../cni-plugin/wiring.js';
-import { routeTableFor, subnetGateway } from '../../ipamd/network/eni-links.js';
+import { subnetGateway } from '../../ipamd/network/eni-links.js';
+import { podRouteTable } from '../../netfacts/routing.js';
 import { nodeRules } from '../../ipamd/network/host-network.js';
 import { ruleLine, ruleSyncLines, type IpRule } from '../../ipamd/network/ip-rules.js';
 import { snatChainRestore } from '../../ipamd/network/snat.js';
 import { connmarkRuleSpecs, splitRuleLine } from '../../ipamd/network/connmark.js';
 
-test('subnet gateway is the first host address; table is device + 1', () => {
+test('subnet gateway is the first host address', () => {
   assert.equal(subnetGateway('10.0.0.0/24'), '10.0.0.1');
   assert.equal(subnetGateway('10.0.1.64/26'), '10.0.1.65');
   assert.equal(subnetGateway('192.168.255.0/24'), '192.168.255.1');
-  assert.equal(routeTableFor(1), 2);
   assert.throws(() => subnetGateway('fd00::/64'));
+});
+
+test('the pods of the primary ENI use main, those of the ENI at device d table d+1', () => {
+  assert.equal(podRouteTable({ deviceNumber: 0 }), 254);
+  assert.equal(podRouteTable({ deviceNumber: 0, isPrimary: true }), 254);
+  assert.equal(podRouteTable({ deviceNumber: 1 }), 2);
+  assert.equal(podRouteTable({ deviceNumber: 2, isPrimary: false }), 3);
 });
 
 test('ruleSyncLines deletes extras and duplicates, adds what is missing, leaves others alone', () => {

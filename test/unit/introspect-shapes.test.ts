@@ -11,7 +11,7 @@ import { pino } from 'pino';
 import { Datastore } from '../../ipamd/datastore/datastore.js';
 import { enisDocument, GO_ZERO_TIME } from '../../ipamd/observability/introspect-enis.js';
 import { installLogLevelSignal, levelCycle, nextLevel } from '../../ipamd/log-level.js';
-import { routeTableFor } from '../../ipamd/service/ipam-service.js';
+import { podRouteTable } from '../../netfacts/routing.js';
 
 const eni = (id: string, dev: number) => ({
   eniId: id,
@@ -67,7 +67,7 @@ test('/v1/enis with /28 prefixes: one CIDR per prefix, its handed-out addresses,
   assert.equal(a.kind, 'assigned');
   assert.equal(b.kind, 'assigned');
   ds.release(key('c2'), now + 1000);
-  const doc = enisDocument(ds, routeTableFor, now + 2000) as Doc;
+  const doc = enisDocument(ds, podRouteTable, now + 2000) as Doc;
   const card = doc['0']!;
   assert.equal(card.TotalIPs, 16);
   assert.equal(card.AssignedIPs, 1);
