@@ -48,7 +48,10 @@ function checkRequest(p: AssignIpv6Input): { wantAddrs: boolean; n: number } {
       'IPv6 addresses and IPv6 prefixes cannot be assigned in the same request.',
     );
   if (p.addressCount !== undefined && p.addresses?.length)
-    throw new Ec2ApiError('InvalidParameterCombination', 'Ipv6AddressCount and Ipv6Addresses cannot both be specified.');
+    throw new Ec2ApiError(
+      'InvalidParameterCombination',
+      'Ipv6AddressCount and Ipv6Addresses cannot both be specified.',
+    );
   if (p.prefixCount !== undefined && p.prefixes?.length)
     throw new Ec2ApiError('InvalidParameterCombination', 'Ipv6PrefixCount and Ipv6Prefix cannot both be specified.');
   const n = wantAddrs ? (p.addressCount ?? p.addresses!.length) : (p.prefixCount ?? p.prefixes!.length);

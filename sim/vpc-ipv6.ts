@@ -33,11 +33,15 @@ export const DEFAULT_VPC_IPV6_CIDR = '2600:1f14:abc:de00::/56';
 export function addVpcIpv6Cidr(state: SimState, cidr?: string): string {
   const blocks = state.vpcIpv6Cidrs ?? [];
   if (blocks.length >= MAX_VPC_IPV6_CIDR_BLOCKS)
-    throw new Error(`VPC ${state.vpcId} already has ${blocks.length} IPv6 CIDR blocks (quota ${MAX_VPC_IPV6_CIDR_BLOCKS})`);
+    throw new Error(
+      `VPC ${state.vpcId} already has ${blocks.length} IPv6 CIDR blocks (quota ${MAX_VPC_IPV6_CIDR_BLOCKS})`,
+    );
   let c: Ipv6Cidr;
   if (cidr === undefined) {
     const last = blocks.length ? parseIpv6Cidr(blocks[blocks.length - 1]!) : undefined;
-    c = parseIpv6Cidr(last ? `${bigIntToIpv6(last.base + last.size)}/${VPC_IPV6_PREFIX_LENGTH}` : DEFAULT_VPC_IPV6_CIDR);
+    c = parseIpv6Cidr(
+      last ? `${bigIntToIpv6(last.base + last.size)}/${VPC_IPV6_PREFIX_LENGTH}` : DEFAULT_VPC_IPV6_CIDR,
+    );
   } else {
     try {
       c = parseIpv6Cidr(cidr);

@@ -72,7 +72,9 @@ test('AssignIpv6Addresses Ipv6PrefixCount: a /80 of the subnet /64, shown by Des
     .NetworkInterfaces![0]!;
   assert.deepEqual(after.Ipv6Prefixes, []);
   await expectSdkError(
-    ec2.send(new UnassignIpv6AddressesCommand({ NetworkInterfaceId: eniId, Ipv6Prefixes: ['2600:1f14:abc:de00:1::/80'] })),
+    ec2.send(
+      new UnassignIpv6AddressesCommand({ NetworkInterfaceId: eniId, Ipv6Prefixes: ['2600:1f14:abc:de00:1::/80'] }),
+    ),
     { name: 'InvalidParameterValue', status: 400 },
   );
 });
@@ -87,7 +89,9 @@ test('AssignIpv6Addresses with addresses: count and specific ones, wire names Ip
   assert.equal(sim.calls.at(-1)!.params['Ipv6Addresses.1'], '2600:1f14:abc:de00::beef');
   assert.deepEqual(s.AssignedIpv6Addresses, ['2600:1f14:abc:de00::beef']);
   await expectSdkError(
-    ec2.send(new AssignIpv6AddressesCommand({ NetworkInterfaceId: eniId, Ipv6Addresses: ['2600:1f14:abc:de00::beef'] })),
+    ec2.send(
+      new AssignIpv6AddressesCommand({ NetworkInterfaceId: eniId, Ipv6Addresses: ['2600:1f14:abc:de00::beef'] }),
+    ),
     { name: 'InvalidIPAddress.InUse', status: 400 },
   );
   const u = await ec2.send(
@@ -95,9 +99,7 @@ test('AssignIpv6Addresses with addresses: count and specific ones, wire names Ip
   );
   assert.deepEqual(u.UnassignedIpv6Addresses, ['2600:1f14:abc:de00::5']);
   await expectSdkError(
-    ec2.send(
-      new AssignIpv6AddressesCommand({ NetworkInterfaceId: eniId, Ipv6AddressCount: 1, Ipv6PrefixCount: 1 }),
-    ),
+    ec2.send(new AssignIpv6AddressesCommand({ NetworkInterfaceId: eniId, Ipv6AddressCount: 1, Ipv6PrefixCount: 1 })),
     { name: 'InvalidParameterCombination', status: 400 },
   );
   await expectSdkError(ec2.send(new AssignIpv6AddressesCommand({ NetworkInterfaceId: eniId })), {
