@@ -8,8 +8,9 @@
 import { Ec2ApiError, eniNotFound, invalidParameter } from './ec2-errors.js';
 import type { FaultInjector, ImdsChangeKind } from './faults.js';
 import type { IdGenerator } from './ids.js';
-import { SubnetAddresses } from './address-pool.js';
-import { addVpcCidr, checkAvailabilityZone, checkSubnetCidr } from './vpc.js';
+import { addVpcCidr } from './vpc.js';
+import { addVpcIpv6Cidr } from './vpc-ipv6.js';
+import { newSubnet, type SubnetInput } from './subnet-create.js';
 import { UNATTACHED_ENI_IPV4_LIMIT, instanceTypeInfo, type InstanceTypeInfo } from './instance-types.js';
 import type { Eni, Instance, SimState, Subnet } from './types.js';
 
@@ -45,23 +46,25 @@ export class CloudModel {
   ) {}
 
   /**
-   * Adds a subnet in the VPC, optionally in another zone of the region and with tags.
+   * Adds a subnet in the VPC, optionally in another zone of the region, with tags, and
+   * with an IPv6 /64 (`ipv6Cidr`: that block, or `true` for the VPC's lowest free /64;
+   * `assignIpv6AddressOnCreation` gives each ENI created there one IPv6 address).
    * @throws Error when the CIDR is not a /16–/28 inside one of the VPC's CIDR blocks,
-   * overlaps another subnet, or the zone is not `<region><letter>`.
+   * overlaps another subnet, the zone is not `<region><letter>`, or the IPv6 block is
+   * refused (`vpc-ipv6.ts`).
    */
-  addSubnet(p: { cidr: string; availabilityZone?: string; tags?: Record<string, string> }): Subnet {
-    const cidr = checkSubnetCidr(this.state, p.cidr);
-    const zone = checkAvailabilityZone(this.state.region, p.availabilityZone ?? this.state.availabilityZone);
-    const subnet: Subnet = {
-      subnetId: this.ids.id('subnet'),
-      cidr,
-      vpcId: this.state.vpcId,
-      availabilityZone: zone,
-      addresses: new SubnetAddresses(cidr),
-      tags: { ...p.tags },
-    };
+  addSubnet(p: SubnetInput): Subnet {
+    const subnet = newSubnet(this.state, p, () => this.ids.id('subnet'));
     this.state.subnets.set(subnet.subnetId, subnet);
     return subnet;
+  }
+
+  /**
+   * Associates an IPv6 /56 with the VPC (`vpc-ipv6.ts`; none given = the next
+   * Amazon-provided-style block). @throws Error for a bad, overlapping or extra block.
+   */
+  addVpcIpv6Cidr(cidr?: string): string {
+    return addVpcIpv6Cidr(this.state, cidr);
   }
 
   /**
@@ -164,6 +167,7 @@ export class CloudModel {
     const a = subnet.addresses;
     const taken: string[] = [];
     const takenPrefixes: string[] = [];
+    const ipv6: string[] = [];
     try {
       if (p.privateIpAddress) {
         a.allocateSpecific([p.privateIpAddress]);
@@ -176,6 +180,7 @@ export class CloudModel {
       if (p.secondaryCount) taken.push(...a.allocate(p.secondaryCount));
       if (p.prefixes?.length) takenPrefixes.push(...a.allocateSpecificPrefixes(p.prefixes));
       if (p.prefixCount) takenPrefixes.push(...a.allocatePrefixes(p.prefixCount));
+      if (subnet.ipv6 && subnet.assignIpv6AddressOnCreation) ipv6.push(...subnet.ipv6.addresses.allocate(1));
     } catch (e) {
       a.release(taken);
       a.releasePrefixes(takenPrefixes);
@@ -191,6 +196,8 @@ export class CloudModel {
       primaryIp: taken[0]!,
       secondaryIps: taken.slice(1),
       ipv4Prefixes: takenPrefixes,
+      ipv6Addresses: ipv6,
+      ipv6Prefixes: [],
       status: 'available',
       tags: { ...p.tags },
       securityGroupIds: p.securityGroupIds?.length ? [...p.securityGroupIds] : [DEFAULT_SECURITY_GROUP],
@@ -237,6 +244,10 @@ export class CloudModel {
       );
     if (eni.ipv4Prefixes.length > 0 && type.hypervisor !== 'nitro')
       throw invalidParameter(`Instance type ${inst.instanceType} does not support IPv4 prefixes`);
+    if (eni.ipv6Addresses.length + eni.ipv6Prefixes.length > type.ipv6PerEni)
+      throw invalidParameter(`Number of IPv6 addresses and prefixes will exceed limit for ${inst.instanceType}.`);
+    if (eni.ipv6Prefixes.length > 0 && type.hypervisor !== 'nitro')
+      throw invalidParameter(`Instance type ${inst.instanceType} does not support IPv6 prefixes`);
     this.beforeChange('attach', instanceId);
     const delay = this.faults.attachDelayMs;
     const att = {
@@ -303,6 +314,9 @@ export class CloudModel {
     const a = this.state.subnets.get(eni.subnetId)!.addresses;
     a.release([eni.primaryIp, ...eni.secondaryIps]);
     a.releasePrefixes(eni.ipv4Prefixes);
+    const a6 = this.state.subnets.get(eni.subnetId)!.ipv6?.addresses;
+    a6?.release(eni.ipv6Addresses);
+    a6?.releasePrefixes(eni.ipv6Prefixes);
   }
 
   /** The ENI holding an attachment. @throws Ec2ApiError InvalidAttachmentID.NotFound */

@@ -6,6 +6,7 @@
 import { Ec2ApiError, eniNotFound, invalidParameter } from './ec2-errors.js';
 import { CloudModel } from './cloud-model.js';
 import { assignAddresses, unassignAddresses } from './ip-assignment.js';
+import { assignIpv6Addresses, unassignIpv6Addresses } from './ec2-actions-ipv6.js';
 import { INSTANCE_TYPES, instanceTypeInfo } from './instance-types.js';
 import {
   FILTER_NAMES,
@@ -245,6 +246,8 @@ export const ACTIONS: ReadonlyMap<string, ActionHandler> = new Map([
   ['ModifyNetworkInterfaceAttribute', modifyNetworkInterfaceAttribute],
   ['AssignPrivateIpAddresses', assignPrivateIpAddresses],
   ['UnassignPrivateIpAddresses', unassignPrivateIpAddresses],
+  ['AssignIpv6Addresses', assignIpv6Addresses],
+  ['UnassignIpv6Addresses', unassignIpv6Addresses],
   ['CreateTags', createTags],
 ]);
 

@@ -10,6 +10,7 @@ import { DEFAULT_SECURITY_GROUP } from './cloud-model.js';
 import type { InstanceTypeInfo } from './instance-types.js';
 import { vpcCidrBlocks, type Eni, type Instance, type SimState, type Subnet } from './types.js';
 import { availabilityZoneId } from './vpc.js';
+import { ipv6VpcAssociationId } from './vpc-ipv6.js';
 
 /** EC2 API version served. */
 export const EC2_API_VERSION = '2016-11-15';
@@ -59,6 +60,18 @@ function privateIps(eni: Eni): { item: unknown[] } {
   ]);
 }
 
+/**
+ * An ENI's IPv6 sets: `ipv6AddressesSet` (items `ipv6Address`, `isPrimaryIpv6`: EC2
+ * `NetworkInterfaceIpv6Address` / `InstanceIpv6Address`) and `ipv6PrefixSet` (items
+ * `ipv6Prefix`: `Ipv6PrefixSpecification`), element names as the EC2 service model has them.
+ */
+function ipv6Sets(eni: Eni): XmlTree {
+  return {
+    ipv6AddressesSet: set(eni.ipv6Addresses.map((ipv6Address) => ({ ipv6Address, isPrimaryIpv6: false }))),
+    ipv6PrefixSet: set(eni.ipv6Prefixes.map((ipv6Prefix) => ({ ipv6Prefix }))),
+  };
+}
+
 /** EC2 `NetworkInterface` (DescribeNetworkInterfaces item, CreateNetworkInterface result). */
 export function eniXml(eni: Eni): XmlTree {
   const a = eni.attachment;
@@ -93,7 +106,7 @@ export function eniXml(eni: Eni): XmlTree {
     tagSet: tagSet(eni.tags),
     privateIpAddressesSet: privateIps(eni),
     ipv4PrefixSet: set(eni.ipv4Prefixes.map((ipv4Prefix) => ({ ipv4Prefix }))),
-    ipv6AddressesSet: set([]),
+    ...ipv6Sets(eni),
   };
 }
 
@@ -122,7 +135,7 @@ function instanceEniXml(eni: Eni): XmlTree {
     },
     privateIpAddressesSet: privateIps(eni),
     ipv4PrefixSet: set(eni.ipv4Prefixes.map((ipv4Prefix) => ({ ipv4Prefix }))),
-    ipv6AddressesSet: set([]),
+    ...ipv6Sets(eni),
   };
 }
 
@@ -175,8 +188,20 @@ export function subnetXml(state: SimState, s: Subnet): XmlTree {
     availabilityZoneId: availabilityZoneId(state.region, s.availabilityZone),
     defaultForAz: false,
     mapPublicIpOnLaunch: false,
-    assignIpv6AddressOnCreation: false,
-    ipv6CidrBlockAssociationSet: set([]),
+    assignIpv6AddressOnCreation: s.assignIpv6AddressOnCreation ?? false,
+    ipv6CidrBlockAssociationSet: set(
+      s.ipv6
+        ? [
+            {
+              associationId: s.ipv6.associationId,
+              ipv6CidrBlock: s.ipv6.cidr,
+              ipv6CidrBlockState: { state: 'associated' },
+              ipSource: 'amazon',
+              ipv6AddressAttribute: 'public',
+            },
+          ]
+        : [],
+    ),
     tagSet: tagSet(s.tags),
   };
 }
@@ -203,7 +228,17 @@ export function vpcXml(state: SimState, tags: Record<string, string>): XmlTree {
         cidrBlockState: { state: 'associated' },
       })),
     ),
-    ipv6CidrBlockAssociationSet: set([]),
+    ipv6CidrBlockAssociationSet: set(
+      (state.vpcIpv6Cidrs ?? []).map((ipv6CidrBlock, i) => ({
+        associationId: ipv6VpcAssociationId(state.vpcId, i),
+        ipv6CidrBlock,
+        ipv6CidrBlockState: { state: 'associated' },
+        networkBorderGroup: state.region,
+        ipv6Pool: 'Amazon',
+        ipSource: 'amazon',
+        ipv6AddressAttribute: 'public',
+      })),
+    ),
     dhcpOptionsId: 'dopt-0sim0000000000001',
     instanceTenancy: 'default',
     isDefault: false,

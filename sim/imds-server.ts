@@ -38,6 +38,7 @@ export function metadataText(v: ImdsInstanceView, path: string): string | undefi
   if (p === 'dynamic/instance-identity/' || p === 'dynamic/instance-identity') return 'document';
   if (p === 'meta-data' || p === 'meta-data/') {
     return [
+      ...(v.ipv6 ? ['ipv6'] : []),
       'ami-id',
       'hostname',
       'iam/',
@@ -80,6 +81,7 @@ export function metadataText(v: ImdsInstanceView, path: string): string | undefi
       2,
     ),
   };
+  if (v.ipv6) simple.ipv6 = v.ipv6;
   if (m in simple) return simple[m];
   if (`${m}/` in simple) return simple[`${m}/`];
   if (m === `iam/security-credentials/${ROLE_NAME}`) {
@@ -120,6 +122,13 @@ function macText(v: ImdsInstanceView, m: string): string | undefined {
     'vpc-ipv4-cidr-blocks': eni.vpcCidrs.join('\n'),
   };
   if (eni.ipv4Prefixes.length) fields['ipv4-prefix'] = eni.ipv4Prefixes.join('\n');
+  // IPv6 paths exist only when there is something to list (AWS EC2 User Guide,
+  // "Instance metadata categories": network/interfaces/macs/mac/ipv6s, ipv6-prefix,
+  // subnet-ipv6-cidr-blocks, vpc-ipv6-cidr-blocks).
+  if (eni.ipv6s.length) fields.ipv6s = eni.ipv6s.join('\n');
+  if (eni.ipv6Prefixes.length) fields['ipv6-prefix'] = eni.ipv6Prefixes.join('\n');
+  if (eni.subnetIpv6Cidrs.length) fields['subnet-ipv6-cidr-blocks'] = eni.subnetIpv6Cidrs.join('\n');
+  if (eni.vpcIpv6Cidrs.length) fields['vpc-ipv6-cidr-blocks'] = eni.vpcIpv6Cidrs.join('\n');
   if (em[2] === '') return Object.keys(fields).sort().join('\n');
   return fields[em[2]!];
 }

@@ -19,6 +19,14 @@ export interface ImdsEniView {
   /** Primary IP first, then secondary IPs. */
   localIpv4s: string[];
   ipv4Prefixes: string[];
+  /** IPv6 addresses of the ENI (IMDS `ipv6s`); empty = the path is absent. */
+  ipv6s: string[];
+  /** Delegated /80 prefixes (IMDS `ipv6-prefix`); empty = absent. */
+  ipv6Prefixes: string[];
+  /** The subnet's IPv6 blocks (IMDS `subnet-ipv6-cidr-blocks`); empty = absent. */
+  subnetIpv6Cidrs: string[];
+  /** The VPC's IPv6 blocks (IMDS `vpc-ipv6-cidr-blocks`); empty = absent. */
+  vpcIpv6Cidrs: string[];
 }
 
 /** Metadata of one instance. */
@@ -31,6 +39,8 @@ export interface ImdsInstanceView {
   accountId: string;
   privateIp: string;
   primaryMac: string;
+  /** The primary ENI's first IPv6 address (IMDS `ipv6`); undefined = the path is absent. */
+  ipv6?: string;
   /** ms epoch. */
   launchTime: number;
   /** Attached ENIs (attachment status `attached`) by device number. */
@@ -58,7 +68,12 @@ export function liveInstanceView(state: SimState, instanceId: string): ImdsInsta
       securityGroupIds: [...e.securityGroupIds],
       localIpv4s: [e.primaryIp, ...e.secondaryIps],
       ipv4Prefixes: [...e.ipv4Prefixes],
+      ipv6s: [...e.ipv6Addresses],
+      ipv6Prefixes: [...e.ipv6Prefixes],
+      subnetIpv6Cidrs: state.subnets.get(e.subnetId)?.ipv6 ? [state.subnets.get(e.subnetId)!.ipv6!.cidr] : [],
+      vpcIpv6Cidrs: [...(state.vpcIpv6Cidrs ?? [])],
     }));
+  const ipv6 = state.enis.get(inst.primaryEniId)?.ipv6Addresses[0];
   return {
     instanceId,
     instanceType: inst.instanceType,
@@ -68,6 +83,7 @@ export function liveInstanceView(state: SimState, instanceId: string): ImdsInsta
     accountId: state.accountId,
     privateIp: inst.privateIpAddress,
     primaryMac: state.enis.get(inst.primaryEniId)?.macAddress ?? '',
+    ...(ipv6 ? { ipv6 } : {}),
     launchTime: inst.launchTime,
     enis,
   };

@@ -22,4 +22,6 @@ export { stateToJson, type SimStateJson } from './state-json.js';
 export { vpcCidrBlocks } from './types.js';
 export type { ApiCallRecord, Eni, EniAttachment, EniStatus, Instance, SimState, Subnet } from './types.js';
 export { MAX_VPC_CIDR_BLOCKS } from './vpc.js';
+export { DEFAULT_VPC_IPV6_CIDR, MAX_VPC_IPV6_CIDR_BLOCKS } from './vpc-ipv6.js';
+export type { SubnetInput } from './subnet-create.js';
 export type { ImdsInstanceView, ImdsEniView } from './imds-view.js';

@@ -28,6 +28,8 @@ import { FaultInjector } from './faults.js';
 import { FILTER_NAMES, applyFilters, eniFilterValues, subnetFilterValues } from './filters.js';
 import { IdGenerator } from './ids.js';
 import { assignAddresses, unassignAddresses } from './ip-assignment.js';
+import { assignIpv6, unassignIpv6 } from './ipv6-assignment.js';
+import type { SubnetInput } from './subnet-create.js';
 import { vpcCidrBlocks, type Eni, type Instance, type SimState, type Subnet } from './types.js';
 
 /** The three outcomes EC2 can leave unknown to the caller, plus a plain refusal by code. */
@@ -63,6 +65,8 @@ export interface MemoryEc2Options {
   vpcCidr?: string;
   /** Secondary VPC CIDR blocks (e.g. `['100.64.0.0/16']`), rules as `SimCloud`'s. Default none. */
   secondaryVpcCidrs?: string[];
+  /** IPv6 /56 blocks of the VPC, rules as `SimCloud`'s. Default none. */
+  vpcIpv6Cidrs?: string[];
   /** Virtual clock (ms); a call without an answer advances it by `timeoutMs`. Default: a private clock starting at 0. */
   clock?: { now(): number; advance(ms: number): void };
   /** The attempt timeout a call without an answer spends (ms, default 10 000 as ENI_IPAM_EC2_TIMEOUT). */
@@ -111,13 +115,15 @@ export class MemoryEc2 implements Ec2Port {
     this.timeoutMs = o.timeoutMs ?? 10_000;
     this.model = new CloudModel(this.state, ids, new FaultInjector(), () => undefined);
     for (const c of o.secondaryVpcCidrs ?? []) this.model.addVpcCidr(c);
+    for (const c of o.vpcIpv6Cidrs ?? []) this.model.addVpcIpv6Cidr(c);
   }
 
   /**
-   * Adds a subnet (see `CloudModel.addSubnet`), optionally in another zone and tagged.
-   * @throws Error for a bad or overlapping CIDR or a zone outside the region.
+   * Adds a subnet (see `CloudModel.addSubnet`), optionally in another zone, tagged, and
+   * dual-stack (`ipv6Cidr`: a /64 of the VPC's IPv6 blocks, or `true` for the lowest free one).
+   * @throws Error for a bad or overlapping CIDR, a zone outside the region, or an IPv6 block refused.
    */
-  addSubnet(cidr: string, o: { availabilityZone?: string; tags?: Record<string, string> } = {}): Subnet {
+  addSubnet(cidr: string, o: Omit<SubnetInput, 'cidr'> = {}): Subnet {
     return this.model.addSubnet({ cidr, ...o });
   }
 
@@ -197,6 +203,7 @@ export class MemoryEc2 implements Ec2Port {
         vpcId: s.vpcId,
         availabilityZone: s.availabilityZone,
         tags: { ...s.tags },
+        ...(s.ipv6 ? { ipv6Cidrs: [s.ipv6.cidr] } : {}),
       }));
     });
   }
@@ -257,6 +264,21 @@ export class MemoryEc2 implements Ec2Port {
     return this.call('UnassignPrivateIpAddresses', [eniId, prefixes], () =>
       unassignAddresses(this.model, eniId, [], prefixes),
     );
+  }
+
+  assignIpv6Prefixes(eniId: string, count: number): Promise<string[]> {
+    return this.call(
+      'AssignIpv6Addresses',
+      [eniId, count],
+      () => assignIpv6(this.model, eniId, { prefixCount: count, addresses: [], prefixes: [] }).prefixes,
+    );
+  }
+
+  unassignIpv6Prefixes(eniId: string, prefixes: string[]): Promise<void> {
+    if (prefixes.length === 0) return Promise.resolve();
+    return this.call('UnassignIpv6Addresses', [eniId, prefixes], () => {
+      unassignIpv6(this.model, eniId, [], prefixes);
+    });
   }
 
   detachEni(attachmentId: string): Promise<void> {
@@ -353,6 +375,8 @@ export function toEc2Eni(e: Eni): Ec2Eni {
     primaryIp: e.primaryIp,
     secondaryIps: [...e.secondaryIps],
     ipv4Prefixes: [...e.ipv4Prefixes],
+    ...(e.ipv6Addresses.length ? { ipv6Addresses: [...e.ipv6Addresses] } : {}),
+    ...(e.ipv6Prefixes.length ? { ipv6Prefixes: [...e.ipv6Prefixes] } : {}),
     ...(a
       ? {
           attachment: {

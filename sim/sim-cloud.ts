@@ -10,6 +10,7 @@ import { FaultInjector } from './faults.js';
 import { IdGenerator } from './ids.js';
 import { ImdsServer } from './imds-server.js';
 import { ImdsViews } from './imds-view.js';
+import type { SubnetInput } from './subnet-create.js';
 import type { ApiCallRecord, Instance, SimState, Subnet } from './types.js';
 
 /** Options of {@link SimCloud}. */
@@ -25,6 +26,11 @@ export interface SimCloudOptions {
    * (rules in `vpc.ts`; more can be added with {@link SimCloud.addVpcCidr}). Default none.
    */
   secondaryVpcCidrs?: string[];
+  /**
+   * IPv6 /56 blocks of the VPC (e.g. `['2600:1f14:abc:de00::/56']`; rules in `vpc-ipv6.ts`;
+   * more with {@link SimCloud.addVpcIpv6Cidr}). Default none: an IPv4-only VPC.
+   */
+  vpcIpv6Cidrs?: string[];
   /** Listen address of both servers, default `127.0.0.1`. */
   host?: string;
   /** Default 0 (ephemeral). */
@@ -71,6 +77,7 @@ export class SimCloud {
       this.views.beforeChange(instanceId, this.faults.imdsLagFor(kind)),
     );
     for (const c of opts.secondaryVpcCidrs ?? []) this.model.addVpcCidr(c);
+    for (const c of opts.vpcIpv6Cidrs ?? []) this.model.addVpcIpv6Cidr(c);
     this.ec2 = new Ec2Server(this.model, this.faults, this.calls);
     this.imds = new ImdsServer({
       defaultInstanceId: () => this.defaultInstance,
@@ -127,11 +134,23 @@ export class SimCloud {
    * Adds a subnet (/16–/28 inside one of the VPC's CIDR blocks, no overlap), in
    * `availabilityZone` (default: the region's first zone, `<region>a`) with `tags` (e.g.
    * `{ 'kubernetes.io/role/cni': '1' }`). Its free-address count starts at size − 5 (AWS
-   * reserves the first four and the last address).
-   * @throws Error for a bad or overlapping CIDR or a zone not of the region.
+   * reserves the first four and the last address). With `ipv6Cidr` (a /64 of the VPC's
+   * IPv6 blocks, or `true` for the lowest free one) it is dual-stack; with
+   * `assignIpv6AddressOnCreation` each ENI created there gets one IPv6 address.
+   * @throws Error for a bad or overlapping CIDR, a zone not of the region, or an IPv6 block refused.
    */
-  addSubnet(p: { cidr: string; availabilityZone?: string; tags?: Record<string, string> }): Subnet {
+  addSubnet(p: SubnetInput): Subnet {
     return this.model.addSubnet(p);
+  }
+
+  /**
+   * Associates an IPv6 /56 with the VPC (none given: the next block after the last, from
+   * `2600:1f14:abc:de00::/56`, standing for an Amazon-provided one); DescribeVpcs and IMDS
+   * `vpc-ipv6-cidr-blocks` list it. Returns it normalised.
+   * @throws Error for a block that is not a /56, overlaps, or is a sixth.
+   */
+  addVpcIpv6Cidr(cidr?: string): string {
+    return this.model.addVpcIpv6Cidr(cidr);
   }
 
   /**

@@ -13,6 +13,8 @@ export interface SimStateJson {
   vpcCidr: string;
   /** Every IPv4 CIDR block of the VPC, primary first. */
   vpcCidrs: string[];
+  /** The VPC's IPv6 blocks ([] = IPv4 only). */
+  vpcIpv6Cidrs: string[];
   accountId: string;
   subnets: {
     subnetId: string;
@@ -21,6 +23,8 @@ export interface SimStateJson {
     availabilityZone: string;
     availableIpAddressCount: number;
     tags: Record<string, string>;
+    /** The subnet's IPv6 /64, when it has one. */
+    ipv6Cidr?: string;
   }[];
   instances: Instance[];
   enis: Eni[];
@@ -34,6 +38,7 @@ export function stateToJson(s: SimState): SimStateJson {
     vpcId: s.vpcId,
     vpcCidr: s.vpcCidr,
     vpcCidrs: vpcCidrBlocks(s),
+    vpcIpv6Cidrs: [...(s.vpcIpv6Cidrs ?? [])],
     accountId: s.accountId,
     subnets: [...s.subnets.values()].map((x) => ({
       subnetId: x.subnetId,
@@ -42,6 +47,7 @@ export function stateToJson(s: SimState): SimStateJson {
       availabilityZone: x.availabilityZone,
       availableIpAddressCount: x.addresses.freeCount(),
       tags: { ...x.tags },
+      ...(x.ipv6 ? { ipv6Cidr: x.ipv6.cidr } : {}),
     })),
     instances: [...s.instances.values()].map((i) => ({ ...i })),
     enis: structuredClone([...s.enis.values()]),

@@ -3,6 +3,7 @@
  * (EC2 API Reference: `Subnet`, `Instance`, `NetworkInterface`). Plain data, no I/O.
  */
 import type { SubnetAddresses } from './address-pool.js';
+import type { SubnetIpv6Addresses } from './ipv6-pool.js';
 
 /** A VPC subnet. `addresses` tracks which private IPv4s and /28 prefixes are in use. */
 export interface Subnet {
@@ -14,6 +15,16 @@ export interface Subnet {
   addresses: SubnetAddresses;
   /** The subnet's tags (EC2 `tagSet`; CreateTags on a `subnet-` id writes here). */
   tags: Record<string, string>;
+  /**
+   * The subnet's IPv6 /64 (EC2 `Ipv6CidrBlockAssociationSet`, one association) and its
+   * address accounting; absent = an IPv4-only subnet.
+   */
+  ipv6?: { cidr: string; associationId: string; addresses: SubnetIpv6Addresses };
+  /**
+   * EC2 `AssignIpv6AddressOnCreation`: an ENI created here (CreateNetworkInterface, or an
+   * instance's primary ENI) gets one IPv6 address. Only with {@link ipv6}; absent = false.
+   */
+  assignIpv6AddressOnCreation?: boolean;
 }
 
 /** An ENI attachment (EC2 `NetworkInterfaceAttachment`). */
@@ -46,6 +57,10 @@ export interface Eni {
   secondaryIps: string[];
   /** Delegated IPv4 prefixes (`a.b.c.d/28`). */
   ipv4Prefixes: string[];
+  /** IPv6 addresses from the subnet's /64, in assignment order (compressed form). */
+  ipv6Addresses: string[];
+  /** Delegated IPv6 prefixes (`<subnet /64>:xxxx::/80`), in assignment order. */
+  ipv6Prefixes: string[];
   status: EniStatus;
   attachment?: EniAttachment;
   tags: Record<string, string>;
@@ -83,6 +98,11 @@ export interface SimState {
    * blocks to a VPC"), in association order; absent = none. Read all blocks with {@link vpcCidrBlocks}.
    */
   secondaryVpcCidrs?: string[];
+  /**
+   * IPv6 CIDR blocks (/56) associated with the VPC (AWS VPC User Guide, "Add an IPv6 CIDR
+   * block to your VPC"), in association order; absent = an IPv4-only VPC.
+   */
+  vpcIpv6Cidrs?: string[];
   accountId: string;
   subnets: Map<string, Subnet>;
   instances: Map<string, Instance>;

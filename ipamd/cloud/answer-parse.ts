@@ -5,7 +5,7 @@
  * {@link ParseErrorObserver} (ipamd logs it at warn naming the field and counts it in
  * `eni_ipam_imds_parse_errors_total` / `eni_ipam_ec2_parse_errors_total`). Pure: no I/O.
  */
-import { isIPv4 } from 'node:net';
+import { isIPv4, isIPv6 } from 'node:net';
 
 /** An answer field that is not what the API documents. */
 export class AnswerParseError extends Error {
@@ -33,6 +33,12 @@ const SHAPES = {
   cidr: (v: string) => {
     const m = CIDR.exec(v);
     return !!m && isIPv4(m[1]!) && Number(m[2]) <= 32;
+  },
+  ipv6: (v: string) => isIPv6(v),
+  /** An IPv6 CIDR such as `2600:1f14:abc:de01::/64` or a `/80` prefix. */
+  cidr6: (v: string) => {
+    const i = v.lastIndexOf('/');
+    return i > 0 && isIPv6(v.slice(0, i)) && /^\d{1,3}$/.test(v.slice(i + 1)) && Number(v.slice(i + 1)) <= 128;
   },
   eniId: (v: string) => /^eni-[0-9a-f]{8,17}$/.test(v),
   subnetId: (v: string) => /^subnet-[0-9a-f]{8,17}$/.test(v),

@@ -5,8 +5,9 @@ import { checkAll, checkOne } from './answer-parse.js';
 
 /**
  * Converts the SDK's NetworkInterface to {@link Ec2Eni}; `action` names the call for errors.
- * @throws AnswerParseError when an address (`PrivateIpAddress`) or a prefix (`Ipv4Prefix`)
- *   is not one: the whole answer is refused (docs/design.md#bounds-on-bad-input).
+ * The IPv6 lists are set only when non-empty.
+ * @throws AnswerParseError when an address (`PrivateIpAddress`, `Ipv6Address`) or a prefix
+ *   (`Ipv4Prefix`, `Ipv6Prefix`) is not one: the whole answer is refused (docs/design.md#bounds-on-bad-input).
  */
 export function normaliseEni(ni: NetworkInterface, action = 'DescribeNetworkInterfaces'): Ec2Eni {
   const primary = ni.PrivateIpAddress ?? ni.PrivateIpAddresses?.find((p) => p.Primary)?.PrivateIpAddress ?? '';
@@ -19,6 +20,10 @@ export function normaliseEni(ni: NetworkInterface, action = 'DescribeNetworkInte
     (ni.PrivateIpAddresses ?? []).map((p) => p.PrivateIpAddress ?? '').filter(Boolean),
   );
   checkAll('ec2', action, 'Ipv4Prefix', 'cidr', (ni.Ipv4Prefixes ?? []).map((p) => p.Ipv4Prefix ?? '').filter(Boolean));
+  const ipv6Addresses = (ni.Ipv6Addresses ?? []).map((x) => x.Ipv6Address ?? '').filter(Boolean);
+  const ipv6Prefixes = (ni.Ipv6Prefixes ?? []).map((x) => x.Ipv6Prefix ?? '').filter(Boolean);
+  checkAll('ec2', action, 'Ipv6Address', 'ipv6', ipv6Addresses);
+  checkAll('ec2', action, 'Ipv6Prefix', 'cidr6', ipv6Prefixes);
   const a = ni.Attachment;
   return {
     eniId: ni.NetworkInterfaceId ?? '',
@@ -32,6 +37,8 @@ export function normaliseEni(ni: NetworkInterface, action = 'DescribeNetworkInte
       .filter((p) => !p.Primary && p.PrivateIpAddress)
       .map((p) => p.PrivateIpAddress!),
     ipv4Prefixes: (ni.Ipv4Prefixes ?? []).map((p) => p.Ipv4Prefix ?? '').filter(Boolean),
+    ...(ipv6Addresses.length ? { ipv6Addresses } : {}),
+    ...(ipv6Prefixes.length ? { ipv6Prefixes } : {}),
     ...(a?.AttachmentId
       ? {
           attachment: {

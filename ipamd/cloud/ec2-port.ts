@@ -1,5 +1,5 @@
 /**
- * The EC2 port: the thirteen EC2 operations the controller (grow, shrink, ENI create/free,
+ * The EC2 port: the fifteen EC2 operations the controller (grow, shrink, ENI create/free,
  * the ENI reconcile, the leaked-ENI sweep) and its start-up use, as one narrow interface,
  * in ipamd's own shapes ({@link Ec2Eni}, {@link Ec2Error}), with no SDK type in sight.
  *
@@ -51,6 +51,10 @@ export interface Ec2Eni {
   /** Secondary private IPv4s (the primary excluded). */
   secondaryIps: string[];
   ipv4Prefixes: string[];
+  /** IPv6 addresses (EC2 `Ipv6Addresses`); absent = none. */
+  ipv6Addresses?: string[];
+  /** Delegated IPv6 /80 prefixes (EC2 `Ipv6Prefixes`); absent = none. */
+  ipv6Prefixes?: string[];
   attachment?: {
     attachmentId: string;
     instanceId: string;
@@ -73,6 +77,8 @@ export interface Ec2Subnet {
   availabilityZone: string;
   /** Tags by key (e.g. `kubernetes.io/role/cni` → `1`). */
   tags: Record<string, string>;
+  /** The subnet's associated IPv6 blocks (`Ipv6CidrBlockAssociationSet`, a /64); absent = IPv4 only. */
+  ipv6Cidrs?: string[];
 }
 
 /** Input of {@link Ec2Port.createEni}. */
@@ -114,6 +120,13 @@ export interface Ec2Port {
   assignPrefixes(eniId: string, count: number): Promise<string[]>;
   /** UnassignPrivateIpAddresses of /28 prefixes (no call for []). */
   unassignPrefixes(eniId: string, prefixes: string[]): Promise<void>;
+  /**
+   * AssignIpv6Addresses with `Ipv6PrefixCount`: `count` /80 IPv6 prefixes from the ENI's
+   * subnet's /64 (Nitro types only); the assigned prefixes.
+   */
+  assignIpv6Prefixes(eniId: string, count: number): Promise<string[]>;
+  /** UnassignIpv6Addresses of /80 IPv6 prefixes (`Ipv6Prefix.N`; no call for []). */
+  unassignIpv6Prefixes(eniId: string, prefixes: string[]): Promise<void>;
   /** DetachNetworkInterface (never forced). */
   detachEni(attachmentId: string): Promise<void>;
   /** DeleteNetworkInterface; `InvalidNetworkInterfaceID.NotFound` counts as success. */

@@ -13,6 +13,7 @@
  */
 export {
   EC2Client,
+  AssignIpv6AddressesCommand,
   AssignPrivateIpAddressesCommand,
   AttachNetworkInterfaceCommand,
   CreateNetworkInterfaceCommand,
@@ -23,5 +24,6 @@ export {
   DescribeSubnetsCommand,
   DetachNetworkInterfaceCommand,
   ModifyNetworkInterfaceAttributeCommand,
+  UnassignIpv6AddressesCommand,
   UnassignPrivateIpAddressesCommand,
 } from '@aws-sdk/client-ec2';

@@ -78,7 +78,8 @@ export class Ec2Api extends Ec2Caller {
 
   /**
    * DescribeSubnets with filters (EC2 filter names → values), following NextToken pages
-   * (MaxResults 1000). A subnet without a CIDR block in the answer is left out.
+   * (MaxResults 1000). A subnet without a CIDR block in the answer is left out; its
+   * associated IPv6 blocks (`Ipv6CidrBlockAssociationSet`, state `associated`) are kept.
    * @throws Ec2Error (the whole call fails: never a partial list).
    */
   async describeSubnets(filters: Record<string, string[]>): Promise<Ec2Subnet[]> {
@@ -95,6 +96,9 @@ export class Ec2Api extends Ec2Caller {
         if (!s.SubnetId || !s.CidrBlock) continue;
         const tags: Record<string, string> = {};
         for (const t of s.Tags ?? []) if (t.Key) tags[t.Key] = t.Value ?? '';
+        const ipv6Cidrs = (s.Ipv6CidrBlockAssociationSet ?? [])
+          .filter((x) => x.Ipv6CidrBlockState?.State === 'associated' && x.Ipv6CidrBlock)
+          .map((x) => x.Ipv6CidrBlock!);
         out.push({
           subnetId: s.SubnetId,
           cidr: s.CidrBlock,
@@ -102,6 +106,7 @@ export class Ec2Api extends Ec2Caller {
           vpcId: s.VpcId ?? '',
           availabilityZone: s.AvailabilityZone ?? '',
           tags,
+          ...(ipv6Cidrs.length ? { ipv6Cidrs } : {}),
         });
       }
       NextToken = page.NextToken;
@@ -240,6 +245,33 @@ export class Ec2Api extends Ec2Caller {
     await this.call('UnassignPrivateIpAddresses', (o) =>
       this.sdk((c, m) =>
         c.send(new m.UnassignPrivateIpAddressesCommand({ NetworkInterfaceId: eniId, Ipv4Prefixes: prefixes }), o),
+      ),
+    );
+  }
+
+  /**
+   * IPv6 prefix delegation: assigns `count` /80 IPv6 prefixes from the ENI's subnet's /64
+   * in one AssignIpv6Addresses call with `Ipv6PrefixCount` (AWS EC2 API Reference,
+   * "AssignIpv6Addresses"; AWS EC2 User Guide, "Assign prefixes to network interfaces";
+   * Nitro instance types only). @returns the prefixes (`AssignedIpv6Prefixes`).
+   * @throws Ec2Error (`MalformedResponse` when a prefix is not an IPv6 CIDR)
+   */
+  async assignIpv6Prefixes(eniId: string, count: number): Promise<string[]> {
+    const out = await this.call('AssignIpv6Addresses', (o) =>
+      this.sdk((c, m) =>
+        c.send(new m.AssignIpv6AddressesCommand({ NetworkInterfaceId: eniId, Ipv6PrefixCount: count }), o),
+      ),
+    );
+    const prefixes = (out.AssignedIpv6Prefixes ?? []).filter(Boolean);
+    return this.parsed(() => checkAll('ec2', 'AssignIpv6Addresses', 'Ipv6Prefix', 'cidr6', prefixes));
+  }
+
+  /** Unassigns /80 IPv6 prefixes from an ENI in one UnassignIpv6Addresses call (`Ipv6Prefix.N`). @throws Ec2Error */
+  async unassignIpv6Prefixes(eniId: string, prefixes: string[]): Promise<void> {
+    if (prefixes.length === 0) return;
+    await this.call('UnassignIpv6Addresses', (o) =>
+      this.sdk((c, m) =>
+        c.send(new m.UnassignIpv6AddressesCommand({ NetworkInterfaceId: eniId, Ipv6Prefixes: prefixes }), o),
       ),
     );
   }

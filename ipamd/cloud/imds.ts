@@ -56,6 +56,23 @@ export interface ImdsEni {
  */
 export type ImdsEniAddresses = Pick<ImdsEni, 'mac' | 'eniId' | 'subnetCidr' | 'localIpv4s' | 'ipv4Prefixes'>;
 
+/**
+ * The IPv6 side of one ENI as IMDS lists it under `network/interfaces/macs/<mac>/` (AWS
+ * EC2 User Guide, "Instance metadata categories"). Each path exists only when it has
+ * something to list (IMDS answers 404 otherwise), so an IPv4-only ENI reads as all empty.
+ */
+export interface ImdsEniIpv6 {
+  mac: string;
+  /** `ipv6s`: the ENI's IPv6 addresses. */
+  ipv6s: string[];
+  /** `ipv6-prefix`: delegated IPv6 prefixes (/80). */
+  ipv6Prefixes: string[];
+  /** `subnet-ipv6-cidr-blocks`: the subnet's IPv6 blocks (/64). */
+  subnetIpv6Cidrs: string[];
+  /** `vpc-ipv6-cidr-blocks`: the VPC's IPv6 blocks (/56). */
+  vpcIpv6Cidrs: string[];
+}
+
 /** The instance as IMDS describes it. */
 export interface ImdsInstance {
   instanceId: string;
@@ -234,6 +251,45 @@ export class ImdsClient {
    */
   async vpcCidrs(mac: string): Promise<string[]> {
     return lines((await this.getOptional(`meta-data/network/interfaces/macs/${mac}/vpc-ipv4-cidr-blocks`)) ?? '');
+  }
+
+  /**
+   * The instance's IPv6 address (`meta-data/ipv6`: the primary ENI's), or undefined when
+   * IMDS has none (404). @throws ImdsError (ImdsParseError when it is not an IPv6 address)
+   */
+  async localIpv6(): Promise<string | undefined> {
+    const p = 'meta-data/ipv6';
+    const v = (await this.getOptional(p))?.trim();
+    if (!v) return undefined;
+    return this.parsed(() => checkOne('imds', p, 'ipv6', 'ipv6', v));
+  }
+
+  /**
+   * The IPv6 addresses, /80 prefixes, subnet and VPC IPv6 blocks of the ENI `mac`: four
+   * requests, each path optional (see {@link ImdsEniIpv6}).
+   * @throws ImdsError (ImdsParseError when a line is not an IPv6 address or CIDR)
+   */
+  async eniIpv6(mac: string): Promise<ImdsEniIpv6> {
+    const p = `meta-data/network/interfaces/macs/${mac}/`;
+    const [ipv6s, prefixes, subnet, vpc] = await Promise.all([
+      this.getOptional(p + 'ipv6s'),
+      this.getOptional(p + 'ipv6-prefix'),
+      this.getOptional(p + 'subnet-ipv6-cidr-blocks'),
+      this.getOptional(p + 'vpc-ipv6-cidr-blocks'),
+    ]);
+    return this.parsed(() => ({
+      mac: mac.toLowerCase(),
+      ipv6s: checkAll('imds', p + 'ipv6s', 'ipv6s', 'ipv6', lines(ipv6s ?? '')),
+      ipv6Prefixes: checkAll('imds', p + 'ipv6-prefix', 'ipv6-prefix', 'cidr6', lines(prefixes ?? '')),
+      subnetIpv6Cidrs: checkAll(
+        'imds',
+        p + 'subnet-ipv6-cidr-blocks',
+        'subnet-ipv6-cidr-blocks',
+        'cidr6',
+        lines(subnet ?? ''),
+      ),
+      vpcIpv6Cidrs: checkAll('imds', p + 'vpc-ipv6-cidr-blocks', 'vpc-ipv6-cidr-blocks', 'cidr6', lines(vpc ?? '')),
+    }));
   }
 
   /** Reads one ENI by MAC: its addresses ({@link addressesOf}) and five more paths, all at once. @throws ImdsError */

@@ -22,6 +22,8 @@ function eni(p: Partial<Eni> & { networkInterfaceId: string }): Eni {
     primaryIp: '10.0.0.10',
     secondaryIps: [],
     ipv4Prefixes: [],
+    ipv6Addresses: [],
+    ipv6Prefixes: [],
     status: 'in-use',
     tags: {},
     securityGroupIds: [],
