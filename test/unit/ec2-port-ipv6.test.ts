@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { Ec2Api, Ec2Error, type Ec2Port } from '../../ipamd/cloud/ec2.js';
 import { SimCloud } from '../../sim/index.js';
 import { MemoryEc2 } from '../../sim/memory-ec2.js';
-import { ensureDummyAwsCredentials } from '../property/sim-node.js';
+import { ensureDummyAwsCredentials } from '../../kit/sim-node.js';
 
 const VPC6 = '2600:1f14:abc:de00::/56';
 
