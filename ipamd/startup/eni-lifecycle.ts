@@ -14,6 +14,7 @@
  * above asks for, so a fleet restarting together spends no DescribeSubnets on it.
  */
 import { monoNow } from '../clock.js';
+import type { Ec2Port } from '../cloud/ec2-port.js';
 import path from 'node:path';
 import type { IpamdConfig } from '../config.js';
 import type { EniManager } from '../controller/eni-lifecycle/eni-manager.js';
@@ -47,7 +48,10 @@ export interface EniLifecycle {
 /** Starts the reconcile (one pass at once) and, unless disabled, the sweep. Never throws. */
 export function startEniLifecycle(p: {
   config: IpamdConfig;
-  inv: NodeInventory;
+  /** The node's inventory; its EC2 client is not used: `ec2` is. */
+  inv: Omit<NodeInventory, 'ec2'>;
+  /** The EC2 port the parts call (in ipamd: the client guarded by the inventory cache, cache-guarded-ec2.ts). */
+  ec2: Ec2Port;
   ds: Datastore;
   gate: ReleaseGate;
   enis: EniManager;
@@ -83,7 +87,7 @@ export function startEniLifecycle(p: {
       const last = described.get(subnetId);
       if (last && last.held === total && now - last.at < SUBNET_REFRESH_MS) continue;
       try {
-        const free = (await inv.ec2.describeSubnet(subnetId)).availableIps;
+        const free = (await p.ec2.describeSubnet(subnetId)).availableIps;
         p.metrics?.subnetFree(subnetId, free);
         described.set(subnetId, { at: now, held: total, free });
         changed = true;
@@ -99,7 +103,7 @@ export function startEniLifecycle(p: {
   };
   let firstOk = p.onFirstOkPass;
   const reconciler = new EniReconciler({
-    ec2: inv.ec2,
+    ec2: p.ec2,
     imds: inv.imds,
     ds: p.ds,
     enis,
@@ -123,7 +127,7 @@ export function startEniLifecycle(p: {
     log.info('DISABLE_LEAKED_ENI_CLEANUP=true: the leaked-ENI sweep is off');
   } else {
     sweeper = new LeakedEniSweeper({
-      ec2: inv.ec2,
+      ec2: p.ec2,
       gate: p.gate,
       log,
       instanceId: inv.instance.instanceId,
