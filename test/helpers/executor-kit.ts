@@ -46,12 +46,14 @@ export interface KitOptions {
    * subnets (add and tag them with `ec2.addSubnet`); default: the node subnet only.
    */
   discovery?: boolean;
+  /** The virtual clock to share (e.g. a `VirtualTime` whose timers the pool controller runs on); default a private one from {@link T0}. */
+  clock?: { now(): number; advance(ms: number): void };
 }
 
 /** A node's controller parts over the in-memory EC2. */
 export function executorKit(o: KitOptions = {}) {
   let t = T0;
-  const clock = {
+  const clock = o.clock ?? {
     now: () => t,
     advance: (ms: number) => {
       t += ms;
