@@ -21,7 +21,7 @@ import type { EniManager } from '../controller/eni-lifecycle/eni-manager.js';
 import { EniReconciler, type ExclusivePool, type ReconcileReport } from '../controller/eni-lifecycle/eni-reconcile.js';
 import { LeakedEniSweeper, type SweepReport } from '../controller/eni-lifecycle/leak-sweep.js';
 import type { ReleaseGate } from '../controller/release/release-gate.js';
-import type { Datastore } from '../datastore/datastore.js';
+import type { EniInventory, PoolCounts } from '../datastore/roles.js';
 import type { Logger } from '../log.js';
 import type { NodeInventory } from './discover.js';
 import { readSubnetReadings, writeSubnetReadings, type SubnetReading } from './subnet-free-cache.js';
@@ -52,7 +52,7 @@ export function startEniLifecycle(p: {
   inv: Omit<NodeInventory, 'ec2'>;
   /** The EC2 port the parts call (in ipamd: the client guarded by the inventory cache, cache-guarded-ec2.ts). */
   ec2: Ec2Port;
-  ds: Datastore;
+  ds: EniInventory & PoolCounts;
   gate: ReleaseGate;
   enis: EniManager;
   pool: ExclusivePool;

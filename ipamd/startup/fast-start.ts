@@ -16,7 +16,7 @@
 import { monoNow } from '../clock.js';
 import type { ReleaseGate } from '../controller/release/release-gate.js';
 import type { ReconcileReport } from '../controller/eni-lifecycle/eni-reconcile.js';
-import type { Datastore } from '../datastore/datastore.js';
+import type { DatastoreViews } from '../datastore/roles.js';
 import type { Logger } from '../log.js';
 import type { NodeInventory } from './discover.js';
 import { checkpointBoundsFor, readCheckpoint } from '../checkpoint/index.js';
@@ -83,7 +83,7 @@ export function startInventoryCache(p: {
   file: string;
   bootId: string;
   inv: NodeInventory;
-  ds: Datastore;
+  ds: DatastoreViews;
   gate: ReleaseGate;
   log: Logger;
 }): InventoryCacheHandle {

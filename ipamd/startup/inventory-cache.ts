@@ -30,7 +30,7 @@ import writeFileAtomic from 'write-file-atomic';
 import { z } from 'zod';
 import type { Ec2Eni } from '../cloud/ec2.js';
 import type { ImdsEni } from '../cloud/imds.js';
-import type { Datastore } from '../datastore/datastore.js';
+import type { DatastoreViews } from '../datastore/roles.js';
 import { expandPrefix } from '../datastore/prefixes.js';
 import type { Logger } from '../log.js';
 
@@ -162,7 +162,7 @@ export function uncoveredAllocation(managed: readonly Ec2Eni[], allocations: rea
  * from the datastore, without `releasing` addresses and without `exclude`. Pure.
  */
 export function managedFromDatastore(
-  ds: Datastore,
+  ds: DatastoreViews,
   described: ReadonlyMap<string, Ec2Eni>,
   now: number,
   exclude: InventoryExclusions = {},
@@ -222,7 +222,7 @@ export class InventoryCacheWriter {
       file: string;
       bootId: string;
       instanceId: string;
-      ds: Datastore;
+      ds: DatastoreViews;
       managed: readonly Ec2Eni[];
       unmanaged: readonly Ec2Eni[];
       log: Logger;

@@ -10,7 +10,7 @@ import type { EniConfigSelection } from '../controller/eni-lifecycle/placement-t
 import { SubnetPlacement } from '../controller/eni-lifecycle/subnet-placement-source.js';
 import { PoolController, type PoolControllerOptions } from '../controller/pool-loop/pool-controller.js';
 import type { ReleaseGate } from '../controller/release/release-gate.js';
-import type { Datastore } from '../datastore/datastore.js';
+import type { EniInventory, PoolCounts, ReleasePhases } from '../datastore/roles.js';
 import type { Logger } from '../log.js';
 import type { IpamdMetrics } from '../observability/metrics.js';
 import type { PoolTargets } from '../pool/index.js';
@@ -46,7 +46,7 @@ export function buildPool(p: {
   inv: Omit<NodeInventory, 'ec2'>;
   /** The EC2 port the parts call (in ipamd: the client guarded by the inventory cache, cache-guarded-ec2.ts). */
   ec2: Ec2Port;
-  ds: Datastore;
+  ds: PoolCounts & ReleasePhases & EniInventory;
   gate: ReleaseGate;
   log: Logger;
   metrics: IpamdMetrics;

@@ -225,7 +225,7 @@ export function executorKit(o: KitOptions = {}) {
     },
     /** Releases the pod holding `containerID` (`c<n>`, in order of addPod). */
     delPod(containerID: string): void {
-      ds.release({ networkName: 'aws-cni', containerID, ifName: 'eth0' }, clock.now());
+      ds.unassign({ networkName: 'aws-cni', containerID, ifName: 'eth0' }, clock.now());
     },
     /** ENIs EC2 shows attached to the instance (the model's objects). */
     attached(): Eni[] {

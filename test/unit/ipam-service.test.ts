@@ -121,7 +121,7 @@ test('a DEL of nothing succeeds and is remembered durably once; a failed write o
   t.after(() => s.pool.stop());
   assert.deepEqual(await s.svc.del(key(7), ''), { released: false });
   assert.equal(s.writes, 1, 'the remembered DEL is written');
-  assert.ok(s.ds.wasReleased('ctr-7'));
+  assert.ok(s.ds.wasUnassigned('ctr-7'));
   assert.deepEqual(await s.svc.del(key(7), ''), { released: false });
   assert.equal(s.writes, 1, 'already remembered: not written again');
   s.failWrites(true);

@@ -17,7 +17,7 @@
  * limit (`pool/grow-limits.ts`).
  */
 import { monoNow, realTimers, type TimerHandle, type Timers } from '../../clock.js';
-import type { Datastore } from '../../datastore/datastore.js';
+import type { EniInventory, PoolCounts, ReleasePhases } from '../../datastore/roles.js';
 import type { Ec2Port } from '../../cloud/ec2-port.js';
 import type { Logger } from '../../log.js';
 import { poolCounts, SurplusTracker, type PoolTargets } from '../../pool/index.js';
@@ -45,7 +45,7 @@ export const CHANGE_STEP_DELAY_MS = 100;
 
 /** Options of {@link PoolController}. */
 export interface PoolControllerOptions {
-  ds: Datastore;
+  ds: PoolCounts & ReleasePhases & EniInventory;
   ec2: Ec2Port;
   enis: EniManager;
   gate: ReleaseGate;
