@@ -53,6 +53,10 @@ async function service(o: KitOptions & { addWaitTimeoutMs?: number } = {}) {
     get writes() {
       return writes;
     },
+    /** Pool steps run so far (the kit's counter; a spread would copy its value). */
+    get steps() {
+      return n.steps;
+    },
     failWrites(on: boolean) {
       failWrites = on;
     },
@@ -193,4 +197,27 @@ test('an ADD that finds no address while addresses are held unverified says so',
   );
   await s.vt.tick();
   await failed;
+});
+
+test('served ADDs and DELs ask for one pool step per delay, not one each; that step still refills the warm pool', async (t) => {
+  const s = await service({ cooldownMs: 0, targets: { warmIpTarget: 4 } });
+  t.after(() => s.pool.stop());
+  assert.equal(s.available(), 4);
+  const steps = s.steps;
+  // 200 ADD+DEL pairs, each on its own turn of the event loop as RPCs arrive; no time passes.
+  for (let i = 0; i < 200; i++) {
+    await s.svc.add(key(i));
+    await s.svc.del(key(i), 'test');
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  assert.equal(s.steps, steps, 'no step before the delay');
+  await s.vt.tick(CHANGE_DELAY_MS);
+  assert.equal(s.steps, steps + 1, 'one step for the 400 changes');
+  // Three pods take three of the four warm addresses; only those ADDs ask for a step.
+  const before = s.ds.counts(s.vt.now()).total;
+  for (let i = 1000; i < 1003; i++) await s.svc.add(key(i));
+  await s.vt.tick(CHANGE_DELAY_MS);
+  assert.equal(s.steps, steps + 2);
+  assert.equal(s.available(), 4, 'the warm pool refilled by the step the ADDs asked for');
+  assert.ok(s.ds.counts(s.vt.now()).total > before);
 });
