@@ -45,8 +45,8 @@ export interface EniLifecycle {
   stop(): Promise<void>;
 }
 
-/** Starts the reconcile (one pass at once) and, unless disabled, the sweep. Never throws. */
-export function startEniLifecycle(p: {
+/** Options of {@link startEniLifecycle}. */
+export interface EniLifecycleOptions {
   config: IpamdConfig;
   /** The node's inventory; its EC2 client is not used: `ec2` is. */
   inv: Omit<NodeInventory, 'ec2'>;
@@ -62,7 +62,10 @@ export function startEniLifecycle(p: {
   /** Delay of the first reconcile pass (ms, default 0: at once); `onFirstOkPass` is told of the first pass that succeeded. */
   firstPassDelayMs?: number;
   onFirstOkPass?: (r: ReconcileReport) => void;
-}): EniLifecycle {
+}
+
+/** Starts the reconcile (one pass at once) and, unless disabled, the sweep. Never throws. */
+export function startEniLifecycle(p: EniLifecycleOptions): EniLifecycle {
   const { config, inv, enis, log } = p;
   const described = new Map<string, SubnetReading>();
   const readingsFile = path.join(path.dirname(config.checkpointPath), 'subnet-free.json');
