@@ -48,7 +48,7 @@ class NodeState {
         Array.from({ length: 49 }, (_, i) => `10.0.${e}.${i + 2}`),
       );
     }
-    this.ds.restoreReleased(
+    this.ds.restoreUnassigned(
       Array.from({ length: 4096 }, (_, i) => ({
         containerID: `${'f'.repeat(56)}${String(i).padStart(8, '0')}`,
         releasedAt: 1_700_000_000_000 + i,
@@ -71,7 +71,7 @@ class NodeState {
   }
 
   del(id: string): void {
-    this.ds.release(this.key(id), Date.now());
+    this.ds.unassign(this.key(id), Date.now());
   }
 
   /** The whole state, as ipamd's snapshot before the datastore tracked its changes. */
@@ -80,7 +80,7 @@ class NodeState {
     bootId: 'bench',
     allocations: this.ds.allocations(),
     cooldown: this.ds.coolingEntries(Date.now()),
-    released: this.ds.releasedEntries(),
+    released: this.ds.unassignedEntries(),
   });
 }
 

@@ -49,7 +49,7 @@ function run(
   for (let i = 0; i < held; i++) ds.assign(key(`held${i}`), undefined, now);
   const pair = (id: string) => {
     ds.assign(key(id), undefined, now);
-    ds.release(key(id), now);
+    ds.unassign(key(id), now);
     now += 7; // 7 ms apart: a 30 s cooldown keeps ~4,300 pairs' addresses cooling
   };
   for (let i = 0; i < churn; i++) pair(`churn${i}`);

@@ -31,3 +31,24 @@ export function wallOf(monoMs: number, wallNow = Date.now(), mono = monoNow()): 
   const step = wallNow - mono;
   return Math.abs(step) < WALL_STEP_MS ? monoMs : monoMs + step;
 }
+
+/** A pending timer of {@link Timers}; `unref` keeps it from holding the process open. */
+export interface TimerHandle {
+  unref(): unknown;
+}
+
+/**
+ * The timer functions a loop schedules its delays with (ms), injectable so unit tests can
+ * run the loop on virtual time (`test/helpers/virtual-time.ts`); {@link realTimers} in ipamd.
+ * `setImmediate` (the next turn of the event loop, not a delay) is not part of it.
+ */
+export interface Timers {
+  setTimeout(fn: () => void, ms: number): TimerHandle;
+  clearTimeout(handle: TimerHandle | undefined): void;
+}
+
+/** Node's own `setTimeout`/`clearTimeout`. */
+export const realTimers: Timers = {
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout | undefined),
+};

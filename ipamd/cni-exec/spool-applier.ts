@@ -2,7 +2,7 @@
  * Applies the DELs the shim spooled while ipamd was not serving (format and directory:
  * spool.ts). At start, {@link DelSpool.applyPending} runs before the first evidence pass
  * (daemon.ts), so a sandbox whose DEL was spooled is released (and remembered by
- * `Datastore.wasReleased`) before any source could get it adopted. While running,
+ * `Datastore.wasUnassigned`) before any source could get it adopted. While running,
  * {@link DelSpool.start} watches the directory (inotify, plus a periodic rescan as a
  * backstop) and applies entries that appear (a DEL spooled in the window where ipamd's
  * socket refused).
@@ -11,7 +11,7 @@
  * spooled, its host side is removed in the node netns (host veth by its computed name,
  * the `<ip>/32` route with it, every ip rule naming the IP unless another device now
  * routes it; done while the IP is still held, so no new pod can hold it yet); (2) the key
- * is released through the datastore's DEL path (`Datastore.release`; a key holding
+ * is released through the datastore's DEL path (`Datastore.unassign`; a key holding
  * nothing is a no-op that is still remembered as released); (3) the checkpoint is written
  * (one write for a batch); (4) only then the file is deleted. If the checkpoint write
  * fails, the releases are rolled back and the files stay for the next scan. A corrupt
@@ -27,7 +27,7 @@ import { rm } from 'node:fs/promises';
 import { mkdirParents } from '../../nodefs/dirs.js';
 import { Counter, type Registry } from 'prom-client';
 import { hostVethName, LOCAL_NODE, teardownHost } from '../../cni-plugin/facade.js';
-import type { Datastore } from '../datastore/datastore.js';
+import type { Assignments } from '../datastore/roles.js';
 import type { Allocation } from '../datastore/types.js';
 import type { Logger } from '../log.js';
 import { moveAside, readSpool, type SpoolEntry } from './spool.js';
@@ -39,7 +39,7 @@ export const RESCAN_INTERVAL_MS = 5_000;
 export interface DelSpoolOptions {
   /** The spool directory (spool.ts `spoolDirFor(execSocket)`). */
   dir: string;
-  ds: Datastore;
+  ds: Assignments;
   /** Makes the datastore's state durable (the checkpoint group commit). @throws on failure. */
   persist: () => Promise<void>;
   log: Logger;
@@ -179,14 +179,14 @@ export class DelSpool {
         for (const w of warnings)
           log.warn({ containerID: e.containerID, ip: held.ipv4, warning: w }, 'DEL spool: host teardown');
       }
-      const released = ds.release(e, monoNow());
+      const released = ds.unassign(e, monoNow());
       applied.push({ ...x, ...(released ? { released } : {}), outcome: released ? 'released' : 'unknown' });
     }
     if (applied.length === 0) return r;
     try {
       await this.o.persist();
     } catch (err) {
-      for (const a of applied) if (a.released) ds.rollbackRelease(a.released);
+      for (const a of applied) if (a.released) ds.rollbackUnassign(a.released);
       for (let i = 0; i < applied.length; i++) this.count('failed', r);
       log.error(
         { err: (err as Error).message, entries: applied.length },

@@ -38,7 +38,7 @@
  * Applying an entry (spool-applier.ts) = the DEL ipamd would have served: the host side
  * of that IP (host veth by its computed name, the `<ip>/32` host route with it, the pod's
  * ip rules) is removed in the node netns, the allocation is released through the
- * datastore's DEL path (`Datastore.release`, so `wasReleased` remembers the container
+ * datastore's DEL path (`Datastore.unassign`, so `wasUnassigned` remembers the container
  * even when it held nothing), the checkpoint is written, and only then is the file
  * deleted. An entry for a key ipamd does not hold is a no-op (removed).
  */

@@ -15,6 +15,8 @@
  *   clears them and waits for a run in flight.
  */
 
+import { realTimers, type TimerHandle, type Timers } from '../clock.js';
+
 /** Options of {@link PeriodicTask}. */
 export interface PeriodicTaskOptions {
   /** Period (ms, > 0): from the end of one periodic run to the start of the next. */
@@ -23,12 +25,15 @@ export interface PeriodicTaskOptions {
   run: () => unknown;
   /** Told of a run's error (default: ignored; most tasks log inside `run`). */
   onError?: (e: Error) => void;
+  /** The timers the period and extra runs use (default: Node's; tests pass virtual ones). */
+  timers?: Timers;
 }
 
 /** A task run periodically and on demand, one run at a time. */
 export class PeriodicTask {
-  private periodTimer?: NodeJS.Timeout;
-  private extraTimer?: NodeJS.Timeout;
+  private periodTimer?: TimerHandle;
+  private extraTimer?: TimerHandle;
+  private readonly timers: Timers;
   private inFlight?: Promise<void>;
   private started = false;
   private stopped = false;
@@ -36,6 +41,7 @@ export class PeriodicTask {
   /** @throws RangeError when `intervalMs` is not > 0. */
   constructor(private readonly o: PeriodicTaskOptions) {
     if (!(o.intervalMs > 0)) throw new RangeError(`intervalMs must be > 0, got ${o.intervalMs}`);
+    this.timers = o.timers ?? realTimers;
   }
 
   /** True while a run is in flight. */
@@ -72,8 +78,8 @@ export class PeriodicTask {
   /** Schedules one extra run after `delayMs` (ms), replacing an extra run not yet started. Ignored once stopped. */
   runAfter(delayMs: number): void {
     if (this.stopped) return;
-    clearTimeout(this.extraTimer);
-    this.extraTimer = setTimeout(
+    this.timers.clearTimeout(this.extraTimer);
+    this.extraTimer = this.timers.setTimeout(
       () => {
         this.extraTimer = undefined;
         void this.runNow();
@@ -85,14 +91,14 @@ export class PeriodicTask {
 
   /** Drops the pending extra run, if any. */
   cancelExtra(): void {
-    clearTimeout(this.extraTimer);
+    this.timers.clearTimeout(this.extraTimer);
     this.extraTimer = undefined;
   }
 
   /** Stops both timers (no run starts after this) and waits for a run in flight. */
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.periodTimer);
+    this.timers.clearTimeout(this.periodTimer);
     this.cancelExtra();
     await this.inFlight;
   }
@@ -104,8 +110,8 @@ export class PeriodicTask {
 
   private schedulePeriod(ms: number): void {
     if (this.stopped) return;
-    clearTimeout(this.periodTimer);
-    this.periodTimer = setTimeout(() => this.periodic(), ms);
+    this.timers.clearTimeout(this.periodTimer);
+    this.periodTimer = this.timers.setTimeout(() => this.periodic(), ms);
     this.periodTimer.unref();
   }
 }

@@ -27,36 +27,25 @@ import { ReleasedContainers } from './released-containers.js';
 import { journalCooldownOf } from './changes.js';
 import { pickAvailable } from './address-scan.js';
 import { keyString } from './records.js';
-import type { Allocation, AllocationKey, EniInfo, PodRef } from './types.js';
+import type { Allocation, AllocationKey, PodRef } from './types.js';
+import type {
+  AssignResult,
+  Assignments,
+  ChangeJournal,
+  DatastoreDelta,
+  DatastoreViews,
+  EniInventory,
+  PoolCounts,
+  Quarantine,
+  ReleasePhases,
+  RestoreResult,
+  RestoreTarget,
+  UnassignedEntry,
+} from './roles.js';
 
 export { keyString } from './records.js';
 
-/** Result of {@link Datastore.assign}. */
-export type AssignResult =
-  | { kind: 'assigned'; allocation: Allocation; eni: EniInfo }
-  | { kind: 'existing'; allocation: Allocation; eni: EniInfo }
-  /** The key holds a restored address that is on no known ENI yet (EC2/IMDS lag). */
-  | { kind: 'pending'; allocation: Allocation }
-  | { kind: 'empty' };
-
-/** Result of {@link Datastore.restoreAllocation}. */
-export type RestoreResult = 'restored' | 'releasing' | 'pending' | 'duplicate-key' | 'ip-taken';
-
-/**
- * What changed since the last {@link Datastore.takeChanges}, with the current values
- * (docs/design.md#16-footprint-and-latency): allocations put (upserted) or deleted by key,
- * cooldown entries set or removed by IP (see changes.ts for which entries), remembered
- * DELs set (oldest first: each is now newer than every remembered DEL not listed) or
- * forgotten. Times in ms since epoch.
- */
-export interface DatastoreDelta {
-  put: Allocation[];
-  del: AllocationKey[];
-  cool: Array<{ ip: string; releasedAt: number }>;
-  uncool: string[];
-  rel: Array<{ containerID: string; releasedAt: number }>;
-  unrel: string[];
-}
+export type { AssignResult, DatastoreDelta, RestoreResult, UnassignedEntry } from './roles.js';
 
 export { RELEASED_CONTAINERS_KEPT } from './released-containers.js';
 
@@ -64,10 +53,23 @@ export { RELEASED_CONTAINERS_KEPT } from './released-containers.js';
  * In-memory ENI/IP/allocation store. See the module docstring for the address states;
  * ENI and address methods (addIps, addPrefixes, reserve*, poolViews, counts…) come from
  * {@link AddressStore} and {@link PrefixStore}. Constructor: `(cooldownMs, unit = 'ip', { primaryServesNewPods = true })`.
+ * It implements every role of roles.ts; consumers are handed the roles they need, not
+ * the class (only the daemon's wiring, start-up and tests construct and hold it whole).
  */
-export class Datastore extends PrefixStore {
+export class Datastore
+  extends PrefixStore
+  implements
+    Assignments,
+    PoolCounts,
+    ReleasePhases,
+    EniInventory,
+    RestoreTarget,
+    Quarantine,
+    ChangeJournal,
+    DatastoreViews
+{
   private readonly allocationsByKey = new Map<string, Allocation>();
-  /** Containers whose attachment was released (DEL, GC) and nothing assigned since. */
+  /** Containers whose attachment was unassigned (DEL, GC) and nothing assigned since. */
   private readonly releasedContainers = new ReleasedContainers((id) => this.changes.released(id));
 
   /**
@@ -102,21 +104,21 @@ export class Datastore extends PrefixStore {
         ...(pod ? { pod } : {}),
       };
       this.allocationsByKey.set(ks, allocation);
-      this.forgetReleased(key.containerID);
+      this.forgetUnassigned(key.containerID);
       return { kind: 'assigned', allocation: { ...allocation }, eni: rec.info };
     }
     return { kind: 'empty' };
   }
 
   /**
-   * Releases the address held by `key` into cooldown. A key that holds nothing is a
-   * no-op (DEL of an unknown container). Never touches another key's address. Either
-   * way the container is remembered as released ({@link wasReleased}).
-   * @returns the released allocation, or undefined.
+   * Unassigns the address held by `key`: it goes into cooldown. A key that holds nothing
+   * is a no-op (DEL of an unknown container). Never touches another key's address. Either
+   * way the container is remembered as unassigned ({@link wasUnassigned}).
+   * @returns the unassigned allocation, or undefined.
    */
-  release(key: AllocationKey, now: number): Allocation | undefined {
+  unassign(key: AllocationKey, now: number): Allocation | undefined {
     const ks = keyString(key);
-    this.rememberReleased(key.containerID, now);
+    this.rememberUnassigned(key.containerID, now);
     const a = this.allocationsByKey.get(ks);
     if (!a) return undefined;
     this.allocationsByKey.delete(ks);
@@ -150,10 +152,10 @@ export class Datastore extends PrefixStore {
   }
 
   /**
-   * Puts back an allocation whose release could not be made durable (the DEL fails and
+   * Puts back an allocation whose unassign could not be made durable (the DEL fails and
    * the runtime retries). Refuses if the address was taken meanwhile.
    */
-  rollbackRelease(allocation: Allocation): boolean {
+  rollbackUnassign(allocation: Allocation): boolean {
     const r = this.restoreAllocation(allocation);
     return r === 'restored' || r === 'releasing';
   }
@@ -194,7 +196,7 @@ export class Datastore extends PrefixStore {
     this.allocationsByKey.set(ks, { ...a, eniId: r.eniId });
     this.changes.key(ks, a);
     this.changes.ip(r.ip);
-    this.forgetReleased(a.containerID);
+    this.forgetUnassigned(a.containerID);
     if (r.releasing === 'sent') return 'releasing';
     r.releasing = false;
     return 'restored';
@@ -233,56 +235,56 @@ export class Datastore extends PrefixStore {
   }
 
   /**
-   * True if an attachment of `containerID` was released (CNI DEL or GC) and none was
+   * True if an attachment of `containerID` was unassigned (CNI DEL or GC) and none was
    * assigned or restored for it since. The evidence pass never adopts such a sandbox: a
    * runtime still listing it READY with its IP is a snapshot from before the DEL, or a
    * StopPodSandbox in progress (CNI DEL comes first). Bounded ({@link RELEASED_CONTAINERS_KEPT});
-   * kept in the checkpoint ({@link releasedEntries}), expired by {@link expireReleased}.
+   * kept in the checkpoint ({@link unassignedEntries}), expired by {@link expireUnassigned}.
    */
-  wasReleased(containerID: string): boolean {
+  wasUnassigned(containerID: string): boolean {
     return this.releasedContainers.has(containerID);
   }
 
-  /** Remembers `containerID` as released at `at` (ms), newest last, forgetting the oldest beyond {@link RELEASED_CONTAINERS_KEPT}. */
-  private rememberReleased(containerID: string, at: number): void {
+  /** Remembers `containerID` as unassigned at `at` (ms), newest last, forgetting the oldest beyond {@link RELEASED_CONTAINERS_KEPT}. */
+  private rememberUnassigned(containerID: string, at: number): void {
     this.releasedContainers.remember(containerID, at);
   }
 
   /** Forgets the remembered DEL of `containerID`, if any. */
-  private forgetReleased(containerID: string): void {
+  private forgetUnassigned(containerID: string): void {
     this.releasedContainers.forget(containerID);
   }
 
   /**
-   * The remembered released containers ({@link wasReleased}), oldest first, for the
+   * The remembered unassigned containers ({@link wasUnassigned}), oldest first, for the
    * checkpoint (docs/design.md#13-evidence-before-trust item 5: the memory of DELs survives a restart). At most
    * {@link RELEASED_CONTAINERS_KEPT}; `releasedAt` in ms since epoch. The same (frozen)
    * array is returned until the remembered set changes, so a caller can tell "unchanged" by identity.
    */
-  releasedEntries(): ReadonlyArray<{ containerID: string; releasedAt: number }> {
+  unassignedEntries(): ReadonlyArray<UnassignedEntry> {
     return this.releasedContainers.entries();
   }
 
   /**
-   * Restores remembered released containers from this boot's checkpoint (call before
+   * Restores remembered unassigned containers from this boot's checkpoint (call before
    * restoring its allocations: an allocation restored for the same container wins, as an
    * assignment after the DEL would). Order is by `releasedAt`; beyond
    * {@link RELEASED_CONTAINERS_KEPT} the oldest are forgotten. Entries already known keep the newer time.
    */
-  restoreReleased(entries: ReadonlyArray<{ containerID: string; releasedAt: number }>): void {
-    const all = [...entries, ...this.releasedEntries()].sort((a, b) => a.releasedAt - b.releasedAt);
+  restoreUnassigned(entries: ReadonlyArray<UnassignedEntry>): void {
+    const all = [...entries, ...this.unassignedEntries()].sort((a, b) => a.releasedAt - b.releasedAt);
     for (const e of all)
-      this.rememberReleased(e.containerID, Math.max(e.releasedAt, this.releasedContainers.get(e.containerID) ?? 0));
+      this.rememberUnassigned(e.containerID, Math.max(e.releasedAt, this.releasedContainers.get(e.containerID) ?? 0));
   }
 
   /**
-   * Forgets released containers the runtime no longer lists: an entry expires when a
+   * Forgets unassigned containers the runtime no longer lists: an entry expires when a
    * successful runtime read (`listed`: the READY sandbox ids it returned) does not list
-   * it and it was released at or before `releasedBefore` (ms; the caller passes now − GC
+   * it and it was unassigned at or before `releasedBefore` (ms; the caller passes now − GC
    * grace, so a read started before the DEL cannot expire it). A sandbox still stopping is
    * still listed, so its entry stays. @returns how many entries were forgotten.
    */
-  expireReleased(listed: ReadonlySet<string>, releasedBefore: number): number {
+  expireUnassigned(listed: ReadonlySet<string>, releasedBefore: number): number {
     return this.releasedContainers.forgetWhere((id, at) => !listed.has(id) && at <= releasedBefore);
   }
 
@@ -333,8 +335,8 @@ export class Datastore extends PrefixStore {
     return d;
   }
 
-  /** How many DELs are remembered ({@link wasReleased}). */
-  releasedCount(): number {
+  /** How many DELs are remembered ({@link wasUnassigned}). */
+  unassignedCount(): number {
     return this.releasedContainers.size;
   }
 

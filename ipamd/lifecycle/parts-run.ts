@@ -76,6 +76,7 @@ export const poolLoopPart = ({ config, log }: PartEnv) =>
         phase.lifecycle = startEniLifecycle({
           config,
           inv,
+          ec2: got['inventory-cache'].ec2,
           ds,
           gate,
           enis,

@@ -91,12 +91,14 @@ export const poolPart = ({ config, log }: PartEnv) =>
   part({
     name: 'pool',
     // Host networking of a new ENI is set up before its IPs can be handed out.
-    needs: ['node', 'datastore', 'release-gate', 'metrics', 'eniconfig', 'host-network'],
+    // Its EC2 port is the inventory cache's (cache-guarded-ec2.ts): the cache is kept in step around EC2's assigns and releases.
+    needs: ['node', 'datastore', 'release-gate', 'metrics', 'eniconfig', 'host-network', 'inventory-cache'],
     start({ node: { inv, unit }, datastore: { ds, adoption }, 'release-gate': gate, metrics, eniconfig, ...got }) {
       const hostNet = got['host-network'];
       const wiring = buildPool({
         config,
         inv,
+        ec2: got['inventory-cache'].ec2,
         ds,
         gate,
         log,

@@ -9,7 +9,7 @@ import { monoNow } from '../clock.js';
 import type { IpamdConfig } from '../config.js';
 import type { PoolController } from '../controller/pool-loop/pool-controller.js';
 import type { ReleaseGate } from '../controller/release/release-gate.js';
-import type { Datastore } from '../datastore/datastore.js';
+import type { DatastoreViews } from '../datastore/roles.js';
 import type { Logger } from '../log.js';
 import { loadKubeConfig } from '../restore/kube-source-config.js';
 import type { IpamStatus } from '../service/status.js';
@@ -21,7 +21,7 @@ import type { NodeIpFacts } from './node-ip-state.js';
 export interface KubeReportingDeps {
   config: Pick<IpamdConfig, 'nodeName' | 'taintWhenExhausted'>;
   log: Logger;
-  ds: Datastore;
+  ds: DatastoreViews;
   gate: ReleaseGate;
   pool: Pick<PoolController, 'growBlocked'>;
   /** CNI STATUS (IpamService.status). */

@@ -6,7 +6,7 @@
  */
 import { wallOf } from '../clock.js';
 import type { ReleaseGate } from '../controller/release/release-gate.js';
-import type { Datastore } from '../datastore/datastore.js';
+import type { DatastoreViews } from '../datastore/roles.js';
 import { poolCounts } from '../pool/index.js';
 import type { NodeInventory } from '../startup/discover.js';
 import type { EniConfigWiring } from '../startup/eniconfig-wiring.js';
@@ -18,7 +18,7 @@ import type { SysctlCheck } from '../network/sysctl.js';
 /** What the document is read from; `lifecycle` and `sysctls` are asked at each request (they start later). */
 export interface StatusParts {
   inv: NodeInventory;
-  ds: Datastore;
+  ds: DatastoreViews;
   gate: ReleaseGate;
   wiring: Pick<PoolWiring, 'targets' | 'limits' | 'pool' | 'exhaustedSubnets'>;
   eniConfig: EniConfigWiring;

@@ -83,8 +83,8 @@ export interface MergeInput {
   isOurIp: (ip: string) => boolean;
   /** Holder of an IP in the datastore, if any. */
   holderOf: (ip: string) => Allocation | undefined;
-  /** True if ipamd served a DEL (or GC) for this container id since it last assigned it (`Datastore.wasReleased`). */
-  wasReleased?: (containerID: string) => boolean;
+  /** True if ipamd served a DEL (or GC) for this container id since it last assigned it (`Datastore.wasUnassigned`). */
+  wasUnassigned?: (containerID: string) => boolean;
   now: number;
   /**
    * When the source reads began (ms; default `now`). The grace is counted from here, not
@@ -283,7 +283,7 @@ function adoptSandboxes(
   const covered = new Set(i.allocations.map((a) => a.containerID));
   for (const s of cri) {
     if (covered.has(s.id) || !s.ip) continue;
-    if (i.wasReleased?.(s.id)) {
+    if (i.wasUnassigned?.(s.id)) {
       stale.push(s);
       continue;
     }

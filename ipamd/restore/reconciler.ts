@@ -16,7 +16,7 @@
  * *leaked-ENI sweep* (controller/eni-lifecycle/leak-sweep.ts) deletes ENIs no node uses.
  */
 import { monoNow } from '../clock.js';
-import type { Datastore } from '../datastore/datastore.js';
+import type { Assignments, DatastoreViews, RestoreTarget } from '../datastore/roles.js';
 import type { ReleaseGate } from '../controller/release/release-gate.js';
 import { PeriodicTask } from '../controller/periodic-task.js';
 import type { Logger } from '../log.js';
@@ -45,7 +45,7 @@ export interface PodCache {
 
 /** Options of {@link EvidenceReconciler}. */
 export interface ReconcilerOptions {
-  ds: Datastore;
+  ds: RestoreTarget & Assignments & DatastoreViews;
   gate: ReleaseGate;
   log: Logger;
   cri: SandboxLister;
@@ -195,7 +195,7 @@ export class EvidenceReconciler {
       ifName: 'eth0',
       isOurIp: (ip) => ds.ipState(ip, now) !== undefined,
       holderOf: (ip) => ds.holderOf(ip),
-      wasReleased: (id) => ds.wasReleased(id),
+      wasUnassigned: (id) => ds.wasUnassigned(id),
       ...(this.o.criEndpoint ? { criEndpoint: this.o.criEndpoint } : {}),
       ...(this.o.nodeName ? { nodeName: this.o.nodeName } : {}),
       ...(identity ? { criIdentity: identity } : {}),
@@ -254,11 +254,11 @@ export class EvidenceReconciler {
     // The memory of DELs expires once a plausible runtime read no longer lists the sandbox
     // (a suspect read proves nothing; persisted with the next write).
     if (cri.ok === true && !m.suspect.cri)
-      ds.expireReleased(new Set(cri.items.map((s) => s.id)), readAt - this.o.graceMs);
+      ds.expireUnassigned(new Set(cri.items.map((s) => s.id)), readAt - this.o.graceMs);
     let released = 0;
     if (m.canRelease) {
       for (const a of m.release) {
-        if (ds.release(a, now)) {
+        if (ds.unassign(a, now)) {
           released++;
           log.info(
             { containerID: a.containerID, ip: a.ipv4, pod: a.pod },

@@ -11,7 +11,8 @@
  * release brake caps what one GC may release when the kernel's silence cannot count as
  * a second source (a view with no pod veth at all may be the wrong namespace).
  */
-import { keyString, type Datastore } from '../datastore/datastore.js';
+import { keyString } from '../datastore/datastore.js';
+import type { Assignments } from '../datastore/roles.js';
 import type { Allocation, EniInfo } from '../datastore/types.js';
 import type { Logger } from '../log.js';
 import type { KernelReader } from '../restore/kernel-source.js';
@@ -25,7 +26,7 @@ export interface GcAttachment {
 
 /** What {@link gcNetwork} needs. */
 export interface GcDeps {
-  ds: Datastore;
+  ds: Assignments;
   /** Makes the datastore's current state durable (checkpoint group commit). */
   persist: () => Promise<void>;
   /** Called after releases were made durable (the pool controller's trigger). */
@@ -89,14 +90,14 @@ export async function gcNetwork(
   }
   const released: Allocation[] = [];
   for (const a of stale) {
-    const r = d.ds.release(a, now);
+    const r = d.ds.unassign(a, now);
     if (r) released.push(r);
   }
   if (released.length === 0) return [];
   try {
     await d.persist();
   } catch (e) {
-    for (const a of released) d.ds.rollbackRelease(a);
+    for (const a of released) d.ds.rollbackUnassign(a);
     d.log.error(
       { err: (e as Error).message, count: released.length },
       'checkpoint write failed; GC releases rolled back',

@@ -6,7 +6,7 @@
 import { podRouteTable } from '../../netfacts/routing.js';
 import { monoNow } from '../clock.js';
 import { DEL_REASON_IP_CONFLICT } from '../../proto/ipam.js';
-import type { Datastore } from '../datastore/datastore.js';
+import type { Assignments, PoolCounts } from '../datastore/roles.js';
 import type { Allocation, AllocationKey, EniInfo, PodRef } from '../datastore/types.js';
 import type { Logger } from '../log.js';
 import { PoolExhaustedError, type PoolController } from '../controller/pool-loop/pool-controller.js';
@@ -52,7 +52,7 @@ export class NotReadyError extends IpamdFailure {
 
 /** Options of {@link IpamService}. */
 export interface IpamServiceOptions {
-  ds: Datastore;
+  ds: Assignments & PoolCounts;
   pool: PoolController;
   /** Makes the datastore's current state durable (checkpoint group commit). */
   persist: () => Promise<void>;
@@ -186,18 +186,18 @@ export class IpamService {
   }
 
   /**
-   * Releases the key's address into cooldown. A key holding nothing succeeds with
-   * `released: false` (the container is remembered as released either way, durably). With
+   * Unassigns the key's address into cooldown. A key holding nothing succeeds with
+   * `released: false` (the container is remembered as unassigned either way, durably). With
    * reason {@link DEL_REASON_IP_CONFLICT} the address is also
-   * quarantined ({@link Datastore.quarantine}), logged as a duplicate and reported. @throws Error if the release could not be made durable (then
+   * quarantined ({@link Assignments.quarantine}), logged as a duplicate and reported. @throws Error if the release could not be made durable (then
    * the allocation is put back, so a retried DEL finds it).
    */
   async del(key: AllocationKey, reason: string): Promise<DelResult> {
     const { ds, log } = this.o;
     this.o.onDel?.(reason);
     const t0 = performance.now();
-    const known = ds.wasReleased(key.containerID);
-    const a = stageTrace.time('del.datastore', () => ds.release(key, this.now()));
+    const known = ds.wasUnassigned(key.containerID);
+    const a = stageTrace.time('del.datastore', () => ds.unassign(key, this.now()));
     if (!a) {
       log.info({ ...podFields(key, undefined, undefined, undefined), reason }, 'DEL: container holds no IP');
       // The DEL is remembered (a sandbox still stopping is never adopted, even after a
@@ -228,7 +228,7 @@ export class IpamService {
       await this.o.persist();
       stageTrace.record('del.durable', performance.now() - t1);
     } catch (e) {
-      ds.rollbackRelease(a);
+      ds.rollbackUnassign(a);
       log.error(
         { ...podFields(key, a.pod, a.ipv4, a.eniId), err: (e as Error).message },
         'checkpoint write failed; release rolled back',

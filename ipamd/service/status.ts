@@ -7,7 +7,7 @@
  * requests"), not 51: an empty pool that cannot grow stops new pods only; the pods
  * that hold addresses keep their routes and their connectivity.
  */
-import type { Datastore } from '../datastore/datastore.js';
+import type { PoolCounts } from '../datastore/roles.js';
 import { IpamStatusCode } from '../../proto/ipam.js';
 
 /** The answer: `code` 0 when `canServe`, else 50 (no ADD can be served now). */
@@ -20,7 +20,7 @@ export interface IpamStatus {
 
 /** What {@link ipamStatus} reads. */
 export interface StatusDeps {
-  ds: Datastore;
+  ds: PoolCounts;
   /** The pool controller's `growBlockedReason()`: undefined when it can add an address. */
   growBlockedReason: () => string | undefined;
   /** Bounded wait of an ADD on an empty pool (ms): a cooling IP freeing sooner counts. */

@@ -13,11 +13,11 @@
  */
 import { monoNow } from '../clock.js';
 import type { CheckpointData, CheckpointSource, JournalRecord } from '../checkpoint/index.js';
-import type { Datastore } from '../datastore/datastore.js';
+import type { ChangeJournal } from '../datastore/roles.js';
 
 /** What {@link datastoreCheckpointSource} needs. */
 export interface DatastoreSourceOptions {
-  ds: Datastore;
+  ds: ChangeJournal;
   /** This boot's id (`/proc/sys/kernel/random/boot_id`), written in every snapshot. */
   bootId: string;
   /** Most remembered DELs the checkpoint keeps (the newest; the node's checkpoint bound). */
@@ -40,7 +40,7 @@ export function datastoreCheckpointSource(o: DatastoreSourceOptions): Checkpoint
   let persisted = new Map<string, number>();
   let runtime: CheckpointData['runtime'];
   const newestReleased = () => {
-    const all = ds.releasedEntries();
+    const all = ds.unassignedEntries();
     return all.length > cap ? all.slice(-cap) : all;
   };
   return {
@@ -72,7 +72,7 @@ export function datastoreCheckpointSource(o: DatastoreSourceOptions): Checkpoint
         unrel.push(oldest);
       }
       let rel = d.rel.filter((e) => persisted.has(e.containerID));
-      if (persisted.size < Math.min(cap, ds.releasedCount())) {
+      if (persisted.size < Math.min(cap, ds.unassignedCount())) {
         // An older DEL re-enters the window: list the whole window again, in order (every
         // id the disk may hold is unlisted first; applyRecord removes before it adds).
         unrel = [...new Set([...unrel, ...persisted.keys(), ...d.unrel])];

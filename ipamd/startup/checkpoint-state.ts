@@ -8,7 +8,7 @@ import path from 'node:path';
 import { checkpointBoundsFor, CheckpointWriter, loadCheckpoint, type CheckpointData } from '../checkpoint/index.js';
 import type { IpamdConfig } from '../config.js';
 import type { ReleaseGate } from '../controller/release/release-gate.js';
-import type { Datastore } from '../datastore/datastore.js';
+import type { ChangeJournal, PoolCounts, RestoreTarget } from '../datastore/roles.js';
 import type { Logger } from '../log.js';
 import { stageTrace } from '../service/stage-trace.js';
 import { datastoreCheckpointSource } from './checkpoint-source.js';
@@ -37,7 +37,7 @@ export interface CheckpointState {
  */
 export async function openCheckpointState(p: {
   config: IpamdConfig;
-  ds: Datastore;
+  ds: ChangeJournal & RestoreTarget & PoolCounts;
   gate: ReleaseGate;
   log: Logger;
   bootId: string;

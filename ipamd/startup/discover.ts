@@ -22,7 +22,7 @@ import {
 } from '../cloud/ec2.js';
 import { ImdsClient, type ImdsEni, type ImdsInstance } from '../cloud/imds.js';
 import { loadInstanceTypeLimits } from '../cloud/instance-limits.js';
-import type { Datastore } from '../datastore/datastore.js';
+import type { EniInventory } from '../datastore/roles.js';
 import type { Logger } from '../log.js';
 import { isOurEni, TAG_CREATED_AT } from '../controller/eni-lifecycle/eni-ownership.js';
 import { readInventoryCache } from './inventory-cache.js';
@@ -301,7 +301,7 @@ export function subnetCidrOf(inv: Pick<NodeInventory, 'subnetCidrs'>, eni: Ec2En
  * EC2 being the truth, not IMDS) into the datastore. ENI capacity is in EC2 slots
  * (Ipv4AddressesPerInterface − 1; one slot per secondary IP or per prefix).
  */
-export function loadInventory(ds: Datastore, inv: NodeInventory, now: number): void {
+export function loadInventory(ds: EniInventory, inv: NodeInventory, now: number): void {
   for (const eni of inv.managed) {
     const dev = eni.attachment?.deviceIndex ?? 0;
     const created = Date.parse(eni.tags[TAG_CREATED_AT] ?? '');

@@ -14,13 +14,14 @@
  * above asks for, so a fleet restarting together spends no DescribeSubnets on it.
  */
 import { monoNow } from '../clock.js';
+import type { Ec2Port } from '../cloud/ec2-port.js';
 import path from 'node:path';
 import type { IpamdConfig } from '../config.js';
 import type { EniManager } from '../controller/eni-lifecycle/eni-manager.js';
 import { EniReconciler, type ExclusivePool, type ReconcileReport } from '../controller/eni-lifecycle/eni-reconcile.js';
 import { LeakedEniSweeper, type SweepReport } from '../controller/eni-lifecycle/leak-sweep.js';
 import type { ReleaseGate } from '../controller/release/release-gate.js';
-import type { Datastore } from '../datastore/datastore.js';
+import type { EniInventory, PoolCounts } from '../datastore/roles.js';
 import type { Logger } from '../log.js';
 import type { NodeInventory } from './discover.js';
 import { readSubnetReadings, writeSubnetReadings, type SubnetReading } from './subnet-free-cache.js';
@@ -44,11 +45,14 @@ export interface EniLifecycle {
   stop(): Promise<void>;
 }
 
-/** Starts the reconcile (one pass at once) and, unless disabled, the sweep. Never throws. */
-export function startEniLifecycle(p: {
+/** Options of {@link startEniLifecycle}. */
+export interface EniLifecycleOptions {
   config: IpamdConfig;
-  inv: NodeInventory;
-  ds: Datastore;
+  /** The node's inventory; its EC2 client is not used: `ec2` is. */
+  inv: Omit<NodeInventory, 'ec2'>;
+  /** The EC2 port the parts call (in ipamd: the client guarded by the inventory cache, cache-guarded-ec2.ts). */
+  ec2: Ec2Port;
+  ds: EniInventory & PoolCounts;
   gate: ReleaseGate;
   enis: EniManager;
   pool: ExclusivePool;
@@ -58,7 +62,10 @@ export function startEniLifecycle(p: {
   /** Delay of the first reconcile pass (ms, default 0: at once); `onFirstOkPass` is told of the first pass that succeeded. */
   firstPassDelayMs?: number;
   onFirstOkPass?: (r: ReconcileReport) => void;
-}): EniLifecycle {
+}
+
+/** Starts the reconcile (one pass at once) and, unless disabled, the sweep. Never throws. */
+export function startEniLifecycle(p: EniLifecycleOptions): EniLifecycle {
   const { config, inv, enis, log } = p;
   const described = new Map<string, SubnetReading>();
   const readingsFile = path.join(path.dirname(config.checkpointPath), 'subnet-free.json');
@@ -83,7 +90,7 @@ export function startEniLifecycle(p: {
       const last = described.get(subnetId);
       if (last && last.held === total && now - last.at < SUBNET_REFRESH_MS) continue;
       try {
-        const free = (await inv.ec2.describeSubnet(subnetId)).availableIps;
+        const free = (await p.ec2.describeSubnet(subnetId)).availableIps;
         p.metrics?.subnetFree(subnetId, free);
         described.set(subnetId, { at: now, held: total, free });
         changed = true;
@@ -99,7 +106,7 @@ export function startEniLifecycle(p: {
   };
   let firstOk = p.onFirstOkPass;
   const reconciler = new EniReconciler({
-    ec2: inv.ec2,
+    ec2: p.ec2,
     imds: inv.imds,
     ds: p.ds,
     enis,
@@ -123,7 +130,7 @@ export function startEniLifecycle(p: {
     log.info('DISABLE_LEAKED_ENI_CLEANUP=true: the leaked-ENI sweep is off');
   } else {
     sweeper = new LeakedEniSweeper({
-      ec2: inv.ec2,
+      ec2: p.ec2,
       gate: p.gate,
       log,
       instanceId: inv.instance.instanceId,

@@ -9,7 +9,7 @@
  */
 import type { IpamdConfig } from '../config.js';
 import type { ReleaseGate } from '../controller/release/release-gate.js';
-import type { Datastore } from '../datastore/datastore.js';
+import type { Assignments, DatastoreViews, RestoreTarget } from '../datastore/roles.js';
 import type { Logger } from '../log.js';
 import { CriSource, detectCriEndpoint } from '../restore/cri-source.js';
 import { KernelSource, type KernelReader } from '../restore/kernel-source.js';
@@ -64,7 +64,7 @@ export const FIRST_PASS_WAIT_MS = 2000;
  */
 export async function startEvidence(p: {
   config: IpamdConfig;
-  ds: Datastore;
+  ds: RestoreTarget & Assignments & DatastoreViews;
   gate: ReleaseGate;
   log: Logger;
   persist: () => Promise<void>;

@@ -16,12 +16,14 @@
 import { monoNow } from '../clock.js';
 import type { ReleaseGate } from '../controller/release/release-gate.js';
 import type { ReconcileReport } from '../controller/eni-lifecycle/eni-reconcile.js';
-import type { Datastore } from '../datastore/datastore.js';
+import type { DatastoreViews } from '../datastore/roles.js';
 import type { Logger } from '../log.js';
 import type { NodeInventory } from './discover.js';
 import { checkpointBoundsFor, readCheckpoint } from '../checkpoint/index.js';
 import type { Ec2Eni, InstanceTypeLimits } from '../cloud/ec2.js';
-import { guardReleases, InventoryCacheWriter, uncoveredAllocation } from './inventory-cache.js';
+import type { Ec2Port } from '../cloud/ec2-port.js';
+import { CacheGuardedEc2 } from './cache-guarded-ec2.js';
+import { InventoryCacheWriter, uncoveredAllocation } from './inventory-cache.js';
 
 /** The release-gate source held while the cached inventory is unconfirmed. */
 export const CONFIRM_GATE_SOURCE = 'ec2-confirm';
@@ -61,21 +63,27 @@ export function checkpointCoverage(
   };
 }
 
-/** The running cache: `confirmed` is the first successful reconcile pass's observer. */
+/**
+ * The running cache: `ec2` is the EC2 port every part that calls EC2 after start-up must
+ * be given (it keeps the cache in step, see cache-guarded-ec2.ts); `confirmed` is the
+ * first successful reconcile pass's observer.
+ */
 export interface InventoryCacheHandle {
+  ec2: Ec2Port;
   confirmed(r: ReconcileReport): void;
   stop(): Promise<void>;
 }
 
 /**
- * Starts keeping `file` in step (see the module comment); wraps `inv.ec2`'s release calls
- * in place. Call after the inventory is loaded into `ds`. Never throws.
+ * Starts keeping `file` in step (see the module comment) and returns, as `ec2`, `inv.ec2`
+ * behind a {@link CacheGuardedEc2}: the port to hand the controller (`inv.ec2` itself is
+ * left as is). Call after the inventory is loaded into `ds`. Never throws.
  */
 export function startInventoryCache(p: {
   file: string;
   bootId: string;
   inv: NodeInventory;
-  ds: Datastore;
+  ds: DatastoreViews;
   gate: ReleaseGate;
   log: Logger;
 }): InventoryCacheHandle {
@@ -89,7 +97,7 @@ export function startInventoryCache(p: {
     unmanaged: inv.unmanaged,
     log,
   });
-  guardReleases(inv.ec2, writer);
+  const ec2 = new CacheGuardedEc2(inv.ec2, writer);
   const t0 = monoNow();
   if (inv.source === 'cache') {
     gate.freeze(
@@ -101,6 +109,7 @@ export function startInventoryCache(p: {
   }
   writer.start();
   return {
+    ec2,
     confirmed(r) {
       if (!gate.describe().some((d) => d.startsWith(CONFIRM_GATE_SOURCE))) return;
       log.info(

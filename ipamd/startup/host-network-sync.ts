@@ -10,7 +10,7 @@
  * whose ENI has no route table or rule yet. The periodic pass stays as the safety net
  * for ENIs that entered the datastore another way, and for removals.
  */
-import type { Datastore } from '../datastore/datastore.js';
+import type { DatastoreViews } from '../datastore/roles.js';
 import type { EniInfo } from '../datastore/types.js';
 import type { Logger } from '../log.js';
 import { HostNetwork, type HostNetworkOptions } from '../network/host-network.js';
@@ -23,7 +23,7 @@ export const SYSCTL_RECHECK_MS = 60_000;
 
 /** Options of {@link startHostNetworkSync}. */
 export interface HostNetworkSyncOptions {
-  ds: Datastore;
+  ds: DatastoreViews;
   log: Logger;
   primaryMac: string;
   nodeIp: string;

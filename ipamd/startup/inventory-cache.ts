@@ -9,9 +9,10 @@
  * What the file may list (the safety rule: no IP is handed out that EC2 has not
  * confirmed): only addresses the datastore holds, and the datastore only holds what an
  * EC2 describe or an EC2 assign answer showed. Addresses in `releasing` state (an
- * unassign reserved, sent, or of unknown outcome) are left out, and {@link guardReleases}
- * rewrites the file without the addresses and ENIs an unassign or detach is about to
- * give back **before** that call leaves, so no restart can serve an address this ipamd
+ * unassign reserved, sent, or of unknown outcome) are left out, and the EC2 port the
+ * controller is given (`CacheGuardedEc2`, cache-guarded-ec2.ts) rewrites the file without
+ * the addresses and ENIs an unassign or detach is about to give back **before** that call
+ * leaves, so no restart can serve an address this ipamd
  * gave back. An assign's answer is written to the file (fsync) before the caller gets the
  * addresses, so before any of them can be handed out: every address a checkpoint of this
  * boot holds is in the file (other additions, e.g. describes, reach it on the next periodic
@@ -27,9 +28,9 @@
 import { readFile, rm } from 'node:fs/promises';
 import writeFileAtomic from 'write-file-atomic';
 import { z } from 'zod';
-import type { Ec2Api, Ec2Eni } from '../cloud/ec2.js';
+import type { Ec2Eni } from '../cloud/ec2.js';
 import type { ImdsEni } from '../cloud/imds.js';
-import type { Datastore } from '../datastore/datastore.js';
+import type { DatastoreViews } from '../datastore/roles.js';
 import { expandPrefix } from '../datastore/prefixes.js';
 import type { Logger } from '../log.js';
 
@@ -161,7 +162,7 @@ export function uncoveredAllocation(managed: readonly Ec2Eni[], allocations: rea
  * from the datastore, without `releasing` addresses and without `exclude`. Pure.
  */
 export function managedFromDatastore(
-  ds: Datastore,
+  ds: DatastoreViews,
   described: ReadonlyMap<string, Ec2Eni>,
   now: number,
   exclude: InventoryExclusions = {},
@@ -195,8 +196,8 @@ export function managedFromDatastore(
 /**
  * Keeps the cache file in step with the datastore: {@link write} on demand, a cheap
  * change check every `intervalMs` (1 s) that writes when the ENI/address counts moved,
- * and {@link guardReleases} before any EC2 release. Writes are serialized; one that
- * fails deletes the file (a later start then waits for EC2, as on a first boot).
+ * and the writes `CacheGuardedEc2` asks for around EC2's assigns and releases. Writes
+ * are serialized; one that fails deletes the file (a later start then waits for EC2, as on a first boot).
  */
 export class InventoryCacheWriter {
   private readonly described = new Map<string, Ec2Eni>();
@@ -221,7 +222,7 @@ export class InventoryCacheWriter {
       file: string;
       bootId: string;
       instanceId: string;
-      ds: Datastore;
+      ds: DatastoreViews;
       managed: readonly Ec2Eni[];
       unmanaged: readonly Ec2Eni[];
       log: Logger;
@@ -308,54 +309,4 @@ export class InventoryCacheWriter {
     clearInterval(this.timer);
     await this.write();
   }
-}
-
-/**
- * Wraps `ec2`'s release calls (unassignIps, unassignPrefixes, detachEni) in place so that
- * each first has the cache rewritten without what it gives back (a detach: the cache
- * deleted until the ENI is deleted, see {@link InventoryCacheWriter.noteDetach}), and only
- * then goes to EC2; and its assign calls (assignIps, assignPrefixes) so that EC2's answer
- * is in the cache before the caller (who puts it into the datastore) gets it. Returns
- * `ec2`. Also feeds each successful describe by instance to the writer.
- */
-export function guardReleases(ec2: Ec2Api, cache: InventoryCacheWriter): Ec2Api {
-  const unassignIps = ec2.unassignIps.bind(ec2);
-  const unassignPrefixes = ec2.unassignPrefixes.bind(ec2);
-  const detachEni = ec2.detachEni.bind(ec2);
-  const describe = ec2.describeEnisByFilters.bind(ec2);
-  const assignIps = ec2.assignIps.bind(ec2);
-  const assignPrefixes = ec2.assignPrefixes.bind(ec2);
-  ec2.assignIps = async (eniId, count) => {
-    const ips = await assignIps(eniId, count);
-    await cache.write(undefined, { eniId, ips });
-    return ips;
-  };
-  ec2.assignPrefixes = async (eniId, count) => {
-    const prefixes = await assignPrefixes(eniId, count);
-    await cache.write(undefined, { eniId, prefixes });
-    return prefixes;
-  };
-  ec2.unassignIps = async (eniId, ips) => {
-    await cache.write({ ips: new Set(ips) });
-    return unassignIps(eniId, ips);
-  };
-  ec2.unassignPrefixes = async (eniId, prefixes) => {
-    await cache.write({ prefixes: new Set(prefixes) });
-    return unassignPrefixes(eniId, prefixes);
-  };
-  const deleteEni = ec2.deleteEni.bind(ec2);
-  ec2.detachEni = async (attachmentId) => {
-    await cache.noteDetach(attachmentId);
-    return detachEni(attachmentId);
-  };
-  ec2.deleteEni = async (eniId) => {
-    await deleteEni(eniId);
-    cache.noteDeleted(eniId);
-  };
-  ec2.describeEnisByFilters = async (filters, opts) => {
-    const r = await describe(filters, opts);
-    if (filters['attachment.instance-id']) cache.noteDescribed(r.filter((e) => e.attachment?.status === 'attached'));
-    return r;
-  };
-  return ec2;
 }

@@ -4,12 +4,13 @@
  * half-done ENI work registered) and the pool controller over them. Nothing is started.
  */
 import type { IpamdConfig } from '../config.js';
+import type { Ec2Port } from '../cloud/ec2-port.js';
 import { EniManager, type EniManagerOptions } from '../controller/eni-lifecycle/eni-manager.js';
 import type { EniConfigSelection } from '../controller/eni-lifecycle/placement-types.js';
 import { SubnetPlacement } from '../controller/eni-lifecycle/subnet-placement-source.js';
 import { PoolController, type PoolControllerOptions } from '../controller/pool-loop/pool-controller.js';
 import type { ReleaseGate } from '../controller/release/release-gate.js';
-import type { Datastore } from '../datastore/datastore.js';
+import type { EniInventory, PoolCounts, ReleasePhases } from '../datastore/roles.js';
 import type { Logger } from '../log.js';
 import type { IpamdMetrics } from '../observability/metrics.js';
 import type { PoolTargets } from '../pool/index.js';
@@ -41,8 +42,11 @@ export interface PoolWiring {
  */
 export function buildPool(p: {
   config: IpamdConfig;
-  inv: NodeInventory;
-  ds: Datastore;
+  /** The node's inventory; its EC2 client is not used: `ec2` is. */
+  inv: Omit<NodeInventory, 'ec2'>;
+  /** The EC2 port the parts call (in ipamd: the client guarded by the inventory cache, cache-guarded-ec2.ts). */
+  ec2: Ec2Port;
+  ds: PoolCounts & ReleasePhases & EniInventory;
   gate: ReleaseGate;
   log: Logger;
   metrics: IpamdMetrics;
@@ -66,7 +70,7 @@ export function buildPool(p: {
   };
   // Where new ENIs go: ENIConfig subnets, discovered subnets or the node subnet (subnet-placement.ts).
   const placement = new SubnetPlacement({
-    ec2: inv.ec2,
+    ec2: p.ec2,
     node: {
       subnetId: inv.primary.subnetId,
       cidr: inv.primary.subnetCidr,
@@ -84,7 +88,7 @@ export function buildPool(p: {
     onExhausted: (subnetId, exhausted) => metrics.subnetExhausted(subnetId, exhausted),
   });
   const enis = new EniManager({
-    ec2: inv.ec2,
+    ec2: p.ec2,
     ds,
     gate,
     log,
@@ -117,7 +121,7 @@ export function buildPool(p: {
   };
   const pool = new PoolController({
     ds,
-    ec2: inv.ec2,
+    ec2: p.ec2,
     enis,
     gate,
     log,

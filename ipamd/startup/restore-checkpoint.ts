@@ -11,7 +11,7 @@
  *   runtime adopts what is in use. A fresh node (no secondary IP anywhere) needs neither.
  */
 import type { CheckpointData, CheckpointLoad } from '../checkpoint/index.js';
-import type { Datastore } from '../datastore/datastore.js';
+import type { PoolCounts, RestoreTarget } from '../datastore/roles.js';
 import type { ReleaseGate } from '../controller/release/release-gate.js';
 import type { Logger } from '../log.js';
 
@@ -28,7 +28,7 @@ export interface CheckpointRestoreSummary {
 export function restoreFromCheckpoint(p: {
   load: CheckpointLoad;
   bootId: string;
-  ds: Datastore;
+  ds: RestoreTarget & PoolCounts;
   gate: ReleaseGate;
   log: Logger;
   path: string;
@@ -78,7 +78,7 @@ export function restoreFromCheckpoint(p: {
     return sum;
   }
   // Before the allocations: one restored for the same container clears its entry (an ADD after the DEL).
-  ds.restoreReleased(data.released ?? []);
+  ds.restoreUnassigned(data.released ?? []);
   for (const a of data.allocations) {
     const r = ds.restoreAllocation({ ...a });
     if (r === 'restored') sum.restored++;

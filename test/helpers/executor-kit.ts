@@ -46,12 +46,14 @@ export interface KitOptions {
    * subnets (add and tag them with `ec2.addSubnet`); default: the node subnet only.
    */
   discovery?: boolean;
+  /** The virtual clock to share (e.g. a `VirtualTime` whose timers the pool controller runs on); default a private one from {@link T0}. */
+  clock?: { now(): number; advance(ms: number): void };
 }
 
 /** A node's controller parts over the in-memory EC2. */
 export function executorKit(o: KitOptions = {}) {
   let t = T0;
-  const clock = {
+  const clock = o.clock ?? {
     now: () => t,
     advance: (ms: number) => {
       t += ms;
@@ -223,7 +225,7 @@ export function executorKit(o: KitOptions = {}) {
     },
     /** Releases the pod holding `containerID` (`c<n>`, in order of addPod). */
     delPod(containerID: string): void {
-      ds.release({ networkName: 'aws-cni', containerID, ifName: 'eth0' }, clock.now());
+      ds.unassign({ networkName: 'aws-cni', containerID, ifName: 'eth0' }, clock.now());
     },
     /** ENIs EC2 shows attached to the instance (the model's objects). */
     attached(): Eni[] {

@@ -77,10 +77,10 @@ function driver(ds: Datastore, unit: 'ip' | 'prefix', r: () => number, clock: { 
     },
     () => {
       const a = pick(ds.allocations());
-      const gone = ds.release(a ? a : key(`unknown${nextContainer++}`), clock.now);
-      if (gone && r() < 0.1) ds.rollbackRelease(gone);
+      const gone = ds.unassign(a ? a : key(`unknown${nextContainer++}`), clock.now);
+      if (gone && r() < 0.1) ds.rollbackUnassign(gone);
     },
-    () => ds.release(key(`c${Math.floor(r() * (nextContainer + 1))}`), clock.now),
+    () => ds.unassign(key(`c${Math.floor(r() * (nextContainer + 1))}`), clock.now),
     addAddresses,
     () => {
       // adopt from a restore source: an address on a known ENI, or one not seen yet (pending)
@@ -118,7 +118,7 @@ function driver(ds: Datastore, unit: 'ip' | 'prefix', r: () => number, clock: { 
     () => {
       // the runtime no longer lists some released containers
       const listed = new Set(containers.filter(() => r() < 0.5));
-      ds.expireReleased(listed, clock.now - 20);
+      ds.expireUnassigned(listed, clock.now - 20);
     },
     () => {
       const ip = pick(ds.eniIps(`eni-${pick(enis)!}`));
@@ -143,7 +143,7 @@ function driver(ds: Datastore, unit: 'ip' | 'prefix', r: () => number, clock: { 
     },
     () => {
       // restored remembered DELs (start-up)
-      ds.restoreReleased([{ containerID: `c${Math.floor(r() * nextContainer)}`, releasedAt: clock.now - 5 }]);
+      ds.restoreUnassigned([{ containerID: `c${Math.floor(r() * nextContainer)}`, releasedAt: clock.now - 5 }]);
     },
   ];
   const weights = [8, 6, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0.3, 0.3];
@@ -166,7 +166,7 @@ function assertSame(disk: CheckpointData, ds: Datastore, cap: number, now: numbe
   const norm = (xs: CheckpointData['allocations']) =>
     [...xs].sort((a, b) => (sortKey(a) < sortKey(b) ? -1 : 1)).map((a) => JSON.stringify(a, Object.keys(a).sort()));
   assert.deepEqual(norm(disk.allocations), norm(ds.allocations()), `${where}: allocations`);
-  const released = ds.releasedEntries().slice(-cap);
+  const released = ds.unassignedEntries().slice(-cap);
   assert.deepEqual(disk.released, [...released], `${where}: remembered DELs (newest ${cap}, in order)`);
   const onDisk = new Map(disk.cooldown.map((c) => [c.ip, c.releasedAt]));
   for (const c of ds.coolingEntries(now))
@@ -272,7 +272,7 @@ test('a datastore without a source records nothing (no log grows unread)', () =>
   ds.assign(key('a'), undefined, 1);
   ds.trackChanges();
   assert.deepEqual(ds.takeChanges(), { put: [], del: [], cool: [], uncool: [], rel: [], unrel: [] });
-  ds.release(key('a'), 2);
+  ds.unassign(key('a'), 2);
   const d = ds.takeChanges();
   assert.deepEqual(d.del, [key('a')]);
   assert.deepEqual(d.cool, [{ ip: '10.0.0.1', releasedAt: 2 }]);
@@ -290,7 +290,7 @@ test('upgrade: a journal the snapshot-diff writer left loads, and the datastore 
     bootId: 'b',
     allocations: ds.allocations(),
     cooldown: ds.coolingEntries(clock.now),
-    released: ds.releasedEntries(),
+    released: ds.unassignedEntries(),
   });
   // The previous build: every append a diff of two snapshots; ipamd killed with records in the journal.
   const old = new CheckpointWriter(file, whole, { fsync: false, idleCompactMs: 0 });

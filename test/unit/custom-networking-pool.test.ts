@@ -50,7 +50,7 @@ test('primary ENI closed: restored allocations keep serving, free addresses are 
     },
   );
   // Released: it cools and then stays out of the pool; the addresses stay on the ENI (nothing is unassigned).
-  ds.release(key('old'), 20);
+  ds.unassign(key('old'), 20);
   assert.equal(ds.counts(20).available, 0);
   assert.deepEqual(ds.eniIps('eni-p'), ['10.0.0.11', '10.0.0.12', '10.0.0.13']);
   const open = new Datastore(0, 'ip');

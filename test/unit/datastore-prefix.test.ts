@@ -80,8 +80,8 @@ test('ADD packs into prefixes already in use, so free prefixes stay free', () =>
   );
   assert.equal(ds.poolViews(0)[0]!.freeSlots, 1);
   assert.equal(ds.prefixOf(ipOf(ds.assign(key('p16'), undefined, 0))), P2);
-  ds.release(key('p16'), 10);
-  ds.release(key('p0'), 10);
+  ds.unassign(key('p16'), 10);
+  ds.unassign(key('p0'), 10);
   // After the cooldown both prefixes are partly used: P2 is free again only once p16's IP cooled.
   assert.equal(ds.poolViews(500)[0]!.freeSlots, 0, 'a cooling address keeps its prefix from being free');
   assert.equal(ds.poolViews(1010)[0]!.freeSlots, 1);
@@ -107,7 +107,7 @@ test('a prefix is reserved for release only when all 16 addresses are free, and 
 test('cooling and unverified addresses block the release of their prefix', () => {
   const ds = store(1000);
   ds.assign(key('a'), undefined, 0);
-  ds.release(key('a'), 5);
+  ds.unassign(key('a'), 5);
   assert.deepEqual(ds.reservePrefixesForRelease('eni-0', 2, 100), [P2], 'P1 has a cooling address');
   ds.cancelPrefixRelease([P2]);
   assert.deepEqual(ds.reservePrefixesForRelease('eni-0', 2, 1005).sort(), [P1, P2], 'after the cooldown both are free');

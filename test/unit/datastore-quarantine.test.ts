@@ -31,7 +31,7 @@ test('a quarantined IP is never assigned nor released; verifyAll keeps it; lift 
   ds.addIps('eni-0', ['10.0.0.51', '10.0.0.52']);
   const b = ds.assign(key('b'), undefined, 1);
   assert.equal(b.kind === 'assigned' && b.allocation.ipv4, '10.0.0.51');
-  ds.release(key('b'), 2);
+  ds.unassign(key('b'), 2);
   assert.equal(ds.quarantine('10.0.0.51', 2, 'test'), true);
   assert.equal(ds.quarantine('10.9.9.9', 2, 'test'), false, 'unknown IP');
   assert.equal(ds.ipState('10.0.0.51', 3), 'unverified');

@@ -113,12 +113,12 @@ test('a DEL rolled back onto an IP whose unassign is in flight is put back (and 
   const ds = store();
   const a = ds.assign(key('a'), undefined, 0);
   assert.equal(a.kind, 'assigned');
-  const released = ds.release(key('a'), 1)!;
+  const released = ds.unassign(key('a'), 1)!;
   ds.reserveForRelease('eni-1', 1, 1);
   ds.markReleaseSent([IP]);
-  assert.equal(ds.rollbackRelease(released), true);
+  assert.equal(ds.rollbackUnassign(released), true);
   assert.equal(ds.holderOf(IP)?.containerID, 'a');
-  assert.equal(ds.wasReleased('a'), false, 'the DEL did not happen');
+  assert.equal(ds.wasUnassigned('a'), false, 'the DEL did not happen');
 });
 
 test('completeRelease of an unheld IP just removes it; nothing is reported', () => {
@@ -158,7 +158,7 @@ test('prefixes: an adoption before the send keeps the whole /28 out of the call;
   assert.equal(ds.counts(0).releasing, 0, 'the rest of the reservation went back to the pool');
   assert.equal(ds.counts(0).available, 15);
 
-  ds.release(key('live'), 1);
+  ds.unassign(key('live'), 1);
   assert.deepEqual(ds.reservePrefixesForRelease('eni-0', 1, 2), [P]);
   assert.deepEqual(ds.markPrefixReleaseSent([P]), [P]);
   assert.equal(ds.restoreAllocation(adopted('late', '10.0.0.40')), 'releasing');
@@ -175,18 +175,18 @@ test('prefixes: an adoption before the send keeps the whole /28 out of the call;
   );
 });
 
-test('wasReleased: set by a release (also of a key holding nothing), cleared by an assignment, bounded', () => {
+test('wasUnassigned: set by a release (also of a key holding nothing), cleared by an assignment, bounded', () => {
   const ds = store();
-  assert.equal(ds.wasReleased('a'), false);
-  ds.release(key('a'), 0);
-  assert.equal(ds.wasReleased('a'), true, 'a DEL before the ADD counts too');
+  assert.equal(ds.wasUnassigned('a'), false);
+  ds.unassign(key('a'), 0);
+  assert.equal(ds.wasUnassigned('a'), true, 'a DEL before the ADD counts too');
   ds.assign(key('a'), undefined, 1);
-  assert.equal(ds.wasReleased('a'), false);
-  ds.release(key('a'), 2);
-  assert.equal(ds.wasReleased('a'), true);
-  for (let i = 0; i < RELEASED_CONTAINERS_KEPT; i++) ds.release(key(`c${i}`), 3);
-  assert.equal(ds.wasReleased('a'), false, 'the oldest is forgotten first');
-  assert.equal(ds.wasReleased(`c${RELEASED_CONTAINERS_KEPT - 1}`), true);
+  assert.equal(ds.wasUnassigned('a'), false);
+  ds.unassign(key('a'), 2);
+  assert.equal(ds.wasUnassigned('a'), true);
+  for (let i = 0; i < RELEASED_CONTAINERS_KEPT; i++) ds.unassign(key(`c${i}`), 3);
+  assert.equal(ds.wasUnassigned('a'), false, 'the oldest is forgotten first');
+  assert.equal(ds.wasUnassigned(`c${RELEASED_CONTAINERS_KEPT - 1}`), true);
 });
 
 test('merge: a sandbox whose DEL was served is neither adopted nor a conflict, even once its IP went to another pod', () => {
@@ -200,7 +200,7 @@ test('merge: a sandbox whose DEL was served is neither adopted nor a conflict, e
     ifName: 'eth0',
     isOurIp: () => true,
     cri: { ok: true as const, items: [sandbox] },
-    wasReleased: (id: string) => id === 'gone',
+    wasUnassigned: (id: string) => id === 'gone',
   };
   const free = mergeEvidence({ ...base, allocations: [], holderOf: () => undefined });
   assert.deepEqual(free.adopt, []);
@@ -216,7 +216,7 @@ test('merge: a sandbox whose DEL was served is neither adopted nor a conflict, e
     ['next'],
   );
   // Without a served DEL the same sandbox is adopted, as before.
-  const live = mergeEvidence({ ...base, wasReleased: () => false, allocations: [], holderOf: () => undefined });
+  const live = mergeEvidence({ ...base, wasUnassigned: () => false, allocations: [], holderOf: () => undefined });
   assert.deepEqual(
     live.adopt.map((a) => a.containerID),
     ['gone'],
@@ -225,21 +225,21 @@ test('merge: a sandbox whose DEL was served is neither adopted nor a conflict, e
 
 test('remembered DELs: exported for the checkpoint, restored (an allocation restored after wins), expired only when unlisted and old enough', () => {
   const ds = store();
-  ds.release(key('a'), 10);
-  ds.release(key('b'), 20);
-  assert.deepEqual(ds.releasedEntries(), [
+  ds.unassign(key('a'), 10);
+  ds.unassign(key('b'), 20);
+  assert.deepEqual(ds.unassignedEntries(), [
     { containerID: 'a', releasedAt: 10 },
     { containerID: 'b', releasedAt: 20 },
   ]);
   const again = store();
-  again.restoreReleased(ds.releasedEntries());
-  assert.equal(again.wasReleased('a'), true);
-  assert.equal(again.wasReleased('b'), true);
+  again.restoreUnassigned(ds.unassignedEntries());
+  assert.equal(again.wasUnassigned('a'), true);
+  assert.equal(again.wasUnassigned('b'), true);
   // Expiry: 'a' is no longer listed and old enough; 'b' is still listed (stopping); 'c' too young.
-  again.release(key('c'), 100);
-  assert.equal(again.expireReleased(new Set(['b']), 50), 1);
+  again.unassign(key('c'), 100);
+  assert.equal(again.expireUnassigned(new Set(['b']), 50), 1);
   assert.deepEqual(
-    again.releasedEntries().map((e) => e.containerID),
+    again.unassignedEntries().map((e) => e.containerID),
     ['b', 'c'],
   );
   // Bounded on restore too: the newest are kept.
@@ -248,8 +248,8 @@ test('remembered DELs: exported for the checkpoint, restored (an allocation rest
     releasedAt: i,
   }));
   const big = store();
-  big.restoreReleased(many);
-  assert.equal(big.releasedEntries().length, RELEASED_CONTAINERS_KEPT);
-  assert.equal(big.wasReleased('m0'), false);
-  assert.equal(big.wasReleased(`m${RELEASED_CONTAINERS_KEPT + 4}`), true);
+  big.restoreUnassigned(many);
+  assert.equal(big.unassignedEntries().length, RELEASED_CONTAINERS_KEPT);
+  assert.equal(big.wasUnassigned('m0'), false);
+  assert.equal(big.wasUnassigned(`m${RELEASED_CONTAINERS_KEPT + 4}`), true);
 });

@@ -51,7 +51,7 @@ test('released IPs cool down: neither available nor assigned, then available aga
   const ds = store(30_000);
   for (const c of ['a', 'b', 'c', 'd']) assert.equal(ds.assign(key(c), undefined, 0).kind, 'assigned');
   assert.equal(ds.assign(key('e'), undefined, 0).kind, 'empty');
-  const rel = ds.release(key('b'), 1000);
+  const rel = ds.unassign(key('b'), 1000);
   assert.ok(rel);
   assert.deepEqual(ds.counts(1000), {
     total: 4,
@@ -72,9 +72,9 @@ test('DEL of an unknown key changes nothing; DEL(A) never frees B', () => {
   const ds = store();
   const a = ds.assign(key('a'), undefined, 0);
   const b = ds.assign(key('b'), undefined, 0);
-  assert.equal(ds.release(key('zzz'), 5), undefined);
-  assert.equal(ds.release(key('a'), 5)?.ipv4, a.kind === 'assigned' ? a.allocation.ipv4 : '');
-  assert.equal(ds.release(key('a'), 6), undefined, 'second DEL is a no-op');
+  assert.equal(ds.unassign(key('zzz'), 5), undefined);
+  assert.equal(ds.unassign(key('a'), 5)?.ipv4, a.kind === 'assigned' ? a.allocation.ipv4 : '');
+  assert.equal(ds.unassign(key('a'), 6), undefined, 'second DEL is a no-op');
   assert.equal(ds.lookup(key('b'))?.ipv4, b.kind === 'assigned' ? b.allocation.ipv4 : '');
   assert.equal(ds.holderOf(b.kind === 'assigned' ? b.allocation.ipv4 : '')?.containerID, 'b');
 });
@@ -85,8 +85,8 @@ test('least recently released IP is reused first', () => {
   ds.addIps('eni-0', ['10.0.0.1', '10.0.0.2']);
   const a = ds.assign(key('a'), undefined, 0);
   const b = ds.assign(key('b'), undefined, 0);
-  ds.release(key('b'), 10);
-  ds.release(key('a'), 20);
+  ds.unassign(key('b'), 10);
+  ds.unassign(key('a'), 20);
   const c = ds.assign(key('c'), undefined, 30);
   assert.equal(c.kind === 'assigned' && c.allocation.ipv4, b.kind === 'assigned' ? b.allocation.ipv4 : '');
   assert.notEqual(a.kind === 'assigned' && a.allocation.ipv4, c.kind === 'assigned' && c.allocation.ipv4);
@@ -110,7 +110,7 @@ test('reserve never takes assigned or cooling IPs; removeIps refuses IPs in use'
   ds.addIps('eni-1', ['10.0.0.1', '10.0.0.2', '10.0.0.3']);
   const a = ds.assign(key('a'), undefined, 0);
   const b = ds.assign(key('b'), undefined, 0);
-  ds.release(key('b'), 0);
+  ds.unassign(key('b'), 0);
   const reserved = ds.reserveForRelease('eni-1', 3, 10);
   assert.deepEqual(reserved, ['10.0.0.3']);
   const ipA = a.kind === 'assigned' ? a.allocation.ipv4 : '';
@@ -128,8 +128,8 @@ test('rollbackAssign returns the IP without cooldown; rollbackRelease restores t
   assert.ok(r.kind === 'assigned' && ds.rollbackAssign(r.allocation));
   assert.equal(ds.counts(1).available, 1);
   const r2 = ds.assign(key('b'), undefined, 1);
-  const rel = ds.release(key('b'), 2)!;
-  assert.ok(ds.rollbackRelease(rel));
+  const rel = ds.unassign(key('b'), 2)!;
+  assert.ok(ds.rollbackUnassign(rel));
   assert.equal(ds.lookup(key('b'))?.ipv4, r2.kind === 'assigned' ? r2.allocation.ipv4 : '');
   assert.equal(ds.counts(3).assigned, 1);
 });
@@ -166,7 +166,7 @@ test('poolViews reports per-ENI total/assigned/cooling', () => {
   const ds = store(10_000);
   ds.assign(key('a'), undefined, 0);
   ds.assign(key('b'), undefined, 0);
-  ds.release(key('b'), 0);
+  ds.unassign(key('b'), 0);
   const v = ds.poolViews(1);
   assert.deepEqual(
     v.map((e) => [e.eniId, e.total, e.assigned, e.cooling]),

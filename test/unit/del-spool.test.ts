@@ -1,7 +1,7 @@
 /**
  * The DEL spool applier (ipamd/cni-exec/spool-applier.ts) over real files, the real
  * Datastore and a prom-client registry: a spooled DEL releases its key through the
- * datastore's DEL path (remembered by wasReleased) after its host side was torn down and
+ * datastore's DEL path (remembered by wasUnassigned) after its host side was torn down and
  * before the file goes; an unknown key is a no-op that is still remembered; an entry
  * older than the key's allocation leaves it alone; corrupt entries are kept aside and do
  * not stop the others; a failed checkpoint write rolls back and keeps the files. The
@@ -99,13 +99,13 @@ test('released, unknown and stale entries; teardown before release, the file rem
   );
   assert.equal(ds.lookup(key('gone')), undefined);
   assert.equal(ds.lookup(key('reborn'))?.ipv4, b.allocation.ipv4, 'a newer allocation of the key is left alone');
-  assert.equal(ds.wasReleased('gone'), true);
+  assert.equal(ds.wasUnassigned('gone'), true);
   assert.equal(
-    ds.wasReleased('never-known'),
+    ds.wasUnassigned('never-known'),
     true,
     'an unknown container is still remembered as released (never adopted)',
   );
-  assert.equal(ds.wasReleased('reborn'), false);
+  assert.equal(ds.wasUnassigned('reborn'), false);
   assert.deepEqual(await readdir(dir), []);
   assert.deepEqual(await counts(), { released: 1, unknown: 1, stale: 1 });
 });

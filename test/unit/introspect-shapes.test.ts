@@ -66,7 +66,7 @@ test('/v1/enis with /28 prefixes: one CIDR per prefix, its handed-out addresses,
   const b = ds.assign(key('c2'), undefined, now);
   assert.equal(a.kind, 'assigned');
   assert.equal(b.kind, 'assigned');
-  ds.release(key('c2'), now + 1000);
+  ds.unassign(key('c2'), now + 1000);
   const doc = enisDocument(ds, podRouteTable, now + 2000) as Doc;
   const card = doc['0']!;
   assert.equal(card.TotalIPs, 16);

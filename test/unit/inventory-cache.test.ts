@@ -14,8 +14,8 @@ import { SimCloud } from '../../sim/index.js';
 import { Ec2Api, type Ec2Eni } from '../../ipamd/cloud/ec2.js';
 import { ImdsClient } from '../../ipamd/cloud/imds.js';
 import { Datastore } from '../../ipamd/datastore/datastore.js';
+import { CacheGuardedEc2 } from '../../ipamd/startup/cache-guarded-ec2.js';
 import {
-  guardReleases,
   InventoryCacheWriter,
   readInventoryCache,
   uncoveredAllocation,
@@ -64,11 +64,11 @@ async function setup(t: { after(fn: () => Promise<void> | void): void }) {
     unmanaged: [],
     log,
   });
-  guardReleases(ec2, writer);
+  const guarded = new CacheGuardedEc2(ec2, writer);
   const read = async () => JSON.parse(await readFile(file, 'utf8')) as InventoryFile;
   const check = async () =>
     readInventoryCache(file, { bootId: BOOT, instanceId: inst.instanceId, imdsEnis: await imds.enis() });
-  return { sim, ec2, ds, primary, file, writer, read, check };
+  return { sim, ec2: guarded, ds, primary, file, writer, read, check };
 }
 
 test('an assign answer is in the file (and IMDS agrees) before the caller gets it, so before any hand-out', async (t) => {

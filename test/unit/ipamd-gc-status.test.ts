@@ -107,7 +107,7 @@ test('STATUS: available, can grow, cooling soon, or 50 with the reason (existing
     full.message,
     /^no IP can be had now \(3 assigned, 0 cooling, 0 unverified of 3\) and the pool cannot grow: instance at MAX_ENI/,
   );
-  ds.release({ networkName: 'aws-cni', containerID: 'a', ifName: 'eth0' }, T0 + 1);
+  ds.unassign({ networkName: 'aws-cni', containerID: 'a', ifName: 'eth0' }, T0 + 1);
   assert.equal(st('full', T0 + 2).code, 50, 'cooling for 30 s > the 10 s ADD wait');
   assert.deepEqual(
     [st('full', T0 + 25_000).canServe, st('full', T0 + 25_000).message],

@@ -44,7 +44,7 @@ test('gauges follow the datastore and the release gate at scrape time', async ()
   const key = (id: string) => ({ networkName: 'aws-cni', containerID: id, ifName: 'eth0' });
   assert.equal(ds.assign(key('a'), undefined, t.now).kind, 'assigned');
   assert.equal(ds.assign(key('b'), undefined, t.now).kind, 'assigned');
-  ds.release(key('b'), t.now);
+  ds.unassign(key('b'), t.now);
 
   let s = parsePrometheusText(await m.text());
   assert.equal(sample(s, 'awscni_total_ip_addresses'), 4);

@@ -133,9 +133,9 @@ test('a DEL served while the runtime read is in flight stays remembered (its san
   const pass = n.r.runPass();
   const answer = await n.waitForRead();
   n.advance(10);
-  assert.ok(n.ds.release(key('old-2'), T0 + 10_010)); // DEL served during the read
+  assert.ok(n.ds.unassign(key('old-2'), T0 + 10_010)); // DEL served during the read
   n.advance(3 * GRACE_MS);
   answer();
   await pass;
-  assert.equal(n.ds.wasReleased('old-2'), true, 'the DEL served after the read began was forgotten');
+  assert.equal(n.ds.wasUnassigned('old-2'), true, 'the DEL served after the read began was forgotten');
 });

@@ -11,7 +11,7 @@
  * - **in flight** ENIs are being created, attached or freed by this process.
  * Each of these keeps its device index until EC2 shows the ENI gone.
  */
-import type { Datastore } from '../../datastore/datastore.js';
+import type { EniInventory } from '../../datastore/roles.js';
 
 /** Device indexes and half-done ENI work; base of {@link EniManager}. */
 export class EniBook {
@@ -27,7 +27,7 @@ export class EniBook {
    * @param now clock in ms.
    */
   constructor(
-    protected readonly ds: Datastore,
+    protected readonly ds: EniInventory,
     protected readonly unmanagedDeviceIndexes: Set<number>,
     protected readonly now: () => number,
   ) {}

@@ -4,7 +4,7 @@
  * retry the deletion of orphans. Nothing is detached or deleted while releases are frozen.
  */
 import { Ec2Error, type Ec2Port, type Ec2Eni } from '../../cloud/ec2-port.js';
-import type { Datastore } from '../../datastore/datastore.js';
+import type { EniInventory, PoolCounts, ReleasePhases } from '../../datastore/roles.js';
 import type { Logger } from '../../log.js';
 import { failedForSure } from '../../cloud/ec2-outcome.js';
 import { isOurEni } from './eni-ownership.js';
@@ -13,7 +13,7 @@ import type { ReleaseGate } from '../release/release-gate.js';
 
 /** What freeing needs from the ENI manager (its state is shared, not copied). */
 export interface EniFreeContext {
-  ds: Datastore;
+  ds: ReleasePhases & EniInventory & PoolCounts;
   ec2: Ec2Port;
   gate: ReleaseGate;
   log: Logger;

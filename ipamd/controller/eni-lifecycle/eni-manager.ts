@@ -13,7 +13,7 @@
  * has succeeded for it; until then it is pending, and the reconcile retries.
  */
 import { monoNow } from '../../clock.js';
-import type { Datastore } from '../../datastore/datastore.js';
+import type { EniInventory, PoolCounts, ReleasePhases } from '../../datastore/roles.js';
 import type { EniInfo } from '../../datastore/types.js';
 import type { Ec2Port, Ec2Eni } from '../../cloud/ec2-port.js';
 import type { Logger } from '../../log.js';
@@ -42,7 +42,7 @@ export type { ImdsEniLister } from './eni-wait.js';
 /** Options of {@link EniManager}. */
 export interface EniManagerOptions {
   ec2: Ec2Port;
-  ds: Datastore;
+  ds: ReleasePhases & EniInventory & PoolCounts;
   gate: ReleaseGate;
   log: Logger;
   instance: InstanceContext;

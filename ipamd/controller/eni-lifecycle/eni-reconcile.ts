@@ -31,7 +31,7 @@ import { monoNow } from '../../clock.js';
 import ipaddr from 'ipaddr.js';
 import type { Ec2Port, Ec2Eni } from '../../cloud/ec2-port.js';
 import type { ImdsEniAddresses } from '../../cloud/imds.js';
-import type { Datastore } from '../../datastore/datastore.js';
+import type { EniInventory } from '../../datastore/roles.js';
 import type { Logger } from '../../log.js';
 import { isOurEni } from './eni-ownership.js';
 import type { EniManager, ImdsEniLister } from './eni-manager.js';
@@ -49,7 +49,7 @@ export interface ExclusivePool {
 export interface EniReconcilerOptions {
   ec2: Ec2Port;
   imds: ImdsEniLister;
-  ds: Datastore;
+  ds: EniInventory;
   enis: EniManager;
   pool: ExclusivePool;
   log: Logger;

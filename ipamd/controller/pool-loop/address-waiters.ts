@@ -10,6 +10,8 @@
  * A waiter that loses its address anyway simply waits again for the rest of its time.
  */
 
+import { realTimers, type TimerHandle, type Timers } from '../../clock.js';
+
 /** An ADD could not get an address within its wait, with the reason in operator terms. */
 export class PoolExhaustedError extends Error {
   constructor(message: string) {
@@ -22,7 +24,7 @@ interface Waiter {
   resolve: () => void;
   reject: (e: Error) => void;
   deadline: number;
-  timer: NodeJS.Timeout;
+  timer: TimerHandle;
 }
 
 /** The queue of waiting ADDs. */
@@ -34,12 +36,14 @@ export class AddressWaiters {
   /**
    * @param available addresses available now (total − assigned − cooling − …);
    * @param timeoutReason text appended to the timeout error (e.g. the last grow failure);
-   * @param now clock in ms.
+   * @param now clock in ms;
+   * @param timers the waits' timeouts (default: Node's; tests pass virtual ones).
    */
   constructor(
     private readonly available: () => number,
     private readonly timeoutReason: () => string | undefined,
     private readonly now: () => number,
+    private readonly timers: Timers = realTimers,
   ) {}
 
   /** Number of waiting ADDs (woken ones excluded). */
@@ -57,7 +61,7 @@ export class AddressWaiters {
         resolve,
         reject,
         deadline: this.now() + timeoutMs,
-        timer: setTimeout(() => {
+        timer: this.timers.setTimeout(() => {
           const why = this.timeoutReason();
           this.settle(w, new PoolExhaustedError(`no free IP after waiting ${timeoutMs} ms${why ? `: ${why}` : ''}`));
         }, timeoutMs),
@@ -116,7 +120,7 @@ export class AddressWaiters {
 
   private settle(w: Waiter, err?: Error): void {
     if (!this.queue.delete(w)) return;
-    clearTimeout(w.timer);
+    this.timers.clearTimeout(w.timer);
     if (err) w.reject(err);
     else w.resolve();
   }

@@ -23,7 +23,7 @@
  * to 30 s) and waiters keep waiting.
  */
 import { Ec2Error, type Ec2Port } from '../../cloud/ec2-port.js';
-import type { Datastore } from '../../datastore/datastore.js';
+import type { EniInventory, PoolCounts } from '../../datastore/roles.js';
 import type { Logger } from '../../log.js';
 import { ADDRESSES_PER_SLOT, planGrow, type GrowPlan, type PoolEniView, type PoolTargets } from '../../pool/index.js';
 import { growBlockedReason, type EniLimits } from '../../pool/grow-limits.js';
@@ -36,7 +36,7 @@ const PHANTOM = '(being created) ';
 
 /** Options of {@link GrowExecutor}. */
 export interface GrowExecutorOptions {
-  ds: Datastore;
+  ds: PoolCounts & EniInventory;
   ec2: Ec2Port;
   enis: EniManager;
   log: Logger;

@@ -16,8 +16,8 @@
  * waiters that the ENIs still being created cannot serve, at once, naming the binding
  * limit (`pool/grow-limits.ts`).
  */
-import { monoNow } from '../../clock.js';
-import type { Datastore } from '../../datastore/datastore.js';
+import { monoNow, realTimers, type TimerHandle, type Timers } from '../../clock.js';
+import type { EniInventory, PoolCounts, ReleasePhases } from '../../datastore/roles.js';
 import type { Ec2Port } from '../../cloud/ec2-port.js';
 import type { Logger } from '../../log.js';
 import { poolCounts, SurplusTracker, type PoolTargets } from '../../pool/index.js';
@@ -45,7 +45,7 @@ export const CHANGE_STEP_DELAY_MS = 100;
 
 /** Options of {@link PoolController}. */
 export interface PoolControllerOptions {
-  ds: Datastore;
+  ds: PoolCounts & ReleasePhases & EniInventory;
   ec2: Ec2Port;
   enis: EniManager;
   gate: ReleaseGate;
@@ -64,6 +64,8 @@ export interface PoolControllerOptions {
   /** How long grow pauses after InsufficientFreeAddressesInSubnet / InsufficientCidrBlocks (ms, default 30 000). */
   subnetFullPauseMs?: number;
   now?: () => number;
+  /** The timers of the loop's delays (default: Node's; unit tests pass virtual ones with `now`). */
+  timers?: Timers;
   /** Told of each failed grow attempt (kind) and each failed step (metrics). */
   onGrowFailed?: (kind: GrowFailureKind) => void;
   onSubnetFull?: (subnetId: string) => void;
@@ -85,16 +87,18 @@ export class PoolController {
   private again = false;
   /** Re-evaluates every `intervalMs` when nothing else triggers a step. */
   private readonly ticker: PeriodicTask;
-  private wakeTimer?: NodeJS.Timeout;
+  private readonly timers: Timers;
+  private wakeTimer?: TimerHandle;
   private scheduled?: NodeJS.Immediate;
   /** The step {@link changed} asked for, due within `changeDelayMs`. */
-  private deferred?: NodeJS.Timeout;
+  private deferred?: TimerHandle;
   private stopped = false;
   private started = false;
 
   constructor(private readonly o: PoolControllerOptions) {
     this.now = o.now ?? monoNow;
-    this.ticker = new PeriodicTask({ intervalMs: o.intervalMs, run: () => this.trigger() });
+    this.timers = o.timers ?? realTimers;
+    this.ticker = new PeriodicTask({ intervalMs: o.intervalMs, run: () => this.trigger(), timers: this.timers });
     this.shrinker = new ShrinkExecutor({
       ds: o.ds,
       ec2: o.ec2,
@@ -125,6 +129,7 @@ export class PoolController {
       () => o.ds.counts(this.now()).available,
       () => this.lastError,
       () => this.now(),
+      this.timers,
     );
     // Every addition of addresses (grow, adoption, reconcile, a cancelled release...) wakes waiting ADDs at once.
     o.ds.onAddressesAvailable(() => this.waiters.wake());
@@ -165,8 +170,8 @@ export class PoolController {
   async stop(): Promise<void> {
     this.stopped = true;
     const ticking = this.ticker.stop();
-    clearTimeout(this.wakeTimer);
-    clearTimeout(this.deferred);
+    this.timers.clearTimeout(this.wakeTimer);
+    this.timers.clearTimeout(this.deferred);
     this.deferred = undefined;
     if (this.scheduled) clearImmediate(this.scheduled);
     this.scheduled = undefined;
@@ -209,7 +214,7 @@ export class PoolController {
   changed(): void {
     if (this.stopped || !this.started || this.deferred) return;
     if (this.scheduled && !this.running) return; // a step starts on the next turn and sees the change
-    this.deferred = setTimeout(() => {
+    this.deferred = this.timers.setTimeout(() => {
       this.deferred = undefined;
       this.trigger();
     }, this.o.changeDelayMs ?? CHANGE_STEP_DELAY_MS);
@@ -219,7 +224,7 @@ export class PoolController {
   async idle(): Promise<void> {
     while (this.running || this.scheduled || this.deferred || this.grower.creating > 0) {
       if (this.deferred) {
-        clearTimeout(this.deferred);
+        this.timers.clearTimeout(this.deferred);
         this.deferred = undefined;
         this.trigger();
       }
@@ -356,8 +361,8 @@ export class PoolController {
       // Waiters left: wake them when the next cooling IP is free, or retry a grow that failed transiently.
       const at = Math.min(coolEnd ?? Infinity, grew.failed ? this.now() + RETRY_AFTER_FAILURE_MS : Infinity);
       if (this.waiters.size > 0 && Number.isFinite(at)) {
-        clearTimeout(this.wakeTimer);
-        this.wakeTimer = setTimeout(
+        this.timers.clearTimeout(this.wakeTimer);
+        this.wakeTimer = this.timers.setTimeout(
           () => {
             this.waiters.wake();
             this.trigger();

@@ -16,7 +16,7 @@
  * timeout) stays reserved until a describe settles it.
  */
 import type { Ec2Port } from '../../cloud/ec2-port.js';
-import type { Datastore } from '../../datastore/datastore.js';
+import type { PoolCounts, ReleasePhases } from '../../datastore/roles.js';
 import type { Allocation } from '../../datastore/types.js';
 import type { Logger } from '../../log.js';
 import { ADDRESSES_PER_SLOT, planShrink, poolCounts, type PoolTargets, type SurplusTracker } from '../../pool/index.js';
@@ -27,7 +27,7 @@ import type { ReleaseGate } from '../release/release-gate.js';
 
 /** Options of {@link ShrinkExecutor}. */
 export interface ShrinkExecutorOptions {
-  ds: Datastore;
+  ds: PoolCounts & ReleasePhases;
   ec2: Ec2Port;
   enis: EniManager;
   gate: ReleaseGate;

@@ -8,7 +8,7 @@
  * settles it) are those of release-batch.ts.
  */
 import type { Ec2Port } from '../../cloud/ec2-port.js';
-import type { Datastore } from '../../datastore/datastore.js';
+import type { ReleasePhases } from '../../datastore/roles.js';
 import type { Allocation } from '../../datastore/types.js';
 import type { Logger } from '../../log.js';
 import { decideSend, sendRelease, UnsettledReleases, type ReleaseOps } from './release-batch.js';
@@ -16,7 +16,7 @@ import type { ReleaseGate } from './release-gate.js';
 
 /** Options of {@link PrefixReleaser}. */
 export interface PrefixReleaserOptions {
-  ds: Datastore;
+  ds: ReleasePhases;
   ec2: Ec2Port;
   gate: ReleaseGate;
   log: Logger;
