@@ -109,6 +109,19 @@ export class CacheGuardedEc2 implements Ec2Port {
     return this.inner.unassignPrefixes(eniId, prefixes);
   }
 
+  /**
+   * Passed through: the inventory cache holds no IPv6 yet (IPv6 mode, issue 31, keeps the
+   * node's /80 in the checkpoint; the cache learns it when that mode lands).
+   */
+  assignIpv6Prefixes(eniId: string, count: number): Promise<string[]> {
+    return this.inner.assignIpv6Prefixes(eniId, count);
+  }
+
+  /** Passed through (see {@link assignIpv6Prefixes}). */
+  unassignIpv6Prefixes(eniId: string, prefixes: string[]): Promise<void> {
+    return this.inner.unassignIpv6Prefixes(eniId, prefixes);
+  }
+
   /** The cache is deleted (until the ENI is deleted) first, then the detach is sent. */
   async detachEni(attachmentId: string): Promise<void> {
     await this.cache.noteDetach(attachmentId);
