@@ -83,20 +83,9 @@ export async function runScenario(o: ScenarioOptions): Promise<number> {
     const execSocket = path.join(work, 'cni-exec.sock');
     const config = { cniVersion: '1.0.0', name: NETWORK, type: 'eni-ipam', ipamdSocket: socket, execSocket, mtu: 9001 };
 
+    const node: DemoNode = { sim, nodeIp, socket, checkpointPath: env.ENI_IPAM_CHECKPOINT_PATH, ipamd, config };
     if (o.daemon) {
-      o.print(`daemon mode: ipamd keeps running; Ctrl-C stops it and removes everything.`);
-      o.print(`  plugin config: ${JSON.stringify(config)}`);
-      o.print(`  status: curl http://127.0.0.1:${ipamd.introspectionPort}/v1/status  (inside this network namespace)`);
-      o.print(
-        `  metrics: curl http://127.0.0.1:${ipamd.metricsPort ?? 61678}/metrics  (inside this network namespace)`,
-      );
-      o.print(
-        `  operator CLI (in the node netns above): AWS_EC2_ENDPOINT=${sim.ec2Endpoint} AWS_EC2_METADATA_SERVICE_ENDPOINT=${sim.imdsEndpoint} INTROSPECTION_BIND_ADDRESS=127.0.0.1:${ipamd.introspectionPort} ENI_IPAM_SOCKET=${socket} ENI_IPAM_CHECKPOINT_PATH=${env.ENI_IPAM_CHECKPOINT_PATH} node dist/cli/main.js status`,
-      );
-      await new Promise<void>((resolve) => {
-        process.once('SIGINT', resolve);
-        process.once('SIGTERM', resolve);
-      });
+      await serveAsDaemon(o, node);
       return 0;
     }
 
@@ -109,83 +98,15 @@ export async function runScenario(o: ScenarioOptions): Promise<number> {
     });
     await new Promise<void>((r) => listener!.listen(8080, nodeIp, r));
 
-    for (let i = 0; i < o.pods; i++) {
-      const name = `demo-${i}`;
-      const ns = i % 2 === 0 ? await createNamedNetns(`eni-demo-pod-${i}`) : await createProcNetns(name);
-      pods.push({ name, ns, containerId: randomBytes(32).toString('hex') });
-    }
-    for (const p of pods) {
-      const r = await execPlugin({
-        command: 'ADD',
-        containerId: p.containerId,
-        netns: p.ns.path,
-        ifName: 'eth0',
-        config,
-        plugin: [SHIM_PATH],
-        args: {
-          IgnoreUnknown: '1',
-          K8S_POD_NAMESPACE: 'default',
-          K8S_POD_NAME: p.name,
-          K8S_POD_INFRA_CONTAINER_ID: p.containerId,
-          K8S_POD_UID: randomUUID(),
-        },
-      });
-      if (r.code !== 0) throw new Error(`ADD ${p.name} failed: ${r.stdout}${r.stderr}`);
-      p.ip = String(r.json.ips[0].address).split('/')[0];
-      p.addMs = r.ms;
-    }
-    const allocs = (await (await fetch(`http://127.0.0.1:${ipamd.introspectionPort}/v1/allocations`)).json()) as Array<{
-      containerID: string;
-      eniId: string;
-    }>;
-    const status = await ipamd.status();
-    const devByEni = new Map<string, number>(
-      (status.enis as Array<{ eniId: string; deviceNumber: number }>).map((e) => [e.eniId, e.deviceNumber]),
-    );
-    for (const p of pods) {
-      p.eni = allocs.find((a) => a.containerID === p.containerId)?.eniId;
-      p.device = p.eni ? devByEni.get(p.eni) : undefined;
-      try {
-        await tcpSendFrom(p.ns.path, nodeIp, 8080, p.name);
-        const from = seen.get(p.name);
-        p.tcp = from === p.ip ? `ok (node saw ${from})` : `WRONG SOURCE ${from}`;
-        if (from !== p.ip) failed = true;
-      } catch (e) {
-        p.tcp = `FAILED: ${(e as Error).message.split('\n')[0]}`;
-        failed = true;
-      }
-    }
+    await createPods(o.pods, pods);
+    await addPods(node, pods);
+    if (!(await probePods(node, pods, seen))) failed = true;
     o.print('');
-    printTable(
-      o.print,
-      ['pod', 'netns', 'IP', 'ENI', 'device', 'ADD ms', `TCP to node ${nodeIp}:8080`],
-      pods.map((p) => [
-        p.name,
-        p.ns.path,
-        p.ip ?? '-',
-        p.eni ?? '-',
-        String(p.device ?? '-'),
-        p.addMs === undefined ? '-' : p.addMs.toFixed(1),
-        p.tcp ?? '-',
-      ]),
-    );
+    printPodTable(o.print, nodeIp, pods);
     o.print('');
     printPool(o.print, 'pool after ADD', await ipamd.status(), sim);
 
-    for (const p of pods) {
-      const r = await execPlugin({
-        command: 'DEL',
-        containerId: p.containerId,
-        netns: p.ns.path,
-        ifName: 'eth0',
-        config,
-        plugin: [SHIM_PATH],
-      });
-      if (r.code !== 0) {
-        failed = true;
-        o.print(`DEL ${p.name} failed: ${r.stdout}`);
-      }
-    }
+    if (!(await deletePods(o, node, pods))) failed = true;
     printPool(o.print, 'pool after DEL', await ipamd.status(), sim);
     const code = await ipamd.stop();
     ipamd = undefined;
@@ -200,6 +121,143 @@ export async function runScenario(o: ScenarioOptions): Promise<number> {
     await rm(work, { recursive: true, force: true });
     o.print(`ipamd's log is kept at ${ipamdLog}`);
   }
+}
+
+/** The plugin's network config, as the CNI runtime would pass it on stdin. */
+type PluginConfig = Record<string, unknown>;
+
+/** What the demo's node is made of once ipamd serves: shared by the steps below. */
+interface DemoNode {
+  sim: SimCloud;
+  /** The node's primary private IPv4 (dotted quad), on the node netns' loopback. */
+  nodeIp: string;
+  /** ipamd's gRPC socket path. */
+  socket: string;
+  /** ipamd's checkpoint file path (as given in ipamd's environment). */
+  checkpointPath: string | undefined;
+  ipamd: IpamdProcess;
+  config: PluginConfig;
+}
+
+/** Daemon mode: prints how to reach ipamd, then waits for SIGINT or SIGTERM. */
+async function serveAsDaemon(o: ScenarioOptions, n: DemoNode): Promise<void> {
+  const { sim, ipamd, socket, config } = n;
+  o.print(`daemon mode: ipamd keeps running; Ctrl-C stops it and removes everything.`);
+  o.print(`  plugin config: ${JSON.stringify(config)}`);
+  o.print(`  status: curl http://127.0.0.1:${ipamd.introspectionPort}/v1/status  (inside this network namespace)`);
+  o.print(`  metrics: curl http://127.0.0.1:${ipamd.metricsPort ?? 61678}/metrics  (inside this network namespace)`);
+  o.print(
+    `  operator CLI (in the node netns above): AWS_EC2_ENDPOINT=${sim.ec2Endpoint} AWS_EC2_METADATA_SERVICE_ENDPOINT=${sim.imdsEndpoint} INTROSPECTION_BIND_ADDRESS=127.0.0.1:${ipamd.introspectionPort} ENI_IPAM_SOCKET=${socket} ENI_IPAM_CHECKPOINT_PATH=${n.checkpointPath} node dist/cli/main.js status`,
+  );
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+}
+
+/**
+ * Creates `count` pod network namespaces (even: named, odd: `/proc/<pid>/ns/net`), pushing
+ * each onto `pods` as soon as it exists so the caller's teardown removes it.
+ */
+async function createPods(count: number, pods: Pod[]): Promise<void> {
+  for (let i = 0; i < count; i++) {
+    const name = `demo-${i}`;
+    const ns = i % 2 === 0 ? await createNamedNetns(`eni-demo-pod-${i}`) : await createProcNetns(name);
+    pods.push({ name, ns, containerId: randomBytes(32).toString('hex') });
+  }
+}
+
+/** CNI ADD through the shim for each pod, one at a time; records its IP and ADD time (ms). Throws on the first failure. */
+async function addPods(n: DemoNode, pods: Pod[]): Promise<void> {
+  for (const p of pods) {
+    const r = await execPlugin({
+      command: 'ADD',
+      containerId: p.containerId,
+      netns: p.ns.path,
+      ifName: 'eth0',
+      config: n.config,
+      plugin: [SHIM_PATH],
+      args: {
+        IgnoreUnknown: '1',
+        K8S_POD_NAMESPACE: 'default',
+        K8S_POD_NAME: p.name,
+        K8S_POD_INFRA_CONTAINER_ID: p.containerId,
+        K8S_POD_UID: randomUUID(),
+      },
+    });
+    if (r.code !== 0) throw new Error(`ADD ${p.name} failed: ${r.stdout}${r.stderr}`);
+    p.ip = String(r.json.ips[0].address).split('/')[0];
+    p.addMs = r.ms;
+  }
+}
+
+/**
+ * Records each pod's ENI and device number (from ipamd's introspection), then connects
+ * from each pod to the node's listener on :8080; `seen` maps the pod name sent to the
+ * source address the listener saw. True when every pod connected from its own IP.
+ */
+async function probePods(n: DemoNode, pods: Pod[], seen: Map<string, string>): Promise<boolean> {
+  const { ipamd, nodeIp } = n;
+  let ok = true;
+  const allocs = (await (await fetch(`http://127.0.0.1:${ipamd.introspectionPort}/v1/allocations`)).json()) as Array<{
+    containerID: string;
+    eniId: string;
+  }>;
+  const status = await ipamd.status();
+  const devByEni = new Map<string, number>(
+    (status.enis as Array<{ eniId: string; deviceNumber: number }>).map((e) => [e.eniId, e.deviceNumber]),
+  );
+  for (const p of pods) {
+    p.eni = allocs.find((a) => a.containerID === p.containerId)?.eniId;
+    p.device = p.eni ? devByEni.get(p.eni) : undefined;
+    try {
+      await tcpSendFrom(p.ns.path, nodeIp, 8080, p.name);
+      const from = seen.get(p.name);
+      p.tcp = from === p.ip ? `ok (node saw ${from})` : `WRONG SOURCE ${from}`;
+      if (from !== p.ip) ok = false;
+    } catch (e) {
+      p.tcp = `FAILED: ${(e as Error).message.split('\n')[0]}`;
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+/** The per-pod table: netns, IP, ENI, device, ADD time and the TCP result. */
+function printPodTable(print: (l: string) => void, nodeIp: string, pods: Pod[]): void {
+  printTable(
+    print,
+    ['pod', 'netns', 'IP', 'ENI', 'device', 'ADD ms', `TCP to node ${nodeIp}:8080`],
+    pods.map((p) => [
+      p.name,
+      p.ns.path,
+      p.ip ?? '-',
+      p.eni ?? '-',
+      String(p.device ?? '-'),
+      p.addMs === undefined ? '-' : p.addMs.toFixed(1),
+      p.tcp ?? '-',
+    ]),
+  );
+}
+
+/** CNI DEL for every pod, printing each failure and going on. True when every DEL succeeded. */
+async function deletePods(o: ScenarioOptions, n: DemoNode, pods: Pod[]): Promise<boolean> {
+  let ok = true;
+  for (const p of pods) {
+    const r = await execPlugin({
+      command: 'DEL',
+      containerId: p.containerId,
+      netns: p.ns.path,
+      ifName: 'eth0',
+      config: n.config,
+      plugin: [SHIM_PATH],
+    });
+    if (r.code !== 0) {
+      ok = false;
+      o.print(`DEL ${p.name} failed: ${r.stdout}`);
+    }
+  }
+  return ok;
 }
 
 /** The part of ipamd's `GET /v1/status` that printPool reads. */

@@ -18,26 +18,22 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { copyFile, chmod, mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { PLUGIN_PATH } from './cni-exec.js';
 import { startIpamd as spawnIpamd, type IpamdProcess } from './ipamd-process.js';
-import { ipIn, type Netns } from './netns.js';
+import type { Netns } from './netns.js';
 import { buildNode, withContainerd, type KitNode, type NodeOptions } from './node.js';
 import type { SimCloud, Subnet } from '../sim/index.js';
 import type { KubeApiStandIn } from '../sim/kube/index.js';
 import type { Containerd } from './containerd.js';
 import type { CriTestClient } from './cri-client.js';
-import { bridgeNetns } from './netns-bridge.js';
-import { findLosses, type LiveSandbox } from './nothing-lost.js';
-import { waitFor } from './wait.js';
+import { assertNothingLostOn, waitForGcPassAfter } from './containerd-node-checks.js';
+import { bridgeIntrospection, nodeIpamdEnv, writeCniDirs } from './containerd-node-setup.js';
+import type { LiveSandbox } from './nothing-lost.js';
 
 /** Kubernetes node name ipamd runs as. */
 export const NODE_NAME = 'node-1';
 /** CNI network name (conflist `name`), also ipamd's ENI_IPAM_NETWORK_NAME default. */
 export const NETWORK_NAME = 'aws-cni';
-/** ipamd's introspection port inside the node namespace (with `ipamdInNodeNetns`; a fresh namespace, nothing else binds it). */
-const NODE_INTROSPECTION_PORT = 61679;
 
 export type { IpamdAllocation, IpamdStatus, RunningPod } from './containerd-node-types.js';
 import type { IpamdAllocation, IpamdStatus, RunningPod } from './containerd-node-types.js';
@@ -125,11 +121,81 @@ export interface ContainerdNode {
   close(): Promise<void>;
 }
 
-/** Writes `text` to `file` as temp-file-in-the-same-dir + rename (what containerd's conf watcher reloads on). */
-async function writeViaRename(file: string, text: string): Promise<void> {
-  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.tmp-${process.pid}`);
-  await writeFile(tmp, text);
-  await rename(tmp, file);
+/**
+ * Starts ipamd on node `n` with `n.env` + `extra` (an `extra` key set to undefined
+ * removes it), under `prefix` when given (nsenter into the node netns); resolves once it
+ * serves. @throws AssertionError when one already runs.
+ */
+async function startNodeIpamd(n: ContainerdNode, extra: NodeJS.ProcessEnv, prefix?: string[]): Promise<IpamdProcess> {
+  assert.equal(n.ipamd, undefined, 'ipamd already runs');
+  const env = { ...n.env, ...extra };
+  for (const [k, v] of Object.entries(extra)) if (v === undefined) delete env[k];
+  n.ipamd = await spawnIpamd({
+    env,
+    logFile: n.ipamdLog,
+    ...(prefix ? { prefix } : {}),
+  });
+  n.touch();
+  return n.ipamd;
+}
+
+/**
+ * RunPodSandbox for `namespace/name` through `cri`, then (with `n.publishPods`) the pod
+ * with its IP in the stand-in `kube`, as kubelet would; each step marks a change.
+ * @throws the CRI error when RunPodSandbox fails; AssertionError when the sandbox has no IP.
+ */
+async function runNodePod(
+  n: ContainerdNode,
+  c: { cri: CriTestClient; kube: KubeApiStandIn },
+  name: string,
+  namespace: string,
+): Promise<RunningPod> {
+  const uid = randomUUID();
+  n.touch();
+  const id = await c.cri.runPodSandbox({ name, namespace, uid });
+  const ip = (await c.cri.podSandboxStatus(id)).status?.network?.ip ?? '';
+  assert.ok(ip, `sandbox of ${name} has no IP`);
+  const pod = { id, ip, name, namespace, uid };
+  n.pods.set(id, pod);
+  if (n.publishPods) c.kube.upsertPod({ namespace, name, uid, nodeName: NODE_NAME, podIP: ip, containerID: id });
+  n.touch();
+  return pod;
+}
+
+/** `GET <path>` of node `n`'s ipamd introspection (at `introspection`, else its own port), as JSON. @throws when none runs or on a non-2xx answer. */
+async function getIpamdJson<T>(n: ContainerdNode, introspection: string | undefined, p: string): Promise<T> {
+  assert.ok(n.ipamd, 'ipamd is not running');
+  const r = await fetch(`${introspection ?? `http://127.0.0.1:${n.ipamd.introspectionPort}`}${p}`);
+  if (!r.ok) throw new Error(`GET ${p}: HTTP ${r.status}`);
+  return (await r.json()) as T;
+}
+
+/** Forgets node `n`'s ipamd, then ends it with `end` (stop or SIGKILL). No-op when none runs. */
+async function endNodeIpamd(n: ContainerdNode, end: (p: IpamdProcess) => Promise<unknown>): Promise<void> {
+  const p = n.ipamd;
+  n.ipamd = undefined;
+  if (p) await end(p);
+}
+
+/** Deletes pod `id` from the stand-in `kube` and StopPodSandbox through `cri` (CNI DEL with the netns); marks the change before and after. */
+async function stopNodePod(
+  n: ContainerdNode,
+  c: { cri: CriTestClient; kube: KubeApiStandIn },
+  id: string,
+): Promise<void> {
+  n.touch();
+  const p = n.pods.get(id);
+  if (p) c.kube.deletePod(p.namespace, p.name);
+  await c.cri.stopPodSandbox(id);
+  n.touch();
+}
+
+/** `n.stopPod(id)`, then RemovePodSandbox through `cri` (second DEL, empty netns); forgets the pod and marks the change. */
+async function removeNodePod(n: ContainerdNode, cri: CriTestClient, id: string): Promise<void> {
+  await n.stopPod(id);
+  await cri.removePodSandbox(id);
+  n.pods.delete(id);
+  n.touch();
 }
 
 /**
@@ -158,47 +224,25 @@ export async function createContainerdNode(o: ContainerdNodeOptions = {}): Promi
 
     const socket = path.join(dir, 'ipamd.sock');
     const cniLog = path.join(dir, 'cni.log');
-    const binDir = path.join(dir, 'cni', 'bin');
-    const confDir = path.join(dir, 'cni', 'conf');
-    await mkdir(binDir, { recursive: true });
-    await mkdir(confDir, { recursive: true });
-    await copyFile(PLUGIN_PATH, path.join(binDir, 'eni-ipam'));
-    await chmod(path.join(binDir, 'eni-ipam'), 0o755);
-    await copyFile('/usr/lib/cni/loopback', path.join(binDir, 'loopback'));
-    await chmod(path.join(binDir, 'loopback'), 0o755);
-    for (const [name, text] of Object.entries(o.extraBins ?? {}))
-      await writeFile(path.join(binDir, name), text, { mode: 0o755 });
-    const conflist = {
-      cniVersion: '1.0.0',
-      name: NETWORK_NAME,
-      plugins: [{ type: 'eni-ipam', ipamdSocket: socket, logFile: cniLog }, ...(o.chainedPlugins ?? [])],
-    };
-    await writeViaRename(path.join(confDir, '10-eni-ipam.conflist'), JSON.stringify(conflist));
+    const { binDir, confDir, pluginConf } = await writeCniDirs({
+      dir,
+      networkName: NETWORK_NAME,
+      socket,
+      cniLog,
+      ...(o.chainedPlugins ? { chainedPlugins: o.chainedPlugins } : {}),
+      ...(o.extraBins ? { extraBins: o.extraBins } : {}),
+    });
 
-    let introspection: string | undefined;
-    if (o.ipamdInNodeNetns) {
-      const port = (url: string): number => Number(new URL(url).port);
-      const bridge = await bridgeNetns({
-        netnsPath: nodeNetns.path,
-        dir,
-        inward: [port(sim.ec2Endpoint), port(sim.imdsEndpoint), port(kube.url)],
-        outward: [NODE_INTROSPECTION_PORT],
-      });
-      cleanups.push(() => bridge.close());
-      introspection = `http://127.0.0.1:${bridge.outward.get(NODE_INTROSPECTION_PORT)}`;
-    }
+    const introspection = o.ipamdInNodeNetns
+      ? await bridgeIntrospection({ netnsPath: nodeNetns.path, dir, sim, kubeUrl: kube.url, cleanups })
+      : undefined;
     const { containerd, cri } = await withContainerd(k, {
       baseDir: path.join(dir, 'containerd'),
       nodeNetnsPath: nodeNetns.path,
       cniBinDir: binDir,
       cniConfDir: confDir,
     });
-    const getJson = async <T>(p: string): Promise<T> => {
-      assert.ok(n.ipamd, 'ipamd is not running');
-      const r = await fetch(`${introspection ?? `http://127.0.0.1:${n.ipamd.introspectionPort}`}${p}`);
-      if (!r.ok) throw new Error(`GET ${p}: HTTP ${r.status}`);
-      return (await r.json()) as T;
-    };
+    const getJson = <T>(p: string): Promise<T> => getIpamdJson<T>(n, introspection, p);
 
     let lastChangeAt = Date.now();
     const n: ContainerdNode = {
@@ -218,142 +262,37 @@ export async function createContainerdNode(o: ContainerdNodeOptions = {}): Promi
       containerd,
       pods: new Map(),
       publishPods: true,
-      pluginConf: { cniVersion: conflist.cniVersion, name: conflist.name, ...conflist.plugins[0] },
-      env: {
-        AWS_EC2_ENDPOINT: sim.ec2Endpoint,
-        AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpoint,
-        ENI_IPAM_SOCKET: socket,
-        ENI_IPAM_CHECKPOINT_PATH: path.join(dir, 'ipam.json'),
-        CRI_RUNTIME_ENDPOINT: `unix://${containerd.socket}`,
-        MY_NODE_NAME: NODE_NAME,
-        KUBECONFIG: kubeconfig,
-        ENI_IPAM_GC_INTERVAL: '1s',
-        ENI_IPAM_GC_GRACE: '2s',
-        ENI_IPAM_POOL_INTERVAL: '200ms',
-        AWS_VPC_K8S_CNI_LOGLEVEL: 'debug',
-        // ipamd runs in the test's own namespace or the node's: it must not touch the host's links, rules or /etc/cni.
-        ENI_IPAM_HOST_NETWORK: 'false',
-        ENI_IPAM_INSTALL_CNI: 'false',
-        // The pods' veths and routes live in the node netns: ipamd's kernel source reads them there.
-        ENI_IPAM_CNI_EXEC_NETNS: nodeNetns.path,
-        ...(introspection ? { INTROSPECTION_BIND_ADDRESS: `127.0.0.1:${NODE_INTROSPECTION_PORT}` } : {}),
-        ...o.ipamdEnv,
-      },
-      async startIpamd(extra = {}) {
-        assert.equal(n.ipamd, undefined, 'ipamd already runs');
-        const env = { ...n.env, ...extra };
-        for (const [k, v] of Object.entries(extra)) if (v === undefined) delete env[k];
-        n.ipamd = await spawnIpamd({
-          env,
-          logFile: n.ipamdLog,
-          ...(introspection ? { prefix: ['nsenter', `--net=${nodeNetns.path}`] } : {}),
-        });
-        n.touch();
-        return n.ipamd;
-      },
-      async stopIpamd() {
-        const p = n.ipamd;
-        n.ipamd = undefined;
-        if (p) await p.stop(10_000);
-      },
-      async killIpamd() {
-        const p = n.ipamd;
-        n.ipamd = undefined;
-        if (p) await p.kill9();
-      },
+      pluginConf,
+      env: nodeIpamdEnv({
+        sim,
+        socket,
+        dir,
+        criSocket: containerd.socket,
+        nodeName: NODE_NAME,
+        kubeconfig,
+        nodeNetnsPath: nodeNetns.path,
+        introspectionInNode: !!introspection,
+        extra: o.ipamdEnv,
+      }),
+      startIpamd: (extra = {}) =>
+        startNodeIpamd(n, extra, introspection ? ['nsenter', `--net=${nodeNetns.path}`] : undefined),
+      stopIpamd: () => endNodeIpamd(n, (p) => p.stop(10_000)),
+      killIpamd: () => endNodeIpamd(n, (p) => p.kill9()),
       async restartIpamd(extra) {
         await n.stopIpamd();
         return n.startIpamd(extra);
       },
       status: () => getJson<IpamdStatus>('/v1/status'),
       allocations: () => getJson<IpamdAllocation[]>('/v1/allocations'),
-      async runPod(name, namespace = 'default') {
-        const uid = randomUUID();
-        n.touch();
-        const id = await cri.runPodSandbox({ name, namespace, uid });
-        const ip = (await cri.podSandboxStatus(id)).status?.network?.ip ?? '';
-        assert.ok(ip, `sandbox of ${name} has no IP`);
-        const pod = { id, ip, name, namespace, uid };
-        n.pods.set(id, pod);
-        if (n.publishPods) kube.upsertPod({ namespace, name, uid, nodeName: NODE_NAME, podIP: ip, containerID: id });
-        n.touch();
-        return pod;
-      },
-      async stopPod(id) {
-        n.touch();
-        const p = n.pods.get(id);
-        if (p) kube.deletePod(p.namespace, p.name);
-        await cri.stopPodSandbox(id);
-        n.touch();
-      },
-      async removePod(id) {
-        await n.stopPod(id);
-        await cri.removePodSandbox(id);
-        n.pods.delete(id);
-        n.touch();
-      },
+      runPod: (name, namespace = 'default') => runNodePod(n, { cri, kube }, name, namespace),
+      stopPod: (id) => stopNodePod(n, { cri, kube }, id),
+      removePod: (id) => removeNodePod(n, cri, id),
       liveSandboxes: () => cri.liveSandboxes(),
       touch() {
         lastChangeAt = Date.now();
       },
-      async waitForGcPass(timeoutMs = 20_000) {
-        const graceMs = parseDurationMs(n.env['ENI_IPAM_GC_GRACE'] ?? '60s');
-        const notBefore = Math.max(Date.now(), lastChangeAt + graceMs + 50);
-        const passesBefore = (await n.status()).evidence.passes;
-        return waitFor(
-          'a GC pass after the grace of the last change',
-          async () => {
-            const s = await n.status();
-            return s.evidence.passes > passesBefore &&
-              (s.evidence.lastPassAt ?? 0) >= notBefore &&
-              s.evidence.lastPass?.canRelease
-              ? s
-              : undefined;
-          },
-          timeoutMs,
-          100,
-        );
-      },
-      async assertNothingLost() {
-        await n.waitForGcPass();
-        // With ENI_IPAM_FAST_RESTART the `ec2-confirm` freeze lasts until EC2's jittered confirm (≤ 10 s by
-        // default): wait for the freeze to lift, with a deadline that still catches one that never does.
-        const s = await waitFor(
-          'releases unfrozen after the GC pass',
-          async () => {
-            const st = await n.status();
-            return st.releasesFrozen ? undefined : st;
-          },
-          30_000,
-          100,
-        ).catch(async () => n.status());
-        assert.equal(s.releasesFrozen, false, `releases still frozen: ${s.freezeReasons.join('; ')}`);
-        const live = await n.liveSandboxes();
-        const ipInNetns = new Map<string, string | undefined>();
-        for (const sb of live) {
-          const ns = await cri.netnsPath(sb.id);
-          const out = ns ? await ipIn(ns, ['-4', '-o', 'addr', 'show', 'dev', 'eth0']).catch(() => '') : '';
-          ipInNetns.set(sb.id, /inet (\d+\.\d+\.\d+\.\d+)\/32/.exec(out)?.[1]);
-        }
-        const allocations = await n.allocations();
-        const ipAtStart = new Map([...n.pods.values()].map((p) => [p.id, p.ip]));
-        const losses = findLosses({
-          live,
-          ipAtStart,
-          ipInNetns,
-          sim: sim.state,
-          calls: sim.calls,
-          instanceId: inst.instanceId,
-          allocations,
-        });
-        assert.deepEqual(
-          losses,
-          [],
-          `nothing-lost check failed (${live.length} live sandboxes):\n${losses.join('\n')}`,
-        );
-        const after = await n.status();
-        assert.equal(after.counts.assigned, live.length, 'ipamd assigned == live sandboxes after one GC pass');
-      },
+      waitForGcPass: (timeoutMs = 20_000) => waitForGcPassAfter(n, lastChangeAt, timeoutMs),
+      assertNothingLost: () => assertNothingLostOn(n, { sim, instanceId: inst.instanceId, cri }),
       async close() {
         await n.stopIpamd().catch(() => undefined);
         await closeAll();
@@ -365,12 +304,4 @@ export async function createContainerdNode(o: ContainerdNodeOptions = {}): Promi
     await closeAll().catch(() => undefined);
     throw e;
   }
-}
-
-/** ipamd's duration syntax (number = s, or ms/s/m/h suffix) → ms. */
-function parseDurationMs(v: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(v.trim());
-  if (!m) return 60_000;
-  const mult = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];
-  return Number(m[1]) * mult;
 }

@@ -17,32 +17,18 @@
  * Needs the Debian packages containerd, runc, util-linux and gcc + libc6-dev
  * (`bash scripts/ensure-deps.sh --containerd` installs them).
  */
-import { execFile, spawn } from 'node:child_process';
-import { closeSync, existsSync, openSync, readdirSync, statSync } from 'node:fs';
-import { mkdir, readFile, rm, unlink, writeFile } from 'node:fs/promises';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, existsSync, openSync, statSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { CriTestClient } from './cri-client.js';
-import { alive, childrenOf, findProcesses, k8sCgroupDirs, mountsUnder, netnsInode, rmdirTree } from './host-scan.js';
+import { cleanUpContainerd, type ContainerdRun } from './containerd-stop.js';
+import { k8sCgroupDirs } from './host-scan.js';
 import { buildPauseImage, type PauseImage } from './pause-image.js';
 
 const run = promisify(execFile);
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-/** Resolves when `p` settles or after `ms`, whichever is first; the timer never outlives it. */
-async function settledWithin(p: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([
-      p,
-      new Promise<void>((r) => {
-        timer = setTimeout(r, ms);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /** Options of startContainerd. */
 export interface ContainerdOptions {
@@ -151,6 +137,20 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 `;
 }
 
+/** Settles when `child` exits or fails to spawn, calling `onExit` first (once per event, as the listeners fire). */
+function exitOf(child: ChildProcess, onExit: () => void): Promise<void> {
+  return new Promise<void>((resolve) => {
+    child.once('exit', () => {
+      onExit();
+      resolve();
+    });
+    child.once('error', () => {
+      onExit();
+      resolve();
+    });
+  });
+}
+
 /**
  * Starts containerd (CRI plugin) inside the node netns and imports the pause image.
  * Waits until the CRI `Version` call answers on the socket.
@@ -192,108 +192,21 @@ export async function startContainerd(o: ContainerdOptions): Promise<Containerd>
   );
   closeSync(logFd);
   child.unref();
-  let exited = false;
-  const exitP = new Promise<void>((resolve) => {
-    child.once('exit', () => {
-      exited = true;
-      resolve();
-    });
-    child.once('error', () => {
-      exited = true;
-      resolve();
-    });
-  });
-  const pid = child.pid ?? -1;
-  const netnsSeen = new Set<string>();
-  const netnsInodes = new Set<number>();
+  const state: ContainerdRun = {
+    baseDir,
+    socket,
+    pid: child.pid ?? -1,
+    exited: false,
+    exitP: exitOf(child, () => (state.exited = true)),
+    cgroupsBefore,
+    runDirExisted,
+    netnsSeen: new Set<string>(),
+    netnsInodes: new Set<number>(),
+  };
+  const { pid } = state;
 
   let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> => (stopping ??= doStop());
-  async function doStop(): Promise<void> {
-    const problems: string[] = [];
-    // 1. sandboxes through the CRI, remembering their netns.
-    if (!exited && existsSync(socket)) {
-      const cri = new CriTestClient(socket, 30_000);
-      try {
-        for (const sb of await cri.listPodSandbox()) {
-          const ns = await cri.netnsPath(sb.id).catch(() => undefined);
-          if (ns) netnsSeen.add(ns);
-          try {
-            await cri.stopPodSandbox(sb.id);
-            await cri.removePodSandbox(sb.id);
-          } catch (e) {
-            problems.push(`sandbox ${sb.id}: ${(e as Error).message}`);
-          }
-        }
-      } catch (e) {
-        problems.push(`ListPodSandbox: ${(e as Error).message}`);
-      } finally {
-        cri.close();
-      }
-    }
-    // 2. containerd itself.
-    if (!exited && pid > 0) {
-      process.kill(pid, 'SIGTERM');
-      await settledWithin(exitP, 5000);
-      if (!exited) {
-        process.kill(pid, 'SIGKILL');
-        await settledWithin(exitP, 2000);
-      }
-    }
-    if (pid > 0 && alive(pid) && !exited) problems.push(`containerd pid ${pid} still alive`);
-    // 3. shims left behind (only when step 1 failed): kill the sandbox processes, then the shim.
-    for (const shim of findProcesses(['containerd-shim', '-address', socket])) {
-      for (const c of childrenOf(shim.pid)) {
-        const ino = netnsInode(`/proc/${c}/ns/net`);
-        if (ino > 0) netnsInodes.add(ino);
-        try {
-          process.kill(c, 'SIGKILL');
-        } catch {
-          /* gone */
-        }
-      }
-      try {
-        process.kill(shim.pid, 'SIGKILL');
-      } catch {
-        /* gone */
-      }
-      const i = shim.argv.indexOf('-id');
-      const id = i >= 0 ? shim.argv[i + 1] : undefined;
-      if (id)
-        await run('runc', ['--root', '/run/containerd/runc/k8s.io', 'delete', '--force', id]).catch(() => undefined);
-    }
-    // The pod netns of sandboxes whose shim had to be killed: /var/run/netns/cni-* bind
-    // mounts of the same namespace (same nsfs inode) as their pause process.
-    if (netnsInodes.size) {
-      const names = existsSync('/var/run/netns') ? readdirSync('/var/run/netns') : [];
-      for (const n of names.filter((x) => x.startsWith('cni-'))) {
-        const p = path.join('/var/run/netns', n);
-        if (netnsInodes.has(netnsInode(p))) netnsSeen.add(p);
-      }
-    }
-    // 4. mounts under baseDir (rootfs overlays, sandbox shm), deepest first.
-    for (const m of mountsUnder(baseDir)) {
-      await run('umount', ['-l', m]).catch((e: Error) => problems.push(`umount ${m}: ${e.message}`));
-    }
-    // 5. pod netns mounts this containerd created and did not remove.
-    for (const ns of netnsSeen) {
-      if (!existsSync(ns)) continue;
-      await run('umount', [ns]).catch(() => undefined);
-      await unlink(ns).catch((e: Error) => problems.push(`rm ${ns}: ${e.message}`));
-    }
-    // 6. files, cgroups, /run/containerd (only if we created it and no containerd is left).
-    await rm(baseDir, { recursive: true, force: true }).catch((e: Error) =>
-      problems.push(`rm ${baseDir}: ${e.message}`),
-    );
-    for (const c of k8sCgroupDirs()) if (!cgroupsBefore.has(c)) await rmdirTree(c);
-    if (
-      !runDirExisted &&
-      findProcesses(['containerd']).filter((p) => /(^|\/)containerd(-shim[^ ]*)?$/.test(p.argv[0] ?? '')).length === 0
-    ) {
-      await rm('/run/containerd', { recursive: true, force: true }).catch(() => undefined);
-    }
-    if (problems.length) throw new Error(`containerd cleanup incomplete:\n  ${problems.join('\n  ')}`);
-  }
+  const stop = (): Promise<void> => (stopping ??= cleanUpContainerd(state));
 
   const fail = async (why: string): Promise<never> => {
     const log = await readFile(logFile, 'utf8').catch(() => '');
@@ -306,7 +219,7 @@ export async function startContainerd(o: ContainerdOptions): Promise<Containerd>
   const cri = new CriTestClient(socket, 2000);
   try {
     for (;;) {
-      if (exited)
+      if (state.exited)
         return await fail(`containerd exited during start (code ${child.exitCode}, signal ${child.signalCode})`);
       if (existsSync(socket)) {
         try {

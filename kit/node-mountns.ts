@@ -101,6 +101,101 @@ function realDir(d: string): string {
   }
 }
 
+/** A node mount namespace being set up: what its setup steps share. */
+interface MountNsSetup {
+  /** Per-test dir holding the backing files (`<root>/node/<nodePath>`) and overlay dirs. */
+  root: string;
+  /** Mount targets created on the host (removed at close, deepest first); each step appends. */
+  created: string[];
+  /** Runs `argv` inside the namespace; resolves with stdout. */
+  exec(argv: string[]): Promise<string>;
+  /** Mounts already made slave (then shared in a peer group of their own). */
+  slaved: Set<string>;
+}
+
+/** Makes mount `m` a slave of the host's (nothing mounted below reaches the host), then shared again. */
+async function slaveMount(s: MountNsSetup, m: string): Promise<void> {
+  await s.exec(['mount', '--make-slave', m]);
+  await s.exec(['mount', '--make-shared', m]);
+  s.slaved.add(m);
+}
+
+/**
+ * Bind-mounts the backing dir or (empty) file of node path `b.nodePath` over it: creates
+ * the backing file, the missing targets on the host (recorded in `created`), and slaves
+ * the mount holding the target first (unless it is /run/netns, which stays the host's).
+ */
+async function bindNodePath(s: MountNsSetup, b: Required<NodeBind>): Promise<void> {
+  const src = path.join(s.root, 'node', b.nodePath);
+  await mkdir(b.kind === 'dir' ? src : path.dirname(src), { recursive: true });
+  if (b.kind === 'file') await writeFile(src, '', { flag: 'a' });
+  // Create the mount target on the host if missing (recorded for removal).
+  const missing: string[] = [];
+  for (let p = b.kind === 'dir' ? b.nodePath : path.dirname(b.nodePath); !existsSync(p); p = path.dirname(p))
+    missing.push(p);
+  for (const m of missing.reverse()) {
+    await mkdir(m);
+    s.created.push(m);
+  }
+  if (b.kind === 'file' && !existsSync(b.nodePath)) {
+    await writeFile(b.nodePath, '');
+    s.created.push(b.nodePath);
+  }
+  const holding = (await s.exec(['findmnt', '-n', '-o', 'TARGET', '--target', b.nodePath])).trim();
+  if (!s.slaved.has(holding) && !holding.startsWith('/run/netns')) await slaveMount(s, holding);
+  await s.exec(['mount', '--bind', src, b.nodePath]);
+}
+
+/**
+ * Covers each dir holding `node`/`nodejs` with an overlay whose upper dir has a whiteout
+ * (char device 0:0) for each. @returns the dirs covered.
+ */
+async function hideNodeBinaries(s: MountNsSetup): Promise<string[]> {
+  const hidden = nodeDirs();
+  for (const [i, d] of hidden.entries()) {
+    const upper = path.join(s.root, `hide-${i}`, 'upper');
+    const work = path.join(s.root, `hide-${i}`, 'work');
+    await mkdir(upper, { recursive: true });
+    await mkdir(work, { recursive: true });
+    for (const n of ['node', 'nodejs'])
+      if (existsSync(path.join(d, n))) await run('mknod', [path.join(upper, n), 'c', '0', '0']);
+    await s.exec(['mount', '-t', 'overlay', 'overlay', '-o', `lowerdir=${d},upperdir=${upper},workdir=${work}`, d]);
+  }
+  return hidden;
+}
+
+/**
+ * Closes a node mount namespace: SIGKILLs its holder `pid` unless `exited()` (waiting up
+ * to 3 s for `exitP`), removes the host targets in `created` that are still empty (deepest
+ * first), then the per-test `root`.
+ */
+async function closeMountNs(c: {
+  pid: number;
+  exited: () => boolean;
+  exitP: Promise<void>;
+  created: string[];
+  root: string;
+}): Promise<void> {
+  if (!c.exited()) {
+    try {
+      process.kill(c.pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+    await Promise.race([c.exitP, new Promise((r) => setTimeout(r, 3000))]);
+  }
+  // Targets we created on the host, deepest first; only if still empty (rmdir/unlink of an empty file).
+  for (const t of c.created.sort((a, b) => b.length - a.length)) {
+    try {
+      if (statSync(t).isDirectory()) await rmdir(t);
+      else if (statSync(t).size === 0) await unlink(t);
+    } catch {
+      /* not empty or gone: leave it */
+    }
+  }
+  await rm(c.root, { recursive: true, force: true });
+}
+
 /**
  * Creates the namespace.
  * @param o.root per-test dir (created) for the backing files and overlay dirs.
@@ -117,40 +212,21 @@ export async function createNodeMountNs(o: { root: string; binds: NodeBind[] }):
   });
   holder.unref();
   const pid = holder.pid ?? -1;
-  let exited = false;
+  const held = { exited: false };
   const exitP = new Promise<void>((r) => {
     holder.once('exit', () => {
-      exited = true;
+      held.exited = true;
       r();
     });
     holder.once('error', () => {
-      exited = true;
+      held.exited = true;
       r();
     });
   });
   const nsPath = `/proc/${pid}/ns/mnt`;
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> =>
-    (closing ??= (async () => {
-      if (!exited) {
-        try {
-          process.kill(pid, 'SIGKILL');
-        } catch {
-          /* gone */
-        }
-        await Promise.race([exitP, new Promise((r) => setTimeout(r, 3000))]);
-      }
-      // Targets we created on the host, deepest first; only if still empty (rmdir/unlink of an empty file).
-      for (const t of created.sort((a, b) => b.length - a.length)) {
-        try {
-          if (statSync(t).isDirectory()) await rmdir(t);
-          else if (statSync(t).size === 0) await unlink(t);
-        } catch {
-          /* not empty or gone: leave it */
-        }
-      }
-      await rm(root, { recursive: true, force: true });
-    })());
+    (closing ??= closeMountNs({ pid, exited: () => held.exited, exitP, created, root }));
   const nsenter = ['nsenter', `--mount=${nsPath}`, '--'];
   const exec = async (argv: string[]): Promise<string> =>
     (await run(nsenter[0]!, [...nsenter.slice(1), ...argv])).stdout;
@@ -158,7 +234,7 @@ export async function createNodeMountNs(o: { root: string; binds: NodeBind[] }):
     const self = statSync('/proc/self/ns/mnt').ino;
     await waitFor(
       'the node mount namespace',
-      () => !exited && existsSync(nsPath) && statSync(nsPath).ino !== self,
+      () => !held.exited && existsSync(nsPath) && statSync(nsPath).ino !== self,
       5000,
       20,
     );
@@ -167,44 +243,11 @@ export async function createNodeMountNs(o: { root: string; binds: NodeBind[] }):
     // group of its own, as a node's root is (systemd), which containerd requires of a
     // hostPath's mount for HostToContainer propagation (it checks the path unresolved:
     // /var/run/netns is "on /").
-    const slaved = new Set<string>();
-    const slave = async (m: string): Promise<void> => {
-      await exec(['mount', '--make-slave', m]);
-      await exec(['mount', '--make-shared', m]);
-      slaved.add(m);
-    };
-    await slave('/');
+    const setup: MountNsSetup = { root, created, exec, slaved: new Set<string>() };
+    await slaveMount(setup, '/');
     const binds = o.binds.map((b) => ({ nodePath: canonicalNodePath(b.nodePath), kind: b.kind ?? ('dir' as const) }));
-    for (const b of binds) {
-      const src = path.join(root, 'node', b.nodePath);
-      await mkdir(b.kind === 'dir' ? src : path.dirname(src), { recursive: true });
-      if (b.kind === 'file') await writeFile(src, '', { flag: 'a' });
-      // Create the mount target on the host if missing (recorded for removal).
-      const missing: string[] = [];
-      for (let p = b.kind === 'dir' ? b.nodePath : path.dirname(b.nodePath); !existsSync(p); p = path.dirname(p))
-        missing.push(p);
-      for (const m of missing.reverse()) {
-        await mkdir(m);
-        created.push(m);
-      }
-      if (b.kind === 'file' && !existsSync(b.nodePath)) {
-        await writeFile(b.nodePath, '');
-        created.push(b.nodePath);
-      }
-      const holding = (await exec(['findmnt', '-n', '-o', 'TARGET', '--target', b.nodePath])).trim();
-      if (!slaved.has(holding) && !holding.startsWith('/run/netns')) await slave(holding);
-      await exec(['mount', '--bind', src, b.nodePath]);
-    }
-    const hidden = nodeDirs();
-    for (const [i, d] of hidden.entries()) {
-      const upper = path.join(root, `hide-${i}`, 'upper');
-      const work = path.join(root, `hide-${i}`, 'work');
-      await mkdir(upper, { recursive: true });
-      await mkdir(work, { recursive: true });
-      for (const n of ['node', 'nodejs'])
-        if (existsSync(path.join(d, n))) await run('mknod', [path.join(upper, n), 'c', '0', '0']);
-      await exec(['mount', '-t', 'overlay', 'overlay', '-o', `lowerdir=${d},upperdir=${upper},workdir=${work}`, d]);
-    }
+    for (const b of binds) await bindNodePath(setup, b);
+    const hidden = await hideNodeBinaries(setup);
     const found = await exec([
       'sh',
       '-c',

@@ -91,17 +91,12 @@ export interface DiscoverOptions {
   };
 }
 
-/**
- * Discovers the instance and its ENIs. On failure the EC2 client is closed.
- * @throws Error if IMDS cannot be read after its retries, or an EC2 read fails after its
- *         attempts (Ec2Error): ipamd cannot run blind.
- */
-export async function discoverNode(o: DiscoverOptions): Promise<NodeInventory> {
-  const imds = new ImdsClient({
-    endpoint: o.imdsEndpoint,
-    ...(o.ec2Options?.onParseError ? { onParseError: o.ec2Options.onParseError } : {}),
-  });
-  const imdsRead = <T>(what: string, fn: () => Promise<T>) =>
+/** One IMDS read with discovery's retries; `what` names the read in each retry's log line. */
+type ImdsRead = <T>(what: string, fn: () => Promise<T>) => Promise<T>;
+
+/** Discovery's IMDS retry wrapper: `o.retries` retries (default 8), jittered back-off 0.5 s → 8 s, each failure logged. */
+function imdsReader(o: DiscoverOptions): ImdsRead {
+  return <T>(what: string, fn: () => Promise<T>) =>
     pRetry(fn, {
       retries: o.retries ?? 8,
       minTimeout: 500,
@@ -113,6 +108,111 @@ export async function discoverNode(o: DiscoverOptions): Promise<NodeInventory> {
           'discovery: IMDS read failed; retrying',
         ),
     });
+}
+
+/** Per-action options of discovery's EC2 reads: `o.ec2Attempts` attempts, each retry logged (delay in ms). */
+function discoveryCallOptions(o: DiscoverOptions): (action: string) => Ec2CallOptions {
+  const maxAttempts = o.ec2Attempts ?? DEFAULT_DISCOVERY_EC2_ATTEMPTS;
+  return (action: string): Ec2CallOptions => ({
+    maxAttempts,
+    onRetry: (code, attempt, delayMs) =>
+      o.log.warn(
+        { action, code, attempt, maxAttempts, delayMs: Math.round(delayMs) },
+        'discovery: EC2 read failed; retrying',
+      ),
+  });
+}
+
+/** What discovery has read before the ENIs themselves: IMDS's view, the EC2 client and the type's limits. */
+interface DiscoveryContext {
+  o: DiscoverOptions;
+  imds: ImdsClient;
+  imdsRead: ImdsRead;
+  instance: ImdsInstance;
+  imdsEnis: ImdsEni[];
+  primary: ImdsEni;
+  ec2: Ec2Api;
+  limits: InstanceTypeLimits;
+}
+
+/**
+ * The inventory from this boot's ENI inventory cache (`source: 'cache'`), or undefined when
+ * there is no cache option, the cache is not valid for this boot/instance/IMDS list, or
+ * `inventoryCache.check` refuses it (each refusal logged): the caller then describes.
+ */
+async function inventoryFromCache(d: DiscoveryContext): Promise<NodeInventory | undefined> {
+  const { o, instance, imdsEnis, limits, imds, imdsRead, primary, ec2 } = d;
+  if (!o.inventoryCache) return undefined;
+  const c = await readInventoryCache(o.inventoryCache.file, {
+    bootId: o.inventoryCache.bootId,
+    instanceId: instance.instanceId,
+    imdsEnis,
+  });
+  const refused = c.ok ? await o.inventoryCache.check?.({ managed: c.managed, limits }) : undefined;
+  if (c.ok && refused === undefined) {
+    o.log.info(
+      { savedAt: c.savedAt, managed: c.managed.map((e) => e.eniId) },
+      "discovered instance from this boot's ENI inventory cache; EC2 confirms it in the background",
+    );
+    return {
+      instance,
+      limits,
+      primary,
+      vpcCidrs: vpcCidrsFromImds(imdsEnis, primary),
+      subnetCidrs: await resolveSubnetCidrs(imds, imdsEnis, c.managed, imdsRead),
+      managed: c.managed,
+      unmanaged: c.unmanaged,
+      ec2,
+      imds,
+      imdsEnis,
+      source: 'cache',
+    };
+  }
+  o.log.info({ reason: c.ok ? refused : c.reason }, 'ENI inventory cache not used; describing the ENIs');
+  return undefined;
+}
+
+/**
+ * Sorts `attached` (in place) by device index and splits it: the primary ENI (device 0) and
+ * ours are managed, the rest left alone. Logs each ENI IMDS lists that EC2 does not show
+ * attached, and each unmanaged ENI.
+ */
+function splitAttached(
+  log: Logger,
+  instanceId: string,
+  attached: Ec2Eni[],
+  imdsEnis: readonly ImdsEni[],
+): { managed: Ec2Eni[]; unmanaged: Ec2Eni[] } {
+  const managed: Ec2Eni[] = [];
+  const unmanaged: Ec2Eni[] = [];
+  for (const eni of attached.sort((a, b) => (a.attachment?.deviceIndex ?? 0) - (b.attachment?.deviceIndex ?? 0))) {
+    if (eni.attachment?.deviceIndex === 0 || isOurEni(eni, instanceId)) managed.push(eni);
+    else unmanaged.push(eni);
+  }
+  const ec2Ids = new Set(attached.map((e) => e.eniId));
+  for (const e of imdsEnis) {
+    if (!ec2Ids.has(e.eniId))
+      log.warn({ eniId: e.eniId, mac: e.mac }, 'IMDS lists an ENI that EC2 does not show attached; ignored');
+  }
+  for (const e of unmanaged)
+    log.info(
+      { eniId: e.eniId, deviceIndex: e.attachment?.deviceIndex },
+      'attached ENI not managed by eni-ipam (untagged or no_manage); left alone',
+    );
+  return { managed, unmanaged };
+}
+
+/**
+ * Discovers the instance and its ENIs. On failure the EC2 client is closed.
+ * @throws Error if IMDS cannot be read after its retries, or an EC2 read fails after its
+ *         attempts (Ec2Error): ipamd cannot run blind.
+ */
+export async function discoverNode(o: DiscoverOptions): Promise<NodeInventory> {
+  const imds = new ImdsClient({
+    endpoint: o.imdsEndpoint,
+    ...(o.ec2Options?.onParseError ? { onParseError: o.ec2Options.onParseError } : {}),
+  });
+  const imdsRead = imdsReader(o);
   // Together: neither read needs the other (one token for both, see ImdsClient).
   const [instance, imdsEnis] = await Promise.all([
     imdsRead('instance', () => imds.instance()),
@@ -126,15 +226,7 @@ export async function discoverNode(o: DiscoverOptions): Promise<NodeInventory> {
     ...(o.ec2Endpoint ? { endpoint: o.ec2Endpoint } : {}),
     ...(o.observeEc2 ? { observe: o.observeEc2 } : {}),
   });
-  const maxAttempts = o.ec2Attempts ?? DEFAULT_DISCOVERY_EC2_ATTEMPTS;
-  const callOptions = (action: string): Ec2CallOptions => ({
-    maxAttempts,
-    onRetry: (code, attempt, delayMs) =>
-      o.log.warn(
-        { action, code, attempt, maxAttempts, delayMs: Math.round(delayMs) },
-        'discovery: EC2 read failed; retrying',
-      ),
-  });
+  const callOptions = discoveryCallOptions(o);
   let limits: InstanceTypeLimits;
   let attached: Ec2Eni[];
   try {
@@ -148,34 +240,8 @@ export async function discoverNode(o: DiscoverOptions): Promise<NodeInventory> {
     });
     limits = l.limits;
     o.log.info({ instanceType: instance.instanceType, source: l.source }, 'instance type limits loaded');
-    if (o.inventoryCache) {
-      const c = await readInventoryCache(o.inventoryCache.file, {
-        bootId: o.inventoryCache.bootId,
-        instanceId: instance.instanceId,
-        imdsEnis,
-      });
-      const refused = c.ok ? await o.inventoryCache.check?.({ managed: c.managed, limits }) : undefined;
-      if (c.ok && refused === undefined) {
-        o.log.info(
-          { savedAt: c.savedAt, managed: c.managed.map((e) => e.eniId) },
-          "discovered instance from this boot's ENI inventory cache; EC2 confirms it in the background",
-        );
-        return {
-          instance,
-          limits,
-          primary,
-          vpcCidrs: vpcCidrsFromImds(imdsEnis, primary),
-          subnetCidrs: await resolveSubnetCidrs(imds, imdsEnis, c.managed, imdsRead),
-          managed: c.managed,
-          unmanaged: c.unmanaged,
-          ec2,
-          imds,
-          imdsEnis,
-          source: 'cache',
-        };
-      }
-      o.log.info({ reason: c.ok ? refused : c.reason }, 'ENI inventory cache not used; describing the ENIs');
-    }
+    const cached = await inventoryFromCache({ o, imds, imdsRead, instance, imdsEnis, primary, ec2, limits });
+    if (cached) return cached;
     attached = await ec2.describeEnisByFilters(
       { 'attachment.instance-id': [instance.instanceId] },
       callOptions('DescribeNetworkInterfaces'),
@@ -185,22 +251,7 @@ export async function discoverNode(o: DiscoverOptions): Promise<NodeInventory> {
     throw e;
   }
 
-  const managed: Ec2Eni[] = [];
-  const unmanaged: Ec2Eni[] = [];
-  for (const eni of attached.sort((a, b) => (a.attachment?.deviceIndex ?? 0) - (b.attachment?.deviceIndex ?? 0))) {
-    if (eni.attachment?.deviceIndex === 0 || isOurEni(eni, instance.instanceId)) managed.push(eni);
-    else unmanaged.push(eni);
-  }
-  const ec2Ids = new Set(attached.map((e) => e.eniId));
-  for (const e of imdsEnis) {
-    if (!ec2Ids.has(e.eniId))
-      o.log.warn({ eniId: e.eniId, mac: e.mac }, 'IMDS lists an ENI that EC2 does not show attached; ignored');
-  }
-  for (const e of unmanaged)
-    o.log.info(
-      { eniId: e.eniId, deviceIndex: e.attachment?.deviceIndex },
-      'attached ENI not managed by eni-ipam (untagged or no_manage); left alone',
-    );
+  const { managed, unmanaged } = splitAttached(o.log, instance.instanceId, attached, imdsEnis);
   o.log.info(
     {
       instanceId: instance.instanceId,
@@ -256,7 +307,7 @@ async function resolveSubnetCidrs(
   imds: ImdsClient,
   imdsEnis: readonly ImdsEni[],
   managed: readonly Ec2Eni[],
-  imdsRead: <T>(what: string, fn: () => Promise<T>) => Promise<T>,
+  imdsRead: ImdsRead,
 ): Promise<Map<string, string>> {
   const cidrs = subnetCidrsFromImds(imdsEnis);
   for (const eni of missingSubnetCidrs(managed, cidrs)) {

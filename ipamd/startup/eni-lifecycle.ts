@@ -125,23 +125,7 @@ export function startEniLifecycle(p: EniLifecycleOptions): EniLifecycle {
     },
   });
   reconciler.start(p.firstPassDelayMs ?? 0);
-  let sweeper: LeakedEniSweeper | undefined;
-  if (config.disableLeakedEniCleanup) {
-    log.info('DISABLE_LEAKED_ENI_CLEANUP=true: the leaked-ENI sweep is off');
-  } else {
-    sweeper = new LeakedEniSweeper({
-      ec2: p.ec2,
-      gate: p.gate,
-      log,
-      instanceId: inv.instance.instanceId,
-      vpcId: inv.primary.vpcId,
-      ...(config.clusterName ? { clusterName: config.clusterName } : {}),
-      intervalMs: config.leakedEniSweepIntervalMs,
-      jitterMs: config.leakedEniSweepJitterMs,
-      isBusy: (id) => enis.isBusy(id),
-    });
-    sweeper.start();
-  }
+  const sweeper = startLeakedEniSweep({ config, inv, ec2: p.ec2, gate: p.gate, enis, log });
   return {
     reconciler,
     ...(sweeper ? { sweeper } : {}),
@@ -158,4 +142,38 @@ export function startEniLifecycle(p: EniLifecycleOptions): EniLifecycle {
       await reconciler.stop();
     },
   };
+}
+
+/**
+ * Starts the leaked-ENI sweep (first pass after a random delay up to
+ * `config.leakedEniSweepJitterMs`, then every `config.leakedEniSweepIntervalMs`), or logs
+ * that DISABLE_LEAKED_ENI_CLEANUP turned it off and returns undefined. Never throws.
+ */
+function startLeakedEniSweep(p: {
+  config: IpamdConfig;
+  inv: Omit<NodeInventory, 'ec2'>;
+  /** The guarded EC2 port (see {@link EniLifecycleOptions.ec2}). */
+  ec2: Ec2Port;
+  gate: ReleaseGate;
+  enis: EniManager;
+  log: Logger;
+}): LeakedEniSweeper | undefined {
+  const { config, inv, enis, log } = p;
+  if (config.disableLeakedEniCleanup) {
+    log.info('DISABLE_LEAKED_ENI_CLEANUP=true: the leaked-ENI sweep is off');
+    return undefined;
+  }
+  const sweeper = new LeakedEniSweeper({
+    ec2: p.ec2,
+    gate: p.gate,
+    log,
+    instanceId: inv.instance.instanceId,
+    vpcId: inv.primary.vpcId,
+    ...(config.clusterName ? { clusterName: config.clusterName } : {}),
+    intervalMs: config.leakedEniSweepIntervalMs,
+    jitterMs: config.leakedEniSweepJitterMs,
+    isBusy: (id) => enis.isBusy(id),
+  });
+  sweeper.start();
+  return sweeper;
 }

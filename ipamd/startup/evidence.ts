@@ -89,67 +89,10 @@ export async function startEvidence(p: {
   startAfter?: Promise<unknown>;
 }): Promise<Evidence> {
   const { config, log } = p;
-  const { endpoint, detected } = detectCriEndpoint(config.criRuntimeEndpoint);
-  log.info(
-    { endpoint, detected, configured: config.criRuntimeEndpoint ?? null },
-    detected || config.criRuntimeEndpoint
-      ? 'CRI runtime endpoint chosen'
-      : 'no CRI socket found; using the containerd default (releases stay frozen until it answers)',
-  );
-  const cri = new CriSource({ endpoint, log });
+  const { cri, endpoint } = openCriSource(config, log);
 
-  let kube: (PodCache & { stop(): Promise<void> }) | undefined;
-  let kubeSynced: Promise<void> = Promise.resolve();
-  let endKubeWait = (): void => undefined;
-  let stopped = false;
-  if (config.nodeName) {
-    // The client (~70 MiB, ~1 s to import) loads in the background: serving does not wait
-    // for it; until it has loaded the source reads as not synced (releases stay frozen).
-    const nodeName = config.nodeName;
-    let src: import('../restore/kube-source.js').KubePodSource | undefined;
-    let syncTimer: NodeJS.Timeout | undefined;
-    kubeSynced = new Promise<void>((resolve) => {
-      endKubeWait = () => {
-        clearTimeout(syncTimer);
-        resolve();
-      };
-    });
-    let loading: Promise<void> | undefined;
-    const load = () =>
-      (loading = import('../restore/kube-source.js').then(
-        ({ KubePodSource }) => {
-          if (stopped) return;
-          const s = new KubePodSource({ nodeName, log });
-          src = s;
-          s.start();
-          syncTimer = setTimeout(endKubeWait, KUBE_SYNC_WAIT_MS);
-          s.onChange(() => {
-            if (s.snapshot().synced) endKubeWait();
-          });
-        },
-        (e: Error) => {
-          log.error({ err: e.message }, 'could not load the Kubernetes client: the pod source stays unsynced');
-          endKubeWait();
-        },
-      ));
-    const loadUnlessStopped = () => {
-      if (!stopped) void load();
-    };
-    if (p.startAfter && p.serveAtOnce) void p.startAfter.then(loadUnlessStopped, loadUnlessStopped);
-    else void load();
-    kube = {
-      snapshot: () =>
-        src?.snapshot() ?? { synced: false, pods: [], lastError: 'the Kubernetes client is still loading' },
-      stop: async () => {
-        await loading;
-        await src?.stop();
-      },
-    };
-  } else {
-    log.warn(
-      'MY_NODE_NAME is not set: the Kubernetes pod source is off; the CRI runtime alone vouches for allocations',
-    );
-  }
+  const run: EvidenceRun = { stopped: false };
+  const { kube, kubeSynced, endKubeWait } = startKubeSource(p, run);
 
   const kernel = p.kernel ?? new KernelSource(config.cniExecNetns ? { netnsPath: config.cniExecNetns } : {});
   const stats: Evidence['stats'] = { passes: 0 };
@@ -185,12 +128,12 @@ export async function startEvidence(p: {
   const first = (async () => {
     if (p.startAfter && p.serveAtOnce) await Promise.race([p.startAfter.catch(() => undefined), stopping]);
     await kubeSynced;
-    if (stopped) return;
+    if (run.stopped) return;
     const failed = await reconciler.runPass().then(
       () => undefined,
       (e: Error) => e.message,
     );
-    if (stopped) return;
+    if (run.stopped) return;
     firstEnded = true;
     // A pass that threw read nothing: "startup" holds releases until a pass succeeds (onPass).
     if (failed === undefined) p.gate.lift('startup');
@@ -213,15 +156,7 @@ export async function startEvidence(p: {
       }),
     ]));
   clearTimeout(waitTimer);
-  if (p.serveAtOnce)
-    log.info(
-      "serving from this boot's checkpoint while the first evidence pass runs; releases stay frozen until it ends",
-    );
-  else if (!done)
-    log.warn(
-      { waitedMs: FIRST_PASS_WAIT_MS },
-      'a restore source is slow: serving from the checkpoint before the first evidence pass ends; releases stay frozen until it does',
-    );
+  logServingBeforeFirstPass(log, !!p.serveAtOnce, done);
   return {
     reconciler,
     criEndpoint: endpoint,
@@ -231,7 +166,7 @@ export async function startEvidence(p: {
     kernelSource: kernel instanceof KernelSource ? kernel.description : 'the kernel',
     sourceStates: () => (stats.last ? sourceStates(stats.last) : undefined),
     async stop() {
-      stopped = true;
+      run.stopped = true;
       stop();
       endKubeWait();
       await first;
@@ -240,4 +175,111 @@ export async function startEvidence(p: {
       cri.close();
     },
   };
+}
+
+/**
+ * The CRI source at CRI_RUNTIME_ENDPOINT, or at the socket found on the node, or at
+ * containerd's default; logs which and why. `endpoint` is the `unix://` URL chosen.
+ */
+function openCriSource(config: IpamdConfig, log: Logger): { cri: CriSource; endpoint: string } {
+  const { endpoint, detected } = detectCriEndpoint(config.criRuntimeEndpoint);
+  log.info(
+    { endpoint, detected, configured: config.criRuntimeEndpoint ?? null },
+    detected || config.criRuntimeEndpoint
+      ? 'CRI runtime endpoint chosen'
+      : 'no CRI socket found; using the containerd default (releases stay frozen until it answers)',
+  );
+  return { cri: new CriSource({ endpoint, log }), endpoint };
+}
+
+/** State {@link startEvidence} shares with its helpers: `stopped` once `stop()` has begun. */
+interface EvidenceRun {
+  stopped: boolean;
+}
+
+/** The Kubernetes pod source as the restore sees it, loaded lazily (see {@link startKubeSource}). */
+interface LazyKube {
+  /** The pod source; undefined when MY_NODE_NAME is not set. */
+  kube: (PodCache & { stop(): Promise<void> }) | undefined;
+  /**
+   * Settles once the pod list synced, KUBE_SYNC_WAIT_MS (ms) after the client loaded, when
+   * the client failed to load, or on `endKubeWait()`; already settled without MY_NODE_NAME.
+   */
+  kubeSynced: Promise<void>;
+  /** Settles `kubeSynced` now (stop). */
+  endKubeWait: () => void;
+}
+
+/**
+ * When MY_NODE_NAME is set, starts loading the Kubernetes client in the background (after
+ * `startAfter` with `serveAtOnce`, else at once; never once `run.stopped`) and returns a pod
+ * source that reads as not synced until it has loaded. Without it, logs that the source is off.
+ */
+function startKubeSource(
+  p: { config: IpamdConfig; log: Logger; serveAtOnce?: boolean; startAfter?: Promise<unknown> },
+  run: EvidenceRun,
+): LazyKube {
+  let kubeSynced: Promise<void> = Promise.resolve();
+  let endKubeWait = (): void => undefined;
+  const { config, log } = p;
+  if (config.nodeName) {
+    // The client (~70 MiB, ~1 s to import) loads in the background: serving does not wait
+    // for it; until it has loaded the source reads as not synced (releases stay frozen).
+    const nodeName = config.nodeName;
+    let src: import('../restore/kube-source.js').KubePodSource | undefined;
+    let syncTimer: NodeJS.Timeout | undefined;
+    kubeSynced = new Promise<void>((resolve) => {
+      endKubeWait = () => {
+        clearTimeout(syncTimer);
+        resolve();
+      };
+    });
+    let loading: Promise<void> | undefined;
+    const load = () =>
+      (loading = import('../restore/kube-source.js').then(
+        ({ KubePodSource }) => {
+          if (run.stopped) return;
+          const s = new KubePodSource({ nodeName, log });
+          src = s;
+          s.start();
+          syncTimer = setTimeout(endKubeWait, KUBE_SYNC_WAIT_MS);
+          s.onChange(() => {
+            if (s.snapshot().synced) endKubeWait();
+          });
+        },
+        (e: Error) => {
+          log.error({ err: e.message }, 'could not load the Kubernetes client: the pod source stays unsynced');
+          endKubeWait();
+        },
+      ));
+    const loadUnlessStopped = () => {
+      if (!run.stopped) void load();
+    };
+    if (p.startAfter && p.serveAtOnce) void p.startAfter.then(loadUnlessStopped, loadUnlessStopped);
+    else void load();
+    const kube = {
+      snapshot: () =>
+        src?.snapshot() ?? { synced: false, pods: [], lastError: 'the Kubernetes client is still loading' },
+      stop: async () => {
+        await loading;
+        await src?.stop();
+      },
+    };
+    return { kube, kubeSynced, endKubeWait };
+  }
+  log.warn('MY_NODE_NAME is not set: the Kubernetes pod source is off; the CRI runtime alone vouches for allocations');
+  return { kube: undefined, kubeSynced, endKubeWait };
+}
+
+/** Logs why ipamd serves before the first evidence pass ended, if it does (`done`: the pass ended within the wait). */
+function logServingBeforeFirstPass(log: Logger, serveAtOnce: boolean, done: boolean): void {
+  if (serveAtOnce)
+    log.info(
+      "serving from this boot's checkpoint while the first evidence pass runs; releases stay frozen until it ends",
+    );
+  else if (!done)
+    log.warn(
+      { waitedMs: FIRST_PASS_WAIT_MS },
+      'a restore source is slow: serving from the checkpoint before the first evidence pass ends; releases stay frozen until it does',
+    );
 }

@@ -77,51 +77,19 @@ export async function startHostNetworkSync(o: HostNetworkSyncOptions): Promise<{
   const node = await hn.setupNode({ primaryMac: o.primaryMac, nodeIp: o.nodeIp, vpcCidrs: o.vpcCidrs });
   // Checked, not set (docs/design.md#12-running-on-a-cluster item 7): a wrong one is reported (log, metric, /v1/status) and ipamd serves on.
   let sysctls = node.sysctls;
-  const report = (checks: SysctlCheck[], prev?: SysctlCheck[]) => {
-    for (const c of checks) {
-      const before = prev?.find((p) => p.sysctl === c.sysctl);
-      if (!c.ok && (!before || before.ok || before.value !== c.value))
-        o.log.error(
-          { sysctl: c.sysctl, value: c.value, expected: c.expected, problem: c.problem },
-          'node kernel setting is wrong (ipamd checks it; the privileged init container sets it)',
-        );
-      if (c.ok && before && !before.ok)
-        o.log.info({ sysctl: c.sysctl, value: c.value }, 'node kernel setting is right now');
-    }
-  };
-  report(sysctls);
+  reportSysctls(o.log, sysctls);
   const sysctlTask = node.primaryIf
     ? new PeriodicTask({
         intervalMs: SYSCTL_RECHECK_MS,
         run: () =>
           hn.checkSysctls(node.primaryIf!).then((c) => {
-            report(c, sysctls);
+            reportSysctls(o.log, c, sysctls);
             sysctls = c;
           }),
       })
     : undefined;
   sysctlTask?.start();
-  let vpcCidrs = [...o.vpcCidrs];
-  let shrinkSeen: string[] | undefined;
-  const recheckVpcCidrs = async () => {
-    const r = o.vpcCidrRecheck;
-    if (!r) return;
-    try {
-      const read = await r.read();
-      const d = vpcCidrStep(vpcCidrs, read, shrinkSeen);
-      shrinkSeen = d.shrinkSeen;
-      if (d.shrinkSeen)
-        o.log.info({ now: vpcCidrs, read }, 'IMDS lists fewer VPC CIDR blocks; applied if the next read agrees');
-      if (!d.apply) return;
-      const fresh = d.apply;
-      await hn.setupNode({ primaryMac: o.primaryMac, nodeIp: o.nodeIp, vpcCidrs: fresh });
-      o.log.info({ before: vpcCidrs, after: fresh }, 'VPC CIDR blocks changed; node rules and SNAT chain rewritten');
-      vpcCidrs = fresh;
-      r.onChange?.(fresh);
-    } catch (e) {
-      o.log.warn({ err: (e as Error).message }, 'VPC CIDR blocks not re-read; keeping the current ones');
-    }
-  };
+  const { recheck: recheckVpcCidrs, current: vpcCidrs } = followVpcCidrs(o, hn);
   const vpcTask = o.vpcCidrRecheck
     ? new PeriodicTask({ intervalMs: o.vpcCidrRecheck.intervalMs, run: recheckVpcCidrs })
     : undefined;
@@ -177,10 +145,61 @@ export async function startHostNetworkSync(o: HostNetworkSyncOptions): Promise<{
       void vpcTask?.stop();
     },
     sysctls: () => sysctls,
-    vpcCidrs: () => vpcCidrs,
+    vpcCidrs,
     recheckVpcCidrs,
     connmarkReconciles: () => ({ ...connmarkReconciles }),
   };
+}
+
+/**
+ * Logs each sysctl of `checks` that is wrong and was not wrong with the same value in
+ * `prev` (the previous check, if any), and each that `prev` had wrong and is right now.
+ */
+function reportSysctls(log: Logger, checks: SysctlCheck[], prev?: SysctlCheck[]): void {
+  for (const c of checks) {
+    const before = prev?.find((p) => p.sysctl === c.sysctl);
+    if (!c.ok && (!before || before.ok || before.value !== c.value))
+      log.error(
+        { sysctl: c.sysctl, value: c.value, expected: c.expected, problem: c.problem },
+        'node kernel setting is wrong (ipamd checks it; the privileged init container sets it)',
+      );
+    if (c.ok && before && !before.ok)
+      log.info({ sysctl: c.sysctl, value: c.value }, 'node kernel setting is right now');
+  }
+}
+
+/**
+ * The VPC CIDR blocks the node rules and SNAT chain hold (`current()`, starting from
+ * `o.vpcCidrs`), and `recheck()`: one re-read through `o.vpcCidrRecheck` (see
+ * {@link vpcCidrStep}) that rewrites the node setup when the list changed. `recheck()`
+ * does nothing without `vpcCidrRecheck` and never rejects.
+ */
+function followVpcCidrs(
+  o: Pick<HostNetworkSyncOptions, 'log' | 'primaryMac' | 'nodeIp' | 'vpcCidrs' | 'vpcCidrRecheck'>,
+  hn: HostNetwork,
+): { recheck(): Promise<void>; current(): string[] } {
+  let vpcCidrs = [...o.vpcCidrs];
+  let shrinkSeen: string[] | undefined;
+  const recheck = async () => {
+    const r = o.vpcCidrRecheck;
+    if (!r) return;
+    try {
+      const read = await r.read();
+      const d = vpcCidrStep(vpcCidrs, read, shrinkSeen);
+      shrinkSeen = d.shrinkSeen;
+      if (d.shrinkSeen)
+        o.log.info({ now: vpcCidrs, read }, 'IMDS lists fewer VPC CIDR blocks; applied if the next read agrees');
+      if (!d.apply) return;
+      const fresh = d.apply;
+      await hn.setupNode({ primaryMac: o.primaryMac, nodeIp: o.nodeIp, vpcCidrs: fresh });
+      o.log.info({ before: vpcCidrs, after: fresh }, 'VPC CIDR blocks changed; node rules and SNAT chain rewritten');
+      vpcCidrs = fresh;
+      r.onChange?.(fresh);
+    } catch (e) {
+      o.log.warn({ err: (e as Error).message }, 'VPC CIDR blocks not re-read; keeping the current ones');
+    }
+  };
+  return { recheck, current: () => vpcCidrs };
 }
 
 /**

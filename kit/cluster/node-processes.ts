@@ -64,35 +64,12 @@ export async function startNodeProcesses(o: {
   await mkdir(logs, { recursive: true });
   const pause = await buildPauseImage();
   const echo = await buildEchoImage();
-  await writeFile(
-    path.join(cfg, 'containerd.toml'),
-    containerdConfig({ root: path.join(o.dir, 'containerd-root'), pauseRef: pause.ref }),
-  );
-  await writeFile(
-    path.join(cfg, 'kubelet.yaml'),
-    kubeletConfig({ nodeIp: o.nodeIp, cgroupRoot: CGROUP_ROOT, maxPods: 110 }),
-  );
-  await writeFile(
-    path.join(cfg, 'kube-proxy.yaml'),
-    kubeProxyConfig({ kubeconfig: o.pki.kubeconfigs['kube-proxy']!, nodeName: o.nodeName }),
-  );
+  await writeNodeConfigs(o, cfg, pause.ref);
   const criSocket = o.host('/run/containerd/containerd.sock');
   const ctd = (b: string): string => path.join(o.bins.containerd, b);
-  const k8s = (b: string): string => path.join(o.bins.k8s, b);
   // containerd execs its shim by name from PATH; runc is Debian's.
   const env = { PATH: `${o.bins.containerd}:${process.env['PATH'] ?? '/usr/sbin:/usr/bin:/sbin:/bin'}` };
-  const argv: Record<string, string[]> = {
-    containerd: [ctd('containerd'), '--config', path.join(cfg, 'containerd.toml')],
-    kubelet: [
-      k8s('kubelet'),
-      `--config=${path.join(cfg, 'kubelet.yaml')}`,
-      `--kubeconfig=${o.pki.kubeconfigs['kubelet']}`,
-      `--hostname-override=${o.nodeName}`,
-      `--node-ip=${o.nodeIp}`,
-      '--v=1',
-    ],
-    'kube-proxy': [k8s('kube-proxy'), `--config=${path.join(cfg, 'kube-proxy.yaml')}`, '--v=1'],
-  };
+  const argv = nodeArgv(o, cfg);
   const procs = new Map<string, DaemonProcess>();
   const start = (name: string): DaemonProcess => {
     const p = startDaemon({
@@ -106,17 +83,6 @@ export async function startNodeProcesses(o: {
     procs.set(name, p);
     return p;
   };
-  const criAnswers = async (): Promise<boolean> => {
-    const cri = new CriTestClient(criSocket, 2000);
-    try {
-      await cri.version();
-      return true;
-    } catch {
-      return false;
-    } finally {
-      cri.close();
-    }
-  };
   const importImage = async (archive: string): Promise<void> => {
     await run(ctd('ctr'), ['--address', criSocket, '-n', 'k8s.io', 'images', 'import', archive], {
       maxBuffer: 1 << 24,
@@ -125,7 +91,7 @@ export async function startNodeProcesses(o: {
     });
   };
   const startContainerd = async (): Promise<void> =>
-    waitStarted(start('containerd'), 'CRI Version on containerd', criAnswers, 60_000, 200);
+    waitStarted(start('containerd'), 'CRI Version on containerd', () => criAnswers(criSocket), 60_000, 200);
   const nodeExists = async (): Promise<boolean> => (await o.kubectl.try(['get', 'node', o.nodeName])).code === 0;
   const stopAll = async (): Promise<void> => {
     for (const n of ['kube-proxy', 'kubelet']) await procs.get(n)?.stop();
@@ -158,6 +124,62 @@ export async function startNodeProcesses(o: {
   } catch (e) {
     await stopAll().catch(() => undefined);
     throw e;
+  }
+}
+
+/** What {@link writeNodeConfigs} and {@link nodeArgv} read of the node's options. */
+type NodeConfigInputs = {
+  bins: ClusterBinaries;
+  dir: string;
+  pki: Pki;
+  nodeIp: string;
+  nodeName: string;
+};
+
+/** Writes containerd.toml, kubelet.yaml and kube-proxy.yaml into `cfg` (a directory); `pauseRef`: the pause image's reference. */
+async function writeNodeConfigs(o: NodeConfigInputs, cfg: string, pauseRef: string): Promise<void> {
+  await writeFile(
+    path.join(cfg, 'containerd.toml'),
+    containerdConfig({ root: path.join(o.dir, 'containerd-root'), pauseRef }),
+  );
+  await writeFile(
+    path.join(cfg, 'kubelet.yaml'),
+    kubeletConfig({ nodeIp: o.nodeIp, cgroupRoot: CGROUP_ROOT, maxPods: 110 }),
+  );
+  await writeFile(
+    path.join(cfg, 'kube-proxy.yaml'),
+    kubeProxyConfig({ kubeconfig: o.pki.kubeconfigs['kube-proxy']!, nodeName: o.nodeName }),
+  );
+}
+
+/** Each node process's command line (`name` → argv, the binary first), its config files in `cfg`. */
+function nodeArgv(o: NodeConfigInputs, cfg: string): Record<string, string[]> {
+  const ctd = (b: string): string => path.join(o.bins.containerd, b);
+  const k8s = (b: string): string => path.join(o.bins.k8s, b);
+  return {
+    containerd: [ctd('containerd'), '--config', path.join(cfg, 'containerd.toml')],
+    kubelet: [
+      k8s('kubelet'),
+      `--config=${path.join(cfg, 'kubelet.yaml')}`,
+      `--kubeconfig=${o.pki.kubeconfigs['kubelet']}`,
+      `--hostname-override=${o.nodeName}`,
+      `--node-ip=${o.nodeIp}`,
+      '--v=1',
+    ],
+    'kube-proxy': [k8s('kube-proxy'), `--config=${path.join(cfg, 'kube-proxy.yaml')}`, '--v=1'],
+  };
+}
+
+/** True when containerd's CRI at `socket` answers Version within 2 s. */
+async function criAnswers(socket: string): Promise<boolean> {
+  const cri = new CriTestClient(socket, 2000);
+  try {
+    await cri.version();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    cri.close();
   }
 }
 
