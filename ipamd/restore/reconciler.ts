@@ -44,6 +44,16 @@ export interface PodCache {
 }
 
 /** Options of {@link EvidenceReconciler}. */
+/** What one pass read (see `readSources`): `readAt` in ms of the reconciler's clock, before the reads. */
+interface PassReads {
+  readAt: number;
+  cri: SourceRead<SandboxEvidence>;
+  identity: RuntimeIdentity | undefined;
+  kernel: KernelRead;
+  kube: SourceRead<PodEvidence>;
+  nodeRuntimeVersion: string | undefined;
+}
+
 export interface ReconcilerOptions {
   ds: RestoreTarget & Assignments & DatastoreViews;
   gate: ReleaseGate;
@@ -156,10 +166,71 @@ export class EvidenceReconciler {
 
   private async pass(): Promise<PassReport> {
     const { ds, log } = this.o;
-    // The grace counts from here: what the reads return predates every allocation made after this instant.
+    const reads = await this.readSources();
+    const { cri, kube, kernel, identity, readAt } = reads;
+    const now = this.now();
+    const m = this.merge(reads, now);
+    this.holdSources(reads, m);
+    if (
+      m.identityTrusted &&
+      identity &&
+      (!this.recorded || formatIdentity(this.recorded) !== formatIdentity(identity))
+    ) {
+      this.recorded = identity;
+      this.identityUnsaved = true;
+      this.o.onTrustedIdentity?.(identity);
+    }
+    const adopted = this.adopt(m);
+    // The memory of DELs expires once a plausible runtime read no longer lists the sandbox
+    // (a suspect read proves nothing; persisted with the next write).
+    if (cri.ok === true && !m.suspect.cri)
+      ds.expireUnassigned(new Set(cri.items.map((s) => s.id)), readAt - this.o.graceMs);
+    const released = m.canRelease ? this.unassignUnvouched(m, now) : 0;
+    for (const c of m.conflicts)
+      log.error(
+        { sandbox: c.sandbox, holder: c.holder },
+        'runtime sandbox uses an IP another allocation holds; left unchanged',
+      );
+    if (adopted + released > 0 || this.identityUnsaved) {
+      // A failed write loses nothing: after a crash the checkpoint is re-merged with the same evidence.
+      this.identityUnsaved = false;
+      await this.o
+        .persist()
+        .catch((e: Error) => log.error({ err: e.message }, 'checkpoint write after evidence pass failed'));
+    }
+    if (m.canRelease) this.verifyTheRest(m);
+    const report: PassReport = {
+      criOk: cri.ok === true,
+      kubeOk: kube.ok === 'absent' ? 'absent' : kube.ok === true,
+      kernelOk: kernel.ok,
+      kernelPods: kernel.ok ? kernel.podIps.size : 0,
+      kernelPodVeths: kernel.ok ? kernel.podVeths : 0,
+      runtime: formatIdentity(identity),
+      adopted,
+      released,
+      conflicts: m.conflicts.length,
+      live: m.live.length + adopted,
+      kernelVouched: m.kernelVouched.length,
+      keptUnverified: m.keepUnverified.length,
+      suspect: m.suspect,
+      ...(m.brake?.held ? { brake: m.brake.reason! } : {}),
+      canRelease: m.canRelease,
+    };
+    log.debug(report, 'evidence pass');
+    this.scheduleRetry(report);
+    this.o.onPass?.(report);
+    return report;
+  }
+
+  /**
+   * Reads the sources of one pass: the runtime's sandboxes and identity and the kernel
+   * together (the kernel's is one process, the runtime's a few RPCs), then the API server's
+   * pod cache. `readAt` is taken before the reads: the grace counts from there, as what they
+   * return predates every allocation made after it. Never rejects (a failed read is `ok: false`).
+   */
+  private async readSources(): Promise<PassReads> {
     const readAt = this.now();
-    // The three reads run together: the kernel's is one process, the runtime's a few RPCs.
-    const [criRead, identity, kernel] = await Promise.all([
+    const [cri, identity, kernel] = await Promise.all([
       this.o.cri.listReadySandboxes().then(
         (items): SourceRead<SandboxEvidence> => ({ ok: true, items }),
         (e: Error): SourceRead<SandboxEvidence> => ({ ok: false, reason: e.message }),
@@ -170,7 +241,6 @@ export class EvidenceReconciler {
         (e: Error): KernelRead => ({ ok: false, reason: e.message }),
       ),
     ]);
-    const cri = criRead;
     let kube: SourceRead<PodEvidence> = { ok: 'absent' };
     let nodeRuntimeVersion: string | undefined;
     if (this.o.kube) {
@@ -180,16 +250,21 @@ export class EvidenceReconciler {
         nodeRuntimeVersion = snap.nodeRuntimeVersion;
       } else kube = { ok: false, reason: snap.lastError ?? 'pod list not synced yet' };
     }
-    const now = this.now();
+    return { readAt, cri, identity, kernel, kube, nodeRuntimeVersion };
+  }
+
+  /** The pure merge (merge.ts) of this pass's reads with the datastore's allocations, at `now` (ms). */
+  private merge(r: PassReads, now: number): MergeResult {
+    const { ds } = this.o;
     const unverifiedIps = ds.unverifiedIps();
-    const m: MergeResult = mergeEvidence({
+    return mergeEvidence({
       allocations: ds.allocations(),
-      cri,
-      kube,
-      kernel,
+      cri: r.cri,
+      kube: r.kube,
+      kernel: r.kernel,
       unverifiedIps,
       now,
-      readAt,
+      readAt: r.readAt,
       graceMs: this.o.graceMs,
       networkName: this.o.networkName,
       ifName: 'eth0',
@@ -198,10 +273,14 @@ export class EvidenceReconciler {
       wasUnassigned: (id) => ds.wasUnassigned(id),
       ...(this.o.criEndpoint ? { criEndpoint: this.o.criEndpoint } : {}),
       ...(this.o.nodeName ? { nodeName: this.o.nodeName } : {}),
-      ...(identity ? { criIdentity: identity } : {}),
-      ...(nodeRuntimeVersion ? { nodeRuntimeVersion } : {}),
+      ...(r.identity ? { criIdentity: r.identity } : {}),
+      ...(r.nodeRuntimeVersion ? { nodeRuntimeVersion: r.nodeRuntimeVersion } : {}),
       ...(this.recorded ? { recordedIdentity: this.recorded } : {}),
     });
+  }
+
+  /** Freezes or lifts each source on the release gate: unreadable or suspect freezes, and a held brake. */
+  private holdSources({ cri, kube, kernel }: PassReads, m: MergeResult): void {
     this.hold(
       'cri',
       cri.ok === true
@@ -217,15 +296,11 @@ export class EvidenceReconciler {
       );
     this.hold('kernel', kernel.ok ? undefined : kernel.reason);
     this.hold('brake', m.brake?.held ? m.brake.reason : undefined);
-    if (
-      m.identityTrusted &&
-      identity &&
-      (!this.recorded || formatIdentity(this.recorded) !== formatIdentity(identity))
-    ) {
-      this.recorded = identity;
-      this.identityUnsaved = true;
-      this.o.onTrustedIdentity?.(identity);
-    }
+  }
+
+  /** Restores the running sandboxes the checkpoint lacked (`m.adopt`); @returns how many were adopted. */
+  private adopt(m: MergeResult): number {
+    const { ds, log } = this.o;
     let adopted = 0;
     for (const a of m.adopt) {
       const r = ds.restoreAllocation(a);
@@ -251,69 +326,42 @@ export class EvidenceReconciler {
         { containerID: a.containerID, ip: a.ipv4 },
         'kept: the kernel shows this IP wired to a pod veth although no other source lists it',
       );
-    // The memory of DELs expires once a plausible runtime read no longer lists the sandbox
-    // (a suspect read proves nothing; persisted with the next write).
-    if (cri.ok === true && !m.suspect.cri)
-      ds.expireUnassigned(new Set(cri.items.map((s) => s.id)), readAt - this.o.graceMs);
+    return adopted;
+  }
+
+  /** Only when `m.canRelease`: unassigns (into cooldown) the allocations no source vouches for; @returns how many. */
+  private unassignUnvouched(m: MergeResult, now: number): number {
+    const { ds, log } = this.o;
     let released = 0;
-    if (m.canRelease) {
-      for (const a of m.release) {
-        if (ds.unassign(a, now)) {
-          released++;
-          log.info(
-            { containerID: a.containerID, ip: a.ipv4, pod: a.pod },
-            'GC: no source vouches for this allocation; released into cooldown',
-          );
-        }
+    for (const a of m.release) {
+      if (ds.unassign(a, now)) {
+        released++;
+        log.info(
+          { containerID: a.containerID, ip: a.ipv4, pod: a.pod },
+          'GC: no source vouches for this allocation; released into cooldown',
+        );
       }
     }
-    for (const c of m.conflicts)
-      log.error(
-        { sandbox: c.sandbox, holder: c.holder },
-        'runtime sandbox uses an IP another allocation holds; left unchanged',
+    return released;
+  }
+
+  /**
+   * Only when `m.canRelease`: every source read cleanly and what is in use was adopted, so
+   * the rest is verified free, except what the kernel shows wired to a pod (kept unverified:
+   * never handed out, never released); then the checkpoint's freeze is lifted.
+   */
+  private verifyTheRest(m: MergeResult): void {
+    const { ds, log } = this.o;
+    const keep = new Set(m.keepUnverified);
+    const verified = ds.verifyAll((ip) => keep.has(ip));
+    if (verified > 0)
+      log.info({ verified, keptUnverified: keep.size }, 'IPs found at start without a checkpoint are verified free');
+    if (keep.size > 0)
+      log.warn(
+        { ips: m.keepUnverified },
+        'IPs found at start without a checkpoint that the kernel shows wired to pods no source lists: kept unverified',
       );
-    if (adopted + released > 0 || this.identityUnsaved) {
-      // A failed write loses nothing: after a crash the checkpoint is re-merged with the same evidence.
-      this.identityUnsaved = false;
-      await this.o
-        .persist()
-        .catch((e: Error) => log.error({ err: e.message }, 'checkpoint write after evidence pass failed'));
-    }
-    if (m.canRelease) {
-      // Every source read cleanly and what is in use was adopted: the rest is verified free,
-      // except what the kernel shows wired to a pod (kept unverified: never handed out, never released).
-      const keep = new Set(m.keepUnverified);
-      const verified = ds.verifyAll((ip) => keep.has(ip));
-      if (verified > 0)
-        log.info({ verified, keptUnverified: keep.size }, 'IPs found at start without a checkpoint are verified free');
-      if (keep.size > 0)
-        log.warn(
-          { ips: m.keepUnverified },
-          'IPs found at start without a checkpoint that the kernel shows wired to pods no source lists: kept unverified',
-        );
-      this.o.gate.lift('checkpoint');
-    }
-    const report: PassReport = {
-      criOk: cri.ok === true,
-      kubeOk: kube.ok === 'absent' ? 'absent' : kube.ok === true,
-      kernelOk: kernel.ok,
-      kernelPods: kernel.ok ? kernel.podIps.size : 0,
-      kernelPodVeths: kernel.ok ? kernel.podVeths : 0,
-      runtime: formatIdentity(identity),
-      adopted,
-      released,
-      conflicts: m.conflicts.length,
-      live: m.live.length + adopted,
-      kernelVouched: m.kernelVouched.length,
-      keptUnverified: m.keepUnverified.length,
-      suspect: m.suspect,
-      ...(m.brake?.held ? { brake: m.brake.reason! } : {}),
-      canRelease: m.canRelease,
-    };
-    log.debug(report, 'evidence pass');
-    this.scheduleRetry(report);
-    this.o.onPass?.(report);
-    return report;
+    this.o.gate.lift('checkpoint');
   }
 
   /** An unreadable source is retried with jittered exponential backoff (0.5 s → interval), not only on the GC timer. */

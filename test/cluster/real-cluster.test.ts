@@ -28,7 +28,16 @@ import {
 } from '../../kit/cluster/install.js';
 import { echoPod, installedChain, nodeIfbQdiscs, nodeNatRules } from '../../kit/cluster/chained-plugins.js';
 import { checkNothingLost, killIpamd } from '../../kit/cluster/nothing-lost.js';
-import { allocations, echoDeployment, eniOf, introspect, podNetns, podsOf, tcpAsk, waitPodsReady } from '../../kit/cluster/workload.js';
+import {
+  allocations,
+  echoDeployment,
+  eniOf,
+  introspect,
+  podNetns,
+  podsOf,
+  tcpAsk,
+  waitPodsReady,
+} from '../../kit/cluster/workload.js';
 
 const skip = process.getuid?.() !== 0 ? 'needs root (network and mount namespaces)' : false;
 
