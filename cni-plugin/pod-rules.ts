@@ -8,11 +8,11 @@
 import { asCidr, podRules, ruleFromJson, ruleLine, sameRule, type IpRule, type RuleJson } from '../netfacts/ip-rule.js';
 import type { IpJson } from '../netfacts/ip-query.js';
 import { tableName } from '../netfacts/routing.js';
-import type { WiringPlan } from './wiring.js';
+import type { WiringPlan } from './wiring-plan.js';
 
 /** The rules ADD installs for the pod of `plan` (its IP and the ENI's route table). */
 export function expectedPodRules(plan: Pick<WiringPlan, 'ipv4' | 'routeTableId'>): IpRule[] {
-  return podRules(plan.ipv4, plan.routeTableId);
+  return plan.ipv4 ? podRules(plan.ipv4, plan.routeTableId) : []; // an IPv6-only pod has no IPv4 rules
 }
 
 /** `ip rule del` lines removing exactly what ADD added for `plan`. */
