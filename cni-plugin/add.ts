@@ -35,14 +35,7 @@ import { networkIds } from './request.js';
 import { startNetlinkWiring } from './netlink-wiring.js';
 import { encodeAddResult, type AddResult } from './result.js';
 import { hostVethMac, hostVethName, podVethMac } from './veth-name.js';
-import {
-  IpConflictError,
-  startWiring,
-  unwire,
-  type PendingWiring,
-  type VethPlan,
-  type WiringPlan,
-} from './wiring.js';
+import { IpConflictError, startWiring, unwire, type PendingWiring, type VethPlan, type WiringPlan } from './wiring.js';
 
 /** Deadline of `AddNetwork` in ms: ipamd may wait (bounded) on a pool refill. */
 export const ADD_TIMEOUT_MS = 15_000;

@@ -20,6 +20,15 @@ export interface ExpectedV6 {
   hostMac: string;
 }
 
+/** `a` in the compressed lower-case form iproute2 prints (RFC 5952), e.g. `2600:1f14::a`; `a` itself when not an address. */
+export function canonicalV6(a: string): string {
+  try {
+    return new URL(`http://[${a}]/`).hostname.slice(1, -1);
+  } catch {
+    return a;
+  }
+}
+
 /** Main-table entries of `route show table all` (no `table` key). */
 const mainTable = (routes: IpJson[]): IpJson[] => routes.filter((r) => r.table === undefined || r.table === 'main');
 
@@ -34,9 +43,10 @@ export function findDriftV6(
 ): string[] {
   const p: string[] = [];
   const where = `in ${e.netns}`;
+  const ip6 = canonicalV6(e.ipv6);
   const link = pod.addrs.find((l) => l.ifname === e.ifName);
   const addrs = Array.isArray(link?.addr_info) ? (link!.addr_info as IpJson[]) : [];
-  if (link && !addrs.some((a) => a.family === 'inet6' && a.local === e.ipv6 && a.prefixlen === POD_V6_PREFIX_LEN))
+  if (link && !addrs.some((a) => a.family === 'inet6' && a.local === ip6 && a.prefixlen === POD_V6_PREFIX_LEN))
     p.push(`address ${e.ipv6}/${POD_V6_PREFIX_LEN} missing on ${e.ifName} ${where}`);
   const onIf = (r: IpJson) => r.dev === e.ifName;
   if (!mainTable(pod.routes6).some((r) => onIf(r) && r.dst === 'default' && r.gateway === POD_GATEWAY_V6))
@@ -45,14 +55,18 @@ export function findDriftV6(
   if (!neigh || typeof neigh.lladdr !== 'string') {
     p.push(`neighbour ${POD_GATEWAY_V6} lladdr ${e.hostMac} permanent missing on ${e.ifName} ${where}`);
   } else if (neigh.lladdr.toLowerCase() !== e.hostMac) {
-    p.push(`neighbour ${POD_GATEWAY_V6} on ${e.ifName} ${where} points at ${neigh.lladdr}, not the host veth MAC ${e.hostMac}`);
+    p.push(
+      `neighbour ${POD_GATEWAY_V6} on ${e.ifName} ${where} points at ${neigh.lladdr}, not the host veth MAC ${e.hostMac}`,
+    );
   } else if (!flags(neigh, 'state').includes('PERMANENT')) {
     p.push(`neighbour ${POD_GATEWAY_V6} on ${e.ifName} ${where} is not permanent`);
   }
-  const dst = [e.ipv6, `${e.ipv6}/${POD_V6_PREFIX_LEN}`];
+  const dst = [ip6, `${ip6}/${POD_V6_PREFIX_LEN}`];
   const hostRoute = mainTable(node.routes6).find((r) => dst.includes(String(r.dst)));
   if (!hostRoute) p.push(`host route ${e.ipv6}/${POD_V6_PREFIX_LEN} dev ${e.hostVeth} missing on the node`);
   else if (hostRoute.dev !== e.hostVeth)
-    p.push(`host route ${e.ipv6}/${POD_V6_PREFIX_LEN} points at ${String(hostRoute.dev ?? hostRoute.gateway)}, not ${e.hostVeth}`);
+    p.push(
+      `host route ${e.ipv6}/${POD_V6_PREFIX_LEN} points at ${String(hostRoute.dev ?? hostRoute.gateway)}, not ${e.hostVeth}`,
+    );
   return p;
 }

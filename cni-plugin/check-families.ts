@@ -29,7 +29,9 @@ export function heldProblems(held: CheckNetworkReply, prev: PrevAttachment, key:
   ];
   for (const [family, have, want] of pairs) {
     if (have !== want)
-      p.push(`ipamd holds ${have ? `${family} ${have}` : `no ${family}`} for this container, prevResult says ${want || 'none'}`);
+      p.push(
+        `ipamd holds ${have ? `${family} ${have}` : `no ${family}`} for this container, prevResult says ${want || 'none'}`,
+      );
   }
   return p;
 }

@@ -94,7 +94,8 @@ export async function cmdGc(conf: NetConf, warnings: string[], ctx: VerbContext 
       };
       const what = [r.ipv4_addr, r.ipv6_addr, r.egress_v4_addr].filter(Boolean).join(', ');
       try {
-        if (r.egress_v4_addr) await deleteHostVeth(egressVeth(conf.vethPrefix, r.container_id, r.if_name).hostVeth, host);
+        if (r.egress_v4_addr)
+          await deleteHostVeth(egressVeth(conf.vethPrefix, r.container_id, r.if_name).hostVeth, host);
         warnings.push(
           ...(await teardownHost({ hostVeth, ipv4: r.ipv4_addr, node: host, ...(r.route_table_id ? { plan } : {}) })),
         );

@@ -39,7 +39,13 @@ function entries(ips: Obj[], is: (a: string) => boolean, full: number): Entry[] 
     const [addr, len] = (str(ip.address) ?? '').split('/');
     const n = Number(len ?? full);
     return addr && is(addr)
-      ? [{ addr, len: Number.isInteger(n) ? n : full, index: typeof ip.interface === 'number' ? ip.interface : undefined }]
+      ? [
+          {
+            addr,
+            len: Number.isInteger(n) ? n : full,
+            index: typeof ip.interface === 'number' ? ip.interface : undefined,
+          },
+        ]
       : [];
   });
 }
@@ -61,10 +67,7 @@ export function readPrevResult(prev: unknown, ifName: string): PrevAttachment | 
   const podIdx = ifaces.findIndex((i) => i.name === ifName && str(i.sandbox));
   const egressIdx = ifaces.findIndex((i) => i.name === EGRESS_IFNAME && str(i.sandbox));
   const v4s = entries(ips, isIPv4, 32);
-  const v4 = pickOn(
-    egressIdx >= 0 ? v4s.filter((e) => e.index !== egressIdx) : v4s,
-    podIdx,
-  );
+  const v4 = pickOn(egressIdx >= 0 ? v4s.filter((e) => e.index !== egressIdx) : v4s, podIdx);
   const v6 = pickOn(entries(ips, isIPv6, 128), podIdx);
   if (!v4 && !v6) return `prevResult has no IPv4 or IPv6 address for interface ${ifName}`;
   const out: PrevAttachment = { ipv4: v4?.addr ?? '', prefixLen: v4?.len ?? 32 };

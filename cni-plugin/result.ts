@@ -70,7 +70,10 @@ export function encodeAddResult(cniVersion: string, a: Attachment): AddResult {
   if (a.ipv4) ips.push(ipc('4', `${a.ipv4}/32`, POD_GATEWAY, 1));
   if (a.ipv6) ips.push(ipc('6', `${a.ipv6}/${POD_V6_PREFIX_LEN}`, POD_GATEWAY_V6, 1));
   if (a.egress) {
-    interfaces.push(iface(a.egress.hostVeth.name, a.egress.hostVeth.mac), iface(a.egress.pod.ifName, a.egress.pod.mac, a.pod.netns));
+    interfaces.push(
+      iface(a.egress.hostVeth.name, a.egress.hostVeth.mac),
+      iface(a.egress.pod.ifName, a.egress.pod.mac, a.pod.netns),
+    );
     ips.push(ipc('4', `${a.egress.ipv4}/32`, POD_GATEWAY, 3));
   }
   const routes: { dst: string }[] = [];

@@ -157,7 +157,10 @@ export function podLines(p: WiringPlan): string[] {
  * @returns true if the first existed.
  * @throws the first failure other than "no such device".
  */
-export async function deleteHostVeths(p: Pick<VethPlan, 'hostVeth' | 'egress'>, node: NodeSide = LOCAL_NODE): Promise<boolean> {
+export async function deleteHostVeths(
+  p: Pick<VethPlan, 'hostVeth' | 'egress'>,
+  node: NodeSide = LOCAL_NODE,
+): Promise<boolean> {
   const [first, egress] = await Promise.allSettled([
     deleteHostVeth(p.hostVeth, node),
     p.egress ? deleteHostVeth(p.egress.hostVeth, node) : Promise.resolve(false),

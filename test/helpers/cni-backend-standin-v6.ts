@@ -28,7 +28,7 @@ export interface V6Allocation {
 }
 
 /** The node's /80 the stand-in hands /128s from. */
-export const STANDIN_V6_PREFIX = '2600:1f14:aa:bb00:0:';
+export const STANDIN_V6_PREFIX = '2600:1f14:aa:bb00::';
 
 interface StandinState {
   ipFamily: IpFamilyMode;
