@@ -66,14 +66,15 @@ export function findDrift(e: ExpectedAttachment, pod: PodState, node: NodeState)
     if (e.ipv4 && !addrs.some((a) => a.family === 'inet' && a.local === e.ipv4 && a.prefixlen === 32))
       p.push(`address ${e.ipv4}/32 missing on ${e.ifName} ${where}`);
   }
+  if (e.ipv4) p.push(...v4PodDrift(e, pod, hostMac));
   if (!hostLink) p.push(`host veth ${e.hostVeth} missing on the node`);
   else if (!flags(hostLink).includes('UP')) p.push(`host veth ${e.hostVeth} is down on the node`);
-  if (e.ipv4) p.push(...v4Drift(e, pod, node, hostMac));
+  if (e.ipv4) p.push(...v4HostDrift(e, node));
   return p;
 }
 
-/** The IPv4 part of {@link findDrift}: gateway route, default route, neighbour, host route, rules. */
-function v4Drift(e: ExpectedAttachment, pod: PodState, node: NodeState, hostMac: string): string[] {
+/** The pod-side IPv4 part of {@link findDrift}: gateway route, default route, neighbour. */
+function v4PodDrift(e: ExpectedAttachment, pod: PodState, hostMac: string): string[] {
   const p: string[] = [];
   const where = `in ${e.netns}`;
   const onIf = (r: IpJson) => r.dev === e.ifName;
@@ -95,7 +96,12 @@ function v4Drift(e: ExpectedAttachment, pod: PodState, node: NodeState, hostMac:
       `neighbour ${POD_GATEWAY} on ${e.ifName} ${where} is not permanent (${flags(neigh, 'state').join(',') || 'no state'})`,
     );
   }
+  return p;
+}
 
+/** The node-side IPv4 part of {@link findDrift}: host route, rules. */
+function v4HostDrift(e: ExpectedAttachment, node: NodeState): string[] {
+  const p: string[] = [];
   const [hostRoute] = routesTo(
     node.routes.map((j) => routeFromJson(j as RouteJson)),
     e.ipv4,

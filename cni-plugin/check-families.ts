@@ -23,14 +23,14 @@ export function heldProblems(held: CheckNetworkReply, prev: PrevAttachment, key:
   if (!held.held) return [`ipamd holds no IP for ${key} (prevResult says ${names})`];
   const p: string[] = [];
   const pairs: [string, string, string][] = [
-    ['IPv4', held.ipv4_addr, prev.ipv4],
+    ['', held.ipv4_addr, prev.ipv4],
     ['IPv6', held.ipv6_addr ?? '', prev.ipv6 ?? ''],
     ['IPv4 egress', held.egress_v4_addr ?? '', prev.egressV4 ?? ''],
   ];
   for (const [family, have, want] of pairs) {
     if (have !== want)
       p.push(
-        `ipamd holds ${have ? `${family} ${have}` : `no ${family}`} for this container, prevResult says ${want || 'none'}`,
+        `ipamd holds ${have ? `${family} ${have}`.trim() : `no ${family || 'IPv4'}`} for this container, prevResult says ${want || 'none'}`,
       );
   }
   return p;
