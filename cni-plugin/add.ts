@@ -12,8 +12,12 @@
  * `ipamd-replied` (the AddNetwork answer is in), `finished` (wired, result serialised),
  * plus startWiring's.
  */
-import { isIPv4 } from 'node:net';
-import { DEL_REASON_IP_CONFLICT, type AddNetworkReply } from '../proto/ipam.js';
+import {
+  DEL_REASON_IP_CONFLICT,
+  type AddNetworkReply,
+  type IpFamilyMode,
+  type NetworkRequestIds,
+} from '../proto/ipam.js';
 import { requireEnv, type CniEnv } from './env.js';
 import { chainAddResult } from './chain.js';
 import { asCniError, type CniError } from './errors.js';
@@ -21,14 +25,17 @@ import { CNI_ERRORS, cniError, type CniErrorId } from './error-catalogue.js';
 import { IpamdCause, splitCause, type IpamdCauseName } from '../proto/ipamd-cause.js';
 import { GrpcStatus } from '../proto/grpc-status.js';
 import type { VerbContext } from './invocation.js';
-import { IpamdCallError, RETRYABLE_STATUSES } from '../proto/ipamd-api.js';
+import { IpamdCallError, RETRYABLE_STATUSES, type IpamdClient } from '../proto/ipamd-api.js';
+import { describeAddresses, EGRESS_IFNAME, expectedFamily, readPodAddresses } from './families.js';
+import type { NodeSide, PluginHost } from './host.js';
+import { egressVeth } from './wiring-plan.js';
 import { hostOf } from './process-host.js';
 import type { NetConf } from './netconf.js';
 import { networkIds } from './request.js';
 import { startNetlinkWiring } from './netlink-wiring.js';
 import { encodeAddResult, type AddResult } from './result.js';
 import { hostVethMac, hostVethName, podVethMac } from './veth-name.js';
-import { IpConflictError, startWiring, unwire, type VethPlan, type WiringPlan } from './wiring.js';
+import { IpConflictError, startWiring, unwire, type PendingWiring, type VethPlan, type WiringPlan } from './wiring.js';
 
 /** Deadline of `AddNetwork` in ms: ipamd may wait (bounded) on a pool refill. */
 export const ADD_TIMEOUT_MS = 15_000;
@@ -65,15 +72,46 @@ export function addFailure(e: unknown): CniError {
   return cniError('ipamd-unreachable', e instanceof Error ? e.message : String(e));
 }
 
+/** The veth plan of `env`'s attachment before ipamd answers, for the family stage 1 prepares. */
+function vethPlanOf(env: CniEnv, conf: NetConf, family: IpFamilyMode): VethPlan {
+  return {
+    netns: env.netns,
+    ifName: env.ifName,
+    hostVeth: hostVethName(conf.vethPrefix, env.containerId, env.ifName),
+    hostMac: hostVethMac(env.containerId, env.ifName),
+    podMac: podVethMac(env.containerId, env.ifName),
+    mtu: conf.mtu,
+    family,
+    ...(family === 'ipv6' ? { egress: egressVeth(conf.vethPrefix, env.containerId, env.ifName) } : {}),
+  };
+}
+
+/** Stage 1 of the wiring of `veth`: through the netlink helper for IPv4 (its fast path), else two `ip` batches. */
+function startFor(veth: VethPlan, host: PluginHost, trace: VerbContext['trace']): PendingWiring {
+  if (veth.family === 'ipv6' && veth.ifName === EGRESS_IFNAME)
+    return failedWiring(cniError('egress-ifname', '', { ifName: veth.ifName }));
+  return host.netlink && veth.family === 'ipv4'
+    ? startNetlinkWiring(veth, host, host.netlink, trace)
+    : startWiring(veth, host, trace);
+}
+
+/** A wiring that never started: `finish` throws `e`, `abort` does nothing. */
+const failedWiring = (e: Error): PendingWiring => ({
+  finish: () => Promise.reject(e),
+  abort: () => Promise.resolve(),
+});
+
 /**
  * Runs ADD. `warnings` collects non-fatal problems for the log.
  * @returns the result in `conf.cniVersion` (after `prevResult`'s entries in a conflist),
- *   the same serialised (`json`, what is printed) and the pod IP.
- * @throws CniError: 4 bad env or CNI_NETNS is the node's namespace, 11 ipamd unavailable /
- *   no IP now / the IP is already routed to another pod on this node (IpConflictError;
- *   ipamd is told with reason "ip-conflict" and quarantines it), 100 ipamd refused, 5
- *   wiring failed (netns missing, ip error) or anything else after the assignment (then
- *   the wiring is removed and the IP returned first).
+ *   the same serialised (`json`, what is printed) and the pod's addresses (`ip`, for the log).
+ * @throws CniError: 4 bad env or CNI_NETNS is the node's namespace, 7 the config's
+ *   `ipFamily` is not the mode the node serves (the message names both), 11 ipamd
+ *   unavailable / no IP now / the IP is already routed to another pod on this node
+ *   (IpConflictError; ipamd is told with reason "ip-conflict" and quarantines it), 100
+ *   ipamd refused or answered without every address of its mode, 5 wiring failed (netns
+ *   missing, ip error) or anything else after the assignment (then the wiring is removed
+ *   and the addresses returned first).
  */
 export async function cmdAdd(
   env: CniEnv,
@@ -83,22 +121,15 @@ export async function cmdAdd(
 ): Promise<{ result: AddResult | Record<string, unknown>; json: string; ip: string }> {
   requireEnv(env, 'ADD');
   const ids = networkIds(env, conf);
-  const veth: VethPlan = {
-    netns: env.netns,
-    ifName: env.ifName,
-    hostVeth: hostVethName(conf.vethPrefix, env.containerId, env.ifName),
-    hostMac: hostVethMac(env.containerId, env.ifName),
-    podMac: podVethMac(env.containerId, env.ifName),
-    mtu: conf.mtu,
-  };
+  let veth = vethPlanOf(env, conf, expectedFamily(conf));
   const host = hostOf(ctx);
   const ipamd = host.ipamd(conf.ipamdSocket);
   // The request goes first; everything that needs no IP is wired while ipamd assigns one
   // (and persists it).
-  const asked = ipamd.addNetwork(ids, ADD_TIMEOUT_MS);
+  const asked = ipamd.addNetwork({ ...ids, ip_family: conf.ipFamily }, ADD_TIMEOUT_MS);
   asked.catch(() => undefined); // awaited below, after the wiring started
   const trace = ctx.trace;
-  const wiring = host.netlink ? startNetlinkWiring(veth, host, host.netlink, trace) : startWiring(veth, host, trace);
+  let wiring = startFor(veth, host, trace);
   try {
     let reply: AddNetworkReply;
     try {
@@ -108,39 +139,99 @@ export async function cmdAdd(
       await wiring.abort();
       throw addFailure(e);
     }
-    if (!reply.success || !isIPv4(reply.ipv4_addr)) {
+    const verdict = readPodAddresses(reply, conf.ipFamily);
+    if (!verdict.ok) {
       await wiring.abort();
-      throw cniError('add-no-ipv4', reply.message || `reply ${JSON.stringify(reply)}`);
+      if (verdict.giveBack) await giveBack(ipamd, ids, 'add-failed', describeReply(reply), warnings);
+      throw verdict.error;
     }
-    const plan: WiringPlan = { ...veth, ipv4: reply.ipv4_addr, routeTableId: reply.route_table_id };
-    let wired = false;
-    try {
-      await wiring.finish(plan);
-      wired = true;
-      const result = encodeAddResult(conf.cniVersion, {
-        hostVeth: { name: plan.hostVeth, mac: plan.hostMac },
-        pod: { ifName: env.ifName, mac: plan.podMac, netns: env.netns },
-        ipv4: plan.ipv4,
-        mtu: plan.mtu,
-      });
-      const chained = chainAddResult(result, conf.prevResult);
-      // Serialised here, inside the rollback: nothing that can fail comes after the IP is kept.
-      const json = JSON.stringify(chained);
-      trace?.('finished');
-      return { result: chained, json, ip: plan.ipv4 };
-    } catch (e) {
-      // Any failure after the assignment gives everything back: the wiring, then the IP.
-      if (wired) await unwire(plan, host);
-      const conflict = e instanceof IpConflictError;
-      await ipamd
-        .delNetwork({ ...ids, reason: conflict ? DEL_REASON_IP_CONFLICT : 'add-failed' }, ROLLBACK_TIMEOUT_MS)
-        .catch((err: Error) => {
-          warnings.push(`could not return ${plan.ipv4} to ipamd after the failed ADD: ${err.message}`);
-        });
-      if (conflict) warnings.push(`refused ${plan.ipv4}: ${(e as IpConflictError).msg}`);
-      throw asCniError(e, CNI_ERRORS['add-rolled-back'].code, CNI_ERRORS['add-rolled-back'].msg);
+    const a = verdict.addrs;
+    if (a.family !== veth.family || !!veth.egress !== !!a.egressV4) {
+      // `ipFamily: auto` on a node not serving IPv4, or no egress address: wire the served family instead.
+      await wiring.abort();
+      veth = vethPlanOf(env, conf, a.family);
+      if (!a.egressV4) delete veth.egress;
+      wiring = startFor(veth, host, trace);
     }
+    const plan: WiringPlan = {
+      ...veth,
+      ipv4: a.ipv4,
+      routeTableId: reply.route_table_id,
+      ...(a.ipv6 ? { ipv6: a.ipv6 } : {}),
+      ...(a.egressV4 ? { egressV4: a.egressV4 } : {}),
+    };
+    return await finishAdd(plan, wiring, { env, conf, ids, ipamd, host, warnings, trace });
   } finally {
     ipamd.close();
+  }
+}
+
+/** Tells ipamd to release the key after a refused or failed ADD; a failure is only a warning. */
+async function giveBack(
+  ipamd: IpamdClient,
+  ids: NetworkRequestIds,
+  reason: string,
+  what: string,
+  warnings: string[],
+): Promise<void> {
+  await ipamd.delNetwork({ ...ids, reason }, ROLLBACK_TIMEOUT_MS).catch((err: Error) => {
+    warnings.push(`could not return ${what} to ipamd after the failed ADD: ${err.message}`);
+  });
+}
+
+const describeReply = (r: AddNetworkReply): string =>
+  describeAddresses({ ipv4: r.ipv4_addr, ipv6: r.ipv6_addr, egressV4: r.egress_v4_addr ?? '' }) || 'the key';
+
+/**
+ * Stage 2 and the result: finishes `wiring` with `plan`, builds and serialises the
+ * result; any failure removes the wiring and gives the addresses back (reason
+ * "ip-conflict" when the node already routes one of them to another pod).
+ */
+async function finishAdd(
+  plan: WiringPlan,
+  wiring: PendingWiring,
+  c: {
+    env: CniEnv;
+    conf: NetConf;
+    ids: NetworkRequestIds;
+    ipamd: IpamdClient;
+    host: NodeSide;
+    warnings: string[];
+    trace: VerbContext['trace'];
+  },
+): Promise<{ result: AddResult | Record<string, unknown>; json: string; ip: string }> {
+  const what = describeAddresses(plan);
+  let wired = false;
+  try {
+    await wiring.finish(plan);
+    wired = true;
+    const result = encodeAddResult(c.conf.cniVersion, {
+      hostVeth: { name: plan.hostVeth, mac: plan.hostMac },
+      pod: { ifName: c.env.ifName, mac: plan.podMac, netns: c.env.netns },
+      ipv4: plan.ipv4,
+      ...(plan.ipv6 ? { ipv6: plan.ipv6 } : {}),
+      ...(plan.egress && plan.egressV4
+        ? {
+            egress: {
+              hostVeth: { name: plan.egress.hostVeth, mac: plan.egress.hostMac },
+              pod: { ifName: plan.egress.ifName, mac: plan.egress.podMac },
+              ipv4: plan.egressV4,
+            },
+          }
+        : {}),
+      mtu: plan.mtu,
+    });
+    const chained = chainAddResult(result, c.conf.prevResult);
+    // Serialised here, inside the rollback: nothing that can fail comes after the IP is kept.
+    const json = JSON.stringify(chained);
+    c.trace?.('finished');
+    return { result: chained, json, ip: what };
+  } catch (e) {
+    // Any failure after the assignment gives everything back: the wiring, then the addresses.
+    if (wired) await unwire(plan, c.host);
+    const conflict = e instanceof IpConflictError;
+    await giveBack(c.ipamd, c.ids, conflict ? DEL_REASON_IP_CONFLICT : 'add-failed', what, c.warnings);
+    if (conflict) c.warnings.push(`refused ${(e as IpConflictError).ipv4}: ${(e as IpConflictError).msg}`);
+    throw asCniError(e, CNI_ERRORS['add-rolled-back'].code, CNI_ERRORS['add-rolled-back'].msg);
   }
 }

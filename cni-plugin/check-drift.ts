@@ -15,7 +15,7 @@ export interface ExpectedAttachment {
   netns: string;
   /** Pod interface (CNI_IFNAME). */
   ifName: string;
-  /** Pod IPv4 from prevResult. */
+  /** Pod IPv4 from prevResult; '' for an IPv6-only pod (no IPv4 part checked). */
   ipv4: string;
   /** Pod interface MAC from prevResult, when it gives one (lower case). */
   podMac?: string;
@@ -40,7 +40,7 @@ export interface NodeState {
   rules: IpJson[];
 }
 
-const flags = (o: IpJson | undefined, key = 'flags'): string[] =>
+export const flags = (o: IpJson | undefined, key = 'flags'): string[] =>
   Array.isArray(o?.[key]) ? (o![key] as string[]) : [];
 
 /**
@@ -63,9 +63,20 @@ export function findDrift(e: ExpectedAttachment, pod: PodState, node: NodeState)
     if (e.podMac && mac !== e.podMac)
       p.push(`interface ${e.ifName} ${where} has MAC ${mac}, prevResult says ${e.podMac}`);
     const addrs = Array.isArray(link.addr_info) ? (link.addr_info as IpJson[]) : [];
-    if (!addrs.some((a) => a.family === 'inet' && a.local === e.ipv4 && a.prefixlen === 32))
+    if (e.ipv4 && !addrs.some((a) => a.family === 'inet' && a.local === e.ipv4 && a.prefixlen === 32))
       p.push(`address ${e.ipv4}/32 missing on ${e.ifName} ${where}`);
   }
+  if (e.ipv4) p.push(...v4PodDrift(e, pod, hostMac));
+  if (!hostLink) p.push(`host veth ${e.hostVeth} missing on the node`);
+  else if (!flags(hostLink).includes('UP')) p.push(`host veth ${e.hostVeth} is down on the node`);
+  if (e.ipv4) p.push(...v4HostDrift(e, node));
+  return p;
+}
+
+/** The pod-side IPv4 part of {@link findDrift}: gateway route, default route, neighbour. */
+function v4PodDrift(e: ExpectedAttachment, pod: PodState, hostMac: string): string[] {
+  const p: string[] = [];
+  const where = `in ${e.netns}`;
   const onIf = (r: IpJson) => r.dev === e.ifName;
   if (!pod.routes.some((r) => onIf(r) && r.dst === POD_GATEWAY && r.scope === 'link' && !r.gateway)) {
     p.push(`route ${POD_GATEWAY} dev ${e.ifName} scope link missing ${where}`);
@@ -85,9 +96,12 @@ export function findDrift(e: ExpectedAttachment, pod: PodState, node: NodeState)
       `neighbour ${POD_GATEWAY} on ${e.ifName} ${where} is not permanent (${flags(neigh, 'state').join(',') || 'no state'})`,
     );
   }
+  return p;
+}
 
-  if (!hostLink) p.push(`host veth ${e.hostVeth} missing on the node`);
-  else if (!flags(hostLink).includes('UP')) p.push(`host veth ${e.hostVeth} is down on the node`);
+/** The node-side IPv4 part of {@link findDrift}: host route, rules. */
+function v4HostDrift(e: ExpectedAttachment, node: NodeState): string[] {
+  const p: string[] = [];
   const [hostRoute] = routesTo(
     node.routes.map((j) => routeFromJson(j as RouteJson)),
     e.ipv4,

@@ -5,8 +5,11 @@
  * the interface, its `<ip>/32`, the `169.254.1.1` scope-link route, the default route
  * via it, the permanent neighbour entry pointing at the host veth MAC; on the node: the
  * host veth, the host route `<ip>/32` to it, and the ip rules `policyRoutingLines` adds
- * for the ENI's route table. Success prints nothing; drift fails with code 100 naming
- * every missing piece.
+ * for the ENI's route table. The IPv6 side when prevResult has one (check-drift-v6.ts:
+ * `/128`, `::/0 via fe80::1`, its permanent neighbour, the node's `/128` route), and an
+ * IPv6 pod's egress pair `v4if0` (checked like an IPv4 pod's interface, without rules);
+ * ipamd must hold every address prevResult names. Success prints nothing; drift fails
+ * with code 100 naming every missing piece.
  */
 import { findDrift } from './check-drift.js';
 import { requireEnv, type CniEnv } from './env.js';
@@ -22,6 +25,7 @@ import { networkIds } from './request.js';
 import { versionAtLeast } from './versions.js';
 import { hostVethMac, hostVethName, podVethMac } from './veth-name.js';
 import type { WiringPlan } from './wiring.js';
+import { familyDrift, heldProblems, V6_ROUTES } from './check-families.js';
 
 /** Deadline of `CheckNetwork` in ms. */
 export const CHECK_TIMEOUT_MS = 5_000;
@@ -44,13 +48,16 @@ export async function cmdCheck(env: CniEnv, conf: NetConf, ctx: VerbContext = {}
   const problems: string[] = [];
   if (prev.podIf?.sandbox && prev.podIf.sandbox !== env.netns)
     problems.push(`prevResult puts ${env.ifName} in ${prev.podIf.sandbox}, not CNI_NETNS ${env.netns}`);
-  if (prev.prefixLen !== 32) problems.push(`prevResult gives ${prev.ipv4}/${prev.prefixLen}, this plugin assigns /32`);
+  if (prev.ipv4 && prev.prefixLen !== 32)
+    problems.push(`prevResult gives ${prev.ipv4}/${prev.prefixLen}, this plugin assigns /32`);
+  if (prev.ipv6 && prev.ipv6PrefixLen !== 128)
+    problems.push(`prevResult gives ${prev.ipv6}/${prev.ipv6PrefixLen}, this plugin assigns /128`);
 
   const host = hostOf(ctx);
   const ipamd = host.ipamd(conf.ipamdSocket);
   const held = ipamd.checkNetwork(networkIds(env, conf), CHECK_TIMEOUT_MS).finally(() => ipamd.close());
-  const podState = ipShow(['addr show', 'route show', 'neigh show'], env.netns, host.ip);
-  const nodeState = ipShow(['link show', 'route show', 'rule show'], host.nodeNetns, host.ip);
+  const podState = ipShow(['addr show', 'route show', 'neigh show', V6_ROUTES], env.netns, host.ip);
+  const nodeState = ipShow(['link show', 'route show', 'rule show', V6_ROUTES], host.nodeNetns, host.ip);
   const [h, pod, node] = await Promise.allSettled([held, podState, nodeState]);
 
   let routeTableId: number | undefined;
@@ -60,14 +67,10 @@ export async function cmdCheck(env: CniEnv, conf: NetConf, ctx: VerbContext = {}
       throw cniError('check-ipamd-down', e.message);
     }
     throw cniError('check-refused', e.message);
-  } else if (!h.value.held) {
-    problems.push(
-      `ipamd holds no IP for container ${env.containerId} ${env.ifName} in network ${conf.name} (prevResult says ${prev.ipv4})`,
-    );
-  } else if (h.value.ipv4_addr !== prev.ipv4) {
-    problems.push(`ipamd holds ${h.value.ipv4_addr} for this container, prevResult says ${prev.ipv4}`);
   } else {
-    routeTableId = h.value.route_table_id;
+    const held = heldProblems(h.value, prev, `container ${env.containerId} ${env.ifName} in network ${conf.name}`);
+    problems.push(...held);
+    if (!held.length) routeTableId = h.value.route_table_id;
   }
   if (pod.status === 'rejected') throw cniError('check-netns', (pod.reason as Error).message, { netns: env.netns });
   if (node.status === 'rejected') throw cniError('check-node-state', (node.reason as Error).message);
@@ -83,8 +86,8 @@ export async function cmdCheck(env: CniEnv, conf: NetConf, ctx: VerbContext = {}
     mtu: conf.mtu,
     routeTableId: routeTableId ?? 0,
   };
-  const [addrs, routes, neighs] = pod.value;
-  const [links, nodeRoutes, rules] = node.value;
+  const [addrs, routes, neighs, routes6] = pod.value;
+  const [links, nodeRoutes, rules, nodeRoutes6] = node.value;
   problems.push(
     ...findDrift(
       {
@@ -100,6 +103,12 @@ export async function cmdCheck(env: CniEnv, conf: NetConf, ctx: VerbContext = {}
       { addrs: addrs!, routes: routes!, neighs: neighs! },
       { links: links!, routes: nodeRoutes!, rules: rules! },
     ),
+  );
+  problems.push(
+    ...familyDrift(plan, prev, conf.vethPrefix, env.containerId, {
+      pod: { addrs: addrs!, routes: routes!, neighs: neighs!, routes6: routes6! },
+      node: { links: links!, routes: nodeRoutes!, rules: rules!, routes6: nodeRoutes6! },
+    }),
   );
   if (problems.length)
     throw cniError('check-drift', `CHECK of ${env.ifName} in ${env.netns} against prevResult`, {

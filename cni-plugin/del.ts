@@ -1,7 +1,10 @@
 /**
  * CNI DEL: idempotent, succeeds in the end. Deletes the host veth by its computed name
- * (removing the pair and the host route) and releases the IP at ipamd (`DelNetwork`
- * reason "cni-del") in parallel, then removes the pod's ip rules. A missing/empty netns,
+ * (removing the pair, the host routes and neighbours of both families) and releases the
+ * key at ipamd (`DelNetwork` reason "cni-del": every address it holds, IPv4 and IPv6
+ * together) in parallel, then removes the pod's ip rules (IPv4 only). An IPv6 pod's
+ * egress pair (`v4if0`) is deleted too: in parallel when the config says `ipFamily:
+ * ipv6`, else when ipamd (or, without ipamd, prevResult) names an egress address. A missing/empty netns,
  * an unknown container and an unreachable ipamd (it reclaims the IP later) are all
  * success, logged as warnings; with ipamd unreachable the host side is torn down from
  * `prevResult` (the IP it names: its rules, unless another attachment now holds it).
@@ -16,6 +19,7 @@ import { readPrevResult } from './prev-result.js';
 import { networkIds } from './request.js';
 import { hostVethMac, hostVethName, podVethMac } from './veth-name.js';
 import { deleteHostVeth } from './wiring.js';
+import { egressVeth } from './wiring-plan.js';
 
 /** Deadline of `DelNetwork` in ms. */
 export const DEL_TIMEOUT_MS = 5_000;
@@ -35,23 +39,34 @@ export async function cmdDel(
   const hostVeth = hostVethName(conf.vethPrefix, env.containerId, env.ifName);
   const host = hostOf(ctx);
   const ipamd = host.ipamd(conf.ipamdSocket);
+  const egress = egressVeth(conf.vethPrefix, env.containerId, env.ifName).hostVeth;
   try {
-    const [unwired, released] = await Promise.allSettled([
+    const [unwired, released, egressEarly] = await Promise.allSettled([
       deleteHostVeth(hostVeth, host),
       ipamd.delNetwork({ ...networkIds(env, conf), reason: 'cni-del' }, DEL_TIMEOUT_MS),
+      conf.ipFamily === 'ipv6' ? deleteHostVeth(egress, host) : Promise.resolve(false),
     ]);
     if (unwired.status === 'rejected') {
       throw cniError('del-veth', (unwired.reason as Error).message, { veth: hostVeth });
+    }
+    const prev = conf.prevResult ? readPrevResult(conf.prevResult, env.ifName) : undefined;
+    const egressNamed =
+      (released.status === 'fulfilled' && !!released.value.egress_v4_addr) ||
+      (released.status === 'rejected' && typeof prev === 'object' && !!prev.egressV4);
+    if (egressEarly.status === 'rejected' || (conf.ipFamily !== 'ipv6' && egressNamed)) {
+      await deleteHostVeth(egress, host).catch((e: Error) => {
+        throw cniError('del-veth', e.message, { veth: egress });
+      });
     }
     let ip = '';
     let cleanup: Promise<string[]> | undefined;
     if (released.status === 'rejected') {
       warnings.push(`ipamd not reached on DEL, it will reclaim the IP later: ${(released.reason as Error).message}`);
-      const prev = conf.prevResult ? readPrevResult(conf.prevResult, env.ifName) : undefined;
-      if (prev && typeof prev !== 'string')
+      if (prev && typeof prev !== 'string' && prev.ipv4)
         cleanup = teardownHost({ hostVeth, ipv4: prev.ipv4, vethDone: true, node: host });
     } else if (released.value.released) {
       ip = released.value.ipv4_addr; // released=false: unknown container or a repeated DEL, also success
+      if (!ip) return { ip: released.value.ipv6_addr ?? '' }; // IPv6 only: no rules; routes went with the veths
       // route_table_id 0: ipamd no longer knows the ENI, so rules are found by IP instead.
       cleanup =
         released.value.route_table_id === 0

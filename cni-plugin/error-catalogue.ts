@@ -144,6 +144,18 @@ const PLUGIN_ERRORS = {
     when: 'a field of the config is missing or wrong (details name it)',
     by: 'plugin',
   },
+  'add-family': {
+    code: CniCode.InvalidNetworkConfig,
+    msg: 'this node serves {served}, the network config asks for ipFamily {asked}',
+    when: 'ADD: the config asks for an IP family the node does not serve (the address, if any, is given back)',
+    by: 'plugin',
+  },
+  'egress-ifname': {
+    code: CniCode.InvalidEnv,
+    msg: 'CNI_IFNAME {ifName} is the IPv4 egress interface of IPv6 pods',
+    when: 'ADD on an IPv6 node with CNI_IFNAME v4if0',
+    by: 'plugin',
+  },
   'gc-attachments': {
     code: CniCode.InvalidNetworkConfig,
     msg: 'GC needs cni.dev/valid-attachments',
@@ -159,7 +171,7 @@ const PLUGIN_ERRORS = {
   'check-prev-result': {
     code: CniCode.InvalidNetworkConfig,
     msg: '{problem}',
-    when: "CHECK: prevResult missing or without this interface's IPv4",
+    when: "CHECK: prevResult missing or without this interface's address (IPv4 or IPv6)",
     by: 'plugin',
   },
   // ---- 11: try again later
@@ -265,6 +277,18 @@ const PLUGIN_ERRORS = {
     code: CniCode.IpamdError,
     msg: 'ipamd did not assign an IPv4 address',
     when: 'ADD: ipamd answered without an address',
+    by: 'plugin',
+  },
+  'add-no-address': {
+    code: CniCode.IpamdError,
+    msg: 'ipamd serving {mode} did not assign {missing}',
+    when: 'ADD: an IPv6 or dual-stack answer without every address of its mode (dual: both, never one)',
+    by: 'plugin',
+  },
+  'add-unknown-family': {
+    code: CniCode.IpamdError,
+    msg: 'ipamd serves IP family {mode}, which this plugin does not know (plugin/ipamd version skew?)',
+    when: 'ADD: a newer ipamd names a mode this plugin cannot wire',
     by: 'plugin',
   },
   'check-refused': {

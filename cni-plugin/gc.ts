@@ -1,9 +1,10 @@
 /**
  * CNI GC (spec 1.1.0, "GC"): the runtime lists the attachments it still knows in
  * `cni.dev/valid-attachments` (`[{"containerID","ifname"}]`); ipamd releases every
- * allocation of this network not listed (`GcNetwork`), and the plugin removes the
- * leftover node side of each released one (host veth, host route, ip rules). Nothing
- * is printed on success.
+ * allocation of this network not listed (`GcNetwork`: every address of a key, IPv4 and
+ * IPv6 together), and the plugin removes the leftover node side of each released one
+ * (host veth with the host routes and neighbours of both families, an IPv6 pod's egress
+ * veth, the IPv4 ip rules). Nothing is printed on success.
  */
 import { IPAM_API_VERSION, type ValidAttachment } from '../proto/ipam.js';
 import { cniError } from './error-catalogue.js';
@@ -15,6 +16,8 @@ import type { NetConf } from './netconf.js';
 import { PLUGIN_VERSION } from './request.js';
 import { versionAtLeast } from './versions.js';
 import { hostVethMac, hostVethName, podVethMac } from './veth-name.js';
+import { deleteHostVeth } from './wiring.js';
+import { egressVeth } from './wiring-plan.js';
 
 /** Deadline of `GcNetwork` in ms (it waits for one checkpoint write). */
 export const GC_TIMEOUT_MS = 10_000;
@@ -89,15 +92,18 @@ export async function cmdGc(conf: NetConf, warnings: string[], ctx: VerbContext 
         mtu: conf.mtu,
         routeTableId: r.route_table_id,
       };
+      const what = [r.ipv4_addr, r.ipv6_addr, r.egress_v4_addr].filter(Boolean).join(', ');
       try {
+        if (r.egress_v4_addr)
+          await deleteHostVeth(egressVeth(conf.vethPrefix, r.container_id, r.if_name).hostVeth, host);
         warnings.push(
           ...(await teardownHost({ hostVeth, ipv4: r.ipv4_addr, node: host, ...(r.route_table_id ? { plan } : {}) })),
         );
       } catch (e) {
-        failed.push(`${hostVeth} (${r.ipv4_addr}): ${(e as Error).message}`);
+        failed.push(`${hostVeth} (${what}): ${(e as Error).message}`);
       }
     }),
   );
   if (failed.length) throw cniError('gc-veth', failed.join('; '), { released: released.length, failed: failed.length });
-  return { released: released.map((r) => r.ipv4_addr) };
+  return { released: released.map((r) => [r.ipv4_addr, r.ipv6_addr].filter(Boolean).join('+')) };
 }

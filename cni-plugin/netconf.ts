@@ -67,6 +67,10 @@ const schema = z.looseObject({
       .string({ error: 'nodePlugin must be a string' })
       .check(z.regex(/^(\/.*)?$/, 'nodePlugin must be an absolute path or empty')),
   ),
+  ipFamily: z._default(
+    z.enum(['auto', 'ipv4', 'ipv6', 'dual'], { error: 'ipFamily must be one of auto, ipv4, ipv6, dual' }),
+    'auto',
+  ),
   prevResult: z.optional(z.record(z.string(), z.unknown(), { error: 'prevResult must be an object' })),
   runtimeConfig: z.optional(z.record(z.string(), z.unknown(), { error: 'runtimeConfig must be an object' })),
 });
@@ -100,6 +104,13 @@ export interface NetConf {
    * ipamd cannot take the call. ipamd writes it only with ENI_IPAM_CNI_EXEC=false.
    */
   nodePlugin?: string;
+  /**
+   * The IP family this network's pods get (docs/design.md#ip-families): `auto` (default,
+   * whatever ipamd serves), or `ipv4`, `ipv6`, `dual` to refuse (code 7 naming the mode)
+   * an ADD on a node serving another. A known family also lets ADD wire the family's
+   * routes while ipamd answers.
+   */
+  ipFamily: 'auto' | 'ipv4' | 'ipv6' | 'dual';
   /** The previous result (DEL, CHECK), as the runtime sent it. */
   prevResult?: Record<string, unknown>;
   /** Runtime-provided capability values. */

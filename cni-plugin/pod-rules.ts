@@ -8,20 +8,15 @@
 import { asCidr, podRules, ruleFromJson, ruleLine, sameRule, type IpRule, type RuleJson } from '../netfacts/ip-rule.js';
 import type { IpJson } from '../netfacts/ip-query.js';
 import { tableName } from '../netfacts/routing.js';
-
-/** What the pod's rules depend on: its IPv4 (dotted quad) and the route table of the ENI holding it (254 = main). */
-export interface PodRuleKey {
-  ipv4: string;
-  routeTableId: number;
-}
+import type { WiringPlan } from './wiring-plan.js';
 
 /** The rules ADD installs for the pod of `plan` (its IP and the ENI's route table). */
-export function expectedPodRules(plan: PodRuleKey): IpRule[] {
-  return podRules(plan.ipv4, plan.routeTableId);
+export function expectedPodRules(plan: Pick<WiringPlan, 'ipv4' | 'routeTableId'>): IpRule[] {
+  return plan.ipv4 ? podRules(plan.ipv4, plan.routeTableId) : []; // an IPv6-only pod has no IPv4 rules
 }
 
 /** `ip rule del` lines removing exactly what ADD added for `plan`. */
-export function podRuleDeleteLines(plan: PodRuleKey): string[] {
+export function podRuleDeleteLines(plan: Pick<WiringPlan, 'ipv4' | 'routeTableId'>): string[] {
   return expectedPodRules(plan).map((r) => ruleLine('del', r, { tableNames: true }));
 }
 

@@ -1,6 +1,8 @@
 /**
  * CNI STATUS (spec 1.1.0, "STATUS"): succeeds (nothing printed) when ipamd can hand out
- * an IPv4 address now. Otherwise it fails with the spec's codes:
+ * the addresses of the mode it serves now (an IPv4, an IPv6 from the node's /80, or both
+ * for dual-stack) and that mode is the config's `ipFamily` (or `auto`). Otherwise it
+ * fails with the spec's codes (the message names ipamd's mode):
  * - 50 "the plugin is not available (i.e. cannot service ADD requests)": ipamd
  *   unreachable (no socket, nothing listening, shutting down, too old to answer), not
  *   ready, or its pool is empty and cannot grow. Pods already running keep their
@@ -9,7 +11,7 @@
  *   connectivity": only when ipamd itself reports it.
  * The message is ipamd's reason.
  */
-import { IPAM_API_VERSION } from '../proto/ipam.js';
+import { IPAM_API_VERSION, servedFamily } from '../proto/ipam.js';
 import { CniCode } from './errors.js';
 import { cniError } from './error-catalogue.js';
 import type { VerbContext } from './invocation.js';
@@ -41,9 +43,14 @@ export async function cmdStatus(conf: NetConf, ctx: VerbContext = {}): Promise<v
   } finally {
     ipamd.close();
   }
+  const mode = servedFamily(reply.ip_family) ?? reply.ip_family ?? '';
+  if (conf.ipFamily !== 'auto' && conf.ipFamily !== mode)
+    throw cniError('status-cannot-serve', '', {
+      reason: `this node serves ${mode}, the network config asks for ipFamily ${conf.ipFamily}`,
+    });
   if (reply.can_serve) return;
   const limited = reply.code === CniCode.PluginNotAvailableLimitedConnectivity;
   throw cniError(limited ? 'status-limited' : 'status-cannot-serve', '', {
-    reason: reply.message || 'ipamd cannot serve an IP now',
+    reason: `${reply.message || 'ipamd cannot serve an IP now'}${mode === 'ipv4' ? '' : ` (mode ${mode})`}`,
   });
 }

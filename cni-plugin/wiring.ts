@@ -29,25 +29,19 @@ import { IpBatchError, type IpStream } from '../netfacts/ip-batch.js';
 import { ipDeleteAll, ipShow } from '../netfacts/ip-query.js';
 import { podHostRoute, routeFromJson, routeLine, type RouteJson } from '../netfacts/ip-route.js';
 import { ruleLine } from '../netfacts/ip-rule.js';
-import { expectedPodRules, podRuleDeleteLines, type PodRuleKey } from './pod-rules.js';
-import { POD_GATEWAY } from './result.js';
+import { expectedPodRules, podRuleDeleteLines } from './pod-rules.js';
+import { applyHostVethSysctls } from './host-sysctl.js';
+import { hasV4, hasV6, type VethPlan, type WiringPlan } from './wiring-plan.js';
+import {
+  egressVethLines,
+  hostV6RouteLines,
+  podHostRouteV6,
+  podV6AddressLines,
+  podV6RouteLines,
+  v4GatewayLines,
+} from './wiring-v6.js';
 
-/** Everything needed to wire (or unwire) one attachment. */
-export interface WiringPlan extends PodRuleKey {
-  /** Pod netns path (`/var/run/netns/<name>` or `/proc/<pid>/ns/net`). */
-  netns: string;
-  /** Interface name inside the pod (CNI_IFNAME). */
-  ifName: string;
-  hostVeth: string;
-  hostMac: string;
-  podMac: string;
-  /** Pod IPv4, dotted quad. */
-  ipv4: string;
-  /** MTU in bytes of both ends. */
-  mtu: number;
-  /** Route table of the ENI holding the IP (254 = main). Used by {@link policyRoutingLines}. */
-  routeTableId: number;
-}
+export type { EgressVeth, VethPlan, WiringPlan } from './wiring-plan.js';
 
 /**
  * The pod's ip rules (netfacts/ip-rule.ts `podRules`: prio 512 `to <ip>/32 lookup main`,
@@ -59,14 +53,12 @@ export function policyRoutingLines(plan: WiringPlan): string[] {
   return expectedPodRules(plan).map((r) => ruleLine('add', r, { tableNames: true }));
 }
 
-/** The part of a plan known before ipamd answers (everything but the address and its table). */
-export type VethPlan = Omit<WiringPlan, 'ipv4' | 'routeTableId'>;
-
 /** Node-side lines creating the veth pair (peer straight into the pod netns); no IP needed. */
 export function vethLines(p: VethPlan): string[] {
   return [
     `link add name ${p.hostVeth} address ${p.hostMac} mtu ${p.mtu} type veth peer name ${p.ifName} address ${p.podMac} mtu ${p.mtu} netns ${p.netns}`,
     `link set dev ${p.hostVeth} up`,
+    ...egressVethLines(p),
   ];
 }
 
@@ -76,7 +68,8 @@ export function vethLines(p: VethPlan): string[] {
  * `replace` only once a read showed the route is this attachment's own.
  */
 export function hostRouteLines(p: WiringPlan, route: 'add' | 'replace' = 'add'): string[] {
-  return [routeLine(route, podHostRoute(p.ipv4, p.hostVeth)), ...policyRoutingLines(p)];
+  const v4 = p.ipv4 ? [routeLine(route, podHostRoute(p.ipv4, p.hostVeth)), ...policyRoutingLines(p)] : [];
+  return [...v4, ...hostV6RouteLines(p, route)];
 }
 
 /**
@@ -108,7 +101,8 @@ export async function otherRouteDevice(
   ownVeth: string,
   node: NodeSide = LOCAL_NODE,
 ): Promise<string | undefined> {
-  const [rows] = await ipShow([`route show exact ${ipv4}/32`], node.nodeNetns, node.ip);
+  const dst = ipv4.includes(':') ? podHostRouteV6(ipv4, ownVeth).dst : `${ipv4}/32`;
+  const [rows] = await ipShow([`route show exact ${dst}`], node.nodeNetns, node.ip);
   const routes = rows!.map((j) => ({ route: routeFromJson(j as RouteJson), typed: typeof j.type === 'string' }));
   const other =
     routes.find(({ route: r }) => r.dev !== undefined && r.dev !== ownVeth) ??
@@ -158,6 +152,25 @@ export function podLines(p: WiringPlan): string[] {
 }
 
 /**
+ * Deletes the host veth of `p` and, for an IPv6 pod, its egress host veth (each removes
+ * its peer, host route and neighbours). Both are tried.
+ * @returns true if the first existed.
+ * @throws the first failure other than "no such device".
+ */
+export async function deleteHostVeths(
+  p: Pick<VethPlan, 'hostVeth' | 'egress'>,
+  node: NodeSide = LOCAL_NODE,
+): Promise<boolean> {
+  const [first, egress] = await Promise.allSettled([
+    deleteHostVeth(p.hostVeth, node),
+    p.egress ? deleteHostVeth(p.egress.hostVeth, node) : Promise.resolve(false),
+  ]);
+  if (first.status === 'rejected') throw first.reason;
+  if (egress.status === 'rejected') throw egress.reason;
+  return first.value;
+}
+
+/**
  * Deletes the host veth `name` on the node side (`node`, default the current netns),
  * which removes its peer and the host route with it; through `node.netlink` when there is
  * one, else with one `ip` process.
@@ -183,15 +196,14 @@ export const wireError = (p: VethPlan, e: unknown): CniError =>
 export function podRouteLines(p: VethPlan): string[] {
   return [
     `link set dev ${p.ifName} up`,
-    `route replace ${POD_GATEWAY} dev ${p.ifName} scope link`,
-    `route replace default via ${POD_GATEWAY} dev ${p.ifName}`,
-    `neigh replace ${POD_GATEWAY} lladdr ${p.hostMac} dev ${p.ifName} nud permanent`,
+    ...(hasV4(p.family) ? v4GatewayLines(p.ifName, p.hostMac) : []),
+    ...podV6RouteLines(p),
   ];
 }
 
-/** The pod-side line that needs the IP. */
+/** The pod-side lines that need the addresses (IPv4 `/32`, IPv6 `/128`, egress `/32`). */
 export function podAddressLines(p: WiringPlan): string[] {
-  return [`addr replace ${p.ipv4}/32 dev ${p.ifName}`];
+  return [...(p.ipv4 ? [`addr replace ${p.ipv4}/32 dev ${p.ifName}`] : []), ...podV6AddressLines(p)];
 }
 
 /** ADD's wiring once started by {@link startWiring}: finished with the IP, or abandoned. */
@@ -215,7 +227,7 @@ export interface PendingWiring {
  * added. Never throws.
  */
 export async function unwire(p: WiringPlan, node: NodeSide = LOCAL_NODE): Promise<void> {
-  await deleteHostVeth(p.hostVeth, node).catch(() => undefined);
+  await deleteHostVeths(p, node).catch(() => undefined);
   await ipDeleteAll(podRuleDeleteLines(p), node.nodeNetns, node.ip).catch(() => undefined);
 }
 
@@ -232,10 +244,17 @@ export async function addHostRoute(plan: WiringPlan, node: NodeSide, add: () => 
   } catch (e) {
     if (!isFileExists(e)) throw e;
     // Unreadable counts as a conflict: the rules may be a live pod's, never delete them.
-    const other = await otherRouteDevice(plan.ipv4, plan.hostVeth, node).catch(
-      (err: Error) => `an existing route that could not be read (${err.message})`,
-    );
-    if (other !== undefined) throw new IpConflictError(plan.ipv4, other);
+    const mine: [string, string][] = [
+      [plan.ipv4, plan.hostVeth],
+      [plan.ipv6 ?? '', plan.hostVeth],
+      [plan.egressV4 ?? '', plan.egress?.hostVeth ?? ''],
+    ];
+    for (const [ip, veth] of mine.filter(([ip]) => ip)) {
+      const other = await otherRouteDevice(ip, veth, node).catch(
+        (err: Error) => `an existing route that could not be read (${err.message})`,
+      );
+      if (other !== undefined) throw new IpConflictError(ip, other);
+    }
     // Our route went in; an earlier holder's rules were in the way: replace them.
     await ipDeleteAll(podRuleDeleteLines(plan), node.nodeNetns, node.ip);
     await node.ip.ipBatch(hostRouteLines(plan, 'replace'), node.nodeNetns);
@@ -256,7 +275,7 @@ export async function settleFinish(
 ): Promise<void> {
   const failed = h.status === 'rejected' ? h.reason : podSide.status === 'rejected' ? podSide.reason : undefined;
   if (failed === undefined) return;
-  await deleteHostVeth(plan.hostVeth, node).catch(() => undefined);
+  await deleteHostVeths(plan, node).catch(() => undefined);
   // The rules belong to the live pod that holds the IP: never touch them.
   if (failed instanceof IpConflictError) throw failed;
   await ipDeleteAll(podRuleDeleteLines(plan), node.nodeNetns, node.ip).catch(() => undefined);
@@ -304,18 +323,19 @@ export function startWiring(p: VethPlan, node: NodeSide = LOCAL_NODE, trace?: (m
         await host.barrier();
       } catch (e) {
         if (!isFileExists(e)) throw e;
-        await deleteHostVeth(p.hostVeth, node); // a repeated ADD: start again from scratch
+        await deleteHostVeths(p, node); // a repeated ADD: start again from scratch
         host = ip.openIpStream(nodeNetns);
         host.write(vethLines(p));
         await host.barrier();
       }
+      if (hasV6(p.family)) await applyHostVethSysctls(p.hostVeth, node);
       trace?.('veth-up');
       pod.write(podRouteLines(p));
       trace?.('pod-routes-sent');
       return { host, pod };
     } catch (e) {
       await Promise.allSettled([host.end(), pod.end()]);
-      await deleteHostVeth(p.hostVeth, node).catch(() => undefined);
+      await deleteHostVeths(p, node).catch(() => undefined);
       throw wireError(p, e);
     }
   })();
@@ -335,7 +355,7 @@ export function startWiring(p: VethPlan, node: NodeSide = LOCAL_NODE, trace?: (m
       const started = await stage1.catch(() => undefined);
       if (!started) return; // stage 1 cleaned up after itself
       await Promise.allSettled([started.host.end(), started.pod.end()]);
-      await deleteHostVeth(p.hostVeth, node).catch(() => undefined);
+      await deleteHostVeths(p, node).catch(() => undefined);
     },
   };
 }

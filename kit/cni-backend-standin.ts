@@ -3,7 +3,11 @@
  * `@grpc/proto-loader` over `proto/ipam.proto` (the way ipamd loads it), on a Unix socket
  * in a fresh temp dir. Hands out IPv4s from `10.0.5.0/24` per allocation key
  * `(network_name, container_id, if_name)` (same key → same IP), records every request,
- * and can be told to fail AddNetwork with a gRPC status. Talking to it through the real
+ * and can be told to fail AddNetwork with a gRPC status. `ipFamily` makes it serve an
+ * IPv6 node (a /128 from `2600:1f14:aa:bb00::/80` per key plus an IPv4 egress address
+ * from 169.254.172.0/22) or a dual-stack one (both an IPv4 and an IPv6), answering
+ * AddNetwork, DelNetwork, CheckNetwork, GcNetwork and IpamStatus for both families, and
+ * refusing a request for another family (success false, `ip_family` naming its mode). Talking to it through the real
  * plugin proves wire compatibility of the plugin's static codecs with the .proto.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -18,7 +22,9 @@ import {
   type AddNetworkRequest,
   type DelNetworkReply,
   type DelNetworkRequest,
+  type IpFamilyMode,
 } from '../proto/ipam.js';
+import { familyServices, type V6Allocation } from './cni-backend-standin-v6.js';
 
 /** One request the stand-in received. */
 export type CniBackendCall =
@@ -40,6 +46,10 @@ export interface CniBackendStandIn {
    * gives is the one recorded in {@link allocations}.
    */
   addReply?: (req: AddNetworkRequest) => Partial<AddNetworkReply> | undefined;
+  /** The mode served (default `ipv4`); set before the first ADD. */
+  ipFamily: IpFamilyMode;
+  /** IPv6 and egress addresses per allocation key (`ipv6`, `dual`). */
+  v6: Map<string, V6Allocation>;
   /** Stops serving (connections refused afterwards); idempotent. */
   stop(): Promise<void>;
   /** {@link stop} and remove the temp dir; idempotent. */
@@ -71,6 +81,8 @@ export async function startCniBackendStandIn(): Promise<CniBackendStandIn> {
     socket: path.join(dir, 'ipamd.sock'),
     calls: [],
     allocations: new Map(),
+    ipFamily: 'ipv4',
+    v6: new Map(),
     async stop() {
       if (stopped) return;
       stopped = true;
@@ -82,7 +94,9 @@ export async function startCniBackendStandIn(): Promise<CniBackendStandIn> {
       await rm(dir, { recursive: true, force: true });
     },
   };
+  const v6 = familyServices(standin, keyOf);
   server.addService(pkg.eniipam.v1.CNIBackend.service, {
+    ...v6.handlers,
     AddNetwork: (
       call: grpc.ServerUnaryCall<AddNetworkRequest, AddNetworkReply>,
       cb: grpc.sendUnaryData<AddNetworkReply>,
@@ -92,6 +106,7 @@ export async function startCniBackendStandIn(): Promise<CniBackendStandIn> {
       if (standin.failAdd)
         return cb({ code: standin.failAdd.code, details: standin.failAdd.details } as grpc.ServiceError);
       const key = keyOf(req);
+      if (standin.ipFamily !== 'ipv4') return cb(null, v6.add(req, key));
       let ip = standin.allocations.get(key);
       const extra = standin.addReply?.(req) ?? {};
       if (!ip) standin.allocations.set(key, (ip = extra.ipv4_addr ?? `10.0.5.${next++}`));
@@ -117,6 +132,7 @@ export async function startCniBackendStandIn(): Promise<CniBackendStandIn> {
       const req = call.request;
       standin.calls.push({ method: 'DelNetwork', request: req });
       const key = keyOf(req);
+      if (standin.ipFamily !== 'ipv4') return cb(null, v6.del(key));
       const ip = standin.allocations.get(key);
       const eni = eniOf.get(key) ?? { device_number: 0, route_table_id: MAIN_ROUTE_TABLE };
       standin.allocations.delete(key);

@@ -26,6 +26,32 @@ export const MAIN_ROUTE_TABLE = 254;
  */
 export const DEL_REASON_IP_CONFLICT = 'ip-conflict';
 
+/**
+ * The IP family mode ipamd serves (`ip_family` of the replies; docs/design.md#ip-families):
+ * `ipv4` the warm pool; `ipv6` a /128 per pod from the node's /80 plus an IPv4 egress
+ * address for v4if0; `dual` an IPv4 and an IPv6 on eth0, held and released together.
+ * An empty `ip_family` in a reply (an ipamd before IPv6) means `ipv4`.
+ */
+export type IpFamilyMode = 'ipv4' | 'ipv6' | 'dual';
+
+/** Every {@link IpFamilyMode}, in the order the docs list them. */
+export const IP_FAMILY_MODES: readonly IpFamilyMode[] = ['ipv4', 'ipv6', 'dual'];
+
+/**
+ * `AddNetworkRequest.ip_family`: a mode the config asks for, or `auto` (whatever the
+ * node serves). An empty value is an older plugin that can wire IPv4 only.
+ */
+export type RequestedIpFamily = IpFamilyMode | 'auto';
+
+/** The mode a reply's `ip_family` names ('' or absent → `ipv4`); undefined for a value this build does not know. */
+export function servedFamily(v: string | undefined): IpFamilyMode | undefined {
+  if (!v) return 'ipv4';
+  return (IP_FAMILY_MODES as readonly string[]).includes(v) ? (v as IpFamilyMode) : undefined;
+}
+
+/** IPv4 egress range of IPv6 pods (v4if0 addresses, SNATed to the node's primary IPv4), as upstream. */
+export const EGRESS_V4_RANGE = '169.254.172.0/22';
+
 /** Fields identifying one attachment, common to ADD and DEL (field names as in the .proto). */
 export interface NetworkRequestIds {
   api_version: number;
@@ -41,7 +67,10 @@ export interface NetworkRequestIds {
 }
 
 /** `AddNetworkRequest`. */
-export type AddNetworkRequest = NetworkRequestIds;
+export interface AddNetworkRequest extends NetworkRequestIds {
+  /** The family the config asks for ({@link RequestedIpFamily}); absent/'' = an IPv4-only plugin. */
+  ip_family?: string;
+}
 
 /** `AddNetworkReply`. */
 export interface AddNetworkReply {
@@ -54,6 +83,12 @@ export interface AddNetworkReply {
   use_external_snat: boolean;
   eni_id: string;
   message: string;
+  /** The mode ipamd serves ({@link IpFamilyMode}); absent/'' = `ipv4`. */
+  ip_family?: string;
+  /** Prefix length of `ipv6_addr` on the pod (128; 0/absent = 128). */
+  ipv6_prefix_len?: number;
+  /** `ipv6` mode: the pod's IPv4 egress address (v4if0) from {@link EGRESS_V4_RANGE}; '' = none. */
+  egress_v4_addr?: string;
 }
 
 /** `DelNetworkRequest`. */
@@ -69,6 +104,10 @@ export interface DelNetworkReply {
   device_number: number;
   route_table_id: number;
   message: string;
+  /** The IPv6 address released with it (`ipv6`/`dual`); absent/'' = none. */
+  ipv6_addr?: string;
+  /** The IPv4 egress address released with it (`ipv6`); absent/'' = none. */
+  egress_v4_addr?: string;
 }
 
 /** `IpamStatusRequest` (CNI STATUS). */
@@ -98,6 +137,8 @@ export interface IpamStatusReply {
   can_serve: boolean;
   code: number;
   message: string;
+  /** The mode ipamd serves ({@link IpFamilyMode}); absent/'' = `ipv4`. */
+  ip_family?: string;
 }
 
 /** `ValidAttachment`: one entry of CNI GC's `cni.dev/valid-attachments`. */
@@ -120,6 +161,10 @@ export interface ReleasedAttachment {
   if_name: string;
   ipv4_addr: string;
   route_table_id: number;
+  /** The IPv6 address released with it; absent/'' = none. */
+  ipv6_addr?: string;
+  /** The IPv4 egress address released with it; absent/'' = none. */
+  egress_v4_addr?: string;
 }
 
 /** `GcNetworkReply`. */
@@ -138,4 +183,10 @@ export interface CheckNetworkReply {
   device_number: number;
   route_table_id: number;
   eni_id: string;
+  /** The IPv6 address held (`dual`: with `ipv4_addr`; `ipv6`: alone); absent/'' = none. */
+  ipv6_addr?: string;
+  /** `ipv6` mode: the IPv4 egress address held; absent/'' = none. */
+  egress_v4_addr?: string;
+  /** The mode ipamd serves; absent/'' = `ipv4`. */
+  ip_family?: string;
 }

@@ -20,13 +20,14 @@ function encodeAddNetworkRequest(m: Msg, w: Writer): Writer {
   if (m["k8s_pod_namespace"]) w.uint32(66).string(m["k8s_pod_namespace"]);
   if (m["k8s_pod_infra_container_id"]) w.uint32(74).string(m["k8s_pod_infra_container_id"]);
   if (m["k8s_pod_uid"]) w.uint32(82).string(m["k8s_pod_uid"]);
+  if (m["ip_family"]) w.uint32(90).string(m["ip_family"]);
   return w;
 }
 
 /** Reads `eniipam.v1.AddNetworkRequest` (the next `len` bytes, or to the end), defaults filled in. */
 function decodeAddNetworkRequest(r: Reader, len?: number): Msg {
   const end = len === undefined ? r.len : r.pos + len;
-  const m: Msg = { "api_version": 0, "client_version": '', "container_id": '', "if_name": '', "network_name": '', "netns": '', "k8s_pod_name": '', "k8s_pod_namespace": '', "k8s_pod_infra_container_id": '', "k8s_pod_uid": '' };
+  const m: Msg = { "api_version": 0, "client_version": '', "container_id": '', "if_name": '', "network_name": '', "netns": '', "k8s_pod_name": '', "k8s_pod_namespace": '', "k8s_pod_infra_container_id": '', "k8s_pod_uid": '', "ip_family": '' };
   while (r.pos < end) {
     const t = r.uint32();
     switch (t >>> 3) {
@@ -40,6 +41,7 @@ function decodeAddNetworkRequest(r: Reader, len?: number): Msg {
       case 8: m["k8s_pod_namespace"] = r.string(); break;
       case 9: m["k8s_pod_infra_container_id"] = r.string(); break;
       case 10: m["k8s_pod_uid"] = r.string(); break;
+      case 11: m["ip_family"] = r.string(); break;
       default: r.skipType(t & 7);
     }
   }
@@ -57,13 +59,16 @@ function encodeAddNetworkReply(m: Msg, w: Writer): Writer {
   if (m["use_external_snat"]) w.uint32(56).bool(m["use_external_snat"]);
   if (m["eni_id"]) w.uint32(66).string(m["eni_id"]);
   if (m["message"]) w.uint32(74).string(m["message"]);
+  if (m["ip_family"]) w.uint32(82).string(m["ip_family"]);
+  if (m["ipv6_prefix_len"]) w.uint32(88).uint32(m["ipv6_prefix_len"]);
+  if (m["egress_v4_addr"]) w.uint32(98).string(m["egress_v4_addr"]);
   return w;
 }
 
 /** Reads `eniipam.v1.AddNetworkReply` (the next `len` bytes, or to the end), defaults filled in. */
 function decodeAddNetworkReply(r: Reader, len?: number): Msg {
   const end = len === undefined ? r.len : r.pos + len;
-  const m: Msg = { "success": false, "ipv4_addr": '', "ipv6_addr": '', "device_number": 0, "route_table_id": 0, "vpc_v4_cidrs": [], "use_external_snat": false, "eni_id": '', "message": '' };
+  const m: Msg = { "success": false, "ipv4_addr": '', "ipv6_addr": '', "device_number": 0, "route_table_id": 0, "vpc_v4_cidrs": [], "use_external_snat": false, "eni_id": '', "message": '', "ip_family": '', "ipv6_prefix_len": 0, "egress_v4_addr": '' };
   while (r.pos < end) {
     const t = r.uint32();
     switch (t >>> 3) {
@@ -76,6 +81,9 @@ function decodeAddNetworkReply(r: Reader, len?: number): Msg {
       case 7: m["use_external_snat"] = r.bool(); break;
       case 8: m["eni_id"] = r.string(); break;
       case 9: m["message"] = r.string(); break;
+      case 10: m["ip_family"] = r.string(); break;
+      case 11: m["ipv6_prefix_len"] = r.uint32(); break;
+      case 12: m["egress_v4_addr"] = r.string(); break;
       default: r.skipType(t & 7);
     }
   }
@@ -130,13 +138,15 @@ function encodeDelNetworkReply(m: Msg, w: Writer): Writer {
   if (m["device_number"]) w.uint32(32).uint32(m["device_number"]);
   if (m["route_table_id"]) w.uint32(40).uint32(m["route_table_id"]);
   if (m["message"]) w.uint32(50).string(m["message"]);
+  if (m["ipv6_addr"]) w.uint32(58).string(m["ipv6_addr"]);
+  if (m["egress_v4_addr"]) w.uint32(66).string(m["egress_v4_addr"]);
   return w;
 }
 
 /** Reads `eniipam.v1.DelNetworkReply` (the next `len` bytes, or to the end), defaults filled in. */
 function decodeDelNetworkReply(r: Reader, len?: number): Msg {
   const end = len === undefined ? r.len : r.pos + len;
-  const m: Msg = { "success": false, "released": false, "ipv4_addr": '', "device_number": 0, "route_table_id": 0, "message": '' };
+  const m: Msg = { "success": false, "released": false, "ipv4_addr": '', "device_number": 0, "route_table_id": 0, "message": '', "ipv6_addr": '', "egress_v4_addr": '' };
   while (r.pos < end) {
     const t = r.uint32();
     switch (t >>> 3) {
@@ -146,6 +156,8 @@ function decodeDelNetworkReply(r: Reader, len?: number): Msg {
       case 4: m["device_number"] = r.uint32(); break;
       case 5: m["route_table_id"] = r.uint32(); break;
       case 6: m["message"] = r.string(); break;
+      case 7: m["ipv6_addr"] = r.string(); break;
+      case 8: m["egress_v4_addr"] = r.string(); break;
       default: r.skipType(t & 7);
     }
   }
@@ -181,19 +193,21 @@ function encodeIpamStatusReply(m: Msg, w: Writer): Writer {
   if (m["can_serve"]) w.uint32(8).bool(m["can_serve"]);
   if (m["code"]) w.uint32(16).uint32(m["code"]);
   if (m["message"]) w.uint32(26).string(m["message"]);
+  if (m["ip_family"]) w.uint32(34).string(m["ip_family"]);
   return w;
 }
 
 /** Reads `eniipam.v1.IpamStatusReply` (the next `len` bytes, or to the end), defaults filled in. */
 function decodeIpamStatusReply(r: Reader, len?: number): Msg {
   const end = len === undefined ? r.len : r.pos + len;
-  const m: Msg = { "can_serve": false, "code": 0, "message": '' };
+  const m: Msg = { "can_serve": false, "code": 0, "message": '', "ip_family": '' };
   while (r.pos < end) {
     const t = r.uint32();
     switch (t >>> 3) {
       case 1: m["can_serve"] = r.bool(); break;
       case 2: m["code"] = r.uint32(); break;
       case 3: m["message"] = r.string(); break;
+      case 4: m["ip_family"] = r.string(); break;
       default: r.skipType(t & 7);
     }
   }
@@ -254,13 +268,15 @@ function encodeReleasedAttachment(m: Msg, w: Writer): Writer {
   if (m["if_name"]) w.uint32(18).string(m["if_name"]);
   if (m["ipv4_addr"]) w.uint32(26).string(m["ipv4_addr"]);
   if (m["route_table_id"]) w.uint32(32).uint32(m["route_table_id"]);
+  if (m["ipv6_addr"]) w.uint32(42).string(m["ipv6_addr"]);
+  if (m["egress_v4_addr"]) w.uint32(50).string(m["egress_v4_addr"]);
   return w;
 }
 
 /** Reads `eniipam.v1.ReleasedAttachment` (the next `len` bytes, or to the end), defaults filled in. */
 function decodeReleasedAttachment(r: Reader, len?: number): Msg {
   const end = len === undefined ? r.len : r.pos + len;
-  const m: Msg = { "container_id": '', "if_name": '', "ipv4_addr": '', "route_table_id": 0 };
+  const m: Msg = { "container_id": '', "if_name": '', "ipv4_addr": '', "route_table_id": 0, "ipv6_addr": '', "egress_v4_addr": '' };
   while (r.pos < end) {
     const t = r.uint32();
     switch (t >>> 3) {
@@ -268,6 +284,8 @@ function decodeReleasedAttachment(r: Reader, len?: number): Msg {
       case 2: m["if_name"] = r.string(); break;
       case 3: m["ipv4_addr"] = r.string(); break;
       case 4: m["route_table_id"] = r.uint32(); break;
+      case 5: m["ipv6_addr"] = r.string(); break;
+      case 6: m["egress_v4_addr"] = r.string(); break;
       default: r.skipType(t & 7);
     }
   }
@@ -341,13 +359,16 @@ function encodeCheckNetworkReply(m: Msg, w: Writer): Writer {
   if (m["device_number"]) w.uint32(24).uint32(m["device_number"]);
   if (m["route_table_id"]) w.uint32(32).uint32(m["route_table_id"]);
   if (m["eni_id"]) w.uint32(42).string(m["eni_id"]);
+  if (m["ipv6_addr"]) w.uint32(50).string(m["ipv6_addr"]);
+  if (m["egress_v4_addr"]) w.uint32(58).string(m["egress_v4_addr"]);
+  if (m["ip_family"]) w.uint32(66).string(m["ip_family"]);
   return w;
 }
 
 /** Reads `eniipam.v1.CheckNetworkReply` (the next `len` bytes, or to the end), defaults filled in. */
 function decodeCheckNetworkReply(r: Reader, len?: number): Msg {
   const end = len === undefined ? r.len : r.pos + len;
-  const m: Msg = { "held": false, "ipv4_addr": '', "device_number": 0, "route_table_id": 0, "eni_id": '' };
+  const m: Msg = { "held": false, "ipv4_addr": '', "device_number": 0, "route_table_id": 0, "eni_id": '', "ipv6_addr": '', "egress_v4_addr": '', "ip_family": '' };
   while (r.pos < end) {
     const t = r.uint32();
     switch (t >>> 3) {
@@ -356,6 +377,9 @@ function decodeCheckNetworkReply(r: Reader, len?: number): Msg {
       case 3: m["device_number"] = r.uint32(); break;
       case 4: m["route_table_id"] = r.uint32(); break;
       case 5: m["eni_id"] = r.string(); break;
+      case 6: m["ipv6_addr"] = r.string(); break;
+      case 7: m["egress_v4_addr"] = r.string(); break;
+      case 8: m["ip_family"] = r.string(); break;
       default: r.skipType(t & 7);
     }
   }

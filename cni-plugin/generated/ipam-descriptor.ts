@@ -73,6 +73,10 @@ export const IPAM_DESCRIPTOR = {
                 "k8s_pod_uid": {
                   "type": "string",
                   "id": 10
+                },
+                "ip_family": {
+                  "type": "string",
+                  "id": 11
                 }
               }
             },
@@ -114,6 +118,18 @@ export const IPAM_DESCRIPTOR = {
                 "message": {
                   "type": "string",
                   "id": 9
+                },
+                "ip_family": {
+                  "type": "string",
+                  "id": 10
+                },
+                "ipv6_prefix_len": {
+                  "type": "uint32",
+                  "id": 11
+                },
+                "egress_v4_addr": {
+                  "type": "string",
+                  "id": 12
                 }
               }
             },
@@ -190,6 +206,14 @@ export const IPAM_DESCRIPTOR = {
                 "message": {
                   "type": "string",
                   "id": 6
+                },
+                "ipv6_addr": {
+                  "type": "string",
+                  "id": 7
+                },
+                "egress_v4_addr": {
+                  "type": "string",
+                  "id": 8
                 }
               }
             },
@@ -222,6 +246,10 @@ export const IPAM_DESCRIPTOR = {
                 "message": {
                   "type": "string",
                   "id": 3
+                },
+                "ip_family": {
+                  "type": "string",
+                  "id": 4
                 }
               }
             },
@@ -275,6 +303,14 @@ export const IPAM_DESCRIPTOR = {
                 "route_table_id": {
                   "type": "uint32",
                   "id": 4
+                },
+                "ipv6_addr": {
+                  "type": "string",
+                  "id": 5
+                },
+                "egress_v4_addr": {
+                  "type": "string",
+                  "id": 6
                 }
               }
             },
@@ -356,6 +392,18 @@ export const IPAM_DESCRIPTOR = {
                 "eni_id": {
                   "type": "string",
                   "id": 5
+                },
+                "ipv6_addr": {
+                  "type": "string",
+                  "id": 6
+                },
+                "egress_v4_addr": {
+                  "type": "string",
+                  "id": 7
+                },
+                "ip_family": {
+                  "type": "string",
+                  "id": 8
                 }
               }
             }

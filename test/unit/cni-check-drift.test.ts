@@ -14,7 +14,7 @@ import {
   ruleDeleteLinesFor,
   ruleMatches,
 } from '../../cni-plugin/pod-rules.js';
-import { readPrevResult } from '../../cni-plugin/prev-result.js';
+import { readPrevResult, type PrevAttachment } from '../../cni-plugin/prev-result.js';
 import { encodeAddResult } from '../../cni-plugin/result.js';
 import { versionAtLeast } from '../../cni-plugin/versions.js';
 
@@ -58,10 +58,40 @@ test('readPrevResult reads every result version and chained results', () => {
   );
   assert.equal((readPrevResult(chained, 'eth0') as { ipv4: string }).ipv4, '10.0.0.7');
   assert.equal(readPrevResult(undefined, 'eth0'), 'prevResult is missing');
-  assert.match(
-    String(readPrevResult({ ips: [{ address: 'fd00::1/128' }] }, 'eth0')),
-    /no IPv4 address for interface eth0/,
-  );
+  assert.deepEqual(readPrevResult({ ips: [{ address: 'fd00::1/128' }] }, 'eth0'), {
+    ipv4: '',
+    prefixLen: 32,
+    ipv6: 'fd00::1',
+    ipv6PrefixLen: 128,
+  });
+  assert.match(String(readPrevResult({ ips: [] }, 'eth0')), /no IPv4 or IPv6 address for interface eth0/);
+});
+
+test('IPv6 and dual-stack results read back in every version (issue #31)', () => {
+  const egress = {
+    hostVeth: { name: 'eni4567', mac: '02:00:00:00:00:03' },
+    pod: { ifName: 'v4if0', mac: '02:00:00:00:00:04' },
+    ipv4: '169.254.172.9',
+  };
+  for (const v of ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0']) {
+    const v6 = encodeAddResult(v, { ...attachment, ipv4: '', ipv6: '2600:1f14::a', egress });
+    assert.deepEqual(
+      v6.ips.map((i) => [i.version, i.address, i.gateway, v6.interfaces[i.interface]!.name]),
+      [
+        [v.startsWith('0.') ? '6' : undefined, '2600:1f14::a/128', 'fe80::1', 'eth0'],
+        [v.startsWith('0.') ? '4' : undefined, '169.254.172.9/32', '169.254.1.1', 'v4if0'],
+      ],
+      v,
+    );
+    assert.deepEqual(v6.routes, [{ dst: '0.0.0.0/0' }, { dst: '::/0' }]);
+    const back = readPrevResult(JSON.parse(JSON.stringify(v6)), 'eth0') as PrevAttachment;
+    assert.deepEqual([back.ipv4, back.ipv6, back.egressV4], ['', '2600:1f14::a', '169.254.172.9'], v);
+    const dual = readPrevResult(
+      JSON.parse(JSON.stringify(encodeAddResult(v, { ...attachment, ipv6: '2600:1f14::b' }))),
+      'eth0',
+    ) as PrevAttachment;
+    assert.deepEqual([dual.ipv4, dual.ipv6, dual.egressV4], ['10.0.0.7', '2600:1f14::b', undefined], v);
+  }
 });
 
 test('versionAtLeast gates CHECK at 0.4.0 and GC/STATUS at 1.1.0', () => {

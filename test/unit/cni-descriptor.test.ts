@@ -38,13 +38,16 @@ test('light codec round-trips with the full .proto codec', () => {
   const rep = {
     success: true,
     ipv4_addr: '10.0.5.9',
-    ipv6_addr: '',
+    ipv6_addr: '2600:1f14:aa:bb00::a',
     device_number: 2,
     route_table_id: 3,
     vpc_v4_cidrs: ['10.0.0.0/16', '100.64.0.0/16'],
     use_external_snat: true,
     eni_id: 'eni-1',
     message: '',
+    ip_family: 'dual',
+    ipv6_prefix_len: 128,
+    egress_v4_addr: '',
   };
   const R1 = full.lookupType('eniipam.v1.AddNetworkReply');
   const R2 = light.lookupType('eniipam.v1.AddNetworkReply');
