@@ -20,5 +20,14 @@ export ENI_IPAM_IMAGE_DEBIAN_DRIFT=warn
 # PROPERTY_SEED=<seed> reproduces a failing run.
 mapfile -t files < <( (find dist/test -name '*.test.js' -not -path 'dist/test/property/*' | sort; find dist/test/property -name '*.test.js' | sort) )
 if [ "${#files[@]}" -eq 0 ]; then echo "no test files found under dist/test" >&2; exit 1; fi
-# One file at a time: integration tests create namespaces and daemons of their own.
-exec node --test --test-concurrency=1 --test-timeout=600000 "${files[@]}"
+# One file at a time: integration tests create namespaces and daemons of their own. The
+# files that need Kubernetes share one real kube-apiserver + etcd, started by the first of
+# them and owned by this runner (test/cluster/apiserver-shared.ts); once the runner is gone,
+# apiserver-reap.js makes sure nothing of it is left, on failure or Ctrl-C too.
+node --test --test-concurrency=1 --test-timeout=600000 "${files[@]}" &
+runner=$!
+trap 'kill -TERM "$runner" 2>/dev/null || true' INT TERM
+rc=0
+while kill -0 "$runner" 2>/dev/null; do wait "$runner" && rc=0 || rc=$?; done
+node dist/test/cluster/apiserver-reap.js "$runner" || true
+exit "$rc"

@@ -20,6 +20,13 @@ import { watchNodePods, type RunningWatch } from './kube-source-watch.js';
 export { KubeUnavailableError } from './kube-source-errors.js';
 export type { KubePod } from './kube-source-pod.js';
 
+/**
+ * A watch the server ends sooner than this (ms) without sending any event is a failure, not
+ * a routine end (client-go's reflector calls it a "very short watch"): the source backs off
+ * before the next list instead of resuming in a tight loop.
+ */
+const SHORT_WATCH_MS = 1000;
+
 /** The cache as seen by callers. */
 export interface KubePodSnapshot {
   /** True when a list succeeded and the watch following it is established and healthy. */
@@ -151,6 +158,8 @@ export class KubePodSource {
         let relist = false;
         while (!relist && !this.stopCtl.signal.aborted) {
           const jitter = 0.8 + Math.random() * 0.4;
+          const watchStart = Date.now();
+          let events = 0;
           this.watch = watchNodePods(
             kc,
             {
@@ -161,7 +170,6 @@ export class KubePodSource {
             },
             {
               onEstablished: () => {
-                failures = 0;
                 if (!this.synced)
                   this.log?.info({ node: this.nodeName, pods: this.pods.size }, 'kube pod source synced');
                 this.synced = true;
@@ -170,6 +178,7 @@ export class KubePodSource {
                 this.changed();
               },
               onEvent: (type, pod) => {
+                events++;
                 const v = pod.metadata?.resourceVersion;
                 if (v) rv = v;
                 if (type === 'BOOKMARK') return;
@@ -183,6 +192,14 @@ export class KubePodSource {
           );
           const end = await this.watch.done;
           this.watch = undefined;
+          if (this.stopCtl.signal.aborted) break;
+          // A watch that lasted or delivered resets the backoff; one the server ended at once,
+          // empty, counts as a failure (client-go's "very short watch"): resuming or listing
+          // again at once would loop as fast as the server answers.
+          const lasted = Date.now() - watchStart;
+          const healthy = events > 0 || lasted >= SHORT_WATCH_MS;
+          if (healthy) failures = 0;
+          if (end.kind === 'error') throw end.error;
           if (end.kind === 'expired') {
             // The cache may have missed changes until the new list: not authoritative meanwhile.
             this.log?.info({ node: this.nodeName, resourceVersion: rv }, 'kube pod watch expired (410), listing again');
@@ -190,9 +207,10 @@ export class KubePodSource {
             this.lastError = `watch from resourceVersion ${rv} expired (410 Gone), listing again`;
             this.changed();
             relist = true;
-          } else if (end.kind === 'error') {
-            throw end.error;
-          } else if (!this.stopCtl.signal.aborted) {
+            if (!healthy) await this.sleep(this.backoff(failures++));
+          } else if (!healthy) {
+            throw new KubeUnavailableError(`pod watch ended by the server after ${lasted} ms with no event`);
+          } else {
             this.log?.debug({ node: this.nodeName, resourceVersion: rv }, 'kube pod watch closed, resuming');
           }
         }
@@ -203,8 +221,7 @@ export class KubePodSource {
         this.synced = false;
         this.lastError = msg;
         this.changed();
-        const delay =
-          Math.min(this.retryMaxMs, this.retryMinMs * 2 ** Math.min(failures, 20)) * (0.5 + Math.random() / 2);
+        const delay = this.backoff(failures);
         const fields = { node: this.nodeName, err: msg, retryInMs: Math.round(delay) };
         // Warn on the transition (synced -> unavailable, or the first failure); repeats at debug.
         if (wasSynced || failures === 0)
@@ -215,6 +232,11 @@ export class KubePodSource {
       }
     }
     this.synced = false;
+  }
+
+  /** The wait before retry `failures` + 1 (ms): retryMinMs doubled per failure up to retryMaxMs, 50-100 % jitter. */
+  private backoff(failures: number): number {
+    return Math.min(this.retryMaxMs, this.retryMinMs * 2 ** Math.min(failures, 20)) * (0.5 + Math.random() / 2);
   }
 
   private sleep(ms: number): Promise<void> {

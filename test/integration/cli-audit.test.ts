@@ -8,7 +8,8 @@
  * runtime does not list) — and each must be reported with its subject; exit 1.
  *
  * ipamd itself is given an unreadable CRI endpoint so its releases stay frozen: it
- * changes nothing while the test plants the mismatches.
+ * changes nothing while the test plants the mismatches. The CLI reads the pods on its
+ * node from the test run's real kube-apiserver, as the chart's ServiceAccount.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -16,9 +17,9 @@ import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { EC2Client, UnassignPrivateIpAddressesCommand } from '@aws-sdk/client-ec2';
 import path from 'node:path';
-import { KubeApiStandIn } from '../../sim/kube/index.js';
 import { startCniNode } from '../helpers/cni-node.js';
 import { runCli } from '../helpers/cli-run.js';
+import { realKubeEnv } from '../helpers/real-kube-env.js';
 import { startCriStandIn } from '../../sim/cri/index.js';
 
 const run = promisify(execFile);
@@ -32,16 +33,13 @@ test(
     const n = await startCniNode(t, 'cliaud', {
       ipamdEnv: { CRI_RUNTIME_ENDPOINT: 'unix:///nonexistent/cri.sock', WARM_IP_TARGET: '4' },
     });
-    const kube = new KubeApiStandIn();
-    await kube.start();
-    t.after(() => kube.stop());
-    const kubeconfig = path.join(n.h.dir, 'kubeconfig');
-    await kube.writeKubeconfig(kubeconfig);
+    const k8s = await realKubeEnv(t, { prefix: 'cliaud' });
+    const kube = k8s.kube;
     const base = [
       '--node-name',
-      'node-1',
+      k8s.nodeName,
       '--kubeconfig',
-      kubeconfig,
+      k8s.kubeconfig(),
       '--introspection',
       `127.0.0.1:${n.d.introspectionPort}`,
       '--socket',
@@ -73,7 +71,7 @@ test(
       assert.equal(add.code, 0, `ADD pod-${name}: ${add.stdout} ${add.stderr}`);
       ips[name] = String(add.json.ips[0].address).split('/')[0]!;
       if (name !== 'b') cri.addPod(id, ips[name]!);
-      kube.upsertPod({ namespace: 'default', name: `pod-${name}`, nodeName: 'node-1', podIP: ips[name]! });
+      await kube.upsertPod({ namespace: 'default', name: `pod-${name}`, nodeName: k8s.nodeName, podIP: ips[name]! });
     }
 
     // Baseline: a and c are listed by the runtime; b is added to it too, for the clean run.
@@ -86,7 +84,7 @@ test(
     // Plant each mismatch.
     cri.removePod('b'.repeat(64)); // allocation with no pod
     cri.addPod('d'.repeat(64), '10.0.0.241'); // pod with no allocation
-    kube.upsertPod({ namespace: 'default', name: 'stale', nodeName: 'node-1', podIP: '10.0.0.243' }); // a Kubernetes pod with no allocation
+    await kube.upsertPod({ namespace: 'default', name: 'stale', nodeName: k8s.nodeName, podIP: '10.0.0.243' }); // a Kubernetes pod with no allocation
     const dead = await n.pod();
     await run('nsenter', [
       `--net=${n.node.path}`,

@@ -1,8 +1,8 @@
 /**
  * Custom networking end to end (AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG=true): the real ipamd
  * binary on the simulated cloud (real SDK over HTTP, a VPC with a 100.64.0.0/16 secondary
- * block) reading the node and its ENIConfig from the Kubernetes API stand-in through
- * @kubernetes/client-node.
+ * block) reading the node and its ENIConfig from the test run's real kube-apiserver (the
+ * chart's CRD; ipamd as the chart's ServiceAccount) through @kubernetes/client-node.
  *
  * 1. The node's label names an ENIConfig that does not exist: an ADD fails with an error
  *    naming the ENIConfig and the label that selected it, the pod gets a
@@ -23,6 +23,8 @@ import { buildNode } from '../../kit/node.js';
 import { startIpamd } from '../../kit/ipamd-process.js';
 import { ipamdClient } from '../../kit/ipamd-client.js';
 import { waitFor } from '../../kit/wait.js';
+import { realKubeEnv } from '../helpers/real-kube-env.js';
+import { uniqueName } from '../../kit/cluster/apiserver-objects.js';
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 const LABEL = 'k8s.amazonaws.com/eniConfig';
@@ -39,12 +41,15 @@ test('custom networking: a missing ENIConfig creates nothing and says so; create
   const k = await buildNode({
     vpcCidrs: ['100.64.0.0/16'],
     extraSubnets: [{ cidr: '100.64.0.0/19' }, { cidr: '100.64.32.0/19' }],
-    kube: { labels: { [LABEL]: 'pods-a' } },
     cri: {},
     dirPrefix: 'eni-ipam-custom-net-',
   });
   t.after(() => k.close());
-  const api = k.kube!;
+  // ENIConfigs are cluster-scoped on the run's shared server: a name of this test's own.
+  const CFG = uniqueName('pods-a');
+  const k8s = await realKubeEnv(t, { prefix: 'custom-net', labels: { [LABEL]: CFG } });
+  const api = k8s.kube;
+  const NODE = k8s.nodeName;
   const podSubnet = k.extraSubnets[0]!;
   const nextSubnet = k.extraSubnets[1]!;
   const ipamd = await startIpamd({
@@ -59,8 +64,8 @@ test('custom networking: a missing ENIConfig creates nothing and says so; create
       // Warm-ip mode: an ENI is created only when the ones there are full (step 2b counts on it).
       WARM_IP_TARGET: '1',
       AWS_VPC_K8S_CNI_LOGLEVEL: 'debug',
-      MY_NODE_NAME: k.nodeName!,
-      KUBECONFIG: k.kubeconfig!,
+      MY_NODE_NAME: NODE,
+      KUBECONFIG: k8s.kubeconfig(),
       AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG: 'true',
     },
     logFile: path.join(k.dir, 'ipamd.log'),
@@ -68,8 +73,8 @@ test('custom networking: a missing ENIConfig creates nothing and says so; create
   t.after(() => ipamd.stop(5000));
   const c = ipamdClient(path.join(k.dir, 'ipamd.sock'));
   t.after(() => c.close());
-  const condition = () =>
-    ((api.getObject('nodes', undefined, k.nodeName!)?.status as Obj | undefined)?.conditions ?? []).find(
+  const condition = async () =>
+    (((await api.get(`/api/v1/nodes/${NODE}`)) as Obj).status.conditions ?? []).find(
       (x: Obj) => x.type === 'eni-ipam.io/IPAllocatable',
     ) as Obj | undefined;
   const introspect = async (p: string) =>
@@ -80,33 +85,39 @@ test('custom networking: a missing ENIConfig creates nothing and says so; create
 
   // 1. Missing (once the source has read the node and the ENIConfigs): the ADD fails naming the ENIConfig and what selected it.
   await waitFor('the selection read', async () => (await ipamd.status()).eniConfig.state === 'missing');
-  api.upsertPod({ namespace: 'default', name: 'pod-p1', uid: 'uid-p1', nodeName: k.nodeName!, phase: 'Pending' });
+  await api.upsertPod({ namespace: 'default', name: 'pod-p1', nodeName: NODE, phase: 'Pending' });
   await assert.rejects(c.add('p1'), (e: Error) => {
-    assert.match(e.message, /ENIConfig "pods-a" \(label k8s\.amazonaws\.com\/eniConfig=pods-a\) is missing/);
+    assert.match(
+      e.message,
+      new RegExp(`ENIConfig "${CFG}" \\(label k8s\\.amazonaws\\.com/eniConfig=${CFG}\\) is missing`),
+    );
     assert.match(e.message, /no ENI is created/);
     return true;
   });
-  const down = await waitFor('condition False, ENIConfigMissing', () =>
-    condition()?.status === 'False' && condition()?.reason === 'ENIConfigMissing' ? condition() : undefined,
+  const down = await waitFor('condition False, ENIConfigMissing', async () => {
+    const c0 = await condition();
+    return c0?.status === 'False' && c0.reason === 'ENIConfigMissing' ? c0 : undefined;
+  });
+  assert.ok(down.message.includes(`ENIConfig "${CFG}"`), down.message);
+  const ev = await waitFor('the pod Event', async () =>
+    (((await api.get('/api/v1/namespaces/default/events')) as Obj).items as Obj[]).find(
+      (e) => e.source?.host === NODE && e.involvedObject.kind === 'Pod' && e.involvedObject.name === 'pod-p1',
+    ),
   );
-  assert.match(down.message, /ENIConfig "pods-a"/);
-  const ev = (await waitFor('the pod Event', () =>
-    api.listObjects('events').find((e: Obj) => e.involvedObject.kind === 'Pod' && e.involvedObject.name === 'pod-p1'),
-  )) as Obj;
   assert.equal(ev.reason, 'FailedIPAllocation');
-  assert.match(
+  assert.ok(
+    /\(eniconfig\)/.test(ev.message) && ev.message.includes(`ENIConfig "${CFG}" (label ${LABEL}=${CFG}) is missing`),
     ev.message,
-    /\(eniconfig\).*ENIConfig "pods-a" \(label k8s\.amazonaws\.com\/eniConfig=pods-a\) is missing/,
   );
   assert.equal(k.sim.countCalls(MUTATIONS), 0, 'no EC2 mutation while the ENIConfig is missing');
   const st = await ipamd.status();
   assert.equal(st.eniConfig.state, 'missing');
-  assert.equal((await introspect('/v1/eni-configs')).body, '"pods-a"');
+  assert.equal((await introspect('/v1/eni-configs')).body, JSON.stringify(CFG));
   assert.equal(JSON.parse((await introspect('/v1/ipamd-env-settings')).body).AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG, true);
 
   // 2. Created: the next ENI goes to its subnet, and pods get addresses from it.
   const groups = ['sg-0aaaaaaaaaaaaaaa1', 'sg-0bbbbbbbbbbbbbbb2'];
-  api.upsertEniConfig('pods-a', { subnet: podSubnet.subnetId, securityGroups: groups });
+  assert.equal((await api.upsertEniConfig(CFG, { subnet: podSubnet.subnetId, securityGroups: groups })).status, 201);
   const rep = await waitFor(
     'an ADD served from the ENIConfig subnet',
     async () => {
@@ -132,11 +143,11 @@ test('custom networking: a missing ENIConfig creates nothing and says so; create
     (e) => e.attachment?.instanceId === k.instanceId && e.attachment.deviceIndex === 0,
   )!;
   assert.equal(primary.secondaryIps.length, 0, 'the primary ENI got no secondary IP for pods');
-  await waitFor('condition True', () => (condition()?.status === 'True' ? condition() : undefined));
+  await waitFor('condition True', async () => (await condition())?.status === 'True');
 
   // 2b. The ENIConfig is edited to another subnet while pods run: the ENI there keeps its pods,
   // the next ENI (created once it is full) goes to the new subnet.
-  api.upsertEniConfig('pods-a', { subnet: nextSubnet.subnetId, securityGroups: groups });
+  assert.equal((await api.upsertEniConfig(CFG, { subnet: nextSubnet.subnetId, securityGroups: groups })).status, 200);
   await waitFor('the edit seen', async () => (await ipamd.status()).eniConfig.subnetIds?.[0] === nextSubnet.subnetId);
   const firstEnis = new Set(ours.map((e) => e.networkInterfaceId));
   const ips: string[] = [];
@@ -173,14 +184,14 @@ test('custom networking: a missing ENIConfig creates nothing and says so; create
 
   // 3. Deleted again: said so, and nothing allocated is touched.
   const before = k.sim.countCalls(['UnassignPrivateIpAddresses', 'DetachNetworkInterface', 'DeleteNetworkInterface']);
-  api.deleteEniConfig('pods-a');
+  await api.deleteEniConfig(CFG);
   await waitFor(
     'condition reason ENIConfigMissing again',
-    () => (condition()?.reason === 'ENIConfigMissing' ? condition() : undefined),
+    async () => (await condition())?.reason === 'ENIConfigMissing',
     20_000,
   ).catch(async (e: Error) => {
     throw new Error(
-      `${e.message}; condition ${JSON.stringify(condition())}; status.eniConfig ${JSON.stringify((await ipamd.status()).eniConfig)}`,
+      `${e.message}; condition ${JSON.stringify(await condition())}; status.eniConfig ${JSON.stringify((await ipamd.status()).eniConfig)}`,
     );
   });
   const again = await c.add('p2');
