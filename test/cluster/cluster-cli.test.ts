@@ -11,7 +11,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-const MAIN = fileURLToPath(new URL('./main.js', import.meta.url));
+const MAIN = fileURLToPath(new URL('../../kit/cluster/main.js', import.meta.url));
 const STATE = '/run/eni-ipam-cluster/state.json';
 const running = ((): boolean => {
   try {
