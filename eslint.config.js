@@ -34,7 +34,8 @@ const IO_LIBRARIES = {
     'the core (ipamd/datastore, ipamd/pool) is pure: no cloud SDK, gRPC, Kubernetes, logging or file I/O (docs/architecture.md#rules-that-never-break).',
 };
 const IPAMD_ADAPTERS = {
-  regex: '(^|/)(cloud|kube|network|rpc|controller|observability|checkpoint|restore|startup|service|cni-exec)(/|$)',
+  regex:
+    '(^|/)(cloud|kube|network|rpc|controller|observability|checkpoint|restore|startup|service|cni-exec|lifecycle|eniconfig)(/|$)',
   message:
     'the core (ipamd/datastore, ipamd/pool) imports no adapter; adapters import the core, never the reverse (docs/architecture.md#rules-that-never-break).',
 };

@@ -21,7 +21,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { CheckpointWriter, type CheckpointData } from '../ipamd/checkpoint/index.js';
 import { Datastore } from '../ipamd/datastore/datastore.js';
-import { datastoreCheckpointSource } from '../ipamd/startup/checkpoint-source.js';
+import { datastoreCheckpointSource } from '../ipamd/checkpoint/datastore-source.js';
 import { benchEni, machineLine, row } from './bench-util.js';
 import { quantile } from './stats.js';
 

@@ -147,8 +147,8 @@ export const DEFAULT_SHIM_OUTFILE = `${root}dist/cni-plugin/eni-ipam`;
 /**
  * Compiles the native shim with gcc (static when the C library's libc.a is installed),
  * and ipamd's netlink wiring helper (cni-plugin/netlink) beside it as `eni-ipam-netlink` and
- * its spawn helper (cni-plugin/spawn) as `eni-ipam-spawn`, and the DaemonSet's probe
- * (cni-plugin/probe) as `eni-ipam-probe`.
+ * its spawn helper (ipamd/cni-exec/spawn) as `eni-ipam-spawn`, and the DaemonSet's probe
+ * (ipamd/probe) as `eni-ipam-probe`.
  * @param {object} [o]
  * @param {string} [o.outfile] output path (default dist/cni-plugin/eni-ipam), written via temp file + rename.
  * @returns {{ outfile: string, bytes: number, static: boolean }}
@@ -175,10 +175,10 @@ export function buildShim(o = {}) {
   buildC(`${root}cni-plugin/shim`, outfile, [...defines, ...flags]);
   // ipamd's rtnetlink wiring helper (cni-plugin/netlink), beside the shim.
   buildC(`${root}cni-plugin/netlink`, path.join(path.dirname(outfile), 'eni-ipam-netlink'), flags);
-  // ipamd's spawn helper (cni-plugin/spawn): starts ipamd's `ip` children so ipamd does not fork.
-  buildC(`${root}cni-plugin/spawn`, path.join(path.dirname(outfile), 'eni-ipam-spawn'), flags);
-  // The DaemonSet's probe (cni-plugin/probe): gRPC health without starting Node.
-  buildC(`${root}cni-plugin/probe`, path.join(path.dirname(outfile), 'eni-ipam-probe'), flags);
+  // ipamd's spawn helper (ipamd/cni-exec/spawn): starts ipamd's `ip` children so ipamd does not fork.
+  buildC(`${root}ipamd/cni-exec/spawn`, path.join(path.dirname(outfile), 'eni-ipam-spawn'), flags);
+  // The DaemonSet's probe (ipamd/probe): gRPC health without starting Node.
+  buildC(`${root}ipamd/probe`, path.join(path.dirname(outfile), 'eni-ipam-probe'), flags);
   return { outfile, bytes: statSync(outfile).size, static: isStatic };
 }
 

@@ -65,7 +65,7 @@ export interface CheckpointWriterOptions {
 
 /**
  * A state that knows what changed since it was last read (ipamd's datastore: see
- * startup/checkpoint-source.ts), so an append costs O(changes) instead of a snapshot and a
+ * checkpoint/datastore-source.ts), so an append costs O(changes) instead of a snapshot and a
  * diff of the whole state. The boot id of its snapshots must not change.
  */
 export interface CheckpointSource {

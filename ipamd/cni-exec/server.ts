@@ -83,7 +83,7 @@ export interface CniExecServerOptions {
   /** Verb handlers (default: the plugin's, `VERB_HANDLERS` of cni-plugin/facade.ts). */
   handlers?: Readonly<Record<string, VerbHandler>>;
   /**
-   * Path of the spawn helper (cni-plugin/spawn/eni-ipam-spawn.c) that starts `ip`/`nsenter`
+   * Path of the spawn helper (ipamd/cni-exec/spawn/eni-ipam-spawn.c) that starts `ip`/`nsenter`
    * so ipamd does not fork (spawn-helper.ts); default the one built beside the shim; false
    * = `child_process.spawn` from the event loop's thread.
    */

@@ -1,6 +1,6 @@
 /**
  * Starts ipamd's `ip`/`nsenter` children through `eni-ipam-spawn`
- * (cni-plugin/spawn/eni-ipam-spawn.c), a small long-lived process that forks them, so
+ * (ipamd/cni-exec/spawn/eni-ipam-spawn.c), a small long-lived process that forks them, so
  * ipamd itself does not fork. libuv forks the whole process for each child: in ipamd that
  * blocks the forking thread for 1–3.5 ms (measured on ADD) and leaves copy-on-write faults
  * on the event loop's next writes to every page; in a fleet simulation's 300–450 MiB

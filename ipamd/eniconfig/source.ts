@@ -26,7 +26,7 @@ import {
 } from '../kube/client.js';
 import type { EniConfigSelection } from '../controller/eni-lifecycle/placement-types.js';
 import type { Logger } from '../log.js';
-import { describeError, httpStatusOf } from '../restore/kube-source-errors.js';
+import { describeError, httpStatusOf } from '../kube/errors.js';
 import { selectEniConfig, type EniConfigFacts, type NodeFacts, type SelectionKeys } from './select.js';
 
 /** API group, version and plural of the ENIConfig CRD (amazon-vpc-cni-k8s charts/aws-vpc-cni/crds). */

@@ -5,15 +5,15 @@
  * Kubernetes reporter, the ENI lifecycle) that earlier parts read once they exist.
  */
 import type { CheckpointState } from '../startup/checkpoint-state.js';
-import type { CloudAnswerWatch } from '../startup/cloud-answers.js';
+import type { CloudAnswerWatch } from '../cloud/cloud-answers.js';
 import type { CniExecServer } from '../cni-exec/server.js';
 import type { DelSpool } from '../cni-exec/spool-applier.js';
 import type { AdoptionPlan } from '../startup/adopt.js';
 import type { Datastore } from '../datastore/datastore.js';
 import type { EniConfigWiring } from '../startup/eniconfig-wiring.js';
-import type { EniLifecycle } from '../startup/eni-lifecycle.js';
-import type { Evidence } from '../startup/evidence.js';
-import type { HttpEndpoints } from '../startup/http-endpoints.js';
+import type { EniLifecycle } from '../controller/eni-lifecycle/start.js';
+import type { Evidence } from '../restore/evidence.js';
+import type { HttpEndpoints } from '../observability/http-endpoints.js';
 import type { InventoryCacheHandle } from '../startup/fast-start.js';
 import type { IpamdMetrics } from '../observability/metrics.js';
 import type { IpamService } from '../service/ipam-service.js';
@@ -26,8 +26,8 @@ import type { PoolWiring } from '../startup/pool-wiring.js';
 import type { ReleaseGate } from '../controller/release/release-gate.js';
 import type { RpcServer } from '../rpc/server.js';
 import type { StalledParts } from '../observability/stalled-parts.js';
-import type { startHostNetworkSync } from '../startup/host-network-sync.js';
-import type { statusDocument } from '../observability/status-doc.js';
+import type { startHostNetworkSync } from '../controller/host-network-sync.js';
+import type { statusDocument } from './status-doc.js';
 
 /** The daemon's phase; see the module docstring. */
 export class DaemonPhase {

@@ -7,7 +7,7 @@
  */
 import { monoNow } from '../clock.js';
 import { confirmJitterMs } from '../startup/fast-start.js';
-import { startEniLifecycle } from '../startup/eni-lifecycle.js';
+import { startEniLifecycle } from '../controller/eni-lifecycle/start.js';
 import { startKubeReportingWhenServing } from '../startup/kube-reporting-start.js';
 import type { DaemonParts } from './daemon-registry.js';
 import type { PartEnv } from './parts-restore.js';

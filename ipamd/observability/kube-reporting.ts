@@ -1,6 +1,6 @@
 /**
  * Wires the {@link KubeReporter} to the daemon's parts: the Kubernetes client from the
- * same configuration the pod source uses (restore/kube-source-config.ts), this node's
+ * same configuration the pod source uses (kube/config.ts), this node's
  * name (MY_NODE_NAME), and the facts read from memory (datastore counts, CNI STATUS, the
  * pool controller's grow block, the release gate). Off, with one log line, when
  * MY_NODE_NAME is unset or no Kubernetes configuration loads.
@@ -11,7 +11,7 @@ import type { PoolController } from '../controller/pool-loop/pool-controller.js'
 import type { ReleaseGate } from '../controller/release/release-gate.js';
 import type { DatastoreViews } from '../datastore/roles.js';
 import type { Logger } from '../log.js';
-import { loadKubeConfig } from '../restore/kube-source-config.js';
+import { loadKubeConfig } from '../kube/config.js';
 import type { IpamStatus } from '../service/status.js';
 import { KubeReporter } from './kube-reporter.js';
 import { KubeWrites } from './kube-writes.js';

@@ -16,7 +16,7 @@ import {
   type ObservableMiddleware,
   type V1Node,
 } from '../kube/client.js';
-import { httpStatusOf } from '../restore/kube-source-errors.js';
+import { httpStatusOf } from '../kube/errors.js';
 import type { EventWrite } from './event-book.js';
 import type { NodeConditionBody, TaintBody } from './node-ip-state.js';
 

@@ -11,7 +11,7 @@ import type { ReleaseGate } from '../controller/release/release-gate.js';
 import type { ChangeJournal, PoolCounts, RestoreTarget } from '../datastore/roles.js';
 import type { Logger } from '../log.js';
 import { stageTrace } from '../service/stage-trace.js';
-import { datastoreCheckpointSource } from './checkpoint-source.js';
+import { datastoreCheckpointSource } from '../checkpoint/datastore-source.js';
 import { importAwsNodeCheckpoint } from './aws-node-import.js';
 import { restoreFromCheckpoint } from './restore-checkpoint.js';
 

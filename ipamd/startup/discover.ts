@@ -25,41 +25,14 @@ import { loadInstanceTypeLimits } from '../cloud/instance-limits.js';
 import type { EniInventory } from '../datastore/roles.js';
 import type { Logger } from '../log.js';
 import { isOurEni, TAG_CREATED_AT } from '../controller/eni-lifecycle/eni-ownership.js';
-import { readInventoryCache } from './inventory-cache.js';
+import { readInventoryCache } from '../cloud/inventory-cache.js';
+import type { NodeInventory } from '../cloud/node-inventory.js';
 import { isIpv4Cidr, missingSubnetCidrs, subnetCidrsFromImds, vpcCidrsFromImds } from './subnet-cidrs.js';
 
 /** Default attempts of each start-up EC2 read (bounded: ~1.5 min of jittered back-off at most). */
 export const DEFAULT_DISCOVERY_EC2_ATTEMPTS = 10;
 
-/** What discovery found. */
-export interface NodeInventory {
-  instance: ImdsInstance;
-  limits: InstanceTypeLimits;
-  /** The primary ENI as IMDS describes it (subnet, security groups, VPC CIDRs). */
-  primary: ImdsEni;
-  /** Every VPC IPv4 CIDR block (IMDS `vpc-ipv4-cidr-blocks`: primary and secondary blocks), read at this start. */
-  vpcCidrs: string[];
-  /**
-   * Subnet id → IPv4 CIDR (IMDS per-MAC `subnet-ipv4-cidr-block`) for the subnet of every
-   * managed ENI, foreign subnets included: each ENI's route table uses its own subnet's router.
-   */
-  subnetCidrs: ReadonlyMap<string, string>;
-  /** Attached ENIs ipamd manages (primary + ours), as EC2 describes them. */
-  managed: Ec2Eni[];
-  /** Attached ENIs we must not touch (untagged or no_manage=true). */
-  unmanaged: Ec2Eni[];
-  ec2: Ec2Api;
-  /** The IMDS client (a hint: used to wait until the OS sees a new ENI). */
-  imds: ImdsClient;
-  /** The ENIs IMDS listed at discovery. */
-  imdsEnis: ImdsEni[];
-  /**
-   * Where `managed`/`unmanaged` came from: `ec2` (a describe at this start) or `cache`
-   * (this boot's inventory cache, not yet confirmed by EC2: the caller freezes releases
-   * until a describe confirms it; see inventory-cache.ts).
-   */
-  source: 'ec2' | 'cache';
-}
+export type { NodeInventory } from '../cloud/node-inventory.js';
 
 /** Options of {@link discoverNode}. */
 export interface DiscoverOptions {

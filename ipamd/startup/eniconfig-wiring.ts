@@ -54,7 +54,7 @@ export function startEniConfig(
   void (async () => {
     const [{ EniConfigSource, unreadableSelection }, { loadKubeConfig }] = await Promise.all([
       import('../eniconfig/source.js'),
-      import('../restore/kube-source-config.js'),
+      import('../kube/config.js'),
     ]);
     if (stopped) return;
     let why: string | undefined;

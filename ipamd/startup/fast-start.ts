@@ -22,8 +22,8 @@ import type { NodeInventory } from './discover.js';
 import { checkpointBoundsFor, readCheckpoint } from '../checkpoint/index.js';
 import type { Ec2Eni, InstanceTypeLimits } from '../cloud/ec2.js';
 import type { Ec2Port } from '../cloud/ec2-port.js';
-import { CacheGuardedEc2 } from './cache-guarded-ec2.js';
-import { InventoryCacheWriter, uncoveredAllocation } from './inventory-cache.js';
+import { CacheGuardedEc2 } from '../cloud/cache-guarded-ec2.js';
+import { InventoryCacheWriter, uncoveredAllocation } from '../cloud/inventory-cache.js';
 
 /** The release-gate source held while the cached inventory is unconfirmed. */
 export const CONFIRM_GATE_SOURCE = 'ec2-confirm';

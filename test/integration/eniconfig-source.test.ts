@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
 import { EniConfigSource } from '../../ipamd/eniconfig/source.js';
-import { loadKubeConfig } from '../../ipamd/restore/kube-source-config.js';
+import { loadKubeConfig } from '../../ipamd/kube/config.js';
 import type { EniConfigSelection } from '../../ipamd/controller/eni-lifecycle/placement-types.js';
 import { realKubeEnv } from '../helpers/real-kube-env.js';
 import { uniqueName } from '../../kit/cluster/apiserver-objects.js';

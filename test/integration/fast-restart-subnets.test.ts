@@ -1,5 +1,5 @@
 /**
- * The subnet free-address gauge costs a restart no DescribeSubnets (startup/subnet-free-cache.ts):
+ * The subnet free-address gauge costs a restart no DescribeSubnets (controller/eni-lifecycle/subnet-free-cache.ts):
  * real ipamd (in-process) on the simulated cloud, reconcile every 300 ms.
  * - A restart right after a start that described its subnet makes no DescribeSubnets
  *   over several reconcile passes (the reading in `subnet-free.json` is fresh and the

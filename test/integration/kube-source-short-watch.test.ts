@@ -12,7 +12,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { KubePodSource } from '../../ipamd/restore/kube-source.js';
+import { KubePodSource } from '../../ipamd/kube/pod-source.js';
 import { waitFor } from '../../kit/wait.js';
 
 test('a watch the server ends at once, empty, is a failure: the source backs off', async (t) => {

@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { KubePodSource, KubeUnavailableError, type KubePod } from '../../ipamd/restore/kube-source.js';
+import { KubePodSource, KubeUnavailableError, type KubePod } from '../../ipamd/kube/pod-source.js';
 import { compactEtcd } from '../../kit/cluster/apiserver.js';
 import { auditEntries, uniqueName } from '../../kit/cluster/apiserver-objects.js';
 import { realKubeEnv, type RealKubeEnv } from '../helpers/real-kube-env.js';

@@ -16,7 +16,7 @@ import path from 'node:path';
 import { createContainerdNode, type ContainerdNode, type RunningPod } from '../../kit/containerd-node.js';
 import { releaseCallsSince } from '../../kit/nothing-lost.js';
 import { ipamdLog } from '../helpers/restore-logs.js';
-import { FIRST_PASS_WAIT_MS } from '../../ipamd/startup/evidence.js';
+import { FIRST_PASS_WAIT_MS } from '../../ipamd/restore/evidence.js';
 import { waitFor } from '../../kit/wait.js';
 
 /** Device number of the ENI that holds `ip` in the simulated EC2. */

@@ -1,6 +1,6 @@
 /**
  * ipamd's spawn helper (ipamd/cni-exec/spawn-helper.ts over the built
- * cni-plugin/spawn/eni-ipam-spawn.c), with real children: the children are the helper's,
+ * ipamd/cni-exec/spawn/eni-ipam-spawn.c), with real children: the children are the helper's,
  * not this process's (ipamd does not fork); stdin larger than a pipe, multi-byte output
  * split across chunks, exit codes, SIGKILL and a missing program come back as
  * `child_process.spawn` reports them; many children at once keep their own output; and a

@@ -1,5 +1,5 @@
 /**
- * CacheGuardedEc2 (startup/cache-guarded-ec2.ts) over the in-memory EC2 (MemoryEc2) and
+ * CacheGuardedEc2 (cloud/cache-guarded-ec2.ts) over the in-memory EC2 (MemoryEc2) and
  * the real inventory cache writer on a temporary file: what a restart could serve from the
  * file while each call is in flight, and the order of cache writes and EC2 calls.
  */
@@ -12,8 +12,8 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { Ec2Error, type Ec2Eni } from '../../ipamd/cloud/ec2-port.js';
 import { Datastore } from '../../ipamd/datastore/datastore.js';
-import { CacheGuardedEc2, type InventoryCacheSink } from '../../ipamd/startup/cache-guarded-ec2.js';
-import { InventoryCacheWriter, type InventoryFile } from '../../ipamd/startup/inventory-cache.js';
+import { CacheGuardedEc2, type InventoryCacheSink } from '../../ipamd/cloud/cache-guarded-ec2.js';
+import { InventoryCacheWriter, type InventoryFile } from '../../ipamd/cloud/inventory-cache.js';
 import { MemoryEc2 } from '../../sim/memory-ec2.js';
 
 const log = pino({ level: 'silent' });

@@ -1,5 +1,5 @@
 /**
- * The O(changes) journal (ipamd/datastore/changes.ts, ipamd/startup/checkpoint-source.ts):
+ * The O(changes) journal (ipamd/datastore/changes.ts, ipamd/checkpoint/datastore-source.ts):
  * a change of the datastore that the journal does not record must be impossible. Random
  * operations on a real Datastore (every mutating method, IP and prefix mode); after each
  * group of them the source's delta is applied to the state the disk would hold
@@ -19,7 +19,7 @@ import { applyRecord, indexState, stateData } from '../../ipamd/checkpoint/journ
 import { Datastore } from '../../ipamd/datastore/datastore.js';
 import type { IpRecord } from '../../ipamd/datastore/records.js';
 import type { EniInfo } from '../../ipamd/datastore/types.js';
-import { datastoreCheckpointSource } from '../../ipamd/startup/checkpoint-source.js';
+import { datastoreCheckpointSource } from '../../ipamd/checkpoint/datastore-source.js';
 
 /** Deterministic PRNG (mulberry32). */
 function rng(seed: number): () => number {

@@ -16,7 +16,7 @@ import { loadConfig } from '../../ipamd/config.js';
 import { ReleaseGate } from '../../ipamd/controller/release/release-gate.js';
 import { Datastore } from '../../ipamd/datastore/datastore.js';
 import type { KernelEvidence } from '../../ipamd/restore/kernel-parse.js';
-import { startEvidence } from '../../ipamd/startup/evidence.js';
+import { startEvidence } from '../../ipamd/restore/evidence.js';
 import { waitFor } from '../../kit/wait.js';
 
 test('a first evidence pass that throws keeps releases frozen until a pass succeeds', async (t) => {

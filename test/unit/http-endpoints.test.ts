@@ -1,5 +1,5 @@
 /**
- * ipamd's HTTP endpoints (startup/http-endpoints.ts) on real loopback sockets: both start
+ * ipamd's HTTP endpoints (observability/http-endpoints.ts) on real loopback sockets: both start
  * on the ports asked for and close together; a metrics port already taken fails the start
  * and leaves no introspection server listening.
  */
@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { test } from 'node:test';
 import { createMetrics } from '../../ipamd/observability/metrics.js';
-import { startHttpEndpoints } from '../../ipamd/startup/http-endpoints.js';
+import { startHttpEndpoints } from '../../ipamd/observability/http-endpoints.js';
 
 const source = { status: () => ({ ok: true }), allocations: () => [] };
 

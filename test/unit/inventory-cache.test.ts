@@ -1,5 +1,5 @@
 /**
- * The ENI inventory cache (startup/inventory-cache.ts) against the simulated cloud (real
+ * The ENI inventory cache (cloud/inventory-cache.ts) against the simulated cloud (real
  * Ec2Api over HTTP, real IMDS reads): an assign's answer is in the file before the caller
  * can hand it out, and a file that IMDS or the checkpoint outgrows is refused (the start
  * then describes EC2).
@@ -14,13 +14,13 @@ import { SimCloud } from '../../sim/index.js';
 import { Ec2Api, type Ec2Eni } from '../../ipamd/cloud/ec2.js';
 import { ImdsClient } from '../../ipamd/cloud/imds.js';
 import { Datastore } from '../../ipamd/datastore/datastore.js';
-import { CacheGuardedEc2 } from '../../ipamd/startup/cache-guarded-ec2.js';
+import { CacheGuardedEc2 } from '../../ipamd/cloud/cache-guarded-ec2.js';
 import {
   InventoryCacheWriter,
   readInventoryCache,
   uncoveredAllocation,
   type InventoryFile,
-} from '../../ipamd/startup/inventory-cache.js';
+} from '../../ipamd/cloud/inventory-cache.js';
 import { ensureDummyAwsCredentials } from '../../kit/sim-node.js';
 
 const log = pino({ level: 'silent' });

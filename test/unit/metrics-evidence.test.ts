@@ -8,7 +8,7 @@ import { Datastore } from '../../ipamd/datastore/datastore.js';
 import { ReleaseGate } from '../../ipamd/controller/release/release-gate.js';
 import { createMetrics } from '../../ipamd/observability/metrics.js';
 import type { PassReport } from '../../ipamd/restore/reconciler.js';
-import { sourceStates } from '../../ipamd/startup/evidence.js';
+import { sourceStates } from '../../ipamd/restore/evidence.js';
 import { parsePrometheusText, sample } from '../helpers/prom-text.js';
 
 const report = (p: Partial<PassReport>): PassReport => ({

@@ -2,14 +2,14 @@
  * The pure parts of the VPC/subnet CIDR facts host networking is built from: the VPC
  * blocks from IMDS (startup/subnet-cidrs.ts), the subnet CIDR of each ENI joined by
  * subnet id, and the re-read step that applies a new block at once but a dropped block
- * only when two reads agree (startup/host-network-sync.ts).
+ * only when two reads agree (network/host-network-sync.ts).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ImdsEni } from '../../ipamd/cloud/imds.js';
 import type { Ec2Eni } from '../../ipamd/cloud/ec2-port.js';
 import { missingSubnetCidrs, subnetCidrsFromImds, vpcCidrsFromImds } from '../../ipamd/startup/subnet-cidrs.js';
-import { vpcCidrStep } from '../../ipamd/startup/host-network-sync.js';
+import { vpcCidrStep } from '../../ipamd/controller/host-network-sync.js';
 
 const imdsEni = (p: Partial<ImdsEni>): ImdsEni => ({
   mac: '0a:00:00:00:00:01',

@@ -10,8 +10,8 @@ import type { DatastoreViews } from '../datastore/roles.js';
 import { poolCounts } from '../pool/index.js';
 import type { NodeInventory } from '../startup/discover.js';
 import type { EniConfigWiring } from '../startup/eniconfig-wiring.js';
-import type { EniLifecycle } from '../startup/eni-lifecycle.js';
-import type { Evidence } from '../startup/evidence.js';
+import type { EniLifecycle } from '../controller/eni-lifecycle/start.js';
+import type { Evidence } from '../restore/evidence.js';
 import type { PoolWiring } from '../startup/pool-wiring.js';
 import type { SysctlCheck } from '../network/sysctl.js';
 

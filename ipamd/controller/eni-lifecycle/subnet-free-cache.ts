@@ -15,7 +15,7 @@
  * in the file it is wall-clock epoch ms (whole), the only clock two processes share: the
  * writer converts with wallOf, the reader back to its own monotonic clock.
  */
-import { monoNow, wallOf } from '../clock.js';
+import { monoNow, wallOf } from '../../clock.js';
 import { readFile } from 'node:fs/promises';
 import writeFileAtomic from 'write-file-atomic';
 import { z } from 'zod';

@@ -12,7 +12,7 @@
  * is rewritten whole in that record (all listed, in order): rare, and still exact.
  */
 import { monoNow } from '../clock.js';
-import type { CheckpointData, CheckpointSource, JournalRecord } from '../checkpoint/index.js';
+import type { CheckpointData, CheckpointSource, JournalRecord } from './index.js';
 import type { ChangeJournal } from '../datastore/roles.js';
 
 /** What {@link datastoreCheckpointSource} needs. */

@@ -13,17 +13,17 @@
  * checkpoint): a restart sets the gauge from them and describes only what the rule
  * above asks for, so a fleet restarting together spends no DescribeSubnets on it.
  */
-import { monoNow } from '../clock.js';
-import type { Ec2Port } from '../cloud/ec2-port.js';
+import { monoNow } from '../../clock.js';
+import type { Ec2Port } from '../../cloud/ec2-port.js';
 import path from 'node:path';
-import type { IpamdConfig } from '../config.js';
-import type { EniManager } from '../controller/eni-lifecycle/eni-manager.js';
-import { EniReconciler, type ExclusivePool, type ReconcileReport } from '../controller/eni-lifecycle/eni-reconcile.js';
-import { LeakedEniSweeper, type SweepReport } from '../controller/eni-lifecycle/leak-sweep.js';
-import type { ReleaseGate } from '../controller/release/release-gate.js';
-import type { EniInventory, PoolCounts } from '../datastore/roles.js';
-import type { Logger } from '../log.js';
-import type { NodeInventory } from './discover.js';
+import type { IpamdConfig } from '../../config.js';
+import type { EniManager } from './eni-manager.js';
+import { EniReconciler, type ExclusivePool, type ReconcileReport } from './eni-reconcile.js';
+import { LeakedEniSweeper, type SweepReport } from './leak-sweep.js';
+import type { ReleaseGate } from '../release/release-gate.js';
+import type { EniInventory, PoolCounts } from '../../datastore/roles.js';
+import type { Logger } from '../../log.js';
+import type { NodeInventory } from '../../cloud/node-inventory.js';
 import { readSubnetReadings, writeSubnetReadings, type SubnetReading } from './subnet-free-cache.js';
 
 /** How often a subnet's free-address count is re-read when this node changed nothing in it, ms. */

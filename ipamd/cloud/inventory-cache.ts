@@ -28,8 +28,8 @@
 import { readFile, rm } from 'node:fs/promises';
 import writeFileAtomic from 'write-file-atomic';
 import { z } from 'zod';
-import type { Ec2Eni } from '../cloud/ec2.js';
-import type { ImdsEni } from '../cloud/imds.js';
+import type { Ec2Eni } from './ec2.js';
+import type { ImdsEni } from './imds.js';
 import type { DatastoreViews } from '../datastore/roles.js';
 import { expandPrefix } from '../datastore/prefixes.js';
 import type { Logger } from '../log.js';

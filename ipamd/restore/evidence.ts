@@ -11,10 +11,10 @@ import type { IpamdConfig } from '../config.js';
 import type { ReleaseGate } from '../controller/release/release-gate.js';
 import type { Assignments, DatastoreViews, RestoreTarget } from '../datastore/roles.js';
 import type { Logger } from '../log.js';
-import { CriSource, detectCriEndpoint } from '../restore/cri-source.js';
-import { KernelSource, type KernelReader } from '../restore/kernel-source.js';
-import type { RuntimeIdentity } from '../restore/plausibility.js';
-import { EvidenceReconciler, type PassReport, type PodCache } from '../restore/reconciler.js';
+import { CriSource, detectCriEndpoint } from './cri-source.js';
+import { KernelSource, type KernelReader } from './kernel-source.js';
+import type { RuntimeIdentity } from './plausibility.js';
+import { EvidenceReconciler, type PassReport, type PodCache } from './reconciler.js';
 
 /** The running evidence machinery. */
 export interface Evidence {
@@ -226,7 +226,7 @@ function startKubeSource(
     // The client (~70 MiB, ~1 s to import) loads in the background: serving does not wait
     // for it; until it has loaded the source reads as not synced (releases stay frozen).
     const nodeName = config.nodeName;
-    let src: import('../restore/kube-source.js').KubePodSource | undefined;
+    let src: import('../kube/pod-source.js').KubePodSource | undefined;
     let syncTimer: NodeJS.Timeout | undefined;
     kubeSynced = new Promise<void>((resolve) => {
       endKubeWait = () => {
@@ -236,7 +236,7 @@ function startKubeSource(
     });
     let loading: Promise<void> | undefined;
     const load = () =>
-      (loading = import('../restore/kube-source.js').then(
+      (loading = import('../kube/pod-source.js').then(
         ({ KubePodSource }) => {
           if (run.stopped) return;
           const s = new KubePodSource({ nodeName, log });

@@ -19,7 +19,7 @@
  *   answer are recorded as the cache's EC2 metadata.
  * Every other call is passed through unchanged. Errors are the inner port's, unchanged.
  */
-import type { CreateEniRequest, Ec2Eni, Ec2Port, Ec2Subnet } from '../cloud/ec2-port.js';
+import type { CreateEniRequest, Ec2Eni, Ec2Port, Ec2Subnet } from './ec2-port.js';
 import type { InventoryAdditions, InventoryExclusions } from './inventory-cache.js';
 
 /** What {@link CacheGuardedEc2} needs of the cache (`InventoryCacheWriter` is one). */

@@ -4,8 +4,8 @@
  * runtime it uses (`<runtime_name>://<runtime_version>`), so ipamd can tell whether the
  * runtime it reads is the one kubelet uses (plausibility.ts).
  */
-import { CoreV1Api, type KubeConfig } from '../kube/client.js';
-import { describeError } from './kube-source-errors.js';
+import { CoreV1Api, type KubeConfig } from './client.js';
+import { describeError } from './errors.js';
 
 /**
  * The node's containerRuntimeVersion within `timeoutMs` (ms).

@@ -9,16 +9,16 @@
  * resourceVersion when it ends, and LIST again on 410 Gone or after errors (with backoff).
  */
 import type { Logger } from 'pino';
-import type { AgentTrackingKubeConfig } from './kube-source-config.js';
-import { loadKubeConfig } from './kube-source-config.js';
-import { KubeUnavailableError, describeError } from './kube-source-errors.js';
-import { listNodePods } from './kube-source-list.js';
-import { readNodeRuntimeVersion } from './kube-source-node.js';
-import { podKey, toKubePod, type KubePod } from './kube-source-pod.js';
-import { watchNodePods, type RunningWatch } from './kube-source-watch.js';
+import type { AgentTrackingKubeConfig } from './config.js';
+import { loadKubeConfig } from './config.js';
+import { KubeUnavailableError, describeError } from './errors.js';
+import { listNodePods } from './pod-list.js';
+import { readNodeRuntimeVersion } from './node-read.js';
+import { podKey, toKubePod, type KubePod } from './pod-evidence.js';
+import { watchNodePods, type RunningWatch } from './pod-watch.js';
 
-export { KubeUnavailableError } from './kube-source-errors.js';
-export type { KubePod } from './kube-source-pod.js';
+export { KubeUnavailableError } from './errors.js';
+export type { KubePod } from './pod-evidence.js';
 
 /**
  * A watch the server ends sooner than this (ms) without sending any event is a failure, not

@@ -5,9 +5,9 @@
  * each off with DISABLE_INTROSPECTION / DISABLE_METRICS.
  */
 import type { IpamdConfig } from '../config.js';
-import { startIntrospection, type IntrospectionSource } from '../observability/introspection.js';
-import type { IpamdMetrics } from '../observability/metrics.js';
-import { startMetricsServer } from '../observability/metrics-server.js';
+import { startIntrospection, type IntrospectionSource } from './introspection.js';
+import type { IpamdMetrics } from './metrics.js';
+import { startMetricsServer } from './metrics-server.js';
 
 /** The started endpoints. */
 export interface HttpEndpoints {

@@ -2,7 +2,7 @@
  * The pod fields ipamd's restore logic needs, taken from a core/v1 Pod
  * (https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/).
  */
-import type { V1Pod } from '../kube/client.js';
+import type { V1Pod } from './client.js';
 
 /** A pod bound to this node as the Kubernetes API sees it. */
 export interface KubePod {

@@ -4,9 +4,9 @@
  * parse (refused whole, the last good view stays; logged at warn with the field and counted:
  * cloud/answer-parse.ts, docs/design.md#bounds-on-bad-input).
  */
-import type { AnswerParseError } from '../cloud/answer-parse.js';
-import type { Ec2CallObserver } from '../cloud/ec2-options.js';
-import { createThrottleWatch, type ThrottleWatch } from '../cloud/throttle-watch.js';
+import type { AnswerParseError } from './answer-parse.js';
+import type { Ec2CallObserver } from './ec2-options.js';
+import { createThrottleWatch, type ThrottleWatch } from './throttle-watch.js';
 import type { Logger } from '../log.js';
 
 /** The hooks to spread into the EC2 options, and the throttle watch. */

@@ -5,9 +5,9 @@
  * Adds a deadline for the response headers, which Watch itself lacks: a watch that is
  * not answered within `timeoutMs` is torn down by destroying its HTTP agent.
  */
-import { Watch, type V1Pod } from '../kube/client.js';
-import type { AgentTrackingKubeConfig } from './kube-source-config.js';
-import { KubeUnavailableError, describeError, httpStatusOf } from './kube-source-errors.js';
+import { Watch, type V1Pod } from './client.js';
+import type { AgentTrackingKubeConfig } from './config.js';
+import { KubeUnavailableError, describeError, httpStatusOf } from './errors.js';
 
 /** How a watch ended: the server closed it cleanly, the resourceVersion expired (410: relist), or an error. */
 export type WatchEnd = { kind: 'closed' } | { kind: 'expired' } | { kind: 'error'; error: KubeUnavailableError };

@@ -5,9 +5,9 @@
  * API semantics: https://kubernetes.io/docs/reference/using-api/api-concepts/#retrieving-large-results-sets-in-chunks
  * (no `limit` is sent, so the server answers with one complete list).
  */
-import { CoreV1Api, Observable, type KubeConfig, type ObservableMiddleware } from '../kube/client.js';
-import { KubeUnavailableError, describeError, httpStatusOf } from './kube-source-errors.js';
-import { podKey, toKubePod, type KubePod } from './kube-source-pod.js';
+import { CoreV1Api, Observable, type KubeConfig, type ObservableMiddleware } from './client.js';
+import { KubeUnavailableError, describeError, httpStatusOf } from './errors.js';
+import { podKey, toKubePod, type KubePod } from './pod-evidence.js';
 
 /** A complete list and the resourceVersion to start a watch from. */
 export interface PodListResult {

@@ -15,7 +15,7 @@ import type { EniInfo } from '../datastore/types.js';
 import type { Logger } from '../log.js';
 import { HostNetwork, type HostNetworkOptions } from '../network/host-network.js';
 import type { SysctlCheck } from '../network/sysctl.js';
-import { PeriodicTask } from '../controller/periodic-task.js';
+import { PeriodicTask } from './periodic-task.js';
 import { eniRouteTable } from '../../netfacts/routing.js';
 
 /** How often the node sysctls are read again (ms), so a fix (or a regression) shows without a restart. */
