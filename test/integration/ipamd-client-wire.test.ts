@@ -107,13 +107,16 @@ test('every RPC round-trips every field against a grpc-js + proto-loader server'
   const addReply: AddNetworkReply = {
     success: true,
     ipv4_addr: '10.0.0.57',
-    ipv6_addr: '',
+    ipv6_addr: '2600:1f14:abc:de00:0:1::7',
     device_number: 2,
     route_table_id: 4294967295,
     vpc_v4_cidrs: ['10.0.0.0/16', '100.64.0.0/10'],
     use_external_snat: true,
     eni_id: 'eni-0123456789abcdef0',
     message: 'already assigned',
+    ip_family: 'dual',
+    ipv6_prefix_len: 128,
+    egress_v4_addr: '169.254.172.9',
   };
   const delReply: DelNetworkReply = {
     success: true,
@@ -122,16 +125,33 @@ test('every RPC round-trips every field against a grpc-js + proto-loader server'
     device_number: 2,
     route_table_id: 3,
     message: '',
+    ipv6_addr: '2600:1f14:abc:de00:0:1::7',
+    egress_v4_addr: '169.254.172.9',
   };
   const statusReply: IpamStatusReply = {
     can_serve: false,
     code: 51,
     message: 'pool empty: subnet has no free address',
+    ip_family: 'ipv6',
   };
   const gcReply: GcNetworkReply = {
     released: [
-      { container_id: 'dead1', if_name: 'eth0', ipv4_addr: '10.0.0.9', route_table_id: 254 },
-      { container_id: 'dead2', if_name: 'net1', ipv4_addr: '10.0.0.10', route_table_id: 0 },
+      {
+        container_id: 'dead1',
+        if_name: 'eth0',
+        ipv4_addr: '10.0.0.9',
+        route_table_id: 254,
+        ipv6_addr: '2600:1f14:abc:de00:0:1::9',
+        egress_v4_addr: '169.254.172.10',
+      },
+      {
+        container_id: 'dead2',
+        if_name: 'net1',
+        ipv4_addr: '10.0.0.10',
+        route_table_id: 0,
+        ipv6_addr: '',
+        egress_v4_addr: '',
+      },
     ],
     message: '2 released',
   };
@@ -141,6 +161,9 @@ test('every RPC round-trips every field against a grpc-js + proto-loader server'
     device_number: 1,
     route_table_id: 2,
     eni_id: 'eni-0aa',
+    ipv6_addr: '2600:1f14:abc:de00:0:1::7',
+    egress_v4_addr: '',
+    ip_family: 'dual',
   };
   ws.handlers = {
     AddNetwork: () => addReply,
@@ -152,7 +175,7 @@ test('every RPC round-trips every field against a grpc-js + proto-loader server'
 
   const c = connectIpamd(ws.socket);
   try {
-    const addReq: AddNetworkRequest = ids('c1');
+    const addReq: AddNetworkRequest = { ...ids('c1'), ip_family: 'dual' };
     const delReq: DelNetworkRequest = { ...ids('c1'), reason: 'cni-del' };
     const statusReq: IpamStatusRequest = { api_version: 1, client_version: '0.1.0-wire', network_name: 'aws-cni' };
     const gcReq: GcNetworkRequest = {
@@ -211,6 +234,9 @@ test('default-valued replies decode with proto3 defaults; calls share one channe
       use_external_snat: false,
       eni_id: '',
       message: '',
+      ip_family: '',
+      ipv6_prefix_len: 0,
+      egress_v4_addr: '',
     });
     assert.deepEqual(
       await c.gcNetwork({ api_version: 1, client_version: '', network_name: 'n', valid_attachments: [] }, 5000),
