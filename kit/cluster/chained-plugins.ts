@@ -6,9 +6,9 @@
 import { readFileSync } from 'node:fs';
 import { run } from '../netns.js';
 import type { TestCluster } from './cluster.js';
-import { ECHO_PORT } from './echo-image.js';
+import { echoPodSpec } from './workload.js';
 
-/** An echo Pod `name` (label app=`name`) with `extra` merged into its container, and `annotations`. */
+/** An echo Pod `name` (label app=`name`), its port mapped on the node when `hostPort` is given, with `annotations`. */
 export function echoPod(
   c: TestCluster,
   name: string,
@@ -18,20 +18,7 @@ export function echoPod(
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name, namespace: 'default', labels: { app: name }, annotations: o.annotations ?? {} },
-    spec: {
-      terminationGracePeriodSeconds: 1,
-      enableServiceLinks: false,
-      automountServiceAccountToken: false,
-      containers: [
-        {
-          name: 'echo',
-          image: c.nodeProcs.echoImage,
-          imagePullPolicy: 'Never',
-          ports: [{ containerPort: ECHO_PORT, ...(o.hostPort ? { hostPort: o.hostPort } : {}) }],
-          readinessProbe: { tcpSocket: { port: ECHO_PORT }, periodSeconds: 2 },
-        },
-      ],
-    },
+    spec: echoPodSpec(c, o),
   };
 }
 

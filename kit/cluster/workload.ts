@@ -21,6 +21,27 @@ export interface KubePod {
   deleting: boolean;
 }
 
+/**
+ * The spec of one echo pod: the locally built echo image (never pulled), a TCP readiness
+ * probe on {@link ECHO_PORT} every 2 s, 1 s grace; `hostPort` maps that port on the node.
+ */
+export function echoPodSpec(c: TestCluster, o: { hostPort?: number } = {}): object {
+  return {
+    terminationGracePeriodSeconds: 1,
+    enableServiceLinks: false,
+    automountServiceAccountToken: false,
+    containers: [
+      {
+        name: 'echo',
+        image: c.nodeProcs.echoImage,
+        imagePullPolicy: 'Never',
+        ports: [{ containerPort: ECHO_PORT, ...(o.hostPort ? { hostPort: o.hostPort } : {}) }],
+        readinessProbe: { tcpSocket: { port: ECHO_PORT }, periodSeconds: 2 },
+      },
+    ],
+  };
+}
+
 /** A Deployment `name` of `replicas` echo pods with a TCP readiness probe (the kubelet's own). */
 export function echoDeployment(c: TestCluster, name: string, replicas: number): object {
   const labels = { app: name };
@@ -34,20 +55,7 @@ export function echoDeployment(c: TestCluster, name: string, replicas: number): 
       strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: '100%', maxSurge: '100%' } },
       template: {
         metadata: { labels },
-        spec: {
-          terminationGracePeriodSeconds: 1,
-          enableServiceLinks: false,
-          automountServiceAccountToken: false,
-          containers: [
-            {
-              name: 'echo',
-              image: c.nodeProcs.echoImage,
-              imagePullPolicy: 'Never',
-              ports: [{ containerPort: ECHO_PORT }],
-              readinessProbe: { tcpSocket: { port: ECHO_PORT }, periodSeconds: 2 },
-            },
-          ],
-        },
+        spec: echoPodSpec(c),
       },
     },
   };
