@@ -33,10 +33,10 @@ export interface VpcSide {
  * @throws Error when that address falls in the node's subnet, or from `ip`/`sysctl`.
  */
 export async function strictVpcSide(c: TestCluster): Promise<VpcSide> {
-  const vpcCidr = ipaddr.parseCIDR(vpcCidrBlocks(c.sim.state)[0]!);
-  const last = ipaddr.IPv4.broadcastAddressFromCIDR(vpcCidr.toString()).toByteArray();
-  const n = ((last[0]! << 24) | (last[1]! << 16) | (last[2]! << 8) | last[3]!) >>> 0;
-  const client = ipaddr.fromByteArray([(n - 9) >>> 24, ((n - 9) >> 16) & 255, ((n - 9) >> 8) & 255, (n - 9) & 255]);
+  // A VPC block is /16../28, so its last octet is at least 15 and minus 9 stays in the block.
+  const bytes = ipaddr.IPv4.broadcastAddressFromCIDR(vpcCidrBlocks(c.sim.state)[0]!).toByteArray();
+  bytes[3] = bytes[3]! - 9;
+  const client = ipaddr.fromByteArray(bytes);
   const subnetCidrs = new Set<string>();
   for (const e of c.sim.state.enis.values())
     if (e.attachment?.instanceId === c.node.instanceId) subnetCidrs.add(c.sim.state.subnets.get(e.subnetId)!.cidr);

@@ -56,14 +56,15 @@ describe('NodePort to pods on secondary ENIs on a real Kubernetes cluster', { sk
     return { reply, tx: Object.fromEntries(devs.map((d) => [d, after[d]! - before[d]!])) };
   };
 
-  /** Waits until ipamd's fwmark rule (prio 1023) is present (`on`) or absent. */
+  /** Waits until ipamd's fwmark rule (prio 1023) and its mark rule on eth0 are both present (`on`) or both absent. */
   const waitFwmarkRule = (on: boolean) =>
     waitFor(
       `ipamd's connection-mark rules ${on ? 'installed' : 'removed'}`,
       async () => {
         const rules = await ipIn(c.nodeNetns.path, ['rule']);
-        const has = /1023:\s+from all fwmark 0x80\/0x80 lookup main/.test(rules) && (await markRulePackets(c)) >= 0;
-        return has === on;
+        const fwmark = /1023:\s+from all fwmark 0x80\/0x80 lookup main/.test(rules);
+        const mark = (await markRulePackets(c)) >= 0;
+        return fwmark === on && mark === on;
       },
       120_000,
       1000,
