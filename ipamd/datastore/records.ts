@@ -1,6 +1,7 @@
 /**
- * Internal records of the datastore (not exported from the package surface): one per
- * address and one per ENI, and the address-state function. Pure; no I/O.
+ * Records of the datastore, internal to ipamd/datastore/: one per address and one per
+ * ENI, and the address-state function; and {@link keyString}, the one export its
+ * consumers use. Pure; no I/O.
  *
  * Address states:
  * - available: on an ENI, held by nobody, not cooling, not being released;
