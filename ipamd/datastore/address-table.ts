@@ -23,7 +23,13 @@ export interface AddressTableParts {
   signal: AvailabilitySignal;
   /** What the pool assigns: `'ip'` or `'prefix'` (ENABLE_PREFIX_DELEGATION); only changes the units of pool views. */
   unit: AllocationUnit;
-  /** False under custom networking: the primary ENI's addresses serve no new pod (see datastore.ts). */
+  /**
+   * False under custom networking (AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG): the primary ENI's
+   * addresses are never handed to a new pod, and those held by nobody are left out of the
+   * pool (not in `total` or `available` of {@link AddressTable.counts} and
+   * {@link AddressTable.poolViews}; the ENI has no room for more). Addresses on it that
+   * are held (restored allocations) stay assigned and are served to their keys until released.
+   */
   primaryServesNewPods: boolean;
 }
 
