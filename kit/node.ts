@@ -20,7 +20,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { SimCloud, vpcCidrBlocks, type Subnet } from '../sim/index.js';
+import { SimCloud, vpcCidrBlocks, type SimCloudOptions, type Subnet } from '../sim/index.js';
 import { startCriStandIn, type CriStandIn, type CriStandInOptions } from '../sim/cri/index.js';
 import { KubeApiStandIn, type EniConfigSpec } from '../sim/kube/index.js';
 import { startContainerd, type Containerd, type ContainerdOptions } from './containerd.js';
@@ -33,6 +33,8 @@ import { kubeletRuntimeVersion } from '../ipamd/restore/plausibility.js';
 export interface NodeOptions {
   /** A simulated cloud to share (not stopped by close); default: a new one, stopped by close. */
   sim?: SimCloud;
+  /** Options of the new cloud (e.g. `{ seed: 11 }` for stable ids); ignored with `sim`. */
+  simOptions?: SimCloudOptions;
   /** Subnet to launch in (with a shared `sim`); default: a new subnet of `subnetCidr`. */
   subnetId?: string;
   /** CIDR of the new subnet (default 10.0.0.0/24). */
@@ -103,7 +105,7 @@ export async function buildNode(o: NodeOptions = {}): Promise<KitNode> {
     if (!o.keepDir) cleanups.push(() => rm(dir, { recursive: true, force: true }));
     let sim = o.sim;
     if (!sim) {
-      const own = new SimCloud();
+      const own = new SimCloud(o.simOptions);
       await own.start();
       cleanups.push(() => own.stop());
       sim = own;
