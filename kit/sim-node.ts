@@ -218,13 +218,15 @@ export async function createSimNode(o: SimNodeOptions = {}): Promise<SimNode> {
 
 /**
  * For a test: {@link simNodeWithCloud} with its cloud and node closed by `t.after` even
- * when the test fails; ipamd not started.
+ * when the test fails; ipamd not started. An own cloud is stopped before ipamd (as these
+ * tests always did), so ipamd's graceful stop does not wait for EC2 calls in flight.
  */
 export async function testSimNode(
   t: { after(fn: () => unknown): void },
   o: SimNodeOptions = {},
 ): Promise<{ sim: SimCloud; subnetId: string; node: SimNode }> {
   const r = await simNodeWithCloud(o);
+  if (!o.sim) t.after(() => r.sim.stop()); // stopping it again in node.close() is a no-op
   t.after(() => r.node.close());
   return r;
 }
