@@ -98,7 +98,7 @@ test('SIGKILL at random points during 1,000 ADD/DELs: no acknowledged ADD lost, 
           const call = op === 'add' ? c.add(id) : c.del(id);
           known.set(id, { state: 'unknown' });
           if (n === killAt) {
-            // Let the request reach ipamd, then kill it somewhere in its handling (a few ms at most).
+            // Let the request reach ipamd, then kill it somewhere in its handling (a few ms at most; a random point, not a wait).
             killed = new Promise((r) => setTimeout(r, random() * 3)).then(() => node.stop({ crash: true }));
           }
           try {

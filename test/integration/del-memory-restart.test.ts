@@ -149,8 +149,9 @@ test('a corrupt aws-node checkpoint is kept aside and not imported; with IPs on 
     '{"version":"vpc-cni-ipam/1","allocations":[{"networkName":"aws-cni","contain',
     'original untouched',
   );
-  // Several GC and pool intervals: no release reaches EC2.
-  await new Promise((r) => setTimeout(r, 1500));
+  // Several GC passes (200 ms each), and pool passes with them: no release reaches EC2.
+  const passes = (await node.status()).evidence.passes as number;
+  await waitFor('five more GC passes', async () => (await node.status()).evidence.passes >= passes + 5, 15_000);
   assert.deepEqual(
     sim.calls
       .slice(calls)
