@@ -67,7 +67,9 @@ export const poolLoopPart = ({ config, log }: PartEnv) =>
       'checkpoint',
     ],
     start({ pool: { pool, enis }, node: { inv }, datastore: { ds }, 'release-gate': gate, metrics, phase, ...got }) {
-      if (config.disableNetworkResourceProvisioning)
+      if (config.ipFamily === 'ipv6')
+        log.info('IPv6 mode: no warm pool and no secondary ENIs; pods are served from the /80');
+      else if (config.disableNetworkResourceProvisioning)
         log.warn(
           'DISABLE_NETWORK_RESOURCE_PROVISIONING=true: the warm pool is not managed; serving only what the ENIs already hold',
         );
