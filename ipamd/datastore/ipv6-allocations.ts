@@ -313,7 +313,8 @@ export class Ipv6Allocations {
     if (this.held.has(a.ipv6)) return `${a.ipv6} is held by two attachments`;
     if (this.quarantine.has(a.ipv6)) return `${a.ipv6} is quarantined`;
     if (this.byKey.has(v6KeyOf(a))) return `container ${a.containerID} holds two IPv6 allocations`;
-    if (this.o.egressV4 && egressIndex(a.egressV4) === undefined)
+    // '' in ipv6 mode: imported from aws-node, whose egress address is in its plugin's host-local store.
+    if (this.o.egressV4 && a.egressV4 !== '' && egressIndex(a.egressV4) === undefined)
       return `egress address ${JSON.stringify(a.egressV4)} is outside 169.254.172.0/22`;
     if (!this.o.egressV4 && a.egressV4) return `egress address ${a.egressV4} in dual mode (none expected)`;
     if (a.egressV4 && this.held.has(a.egressV4)) return `egress address ${a.egressV4} is held by two attachments`;

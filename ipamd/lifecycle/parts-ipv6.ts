@@ -23,7 +23,7 @@ export const ipv6Part = ({ config, log }: PartEnv) =>
   part({
     name: 'ipv6',
     needs: ['node', 'checkpoint'],
-    async start({ node: { inv, bootId } }) {
+    async start({ node: { inv, bootId }, checkpoint: { fromAwsNode } }) {
       if (config.ipFamily === 'ipv4') return { value: undefined };
       const { prefix } = await ensureIpv6Prefix({
         imds: inv.imds,
@@ -48,6 +48,15 @@ export const ipv6Part = ({ config, log }: PartEnv) =>
             savedBootId: saved.bootId,
           },
           'IPv6 allocations restored',
+        );
+      }
+      if (!saved && fromAwsNode?.kind === 'imported' && fromAwsNode.ipv6.length > 0) {
+        const r = v6.restore({ allocations: fromAwsNode.ipv6.map((e) => ({ ...e, egressV4: '' })) });
+        for (const q of r.quarantined)
+          log.error({ address: q.address, reason: q.reason }, 'aws-node checkpoint: IPv6 address quarantined');
+        log.info(
+          { prefix: v6.prefix, imported: r.restored.length, quarantined: r.quarantined.length },
+          "aws-node checkpoint's IPv6 allocations imported",
         );
       }
       const writer = new Ipv6CheckpointWriter(file, bootId, () => v6.state(monoNow()));
