@@ -218,7 +218,7 @@ test('convert: IPv6 allocations come out for an ipamd serving IPv6; outside the 
         containerID: 'v1',
         ifName: 'eth0',
         ipv6: '2600:1f14:abc:de00:7::a',
-        allocationTimestamp: 1_700_000_000_123_456_789,
+        allocationTimestamp: 1_700_000_000_123_456_768,
         metadata: { k8sPodNamespace: 'default', k8sPodName: 'web-6' },
       },
       { networkName: 'aws-cni', containerID: 'v2', ifName: 'eth0', ipv6: '2600:1f14:999::b', allocationTimestamp: 0 },
