@@ -57,7 +57,13 @@ test('IPv6 mode: /128s from the /80, TCP pod↔pod and pod→IPv4 outside, no EC
   const h = await createNode({
     sim,
     subnetId,
-    ipamdEnv: { ENABLE_IPv6: 'true', ENABLE_IPv4: 'false', ENABLE_PREFIX_DELEGATION: 'true' },
+    ipamdEnv: {
+      ENABLE_IPv6: 'true',
+      ENABLE_IPv4: 'false',
+      ENABLE_PREFIX_DELEGATION: 'true',
+      DISABLE_METRICS: 'false',
+      METRICS_BIND_ADDRESS: '127.0.0.1:0',
+    },
   });
   t.after(() => h.close());
   const node = await createNamedNetns(`eni-i6-node-${process.pid}`);
@@ -113,6 +119,21 @@ test('IPv6 mode: /128s from the /80, TCP pod↔pod and pod→IPv4 outside, no EC
   }
   const [p0, p1] = pods as [(typeof pods)[0], (typeof pods)[0]];
   assert.notEqual(p0.ipv6, p1.ipv6);
+  // Introspection and metrics carry IPv6: the /80 under the primary ENI's IPv6Cidrs, both /128s listed.
+  const ipamd = h.ipamd!;
+  const enis = (await (await fetch(`http://127.0.0.1:${ipamd.introspectionPort}/v1/enis`)).json()) as {
+    0: { ENIs: Record<string, { IsPrimary: boolean; IPv6Cidrs: Record<string, { IPAddresses: object }> }> };
+  };
+  const primary = Object.values(enis[0].ENIs).find((e) => e.IsPrimary)!;
+  assert.deepEqual(Object.keys(primary.IPv6Cidrs), [prefix]);
+  assert.deepEqual(Object.keys(primary.IPv6Cidrs[prefix]!.IPAddresses).sort(), [p0.ipv6, p1.ipv6].sort());
+  {
+    assert.ok(ipamd.metricsPort, 'metrics served');
+    const text = await (await fetch(`http://127.0.0.1:${ipamd.metricsPort}/metrics`)).text();
+    assert.match(text, /^awscni_assigned_ip_addresses 2$/m);
+    assert.match(text, /^eni_ipam_ipv6_prefixes 1$/m);
+    assert.match(text, /^eni_ipam_ipv6_addresses\{state="assigned"\} 2$/m);
+  }
   const podServer = await tcpServer(t, p1.ns, p1.ipv6, 8082);
   await tcpSendFrom(p0.ns.path, p1.ipv6, 8082, 'pod-to-pod');
   await waitFor('pod→pod over IPv6', () => podServer.text.includes(`pod-to-pod ${p0.ipv6}`));

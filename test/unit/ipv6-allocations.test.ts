@@ -6,6 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Ipv6Allocations, parsePrefix80 } from '../../ipamd/datastore/ipv6-allocations.js';
+import { ipv6CidrsDocument } from '../../ipamd/observability/introspect-ipv6.js';
 
 const PREFIX = '2600:1f14:aa:bb00:1234::/80';
 const key = (n: number) => ({ networkName: 'aws-cni', containerID: `c${n}`, ifName: 'eth0' });
@@ -109,4 +110,24 @@ test('restore quarantines an address outside the /80, a bad egress address and a
     assert.ok(!q.has(a.egressV4) && !q.has(a.ipv6), `${a.egressV4} ${a.ipv6} handed out`);
     assert.notEqual(a.ipv6, inside);
   }
+});
+
+test("introspection: the /80 as upstream's IPv6Cidrs entry, held and cooling /128s listed", () => {
+  const v6 = new Ipv6Allocations({ prefix: PREFIX, egressV4: true, cooldownMs: 30_000 });
+  const a = v6.assign(key(1), { namespace: 'ns', name: 'web', uid: 'u' }, 0, Date.UTC(2026, 0, 2)).allocation;
+  const b = v6.assign(key(2), undefined, 0, 0).allocation;
+  v6.unassign(key(2), Date.UTC(2026, 0, 3));
+  const doc = ipv6CidrsDocument(v6.state(Date.UTC(2026, 0, 3))) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  const e = doc['2600:1f14:aa:bb00:1234::/80'];
+  assert.deepEqual(e.Cidr, {
+    IP: '2600:1f14:aa:bb00:1234::',
+    Mask: Buffer.from([...Array(10).fill(255), 0, 0, 0, 0, 0, 0]).toString('base64'),
+  });
+  assert.equal(e.IsPrefix, true);
+  assert.equal(e.AddressFamily, '6');
+  assert.deepEqual(e.IPAddresses[a.ipv6].IPAMMetadata, { k8sPodNamespace: 'ns', k8sPodName: 'web' });
+  assert.equal(e.IPAddresses[a.ipv6].AssignedTime, '2026-01-02T00:00:00.000Z');
+  assert.equal(e.IPAddresses[a.ipv6].IPAMKey.containerID, '', 'blanked as upstream');
+  assert.equal(e.IPAddresses[b.ipv6].AssignedTime, '0001-01-01T00:00:00Z');
+  assert.deepEqual(Object.keys(e.IPAddresses).length, 2, 'egress IPv4s are not listed under the /80');
 });
