@@ -45,7 +45,7 @@ import {
   spoolWatchPart,
   statusPart,
 } from './lifecycle/parts-serve.js';
-import { egressV4Part, ipv6Part } from './lifecycle/parts-ipv6.js';
+import { egressV4Part, familyPart, ipv6Part } from './lifecycle/parts-ipv6.js';
 import {
   drainPart,
   eniConfigFollowPart,
@@ -104,6 +104,7 @@ export function daemonParts(env: PartEnv): AnyPart<DaemonParts>[] {
     poolPart(env),
     servicePart(env),
     ipv6Part(env),
+    familyPart(env),
     quarantineCheckPart(env),
     metricsSourcesPart(env),
     statusPart(env),

@@ -17,6 +17,7 @@ import type { HttpEndpoints } from '../observability/http-endpoints.js';
 import type { InventoryCacheHandle } from '../startup/fast-start.js';
 import type { IpamdMetrics } from '../observability/metrics.js';
 import type { IpamService } from '../service/ipam-service.js';
+import type { FamilyService } from '../service/family-service.js';
 import type { KernelSource } from '../restore/kernel-source.js';
 import type { KubeReporter } from '../observability/kube-reporter.js';
 import type { LazyKubeReporting } from '../startup/kube-reporting-start.js';
@@ -97,6 +98,8 @@ export interface DaemonParts {
   /** `ipv6`/`dual` mode: the /80 and its allocations; undefined in `ipv4` mode. */
   ipv6: Ipv6Part | undefined;
   'egress-v4': undefined;
+  /** `ipv6`/`dual` mode: the family-aware request path (undefined in `ipv4` mode). */
+  family: { service: FamilyService; primaryEniId: string } | undefined;
   'quarantine-check': undefined;
   'metrics-sources': undefined;
   status: { status: () => StatusDoc; stalled: StalledParts };

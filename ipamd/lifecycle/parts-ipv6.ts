@@ -1,13 +1,15 @@
 /**
  * ipamd's IPv6 parts (`ipv6`/`dual` mode, docs/design.md#ip-families; nothing in `ipv4`
  * mode): the node's /80 found or assigned and its allocations restored from the IPv6
- * checkpoint (`ipv6`), and the IPv4 egress rules of IPv6 pods (`egress-v4`).
+ * checkpoint (`ipv6`), the family-aware request path (`family`), and the IPv4 egress
+ * rules of IPv6 pods (`egress-v4`).
  */
 import { monoNow } from '../clock.js';
 import { Ipv6CheckpointWriter, ipv6CheckpointPath, readIpv6Checkpoint } from '../checkpoint/ipv6-file.js';
 import { Ipv6Allocations } from '../datastore/ipv6-allocations.js';
 import { applyEgressV4 } from '../network/egress-v4.js';
 import { ensureIpv6Prefix } from '../startup/ipv6-prefix.js';
+import { FamilyService } from '../service/family-service.js';
 import type { DaemonParts, Ipv6Part } from './daemon-registry.js';
 import type { PartEnv } from './parts-restore.js';
 import { partOf } from './runner.js';
@@ -80,5 +82,37 @@ export const egressV4Part = ({ config, log }: PartEnv) =>
       await applyEgressV4(inv.instance.localIpv4, config.cniExecNetns);
       log.info({ nodeIp: inv.instance.localIpv4 }, 'IPv4 egress of IPv6 pods: SNAT of 169.254.172.0/22 installed');
       return { value: undefined };
+    },
+  });
+
+/**
+ * The request path of `ipv6`/`dual` mode (service/family-service.ts), and its sweep of
+ * IPv6 halves whose container was released on the IPv4 side (DELs the shim spooled while
+ * ipamd was down): once before serving, then every ENI_IPAM_GC_INTERVAL.
+ */
+export const familyPart = ({ config, log }: PartEnv) =>
+  part({
+    name: 'family',
+    needs: ['service', 'ipv6', 'datastore', 'del-spool'],
+    async start({ service, ipv6, datastore: { ds } }) {
+      if (!ipv6) return { value: undefined };
+      const f = new FamilyService({
+        mode: config.ipFamily === 'dual' ? 'dual' : 'ipv6',
+        v6: ipv6.v6,
+        v4: service,
+        persistV6: () => ipv6.writer.commit(),
+        released: () => ds.unassignedEntries(),
+        log,
+      });
+      await f.sweepReleased();
+      const timer = setInterval(
+        () =>
+          void f
+            .sweepReleased()
+            .catch((e: Error) => log.warn({ err: e.message }, 'IPv6 sweep of released containers failed; retried')),
+        config.gcIntervalMs,
+      );
+      timer.unref();
+      return { value: { service: f, primaryEniId: ipv6.primaryEniId }, stop: () => clearInterval(timer) };
     },
   });

@@ -14,7 +14,6 @@ import { StalledParts } from '../observability/stalled-parts.js';
 import { statusDocument } from './status-doc.js';
 import { RpcServer } from '../rpc/server.js';
 import { IpamService } from '../service/ipam-service.js';
-import { FamilyService } from '../service/family-service.js';
 import { podRouteTable } from '../../netfacts/routing.js';
 import { stageTrace } from '../service/stage-trace.js';
 import { installCniAndReport } from '../startup/cni-install-report.js';
@@ -263,18 +262,8 @@ export const httpEndpointsPart = ({ config }: PartEnv) =>
 export const rpcPart = ({ config, log }: PartEnv) =>
   part({
     name: 'rpc',
-    needs: ['service', 'node', 'metrics', 'checkpoint', 'del-spool', 'evidence', 'host-network', 'ipv6', 'egress-v4'],
-    async start({ service, node: { inv }, metrics: { metrics }, ipv6 }) {
-      const family = ipv6 && {
-        primaryEniId: ipv6.primaryEniId,
-        service: new FamilyService({
-          mode: config.ipFamily === 'dual' ? 'dual' : 'ipv6',
-          v6: ipv6.v6,
-          v4: service,
-          persistV6: () => ipv6.writer.commit(),
-          log,
-        }),
-      };
+    needs: ['service', 'node', 'metrics', 'checkpoint', 'del-spool', 'evidence', 'host-network', 'family', 'egress-v4'],
+    async start({ service, node: { inv }, metrics: { metrics }, family }) {
       const rpc = new RpcServer({
         ...(family ? { family } : {}),
         socketPath: config.socketPath,

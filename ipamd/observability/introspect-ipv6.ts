@@ -31,7 +31,7 @@ export function ipv6CidrsDocument(s: Pick<V6State, 'prefix' | 'allocations' | 'c
       Address: a.ipv6,
       IPAMKey: { networkName: a.networkName, containerID: '', ifName: '' },
       IPAMMetadata: a.pod ? { k8sPodNamespace: a.pod.namespace, k8sPodName: a.pod.name } : {},
-      AssignedTime: iso(a.allocatedAt),
+      AssignedTime: iso(wallOf(a.allocatedAt)),
       UnassignedTime: GO_ZERO_TIME,
     };
   for (const c of s.cooling)

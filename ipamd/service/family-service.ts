@@ -8,7 +8,8 @@
  * `dual` ADD takes the IPv4 first (it may wait on a refill), then the IPv6; when the IPv6
  * half fails, a new IPv4 is given back, so a pod never gets one without the other. DEL
  * releases both or, when a write fails, neither is left half-released in memory (the DEL
- * is retried).
+ * is retried). A DEL that reached only the IPv4 datastore (the DEL spool, applied while
+ * ipamd starts) releases the IPv6 half at the next {@link FamilyService.sweepReleased}.
  */
 import { monoNow } from '../clock.js';
 import type { IpFamilyMode } from '../../proto/ipam.js';
@@ -31,8 +32,13 @@ export interface FamilyServiceOptions {
   log: Logger;
   /** Monotonic ms (cooldown). */
   now?: () => number;
-  /** Wall-clock ms since the epoch (allocatedAt). */
+  /** Clock stamped as `allocatedAt` (default monoNow: the IPv4 datastore's scale, so the two compare). */
   wallNow?: () => number;
+  /**
+   * The containers ipamd released on the IPv4 side (the datastore's remembered DELs: DEL,
+   * GC, the DEL spool; `releasedAt` on monoNow's scale). Read by {@link FamilyService.sweepReleased}.
+   */
+  released?: () => ReadonlyArray<{ containerID: string; releasedAt: number }>;
 }
 
 /** A family-aware ADD's result: the IPv6 allocation and, in `dual` mode, the IPv4 one. */
@@ -56,7 +62,7 @@ export class FamilyService {
 
   constructor(private readonly o: FamilyServiceOptions) {
     this.now = o.now ?? monoNow;
-    this.wallNow = o.wallNow ?? Date.now;
+    this.wallNow = o.wallNow ?? monoNow;
   }
 
   /** The mode served. */
@@ -185,5 +191,38 @@ export class FamilyService {
     }
     if (changed) await this.o.persistV6();
     return out;
+  }
+
+  /**
+   * Releases the IPv6 half of every key whose container ipamd released on the IPv4 side
+   * after the IPv6 allocation was made (`dual`: and whose IPv4 is no longer held), e.g. a
+   * DEL the shim spooled while ipamd was down. Nothing else is released: no DEL, no
+   * release. One durable write for all.
+   * @returns how many were released. @throws IpamdFailure when the write failed (all put back).
+   */
+  async sweepReleased(): Promise<number> {
+    const at = new Map((this.o.released?.() ?? []).map((e) => [e.containerID, e.releasedAt]));
+    if (at.size === 0) return 0;
+    const gone: V6Allocation[] = [];
+    for (const a of this.o.v6.allocations()) {
+      const releasedAt = at.get(a.containerID);
+      if (releasedAt === undefined || releasedAt < a.allocatedAt) continue;
+      if (this.o.mode === 'dual' && this.o.v4.lookup(a)) continue;
+      const r = this.o.v6.unassign(a, this.now());
+      if (r) gone.push(r);
+    }
+    if (gone.length === 0) return 0;
+    try {
+      await this.o.persistV6();
+    } catch (e) {
+      for (const a of gone) this.o.v6.rollbackUnassign(a);
+      throw new IpamdFailure(IpamdCause.Checkpoint, `IPv6 checkpoint write failed: ${(e as Error).message}`);
+    }
+    for (const a of gone)
+      this.o.log.info(
+        { containerID: a.containerID, ipv6: a.ipv6 },
+        'released IPv6: its container was released on the IPv4 side (DEL spool or IPv4 release)',
+      );
+    return gone.length;
   }
 }

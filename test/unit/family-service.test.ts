@@ -40,6 +40,8 @@ async function node(mode: 'ipv6' | 'dual') {
     },
     log: n.log,
     now: n.vt.now,
+    wallNow: n.vt.now,
+    released: () => n.ds.unassignedEntries(),
   });
   if (mode === 'dual') n.pool.start();
   await n.vt.tick();
@@ -107,4 +109,26 @@ test('dual mode: an IPv6 half that fails gives the new IPv4 back; a failed IPv4 
   assert.equal(s.ds.lookup(key(2))?.ipv4, r.v4!.allocation.ipv4);
   s.fail.v4 = false;
   assert.equal((await s.svc.del(key(2), 'retry')).released, true);
+});
+
+test('sweep: a DEL that reached only the IPv4 datastore (the DEL spool) releases the IPv6 half; nothing else', async (t) => {
+  for (const mode of ['ipv6', 'dual'] as const) {
+    const s = await node(mode);
+    t.after(() => s.pool.stop());
+    const old = await s.svc.add(key(1));
+    const kept = await s.svc.add(key(2));
+    // A DEL of container 3 before it was ever added again: no IPv6 of a later ADD goes.
+    s.ds.unassign(key(3), s.vt.now());
+    await s.vt.tick(10);
+    const later = await s.svc.add(key(3));
+    assert.equal(await s.svc.sweepReleased(), 0, `${mode}: nothing released on no evidence`);
+    // The spool applies a DEL of container 1 (ds.unassign, as spool-applier does).
+    await s.vt.tick(10);
+    s.ds.unassign(key(1), s.vt.now());
+    assert.equal(await s.svc.sweepReleased(), 1, mode);
+    assert.equal(s.svc.lookup(key(1)), undefined, `${mode}: the IPv6 half went with the IPv4 DEL`);
+    assert.equal(s.svc.lookup(key(2))?.v6.ipv6, kept.v6.ipv6);
+    assert.equal(s.svc.lookup(key(3))?.v6.ipv6, later.v6.ipv6, `${mode}: an older DEL never releases a newer ADD`);
+    assert.notEqual(old.v6.ipv6, later.v6.ipv6);
+  }
 });
