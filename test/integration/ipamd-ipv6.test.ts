@@ -190,3 +190,51 @@ test('IPv6 mode: /128s from the /80, TCP pod↔pod and pod→IPv4 outside, no EC
     assert.equal(del.code, 0, del.stdout);
   }
 });
+
+test('dual-stack mode: one pod gets an IPv4 from the warm pool and an IPv6 from the /80, released together', async (t) => {
+  ensureDummyAwsCredentials();
+  const sim = new SimCloud({ vpcIpv6Cidrs: [VPC6] });
+  await sim.start();
+  t.after(() => sim.stop());
+  const subnetId = sim.addSubnet({ cidr: '10.0.0.0/24', ipv6Cidr: true }).subnetId;
+  const h = await createNode({
+    sim,
+    subnetId,
+    ipamdEnv: { ENABLE_IPv6: 'true', ENABLE_IPv4: 'true', ENABLE_PREFIX_DELEGATION: 'true', WARM_IP_TARGET: '2' },
+  });
+  t.after(() => h.close());
+  const node = await createNamedNetns(`eni-i6d-node-${process.pid}`);
+  t.after(() => node.remove());
+  await ipIn(node.path, ['addr', 'add', `${h.nodeIp}/32`, 'dev', 'lo']);
+  await ipIn(node.path, ['addr', 'add', `${NODE_V6}/128`, 'dev', 'lo']);
+  await sh('nsenter', [`--net=${node.path}`, 'sysctl', '-q', '-w', 'net.ipv6.conf.all.forwarding=1']);
+  const fromNode = await tcpServer(t, node, NODE_V6, 8080);
+  const d = await h.startIpamd();
+  const config = { cniVersion: '1.1.0', name: 'aws-cni', type: 'eni-ipam', ipamdSocket: h.socket, ipFamily: 'dual' };
+  const call = (c: Omit<CniCall, 'config' | 'prefix'>) =>
+    execPlugin({ ...c, config, prefix: ['nsenter', `--net=${node.path}`] });
+  const ns = await createNamedNetns(`eni-i6d-pod-${process.pid}`);
+  t.after(() => ns.remove());
+  const id = newId();
+  const add = await call({ command: 'ADD', containerId: id, netns: ns.path, ifName: 'eth0' });
+  assert.equal(add.code, 0, `ADD: ${add.stdout} ${add.stderr}`);
+  const ips = (JSON.parse(add.stdout) as { ips: { address: string }[] }).ips.map((x) => x.address);
+  assert.equal(ips.length, 2, JSON.stringify(ips));
+  assert.match(ips[0]!, /^10\.0\.0\.\d+\/32$/);
+  const ipv6 = ips[1]!.replace(/\/128$/, '');
+  const prefix = [...sim.state.enis.values()].flatMap((e) => e.ipv6Prefixes)[0]!;
+  assert.ok(ipaddr.IPv6.parse(ipv6).match(ipaddr.IPv6.parseCIDR(prefix)), `${ipv6} in ${prefix}`);
+  await tcpSendFrom(ns.path, NODE_V6, 8080, 'dual');
+  await waitFor('pod→node over IPv6', () => fromNode.text.includes(`dual ${ipv6}`));
+  assert.equal((await d.status()).counts.assigned, 1);
+  const del = await call({ command: 'DEL', containerId: id, netns: ns.path, ifName: 'eth0' });
+  assert.equal(del.code, 0, del.stdout);
+  assert.equal((await d.status()).counts.assigned, 0, 'the IPv4 released');
+  const enis = (await (await fetch(`http://127.0.0.1:${d.introspectionPort}/v1/enis`)).json()) as {
+    0: {
+      ENIs: Record<string, { IPv6Cidrs: Record<string, { IPAddresses: Record<string, { UnassignedTime: string }> }> }>;
+    };
+  };
+  const v6 = Object.values(enis[0].ENIs).flatMap((e) => Object.values(e.IPv6Cidrs))[0]!;
+  assert.notEqual(v6.IPAddresses[ipv6]?.UnassignedTime, '0001-01-01T00:00:00Z', 'the IPv6 released with it');
+});
