@@ -29,8 +29,9 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { createNamedNetns } from '../kit/netns.js';
 import type { ApiCallRecord } from '../sim/index.js';
-import { callsByAction, machineLine, sleep } from './bench-util.js';
+import { callsByAction, cpuMsOf, machineLine, sleep } from './bench-util.js';
 import { startShimNode, type ShimNode } from './shim-node.js';
+import type { StageSummary } from './shim-trace.js';
 import { ms, summarize, timedExec, type Summary } from './timed-exec.js';
 
 /** The VPC's IPv6 /56 in the IPv6-mode and dual-mode sims. */
@@ -53,6 +54,10 @@ interface Side {
   callsBefore: number;
   /** The calls made during the measured rounds. */
   churnCalls: ApiCallRecord[];
+  /** ipamd's CPU time (ms, 10 ms ticks) over the measured rounds. */
+  ipamdCpuMs: number;
+  /** ipamd's stage marks (`GET /v1/stage-trace`) read after the measured rounds. */
+  trace: Record<string, StageSummary>;
 }
 
 /** ipamd environment and extra sim flags of each mode. */
@@ -144,6 +149,8 @@ async function run(pods: number, modes: Mode[], work: string): Promise<Side[]> {
         delCpu: [],
         callsBefore: 0,
         churnCalls: [],
+        ipamdCpuMs: 0,
+        trace: {},
       });
     }
     for (const s of sides) {
@@ -161,9 +168,14 @@ async function run(pods: number, modes: Mode[], work: string): Promise<Side[]> {
     for (let i = 0; i < 3; i++) for (const s of sides) await cycle(s, -100 - i, false);
     for (const s of sides) await ec2Quiet(s.node, s.mode);
     for (const s of sides) s.callsBefore = (await s.node.ec2Calls()).length;
+    const cpu0 = sides.map((s) => cpuMsOf(s.node.ipamdPid) ?? NaN);
     const orders = sides.map((_, k) => [...sides.slice(k), ...sides.slice(0, k)]);
     for (let i = 0; i < pods; i++) for (const s of orders[i % orders.length]!) await cycle(s, i, true);
-    for (const s of sides) s.churnCalls = (await s.node.ec2Calls()).slice(s.callsBefore);
+    sides.forEach((s, k) => (s.ipamdCpuMs = (cpuMsOf(s.node.ipamdPid) ?? NaN) - cpu0[k]!));
+    for (const s of sides) {
+      s.churnCalls = (await s.node.ec2Calls()).slice(s.callsBefore);
+      s.trace = (await s.node.introspect('/v1/stage-trace')) as Record<string, StageSummary>;
+    }
     return sides;
   } finally {
     for (const s of [...sides].reverse())
@@ -203,8 +215,33 @@ function print(sides: Side[], pods: number, load0: number): void {
       ? '0'
       : `${s.churnCalls.length} (${[...callsByAction(s.churnCalls)].map(([a, n]) => `${a} ${n}`).join(', ')})`;
   console.log(
+    `| ipamd CPU time per pod (ADD + DEL; 10 ms ticks over the run) | ${sides.map((s) => ms(s.ipamdCpuMs / pods)).join(' | ')} | ${others.map((s) => `${(s.ipamdCpuMs / base.ipamdCpuMs).toFixed(2)}×`).join(' | ')} | – |`,
+  );
+  console.log(
     `| EC2 calls during the ${pods} measured pods | ${sides.map(calls).join(' | ')} | ${others.map(() => '–').join(' | ')} | IPv6: 0 |`,
   );
+}
+
+/**
+ * Prints ipamd's stage marks side by side (p50 ms since the exec socket accepted the
+ * connection for `cni.*`; handler times for `add.*`/`del.*`; `cni.spawn.*` per child the
+ * spawn helper started), over its last ADDs/DELs incl. warm-up.
+ */
+function printStages(sides: Side[]): void {
+  const keys = [...new Set(sides.flatMap((s) => Object.keys(s.trace)))]
+    .filter((k) => /^(cni\.(add|del|spawn)\.|add\.|del\.)/.test(k))
+    .sort();
+  console.log('');
+  console.log(
+    "ipamd's stage marks (ms p50, count in brackets; `cni.*`: since the exec socket accepted the connection):",
+  );
+  console.log('');
+  console.log(`| stage | ${sides.map((s) => TITLE[s.mode]).join(' | ')} |`);
+  console.log(`|---|${sides.map(() => '---|').join('')}`);
+  for (const k of keys) {
+    const c = (s: Side) => (s.trace[k] ? `${ms(s.trace[k].p50)} (${s.trace[k].count})` : '–');
+    console.log(`| ${k} | ${sides.map(c).join(' | ')} |`);
+  }
 }
 
 async function main(): Promise<void> {
@@ -223,6 +260,7 @@ async function main(): Promise<void> {
     await rm(work, { recursive: true, force: true });
   }
   print(sides, pods, load0);
+  printStages(sides);
 }
 
 main().then(

@@ -31,6 +31,8 @@ export interface ShimNode {
   available(): Promise<number>;
   /** GETs an introspection path of ipamd (e.g. `/v1/stage-trace`) from inside the netns; the parsed JSON. */
   introspect(path: string): Promise<unknown>;
+  /** Process id of ipamd (its CPU time: bench-util `cpuMsOf`). */
+  ipamdPid: number;
   /** Every EC2 call this node's sim has answered so far (its `GET /_sim/calls`), oldest first. */
   ec2Calls(): Promise<ApiCallRecord[]>;
   stop(): Promise<void>;
@@ -131,7 +133,7 @@ export async function startShimNode(
     const ec2Calls = async () => (await getJson(`${endpoints.ec2Endpoint}/_sim/calls`)) as ApiCallRecord[];
     const available = async () =>
       ((await introspect('/v1/status')) as { counts: { available: number } }).counts.available;
-    return { netns, plugin, config, available, introspect, ec2Calls, stop };
+    return { netns, plugin, config, available, introspect, ec2Calls, ipamdPid: ipamd.pid, stop };
   } catch (e) {
     await stop();
     throw e;
