@@ -9,6 +9,10 @@
  *   ENI a /80 once and hands out /128s from it;
  * - with `--dual`, a third node in dual-stack mode (both true, prefix delegation, WARM_IP_TARGET=20).
  *
+ * The plugin config is the one ipamd installs (no `ipFamily`, i.e. `auto`: the plugin
+ * starts wiring IPv4 while it waits for ipamd's answer, and wires again when the answer is
+ * IPv6). `--explicit-family` gives the IPv6 and dual nodes' config `ipFamily: ipv6` / `dual`.
+ *
  * Each pod is a fresh named netns; the real shim (dist/cni-plugin/eni-ipam → ipamd's CNI
  * exec socket) runs ADD then DEL, timed from inside bash (bench/timed-exec.ts: wall from
  * `$EPOCHREALTIME`, µs; CPU user+sys of the shim process, 1 ms). Rounds rotate the order
@@ -21,7 +25,7 @@
  * IPv4 mode, and the EC2 calls during the churn by action. Needs root; NODE_EXTRA_CA_CERTS
  * is removed from every child's environment. Everything created is removed.
  *
- *   node dist/bench/ipv6-add.js [--pods 50] [--dual]
+ *   node dist/bench/ipv6-add.js [--pods 50] [--dual] [--explicit-family]
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -44,6 +48,8 @@ type Mode = 'ipv4' | 'ipv6' | 'dual';
 interface Side {
   mode: Mode;
   node: ShimNode;
+  /** The plugin config its pods get. */
+  config: Record<string, unknown>;
   /** The families of the ADD result's `ips`, in order. */
   families: Array<'4' | '6'>;
   add: number[];
@@ -90,7 +96,7 @@ async function cycle(side: Side, i: number, record: boolean): Promise<void> {
       CNI_PATH: '/usr/lib/cni',
       CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=bench;K8S_POD_NAME=pod-${i};K8S_POD_INFRA_CONTAINER_ID=${side.mode}${i}`,
     };
-    const o = { input: JSON.stringify(side.node.config), netns: side.node.netns.path };
+    const o = { input: JSON.stringify(side.config), netns: side.node.netns.path };
     const a = await timedExec([side.node.plugin], {
       ...o,
       env: { ...env, CNI_COMMAND: 'ADD', ENI_IPAM_SHIM_DEBUG: '1' },
@@ -133,7 +139,7 @@ async function ec2Quiet(n: ShimNode, label: string, limitMs = 60_000): Promise<v
 }
 
 /** Starts the nodes, warms up, runs `pods` measured rounds; the sides with their samples. */
-async function run(pods: number, modes: Mode[], work: string): Promise<Side[]> {
+async function run(pods: number, modes: Mode[], work: string, explicitFamily: boolean): Promise<Side[]> {
   const sides: Side[] = [];
   try {
     for (const mode of modes) {
@@ -142,6 +148,7 @@ async function run(pods: number, modes: Mode[], work: string): Promise<Side[]> {
       sides.push({
         mode,
         node,
+        config: explicitFamily && mode !== 'ipv4' ? { ...node.config, ipFamily: mode } : node.config,
         families: s.families,
         add: [],
         del: [],
@@ -246,7 +253,11 @@ function printStages(sides: Side[]): void {
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { pods: { type: 'string', default: '50' }, dual: { type: 'boolean', default: false } },
+    options: {
+      pods: { type: 'string', default: '50' },
+      dual: { type: 'boolean', default: false },
+      'explicit-family': { type: 'boolean', default: false },
+    },
   });
   const pods = Number(values.pods);
   if (!Number.isInteger(pods) || pods < 1) throw new Error(`--pods must be a positive integer, got '${values.pods}'`);
@@ -255,11 +266,12 @@ async function main(): Promise<void> {
   const work = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-v6add-'));
   let sides: Side[];
   try {
-    sides = await run(pods, values.dual ? ['ipv4', 'ipv6', 'dual'] : ['ipv4', 'ipv6'], work);
+    sides = await run(pods, values.dual ? ['ipv4', 'ipv6', 'dual'] : ['ipv4', 'ipv6'], work, values['explicit-family']);
   } finally {
     await rm(work, { recursive: true, force: true });
   }
   print(sides, pods, load0);
+  if (values['explicit-family']) console.log("\nThe IPv6 and dual nodes' plugin config names its family (`ipFamily`).");
   printStages(sides);
 }
 
