@@ -15,6 +15,7 @@ import { promisify } from 'node:util';
 import { PLUGIN_PATH } from '../kit/cni-exec.js';
 import { startIpamd } from '../kit/ipamd-process.js';
 import { createNamedNetns, type Netns } from '../kit/netns.js';
+import type { ApiCallRecord } from '../sim/index.js';
 
 const SIM_MAIN = fileURLToPath(new URL('../sim/main.js', import.meta.url));
 const SHIM = fileURLToPath(new URL('../cni-plugin/eni-ipam', import.meta.url));
@@ -30,12 +31,18 @@ export interface ShimNode {
   available(): Promise<number>;
   /** GETs an introspection path of ipamd (e.g. `/v1/stage-trace`) from inside the netns; the parsed JSON. */
   introspect(path: string): Promise<unknown>;
+  /** Process id of ipamd (its CPU time: bench-util `cpuMsOf`). */
+  ipamdPid: number;
+  /** Every EC2 call this node's sim has answered so far (its `GET /_sim/calls`), oldest first. */
+  ec2Calls(): Promise<ApiCallRecord[]>;
   stop(): Promise<void>;
 }
 
 /**
  * Starts sim + ipamd inside a new netns named `eni-shim-<tag>-<pid>`, files under `dir`.
- * `ipamdPath`: another build's dist/ipamd/main.js (default this build's).
+ * `ipamdPath`: another build's dist/ipamd/main.js (default this build's). `simArgs`: more
+ * flags of the sim process (sim/main.ts), e.g. `['--vpc-ipv6-cidr', '2600:1f14:abc:de00::/56']`
+ * for a dual-stack subnet.
  * @throws Error (after cleaning up) when the sim or ipamd does not start.
  */
 export async function startShimNode(
@@ -43,6 +50,7 @@ export async function startShimNode(
   tag: string,
   ipamdEnv: NodeJS.ProcessEnv,
   ipamdPath?: string,
+  simArgs: readonly string[] = [],
 ): Promise<ShimNode> {
   const cleanups: Array<() => Promise<unknown>> = [];
   const stop = async () => {
@@ -63,6 +71,7 @@ export async function startShimNode(
         'c5.4xlarge',
         '--subnet-cidr',
         '10.0.0.0/22',
+        ...simArgs,
       ],
       { env, stdio: ['ignore', 'pipe', 'inherit'] },
     );
@@ -112,17 +121,19 @@ export async function startShimNode(
       ipamdSocket: socket,
       execSocket: path.join(dir, 'cni-exec.sock'),
     };
-    const introspect = async (p: string): Promise<unknown> => {
-      const script = `fetch('http://127.0.0.1:${ipamd.introspectionPort}${p}').then(r=>r.text()).then(t=>process.stdout.write(t))`;
+    const getJson = async (url: string): Promise<unknown> => {
+      const script = `fetch(${JSON.stringify(url)}).then(r=>r.text()).then(t=>process.stdout.write(t))`;
       const out = await promisify(execFile)('nsenter', [`--net=${netns.path}`, process.execPath, '-e', script], {
         env,
         maxBuffer: 64 << 20,
       });
       return JSON.parse(out.stdout) as unknown;
     };
+    const introspect = (p: string) => getJson(`http://127.0.0.1:${ipamd.introspectionPort}${p}`);
+    const ec2Calls = async () => (await getJson(`${endpoints.ec2Endpoint}/_sim/calls`)) as ApiCallRecord[];
     const available = async () =>
       ((await introspect('/v1/status')) as { counts: { available: number } }).counts.available;
-    return { netns, plugin, config, available, introspect, stop };
+    return { netns, plugin, config, available, introspect, ec2Calls, ipamdPid: ipamd.pid, stop };
   } catch (e) {
     await stop();
     throw e;

@@ -2,8 +2,10 @@
 /**
  * `eni-ipam-sim`: runs the simulated cloud as a process. Flags (node:util parseArgs):
  * `--instance-type m5.large --subnet-cidr 10.0.0.0/24 --vpc-cidr 10.0.0.0/16[,100.64.0.0/16]
- *  --subnet CIDR[:ZONE[:KEY=VALUE,...]] (repeatable) --ec2-port N --imds-port N
- *  --host 127.0.0.1 --region us-west-2 --seed N`.
+ *  --subnet CIDR[:ZONE[:KEY=VALUE,...]] (repeatable) --vpc-ipv6-cidr 2600:1f14:abc:de00::/56
+ *  --ec2-port N --imds-port N --host 127.0.0.1 --region us-west-2 --seed N`.
+ * `--vpc-ipv6-cidr` associates that IPv6 /56 with the VPC and makes the node's subnet
+ * dual-stack (the lowest free /64 of it), as ipamd's IPv6 mode needs.
  * `--vpc-cidr` lists the VPC's primary block then its secondary blocks; each `--subnet`
  * adds one more subnet (in another zone, tagged: sim/subnet-spec.ts) besides the node's
  * `--subnet-cidr`. Starts, launches one instance in the node's subnet, prints one JSON line
@@ -23,6 +25,8 @@ interface Flags {
   vpcCidr: string;
   secondaryVpcCidrs: string[];
   subnets: SubnetSpec[];
+  /** `--vpc-ipv6-cidr`: the VPC's IPv6 /56; the node's subnet then gets a /64 of it. */
+  vpcIpv6Cidr?: string;
   ec2Port: number;
   imdsPort: number;
   host: string;
@@ -62,6 +66,7 @@ export function parseFlags(argv: string[]): Flags {
         'subnet-cidr': { type: 'string' },
         'vpc-cidr': { type: 'string' },
         subnet: { type: 'string', multiple: true },
+        'vpc-ipv6-cidr': { type: 'string' },
         'ec2-port': { type: 'string' },
         'imds-port': { type: 'string' },
         host: { type: 'string' },
@@ -79,6 +84,9 @@ export function parseFlags(argv: string[]): Flags {
   if (!instanceTypeInfo(instanceType))
     usageError(`--instance-type '${instanceType}' is unknown; known: ${[...INSTANCE_TYPES.keys()].join(', ')}`);
   const seed = values.seed;
+  const v6 = values['vpc-ipv6-cidr'];
+  if (v6 !== undefined && !/^[0-9a-fA-F:]+\/56$/.test(v6))
+    usageError(`--vpc-ipv6-cidr must be an IPv6 /56 such as 2600:1f14:abc:de00::/56, got '${v6}'`);
   if (seed !== undefined && !/^\d+$/.test(seed)) usageError(`--seed must be a non-negative integer, got '${seed}'`);
   let vpc: ReturnType<typeof parseVpcCidrs>;
   let subnets: SubnetSpec[];
@@ -94,6 +102,7 @@ export function parseFlags(argv: string[]): Flags {
     vpcCidr: vpc.primary,
     secondaryVpcCidrs: vpc.secondary,
     subnets,
+    ...(v6 !== undefined ? { vpcIpv6Cidr: v6 } : {}),
     ec2Port: port('ec2-port', values['ec2-port']),
     imdsPort: port('imds-port', values['imds-port']),
     host: values.host ?? '127.0.0.1',
@@ -116,7 +125,8 @@ async function main(): Promise<void> {
   let instanceId: string;
   try {
     for (const c of f.secondaryVpcCidrs) sim.addVpcCidr(c);
-    const subnet = sim.addSubnet({ cidr: f.subnetCidr });
+    if (f.vpcIpv6Cidr !== undefined) sim.addVpcIpv6Cidr(f.vpcIpv6Cidr);
+    const subnet = sim.addSubnet({ cidr: f.subnetCidr, ...(f.vpcIpv6Cidr !== undefined ? { ipv6Cidr: true } : {}) });
     for (const s of f.subnets) sim.addSubnet(s);
     subnetId = subnet.subnetId;
     instanceId = sim.launchInstance({ instanceType: f.instanceType, subnetId }).instanceId;

@@ -85,6 +85,8 @@ test('eni-ipam-sim rejects bad flags with one line and exit 2', async () => {
     ['--vpc-cidr', '10.0.0.0/16,100.64.0.0/99'],
     ['--subnet', '100.64.0.0/19'], // not inside the VPC
     ['--vpc-cidr', '10.0.0.0/16,100.64.0.0/16', '--subnet', '100.64.0.0/19:moon'],
+    ['--vpc-ipv6-cidr', '2600:1f14:abc:de00::/64'], // a VPC's IPv6 block is a /56
+    ['--vpc-ipv6-cidr', '2600:::de00::/56'],
   ]) {
     const r = run(args);
     r.firstLine.catch(() => undefined);
@@ -140,6 +142,31 @@ test('eni-ipam-sim builds a custom-networking world: --vpc-cidr with a secondary
     assert.deepEqual(
       out.Subnets!.map((s) => [s.CidrBlock, s.AvailableIpAddressCount]),
       [['100.64.32.0/19', 8192 - 5]],
+    );
+  } finally {
+    ec2.destroy();
+  }
+  r.p.kill('SIGTERM');
+  assert.equal((await r.exit).code, 0);
+});
+
+test('eni-ipam-sim --vpc-ipv6-cidr makes the node subnet dual-stack with a /64 of the VPC /56', async (t) => {
+  const r = run(['--vpc-ipv6-cidr', '2600:1f14:abc:de00::/56']);
+  t.after(() => {
+    if (r.p.exitCode === null) r.p.kill('SIGKILL');
+  });
+  const info = JSON.parse(await r.firstLine) as { ec2Endpoint: string; subnetId: string };
+  const ec2 = new EC2Client({
+    region: 'us-west-2',
+    endpoint: info.ec2Endpoint,
+    credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+    maxAttempts: 1,
+  });
+  try {
+    const out = await ec2.send(new DescribeSubnetsCommand({ SubnetIds: [info.subnetId] }));
+    assert.deepEqual(
+      out.Subnets!.map((s) => [s.CidrBlock, s.Ipv6CidrBlockAssociationSet?.map((a) => a.Ipv6CidrBlock)]),
+      [['10.0.0.0/24', ['2600:1f14:abc:de00::/64']]],
     );
   } finally {
     ec2.destroy();
