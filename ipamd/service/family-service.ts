@@ -159,9 +159,9 @@ export class FamilyService {
 
   /**
    * CNI GC. `dual`: the IPv4 GC (kernel evidence and the release brake, service/gc.ts)
-   * decides; the IPv6 half of each key it released goes with it. `ipv6`: nothing is
-   * released (the kernel check does not yet read /128 routes, and GC releases nothing on
-   * one source's word); the keys the runtime did not list are logged.
+   * decides, a key whose /128 the kernel shows wired counting as listed; the IPv6 half of
+   * each key it released goes with it. `ipv6`: the same rules over the IPv6 keys
+   * ({@link FamilyService.gcV6}).
    * @returns per released key, the IPv4 and IPv6 halves.
    */
   async gc(
@@ -169,7 +169,7 @@ export class FamilyService {
     valid: ReadonlyArray<{ containerID: string; ifName: string }>,
   ): Promise<Array<{ key: AllocationKey; ipv4: string; routeTableId: number; v6?: V6Allocation }>> {
     if (this.o.mode === 'ipv6') return this.gcV6(networkName, valid);
-    const released = await this.o.v4.gc(networkName, valid);
+    const released = await this.o.v4.gc(networkName, await this.withWiredV6(networkName, valid));
     const out = [];
     let changed = false;
     for (const r of released) {
@@ -184,6 +184,30 @@ export class FamilyService {
     }
     if (changed) await this.o.persistV6();
     return out;
+  }
+
+  /**
+   * `dual` GC: `valid` plus the unlisted keys whose /128 the kernel shows wired to a pod
+   * veth (logged), so the IPv4 GC keeps both halves of a key either half of which is wired.
+   * @throws Error ("GC refused: ...") when the kernel is unreadable; nothing is released.
+   */
+  private async withWiredV6(
+    networkName: string,
+    valid: ReadonlyArray<{ containerID: string; ifName: string }>,
+  ): Promise<ReadonlyArray<{ containerID: string; ifName: string }>> {
+    const keep = new Set(valid.map((v) => v6KeyOf({ networkName, ...v })));
+    const stale = this.o.v6.allocations().filter((a) => a.networkName === networkName && !keep.has(v6KeyOf(a)));
+    if (stale.length === 0 || !this.o.kernel) return valid;
+    const k = await this.o.kernel.readKernel().catch((e: Error) => {
+      throw new Error(`GC refused: ${e.message}; nothing released`);
+    });
+    const wired = stale.filter((a) => k.pods.has(a.ipv6));
+    for (const a of wired)
+      this.o.log.warn(
+        { ipv6: a.ipv6, containerID: a.containerID, ifName: a.ifName, veth: k.pods.get(a.ipv6)?.dev },
+        'GC: the runtime did not list this attachment but the kernel shows its /128 wired to a pod veth; both halves kept',
+      );
+    return [...valid, ...wired.map((a) => ({ containerID: a.containerID, ifName: a.ifName }))];
   }
 
   /**

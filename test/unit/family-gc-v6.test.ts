@@ -9,7 +9,8 @@ import assert from 'node:assert/strict';
 import { pino } from 'pino';
 import { Ipv6Allocations, type V6Allocation } from '../../ipamd/datastore/ipv6-allocations.js';
 import { FamilyService } from '../../ipamd/service/family-service.js';
-import type { IpamService } from '../../ipamd/service/ipam-service.js';
+import { IpamService } from '../../ipamd/service/ipam-service.js';
+import { controllerKit } from '../helpers/controller-kit.js';
 import type { KernelEvidence } from '../../ipamd/restore/kernel-parse.js';
 
 const log = pino({ level: 'silent' });
@@ -87,4 +88,47 @@ test('ipv6 GC: a failed write puts every release back', async () => {
   s.k.writeFails = true;
   await assert.rejects(s.svc.gc('aws-cni', listed(0)), /checkpoint write failed/);
   assert.deepEqual(s.held(), ['c0', 'c1', 'c2']);
+});
+
+test('dual GC: a key whose /128 alone the kernel shows wired keeps both halves; the others lose both', async (t) => {
+  const n = controllerKit({ cooldownMs: 30_000, targets: { warmIpTarget: 2 } });
+  t.after(() => n.pool.stop());
+  const v4 = new IpamService({
+    ds: n.ds,
+    pool: n.pool,
+    persist: async () => undefined,
+    log,
+    addWaitTimeoutMs: 5_000,
+    now: n.vt.now,
+  });
+  const v6 = new Ipv6Allocations({ prefix: PREFIX, egressV4: false, cooldownMs: 30_000 });
+  const wired: string[] = [];
+  const svc = new FamilyService({
+    mode: 'dual',
+    v6,
+    v4,
+    persistV6: async () => undefined,
+    log,
+    now: n.vt.now,
+    wallNow: n.vt.now,
+    kernel: {
+      readKernel: async () => ({
+        pods: new Map(wired.map((ip) => [ip, { ip, dev: `eni-${ip}`, rules: 0 }])),
+        podVeths: 1,
+        rulesOnly: [],
+      }),
+    },
+  });
+  n.pool.start();
+  await n.vt.tick();
+  const a = [await svc.add(key(0)), await svc.add(key(1)), await svc.add(key(2))];
+  wired.push(a[1]!.v6.ipv6);
+  const r = await svc.gc('aws-cni', listed(0));
+  assert.deepEqual(
+    r.map((x) => [x.key.containerID, x.ipv4, x.v6?.ipv6]),
+    [['c2', a[2]!.v4!.allocation.ipv4, a[2]!.v6.ipv6]],
+  );
+  assert.ok(n.ds.lookup(key(1)), 'the IPv4 half of the wired key is kept');
+  assert.ok(v6.lookup(key(1)), 'its IPv6 half too');
+  assert.equal(v6.lookup(key(2)), undefined);
 });
