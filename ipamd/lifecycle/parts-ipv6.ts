@@ -93,8 +93,8 @@ export const egressV4Part = ({ config, log }: PartEnv) =>
 export const familyPart = ({ config, log }: PartEnv) =>
   part({
     name: 'family',
-    needs: ['service', 'ipv6', 'datastore', 'del-spool'],
-    async start({ service, ipv6, datastore: { ds } }) {
+    needs: ['service', 'ipv6', 'datastore', 'del-spool', 'kernel'],
+    async start({ service, ipv6, datastore: { ds }, kernel }) {
       if (!ipv6) return { value: undefined };
       const f = new FamilyService({
         mode: config.ipFamily === 'dual' ? 'dual' : 'ipv6',
@@ -102,6 +102,7 @@ export const familyPart = ({ config, log }: PartEnv) =>
         v4: service,
         persistV6: () => ipv6.writer.commit(),
         released: () => ds.unassignedEntries(),
+        kernel,
         log,
       });
       await f.sweepReleased();

@@ -217,6 +217,7 @@ export const kernelPart = ({ config }: PartEnv) =>
       const kernel = new KernelSource({
         ...(config.cniExecNetns ? { netnsPath: config.cniExecNetns } : {}),
         ipRunner: () => kernelIp,
+        ipv6: config.ipFamily !== 'ipv4',
       });
       return { value: kernel, stop: () => kernelSpawn.stop() };
     },
@@ -229,8 +230,8 @@ export const kernelPart = ({ config }: PartEnv) =>
 export const evidencePart = ({ config, log, t0 }: PartEnv) =>
   part({
     name: 'evidence',
-    needs: ['datastore', 'release-gate', 'kernel', 'checkpoint', 'del-spool', 'node', 'phase'],
-    async start({ datastore: { ds }, 'release-gate': gate, kernel, checkpoint, node: { bootId }, phase }) {
+    needs: ['datastore', 'release-gate', 'kernel', 'checkpoint', 'del-spool', 'node', 'phase', 'ipv6'],
+    async start({ datastore: { ds }, 'release-gate': gate, kernel, checkpoint, node: { bootId }, phase, ipv6 }) {
       const { load, fromAwsNode, recordedIdentity, writer } = checkpoint;
       // Our own checkpoint from this boot holds every acknowledged allocation: serve without waiting for the first evidence pass.
       const serveAtOnce =
@@ -245,6 +246,7 @@ export const evidencePart = ({ config, log, t0 }: PartEnv) =>
         serveAtOnce,
         startAfter: phase.serving,
         ...(recordedIdentity ? { recordedIdentity } : {}),
+        ...(ipv6 ? { v6: { v6: ipv6.v6, persist: () => ipv6.writer.commit(), dual: config.ipFamily === 'dual' } } : {}),
       });
       checkpoint.setRuntimeIdentity(evidence.runtimeIdentity);
       return { value: { evidence, nodeInitMs: monoNow() - t0 }, stop: () => evidence.stop() };

@@ -14,6 +14,7 @@ import type { Logger } from '../log.js';
 import { CriSource, detectCriEndpoint } from './cri-source.js';
 import { KernelSource, type KernelReader } from './kernel-source.js';
 import type { RuntimeIdentity } from './plausibility.js';
+import type { V6Evidence } from './v6-evidence.js';
 import { EvidenceReconciler, type PassReport, type PodCache } from './reconciler.js';
 
 /** The running evidence machinery. */
@@ -87,6 +88,8 @@ export async function startEvidence(p: {
    * the first pass, which waits for the pod list). Omit: at once.
    */
   startAfter?: Promise<unknown>;
+  /** `ipv6`/`dual` mode: the IPv6 allocations, judged by the same passes (v6-evidence.ts). */
+  v6?: V6Evidence;
 }): Promise<Evidence> {
   const { config, log } = p;
   const { cri, endpoint } = openCriSource(config, log);
@@ -109,6 +112,7 @@ export async function startEvidence(p: {
     criEndpoint: endpoint,
     ...(config.nodeName ? { nodeName: config.nodeName } : {}),
     ...(p.recordedIdentity ? { recordedIdentity: p.recordedIdentity } : {}),
+    ...(p.v6 ? { v6: p.v6 } : {}),
     intervalMs: config.gcIntervalMs,
     graceMs: config.gcGraceMs,
     networkName: config.networkName,

@@ -26,7 +26,7 @@ import { ruleFromJson, type RuleJson } from '../../netfacts/ip-rule.js';
 
 /** One pod IP the kernel shows wired. */
 export interface KernelPodRoute {
-  /** IPv4 dotted quad of the `/32` host route. */
+  /** IPv4 dotted quad of the `/32` host route, or canonical IPv6 of a `/128` one. */
   ip: string;
   /** Host-side veth name (`dev` of the route). */
   dev: string;
@@ -42,6 +42,8 @@ export interface KernelEvidence {
   podVeths: number;
   /** IPs that only ip rules name (no route to a pod veth): leftovers or half-done wiring; informational. */
   rulesOnly: string[];
+  /** The pod veths' names (for {@link addKernelV6Routes}); absent in hand-made evidence. */
+  podVethNames?: ReadonlySet<string>;
 }
 
 /** The `ip -json -batch -` input that {@link parseKernelOutput} expects, one command a line. */
@@ -128,5 +130,43 @@ export function parseKernelOutput(text: string): KernelEvidence {
     pods.set(ip, { ip, dev, rules: ruleCount.get(ip) ?? 0 });
   }
   const rulesOnly = [...ruleCount.keys()].filter((ip) => !pods.has(ip)).sort();
-  return { pods, podVeths: podVeths.size, rulesOnly };
+  return { pods, podVeths: podVeths.size, rulesOnly, podVethNames: podVeths };
+}
+
+/** The IPv6 route table, one `ip -6 -json -batch -` run: the command a line. */
+export const KERNEL_V6_BATCH = 'route show table main\n';
+
+/** `2600::a` or `2600::a/128` → canonical `2600::a`; undefined for anything else (other prefixes, IPv4, `default`). */
+function hostIpv6(dst: unknown): string | undefined {
+  if (typeof dst !== 'string') return undefined;
+  const [addr, len, extra] = dst.split('/');
+  if (extra !== undefined || (len !== undefined && len !== '128')) return undefined;
+  return addr !== undefined && ipaddr.IPv6.isValid(addr) ? ipaddr.IPv6.parse(addr).toString() : undefined;
+}
+
+/**
+ * Adds the IPv6 pods of `ip -6 -json route show table main` to `k` (in place): a `/128`
+ * unicast host route to one of `k`'s pod veths (a peer in another netns) vouches for the
+ * pod's address, as a `/32` does for IPv4 (the plugin's node side, cni-plugin/wiring-v6.ts,
+ * and the kernel drops it with the veth). Keys are canonical (`ipaddr.js`), `rules` 0.
+ * @param text stdout of `ip -6 -json -batch -` running {@link KERNEL_V6_BATCH}.
+ * @throws KernelParseError when the output is not one JSON array of routes with `dst`,
+ *   or `k` does not carry its pod veths' names.
+ */
+export function addKernelV6Routes(k: KernelEvidence, text: string): KernelEvidence {
+  const parts = arrays(text);
+  if (parts.length !== 1)
+    throw new KernelParseError(`expected 1 JSON array from ip -6 -json -batch (routes), got ${parts.length}`);
+  if (!k.podVethNames) throw new KernelParseError('the IPv4 read did not carry the pod veths');
+  for (const r of parts[0]!) {
+    if (typeof r['dst'] !== 'string')
+      throw new KernelParseError(`ip -6 -json route entry without dst: ${JSON.stringify(r).slice(0, 120)}`);
+    const route = routeFromJson(r as RouteJson);
+    // The raw `dst`: the shared model writes a bare destination as an IPv4 `/32`.
+    const ip = hostIpv6(r['dst']);
+    const dev = route.dev;
+    if (!ip || dev === undefined || !k.podVethNames.has(dev) || route.type !== 'unicast') continue;
+    k.pods.set(ip, { ip, dev, rules: 0 });
+  }
+  return k;
 }

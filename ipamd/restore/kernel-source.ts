@@ -11,7 +11,13 @@
  * and freezes releases, never as "no pods".
  */
 import { createIpRunner, localSpawner, type IpRun, type IpRunner } from '../../netfacts/ip-batch.js';
-import { KERNEL_BATCH, parseKernelOutput, type KernelEvidence } from './kernel-parse.js';
+import {
+  addKernelV6Routes,
+  KERNEL_BATCH,
+  KERNEL_V6_BATCH,
+  parseKernelOutput,
+  type KernelEvidence,
+} from './kernel-parse.js';
 
 /** Anything that reads the kernel's pod wiring, throwing when it cannot (KernelSource). */
 export interface KernelReader {
@@ -44,6 +50,11 @@ export interface KernelSourceOptions {
    * Undefined (or returning undefined): fork from this thread.
    */
   ipRunner?: () => IpRunner | undefined;
+  /**
+   * Also read the IPv6 route table (`ipv6`/`dual` mode): a second `ip -6 -json` run beside
+   * the first, its `/128` host routes to pod veths vouching as `/32`s do (kernel-parse.ts).
+   */
+  ipv6?: boolean;
 }
 
 /** Reads the node's pod wiring with iproute2. One instance per daemon; stateless between reads. */
@@ -53,25 +64,41 @@ export class KernelSource implements KernelReader {
   private readonly ipRunner: (() => IpRunner | undefined) | undefined;
   private readonly netnsPath: string | undefined;
   private readonly timeoutMs: number;
+  private readonly ipv6: boolean;
 
   constructor(o: KernelSourceOptions = {}) {
     this.ip = createIpRunner(localSpawner, o.ipPath ? { ipPath: o.ipPath } : {});
     this.ipRunner = o.ipPath ? undefined : o.ipRunner;
     this.netnsPath = o.netnsPath;
     this.timeoutMs = Math.max(1, Math.min(o.timeoutMs ?? KERNEL_READ_TIMEOUT_MS, KERNEL_READ_TIMEOUT_MS));
+    this.ipv6 = !!o.ipv6;
     this.description = o.netnsPath ? `the kernel (netns ${o.netnsPath})` : "the kernel (ipamd's netns)";
   }
 
   /**
-   * Runs `ip -json -batch -` with {@link KERNEL_BATCH} on stdin and parses it.
+   * Runs `ip -json -batch -` with {@link KERNEL_BATCH} on stdin (and, with `ipv6`, `ip -6 -json -batch -` with {@link KERNEL_V6_BATCH}) and parses them.
    * @returns the pod IPs the kernel shows wired (see kernel-parse.ts).
    * @throws KernelUnavailableError when the command cannot start, exits non-zero, times
    *   out, prints more than 32 MiB, or prints output that does not parse.
    */
   async readKernel(): Promise<KernelEvidence> {
+    const [v4, v6] = await Promise.all([
+      this.run(['-json'], KERNEL_BATCH),
+      this.ipv6 ? this.run(['-6', '-json'], KERNEL_V6_BATCH) : undefined,
+    ]);
+    try {
+      const k = parseKernelOutput(v4);
+      return v6 === undefined ? k : addKernelV6Routes(k, v6);
+    } catch (e) {
+      throw new KernelUnavailableError(`${this.description} unreadable: ${(e as Error).message}`);
+    }
+  }
+
+  /** One `ip <flags> -batch -` run of `batch`; @returns its stdout. @throws KernelUnavailableError as readKernel. */
+  private async run(flags: string[], batch: string): Promise<string> {
     let r: IpRun;
     try {
-      r = await (this.ipRunner?.() ?? this.ip).runIp(['-json'], KERNEL_BATCH.trim().split('\n'), this.netnsPath, true, {
+      r = await (this.ipRunner?.() ?? this.ip).runIp(flags, batch.trim().split('\n'), this.netnsPath, true, {
         timeoutMs: this.timeoutMs,
         maxOutputBytes: MAX_OUTPUT_BYTES,
       });
@@ -87,10 +114,6 @@ export class KernelSource implements KernelReader {
             : r.stderr.trim().split('\n')[0] || `exited ${r.code}`;
       throw new KernelUnavailableError(`${this.description} unreadable: ${r.argv.join(' ')}: ${why.slice(0, 200)}`);
     }
-    try {
-      return parseKernelOutput(r.stdout);
-    } catch (e) {
-      throw new KernelUnavailableError(`${this.description} unreadable: ${(e as Error).message}`);
-    }
+    return r.stdout;
   }
 }

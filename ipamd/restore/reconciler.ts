@@ -17,6 +17,7 @@
  */
 import { monoNow } from '../clock.js';
 import type { Assignments, DatastoreViews, RestoreTarget } from '../datastore/roles.js';
+import type { Allocation } from '../datastore/types.js';
 import type { ReleaseGate } from '../controller/release/release-gate.js';
 import { PeriodicTask } from '../controller/periodic-task.js';
 import type { Logger } from '../log.js';
@@ -24,12 +25,14 @@ import type { KernelReader } from './kernel-source.js';
 import {
   mergeEvidence,
   type KernelRead,
+  type MergeInput,
   type MergeResult,
   type PodEvidence,
   type SandboxEvidence,
   type SourceRead,
 } from './merge.js';
 import { formatIdentity, type RuntimeIdentity } from './plausibility.js';
+import { combineMerges, mergeV6Evidence, releaseV6Unvouched, type V6Evidence } from './v6-evidence.js';
 
 /** Anything that lists READY sandboxes, throwing when it cannot (CriSource). */
 export interface SandboxLister {
@@ -78,6 +81,8 @@ export interface ReconcilerOptions {
   now?: () => number;
   /** Called after every pass (metrics, tests). */
   onPass?: (r: PassReport) => void;
+  /** `ipv6`/`dual` mode: the IPv6 allocations, judged by the same evidence (v6-evidence.ts). */
+  v6?: V6Evidence;
 }
 
 /** What one pass did. */
@@ -169,7 +174,10 @@ export class EvidenceReconciler {
     const reads = await this.readSources();
     const { cri, kube, kernel, identity, readAt } = reads;
     const now = this.now();
-    const m = this.merge(reads, now);
+    const input = this.mergeInput(reads, now);
+    const m4 = mergeEvidence(input);
+    const m6 = this.o.v6 && mergeV6Evidence(input, this.o.v6.v6.allocations());
+    const m = m6 ? combineMerges(m4, m6) : m4;
     this.holdSources(reads, m);
     if (
       m.identityTrusted &&
@@ -185,7 +193,15 @@ export class EvidenceReconciler {
     // (a suspect read proves nothing; persisted with the next write).
     if (cri.ok === true && !m.suspect.cri)
       ds.expireUnassigned(new Set(cri.items.map((s) => s.id)), readAt - this.o.graceMs);
-    const released = m.canRelease ? this.unassignUnvouched(m, now) : 0;
+    let released = 0;
+    let releasedV6 = 0;
+    if (m.canRelease && m6 && this.o.v6) {
+      const r = releaseV6Unvouched(this.o.v6, ds.allocations(), m4, m6, now, log);
+      released = this.unassignUnvouched(r.v4, now);
+      releasedV6 = r.v6;
+    } else if (m.canRelease) released = this.unassignUnvouched(m.release, now);
+    if (releasedV6 > 0)
+      await this.o.v6?.persist().catch((e: Error) => log.error({ err: e.message }, 'IPv6 checkpoint write failed'));
     for (const c of m.conflicts)
       log.error(
         { sandbox: c.sandbox, holder: c.holder },
@@ -207,7 +223,7 @@ export class EvidenceReconciler {
       kernelPodVeths: kernel.ok ? kernel.podVeths : 0,
       runtime: formatIdentity(identity),
       adopted,
-      released,
+      released: released + releasedV6,
       conflicts: m.conflicts.length,
       live: m.live.length + adopted,
       kernelVouched: m.kernelVouched.length,
@@ -253,11 +269,11 @@ export class EvidenceReconciler {
     return { readAt, cri, identity, kernel, kube, nodeRuntimeVersion };
   }
 
-  /** The pure merge (merge.ts) of this pass's reads with the datastore's allocations, at `now` (ms). */
-  private merge(r: PassReads, now: number): MergeResult {
+  /** The input of the pure merge (merge.ts) of this pass's reads with the datastore's allocations, at `now` (ms). */
+  private mergeInput(r: PassReads, now: number): MergeInput {
     const { ds } = this.o;
     const unverifiedIps = ds.unverifiedIps();
-    return mergeEvidence({
+    return {
       allocations: ds.allocations(),
       cri: r.cri,
       kube: r.kube,
@@ -276,7 +292,7 @@ export class EvidenceReconciler {
       ...(r.identity ? { criIdentity: r.identity } : {}),
       ...(r.nodeRuntimeVersion ? { nodeRuntimeVersion: r.nodeRuntimeVersion } : {}),
       ...(this.recorded ? { recordedIdentity: this.recorded } : {}),
-    });
+    };
   }
 
   /** Freezes or lifts each source on the release gate: unreadable or suspect freezes, and a held brake. */
@@ -329,11 +345,11 @@ export class EvidenceReconciler {
     return adopted;
   }
 
-  /** Only when `m.canRelease`: unassigns (into cooldown) the allocations no source vouches for; @returns how many. */
-  private unassignUnvouched(m: MergeResult, now: number): number {
+  /** Only when releases are allowed: unassigns (into cooldown) the allocations no source vouches for; @returns how many. */
+  private unassignUnvouched(release: Allocation[], now: number): number {
     const { ds, log } = this.o;
     let released = 0;
-    for (const a of m.release) {
+    for (const a of release) {
       if (ds.unassign(a, now)) {
         released++;
         log.info(

@@ -14,7 +14,9 @@
 import { monoNow } from '../clock.js';
 import type { IpFamilyMode } from '../../proto/ipam.js';
 import { IpamdCause } from '../../proto/ipamd-cause.js';
-import type { Ipv6Allocations, V6Allocation } from '../datastore/ipv6-allocations.js';
+import { v6KeyOf, type Ipv6Allocations, type V6Allocation } from '../datastore/ipv6-allocations.js';
+import type { KernelReader } from '../restore/kernel-source.js';
+import { keepWiredAndBrake } from './gc.js';
 import type { AllocationKey } from '../datastore/types.js';
 import type { Logger } from '../log.js';
 import { PoolExhaustedError } from '../controller/pool-loop/pool-controller.js';
@@ -39,6 +41,8 @@ export interface FamilyServiceOptions {
    * GC, the DEL spool; `releasedAt` on monoNow's scale). Read by {@link FamilyService.sweepReleased}.
    */
   released?: () => ReadonlyArray<{ containerID: string; releasedAt: number }>;
+  /** The node's kernel (restore's kernel source) for `ipv6` GC; without it the runtime's list is taken as is. */
+  kernel?: KernelReader;
 }
 
 /** A family-aware ADD's result: the IPv6 allocation and, in `dual` mode, the IPv4 one. */
@@ -155,28 +159,17 @@ export class FamilyService {
 
   /**
    * CNI GC. `dual`: the IPv4 GC (kernel evidence and the release brake, service/gc.ts)
-   * decides; the IPv6 half of each key it released goes with it. `ipv6`: nothing is
-   * released (the kernel check does not yet read /128 routes, and GC releases nothing on
-   * one source's word); the keys the runtime did not list are logged.
+   * decides, a key whose /128 the kernel shows wired counting as listed; the IPv6 half of
+   * each key it released goes with it. `ipv6`: the same rules over the IPv6 keys
+   * ({@link FamilyService.gcV6}).
    * @returns per released key, the IPv4 and IPv6 halves.
    */
   async gc(
     networkName: string,
     valid: ReadonlyArray<{ containerID: string; ifName: string }>,
   ): Promise<Array<{ key: AllocationKey; ipv4: string; routeTableId: number; v6?: V6Allocation }>> {
-    if (this.o.mode === 'ipv6') {
-      const keep = new Set(valid.map((v) => `${v.containerID}/${v.ifName}`));
-      const stale = this.o.v6
-        .allocations()
-        .filter((a) => a.networkName === networkName && !keep.has(`${a.containerID}/${a.ifName}`));
-      if (stale.length)
-        this.o.log.warn(
-          { networkName, stale: stale.map((a) => a.containerID) },
-          'GC in IPv6 mode: the runtime did not list these attachments; kept (no kernel evidence for /128s yet)',
-        );
-      return [];
-    }
-    const released = await this.o.v4.gc(networkName, valid);
+    if (this.o.mode === 'ipv6') return this.gcV6(networkName, valid);
+    const released = await this.o.v4.gc(networkName, await this.withWiredV6(networkName, valid));
     const out = [];
     let changed = false;
     for (const r of released) {
@@ -191,6 +184,67 @@ export class FamilyService {
     }
     if (changed) await this.o.persistV6();
     return out;
+  }
+
+  /**
+   * `dual` GC: `valid` plus the unlisted keys whose /128 the kernel shows wired to a pod
+   * veth (logged), so the IPv4 GC keeps both halves of a key either half of which is wired.
+   * @throws Error ("GC refused: ...") when the kernel is unreadable; nothing is released.
+   */
+  private async withWiredV6(
+    networkName: string,
+    valid: ReadonlyArray<{ containerID: string; ifName: string }>,
+  ): Promise<ReadonlyArray<{ containerID: string; ifName: string }>> {
+    const keep = new Set(valid.map((v) => v6KeyOf({ networkName, ...v })));
+    const stale = this.o.v6.allocations().filter((a) => a.networkName === networkName && !keep.has(v6KeyOf(a)));
+    if (stale.length === 0 || !this.o.kernel) return valid;
+    const k = await this.o.kernel.readKernel().catch((e: Error) => {
+      throw new Error(`GC refused: ${e.message}; nothing released`);
+    });
+    const wired = stale.filter((a) => k.pods.has(a.ipv6));
+    for (const a of wired)
+      this.o.log.warn(
+        { ipv6: a.ipv6, containerID: a.containerID, ifName: a.ifName, veth: k.pods.get(a.ipv6)?.dev },
+        'GC: the runtime did not list this attachment but the kernel shows its /128 wired to a pod veth; both halves kept',
+      );
+    return [...valid, ...wired.map((a) => ({ containerID: a.containerID, ifName: a.ifName }))];
+  }
+
+  /**
+   * CNI GC in `ipv6` mode, by the IPv4 GC's rules (service/gc.ts): a key of `networkName`
+   * the runtime did not list is released unless the kernel shows its /128 or its egress
+   * IPv4 wired to a pod veth; the release brake caps the rest; one durable write, all put
+   * back when it fails. Without a kernel source (unit tests) the list is taken as is.
+   * @throws Error ("GC refused: ...") when the kernel is unreadable or the brake holds;
+   *   IpamdFailure when the write failed. Nothing is released then.
+   */
+  private async gcV6(
+    networkName: string,
+    valid: ReadonlyArray<{ containerID: string; ifName: string }>,
+  ): Promise<Array<{ key: AllocationKey; ipv4: string; routeTableId: number; v6: V6Allocation }>> {
+    const keep = new Set(valid.map((v) => v6KeyOf({ networkName, ...v })));
+    const all = this.o.v6.allocations();
+    let stale = all.filter((a) => a.networkName === networkName && !keep.has(v6KeyOf(a)));
+    if (stale.length === 0) return [];
+    if (this.o.kernel)
+      stale = await keepWiredAndBrake(this.o.kernel, this.o.log, all.length, stale, (a) =>
+        a.egressV4 ? [a.ipv6, a.egressV4] : [a.ipv6],
+      );
+    const now = this.now();
+    const gone = stale.map((a) => this.o.v6.unassign(a, now)).filter((a): a is V6Allocation => !!a);
+    if (gone.length === 0) return [];
+    try {
+      await this.o.persistV6();
+    } catch (e) {
+      for (const a of gone) this.o.v6.rollbackUnassign(a);
+      throw new IpamdFailure(IpamdCause.Checkpoint, `IPv6 checkpoint write failed: ${(e as Error).message}`);
+    }
+    for (const a of gone)
+      this.o.log.info(
+        { containerID: a.containerID, ifName: a.ifName, ipv6: a.ipv6, egressV4: a.egressV4 || null, reason: 'cni-gc' },
+        "released IPv6 (attachment not in the runtime's valid list)",
+      );
+    return gone.map((a) => ({ key: a, ipv4: '', routeTableId: 0, v6: a }));
   }
 
   /**

@@ -39,6 +39,48 @@ export interface GcDeps {
   kernel?: KernelReader;
 }
 
+/**
+ * The restore rules over CNI GC's candidates `stale` (of `held` allocations): a candidate any
+ * of whose `addresses` the kernel shows wired to a pod veth is kept (logged), and the release
+ * brake caps the rest (the kernel's silence counts as a second source only from a view
+ * with pod veths). Shared by the IPv4 GC and the `ipv6` mode's (family-service.ts).
+ * @returns the candidates that may be released.
+ * @throws Error ("GC refused: ...") when the kernel cannot be read or the brake holds.
+ */
+export async function keepWiredAndBrake<T extends { containerID: string; ifName: string }>(
+  kernel: KernelReader,
+  log: Logger,
+  held: number,
+  stale: T[],
+  addresses: (a: T) => string[],
+): Promise<T[]> {
+  const k = await kernel.readKernel().catch((e: Error) => {
+    throw new Error(`GC refused: ${e.message}; nothing released`);
+  });
+  const wiredAt = (a: T) => addresses(a).find((ip) => k.pods.has(ip));
+  for (const a of stale.filter(wiredAt)) {
+    const ip = wiredAt(a)!;
+    log.warn(
+      { ip, containerID: a.containerID, ifName: a.ifName, veth: k.pods.get(ip)?.dev },
+      'GC: the runtime did not list this attachment but the kernel shows it wired to a pod veth; kept',
+    );
+  }
+  const rest = stale.filter((a) => !wiredAt(a));
+  const kernelCounts = k.podVeths > 0;
+  const confirmed = rest.filter(() => confirmedGone({ cri: true, kube: false, kernel: kernelCounts })).length;
+  const brake = applyBrake({
+    held,
+    single: rest.length - confirmed,
+    confirmed,
+    sources: "the runtime's valid-attachments list",
+  });
+  if (brake.held) {
+    log.error({ reason: brake.reason }, 'GC held by the release brake');
+    throw new Error(`GC refused: ${brake.reason}`);
+  }
+  return rest;
+}
+
 /** One allocation GC released, with its ENI's route table (undefined if the ENI is unknown). */
 export interface GcReleased {
   allocation: Allocation;
@@ -64,30 +106,7 @@ export async function gcNetwork(
   const all = d.ds.allocations();
   let stale = all.filter((a) => a.networkName === networkName && !keep.has(keyString(a)));
   if (stale.length === 0) return [];
-  if (d.kernel) {
-    const k = await d.kernel.readKernel().catch((e: Error) => {
-      throw new Error(`GC refused: ${e.message}; nothing released`);
-    });
-    const wired = stale.filter((a) => k.pods.has(a.ipv4));
-    for (const a of wired)
-      d.log.warn(
-        { ip: a.ipv4, containerID: a.containerID, ifName: a.ifName, veth: k.pods.get(a.ipv4)?.dev },
-        'GC: the runtime did not list this attachment but the kernel shows it wired to a pod veth; kept',
-      );
-    stale = stale.filter((a) => !k.pods.has(a.ipv4));
-    const kernelCounts = k.podVeths > 0;
-    const confirmed = stale.filter(() => confirmedGone({ cri: true, kube: false, kernel: kernelCounts })).length;
-    const brake = applyBrake({
-      held: all.length,
-      single: stale.length - confirmed,
-      confirmed,
-      sources: "the runtime's valid-attachments list",
-    });
-    if (brake.held) {
-      d.log.error({ reason: brake.reason }, 'GC held by the release brake');
-      throw new Error(`GC refused: ${brake.reason}`);
-    }
-  }
+  if (d.kernel) stale = await keepWiredAndBrake(d.kernel, d.log, all.length, stale, (a) => [a.ipv4]);
   const released: Allocation[] = [];
   for (const a of stale) {
     const r = d.ds.unassign(a, now);

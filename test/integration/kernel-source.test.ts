@@ -157,3 +157,54 @@ test('with an ipRunner (ipamd passes the CNI exec spawn helper), the read goes t
   await assert.rejects(withPath.readKernel(), KernelUnavailableError);
   assert.equal(spawned.length, 1, 'ipPath: the provider is not asked');
 });
+
+test('with ipv6: a /128 host route to a pod veth vouches as a /32 does; a local pair, lo or a /64 does not', async (t) => {
+  const made: Netns[] = [];
+  t.after(async () => {
+    for (const n of made.reverse()) await n.remove().catch(() => undefined);
+  });
+  const node = await createNamedNetns(name('node6'));
+  made.push(node);
+  const pod = await createNamedNetns(name('pod6'));
+  made.push(pod);
+  const pod2 = await createNamedNetns(name('pod6'));
+  made.push(pod2);
+  const n = path.basename(node.path);
+  await wirePod(node, pod, 'enic0000000003', '10.0.0.23', false);
+  await wirePod(node, pod2, 'enid0000000004', '10.0.0.24', false);
+  for (const [dev, ip] of [
+    ['enic0000000003', '2600:1f14:abc:de00:7::a'],
+    ['enid0000000004', '2600:1f14:abc:de00:7:0:0:b'],
+  ] as const)
+    await run('ip', ['-n', n, '-6', 'route', 'add', `${ip}/128`, 'dev', dev]);
+  await run('ip', ['-n', n, 'link', 'add', 'vloc6', 'type', 'veth', 'peer', 'name', 'vloc7']);
+  await run('ip', ['-n', n, 'link', 'set', 'vloc6', 'up']);
+  await run('ip', ['-n', n, '-6', 'route', 'add', '2600:1f14:abc:de00:7::c/128', 'dev', 'vloc6']);
+  await run('ip', ['-n', n, 'link', 'set', 'lo', 'up']);
+  await run('ip', ['-n', n, '-6', 'route', 'add', '2600:1f14:abc:de00:7::d/128', 'dev', 'lo']);
+  await run('ip', ['-n', n, '-6', 'route', 'add', '2600:1f14:abc:de01::/64', 'dev', 'enic0000000003']);
+
+  const v4only = await new KernelSource({ netnsPath: node.path }).readKernel();
+  assert.deepEqual([...v4only.pods.keys()].sort(), ['10.0.0.23', '10.0.0.24'], 'IPv4 mode reads no IPv6 route');
+  const src = new KernelSource({ netnsPath: node.path, ipv6: true });
+  const k = await src.readKernel();
+  assert.deepEqual([...k.pods.keys()].sort(), [
+    '10.0.0.23',
+    '10.0.0.24',
+    '2600:1f14:abc:de00:7::a',
+    '2600:1f14:abc:de00:7::b',
+  ]);
+  assert.equal(k.pods.get('2600:1f14:abc:de00:7::b')?.dev, 'enid0000000004');
+
+  // The pod's netns goes away: its veth and /128 go with it.
+  await pod2.remove();
+  made.splice(made.indexOf(pod2), 1);
+  let after = k;
+  await waitFor(
+    'the kernel source to drop the removed IPv6 pod',
+    async () => !(after = await src.readKernel()).pods.has('2600:1f14:abc:de00:7::b'),
+    10_000,
+    50,
+  ).catch(() => undefined);
+  assert.deepEqual([...after.pods.keys()].sort(), ['10.0.0.23', '2600:1f14:abc:de00:7::a']);
+});
