@@ -96,6 +96,7 @@ const OWNED_FIELDS: Record<string, string> = {
   ipamdWaitSeconds: 'ENI_IPAM_CNI_IPAMD_WAIT',
   logFile: 'AWS_VPC_K8S_PLUGIN_LOG_FILE',
   nodePlugin: 'ENI_IPAM_CNI_EXEC',
+  ipFamily: 'ENABLE_IPv6 / ENABLE_IPv4',
 };
 
 /**

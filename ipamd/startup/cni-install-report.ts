@@ -21,6 +21,7 @@ export function cniInstallOptions(config: IpamdConfig, execServed: boolean): Cni
     pluginLogFile: config.pluginLogFile,
     ipamdWaitSeconds: config.cniIpamdWaitMs / 1000,
     enableBandwidthPlugin: config.enableBandwidthPlugin,
+    ipFamily: config.ipFamily,
     ...(config.cniConflistFile ? { customConflist: config.cniConflistFile } : {}),
   };
 }

@@ -70,6 +70,13 @@ export interface CniInstallOptions {
   pluginLogFile?: string;
   /** How long the shim's ADD waits for ipamd to serve, s (conflist `ipamdWaitSeconds`; default: the shim's 10). */
   ipamdWaitSeconds?: number;
+  /**
+   * The family ipamd serves (ENABLE_IPv6/ENABLE_IPv4). For ipv6 and dual it is written as
+   * the entry's `ipFamily`, so ADD wires that family's routes while ipamd answers instead of
+   * starting IPv4 and redoing it (docs/design.md#ip-families); ipv4 leaves the entry as before
+   * (`auto` wires IPv4 first anyway). Default ipv4.
+   */
+  ipFamily?: 'ipv4' | 'ipv6' | 'dual';
   /** ENABLE_BANDWIDTH_PLUGIN: chain `bandwidth` after eni-ipam (and portmap) in the default conflist. */
   enableBandwidthPlugin?: boolean;
   /** ENI_IPAM_CNI_CONFLIST_FILE: install this conflist (completed, see ./cni-conflist.ts) instead of the default one. */
@@ -88,6 +95,7 @@ export function renderPluginEntry(o: CniInstallOptions): Record<string, unknown>
     vethPrefix: o.vethPrefix,
     ipamdSocket: o.ipamdSocket,
     execSocket: o.execSocket,
+    ...(o.ipFamily && o.ipFamily !== 'ipv4' ? { ipFamily: o.ipFamily } : {}),
     ...(o.ipamdWaitSeconds !== undefined ? { ipamdWaitSeconds: o.ipamdWaitSeconds } : {}),
     ...(o.pluginLogFile ? { logFile: o.pluginLogFile } : {}),
     ...(o.execSocket === '' ? { nodePlugin: path.join(o.binDir, NODE_PLUGIN_NAME) } : {}),

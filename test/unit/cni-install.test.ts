@@ -69,3 +69,26 @@ test('a conflist sorting before ours is reported as shadowing it', async (t) => 
   assert.deepEqual(r.shadowed, []);
   assert.equal(r.removedLegacy, false);
 });
+
+test('the eni-ipam entry names the family for ipv6 and dual nodes, not for ipv4; a custom entry that disagrees is refused', async () => {
+  const { renderPluginEntry } = await import('../../ipamd/startup/cni-install.js');
+  const { completeCustomConflist } = await import('../../ipamd/startup/cni-conflist.js');
+  const base = {
+    confDir: '/c',
+    binDir: '/b',
+    networkName: 'aws-cni',
+    podMtu: 9001,
+    vethPrefix: 'eni',
+    ipamdSocket: '/run/s',
+    execSocket: '/run/e',
+  };
+  assert.equal('ipFamily' in renderPluginEntry(base), false);
+  assert.equal('ipFamily' in renderPluginEntry({ ...base, ipFamily: 'ipv4' }), false);
+  assert.equal(renderPluginEntry({ ...base, ipFamily: 'ipv6' }).ipFamily, 'ipv6');
+  assert.equal(renderPluginEntry({ ...base, ipFamily: 'dual' }).ipFamily, 'dual');
+  const custom = { cniVersion: '1.0.0', plugins: [{ type: 'eni-ipam', ipFamily: 'ipv4' }] };
+  assert.throws(
+    () => completeCustomConflist(custom, renderPluginEntry({ ...base, ipFamily: 'ipv6' }), 'aws-cni', 'f.json'),
+    /sets ipFamily="ipv4", but ipamd writes ipFamily="ipv6" \(set by ENABLE_IPv6 \/ ENABLE_IPv4\)/,
+  );
+});
