@@ -106,3 +106,44 @@ test('node-init installs the shim and sets the sysctls; read-only /proc/sys fail
   assert.equal(badIf.code, 1);
   assert.match(badIf.out, /--primary-if "\.\.\/x" is invalid/);
 });
+
+test('node-init --ip-family ipv6 turns IPv6 on with forwarding and accept_ra=2; a wrong family exits 3', async (t) => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-init6-'));
+  execFileSync('ip', ['netns', 'add', ns]);
+  t.after(async () => {
+    try {
+      execFileSync('ip', ['netns', 'del', ns]);
+    } catch {
+      /* already gone */
+    }
+    await rm(dir, { recursive: true, force: true });
+  });
+  inNs('ip', 'link', 'add', 'ens5', 'type', 'veth', 'peer', 'name', 'ens5p');
+  inNs('ip', 'link', 'set', 'ens5', 'up');
+  inNs('ip', 'addr', 'add', '10.0.0.10/24', 'dev', 'ens5');
+  inNs('ip', 'route', 'add', 'default', 'via', '10.0.0.1', 'dev', 'ens5');
+  inNs('sh', '-c', 'echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6');
+  for (const k of ['net/ipv6/conf/all/forwarding', 'net/ipv6/conf/ens5/accept_ra'])
+    inNs('sh', '-c', `echo 0 > /proc/sys/${k}`);
+  const shim = path.join(dir, 'shim');
+  await writeFile(shim, '#!/bin/sh\necho shim\n');
+  const bin = path.join(dir, 'bin');
+  execFileSync('mkdir', [bin]);
+  const base = [process.execPath, INIT, '--shim', shim, '--cni-bin-dir', bin];
+
+  const bad = await run([...base, '--ip-family', 'ipv5']);
+  assert.equal(bad.code, 3, bad.out);
+  assert.match(bad.out, /--ip-family "ipv5" is invalid: expected one of ipv4, ipv6, dual/);
+  assert.equal(inNs('cat', '/proc/sys/net/ipv6/conf/all/disable_ipv6'), '1', 'nothing written on bad input');
+
+  const v4 = await run(base);
+  assert.equal(v4.code, 0, v4.out);
+  assert.equal(inNs('cat', '/proc/sys/net/ipv6/conf/all/disable_ipv6'), '1', 'ipv4 (the default) leaves IPv6 alone');
+
+  const v6 = await run([...base, '--ip-family', 'ipv6']);
+  assert.equal(v6.code, 0, v6.out);
+  assert.equal(inNs('cat', '/proc/sys/net/ipv6/conf/all/disable_ipv6'), '0');
+  assert.equal(inNs('cat', '/proc/sys/net/ipv6/conf/all/forwarding'), '1');
+  assert.equal(inNs('cat', '/proc/sys/net/ipv6/conf/ens5/accept_ra'), '2');
+  assert.equal(inNs('cat', '/proc/sys/net/ipv4/ip_forward'), '1', 'the IPv4 settings still made (IPv4 egress)');
+});
