@@ -42,6 +42,14 @@ module.exports = {
       to: { circular: true },
     },
     {
+      name: 'datastore-roles-not-class',
+      severity: 'error',
+      comment:
+        "ipamd's consumers take the datastore's roles (ipamd/datastore/roles.ts), never the Datastore class: only the daemon's wiring (daemon.ts, lifecycle/) builds and holds it whole.",
+      from: { path: '^ipamd/', pathNot: '^ipamd/(datastore/|lifecycle/|daemon[.]ts$)' },
+      to: { path: '^ipamd/datastore/datastore[.]ts$' },
+    },
+    {
       name: 'bench-demo-not-from-test',
       severity: 'error',
       comment:

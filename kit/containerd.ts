@@ -231,7 +231,7 @@ export async function startContainerd(o: ContainerdOptions): Promise<Containerd>
       }
       if (Date.now() > deadline)
         return await fail(`containerd did not answer CRI Version on ${socket} within ${o.startTimeoutMs ?? 30_000} ms`);
-      await sleep(100);
+      await sleep(100); // the poll interval of this wait for CRI Version
     }
   } finally {
     cri.close();

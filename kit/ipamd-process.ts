@@ -169,7 +169,7 @@ async function followUntilServed(
         await fh.close();
       }
     }
-    if (!done()) await new Promise((r) => setTimeout(r, 5));
+    if (!done()) await new Promise((r) => setTimeout(r, 5)); // the poll interval of this follow-the-log wait
   }
 }
 

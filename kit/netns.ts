@@ -6,6 +6,7 @@
  */
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
+import { waitFor } from './wait.js';
 
 const execFileP = promisify(execFile);
 
@@ -94,14 +95,18 @@ export async function createProcNetns(name: string): Promise<Netns> {
   const path = `/proc/${child.pid}/ns/net`;
   // unshare execs sleep once the namespace exists: wait until the ns differs from ours.
   const mine = await execFileP('readlink', ['/proc/self/ns/net']).then((r) => r.stdout.trim());
-  for (let i = 0; i < 200; i++) {
-    const theirs = await execFileP('readlink', [path]).then(
-      (r) => r.stdout.trim(),
-      () => '',
-    );
-    if (theirs && theirs !== mine) break;
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  await waitFor(
+    `the namespace of unshare at ${path}`,
+    async () => {
+      const theirs = await execFileP('readlink', [path]).then(
+        (r) => r.stdout.trim(),
+        () => '',
+      );
+      return theirs && theirs !== mine;
+    },
+    10_000,
+    10,
+  );
   await execFileP('nsenter', [`--net=${path}`, 'ip', 'link', 'set', 'lo', 'up']);
   return {
     path,

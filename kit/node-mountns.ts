@@ -182,7 +182,7 @@ async function closeMountNs(c: {
     } catch {
       /* gone */
     }
-    await Promise.race([c.exitP, new Promise((r) => setTimeout(r, 3000))]);
+    await Promise.race([c.exitP, new Promise((r) => setTimeout(r, 3000))]); // a wait for the exit, capped at 3 s
   }
   // Targets we created on the host, deepest first; only if still empty (rmdir/unlink of an empty file).
   for (const t of c.created.sort((a, b) => b.length - a.length)) {

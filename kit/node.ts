@@ -20,19 +20,20 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { SimCloud, vpcCidrBlocks, type Subnet } from '../sim/index.js';
-import { startCriStandIn, type CriStandIn, type CriStandInOptions } from '../sim/cri/index.js';
-import { KubeApiStandIn, type EniConfigSpec } from '../sim/kube/index.js';
-import { startContainerd, type Containerd, type ContainerdOptions } from './containerd.js';
+import { SimCloud, vpcCidrBlocks, type SimCloudOptions, type Subnet } from '../sim/index.js';
+import type { CriStandIn, CriStandInOptions } from '../sim/cri/index.js';
+import type { EniConfigSpec, KubeApiStandIn } from '../sim/kube/index.js';
+import type { Containerd, ContainerdOptions } from './containerd.js';
 import { cleanupStack, type CleanupStack } from './cleanup-stack.js';
-import { CriTestClient } from './cri-client.js';
-import { createNamedNetns, type Netns } from './netns.js';
-import { kubeletRuntimeVersion } from '../ipamd/restore/plausibility.js';
+import type { CriTestClient } from './cri-client.js';
+import type { Netns } from './netns.js';
 
 /** Options of {@link buildNode}. */
 export interface NodeOptions {
   /** A simulated cloud to share (not stopped by close); default: a new one, stopped by close. */
   sim?: SimCloud;
+  /** Options of the new cloud (e.g. `{ seed: 11 }` for stable ids); ignored with `sim`. */
+  simOptions?: SimCloudOptions;
   /** Subnet to launch in (with a shared `sim`); default: a new subnet of `subnetCidr`. */
   subnetId?: string;
   /** CIDR of the new subnet (default 10.0.0.0/24). */
@@ -111,7 +112,7 @@ export async function buildNode(o: NodeOptions = {}): Promise<KitNode> {
     if (!o.keepDir) cleanups.push(() => rm(dir, { recursive: true, force: true }));
     let sim = o.sim;
     if (!sim) {
-      const own = new SimCloud();
+      const own = new SimCloud(o.simOptions);
       await own.start();
       cleanups.push(() => own.stop());
       sim = own;
@@ -138,7 +139,9 @@ export async function buildNode(o: NodeOptions = {}): Promise<KitNode> {
       cleanups,
       close: cleanups.close,
     };
+    // The optional parts are imported when asked for: a cloud-only node (the sim fixture) loads no gRPC.
     if (o.kube) {
+      const { KubeApiStandIn } = await import('../sim/kube/index.js');
       const kube = new KubeApiStandIn();
       await kube.start();
       cleanups.push(() => kube.stop());
@@ -155,11 +158,13 @@ export async function buildNode(o: NodeOptions = {}): Promise<KitNode> {
       for (const [name, spec] of Object.entries(o.kube.eniConfigs ?? {})) kube.upsertEniConfig(name, spec);
     }
     if (o.cri) {
+      const { startCriStandIn } = await import('../sim/cri/index.js');
       const cri = await startCriStandIn({ socketPath: path.join(dir, 'cri.sock'), ...o.cri });
       cleanups.push(() => cri.close());
       n.cri = cri;
     }
     if (o.netns) {
+      const { createNamedNetns } = await import('./netns.js');
       const ns = await createNamedNetns(`${o.netns}-${process.pid}-${seq++}`);
       cleanups.push(() => ns.remove());
       n.nodeNetns = ns;
@@ -186,6 +191,11 @@ export interface ContainerdLayer {
  * @throws Error when containerd does not start (the caller's close() removes the rest).
  */
 export async function withContainerd(n: KitNode, o: ContainerdOptions): Promise<ContainerdLayer> {
+  const [{ startContainerd }, { CriTestClient }, { kubeletRuntimeVersion }] = await Promise.all([
+    import('./containerd.js'),
+    import('./cri-client.js'),
+    import('../ipamd/restore/plausibility.js'),
+  ]);
   const containerd = await startContainerd(o);
   n.cleanups.push(() => containerd.stop());
   const cri = new CriTestClient(containerd.socket, 60_000);

@@ -20,8 +20,14 @@ export type DaemonMode = 'in-process' | 'child';
 
 /** Options of {@link createSimNode}. */
 export interface SimNodeOptions {
-  sim: SimCloud;
-  subnetId: string;
+  /** A cloud to share (several nodes); default: a new one ({@link simNodeWithCloud}). */
+  sim?: SimCloud;
+  /** Subnet to launch in (with `sim`); default: a new one of `subnetCidr`. */
+  subnetId?: string;
+  /** Without `sim`: the new cloud's seed (stable ids per test file). */
+  seed?: number;
+  /** CIDR of the new subnet (default 10.0.0.0/24); ignored with `subnetId`. */
+  subnetCidr?: string;
   /** Default m5.large. */
   instanceType?: string;
   /** ipamd environment added to the node defaults (see {@link SimNode.env}). */
@@ -182,37 +188,62 @@ export class SimNode {
   }
 }
 
-/** Launches the instance, makes the temp dir and the CRI stand-in (the kit's {@link buildNode}); ipamd is not started. */
-export async function createSimNode(o: SimNodeOptions): Promise<SimNode> {
+/**
+ * Launches the instance, makes the temp dir and the CRI stand-in (the kit's {@link buildNode}),
+ * in `o.sim` or in a new cloud (seed `o.seed`, one subnet of `o.subnetCidr`) that the node's
+ * `close()` stops; ipamd is not started.
+ * @throws what {@link buildNode} throws.
+ */
+export async function simNodeWithCloud(
+  o: SimNodeOptions = {},
+): Promise<{ sim: SimCloud; subnetId: string; node: SimNode }> {
   ensureDummyAwsCredentials();
   const k = await buildNode({
-    sim: o.sim,
-    subnetId: o.subnetId,
+    ...(o.sim ? { sim: o.sim } : { simOptions: o.seed === undefined ? {} : { seed: o.seed } }),
+    ...(o.subnetId ? { subnetId: o.subnetId } : {}),
+    ...(o.subnetCidr ? { subnetCidr: o.subnetCidr } : {}),
     instanceType: o.instanceType ?? 'm5.large',
     dirPrefix: 'eni-ipam-node-',
     keepDir: process.env.ENI_IPAM_KEEP_NODE_DIR === '1',
     ...(o.cri === false ? {} : { cri: {} }),
   });
-  return new SimNode(o.sim, k.instanceId, k.dir, o.mode ?? 'in-process', k.cri, o.env ?? {}, k.close);
+  const node = new SimNode(k.sim, k.instanceId, k.dir, o.mode ?? 'in-process', k.cri, o.env ?? {}, k.close);
+  return { sim: k.sim, subnetId: k.subnetId, node };
+}
+
+/** {@link simNodeWithCloud}'s node alone (the cloud is `o.sim`, or a new one its `close()` stops). */
+export async function createSimNode(o: SimNodeOptions = {}): Promise<SimNode> {
+  return (await simNodeWithCloud(o)).node;
 }
 
 /**
- * For a test: a started simulated cloud (seed `seed`) with one subnet (`cidr`, default
- * 10.0.0.0/24) and a node on it whose ipamd is started; the cloud and the node are stopped
- * by `t.after` even when the test fails.
- * @throws what {@link createSimNode} or {@link SimNode.start} throws.
+ * For a test: {@link simNodeWithCloud} with its cloud and node closed by `t.after` even
+ * when the test fails; ipamd not started. An own cloud is stopped before ipamd (as these
+ * tests always did), so ipamd's graceful stop does not wait for EC2 calls in flight.
+ */
+export async function testSimNode(
+  t: { after(fn: () => unknown): void },
+  o: SimNodeOptions = {},
+): Promise<{ sim: SimCloud; subnetId: string; node: SimNode }> {
+  const r = await simNodeWithCloud(o);
+  if (!o.sim) t.after(() => r.sim.stop()); // stopping it again in node.close() is a no-op
+  t.after(() => r.node.close());
+  return r;
+}
+
+/**
+ * For a test: a simulated cloud (seed `seed`) with one subnet (`cidr`, default
+ * 10.0.0.0/24) and a node on it whose ipamd is started ({@link testSimNode}); the cloud
+ * and the node are stopped by `t.after` even when the test fails.
+ * @throws what {@link simNodeWithCloud} or {@link SimNode.start} throws.
  */
 export async function startedSimNode(
   t: { after(fn: () => unknown): void },
   seed: number,
-  o: Omit<SimNodeOptions, 'sim' | 'subnetId'> & { cidr?: string } = {},
+  o: Omit<SimNodeOptions, 'sim' | 'subnetId' | 'seed' | 'subnetCidr'> & { cidr?: string } = {},
 ): Promise<{ sim: SimCloud; node: SimNode }> {
-  const sim = new SimCloud({ seed });
-  await sim.start();
-  t.after(() => sim.stop());
   const { cidr, ...opts } = o;
-  const node = await createSimNode({ sim, subnetId: sim.addSubnet({ cidr: cidr ?? '10.0.0.0/24' }).subnetId, ...opts });
-  t.after(() => node.close());
+  const { sim, node } = await testSimNode(t, { ...opts, seed, ...(cidr ? { subnetCidr: cidr } : {}) });
   await node.start();
   return { sim, node };
 }

@@ -1,7 +1,7 @@
 /**
  * Whole-index scans of the datastore's address records (cooling, unverified, counts, the
  * address an ADD takes):
- * pure functions over the `IpRecord`s {@link AddressStore} keeps, so the store itself stays
+ * pure functions over the `IpRecord`s the address table keeps (address-table.ts), so the table itself stays
  * about changing records. Times are ms since epoch; no I/O.
  */
 import { isPrefixFree, type StateFn } from './prefixes.js';

@@ -1,6 +1,23 @@
 /**
- * Internal records of the datastore (not exported from the package surface): one per
- * address and one per ENI, and the address-state function. Pure; no I/O.
+ * Records of the datastore, internal to ipamd/datastore/: one per address and one per
+ * ENI, and the address-state function; and {@link keyString}, the one export its
+ * consumers use. Pure; no I/O.
+ *
+ * Address states:
+ * - available: on an ENI, held by nobody, not cooling, not being released;
+ * - assigned:  held by exactly one allocation key;
+ * - cooling:   released less than `cooldownMs` ago (IP_COOLDOWN_PERIOD) — neither
+ *              available nor assigned, so a just-freed IP is not reused at once;
+ * - releasing: reserved by the pool controller for an EC2 unassign (or an ENI detach),
+ *              so an ADD can never be handed an address that is being released. A
+ *              release is first `reserved`, then `sent` right before the EC2 call
+ *              (`markReleaseSent`); see `Datastore.restoreAllocation` for what an
+ *              adoption does to each phase, and `Datastore.completeRelease`;
+ * - unverified: found on an ENI at start with no checkpoint to say who holds it; a live
+ *              pod may be using it, so it is neither handed out nor released until a
+ *              clean read of the runtime says (docs/design.md#4-restore-after-restart). A *quarantined* address (an
+ *              ADD found the node routing it to another pod: `Datastore.quarantine`)
+ *              is in this state too, until `Datastore.liftQuarantine`.
  */
 import type { AllocationKey, EniInfo, IpState } from './types.js';
 

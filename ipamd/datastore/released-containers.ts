@@ -23,7 +23,12 @@ export class ReleasedContainers {
 
   constructor(private readonly onChange: (containerID: string) => void) {}
 
-  /** True if `containerID` is remembered. */
+  /**
+   * True if `containerID` is remembered: an attachment of it was unassigned (CNI DEL or
+   * GC) and none was assigned or restored for it since. The evidence pass never adopts
+   * such a sandbox: a runtime still listing it READY with its IP is a snapshot from
+   * before the DEL, or a StopPodSandbox in progress (CNI DEL comes first).
+   */
   has(containerID: string): boolean {
     return this.byId.has(containerID);
   }
@@ -63,6 +68,27 @@ export class ReleasedContainers {
       [...this.byId].map(([containerID, releasedAt]) => Object.freeze({ containerID, releasedAt })),
     );
     return this.cache;
+  }
+
+  /**
+   * Restores remembered containers from this boot's checkpoint (before its allocations:
+   * an allocation restored for the same container wins, as an assignment after the DEL
+   * would). Order is by `releasedAt`; beyond {@link RELEASED_CONTAINERS_KEPT} the oldest
+   * are forgotten. Entries already known keep the newer time.
+   */
+  restore(entries: ReadonlyArray<ReleasedEntry>): void {
+    const all = [...entries, ...this.entries()].sort((a, b) => a.releasedAt - b.releasedAt);
+    for (const e of all) this.remember(e.containerID, Math.max(e.releasedAt, this.get(e.containerID) ?? 0));
+  }
+
+  /**
+   * Forgets containers a successful runtime read no longer lists (`listed`: the READY
+   * sandbox ids it returned) that were released at or before `releasedBefore` (ms; the
+   * caller passes now − GC grace, so a read started before the DEL cannot expire one).
+   * @returns how many were forgotten.
+   */
+  expire(listed: ReadonlySet<string>, releasedBefore: number): number {
+    return this.forgetWhere((id, at) => !listed.has(id) && at <= releasedBefore);
   }
 
   /** Forgets every entry for which `drop(id, releasedAt)` is true; returns how many. */

@@ -145,7 +145,7 @@ export interface EniInventory {
 
 /** Putting back what the node held before a restart, and settling it against the evidence. */
 export interface RestoreTarget {
-  /** Re-creates an allocation from a restore source; see the result's cases in datastore.ts. */
+  /** Re-creates an allocation from a restore source; see the result's cases in allocation-table.ts. */
   restoreAllocation(a: Allocation): RestoreResult;
   /** Restores remembered unassigned containers (before the allocations). */
   restoreUnassigned(entries: ReadonlyArray<UnassignedEntry>): void;

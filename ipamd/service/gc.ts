@@ -11,7 +11,7 @@
  * release brake caps what one GC may release when the kernel's silence cannot count as
  * a second source (a view with no pod veth at all may be the wrong namespace).
  */
-import { keyString } from '../datastore/datastore.js';
+import { keyString } from '../datastore/records.js';
 import type { Assignments } from '../datastore/roles.js';
 import type { Allocation, EniInfo } from '../datastore/types.js';
 import type { Logger } from '../log.js';

@@ -89,6 +89,8 @@ export interface TestCluster {
   family: FamilyPlan;
   dir: string;
   nodeNetns: Netns;
+  /** The "VPC" namespace holding the other end (`vpc<device>`) of every ENI link. */
+  vpcNetns: Netns;
   mountNs: NodeMountNs;
   pki: Pki;
   /** The admin kubeconfig (system:masters), server https://127.0.0.1:`apiPort`. */
@@ -192,6 +194,7 @@ export async function startCluster(o: ClusterOptions = {}): Promise<TestCluster>
       family,
       dir,
       nodeNetns,
+      vpcNetns: vpc,
       mountNs,
       pki,
       kubeconfig: pki.kubeconfigs['admin']!,

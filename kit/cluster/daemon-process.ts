@@ -118,7 +118,7 @@ export async function waitStarted(
       throw new Error(
         `${p.name} did not start: no ${what} within ${timeoutMs} ms${last ? ` (${last})` : ''}\n--- ${p.logFile} (tail) ---\n${p.tail()}`,
       );
-    await new Promise((r) => setTimeout(r, intervalMs));
+    await new Promise((r) => setTimeout(r, intervalMs)); // the poll interval of this wait (it also watches for an exit)
   }
 }
 

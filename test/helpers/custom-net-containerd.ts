@@ -150,15 +150,18 @@ export const inCidr = (ip: string, cidr: string): boolean => ipaddr.IPv4.parse(i
 export async function waitForStableEnis(n: ContainerdNode): Promise<number> {
   let last = -1;
   let since = Date.now();
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const count = instanceEnis(n.sim, n.instanceId).length;
-    const st = await n.status();
-    if (count !== last || st.counts.enis !== count) {
-      last = count;
-      since = Date.now();
-    } else if (Date.now() - since >= 1500) return count;
-    if (Date.now() > deadline) throw new Error(`the ENI count did not settle (last ${last})`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  return waitFor(
+    'the ENI count to settle (the same in EC2 and ipamd for 1.5 s)',
+    async () => {
+      const count = instanceEnis(n.sim, n.instanceId).length;
+      const st = await n.status();
+      if (count !== last || st.counts.enis !== count) {
+        last = count;
+        since = Date.now();
+      } else if (Date.now() - since >= 1500) return count;
+      return undefined;
+    },
+    30_000,
+    100,
+  );
 }

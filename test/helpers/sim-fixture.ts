@@ -1,12 +1,13 @@
 /**
- * Test fixture for the simulated cloud: starts a {@link SimCloud} on loopback (ephemeral
- * ports) with one subnet and one launched instance, and an unmodified `EC2Client`
+ * Test fixture for the simulated cloud: a preset of the kit's node builder (kit/node.ts) with
+ * no ipamd — a {@link SimCloud} on loopback (ephemeral ports) with one subnet and one launched instance, and an unmodified `EC2Client`
  * pointed at it. Everything is stopped by `t.after`, even when the test fails.
  */
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
 import { EC2Client } from '@aws-sdk/client-ec2';
-import { SimCloud, type Instance, type SimCloudOptions, type Subnet } from '../../sim/index.js';
+import type { Instance, SimCloud, SimCloudOptions, Subnet } from '../../sim/index.js';
+import { buildNode } from '../../kit/node.js';
 
 /** A started simulated cloud with its first subnet and instance. */
 export interface SimFixture {
@@ -27,23 +28,27 @@ export function ec2ClientFor(sim: SimCloud): EC2Client {
 }
 
 /**
- * Starts a sim with a subnet (`subnetCidr`, default 10.0.0.0/24) and one instance
- * (`instanceType`, default m5.large). Registers cleanup on `t`.
+ * Starts a sim (seed 42 unless `opts` says) with a subnet (`subnetCidr`, default
+ * 10.0.0.0/24) and one instance (`instanceType`, default m5.large): the kit's
+ * {@link buildNode} with no ipamd. Registers cleanup on `t`.
  */
 export async function startSim(
   t: TestContext,
   p: { subnetCidr?: string; instanceType?: string; opts?: SimCloudOptions } = {},
 ): Promise<SimFixture> {
-  const sim = new SimCloud({ seed: 42, ...p.opts });
-  await sim.start();
+  const k = await buildNode({
+    simOptions: { seed: 42, ...p.opts },
+    subnetCidr: p.subnetCidr ?? '10.0.0.0/24',
+    instanceType: p.instanceType ?? 'm5.large',
+    dirPrefix: 'eni-ipam-sim-',
+  });
+  const sim = k.sim;
   const ec2 = ec2ClientFor(sim);
   t.after(async () => {
     ec2.destroy();
-    await sim.stop();
+    await k.close();
   });
-  const subnet = sim.addSubnet({ cidr: p.subnetCidr ?? '10.0.0.0/24' });
-  const inst = sim.launchInstance({ instanceType: p.instanceType ?? 'm5.large', subnetId: subnet.subnetId });
-  return { sim, ec2, subnet, inst };
+  return { sim, ec2, subnet: sim.state.subnets.get(k.subnetId)!, inst: sim.state.instances.get(k.instanceId)! };
 }
 
 /** The error an SDK call is expected to fail with, as the SDK surfaces it. */

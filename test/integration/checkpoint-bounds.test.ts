@@ -11,10 +11,9 @@ import { mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { checkpointBoundsFor, loadCheckpoint, readBootId, type CheckpointData } from '../../ipamd/checkpoint/index.js';
-import { SimCloud } from '../../sim/index.js';
 import { ipamdClient } from '../../kit/ipamd-client.js';
 import { waitFor } from '../../kit/wait.js';
-import { createSimNode } from '../../kit/sim-node.js';
+import { testSimNode } from '../../kit/sim-node.js';
 
 /** A schema-valid checkpoint of this boot with `n` allocations on `eni-x`. */
 function bigCheckpoint(n: number): CheckpointData {
@@ -71,12 +70,7 @@ test('loadCheckpoint: more entries or bytes than the node can hold is corrupt, m
 });
 
 test('ipamd given a 200,000-allocation checkpoint moves it aside, rebuilds, and serves ADDs fast', async (t) => {
-  const sim = new SimCloud({ seed: 11 });
-  await sim.start();
-  t.after(() => sim.stop());
-  const subnet = sim.addSubnet({ cidr: '10.0.0.0/24' });
-  const node = await createSimNode({ sim, subnetId: subnet.subnetId, env: { WARM_IP_TARGET: '3' } });
-  t.after(() => node.close());
+  const { node } = await testSimNode(t, { seed: 11, env: { WARM_IP_TARGET: '3' } });
   const text = JSON.stringify(bigCheckpoint(200_000));
   assert.ok(text.length > 40e6, `${text.length} bytes`);
   await writeFile(node.checkpoint, text);

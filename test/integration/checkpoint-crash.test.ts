@@ -13,9 +13,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { SimCloud } from '../../sim/index.js';
 import { ipamdClient, type TestIpamdClient } from '../../kit/ipamd-client.js';
-import { createSimNode, type SimNode } from '../../kit/sim-node.js';
+import { testSimNode } from '../../kit/sim-node.js';
 
 /** Calls per round at most: the kill lands at a random one of them. */
 const ROUND_OPS = 320;
@@ -64,19 +63,14 @@ test('SIGKILL at random points during 1,000 ADD/DELs: no acknowledged ADD lost, 
   const seed = Number(process.env.CRASH_SEED ?? Date.now() % 1_000_000);
   t.diagnostic(`seed ${seed} (CRASH_SEED=${seed} replays the choices)`);
   const random = rng(seed);
-  const sim = new SimCloud({ seed: 11 });
-  await sim.start();
-  t.after(() => sim.stop());
-  const subnet = sim.addSubnet({ cidr: '10.0.0.0/22' });
-  const node: SimNode = await createSimNode({
-    sim,
-    subnetId: subnet.subnetId,
+  const { node } = await testSimNode(t, {
+    seed: 11,
+    subnetCidr: '10.0.0.0/22',
     instanceType: 'c5.4xlarge',
     mode: 'child',
     cri: false,
     env: { WARM_IP_TARGET: String(CLIENTS * KEYS_PER_CLIENT + 4), IP_COOLDOWN_PERIOD: '0' },
   });
-  t.after(() => node.close());
   await node.start();
 
   const known = new Map<string, Known>();
@@ -104,7 +98,7 @@ test('SIGKILL at random points during 1,000 ADD/DELs: no acknowledged ADD lost, 
           const call = op === 'add' ? c.add(id) : c.del(id);
           known.set(id, { state: 'unknown' });
           if (n === killAt) {
-            // Let the request reach ipamd, then kill it somewhere in its handling (a few ms at most).
+            // Let the request reach ipamd, then kill it somewhere in its handling (a few ms at most; a random point, not a wait).
             killed = new Promise((r) => setTimeout(r, random() * 3)).then(() => node.stop({ crash: true }));
           }
           try {

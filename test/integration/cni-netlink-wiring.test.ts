@@ -92,12 +92,12 @@ test('the netlink helper leaves the same kernel state as the ip batches', async 
       `table ${table}`,
     );
     assert.deepEqual(marks.slice(0, 2), ['netns-checked', 'veth-up']);
-    for (let t0 = Date.now(); ;) {
-      const up = await ipIn(nodeB.path, ['link', 'show', 'dev', viaNl.hostVeth]);
-      if (/state UP/.test(up)) break;
-      assert.ok(Date.now() - t0 < 5000, `the host veth's operstate never reached UP: ${up}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await waitFor(
+      "the host veth's operstate to reach UP",
+      async () => /state UP/.test(await ipIn(nodeB.path, ['link', 'show', 'dev', viaNl.hostVeth])),
+      5000,
+      20,
+    );
     assert.deepEqual(marks.slice(2).sort(), ['host-exited', 'pod-exited']);
     // Undo both the same way (what DEL does) before the next table.
     for (const [node, p] of [

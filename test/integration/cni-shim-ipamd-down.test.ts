@@ -176,7 +176,8 @@ test('ADD waits for an ipamd that comes up within ipamdWaitSeconds; a repeated D
   const pod = await n.pod();
   const att = { containerId: newId(), netns: pod.path, ifName: 'eth0' };
   const adding = noNode(n, { ...att, command: 'ADD', conf: { ipamdWaitSeconds: 60 } });
-  await new Promise((r) => setTimeout(r, 500)); // the shim is retrying the connect by now (its exit is asserted below)
+  // Not a wait on a state we can see: ipamd must come up after the shim began retrying its connect (its exit is asserted below).
+  await new Promise((r) => setTimeout(r, 500));
   n.d = await n.h.startIpamd();
   const add = await adding;
   assert.equal(add.code, 0, `${add.stdout} ${add.stderr}`);

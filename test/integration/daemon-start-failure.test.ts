@@ -13,11 +13,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { SimCloud } from '../../sim/index.js';
 import { daemonParts } from '../../ipamd/daemon.js';
 import type { IpamdConfig } from '../../ipamd/config.js';
 import type { Logger } from '../../ipamd/log.js';
-import { createSimNode } from '../../kit/sim-node.js';
+import { testSimNode } from '../../kit/sim-node.js';
 
 const CHILD = fileURLToPath(new URL('../helpers/daemon-fail-child.js', import.meta.url));
 const names = daemonParts({ config: {} as IpamdConfig, log: {} as Logger, t0: 0 }).map((p) => String(p.name));
@@ -60,11 +59,7 @@ function runChild(env: Record<string, string>, failAt: string | undefined, ms = 
 }
 
 test('a start that fails at each part leaves no socket, child process, timer or lock behind', async (t) => {
-  const sim = new SimCloud({ seed: 30 });
-  await sim.start();
-  t.after(() => sim.stop());
-  const node = await createSimNode({ sim, subnetId: sim.addSubnet({ cidr: '10.0.0.0/24' }).subnetId });
-  t.after(() => node.close());
+  const { node } = await testSimNode(t, { seed: 30 });
   const env = {
     ...node.env,
     ENI_IPAM_CNI_EXEC: 'true',

@@ -15,10 +15,9 @@ import assert from 'node:assert/strict';
 import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { readCheckpoint, type CheckpointData } from '../../ipamd/checkpoint/index.js';
-import { SimCloud } from '../../sim/index.js';
 import { ipamdClient } from '../../kit/ipamd-client.js';
 import { waitFor } from '../../kit/wait.js';
-import { createSimNode } from '../../kit/sim-node.js';
+import { testSimNode } from '../../kit/sim-node.js';
 
 interface Alloc {
   containerID: string;
@@ -33,13 +32,8 @@ async function checkpointData(file: string): Promise<CheckpointData> {
 }
 
 test('a DEL served before a kill -9 is remembered: the sandbox the runtime still lists READY is not re-adopted; the memory expires once it is gone', async (t) => {
-  const sim = new SimCloud({ seed: 5 });
-  await sim.start();
-  t.after(() => sim.stop());
-  const subnet = sim.addSubnet({ cidr: '10.0.0.0/24' });
-  const node = await createSimNode({
-    sim,
-    subnetId: subnet.subnetId,
+  const { node } = await testSimNode(t, {
+    seed: 5,
     mode: 'child',
     env: {
       WARM_IP_TARGET: '3',
@@ -48,7 +42,6 @@ test('a DEL served before a kill -9 is remembered: the sandbox the runtime still
       ENI_IPAM_POOL_INTERVAL: '100ms',
     },
   });
-  t.after(() => node.close());
   await node.start();
   const cri = node.cri!;
   let c = ipamdClient(node.socket);
@@ -107,13 +100,8 @@ test('a DEL served before a kill -9 is remembered: the sandbox the runtime still
 });
 
 test('a corrupt aws-node checkpoint is kept aside and not imported; with IPs on the ENIs and no runtime, nothing is released', async (t) => {
-  const sim = new SimCloud({ seed: 6 });
-  await sim.start();
-  t.after(() => sim.stop());
-  const subnet = sim.addSubnet({ cidr: '10.0.0.0/24' });
-  const node = await createSimNode({
-    sim,
-    subnetId: subnet.subnetId,
+  const { sim, node } = await testSimNode(t, {
+    seed: 6,
     cri: false,
     env: {
       WARM_IP_TARGET: '1',
@@ -124,7 +112,6 @@ test('a corrupt aws-node checkpoint is kept aside and not imported; with IPs on 
       ENI_IPAM_POOL_INTERVAL: '100ms',
     },
   });
-  t.after(() => node.close());
   // A first life: 6 pods' worth of IPs on the primary ENI, then ipamd goes and its checkpoint with it.
   await node.start();
   const c = ipamdClient(node.socket);
@@ -162,8 +149,9 @@ test('a corrupt aws-node checkpoint is kept aside and not imported; with IPs on 
     '{"version":"vpc-cni-ipam/1","allocations":[{"networkName":"aws-cni","contain',
     'original untouched',
   );
-  // Several GC and pool intervals: no release reaches EC2.
-  await new Promise((r) => setTimeout(r, 1500));
+  // Several GC passes (200 ms each), and pool passes with them: no release reaches EC2.
+  const passes = (await node.status()).evidence.passes as number;
+  await waitFor('five more GC passes', async () => (await node.status()).evidence.passes >= passes + 5, 15_000);
   assert.deepEqual(
     sim.calls
       .slice(calls)

@@ -85,12 +85,21 @@ test('throttled EC2: ADDs are served from the warm pool, EC2 retries back off, m
   };
   // 12 available: 6 ADDs, then 3 DELs with 3 ADDs, then 3 ADDs: at most 12 addresses
   // assigned or cooling, so every ADD can be served from what the pool already holds.
+  // The waves are 1.5 s apart on purpose (not a wait): demand arriving while the bucket refills.
   await addWave(['a1', 'a2', 'a3', 'a4', 'a5', 'a6']);
   await sleep(1500);
   await Promise.all([delWave(['a1', 'a2', 'a3']), addWave(['b1', 'b2', 'b3'])]);
   await sleep(1500);
   await addWave(['c1', 'c2', 'c3']);
-  await sleep(6000); // the pool controller keeps trying to grow through the throttle
+  // The pool controller keeps trying to grow through the throttle: wait until it has retried a throttled call.
+  await waitFor(
+    'a throttled mutating call retried into the throttle again',
+    () => {
+      const m = h.sim.calls.slice(before).filter((x) => x.at >= t0 && isMutating(x) && x.durationMs !== undefined);
+      return m.some((x, i) => i > 0 && x.errorCode === 'RequestLimitExceeded' && m[i - 1]!.errorCode === x.errorCode);
+    },
+    30_000,
+  );
   const t1 = Date.now();
 
   // Every ADD was served from memory, none waited on EC2.

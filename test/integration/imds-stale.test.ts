@@ -113,7 +113,7 @@ test('scaled 1/30: a new ENI IMDS lists 90 s late outlasts the grow wait and sev
           n.cri.removePod(`g${i}`);
           await n.client.del(`g${i}`); // kubelet's DEL of the failed sandbox, then a retry
           assert.ok(attempt < 60, 'retried for 30 s');
-          await new Promise((r) => setTimeout(r, 500));
+          await new Promise((r) => setTimeout(r, 500)); // not a wait: kubelet's back-off before it retries a sandbox
         }
       }
     }),

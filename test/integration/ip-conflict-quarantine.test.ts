@@ -115,7 +115,8 @@ test('ADD of an IP a live pod still uses is refused; ipamd quarantines it until 
   // Quarantine survives the re-check passes while A lives; a freed IP is served, x is not.
   const [freedId, freedIp] = [...others.entries()][0]!;
   assert.equal((await n.call({ command: 'DEL', containerId: freedId, netns: '', ifName: 'eth0' })).code, 0);
-  await new Promise((r) => setTimeout(r, 1500)); // three re-check passes (500 ms) with A alive
+  // Not a wait: ipamd exposes no re-check pass count; 1.5 s is three re-check passes (500 ms) with A alive.
+  await new Promise((r) => setTimeout(r, 1500));
   const pod = await n.pod();
   const next = await n.call({ command: 'ADD', containerId: newId(), netns: pod.path, ifName: 'eth0' });
   assert.equal(next.code, 0, next.stdout);

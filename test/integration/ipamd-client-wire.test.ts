@@ -29,6 +29,7 @@ import {
 import { connectIpamd, IpamdCallError } from '../../cni-plugin/ipamd-client.js';
 import { GrpcCallFailure, openUnixChannel } from '../../cni-plugin/grpc-http2.js';
 import { GrpcStatus } from '../../proto/grpc-status.js';
+import { waitFor } from '../../kit/wait.js';
 
 type Handler = (req: any, call: grpc.ServerUnaryCall<any, any>) => Promise<object> | object; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -218,6 +219,7 @@ test('default-valued replies decode with proto3 defaults; calls share one channe
     AddNetwork: () => ({}),
     GcNetwork: () => ({}),
     DelNetwork: async (req: DelNetworkRequest) => {
+      // Not a wait: a slow handler, so the concurrent calls overlap on the one channel.
       await new Promise((r) => setTimeout(r, 20));
       return { success: true, released: false, ipv4_addr: req.container_id };
     },
@@ -323,8 +325,9 @@ test('a slow server hits the deadline: DEADLINE_EXCEEDED on time, and the server
     );
     const took = Date.now() - t0;
     assert.ok(took >= 290 && took < 2000, `deadline took ${took} ms`);
-    const deadline = Date.now() + 3000;
-    while (!ws.cancelled.includes('AddNetwork') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await waitFor('the server to see the call end', () => ws.cancelled.includes('AddNetwork'), 3000, 20).catch(
+      () => undefined, // asserted below
+    );
     assert.ok(
       ws.cancelled.includes('AddNetwork'),
       'the server saw the call end (cancelled by the client or by its own deadline)',

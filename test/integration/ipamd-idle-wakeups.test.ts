@@ -33,7 +33,7 @@ async function idleWakeupsPerSecond(pid: number, sim: SimCloud, windowMs: number
       const calls = sim.calls.length;
       const s0 = mainThreadSleeps(pid);
       const t0 = performance.now();
-      await sleep(windowMs);
+      await sleep(windowMs); // not a wait: the measuring window
       const rate = ((mainThreadSleeps(pid) - s0) * 1000) / (performance.now() - t0);
       return sim.calls.length === calls ? { rate } : undefined;
     },

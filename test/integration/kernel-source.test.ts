@@ -13,6 +13,7 @@ import { createNamedNetns, run, type Netns } from '../../kit/netns.js';
 import { KernelSource, KernelUnavailableError } from '../../ipamd/restore/kernel-source.js';
 import { startSpawnHelper } from '../../ipamd/cni-exec/spawn-helper.js';
 import { createIpRunner, type IpSpawner } from '../../netfacts/ip-batch.js';
+import { waitFor } from '../../kit/wait.js';
 
 let seq = 0;
 const name = (kind: string) => `eni-ks-${kind}-${process.pid}-${seq++}`;
@@ -78,10 +79,12 @@ test('the kernel source reads pod IPs wired to veths whose peer is in another ne
   await podB.remove();
   made.splice(made.indexOf(podB), 1);
   let after = await src.readKernel();
-  for (const deadline = Date.now() + 10_000; after.pods.size !== 1 && Date.now() < deadline;) {
-    await new Promise((r) => setTimeout(r, 50));
-    after = await src.readKernel();
-  }
+  await waitFor(
+    'the kernel source to drop the removed pod',
+    async () => (after = await src.readKernel()).pods.size === 1,
+    10_000,
+    50,
+  ).catch(() => undefined); // the assertions below say what is left
   assert.deepEqual([...after.pods.keys()], ['10.0.0.21']);
   assert.equal(after.podVeths, 1);
 });

@@ -17,10 +17,9 @@ import { gunzipSync } from 'node:zlib';
 import { IPAMD_PATH } from '../../kit/ipamd-process.js';
 import { runInvocation } from '../../cni-plugin/invocation.js';
 import { PluginLogFiles } from '../../ipamd/observability/log-files.js';
-import { SimCloud } from '../../sim/index.js';
 import { ipamdClient } from '../../kit/ipamd-client.js';
 import { waitFor } from '../../kit/wait.js';
-import { createSimNode } from '../../kit/sim-node.js';
+import { testSimNode } from '../../kit/sim-node.js';
 
 const jsonLines = (text: string) =>
   text
@@ -31,11 +30,7 @@ const jsonLines = (text: string) =>
     );
 
 test('AWS_VPC_K8S_CNI_LOG_FILE: ipamd logs JSON lines to the file, creating its dir, rotated to .1.gz… keeping MAX_FILES', async (t) => {
-  const sim = new SimCloud({ seed: 3 });
-  await sim.start();
-  t.after(() => sim.stop());
-  const node = await createSimNode({ sim, subnetId: sim.addSubnet({ cidr: '10.0.0.0/24' }).subnetId, mode: 'child' });
-  t.after(() => node.close());
+  const { node } = await testSimNode(t, { seed: 3, mode: 'child' });
   const logFile = path.join(node.dir, 'aws-routed-eni', 'ipamd.log');
   const env: NodeJS.ProcessEnv = {
     ...process.env,

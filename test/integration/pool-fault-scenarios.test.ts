@@ -21,8 +21,6 @@ import { releaseCallsSince } from '../../kit/nothing-lost.js';
 import { addOnEc2, waitConverged } from '../helpers/unknown-outcome.js';
 import { waitFor } from '../../kit/wait.js';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 test('throttled EC2 (both classes) while pods come and go: every ADD served with an IP EC2 shows; nothing lost once it lifts', async (t) => {
   const n = await createLifecycleNode({
     env: { WARM_IP_TARGET: '2', ENI_IPAM_SHRINK_DELAY: '1s', ENI_IPAM_ADD_WAIT_TIMEOUT: '20s' },
@@ -38,7 +36,12 @@ test('throttled EC2 (both classes) while pods come and go: every ADD served with
   // Grow through the throttle (8 pods > 2 warm), then a surplus that shrink wants to release, then demand again.
   await Promise.all(Array.from({ length: 8 }, (_, i) => addOnEc2(n, `a${i}`)));
   for (let i = 0; i < 6; i++) await n.del(`a${i}`);
-  await sleep(3000);
+  const dels = n.h.sim.calls.length;
+  await waitFor(
+    'shrink to try releasing the surplus through the throttle',
+    () => n.h.sim.calls.slice(dels).some((c) => c.action === 'UnassignPrivateIpAddresses'),
+    15_000,
+  );
   await Promise.all(Array.from({ length: 4 }, (_, i) => addOnEc2(n, `b${i}`)));
   const throttledCalls = () => n.h.sim.calls.slice(from).filter((c) => c.errorCode === 'RequestLimitExceeded');
   await waitFor('the cloud to throttle ipamd twice', () => throttledCalls().length >= 2, 10_000).catch(() => undefined);

@@ -90,7 +90,13 @@ test("without CLUSTER_NAME the sweep stays on this instance's ENIs", async (t) =
     () => !n.h.sim.state.enis.has(e.oursOld!) && !n.h.sim.state.enis.has(e.otherCluster!),
     10_000,
   );
-  await new Promise((r) => setTimeout(r, 1000));
+  // A whole sweep pass that began after those deletions has looked at every ENI again.
+  const swept = Date.now();
+  await waitFor(
+    'a sweep pass after the deletions',
+    async () => ((await n.status()).eniLifecycle.lastSweep?.at ?? 0) > swept,
+    10_000,
+  );
   assert.ok(
     n.h.sim.state.enis.has(e.otherNodeSameCluster!),
     "another instance's ENI is not ours to sweep without a cluster scope",
@@ -119,6 +125,7 @@ test('no sweep while releases are frozen, nor with DISABLE_LEAKED_ENI_CLEANUP=tr
   await n.h.ipamd!.stop();
   await n.start({ DISABLE_LEAKED_ENI_CLEANUP: 'true' });
   await waitUnfrozen(n);
+  // Not a wait: with the sweep off there is no pass to wait for; 1.5 s is five sweep intervals in which nothing may be deleted.
   await new Promise((r) => setTimeout(r, 1500));
   assert.equal((await n.status()).eniLifecycle.sweepEnabled, false);
   assert.equal(n.h.sim.countCalls('DeleteNetworkInterface'), 0);

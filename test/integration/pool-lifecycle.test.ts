@@ -73,12 +73,14 @@ test('a surplus that does not persist for the delay releases nothing', async (t)
   await waitUnfrozen(n);
   const ids = Array.from({ length: 6 }, (_, i) => `p${i}`);
   for (let round = 0; round < 3; round++) {
+    // Not waits: the pods live 300 ms, then the surplus lasts 1.5 s < 2.5 s (the timing under test).
     for (const id of ids) await n.add(id);
     await new Promise((r) => setTimeout(r, 300));
     for (const id of ids) await n.del(id);
     await new Promise((r) => setTimeout(r, 1500)); // surplus for 1.5 s < 2.5 s
   }
   for (const id of ids) await n.add(id);
+  // Not a wait: 3 s > the 2.5 s delay, in which no release may start.
   await new Promise((r) => setTimeout(r, 3000));
   assert.equal(unassignCalls(n).length, 0, 'no release: the surplus never lasted 2.5 s');
   assert.deepEqual(await nothingLost(n), []);
@@ -102,6 +104,7 @@ test('demand returning cancels the rest of a release; no ADD ever gets an IP bei
   // Demand comes back while the first batch is in flight: more ADDs than the pool holds.
   const second = Array.from({ length: total }, (_, i) => `b${i}`);
   const replies = await Promise.all(second.map(async (id) => ({ ip: (await n.add(id)).ipv4_addr, at: Date.now() })));
+  // Not a wait: 2 s (two shrink delays) in which no second batch may start.
   await new Promise((r) => setTimeout(r, 2000));
   const calls = unassignCalls(n);
   assert.equal(

@@ -116,6 +116,7 @@ test('m5.large with WARM_PREFIX_TARGET=1: pods get IPs out of /28s; a prefix is 
 
   // Half of the full prefix goes: 8 addresses still assigned there, so it is never released.
   for (const id of byPrefix(full!).slice(0, 8)) await n.del(id);
+  // Not a wait: 3 s > cooldown 1 s + shrink delay 1 s, in which the half-used prefix must stay.
   await new Promise((r) => setTimeout(r, 3000));
   assert.equal(h.sim.countCalls('UnassignPrivateIpAddresses'), 1, 'a prefix with assigned addresses stays');
   assert.ok((await primaryPrefixes(h)).includes(full!));
@@ -147,6 +148,7 @@ test('prefix mode with WARM_IP_TARGET/MINIMUM_IP_TARGET counts IPs rounded up to
   t.after(() => c.close());
   for (let i = 0; i < 28; i++) await c.add(`w${i}`); // 4 left < WARM_IP_TARGET=5 → one more prefix
   await waitFor('a third prefix', async () => (await d.status()).counts.total === 48);
+  // Not a wait: 500 ms (two pool intervals) in which no fourth prefix may come.
   await new Promise((r) => setTimeout(r, 500));
   assert.equal((await primaryPrefixes(h)).length, 3, 'WARM_PREFIX_TARGET=4 is overridden by the IP targets');
 });

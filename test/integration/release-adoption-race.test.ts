@@ -14,7 +14,7 @@ import { SimCloud } from '../../sim/index.js';
 import type { Daemon } from '../../ipamd/daemon.js';
 import { ipamdClient, type TestIpamdClient } from '../../kit/ipamd-client.js';
 import { waitFor } from '../../kit/wait.js';
-import { createSimNode, type SimNode } from '../../kit/sim-node.js';
+import { testSimNode, type SimNode } from '../../kit/sim-node.js';
 
 /**
  * How long the simulated EC2 takes to answer an unassign (ms): the adoption must land
@@ -31,14 +31,8 @@ interface Rig {
 
 /** A node with WARM_IP_TARGET=1, no cooldown and no hysteresis (a DEL's IP is unassigned at once); the GC grace outlasts each test. */
 async function rig(t: TestContext): Promise<Rig> {
-  const sim = new SimCloud({ seed: 11 });
-  await sim.start();
-  t.after(() => sim.stop());
-  const subnet = sim.addSubnet({ cidr: '10.0.0.0/24' });
-  sim.faults.setLatency('UnassignPrivateIpAddresses', { min: UNASSIGN_MS, max: UNASSIGN_MS });
-  const node = await createSimNode({
-    sim,
-    subnetId: subnet.subnetId,
+  const { sim, node } = await testSimNode(t, {
+    seed: 11,
     env: {
       WARM_IP_TARGET: '1',
       MINIMUM_IP_TARGET: '0',
@@ -50,7 +44,7 @@ async function rig(t: TestContext): Promise<Rig> {
       ENI_IPAM_RECONCILE_INTERVAL: '60s',
     },
   });
-  t.after(() => node.close());
+  sim.faults.setLatency('UnassignPrivateIpAddresses', { min: UNASSIGN_MS, max: UNASSIGN_MS });
   await node.start();
   const c = ipamdClient(node.socket);
   t.after(() => c.close());

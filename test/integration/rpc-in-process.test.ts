@@ -9,14 +9,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { rename } from 'node:fs/promises';
-import { SimCloud } from '../../sim/index.js';
 import { IPAM_API_VERSION, type AddNetworkRequest } from '../../proto/ipam.js';
 import { connectIpamd, IpamdCallError } from '../../cni-plugin/ipamd-client.js';
 import { GrpcCallFailure, openUnixChannel } from '../../cni-plugin/grpc-http2.js';
 import { GrpcStatus } from '../../proto/grpc-status.js';
 import { ipamdClient } from '../../kit/ipamd-client.js';
 import { waitFor } from '../../kit/wait.js';
-import { createSimNode, startedSimNode } from '../../kit/sim-node.js';
+import { startedSimNode, testSimNode } from '../../kit/sim-node.js';
 import { stageTrace } from '../../ipamd/service/stage-trace.js';
 
 const req = (containerId: string, over: Partial<AddNetworkRequest> = {}): AddNetworkRequest => ({
@@ -112,12 +111,7 @@ test('plugin calls inside ipamd take the in-process path: same replies and statu
 });
 
 test('a daemon started again in the same process times each call once (the service definition is shared)', async (t) => {
-  const sim = new SimCloud({ seed: 6 });
-  await sim.start();
-  t.after(() => sim.stop());
-  const subnet = sim.addSubnet({ cidr: '10.0.0.0/24' });
-  const node = await createSimNode({ sim, subnetId: subnet.subnetId, env: { WARM_IP_TARGET: '2' } });
-  t.after(() => node.close());
+  const { node } = await testSimNode(t, { seed: 6, env: { WARM_IP_TARGET: '2' } });
   for (const round of [1, 2, 3]) {
     await node.start();
     await waitFor('a warm IP', () => node.daemonHandle!.ds.counts(Date.now()).available >= 1);

@@ -158,7 +158,8 @@ function driver(ds: Datastore, unit: 'ip' | 'prefix', r: () => number, clock: { 
 }
 
 /** The datastore's records (tests only): for the cooldown check below. */
-const ipIndexOf = (ds: Datastore) => (ds as unknown as { ipIndex: Map<string, IpRecord> }).ipIndex;
+const ipIndexOf = (ds: Datastore) =>
+  (ds as unknown as { addresses: { ipIndex: Map<string, IpRecord> } }).addresses.ipIndex;
 
 /** Asserts the disk state `disk` equals the datastore `ds` (see the module docstring). */
 function assertSame(disk: CheckpointData, ds: Datastore, cap: number, now: number, where: string): void {

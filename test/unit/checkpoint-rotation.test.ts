@@ -17,6 +17,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CheckpointWriter, loadCheckpoint, readCheckpoint, type CheckpointData } from '../../ipamd/checkpoint/index.js';
 import { crashStateOf, crashStateIndex } from '../helpers/checkpoint-crash-child.js';
+import { waitFor } from '../../kit/wait.js';
 
 async function tempFile(t: TestContext): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), 'eni-ipam-rotation-'));
@@ -55,10 +56,15 @@ test('commits resolve while a compaction is held; the failed compaction loses no
     const fh = await open(tmp, constants.O_RDONLY | constants.O_NONBLOCK).catch(() => undefined);
     if (!fh) return;
     const buf = Buffer.alloc(65536);
-    for (const until = Date.now() + 10_000; errors.length === 0 && Date.now() < until;) {
-      await fh.read(buf, 0, buf.length).catch(() => undefined);
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await waitFor(
+      'the held compaction to fail on the pipe',
+      async () => {
+        await fh.read(buf, 0, buf.length).catch(() => undefined);
+        return errors.length > 0;
+      },
+      10_000,
+      10,
+    ).catch(() => undefined); // the caller asserts the error
     await fh.close();
   };
   try {
@@ -151,6 +157,7 @@ async function runAndKill(file: string, acks: number, delayMs: number): Promise<
     });
     child.on('exit', (code) => reject(new Error(`child exited (${code}) before ${acks} acks`)));
   });
+  // Not a wait: the kill lands `delayMs` into the writes on purpose (a crash at a chosen point).
   await new Promise((r) => setTimeout(r, delayMs));
   child.kill('SIGKILL');
   await exited;

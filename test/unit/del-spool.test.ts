@@ -19,6 +19,7 @@ import { SHIM_PATH } from '../../kit/cni-exec.js';
 import { DelSpool } from '../../ipamd/cni-exec/spool-applier.js';
 import { parseSpoolEntry, spoolDirFor, spoolFileName, writeSpoolEntry } from '../../ipamd/cni-exec/spool.js';
 import { Datastore } from '../../ipamd/datastore/datastore.js';
+import { waitFor } from '../../kit/wait.js';
 
 const log = pino({ level: 'silent' });
 const key = (c: string, ifName = 'eth0') => ({ networkName: 'aws-cni', containerID: c, ifName });
@@ -149,8 +150,7 @@ test('a DEL spooled while running is applied by the watcher', async (t) => {
   await spool.start();
   t.after(() => spool.stop());
   await writeSpoolEntry(dir, { ...key('late'), netns: '', spooledAt: Date.now() });
-  const deadline = Date.now() + 5000;
-  while (ds.lookup(key('late')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  await waitFor('the watcher to apply the spooled DEL', () => !ds.lookup(key('late')), 5000, 20).catch(() => undefined);
   assert.equal(ds.lookup(key('late')), undefined);
 });
 

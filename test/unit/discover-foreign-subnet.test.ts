@@ -9,7 +9,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { pino } from 'pino';
-import { SimCloud } from '../../sim/index.js';
+import { buildNode } from '../../kit/node.js';
 import { Ec2Api } from '../../ipamd/cloud/ec2.js';
 import { Datastore } from '../../ipamd/datastore/datastore.js';
 import { discoverNode, loadInventory } from '../../ipamd/startup/discover.js';
@@ -21,12 +21,16 @@ const TAG_INSTANCE = 'node.k8s.amazonaws.com/instance_id';
 
 async function setup(t: { after(fn: () => Promise<void> | void): void }) {
   ensureDummyAwsCredentials();
-  const sim = new SimCloud({ secondaryVpcCidrs: ['100.64.0.0/16'] });
-  await sim.start();
-  t.after(() => sim.stop());
-  const node = sim.addSubnet({ cidr: '10.0.0.0/24' });
-  const pods = sim.addSubnet({ cidr: '100.64.0.0/19' });
-  const inst = sim.launchInstance({ instanceType: 'm5.large', subnetId: node.subnetId });
+  const k = await buildNode({
+    simOptions: { secondaryVpcCidrs: ['100.64.0.0/16'] },
+    extraSubnets: [{ cidr: '100.64.0.0/19' }],
+    dirPrefix: 'eni-ipam-discover-',
+  });
+  t.after(() => k.close());
+  const sim = k.sim;
+  const node = sim.state.subnets.get(k.subnetId)!;
+  const pods = k.extraSubnets[0]!;
+  const inst = { instanceId: k.instanceId };
   const ec2 = new Ec2Api({ region: 'us-west-2', endpoint: sim.ec2Endpoint, backoff: { baseMs: 10, capMs: 20 } });
   t.after(() => ec2.close());
   /** Creates an ENI of ours in the pods' subnet and attaches it at device 1 (a previous ipamd's work). */

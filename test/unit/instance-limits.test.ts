@@ -7,11 +7,10 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pino } from 'pino';
-import { SimCloud } from '../../sim/index.js';
+import { buildNode } from '../../kit/node.js';
 import { Ec2Api } from '../../ipamd/cloud/ec2.js';
 import { loadInstanceTypeLimits, readCachedLimits } from '../../ipamd/cloud/instance-limits.js';
 import { discoverNode } from '../../ipamd/startup/discover.js';
@@ -21,16 +20,11 @@ const log = pino({ level: 'silent' });
 
 async function setup(t: { after(fn: () => Promise<void> | void): void }) {
   ensureDummyAwsCredentials();
-  const sim = new SimCloud();
-  await sim.start();
-  const subnet = sim.addSubnet({ cidr: '10.0.0.0/24' });
-  sim.launchInstance({ instanceType: 'm5.xlarge', subnetId: subnet.subnetId });
+  const { sim, dir, close } = await buildNode({ instanceType: 'm5.xlarge', dirPrefix: 'eni-ipam-limits-' });
   const ec2 = new Ec2Api({ region: 'us-west-2', endpoint: sim.ec2Endpoint, backoff: { baseMs: 10, capMs: 20 } });
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-limits-'));
   t.after(async () => {
     ec2.close();
-    await sim.stop();
-    await rm(dir, { recursive: true, force: true });
+    await close();
   });
   return { sim, ec2, file: path.join(dir, 'instance-limits.json') };
 }

@@ -6,11 +6,10 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pino } from 'pino';
-import { SimCloud } from '../../sim/index.js';
+import { buildNode } from '../../kit/node.js';
 import { Ec2Api, type Ec2Eni } from '../../ipamd/cloud/ec2.js';
 import { ImdsClient } from '../../ipamd/cloud/imds.js';
 import { Datastore } from '../../ipamd/datastore/datastore.js';
@@ -28,17 +27,13 @@ const BOOT = 'boot-1';
 
 async function setup(t: { after(fn: () => Promise<void> | void): void }) {
   ensureDummyAwsCredentials();
-  const sim = new SimCloud();
-  await sim.start();
-  const subnet = sim.addSubnet({ cidr: '10.0.0.0/24' });
-  const inst = sim.launchInstance({ instanceType: 'm5.large', subnetId: subnet.subnetId });
+  const { sim, dir, instanceId, close } = await buildNode({ dirPrefix: 'eni-ipam-inv-' });
+  const inst = { instanceId };
   const ec2 = new Ec2Api({ region: 'us-west-2', endpoint: sim.ec2Endpoint, backoff: { baseMs: 10, capMs: 20 } });
   const imds = new ImdsClient({ endpoint: sim.imdsEndpointFor(inst.instanceId) });
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-inv-'));
   t.after(async () => {
     ec2.close();
-    await sim.stop();
-    await rm(dir, { recursive: true, force: true });
+    await close();
   });
   const [primary] = await ec2.describeEnisByFilters({ 'attachment.instance-id': [inst.instanceId] });
   assert.ok(primary);

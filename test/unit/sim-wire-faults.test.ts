@@ -119,7 +119,7 @@ test('throttling: token bucket per action class, shared by all clients, RequestL
     ),
     { name: 'RequestLimitExceeded', status: 503 },
   );
-  await sleep(150);
+  await sleep(150); // not a wait: time for the bucket to refill one token
   await ec2.send(
     new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: inst.primaryEniId, SecondaryPrivateIpAddressCount: 1 }),
   );

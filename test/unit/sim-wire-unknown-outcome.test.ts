@@ -15,6 +15,7 @@ import {
 } from '@aws-sdk/client-ec2';
 import { NO_RESPONSE } from '../../sim/index.js';
 import { expectSdkError, simAdmin, startSim } from '../helpers/sim-fixture.js';
+import { waitFor } from '../../kit/wait.js';
 
 test("when 'after': the assign takes effect, then the call fails with a 500", async (t) => {
   const { sim, ec2, inst } = await startSim(t);
@@ -55,7 +56,7 @@ test('NoResponse: no answer until the client times out; with when=after the ENI 
   assert.equal([...sim.state.enis.values()].filter((e) => !e.attachment).length, 1, 'the ENI was created');
   const rec = sim.calls.at(-1)!;
   assert.equal(rec.errorCode, NO_RESPONSE);
-  await new Promise((r) => setTimeout(r, 50));
+  await waitFor('the call closed in the log', () => rec.durationMs !== undefined, 2000, 5).catch(() => undefined);
   assert.ok(rec.durationMs !== undefined, 'the call is closed in the log once the client hung up');
 });
 
