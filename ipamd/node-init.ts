@@ -51,9 +51,7 @@ async function main(): Promise<void> {
       },
     }));
     if (!NODE_IP_FAMILIES.includes(values['ip-family'] as NodeIpFamily))
-      throw new Error(
-        `--ip-family "${values['ip-family']}" is invalid: expected one of ${NODE_IP_FAMILIES.join(', ')}`,
-      );
+      throw new Error(`--ip-family "${values['ip-family']}" is invalid: expected one of ${NODE_IP_FAMILIES.join(', ')}`);
   } catch (e) {
     process.stderr.write(`eni-ipam-node-init: ${(e as Error).message}\n`);
     process.exit(3);

@@ -15,7 +15,8 @@ const envValue = (objs: Obj[], name: string): string | undefined =>
   podSpec(objs)
     .containers.find((c: Obj) => c.name === 'ipamd')
     .env.find((e: Obj) => e.name === name)?.value;
-const initArgs = (objs: Obj[]): string[] => podSpec(objs).initContainers.find((c: Obj) => c.name === 'node-init').args;
+const initArgs = (objs: Obj[]): string[] =>
+  podSpec(objs).initContainers.find((c: Obj) => c.name === 'node-init').args;
 
 for (const [family, v6, v4] of [
   [undefined, 'false', 'true'],
