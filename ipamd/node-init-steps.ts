@@ -97,27 +97,13 @@ export async function primaryInterface(routeFile = '/proc/net/route'): Promise<s
   return best.ifName;
 }
 
-/** The pods' IP family the node serves (the chart's `ipFamily`). */
-export type NodeIpFamily = 'ipv4' | 'ipv6' | 'dual';
-
-/** The accepted `--ip-family` values. */
-export const NODE_IP_FAMILIES: readonly NodeIpFamily[] = ['ipv4', 'ipv6', 'dual'];
-
 /**
  * Writes `net.ipv4.ip_forward=1` and `rp_filter=2` on `all` and on `ifName` through
- * /proc/sys; for `ipv6` and `dual` also `net.ipv6.conf.all.disable_ipv6=0`,
- * `net.ipv6.conf.all.forwarding=1` and `accept_ra=2` on `ifName` (ip-sysctl.rst: with
- * forwarding on, the primary interface keeps taking the VPC router's advertisements, which
- * carry its IPv6 default route; as aws-node's init does in IPv6 mode).
- * @returns the settings written, as `key=value` strings.
+ * /proc/sys. @returns the settings written, as `key=value` strings.
  * @throws Error naming the setting that could not be written (read-only /proc/sys:
  * the container is not privileged; no such interface).
  */
-export async function setNodeSysctls(
-  ifName: string,
-  procSys = '/proc/sys',
-  family: NodeIpFamily = 'ipv4',
-): Promise<string[]> {
+export async function setNodeSysctls(ifName: string, procSys = '/proc/sys'): Promise<string[]> {
   if (!/^[^/\s]{1,15}$/.test(ifName) || ifName === '.' || ifName === '..') {
     throw new Error(
       `--primary-if "${ifName}" is invalid: expected a network interface name (1-15 characters, no "/" or spaces)`,
@@ -128,12 +114,6 @@ export async function setNodeSysctls(
     ['net/ipv4/conf/all/rp_filter', RP_FILTER_LOOSE],
     [`net/ipv4/conf/${ifName}/rp_filter`, RP_FILTER_LOOSE],
   ];
-  if (family !== 'ipv4')
-    settings.push(
-      ['net/ipv6/conf/all/disable_ipv6', '0'],
-      ['net/ipv6/conf/all/forwarding', '1'],
-      [`net/ipv6/conf/${ifName}/accept_ra`, '2'],
-    );
   const done: string[] = [];
   for (const [key, value] of settings) {
     const dotted = key.replaceAll('/', '.');

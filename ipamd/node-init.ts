@@ -13,25 +13,16 @@
  * 3. Sets the kernel settings ipamd checks (docs/design.md#7-host-networking), in the host network namespace
  *    (the pod has hostNetwork): `net.ipv4.ip_forward=1`, and loose reverse-path
  *    filtering (`rp_filter=2`, ip-sysctl.rst; RFC 3704) on `all` and on the primary
- *    interface. The kernel uses max(all, <if>), so both are set. With `--ip-family ipv6` or
- *    `dual` also IPv6 on and forwarding, and `accept_ra=2` on the primary interface.
+ *    interface. The kernel uses max(all, <if>), so both are set.
  *
  * Arguments: `--shim PATH` (default /app/dist/cni-plugin/eni-ipam), `--cni-bin-dir DIR`
  * (default /host/opt/cni/bin), `--chained-plugins-dir DIR` (default /usr/lib/cni),
  * `--chained-plugins a,b` (default portmap,bandwidth; empty: none), `--primary-if NAME` (default: the interface of the main
- * table's IPv4 default route, read from /proc/net/route), `--ip-family ipv4|ipv6|dual`
- * (default ipv4), `--skip-sysctls`.
+ * table's IPv4 default route, read from /proc/net/route), `--skip-sysctls`.
  * Exit 0 when all is done; 1 with one line naming what failed; 3 on bad arguments.
  */
 import { parseArgs } from 'node:util';
-import {
-  installChainedPlugins,
-  installShim,
-  NODE_IP_FAMILIES,
-  primaryInterface,
-  setNodeSysctls,
-  type NodeIpFamily,
-} from './node-init-steps.js';
+import { installChainedPlugins, installShim, primaryInterface, setNodeSysctls } from './node-init-steps.js';
 
 async function main(): Promise<void> {
   let values;
@@ -47,11 +38,8 @@ async function main(): Promise<void> {
         'chained-plugins': { type: 'string', default: 'portmap,bandwidth' },
         'primary-if': { type: 'string' },
         'skip-sysctls': { type: 'boolean', default: false },
-        'ip-family': { type: 'string', default: 'ipv4' },
       },
     }));
-    if (!NODE_IP_FAMILIES.includes(values['ip-family'] as NodeIpFamily))
-      throw new Error(`--ip-family "${values['ip-family']}" is invalid: expected one of ${NODE_IP_FAMILIES.join(', ')}`);
   } catch (e) {
     process.stderr.write(`eni-ipam-node-init: ${(e as Error).message}\n`);
     process.exit(3);
@@ -64,7 +52,7 @@ async function main(): Promise<void> {
       process.stdout.write(`eni-ipam-node-init: installed ${p}\n`);
     if (!values['skip-sysctls']) {
       const ifName = values['primary-if'] ?? (await primaryInterface());
-      const set = await setNodeSysctls(ifName, '/proc/sys', values['ip-family'] as NodeIpFamily);
+      const set = await setNodeSysctls(ifName);
       process.stdout.write(`eni-ipam-node-init: ${set.join(', ')}\n`);
     }
   } catch (e) {
