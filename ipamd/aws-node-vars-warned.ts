@@ -102,7 +102,7 @@ export const AWS_NODE_WARNED: readonly AwsNodeVar[] = [
     'true',
     'In IPv6 mode, IPv6 pods reach IPv4 destinations through the egress-cni plugin.',
     TRUE,
-    'it applies to IPv6 mode, which eni-ipam does not implement',
+    'eni-ipam always gives IPv6 pods IPv4 egress (v4if0, SNAT to the node IPv4) inside its own plugin',
   ),
   warned(
     'AWS_VPC_K8S_PLUGIN_LOG_LEVEL',

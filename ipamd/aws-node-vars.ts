@@ -8,7 +8,7 @@
  * config-reference.ts. Meanings are ours, written from upstream's behaviour. The warned
  * rows are in aws-node-vars-warned.ts.
  */
-import { FALSE, honoured, refused, TRUE, type AwsNodeVar } from './aws-node-var.js';
+import { FALSE, honoured, refused, type AwsNodeVar } from './aws-node-var.js';
 import { AWS_NODE_WARNED } from './aws-node-vars-warned.js';
 
 /** The honoured and refused rows, then the warned ones; documentation order. */
@@ -91,15 +91,20 @@ export const AWS_NODE_VARS: readonly AwsNodeVar[] = [
   honoured('INTROSPECTION_BIND_ADDRESS', 'ipamd', '127.0.0.1:61679', 'host:port of the introspection endpoint.'),
   honoured('DISABLE_INTROSPECTION', 'ipamd', 'false', 'Do not serve introspection.'),
   honoured('DISABLE_METRICS', 'ipamd', 'false', 'Do not serve metrics on :61678.'),
-  refused(
+  honoured(
     'ENABLE_IPv6',
     'ipamd, entrypoint, init',
     'false',
     'IPv6 mode: pods get IPv6 addresses (prefix delegation).',
-    FALSE,
-    'IPv6 mode is not implemented in eni-ipam yet; it serves IPv4 pods only',
+    'With ENABLE_IPv4=false, IPv6 mode as upstream (needs ENABLE_PREFIX_DELEGATION=true, refuses custom networking); with ENABLE_IPv4=true, dual-stack mode, an eni-ipam extension.',
   ),
-  refused('ENABLE_IPv4', 'ipamd', 'true', 'IPv4 mode.', TRUE, 'eni-ipam serves IPv4 pods only'),
+  honoured(
+    'ENABLE_IPv4',
+    'ipamd',
+    'true',
+    'IPv4 mode.',
+    'true with ENABLE_IPv6=true is dual-stack mode (an eni-ipam extension: upstream refuses both); false with ENABLE_IPv6=false is refused.',
+  ),
   refused(
     'ENABLE_POD_ENI',
     'ipamd, entrypoint',

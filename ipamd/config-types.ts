@@ -10,6 +10,12 @@ export interface IpamdConfig {
   minimumIpTarget?: number;
   warmPrefixTarget?: number;
   enablePrefixDelegation: boolean;
+  /** ENABLE_IPv4: serve IPv4 pods (with ENABLE_IPv6=true: dual-stack mode). */
+  enableIpv4: boolean;
+  /** ENABLE_IPv6: serve IPv6 pods from the primary ENI's /80 (docs/design.md#ip-families). */
+  enableIpv6: boolean;
+  /** The mode served, derived from ENABLE_IPv4/ENABLE_IPv6 (config-family.ts). */
+  ipFamily: 'ipv4' | 'ipv6' | 'dual';
   /** ENABLE_SUBNET_DISCOVERY: new ENIs may go to tagged subnets of the node's VPC and zone (most free first). */
   enableSubnetDiscovery: boolean;
   maxEni?: number;

@@ -50,6 +50,20 @@ export const NODE_VARS: VarSpec[] = [
     'Assign /28 prefixes (16 addresses each, Ipv4PrefixCount) to ENIs instead of single secondary IPs; refused at start on non-Nitro instance types. Without WARM_PREFIX_TARGET/WARM_IP_TARGET/MINIMUM_IP_TARGET, WARM_ENI_TARGET counts whole ENIs of prefixes.',
   ),
   v(
+    'ENABLE_IPv4',
+    'enableIpv4',
+    bool(),
+    'true',
+    'Serve IPv4 pods. With ENABLE_IPv6=true: false is IPv6 mode (as amazon-vpc-cni-k8s), true is dual-stack mode (an eni-ipam extension: each pod gets an IPv4 from the warm pool and an IPv6 /128 from the /80, released together). false with ENABLE_IPv6=false is refused.',
+  ),
+  v(
+    'ENABLE_IPv6',
+    'enableIpv6',
+    bool(),
+    'false',
+    'Serve IPv6 pods: a /80 prefix on the primary ENI (found, or assigned once with Ipv6PrefixCount=1), a /128 per pod with no EC2 call; no warm pool or secondary ENIs in IPv6 mode. Needs ENABLE_PREFIX_DELEGATION=true; refuses AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG=true; a subnet without an IPv6 block or an instance type without IPv6 prefixes stops ipamd at start.',
+  ),
+  v(
     'MAX_ENI',
     'maxEni',
     wholeNumber(1),

@@ -15,6 +15,7 @@
  */
 import { checkAwsNodeVars } from './aws-node-check.js';
 import { socketPathTooLong } from './config-path-fields.js';
+import { ipFamilyOf } from './config-family.js';
 import { checkPathSettings } from './config-paths.js';
 import { type VarSpec } from './config-spec.js';
 import { ConfigError, quoteValue as quote, type IpamdConfig } from './config-types.js';
@@ -54,7 +55,8 @@ export interface ConfigReport {
  * `cni-exec.sock` in ENI_IPAM_SOCKET's directory; WARM_PREFIX_TARGET without
  * ENABLE_PREFIX_DELEGATION=true is ignored with a warning (as amazon-vpc-cni-k8s ignores
  * it); WARM_IP_TARGET/MINIMUM_IP_TARGET are allowed with prefix delegation (they then
- * count IPs, as upstream). The aws-node variables eni-ipam does not honour are checked
+ * count IPs, as upstream); ENABLE_IPv4/ENABLE_IPv6 give the IP family (config-family.ts,
+ * its refusals). The aws-node variables eni-ipam does not honour are checked
  * (aws-node-check.ts).
  * @throws ConfigError (one-line message naming the variable) on the first bad or refused value.
  */
@@ -87,6 +89,7 @@ export function loadConfigReport(env: NodeJS.ProcessEnv): ConfigReport {
     );
     delete c.warmPrefixTarget;
   }
+  c.ipFamily = ipFamilyOf(c);
   const chart = new Set(c.chartEnv);
   const sources = SPECS.map((s) => ({
     name: s.name,

@@ -45,6 +45,7 @@ import {
   spoolWatchPart,
   statusPart,
 } from './lifecycle/parts-serve.js';
+import { egressV4Part, familyPart, ipv6Part } from './lifecycle/parts-ipv6.js';
 import {
   drainPart,
   eniConfigFollowPart,
@@ -99,8 +100,11 @@ export function daemonParts(env: PartEnv): AnyPart<DaemonParts>[] {
     evidencePart(env),
     eniConfigPart(env),
     hostNetworkPart(env),
+    egressV4Part(env),
     poolPart(env),
     servicePart(env),
+    ipv6Part(env),
+    familyPart(env),
     quarantineCheckPart(env),
     metricsSourcesPart(env),
     statusPart(env),

@@ -99,11 +99,15 @@ export async function primaryInterface(routeFile = '/proc/net/route'): Promise<s
 
 /**
  * Writes `net.ipv4.ip_forward=1` and `rp_filter=2` on `all` and on `ifName` through
- * /proc/sys. @returns the settings written, as `key=value` strings.
+ * /proc/sys; with `ipv6` (ipamd in `ipv6`/`dual` mode, as amazon-vpc-cni-k8s's init does
+ * in IPv6 mode) also `net.ipv6.conf.all.disable_ipv6=0`, `net.ipv6.conf.all.forwarding=1`
+ * and `net.ipv6.conf.<ifName>.accept_ra=2` (forwarding on, router advertisements still
+ * accepted on the primary interface: ip-sysctl.rst). @returns the settings written, as
+ * `key=value` strings.
  * @throws Error naming the setting that could not be written (read-only /proc/sys:
  * the container is not privileged; no such interface).
  */
-export async function setNodeSysctls(ifName: string, procSys = '/proc/sys'): Promise<string[]> {
+export async function setNodeSysctls(ifName: string, procSys = '/proc/sys', ipv6 = false): Promise<string[]> {
   if (!/^[^/\s]{1,15}$/.test(ifName) || ifName === '.' || ifName === '..') {
     throw new Error(
       `--primary-if "${ifName}" is invalid: expected a network interface name (1-15 characters, no "/" or spaces)`,
@@ -113,6 +117,13 @@ export async function setNodeSysctls(ifName: string, procSys = '/proc/sys'): Pro
     ['net/ipv4/ip_forward', '1'],
     ['net/ipv4/conf/all/rp_filter', RP_FILTER_LOOSE],
     [`net/ipv4/conf/${ifName}/rp_filter`, RP_FILTER_LOOSE],
+    ...(ipv6
+      ? ([
+          ['net/ipv6/conf/all/disable_ipv6', '0'],
+          ['net/ipv6/conf/all/forwarding', '1'],
+          [`net/ipv6/conf/${ifName}/accept_ra`, '2'],
+        ] as [string, string][])
+      : []),
   ];
   const done: string[] = [];
   for (const [key, value] of settings) {

@@ -13,12 +13,14 @@
  * 3. Sets the kernel settings ipamd checks (docs/design.md#7-host-networking), in the host network namespace
  *    (the pod has hostNetwork): `net.ipv4.ip_forward=1`, and loose reverse-path
  *    filtering (`rp_filter=2`, ip-sysctl.rst; RFC 3704) on `all` and on the primary
- *    interface. The kernel uses max(all, <if>), so both are set.
+ *    interface. The kernel uses max(all, <if>), so both are set. With `--ipv6` (ipamd in
+ *    `ipv6`/`dual` mode): `net.ipv6.conf.all.disable_ipv6=0`, `net.ipv6.conf.all.forwarding=1`
+ *    and `accept_ra=2` on the primary interface.
  *
  * Arguments: `--shim PATH` (default /app/dist/cni-plugin/eni-ipam), `--cni-bin-dir DIR`
  * (default /host/opt/cni/bin), `--chained-plugins-dir DIR` (default /usr/lib/cni),
  * `--chained-plugins a,b` (default portmap,bandwidth; empty: none), `--primary-if NAME` (default: the interface of the main
- * table's IPv4 default route, read from /proc/net/route), `--skip-sysctls`.
+ * table's IPv4 default route, read from /proc/net/route), `--skip-sysctls`, `--ipv6`.
  * Exit 0 when all is done; 1 with one line naming what failed; 3 on bad arguments.
  */
 import { parseArgs } from 'node:util';
@@ -38,6 +40,7 @@ async function main(): Promise<void> {
         'chained-plugins': { type: 'string', default: 'portmap,bandwidth' },
         'primary-if': { type: 'string' },
         'skip-sysctls': { type: 'boolean', default: false },
+        ipv6: { type: 'boolean', default: false },
       },
     }));
   } catch (e) {
@@ -52,7 +55,7 @@ async function main(): Promise<void> {
       process.stdout.write(`eni-ipam-node-init: installed ${p}\n`);
     if (!values['skip-sysctls']) {
       const ifName = values['primary-if'] ?? (await primaryInterface());
-      const set = await setNodeSysctls(ifName);
+      const set = await setNodeSysctls(ifName, '/proc/sys', values.ipv6);
       process.stdout.write(`eni-ipam-node-init: ${set.join(', ')}\n`);
     }
   } catch (e) {

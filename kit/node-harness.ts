@@ -35,9 +35,19 @@ export interface NodeHarness {
  * defaults (fast pool interval, short waits).
  */
 export async function createNode(
-  p: { instanceType?: string; subnetCidr?: string; ipamdEnv?: NodeJS.ProcessEnv; cri?: CriStandInOptions } = {},
+  p: {
+    instanceType?: string;
+    subnetCidr?: string;
+    ipamdEnv?: NodeJS.ProcessEnv;
+    cri?: CriStandInOptions;
+    /** A simulated cloud to share (e.g. one with IPv6 blocks) and the subnet to launch in; the caller stops it. */
+    sim?: SimCloud;
+    subnetId?: string;
+  } = {},
 ): Promise<NodeHarness> {
   const k = await buildNode({
+    ...(p.sim ? { sim: p.sim } : {}),
+    ...(p.subnetId ? { subnetId: p.subnetId } : {}),
     ...(p.instanceType ? { instanceType: p.instanceType } : {}),
     ...(p.subnetCidr ? { subnetCidr: p.subnetCidr } : {}),
     ...(p.cri ? { cri: p.cri } : {}),

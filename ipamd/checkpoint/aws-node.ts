@@ -45,15 +45,31 @@ const entrySchema = z.object({
 });
 const fileSchema = z.object({ version: z.string(), allocations: z.array(entrySchema).nullable() });
 
-/** One aws-node entry not imported, and why (an IPv6-only entry: this ipamd serves IPv4). */
+/** One aws-node entry not imported into the IPv4 checkpoint, and why (an IPv6-only entry goes to {@link AwsNodeIpv6Entry} instead). */
 export interface SkippedEntry {
   containerID: string;
   reason: string;
 }
 
+/**
+ * One IPv6 allocation of an aws-node checkpoint (its IPv6 mode), for an ipamd serving
+ * `ipv6`/`dual` to import (lifecycle/parts-ipv6.ts); `allocatedAt` in ms since the epoch.
+ * aws-node's IPv4 egress address of the pod lives in the egress plugin's host-local
+ * store, not in its checkpoint, so none comes with it.
+ */
+export interface AwsNodeIpv6Entry {
+  networkName: string;
+  containerID: string;
+  ifName: string;
+  ipv6: string;
+  allocatedAt: number;
+  pod?: { namespace: string; name: string; uid: string };
+}
+
 /** Result of {@link convertAwsNodeCheckpoint}. */
 export type AwsNodeConversion =
-  { ok: true; data: CheckpointData; skipped: SkippedEntry[]; renamedFrom: string[] } | { ok: false; reason: string };
+  | { ok: true; data: CheckpointData; skipped: SkippedEntry[]; renamedFrom: string[]; ipv6: AwsNodeIpv6Entry[] }
+  | { ok: false; reason: string };
 
 /**
  * Converts the text of an aws-node checkpoint into our {@link CheckpointData} for this
@@ -99,27 +115,37 @@ export function convertAwsNodeCheckpoint(
   const allocations: CheckpointAllocation[] = [];
   const skipped: SkippedEntry[] = [];
   const renamed = new Set<string>();
+  const ipv6: AwsNodeIpv6Entry[] = [];
   for (const [n, e] of (r.data.allocations ?? []).entries()) {
+    const ns = e.metadata?.k8sPodNamespace ?? '';
+    const name = e.metadata?.k8sPodName ?? '';
+    const pod = ns || name ? { pod: { namespace: ns, name, uid: '' } } : {};
+    const allocatedAt = Math.max(0, Math.floor(e.allocationTimestamp / 1e6));
+    if (e.ipv6) {
+      if (e.networkName !== p.networkName) renamed.add(e.networkName);
+      const key = { networkName: p.networkName, containerID: e.containerID, ifName: e.ifName };
+      ipv6.push({ ...key, ipv6: e.ipv6, allocatedAt, ...pod });
+    }
     if (!e.ipv4) {
       skipped.push({
         containerID: e.containerID,
-        reason: e.ipv6 ? `IPv6-only allocation ${e.ipv6} (this ipamd serves IPv4)` : 'no address',
+        reason: e.ipv6
+          ? `IPv6-only allocation ${e.ipv6} (imported only by an ipamd in ipv6 or dual mode)`
+          : 'no address',
       });
       continue;
     }
     if (!ipaddr.IPv4.isValidFourPartDecimal(e.ipv4))
       return { ok: false, reason: `schema invalid at allocations.${n}.ipv4: expected an IPv4 dotted quad` };
     if (e.networkName !== p.networkName) renamed.add(e.networkName);
-    const ns = e.metadata?.k8sPodNamespace ?? '';
-    const name = e.metadata?.k8sPodName ?? '';
     allocations.push({
       networkName: p.networkName,
       containerID: e.containerID,
       ifName: e.ifName,
       ipv4: e.ipv4,
       eniId: '',
-      allocatedAt: Math.max(0, Math.floor(e.allocationTimestamp / 1e6)),
-      ...(ns || name ? { pod: { namespace: ns, name, uid: '' } } : {}),
+      allocatedAt,
+      ...pod,
     });
   }
   return {
@@ -127,6 +153,7 @@ export function convertAwsNodeCheckpoint(
     data: { version: 1, bootId: p.bootId, allocations, cooldown: [] },
     skipped,
     renamedFrom: [...renamed],
+    ipv6,
   };
 }
 

@@ -17,6 +17,7 @@ import type { HttpEndpoints } from '../observability/http-endpoints.js';
 import type { InventoryCacheHandle } from '../startup/fast-start.js';
 import type { IpamdMetrics } from '../observability/metrics.js';
 import type { IpamService } from '../service/ipam-service.js';
+import type { FamilyService } from '../service/family-service.js';
 import type { KernelSource } from '../restore/kernel-source.js';
 import type { KubeReporter } from '../observability/kube-reporter.js';
 import type { LazyKubeReporting } from '../startup/kube-reporting-start.js';
@@ -28,6 +29,8 @@ import type { RpcServer } from '../rpc/server.js';
 import type { StalledParts } from '../observability/stalled-parts.js';
 import type { startHostNetworkSync } from '../controller/host-network-sync.js';
 import type { statusDocument } from './status-doc.js';
+import type { Ipv6CheckpointWriter } from '../checkpoint/ipv6-file.js';
+import type { Ipv6Allocations } from '../datastore/ipv6-allocations.js';
 
 /** The daemon's phase; see the module docstring. */
 export class DaemonPhase {
@@ -68,6 +71,13 @@ export type CloseOnce = (graceMs: number) => Promise<void>;
 /** `/v1/status`'s document. */
 export type StatusDoc = ReturnType<typeof statusDocument> & { stalled: ReturnType<StalledParts['list']> };
 
+/** What the `ipv6` part provides in `ipv6`/`dual` mode: the /80's allocations, their checkpoint, the primary ENI. */
+export interface Ipv6Part {
+  v6: Ipv6Allocations;
+  writer: Ipv6CheckpointWriter;
+  primaryEniId: string;
+}
+
 /** What each part provides, by name (see the parts in daemon.ts). */
 export interface DaemonParts {
   metrics: { metrics: IpamdMetrics; throttle: CloudAnswerWatch['throttle']; ec2Hooks: CloudAnswerWatch['ec2Hooks'] };
@@ -85,6 +95,11 @@ export interface DaemonParts {
   'host-network': HostNet;
   pool: PoolWiring;
   service: IpamService;
+  /** `ipv6`/`dual` mode: the /80 and its allocations; undefined in `ipv4` mode. */
+  ipv6: Ipv6Part | undefined;
+  'egress-v4': undefined;
+  /** `ipv6`/`dual` mode: the family-aware request path (undefined in `ipv4` mode). */
+  family: { service: FamilyService; primaryEniId: string } | undefined;
   'quarantine-check': undefined;
   'metrics-sources': undefined;
   status: { status: () => StatusDoc; stalled: StalledParts };

@@ -22,6 +22,7 @@ import { openCheckpointState } from '../startup/checkpoint-state.js';
 import { watchCloudAnswers } from '../cloud/cloud-answers.js';
 import { discoverNode, loadInventory, prefixDelegationRefusal } from '../startup/discover.js';
 import { startEvidence } from '../restore/evidence.js';
+import { ipv6PrefixRefusal } from '../startup/ipv6-prefix.js';
 import { checkpointCoverage, startInventoryCache } from '../startup/fast-start.js';
 import { DaemonPhase, type DaemonParts } from './daemon-registry.js';
 import { partOf } from './runner.js';
@@ -85,7 +86,12 @@ export const nodePart = ({ config, log }: PartEnv) =>
           ...ec2Hooks,
         },
       });
-      const refusal = config.enablePrefixDelegation ? prefixDelegationRefusal(inv.limits) : undefined;
+      const refusal =
+        config.ipFamily !== 'ipv4'
+          ? ipv6PrefixRefusal(inv.limits, config.ipFamily)
+          : config.enablePrefixDelegation
+            ? prefixDelegationRefusal(inv.limits)
+            : undefined;
       if (refusal) {
         inv.ec2.close();
         throw new Error(refusal);

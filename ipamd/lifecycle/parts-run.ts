@@ -67,7 +67,9 @@ export const poolLoopPart = ({ config, log }: PartEnv) =>
       'checkpoint',
     ],
     start({ pool: { pool, enis }, node: { inv }, datastore: { ds }, 'release-gate': gate, metrics, phase, ...got }) {
-      if (config.disableNetworkResourceProvisioning)
+      if (config.ipFamily === 'ipv6')
+        log.info('IPv6 mode: no warm pool and no secondary ENIs; pods are served from the /80');
+      else if (config.disableNetworkResourceProvisioning)
         log.warn(
           'DISABLE_NETWORK_RESOURCE_PROVISIONING=true: the warm pool is not managed; serving only what the ENIs already hold',
         );
@@ -131,7 +133,19 @@ export const kubeReportingPart = ({ config, log }: PartEnv) =>
     start({ phase, datastore: { ds }, 'release-gate': gate, pool: { pool }, service, eniconfig }) {
       const reporting = startKubeReportingWhenServing(
         phase.serving,
-        { config, log, ds, gate, pool, status: () => service.status(), eniConfigBlocked: eniconfig.block },
+        {
+          config,
+          log,
+          ds,
+          gate,
+          pool,
+          // IPv6 mode serves from the /80, not the (empty, unmanaged) IPv4 pool: never "cannot serve" for it.
+          status: () =>
+            config.ipFamily === 'ipv6'
+              ? { canServe: true, code: 0, message: 'serving IPv6 from the /80' }
+              : service.status(),
+          eniConfigBlocked: eniconfig.block,
+        },
         () => phase.stopping,
         log,
       );

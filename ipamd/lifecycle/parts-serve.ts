@@ -8,6 +8,7 @@ import { CniExecServer } from '../cni-exec/server.js';
 import { kernelRoutedReader, startQuarantineCheck } from '../controller/pool-loop/quarantine-check.js';
 import { ipamdEnvSettings, networkEnvSettings } from '../observability/env-settings.js';
 import { enisDocument } from '../observability/introspect-enis.js';
+import { ipv6CidrsDocument } from '../observability/introspect-ipv6.js';
 import { PluginLogFiles } from '../observability/log-files.js';
 import { StalledParts } from '../observability/stalled-parts.js';
 import { statusDocument } from './status-doc.js';
@@ -166,8 +167,8 @@ export const quarantineCheckPart = ({ config, log }: PartEnv) =>
 export const metricsSourcesPart = ({ config }: PartEnv) =>
   part({
     name: 'metrics-sources',
-    needs: ['metrics', 'datastore', 'release-gate', 'pool', 'host-network', 'evidence', 'node'],
-    start({ metrics: { metrics }, datastore: { ds }, 'release-gate': gate, pool, evidence, node, ...got }) {
+    needs: ['metrics', 'datastore', 'release-gate', 'pool', 'host-network', 'evidence', 'node', 'ipv6'],
+    start({ metrics: { metrics }, datastore: { ds }, 'release-gate': gate, pool, evidence, node, ipv6, ...got }) {
       const { maxEni } = pool;
       const hostNet = got['host-network'];
       metrics.setSources({
@@ -186,6 +187,16 @@ export const metricsSourcesPart = ({ config }: PartEnv) =>
             (node.unit === 'prefix' ? 16 : 1),
         }),
         evidence: evidence.evidence.sourceStates,
+        ...(ipv6
+          ? {
+              ipv6: () => ({
+                mode: config.ipFamily === 'dual' ? ('dual' as const) : ('ipv6' as const),
+                prefixes: 1,
+                assigned: ipv6.v6.allocations().length,
+                quarantined: ipv6.v6.quarantined().length,
+              }),
+            }
+          : {}),
       });
       return { value: undefined };
     },
@@ -224,14 +235,14 @@ export const statusPart = ({ log }: PartEnv) =>
 export const httpEndpointsPart = ({ config }: PartEnv) =>
   part({
     name: 'http-endpoints',
-    needs: ['status', 'datastore', 'eniconfig', 'metrics'],
-    async start({ status: { status }, datastore: { ds }, eniconfig, metrics: { metrics } }) {
+    needs: ['status', 'datastore', 'eniconfig', 'metrics', 'ipv6'],
+    async start({ status: { status }, datastore: { ds }, eniconfig, metrics: { metrics }, ipv6 }) {
       const endpoints = await startHttpEndpoints(
         config,
         {
           status,
           allocations: () => ds.allocations(),
-          enis: () => enisDocument(ds, podRouteTable, monoNow()),
+          enis: () => enisDocument(ds, podRouteTable, monoNow(), ipv6 && ipv6CidrsDocument(ipv6.v6.state(monoNow()))),
           eniConfig: () => eniconfig.name(),
           stageTrace: () => stageTrace.summary(),
           ipamdEnv: () => ipamdEnvSettings(config),
@@ -251,9 +262,10 @@ export const httpEndpointsPart = ({ config }: PartEnv) =>
 export const rpcPart = ({ config, log }: PartEnv) =>
   part({
     name: 'rpc',
-    needs: ['service', 'node', 'metrics', 'checkpoint', 'del-spool', 'evidence', 'host-network'],
-    async start({ service, node: { inv }, metrics: { metrics } }) {
+    needs: ['service', 'node', 'metrics', 'checkpoint', 'del-spool', 'evidence', 'host-network', 'family', 'egress-v4'],
+    async start({ service, node: { inv }, metrics: { metrics }, family }) {
       const rpc = new RpcServer({
+        ...(family ? { family } : {}),
         socketPath: config.socketPath,
         service,
         log,

@@ -11,7 +11,7 @@
  *                                      "IPAMMetadata": { k8sPodNamespace?, k8sPodName? },
  *                                      "AssignedTime", "UnassignedTime" } },
  *           "IsPrefix", "AddressFamily": "4" } },
- *       "IPv6Cidrs": {}, "IsExcludedForPodIPs": false, "RouteTableID", "SubnetID" } } } }
+ *       "IPv6Cidrs": {} | the /80 on the primary ENI (introspect-ipv6.ts), "IsExcludedForPodIPs": false, "RouteTableID", "SubnetID" } } } }
  *
  * As upstream does, the container id and interface name are blanked (they are what a
  * forged DelNetwork needs); times are RFC 3339, Go's zero time "0001-01-01T00:00:00Z"
@@ -41,12 +41,14 @@ function maskBase64(bits: number): string {
 
 /**
  * Builds the `/v1/enis` document. @param routeTableFor route table id of an ENI (254 main
- * for the primary); @param now clock (ms) for the cooldown state.
+ * for the primary); @param now clock (ms) for the cooldown state; @param ipv6Cidrs on a
+ * node serving IPv6, the primary ENI's `IPv6Cidrs` (introspect-ipv6.ts).
  */
 export function enisDocument(
   ds: EnisSource,
   routeTableFor: (eni: EniInfo) => number,
   now: number,
+  ipv6Cidrs?: Record<string, unknown>,
 ): Record<string, unknown> {
   const byIp = new Map(ds.allocations().map((a) => [a.ipv4, a]));
   const released = new Map(ds.coolingEntries(now).map((c) => [c.ip, c.releasedAt]));
@@ -99,7 +101,7 @@ export function enisDocument(
       IsEFA: false,
       DeviceNumber: eni.deviceNumber,
       AvailableIPv4Cidrs: cidrs,
-      IPv6Cidrs: {},
+      IPv6Cidrs: (eni.isPrimary && ipv6Cidrs) || {},
       IsExcludedForPodIPs: false,
       RouteTableID: routeTableFor(eni),
       SubnetID: eni.subnetId,

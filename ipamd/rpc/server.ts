@@ -35,6 +35,8 @@ import type { IpamService } from '../service/ipam-service.js';
 import { IpamdFailure } from '../service/ipamd-failure.js';
 import { IpamdCause, tagCause } from '../../proto/ipamd-cause.js';
 import { cniBackendService } from './service-def.js';
+import type { FamilyService } from '../service/family-service.js';
+import { addReply, checkReply, delReply, gcReply, refuseFamily } from './family-replies.js';
 
 /** Options of {@link RpcServer}. */
 export interface RpcServerOptions {
@@ -47,6 +49,8 @@ export interface RpcServerOptions {
   observe?: (verb: RpcVerb, outcome: string, ms: number) => void;
   /** Connection bounds (tests shorten them); default {@link RPC_CONNECTION_BOUNDS}. */
   connectionBounds?: Partial<RpcConnectionBounds>;
+  /** `ipv6`/`dual` mode: the family-aware request path and the primary ENI (absent: `ipv4`). */
+  family?: { service: FamilyService; primaryEniId: string };
 }
 
 /**
@@ -230,7 +234,11 @@ export class RpcServer {
 
   private async addNetwork(req: AddNetworkRequest): Promise<AddNetworkReply> {
     checkRequest(req);
-    const r = await this.o.service.add({
+    const base = { vpc_v4_cidrs: this.o.vpcCidrs(), use_external_snat: this.o.externalSnat };
+    const f = this.o.family;
+    const refused = refuseFamily(req, f?.service.mode ?? 'ipv4', base);
+    if (refused) return refused;
+    const add = {
       networkName: req.network_name,
       containerID: req.container_id,
       ifName: req.if_name,
@@ -238,8 +246,11 @@ export class RpcServer {
       ...(req.k8s_pod_name
         ? { pod: { name: req.k8s_pod_name, namespace: req.k8s_pod_namespace, uid: req.k8s_pod_uid } }
         : {}),
-    });
+    };
+    if (f) return addReply(await f.service.add(add), f.service.mode, base, f.primaryEniId);
+    const r = await this.o.service.add(add);
     return {
+      ip_family: 'ipv4',
       success: true,
       ipv4_addr: r.allocation.ipv4,
       ipv6_addr: '',
@@ -254,10 +265,9 @@ export class RpcServer {
 
   private async delNetwork(req: DelNetworkRequest): Promise<DelNetworkReply> {
     checkRequest(req);
-    const r = await this.o.service.del(
-      { networkName: req.network_name, containerID: req.container_id, ifName: req.if_name },
-      req.reason || 'unspecified',
-    );
+    const key = { networkName: req.network_name, containerID: req.container_id, ifName: req.if_name };
+    if (this.o.family) return delReply(await this.o.family.service.del(key, req.reason || 'unspecified'));
+    const r = await this.o.service.del(key, req.reason || 'unspecified');
     return {
       success: true,
       released: r.released,
@@ -272,7 +282,9 @@ export class RpcServer {
   private ipamStatus(req: IpamStatusRequest): IpamStatusReply {
     checkApiVersion(req);
     const s = this.o.service.status();
-    return { can_serve: s.canServe, code: s.code, message: s.message };
+    const ip_family = this.o.family?.service.mode ?? 'ipv4';
+    if (ip_family === 'ipv6') return { can_serve: true, code: 0, message: '', ip_family };
+    return { can_serve: s.canServe, code: s.code, message: s.message, ip_family };
   }
 
   /** CNI GC: releases the network's allocations that are not in `valid_attachments`, durably. */
@@ -283,10 +295,9 @@ export class RpcServer {
     const bad = valid.findIndex((v) => !v.container_id || !v.if_name);
     if (bad >= 0)
       throw new RpcError(grpc.status.INVALID_ARGUMENT, `valid_attachments[${bad}] lacks container_id or if_name`);
-    const released = await this.o.service.gc(
-      req.network_name,
-      valid.map((v) => ({ containerID: v.container_id, ifName: v.if_name })),
-    );
+    const attachments = valid.map((v) => ({ containerID: v.container_id, ifName: v.if_name }));
+    if (this.o.family) return gcReply(await this.o.family.service.gc(req.network_name, attachments));
+    const released = await this.o.service.gc(req.network_name, attachments);
     return {
       released: released.map((r) => ({
         container_id: r.allocation.containerID,
@@ -301,11 +312,9 @@ export class RpcServer {
   /** CNI CHECK: what the key holds; never assigns. */
   private checkNetwork(req: CheckNetworkRequest): CheckNetworkReply {
     checkRequest(req);
-    const r = this.o.service.lookup({
-      networkName: req.network_name,
-      containerID: req.container_id,
-      ifName: req.if_name,
-    });
+    const key = { networkName: req.network_name, containerID: req.container_id, ifName: req.if_name };
+    if (this.o.family) return checkReply(this.o.family.service, key, this.o.family.primaryEniId);
+    const r = this.o.service.lookup(key);
     if (!r) return { held: false, ipv4_addr: '', device_number: 0, route_table_id: 0, eni_id: '' };
     return {
       held: true,
@@ -313,6 +322,7 @@ export class RpcServer {
       device_number: r.eni?.deviceNumber ?? 0,
       route_table_id: r.routeTableId ?? 0,
       eni_id: r.allocation.eniId,
+      ip_family: 'ipv4',
     };
   }
 

@@ -22,14 +22,25 @@
 import { copyFile, readFile, rename } from 'node:fs/promises';
 import { mkdirParents } from '../../nodefs/dirs.js';
 import path from 'node:path';
-import { convertAwsNodeCheckpoint, readAwsNodeCheckpoint, type SkippedEntry } from '../checkpoint/aws-node.js';
+import {
+  convertAwsNodeCheckpoint,
+  readAwsNodeCheckpoint,
+  type AwsNodeIpv6Entry,
+  type SkippedEntry,
+} from '../checkpoint/aws-node.js';
 import type { CheckpointLoad } from '../checkpoint/index.js';
 import type { Logger } from '../log.js';
 
 /** What the import found. */
 export type AwsNodeImport =
   | { kind: 'missing' }
-  | { kind: 'imported'; load: Extract<CheckpointLoad, { kind: 'ok' }>; skipped: SkippedEntry[] }
+  | {
+      kind: 'imported';
+      load: Extract<CheckpointLoad, { kind: 'ok' }>;
+      skipped: SkippedEntry[];
+      /** Its IPv6 allocations (for an ipamd serving IPv6 to import; lifecycle/parts-ipv6.ts). */
+      ipv6: AwsNodeIpv6Entry[];
+    }
   | { kind: 'rejected'; reason: string; keptAt?: string };
 
 /**
@@ -101,7 +112,7 @@ export async function importAwsNodeCheckpoint(p: {
     { path: p.path, allocations: conv.data.allocations.length, writtenAt: new Date(read.mtimeMs).toISOString() },
     'importing the aws-node checkpoint (no checkpoint of our own): its allocations are restored and checked like ours',
   );
-  return { kind: 'imported', load: { kind: 'ok', data: conv.data }, skipped: conv.skipped };
+  return { kind: 'imported', load: { kind: 'ok', data: conv.data }, skipped: conv.skipped, ipv6: conv.ipv6 };
 }
 
 /**

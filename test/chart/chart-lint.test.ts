@@ -39,7 +39,7 @@ test('a value of the wrong type is refused by values.schema.json, naming the fie
 
 test('env.* is typed key by key: a bad value or an unknown key is refused, naming it', async () => {
   await assert.rejects(renderChart({ env: { WARM_ENI_TARGET: 'abc' } }), /\/env\/WARM_ENI_TARGET'/);
-  await assert.rejects(renderChart({ env: { ENABLE_IPv6: 'true' } }), /\/env\/ENABLE_IPv6'/);
+  await assert.rejects(renderChart({ env: { ENABLE_IPv6: 'yes' } }), /\/env\/ENABLE_IPv6'/);
   await assert.rejects(renderChart({ env: { AWS_VPC_K8S_CNI_LOGLEVEL: 'loud' } }), /\/env\/AWS_VPC_K8S_CNI_LOGLEVEL'/);
   await assert.rejects(renderChart({ env: { WARM_IP_TARGE: '5' } }), /WARM_IP_TARGE/);
   // What an aws-node user copies over renders: numbers and booleans unquoted, upstream's defaults.

@@ -49,6 +49,28 @@ export const NODE_ROWS: Row[] = [
     ],
     bad: ['yes', 'on', '2'],
   },
+  // Alone, ENABLE_IPv6=true and ENABLE_IPv4=false are refused (test/unit/ipv6-config.test.ts covers them).
+  {
+    name: 'ENABLE_IPv4',
+    key: 'enableIpv4',
+    def: true,
+    good: [
+      ['true', true],
+      ['1', true],
+      ['TRUE', true],
+    ],
+    bad: ['yes', 't', '2'],
+  },
+  {
+    name: 'ENABLE_IPv6',
+    key: 'enableIpv6',
+    def: false,
+    good: [
+      ['false', false],
+      ['0', false],
+    ],
+    bad: ['yes', 'f', '2'],
+  },
   {
     name: 'ENABLE_SUBNET_DISCOVERY',
     key: 'enableSubnetDiscovery',

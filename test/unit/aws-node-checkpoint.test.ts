@@ -3,6 +3,7 @@
  * the bad inputs (corrupt, another boot, unknown version, too large): never imported, a
  * copy kept aside, the original left in place. Real files in a temp dir.
  */
+import { Ipv6Allocations } from '../../ipamd/datastore/ipv6-allocations.js';
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
@@ -206,4 +207,47 @@ test('import: corrupt, unknown-version, other-boot and oversized files are not i
     log,
   });
   assert.match(r2.kind === 'rejected' ? r2.reason : '', /not a regular file/);
+});
+
+test('convert: IPv6 allocations come out for an ipamd serving IPv6; outside the /80 they are quarantined', () => {
+  const text = JSON.stringify({
+    version: AWS_NODE_CHECKPOINT_VERSION,
+    allocations: [
+      {
+        networkName: 'aws-cni',
+        containerID: 'v1',
+        ifName: 'eth0',
+        ipv6: '2600:1f14:abc:de00:7::a',
+        allocationTimestamp: 1_700_000_000_123_456_768,
+        metadata: { k8sPodNamespace: 'default', k8sPodName: 'web-6' },
+      },
+      { networkName: 'aws-cni', containerID: 'v2', ifName: 'eth0', ipv6: '2600:1f14:999::b', allocationTimestamp: 0 },
+    ],
+  });
+  const r = convertAwsNodeCheckpoint(text, { bootId: BOOT, networkName: 'eni-net' });
+  assert.ok(r.ok);
+  assert.deepEqual(r.data.allocations, [], 'nothing for the IPv4 checkpoint');
+  assert.deepEqual(r.ipv6[0], {
+    networkName: 'eni-net',
+    containerID: 'v1',
+    ifName: 'eth0',
+    ipv6: '2600:1f14:abc:de00:7::a',
+    allocatedAt: 1_700_000_000_123,
+    pod: { namespace: 'default', name: 'web-6', uid: '' },
+  });
+  const v6 = new Ipv6Allocations({ prefix: '2600:1f14:abc:de00:7::/80', egressV4: true, cooldownMs: 0 });
+  const back = v6.restore({ allocations: r.ipv6.map((e) => ({ ...e, egressV4: '' })) });
+  assert.deepEqual(
+    back.restored.map((a) => a.containerID),
+    ['v1'],
+  );
+  assert.deepEqual(
+    back.quarantined.map((q) => q.address),
+    ['2600:1f14:999::b'],
+  );
+  for (let i = 0; i < 20; i++)
+    assert.notEqual(
+      v6.assign({ networkName: 'eni-net', containerID: `n${i}`, ifName: 'eth0' }, undefined, 0, 0).allocation.ipv6,
+      '2600:1f14:abc:de00:7::a',
+    );
 });

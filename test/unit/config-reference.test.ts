@@ -31,8 +31,6 @@ test("values.schema.json's env typing is what the config spec renders", () => {
 
 /** Refused unless unset or one of the accepted values: name → [a refused value, text its line must hold]. */
 const REFUSED: Record<string, [string, RegExp]> = {
-  ENABLE_IPv6: ['true', /IPv6 mode is not implemented.*accepted: unset, false, 0, f$/],
-  ENABLE_IPv4: ['false', /IPv4 pods only; accepted: unset, true, 1, t$/],
   ENABLE_POD_ENI: ['true', /security groups for pods/],
   ENABLE_MULTI_NIC: ['true', /multi-NIC/],
   ENABLE_IMDS_ONLY_MODE: ['true', /DISABLE_NETWORK_RESOURCE_PROVISIONING=true/],

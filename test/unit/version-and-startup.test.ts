@@ -48,13 +48,16 @@ test("eni-ipam version prints the CLI's and the running ipamd's, read from its m
   assert.match(down.stderr, /^eni-ipam: cannot reach ipamd metrics/);
 });
 
-test('ipamd refuses ENABLE_IPv6=true at start with one line naming it', async () => {
+test('ipamd refuses ENABLE_IPv6=true without prefix delegation at start with one line naming it', async () => {
   const r = await run(process.execPath, [IPAMD_PATH], {
     env: { PATH: process.env.PATH, ENABLE_IPv6: 'true' },
     timeout: 10_000,
   }).catch((e: { code: number; stderr: string }) => e);
   assert.equal(r && 'code' in r ? r.code : 0, 1);
-  assert.match(r.stderr, /^eni-ipamd: ENABLE_IPv6="true" is refused: IPv6 mode is not implemented[^\n]*\n$/);
+  assert.match(
+    r.stderr,
+    /^eni-ipamd: ENABLE_PREFIX_DELEGATION=false is refused: ENABLE_IPv6=true with ENABLE_IPv4=true \(dual mode\)[^\n]*needs ENABLE_PREFIX_DELEGATION=true\n$/,
+  );
 });
 
 test('ipamd logs its version, Node version and every setting with its source once, then each ignored one', async (t) => {

@@ -43,7 +43,16 @@ interface PoolGaugeContext {
 /** amazon-vpc-cni-k8s's pool gauges, same names and help. */
 function upstreamPoolGauges({ registers, src, now, sampled }: PoolGaugeContext): void {
   sampled('awscni_total_ip_addresses', 'The total number of IP addresses', (c) => c.total);
-  sampled('awscni_assigned_ip_addresses', 'The number of IP addresses assigned to pods', (c) => c.assigned);
+  // IPv6 mode: a pod's address is its /128 (upstream's datastore counts those there too).
+  new Gauge({
+    name: 'awscni_assigned_ip_addresses',
+    help: 'The number of IP addresses assigned to pods',
+    registers,
+    collect() {
+      const v6 = src()?.ipv6?.();
+      this.set(v6?.mode === 'ipv6' ? v6.assigned : (src()?.ds.counts(now()).assigned ?? 0));
+    },
+  });
   sampled('awscni_eni_allocated', 'The number of ENIs allocated', (c) => c.enis);
   new Gauge({
     name: 'awscni_eni_max',
@@ -107,6 +116,7 @@ function upstreamPoolGauges({ registers, src, now, sampled }: PoolGaugeContext):
 
 /** eni-ipam's own pool gauges (`eni_ipam_*`). */
 function ownPoolGauges({ registers, src, now, counts, sampled }: PoolGaugeContext): void {
+  ipv6Gauges(registers, src);
   new Gauge({
     name: 'eni_ipam_ip_addresses',
     help: 'Secondary IPs on the node by state (available, assigned, cooling, releasing, unverified)',
@@ -159,6 +169,31 @@ function ownPoolGauges({ registers, src, now, counts, sampled }: PoolGaugeContex
     registers,
     collect() {
       this.set(src()?.pool?.waiting ?? 0);
+    },
+  });
+}
+
+/** `ipv6`/`dual` mode: the /80 prefixes and the IPv6 addresses by state (no series in `ipv4` mode). */
+function ipv6Gauges(registers: Registry[], src: () => MetricsSources | undefined): void {
+  new Gauge({
+    name: 'eni_ipam_ipv6_prefixes',
+    help: "IPv6 /80 prefixes pods are served from (the primary ENI's; 0 in ipv4 mode)",
+    registers,
+    collect() {
+      this.set(src()?.ipv6?.().prefixes ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'eni_ipam_ipv6_addresses',
+    help: 'IPv6 /128s held by pods (assigned) and IPv6 or egress addresses kept out of use (quarantined)',
+    labelNames: ['state'],
+    registers,
+    collect() {
+      this.reset();
+      const v6 = src()?.ipv6?.();
+      if (!v6) return;
+      this.set({ state: 'assigned' }, v6.assigned);
+      this.set({ state: 'quarantined' }, v6.quarantined);
     },
   });
 }

@@ -37,4 +37,9 @@ export interface MetricsSources {
    * absent sources left out) and whether the release brake held. Undefined before the first pass.
    */
   evidence?: () => { sources: Record<string, 'ok' | 'unreadable' | 'suspect'>; brakeHeld: boolean } | undefined;
+  /**
+   * On a node serving IPv6 (`ipv6`/`dual` mode): its mode, /80 prefixes, the /128s assigned
+   * and the IPv6/egress addresses quarantined. Absent in `ipv4` mode.
+   */
+  ipv6?: () => { mode: 'ipv6' | 'dual'; prefixes: number; assigned: number; quarantined: number };
 }
