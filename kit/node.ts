@@ -44,6 +44,12 @@ export interface NodeOptions {
   vpcCidrs?: string[];
   /** More subnets, in any zone of the region and tagged, made before the instance; returned in order as `extraSubnets`. */
   extraSubnets?: Array<{ cidr: string; availabilityZone?: string; tags?: Record<string, string> }>;
+  /**
+   * Dual-stack VPC and subnet: the VPC gets an IPv6 /56 (if it has none), the new subnet a
+   * /64 with `AssignIpv6AddressOnCreation`, so the instance's primary ENI has an IPv6
+   * address ({@link KitNode.nodeIpv6}); ignored with `subnetId`. Default false.
+   */
+  ipv6?: boolean;
   /** EC2 instance type (default m5.large: 3 ENIs x 10 IPv4). */
   instanceType?: string;
   /** Prefix of the temp dir's name (default `eni-ipam-node-`). */
@@ -76,6 +82,8 @@ export interface KitNode {
   instanceId: string;
   /** The instance's primary private IPv4. */
   nodeIp: string;
+  /** The primary ENI's IPv6 address (with `ipv6`). */
+  nodeIpv6?: string;
   /** Temp dir holding every file of this node. */
   dir: string;
   kube?: KubeApiStandIn;
@@ -110,8 +118,14 @@ export async function buildNode(o: NodeOptions = {}): Promise<KitNode> {
       sim = own;
     }
     for (const c of o.vpcCidrs ?? []) if (!vpcCidrBlocks(sim.state).includes(c)) sim.addVpcCidr(c);
+    if (o.ipv6 && !o.subnetId && !sim.state.vpcIpv6Cidrs?.length) sim.addVpcIpv6Cidr();
     const subnetId =
-      o.subnetId ?? sim.addSubnet({ cidr: o.subnetCidr ?? '10.0.0.0/24', tags: o.subnetTags ?? {} }).subnetId;
+      o.subnetId ??
+      sim.addSubnet({
+        cidr: o.subnetCidr ?? '10.0.0.0/24',
+        tags: o.subnetTags ?? {},
+        ...(o.ipv6 ? { ipv6Cidr: true, assignIpv6AddressOnCreation: true } : {}),
+      }).subnetId;
     const extraSubnets = (o.extraSubnets ?? []).map((x) => sim.addSubnet(x));
     const inst = sim.launchInstance({ instanceType: o.instanceType ?? 'm5.large', subnetId });
     const n: KitNode = {
@@ -120,6 +134,7 @@ export async function buildNode(o: NodeOptions = {}): Promise<KitNode> {
       extraSubnets,
       instanceId: inst.instanceId,
       nodeIp: inst.privateIpAddress,
+      ...(o.ipv6 && !o.subnetId ? { nodeIpv6: sim.state.enis.get(inst.primaryEniId)?.ipv6Addresses[0] } : {}),
       dir,
       cleanups,
       close: cleanups.close,

@@ -30,11 +30,12 @@ import { removeCgroupRoot, startNodeProcesses, type NodeProcesses } from './node
 import { startControlPlane, type ControlPlane } from './control-plane.js';
 import { kubectlRunner, type Kubectl } from './kubectl.js';
 import { killMountNsProcesses } from './teardown.js';
+import { familyPlan, SERVICE_CIDR_V4, type ClusterIpFamily, type FamilyPlan } from './ip-family.js';
 
 /** The apiserver's port inside the node namespace. */
 export const API_PORT = 6443;
-/** The Service CIDR; its first address is the `kubernetes` Service. */
-export const SERVICE_CIDR = '10.96.0.0/16';
+/** The IPv4 Service CIDR; its first address is the `kubernetes` Service. */
+export const SERVICE_CIDR = SERVICE_CIDR_V4;
 
 /** The node paths backed by the cluster's own dirs. */
 export const CLUSTER_NODE_BINDS = [
@@ -50,6 +51,18 @@ export const CLUSTER_NODE_BINDS = [
   { nodePath: '/var/lib/kubelet' },
 ];
 
+/** The node's primary ENI link `eth0`: its IPv4 (and IPv6) address and the default route(s). */
+async function addressEth0(ns: Netns, ipv4: string, ipv6: string | undefined): Promise<void> {
+  const ip = (...a: string[]): Promise<string> => run('ip', ['-n', ns.name, ...a]);
+  await ip('addr', 'add', `${ipv4}/32`, 'dev', 'eth0');
+  await ip('link', 'set', 'eth0', 'up');
+  await ip('route', 'add', 'default', 'dev', 'eth0');
+  if (ipv6) {
+    await ip('-6', 'addr', 'add', `${ipv6}/128`, 'dev', 'eth0', 'nodad');
+    await ip('-6', 'route', 'add', 'default', 'dev', 'eth0');
+  }
+}
+
 /** Options of {@link startCluster}. */
 export interface ClusterOptions {
   /** EC2 instance type of the node (default m5.xlarge: 4 ENIs × 14 pod IPs). */
@@ -58,6 +71,8 @@ export interface ClusterOptions {
   nodeName?: string;
   /** Keep the cluster's dir on close (a post-mortem). */
   keepDir?: boolean;
+  /** The cluster's IP family (kit/cluster/ip-family.ts; default ipv4); ipv6 and dual make the subnet dual-stack. */
+  ipFamily?: ClusterIpFamily;
 }
 
 /** A running cluster. */
@@ -66,7 +81,12 @@ export interface TestCluster {
   node: KitNode;
   sim: SimCloud;
   nodeName: string;
+  /** The node's primary private IPv4 (its primary ENI's). */
   nodeIp: string;
+  /** The primary ENI's IPv6 (ipv6 and dual clusters). */
+  nodeIpv6?: string;
+  /** The family, the node's Kubernetes addresses and the Service ranges. */
+  family: FamilyPlan;
   dir: string;
   nodeNetns: Netns;
   /** The "VPC" namespace holding the other end (`vpc<device>`) of every ENI link. */
@@ -102,19 +122,18 @@ export async function startCluster(o: ClusterOptions = {}): Promise<TestCluster>
     dirPrefix: 'eni-ipam-cluster-',
     netns: 'eni-k8s',
     ...(o.keepDir ? { keepDir: true } : {}),
+    ...(o.ipFamily && o.ipFamily !== 'ipv4' ? { ipv6: true } : {}),
   });
   const { cleanups, sim, dir } = node;
   try {
     const nodeNetns = node.nodeNetns!;
     const nodeIp = node.nodeIp;
+    const family = familyPlan(o.ipFamily ?? 'ipv4', nodeIp, node.nodeIpv6);
     const vpc = await createNamedNetns(`eni-k8sv-${process.pid}`);
     cleanups.push(() => vpc.remove());
     const links = await plugEniLinks({ sim, instanceId: node.instanceId, node: nodeNetns, vpc });
     cleanups.push(() => links.stop());
-    const ip = (...a: string[]): Promise<string> => run('ip', ['-n', nodeNetns.name, ...a]);
-    await ip('addr', 'add', `${nodeIp}/32`, 'dev', 'eth0');
-    await ip('link', 'set', 'eth0', 'up');
-    await ip('route', 'add', 'default', 'dev', 'eth0');
+    await addressEth0(nodeNetns, nodeIp, node.nodeIpv6);
     const port = (url: string): number => Number(new URL(url).port);
     const bridge = await bridgeNetns({
       netnsPath: nodeNetns.path,
@@ -144,11 +163,11 @@ export async function startCluster(o: ClusterOptions = {}): Promise<TestCluster>
       nodeName,
       server: `https://${nodeIp}:${API_PORT}`,
       servers: { admin: `https://127.0.0.1:${apiPort}` },
-      sanIps: [nodeIp],
-      serviceIp: '10.96.0.1',
+      sanIps: [nodeIp, ...family.nodeIps, ...family.serviceIps],
+      serviceIp: family.serviceIps[0]!,
     });
     const kubectl = kubectlRunner(bins, pki.kubeconfigs['admin']!);
-    const control = await startControlPlane({ bins, dir, netns: nodeNetns.path, pki, nodeIp, kubectl });
+    const control = await startControlPlane({ bins, dir, netns: nodeNetns.path, pki, family, kubectl });
     cleanups.push(() => control.stop());
     await mkdir(path.join(dir, 'node'), { recursive: true });
     const nodeProcs = await startNodeProcesses({
@@ -158,6 +177,7 @@ export async function startCluster(o: ClusterOptions = {}): Promise<TestCluster>
       mountNs,
       pki,
       nodeIp,
+      family,
       nodeName,
       kubectl,
       host,
@@ -170,6 +190,8 @@ export async function startCluster(o: ClusterOptions = {}): Promise<TestCluster>
       sim,
       nodeName,
       nodeIp,
+      ...(node.nodeIpv6 ? { nodeIpv6: node.nodeIpv6 } : {}),
+      family,
       dir,
       nodeNetns,
       vpcNetns: vpc,

@@ -46,8 +46,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 `;
 }
 
-/** KubeletConfiguration for a cgroup-v1 machine without systemd. */
-export function kubeletConfig(o: { nodeIp: string; cgroupRoot: string; maxPods: number }): string {
+/** KubeletConfiguration for a cgroup-v1 machine without systemd; `address`: where the kubelet serves (an IP or `::`). */
+export function kubeletConfig(o: { address: string; cgroupRoot: string; maxPods: number }): string {
   return `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
@@ -67,7 +67,7 @@ imageGCLowThresholdPercent: 99
 evictionHard: { imagefs.available: "0%", nodefs.available: "0%", nodefs.inodesFree: "0%" }
 authentication: { anonymous: { enabled: true }, webhook: { enabled: false } }
 authorization: { mode: AlwaysAllow }
-address: ${q(o.nodeIp)}
+address: ${q(o.address)}
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
 healthzPort: 10248
@@ -81,14 +81,17 @@ shutdownGracePeriod: 0s
 `;
 }
 
-/** KubeProxyConfiguration, iptables mode, setting no global conntrack sysctl. */
-export function kubeProxyConfig(o: { kubeconfig: string; nodeName: string }): string {
+/**
+ * KubeProxyConfiguration, iptables mode, setting no global conntrack sysctl. `bindAddress`
+ * a wildcard (`0.0.0.0` or `::`): kube-proxy then takes its families from the Node's addresses.
+ */
+export function kubeProxyConfig(o: { kubeconfig: string; nodeName: string; bindAddress: string }): string {
   return `apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection: { kubeconfig: ${q(o.kubeconfig)} }
 hostnameOverride: ${q(o.nodeName)}
 mode: iptables
-bindAddress: 0.0.0.0
+bindAddress: ${q(o.bindAddress)}
 healthzBindAddress: 127.0.0.1:10256
 metricsBindAddress: 127.0.0.1:10249
 conntrack: { maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s }

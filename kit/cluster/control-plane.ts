@@ -1,6 +1,6 @@
 /**
  * The test cluster's control plane in the node's network namespace: etcd (client URL
- * 127.0.0.1:2379, no fsync: a test store), kube-apiserver (0.0.0.0:6443, Node + RBAC
+ * 127.0.0.1:2379, no fsync: a test store), kube-apiserver (port 6443 on 0.0.0.0, or :: for IPv6 families; Node + RBAC
  * authorization, NodeRestriction, privileged pods allowed, static tokens),
  * kube-controller-manager (per-controller ServiceAccounts, the root CA for every pod's
  * `kube-root-ca.crt`) and kube-scheduler. Flags follow hack/local-up-cluster.sh.
@@ -11,6 +11,7 @@ import type { ClusterBinaries } from './binaries.js';
 import { startDaemon, waitStarted, type DaemonProcess } from './daemon-process.js';
 import type { Kubectl } from './kubectl.js';
 import type { Pki } from './pki.js';
+import type { FamilyPlan } from './ip-family.js';
 
 /** The running control plane. */
 export interface ControlPlane {
@@ -29,7 +30,8 @@ export async function startControlPlane(o: {
   dir: string;
   netns: string;
   pki: Pki;
-  nodeIp: string;
+  /** The family: the advertised address (its first node IP), the Service ranges, the bind wildcard. */
+  family: FamilyPlan;
   kubectl: Kubectl;
 }): Promise<ControlPlane> {
   const logs = path.join(o.dir, 'logs');
@@ -58,8 +60,8 @@ export async function startControlPlane(o: {
     const api = start('kube-apiserver', [
       bin('kube-apiserver'),
       '--etcd-servers=http://127.0.0.1:2379',
-      `--advertise-address=${o.nodeIp}`,
-      '--bind-address=0.0.0.0',
+      `--advertise-address=${o.family.nodeIps[0]}`,
+      `--bind-address=${o.family.bindAddress}`,
       '--secure-port=6443',
       `--cert-dir=${path.join(o.dir, 'apiserver-certs')}`,
       `--tls-cert-file=${pki.apiserverCert}`,
@@ -69,7 +71,7 @@ export async function startControlPlane(o: {
       '--authorization-mode=Node,RBAC',
       '--enable-admission-plugins=NodeRestriction',
       '--allow-privileged=true',
-      '--service-cluster-ip-range=10.96.0.0/16',
+      `--service-cluster-ip-range=${o.family.serviceCidrs.join(',')}`,
       '--service-account-issuer=https://kubernetes.default.svc',
       `--service-account-key-file=${pki.saPub}`,
       `--service-account-signing-key-file=${pki.saKey}`,

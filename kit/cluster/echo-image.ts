@@ -1,5 +1,6 @@
 /**
- * The workload image of the cluster tests: a static C TCP server on :8080 (one forked
+ * The workload image of the cluster tests: a static C TCP server on :8080, IPv6 and IPv4
+ * (one socket, v4-mapped; IPv4 alone where the pod has no IPv6) (one forked
  * child per connection) that answers each line with `<the pod's hostname> <the line>`,
  * so a client learns which pod answered (a Service's backend). Built like the pause image:
  * no registry, no Dockerfile.
@@ -24,10 +25,21 @@ int main(void) {
   signal(SIGCHLD, SIG_IGN);
   signal(SIGTERM, on_term);
   signal(SIGINT, on_term);
-  int s = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-  setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(${ECHO_PORT}) };
-  if (bind(s, (struct sockaddr *)&a, sizeof a) || listen(s, 64)) { perror("listen"); return 1; }
+  /* Both families on one socket (IPv4 as v4-mapped); IPv4 only where IPv6 is off. */
+  int one = 1, zero = 0, s = socket(AF_INET6, SOCK_STREAM, 0);
+  struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons(${ECHO_PORT}), .sin6_addr = IN6ADDR_ANY_INIT };
+  struct sockaddr_in a4 = { .sin_family = AF_INET, .sin_port = htons(${ECHO_PORT}) };
+  if (s >= 0) {
+    setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+    if (bind(s, (struct sockaddr *)&a6, sizeof a6)) { close(s); s = -1; }
+  }
+  if (s < 0) {
+    s = socket(AF_INET, SOCK_STREAM, 0);
+    setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(s, (struct sockaddr *)&a4, sizeof a4)) { perror("bind"); return 1; }
+  }
+  if (listen(s, 64)) { perror("listen"); return 1; }
   for (;;) {
     int c = accept(s, 0, 0);
     if (c < 0) continue;

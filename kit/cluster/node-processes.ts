@@ -19,6 +19,7 @@ import { startDaemon, waitStarted, type DaemonProcess } from './daemon-process.j
 import { buildEchoImage } from './echo-image.js';
 import type { Kubectl } from './kubectl.js';
 import type { Pki } from './pki.js';
+import type { FamilyPlan } from './ip-family.js';
 
 const run = promisify(execFile);
 
@@ -54,6 +55,8 @@ export async function startNodeProcesses(o: {
   mountNs: NodeMountNs;
   pki: Pki;
   nodeIp: string;
+  /** The node's Kubernetes addresses (kubelet `--node-ip`, primary first) and family. */
+  family: FamilyPlan;
   nodeName: string;
   kubectl: Kubectl;
   host(p: string): string;
@@ -133,6 +136,7 @@ type NodeConfigInputs = {
   dir: string;
   pki: Pki;
   nodeIp: string;
+  family: FamilyPlan;
   nodeName: string;
 };
 
@@ -144,11 +148,19 @@ async function writeNodeConfigs(o: NodeConfigInputs, cfg: string, pauseRef: stri
   );
   await writeFile(
     path.join(cfg, 'kubelet.yaml'),
-    kubeletConfig({ nodeIp: o.nodeIp, cgroupRoot: CGROUP_ROOT, maxPods: 110 }),
+    kubeletConfig({
+      address: o.family.family === 'ipv4' ? o.nodeIp : '::',
+      cgroupRoot: CGROUP_ROOT,
+      maxPods: 110,
+    }),
   );
   await writeFile(
     path.join(cfg, 'kube-proxy.yaml'),
-    kubeProxyConfig({ kubeconfig: o.pki.kubeconfigs['kube-proxy']!, nodeName: o.nodeName }),
+    kubeProxyConfig({
+      kubeconfig: o.pki.kubeconfigs['kube-proxy']!,
+      nodeName: o.nodeName,
+      bindAddress: o.family.bindAddress,
+    }),
   );
 }
 
@@ -163,7 +175,7 @@ function nodeArgv(o: NodeConfigInputs, cfg: string): Record<string, string[]> {
       `--config=${path.join(cfg, 'kubelet.yaml')}`,
       `--kubeconfig=${o.pki.kubeconfigs['kubelet']}`,
       `--hostname-override=${o.nodeName}`,
-      `--node-ip=${o.nodeIp}`,
+      `--node-ip=${o.family.nodeIps.join(',')}`,
       '--v=1',
     ],
     'kube-proxy': [k8s('kube-proxy'), `--config=${path.join(cfg, 'kube-proxy.yaml')}`, '--v=1'],

@@ -16,6 +16,8 @@ export interface KubePod {
   name: string;
   uid: string;
   ip: string | undefined;
+  /** status.podIPs: every address (dual-stack: one per family, the primary family first). */
+  ips: string[];
   phase: string;
   ready: boolean;
   deleting: boolean;
@@ -66,13 +68,19 @@ export async function podsOf(c: TestCluster, app: string): Promise<KubePod[]> {
   const l = await c.kubectl.json<{
     items: Array<{
       metadata: { name: string; uid: string; deletionTimestamp?: string };
-      status: { podIP?: string; phase: string; conditions?: Array<{ type: string; status: string }> };
+      status: {
+        podIP?: string;
+        podIPs?: Array<{ ip: string }>;
+        phase: string;
+        conditions?: Array<{ type: string; status: string }>;
+      };
     }>;
   }>(['-n', 'default', 'get', 'pods', '-l', `app=${app}`]);
   return l.items.map((p) => ({
     name: p.metadata.name,
     uid: p.metadata.uid,
     ip: p.status.podIP,
+    ips: (p.status.podIPs ?? []).map((x) => x.ip),
     phase: p.status.phase,
     ready: p.status.conditions?.some((x) => x.type === 'Ready' && x.status === 'True') ?? false,
     deleting: !!p.metadata.deletionTimestamp,
