@@ -69,6 +69,8 @@ export interface TestCluster {
   nodeIp: string;
   dir: string;
   nodeNetns: Netns;
+  /** The "VPC" namespace holding the other end (`vpc<device>`) of every ENI link. */
+  vpcNetns: Netns;
   mountNs: NodeMountNs;
   pki: Pki;
   /** The admin kubeconfig (system:masters), server https://127.0.0.1:`apiPort`. */
@@ -170,6 +172,7 @@ export async function startCluster(o: ClusterOptions = {}): Promise<TestCluster>
       nodeIp,
       dir,
       nodeNetns,
+      vpcNetns: vpc,
       mountNs,
       pki,
       kubeconfig: pki.kubeconfigs['admin']!,
