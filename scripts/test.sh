@@ -15,19 +15,38 @@ unset NODE_EXTRA_CA_CERTS
 # The image test builds from Debian's mirror: a Debian point or security release since the
 # content lock was written is a warning here (npm run image itself stays strict).
 export ENI_IPAM_IMAGE_DEBIAN_DRIFT=warn
-# Every test file, the warm-pool property test (dist/test/property, docs/design.md#10-the-warm-pool-at-depth: 10,000 random
-# operations, about 1-3 minutes on 2 cores) last. `npm run test:property` runs it alone;
-# PROPERTY_SEED=<seed> reproduces a failing run.
-mapfile -t files < <( (find dist/test -name '*.test.js' -not -path 'dist/test/property/*' | sort; find dist/test/property -name '*.test.js' | sort) )
-if [ "${#files[@]}" -eq 0 ]; then echo "no test files found under dist/test" >&2; exit 1; fi
-# One file at a time: integration tests create namespaces and daemons of their own. The
-# files that need Kubernetes share one real kube-apiserver + etcd, started by the first of
-# them and owned by this runner (test/cluster/apiserver-shared.ts); once the runner is gone,
-# apiserver-reap.js makes sure nothing of it is left, on failure or Ctrl-C too.
-node --test --test-concurrency=1 --test-timeout=600000 "${files[@]}" &
-runner=$!
-trap 'kill -TERM "$runner" 2>/dev/null || true' INT TERM
-rc=0
-while kill -0 "$runner" 2>/dev/null; do wait "$runner" && rc=0 || rc=$?; done
-node dist/test/cluster/apiserver-reap.js "$runner" || true
-exit "$rc"
+# Two lanes, side by side (the machine has 2 cores and the suite spends much of its time
+# waiting on daemons and the kernel): lane "cluster" runs the real-cluster files
+# (dist/test/cluster: each brings up its own Kubernetes in network and mount namespaces of
+# its own, so it shares no path, port or cgroup with the other lane), then the unit, chart
+# and CLI files and last the warm-pool property test (dist/test/property,
+# docs/design.md#10-the-warm-pool-at-depth: 10,000 random operations; `npm run test:property`
+# runs it alone, PROPERTY_SEED=<seed> reproduces a failing run); lane "node" runs every
+# integration file. Within a lane, one file at a time: integration tests create namespaces
+# and daemons of their own, and containerd's tests want the machine's /run/containerd.
+# The files that need a Kubernetes API share one real kube-apiserver + etcd per lane, started
+# by the first of them and owned by that lane's runner (test/cluster/apiserver-shared.ts);
+# once a runner is gone, apiserver-reap.js makes sure nothing of it is left, on failure or
+# Ctrl-C too. Lane "cluster" prints its report when it ends (build/test-lane-cluster.tap).
+all=$(find dist/test -name '*.test.js' | sort)
+mapfile -t cluster_lane < <(grep -E '^dist/test/cluster/' <<<"$all"; grep -E '^dist/test/(unit|chart|cli)/' <<<"$all"; grep -E '^dist/test/property/' <<<"$all")
+mapfile -t node_lane < <(grep -vE '^dist/test/(cluster|unit|chart|cli|property)/' <<<"$all")
+if [ "${#cluster_lane[@]}" -eq 0 ] || [ "${#node_lane[@]}" -eq 0 ]; then echo "no test files found under dist/test" >&2; exit 1; fi
+mkdir -p build
+lane_log=build/test-lane-cluster.tap
+node --test --test-concurrency=1 --test-timeout=600000 "${cluster_lane[@]}" >"$lane_log" 2>&1 &
+lane_b=$!
+node --test --test-concurrency=1 --test-timeout=600000 "${node_lane[@]}" &
+lane_a=$!
+trap 'kill -TERM "$lane_a" "$lane_b" 2>/dev/null || true' INT TERM
+# `wait` returns early (>128) when a trapped signal arrives: wait again while the lane lives.
+rc_a=0; wait "$lane_a" || rc_a=$?
+while kill -0 "$lane_a" 2>/dev/null; do rc_a=0; wait "$lane_a" || rc_a=$?; done
+node dist/test/cluster/apiserver-reap.js "$lane_a" || true
+rc_b=0; wait "$lane_b" || rc_b=$?
+while kill -0 "$lane_b" 2>/dev/null; do rc_b=0; wait "$lane_b" || rc_b=$?; done
+node dist/test/cluster/apiserver-reap.js "$lane_b" || true
+echo "# ---- lane cluster (dist/test/cluster, unit, chart, cli, property) ----"
+cat "$lane_log"
+echo "# lanes: node exit $rc_a, cluster exit $rc_b"
+[ "$rc_a" -eq 0 ] && [ "$rc_b" -eq 0 ]
