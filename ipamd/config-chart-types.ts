@@ -48,7 +48,7 @@ export const CHART_BOOL: JsonSchema = {
   anyOf: [
     { type: 'boolean' },
     { type: 'integer', enum: [0, 1] },
-    chartString(`${anyCase('true')}|${anyCase('false')}|[01]`),
+    chartString(`${anyCase('true')}|${anyCase('false')}|[01tTfF]`),
   ],
 };
 

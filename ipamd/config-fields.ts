@@ -54,17 +54,20 @@ export function positiveDecimal(max: number): Field<number> {
   );
 }
 
-/** true/false/1/0, case-insensitive. */
+/**
+ * true/false/t/f/1/0, case-insensitive: what aws-node's Go `strconv.ParseBool` accepts
+ * (1, t, T, TRUE, true, True, 0, f, F, FALSE, false, False), so a copied value means the same.
+ */
 export function bool(): Field<boolean> {
-  const msg = 'expected true, false, 1 or 0';
+  const msg = 'expected true, false, t, f, 1 or 0';
   return chartTyped(
     CHART_BOOL,
     z
       .string()
       .trim()
       .toLowerCase()
-      .pipe(z.enum(['true', 'false', '1', '0'], { error: msg }))
-      .transform((v) => v === 'true' || v === '1'),
+      .pipe(z.enum(['true', 'false', 't', 'f', '1', '0'], { error: msg }))
+      .transform((v) => v === 'true' || v === 't' || v === '1'),
   );
 }
 

@@ -58,8 +58,9 @@ export const NODE_ROWS: Row[] = [
       ['true', true],
       ['1', true],
       ['TRUE', true],
+      ['t', true],
     ],
-    bad: ['yes', 't', '2'],
+    bad: ['yes', 'on', '2'],
   },
   {
     name: 'ENABLE_IPv6',
@@ -68,8 +69,9 @@ export const NODE_ROWS: Row[] = [
     good: [
       ['false', false],
       ['0', false],
+      ['F', false],
     ],
-    bad: ['yes', 'f', '2'],
+    bad: ['yes', 'off', '2'],
   },
   {
     name: 'ENABLE_SUBNET_DISCOVERY',

@@ -60,5 +60,8 @@ test('both families off is refused naming ENABLE_IPv4', () => {
 test('a bad boolean names the variable and what it accepts', () => {
   const e = refusal({ ENABLE_IPv6: 'yes' });
   assert.equal(e.variable, 'ENABLE_IPv6');
-  assert.match(e.message, /^ENABLE_IPv6="yes" is invalid: expected true, false, 1 or 0$/);
+  assert.match(e.message, /^ENABLE_IPv6="yes" is invalid: expected true, false, t, f, 1 or 0$/);
+  // aws-node's ParseBool spellings mean the same here.
+  assert.equal(loadConfig({ ENABLE_IPv6: 'f' }).ipFamily, 'ipv4');
+  assert.equal(loadConfig({ ENABLE_PREFIX_DELEGATION: 'T', ENABLE_IPv6: 't', ENABLE_IPv4: 'F' }).ipFamily, 'ipv6');
 });
