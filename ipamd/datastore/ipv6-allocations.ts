@@ -251,6 +251,28 @@ export class Ipv6Allocations {
     return [...this.quarantine].map(([address, reason]) => ({ address, reason }));
   }
 
+  /**
+   * Quarantines the /128s (and, in `ipv6` mode, the egress IPv4s of 169.254.172.0/22) the
+   * kernel shows wired to pod veths that no allocation holds (the IPv6 checkpoint was lost
+   * or set aside while pods ran): owner unknown, so never handed out. Other addresses
+   * (outside the /80 or the egress range), held or already quarantined ones are skipped.
+   * @param wired addresses (any IPv6 text form; dotted-quad IPv4) of the kernel's host routes to pod veths.
+   * @returns the addresses quarantined by this call.
+   */
+  adoptWired(wired: Iterable<string>): V6Quarantined[] {
+    const out: V6Quarantined[] = [];
+    for (const ip of wired) {
+      const v6 = this.inPrefix(ip);
+      if (!v6 && !(this.o.egressV4 && egressIndex(ip) !== undefined)) continue;
+      const address = v6 ? ipaddr.IPv6.parse(ip).toString() : ip;
+      if (this.held.has(address) || this.quarantine.has(address)) continue;
+      const reason = `${address} is wired to a pod veth but no IPv6 allocation holds it (owner unknown)`;
+      this.quarantine.set(address, reason);
+      out.push({ address, reason });
+    }
+    return out;
+  }
+
   /** The durable state, for the checkpoint; `now` drops cooldowns already over. */
   state(now: number): V6State {
     const cooling = [...this.cooling]

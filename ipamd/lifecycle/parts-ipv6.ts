@@ -10,6 +10,7 @@ import { Ipv6Allocations } from '../datastore/ipv6-allocations.js';
 import { applyEgressV4 } from '../network/egress-v4.js';
 import { ensureIpv6Prefix } from '../startup/ipv6-prefix.js';
 import { FamilyService } from '../service/family-service.js';
+import { WiredV6Adoption } from '../service/v6-adopt.js';
 import type { DaemonParts, Ipv6Part } from './daemon-registry.js';
 import type { PartEnv } from './parts-restore.js';
 import { partOf } from './runner.js';
@@ -86,7 +87,8 @@ export const egressV4Part = ({ config, log }: PartEnv) =>
   });
 
 /**
- * The request path of `ipv6`/`dual` mode (service/family-service.ts), and its sweep of
+ * The request path of `ipv6`/`dual` mode (service/family-service.ts), gated on the
+ * adoption of wired /128s no allocation holds (service/v6-adopt.ts), and its sweep of
  * IPv6 halves whose container was released on the IPv4 side (DELs the shim spooled while
  * ipamd was down): once before serving, then every ENI_IPAM_GC_INTERVAL.
  */
@@ -96,11 +98,16 @@ export const familyPart = ({ config, log }: PartEnv) =>
     needs: ['service', 'ipv6', 'datastore', 'del-spool', 'kernel'],
     async start({ service, ipv6, datastore: { ds }, kernel }) {
       if (!ipv6) return { value: undefined };
+      const persistV6 = () => ipv6.writer.commit();
+      // Before any ADD: the /128s wired to pod veths that no allocation holds are never handed out.
+      const adoption = new WiredV6Adoption({ v6: ipv6.v6, kernel, persistV6, log });
+      await adoption.ensure().catch(() => undefined); // logged; ADDs retry it
       const f = new FamilyService({
         mode: config.ipFamily === 'dual' ? 'dual' : 'ipv6',
         v6: ipv6.v6,
         v4: service,
-        persistV6: () => ipv6.writer.commit(),
+        persistV6,
+        adoption,
         released: () => ds.unassignedEntries(),
         kernel,
         log,

@@ -22,6 +22,7 @@ import type { Logger } from '../log.js';
 import { PoolExhaustedError } from '../controller/pool-loop/pool-controller.js';
 import type { AddRequest, AddResult, DelResult, IpamService } from './ipam-service.js';
 import { IpamdFailure } from './ipamd-failure.js';
+import type { WiredV6Adoption } from './v6-adopt.js';
 
 /** Options of {@link FamilyService}. */
 export interface FamilyServiceOptions {
@@ -43,6 +44,11 @@ export interface FamilyServiceOptions {
   released?: () => ReadonlyArray<{ containerID: string; releasedAt: number }>;
   /** The node's kernel (restore's kernel source) for `ipv6` GC; without it the runtime's list is taken as is. */
   kernel?: KernelReader;
+  /**
+   * The start-up adoption of wired /128s no allocation holds (service/v6-adopt.ts): every
+   * ADD waits for it and fails while the kernel is unreadable. Absent: no gate (unit tests).
+   */
+  adoption?: WiredV6Adoption;
 }
 
 /** A family-aware ADD's result: the IPv6 allocation and, in `dual` mode, the IPv4 one. */
@@ -75,12 +81,13 @@ export class FamilyService {
   }
 
   /**
-   * Assigns the key's addresses (idempotent).
-   * @throws what IpamService.add throws (`dual`); IpamdFailure (cause checkpoint) when the
+   * Assigns the key's addresses (idempotent), once the wired /128s are adopted.
+   * @throws IpamdFailure (cause not-ready) while the adoption cannot read the kernel; what IpamService.add throws (`dual`); IpamdFailure (cause checkpoint) when the
    *   IPv6 half could not be made durable; PoolExhaustedError when the /80 or the
    *   egress range has no usable address; in `dual` mode a new IPv4 is released first.
    */
   async add(req: AddRequest): Promise<FamilyAddResult> {
+    await this.o.adoption?.ensure();
     const v4 = this.o.mode === 'dual' ? await this.o.v4.add(req) : undefined;
     try {
       const r = this.assignV6(req);

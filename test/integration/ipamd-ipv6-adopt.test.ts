@@ -1,0 +1,112 @@
+/**
+ * The IPv6 checkpoint lost while pods run (issue #31 safety gap): the real ipamd on the
+ * simulated cloud (a dual-stack subnet), the real bundled plugin in a "node" netns, real
+ * pod netns with /128s wired to veths. ipamd stops, `<checkpoint>.ipv6` is deleted, ipamd
+ * starts: the live pods' /128s, read from the kernel's routes, are quarantined before the
+ * first ADD, so no new pod gets an address a live pod holds.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { readFile, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { randomBytes } from 'node:crypto';
+import { execPlugin, type CniCall } from '../../kit/cni-exec.js';
+import { createNamedNetns, ipIn, type Netns } from '../../kit/netns.js';
+import { createNode } from '../../kit/node-harness.js';
+import { ensureDummyAwsCredentials } from '../../kit/sim-node.js';
+import { SimCloud } from '../../sim/index.js';
+
+const sh = promisify(execFile);
+const VPC6 = '2600:1f14:abc:de00::/56';
+const ADOPT_MSG = 'IPv6: wired addresses no allocation holds quarantined';
+
+test('IPv6 mode: after the IPv6 checkpoint is lost, new pods never get a /128 a live pod holds', async (t) => {
+  ensureDummyAwsCredentials();
+  const sim = new SimCloud({ vpcIpv6Cidrs: [VPC6] });
+  await sim.start();
+  t.after(() => sim.stop());
+  const subnetId = sim.addSubnet({ cidr: '10.0.0.0/24', ipv6Cidr: true }).subnetId;
+  const h = await createNode({
+    sim,
+    subnetId,
+    cri: { identity: null },
+    ipamdEnv: {
+      ENABLE_IPv6: 'true',
+      ENABLE_IPv4: 'false',
+      ENABLE_PREFIX_DELEGATION: 'true',
+      DISABLE_METRICS: 'false',
+      METRICS_BIND_ADDRESS: '127.0.0.1:0',
+    },
+  });
+  t.after(() => h.close());
+  const cri = h.cri!;
+  const node = await createNamedNetns(`eni-i6a-node-${process.pid}`);
+  t.after(() => node.remove());
+  h.env.ENI_IPAM_CNI_EXEC_NETNS = node.path;
+  await ipIn(node.path, ['addr', 'add', `${h.nodeIp}/32`, 'dev', 'lo']);
+  await sh('nsenter', [`--net=${node.path}`, 'sysctl', '-q', '-w', 'net.ipv6.conf.all.forwarding=1']);
+  await h.startIpamd();
+  const config = { cniVersion: '1.1.0', name: 'aws-cni', type: 'eni-ipam', ipamdSocket: h.socket, mtu: 9001 };
+  const call = (c: Omit<CniCall, 'config' | 'prefix'>) =>
+    execPlugin({ ...c, config, prefix: ['nsenter', `--net=${node.path}`] });
+
+  const pods: { ns: Netns; id: string; ipv6?: string }[] = [];
+  t.after(async () => {
+    for (const p of pods) await p.ns.remove();
+  });
+  const addPod = async (i: number): Promise<{ code: number; ipv6?: string; out: string }> => {
+    const ns = await createNamedNetns(`eni-i6a-pod${i}-${process.pid}`);
+    const id = randomBytes(32).toString('hex');
+    const p: { ns: Netns; id: string; ipv6?: string } = { ns, id };
+    pods.push(p);
+    const add = await call({ command: 'ADD', containerId: id, netns: ns.path, ifName: 'eth0' });
+    if (add.code !== 0) return { code: add.code, out: `${add.stdout} ${add.stderr}` };
+    const r = JSON.parse(add.stdout) as { ips: { address: string }[] };
+    p.ipv6 = r.ips[0]!.address.replace(/\/128$/, '');
+    cri.addPod(id, p.ipv6);
+    return { code: 0, ipv6: p.ipv6, out: add.stdout };
+  };
+  for (let i = 0; i < 3; i++) {
+    const r = await addPod(i);
+    assert.equal(r.code, 0, `ADD: ${r.out}`);
+  }
+  const live = pods.map((p) => p.ipv6!);
+  const routes = await ipIn(node.path, ['-6', 'route', 'show', 'table', 'main']);
+  for (const ip of live) assert.match(routes, new RegExp(`^${ip} dev `, 'm'), 'the /128 host route is wired');
+
+  // ipamd goes down and its IPv6 checkpoint is lost; the pods keep running.
+  await h.ipamd!.stop(5000);
+  await rm(`${h.checkpoint}.ipv6`);
+  await h.startIpamd();
+
+  const fresh: string[] = [];
+  for (let i = 3; i < 6; i++) {
+    const r = await addPod(i);
+    if (r.ipv6) fresh.push(r.ipv6);
+    if (r.ipv6)
+      assert.ok(!live.includes(r.ipv6), `new pod ${i} got ${r.ipv6}, which a live pod holds (${live.join(', ')})`);
+    assert.equal(r.code, 0, `ADD after the checkpoint loss: ${r.out}`);
+  }
+  assert.equal(new Set([...live, ...fresh]).size, 6, 'six distinct /128s');
+
+  const log = await readFile(path.join(h.dir, 'ipamd.log'), 'utf8');
+  const adopt = log
+    .split('\n')
+    .filter((l) => l.includes(ADOPT_MSG))
+    .map((l) => JSON.parse(l) as { adopted: number; adoptedV6: number; addresses: string[] });
+  assert.equal(adopt.length, 2, 'one adoption line per start');
+  assert.equal(adopt[0]!.adopted, 0, 'first start: nothing wired');
+  const restart = adopt[1]!;
+  assert.equal(restart.adoptedV6, 3);
+  assert.equal(restart.adopted, 6, 'three /128s and three egress IPv4s');
+  for (const ip of live) assert.ok(restart.addresses.includes(ip), `${ip} adopted`);
+  const metrics = await (await fetch(`http://127.0.0.1:${h.ipamd!.metricsPort}/metrics`)).text();
+  assert.match(metrics, /^eni_ipam_ipv6_addresses\{state="quarantined"\} 6$/m, 'quarantine visible as a metric');
+
+  for (const p of pods) {
+    const del = await call({ command: 'DEL', containerId: p.id, netns: p.ns.path, ifName: 'eth0' });
+    assert.equal(del.code, 0, del.stdout);
+  }
+});
