@@ -10,8 +10,9 @@
  *   a supervisor that died left behind (namespaces, processes, mounts, cgroups).
  * - `status`: what runs, the Node and the pods.
  *
- * State: /run/eni-ipam-cluster/state.json; while it runs, `kubeconfig` (admin) and `kubectl` (the
- * one built with the cluster) beside it.
+ * State: /run/eni-ipam-cluster/state.json (ENI_IPAM_CLUSTER_STATE names another dir: the tests
+ * use their own, so two test runs on one machine do not read each other's); while it runs,
+ * `kubeconfig` (admin) and `kubectl` (the one built with the cluster) beside it.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, openSync, readFileSync, closeSync } from 'node:fs';
@@ -23,7 +24,7 @@ import { startCluster } from './cluster.js';
 import { installEniIpam } from './install.js';
 import { purgeLeftovers } from './purge.js';
 
-const STATE_DIR = '/run/eni-ipam-cluster';
+const STATE_DIR = process.env['ENI_IPAM_CLUSTER_STATE'] || '/run/eni-ipam-cluster';
 const STATE = `${STATE_DIR}/state.json`;
 const LOG = `${STATE_DIR}/supervisor.log`;
 
