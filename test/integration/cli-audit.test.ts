@@ -52,6 +52,10 @@ test(
       cri.endpoint,
       '--netns',
       n.node.path,
+      // Each read's deadline (default 5 s): a loaded CI once took longer for one source, and the
+      // audit rightly said incomplete instead of reporting; this test is about the findings.
+      '--timeout',
+      '30000',
     ];
     const env = { AWS_EC2_ENDPOINT: n.h.sim.ec2Endpoint, AWS_EC2_METADATA_SERVICE_ENDPOINT: n.h.sim.imdsEndpoint };
     const ips: Record<string, string> = {};
