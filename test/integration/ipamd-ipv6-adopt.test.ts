@@ -7,47 +7,18 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { execPlugin, type CniCall } from '../../kit/cni-exec.js';
 import { createNamedNetns, ipIn, type Netns } from '../../kit/netns.js';
-import { createNode } from '../../kit/node-harness.js';
-import { ensureDummyAwsCredentials } from '../../kit/sim-node.js';
-import { SimCloud } from '../../sim/index.js';
+import { startIpv6Node } from '../helpers/ipv6-node.js';
 
-const sh = promisify(execFile);
-const VPC6 = '2600:1f14:abc:de00::/56';
 const ADOPT_MSG = 'IPv6: wired addresses no allocation holds quarantined';
 
 test('IPv6 mode: after the IPv6 checkpoint is lost, new pods never get a /128 a live pod holds', async (t) => {
-  ensureDummyAwsCredentials();
-  const sim = new SimCloud({ vpcIpv6Cidrs: [VPC6] });
-  await sim.start();
-  t.after(() => sim.stop());
-  const subnetId = sim.addSubnet({ cidr: '10.0.0.0/24', ipv6Cidr: true }).subnetId;
-  const h = await createNode({
-    sim,
-    subnetId,
-    cri: { identity: null },
-    ipamdEnv: {
-      ENABLE_IPv6: 'true',
-      ENABLE_IPv4: 'false',
-      ENABLE_PREFIX_DELEGATION: 'true',
-      DISABLE_METRICS: 'false',
-      METRICS_BIND_ADDRESS: '127.0.0.1:0',
-    },
-  });
-  t.after(() => h.close());
+  const { h, node } = await startIpv6Node(t, 'i6a', { DISABLE_METRICS: 'false', METRICS_BIND_ADDRESS: '127.0.0.1:0' });
   const cri = h.cri!;
-  const node = await createNamedNetns(`eni-i6a-node-${process.pid}`);
-  t.after(() => node.remove());
-  h.env.ENI_IPAM_CNI_EXEC_NETNS = node.path;
-  await ipIn(node.path, ['addr', 'add', `${h.nodeIp}/32`, 'dev', 'lo']);
-  await sh('nsenter', [`--net=${node.path}`, 'sysctl', '-q', '-w', 'net.ipv6.conf.all.forwarding=1']);
-  await h.startIpamd();
   const config = { cniVersion: '1.1.0', name: 'aws-cni', type: 'eni-ipam', ipamdSocket: h.socket, mtu: 9001 };
   const call = (c: Omit<CniCall, 'config' | 'prefix'>) =>
     execPlugin({ ...c, config, prefix: ['nsenter', `--net=${node.path}`] });

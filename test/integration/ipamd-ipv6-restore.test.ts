@@ -7,20 +7,14 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { execPlugin, type CniCall } from '../../kit/cni-exec.js';
 import { createNamedNetns, ipIn, type Netns } from '../../kit/netns.js';
-import { createNode } from '../../kit/node-harness.js';
 import { waitFor } from '../../kit/wait.js';
-import { ensureDummyAwsCredentials } from '../../kit/sim-node.js';
-import { SimCloud } from '../../sim/index.js';
+import { startIpv6Node } from '../helpers/ipv6-node.js';
 
-const sh = promisify(execFile);
-const VPC6 = '2600:1f14:abc:de00::/56';
 const V6_GC_MSG = 'GC: no source vouches for this IPv6 allocation; released into cooldown';
 
 /** The containers whose IPv6 allocation the evidence pass released, from ipamd's log. */
@@ -31,33 +25,12 @@ const v6Releases = async (logFile: string): Promise<string[]> =>
     .map((l) => (JSON.parse(l) as { containerID: string }).containerID);
 
 test('IPv6 mode: a pod whose netns vanished while ipamd was down loses its /128 after the restart; the others keep theirs', async (t) => {
-  ensureDummyAwsCredentials();
-  const sim = new SimCloud({ vpcIpv6Cidrs: [VPC6] });
-  await sim.start();
-  t.after(() => sim.stop());
-  const subnetId = sim.addSubnet({ cidr: '10.0.0.0/24', ipv6Cidr: true }).subnetId;
-  const h = await createNode({
-    sim,
-    subnetId,
-    cri: { identity: null },
-    ipamdEnv: {
-      ENABLE_IPv6: 'true',
-      ENABLE_IPv4: 'false',
-      ENABLE_PREFIX_DELEGATION: 'true',
-      ENI_IPAM_GC_INTERVAL: '1s',
-      ENI_IPAM_GC_GRACE: '1s',
-      IP_COOLDOWN_PERIOD: '1s',
-    },
+  const { h, node } = await startIpv6Node(t, 'i6r', {
+    ENI_IPAM_GC_INTERVAL: '1s',
+    ENI_IPAM_GC_GRACE: '1s',
+    IP_COOLDOWN_PERIOD: '1s',
   });
-  t.after(() => h.close());
   const cri = h.cri!;
-  const node = await createNamedNetns(`eni-i6r-node-${process.pid}`);
-  t.after(() => node.remove());
-  // ipamd's kernel source reads the node netns the plugin wires.
-  h.env.ENI_IPAM_CNI_EXEC_NETNS = node.path;
-  await ipIn(node.path, ['addr', 'add', `${h.nodeIp}/32`, 'dev', 'lo']);
-  await sh('nsenter', [`--net=${node.path}`, 'sysctl', '-q', '-w', 'net.ipv6.conf.all.forwarding=1']);
-  await h.startIpamd();
   const config = { cniVersion: '1.1.0', name: 'aws-cni', type: 'eni-ipam', ipamdSocket: h.socket, mtu: 9001 };
   const call = (c: Omit<CniCall, 'config' | 'prefix'> & { config?: Record<string, unknown> }) =>
     execPlugin({ ...c, config: c.config ?? config, prefix: ['nsenter', `--net=${node.path}`] });
@@ -117,7 +90,7 @@ test('IPv6 mode: a pod whose netns vanished while ipamd was down loses its /128 
     });
     assert.equal(check.code, 0, `CHECK of a kept pod after the restart: ${check.stdout}`);
   }
-  const [eni] = [...sim.state.enis.values()];
+  const [eni] = [...h.sim.state.enis.values()];
   assert.ok(eni);
   const ipamd = h.ipamd!;
   const enis = (await (await fetch(`http://127.0.0.1:${ipamd.introspectionPort}/v1/enis`)).json()) as {
