@@ -9,20 +9,15 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
-import { promisify } from 'node:util';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import ipaddr from 'ipaddr.js';
 import { execPlugin, type CniCall } from '../../kit/cni-exec.js';
 import { createNamedNetns, ipIn, tcpSendFrom, type Netns } from '../../kit/netns.js';
-import { createNode } from '../../kit/node-harness.js';
 import { waitFor } from '../../kit/wait.js';
-import { ensureDummyAwsCredentials } from '../../kit/sim-node.js';
-import { SimCloud } from '../../sim/index.js';
 import { applyEgressV4 } from '../../ipamd/network/egress-v4.js';
+import { startIpv6Node } from '../helpers/ipv6-node.js';
 
-const sh = promisify(execFile);
-const VPC6 = '2600:1f14:abc:de00::/56';
 const NODE_V6 = '2600:1f14:abc:de00::10';
 const OUTSIDE_V4 = '198.51.100.7';
 const newId = () => randomBytes(32).toString('hex');
@@ -49,49 +44,30 @@ async function tcpServer(t: { after(fn: () => unknown): void }, ns: Netns, host:
 }
 
 test('IPv6 mode: /128s from the /80, TCP pod↔pod and pod→IPv4 outside, no EC2 call per pod, restart keeps them', async (t) => {
-  ensureDummyAwsCredentials();
-  const sim = new SimCloud({ vpcIpv6Cidrs: [VPC6] });
-  await sim.start();
-  t.after(() => sim.stop());
-  const subnetId = sim.addSubnet({ cidr: '10.0.0.0/24', ipv6Cidr: true }).subnetId;
-  const h = await createNode({
-    sim,
-    subnetId,
-    ipamdEnv: {
-      ENABLE_IPv6: 'true',
-      ENABLE_IPv4: 'false',
-      ENABLE_PREFIX_DELEGATION: 'true',
-      DISABLE_METRICS: 'false',
-      METRICS_BIND_ADDRESS: '127.0.0.1:0',
+  let fromOutside = { text: '' };
+  const { h, node, sim } = await startIpv6Node(
+    t,
+    'i6',
+    { DISABLE_METRICS: 'false', METRICS_BIND_ADDRESS: '127.0.0.1:0' },
+    {
+      cri: false,
+      nodeV6: NODE_V6,
+      beforeStart: async (h, node) => {
+        const outside = await createNamedNetns(`eni-i6-out-${process.pid}`);
+        t.after(() => outside.remove());
+        await ipIn(node.path, ['link', 'add', 'up0', 'type', 'veth', 'peer', 'name', 'eth0', 'netns', outside.path]);
+        await ipIn(node.path, ['link', 'set', 'up0', 'up']);
+        await ipIn(node.path, ['route', 'add', `${OUTSIDE_V4}/32`, 'dev', 'up0', 'src', h.nodeIp]);
+        await ipIn(outside.path, ['link', 'set', 'eth0', 'up']);
+        await ipIn(outside.path, ['addr', 'add', `${OUTSIDE_V4}/32`, 'dev', 'eth0']);
+        await ipIn(outside.path, ['route', 'add', `${h.nodeIp}/32`, 'dev', 'eth0']);
+        // ipamd's own IPv6-mode egress rules (its host networking is off in tests), in the node netns.
+        await applyEgressV4(h.nodeIp, node.path);
+        await applyEgressV4(h.nodeIp, node.path); // idempotent
+        fromOutside = await tcpServer(t, outside, OUTSIDE_V4, 8081);
+      },
     },
-  });
-  t.after(() => h.close());
-  const node = await createNamedNetns(`eni-i6-node-${process.pid}`);
-  t.after(() => node.remove());
-  await ipIn(node.path, ['addr', 'add', `${h.nodeIp}/32`, 'dev', 'lo']);
-  await ipIn(node.path, ['addr', 'add', `${NODE_V6}/128`, 'dev', 'lo']);
-  await sh('nsenter', [
-    `--net=${node.path}`,
-    'sysctl',
-    '-q',
-    '-w',
-    'net.ipv6.conf.all.forwarding=1',
-    'net.ipv4.ip_forward=1',
-  ]);
-  const outside = await createNamedNetns(`eni-i6-out-${process.pid}`);
-  t.after(() => outside.remove());
-  await ipIn(node.path, ['link', 'add', 'up0', 'type', 'veth', 'peer', 'name', 'eth0', 'netns', outside.path]);
-  await ipIn(node.path, ['link', 'set', 'up0', 'up']);
-  await ipIn(node.path, ['route', 'add', `${OUTSIDE_V4}/32`, 'dev', 'up0', 'src', h.nodeIp]);
-  await ipIn(outside.path, ['link', 'set', 'eth0', 'up']);
-  await ipIn(outside.path, ['addr', 'add', `${OUTSIDE_V4}/32`, 'dev', 'eth0']);
-  await ipIn(outside.path, ['route', 'add', `${h.nodeIp}/32`, 'dev', 'eth0']);
-  // ipamd's own IPv6-mode egress rules (its host networking is off in tests), in the node netns.
-  await applyEgressV4(h.nodeIp, node.path);
-  await applyEgressV4(h.nodeIp, node.path); // idempotent
-  const fromOutside = await tcpServer(t, outside, OUTSIDE_V4, 8081);
-
-  await h.startIpamd();
+  );
   assert.equal(sim.countCalls('AssignIpv6Addresses'), 1, 'the /80 assigned once at start');
   const config = { cniVersion: '1.1.0', name: 'aws-cni', type: 'eni-ipam', ipamdSocket: h.socket, mtu: 9001 };
   const call = (c: Omit<CniCall, 'config' | 'prefix'> & { config?: Record<string, unknown> }) =>
@@ -192,24 +168,21 @@ test('IPv6 mode: /128s from the /80, TCP pod↔pod and pod→IPv4 outside, no EC
 });
 
 test('dual-stack mode: one pod gets an IPv4 from the warm pool and an IPv6 from the /80, released together', async (t) => {
-  ensureDummyAwsCredentials();
-  const sim = new SimCloud({ vpcIpv6Cidrs: [VPC6] });
-  await sim.start();
-  t.after(() => sim.stop());
-  const subnetId = sim.addSubnet({ cidr: '10.0.0.0/24', ipv6Cidr: true }).subnetId;
-  const h = await createNode({
-    sim,
-    subnetId,
-    ipamdEnv: { ENABLE_IPv6: 'true', ENABLE_IPv4: 'true', ENABLE_PREFIX_DELEGATION: 'true', WARM_IP_TARGET: '2' },
-  });
-  t.after(() => h.close());
-  const node = await createNamedNetns(`eni-i6d-node-${process.pid}`);
-  t.after(() => node.remove());
-  await ipIn(node.path, ['addr', 'add', `${h.nodeIp}/32`, 'dev', 'lo']);
-  await ipIn(node.path, ['addr', 'add', `${NODE_V6}/128`, 'dev', 'lo']);
-  await sh('nsenter', [`--net=${node.path}`, 'sysctl', '-q', '-w', 'net.ipv6.conf.all.forwarding=1']);
-  const fromNode = await tcpServer(t, node, NODE_V6, 8080);
-  const d = await h.startIpamd();
+  let fromNode = { text: '' };
+  const { h, node, sim } = await startIpv6Node(
+    t,
+    'i6d',
+    { WARM_IP_TARGET: '2' },
+    {
+      mode: 'dual',
+      cri: false,
+      nodeV6: NODE_V6,
+      beforeStart: async (_h, node) => {
+        fromNode = await tcpServer(t, node, NODE_V6, 8080);
+      },
+    },
+  );
+  const d = h.ipamd!;
   const config = { cniVersion: '1.1.0', name: 'aws-cni', type: 'eni-ipam', ipamdSocket: h.socket, ipFamily: 'dual' };
   const call = (c: Omit<CniCall, 'config' | 'prefix'>) =>
     execPlugin({ ...c, config, prefix: ['nsenter', `--net=${node.path}`] });
