@@ -247,7 +247,16 @@ export const evidencePart = ({ config, log, t0 }: PartEnv) =>
         serveAtOnce,
         startAfter: phase.serving,
         ...(recordedIdentity ? { recordedIdentity } : {}),
-        ...(ipv6 ? { v6: { v6: ipv6.v6, persist: () => ipv6.writer.commit(), dual: config.ipFamily === 'dual' } } : {}),
+        ...(ipv6
+          ? {
+              v6: {
+                v6: ipv6.v6,
+                persist: () => ipv6.writer.commit(),
+                dual: config.ipFamily === 'dual',
+                vethPrefix: config.vethPrefix,
+              },
+            }
+          : {}),
       });
       checkpoint.setRuntimeIdentity(evidence.runtimeIdentity);
       return { value: { evidence, nodeInitMs: monoNow() - t0 }, stop: () => evidence.stop() };
