@@ -300,6 +300,18 @@ export class Ipv6Allocations {
     return true;
   }
 
+  /** Frees the {@link unowned} addresses among `addresses` (no pod is wired to them any more) into cooldown; returns how many. */
+  freeUnowned(addresses: Iterable<string>, now: number): number {
+    let n = 0;
+    for (const x of addresses)
+      if (this.quarantine.get(x)?.endsWith(OWNER_UNKNOWN)) {
+        this.quarantine.delete(x);
+        this.cooling.set(x, now);
+        n++;
+      }
+    return n;
+  }
+
   /** The durable state, for the checkpoint; `now` drops cooldowns already over. */
   state(now: number): V6State {
     const cooling = [...this.cooling]

@@ -32,7 +32,7 @@ import {
   type SourceRead,
 } from './merge.js';
 import { formatIdentity, type RuntimeIdentity } from './plausibility.js';
-import { claimAdopted, combineMerges, mergeV6Evidence, releaseV6Unvouched, type V6Evidence } from './v6-evidence.js';
+import { combineMerges, mergeV6Evidence, releaseV6Unvouched, settleUnowned, type V6Evidence } from './v6-evidence.js';
 
 /** Anything that lists READY sandboxes, throwing when it cannot (CriSource). */
 export interface SandboxLister {
@@ -177,7 +177,7 @@ export class EvidenceReconciler {
     const input = this.mergeInput(reads, now);
     const m4 = mergeEvidence(input);
     const v6 = this.o.v6;
-    const m6 = v6 && mergeV6Evidence(input, v6.v6.allocations(), v6.v6.unowned());
+    const m6 = v6 && mergeV6Evidence(input, v6);
     const m = m6 ? combineMerges(m4, m6) : m4;
     this.holdSources(reads, m);
     if (
@@ -201,8 +201,8 @@ export class EvidenceReconciler {
       released = this.unassignUnvouched(r.v4, now);
       releasedV6 = r.v6;
     } else if (m.canRelease) released = this.unassignUnvouched(m.release, now);
-    const claimedV6 = m6 && v6 ? claimAdopted(v6, m6, kernel, log) : 0;
-    if (releasedV6 + claimedV6 > 0)
+    const settled = m6 && v6 ? settleUnowned(v6, m6, m.canRelease, kernel, now, log) : { claimed: 0, freed: 0 };
+    if (releasedV6 + settled.claimed + settled.freed > 0)
       await this.o.v6?.persist().catch((e: Error) => log.error({ err: e.message }, 'IPv6 checkpoint write failed'));
     for (const c of m.conflicts)
       log.error(
@@ -224,7 +224,7 @@ export class EvidenceReconciler {
       kernelPods: kernel.ok ? kernel.podIps.size : 0,
       kernelPodVeths: kernel.ok ? kernel.podVeths : 0,
       runtime: formatIdentity(identity),
-      adopted: adopted + claimedV6,
+      adopted: adopted + settled.claimed,
       released: released + releasedV6,
       conflicts: m.conflicts.length,
       live: m.live.length + adopted,

@@ -10,8 +10,10 @@
  * ran: service/v6-adopt.ts) count as the merge's unverified IPs: a runtime that knows none
  * of the wired ones is suspect (releases freeze), and a READY sandbox with one is adopted:
  * with a runtime not suspect, the /128 (and in `ipv6` mode the egress IPv4 routed to that
- * container's egress veth) becomes its allocation again ({@link claimAdopted}), so its DEL
- * frees them. Any other sandbox the checkpoint lacks is "foreign" here.
+ * container's egress veth) becomes its allocation again ({@link settleUnowned}), so its DEL
+ * frees them; one the kernel no longer shows wired is freed when releases are allowed. In
+ * `dual` mode (the runtime reports a sandbox's IPv4) they stay quarantined and are not
+ * judged. Any other sandbox the checkpoint lacks is "foreign" here.
  *
  * In `dual` mode a key is released only when both merges release its halves (a key
  * holding one half only: that merge alone), and then both halves go together.
@@ -33,6 +35,8 @@ export interface V6EvidenceTarget {
   unowned(): string[];
   /** Makes an unowned /128 (and egress IPv4) the allocation `a`; false when it cannot. */
   claim(a: V6Allocation): boolean;
+  /** Frees unowned addresses no pod is wired to into cooldown; returns how many. */
+  freeUnowned(addresses: Iterable<string>, now: number): number;
 }
 
 /** The IPv6 side of the evidence pass: its allocations, their durable write, the mode. */
@@ -73,13 +77,17 @@ function kernelForV6(k: KernelRead, allocs: V6Allocation[], unowned: string[]): 
 /** `ip` in canonical IPv6 text, or as it is when it is not IPv6. */
 const canon6 = (ip: string): string => (ipaddr.IPv6.isValid(ip) ? ipaddr.IPv6.parse(ip).toString() : ip);
 
+/** The unowned addresses the evidence judges: none in `dual` mode (see the module docstring). */
+const unownedOf = (e: V6Evidence): string[] => (e.dual ? [] : e.v6.unowned());
+
 /**
- * The merge over the IPv6 allocations `allocs`, from the IPv4 merge's input `base` (the
- * same reads, clock, grace and identities), with the `unowned` quarantined addresses (IPv6
- * and egress IPv4; the /128s count) as unverified IPs a sandbox can be adopted on. Pure.
+ * The merge over the IPv6 allocations of `e`, from the IPv4 merge's input `base` (the
+ * same reads, clock, grace and identities), with the unowned quarantined /128s as
+ * unverified IPs a sandbox can be adopted on. Pure.
  */
-export function mergeV6Evidence(base: MergeInput, allocs: V6Allocation[], unowned: string[] = []): MergeResult {
-  const unowned6 = unowned.filter((ip) => ip.includes(':'));
+export function mergeV6Evidence(base: MergeInput, e: V6Evidence): MergeResult {
+  const allocs = e.v6.allocations();
+  const unowned6 = unownedOf(e).filter((ip) => ip.includes(':'));
   const ours = new Set(unowned6);
   const byIp = new Map(allocs.map((a) => [a.ipv6, a]));
   return mergeEvidence({
@@ -96,20 +104,47 @@ export function mergeV6Evidence(base: MergeInput, allocs: V6Allocation[], unowne
 }
 
 /**
- * Claims the merge's adoptions `m6.adopt` (a READY sandbox on an unowned /128) as
- * allocations, unless the runtime is suspect: in `ipv6` mode with the unowned egress IPv4
- * the kernel routes to the container's egress veth (`kernel.devOf`), none found → the
- * /128 alone (the egress address stays quarantined). Nothing while the kernel is unread. Logs each.
- * @returns how many were claimed (the caller makes them durable).
+ * Settles the unowned addresses after a pass (nothing while the kernel is unread, nothing in
+ * `dual` mode). Claims the merge's adoptions `m6.adopt` (a READY sandbox on an unowned
+ * /128) as allocations unless the runtime is suspect, with the unowned egress IPv4 the
+ * kernel routes to the container's egress veth (`kernel.devOf`; none found → the /128
+ * alone, the egress address stays quarantined). Then, when `canRelease` (every source read
+ * and trusted), frees into cooldown the unowned addresses the kernel no longer shows wired
+ * (their pod is gone). Logs each.
+ * @returns how many were claimed and freed (the caller makes them durable).
  */
-export function claimAdopted(e: V6Evidence, m6: MergeResult, kernel: KernelRead, log: Logger): number {
-  if (!kernel.ok || m6.suspect.cri || m6.adopt.length === 0) return 0;
-  const devOf = kernel.devOf ?? new Map<string, { dev: string }>();
+export function settleUnowned(
+  e: V6Evidence,
+  m6: MergeResult,
+  canRelease: boolean,
+  kernel: KernelRead,
+  now: number,
+  log: Logger,
+): { claimed: number; freed: number } {
+  if (!kernel.ok || e.dual) return { claimed: 0, freed: 0 };
+  const claimed = m6.suspect.cri ? 0 : claimSandboxes(e, m6, kernel.devOf ?? new Map(), log);
+  const gone = canRelease ? e.v6.unowned().filter((ip) => !kernel.podIps.has(ip)) : [];
+  const freed = e.v6.freeUnowned(gone, now);
+  if (freed > 0)
+    log.info(
+      { addresses: gone.slice(0, 20), freed },
+      'IPv6: quarantined addresses no pod is wired to any more freed into cooldown (every source read and trusted)',
+    );
+  return { claimed, freed };
+}
+
+/** The claims of {@link settleUnowned}; `devOf` maps a pod address to its route's host veth. */
+function claimSandboxes(
+  e: V6Evidence,
+  m6: MergeResult,
+  devOf: ReadonlyMap<string, { dev: string }>,
+  log: Logger,
+): number {
   const unownedV4 = new Set(e.v6.unowned().filter((ip) => !ip.includes(':')));
   let n = 0;
   for (const a of m6.adopt) {
-    const veth = e.dual ? '' : egressVeth(e.vethPrefix, a.containerID, a.ifName).hostVeth;
-    const egressV4 = veth ? ([...unownedV4].find((ip) => devOf.get(ip)?.dev === veth) ?? '') : '';
+    const veth = egressVeth(e.vethPrefix, a.containerID, a.ifName).hostVeth;
+    const egressV4 = [...unownedV4].find((ip) => devOf.get(ip)?.dev === veth) ?? '';
     const ipv6 = canon6(a.ipv4);
     const ok = e.v6.claim({
       networkName: a.networkName,

@@ -254,3 +254,43 @@ test('ipv6 mode: a sandbox on an unowned /128 is not claimed while the runtime i
   assert.deepEqual(s.held6(), []);
   assert.equal(s.v6.unowned().length, 8);
 });
+
+test('ipv6 mode: unowned addresses no pod is wired to any more are freed only when every source is read and trusted', async () => {
+  const s = setup('ipv6', 0);
+  const gone = ['2600:1f14:abc:de00:7::300', '169.254.172.200'];
+  const wired = Array.from({ length: 4 }, (_, i) => `2600:1f14:abc:de00:7::${(0x310 + i).toString(16)}`);
+  s.v6.adoptWired([...gone, ...wired]);
+  s.w.wired = wired;
+  // A runtime that cannot be read: nothing freed.
+  s.w.criFails = 'dial unix: connection refused';
+  await s.r.runPass();
+  assert.equal(s.v6.unowned().length, 6);
+  // A wrong runtime (suspect: it knows none of the four wired pods): nothing freed, nothing claimed.
+  delete s.w.criFails;
+  let p = await s.r.runPass();
+  assert.ok(p.suspect.cri);
+  assert.equal(s.v6.unowned().length, 6);
+  // The right runtime: the wired ones are claimed, the two no pod is wired to are freed (not handed out while they cool).
+  s.w.sandboxes = wired.map((ip, i) => ({ id: `c${i}`, podName: `p${i}`, podNamespace: 'd', podUid: `u${i}`, ip }));
+  p = await s.r.runPass();
+  assert.equal(p.canRelease, true);
+  assert.deepEqual(s.held6(), ['c0', 'c1', 'c2', 'c3']);
+  assert.deepEqual(s.v6.unowned(), []);
+  assert.deepEqual(s.v6.quarantined(), []);
+  assert.ok(
+    s.v6.state(T0 + 10_000).cooling.some((c) => c.address === gone[0]),
+    'the freed /128 cools',
+  );
+});
+
+test('dual mode: unowned /128s are not judged (the runtime reports the sandboxes by IPv4): no suspicion, they stay quarantined', async () => {
+  const s = setup('dual', 3);
+  const unowned = Array.from({ length: 16 }, (_, i) => `2600:1f14:abc:de00:7::${(0x400 + i).toString(16)}`);
+  s.v6.adoptWired(unowned);
+  s.w.sandboxes = [0, 1, 2].map(s.sb);
+  s.w.wired = [...[0, 1, 2].flatMap((i) => [s.v4ips[i]!, s.v6s[i]!.ipv6]), ...unowned];
+  const p = await s.r.runPass();
+  assert.equal(p.suspect.cri, undefined);
+  assert.equal(p.canRelease, true);
+  assert.equal(s.v6.unowned().length, 16);
+});
