@@ -89,7 +89,7 @@ export const TIMING_VARS: VarSpec[] = [
     'fastRestart',
     bool(),
     'true',
-    'A restart in the same boot serves from the cached ENI inventory (eni-inventory.json) and its own checkpoint without waiting for EC2 or the first evidence pass; EC2 confirms in the background and releases wait for it (docs/how-it-works.md, Restarts that cost no EC2 call). false: every start describes EC2 before serving, as a first boot does.',
+    'A restart in the same boot serves from the cached ENI inventory (eni-inventory.json) and its own checkpoint without waiting for EC2 or the first evidence pass; EC2 confirms in the background and releases wait for it (docs/how-it-works.md, Restarts that cost no EC2 call). false: every start describes EC2 before serving, as a first boot does. IPv6 mode (ENABLE_IPv4=false) and DISABLE_NETWORK_RESOURCE_PROVISIONING=true always describe: no ENI reconcile runs there to confirm the cache.',
   ),
   v(
     'ENI_IPAM_RESTART_CONFIRM_JITTER',

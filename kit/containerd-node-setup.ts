@@ -33,7 +33,7 @@ export interface CniDirs {
 /**
  * Makes `<dir>/cni/bin` (the plugin, Debian's loopback, each of `extraBins` mode 0755) and
  * `<dir>/cni/conf` with the conflist (`networkName`: eni-ipam talking to `socket`, logging
- * to `cniLog`, then `chainedPlugins`), written through a rename.
+ * to `cniLog`, with `pluginConfig`'s keys added, then `chainedPlugins`), written through a rename.
  */
 export async function writeCniDirs(o: {
   dir: string;
@@ -42,6 +42,7 @@ export async function writeCniDirs(o: {
   cniLog: string;
   chainedPlugins?: object[];
   extraBins?: Record<string, string>;
+  pluginConfig?: Record<string, unknown>;
 }): Promise<CniDirs> {
   const binDir = path.join(o.dir, 'cni', 'bin');
   const confDir = path.join(o.dir, 'cni', 'conf');
@@ -56,7 +57,10 @@ export async function writeCniDirs(o: {
   const conflist = {
     cniVersion: '1.0.0',
     name: o.networkName,
-    plugins: [{ type: 'eni-ipam', ipamdSocket: o.socket, logFile: o.cniLog }, ...(o.chainedPlugins ?? [])],
+    plugins: [
+      { type: 'eni-ipam', ipamdSocket: o.socket, logFile: o.cniLog, ...o.pluginConfig },
+      ...(o.chainedPlugins ?? []),
+    ],
   };
   await writeViaRename(path.join(confDir, '10-eni-ipam.conflist'), JSON.stringify(conflist));
   return {

@@ -52,8 +52,10 @@ export interface ContainerdNodeOptions {
   startIpamd?: boolean;
   /** Run ipamd inside the node network namespace, beside the pods' host veths (default false: the test's own). */
   ipamdInNodeNetns?: boolean;
-  /** The VPC and subnets (custom networking, discovery): passed to buildNode as they are. */
-  vpc?: Pick<NodeOptions, 'vpcCidrs' | 'extraSubnets' | 'subnetTags' | 'subnetCidr'>;
+  /** The VPC and subnets (custom networking, discovery, `ipv6`: a dual-stack VPC and subnet): passed to buildNode as they are. */
+  vpc?: Pick<NodeOptions, 'vpcCidrs' | 'extraSubnets' | 'subnetTags' | 'subnetCidr' | 'ipv6'>;
+  /** Added to the eni-ipam entry of the conflist (e.g. `{ ipFamily: 'ipv6' }`). */
+  pluginConfig?: Record<string, unknown>;
   /** The node's labels and annotations and the ENIConfigs in the stand-in (buildNode's `kube` without `nodeName`). */
   kube?: Omit<NonNullable<NodeOptions['kube']>, 'nodeName'>;
 }
@@ -231,6 +233,7 @@ export async function createContainerdNode(o: ContainerdNodeOptions = {}): Promi
       cniLog,
       ...(o.chainedPlugins ? { chainedPlugins: o.chainedPlugins } : {}),
       ...(o.extraBins ? { extraBins: o.extraBins } : {}),
+      ...(o.pluginConfig ? { pluginConfig: o.pluginConfig } : {}),
     });
 
     const introspection = o.ipamdInNodeNetns

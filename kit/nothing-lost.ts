@@ -161,11 +161,12 @@ function validPrefixAddresses(cidr: string): string[] {
   return ipaddr.IPv4.isValidCIDRFourPartDecimal(cidr) ? prefixAddresses(cidr) : [];
 }
 
-/** EC2 actions that give an address back: the ones a release freeze must stop. */
+/** EC2 actions that give an address back: the ones a release freeze must stop (UnassignIpv6Addresses: an IPv6 node's /80). */
 export const RELEASE_ACTIONS = [
   'UnassignPrivateIpAddresses',
   'DetachNetworkInterface',
   'DeleteNetworkInterface',
+  'UnassignIpv6Addresses',
 ] as const;
 
 /** The release calls (see {@link RELEASE_ACTIONS}) in `calls` from index `from` on, as `Action(params)` lines. */

@@ -12,6 +12,10 @@
  * Restore ({@link Ipv6Allocations.restore}): an allocation whose /128 is outside the /80,
  * or whose egress address is outside the range, or that repeats an address, is
  * quarantined (kept out of every hand-out, listed), never handed out.
+ *
+ * Wired addresses no allocation holds are quarantined "owner unknown" ({@link
+ * Ipv6Allocations.adoptWired}) until the evidence names their owner ({@link
+ * Ipv6Allocations.claim}): then they are that container's allocation again, so its DEL frees them.
  */
 import ipaddr from 'ipaddr.js';
 import type { AllocationKey, PodRef } from './types.js';
@@ -51,6 +55,8 @@ export interface V6State {
 /** The egress range of IPv6 pods (proto/ipam.ts EGRESS_V4_RANGE): hosts 1..1022 of 169.254.172.0/22. */
 const EGRESS_BASE = ipaddr.IPv4.parse('169.254.172.0').toByteArray();
 const EGRESS_HOSTS = 1022;
+/** How the reason of an address {@link Ipv6Allocations.adoptWired} quarantined ends. */
+const OWNER_UNKNOWN = '(owner unknown)';
 const HOST_BITS = 48n;
 const HOSTS = 1n << HOST_BITS;
 
@@ -266,11 +272,44 @@ export class Ipv6Allocations {
       if (!v6 && !(this.o.egressV4 && egressIndex(ip) !== undefined)) continue;
       const address = v6 ? ipaddr.IPv6.parse(ip).toString() : ip;
       if (this.held.has(address) || this.quarantine.has(address)) continue;
-      const reason = `${address} is wired to a pod veth but no IPv6 allocation holds it (owner unknown)`;
+      const reason = `${address} is wired to a pod veth but no IPv6 allocation holds it ${OWNER_UNKNOWN}`;
       this.quarantine.set(address, reason);
       out.push({ address, reason });
     }
     return out;
+  }
+
+  /** The addresses {@link adoptWired} quarantined (this start or, through the checkpoint, an earlier one) whose owner is still unknown. */
+  unowned(): string[] {
+    return [...this.quarantine].filter(([, why]) => why.endsWith(OWNER_UNKNOWN)).map(([address]) => address);
+  }
+
+  /**
+   * Makes `a` an allocation again (the evidence names its owner: a READY sandbox with its
+   * /128): its /128, and its egress IPv4 when set, leave the "owner unknown" quarantine
+   * ({@link unowned}). Nothing changes (false) unless the /128 is an unowned one in the /80
+   * in canonical form, the egress IPv4 (if any) is unowned too and allowed in this mode, and the key holds nothing.
+   */
+  claim(a: V6Allocation): boolean {
+    const unowned = (x: string) => this.quarantine.get(x)?.endsWith(OWNER_UNKNOWN) === true;
+    if (!this.inPrefix(a.ipv6) || !unowned(a.ipv6) || this.byKey.has(v6KeyOf(a))) return false;
+    if (a.egressV4 && (!this.o.egressV4 || !unowned(a.egressV4))) return false;
+    this.quarantine.delete(a.ipv6);
+    if (a.egressV4) this.quarantine.delete(a.egressV4);
+    this.hold(a);
+    return true;
+  }
+
+  /** Frees the {@link unowned} addresses among `addresses` (no pod is wired to them any more) into cooldown; returns how many. */
+  freeUnowned(addresses: Iterable<string>, now: number): number {
+    let n = 0;
+    for (const x of addresses)
+      if (this.quarantine.get(x)?.endsWith(OWNER_UNKNOWN)) {
+        this.quarantine.delete(x);
+        this.cooling.set(x, now);
+        n++;
+      }
+    return n;
   }
 
   /** The durable state, for the checkpoint; `now` drops cooldowns already over. */

@@ -68,7 +68,8 @@ export const nodePart = ({ config, log }: PartEnv) =>
         log,
         limitsCacheFile: path.join(dirOf(config), 'instance-limits.json'),
         // Same boot, ENIs unchanged: serve from the cached inventory, EC2 confirms in the background (startup/fast-start.ts).
-        ...(config.disableNetworkResourceProvisioning || !config.fastRestart
+        // Not where no ENI reconcile runs to confirm it (IPv6 mode, no provisioning): its freeze would never lift.
+        ...(config.disableNetworkResourceProvisioning || config.ipFamily === 'ipv6' || !config.fastRestart
           ? {}
           : {
               inventoryCache: {
@@ -246,7 +247,16 @@ export const evidencePart = ({ config, log, t0 }: PartEnv) =>
         serveAtOnce,
         startAfter: phase.serving,
         ...(recordedIdentity ? { recordedIdentity } : {}),
-        ...(ipv6 ? { v6: { v6: ipv6.v6, persist: () => ipv6.writer.commit(), dual: config.ipFamily === 'dual' } } : {}),
+        ...(ipv6
+          ? {
+              v6: {
+                v6: ipv6.v6,
+                persist: () => ipv6.writer.commit(),
+                dual: config.ipFamily === 'dual',
+                vethPrefix: config.vethPrefix,
+              },
+            }
+          : {}),
       });
       checkpoint.setRuntimeIdentity(evidence.runtimeIdentity);
       return { value: { evidence, nodeInitMs: monoNow() - t0 }, stop: () => evidence.stop() };

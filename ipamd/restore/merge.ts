@@ -57,7 +57,10 @@ export interface PodEvidence {
 export type SourceRead<T> = { ok: true; items: T[] } | { ok: false; reason: string } | { ok: 'absent' };
 
 /** The kernel's read: the pod IPs it shows wired (kernel-parse.ts) and how many pod veths exist at all. */
-export type KernelRead = { ok: true; podIps: ReadonlySet<string>; podVeths: number } | { ok: false; reason: string };
+/** The kernel's read; `devOf` (pod address → its route's host veth `dev`) where the reader keeps it. */
+export type KernelRead =
+  | { ok: true; podIps: ReadonlySet<string>; podVeths: number; devOf?: ReadonlyMap<string, { dev: string }> }
+  | { ok: false; reason: string };
 
 /** Inputs of {@link mergeEvidence}. */
 export interface MergeInput {

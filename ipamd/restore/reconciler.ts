@@ -32,7 +32,7 @@ import {
   type SourceRead,
 } from './merge.js';
 import { formatIdentity, type RuntimeIdentity } from './plausibility.js';
-import { combineMerges, mergeV6Evidence, releaseV6Unvouched, type V6Evidence } from './v6-evidence.js';
+import { combineMerges, mergeV6Evidence, releaseV6Unvouched, settleUnowned, type V6Evidence } from './v6-evidence.js';
 
 /** Anything that lists READY sandboxes, throwing when it cannot (CriSource). */
 export interface SandboxLister {
@@ -176,7 +176,8 @@ export class EvidenceReconciler {
     const now = this.now();
     const input = this.mergeInput(reads, now);
     const m4 = mergeEvidence(input);
-    const m6 = this.o.v6 && mergeV6Evidence(input, this.o.v6.v6.allocations());
+    const v6 = this.o.v6;
+    const m6 = v6 && mergeV6Evidence(input, v6);
     const m = m6 ? combineMerges(m4, m6) : m4;
     this.holdSources(reads, m);
     if (
@@ -200,7 +201,8 @@ export class EvidenceReconciler {
       released = this.unassignUnvouched(r.v4, now);
       releasedV6 = r.v6;
     } else if (m.canRelease) released = this.unassignUnvouched(m.release, now);
-    if (releasedV6 > 0)
+    const settled = m6 && v6 ? settleUnowned(v6, m6, m.canRelease, kernel, now, log) : { claimed: 0, freed: 0 };
+    if (releasedV6 + settled.claimed + settled.freed > 0)
       await this.o.v6?.persist().catch((e: Error) => log.error({ err: e.message }, 'IPv6 checkpoint write failed'));
     for (const c of m.conflicts)
       log.error(
@@ -222,7 +224,7 @@ export class EvidenceReconciler {
       kernelPods: kernel.ok ? kernel.podIps.size : 0,
       kernelPodVeths: kernel.ok ? kernel.podVeths : 0,
       runtime: formatIdentity(identity),
-      adopted,
+      adopted: adopted + settled.claimed,
       released: released + releasedV6,
       conflicts: m.conflicts.length,
       live: m.live.length + adopted,
@@ -253,7 +255,7 @@ export class EvidenceReconciler {
       ),
       this.o.cri.runtimeIdentity?.().catch(() => undefined),
       this.o.kernel.readKernel().then(
-        (k): KernelRead => ({ ok: true, podIps: new Set(k.pods.keys()), podVeths: k.podVeths }),
+        (k): KernelRead => ({ ok: true, podIps: new Set(k.pods.keys()), podVeths: k.podVeths, devOf: k.pods }),
         (e: Error): KernelRead => ({ ok: false, reason: e.message }),
       ),
     ]);

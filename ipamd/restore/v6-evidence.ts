@@ -6,12 +6,20 @@
  * key by its container id or the sandbox's IP, Kubernetes by the pod's IP or uid, the kernel
  * by a `/128` host route to a pod veth or, in `ipv6` mode, the `/32` route of the pod's
  * egress address (`v4if0`); the plausibility, the freezes and the release brake are the
- * merge's. Nothing is adopted from the IPv6 side (a sandbox the checkpoint lacks is
- * "foreign" here; the /80's addresses are not handed out again for 2^48 assignments).
+ * merge's. The /128s quarantined "owner unknown" (the IPv6 checkpoint was lost while pods
+ * ran: service/v6-adopt.ts) count as the merge's unverified IPs: a runtime that knows none
+ * of the wired ones is suspect (releases freeze), and a READY sandbox with one is adopted:
+ * with a runtime not suspect, the /128 (and in `ipv6` mode the egress IPv4 routed to that
+ * container's egress veth) becomes its allocation again ({@link settleUnowned}), so its DEL
+ * frees them; one the kernel no longer shows wired is freed when releases are allowed. In
+ * `dual` mode (the runtime reports a sandbox's IPv4) they stay quarantined and are not
+ * judged. Any other sandbox the checkpoint lacks is "foreign" here.
  *
  * In `dual` mode a key is released only when both merges release its halves (a key
  * holding one half only: that merge alone), and then both halves go together.
  */
+import ipaddr from 'ipaddr.js';
+import { egressVeth } from '../../cni-plugin/facade.js';
 import type { V6Allocation } from '../datastore/ipv6-allocations.js';
 import { v6KeyOf } from '../datastore/ipv6-allocations.js';
 import type { Allocation, AllocationKey } from '../datastore/types.js';
@@ -23,6 +31,12 @@ export interface V6EvidenceTarget {
   allocations(): V6Allocation[];
   /** Releases the key's addresses into cooldown; undefined when it held none. */
   unassign(key: AllocationKey, now: number): V6Allocation | undefined;
+  /** Addresses quarantined with their owner unknown (datastore/ipv6-allocations.ts). */
+  unowned(): string[];
+  /** Makes an unowned /128 (and egress IPv4) the allocation `a`; false when it cannot. */
+  claim(a: V6Allocation): boolean;
+  /** Frees unowned addresses no pod is wired to into cooldown; returns how many. */
+  freeUnowned(addresses: Iterable<string>, now: number): number;
 }
 
 /** The IPv6 side of the evidence pass: its allocations, their durable write, the mode. */
@@ -32,6 +46,8 @@ export interface V6Evidence {
   persist: () => Promise<void>;
   /** `dual`: each key also holds an IPv4 half in the IPv4 datastore. */
   dual: boolean;
+  /** The host veths' name prefix (AWS_VPC_K8S_CNI_VETHPREFIX), to find an adopted pod's egress veth. */
+  vethPrefix: string;
 }
 
 /** `a` shown to the merge: its /128 in `ipv4`, no ENI. */
@@ -47,26 +63,107 @@ function asAllocation(a: V6Allocation): Allocation {
   };
 }
 
-/** The kernel's read as the IPv6 merge sees it: an allocation is wired when its /128 or its egress IPv4 is. */
-function kernelForV6(k: KernelRead, allocs: V6Allocation[]): KernelRead {
+/**
+ * The kernel's read as the IPv6 merge sees it: an allocation is wired when its /128 or its
+ * egress IPv4 is; an unowned /128 when it is.
+ */
+function kernelForV6(k: KernelRead, allocs: V6Allocation[], unowned: string[]): KernelRead {
   if (!k.ok) return k;
   const wired = allocs.filter((a) => k.podIps.has(a.ipv6) || (!!a.egressV4 && k.podIps.has(a.egressV4)));
-  return { ok: true, podIps: new Set(wired.map((a) => a.ipv6)), podVeths: k.podVeths };
+  const podIps = new Set([...wired.map((a) => a.ipv6), ...unowned.filter((ip) => k.podIps.has(ip))]);
+  return { ok: true, podIps, podVeths: k.podVeths };
 }
 
+/** `ip` in canonical IPv6 text, or as it is when it is not IPv6. */
+const canon6 = (ip: string): string => (ipaddr.IPv6.isValid(ip) ? ipaddr.IPv6.parse(ip).toString() : ip);
+
+/** The unowned addresses the evidence judges: none in `dual` mode (see the module docstring). */
+const unownedOf = (e: V6Evidence): string[] => (e.dual ? [] : e.v6.unowned());
+
 /**
- * The merge over the IPv6 allocations `allocs`, from the IPv4 merge's input `base` (the
- * same reads, clock, grace and identities). Pure.
+ * The merge over the IPv6 allocations of `e`, from the IPv4 merge's input `base` (the
+ * same reads, clock, grace and identities), with the unowned quarantined /128s as
+ * unverified IPs a sandbox can be adopted on. Pure.
  */
-export function mergeV6Evidence(base: MergeInput, allocs: V6Allocation[]): MergeResult {
+export function mergeV6Evidence(base: MergeInput, e: V6Evidence): MergeResult {
+  const allocs = e.v6.allocations();
+  const unowned6 = unownedOf(e).filter((ip) => ip.includes(':'));
+  const ours = new Set(unowned6);
+  const byIp = new Map(allocs.map((a) => [a.ipv6, a]));
   return mergeEvidence({
     ...base,
     allocations: allocs.map(asAllocation),
-    kernel: kernelForV6(base.kernel, allocs),
-    unverifiedIps: [],
-    isOurIp: () => false,
-    holderOf: () => undefined,
+    kernel: kernelForV6(base.kernel, allocs, unowned6),
+    unverifiedIps: unowned6,
+    isOurIp: (ip) => ours.has(canon6(ip)),
+    holderOf: (ip) => {
+      const a = byIp.get(canon6(ip));
+      return a && asAllocation(a);
+    },
   });
+}
+
+/**
+ * Settles the unowned addresses after a pass (nothing while the kernel is unread, nothing in
+ * `dual` mode). Claims the merge's adoptions `m6.adopt` (a READY sandbox on an unowned
+ * /128) as allocations unless the runtime is suspect, with the unowned egress IPv4 the
+ * kernel routes to the container's egress veth (`kernel.devOf`; none found → the /128
+ * alone, the egress address stays quarantined). Then, when `canRelease` (every source read
+ * and trusted), frees into cooldown the unowned addresses the kernel no longer shows wired
+ * (their pod is gone). Logs each.
+ * @returns how many were claimed and freed (the caller makes them durable).
+ */
+export function settleUnowned(
+  e: V6Evidence,
+  m6: MergeResult,
+  canRelease: boolean,
+  kernel: KernelRead,
+  now: number,
+  log: Logger,
+): { claimed: number; freed: number } {
+  if (!kernel.ok || e.dual) return { claimed: 0, freed: 0 };
+  const claimed = m6.suspect.cri ? 0 : claimSandboxes(e, m6, kernel.devOf ?? new Map(), log);
+  const gone = canRelease ? e.v6.unowned().filter((ip) => !kernel.podIps.has(ip)) : [];
+  const freed = e.v6.freeUnowned(gone, now);
+  if (freed > 0)
+    log.info(
+      { addresses: gone.slice(0, 20), freed },
+      'IPv6: quarantined addresses no pod is wired to any more freed into cooldown (every source read and trusted)',
+    );
+  return { claimed, freed };
+}
+
+/** The claims of {@link settleUnowned}; `devOf` maps a pod address to its route's host veth. */
+function claimSandboxes(
+  e: V6Evidence,
+  m6: MergeResult,
+  devOf: ReadonlyMap<string, { dev: string }>,
+  log: Logger,
+): number {
+  const unownedV4 = new Set(e.v6.unowned().filter((ip) => !ip.includes(':')));
+  let n = 0;
+  for (const a of m6.adopt) {
+    const veth = egressVeth(e.vethPrefix, a.containerID, a.ifName).hostVeth;
+    const egressV4 = [...unownedV4].find((ip) => devOf.get(ip)?.dev === veth) ?? '';
+    const ipv6 = canon6(a.ipv4);
+    const ok = e.v6.claim({
+      networkName: a.networkName,
+      containerID: a.containerID,
+      ifName: a.ifName,
+      ipv6,
+      egressV4,
+      allocatedAt: a.allocatedAt,
+      ...(a.pod ? { pod: a.pod } : {}),
+    });
+    if (ok) n++;
+    log.info(
+      { containerID: a.containerID, ipv6, egressV4: egressV4 || null, pod: a.pod, claimed: ok },
+      ok
+        ? 'IPv6: a quarantined wired /128 is adopted by the sandbox the runtime shows holding it'
+        : 'IPv6: a sandbox holds a quarantined /128 that could not be adopted; it stays quarantined',
+    );
+  }
+  return n;
 }
 
 /**

@@ -11,6 +11,10 @@
  * the right sources, the nothing-lost check). `prepare` reuses the pods of the previous
  * scenario when it recovered, and rebuilds the node's pods from scratch when it did not
  * (a scenario that failed may leave released IPs, deleted ENIs and duplicate IPs behind).
+ *
+ * `family: 'ipv6'` runs the same bench in IPv6 mode (outage-v6.ts): pods get /128s from the
+ * node's /80 and egress IPv4s, releases are ipamd's own (logged) or UnassignIpv6Addresses,
+ * and the nothing-lost check reads ipamd's IPv6 checkpoint.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -27,6 +31,18 @@ import { listParam, RELEASE_ACTIONS, releaseCallsSince, type LiveSandbox } from 
 import { duplicateIps, type OutageFigures } from './outage-checks.js';
 import { startSecondRuntime, type SecondRuntime } from './second-runtime.js';
 import { waitFor } from '../../kit/wait.js';
+import { ipv6CheckpointPath } from '../../ipamd/checkpoint/ipv6-file.js';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import {
+  assertNothingLostV6,
+  assertV6Pods,
+  duplicateV6,
+  IPV6_MODE_ENV,
+  IPV6_PLUGIN_CONFIG,
+  liveV6Releases,
+  readV6Pods,
+} from './outage-v6.js';
 
 export { checkSafety, duplicateIps, figureLine, type OutageFigures } from './outage-checks.js';
 
@@ -60,6 +76,14 @@ export const DAMAGE_WINDOW_PASSES = 4;
 /** Where EC2 held an IP: its ENI and that ENI's attachment. */
 type Placement = Map<string, { eniId: string; attachmentId?: string }>;
 
+/** Options of {@link OutageBench.create}. */
+export interface OutageBenchOptions {
+  /** `ipv6`: IPv6 mode (see the module docstring). Default `ipv4`. */
+  family?: 'ipv4' | 'ipv6';
+  /** Live pods each scenario starts from (default {@link LIVE_PODS}; IPv4 needs ≥ 10 to span 2 ENIs). */
+  livePods?: number;
+}
+
 /** The bench; see the module docstring. */
 export class OutageBench {
   /** The pods every scenario starts from. */
@@ -69,20 +93,38 @@ export class OutageBench {
   private healthy = false;
   private placement: Placement = new Map();
   private sinceCall = 0;
-  /** When the last {@link restart} had ipamd serving (ms since epoch). */
+  /** When the last {@link restart} had ipamd serving, and when it started it (ms since epoch). */
   servedAt = 0;
+  private restartedAt = 0;
 
   private constructor(
     readonly n: ContainerdNode,
     readonly wrong: SecondRuntime,
+    readonly family: 'ipv4' | 'ipv6',
+    readonly livePods: number,
   ) {}
 
   /** Builds the node and the second runtime (nothing runs yet). @throws Error when a part does not start. */
-  static async create(): Promise<OutageBench> {
-    const n = await createContainerdNode({ ipamdEnv: OUTAGE_ENV, ipamdInNodeNetns: true, startIpamd: false });
+  static async create(o: OutageBenchOptions = {}): Promise<OutageBench> {
+    const v6 = o.family === 'ipv6';
+    const n = await createContainerdNode({
+      ipamdEnv: v6 ? { ...OUTAGE_ENV, ...IPV6_MODE_ENV } : OUTAGE_ENV,
+      ipamdInNodeNetns: true,
+      startIpamd: false,
+      ...(v6 ? { vpc: { ipv6: true }, pluginConfig: IPV6_PLUGIN_CONFIG } : {}),
+    });
     try {
+      // The node routes the pods' /128s (as the init container's sysctls do on a real node).
+      if (v6)
+        await promisify(execFile)('nsenter', [
+          `--net=${n.nodeNetns.path}`,
+          'sysctl',
+          '-q',
+          '-w',
+          'net.ipv6.conf.all.forwarding=1',
+        ]);
       const wrong = await startSecondRuntime({ dir: path.join(n.dir, 'second'), nodeNetnsPath: n.nodeNetns.path });
-      return new OutageBench(n, wrong);
+      return new OutageBench(n, wrong, o.family ?? 'ipv4', o.livePods ?? LIVE_PODS);
     } catch (e) {
       await n.close();
       throw e;
@@ -119,7 +161,7 @@ export class OutageBench {
     for (const p of n.pods.values()) n.kube.deletePod(p.namespace, p.name);
     n.pods.clear();
     this.tellTheTruth();
-    await rm(n.checkpoint, { force: true });
+    await this.removeCheckpoints();
     await n.startIpamd();
     await waitFor(
       'ipamd healthy after a reset',
@@ -134,15 +176,22 @@ export class OutageBench {
     return this.topUp();
   }
 
-  /** Runs pods (4 at a time) until the baseline has {@link LIVE_PODS}; checks they span 2 ENIs. */
+  /** Both checkpoints (IPv4 and IPv6) removed. */
+  private async removeCheckpoints(): Promise<void> {
+    await rm(this.n.checkpoint, { force: true });
+    await rm(ipv6CheckpointPath(this.n.checkpoint), { force: true });
+  }
+
+  /** Runs pods (4 at a time) until the baseline has `livePods`; checks they span 2 ENIs (IPv6: the pods' checks). */
   private async topUp(): Promise<RunningPod[]> {
     const { n } = this;
-    while (this.baseline.length < LIVE_PODS) {
-      const k = Math.min(4, LIVE_PODS - this.baseline.length);
+    while (this.baseline.length < this.livePods) {
+      const k = Math.min(4, this.livePods - this.baseline.length);
       this.baseline.push(
         ...(await Promise.all(Array.from({ length: k }, () => n.runPod(`live-${randomUUID().slice(0, 6)}`)))),
       );
     }
+    if (this.family === 'ipv6') return assertV6Pods(n, this.baseline);
     const enis = new Set(this.baseline.map((p) => this.eniOf(p.ip)));
     assert.ok(
       enis.size >= 2 && !enis.has(undefined),
@@ -174,7 +223,8 @@ export class OutageBench {
         });
     }
     this.sinceCall = n.sim.calls.length;
-    if (o.deleteCheckpoint) await rm(n.checkpoint, { force: true });
+    if (o.deleteCheckpoint) await this.removeCheckpoints();
+    this.restartedAt = Date.now();
     await n.startIpamd(extra);
     this.servedAt = Date.now();
   }
@@ -228,13 +278,14 @@ export class OutageBench {
       100,
     );
     const live = await n.liveSandboxes();
-    const hit = this.liveReleaseCalls(live);
+    const v6 = this.family === 'ipv6' ? await readV6Pods(n) : undefined;
+    const hit = v6 ? await liveV6Releases(n, v6, this.restartedAt, this.sinceCall) : this.liveReleaseCalls(live);
     return {
       scenario,
       releaseCalls: releaseCallsSince(n.sim.calls, this.sinceCall),
       liveReleaseCalls: hit.calls,
       livePodsHit: hit.pods.size,
-      duplicateIps: duplicateIps(live),
+      duplicateIps: v6 ? duplicateV6(v6) : duplicateIps(live),
       newPods: started,
       failedNewPods: failed,
       frozen: last.releasesFrozen,
@@ -318,7 +369,7 @@ export class OutageBench {
 
   /**
    * Fixes the configuration (ipamd restarted with its base environment, the stand-in
-   * truthful), waits for the freeze to lift and runs the nothing-lost check.
+   * truthful), waits for the freeze to lift and runs the nothing-lost check (IPv6: outage-v6.ts).
    * @throws AssertionError listing what was lost.
    */
   async recover(): Promise<void> {
@@ -326,16 +377,20 @@ export class OutageBench {
     this.tellTheTruth();
     await this.wrong.removeAll();
     await n.restartIpamd();
+    let reasons: string[] = [];
     await waitFor(
       'the freeze to lift with the right sources',
       async () => {
         const s = await n.status();
+        reasons = s.freezeReasons;
         return s.evidence.passes >= 1 && !s.releasesFrozen;
       },
       30_000,
       100,
-    );
-    await n.assertNothingLost();
+    ).catch((e: Error) => {
+      throw new Error(`${e.message}; still frozen: ${reasons.join('; ')}`);
+    });
+    await (this.family === 'ipv6' ? assertNothingLostV6(n) : n.assertNothingLost());
     this.healthy = true;
   }
 }

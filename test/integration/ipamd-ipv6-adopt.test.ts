@@ -3,7 +3,8 @@
  * simulated cloud (a dual-stack subnet), the real bundled plugin in a "node" netns, real
  * pod netns with /128s wired to veths. ipamd stops, `<checkpoint>.ipv6` is deleted, ipamd
  * starts: the live pods' /128s, read from the kernel's routes, are quarantined before the
- * first ADD, so no new pod gets an address a live pod holds.
+ * first ADD, so no new pod gets an address a live pod holds; then the evidence pass gives
+ * each back to the sandbox the runtime shows holding it, so the pods' DELs free them all.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,11 +14,16 @@ import { randomBytes } from 'node:crypto';
 import { execPlugin, type CniCall } from '../../kit/cni-exec.js';
 import { createNamedNetns, ipIn, type Netns } from '../../kit/netns.js';
 import { startIpv6Node } from '../helpers/ipv6-node.js';
+import { waitFor } from '../../kit/wait.js';
 
 const ADOPT_MSG = 'IPv6: wired addresses no allocation holds quarantined';
 
 test('IPv6 mode: after the IPv6 checkpoint is lost, new pods never get a /128 a live pod holds', async (t) => {
-  const { h, node } = await startIpv6Node(t, 'i6a', { DISABLE_METRICS: 'false', METRICS_BIND_ADDRESS: '127.0.0.1:0' });
+  const { h, node } = await startIpv6Node(t, 'i6a', {
+    DISABLE_METRICS: 'false',
+    METRICS_BIND_ADDRESS: '127.0.0.1:0',
+    ENI_IPAM_GC_INTERVAL: '1s',
+  });
   const cri = h.cri!;
   const config = { cniVersion: '1.1.0', name: 'aws-cni', type: 'eni-ipam', ipamdSocket: h.socket, mtu: 9001 };
   const call = (c: Omit<CniCall, 'config' | 'prefix'>) =>
@@ -73,11 +79,25 @@ test('IPv6 mode: after the IPv6 checkpoint is lost, new pods never get a /128 a 
   assert.equal(restart.adoptedV6, 3);
   assert.equal(restart.adopted, 6, 'three /128s and three egress IPv4s');
   for (const ip of live) assert.ok(restart.addresses.includes(ip), `${ip} adopted`);
-  const metrics = await (await fetch(`http://127.0.0.1:${h.ipamd!.metricsPort}/metrics`)).text();
-  assert.match(metrics, /^eni_ipam_ipv6_addresses\{state="quarantined"\} 6$/m, 'quarantine visible as a metric');
+  const gauge = async (): Promise<string> =>
+    (
+      (await (await fetch(`http://127.0.0.1:${h.ipamd!.metricsPort}/metrics`)).text()).match(
+        /^eni_ipam_ipv6_addresses\{state="(assigned|quarantined)"\} \d+$/gm,
+      ) ?? []
+    ).join(', ');
+  const want = (assigned: number, quarantined: number) =>
+    `eni_ipam_ipv6_addresses{state="assigned"} ${assigned}, eni_ipam_ipv6_addresses{state="quarantined"} ${quarantined}`;
+  // The runtime lists the three live sandboxes: an evidence pass makes their /128s and egress IPv4s theirs again.
+  await waitFor(
+    'the live pods own their quarantined addresses again',
+    async () => (await gauge()) === want(6, 0),
+    90_000,
+    200,
+  );
 
   for (const p of pods) {
     const del = await call({ command: 'DEL', containerId: p.id, netns: p.ns.path, ifName: 'eth0' });
     assert.equal(del.code, 0, del.stdout);
   }
+  assert.equal(await gauge(), want(0, 0), 'every DEL freed its addresses, none left quarantined');
 });

@@ -3,7 +3,8 @@
  * cloud (a dual-stack subnet), the real bundled plugin in a "node" netns, real pod netns
  * with /128s wired to veths, and the CRI stand-in. While ipamd is down one pod's netns
  * vanishes (its veth and /128 route go with it) and its sandbox leaves the runtime: after
- * the restart the evidence pass releases that /128 alone, the others stay held.
+ * the restart the evidence pass releases that /128 alone, the others stay held, and no
+ * freeze is left behind (IPv6 mode serves no cached ENI inventory that EC2 must confirm).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -80,6 +81,17 @@ test('IPv6 mode: a pod whose netns vanished while ipamd was down loses its /128 
   const after = (await passes()) + 2;
   await waitFor('two more evidence passes', async () => (await passes()) >= after, 20_000, 100);
   assert.deepEqual(await v6Releases(logFile), [lost.id], 'only the lost pod');
+  // No ENI reconcile runs in IPv6 mode to confirm a cached inventory: the restart must not leave a freeze behind.
+  const st = await waitFor(
+    'releases unfrozen after the restart',
+    async () => {
+      const s = await h.ipamd!.status();
+      return s.releasesFrozen ? undefined : s;
+    },
+    20_000,
+    100,
+  ).catch(async (e: Error) => assert.fail(`${e.message}: ${(await h.ipamd!.status()).freezeReasons.join('; ')}`));
+  assert.equal(st.releasesFrozen, false);
   for (const p of pods.slice(0, 2)) {
     const check = await call({
       command: 'CHECK',

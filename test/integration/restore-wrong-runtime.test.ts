@@ -19,8 +19,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { checkSafety, figureLine, OutageBench } from '../helpers/outage-bench.js';
-import { ipamdLog } from '../helpers/restore-logs.js';
-import { waitFor } from '../../kit/wait.js';
+import { killDuringBurst, rerunPods } from '../helpers/outage-burst.js';
 
 let bench: OutageBench;
 before(async () => {
@@ -67,35 +66,14 @@ test('c. wrong runtime running 3 foreign sandboxes, checkpoint intact → nothin
 });
 
 test('d. kill -9 during a burst of 6 ADDs, restarted against the wrong runtime → nothing released, no live IP reused, frozen naming the runtime', async (t) => {
-  const { n } = bench;
   await bench.prepare();
-  // Killed once ipamd has assigned a random 1-3 of the 6 ADDs: the others are in flight or not yet sent.
-  const killAfter = 1 + Math.floor(Math.random() * 3);
-  const names = Array.from({ length: 6 }, (_, i) => `d-burst-${i}`);
-  const assigned = async (): Promise<number> =>
-    (await ipamdLog(n.ipamdLog, 'assigned IP')).filter((l) =>
-      (l as { podName?: string | null }).podName?.startsWith('d-burst-'),
-    ).length;
-  const settled = Promise.allSettled(names.map((name) => n.runPod(name)));
-  await waitFor(
-    `ipamd to assign ${killAfter} ADDs of the burst`,
-    async () => (await assigned()) >= killAfter,
-    30_000,
-    2,
-  );
-  await n.killIpamd();
-  const assignedAtKill = await assigned();
-  const failed = (await settled)
-    .map((r, i) => (r.status === 'rejected' ? names[i]! : undefined))
-    .filter((x): x is string => !!x);
+  const burst = await killDuringBurst(bench, { prefix: 'd-burst', count: 6, maxKillAfter: 3 });
   t.diagnostic(
-    `killed after ipamd assigned ${assignedAtKill} of the 6 burst ADDs; ${failed.length} RunPodSandbox failed`,
+    `killed after ipamd assigned ${burst.assignedAtKill} of the 6 burst ADDs; ${burst.failed.length} RunPodSandbox failed`,
   );
   await bench.restart(wrongRuntime());
   // kubelet retries the pods whose sandbox could not be created (through the right runtime).
-  const retryFailed: string[] = [];
-  for (const name of failed)
-    await n.runPod(name).catch((e: Error) => retryFailed.push(`${name}: ${e.message.split('\n')[0]}`));
+  const retryFailed = await rerunPods(bench, burst.failed);
   const f = await bench.observe('d');
   f.failedNewPods.push(...retryFailed);
   t.diagnostic(`FIGURES ${figureLine(f)}`);

@@ -4,7 +4,9 @@
  * sources behind its own interfaces. In `ipv6` mode a /128 no source vouches for is
  * released, one the runtime, Kubernetes or the kernel (its /128 or its egress /32) vouches
  * for is kept, and an unreadable or implausible source releases nothing; in `dual` mode
- * the two halves of one key are released together or not at all.
+ * the two halves of one key are released together or not at all. After a lost IPv6
+ * checkpoint the wired addresses quarantined "owner unknown" freeze a runtime that knows
+ * none of them, and become the allocations of the sandboxes a trusted runtime shows.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,6 +17,7 @@ import { ReleaseGate } from '../../ipamd/controller/release/release-gate.js';
 import { EvidenceReconciler, type PodCache, type ReconcilerOptions } from '../../ipamd/restore/reconciler.js';
 import type { KernelEvidence } from '../../ipamd/restore/kernel-parse.js';
 import type { SandboxEvidence } from '../../ipamd/restore/merge.js';
+import { egressVeth, hostVethName } from '../../cni-plugin/facade.js';
 
 const log = pino({ level: 'silent' });
 const T0 = 1_700_000_000_000;
@@ -26,6 +29,8 @@ interface World {
   sandboxes: SandboxEvidence[];
   /** Addresses (IPv4 or IPv6) the kernel shows wired to a pod veth. */
   wired: string[];
+  /** The host veth each wired address routes to (default `eni<address>`). */
+  devs?: Record<string, string>;
   /** Pod veths the kernel shows (default: one per wired address). */
   veths?: number;
   kernelFails?: string;
@@ -64,7 +69,7 @@ function setup(mode: 'ipv6' | 'dual', n: number, kube?: PodCache) {
   const kernelRead = async (): Promise<KernelEvidence> => {
     if (w.kernelFails) throw new Error(w.kernelFails);
     return {
-      pods: new Map(w.wired.map((ip) => [ip, { ip, dev: `eni${ip}`, rules: 0 }])),
+      pods: new Map(w.wired.map((ip) => [ip, { ip, dev: w.devs?.[ip] ?? `eni${ip}`, rules: 0 }])),
       podVeths: w.veths ?? w.wired.length,
       rulesOnly: [],
     };
@@ -87,7 +92,7 @@ function setup(mode: 'ipv6' | 'dual', n: number, kube?: PodCache) {
       runtimeIdentity: async () => ({ name: 'containerd', version: '1.7.13' }),
     },
     kernel: { readKernel: kernelRead },
-    v6: { v6, persist: async () => void v6Writes++, dual: mode === 'dual' },
+    v6: { v6, persist: async () => void v6Writes++, dual: mode === 'dual', vethPrefix: 'eni' },
   };
   if (kube) o.kube = kube;
   const r = new EvidenceReconciler(o);
@@ -190,4 +195,102 @@ test('dual mode: an unreadable Kubernetes source keeps both halves of every key'
   assert.equal(p.canRelease, false);
   assert.deepEqual(s.held4(), ['c0', 'c1', 'c2']);
   assert.deepEqual(s.held6(), ['c0', 'c1', 'c2']);
+});
+
+test('ipv6 mode, IPv6 checkpoint lost: a runtime knowing none of the unowned wired /128s is suspect; the right one gets each pod its /128 and egress IPv4 back, and DEL frees them', async () => {
+  const s = setup('ipv6', 0);
+  const pods = [0, 1, 2].map((i) => ({
+    id: `c${i}`,
+    ipv6: `2600:1f14:abc:de00:7::${(0x100 + i).toString(16)}`,
+    egress: `169.254.172.${100 + i}`,
+  }));
+  s.w.wired = pods.flatMap((p) => [p.ipv6, p.egress]);
+  s.w.devs = Object.fromEntries(
+    pods.flatMap((p) => [
+      [p.ipv6, hostVethName('eni', p.id, 'eth0')],
+      [p.egress, egressVeth('eni', p.id, 'eth0').hostVeth],
+    ]),
+  );
+  assert.equal(s.v6.adoptWired(s.w.wired).length, 6, 'the start-up adoption quarantines every wired address');
+  // A wrong runtime (no sandbox): suspect, nothing claimed.
+  let p = await s.r.runPass();
+  assert.ok(p.suspect.cri?.includes('knows 0 of the 3 pods'), `suspect: ${JSON.stringify(p.suspect)}`);
+  assert.equal(p.canRelease, false);
+  assert.ok(s.gate.frozen);
+  assert.deepEqual(s.held6(), []);
+  assert.equal(s.v6.unowned().length, 6);
+  // The right runtime: each sandbox's /128 (and the egress IPv4 on its egress veth) is its allocation again.
+  s.w.sandboxes = pods.map((x) => ({
+    id: x.id,
+    podName: `p-${x.id}`,
+    podNamespace: 'd',
+    podUid: `u-${x.id}`,
+    ip: x.ipv6,
+  }));
+  p = await s.r.runPass();
+  assert.equal(p.adopted, 3);
+  assert.equal(p.canRelease, true);
+  assert.deepEqual(
+    s.v6.allocations().map((a) => [a.containerID, a.ipv6, a.egressV4]),
+    pods.map((x) => [x.id, x.ipv6, x.egress]),
+  );
+  assert.deepEqual(s.v6.unowned(), []);
+  assert.ok(s.v6Writes() >= 1, 'the claims were made durable');
+  // Its DEL frees both addresses (into cooldown), no quarantine left behind.
+  assert.ok(s.v6.unassign(key(0), T0 + 20_000));
+  assert.deepEqual(s.v6.quarantined(), []);
+  assert.deepEqual(s.held6(), ['c1', 'c2']);
+});
+
+test('ipv6 mode: a sandbox on an unowned /128 is not claimed while the runtime is suspect', async () => {
+  const s = setup('ipv6', 0);
+  const wired = Array.from({ length: 8 }, (_, i) => `2600:1f14:abc:de00:7::${(0x200 + i).toString(16)}`);
+  s.v6.adoptWired(wired);
+  s.w.wired = wired;
+  // The runtime lists one of eight wired pods: below a quarter, suspect; its one sandbox stays quarantined.
+  s.w.sandboxes = [{ id: 'c0', podName: 'p0', podNamespace: 'd', podUid: 'u0', ip: wired[0]! }];
+  const p = await s.r.runPass();
+  assert.ok(p.suspect.cri);
+  assert.deepEqual(s.held6(), []);
+  assert.equal(s.v6.unowned().length, 8);
+});
+
+test('ipv6 mode: unowned addresses no pod is wired to any more are freed only when every source is read and trusted', async () => {
+  const s = setup('ipv6', 0);
+  const gone = ['2600:1f14:abc:de00:7::300', '169.254.172.200'];
+  const wired = Array.from({ length: 4 }, (_, i) => `2600:1f14:abc:de00:7::${(0x310 + i).toString(16)}`);
+  s.v6.adoptWired([...gone, ...wired]);
+  s.w.wired = wired;
+  // A runtime that cannot be read: nothing freed.
+  s.w.criFails = 'dial unix: connection refused';
+  await s.r.runPass();
+  assert.equal(s.v6.unowned().length, 6);
+  // A wrong runtime (suspect: it knows none of the four wired pods): nothing freed, nothing claimed.
+  delete s.w.criFails;
+  let p = await s.r.runPass();
+  assert.ok(p.suspect.cri);
+  assert.equal(s.v6.unowned().length, 6);
+  // The right runtime: the wired ones are claimed, the two no pod is wired to are freed (not handed out while they cool).
+  s.w.sandboxes = wired.map((ip, i) => ({ id: `c${i}`, podName: `p${i}`, podNamespace: 'd', podUid: `u${i}`, ip }));
+  p = await s.r.runPass();
+  assert.equal(p.canRelease, true);
+  assert.deepEqual(s.held6(), ['c0', 'c1', 'c2', 'c3']);
+  assert.deepEqual(s.v6.unowned(), []);
+  assert.deepEqual(s.v6.quarantined(), []);
+  assert.ok(
+    s.v6.state(T0 + 10_000).cooling.some((c) => c.address === gone[0]),
+    'the freed /128 cools',
+  );
+});
+
+test('dual mode: unowned /128s are not judged (the runtime reports the sandboxes by IPv4): no suspicion, they stay quarantined', async () => {
+  const s = setup('dual', 3);
+  const unowned = Array.from({ length: 16 }, (_, i) => `2600:1f14:abc:de00:7::${(0x400 + i).toString(16)}`);
+  s.v6.adoptWired(unowned);
+  s.w.sandboxes = [0, 1, 2].map(s.sb);
+  s.w.wired = [...[0, 1, 2].flatMap((i) => [s.v4ips[i]!, s.v6s[i]!.ipv6]), ...unowned];
+  const p = await s.r.runPass();
+  assert.equal(p.suspect.cri, undefined);
+  assert.equal(p.canRelease, true);
+  assert.equal(s.v6.unowned().length, 16);
 });
