@@ -92,7 +92,7 @@ export class IpConflictError extends CniError {
 }
 
 /**
- * The device (other than `ownVeth`) the node's main table routes `<ip>/32` to, or
+ * The device (other than `ownVeth`) the node's main table routes `<ip>/32` (an IPv6: `/128`) to, or
  * undefined. One `ip -json` read on the node side (`node`, default the current netns).
  * @throws Error when the read fails.
  */
@@ -101,8 +101,10 @@ export async function otherRouteDevice(
   ownVeth: string,
   node: NodeSide = LOCAL_NODE,
 ): Promise<string | undefined> {
-  const dst = ipv4.includes(':') ? podHostRouteV6(ipv4, ownVeth).dst : `${ipv4}/32`;
-  const [rows] = await ipShow([`route show exact ${dst}`], node.nodeNetns, node.ip);
+  const v6 = ipv4.includes(':');
+  const dst = v6 ? podHostRouteV6(ipv4, ownVeth).dst : `${ipv4}/32`;
+  // `-6` for an IPv6: without it iproute2 lists IPv4 routes only and a live pod's /128 looks absent.
+  const [rows] = await ipShow([`route show exact ${dst}`], node.nodeNetns, node.ip, v6 ? 'inet6' : undefined);
   const routes = rows!.map((j) => ({ route: routeFromJson(j as RouteJson), typed: typeof j.type === 'string' }));
   const other =
     routes.find(({ route: r }) => r.dev !== undefined && r.dev !== ownVeth) ??
