@@ -36,6 +36,21 @@ export interface NetlinkHelper {
     mtu: number;
   }): Promise<void>;
   /**
+   * As {@link NetlinkHelper.veth} for an IPv6 (`ipv6`) or dual-stack (`dual`) pod: the pod
+   * gets `::/0 via fe80::1` and a permanent neighbour fe80::1 → host MAC, and the IPv4
+   * gateway routes and neighbour only for `dual`.
+   * @throws IpBatchError as {@link NetlinkHelper.veth}.
+   */
+  veth6(p: {
+    netns: string;
+    hostVeth: string;
+    hostMac: string;
+    ifName: string;
+    podMac: string;
+    mtu: number;
+    family: 'ipv6' | 'dual';
+  }): Promise<void>;
+  /**
    * Node: route `<ipv4>/32 dev <hostVeth> scope link` added (EEXIST if present), the pod's
    * rules added (prio 512 to, and 1536 from for a table other than 254).
    * @throws IpBatchError as {@link NetlinkHelper.veth}.
@@ -46,6 +61,23 @@ export interface NetlinkHelper {
    * @throws IpBatchError as {@link NetlinkHelper.veth}.
    */
   addr(p: { netns: string; ifName: string; ipv4: string }): Promise<void>;
+  /**
+   * Pod: `<ipv6>/128 dev <ifName> nodad` replaced (no duplicate address detection to wait for).
+   * @throws IpBatchError as {@link NetlinkHelper.veth}.
+   */
+  addr6(p: { netns: string; ifName: string; ipv6: string }): Promise<void>;
+  /**
+   * Node: route `<ipv6>/128 dev <hostVeth>` added (EEXIST if present), permanent neighbour
+   * `<ipv6>` → `podMac` replaced.
+   * @throws IpBatchError as {@link NetlinkHelper.veth}.
+   */
+  host6(p: { hostVeth: string; ipv6: string; podMac: string }): Promise<void>;
+  /**
+   * Node: route `<ipv4>/32 dev <hostVeth> scope link` added (EEXIST if present), no rules
+   * (the IPv4 egress pair of an IPv6 pod).
+   * @throws IpBatchError as {@link NetlinkHelper.veth}.
+   */
+  route(p: { hostVeth: string; ipv4: string }): Promise<void>;
   /**
    * Node: deletes the link `name` (its peer and routes go with it).
    * @returns true if it existed, false if there was no such device.
@@ -191,6 +223,21 @@ function helperVerbs(request: (fields: string[]) => Promise<void>): Omit<Netlink
         field('podMac', p.podMac),
         field('mtu', p.mtu),
       ]),
+    veth6: async (p) =>
+      request([
+        'veth6',
+        field('netns', p.netns),
+        field('hostVeth', p.hostVeth),
+        field('hostMac', p.hostMac),
+        field('ifName', p.ifName),
+        field('podMac', p.podMac),
+        field('mtu', p.mtu),
+        field('family', p.family),
+      ]),
+    addr6: async (p) => request(['addr6', field('netns', p.netns), field('ifName', p.ifName), field('ipv6', p.ipv6)]),
+    host6: async (p) =>
+      request(['host6', field('hostVeth', p.hostVeth), field('ipv6', p.ipv6), field('podMac', p.podMac)]),
+    route: async (p) => request(['route', field('hostVeth', p.hostVeth), field('ipv4', p.ipv4)]),
     host: async (p) =>
       request(['host', field('hostVeth', p.hostVeth), field('ipv4', p.ipv4), field('table', p.routeTableId)]),
     addr: async (p) => request(['addr', field('netns', p.netns), field('ifName', p.ifName), field('ipv4', p.ipv4)]),

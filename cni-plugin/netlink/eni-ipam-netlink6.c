@@ -1,0 +1,99 @@
+/*
+ * eni-ipam-netlink's IPv6 requests (issue #31): what the `ip -batch` lines of
+ * cni-plugin/wiring-v6.ts do for a pod's IPv6 and for the IPv4 egress pair of an IPv6
+ * pod, with the attributes iproute2 sends for them (routes table main, proto boot, type
+ * unicast; IPv6 routes scope universe; neighbours NUD_PERMANENT, replaced). The request
+ * lines are in eni-ipam-netlink.c's docstring; the answers are the same.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/if_addr.h>
+#include <linux/neighbour.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <unistd.h>
+#include "eni-ipam-netlink.h"
+
+/* The pod's IPv6 gateway: link-local, never resolved (a permanent neighbour). */
+#define GATEWAY6 "fe80::1"
+
+#define FAIL(e, what) do { err = (e); step = (what); goto out; } while (0)
+
+/* Permanent neighbour `ip` (`alen` bytes of `family`) → `mac` on link `idx`, replaced. */
+static int neigh(int fd, int family, int idx, const void *ip, size_t alen, const unsigned char mac[6]) {
+  struct req r;
+  struct ndmsg nd = { .ndm_family = (unsigned char)family, .ndm_ifindex = idx, .ndm_state = NUD_PERMANENT };
+  msg(&r, RTM_NEWNEIGH, NLM_F_CREATE | NLM_F_REPLACE, &nd, sizeof nd);
+  attr(&r, NDA_DST, ip, alen);
+  attr(&r, NDA_LLADDR, mac, 6);
+  return talk(fd, &r);
+}
+
+int pod_v6_gateway(int nl, int idx, const unsigned char hmac[6], const char **step) {
+  struct in6_addr gw;
+  inet_pton(AF_INET6, GATEWAY6, &gw);
+  int err = route(nl, 1, AF_INET6, NULL, 0, &gw, idx, RT_SCOPE_UNIVERSE);
+  if (err) {
+    *step = "IPv6 default route";
+    return err;
+  }
+  if ((err = neigh(nl, AF_INET6, idx, &gw, 16, hmac))) *step = "IPv6 gateway neighbour";
+  return err;
+}
+
+void do_addr6(const char *id, char **f) {
+  /* f: pod netns, if name, ipv6 */
+  struct in6_addr ip;
+  if (f[0][0] != '/' || !valid_ifname(f[1]) || inet_pton(AF_INET6, f[2], &ip) != 1) {
+    reply(id, EINVAL, "addr6 request");
+    return;
+  }
+  int err = 0, nl = -1, inet = -1;
+  const char *step = "";
+  if ((err = pod_sockets(f[0], &nl, &inet))) FAIL(err, "enter pod netns");
+  int idx = ifindex(inet, f[1]);
+  if (idx < 0) FAIL(-idx, "pod link index");
+  struct req r;
+  /* nodad: ipamd hands each /128 to one pod, so ADD never waits for duplicate address detection. */
+  struct ifaddrmsg a = { .ifa_family = AF_INET6, .ifa_prefixlen = 128, .ifa_flags = IFA_F_NODAD,
+                         .ifa_index = (unsigned)idx };
+  msg(&r, RTM_NEWADDR, NLM_F_CREATE | NLM_F_REPLACE, &a, sizeof a);
+  attr(&r, IFA_LOCAL, &ip, 16);
+  attr(&r, IFA_ADDRESS, &ip, 16);
+  if ((err = talk(nl, &r))) FAIL(err, "IPv6 address");
+out:
+  if (nl >= 0) close(nl);
+  if (inet >= 0) close(inet);
+  reply(id, err, step);
+}
+
+void do_host6(const char *id, int node_nl, char **f) {
+  /* f: host veth, ipv6, pod mac */
+  struct in6_addr ip;
+  unsigned char pmac[6];
+  if (!valid_ifname(f[0]) || inet_pton(AF_INET6, f[1], &ip) != 1 || parse_mac(f[2], pmac)) {
+    reply(id, EINVAL, "host6 request");
+    return;
+  }
+  int err = 0;
+  const char *step = "";
+  int idx = ifindex(node_inet, f[0]);
+  if (idx < 0) FAIL(-idx, "host veth index");
+  if ((err = route(node_nl, 0, AF_INET6, &ip, 128, NULL, idx, RT_SCOPE_UNIVERSE))) FAIL(err, "IPv6 host route add");
+  if ((err = neigh(node_nl, AF_INET6, idx, &ip, 16, pmac))) FAIL(err, "IPv6 pod neighbour");
+out:
+  reply(id, err, step);
+}
+
+void do_route(const char *id, int node_nl, char **f) {
+  /* f: host veth, ipv4 */
+  struct in_addr ip;
+  if (!valid_ifname(f[0]) || inet_pton(AF_INET, f[1], &ip) != 1) {
+    reply(id, EINVAL, "route request");
+    return;
+  }
+  int idx = ifindex(node_inet, f[0]);
+  if (idx < 0) reply(id, -idx, "host veth index");
+  else reply(id, route(node_nl, 0, AF_INET, &ip, 32, NULL, idx, RT_SCOPE_LINK), "host route add");
+}
