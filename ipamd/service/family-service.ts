@@ -23,6 +23,7 @@ import { PoolExhaustedError } from '../controller/pool-loop/pool-controller.js';
 import type { AddRequest, AddResult, DelResult, IpamService } from './ipam-service.js';
 import { IpamdFailure } from './ipamd-failure.js';
 import type { WiredV6Adoption } from './v6-adopt.js';
+import { stageTrace } from './stage-trace.js';
 
 /** Options of {@link FamilyService}. */
 export interface FamilyServiceOptions {
@@ -87,6 +88,15 @@ export class FamilyService {
    *   egress range has no usable address; in `dual` mode a new IPv4 is released first.
    */
   async add(req: AddRequest): Promise<FamilyAddResult> {
+    const t0 = performance.now();
+    try {
+      return await this.addBoth(req);
+    } finally {
+      stageTrace.record('add.v6.handler', performance.now() - t0);
+    }
+  }
+
+  private async addBoth(req: AddRequest): Promise<FamilyAddResult> {
     await this.o.adoption?.ensure();
     const v4 = this.o.mode === 'dual' ? await this.o.v4.add(req) : undefined;
     try {
@@ -120,8 +130,10 @@ export class FamilyService {
   }
 
   private async durable(a: V6Allocation, what: 'assign' | 'release'): Promise<void> {
+    const t0 = performance.now();
     try {
       await this.o.persistV6();
+      stageTrace.record(what === 'assign' ? 'add.v6.durable' : 'del.v6.durable', performance.now() - t0);
     } catch (e) {
       if (what === 'assign') this.o.v6.rollbackAssign(a);
       else this.o.v6.rollbackUnassign(a);
