@@ -85,6 +85,13 @@ export interface NetlinkHelper {
    */
   delLink(name: string): Promise<boolean>;
   /**
+   * Node: deletes the links `a` and `b` (an IPv6 pod's host veth and egress host veth) in
+   * one kernel batch, half the time of two deletes; on any failure (one absent included)
+   * neither was deleted by it.
+   * @throws IpBatchError naming the step.
+   */
+  delLinks(a: string, b: string): Promise<void>;
+  /**
    * Node: deletes the rules {@link NetlinkHelper.host} adds for `ipv4` and `routeTableId`;
    * rules already gone are fine.
    * @returns the other failures' messages (empty when everything went or was gone).
@@ -250,6 +257,7 @@ function helperVerbs(request: (fields: string[]) => Promise<void>): Omit<Netlink
         throw e;
       }
     },
+    delLinks: async (a, b) => request(['dellinks', field('hostVeth', a), field('egress hostVeth', b)]),
     delRules: async (p) => {
       try {
         await request(['delrules', field('ipv4', p.ipv4), field('table', p.routeTableId)]);

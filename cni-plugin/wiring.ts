@@ -173,6 +173,32 @@ export async function deleteHostVeths(
 }
 
 /**
+ * Deletes the host veth `a` and the egress host veth `b` of an IPv6 pod (each removes its
+ * peer, host route and neighbours): in one request through `node.netlink` when there is
+ * one and both exist (one kernel batch), else one by one ({@link deleteHostVeth}).
+ * @returns each deletion's outcome as {@link deleteHostVeth}'s (true: it existed).
+ */
+export async function deleteHostVethPair(
+  a: string,
+  b: string,
+  node: NodeSide = LOCAL_NODE,
+): Promise<[PromiseSettledResult<boolean>, PromiseSettledResult<boolean>]> {
+  const both = node.netlink
+    ? await node.netlink.delLinks(a, b).then(
+        () => true,
+        () => false,
+      )
+    : false;
+  if (both)
+    return [
+      { status: 'fulfilled', value: true },
+      { status: 'fulfilled', value: true },
+    ];
+  const [x, y] = await Promise.allSettled([deleteHostVeth(a, node), deleteHostVeth(b, node)]);
+  return [x, y];
+}
+
+/**
  * Deletes the host veth `name` on the node side (`node`, default the current netns),
  * which removes its peer and the host route with it; through `node.netlink` when there is
  * one, else with one `ip` process.

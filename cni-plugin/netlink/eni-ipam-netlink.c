@@ -34,6 +34,10 @@
  *        IPv4 egress pair, whose pod end is wired by `veth` and `addr`).
  *   <id> dellink <host veth>
  *        node: the link deleted (its peer and routes with it); err 19 (ENODEV) when absent.
+ *   <id> dellinks <host veth> <other host veth>
+ *        node: both deleted in one batch (put in a link group no link is in, checked by a
+ *        dump, then that group deleted); any error (ENODEV when one is absent) deletes
+ *        neither, and the caller deletes them one by one.
  *   <id> delrules <ipv4> <route table id>
  *        node: the rules `host` adds deleted (prio 512 to, prio 1536 from for a table other
  *        than 254 and 0); a rule already gone (ENOENT) is fine; the first other failure is
@@ -395,6 +399,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(f[1], "addr6") && n == 5) do_addr6(f[0], f + 2);
     else if (!strcmp(f[1], "host6") && n == 5) do_host6(f[0], node_nl, f + 2);
     else if (!strcmp(f[1], "route") && n == 4) do_route(f[0], node_nl, f + 2);
+    else if (!strcmp(f[1], "dellinks") && n == 4) do_dellinks(f[0], node_nl, f + 2);
     else if (!strcmp(f[1], "dellink") && n == 3) do_dellink(f[0], node_nl, f + 2);
     else if (!strcmp(f[1], "delrules") && n == 4) do_delrules(f[0], node_nl, f + 2);
     else if (!strcmp(f[1], "ping") && n == 2) reply(f[0], 0, "");

@@ -52,4 +52,6 @@ void do_addr6(const char *id, char **f);
 void do_host6(const char *id, int node_nl, char **f);
 /** `<id> route <host veth> <ipv4>`. */
 void do_route(const char *id, int node_nl, char **f);
+/** `<id> dellinks <host veth> <egress host veth>`. */
+void do_dellinks(const char *id, int node_nl, char **f);
 #endif

@@ -11,7 +11,7 @@ import test from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { netlinkHelper } from '../../cni-plugin/netlink-helper.js';
 import { startNetlinkWiring } from '../../cni-plugin/netlink-wiring.js';
-import { IpConflictError, startWiring, type WiringPlan } from '../../cni-plugin/wiring.js';
+import { deleteHostVethPair, IpConflictError, startWiring, type WiringPlan } from '../../cni-plugin/wiring.js';
 import { egressVeth } from '../../cni-plugin/wiring-plan.js';
 import { HOST_VETH_V6_SYSCTLS } from '../../cni-plugin/wiring-v6.js';
 import { CniError } from '../../cni-plugin/errors.js';
@@ -198,4 +198,39 @@ test("ip path: an ADD given a live pod's /128 is refused and the live route stay
   );
   assert.match(await ipIn(node.path, ['-6', 'route', 'show', `${IPV6}/128`]), new RegExp(`dev ${live.hostVeth}`));
   assert.doesNotMatch(await ipIn(node.path, ['link', 'show']), /enitest6other/);
+});
+
+test("DEL of an IPv6 pod through the helper: both host veths in one batch, nobody else's; a second DEL finds nothing", async (t) => {
+  const mk = netnsMaker(t, 'n6d', tag);
+  const node = await mk('n');
+  const helper = netlinkHelper(HELPER, node.path);
+  t.after(() => helper.close());
+  const side = { ip: LOCAL_IP, nodeNetns: node.path, netlink: helper };
+  const other = planIn(await mk('p2'), 'ipv6', 'enitest6keep1');
+  await startNetlinkWiring(other, side, helper).finish({
+    ...other,
+    ipv6: '2600:1f14:abc:de01:1::a',
+    egressV4: '169.254.172.9',
+  });
+  const plan = planIn(await mk('p'), 'ipv6');
+  await startNetlinkWiring(plan, side, helper).finish(plan);
+  const veths = async () => ipIn(node.path, ['-o', 'link', 'show', 'type', 'veth']);
+  const pair = [plan.hostVeth, plan.egress!.hostVeth] as const;
+  const outcome = (r: PromiseSettledResult<boolean>[]) => r.map((x) => (x.status === 'fulfilled' ? x.value : 'failed'));
+  assert.deepEqual(outcome(await deleteHostVethPair(...pair, side)), [true, true]);
+  const left = await veths();
+  for (const v of pair) assert.doesNotMatch(left, new RegExp(v));
+  assert.match(left, /enitest6keep1/);
+  assert.match(left, /enitest6keep1e/);
+  assert.equal((await ipIn(node.path, ['-6', 'route', 'show', `${IPV6}/128`])).trim(), '');
+  assert.equal(
+    (await ipIn(node.path, ['-o', 'link', 'show', 'group', '0'])).trim().split('\n').length,
+    3,
+    "lo and the other pod's two host veths, group 0",
+  );
+  // Gone already: nothing to delete, no failure.
+  assert.deepEqual(outcome(await deleteHostVethPair(...pair, side)), [false, false]);
+  // One of the two gone: the other is still deleted (one by one).
+  assert.deepEqual(outcome(await deleteHostVethPair('enitest6nope1', other.egress!.hostVeth, side)), [false, true]);
+  assert.match(await veths(), /enitest6keep1@/);
 });
