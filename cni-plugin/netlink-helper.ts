@@ -217,30 +217,21 @@ export function netlinkHelper(helperPath: string, nodeNetns?: string, o: { timeo
   };
 }
 
+/** The six fields of a `veth` / `veth6` request. */
+const vethFields = (p: Parameters<NetlinkHelper['veth']>[0]): string[] => [
+  field('netns', p.netns),
+  field('hostVeth', p.hostVeth),
+  field('hostMac', p.hostMac),
+  field('ifName', p.ifName),
+  field('podMac', p.podMac),
+  field('mtu', p.mtu),
+];
+
 /** The request verbs over `request` (one line to the helper, resolved by its answer). */
 function helperVerbs(request: (fields: string[]) => Promise<void>): Omit<NetlinkHelper, 'ping' | 'close'> {
   return {
-    veth: async (p) =>
-      request([
-        'veth',
-        field('netns', p.netns),
-        field('hostVeth', p.hostVeth),
-        field('hostMac', p.hostMac),
-        field('ifName', p.ifName),
-        field('podMac', p.podMac),
-        field('mtu', p.mtu),
-      ]),
-    veth6: async (p) =>
-      request([
-        'veth6',
-        field('netns', p.netns),
-        field('hostVeth', p.hostVeth),
-        field('hostMac', p.hostMac),
-        field('ifName', p.ifName),
-        field('podMac', p.podMac),
-        field('mtu', p.mtu),
-        field('family', p.family),
-      ]),
+    veth: async (p) => request(['veth', ...vethFields(p)]),
+    veth6: async (p) => request(['veth6', ...vethFields(p), field('family', p.family)]),
     addr6: async (p) => request(['addr6', field('netns', p.netns), field('ifName', p.ifName), field('ipv6', p.ipv6)]),
     host6: async (p) =>
       request(['host6', field('hostVeth', p.hostVeth), field('ipv6', p.ipv6), field('podMac', p.podMac)]),

@@ -15,9 +15,6 @@
  *        host veth exists), host end up; pod: lo up, peer up, `169.254.1.1 dev <if>
  *        scope link` and `default via 169.254.1.1 dev <if>` replaced, permanent neighbour
  *        169.254.1.1 → host mac replaced.
- *   <id> veth6 <same six fields> <ipv6|dual>
- *        as veth, but the pod gets `::/0 via fe80::1 dev <if>` and a permanent neighbour
- *        fe80::1 → host mac (replaced), and the IPv4 gateway routes only for dual.
  *   <id> host <host veth> <ipv4> <route table id>
  *        node: route `<ipv4>/32 dev <host veth> scope link` ADDED (EEXIST when the node
  *        routes it already: wiring.ts tells a conflict), rule prio 512 `to <ipv4>/32
@@ -25,24 +22,14 @@
  *        <ipv4>/32 lookup <table>` added (EEXIST when present).
  *   <id> addr <pod netns path> <if name> <ipv4>
  *        pod: `<ipv4>/32 dev <if>` replaced.
- *   <id> addr6 <pod netns path> <if name> <ipv6>      pod: `<ipv6>/128 dev <if> nodad` replaced.
- *   <id> host6 <host veth> <ipv6> <pod mac>
- *        node: route `<ipv6>/128 dev <host veth>` ADDED (EEXIST as for host), permanent
- *        neighbour <ipv6> → pod mac replaced.
- *   <id> route <host veth> <ipv4>
- *        node: route `<ipv4>/32 dev <host veth> scope link` ADDED, no rules (an IPv6 pod's
- *        IPv4 egress pair, whose pod end is wired by `veth` and `addr`).
  *   <id> dellink <host veth>
  *        node: the link deleted (its peer and routes with it); err 19 (ENODEV) when absent.
- *   <id> dellinks <host veth> <other host veth>
- *        node: both deleted in one batch (put in a link group no link is in, checked by a
- *        dump, then that group deleted); any error (ENODEV when one is absent) deletes
- *        neither, and the caller deletes them one by one.
  *   <id> delrules <ipv4> <route table id>
  *        node: the rules `host` adds deleted (prio 512 to, prio 1536 from for a table other
  *        than 254 and 0); a rule already gone (ENOENT) is fine; the first other failure is
  *        the answer, after both were tried.
  *   <id> ping                         answers ok (start-up check).
+ *   veth6, addr6, host6, route, dellinks: IPv6 and the egress pair, eni-ipam-netlink6.c.
  *
  * The pod netns is entered only to open sockets there (setns, socket, setns back), so
  * every request runs in the node netns otherwise. A malformed request is answered
@@ -54,6 +41,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fib_rules.h>
+#include <linux/if_addr.h>
 #include <linux/if.h>
 #include <linux/if_link.h>
 #include <linux/neighbour.h>
@@ -308,11 +296,14 @@ out:
   reply(id, err, step);
 }
 
-static void do_addr(const char *id, char **f) {
-  /* f: pod netns, if name, ipv4 */
-  struct in_addr ip;
-  if (f[0][0] != '/' || !valid_ifname(f[1]) || inet_pton(AF_INET, f[2], &ip) != 1) {
-    reply(id, EINVAL, "addr request");
+/* `addr` (AF_INET: `/32`) and `addr6` (AF_INET6: `/128` nodad: ipamd hands each /128 to one
+ * pod, so ADD never waits for duplicate address detection). */
+static void do_addr(const char *id, char **f, int family) {
+  /* f: pod netns, if name, address */
+  unsigned char ip[16];
+  int v6 = family == AF_INET6;
+  if (f[0][0] != '/' || !valid_ifname(f[1]) || inet_pton(family, f[2], ip) != 1) {
+    reply(id, EINVAL, v6 ? "addr6 request" : "addr request");
     return;
   }
   int err = 0, nl = -1, inet = -1;
@@ -321,11 +312,12 @@ static void do_addr(const char *id, char **f) {
   int idx = ifindex(inet, f[1]);
   if (idx < 0) FAIL(-idx, "pod link index");
   struct req r;
-  struct ifaddrmsg a = { .ifa_family = AF_INET, .ifa_prefixlen = 32, .ifa_index = (unsigned)idx };
+  struct ifaddrmsg a = { .ifa_family = (unsigned char)family, .ifa_prefixlen = v6 ? 128 : 32,
+                         .ifa_flags = v6 ? IFA_F_NODAD : 0, .ifa_index = (unsigned)idx };
   msg(&r, RTM_NEWADDR, NLM_F_CREATE | NLM_F_REPLACE, &a, sizeof a);
-  attr(&r, IFA_LOCAL, &ip, 4);
-  attr(&r, IFA_ADDRESS, &ip, 4);
-  if ((err = talk(nl, &r))) FAIL(err, "address");
+  attr(&r, IFA_LOCAL, ip, v6 ? 16 : 4);
+  attr(&r, IFA_ADDRESS, ip, v6 ? 16 : 4);
+  if ((err = talk(nl, &r))) FAIL(err, v6 ? "IPv6 address" : "address");
 out:
   if (nl >= 0) close(nl);
   if (inet >= 0) close(inet);
@@ -395,8 +387,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(f[1], "veth6") && n == 9 && (!strcmp(f[8], "ipv6") || !strcmp(f[8], "dual")))
       do_veth(f[0], node_nl, f + 2, !strcmp(f[8], "dual"), 1);
     else if (!strcmp(f[1], "host") && n == 5) do_host(f[0], node_nl, f + 2);
-    else if (!strcmp(f[1], "addr") && n == 5) do_addr(f[0], f + 2);
-    else if (!strcmp(f[1], "addr6") && n == 5) do_addr6(f[0], f + 2);
+    else if (!strcmp(f[1], "addr") && n == 5) do_addr(f[0], f + 2, AF_INET);
+    else if (!strcmp(f[1], "addr6") && n == 5) do_addr(f[0], f + 2, AF_INET6);
     else if (!strcmp(f[1], "host6") && n == 5) do_host6(f[0], node_nl, f + 2);
     else if (!strcmp(f[1], "route") && n == 4) do_route(f[0], node_nl, f + 2);
     else if (!strcmp(f[1], "dellinks") && n == 4) do_dellinks(f[0], node_nl, f + 2);

@@ -46,8 +46,6 @@ int valid_ifname(const char *s);
  * Returns 0 or an errno, and the failed step in `*step`.
  */
 int pod_v6_gateway(int nl, int idx, const unsigned char hmac[6], const char **step);
-/** `<id> addr6 <pod netns> <if name> <ipv6>`. */
-void do_addr6(const char *id, char **f);
 /** `<id> host6 <host veth> <ipv6> <pod mac>`. */
 void do_host6(const char *id, int node_nl, char **f);
 /** `<id> route <host veth> <ipv4>`. */

@@ -5,13 +5,29 @@
  * unicast; IPv6 routes scope universe; neighbours NUD_PERMANENT, replaced), and the
  * deletion of an IPv6 pod's two host veths in one kernel batch (`dellinks`: each link
  * delete waits for an RCU grace period under the rtnl lock, ~20 ms here, so two deletes
- * in turn took twice that). The request lines are in eni-ipam-netlink.c's docstring; the
- * answers are the same.
+ * in turn took twice that). Requests and answers as in eni-ipam-netlink.c's docstring:
+ *
+ *   <id> veth6 <pod netns path> <host veth> <host mac> <if name> <pod mac> <mtu> <ipv6|dual>
+ *        as veth, but the pod gets `::/0 via fe80::1 dev <if>` and a permanent neighbour
+ *        fe80::1 → host mac (replaced), and the IPv4 gateway routes only for dual.
+ *   <id> addr6 <pod netns path> <if name> <ipv6>      pod: `<ipv6>/128 dev <if> nodad` replaced.
+ *   <id> host6 <host veth> <ipv6> <pod mac>
+ *        node: route `<ipv6>/128 dev <host veth>` ADDED (EEXIST as for host), permanent
+ *        neighbour <ipv6> → pod mac replaced.
+ *   <id> route <host veth> <ipv4>
+ *        node: route `<ipv4>/32 dev <host veth> scope link` ADDED, no rules (an IPv6 pod's
+ *        IPv4 egress pair, whose pod end is wired by `veth` and `addr`).
+ *   <id> dellinks <host veth> <other host veth>
+ *        node: both deleted in one batch (put in a link group no link is in, checked by a
+ *        dump, then that group deleted); any error (ENODEV when one is absent) deletes
+ *        neither, and the caller deletes them one by one.
+ *
+ * veth6 and addr6 are served by eni-ipam-netlink.c's veth and addr code (this file adds
+ * the IPv6 gateway); the others are here.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
-#include <linux/if_addr.h>
 #include <linux/neighbour.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
@@ -50,32 +66,6 @@ int pod_v6_gateway(int nl, int idx, const unsigned char hmac[6], const char **st
   }
   if ((err = neigh(nl, AF_INET6, idx, &gw, 16, hmac))) *step = "IPv6 gateway neighbour";
   return err;
-}
-
-void do_addr6(const char *id, char **f) {
-  /* f: pod netns, if name, ipv6 */
-  struct in6_addr ip;
-  if (f[0][0] != '/' || !valid_ifname(f[1]) || inet_pton(AF_INET6, f[2], &ip) != 1) {
-    reply(id, EINVAL, "addr6 request");
-    return;
-  }
-  int err = 0, nl = -1, inet = -1;
-  const char *step = "";
-  if ((err = pod_sockets(f[0], &nl, &inet))) FAIL(err, "enter pod netns");
-  int idx = ifindex(inet, f[1]);
-  if (idx < 0) FAIL(-idx, "pod link index");
-  struct req r;
-  /* nodad: ipamd hands each /128 to one pod, so ADD never waits for duplicate address detection. */
-  struct ifaddrmsg a = { .ifa_family = AF_INET6, .ifa_prefixlen = 128, .ifa_flags = IFA_F_NODAD,
-                         .ifa_index = (unsigned)idx };
-  msg(&r, RTM_NEWADDR, NLM_F_CREATE | NLM_F_REPLACE, &a, sizeof a);
-  attr(&r, IFA_LOCAL, &ip, 16);
-  attr(&r, IFA_ADDRESS, &ip, 16);
-  if ((err = talk(nl, &r))) FAIL(err, "IPv6 address");
-out:
-  if (nl >= 0) close(nl);
-  if (inet >= 0) close(inet);
-  reply(id, err, step);
 }
 
 void do_host6(const char *id, int node_nl, char **f) {
