@@ -20,6 +20,16 @@ const ENODEV = 19;
 /** Default deadline of one helper request, ms (a request takes well under 1 ms when the kernel answers). */
 export const NETLINK_REQUEST_TIMEOUT_MS = 10_000;
 
+/** A veth pair to create: the pod netns path, both ends' names and MACs, the MTU (bytes). */
+export interface VethRequest {
+  netns: string;
+  hostVeth: string;
+  hostMac: string;
+  ifName: string;
+  podMac: string;
+  mtu: number;
+}
+
 /** The requests of the helper; each resolves on `ok`. */
 export interface NetlinkHelper {
   /**
@@ -27,29 +37,14 @@ export interface NetlinkHelper {
    * pod: `lo` and peer up, gateway and default routes, gateway neighbour (replaced).
    * @throws IpBatchError (`stderr` names the step and the kernel's message, e.g. "link add: File exists").
    */
-  veth(p: {
-    netns: string;
-    hostVeth: string;
-    hostMac: string;
-    ifName: string;
-    podMac: string;
-    mtu: number;
-  }): Promise<void>;
+  veth(p: VethRequest): Promise<void>;
   /**
    * As {@link NetlinkHelper.veth} for an IPv6 (`ipv6`) or dual-stack (`dual`) pod: the pod
    * gets `::/0 via fe80::1` and a permanent neighbour fe80::1 → host MAC, and the IPv4
    * gateway routes and neighbour only for `dual`.
    * @throws IpBatchError as {@link NetlinkHelper.veth}.
    */
-  veth6(p: {
-    netns: string;
-    hostVeth: string;
-    hostMac: string;
-    ifName: string;
-    podMac: string;
-    mtu: number;
-    family: 'ipv6' | 'dual';
-  }): Promise<void>;
+  veth6(p: VethRequest & { family: 'ipv6' | 'dual' }): Promise<void>;
   /**
    * Node: route `<ipv4>/32 dev <hostVeth> scope link` added (EEXIST if present), the pod's
    * rules added (prio 512 to, and 1536 from for a table other than 254).
@@ -218,7 +213,7 @@ export function netlinkHelper(helperPath: string, nodeNetns?: string, o: { timeo
 }
 
 /** The six fields of a `veth` / `veth6` request. */
-const vethFields = (p: Parameters<NetlinkHelper['veth']>[0]): string[] => [
+const vethFields = (p: VethRequest): string[] => [
   field('netns', p.netns),
   field('hostVeth', p.hostVeth),
   field('hostMac', p.hostMac),
