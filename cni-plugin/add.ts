@@ -86,13 +86,11 @@ function vethPlanOf(env: CniEnv, conf: NetConf, family: IpFamilyMode): VethPlan 
   };
 }
 
-/** Stage 1 of the wiring of `veth`: through the netlink helper for IPv4 (its fast path), else two `ip` batches. */
+/** Stage 1 of the wiring of `veth`: through ipamd's netlink helper (its fast path, every family) when there is one, else two `ip` batches. */
 function startFor(veth: VethPlan, host: PluginHost, trace: VerbContext['trace']): PendingWiring {
   if (veth.family === 'ipv6' && veth.ifName === EGRESS_IFNAME)
     return failedWiring(cniError('egress-ifname', '', { ifName: veth.ifName }));
-  return host.netlink && veth.family === 'ipv4'
-    ? startNetlinkWiring(veth, host, host.netlink, trace)
-    : startWiring(veth, host, trace);
+  return host.netlink ? startNetlinkWiring(veth, host, host.netlink, trace) : startWiring(veth, host, trace);
 }
 
 /** A wiring that never started: `finish` throws `e`, `abort` does nothing. */

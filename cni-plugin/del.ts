@@ -4,7 +4,8 @@
  * key at ipamd (`DelNetwork` reason "cni-del": every address it holds, IPv4 and IPv6
  * together) in parallel, then removes the pod's ip rules (IPv4 only). An IPv6 pod's
  * egress pair (`v4if0`) is deleted too: in parallel when the config says `ipFamily:
- * ipv6`, else when ipamd (or, without ipamd, prevResult) names an egress address. A missing/empty netns,
+ * ipv6` (both veths in one kernel batch through ipamd's netlink helper: wiring.ts
+ * `deleteHostVethPair`), else when ipamd (or, without ipamd, prevResult) names an egress address. A missing/empty netns,
  * an unknown container and an unreachable ipamd (it reclaims the IP later) are all
  * success, logged as warnings; with ipamd unreachable the host side is torn down from
  * `prevResult` (the IP it names: its rules, unless another attachment now holds it).
@@ -18,7 +19,7 @@ import type { NetConf } from './netconf.js';
 import { readPrevResult } from './prev-result.js';
 import { networkIds } from './request.js';
 import { hostVethMac, hostVethName, podVethMac } from './veth-name.js';
-import { deleteHostVeth } from './wiring.js';
+import { deleteHostVeth, deleteHostVethPair } from './wiring.js';
 import { egressVeth } from './wiring-plan.js';
 
 /** Deadline of `DelNetwork` in ms. */
@@ -41,10 +42,13 @@ export async function cmdDel(
   const ipamd = host.ipamd(conf.ipamdSocket);
   const egress = egressVeth(conf.vethPrefix, env.containerId, env.ifName).hostVeth;
   try {
-    const [unwired, released, egressEarly] = await Promise.allSettled([
-      deleteHostVeth(hostVeth, host),
-      ipamd.delNetwork({ ...networkIds(env, conf), reason: 'cni-del' }, DEL_TIMEOUT_MS),
-      conf.ipFamily === 'ipv6' ? deleteHostVeth(egress, host) : Promise.resolve(false),
+    const veths =
+      conf.ipFamily === 'ipv6'
+        ? deleteHostVethPair(hostVeth, egress, host)
+        : Promise.allSettled([deleteHostVeth(hostVeth, host), Promise.resolve(false)]);
+    const [[unwired, egressEarly], [released]] = await Promise.all([
+      veths,
+      Promise.allSettled([ipamd.delNetwork({ ...networkIds(env, conf), reason: 'cni-del' }, DEL_TIMEOUT_MS)]),
     ]);
     if (unwired.status === 'rejected') {
       throw cniError('del-veth', (unwired.reason as Error).message, { veth: hostVeth });

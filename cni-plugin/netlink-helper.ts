@@ -20,6 +20,16 @@ const ENODEV = 19;
 /** Default deadline of one helper request, ms (a request takes well under 1 ms when the kernel answers). */
 export const NETLINK_REQUEST_TIMEOUT_MS = 10_000;
 
+/** A veth pair to create: the pod netns path, both ends' names and MACs, the MTU (bytes). */
+export interface VethRequest {
+  netns: string;
+  hostVeth: string;
+  hostMac: string;
+  ifName: string;
+  podMac: string;
+  mtu: number;
+}
+
 /** The requests of the helper; each resolves on `ok`. */
 export interface NetlinkHelper {
   /**
@@ -27,14 +37,14 @@ export interface NetlinkHelper {
    * pod: `lo` and peer up, gateway and default routes, gateway neighbour (replaced).
    * @throws IpBatchError (`stderr` names the step and the kernel's message, e.g. "link add: File exists").
    */
-  veth(p: {
-    netns: string;
-    hostVeth: string;
-    hostMac: string;
-    ifName: string;
-    podMac: string;
-    mtu: number;
-  }): Promise<void>;
+  veth(p: VethRequest): Promise<void>;
+  /**
+   * As {@link NetlinkHelper.veth} for an IPv6 (`ipv6`) or dual-stack (`dual`) pod: the pod
+   * gets `::/0 via fe80::1` and a permanent neighbour fe80::1 → host MAC, and the IPv4
+   * gateway routes and neighbour only for `dual`.
+   * @throws IpBatchError as {@link NetlinkHelper.veth}.
+   */
+  veth6(p: VethRequest & { family: 'ipv6' | 'dual' }): Promise<void>;
   /**
    * Node: route `<ipv4>/32 dev <hostVeth> scope link` added (EEXIST if present), the pod's
    * rules added (prio 512 to, and 1536 from for a table other than 254).
@@ -47,11 +57,35 @@ export interface NetlinkHelper {
    */
   addr(p: { netns: string; ifName: string; ipv4: string }): Promise<void>;
   /**
+   * Pod: `<ipv6>/128 dev <ifName> nodad` replaced (no duplicate address detection to wait for).
+   * @throws IpBatchError as {@link NetlinkHelper.veth}.
+   */
+  addr6(p: { netns: string; ifName: string; ipv6: string }): Promise<void>;
+  /**
+   * Node: route `<ipv6>/128 dev <hostVeth>` added (EEXIST if present), permanent neighbour
+   * `<ipv6>` → `podMac` replaced.
+   * @throws IpBatchError as {@link NetlinkHelper.veth}.
+   */
+  host6(p: { hostVeth: string; ipv6: string; podMac: string }): Promise<void>;
+  /**
+   * Node: route `<ipv4>/32 dev <hostVeth> scope link` added (EEXIST if present), no rules
+   * (the IPv4 egress pair of an IPv6 pod).
+   * @throws IpBatchError as {@link NetlinkHelper.veth}.
+   */
+  route(p: { hostVeth: string; ipv4: string }): Promise<void>;
+  /**
    * Node: deletes the link `name` (its peer and routes go with it).
    * @returns true if it existed, false if there was no such device.
    * @throws IpBatchError for any other failure.
    */
   delLink(name: string): Promise<boolean>;
+  /**
+   * Node: deletes the links `a` and `b` (an IPv6 pod's host veth and egress host veth) in
+   * one kernel batch, half the time of two deletes; on any failure (one absent included)
+   * neither was deleted by it.
+   * @throws IpBatchError naming the step.
+   */
+  delLinks(a: string, b: string): Promise<void>;
   /**
    * Node: deletes the rules {@link NetlinkHelper.host} adds for `ipv4` and `routeTableId`;
    * rules already gone are fine.
@@ -178,19 +212,25 @@ export function netlinkHelper(helperPath: string, nodeNetns?: string, o: { timeo
   };
 }
 
+/** The six fields of a `veth` / `veth6` request. */
+const vethFields = (p: VethRequest): string[] => [
+  field('netns', p.netns),
+  field('hostVeth', p.hostVeth),
+  field('hostMac', p.hostMac),
+  field('ifName', p.ifName),
+  field('podMac', p.podMac),
+  field('mtu', p.mtu),
+];
+
 /** The request verbs over `request` (one line to the helper, resolved by its answer). */
 function helperVerbs(request: (fields: string[]) => Promise<void>): Omit<NetlinkHelper, 'ping' | 'close'> {
   return {
-    veth: async (p) =>
-      request([
-        'veth',
-        field('netns', p.netns),
-        field('hostVeth', p.hostVeth),
-        field('hostMac', p.hostMac),
-        field('ifName', p.ifName),
-        field('podMac', p.podMac),
-        field('mtu', p.mtu),
-      ]),
+    veth: async (p) => request(['veth', ...vethFields(p)]),
+    veth6: async (p) => request(['veth6', ...vethFields(p), field('family', p.family)]),
+    addr6: async (p) => request(['addr6', field('netns', p.netns), field('ifName', p.ifName), field('ipv6', p.ipv6)]),
+    host6: async (p) =>
+      request(['host6', field('hostVeth', p.hostVeth), field('ipv6', p.ipv6), field('podMac', p.podMac)]),
+    route: async (p) => request(['route', field('hostVeth', p.hostVeth), field('ipv4', p.ipv4)]),
     host: async (p) =>
       request(['host', field('hostVeth', p.hostVeth), field('ipv4', p.ipv4), field('table', p.routeTableId)]),
     addr: async (p) => request(['addr', field('netns', p.netns), field('ifName', p.ifName), field('ipv4', p.ipv4)]),
@@ -203,6 +243,7 @@ function helperVerbs(request: (fields: string[]) => Promise<void>): Omit<Netlink
         throw e;
       }
     },
+    delLinks: async (a, b) => request(['dellinks', field('hostVeth', a), field('egress hostVeth', b)]),
     delRules: async (p) => {
       try {
         await request(['delrules', field('ipv4', p.ipv4), field('table', p.routeTableId)]);

@@ -92,7 +92,7 @@ export class IpConflictError extends CniError {
 }
 
 /**
- * The device (other than `ownVeth`) the node's main table routes `<ip>/32` to, or
+ * The device (other than `ownVeth`) the node's main table routes `<ip>/32` (an IPv6: `/128`) to, or
  * undefined. One `ip -json` read on the node side (`node`, default the current netns).
  * @throws Error when the read fails.
  */
@@ -101,8 +101,10 @@ export async function otherRouteDevice(
   ownVeth: string,
   node: NodeSide = LOCAL_NODE,
 ): Promise<string | undefined> {
-  const dst = ipv4.includes(':') ? podHostRouteV6(ipv4, ownVeth).dst : `${ipv4}/32`;
-  const [rows] = await ipShow([`route show exact ${dst}`], node.nodeNetns, node.ip);
+  const v6 = ipv4.includes(':');
+  const dst = v6 ? podHostRouteV6(ipv4, ownVeth).dst : `${ipv4}/32`;
+  // `-6` for an IPv6: without it iproute2 lists IPv4 routes only and a live pod's /128 looks absent.
+  const [rows] = await ipShow([`route show exact ${dst}`], node.nodeNetns, node.ip, v6 ? 'inet6' : undefined);
   const routes = rows!.map((j) => ({ route: routeFromJson(j as RouteJson), typed: typeof j.type === 'string' }));
   const other =
     routes.find(({ route: r }) => r.dev !== undefined && r.dev !== ownVeth) ??
@@ -168,6 +170,32 @@ export async function deleteHostVeths(
   if (first.status === 'rejected') throw first.reason;
   if (egress.status === 'rejected') throw egress.reason;
   return first.value;
+}
+
+/**
+ * Deletes the host veth `a` and the egress host veth `b` of an IPv6 pod (each removes its
+ * peer, host route and neighbours): in one request through `node.netlink` when there is
+ * one and both exist (one kernel batch), else one by one ({@link deleteHostVeth}).
+ * @returns each deletion's outcome as {@link deleteHostVeth}'s (true: it existed).
+ */
+export async function deleteHostVethPair(
+  a: string,
+  b: string,
+  node: NodeSide = LOCAL_NODE,
+): Promise<[PromiseSettledResult<boolean>, PromiseSettledResult<boolean>]> {
+  const both = node.netlink
+    ? await node.netlink.delLinks(a, b).then(
+        () => true,
+        () => false,
+      )
+    : false;
+  if (both)
+    return [
+      { status: 'fulfilled', value: true },
+      { status: 'fulfilled', value: true },
+    ];
+  const [x, y] = await Promise.allSettled([deleteHostVeth(a, node), deleteHostVeth(b, node)]);
+  return [x, y];
 }
 
 /**

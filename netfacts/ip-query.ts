@@ -12,13 +12,20 @@ export type IpJson = Record<string, unknown>;
 
 /**
  * Runs the listing commands `shows` (e.g. `['addr show', 'route show']`) in one process,
- * inside `netnsPath` when given, with `ip` (default forked from this thread).
+ * inside `netnsPath` when given, with `ip` (default forked from this thread). `family`
+ * `inet6` lists IPv6 objects (`ip -6`: without it `route show` lists IPv4 routes only,
+ * even for `exact <ipv6>/128`).
  * @returns one array of objects per command, in order.
  * @throws Error with iproute2's/nsenter's message when the process fails (e.g. the netns
  *   path cannot be entered) or the output does not have one JSON array per command.
  */
-export async function ipShow(shows: string[], netnsPath?: string, ip: IpRunner = LOCAL_IP): Promise<IpJson[][]> {
-  const r = await ip.runIp(['-json'], shows, netnsPath, true);
+export async function ipShow(
+  shows: string[],
+  netnsPath?: string,
+  ip: IpRunner = LOCAL_IP,
+  family?: 'inet6',
+): Promise<IpJson[][]> {
+  const r = await ip.runIp(family ? ['-json', '-6'] : ['-json'], shows, netnsPath, true);
   if (r.code !== 0)
     throw new Error(
       `ip -json -batch (${shows.join('; ')})${netnsPath ? ` in ${netnsPath}` : ''} exited ${r.code}: ${r.stderr.trim() || '(no message)'}`,

@@ -1,7 +1,7 @@
 /*
  * eni-ipam-netlink: ipamd's long-lived helper that wires (and for DEL/GC unwires) a pod's
  * veth over rtnetlink, so a CNI ADD or DEL starts no process (ipamd starts this one once; cni-plugin/netlink-wiring.ts).
- * It does exactly what the `ip -batch` lines of cni-plugin/wiring.ts do, in the same
+ * It does exactly what the `ip -batch` lines of cni-plugin/wiring.ts and wiring-v6.ts do, in the same
  * order, with the same kernel attributes (iproute2's defaults: routes proto boot, table
  * main; rules action to-table), so CHECK, DEL and GC (which read with `ip`) see the same
  * state whichever wired the pod.
@@ -29,17 +29,19 @@
  *        than 254 and 0); a rule already gone (ENOENT) is fine; the first other failure is
  *        the answer, after both were tried.
  *   <id> ping                         answers ok (start-up check).
+ *   veth6, addr6, host6, route, dellinks: IPv6 and the egress pair, eni-ipam-netlink6.c.
  *
  * The pod netns is entered only to open sockets there (setns, socket, setns back), so
  * every request runs in the node netns otherwise. A malformed request is answered
  * `err 22` (EINVAL); EOF on stdin ends the helper. Build: scripts/bundle-plugin.mjs
- * (gcc -O2 -static). Linux only.
+ * (gcc -O2 -static; every .c file here). Linux only.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fib_rules.h>
+#include <linux/if_addr.h>
 #include <linux/if.h>
 #include <linux/if_link.h>
 #include <linux/neighbour.h>
@@ -53,21 +55,18 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include "eni-ipam-netlink.h"
 
 #define GATEWAY "169.254.1.1"
 #define TO_POD_PRIORITY 512
 #define FROM_POD_PRIORITY 1536
 #define MAIN_TABLE 254
 
-static int node_ns = -1, node_inet = -1;
+static int node_ns = -1;
+int node_inet = -1;
 static unsigned seq;
 
-struct req {
-  struct nlmsghdr *n;
-  char buf[1024];
-};
-
-static struct nlmsghdr *msg(struct req *r, int type, int flags, const void *hdr, size_t hdrlen) {
+struct nlmsghdr *msg(struct req *r, int type, int flags, const void *hdr, size_t hdrlen) {
   memset(r->buf, 0, sizeof r->buf);
   r->n = (struct nlmsghdr *)r->buf;
   r->n->nlmsg_len = NLMSG_LENGTH(hdrlen);
@@ -78,7 +77,7 @@ static struct nlmsghdr *msg(struct req *r, int type, int flags, const void *hdr,
   return r->n;
 }
 
-static struct rtattr *attr(struct req *r, int type, const void *d, size_t len) {
+struct rtattr *attr(struct req *r, int type, const void *d, size_t len) {
   struct rtattr *a = (struct rtattr *)(r->buf + NLMSG_ALIGN(r->n->nlmsg_len));
   a->rta_type = type;
   a->rta_len = RTA_LENGTH(len);
@@ -87,11 +86,11 @@ static struct rtattr *attr(struct req *r, int type, const void *d, size_t len) {
   return a;
 }
 
-static void attr_u32(struct req *r, int type, unsigned v) { attr(r, type, &v, 4); }
+void attr_u32(struct req *r, int type, unsigned v) { attr(r, type, &v, 4); }
 static void nest_end(struct req *r, struct rtattr *a) { a->rta_len = (unsigned short)(r->buf + r->n->nlmsg_len - (char *)a); }
 
 /* Sends the request and waits for its ACK. Returns 0 or a positive errno. */
-static int talk(int fd, struct req *r) {
+int talk(int fd, struct req *r) {
   struct sockaddr_nl k = { .nl_family = AF_NETLINK };
   if (sendto(fd, r->n, r->n->nlmsg_len, 0, (struct sockaddr *)&k, sizeof k) < 0) return errno;
   char rb[8192];
@@ -117,7 +116,7 @@ static int nl_socket(void) {
   return fd;
 }
 
-static int parse_mac(const char *s, unsigned char m[6]) {
+int parse_mac(const char *s, unsigned char m[6]) {
   unsigned v[6];
   char tail;
   if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) != 6) return -1;
@@ -125,7 +124,7 @@ static int parse_mac(const char *s, unsigned char m[6]) {
   return 0;
 }
 
-static int valid_ifname(const char *s) { return *s && strlen(s) < IFNAMSIZ && !strchr(s, '/'); }
+int valid_ifname(const char *s) { return *s && strlen(s) < IFNAMSIZ && !strchr(s, '/'); }
 
 /* Link `name` up (by name) on socket fd. */
 static int link_up(int fd, const char *name) {
@@ -136,14 +135,16 @@ static int link_up(int fd, const char *name) {
   return talk(fd, &r);
 }
 
-/* IPv4 route: dst/len (0.0.0.0/0 = default), optional gateway, device index, scope; replace or exclusive add. */
-static int route(int fd, int replace, struct in_addr dst, int len, const struct in_addr *gw, int oif, int scope) {
+/* Route of `family`: dst/len (len 0 = default), optional gateway, device index, scope; replace or exclusive add. */
+int route(int fd, int replace, int family, const void *dst, int len, const void *gw, int oif, int scope) {
   struct req r;
-  struct rtmsg rt = { .rtm_family = AF_INET, .rtm_dst_len = (unsigned char)len, .rtm_table = RT_TABLE_MAIN,
-                      .rtm_protocol = RTPROT_BOOT, .rtm_scope = (unsigned char)scope, .rtm_type = RTN_UNICAST };
+  size_t alen = family == AF_INET ? 4 : 16;
+  struct rtmsg rt = { .rtm_family = (unsigned char)family, .rtm_dst_len = (unsigned char)len,
+                      .rtm_table = RT_TABLE_MAIN, .rtm_protocol = RTPROT_BOOT, .rtm_scope = (unsigned char)scope,
+                      .rtm_type = RTN_UNICAST };
   msg(&r, RTM_NEWROUTE, NLM_F_CREATE | (replace ? NLM_F_REPLACE : NLM_F_EXCL), &rt, sizeof rt);
-  if (len) attr(&r, RTA_DST, &dst, 4);
-  if (gw) attr(&r, RTA_GATEWAY, gw, 4);
+  if (len) attr(&r, RTA_DST, dst, alen);
+  if (gw) attr(&r, RTA_GATEWAY, gw, alen);
   attr_u32(&r, RTA_OIF, (unsigned)oif);
   return talk(fd, &r);
 }
@@ -179,7 +180,7 @@ static int rule_del(int fd, int prio, int to, struct in_addr ip, unsigned table)
  * Opens a netlink socket and an AF_INET socket (for SIOCGIFINDEX) inside the netns at
  * `path`, then returns to the node netns. Returns 0 or an errno.
  */
-static int pod_sockets(const char *path, int *nl, int *inet) {
+int pod_sockets(const char *path, int *nl, int *inet) {
   int ns = open(path, O_RDONLY | O_CLOEXEC);
   if (ns < 0) return errno;
   int err = 0;
@@ -202,13 +203,13 @@ static int pod_sockets(const char *path, int *nl, int *inet) {
   return err;
 }
 
-static int ifindex(int inet, const char *name) {
+int ifindex(int inet, const char *name) {
   struct ifreq q = {0};
   snprintf(q.ifr_name, sizeof q.ifr_name, "%s", name);
   return ioctl(inet, SIOCGIFINDEX, &q) < 0 ? -errno : q.ifr_ifindex;
 }
 
-static void reply(const char *id, int err, const char *what) {
+void reply(const char *id, int err, const char *what) {
   if (!err) printf("%s ok\n", id);
   else printf("%s err %d %s: %s\n", id, err, what, strerror(err));
   fflush(stdout);
@@ -216,7 +217,8 @@ static void reply(const char *id, int err, const char *what) {
 
 #define FAIL(e, what) do { err = (e); step = (what); goto out; } while (0)
 
-static void do_veth(const char *id, int node_nl, char **f) {
+/* `veth` (v4 1, v6 0) and `veth6` (v6 1; v4 1 for dual). */
+static void do_veth(const char *id, int node_nl, char **f, int v4, int v6) {
   /* f: pod netns, host veth, host mac, if name, pod mac, mtu */
   unsigned char hmac[6], pmac[6];
   char *end;
@@ -254,15 +256,18 @@ static void do_veth(const char *id, int node_nl, char **f) {
   if ((err = link_up(nl, f[3]))) FAIL(err, "pod link up");
   int idx = ifindex(inet, f[3]);
   if (idx < 0) FAIL(-idx, "pod link index");
-  struct in_addr gw, any = {0};
-  inet_pton(AF_INET, GATEWAY, &gw);
-  if ((err = route(nl, 1, gw, 32, NULL, idx, RT_SCOPE_LINK))) FAIL(err, "gateway route");
-  if ((err = route(nl, 1, any, 0, &gw, idx, RT_SCOPE_UNIVERSE))) FAIL(err, "default route");
-  struct ndmsg nd = { .ndm_family = AF_INET, .ndm_ifindex = idx, .ndm_state = NUD_PERMANENT };
-  msg(&r, RTM_NEWNEIGH, NLM_F_CREATE | NLM_F_REPLACE, &nd, sizeof nd);
-  attr(&r, NDA_DST, &gw, 4);
-  attr(&r, NDA_LLADDR, hmac, 6);
-  if ((err = talk(nl, &r))) FAIL(err, "gateway neighbour");
+  if (v4) {
+    struct in_addr gw;
+    inet_pton(AF_INET, GATEWAY, &gw);
+    if ((err = route(nl, 1, AF_INET, &gw, 32, NULL, idx, RT_SCOPE_LINK))) FAIL(err, "gateway route");
+    if ((err = route(nl, 1, AF_INET, NULL, 0, &gw, idx, RT_SCOPE_UNIVERSE))) FAIL(err, "default route");
+    struct ndmsg nd = { .ndm_family = AF_INET, .ndm_ifindex = idx, .ndm_state = NUD_PERMANENT };
+    msg(&r, RTM_NEWNEIGH, NLM_F_CREATE | NLM_F_REPLACE, &nd, sizeof nd);
+    attr(&r, NDA_DST, &gw, 4);
+    attr(&r, NDA_LLADDR, hmac, 6);
+    if ((err = talk(nl, &r))) FAIL(err, "gateway neighbour");
+  }
+  if (v6 && (err = pod_v6_gateway(nl, idx, hmac, &step))) goto out;
 out:
   if (ns >= 0) close(ns);
   if (nl >= 0) close(nl);
@@ -283,7 +288,7 @@ static void do_host(const char *id, int node_nl, char **f) {
   const char *step = "";
   int idx = ifindex(node_inet, f[0]);
   if (idx < 0) FAIL(-idx, "host veth index");
-  if ((err = route(node_nl, 0, ip, 32, NULL, idx, RT_SCOPE_LINK))) FAIL(err, "host route add");
+  if ((err = route(node_nl, 0, AF_INET, &ip, 32, NULL, idx, RT_SCOPE_LINK))) FAIL(err, "host route add");
   if ((err = rule(node_nl, TO_POD_PRIORITY, 1, ip, MAIN_TABLE))) FAIL(err, "rule add to-pod");
   if (table > 0 && table != MAIN_TABLE && (err = rule(node_nl, FROM_POD_PRIORITY, 0, ip, (unsigned)table)))
     FAIL(err, "rule add from-pod");
@@ -291,11 +296,14 @@ out:
   reply(id, err, step);
 }
 
-static void do_addr(const char *id, char **f) {
-  /* f: pod netns, if name, ipv4 */
-  struct in_addr ip;
-  if (f[0][0] != '/' || !valid_ifname(f[1]) || inet_pton(AF_INET, f[2], &ip) != 1) {
-    reply(id, EINVAL, "addr request");
+/* `addr` (AF_INET: `/32`) and `addr6` (AF_INET6: `/128` nodad: ipamd hands each /128 to one
+ * pod, so ADD never waits for duplicate address detection). */
+static void do_addr(const char *id, char **f, int family) {
+  /* f: pod netns, if name, address */
+  unsigned char ip[16];
+  int v6 = family == AF_INET6;
+  if (f[0][0] != '/' || !valid_ifname(f[1]) || inet_pton(family, f[2], ip) != 1) {
+    reply(id, EINVAL, v6 ? "addr6 request" : "addr request");
     return;
   }
   int err = 0, nl = -1, inet = -1;
@@ -304,11 +312,12 @@ static void do_addr(const char *id, char **f) {
   int idx = ifindex(inet, f[1]);
   if (idx < 0) FAIL(-idx, "pod link index");
   struct req r;
-  struct ifaddrmsg a = { .ifa_family = AF_INET, .ifa_prefixlen = 32, .ifa_index = (unsigned)idx };
+  struct ifaddrmsg a = { .ifa_family = (unsigned char)family, .ifa_prefixlen = v6 ? 128 : 32,
+                         .ifa_flags = v6 ? IFA_F_NODAD : 0, .ifa_index = (unsigned)idx };
   msg(&r, RTM_NEWADDR, NLM_F_CREATE | NLM_F_REPLACE, &a, sizeof a);
-  attr(&r, IFA_LOCAL, &ip, 4);
-  attr(&r, IFA_ADDRESS, &ip, 4);
-  if ((err = talk(nl, &r))) FAIL(err, "address");
+  attr(&r, IFA_LOCAL, ip, v6 ? 16 : 4);
+  attr(&r, IFA_ADDRESS, ip, v6 ? 16 : 4);
+  if ((err = talk(nl, &r))) FAIL(err, v6 ? "IPv6 address" : "address");
 out:
   if (nl >= 0) close(nl);
   if (inet >= 0) close(inet);
@@ -374,9 +383,15 @@ int main(int argc, char **argv) {
       reply(n ? f[0] : "-", EINVAL, "request");
       continue;
     }
-    if (!strcmp(f[1], "veth") && n == 8) do_veth(f[0], node_nl, f + 2);
+    if (!strcmp(f[1], "veth") && n == 8) do_veth(f[0], node_nl, f + 2, 1, 0);
+    else if (!strcmp(f[1], "veth6") && n == 9 && (!strcmp(f[8], "ipv6") || !strcmp(f[8], "dual")))
+      do_veth(f[0], node_nl, f + 2, !strcmp(f[8], "dual"), 1);
     else if (!strcmp(f[1], "host") && n == 5) do_host(f[0], node_nl, f + 2);
-    else if (!strcmp(f[1], "addr") && n == 5) do_addr(f[0], f + 2);
+    else if (!strcmp(f[1], "addr") && n == 5) do_addr(f[0], f + 2, AF_INET);
+    else if (!strcmp(f[1], "addr6") && n == 5) do_addr(f[0], f + 2, AF_INET6);
+    else if (!strcmp(f[1], "host6") && n == 5) do_host6(f[0], node_nl, f + 2);
+    else if (!strcmp(f[1], "route") && n == 4) do_route(f[0], node_nl, f + 2);
+    else if (!strcmp(f[1], "dellinks") && n == 4) do_dellinks(f[0], node_nl, f + 2);
     else if (!strcmp(f[1], "dellink") && n == 3) do_dellink(f[0], node_nl, f + 2);
     else if (!strcmp(f[1], "delrules") && n == 4) do_delrules(f[0], node_nl, f + 2);
     else if (!strcmp(f[1], "ping") && n == 2) reply(f[0], 0, "");

@@ -5,6 +5,7 @@
  * rules of IPv6 pods (`egress-v4`).
  */
 import { monoNow } from '../clock.js';
+import { stageTrace } from '../service/stage-trace.js';
 import { Ipv6CheckpointWriter, ipv6CheckpointPath, readIpv6Checkpoint } from '../checkpoint/ipv6-file.js';
 import { Ipv6Allocations } from '../datastore/ipv6-allocations.js';
 import { applyEgressV4 } from '../network/egress-v4.js';
@@ -62,7 +63,14 @@ export const ipv6Part = ({ config, log }: PartEnv) =>
           "aws-node checkpoint's IPv6 allocations imported",
         );
       }
-      const writer = new Ipv6CheckpointWriter(file, bootId, () => v6.state(monoNow()));
+      const writer = new Ipv6CheckpointWriter(
+        file,
+        bootId,
+        () => v6.state(monoNow()),
+        true,
+        (stage, ms) => stageTrace.record(`checkpoint.ipv6.${stage}`, ms),
+        saved?.seq ?? 0,
+      );
       await writer.commit();
       log.info(
         { mode: config.ipFamily, prefix: v6.prefix, eniId: inv.primary.eniId },

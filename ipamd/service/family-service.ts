@@ -5,8 +5,9 @@
  * Every change is durable (the IPv6 checkpoint, and the IPv4 one for the IPv4 half)
  * before it is answered; a change that cannot be made durable is undone.
  *
- * `dual` ADD takes the IPv4 first (it may wait on a refill), then the IPv6; when the IPv6
- * half fails, a new IPv4 is given back, so a pod never gets one without the other. DEL
+ * `dual` ADD assigns the IPv6 in memory, then takes the IPv4 (it may wait on a refill)
+ * while the IPv6 is written; when either half fails, the other's new assignment is given
+ * back, so a pod never gets one without the other. DEL
  * releases both or, when a write fails, neither is left half-released in memory (the DEL
  * is retried). A DEL that reached only the IPv4 datastore (the DEL spool, applied while
  * ipamd starts) releases the IPv6 half at the next {@link FamilyService.sweepReleased}.
@@ -23,6 +24,7 @@ import { PoolExhaustedError } from '../controller/pool-loop/pool-controller.js';
 import type { AddRequest, AddResult, DelResult, IpamService } from './ipam-service.js';
 import { IpamdFailure } from './ipamd-failure.js';
 import type { WiredV6Adoption } from './v6-adopt.js';
+import { stageTrace } from './stage-trace.js';
 
 /** Options of {@link FamilyService}. */
 export interface FamilyServiceOptions {
@@ -87,18 +89,43 @@ export class FamilyService {
    *   egress range has no usable address; in `dual` mode a new IPv4 is released first.
    */
   async add(req: AddRequest): Promise<FamilyAddResult> {
-    await this.o.adoption?.ensure();
-    const v4 = this.o.mode === 'dual' ? await this.o.v4.add(req) : undefined;
+    const t0 = performance.now();
     try {
-      const r = this.assignV6(req);
-      if (!r.existing) await this.durable(r.allocation, 'assign');
-      this.o.log.info(
-        { containerID: req.containerID, ipv6: r.allocation.ipv6, egressV4: r.allocation.egressV4 || null },
-        r.existing ? 'ADD: container already holds this IPv6' : 'assigned IPv6',
-      );
-      return { v6: r.allocation, ...(v4 ? { v4 } : {}), existing: r.existing && (v4?.existing ?? true) };
-    } catch (e) {
-      if (v4 && !v4.existing)
+      return await this.addBoth(req);
+    } finally {
+      stageTrace.record('add.v6.handler', performance.now() - t0);
+    }
+  }
+
+  private async addBoth(req: AddRequest): Promise<FamilyAddResult> {
+    await this.o.adoption?.ensure();
+    if (this.o.mode === 'dual') return this.addDual(req);
+    const r = this.assignV6(req);
+    if (!r.existing) await this.durable(r.allocation, 'assign');
+    this.logAssigned(req, r);
+    return { v6: r.allocation, existing: r.existing };
+  }
+
+  /**
+   * `dual` ADD: the IPv6 half is assigned in memory first, then the IPv4 half (its
+   * assignment and checkpoint write, or its wait on a refill) and the IPv6 checkpoint write
+   * run together, so the ADD waits for one write's time, not two in turn. A half that
+   * fails undoes the other's new assignment (the IPv4 given back, the IPv6 dropped and
+   * written), so a pod never gets one without the other.
+   */
+  private async addDual(req: AddRequest): Promise<FamilyAddResult> {
+    const r = this.assignV6(req);
+    const [v4s, v6s] = await Promise.allSettled([
+      this.o.v4.add(req),
+      r.existing ? Promise.resolve() : this.durable(r.allocation, 'assign'),
+    ]);
+    if (v4s.status === 'rejected') {
+      if (!r.existing && v6s.status === 'fulfilled') await this.dropNewV6(r.allocation);
+      throw v4s.reason;
+    }
+    const v4 = v4s.value;
+    if (v6s.status === 'rejected') {
+      if (!v4.existing)
         await this.o.v4
           .del(req, 'dual-stack-rollback')
           .catch((d: Error) =>
@@ -107,8 +134,30 @@ export class FamilyService {
               'dual-stack ADD: the IPv4 half could not be given back; the next DEL or GC releases it',
             ),
           );
-      throw e;
+      throw v6s.reason;
     }
+    this.logAssigned(req, r);
+    return { v6: r.allocation, v4, existing: r.existing && v4.existing };
+  }
+
+  /** A durable new IPv6 whose IPv4 half failed: dropped (no cooldown: nobody had it) and written. */
+  private async dropNewV6(a: V6Allocation): Promise<void> {
+    this.o.v6.rollbackAssign(a);
+    await this.o
+      .persistV6()
+      .catch((e: Error) =>
+        this.o.log.warn(
+          { containerID: a.containerID, ipv6: a.ipv6, err: e.message },
+          'dual-stack ADD: the IPv6 half was given back in memory, its checkpoint write failed; the next write carries it',
+        ),
+      );
+  }
+
+  private logAssigned(req: AddRequest, r: { allocation: V6Allocation; existing: boolean }): void {
+    this.o.log.info(
+      { containerID: req.containerID, ipv6: r.allocation.ipv6, egressV4: r.allocation.egressV4 || null },
+      r.existing ? 'ADD: container already holds this IPv6' : 'assigned IPv6',
+    );
   }
 
   private assignV6(req: AddRequest): { allocation: V6Allocation; existing: boolean } {
@@ -120,8 +169,10 @@ export class FamilyService {
   }
 
   private async durable(a: V6Allocation, what: 'assign' | 'release'): Promise<void> {
+    const t0 = performance.now();
     try {
       await this.o.persistV6();
+      stageTrace.record(what === 'assign' ? 'add.v6.durable' : 'del.v6.durable', performance.now() - t0);
     } catch (e) {
       if (what === 'assign') this.o.v6.rollbackAssign(a);
       else this.o.v6.rollbackUnassign(a);

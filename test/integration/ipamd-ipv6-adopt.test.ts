@@ -1,7 +1,7 @@
 /**
  * The IPv6 checkpoint lost while pods run (issue #31 safety gap): the real ipamd on the
  * simulated cloud (a dual-stack subnet), the real bundled plugin in a "node" netns, real
- * pod netns with /128s wired to veths. ipamd stops, `<checkpoint>.ipv6` is deleted, ipamd
+ * pod netns with /128s wired to veths. ipamd stops, `<checkpoint>.ipv6` (and its journal) is deleted, ipamd
  * starts: the live pods' /128s, read from the kernel's routes, are quarantined before the
  * first ADD, so no new pod gets an address a live pod holds; then the evidence pass gives
  * each back to the sandbox the runtime shows holding it, so the pods' DELs free them all.
@@ -56,6 +56,7 @@ test('IPv6 mode: after the IPv6 checkpoint is lost, new pods never get a /128 a 
   // ipamd goes down and its IPv6 checkpoint is lost; the pods keep running.
   await h.ipamd!.stop(5000);
   await rm(`${h.checkpoint}.ipv6`);
+  await rm(`${h.checkpoint}.ipv6.journal`, { force: true }); // its journal with it (ipv6-file.ts)
   await h.startIpamd();
 
   const fresh: string[] = [];

@@ -95,7 +95,7 @@ test('dual mode: both families per key, released together', async (t) => {
   assert.equal(s.svc.lookup(key(1)), undefined);
 });
 
-test('dual mode: an IPv6 half that fails gives the new IPv4 back; a failed IPv4 release keeps the IPv6', async (t) => {
+test('dual mode: a half that fails gives the other new half back; a failed IPv4 release keeps the IPv6', async (t) => {
   const s = await node('dual');
   t.after(() => s.pool.stop());
   s.fail.v6 = true;
@@ -109,6 +109,14 @@ test('dual mode: an IPv6 half that fails gives the new IPv4 back; a failed IPv4 
   assert.equal(s.ds.lookup(key(2))?.ipv4, r.v4!.allocation.ipv4);
   s.fail.v4 = false;
   assert.equal((await s.svc.del(key(2), 'retry')).released, true);
+  // The halves are written together: an IPv4 half that fails gives the new IPv6 back, and that is written too.
+  s.fail.v4 = true;
+  const writes = s.v6Writes();
+  await assert.rejects(s.svc.add(key(3)), /checkpoint write failed/);
+  assert.equal(s.svc.lookup(key(3)), undefined, 'the IPv6 went back: never one without the other');
+  assert.equal(s.v6.lookup(key(3)), undefined);
+  assert.equal(s.v6Writes(), writes + 2, 'the assignment and its undoing were both written');
+  s.fail.v4 = false;
 });
 
 test('sweep: a DEL that reached only the IPv4 datastore (the DEL spool) releases the IPv6 half; nothing else', async (t) => {

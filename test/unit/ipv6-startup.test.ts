@@ -5,14 +5,14 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { appendFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { MemoryEc2 } from '../../sim/memory-ec2.js';
 import { ensureIpv6Prefix, ipv6PrefixRefusal } from '../../ipamd/startup/ipv6-prefix.js';
 import type { ImdsEniIpv6 } from '../../ipamd/cloud/imds.js';
-import { Ipv6CheckpointWriter, readIpv6Checkpoint } from '../../ipamd/checkpoint/ipv6-file.js';
+import { Ipv6CheckpointWriter, ipv6JournalPath, readIpv6Checkpoint } from '../../ipamd/checkpoint/ipv6-file.js';
 import { Ipv6Allocations } from '../../ipamd/datastore/ipv6-allocations.js';
 
 const log = pino({ level: 'silent' });
@@ -129,6 +129,28 @@ test('the IPv6 checkpoint: group-committed writes, read back, a corrupt file ref
   assert.equal(back.allocations.length, 20, 'the last commit holds every change made before it');
   const again = new Ipv6Allocations({ prefix: '2600:1f14:abc:de00:7::/80', egressV4: true, cooldownMs: 1000 });
   assert.equal(again.restore(back).restored.length, 20);
+
+  // The first write was the snapshot; the later ones are journal lines, the highest seq wins.
+  const journal = ipv6JournalPath(file);
+  const snap = JSON.parse(await readFile(file, 'utf8')) as { seq: number; allocations: unknown[] };
+  assert.equal(snap.seq, 1);
+  assert.ok(snap.allocations.length < 20, 'the later writes went to the journal');
+  const lines = (await readFile(journal, 'utf8')).trim().split('\n');
+  assert.equal((JSON.parse(lines.at(-1)!) as { seq: number }).seq, back.seq);
+  // A crash mid-append tears the last line: that write was never acknowledged, the one before is read.
+  await appendFile(journal, '{"version":1,"seq":99');
+  assert.equal((await readIpv6Checkpoint(file))!.seq, back.seq);
+  // A restarted writer numbers on from the loaded seq; its first write is a snapshot and empties the journal.
+  const w2 = new Ipv6CheckpointWriter(file, 'boot-2', () => v6.state(0), false, undefined, back.seq);
+  v6.assign(key(20), undefined, 0, 5);
+  await w2.commit();
+  assert.equal(await readFile(journal, 'utf8'), '');
+  const after = (await readIpv6Checkpoint(file))!;
+  assert.deepEqual([after.seq, after.bootId, after.allocations.length], [back.seq! + 1, 'boot-2', 21]);
+  // A bad line before the last is corruption, not a torn append: refused.
+  await writeFile(journal, `{"version":1,\n${JSON.stringify({ ...after, seq: after.seq! + 1 })}\n`);
+  await assert.rejects(readIpv6Checkpoint(file), /journal line 1 is not JSON/);
+  await writeFile(journal, '');
   await writeFile(file, '{"version":1,');
   await assert.rejects(readIpv6Checkpoint(file), /^Error: IPv6 checkpoint .* is not JSON/);
   await writeFile(file, JSON.stringify({ ...JSON.parse(JSON.stringify(back)), version: 2 }));
