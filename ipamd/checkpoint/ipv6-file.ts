@@ -58,16 +58,20 @@ const fileSchema = z.object({
 /** A loaded IPv6 checkpoint. */
 export type Ipv6CheckpointData = z.infer<typeof fileSchema>;
 
-/** One record (the snapshot, a journal line) parsed; `what` names it in the errors. */
+/** The IPv6 checkpoint's content cannot be trusted (not JSON, a bad shape, a bad journal line); I/O errors are plain Errors. */
+export class Ipv6CheckpointCorrupt extends Error {}
+
+/** One record (the snapshot, a journal line) parsed; `what` names it in the errors. @throws Ipv6CheckpointCorrupt */
 function parseRecord(text: string, what: string): Ipv6CheckpointData {
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (e) {
-    throw new Error(`IPv6 checkpoint ${what} is not JSON: ${(e as Error).message}`);
+    throw new Ipv6CheckpointCorrupt(`IPv6 checkpoint ${what} is not JSON: ${(e as Error).message}`);
   }
   const r = fileSchema.safeParse(json);
-  if (!r.success) throw new Error(`IPv6 checkpoint ${what} is invalid: ${r.error.issues[0]?.message ?? 'bad shape'}`);
+  if (!r.success)
+    throw new Ipv6CheckpointCorrupt(`IPv6 checkpoint ${what} is invalid: ${r.error.issues[0]?.message ?? 'bad shape'}`);
   return r.data;
 }
 
@@ -84,9 +88,9 @@ async function readIfThere(file: string): Promise<string | undefined> {
 /**
  * Reads the IPv6 checkpoint: the record with the highest `seq` of the snapshot `file` and
  * its journal; undefined when there is neither (first start, or an IPv4 node before).
- * @throws Error naming the file when one exists but cannot be read or parsed, or a journal
- *   line other than the last is (ipamd then refuses to start rather than hand out
- *   addresses pods may hold).
+ * @throws Ipv6CheckpointCorrupt naming the file when one cannot be parsed, or a journal
+ *   line other than the last (ipv6-load.ts sets them aside); Error when one exists but
+ *   cannot be read.
  */
 export async function readIpv6Checkpoint(file: string): Promise<Ipv6CheckpointData | undefined> {
   const text = await readIfThere(file);

@@ -113,7 +113,7 @@ function parse(buf: Buffer, bounds?: CheckpointBounds): { data: CheckpointData }
 }
 
 /** A free name `<path>.<why>-<ISO time>[-n]` next to the file (`why` default `corrupt`). */
-async function asideName(path: string, now: Date, why = 'corrupt'): Promise<string> {
+export async function asideName(path: string, now: Date, why = 'corrupt'): Promise<string> {
   const base = `${path}.${why}-${now.toISOString()}`;
   for (let n = 0; ; n++) {
     const name = n === 0 ? base : `${base}-${n}`;

@@ -4,9 +4,11 @@
  * checkpoint (`ipv6`), the family-aware request path (`family`), and the IPv4 egress
  * rules of IPv6 pods (`egress-v4`).
  */
+import { randomBytes, randomInt } from 'node:crypto';
 import { monoNow } from '../clock.js';
 import { stageTrace } from '../service/stage-trace.js';
-import { Ipv6CheckpointWriter, ipv6CheckpointPath, readIpv6Checkpoint } from '../checkpoint/ipv6-file.js';
+import { Ipv6CheckpointWriter, ipv6CheckpointPath } from '../checkpoint/ipv6-file.js';
+import { loadIpv6Checkpoint } from '../checkpoint/ipv6-load.js';
 import { Ipv6Allocations } from '../datastore/ipv6-allocations.js';
 import { applyEgressV4 } from '../network/egress-v4.js';
 import { ensureIpv6Prefix } from '../startup/ipv6-prefix.js';
@@ -18,9 +20,18 @@ import { partOf } from './runner.js';
 
 const part = partOf<DaemonParts>();
 
+/** Hand-out cursors at random places: host 1..2^48-1 of the /80, egress host 1..1022. */
+const randomCursors = (): { nextHost: string; nextEgress: number } => ({
+  nextHost: (1n + (BigInt(`0x${randomBytes(6).toString('hex')}`) % ((1n << 48n) - 1n))).toString(),
+  nextEgress: 1 + randomInt(1022),
+});
+
 /**
  * The /80 and the IPv6 allocations. A checkpoint written for another /80 (the prefix was
  * replaced) restores nothing as held: its allocations are quarantined, listed and logged.
+ * A corrupt IPv6 checkpoint is set aside (checkpoint/ipv6-load.ts) and the hand-out starts at
+ * random places in the /80 and the egress range, so addresses released just before (their
+ * cooldown lost with the file) are not the next ones handed out.
  * @throws Error (one line) when the /80 cannot be had, or the IPv6 checkpoint is unreadable.
  */
 export const ipv6Part = ({ config, log }: PartEnv) =>
@@ -39,7 +50,15 @@ export const ipv6Part = ({ config, log }: PartEnv) =>
       });
       const v6 = new Ipv6Allocations({ prefix, egressV4: config.ipFamily === 'ipv6', cooldownMs: config.ipCooldownMs });
       const file = ipv6CheckpointPath(config.checkpointPath);
-      const saved = await readIpv6Checkpoint(file);
+      const load = await loadIpv6Checkpoint(file);
+      const saved = load.kind === 'ok' ? load.data : undefined;
+      if (load.kind === 'corrupt') {
+        log.error(
+          { reason: load.reason, movedTo: load.movedTo },
+          'IPv6 checkpoint corrupt: moved aside, rebuilding (wired /128s are adopted from the kernel before the first IPv6 ADD)',
+        );
+        v6.restore(randomCursors());
+      }
       if (saved) {
         const r = v6.restore(saved);
         for (const q of r.quarantined)

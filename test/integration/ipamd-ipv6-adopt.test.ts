@@ -1,14 +1,14 @@
 /**
  * The IPv6 checkpoint lost while pods run (issue #31 safety gap): the real ipamd on the
  * simulated cloud (a dual-stack subnet), the real bundled plugin in a "node" netns, real
- * pod netns with /128s wired to veths. ipamd stops, `<checkpoint>.ipv6` (and its journal) is deleted, ipamd
- * starts: the live pods' /128s, read from the kernel's routes, are quarantined before the
+ * pod netns with /128s wired to veths. ipamd stops, `<checkpoint>.ipv6` (and its journal) is
+ * deleted, or overwritten with garbage (then set aside as `.corrupt-<time>`), ipamd starts: the live pods' /128s, read from the kernel's routes, are quarantined before the
  * first ADD, so no new pod gets an address a live pod holds; then the evidence pass gives
  * each back to the sandbox the runtime shows holding it, so the pods' DELs free them all.
  */
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFile, rm } from 'node:fs/promises';
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { execPlugin, type CniCall } from '../../kit/cni-exec.js';
@@ -18,8 +18,9 @@ import { waitFor } from '../../kit/wait.js';
 
 const ADOPT_MSG = 'IPv6: wired addresses no allocation holds quarantined';
 
-test('IPv6 mode: after the IPv6 checkpoint is lost, new pods never get a /128 a live pod holds', async (t) => {
-  const { h, node } = await startIpv6Node(t, 'i6a', {
+/** Three pods, ipamd down, its IPv6 checkpoint deleted (`lost`) or overwritten with garbage (`corrupt`), ipamd up. */
+async function checkpointGone(t: TestContext, how: 'lost' | 'corrupt', name: string): Promise<void> {
+  const { h, node } = await startIpv6Node(t, name, {
     DISABLE_METRICS: 'false',
     METRICS_BIND_ADDRESS: '127.0.0.1:0',
     ENI_IPAM_GC_INTERVAL: '1s',
@@ -34,7 +35,7 @@ test('IPv6 mode: after the IPv6 checkpoint is lost, new pods never get a /128 a 
     for (const p of pods) await p.ns.remove();
   });
   const addPod = async (i: number): Promise<{ code: number; ipv6?: string; out: string }> => {
-    const ns = await createNamedNetns(`eni-i6a-pod${i}-${process.pid}`);
+    const ns = await createNamedNetns(`eni-${name}-pod${i}-${process.pid}`);
     const id = randomBytes(32).toString('hex');
     const p: { ns: Netns; id: string; ipv6?: string } = { ns, id };
     pods.push(p);
@@ -55,9 +56,19 @@ test('IPv6 mode: after the IPv6 checkpoint is lost, new pods never get a /128 a 
 
   // ipamd goes down and its IPv6 checkpoint is lost; the pods keep running.
   await h.ipamd!.stop(5000);
-  await rm(`${h.checkpoint}.ipv6`);
-  await rm(`${h.checkpoint}.ipv6.journal`, { force: true }); // its journal with it (ipv6-file.ts)
+  if (how === 'lost') {
+    await rm(`${h.checkpoint}.ipv6`);
+    await rm(`${h.checkpoint}.ipv6.journal`, { force: true }); // its journal with it (ipv6-file.ts)
+  } else {
+    // A torn or overwritten file: set aside for forensics, ipamd rebuilds rather than refuse to start.
+    await writeFile(`${h.checkpoint}.ipv6`, '{"version":1,"allocations":[{"ipv6":');
+    await writeFile(`${h.checkpoint}.ipv6.journal`, 'garbage\n{"version":1}\n');
+  }
   await h.startIpamd();
+  if (how === 'corrupt') {
+    const aside = (await readdir(path.dirname(h.checkpoint))).filter((f) => /\.ipv6(\.journal)?\.corrupt-/.test(f));
+    assert.equal(aside.length, 2, `the snapshot and the journal set aside: ${aside.join(', ')}`);
+  }
 
   const fresh: string[] = [];
   for (let i = 3; i < 6; i++) {
@@ -101,4 +112,10 @@ test('IPv6 mode: after the IPv6 checkpoint is lost, new pods never get a /128 a 
     assert.equal(del.code, 0, del.stdout);
   }
   assert.equal(await gauge(), want(0, 0), 'every DEL freed its addresses, none left quarantined');
-});
+}
+
+test('IPv6 mode: after the IPv6 checkpoint is lost, new pods never get a /128 a live pod holds', (t) =>
+  checkpointGone(t, 'lost', 'i6a'));
+
+test('IPv6 mode: a corrupt IPv6 checkpoint is set aside; new pods never get a /128 a live pod holds', (t) =>
+  checkpointGone(t, 'corrupt', 'i6c'));
