@@ -148,27 +148,29 @@ test('throttled EC2: ADDs are served from the warm pool, EC2 retries back off, m
   await waitFor('the pool back at 12 available', async () => (await d.status()).counts.available >= 12, 30_000);
   // Wait until ipamd has counted every attempt the cloud answered (the state compared below), not a fixed time.
   await waitFor('no EC2 call in flight', () => h.sim.calls.every((x) => x.durationMs !== undefined));
-  await waitFor(
-    'every EC2 attempt counted',
-    async () =>
-      sumSamples(await scrape(port), 'awscni_ec2api_req_count') - sumSamples(m0, 'awscni_ec2api_req_count') ===
-      h.sim.calls.length - before,
-  );
+  // The scrape and the cloud's log are compared as one snapshot: the pool loop may make another
+  // call at any time, so a scrape is kept only when no call was logged while it was read.
+  let m1: PromSample[] = [];
+  let upTo = 0;
+  await waitFor('every EC2 attempt counted', async () => {
+    const logged = h.sim.calls.length;
+    const m = await scrape(port);
+    const counted = sumSamples(m, 'awscni_ec2api_req_count') - sumSamples(m0, 'awscni_ec2api_req_count');
+    if (h.sim.calls.length !== logged || counted !== logged - before) return false;
+    [m1, upTo] = [m, logged];
+    return true;
+  });
 
   // /metrics agrees with the cloud's own call log.
-  const m1 = await scrape(port);
+  const calls = h.sim.calls.slice(before, upTo);
   const delta = (name: string, labels: Record<string, string> = {}) =>
     sumSamples(m1, name, labels) - sumSamples(m0, name, labels);
-  const cloudThrottled = h.sim.calls.slice(before).filter((x) => x.errorCode === 'RequestLimitExceeded').length;
+  const cloudThrottled = calls.filter((x) => x.errorCode === 'RequestLimitExceeded').length;
   assert.equal(delta('eni_ipam_ec2_throttled_total'), cloudThrottled, 'throttled attempts counted once each');
   assert.equal(delta('eni_ipam_ec2_requests_total', { outcome: 'RequestLimitExceeded' }), cloudThrottled);
   assert.equal(delta('awscni_aws_api_error_count', { error: 'RequestLimitExceeded' }), cloudThrottled);
   assert.ok(delta('awscni_ec2api_error_count') >= cloudThrottled);
-  assert.equal(
-    delta('awscni_ec2api_req_count'),
-    h.sim.calls.length - before,
-    'every EC2 attempt counted (retries included)',
-  );
+  assert.equal(delta('awscni_ec2api_req_count'), calls.length, 'every EC2 attempt counted (retries included)');
   assert.ok(delta('eni_ipam_ec2_retries_total', { code: 'RequestLimitExceeded' }) >= 1);
   assert.ok(delta('eni_ipam_ec2_budget_wait_seconds_total') > 0, 'attempts waited out the back-off hold');
   assert.equal(delta('awscni_add_ip_req_count'), 12);
