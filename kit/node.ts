@@ -109,7 +109,8 @@ export async function buildNode(o: NodeOptions = {}): Promise<KitNode> {
   const cleanups = cleanupStack();
   try {
     const dir = await mkdtemp(path.join(os.tmpdir(), o.dirPrefix ?? 'eni-ipam-node-'));
-    if (!o.keepDir) cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    // Retried on ENOTEMPTY/EBUSY: a file a stopping child wrote last can land between the walk and the rmdir.
+    if (!o.keepDir) cleanups.push(() => rm(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 }));
     let sim = o.sim;
     if (!sim) {
       const own = new SimCloud(o.simOptions);

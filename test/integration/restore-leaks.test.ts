@@ -111,15 +111,18 @@ test('200 ADD/DEL cycles with dropped DELs, failed ADDs and empty-netns removals
   );
 
   await n.assertNothingLost();
-  // Exactly the 20 sandboxes whose DEL was dropped were released by the GC; every other cycle by its own DEL.
+  // The 20 sandboxes whose DEL was dropped were released by the GC; every other cycle by its own DEL,
+  // except that an empty-netns removal whose only DEL came later than ENI_IPAM_GC_GRACE (2 s: a
+  // loaded machine) may be the GC's too, since its netns and veth were gone. Each exactly once (below).
   const rel = await releases(n.ipamdLog);
   const gc = rel.filter((l) => l.msg.startsWith('GC:'));
   assert.deepEqual(
-    gc.map((l) => fates.get(l.containerID ?? '')).filter((f) => f !== 'dropped-del'),
+    gc.map((l) => fates.get(l.containerID ?? '')).filter((f) => f !== 'dropped-del' && f !== 'empty-netns'),
     [],
-    'the GC released only dropped-DEL sandboxes',
+    'the GC released only sandboxes whose netns was gone',
   );
-  assert.equal(new Set(gc.map((l) => l.containerID)).size, 20, 'the GC released each dropped-DEL sandbox');
+  const gcDropped = new Set(gc.map((l) => l.containerID).filter((id) => fates.get(id ?? '') === 'dropped-del'));
+  assert.equal(gcDropped.size, 20, 'the GC released each dropped-DEL sandbox');
   const liveIds = new Set(live.map((p) => p.id));
   assert.deepEqual(
     rel.filter((l) => liveIds.has(l.containerID ?? '')),
