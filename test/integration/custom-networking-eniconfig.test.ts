@@ -44,7 +44,13 @@ test('custom networking: a missing ENIConfig creates nothing and says so; create
     cri: {},
     dirPrefix: 'eni-ipam-custom-net-',
   });
-  t.after(() => k.close());
+  // ipamd is stopped before the node's dir goes (t.after hooks run in the order they were added):
+  // a running ipamd writes its checkpoint and inventory into it while it is removed.
+  let ipamd: Awaited<ReturnType<typeof startIpamd>> | undefined;
+  t.after(async () => {
+    await ipamd?.stop(5000);
+    await k.close();
+  });
   // ENIConfigs are cluster-scoped on the run's shared server: a name of this test's own.
   const CFG = uniqueName('pods-a');
   const k8s = await realKubeEnv(t, { prefix: 'custom-net', labels: { [LABEL]: CFG } });
@@ -52,7 +58,7 @@ test('custom networking: a missing ENIConfig creates nothing and says so; create
   const NODE = k8s.nodeName;
   const podSubnet = k.extraSubnets[0]!;
   const nextSubnet = k.extraSubnets[1]!;
-  const ipamd = await startIpamd({
+  ipamd = await startIpamd({
     env: {
       AWS_EC2_ENDPOINT: k.sim.ec2Endpoint,
       AWS_EC2_METADATA_SERVICE_ENDPOINT: k.sim.imdsEndpoint,
@@ -70,7 +76,6 @@ test('custom networking: a missing ENIConfig creates nothing and says so; create
     },
     logFile: path.join(k.dir, 'ipamd.log'),
   });
-  t.after(() => ipamd.stop(5000));
   const c = ipamdClient(path.join(k.dir, 'ipamd.sock'));
   t.after(() => c.close());
   const condition = async () =>
