@@ -8,7 +8,6 @@
  */
 import assert from 'node:assert/strict';
 import test from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { netlinkHelper } from '../../cni-plugin/netlink-helper.js';
 import { startNetlinkWiring } from '../../cni-plugin/netlink-wiring.js';
 import { deleteHostVethPair, IpConflictError, startWiring, type WiringPlan } from '../../cni-plugin/wiring.js';
@@ -18,8 +17,9 @@ import { CniError } from '../../cni-plugin/errors.js';
 import { LOCAL_IP } from '../../netfacts/ip-batch.js';
 import { ipIn, netnsMaker, run, type Netns } from '../../kit/netns.js';
 import { waitFor } from '../../kit/wait.js';
+import { netlinkNode, NETLINK_HELPER } from '../helpers/netlink-node.js';
 
-const HELPER = fileURLToPath(new URL('../../cni-plugin/eni-ipam-netlink', import.meta.url));
+const HELPER = NETLINK_HELPER;
 const tag = `${process.pid}`;
 const IPV6 = '2600:1f14:abc:de01:1::9';
 
@@ -132,10 +132,8 @@ for (const family of ['ipv6', 'dual'] as const) {
 
 test('IPv6 netlink wiring: a conflict on the /128, a failed egress pair, a missing netns, abort leave nothing', async (t) => {
   const mk = netnsMaker(t, 'n6f', tag);
-  const node = await mk('n');
-  const side = { ip: LOCAL_IP, nodeNetns: node.path };
-  const helper = netlinkHelper(HELPER, node.path);
-  t.after(() => helper.close());
+  const { node, helper, side: withHelper } = await netlinkNode(t, mk);
+  const side = { ip: withHelper.ip, nodeNetns: withHelper.nodeNetns }; // the ip path's node side, no helper
   const veths = async () => ipIn(node.path, ['-o', 'link', 'show', 'type', 'veth']);
 
   // A live IPv6 pod; a repeated ADD of it replaces both pairs.
@@ -202,10 +200,7 @@ test("ip path: an ADD given a live pod's /128 is refused and the live route stay
 
 test("DEL of an IPv6 pod through the helper: both host veths in one batch, nobody else's; a second DEL finds nothing", async (t) => {
   const mk = netnsMaker(t, 'n6d', tag);
-  const node = await mk('n');
-  const helper = netlinkHelper(HELPER, node.path);
-  t.after(() => helper.close());
-  const side = { ip: LOCAL_IP, nodeNetns: node.path, netlink: helper };
+  const { node, helper, side } = await netlinkNode(t, mk);
   const other = planIn(await mk('p2'), 'ipv6', 'enitest6keep1');
   await startNetlinkWiring(other, side, helper).finish({
     ...other,

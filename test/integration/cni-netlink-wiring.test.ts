@@ -13,7 +13,6 @@ import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { netlinkHelper, type NetlinkHelper } from '../../cni-plugin/netlink-helper.js';
 import { startNetlinkWiring } from '../../cni-plugin/netlink-wiring.js';
 import { deleteHostVeth, IpConflictError, startWiring, type WiringPlan } from '../../cni-plugin/wiring.js';
@@ -23,10 +22,11 @@ import { LOCAL_IP } from '../../netfacts/ip-batch.js';
 import { ipIn, netnsMaker, type Netns } from '../../kit/netns.js';
 import { alive } from '../../kit/host-scan.js';
 import { waitFor } from '../../kit/wait.js';
+import { netlinkNode, NETLINK_HELPER } from '../helpers/netlink-node.js';
 import pino from 'pino';
 import { BUNDLED_NETLINK_HELPER, chooseNetlinkHelper } from '../../ipamd/cni-exec/netlink-start.js';
 
-const HELPER = fileURLToPath(new URL('../../cni-plugin/eni-ipam-netlink', import.meta.url));
+const HELPER = NETLINK_HELPER;
 const tag = `${process.pid}`;
 
 const planIn = (pod: Netns, ipv4 = '10.77.0.9', routeTableId = 3): WiringPlan => ({
@@ -113,10 +113,8 @@ test('the netlink helper leaves the same kernel state as the ip batches', async 
 
 test('netlink wiring: a repeated ADD, stale rules, a conflict, a missing netns, abort', async (t) => {
   const mk = netnsMaker(t, 'nlf', tag);
-  const node = await mk('n');
-  const side = { ip: LOCAL_IP, nodeNetns: node.path };
-  const helper = netlinkHelper(HELPER, node.path);
-  t.after(() => helper.close());
+  const { node, helper, side: withHelper } = await netlinkNode(t, mk);
+  const side = { ip: withHelper.ip, nodeNetns: withHelper.nodeNetns }; // the ip path's node side, no helper
 
   // Repeated ADD of the same attachment: the old veth is replaced.
   const pod = await mk('p');
@@ -159,10 +157,7 @@ test('netlink wiring: a repeated ADD, stale rules, a conflict, a missing netns, 
 
 test('DEL through the netlink helper: veth and rules go, a second DEL finds nothing and is fine', async (t) => {
   const mk = netnsMaker(t, 'nld', tag);
-  const node = await mk('n');
-  const helper = netlinkHelper(HELPER, node.path);
-  t.after(() => helper.close());
-  const side = { ip: LOCAL_IP, nodeNetns: node.path, netlink: helper };
+  const { node, helper, side } = await netlinkNode(t, mk);
   const pod = await mk('p');
   const plan = planIn(pod);
   await startNetlinkWiring(plan, side, helper).finish(plan);
