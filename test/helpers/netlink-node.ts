@@ -29,3 +29,18 @@ export async function netlinkNode(
   t.after(() => helper.close());
   return { node, helper, side: { ip: LOCAL_IP, nodeNetns: node.path, netlink: helper } };
 }
+
+/**
+ * `v` (parsed `ip -json -details` output) without the keys in `drop`, at every depth: what
+ * differs between two namespaces (indexes, netns ids) or moves on its own (operstate, lifetimes).
+ */
+export function stripKeys(v: unknown, drop: readonly string[]): unknown {
+  if (Array.isArray(v)) return v.map((x) => stripKeys(x, drop));
+  if (v && typeof v === 'object')
+    return Object.fromEntries(
+      Object.entries(v)
+        .filter(([k]) => !drop.includes(k))
+        .map(([k, x]) => [k, stripKeys(x, drop)]),
+    );
+  return v;
+}

@@ -17,7 +17,7 @@ import { CniError } from '../../cni-plugin/errors.js';
 import { LOCAL_IP } from '../../netfacts/ip-batch.js';
 import { ipIn, netnsMaker, run, type Netns } from '../../kit/netns.js';
 import { waitFor } from '../../kit/wait.js';
-import { netlinkNode, NETLINK_HELPER } from '../helpers/netlink-node.js';
+import { netlinkNode, NETLINK_HELPER, stripKeys } from '../helpers/netlink-node.js';
 
 const HELPER = NETLINK_HELPER;
 const tag = `${process.pid}`;
@@ -41,27 +41,16 @@ const planIn = (pod: Netns, family: 'ipv6' | 'dual', hostVeth = 'enitest6a1b2c3'
 });
 
 /** `ip -json -details` rows without what differs between two namespaces or moves on its own. */
-function strip(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(strip);
-  if (v && typeof v === 'object')
-    return Object.fromEntries(
-      Object.entries(v)
-        .filter(
-          ([k]) =>
-            ![
-              'ifindex',
-              'link_index',
-              'link_netnsid',
-              'stats64',
-              'operstate',
-              'valid_life_time',
-              'preferred_life_time',
-            ].includes(k),
-        )
-        .map(([k, x]) => [k, strip(x)]),
-    );
-  return v;
-}
+const strip = (v: unknown): unknown =>
+  stripKeys(v, [
+    'ifindex',
+    'link_index',
+    'link_netnsid',
+    'stats64',
+    'operstate',
+    'valid_life_time',
+    'preferred_life_time',
+  ]);
 
 /**
  * The state the wiring leaves on both sides: links, every route of both families, the

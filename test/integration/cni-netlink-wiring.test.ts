@@ -22,7 +22,7 @@ import { LOCAL_IP } from '../../netfacts/ip-batch.js';
 import { ipIn, netnsMaker, type Netns } from '../../kit/netns.js';
 import { alive } from '../../kit/host-scan.js';
 import { waitFor } from '../../kit/wait.js';
-import { netlinkNode, NETLINK_HELPER } from '../helpers/netlink-node.js';
+import { netlinkNode, NETLINK_HELPER, stripKeys } from '../helpers/netlink-node.js';
 import pino from 'pino';
 import { BUNDLED_NETLINK_HELPER, chooseNetlinkHelper } from '../../ipamd/cni-exec/netlink-start.js';
 
@@ -46,19 +46,8 @@ const planIn = (pod: Netns, ipv4 = '10.77.0.9', routeTableId = 3): WiringPlan =>
  * asynchronously (linkwatch; polled separately).
  */
 async function wiredState(node: Netns, pod: Netns, hostVeth: string): Promise<unknown> {
-  const strip = (v: unknown): unknown => {
-    if (Array.isArray(v)) return v.map(strip);
-    if (v && typeof v === 'object')
-      return Object.fromEntries(
-        Object.entries(v)
-          .filter(
-            ([k]) =>
-              !['ifindex', 'link_index', 'link_netnsid', 'stats64', 'inet6_addr_gen_mode', 'operstate'].includes(k),
-          )
-          .map(([k, x]) => [k, strip(x)]),
-      );
-    return v;
-  };
+  const strip = (v: unknown): unknown =>
+    stripKeys(v, ['ifindex', 'link_index', 'link_netnsid', 'stats64', 'inet6_addr_gen_mode', 'operstate']);
   const j = async (ns: Netns, args: string[]) =>
     strip(JSON.parse((await ipIn(ns.path, ['-json', '-details', ...args])) || '[]'));
   const v4 = (rows: unknown) => (rows as Array<{ family?: string }>).filter((r) => r.family !== 'inet6');
