@@ -60,6 +60,28 @@ export class CloudModel {
   }
 
   /**
+   * Takes a subnet's addresses for "other users" (no ENI holds them) so exactly `leaveFree`
+   * stay free (default 0: the next create or assign there answers
+   * `InsufficientFreeAddressesInSubnet`; /28 prefixes need 16 aligned free addresses, else
+   * `InsufficientCidrBlocks`). @returns the addresses taken, for {@link releaseOccupied}.
+   * @throws Error for an unknown subnet or when fewer than `leaveFree` are free already.
+   */
+  occupy(subnetId: string, leaveFree = 0): string[] {
+    const s = this.state.subnets.get(subnetId);
+    if (!s) throw new Error(`unknown subnet ${subnetId}`);
+    const free = s.addresses.freeCount();
+    if (free < leaveFree) throw new Error(`subnet ${subnetId} has ${free} free addresses, fewer than ${leaveFree}`);
+    return free > leaveFree ? s.addresses.allocate(free - leaveFree) : [];
+  }
+
+  /** Gives back addresses {@link occupy} took. @throws Error for an unknown subnet. */
+  releaseOccupied(subnetId: string, ips: string[]): void {
+    const s = this.state.subnets.get(subnetId);
+    if (!s) throw new Error(`unknown subnet ${subnetId}`);
+    s.addresses.release(ips);
+  }
+
+  /**
    * Associates an IPv6 /56 with the VPC (`vpc-ipv6.ts`; none given = the next
    * Amazon-provided-style block). @throws Error for a bad, overlapping or extra block.
    */

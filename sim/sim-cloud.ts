@@ -162,27 +162,14 @@ export class SimCloud {
     return this.model.addVpcCidr(cidr);
   }
 
-  /**
-   * Takes addresses of a subnet for "other users" (no ENI holds them), so that exactly
-   * `leaveFree` stay free (default 0: the subnet is exhausted and the next create or
-   * assign there answers `InsufficientFreeAddressesInSubnet`; /28 prefixes need 16 aligned
-   * free addresses, so a nearly full subnet answers `InsufficientCidrBlocks`). Returns the
-   * addresses taken, for {@link releaseOccupied}.
-   * @throws Error for an unknown subnet or when fewer than `leaveFree` are free already.
-   */
+  /** {@link CloudModel.occupy}: takes a subnet's addresses for "other users" so `leaveFree` stay free. */
   occupy(subnetId: string, leaveFree = 0): string[] {
-    const s = this.state.subnets.get(subnetId);
-    if (!s) throw new Error(`unknown subnet ${subnetId}`);
-    const free = s.addresses.freeCount();
-    if (free < leaveFree) throw new Error(`subnet ${subnetId} has ${free} free addresses, fewer than ${leaveFree}`);
-    return free > leaveFree ? s.addresses.allocate(free - leaveFree) : [];
+    return this.model.occupy(subnetId, leaveFree);
   }
 
-  /** Gives back addresses {@link occupy} took. @throws Error for an unknown subnet. */
+  /** {@link CloudModel.releaseOccupied}: gives back addresses `occupy` took. */
   releaseOccupied(subnetId: string, ips: string[]): void {
-    const s = this.state.subnets.get(subnetId);
-    if (!s) throw new Error(`unknown subnet ${subnetId}`);
-    s.addresses.release(ips);
+    this.model.releaseOccupied(subnetId, ips);
   }
 
   /**

@@ -27,6 +27,8 @@ export const T0 = Date.parse('2026-01-01T00:00:00Z');
 /** Options of {@link executorKit}. */
 export interface KitOptions {
   instanceType?: string;
+  /** The node subnet's CIDR (default 10.0.0.0/24). */
+  subnetCidr?: string;
   /** Pool targets (default warm-ip: WARM_IP_TARGET=2). `maxEni` defaults to the type's limit. */
   targets?: Partial<PoolTargets>;
   /** Address cooldown after release (ms, default 0). */
@@ -64,7 +66,7 @@ export function executorKit(o: KitOptions = {}) {
     return Promise.resolve();
   };
   const ec2 = new MemoryEc2({ clock });
-  const subnet = ec2.addSubnet('10.0.0.0/24');
+  const subnet = ec2.addSubnet(o.subnetCidr ?? '10.0.0.0/24');
   const instanceType = o.instanceType ?? 'm5.large';
   const inst = ec2.launchInstance(instanceType, subnet.subnetId);
   const type = instanceTypeInfo(instanceType)!;

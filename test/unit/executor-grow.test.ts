@@ -57,13 +57,14 @@ test('waiting ADDs count as demand: one pass plans for the targets plus every wa
 
 test('a full subnet blocks the refill with the reason and pauses grow, then grow resumes', async () => {
   const k = executorKit({ targets: { warmIpTarget: 2 } });
-  k.ec2.failNext('AssignPrivateIpAddresses', { code: 'InsufficientFreeAddressesInSubnet' });
+  const taken = k.ec2.model.occupy(k.ds.getEni(k.primaryEniId)!.subnetId);
   const out = await k.grow();
   assert.match(out.blocked ?? '', /subnet/);
   assert.equal(k.grower.lastErrorKind, 'subnet_full');
   const calls = k.ec2.count();
   assert.match((await k.grow()).blocked ?? '', /subnet/, 'still paused');
   assert.equal(k.ec2.count(), calls, 'no EC2 call while paused');
+  k.ec2.model.releaseOccupied(k.ds.getEni(k.primaryEniId)!.subnetId, taken);
   k.clock.advance(30_001);
   assert.deepEqual(await k.grow(), { changed: true });
   assertConverged(k);

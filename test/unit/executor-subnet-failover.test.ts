@@ -34,6 +34,19 @@ function discoveryNode() {
   return { k, big, small, untagged };
 }
 
+/** Every create or assign EC2 refused or made, as [subnet, count asked, error or 'ok']. */
+function asked(k: ExecutorKit, action: 'CreateNetworkInterface' | 'AssignPrivateIpAddresses'): unknown[][] {
+  return k.ec2.calls
+    .filter((c) => c.action === action)
+    .map((c) => {
+      const a = c.args as unknown[];
+      const req = a[0] as { subnetId?: string; secondaryCount?: number };
+      const subnetId = action === 'CreateNetworkInterface' ? req.subnetId : k.ds.getEni(a[0] as string)?.subnetId;
+      const count = action === 'CreateNetworkInterface' ? req.secondaryCount : a[1];
+      return [subnetId, count, c.error ?? 'ok'];
+    });
+}
+
 /** Subnet of each ENI we created (device index > 0), by device index. */
 function landed(k: ExecutorKit): string[] {
   return k
@@ -61,19 +74,19 @@ test('discovery: new ENIs go to the tagged subnet with the most free addresses, 
 test('a creation EC2 refuses for a full subnet moves on to the next subnet in the same grow; not blocked', async () => {
   const { k, big } = discoveryNode();
   await k.fillPrimary();
-  k.ec2.failNext('CreateNetworkInterface', FULL);
+  // Another node drains the /23 right after the placement's describe saw it roomy.
+  k.ec2.during('DescribeSubnets', () => void k.ec2.model.occupy(big.subnetId));
   const out = await k.grow(1);
   assert.equal(out.blocked, undefined);
   assert.deepEqual(landed(k), [k.subnetId], 'the /23 refused: the node subnet (next most free) took the ENI');
   assert.equal(k.enis.placement.isExhausted(big.subnetId), true);
-  const creates = k.ec2.calls.filter((c) => c.action === 'CreateNetworkInterface');
-  assert.deepEqual(
-    creates.map((c) => [(c.args[0] as { subnetId: string }).subnetId, c.error ?? 'ok']),
-    [
-      [big.subnetId, FULL.code],
-      [k.subnetId, 'ok'],
-    ],
+  const creates = asked(k, 'CreateNetworkInterface');
+  const inBig = creates.filter(([id]) => id === big.subnetId);
+  assert.ok(
+    inBig.every(([, , e]) => e === FULL.code) && inBig.at(-1)![1] === 1,
+    `the /23 refused every count down to 1: ${JSON.stringify(creates)}`,
   );
+  assert.deepEqual(creates.slice(inBig.length), [[k.subnetId, creates[0]![1], 'ok']], 'then the full count elsewhere');
   assert.ok(k.ds.counts(k.clock.now()).available >= 1, 'the waiter is served');
   // After the mark expires the /23 is a candidate again.
   k.clock.advance(30_001);
@@ -83,14 +96,23 @@ test('a creation EC2 refuses for a full subnet moves on to the next subnet in th
 
 test('an assign on an existing ENI whose subnet is full leads to a new ENI in another subnet, in the same pass', async () => {
   const { k, big } = discoveryNode();
-  k.ec2.failNext('AssignPrivateIpAddresses', FULL);
+  k.ec2.model.occupy(k.subnetId); // the primary ENI's subnet: another user took every free address
   const out = await k.grow(3);
   assert.equal(out.blocked, undefined, 'not blocked: another subnet took the demand');
   assert.equal(out.changed, true);
   assert.deepEqual(landed(k), [big.subnetId]);
   assert.equal(k.enis.placement.isExhausted(k.subnetId), true, 'the node subnet is marked exhausted');
   assert.ok(k.ds.counts(k.clock.now()).available >= 3, 'the three waiters are served from the new ENI');
-  assert.equal(k.ec2.count('AssignPrivateIpAddresses'), 1, 'no second assign into the full subnet');
+  const assigns = asked(k, 'AssignPrivateIpAddresses');
+  assert.deepEqual(
+    assigns.map(([, n]) => n),
+    [5, 2, 1],
+    'the refused batch of 5 was cut down to 1, then no further assign into the full subnet',
+  );
+  assert.ok(
+    assigns.every(([, , e]) => e === FULL.code),
+    JSON.stringify(assigns),
+  );
   assertConverged(k);
 });
 
@@ -121,7 +143,11 @@ test('a subnet a neighbour drains mid-burst: the burst goes on in the next subne
 test('every candidate exhausted: the refill is blocked with a reason listing each subnet; no EC2 call while paused', async () => {
   const { k, big, small } = discoveryNode();
   await k.fillPrimary();
-  k.ec2.failNext('CreateNetworkInterface', FULL, { count: 3 });
+  // Every tagged subnet and the node subnet drained right after the describe that found them roomy.
+  const taken = new Map<string, string[]>();
+  k.ec2.during('DescribeSubnets', () => {
+    for (const id of [big.subnetId, small.subnetId, k.subnetId]) taken.set(id, k.ec2.model.occupy(id));
+  });
   await k.grow(1);
   assert.deepEqual(landed(k), []);
   assert.equal(k.grower.lastErrorKind, 'subnet_full');
@@ -131,6 +157,7 @@ test('every candidate exhausted: the refill is blocked with a reason listing eac
   assert.match(out.blocked ?? '', /^every eligible subnet has no free addresses: /);
   assert.equal(k.grower.blockedKindNow(1)?.kind, 'subnet_full');
   assert.equal(k.ec2.count(), calls, 'no EC2 call while every subnet is exhausted');
+  for (const [id, ips] of taken) k.ec2.model.releaseOccupied(id, ips);
   k.clock.advance(30_001);
   await k.grow(1);
   assert.equal(landed(k).length, 1, 'the marks expired: the next grow creates the ENI');
@@ -141,7 +168,7 @@ test('without discovery the node subnet alone: a full subnet blocks with the sin
   const k = executorKit({ targets: { warmIpTarget: 2 } });
   const other = k.ec2.addSubnet('10.0.2.0/23', { tags: { [CNI_ROLE_TAG]: '1' } });
   await k.fillPrimary();
-  k.ec2.failNext('CreateNetworkInterface', FULL);
+  k.ec2.model.occupy(k.subnetId);
   await k.grow(1);
   const out = await k.grow(1);
   assert.match(

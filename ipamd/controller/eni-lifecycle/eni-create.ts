@@ -10,6 +10,7 @@ import { Ec2Error, type Ec2Port, type Ec2Eni } from '../../cloud/ec2-port.js';
 import type { EniInfo } from '../../datastore/types.js';
 import type { Logger } from '../../log.js';
 import { failedForSure } from '../../cloud/ec2-outcome.js';
+import { assignShrinking } from './assign-shrink.js';
 import { ENI_DESCRIPTION_PREFIX, TAG_CLUSTER_NAME, TAG_CREATED_AT, TAG_INSTANCE_ID } from './eni-ownership.js';
 import { waitForAttachment, waitForImds, type ImdsEniLister, type Sleep } from './eni-wait.js';
 import type { EniPlacement, PlacementCandidate } from './placement-types.js';
@@ -104,11 +105,7 @@ async function createInCandidates(
   const full: Array<{ subnetId: string; code: string }> = [];
   for (const candidate of candidates) {
     try {
-      const eni = await c.ec2.createEni({
-        ...req,
-        subnetId: candidate.subnetId,
-        securityGroupIds: candidate.securityGroupIds,
-      });
+      const eni = await createShrinking(c, req, candidate);
       if (full.length)
         c.log.info({ subnetId: candidate.subnetId, exhausted: full, source }, 'ENI created in the next subnet');
       c.placed(candidate, eni);
@@ -127,6 +124,33 @@ async function createInCandidates(
     after.ok ? 'subnets_exhausted' : after.kind,
     after.ok ? exhaustedReason(full) : after.reason,
   );
+}
+
+/**
+ * CreateNetworkInterface in `candidate`, its secondary IP or prefix count cut down while
+ * the subnet cannot fill it whole (assign-shrink.ts), down to 1.
+ * @throws the refusal of a count of 1 (the subnet is full), or any other error unchanged.
+ */
+async function createShrinking(
+  c: EniCreateContext,
+  req: { description: string; tags: Record<string, string>; secondaryCount: number; prefixCount?: number },
+  candidate: PlacementCandidate,
+): Promise<Ec2Eni> {
+  const where = { subnetId: candidate.subnetId, securityGroupIds: candidate.securityGroupIds };
+  const prefixes = req.prefixCount !== undefined && req.prefixCount > 0;
+  let eni: Ec2Eni | undefined;
+  await assignShrinking(
+    prefixes ? req.prefixCount! : req.secondaryCount,
+    async (n) => {
+      eni = await c.ec2.createEni({ ...req, ...where, ...(prefixes ? { prefixCount: n } : { secondaryCount: n }) });
+    },
+    (refused, next, code) =>
+      c.log.info(
+        { subnetId: candidate.subnetId, refused, next, code },
+        'subnet short for the new ENI: asking for fewer',
+      ),
+  );
+  return eni!;
 }
 
 /**

@@ -30,6 +30,7 @@ import { growBlockedReason, type EniLimits } from '../../pool/grow-limits.js';
 import type { EniManager } from '../eni-lifecycle/eni-manager.js';
 import { failedForSure } from '../../cloud/ec2-outcome.js';
 import { PlacementError, SUBNET_FULL_CODES, exhaustedReason } from '../eni-lifecycle/subnet-placement.js';
+import { assignShrinking } from '../eni-lifecycle/assign-shrink.js';
 import { ATTACH_LIMIT, classifyGrowFailure, type GrowFailureKind } from './grow-failure.js';
 /** Id prefix of the stand-ins for ENIs being created in a plan. */
 const PHANTOM = '(being created) ';
@@ -301,13 +302,18 @@ export class GrowExecutor {
 
   /**
    * One AssignPrivateIpAddresses batch on an existing ENI (prefix delegation: /28
-   * prefixes, 16 addresses each). After a failure of unknown outcome (5xx, timeout),
+   * prefixes, 16 addresses each), cut down while the subnet cannot fill it whole
+   * (eni-lifecycle/assign-shrink.ts). After a failure of unknown outcome (5xx, timeout),
    * what EC2 then shows on the ENI is settled before the error is passed on.
    * @throws the EC2 error.
    */
   private async assign(eniId: string, count: number): Promise<void> {
     try {
-      await this.assignOnce(eniId, count);
+      await assignShrinking(
+        count,
+        (n) => this.assignOnce(eniId, n),
+        (refused, next, code) => this.o.log.info({ eniId, refused, next, code }, 'subnet short: asking for fewer'),
+      );
     } catch (e) {
       if (!failedForSure(e)) await this.settleAssign(eniId);
       throw e;
