@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { Ec2Error } from '../../ipamd/cloud/ec2-port.js';
 import { assignShrinking } from '../../ipamd/controller/eni-lifecycle/assign-shrink.js';
 import { executorKit, type ExecutorKit } from '../helpers/executor-kit.js';
+import { CNI_ROLE_TAG } from '../../ipamd/controller/eni-lifecycle/subnet-placement.js';
 
 beforeEach(() => mock.timers.enable({ apis: ['setTimeout', 'setInterval'] }));
 afterEach(() => mock.timers.reset());
@@ -82,5 +83,26 @@ test('secondary IPs: a new ENI in a subnet short of its full count is created wi
   assert.ok(ours[0]!.secondaryIps.length >= 1, `it holds ${ours[0]!.secondaryIps.length} secondary IPs`);
   assert.ok(k.ds.counts(k.clock.now()).available >= 1, 'served from');
   assert.equal(out.blocked, undefined);
+  assertConverged(k);
+});
+
+test('discovery: a candidate short of the full count is passed over for the next; only the last gets a cut count', async () => {
+  const k = executorKit({ targets: { warmIpTarget: 2 }, discovery: true });
+  const big = k.ec2.addSubnet('10.0.2.0/23', { tags: { [CNI_ROLE_TAG]: '1' } });
+  await k.fillPrimary();
+  // Another node leaves the /23 (the most free in the describe) 2 addresses: an ENI there could hold just 1.
+  k.ec2.during('DescribeSubnets', () => void k.ec2.model.occupy(big.subnetId, 2));
+  k.ec2.calls.length = 0;
+  await k.grow(1);
+  const creates = k.ec2.calls
+    .filter((c) => c.action === 'CreateNetworkInterface')
+    .map((c) => {
+      const req = c.args[0] as { subnetId: string; secondaryCount: number };
+      return [req.subnetId, req.secondaryCount, c.error ?? 'ok'];
+    });
+  assert.deepEqual(creates, [
+    [big.subnetId, 3, 'InsufficientFreeAddressesInSubnet'],
+    [k.subnetId, 3, 'ok'],
+  ]);
   assertConverged(k);
 });

@@ -77,7 +77,9 @@ export function newEniTags(
  * CreateNetworkInterface in the first placement candidate that has room: a candidate
  * EC2 answers `InsufficientFreeAddressesInSubnet` / `InsufficientCidrBlocks` for is
  * marked exhausted and the next one is tried, in this same creation (failover, not a
- * stall). One `placement.plan()` per creation (at most one DescribeSubnets, cached).
+ * stall). Only the last candidate gets a cut-down count (an ENI is scarcer than an
+ * address: a roomier subnet gets the full count first). One `placement.plan()` per
+ * creation (at most one DescribeSubnets, cached).
  * @returns the new ENI and the candidate it went to.
  * @throws PlacementError when no candidate may or can take it (the message lists the
  * exhausted subnets); Ec2Error for any other EC2 failure (not retried in another subnet).
@@ -103,9 +105,9 @@ async function createInCandidates(
   source: string,
 ): Promise<{ eni: Ec2Eni; candidate: PlacementCandidate }> {
   const full: Array<{ subnetId: string; code: string }> = [];
-  for (const candidate of candidates) {
+  for (const [i, candidate] of candidates.entries()) {
     try {
-      const eni = await createShrinking(c, req, candidate);
+      const eni = await createShrinking(c, req, candidate, i === candidates.length - 1);
       if (full.length)
         c.log.info({ subnetId: candidate.subnetId, exhausted: full, source }, 'ENI created in the next subnet');
       c.placed(candidate, eni);
@@ -127,16 +129,18 @@ async function createInCandidates(
 }
 
 /**
- * CreateNetworkInterface in `candidate`, its secondary IP or prefix count cut down while
- * the subnet cannot fill it whole (assign-shrink.ts), down to 1.
- * @throws the refusal of a count of 1 (the subnet is full), or any other error unchanged.
+ * CreateNetworkInterface in `candidate`; with `shrink`, its secondary IP or prefix count
+ * cut down while the subnet cannot fill it whole (assign-shrink.ts), down to 1.
+ * @throws the refusal (of a count of 1 with `shrink`: the subnet is full), or any other error unchanged.
  */
 async function createShrinking(
   c: EniCreateContext,
   req: { description: string; tags: Record<string, string>; secondaryCount: number; prefixCount?: number },
   candidate: PlacementCandidate,
+  shrink: boolean,
 ): Promise<Ec2Eni> {
   const where = { subnetId: candidate.subnetId, securityGroupIds: candidate.securityGroupIds };
+  if (!shrink) return c.ec2.createEni({ ...req, ...where });
   const prefixes = req.prefixCount !== undefined && req.prefixCount > 0;
   let eni: Ec2Eni | undefined;
   await assignShrinking(
