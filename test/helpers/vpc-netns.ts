@@ -5,6 +5,7 @@
  * runs inside namespaces the test created; nothing touches the host's own namespace.
  */
 import { execFile, spawn } from 'node:child_process';
+import { randomInt } from 'node:crypto';
 import { promisify } from 'node:util';
 import type { Netns } from '../../kit/netns.js';
 import { waitFor } from '../../kit/wait.js';
@@ -43,13 +44,47 @@ export async function txPackets(ns: Netns, devs: string[]): Promise<Record<strin
 
 const client = (
   port: number,
-) => `const s=require('net').connect({host:process.argv[1],port:${port},timeout:3000});let d='';
+  localPort?: number,
+) => `const s=require('net').connect({host:process.argv[1],port:${port},${localPort ? `localPort:${localPort},` : ''}timeout:3000});let d='';
 s.on('data',b=>d+=b);s.on('end',()=>{console.log(d.trim());process.exit(0)});
 s.on('timeout',()=>{console.log('timeout');process.exit(1)});s.on('error',e=>{console.log(e.code);process.exit(1)});`;
 
 /**
+ * Packets `node` forwarded out of each of `devs` to TCP port `dport`, counted by rules this
+ * inserts in its filter FORWARD chain (iptables-nft) around `run`, then removes.
+ */
+async function forwardedTo<T>(
+  node: Netns,
+  devs: string[],
+  dport: number,
+  run: () => Promise<T>,
+): Promise<{ out: T; tx: Record<string, number> }> {
+  const rule = (d: string) => ['FORWARD', '-o', d, '-p', 'tcp', '--dport', String(dport)];
+  for (const d of devs) await inNs(node, 'iptables-nft', '-w', '5', '-t', 'filter', '-I', ...rule(d));
+  try {
+    const out = await run();
+    const list = await inNs(node, 'iptables-nft', '-w', '5', '-t', 'filter', '-L', 'FORWARD', '-v', '-x', '-n');
+    const counted = (d: string): number => {
+      const line = list.split('\n').find((l) => new RegExp(`\\s${d}\\s.*tcp dpt:${dport}\\s*$`).test(l));
+      if (!line) throw new Error(`no FORWARD counter for ${d} dpt:${dport} in\n${list}`);
+      return Number(line.trim().split(/\s+/)[0]);
+    };
+    return { out, tx: Object.fromEntries(devs.map((d) => [d, counted(d)])) };
+  } finally {
+    for (const d of devs) await inNs(node, 'iptables-nft', '-w', '5', '-t', 'filter', '-D', ...rule(d));
+  }
+}
+
+/** Client ports of the `replies` probes: distinct within a run, so one probe never counts another's. */
+let nextClientPort = randomInt(20_000, 30_000);
+
+/**
  * Opens one TCP connection from `from` to `host:port` and reads the server's answer
  * (the peer address it saw, or `timeout`/an error code when the connection failed).
+ * `replies`: count only the packets `node` forwards to this connection's client port
+ * (through `node`'s filter FORWARD chain), not every packet a device sends; strays such
+ * as an earlier connection's SYN-ACK retransmissions or IPv6 neighbour discovery then
+ * cannot land in the count on a slow machine.
  * @returns that answer and how many packets each of `devs` of `node` sent meanwhile.
  */
 export async function probe(
@@ -58,16 +93,22 @@ export async function probe(
   from: Netns,
   host: string,
   port: number,
+  o: { replies?: boolean } = {},
 ): Promise<{ seenAs: string; tx: Record<string, number> }> {
-  const before = await txPackets(node, devs);
-  const seenAs = (
-    await execFileP('nsenter', [`--net=${from.path}`, process.execPath, '-e', client(port), host], {
+  const connect = (localPort?: number) =>
+    execFileP('nsenter', [`--net=${from.path}`, process.execPath, '-e', client(port, localPort), host], {
       env: nodeEnv(),
     }).then(
-      (r) => r.stdout,
-      (e: { stdout?: string }) => e.stdout ?? 'failed',
-    )
-  ).trim();
+      (r) => r.stdout.trim(),
+      (e: { stdout?: string }) => (e.stdout ?? 'failed').trim(),
+    );
+  if (o.replies) {
+    const localPort = nextClientPort++;
+    const { out, tx } = await forwardedTo(node, devs, localPort, () => connect(localPort));
+    return { seenAs: out, tx };
+  }
+  const before = await txPackets(node, devs);
+  const seenAs = await connect();
   const after = await txPackets(node, devs);
   return { seenAs, tx: Object.fromEntries(devs.map((d) => [d, after[d]! - before[d]!])) };
 }

@@ -21,6 +21,7 @@ import { ageEnis, createEniVia, createLifecycleNode, nothingLost, waitUnfrozen }
 import { releaseCallsSince } from '../../kit/nothing-lost.js';
 import { addOnEc2, waitConverged } from '../helpers/unknown-outcome.js';
 import { waitFor } from '../../kit/wait.js';
+import { createRounds } from '../helpers/create-rounds.js';
 
 test('throttled EC2 (both classes) while pods come and go: every ADD served with an IP EC2 shows; nothing lost once it lifts', async (t) => {
   const n = await createLifecycleNode({
@@ -71,11 +72,10 @@ test('subnet out of addresses: waiting ADDs fail saying so, the pool keeps servi
   await n.client.del('p9');
   for (const id of ['p0', 'p1']) await n.del(id);
   for (const id of ['q0', 'q1']) await addOnEc2(n, id);
-  // Each creation round asks for fewer down to 1 (EC2 refuses a batch whole); a refused 1 pauses grow.
-  const creates = n.h.sim.calls.filter((c) => c.action === 'CreateNetworkInterface');
-  const rounds = creates.filter((c) => c.errorCode && c.params.SecondaryPrivateIpAddressCount === '1').length;
+  // Each creation round asks for 9, 4, 2, then 1 (EC2 refuses a batch whole); a refused 1 pauses grow.
+  const { rounds, calls } = createRounds(n.h.sim.calls);
   assert.ok(rounds >= 1 && rounds <= 2, `grow paused instead of hammering EC2: ${rounds} refused rounds`);
-  assert.ok(creates.length <= 2 * 4, `${creates.length} CreateNetworkInterface calls (9, 4, 2, 1 a round)`);
+  assert.ok(calls <= 2 * 4, `${calls} CreateNetworkInterface calls`);
   await waitConverged(n);
   assert.deepEqual(await nothingLost(n), []);
 });
