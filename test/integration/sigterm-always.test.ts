@@ -14,7 +14,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdtemp, rmdir } from 'node:fs/promises';
+import os from 'node:os';
 import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -146,10 +147,13 @@ test('SIGTERM while an ADD waits on a refill (EC2 slow) ends ipamd promptly, exi
 
 test('SIGTERM while checkpoint writes fail on a full disk ends ipamd within the grace period, exit 0', async (t) => {
   const { env, serving, h } = await node(t, { WARM_IP_TARGET: '3', IP_COOLDOWN_PERIOD: '0' });
-  const mnt = path.join(h.dir, 'full');
-  await mkdir(mnt);
+  // Outside the node's dir: `t.after` hooks run in the order added, so the node's removal comes first.
+  const mnt = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-full-'));
   await run('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', mnt]);
-  t.after(() => run('umount', ['-l', mnt]).catch(() => undefined));
+  t.after(async () => {
+    await run('umount', ['-l', mnt]).catch(() => undefined);
+    await rmdir(mnt);
+  });
   const d = spawnBareIpamd({ ...env, ENI_IPAM_CHECKPOINT_PATH: path.join(mnt, 'ipam.json') }, { readStdout: true });
   t.after(() => d.child.kill('SIGKILL'));
   await waitFor('ipamd serving', serving, 20_000);
