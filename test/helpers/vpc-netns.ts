@@ -50,41 +50,45 @@ s.on('data',b=>d+=b);s.on('end',()=>{console.log(d.trim());process.exit(0)});
 s.on('timeout',()=>{console.log('timeout');process.exit(1)});s.on('error',e=>{console.log(e.code);process.exit(1)});`;
 
 /**
- * Packets `node` forwarded out of each of `devs` to TCP port `dport`, counted by rules this
- * inserts in its filter FORWARD chain (iptables-nft) around `run`, then removes.
+ * Packets of one TCP flow (its client port `port`, either direction) that `node` forwarded
+ * out of each of `devs`, counted by rules this inserts in its filter FORWARD chain
+ * (iptables-nft; before any SNAT rewrites the port) around `run`, then removes.
  */
-async function forwardedTo<T>(
+async function flowForwarded<T>(
   node: Netns,
   devs: string[],
-  dport: number,
+  port: number,
   run: () => Promise<T>,
 ): Promise<{ out: T; tx: Record<string, number> }> {
-  const rule = (d: string) => ['FORWARD', '-o', d, '-p', 'tcp', '--dport', String(dport)];
-  for (const d of devs) await inNs(node, 'iptables-nft', '-w', '5', '-t', 'filter', '-I', ...rule(d));
+  const rules = devs.flatMap((d) =>
+    ['--sport', '--dport'].map((m) => ['FORWARD', '-o', d, '-p', 'tcp', m, String(port)]),
+  );
+  const ipt = (...args: string[]) => inNs(node, 'iptables-nft', '-w', '5', '-t', 'filter', ...args);
+  for (const r of rules) await ipt('-I', ...r);
   try {
     const out = await run();
-    const list = await inNs(node, 'iptables-nft', '-w', '5', '-t', 'filter', '-L', 'FORWARD', '-v', '-x', '-n');
+    const list = (await ipt('-L', 'FORWARD', '-v', '-x', '-n')).split('\n');
     const counted = (d: string): number => {
-      const line = list.split('\n').find((l) => new RegExp(`\\s${d}\\s.*tcp dpt:${dport}\\s*$`).test(l));
-      if (!line) throw new Error(`no FORWARD counter for ${d} dpt:${dport} in\n${list}`);
-      return Number(line.trim().split(/\s+/)[0]);
+      const lines = list.filter((l) => new RegExp(`\\s${d}\\s.*tcp [sd]pt:${port}\\s*$`).test(l));
+      if (lines.length !== 2) throw new Error(`no FORWARD counters for ${d} port ${port} in\n${list.join('\n')}`);
+      return lines.reduce((sum, l) => sum + Number(l.trim().split(/\s+/)[0]), 0);
     };
     return { out, tx: Object.fromEntries(devs.map((d) => [d, counted(d)])) };
   } finally {
-    for (const d of devs) await inNs(node, 'iptables-nft', '-w', '5', '-t', 'filter', '-D', ...rule(d));
+    for (const r of rules) await ipt('-D', ...r);
   }
 }
 
-/** Client ports of the `replies` probes: distinct within a run, so one probe never counts another's. */
+/** Client ports of the `flow` probes: distinct within a run, so one probe never counts another's. */
 let nextClientPort = randomInt(20_000, 30_000);
 
 /**
  * Opens one TCP connection from `from` to `host:port` and reads the server's answer
  * (the peer address it saw, or `timeout`/an error code when the connection failed).
- * `replies`: count only the packets `node` forwards to this connection's client port
- * (through `node`'s filter FORWARD chain), not every packet a device sends; strays such
- * as an earlier connection's SYN-ACK retransmissions or IPv6 neighbour discovery then
- * cannot land in the count on a slow machine.
+ * `flow`: count only this connection's packets `node` forwards (by its client port, in
+ * `node`'s filter FORWARD chain), not every packet a device sends; strays such as an
+ * earlier connection's SYN-ACK retransmissions or IPv6 neighbour discovery then cannot
+ * land in the count on a slow machine.
  * @returns that answer and how many packets each of `devs` of `node` sent meanwhile.
  */
 export async function probe(
@@ -93,7 +97,7 @@ export async function probe(
   from: Netns,
   host: string,
   port: number,
-  o: { replies?: boolean } = {},
+  o: { flow?: boolean } = {},
 ): Promise<{ seenAs: string; tx: Record<string, number> }> {
   const connect = (localPort?: number) =>
     execFileP('nsenter', [`--net=${from.path}`, process.execPath, '-e', client(port, localPort), host], {
@@ -102,9 +106,9 @@ export async function probe(
       (r) => r.stdout.trim(),
       (e: { stdout?: string }) => (e.stdout ?? 'failed').trim(),
     );
-  if (o.replies) {
+  if (o.flow) {
     const localPort = nextClientPort++;
-    const { out, tx } = await forwardedTo(node, devs, localPort, () => connect(localPort));
+    const { out, tx } = await flowForwarded(node, devs, localPort, () => connect(localPort));
     return { seenAs: out, tx };
   }
   const before = await txPackets(node, devs);

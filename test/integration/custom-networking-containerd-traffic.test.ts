@@ -108,13 +108,13 @@ test('custom networking through containerd: a 100.64.x pod reaches both VPC bloc
   const devs = ['eth0', dev];
   const viaEni = (p: { tx: Record<string, number> }) => p.tx[dev]! >= 3 && p.tx.eth0 === 0;
   const viaPrimary = (p: { tx: Record<string, number> }) => p.tx.eth0! >= 3 && p.tx[dev] === 0;
-  const toVpc = await probe(node, devs, podNs, VPC_HOST, PORT);
+  const toVpc = await probe(node, devs, podNs, VPC_HOST, PORT, { flow: true });
   assert.equal(toVpc.seenAs, pod.ip, `pod → 10.0.x host: not NATed ${JSON.stringify(toVpc)}`);
   assert.ok(viaEni(toVpc), `pod → 10.0.x host leaves through its ENI: ${JSON.stringify(toVpc)}`);
-  const toVpc2 = await probe(node, devs, podNs, VPC2_HOST, PORT);
+  const toVpc2 = await probe(node, devs, podNs, VPC2_HOST, PORT, { flow: true });
   assert.equal(toVpc2.seenAs, pod.ip, `pod → 100.64.x host: not NATed ${JSON.stringify(toVpc2)}`);
   assert.ok(viaEni(toVpc2), `pod → 100.64.x host leaves through its ENI: ${JSON.stringify(toVpc2)}`);
-  const out = await probe(node, devs, podNs, OUTSIDE, PORT);
+  const out = await probe(node, devs, podNs, OUTSIDE, PORT, { flow: true });
   assert.equal(out.seenAs, nodeIp, `pod → outside the VPC: SNATed to the node IP ${JSON.stringify(out)}`);
   assert.ok(viaPrimary(out), `pod → outside leaves through the primary ENI: ${JSON.stringify(out)}`);
   t.diagnostic(`probes: ${JSON.stringify({ toVpc, toVpc2, out })}`);

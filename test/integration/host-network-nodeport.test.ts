@@ -128,7 +128,7 @@ test('NodePort to a pod on a secondary ENI: answered through the primary ENI onl
   ]);
 
   // Off: the pod's replies take ENI 2's table and the VPC drops them.
-  const before = await probe(node, DEVS, vpc, NODE_IP, NODE_PORT, { replies: true });
+  const before = await probe(node, DEVS, vpc, NODE_IP, NODE_PORT, { flow: true });
   assert.notEqual(before.seenAs, CLIENT, `without the mark the connection must fail: ${JSON.stringify(before)}`);
   assert.ok(before.tx.eth1! > 0, `the replies left through ENI 2: ${JSON.stringify(before.tx)}`);
   assert.equal(await markRulePackets(node), -1);
@@ -142,7 +142,7 @@ test('NodePort to a pod on a secondary ENI: answered through the primary ENI onl
   assert.equal(mangle.match(/AWS, primary ENI/g)?.length, 2, mangle);
   assert.match(mangle, /-i eth0 .*--dst-type LOCAL --limit-iface-in .*CONNMARK (--set-xmark|--or-mark) 0x80/);
   assert.match(mangle, /-i eni\+ .*CONNMARK --restore-mark --nfmask 0x80 --ctmask 0x80/);
-  const after = await probe(node, DEVS, vpc, NODE_IP, NODE_PORT, { replies: true });
+  const after = await probe(node, DEVS, vpc, NODE_IP, NODE_PORT, { flow: true });
   assert.equal(after.seenAs, CLIENT, `the pod answered the client, un-NATed: ${JSON.stringify(after)}`);
   assert.equal(after.tx.eth1, 0, `ENI 2 sent nothing: ${JSON.stringify(after.tx)}`);
   assert.ok(after.tx.eth0! > 0, 'the replies left through the primary ENI');
@@ -152,7 +152,7 @@ test('NodePort to a pod on a secondary ENI: answered through the primary ENI onl
   await off.setupNode({ primaryIf: 'eth0', nodeIp: NODE_IP, vpcCidrs: VPC_CIDRS });
   assert.doesNotMatch(await ip(node, 'rule'), /fwmark/);
   assert.doesNotMatch(await inNs(node, 'iptables-nft-save', '-t', 'mangle'), /AWS, primary ENI/);
-  const again = await probe(node, DEVS, vpc, NODE_IP, NODE_PORT, { replies: true });
+  const again = await probe(node, DEVS, vpc, NODE_IP, NODE_PORT, { flow: true });
   assert.notEqual(again.seenAs, CLIENT);
 });
 
