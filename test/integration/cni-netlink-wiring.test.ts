@@ -13,6 +13,7 @@ import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'node:test';
+import { isDeepStrictEqual } from 'node:util';
 import { netlinkHelper, type NetlinkHelper } from '../../cni-plugin/netlink-helper.js';
 import { startNetlinkWiring } from '../../cni-plugin/netlink-wiring.js';
 import { deleteHostVeth, IpConflictError, startWiring, type WiringPlan } from '../../cni-plugin/wiring.js';
@@ -75,11 +76,15 @@ test('the netlink helper leaves the same kernel state as the ip batches', async 
     const marks: string[] = [];
     const w2 = startNetlinkWiring(viaNl, { ip: LOCAL_IP, nodeNetns: nodeB.path }, helper, (m) => marks.push(m));
     await w2.finish(viaNl);
-    assert.deepEqual(
+    // Both converge (the kernel adds IPv6 link-local routes once addrconf runs, later under load); then equal.
+    const states = async (): Promise<[unknown, unknown]> => [
       await wiredState(nodeB, podB, viaNl.hostVeth),
       await wiredState(nodeA, podA, viaIp.hostVeth),
-      `table ${table}`,
-    );
+    ];
+    const same = async () => isDeepStrictEqual(...(await states())) || undefined;
+    await waitFor('the two wirings to leave the same state', same, 15_000, 100).catch(() => undefined);
+    const [nl, byIp] = await states();
+    assert.deepEqual(nl, byIp, `table ${table}`);
     assert.deepEqual(marks.slice(0, 2), ['netns-checked', 'veth-up']);
     await waitFor(
       "the host veth's operstate to reach UP",
