@@ -178,3 +178,14 @@ for (const outcome of ['applied-5xx', 'not-applied-5xx'] as const) {
     assertConverged(k);
   });
 }
+
+test('waiters that fit are not failed because the warm target cannot also fit (warm-eni at the ENI limit)', async () => {
+  // m5.xlarge: 4 ENIs × 14 secondary IPs = 56; 50 waiting ADDs fit, 50 + a warm ENI (14) do not.
+  const k = executorKit({ instanceType: 'm5.xlarge', targets: { warmEniTarget: 1 } });
+  const out = await k.grow(50);
+  assert.equal(out.blocked, undefined, 'only the warm surplus is short: no waiter may fail');
+  assert.ok(k.ds.counts(k.clock.now()).available >= 50, 'every waiter is served');
+  assertConverged(k);
+  const k2 = executorKit({ instanceType: 'm5.xlarge', targets: { warmEniTarget: 1 } });
+  assert.match((await k2.grow(60)).blocked ?? '', /MAX_ENI|ENI/, 'waiters beyond the instance are blocked');
+});

@@ -28,9 +28,8 @@ import type { Logger } from '../../log.js';
 import { ADDRESSES_PER_SLOT, planGrow, type GrowPlan, type PoolEniView, type PoolTargets } from '../../pool/index.js';
 import { growBlockedReason, type EniLimits } from '../../pool/grow-limits.js';
 import type { EniManager } from '../eni-lifecycle/eni-manager.js';
-import { failedForSure } from '../../cloud/ec2-outcome.js';
 import { PlacementError, SUBNET_FULL_CODES, exhaustedReason } from '../eni-lifecycle/subnet-placement.js';
-import { assignShrinking } from '../eni-lifecycle/assign-shrink.js';
+import { assignBatch } from './assign-batch.js';
 import { ATTACH_LIMIT, classifyGrowFailure, type GrowFailureKind } from './grow-failure.js';
 /** Id prefix of the stand-ins for ENIs being created in a plan. */
 const PHANTOM = '(being created) ';
@@ -148,7 +147,7 @@ export class GrowExecutor {
   async run(waiting: number): Promise<GrowOutcome> {
     const { ds, enis, log, targets } = this.o;
     let plan = this.plan(waiting);
-    let blocked = plan.unmet > 0 ? this.reason(plan) : undefined;
+    let blocked = this.unmetBlocks(plan, waiting) ? this.reason(plan) : undefined;
     // An attached ENI not adopted yet (IMDS lag) comes first; after a failed creation, back off;
     // while every candidate subnet is exhausted, no creation (assigns in other subnets go on);
     // custom networking without a usable ENIConfig: no creation, the refill that needs one is blocked.
@@ -168,7 +167,9 @@ export class GrowExecutor {
       'pool grow',
     );
     // Existing ENIs first (one call each, no new ENI if the subnet is short), then every new ENI at once.
-    const results = await Promise.allSettled(assigns.map((a) => this.assign(a.eniId, a.count)));
+    const results = await Promise.allSettled(
+      assigns.map((a) => assignBatch(this.o, this.o.targets.unit ?? 'ip', a.eniId, a.count)),
+    );
     const errors = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as Error] : []));
     // A full subnet under an existing ENI: mark it exhausted and re-plan in this same pass, so
     // the demand goes to new ENIs in the next candidate subnet (if the ENI limit allows).
@@ -191,7 +192,7 @@ export class GrowExecutor {
         creates = [];
         exhausted = where.reason;
       } else creates = mayCreate() ? plan.createEnis : [];
-      blocked = plan.unmet > 0 ? this.reason(plan) : undefined;
+      blocked = this.unmetBlocks(plan, waiting) ? this.reason(plan) : undefined;
       if (creates.length > 0) log.info({ exhausted: full, createEnis: creates }, 'subnet full: new ENIs elsewhere');
     }
     if (errors.length > 0) {
@@ -207,13 +208,25 @@ export class GrowExecutor {
   }
 
   /**
+   * Whether `plan` leaving addresses unmet blocks the refill: with ADDs waiting, only when
+   * the waiters alone cannot all be placed. A warm target the ENI limit cannot also hold
+   * (50 pods on a 56-address instance with WARM_ENI_TARGET=1) must not fail ADDs that fit.
+   */
+  private unmetBlocks(plan: GrowPlan, waiting: number): boolean {
+    if (plan.unmet <= 0) return false;
+    if (waiting <= 0) return true;
+    const bare = { warmEniTarget: 0, warmIpTarget: 0, minimumIpTarget: 0, warmPrefixTarget: 0 };
+    return this.plan(waiting, { ...this.o.targets, ...bare }).unmet > 0;
+  }
+
+  /**
    * The grow plan for now: the datastore's ENIs plus the ENIs being created (holding
    * what they asked for, with room for the rest; an assign planned on one of them waits
    * until it is attached), with the ENI limit reduced by the attached ENIs the datastore
-   * does not serve from.
+   * does not serve from. `targets`: the node's, unless given (the waiters-only plan).
    */
-  private plan(extraDemand: number): GrowPlan {
-    const { enis, targets } = this.o;
+  private plan(extraDemand: number, targets: PoolTargets = this.o.targets): GrowPlan {
+    const { enis } = this.o;
     const now = this.o.now();
     const views = this.views(now);
     const aps = ADDRESSES_PER_SLOT[targets.unit ?? 'ip'];
@@ -298,66 +311,6 @@ export class GrowExecutor {
         this.o.onCreationDone();
       });
     this.inFlight.add(run);
-  }
-
-  /**
-   * One AssignPrivateIpAddresses batch on an existing ENI (prefix delegation: /28
-   * prefixes, 16 addresses each), cut down while the subnet cannot fill it whole
-   * (eni-lifecycle/assign-shrink.ts). After a failure of unknown outcome (5xx, timeout),
-   * what EC2 then shows on the ENI is settled before the error is passed on.
-   * @throws the EC2 error.
-   */
-  private async assign(eniId: string, count: number): Promise<void> {
-    try {
-      await assignShrinking(
-        count,
-        (n) => this.assignOnce(eniId, n),
-        (refused, next, code) => this.o.log.info({ eniId, refused, next, code }, 'subnet short: asking for fewer'),
-      );
-    } catch (e) {
-      if (!failedForSure(e)) await this.settleAssign(eniId);
-      throw e;
-    }
-  }
-
-  /**
-   * After an assign of unknown outcome EC2 is asked what the ENI holds: addresses it
-   * shows that the datastore lacks are added (EC2 is the truth), so the next plan neither
-   * asks for them again nor runs into the ENI's limit. A failed describe decides nothing
-   * (the reconcile catches up). Never throws.
-   */
-  private async settleAssign(eniId: string): Promise<void> {
-    const { ds, ec2, log } = this.o;
-    try {
-      const [eni] = await ec2.describeEnis([eniId]);
-      if (!eni || !ds.getEni(eniId)) return;
-      const haveIps = new Set(ds.eniIps(eniId));
-      const havePrefixes = new Set(ds.eniPrefixes(eniId));
-      const ips = eni.secondaryIps.filter((ip) => !haveIps.has(ip));
-      const prefixes = eni.ipv4Prefixes.filter((p) => !havePrefixes.has(p));
-      if (ips.length) ds.addIps(eniId, ips);
-      if (prefixes.length) ds.addPrefixes(eniId, prefixes);
-      if (ips.length + prefixes.length)
-        log.info({ eniId, ips, prefixes }, 'assign of unknown outcome had happened: added what EC2 shows');
-    } catch (e) {
-      log.info(
-        { eniId, err: (e as Error).message },
-        'cannot settle an assign of unknown outcome yet; the reconcile will',
-      );
-    }
-  }
-
-  private async assignOnce(eniId: string, count: number): Promise<void> {
-    const { ds, ec2, log, targets } = this.o;
-    if (targets.unit === 'prefix') {
-      const prefixes = await ec2.assignPrefixes(eniId, count);
-      ds.addPrefixes(eniId, prefixes);
-      log.info({ eniId, prefixes }, 'assigned /28 prefixes');
-    } else {
-      const ips = await ec2.assignIps(eniId, count);
-      ds.addIps(eniId, ips);
-      log.info({ eniId, count: ips.length }, 'assigned secondary IPs');
-    }
   }
 
   /** Pauses ENI creation for `subnetFullPauseMs`: every candidate subnet is exhausted (`reason` lists them). */
