@@ -21,7 +21,7 @@ function assertConverged(k: ExecutorKit): void {
   assert.deepEqual(c.ds, c.ec2, 'the datastore holds what EC2 shows on every ENI it serves from');
 }
 
-const short = (code = 'InsufficientCidrBlocks') => new Ec2Error('AssignPrivateIpAddresses', code, 'not enough');
+const short = (code = 'InsufficientCidrBlocks') => new Ec2Error('AssignPrivateIpAddresses', code, 'not enough', 400);
 
 test('assignShrinking halves the count while the subnet is short, down to 1, and returns what EC2 took', async () => {
   const tried: number[] = [];
@@ -105,4 +105,18 @@ test('discovery: a candidate short of the full count is passed over for the next
     [k.subnetId, 3, 'ok'],
   ]);
   assertConverged(k);
+});
+
+test('assignShrinking does not ask again smaller after a retried call whose outcome is unknown', async () => {
+  const retried = short();
+  retried.attempts = 2; // an earlier attempt may have assigned: the caller settles from EC2
+  let calls = 0;
+  await assert.rejects(
+    assignShrinking(4, async () => {
+      calls++;
+      throw retried;
+    }),
+    (e: Ec2Error) => e === retried,
+  );
+  assert.equal(calls, 1);
 });

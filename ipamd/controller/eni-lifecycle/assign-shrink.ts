@@ -9,11 +9,16 @@
  * waiting ADD "subnet full" beside an address EC2 would have given.
  */
 import { Ec2Error } from '../../cloud/ec2-port.js';
+import { failedForSure } from '../../cloud/ec2-outcome.js';
 import { SUBNET_FULL_CODES } from './subnet-placement.js';
 
-/** A refusal EC2 gives when the subnet cannot fill the whole batch. */
+/**
+ * A refusal EC2 gives when the subnet cannot fill the whole batch, known to have assigned
+ * nothing (a retried call whose earlier attempt may have acted is left to the caller's
+ * unknown-outcome handling, never asked again smaller on top).
+ */
 function subnetShort(e: unknown): e is Ec2Error {
-  return e instanceof Ec2Error && SUBNET_FULL_CODES.has(e.code);
+  return e instanceof Ec2Error && SUBNET_FULL_CODES.has(e.code) && failedForSure(e);
 }
 
 /**
