@@ -7,6 +7,7 @@
  */
 import type { AwsNodeVar } from './aws-node-var.js';
 import { AWS_NODE_VARS } from './aws-node-vars.js';
+import { isBlank, trimBlank } from './config-patterns.js';
 import { ConfigError, quoteValue } from './config-types.js';
 
 /** The accepted values of a refused row, for its message (`unset` always included). */
@@ -27,8 +28,8 @@ export function checkAwsNodeVars(env: NodeJS.ProcessEnv, rows: readonly AwsNodeV
   for (const row of rows) {
     if (row.verdict === 'honoured') continue;
     const raw = env[row.name];
-    if (raw === undefined || raw.trim() === '') continue;
-    if ((row.quiet ?? []).includes(raw.trim().toLowerCase())) continue;
+    if (raw === undefined || isBlank(raw)) continue;
+    if ((row.quiet ?? []).includes(trimBlank(raw).toLowerCase())) continue;
     if (row.verdict === 'refused')
       throw new ConfigError(
         row.name,

@@ -8,14 +8,12 @@ import {
   hostPort,
   httpUrl,
   ipv4CidrList,
-  labelKey,
   oneOf,
-  connmarkValue,
-  tagMap,
   text,
   vethPrefix,
   wholeNumber,
 } from './config-fields.js';
+import { connmarkValue, labelKey, tagMap } from './config-fields-more.js';
 import { criEndpoint, pathOf } from './config-path-fields.js';
 import { v, type VarSpec } from './config-spec.js';
 

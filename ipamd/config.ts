@@ -2,7 +2,7 @@
  * ipamd configuration: environment variables → typed, validated {@link IpamdConfig}
  * (docs/design.md#env-vars; AWS-compatible names where amazon-vpc-cni-k8s has the concept).
  * A bad value throws {@link ConfigError} with one line naming the variable, the value and
- * what it accepts. An empty string counts as unset. Durations are stored in ms.
+ * what it accepts (the same phrase the chart's schema says: config-chart-types.ts). Durations are stored in ms.
  *
  * Every variable, its default and meaning: docs/configuration.md, generated from the spec
  * (NODE_VARS, TIMING_VARS) by scripts/config-reference.mjs. The aws-node variables eni-ipam
@@ -11,12 +11,14 @@
  *
  * Durations: a plain number is seconds (fractions allowed), or a number with unit ms, s, m, h;
  * at most 596h (Node's timer limit).
- * Booleans: true, false, 1, 0 (any case).
+ * Booleans: strconv.ParseBool's spellings (1, t, T, TRUE, true, True, 0, f, F, FALSE, false,
+ * False), true and false in any case. Blank (empty or blanks only) is unset.
  */
 import { checkAwsNodeVars } from './aws-node-check.js';
 import { socketPathTooLong } from './config-path-fields.js';
 import { ipFamilyOf } from './config-family.js';
 import { checkPathSettings } from './config-paths.js';
+import { isBlank } from './config-patterns.js';
 import { type VarSpec } from './config-spec.js';
 import { ConfigError, quoteValue as quote, type IpamdConfig } from './config-types.js';
 import { NODE_VARS } from './config-vars-node.js';
@@ -28,7 +30,7 @@ export { ConfigError, type IpamdConfig } from './config-types.js';
 const SPECS: VarSpec[] = [...NODE_VARS, ...TIMING_VARS];
 
 function parseVar(spec: VarSpec, raw: string | undefined): unknown {
-  const given = raw === undefined || raw === '' ? undefined : raw;
+  const given = raw === undefined || isBlank(raw) ? undefined : raw;
   const input = given ?? spec.def;
   if (input === undefined) return undefined;
   const r = spec.field.safeParse(input);

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { AWS_NODE_VARS } from '../../ipamd/aws-node-vars.js';
 import { ConfigError, configSpecs, loadConfig, loadConfigReport } from '../../ipamd/config.js';
-import { envValuesSchema, renderConfigReference, verdictCounts } from '../../ipamd/config-reference.js';
+import { chartSchemaParts, renderConfigReference, verdictCounts } from '../../ipamd/config-reference.js';
 
 const root = new URL('../../../', import.meta.url);
 const regen = 'regenerate: npm run build && node scripts/config-reference.mjs';
@@ -21,7 +21,10 @@ test('docs/configuration.md is what the config spec renders', () => {
 
 test("values.schema.json's env typing is what the config spec renders", () => {
   const schema = JSON.parse(readFileSync(new URL('charts/eni-ipam/values.schema.json', root), 'utf8'));
-  assert.deepEqual(schema.properties.env, envValuesSchema(configSpecs()), `values.schema.json env drifted; ${regen}`);
+  const parts = chartSchemaParts(configSpecs());
+  assert.deepEqual(schema.properties.env, parts.env, `values.schema.json env drifted; ${regen}`);
+  assert.deepEqual(schema.properties.extraEnv, parts.extraEnv, `values.schema.json extraEnv drifted; ${regen}`);
+  assert.deepEqual(schema.definitions.envCheck, parts.envCheck, `values.schema.json envCheck drifted; ${regen}`);
   // Every variable ipamd reads is typed, and nothing else is allowed.
   const keys = Object.keys(schema.properties.env.properties);
   for (const s of configSpecs()) assert.ok(keys.includes(s.name), s.name);

@@ -52,7 +52,7 @@ test('the message is the documented shape', () => {
   );
   assert.equal(
     expectError({ AWS_VPC_K8S_CNI_LOGLEVEL: 'loud' }, 'AWS_VPC_K8S_CNI_LOGLEVEL').message,
-    'AWS_VPC_K8S_CNI_LOGLEVEL="loud" is invalid: expected one of trace, debug, info, warn, error, fatal',
+    'AWS_VPC_K8S_CNI_LOGLEVEL="loud" is invalid: expected one of trace, debug, info, warn, error, fatal (any case)',
   );
   const e = expectError({ ADDITIONAL_ENI_TAGS: '{"a":\n1}' }, 'ADDITIONAL_ENI_TAGS');
   assert.ok(!e.message.includes('\n'), 'a newline in the value is escaped');
