@@ -15,6 +15,8 @@
  * False), true and false in any case. Blank (empty or blanks only) is unset.
  */
 import { checkAwsNodeVars } from './aws-node-check.js';
+import { AWS_NODE_VARS } from './aws-node-vars.js';
+import { modeHints, nameHints } from './config-hints.js';
 import { socketPathTooLong } from './config-path-fields.js';
 import { ipFamilyOf } from './config-family.js';
 import { checkPathSettings } from './config-paths.js';
@@ -28,6 +30,9 @@ export { ConfigError, type IpamdConfig } from './config-types.js';
 
 /** Every variable, in documentation order. */
 const SPECS: VarSpec[] = [...NODE_VARS, ...TIMING_VARS];
+
+/** Every name ipamd reads: the spec and the aws-node table (config-hints.ts offers them for look-alikes). */
+const KNOWN_NAMES = [...SPECS.map((s) => s.name), ...AWS_NODE_VARS.map((r) => r.name)];
 
 function parseVar(spec: VarSpec, raw: string | undefined): unknown {
   const given = raw === undefined || isBlank(raw) ? undefined : raw;
@@ -55,8 +60,9 @@ export interface ConfigReport {
  * Reads and validates ipamd's configuration from `env` (usually `process.env`).
  * Cross-field rules: POD_MTU defaults to AWS_VPC_ENI_MTU; ENI_IPAM_CNI_EXEC_SOCKET to
  * `cni-exec.sock` in ENI_IPAM_SOCKET's directory; WARM_PREFIX_TARGET without
- * ENABLE_PREFIX_DELEGATION=true is ignored with a warning (as amazon-vpc-cni-k8s ignores
- * it); WARM_IP_TARGET/MINIMUM_IP_TARGET are allowed with prefix delegation (they then
+ * ENABLE_PREFIX_DELEGATION=true is ignored (as amazon-vpc-cni-k8s ignores it); look-alike
+ * names and settings that do nothing in the mode in force are warned about once each
+ * (config-hints.ts); WARM_IP_TARGET/MINIMUM_IP_TARGET are allowed with prefix delegation (they then
  * count IPs, as upstream); ENABLE_IPv4/ENABLE_IPv6 give the IP family (config-family.ts,
  * its refusals). The aws-node variables eni-ipam does not honour are checked
  * (aws-node-check.ts).
@@ -85,13 +91,10 @@ export function loadConfigReport(env: NodeJS.ProcessEnv): ConfigReport {
       'ENI_IPAM_CNI_IPAMD_WAIT',
       `ENI_IPAM_CNI_IPAMD_WAIT=${quote(env.ENI_IPAM_CNI_IPAMD_WAIT ?? '')} is invalid: expected a duration up to 300s (the shim's bound)`,
     );
-  if (c.warmPrefixTarget !== undefined && !c.enablePrefixDelegation) {
-    warnings.push(
-      `WARM_PREFIX_TARGET=${quote(env.WARM_PREFIX_TARGET ?? '')} is ignored: it applies only with ENABLE_PREFIX_DELEGATION=true (ENABLE_PREFIX_DELEGATION is ${quote(env.ENABLE_PREFIX_DELEGATION || 'false')})`,
-    );
-    delete c.warmPrefixTarget;
-  }
+  // Ignored, as amazon-vpc-cni-k8s ignores it (modeHints says so unless it is aws-node's default 1).
+  if (c.warmPrefixTarget !== undefined && !c.enablePrefixDelegation) delete c.warmPrefixTarget;
   c.ipFamily = ipFamilyOf(c);
+  warnings.push(...nameHints(env, KNOWN_NAMES), ...modeHints(env, c, SPECS));
   const chart = new Set(c.chartEnv);
   const sources = SPECS.map((s) => ({
     name: s.name,
