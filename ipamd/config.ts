@@ -19,7 +19,7 @@ import { AWS_NODE_VARS } from './aws-node-vars.js';
 import { modeHints, nameHints } from './config-hints.js';
 import { socketPathTooLong } from './config-path-fields.js';
 import { ipFamilyOf } from './config-family.js';
-import { checkPathSettings } from './config-paths.js';
+import { checkPathSettings, pathSettingOfError } from './config-paths.js';
 import { isBlank } from './config-patterns.js';
 import { type VarSpec } from './config-spec.js';
 import { ConfigError, quoteValue as quote, type IpamdConfig } from './config-types.js';
@@ -125,6 +125,17 @@ export function loadConfig(env: NodeJS.ProcessEnv): IpamdConfig {
  */
 export function checkConfigOnDisk(c: IpamdConfig): void {
   checkPathSettings(c, SPECS);
+}
+
+/**
+ * `e`'s message, prefixed with the path setting it is about (`<VAR>="<value>": …`) when
+ * its path is one of `c`'s path settings or lies under or over one (config-paths.ts), so
+ * every path error at start names the variable.
+ */
+export function startErrorMessage(e: unknown, c: IpamdConfig): string {
+  const msg = e instanceof Error ? e.message : String(e);
+  const s = pathSettingOfError(e, c, SPECS);
+  return s ? `${s.name}=${JSON.stringify(s.value)}: ${msg}` : msg;
 }
 
 /** Every variable ipamd reads, in documentation order (the spec; its path variables carry a `pathKindOf`). */
