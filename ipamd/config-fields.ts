@@ -115,7 +115,7 @@ export const PARSE_BOOL = ['1', 't', 'T', 'TRUE', 'true', 'True', '0', 'f', 'F',
 export function bool(): Field<boolean> {
   return patterned({
     body: `${anyCase('true')}|${anyCase('false')}|[01tTfF]`,
-    accepts: `a boolean: ${PARSE_BOOL.join(', ')} (strconv.ParseBool's spellings; true and false in any case)`,
+    accepts: `a boolean: ${PARSE_BOOL.join(', ')} (the spellings of strconv.ParseBool; true and false in any case)`,
     read: (s) => ['true', 't', '1'].includes(s.toLowerCase()),
     nonString: [{ type: 'boolean' }, { type: 'integer', enum: [0, 1] }],
   });

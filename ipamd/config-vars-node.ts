@@ -274,7 +274,7 @@ export const NODE_VARS: VarSpec[] = [
   v(
     'ENI_IPAM_CNI_IPAMD_WAIT',
     'cniIpamdWaitMs',
-    duration(),
+    duration(0, 300_000),
     '10s',
     "Written into the conflist as ipamdWaitSeconds: how long the shim's ADD waits (retrying) for ipamd to serve, e.g. during a DaemonSet rolling update, before CNI error 11 (at most 300s).",
   ),

@@ -86,11 +86,6 @@ export function loadConfigReport(env: NodeJS.ProcessEnv): ConfigReport {
         `ENI_IPAM_SOCKET=${quote(c.socketPath)} is invalid: the exec socket beside it (${quote(c.cniExecSocket)}) is too long: ${why}; set ENI_IPAM_CNI_EXEC_SOCKET or a shorter directory`,
       );
   }
-  if (c.cniIpamdWaitMs > 300_000)
-    throw new ConfigError(
-      'ENI_IPAM_CNI_IPAMD_WAIT',
-      `ENI_IPAM_CNI_IPAMD_WAIT=${quote(env.ENI_IPAM_CNI_IPAMD_WAIT ?? '')} is invalid: expected a duration up to 300s (the shim's bound)`,
-    );
   // Ignored, as amazon-vpc-cni-k8s ignores it (modeHints says so unless it is aws-node's default 1).
   if (c.warmPrefixTarget !== undefined && !c.enablePrefixDelegation) delete c.warmPrefixTarget;
   c.ipFamily = ipFamilyOf(c);

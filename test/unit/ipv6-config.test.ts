@@ -62,7 +62,7 @@ test('a bad boolean names the variable and what it accepts', () => {
   assert.equal(e.variable, 'ENABLE_IPv6');
   assert.match(
     e.message,
-    /^ENABLE_IPv6="yes" is invalid: expected a boolean: 1, t, T, TRUE, true, True, 0, f, F, FALSE, false, False \(strconv.ParseBool.s spellings; true and false in any case\)$/,
+    /^ENABLE_IPv6="yes" is invalid: expected a boolean: 1, t, T, TRUE, true, True, 0, f, F, FALSE, false, False \(the spellings of strconv.ParseBool; true and false in any case\)$/,
   );
   // aws-node's ParseBool spellings mean the same here.
   assert.equal(loadConfig({ ENABLE_IPv6: 'f' }).ipFamily, 'ipv4');
