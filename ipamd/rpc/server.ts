@@ -304,6 +304,8 @@ export class RpcServer {
         if_name: r.allocation.ifName,
         ipv4_addr: r.allocation.ipv4,
         route_table_id: r.routeTableId ?? 0,
+        k8s_pod_name: r.allocation.pod?.name ?? '',
+        k8s_pod_namespace: r.allocation.pod?.namespace ?? '',
       })),
       message: `${released.length} released`,
     };

@@ -1,0 +1,295 @@
+/**
+ * Host veth names (issue #39 item 1) in real network namespaces, through the plugin's
+ * verbs in this process against the ipamd stand-in, on both node sides: ipamd's rtnetlink
+ * helper and the `ip` batches; in `ipv4` and `ipv6` mode (the egress pair too).
+ *
+ * - Upgrade: pods wired as the eni-ipam before this change wired them (main's ADD path:
+ *   the same wiring functions with its names, sha256 of the container id and interface)
+ *   keep running beside pods wired under the upstream names, and the new CHECK, DEL and
+ *   GC find them under their old names: nothing of theirs is left, nothing else touched.
+ * - A fast re-create (two sandboxes of one pod share the upstream name): the newer ADD
+ *   takes the name over as amazon-vpc-cni-k8s does; the older one's DEL or GC leaves the
+ *   newer one's veth, route and reachability alone.
+ * Needs root.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import test from 'node:test';
+import { cmdAdd } from '../../cni-plugin/add.js';
+import { cmdCheck } from '../../cni-plugin/check.js';
+import { cmdDel } from '../../cni-plugin/del.js';
+import { readCniEnv, type CniEnv } from '../../cni-plugin/env.js';
+import { cmdGc } from '../../cni-plugin/gc.js';
+import type { PluginHost } from '../../cni-plugin/host.js';
+import { connectIpamd } from '../../cni-plugin/ipamd-client.js';
+import { startNetlinkWiring } from '../../cni-plugin/netlink-wiring.js';
+import { parseNetConf, type NetConf } from '../../cni-plugin/netconf.js';
+import { networkIds } from '../../cni-plugin/request.js';
+import { encodeAddResult } from '../../cni-plugin/result.js';
+import {
+  hostVethMac,
+  hostVethName,
+  legacyHostVethName,
+  podHostVethName,
+  podVethMac,
+} from '../../cni-plugin/veth-name.js';
+import { startWiring, type WiringPlan } from '../../cni-plugin/wiring.js';
+import { egressVeth } from '../../cni-plugin/wiring-plan.js';
+import { startCniBackendStandIn, type CniBackendStandIn } from '../../kit/cni-backend-standin.js';
+import { ipIn, netnsMaker, type Netns } from '../../kit/netns.js';
+import { LOCAL_IP } from '../../netfacts/ip-batch.js';
+import { netlinkNode } from '../helpers/netlink-node.js';
+
+type Family = 'ipv4' | 'ipv6';
+type Side = 'netlink' | 'ip';
+const tag = `${process.pid}`;
+const newId = () => randomBytes(32).toString('hex');
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+const ipj = async (ns: Netns, args: string[]): Promise<any[]> =>
+  JSON.parse((await ipIn(ns.path, ['-j', ...args])) || '[]');
+/** Node links named like host veths (`eni…` a pod's, `veth…` an egress pair's), name → MAC. */
+const hostLinks = async (node: Netns): Promise<Map<string, string>> =>
+  new Map(
+    (await ipj(node, ['link', 'show']))
+      .filter((l) => /^(eni|veth)/.test(l.ifname))
+      .map((l) => [l.ifname as string, l.address as string]),
+  );
+
+interface World {
+  node: Netns;
+  mk: (name: string) => Promise<Netns>;
+  standin: CniBackendStandIn;
+  host: PluginHost;
+  conf: NetConf;
+  family: Family;
+}
+
+async function world(t: test.TestContext, family: Family, side: Side): Promise<World> {
+  const mk = netnsMaker(t, `vn${family === 'ipv6' ? '6' : '4'}${side[0]}`, tag);
+  const standin = await startCniBackendStandIn();
+  standin.ipFamily = family;
+  t.after(() => standin.close());
+  let node: Netns;
+  let host: PluginHost;
+  const ipamd = (s: string) => connectIpamd(s);
+  if (side === 'netlink') {
+    const n = await netlinkNode(t, mk);
+    node = n.node;
+    host = { ...n.side, ipamd };
+  } else {
+    node = await mk('n');
+    host = { ip: LOCAL_IP, nodeNetns: node.path, ipamd };
+  }
+  await ipIn(node.path, ['addr', 'add', '10.0.0.10/32', 'dev', 'lo']);
+  const conf = parseNetConf(
+    JSON.stringify({
+      cniVersion: '1.1.0',
+      name: 'aws-cni',
+      type: 'eni-ipam',
+      ipamdSocket: standin.socket,
+      ipFamily: family,
+    }),
+  );
+  return { node, mk, standin, host, conf, family };
+}
+
+/** The CNI environment of one sandbox of pod `<namespace>/<name>`. */
+const envOf = (command: string, id: string, netns: string, pod: string): CniEnv =>
+  readCniEnv({
+    CNI_COMMAND: command,
+    CNI_CONTAINERID: id,
+    CNI_NETNS: netns,
+    CNI_IFNAME: 'eth0',
+    CNI_PATH: '/opt/cni/bin',
+    CNI_ARGS: `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${pod};K8S_POD_INFRA_CONTAINER_ID=${id}`,
+  });
+
+interface Sandbox {
+  id: string;
+  pod: string;
+  ns: Netns;
+  /** The pod's address the node routes to it (IPv6 in `ipv6` mode). */
+  ip: string;
+  prevResult: Record<string, unknown>;
+}
+
+/** ADD through the current plugin. */
+async function addNew(w: World, pod: string, nsName: string): Promise<Sandbox> {
+  const id = newId();
+  const ns = await w.mk(nsName);
+  const r = await cmdAdd(envOf('ADD', id, ns.path, pod), w.conf, [], { host: w.host });
+  const ips = (r.result as { ips: Array<{ address: string }> }).ips.map((x) => x.address.split('/')[0]!);
+  return {
+    id,
+    pod,
+    ns,
+    ip: ips.find((x) => (w.family === 'ipv6') === x.includes(':'))!,
+    prevResult: r.result as Record<string, unknown>,
+  };
+}
+
+/**
+ * ADD as the eni-ipam before this change made it (main's cni-plugin/add.ts): the same
+ * AddNetwork request, the same wiring functions of the node side under test, the same
+ * MACs, and its names: `legacyHostVethName` for the pod's veth and for the egress veth
+ * (the key `eth0/v4if0`). Its result, as main's `finishAdd` encoded it, is the prevResult.
+ */
+async function addOld(w: World, pod: string, nsName: string): Promise<Sandbox> {
+  const id = newId();
+  const ns = await w.mk(nsName);
+  const env = envOf('ADD', id, ns.path, pod);
+  const ipamd = w.host.ipamd(w.conf.ipamdSocket);
+  const reply = await ipamd.addNetwork({ ...networkIds(env, w.conf), ip_family: w.family }, 10_000);
+  ipamd.close();
+  const plan: WiringPlan = {
+    netns: ns.path,
+    ifName: 'eth0',
+    hostVeth: legacyHostVethName('eni', id, 'eth0'),
+    hostMac: hostVethMac(id, 'eth0'),
+    podMac: podVethMac(id, 'eth0'),
+    mtu: 9001,
+    family: w.family,
+    ipv4: reply.ipv4_addr,
+    routeTableId: reply.route_table_id,
+    ...(w.family === 'ipv6'
+      ? {
+          ipv6: reply.ipv6_addr!,
+          egress: { ...egressVeth(id, 'eth0'), hostVeth: legacyHostVethName('eni', id, 'eth0/v4if0') },
+          egressV4: reply.egress_v4_addr!,
+        }
+      : {}),
+  };
+  const wiring = w.host.netlink ? startNetlinkWiring(plan, w.host, w.host.netlink) : startWiring(plan, w.host);
+  await wiring.finish(plan);
+  const result = encodeAddResult(w.conf.cniVersion, {
+    hostVeth: { name: plan.hostVeth, mac: plan.hostMac },
+    pod: { ifName: 'eth0', mac: plan.podMac, netns: ns.path },
+    ipv4: plan.ipv4,
+    ...(plan.ipv6 ? { ipv6: plan.ipv6 } : {}),
+    ...(plan.egress
+      ? {
+          egress: {
+            hostVeth: { name: plan.egress.hostVeth, mac: plan.egress.hostMac },
+            pod: { ifName: plan.egress.ifName, mac: plan.egress.podMac },
+            ipv4: plan.egressV4!,
+          },
+        }
+      : {}),
+    mtu: 9001,
+  });
+  const ip = w.family === 'ipv6' ? plan.ipv6! : plan.ipv4;
+  return { id, pod, ns, ip, prevResult: result as unknown as Record<string, unknown> };
+}
+
+const check = (w: World, s: Sandbox) =>
+  cmdCheck(envOf('CHECK', s.id, s.ns.path, s.pod), { ...w.conf, prevResult: s.prevResult }, { host: w.host });
+const del = (w: World, s: Sandbox) =>
+  cmdDel(envOf('DEL', s.id, s.ns.path, s.pod), { ...w.conf, prevResult: s.prevResult }, [], { host: w.host });
+const gc = (w: World, keep: Sandbox[]) =>
+  cmdGc({ ...w.conf, 'cni.dev/valid-attachments': keep.map((s) => ({ containerID: s.id, ifname: 'eth0' })) }, [], {
+    host: w.host,
+  });
+
+/** The device the node routes `ip` to (`ip route get`), or undefined. */
+async function routeDev(w: World, ip: string): Promise<string | undefined> {
+  const r = await ipj(w.node, ['route', 'get', ip]).catch(() => []);
+  return r[0]?.dev as string | undefined;
+}
+
+/** IPv4 pod rules (prio 512/1536) naming `ip`. */
+const rulesOf = async (w: World, ip: string) =>
+  (await ipj(w.node, ['rule', 'show'])).filter((r) => r.dst === ip || r.src === ip);
+
+/**
+ * The node reaches `s`: its interface is there, and a TCP connection from the node to a
+ * closed port of the pod is refused by the pod's kernel (an RST back through the host
+ * veth) within 3 s, where an unreachable pod times out.
+ */
+async function reachable(w: World, s: Sandbox): Promise<boolean> {
+  const up = await ipIn(s.ns.path, ['link', 'show', 'dev', 'eth0']).then(
+    () => true,
+    () => false,
+  );
+  if (!up) return false;
+  const script = `exec 3<>/dev/tcp/${s.ip}/9`;
+  return new Promise((resolve) =>
+    execFile('nsenter', [`--net=${w.node.path}`, 'timeout', '3', 'bash', '-c', script], (err, _out, stderr) =>
+      resolve(!err || /Connection refused/.test(stderr)),
+    ),
+  );
+}
+
+for (const family of ['ipv4', 'ipv6'] as const)
+  for (const side of ['netlink', 'ip'] as const) {
+    test(`${family}, ${side}: pods wired under the older names are checked, deleted and GC'd by the new plugin`, async (t) => {
+      const w = await world(t, family, side);
+      const a = await addOld(w, 'old-a', 'a');
+      const b = await addOld(w, 'old-b', 'b');
+      const c = await addNew(w, 'new-c', 'c');
+      const links = await hostLinks(w.node);
+      const oldName = legacyHostVethName('eni', a.id, 'eth0');
+      assert.ok(links.has(oldName), 'pod a keeps the name it was wired under');
+      assert.ok(links.has(podHostVethName('eni', 'default', 'new-c')), 'pod c gets the upstream name');
+      assert.equal(links.size, family === 'ipv6' ? 6 : 3, [...links.keys()].join(' '));
+      for (const s of [a, b, c]) {
+        assert.ok(await reachable(w, s), `${s.pod} reachable from the node`);
+        await check(w, s); // throws on drift
+      }
+      assert.equal(await routeDev(w, a.ip), oldName);
+
+      await del(w, a);
+      const afterDel = await hostLinks(w.node);
+      assert.ok(
+        ![...afterDel.keys()].some((n) => n === oldName || n === legacyHostVethName('eni', a.id, 'eth0/v4if0')),
+      );
+      assert.equal(afterDel.size, family === 'ipv6' ? 4 : 2, 'only pod a went');
+      assert.equal(await routeDev(w, a.ip).then((d) => d === oldName), false);
+      if (family === 'ipv4') assert.deepEqual(await rulesOf(w, a.ip), [], 'its rules went');
+      for (const s of [b, c]) assert.ok(await reachable(w, s), `${s.pod} still reachable`);
+
+      await gc(w, [c]);
+      const afterGc = await hostLinks(w.node);
+      assert.deepEqual(
+        [...afterGc.keys()].sort(),
+        [
+          hostVethName('eni', { containerId: c.id, ifName: 'eth0', pod: { namespace: 'default', name: 'new-c' } }),
+          ...(family === 'ipv6' ? [egressVeth(c.id, 'eth0').hostVeth] : []),
+        ].sort(),
+        'GC took pod b (older names) and left pod c',
+      );
+      if (family === 'ipv4') assert.deepEqual(await rulesOf(w, b.ip), []);
+      assert.ok(await reachable(w, c));
+      await check(w, c);
+      await del(w, c);
+      assert.equal((await hostLinks(w.node)).size, 0);
+    });
+
+    test(`${family}, ${side}: a fast re-create: the newer sandbox takes the pod's name, the older one's GC and DEL leave it`, async (t) => {
+      const w = await world(t, family, side);
+      const name = podHostVethName('eni', 'default', 'web-0');
+      const s1 = await addNew(w, 'web-0', 's1');
+      assert.equal((await hostLinks(w.node)).get(name), hostVethMac(s1.id, 'eth0'));
+      // The newer sandbox of the same pod before the older one's DEL: upstream deletes the old veth and makes its own.
+      const s2 = await addNew(w, 'web-0', 's2');
+      assert.equal((await hostLinks(w.node)).get(name), hostVethMac(s2.id, 'eth0'), 's2 holds the name');
+      assert.equal(await reachable(w, s1), false, 's1 lost its interface with the veth');
+      assert.ok(await reachable(w, s2));
+      // The runtime's GC no longer lists s1: its addresses go, s2's veth stays.
+      await gc(w, [s2]);
+      assert.equal((await hostLinks(w.node)).get(name), hostVethMac(s2.id, 'eth0'), "GC of s1 left s2's veth");
+      assert.equal(await routeDev(w, s2.ip), name);
+      assert.ok(await reachable(w, s2));
+      // Once more, and this time the older one's DEL comes late.
+      const s3 = await addNew(w, 'web-0', 's3');
+      await del(w, s2);
+      assert.equal((await hostLinks(w.node)).get(name), hostVethMac(s3.id, 'eth0'), "DEL of s2 left s3's veth");
+      assert.equal(await routeDev(w, s3.ip), name);
+      if (family === 'ipv4') assert.equal((await rulesOf(w, s3.ip)).length > 0, true, "s3's rules stay");
+      assert.ok(await reachable(w, s3));
+      await check(w, s3);
+      await del(w, s3);
+      assert.equal((await hostLinks(w.node)).size, 0);
+    });
+  }
