@@ -10,11 +10,12 @@ import { copyFile, chmod, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { SimCloud } from '../../sim/index.js';
 import { cleanupStack } from '../cleanup-stack.js';
-import { createNamedNetns, run, type Netns } from '../netns.js';
+import { createNamedNetns, type Netns } from '../netns.js';
 import { bridgeNetns } from '../netns-bridge.js';
 import { createNodeMountNs, type NodeMountNs } from '../node-mountns.js';
 import { firstHost } from '../vpc/desired.js';
-import { VPC_ROUTER_V6, type VpcDataPlane } from '../vpc/dataplane.js';
+import type { VpcDataPlane } from '../vpc/dataplane.js';
+import { addressEth0 } from '../vpc/node-eth0.js';
 import type { ClusterBinaries } from './binaries.js';
 import { familyPlan, type ClusterIpFamily, type FamilyPlan } from './ip-family.js';
 import type { Kubectl } from './kubectl.js';
@@ -87,18 +88,6 @@ export interface NodeSpec {
   outward?: number[];
   /** Runs once the node's namespaces and cloud access are in place, before containerd and kubelet. */
   beforeProcesses?(n: { netns: Netns; dir: string; outward: Map<number, number> }): Promise<void>;
-}
-
-/** Where the primary ENI's addresses go and how the node leaves it: through the subnet's VPC router, as on EC2. */
-async function addressEth0(ns: Netns, ipv4: string, gateway: string, ipv6: string | undefined): Promise<void> {
-  const ip = (...a: string[]): Promise<string> => run('ip', ['-n', ns.name, ...a]);
-  await ip('addr', 'add', `${ipv4}/32`, 'dev', 'eth0');
-  await ip('link', 'set', 'eth0', 'up');
-  await ip('route', 'add', 'default', 'via', gateway, 'dev', 'eth0', 'onlink');
-  if (ipv6) {
-    await ip('-6', 'addr', 'add', `${ipv6}/128`, 'dev', 'eth0', 'nodad');
-    await ip('-6', 'route', 'add', 'default', 'via', VPC_ROUTER_V6, 'dev', 'eth0');
-  }
 }
 
 let netnsSeq = 1000;
