@@ -8,7 +8,7 @@
  */
 import { copyFile, chmod, mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import type { SimCloud } from '../../sim/index.js';
+import { instanceTypeInfo, type SimCloud } from '../../sim/index.js';
 import { cleanupStack } from '../cleanup-stack.js';
 import { createNamedNetns, run, type Netns } from '../netns.js';
 import { bridgeNetns } from '../netns-bridge.js';
@@ -85,6 +85,8 @@ export interface NodeSpec {
   netns?: Netns;
   /** Ports inside the node served on 127.0.0.1 of the test (the apiserver's). */
   outward?: number[];
+  /** OCI archives the cluster's nodes have (imported before the kubelet starts). */
+  images?: string[];
   /** Runs once the node's namespaces and cloud access are in place, before containerd and kubelet. */
   beforeProcesses?(n: { netns: Netns; dir: string; outward: Map<number, number> }): Promise<void>;
 }
@@ -102,6 +104,20 @@ async function addressEth0(ns: Netns, ipv4: string, gateway: string, ipv6: strin
 }
 
 let netnsSeq = 1000;
+
+/**
+ * The kubelet's maxPods as the EKS AMI sets it for an instance type (amazon-vpc-cni-k8s's
+ * eni-max-pods.txt): ENIs × (IPv4 addresses per ENI − 1) + 2, × 16 per slot with prefix
+ * delegation (IPv6 clusters use it), capped at 110 (EKS's cap up to 30 vCPUs; these types
+ * are small). The + 2 is for the two host-network pods of an EKS node, aws-node and
+ * kube-proxy; kube-proxy is a process here, not a pod, so one fewer. Without it the
+ * scheduler sends a small node more pods than its ENIs can address.
+ */
+export function eksMaxPods(instanceType: string, prefixDelegation: boolean): number {
+  const t = instanceTypeInfo(instanceType);
+  if (!t) return 110;
+  return Math.min(110, t.maxEnis * (t.ipv4PerEni - 1) * (prefixDelegation ? 16 : 1) + 2 - 1);
+}
 
 /**
  * Starts node `spec` of the cluster `ctx`. @returns the node once its kubelet has registered it.
@@ -162,6 +178,8 @@ export async function startClusterNode(ctx: ClusterContext, spec: NodeSpec): Pro
       family,
       nodeName: spec.name,
       cgroupRoot,
+      images: spec.images ?? [],
+      maxPods: eksMaxPods(inst.instanceType, ctx.family !== 'ipv4'),
       kubectl: ctx.kubectl,
       host,
     });

@@ -90,6 +90,11 @@ export interface TestCluster {
   /** Env that points ipamd's EC2 and IMDS at the simulated cloud (same URLs inside every node). */
   cloudEnv: Record<string, string>;
   /**
+   * Imports an OCI archive into every node's containerd, and into every node that joins later
+   * (as a node image or a registry would have it). @throws Error with ctr's stderr.
+   */
+  importImage(archive: string): Promise<void>;
+  /**
    * Launches one more instance (`instanceType`, default the cluster's) in the cluster's subnet
    * and joins it as a node, registered but NotReady until a CNI writes its conflist.
    * @throws Error when no node identity is left or the node does not start.
@@ -163,11 +168,17 @@ export async function startCluster(o: ClusterOptions = {}): Promise<TestCluster>
     });
     cleanups.push(() => first.close());
     const nodes: ClusterNode[] = [first];
+    const images = new Set<string>();
     const join = async (index: number, instanceType: string): Promise<ClusterNode> => {
       if (index >= names.length)
         throw new Error(`no node identity left: the cluster was made for ${names.length} nodes`);
       const inst = sim.launchInstance({ instanceType, subnetId: node.subnetId });
-      const n = await startClusterNode(ctx, { index, name: names[index]!, instanceId: inst.instanceId });
+      const n = await startClusterNode(ctx, {
+        index,
+        name: names[index]!,
+        instanceId: inst.instanceId,
+        images: [...images],
+      });
       cleanups.push(() => n.close());
       nodes.push(n);
       return n;
@@ -199,6 +210,10 @@ export async function startCluster(o: ClusterOptions = {}): Promise<TestCluster>
       host: first.host,
       cloudEnv: { AWS_EC2_ENDPOINT: sim.ec2Endpoint, AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpoint },
       addNode: (x = {}) => join(nodes.length, x.instanceType ?? typeOf(nodes.length)),
+      async importImage(archive) {
+        images.add(archive);
+        await Promise.all(nodes.map((n) => n.procs.importImage(archive)));
+      },
       close: node.close,
     };
   } catch (e) {
