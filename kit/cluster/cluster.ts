@@ -149,23 +149,7 @@ export async function startCluster(o: ClusterOptions = {}): Promise<TestCluster>
       family: ipFamily,
       dir,
     };
-    let control: ControlPlane | undefined;
-    let apiPort = 0;
-    const first = await startClusterNode(ctx, {
-      index: 0,
-      name: names[0]!,
-      instanceId: node.instanceId,
-      netns: node.nodeNetns!,
-      outward: [API_PORT],
-      beforeProcesses: async (n) => {
-        apiPort = n.outward.get(API_PORT)!;
-        // The admin kubeconfig reaches the apiserver through the bridge on this port.
-        await rewriteServer(pki.kubeconfigs['admin']!, `https://127.0.0.1:${apiPort}`);
-        ctx.kubectl = kubectlRunner(bins, pki.kubeconfigs['admin']!);
-        control = await startControlPlane({ bins, dir, netns: n.netns.path, pki, family, kubectl: ctx.kubectl });
-        cleanups.push(() => control!.stop());
-      },
-    });
+    const { first, control, apiPort } = await startFirstNode(ctx, node, names[0]!, family);
     cleanups.push(() => first.close());
     const nodes: ClusterNode[] = [first];
     const images = new Set<string>();
@@ -205,7 +189,7 @@ export async function startCluster(o: ClusterOptions = {}): Promise<TestCluster>
       kubeconfig: pki.kubeconfigs['admin']!,
       apiPort,
       kubectl: ctx.kubectl,
-      control: control!,
+      control,
       nodeProcs: first.procs,
       host: first.host,
       cloudEnv: { AWS_EC2_ENDPOINT: sim.ec2Endpoint, AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpoint },
@@ -220,6 +204,37 @@ export async function startCluster(o: ClusterOptions = {}): Promise<TestCluster>
     await node.close().catch(() => undefined);
     throw e;
   }
+}
+
+/**
+ * Starts the first node with the control plane on it: the apiserver's port is bridged out,
+ * the admin kubeconfig pointed at it and `ctx.kubectl` set before the kubelet starts.
+ */
+async function startFirstNode(
+  ctx: ClusterContext,
+  node: KitNode,
+  name: string,
+  family: FamilyPlan,
+): Promise<{ first: ClusterNode; control: ControlPlane; apiPort: number }> {
+  const { bins, pki, dir } = ctx;
+  let control: ControlPlane | undefined;
+  let apiPort = 0;
+  const first = await startClusterNode(ctx, {
+    index: 0,
+    name,
+    instanceId: node.instanceId,
+    netns: node.nodeNetns!,
+    outward: [API_PORT],
+    beforeProcesses: async (n) => {
+      apiPort = n.outward.get(API_PORT)!;
+      // The admin kubeconfig reaches the apiserver through the bridge on this port.
+      await rewriteServer(pki.kubeconfigs['admin']!, `https://127.0.0.1:${apiPort}`);
+      ctx.kubectl = kubectlRunner(bins, pki.kubeconfigs['admin']!);
+      control = await startControlPlane({ bins, dir, netns: n.netns.path, pki, family, kubectl: ctx.kubectl });
+      node.cleanups.push(() => control!.stop());
+    },
+  });
+  return { first, control: control!, apiPort };
 }
 
 /** Points kubeconfig `file` at `server` (the bridge's port is known only once the node's namespace is up). */
