@@ -1,8 +1,8 @@
 /**
  * eni-ipamd's composition root: validates the environment, every path setting included (a
  * bad or refused variable stops start-up with one line naming it; its version, the Node
- * version and every effective setting are logged once, then one warning per ignored one), takes the node's one-ipamd guard
- * (startup/node-guard.ts) before anything on the node is opened, starts the daemon, and on
+ * version and every effective setting are logged once, then one warning per ignored one), takes the node's one-ipamd
+ * guards (startup/node-guards.ts) before anything on the node is opened, starts the daemon, and on
  * SIGTERM/SIGINT stops taking new work, finishes in-flight RPCs, flushes the checkpoint and
  * exits 0, within a deadline whatever it is doing (shutdown.ts). SIGUSR2 cycles the
  * log level (see log-level.ts). main.ts runs it, from the one-file bundle when the build
@@ -17,7 +17,7 @@ import { installLogLevelSignal } from './log-level.js';
 import { openRotatingLog } from './observability/log-files.js';
 import { logProcessWarnings } from './observability/process-warnings.js';
 import { flushLogWithin, installStopSignals } from './shutdown.js';
-import { acquireNodeGuard, nodeGuardName } from './startup/node-guard.js';
+import { takeNodeGuards } from './startup/node-guards.js';
 import { buildInfo } from './version.js';
 
 /** How ipamd's modules were loaded this run (bundle-loader.ts; logged at start-up). */
@@ -51,14 +51,9 @@ export async function runIpamd(loaded?: ModulesLoaded): Promise<void> {
     throw e;
   }
   const config = report.config;
+  let checkpointLock;
   try {
-    await acquireNodeGuard(nodeGuardName(config.imdsEndpoint), {
-      pid: process.pid,
-      socket: config.socketPath,
-      checkpoint: config.checkpointPath,
-      logFile: config.logFile,
-      since: new Date().toISOString(),
-    }); // held until the process ends (the kernel frees it)
+    checkpointLock = await takeNodeGuards(config);
   } catch (e) {
     process.stderr.write(`eni-ipamd: ${(e as Error).message}\n`);
     process.exit(1);
@@ -100,7 +95,7 @@ export async function runIpamd(loaded?: ModulesLoaded): Promise<void> {
   // From here SIGTERM always ends ipamd: at once while starting, after a bounded drain once serving.
   installStopSignals({ log, file, daemonStop: () => (daemon ? () => daemon!.stop() : undefined) });
   try {
-    daemon = await startDaemon(config, log);
+    daemon = await startDaemon(config, log, { checkpointLock });
   } catch (e) {
     log.fatal({ err: (e as Error).message }, 'ipamd could not start');
     await flushLogWithin(log, file);
