@@ -83,7 +83,9 @@ test('ipamd logs its version, Node version and every setting with its source onc
       DISABLE_INTROSPECTION: 'true',
       WARM_ENI_TARGET: '2',
       AWS_VPC_ENI_MTU: '1500',
+      // aws-node's own default of it (the chart's too) is silent; another value is ignored with a warning.
       VPC_CNI_VERSION: 'v1.23.1',
+      DISABLE_TCP_EARLY_DEMUX: 'true',
       ENI_IPAM_CHART_ENV: 'WARM_ENI_TARGET,VPC_CNI_VERSION',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -102,8 +104,9 @@ test('ipamd logs its version, Node version and every setting with its source onc
   assert.deepEqual(start.settings.WARM_ENI_TARGET, { key: 'warmEniTarget', value: 2, from: 'chart' });
   assert.deepEqual(start.settings.AWS_VPC_ENI_MTU, { key: 'eniMtu', value: 1500, from: 'env' });
   assert.deepEqual(start.settings.IP_COOLDOWN_PERIOD, { key: 'ipCooldownMs', value: 30_000, from: 'default' });
-  const warn = await waitFor('the warning', () => lines().find((l) => l.setting === 'VPC_CNI_VERSION'), 5_000);
-  assert.match(String(warn.msg), /^VPC_CNI_VERSION="v1.23.1" is ignored: /);
+  const warn = await waitFor('the warning', () => lines().find((l) => l.setting === 'DISABLE_TCP_EARLY_DEMUX'), 5_000);
+  assert.match(String(warn.msg), /^DISABLE_TCP_EARLY_DEMUX="true" is ignored: /);
+  assert.equal(lines().filter((l) => l.setting === 'VPC_CNI_VERSION').length, 0, "aws-node's default does not warn");
   assert.equal(lines().filter((l) => /starting$/.test(String(l.msg))).length, 1, 'once');
   p.kill('SIGTERM');
 });
