@@ -25,6 +25,7 @@ import { openRotatingLog } from './observability/log-files.js';
 import { logProcessWarnings } from './observability/process-warnings.js';
 import { flushLogWithin, installStopSignals } from './shutdown.js';
 import { takeNodeGuards } from './startup/node-guards.js';
+import { waitUntilAwsNodeGone } from './startup/aws-node-wait.js';
 import { buildInfo } from './version.js';
 
 /** How ipamd's modules were loaded this run (bundle-loader.ts; logged at start-up). */
@@ -102,6 +103,8 @@ export async function runIpamd(loaded?: ModulesLoaded): Promise<void> {
   // From here SIGTERM always ends ipamd: at once while starting, after a bounded drain once serving.
   installStopSignals({ log, file, daemonStop: () => (daemon ? () => daemon!.stop() : undefined) });
   try {
+    // Never beside a live aws-node: stand by until it is gone (startup/aws-node-wait.ts).
+    await waitUntilAwsNodeGone(config, log);
     daemon = await startDaemon(config, log, { checkpointLock });
   } catch (e) {
     const why = startErrorMessage(e, config); // a path error names its variable

@@ -23,12 +23,13 @@ import { acquireNodeGuard, nodeGuardName } from './node-guard.js';
  *         fs or flock(1) error otherwise.
  */
 export async function takeNodeGuards(
-  config: Pick<IpamdConfig, 'imdsEndpoint' | 'socketPath' | 'checkpointPath' | 'logFile'>,
+  config: Pick<IpamdConfig, 'imdsEndpoint' | 'socketPath' | 'checkpointPath' | 'logFile' | 'daemonSet'>,
   warn: (line: string) => void = (l) => process.stderr.write(`eni-ipamd: ${l}\n`),
 ): Promise<CheckpointLock> {
   const id = await readInstanceIdentity(config.imdsEndpoint, { warn });
   const me = selfHolder({
     instanceId: id.instanceId,
+    ...(config.daemonSet ? { daemonSet: config.daemonSet } : {}),
     socket: config.socketPath,
     checkpoint: config.checkpointPath,
     logFile: config.logFile,

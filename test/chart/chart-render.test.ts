@@ -52,7 +52,13 @@ test('defaults: every object validates; the DaemonSet has what a node needs', as
     '5000',
   ];
   assert.deepEqual(c.readinessProbe.exec.command, probe);
-  assert.deepEqual(c.livenessProbe.exec.command, probe);
+  // Liveness asks for the liveness service: SERVING while ipamd answers at all, also standing by beside aws-node.
+  assert.deepEqual(c.livenessProbe.exec.command, [
+    ...probe.slice(0, 3),
+    '--service',
+    'eniipam.v1.Liveness',
+    ...probe.slice(3),
+  ]);
   // The API server refuses two mounts on one path in a container ("mountPath: must be
   // unique"); the real-cluster test applies the rendered objects to one as well.
   for (const ctr of [...pod.initContainers, ...pod.containers]) {
