@@ -86,6 +86,8 @@ export interface IpamdConfig {
   awsNodeQuietMs: number;
   /** ENI_IPAM_DAEMONSET: `<namespace>/<name>` of ipamd's DaemonSet (the node's owner record). */
   daemonSet?: string;
+  /** ENI_IPAM_LEASE_NAMESPACE: where the nodes' owner Leases live. */
+  leaseNamespace: string;
   logFile: string;
   pluginLogFile: string;
   logFileMaxSize: string;

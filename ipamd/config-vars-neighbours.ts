@@ -1,9 +1,9 @@
 /**
  * The settings about ipamd's neighbours on the node: a live aws-node it must not run beside
- * (startup/aws-node-presence.ts) and the DaemonSet ipamd runs in (named in its guards).
+ * (startup/aws-node-presence.ts) and the DaemonSet that owns the node (startup/node-owner.ts).
  */
 import { bool, duration } from './config-fields.js';
-import { namespacedName } from './config-fields-more.js';
+import { dnsLabel, namespacedName } from './config-fields-more.js';
 import { pathOf } from './config-path-fields.js';
 import type { VarSpec } from './config-spec.js';
 import { v } from './config-spec.js';
@@ -36,7 +36,14 @@ export const NEIGHBOUR_VARS: VarSpec[] = [
     'daemonSet',
     namespacedName(),
     undefined,
-    'The DaemonSet this ipamd runs in, as <namespace>/<name> (the chart sets it): named in the one-per-node guards, so a second ipamd says which DaemonSet runs the node.',
-    'unset',
+    'The DaemonSet this ipamd runs in, as <namespace>/<name> (the chart sets it). With MY_NODE_NAME, the node is claimed for it in a Lease (eni-ipam-node-<node> in ENI_IPAM_LEASE_NAMESPACE) and ipamd stands aside, idle, on a node another existing DaemonSet owns; it is also named in the one-per-node guards.',
+    'unset: no owner record',
+  ),
+  v(
+    'ENI_IPAM_LEASE_NAMESPACE',
+    'leaseNamespace',
+    dnsLabel(),
+    'kube-system',
+    "Namespace of the nodes' owner Leases (ENI_IPAM_DAEMONSET): the same for every release, so a second release meets the first's record.",
   ),
 ];

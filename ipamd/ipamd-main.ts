@@ -24,7 +24,7 @@ import { installLogLevelSignal } from './log-level.js';
 import { openRotatingLog } from './observability/log-files.js';
 import { logProcessWarnings } from './observability/process-warnings.js';
 import { flushLogWithin, installStopSignals } from './shutdown.js';
-import { takeNodeGuards } from './startup/node-guards.js';
+import { takeNode } from './startup/take-node.js';
 import { waitUntilAwsNodeGone } from './startup/aws-node-wait.js';
 import { buildInfo } from './version.js';
 
@@ -61,7 +61,8 @@ export async function runIpamd(loaded?: ModulesLoaded): Promise<void> {
   const config = report.config;
   let checkpointLock;
   try {
-    checkpointLock = await takeNodeGuards(config);
+    // Before the log file: standing aside, a DaemonSet's ipamd says so on stdout (its container log).
+    checkpointLock = await takeNode(config, createLogger({ level: config.logLevel, format: config.logFormat }));
   } catch (e) {
     process.stderr.write(`eni-ipamd: ${startErrorMessage(e, config)}\n`);
     process.exit(1);

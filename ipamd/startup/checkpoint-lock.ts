@@ -24,7 +24,7 @@ import { spawn } from 'node:child_process';
 import { closeSync, constants, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { mkdirParentsSync } from '../../nodefs/dirs.js';
-import { describeHolder, parseHolder, type GuardHolder } from './guard-holder.js';
+import { GuardHeldError, parseHolder, type GuardHolder } from './guard-holder.js';
 
 /** The lock file's name in the state directory. */
 export const LOCK_FILE = 'ipamd.lock';
@@ -79,7 +79,7 @@ async function readHolder(file: string): Promise<GuardHolder | 'silent'> {
 /**
  * Takes the lock of state directory `dir` (created 0700 if missing) and, with `me`, writes
  * the holder record into the lock file.
- * @throws Error naming the holder ({@link describeHolder}) when another open file holds it;
+ * @throws GuardHeldError naming the holder when another open file holds it;
  *         the fs or flock(1) error otherwise.
  */
 export async function acquireCheckpointLock(dir: string, me?: GuardHolder): Promise<CheckpointLock> {
@@ -89,8 +89,7 @@ export async function acquireCheckpointLock(dir: string, me?: GuardHolder): Prom
   const file = path.join(dir, LOCK_FILE);
   const fd = openSync(file, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
   try {
-    if ((await flockNonBlocking(fd)) === 'busy')
-      throw new Error(describeHolder(`lock file ${file}`, await readHolder(file)));
+    if ((await flockNonBlocking(fd)) === 'busy') throw new GuardHeldError(`lock file ${file}`, await readHolder(file));
     ftruncateSync(fd, 0);
     if (me) writeSync(fd, `${JSON.stringify(me)}\n`, 0);
   } catch (e) {

@@ -73,3 +73,14 @@ export function holderWords(h: GuardHolder | 'silent'): string {
 export function describeHolder(where: string, h: GuardHolder | 'silent'): string {
   return `another ipamd is running on this node (${holderWords(h)}; ${where}): one ipamd per node, whatever its namespace or directories; stop it first (two would hand out each other's addresses)`;
 }
+
+/** Thrown when another ipamd holds a guard: the message is {@link describeHolder}'s line. */
+export class GuardHeldError extends Error {
+  constructor(
+    where: string,
+    readonly holder: GuardHolder | 'silent',
+  ) {
+    super(describeHolder(where, holder));
+    this.name = 'GuardHeldError';
+  }
+}

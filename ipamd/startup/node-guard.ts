@@ -19,7 +19,7 @@
  */
 import { createHash } from 'node:crypto';
 import net from 'node:net';
-import { describeHolder, parseHolder, type GuardHolder } from './guard-holder.js';
+import { GuardHeldError, parseHolder, type GuardHolder } from './guard-holder.js';
 import type { InstanceIdentity } from './instance-identity.js';
 
 export { describeHolder, type GuardHolder } from './guard-holder.js';
@@ -92,7 +92,7 @@ export function askHolder(name: string, timeoutMs = 2000): Promise<GuardHolder |
 /**
  * Takes the node guard `name` for `me`; a holder that dies while we ask is replaced (up to
  * 3 tries, no waiting in between: each try is a bind and a connect).
- * @throws Error whose message is {@link describeHolder}'s line when another ipamd holds it;
+ * @throws GuardHeldError (its message describeHolder's line) when another ipamd holds it;
  *         the socket error otherwise.
  */
 export async function acquireNodeGuard(name: string, me: GuardHolder): Promise<NodeGuard> {
@@ -105,7 +105,7 @@ export async function acquireNodeGuard(name: string, me: GuardHolder): Promise<N
       if ((e as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw e;
       const h = await askHolder(name);
       if (h !== 'gone' || attempt >= 3)
-        throw new Error(describeHolder(`abstract socket @${name}`, h === 'gone' ? 'silent' : h));
+        throw new GuardHeldError(`abstract socket @${name}`, h === 'gone' ? 'silent' : h);
     }
   }
 }

@@ -12,21 +12,20 @@ import path from 'node:path';
 import type { IpamdConfig } from '../config.js';
 import { acquireCheckpointLock, type CheckpointLock } from './checkpoint-lock.js';
 import { selfHolder } from './guard-holder.js';
-import { readInstanceIdentity } from './instance-identity.js';
-import { acquireNodeGuard, nodeGuardName } from './node-guard.js';
+import type { InstanceIdentity } from './instance-identity.js';
+import { acquireNodeGuard, nodeGuardName, type NodeGuard } from './node-guard.js';
+
+/** The guards' view of the config. */
+export type GuardConfig = Pick<IpamdConfig, 'socketPath' | 'checkpointPath' | 'logFile' | 'daemonSet'>;
 
 /**
- * Takes both guards for `config`; the instance guard is held until the process ends (the
- * kernel frees it), the returned state-directory lock until it is released (startDaemon's
- * stop) or the process ends. `warn` gets each failed IMDS attempt (default: stderr).
- * @throws Error naming the holder when another ipamd holds either guard; the IMDS, socket,
- *         fs or flock(1) error otherwise.
+ * Takes both guards for `config` on instance `id`; the instance guard is held until the
+ * returned lock is released or the process ends, the state-directory lock likewise (the
+ * kernel frees both). A failed second take frees the first.
+ * @throws GuardHeldError naming the holder when another ipamd holds either guard; the
+ *         socket, fs or flock(1) error otherwise.
  */
-export async function takeNodeGuards(
-  config: Pick<IpamdConfig, 'imdsEndpoint' | 'socketPath' | 'checkpointPath' | 'logFile' | 'daemonSet'>,
-  warn: (line: string) => void = (l) => process.stderr.write(`eni-ipamd: ${l}\n`),
-): Promise<CheckpointLock> {
-  const id = await readInstanceIdentity(config.imdsEndpoint, { warn });
+export async function takeNodeGuards(config: GuardConfig, id: InstanceIdentity): Promise<CheckpointLock> {
   const me = selfHolder({
     instanceId: id.instanceId,
     ...(config.daemonSet ? { daemonSet: config.daemonSet } : {}),
@@ -34,6 +33,19 @@ export async function takeNodeGuards(
     checkpoint: config.checkpointPath,
     logFile: config.logFile,
   });
-  await acquireNodeGuard(nodeGuardName(id), me);
-  return acquireCheckpointLock(path.dirname(config.checkpointPath), me);
+  const guard: NodeGuard = await acquireNodeGuard(nodeGuardName(id), me);
+  let lock: CheckpointLock;
+  try {
+    lock = await acquireCheckpointLock(path.dirname(config.checkpointPath), me);
+  } catch (e) {
+    await guard.release();
+    throw e;
+  }
+  return {
+    file: lock.file,
+    release: async () => {
+      await lock.release();
+      await guard.release();
+    },
+  };
 }

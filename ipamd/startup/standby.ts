@@ -56,13 +56,16 @@ async function standbyHealth(socket: string, log: Logger): Promise<(() => Promis
 
 /**
  * Starts a standby for `config` (its socket; MY_NODE_NAME and the Kubernetes configuration
- * for the Event and condition, when present).
+ * for the Event and condition, when present). `health: false`: no probe answers on the
+ * socket (a DaemonSet standing aside before its guards may share the socket path with the
+ * ipamd that runs the node, whose restart must find the path free).
  */
 export async function startStandby(
   config: Pick<IpamdConfig, 'socketPath' | 'nodeName'>,
   log: Logger,
+  o: { health?: boolean } = {},
 ): Promise<Standby> {
-  const closeHealth = await standbyHealth(config.socketPath, log);
+  const closeHealth = o.health === false ? undefined : await standbyHealth(config.socketPath, log);
   let writes: KubeWrites | undefined;
   if (config.nodeName)
     try {

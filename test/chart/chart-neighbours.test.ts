@@ -49,6 +49,34 @@ test('cluster-wide objects carry the release: the documented one keeps its names
     assert.ok(['ClusterRole', 'ClusterRoleBinding'].includes(o.kind) || o.metadata.namespace, o.kind);
 });
 
+test("the owner Leases: one namespace for every release, read and written by each release's own Role", async () => {
+  for (const [release, ns] of [
+    ['eni-ipam', 'kube-system'],
+    ['second', 'ipam'],
+  ]) {
+    const objs = await render(release!, ns!);
+    const role = objs.find((o) => o.kind === 'Role')!;
+    assert.equal(role.metadata.namespace, 'kube-system', 'the Leases live in nodeOwnership.leaseNamespace');
+    assert.deepEqual(role.rules, [
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
+    ]);
+    const binding = objs.find((o) => o.kind === 'RoleBinding')!;
+    assert.equal(binding.roleRef.name, role.metadata.name);
+    assert.deepEqual(binding.subjects, [{ kind: 'ServiceAccount', name: 'eni-ipam', namespace: ns }]);
+    const env = new Map(
+      (objs.find((o) => o.kind === 'DaemonSet')!.spec.template.spec.containers[0].env as Obj[]).map((e) => [
+        e.name,
+        e.value,
+      ]),
+    );
+    assert.equal(env.get('ENI_IPAM_DAEMONSET'), `${ns}/eni-ipam`);
+    assert.equal(env.get('ENI_IPAM_LEASE_NAMESPACE'), 'kube-system');
+  }
+  const names = await Promise.all([render('eni-ipam', 'kube-system'), render('second', 'kube-system')]);
+  const roleNames = names.map((objs) => objs.find((o) => o.kind === 'Role')!.metadata.name);
+  assert.notEqual(roleNames[0], roleNames[1], 'two releases, two Roles in the shared namespace');
+});
+
 test('the default affinity keeps aws-node exclusions and nodes labelled for aws-node; the DaemonSet names itself', async () => {
   const ds = (await renderChart()).find((o) => (o as Obj).kind === 'DaemonSet') as Obj;
   const terms =

@@ -27,6 +27,8 @@ test('defaults: every object validates; the DaemonSet has what a node needs', as
     'ClusterRole',
     'ClusterRoleBinding',
     'DaemonSet',
+    'Role',
+    'RoleBinding',
     'ServiceAccount',
   ]);
   await assertValid(objs);
@@ -90,6 +92,7 @@ test('defaults: every object validates; the DaemonSet has what a node needs', as
       { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
       { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
       { apiGroups: ['crd.k8s.amazonaws.com'], resources: ['eniconfigs'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: ['apps'], resources: ['daemonsets'], verbs: ['get'] },
       { apiGroups: ['', 'events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
       { apiGroups: [''], resources: ['nodes/status'], verbs: ['patch'] },
     ],
@@ -120,6 +123,8 @@ test('non-default values: CRI-O socket, extraEnv, IRSA, monitoring, pull secrets
     'ClusterRoleBinding',
     'DaemonSet',
     'PodMonitor',
+    'Role',
+    'RoleBinding',
     'Service',
     'ServiceAccount',
     'ServiceMonitor',
