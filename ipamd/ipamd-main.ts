@@ -1,12 +1,14 @@
 /**
  * eni-ipamd's composition root: validates the environment, every path setting included (a
- * bad or refused variable stops start-up with one line naming it; its version, the Node
- * version and every effective setting are logged once, then one warning per ignored one), takes the node's one-ipamd
- * guards (startup/node-guards.ts) before anything on the node is opened, starts the daemon, and on
- * SIGTERM/SIGINT stops taking new work, finishes in-flight RPCs, flushes the checkpoint and
- * exits 0, within a deadline whatever it is doing (shutdown.ts). SIGUSR2 cycles the
- * log level (see log-level.ts). main.ts runs it, from the one-file bundle when the build
- * made one (scripts/bundle-ipamd.mjs), else from these modules.
+ * bad or refused variable stops start-up with one line naming it); takes the node
+ * (startup/take-node.ts: its owner record and one-ipamd guards) before anything on the node
+ * is opened; logs its version, the Node version and every effective setting once, then one
+ * warning per ignored one; stands by while aws-node runs on the node
+ * (startup/aws-node-wait.ts); starts the daemon, and on SIGTERM/SIGINT stops taking new
+ * work, finishes in-flight RPCs, flushes the checkpoint and exits 0, within a deadline
+ * whatever it is doing (shutdown.ts). SIGUSR2 cycles the log level (see log-level.ts).
+ * main.ts runs it, from the one-file bundle when the build made one
+ * (scripts/bundle-ipamd.mjs), else from these modules.
  */
 import type { CodeCacheState } from '../loader/code-cache.js';
 import {
