@@ -55,7 +55,9 @@ describe('two releases of the chart on one node', { skip, timeout: 20 * 60_000 }
     assert.equal(await leaseHolder(), `${NAMESPACE}/eni-ipam`);
     const dir = await mkdtemp('/tmp/eni-ipam-values-');
     try {
-      await writeFile(`${dir}/values.json`, JSON.stringify(await clusterValues(c)));
+      // Its own metrics port: with the first one's, the scheduler keeps the pod Pending (a
+      // hostNetwork pod's container port is a host port), and the case never arises.
+      await writeFile(`${dir}/values.json`, JSON.stringify({ ...(await clusterValues(c)), metrics: { port: 61690 } }));
       const r = await c.kubectl.helm([
         'install',
         'stray',
