@@ -10,7 +10,9 @@
  * main.ts runs it, from the one-file bundle when the build made one
  * (scripts/bundle-ipamd.mjs), else from these modules.
  */
+import path from 'node:path';
 import type { CodeCacheState } from '../loader/code-cache.js';
+import { mkdirParentsSync } from '../nodefs/dirs.js';
 import {
   checkConfigOnDisk,
   ConfigError,
@@ -62,13 +64,23 @@ export async function runIpamd(loaded?: ModulesLoaded): Promise<void> {
   }
   const config = report.config;
   let checkpointLock;
+  // Taking the node waits on IMDS (and may stand by): a signal then ends ipamd at once, exit 0.
+  const startLog = createLogger({ level: config.logLevel, format: config.logFormat });
+  const endWhileTaking = (sig: NodeJS.Signals) => {
+    startLog.info({ signal: sig }, 'signal during start-up: exiting (nothing served yet, the node not taken)');
+    void flushLogWithin(startLog, undefined).then(() => process.exit(0));
+  };
+  process.on('SIGTERM', endWhileTaking).on('SIGINT', endWhileTaking);
   try {
+    // The state directory first: a read-only or unusable one fails now, not after IMDS answers.
+    mkdirParentsSync(path.dirname(config.checkpointPath), 0o700);
     // Before the log file: standing aside, a DaemonSet's ipamd says so on stdout (its container log).
-    checkpointLock = await takeNode(config, createLogger({ level: config.logLevel, format: config.logFormat }));
+    checkpointLock = await takeNode(config, startLog);
   } catch (e) {
     process.stderr.write(`eni-ipamd: ${startErrorMessage(e, config)}\n`);
     process.exit(1);
   }
+  process.off('SIGTERM', endWhileTaking).off('SIGINT', endWhileTaking);
   // AWS_VPC_K8S_CNI_LOG_FILE: a rotating file (observability/log-files.ts) or stdout.
   let file;
   try {
