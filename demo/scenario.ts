@@ -75,7 +75,9 @@ export async function runScenario(o: ScenarioOptions): Promise<number> {
     const ipamd = await startIpamd({ env, logFile: ipamdLog });
     const stopped = once(() => ipamd.stop());
     teardown.push(stopped);
-    o.print(`ipamd pid ${ipamd.pid} serving on ${socket}, host networking on (log: ${ipamdLog})`);
+    o.print(
+      `ipamd pid ${ipamd.pid} serving on ${socket}, host networking ${env.ENI_IPAM_HOST_NETWORK === 'true' ? 'on' : 'off'} (log: ${ipamdLog})`,
+    );
     // The native shim is what ipamd installs as `eni-ipam`: it forwards each call to ipamd's
     // exec socket (default: cni-exec.sock beside ENI_IPAM_SOCKET), as on a real node.
     const execSocket = path.join(work, 'cni-exec.sock');
@@ -116,7 +118,11 @@ function ipamdEnvFor(o: ScenarioOptions, sim: SimCloud, work: string): NodeJS.Pr
     ENI_IPAM_HOST_NETWORK: 'true',
     // Daemon mode serves like a node: metrics on :61678, introspection on :61679 (loopback of the demo's node netns).
     ...(o.daemon
-      ? { DISABLE_METRICS: 'false', METRICS_BIND_ADDRESS: '127.0.0.1:61678', INTROSPECTION_BIND_ADDRESS: '127.0.0.1:61679' }
+      ? {
+          DISABLE_METRICS: 'false',
+          METRICS_BIND_ADDRESS: '127.0.0.1:61678',
+          INTROSPECTION_BIND_ADDRESS: '127.0.0.1:61679',
+        }
       : {}),
     ...o.ipamdEnv,
   };
@@ -167,14 +173,19 @@ async function podsRound(o: ScenarioOptions, n: DemoNode, teardown: ReturnType<t
   // The VPC routes every address EC2 says an ENI holds once this pass ends: no probe races it.
   await vpc.dataPlane.sync();
   const targets = { node: { host: nodeIp, port: PORT }, vpc: { host: vpc.peer.address, port: PORT } };
-  if (!(await probePods(pods, targets, o.signal))) failed = true;
+  const probed = await probePods(pods, targets, o.signal);
+  if (!probed) failed = true;
   o.print('');
   printPodTable(o.print, `${nodeIp}:${PORT}`, `${vpc.peer.address}:${PORT}`, pods);
   o.print('');
   o.print(
     'The VPC routes each address to the ENI EC2 says holds it and drops a packet whose source the ENI it came in on does not hold (source/destination check):',
   );
-  o.print('each pod reached the VPC peer through its own ENI (device N is eth<N>), with its own IP: no SNAT inside the VPC.');
+  o.print(
+    probed
+      ? 'each pod reached the VPC peer through its own ENI, with its own IP: no SNAT inside the VPC.'
+      : 'NOT every pod reached the node and the VPC peer with its own IP: see the FAILED cells above and the ipamd log.',
+  );
   o.print('');
   printPool(o.print, 'pool after ADD', await ipamd.status(), sim);
   if (!(await deletePods(n.config, pods, o.print))) failed = true;

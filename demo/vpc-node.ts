@@ -58,7 +58,9 @@ export async function plugDemoNode(o: {
   await step('eth0', () => addressEth0(o.node, inst.privateIpAddress, gateway, undefined));
   // What the chart's privileged init container does on a node: forwarding on, loose rp_filter.
   await step('node sysctls', () => setNodeSysctls('eth0'));
-  const peer = await step('VPC peer', () => startVpcPeer({ state: o.sim.state, vpc: dataPlane.netns, port: o.peerPort }));
+  const peer = await step('VPC peer', () =>
+    startVpcPeer({ state: o.sim.state, vpc: dataPlane.netns, port: o.peerPort }),
+  );
   undo.push(() => peer.stop());
   return { dataPlane, peer, gateway, close: undo.close };
 }
