@@ -20,8 +20,7 @@ export function vpcPeerAddress(state: Pick<SimState, 'vpcCidr' | 'secondaryVpcCi
   bytes[3] = bytes[3]! - 9;
   const peer = ipaddr.fromByteArray(bytes);
   for (const s of state.subnets.values())
-    if (peer.match(ipaddr.parseCIDR(s.cidr)))
-      throw new Error(`VPC host ${peer.toString()} is inside subnet ${s.cidr}`);
+    if (peer.match(ipaddr.parseCIDR(s.cidr))) throw new Error(`VPC host ${peer.toString()} is inside subnet ${s.cidr}`);
   return peer.toString();
 }
 
