@@ -59,21 +59,26 @@ async function main(): Promise<number> {
   }
   const node = await createNamedNetns(`${prefix}-node`);
   process.stdout.write(`node network namespace: ${node.path}\n`);
+  let group: number | undefined;
   try {
     const self = fileURLToPath(import.meta.url);
     const args = ['--pods', String(pods), '--instance-type', values['instance-type']!, '--ns-prefix', prefix];
     if (values.daemon) args.push('--daemon');
+    // The scenario leads a process group of its own, which ipamd and the VPC peer's server join:
+    // if it dies without its teardown (SIGKILL, a crash), what it started is killed below.
     const child = spawn('nsenter', [`--net=${node.path}`, process.execPath, self, ...args, '--inside'], {
       stdio: 'inherit',
+      detached: true,
     });
-    // Ctrl-C reaches the scenario too (same process group); a SIGTERM sent to this process alone is passed on.
+    group = child.pid;
+    // Ctrl-C (the terminal's process group is this one only), SIGTERM and SIGHUP are passed on.
     const forward = (sig: NodeJS.Signals) => child.kill(sig);
-    process.on('SIGINT', forward);
-    process.on('SIGTERM', forward);
+    for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, forward);
     return await new Promise<number>((resolve) =>
       child.on('exit', (code, sig) => resolve(code ?? (sig === 'SIGINT' ? 130 : 1))),
     );
   } finally {
+    killGroup(group);
     await removeLeftovers(prefix, node);
   }
 }
@@ -82,7 +87,7 @@ async function main(): Promise<number> {
 async function inside(pods: number, instanceType: string, daemon: boolean, prefix: string): Promise<number> {
   const ipamdEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => IPAMD_ENV.test(k)));
   const abort = new AbortController();
-  // Ctrl-C arrives twice (from the terminal, and passed on by the outer process): once aborts.
+  // Ctrl-C is passed on by the outer process (a second signal changes nothing: aborted once).
   const stop = () => abort.abort(new Error('interrupted'));
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
@@ -98,6 +103,21 @@ async function inside(pods: number, instanceType: string, daemon: boolean, prefi
     signal: abort.signal,
     print: (l) => process.stdout.write(l + '\n'),
   });
+}
+
+/**
+ * SIGKILLs what is left of the scenario's process group `pgid` (ipamd, the VPC peer's server)
+ * once the scenario has exited: nothing after a scenario that tore down, and what a killed or
+ * crashed one left. Never throws (ESRCH: nothing left).
+ */
+function killGroup(pgid: number | undefined): void {
+  if (pgid === undefined) return;
+  try {
+    process.kill(-pgid, 'SIGKILL');
+    process.stdout.write(`killed the processes the scenario left (process group ${pgid})\n`);
+  } catch {
+    // ESRCH: the scenario left no process.
+  }
 }
 
 /**

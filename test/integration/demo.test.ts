@@ -26,6 +26,8 @@ interface DemoRun {
   out: () => string;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   kill(sig: NodeJS.Signals): void;
+  /** Ends the demo if it still runs: SIGTERM, SIGKILL after 60 s. Never throws. */
+  stop(): Promise<void>;
 }
 
 function startDemo(prefix: string, args: string[] = []): DemoRun {
@@ -41,7 +43,16 @@ function startDemo(prefix: string, args: string[] = []): DemoRun {
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.on('exit', (code, signal) => resolve({ code, signal })),
   );
-  return { out: () => out, exited, kill: (sig) => child.kill(sig) };
+  // SIGTERM first (the demo removes what it made); SIGKILL and the pipes closed only if it hangs.
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    const gone = await Promise.race([exited.then(() => true), new Promise((r) => setTimeout(r, 60_000, false))]);
+    if (!gone) child.kill('SIGKILL');
+    child.stdout.destroy();
+    child.stderr.destroy();
+  };
+  return { out: () => out, exited, kill: (sig) => child.kill(sig), stop };
 }
 
 /** Waits for the demo's exit within `ms`. @throws Error with its output when it does not end. */
@@ -115,7 +126,7 @@ test('npm run demo: every pod reaches the node and a VPC peer with its own IP, s
   const prefix = `eni-dt${process.pid}`;
   const d = startDemo(prefix);
   t.after(async () => {
-    d.kill('SIGKILL');
+    await d.stop();
     for (const n of await namespacesOf(prefix)) await execFileP('ip', ['netns', 'delete', n]).catch(() => undefined);
   });
   const { code } = await ended(d);
@@ -142,7 +153,7 @@ test('Ctrl-C in the middle of the demo: exit 130, and every namespace and ipamd 
   const prefix = `eni-di${process.pid}`;
   const d = startDemo(prefix);
   t.after(async () => {
-    d.kill('SIGKILL');
+    await d.stop();
     for (const n of await namespacesOf(prefix)) await execFileP('ip', ['netns', 'delete', n]).catch(() => undefined);
   });
   await waitFor('ipamd serving in the demo', () => /ipamd pid \d+ serving/.test(d.out()), RUN_MS);
@@ -158,7 +169,7 @@ test('npm run demo -- --daemon: ipamd serves on the data plane until SIGTERM, th
   const prefix = `eni-dd${process.pid}`;
   const d = startDemo(prefix, ['--daemon']);
   t.after(async () => {
-    d.kill('SIGKILL');
+    await d.stop();
     for (const n of await namespacesOf(prefix)) await execFileP('ip', ['netns', 'delete', n]).catch(() => undefined);
   });
   await waitFor('the daemon mode lines', () => /operator CLI/.test(d.out()), RUN_MS);
@@ -180,4 +191,24 @@ test('npm run demo -- --daemon: ipamd serves on the data plane until SIGTERM, th
   const out = d.out();
   assert.equal(code, 0, out);
   await assertNothingLeft(prefix, ipamdPid(out), out);
+});
+
+test('the scenario killed (SIGKILL) in --daemon mode: the demo still removes its namespaces and kills its ipamd', async (t) => {
+  const prefix = `eni-dk${process.pid}`;
+  const d = startDemo(prefix, ['--daemon']);
+  t.after(async () => {
+    await d.stop();
+    for (const n of await namespacesOf(prefix)) await execFileP('ip', ['netns', 'delete', n]).catch(() => undefined);
+  });
+  await waitFor('the daemon mode lines', () => /operator CLI/.test(d.out()), RUN_MS);
+  const ipamd = ipamdPid(d.out());
+  const { stdout } = await execFileP('pgrep', ['-f', '--', `--ns-prefix ${prefix} --daemon --inside`]);
+  const scenario = Number(stdout.trim().split('\n')[0]);
+  assert.ok(scenario > 0 && alive(ipamd), d.out());
+  process.kill(scenario, 'SIGKILL');
+  const { code } = await ended(d);
+  const out = d.out();
+  assert.equal(code, 1, out);
+  assert.match(out, /killed the processes the scenario left/, out);
+  await assertNothingLeft(prefix, ipamd, out);
 });
