@@ -3,14 +3,17 @@
 # proxy: kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy and
 # kubectl (k8s.io/kubernetes v1.36.3), etcd (go.etcd.io/etcd/server/v3 v3.6.16), and
 # containerd 2.x with containerd-shim-runc-v2 and ctr. Each comes from a wrapper module in
-# cluster/go/<name> (only its go.mod and go.sum are committed).
+# cluster/go/<name> (only its go.mod and go.sum are committed). On request only (not in
+# the default set): `e2e`, Kubernetes' e2e suite (e2e.test from `go test -c
+# k8s.io/kubernetes/test/e2e`, the ginkgo CLI and agnhost), and `coredns` (CoreDNS v1.14.2,
+# the version kubeadm v1.36 installs), for `npm run conformance`.
 #
 # Binaries are cached outside the clone, keyed by the wrapper's go.mod + go.sum:
 #   ${ENI_IPAM_CLUSTER_CACHE:-/var/cache/eni-ipam/cluster}/<name>-<sha256[:16]>/
 # so a warm run builds nothing. Prints the bin directory of each on stdout as NAME=DIR lines
 # (eval-able). Any failure: one line naming what failed, exit 1.
 #
-# Usage: bash cluster/build.sh [k8s|etcd|containerd ...]   (default: all three)
+# Usage: bash cluster/build.sh [k8s|etcd|containerd|e2e|coredns ...]   (default: k8s etcd containerd)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${ENI_IPAM_CLUSTER_CACHE:-/var/cache/eni-ipam/cluster}
@@ -22,12 +25,14 @@ command -v go >/dev/null 2>&1 || fail "go is not on PATH (this needs Go >= 1.26 
 
 key() { cat "$here/go/$1/go.mod" "$here/go/$1/go.sum" | sha256sum | cut -c1-16; }
 
-# Downloads the modules the wrapper's tools need (not `all`: that adds test-only modules);
+# Downloads the modules the wrapper's tools need (not `all`: that adds test-only modules),
+# plus the test dependencies of any package given after the name (e2e: test/e2e);
 # a module that cannot be fetched fails with one line naming it.
 download() {
   local name=$1 log
+  shift
   log=$(mktemp)
-  if ! (cd "$here/go/$name" && go list -deps tool) >"$log" 2>&1; then
+  if ! (cd "$here/go/$name" && go list -deps tool && { [ $# -eq 0 ] || go list -deps -test "$@"; }) >"$log" 2>&1; then
     local what
     what=$(grep -m1 -E '(^go: |: reading |unknown revision|not found|verifying )' "$log" || tail -n1 "$log")
     rm -f "$log"
@@ -43,17 +48,17 @@ build_one() {
   if [ -f "$dir/.complete" ]; then echo "${name//-/_}_bin=$out"; return; fi
   rm -rf "$dir.tmp" && mkdir -p "$dir.tmp/bin"
   echo "eni-ipam cluster build: building $name into $dir (cold; later runs reuse it)" >&2
-  download "$name"
+  if [ "$name" = e2e ]; then download "$name" k8s.io/kubernetes/test/e2e; else download "$name"; fi
   log="$dir.tmp/build.log"
   local start=$SECONDS
+  # The version ldflags: without them every binary says v0.0.0-master and Helm's
+  # kubeVersion checks fail (k8s.io/component-base/version, hack/lib/version.sh).
+  local ld="-s -w" kv
+  for kv in gitVersion=$k8s_version gitMajor=1 gitMinor=36 gitTreeState=clean buildDate=2026-01-01T00:00:00Z; do
+    ld="$ld -X k8s.io/component-base/version.$kv -X k8s.io/client-go/pkg/version.$kv"
+  done
   case "$name" in
     k8s)
-      # The version ldflags: without them every binary says v0.0.0-master and Helm's
-      # kubeVersion checks fail (k8s.io/component-base/version, hack/lib/version.sh).
-      local ld="-s -w" kv
-      for kv in gitVersion=$k8s_version gitMajor=1 gitMinor=36 gitTreeState=clean buildDate=2026-01-01T00:00:00Z; do
-        ld="$ld -X k8s.io/component-base/version.$kv -X k8s.io/client-go/pkg/version.$kv"
-      done
       (cd "$here/go/k8s" && CGO_ENABLED=0 GOGC=200 go build -trimpath -tags selinux,notest,grpcnotrace \
         -ldflags "all=$ld" -o "$dir.tmp/bin/" \
         k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
@@ -74,7 +79,21 @@ build_one() {
         github.com/containerd/containerd/v2/cmd/ctr) >"$log" 2>&1 ||
         fail "go build of containerd failed: $(grep -m1 -v '^#' "$log" || true) (log: $log)"
       ;;
-    *) fail "unknown part '$name' (accepted: k8s, etcd, containerd)" ;;
+    e2e)
+      # e2e.test as test/e2e/README.md builds it (`go test -c`), with the release's version;
+      # ginkgo and agnhost at the versions k8s.io/kubernetes pins.
+      (cd "$here/go/e2e" && CGO_ENABLED=0 GOGC=200 go test -c -trimpath -ldflags "all=$ld" \
+        -o "$dir.tmp/bin/e2e.test" k8s.io/kubernetes/test/e2e &&
+        CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$dir.tmp/bin/" \
+          github.com/onsi/ginkgo/v2/ginkgo k8s.io/kubernetes/test/images/agnhost) >"$log" 2>&1 ||
+        fail "go build of the e2e suite failed: $(grep -m1 -v '^#' "$log" || true) (log: $log)"
+      ;;
+    coredns)
+      (cd "$here/go/coredns" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$dir.tmp/bin/coredns" \
+        github.com/coredns/coredns) >"$log" 2>&1 ||
+        fail "go build of CoreDNS failed: $(grep -m1 -v '^#' "$log" || true) (log: $log)"
+      ;;
+    *) fail "unknown part '$name' (accepted: k8s, etcd, containerd, e2e, coredns)" ;;
   esac
   echo "built in $((SECONDS - start)) s" >>"$log"
   echo "eni-ipam cluster build: $name built in $((SECONDS - start)) s" >&2
