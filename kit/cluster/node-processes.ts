@@ -152,6 +152,7 @@ async function writeNodeConfigs(o: NodeConfigInputs, cfg: string, pauseRef: stri
       address: o.family.family === 'ipv4' ? o.nodeIp : '::',
       cgroupRoot: CGROUP_ROOT,
       maxPods: 110,
+      clusterDns: [o.family.dnsIp],
     }),
   );
   await writeFile(
