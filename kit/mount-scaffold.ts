@@ -18,7 +18,7 @@
  *
  * Needs root, overlayfs and util-linux (mount, findmnt).
  */
-import { mkdir } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 /** What the scaffold needs of a node mount namespace being set up. */
@@ -35,10 +35,10 @@ export interface ScaffoldNs {
   isolate(dir: string): Promise<void>;
 }
 
-/** True when `p` exists in the namespace's view (it may differ from the host's once covered). */
-async function existsInNs(s: ScaffoldNs, p: string): Promise<boolean> {
+/** True when `test -<flag> p` holds in the namespace's view (it may differ from the host's once covered). */
+async function testInNs(s: ScaffoldNs, flag: 'e' | 'd', p: string): Promise<boolean> {
   try {
-    await s.exec(['test', '-e', p]);
+    await s.exec(['test', `-${flag}`, p]);
     return true;
   } catch {
     return false;
@@ -70,7 +70,9 @@ async function cover(s: ScaffoldNs, dir: string): Promise<void> {
   const kept: Array<[string, string]> = [];
   for (const [i, m] of subs.entries()) {
     const k = path.join(keep, String(i));
-    await mkdir(k);
+    // The keep point is of the mount's own kind: a bind of a file (say /run/xtables.lock) cannot go on a dir.
+    if (await testInNs(s, 'd', m)) await mkdir(k);
+    else await writeFile(k, '');
     await s.exec(['mount', '--rbind', m, k]);
     kept.push([k, m]);
   }
@@ -92,9 +94,9 @@ async function cover(s: ScaffoldNs, dir: string): Promise<void> {
  * @throws Error from mount or mkdir.
  */
 export async function ensureTargetInNs(s: ScaffoldNs, target: string, kind: 'dir' | 'file'): Promise<void> {
-  if (await existsInNs(s, target)) return;
+  if (await testInNs(s, 'e', target)) return;
   let anc = path.dirname(target);
-  while (anc !== '/' && !(await existsInNs(s, anc))) anc = path.dirname(anc);
+  while (anc !== '/' && !(await testInNs(s, 'e', anc))) anc = path.dirname(anc);
   // The ancestor is ours already when it lies in one of our overlays (or in a bind of ours:
   // then creating in it writes the harness's own backing dir).
   const ours = [...s.covered, ...s.bound].some((c) => anc === c || anc.startsWith(`${c}/`));

@@ -129,3 +129,25 @@ test("the host's pod network namespaces stay valid and shared both ways while no
   await a.close();
   for (const n of names) assert.ok(await netnsWorks(n), `${n} still enters from the host after both closed`);
 });
+
+test('a file bound before its directory needs an overlay stays bound through the overlay', async (t) => {
+  // /etc/hostname exists on the machine, so it is bound as it is; the next target is missing
+  // under /etc, so /etc is covered by an overlay and every mount below it, the file bind
+  // among them, is kept and put back. Before, the keep point was always a directory and
+  // binding the file onto it failed ("Not a directory"): a cluster whose /run/xtables.lock
+  // existed on the machine before /run needed covering did not start.
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-mntns-file-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const missing = `/etc/eni-ipam-scaffold-${process.pid}/d`;
+  const binds: NodeBind[] = [{ nodePath: '/etc/hostname', kind: 'file' }, { nodePath: missing }];
+  const before = { hostname: readFileSync('/etc/hostname', 'utf8'), parent: existsSync(path.dirname(missing)) };
+  const ns = await createNodeMountNs({ root: dir, binds });
+  t.after(() => ns.close());
+  await ns.exec(['sh', '-c', 'printf node-a >/etc/hostname']);
+  assert.equal(readFileSync(ns.hostPathOf('/etc/hostname')!, 'utf8'), 'node-a', 'the file bind survived the overlay');
+  assert.ok(new Set(mountsOf(ns.pid)).has(missing));
+  assert.equal(readFileSync('/etc/hostname', 'utf8'), before.hostname, "the machine's file is untouched");
+  assert.equal(existsSync(path.dirname(missing)), before.parent, 'the missing target was made inside only');
+  await ns.close();
+  assert.equal(readFileSync('/etc/hostname', 'utf8'), before.hostname);
+});
