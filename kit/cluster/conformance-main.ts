@@ -128,7 +128,7 @@ async function prepareCluster(o: Options, images: Awaited<ReturnType<typeof buil
 async function main(o: Options, runDir: string, abort: AbortSignal): Promise<number> {
   const t0 = Date.now();
   const focus = ginkgoFocus(o.set, o.family);
-  const skip = ginkgoSkip(o.family);
+  const skip = ginkgoSkip();
   say('building e2e.test, ginkgo, agnhost and CoreDNS (cluster/build.sh e2e coredns; cached)');
   const bins = await buildClusterParts(['e2e', 'coredns']);
   if (o.dryRun) return dryRun(o, bins['e2e']!, runDir, focus, skip);

@@ -15,7 +15,7 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createReadStream, existsSync } from 'node:fs';
-import { chmod, copyFile, mkdir, mkdtemp, rename, rm, symlink } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, mkdtemp, readdir, rename, rm, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL, fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -224,6 +224,13 @@ async function recipeKey(spec: E2eImageSpec, r: Recipe): Promise<string> {
   return createHash('sha256').update(JSON.stringify(parts)).digest('hex').slice(0, 16);
 }
 
+/** Removes the other archives of image `id` (older inputs) from the cache once `keep` is written. */
+async function pruneOthers(cacheDir: string, id: string, keep: string): Promise<void> {
+  const mine = new RegExp(`^${id}-[0-9a-f]{16}\\.oci\\.tar$`);
+  for (const f of await readdir(cacheDir))
+    if (mine.test(f) && f !== keep) await rm(path.join(cacheDir, f), { force: true });
+}
+
 /** Builds one image archive from its recipe (in `cacheDir`, atomically). @returns the archive path. */
 async function buildArchive(oci: OciModule, spec: E2eImageSpec, r: Recipe, cacheDir: string): Promise<string> {
   const archive = path.join(cacheDir, `${spec.id}-${await recipeKey(spec, r)}.oci.tar`);
@@ -269,6 +276,7 @@ async function buildArchive(oci: OciModule, spec: E2eImageSpec, r: Recipe, cache
       labels: { 'io.eni-ipam.e2e-image': spec.id },
     });
     await rename(tmp, archive);
+    await pruneOthers(cacheDir, spec.id, path.basename(archive));
     return archive;
   } finally {
     await rm(work, { recursive: true, force: true });
