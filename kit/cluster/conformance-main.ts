@@ -19,6 +19,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
+import { checkAfterSuite } from './after-suite.js';
 import { buildClusterParts } from './binaries.js';
 import { startCluster, API_PORT, type ClusterOptions, type TestCluster } from './cluster.js';
 import { ginkgoFocus, ginkgoSkip, type ConformanceSet } from './conformance-focus.js';
@@ -165,6 +166,8 @@ async function main(o: Options, runDir: string, abort: AbortSignal): Promise<num
     const junit = path.join(runDir, 'junit_01.xml');
     if (!existsSync(junit)) throw new Error(`ginkgo exited ${r.code} and wrote no ${junit} (see ${runDir}/e2e.log)`);
     const summary = summarize(parseJunit(readFileSync(junit, 'utf8')), o.set, o.family);
+    // ipamd's /v1/allocations are its IPv4 datastore's: an IPv6 cluster's pods are not in it.
+    const afterSuite = o.family === 'ipv6' ? undefined : await checkAfterSuite(c);
     const md = renderRun(summary, {
       set: o.set,
       family: o.family,
@@ -175,11 +178,13 @@ async function main(o: Options, runDir: string, abort: AbortSignal): Promise<num
       date: new Date().toISOString().slice(0, 10),
       e2eVersion: E2E_VERSION,
       imageFailures: images.failed,
+      ...(afterSuite ? { afterSuite } : {}),
     });
     await writeFile(o.out, `${md}\n`);
     process.stdout.write(`\n${md}\n`);
     say(`results: ${o.out} (junit: ${junit})`);
-    return summary.counts.failed > 0 || summary.counts.notRun > 0 ? 1 : 0;
+    const lost = afterSuite?.problems.length ?? 0;
+    return summary.counts.failed > 0 || summary.counts.notRun > 0 || lost > 0 ? 1 : 0;
   } finally {
     say('removing the cluster');
     await c.close();

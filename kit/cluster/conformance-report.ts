@@ -23,6 +23,8 @@ export interface RunFacts {
   e2eVersion: string;
   /** One line per image that could not be built. */
   imageFailures: string[];
+  /** The nothing-lost check after the suite (kit/cluster/after-suite.ts); undefined: not run. */
+  afterSuite?: { pods: number; problems: string[] };
 }
 
 /** The counts of a run. */
@@ -117,6 +119,11 @@ export function renderRun(s: RunSummary, f: RunFacts): string {
     ...(c.notRun ? [`| not run (interrupted) | ${c.notRun} |`] : []),
     `| left out by the runner | ${c.leftOut} |`,
     `| minutes: ginkgo (${f.procs} procs) / whole run | ${min(f.ginkgoMs)} / ${min(f.totalMs)} |`,
+    ...(f.afterSuite
+      ? [
+          `| after the suite, nothing lost (ipamd holds exactly the ${f.afterSuite.pods} live pods' IPv4 addresses, each on its ENI in EC2) | ${f.afterSuite.problems.length ? `**no**: ${f.afterSuite.problems.length} problems` : 'yes'} |`,
+        ]
+      : []),
     '',
   ];
   if (s.failed.length) {
@@ -136,6 +143,8 @@ export function renderRun(s: RunSummary, f: RunFacts): string {
     out.push('');
   }
   if (s.notRun.length) out.push('Not run:', '', ...s.notRun.map((n) => `- ${n}`), '');
+  if (f.afterSuite?.problems.length)
+    out.push('Lost after the suite:', '', ...f.afterSuite.problems.map((l) => `- ${cell(l)}`), '');
   if (f.imageFailures.length)
     out.push('Images that could not be built:', '', ...f.imageFailures.map((l) => `- ${l}`), '');
   return out.join('\n');

@@ -119,4 +119,22 @@ test('summarize and render: counts, the failure line, skips grouped by reason wi
   assert.match(md, /\| Requires at least 2 nodes \(not 1\) \| \[sig-network\] HostPort/);
   assert.match(md, /no SCTP .* \| yes \| 2: .*<br>/, 'one row per reason');
   assert.match(md, /no ELB \| yes \| 1: \[sig-network\] LoadBalancers/);
+  assert.doesNotMatch(md, /nothing lost/, 'no row when the check did not run');
+  const lost = renderRun(s, {
+    set: 'all',
+    family: 'ipv4',
+    nodes: 1,
+    procs: 4,
+    ginkgoMs: 1,
+    totalMs: 1,
+    date: '2026-12-07',
+    e2eVersion: 'v1.36.3',
+    imageFailures: [],
+    afterSuite: { pods: 2, problems: ['ipamd has 10.0.1.9 on eni-1; EC2 has it on no ENI'] },
+  });
+  assert.match(
+    lost,
+    /nothing lost \(ipamd holds exactly the 2 live pods' IPv4 addresses.*\| \*\*no\*\*: 1 problems \|/,
+  );
+  assert.match(lost, /Lost after the suite:\n\n- ipamd has 10\.0\.1\.9 on eni-1; EC2 has it on no ENI/);
 });
