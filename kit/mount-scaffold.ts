@@ -35,10 +35,20 @@ export interface ScaffoldNs {
   isolate(dir: string): Promise<void>;
 }
 
-/** True when `test -<flag> p` holds in the namespace's view (it may differ from the host's once covered). */
-async function testInNs(s: ScaffoldNs, flag: 'e' | 'd', p: string): Promise<boolean> {
+/** True when `p` exists in the namespace's view (it may differ from the host's once covered). */
+async function existsInNs(s: ScaffoldNs, p: string): Promise<boolean> {
   try {
-    await s.exec(['test', `-${flag}`, p]);
+    await s.exec(['test', '-e', p]);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** True when `p` is a directory in the namespace's view. */
+async function isDirInNs(s: ScaffoldNs, p: string): Promise<boolean> {
+  try {
+    await s.exec(['test', '-d', p]);
     return true;
   } catch {
     return false;
@@ -70,8 +80,8 @@ async function cover(s: ScaffoldNs, dir: string): Promise<void> {
   const kept: Array<[string, string]> = [];
   for (const [i, m] of subs.entries()) {
     const k = path.join(keep, String(i));
-    // The keep point is of the mount's own kind: a bind of a file (say /run/xtables.lock) cannot go on a dir.
-    if (await testInNs(s, 'd', m)) await mkdir(k);
+    // A bind of a file (ours: /run/xtables.lock) keeps on a file, a dir's on a dir.
+    if (await isDirInNs(s, m)) await mkdir(k);
     else await writeFile(k, '');
     await s.exec(['mount', '--rbind', m, k]);
     kept.push([k, m]);
@@ -94,9 +104,9 @@ async function cover(s: ScaffoldNs, dir: string): Promise<void> {
  * @throws Error from mount or mkdir.
  */
 export async function ensureTargetInNs(s: ScaffoldNs, target: string, kind: 'dir' | 'file'): Promise<void> {
-  if (await testInNs(s, 'e', target)) return;
+  if (await existsInNs(s, target)) return;
   let anc = path.dirname(target);
-  while (anc !== '/' && !(await testInNs(s, 'e', anc))) anc = path.dirname(anc);
+  while (anc !== '/' && !(await existsInNs(s, anc))) anc = path.dirname(anc);
   // The ancestor is ours already when it lies in one of our overlays (or in a bind of ours:
   // then creating in it writes the harness's own backing dir).
   const ours = [...s.covered, ...s.bound].some((c) => anc === c || anc.startsWith(`${c}/`));

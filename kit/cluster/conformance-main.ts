@@ -54,7 +54,7 @@ function parseOptions(argv: string[]): Options {
   const a = yargs(argv)
     .scriptName('npm run conformance --')
     .option('ip-family', { choices: ['ipv4', 'ipv6', 'dual'] as const, default: 'ipv4' as const })
-    .option('nodes', { type: 'string', default: '1', describe: 'nodes of the cluster (passed to the cluster)' })
+    .option('nodes', { type: 'string', default: '3', describe: 'nodes of the cluster (each its own EC2 instance)' })
     .option('set', { choices: ['all', 'conformance'] as const, default: 'all' as const })
     .option('procs', { type: 'string', default: '4', describe: 'ginkgo parallel processes' })
     .option('timeout', { type: 'string', default: '150', describe: "ginkgo's suite timeout (minutes)" })
@@ -87,18 +87,16 @@ function parseOptions(argv: string[]): Options {
   };
 }
 
-/**
- * Every node's containerd as ctr reaches it. Today's cluster has one node; the N-node
- * cluster (issue #38 item 1) lists one per node here.
- */
+/** Every node's containerd as ctr reaches it, the first node first. */
 function nodeContainerds(c: TestCluster): NodeContainerd[] {
-  return [{ socket: c.nodeProcs.criSocket, ctr: path.join(c.bins.containerd, 'ctr') }];
+  const ctr = path.join(c.bins.containerd, 'ctr');
+  return c.nodes.map((n) => ({ socket: n.procs.criSocket, ctr }));
 }
 
 /** Starts the cluster and gets it ready for the suite: eni-ipam, the images, CoreDNS. */
 async function prepareCluster(o: Options, images: Awaited<ReturnType<typeof buildE2eImages>>): Promise<TestCluster> {
   say(`starting a ${o.family} cluster of ${o.nodes} node(s)`);
-  const opts: ClusterOptions & { nodes?: number } = {
+  const opts: ClusterOptions = {
     ipFamily: o.family,
     keepDir: o.keepDir,
     nodes: o.nodes,
@@ -108,10 +106,9 @@ async function prepareCluster(o: Options, images: Awaited<ReturnType<typeof buil
   try {
     const names = (await c.kubectl.run(['get', 'nodes', '-o', 'name'])).split('\n').filter(Boolean);
     if (names.length !== o.nodes)
-      throw new Error(
-        `asked for ${o.nodes} node(s); the cluster started ${names.length} (--nodes needs the N-node cluster)`,
-      );
-    for (const ctd of nodeContainerds(c)) await importE2eImages(ctd, images.built);
+      throw new Error(`asked for ${o.nodes} node(s); the cluster registered ${names.length}`);
+    say(`importing the e2e images into ${c.nodes.length} node(s)' containerd`);
+    await Promise.all(nodeContainerds(c).map((ctd) => importE2eImages(ctd, images.built)));
     say('installing eni-ipam (helm) and CoreDNS');
     // An IPv6 or dual-stack node runs as on EKS: the chart's ipFamily, prefix delegation on
     // (as test/cluster/ip-family-cluster.test.ts installs it).

@@ -130,24 +130,19 @@ test("the host's pod network namespaces stay valid and shared both ways while no
   for (const n of names) assert.ok(await netnsWorks(n), `${n} still enters from the host after both closed`);
 });
 
-test('a file bound before its directory needs an overlay stays bound through the overlay', async (t) => {
-  // /etc/hostname exists on the machine, so it is bound as it is; the next target is missing
-  // under /etc, so /etc is covered by an overlay and every mount below it, the file bind
-  // among them, is kept and put back. Before, the keep point was always a directory and
-  // binding the file onto it failed ("Not a directory"): a cluster whose /run/xtables.lock
-  // existed on the machine before /run needed covering did not start.
+test('a missing target beside a bound file: the covered ancestor keeps the file bind', async (t) => {
+  // /etc/hostname exists on every machine: bound first, then a missing dir under /etc makes /etc covered.
   const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-mntns-file-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
-  const missing = `/etc/eni-ipam-scaffold-${process.pid}/d`;
+  const missing = `/etc/eni-ipam-isolation-${process.pid}/d`;
   const binds: NodeBind[] = [{ nodePath: '/etc/hostname', kind: 'file' }, { nodePath: missing }];
-  const before = { hostname: readFileSync('/etc/hostname', 'utf8'), parent: existsSync(path.dirname(missing)) };
-  const ns = await createNodeMountNs({ root: dir, binds });
+  const before = machineState('/etc/hostname');
+  const ns = await createNodeMountNs({ root: dir, binds, hideNode: false });
   t.after(() => ns.close());
-  await ns.exec(['sh', '-c', 'printf node-a >/etc/hostname']);
-  assert.equal(readFileSync(ns.hostPathOf('/etc/hostname')!, 'utf8'), 'node-a', 'the file bind survived the overlay');
-  assert.ok(new Set(mountsOf(ns.pid)).has(missing));
-  assert.equal(readFileSync('/etc/hostname', 'utf8'), before.hostname, "the machine's file is untouched");
-  assert.equal(existsSync(path.dirname(missing)), before.parent, 'the missing target was made inside only');
+  await ns.exec(['sh', '-c', 'printf node-name >/etc/hostname && printf x >"$1/f"', 'sh', missing]);
+  assert.equal(await ns.exec(['cat', '/etc/hostname']), 'node-name');
+  assert.equal(readFileSync(ns.hostPathOf('/etc/hostname')!, 'utf8'), 'node-name');
+  assert.equal(machineState('/etc/hostname'), before, "the machine's /etc/hostname is untouched");
+  assert.equal(existsSync(path.dirname(missing)), false, 'nothing made under /etc on the machine');
   await ns.close();
-  assert.equal(readFileSync('/etc/hostname', 'utf8'), before.hostname);
 });
