@@ -93,6 +93,7 @@ export async function startNodeProcesses(o: {
       logFile: path.join(logs, `${name}.log`),
       netns: o.netns,
       mountns: o.mountNs.nsPath,
+      ...(o.mountNs.utsPath ? { uts: o.mountNs.utsPath } : {}),
       env,
     });
     procs.set(name, p);
