@@ -1,7 +1,7 @@
 /**
  * The nothing-lost check after Kubernetes' e2e suite
  * (docs/design.md#9-restore-sources-and-the-nothing-lost-check, on a whole cluster): once
- * the suite's namespaces are gone, ipamd holds exactly the IPv4 addresses of the pods still
+ * the suite's namespaces are gone, the nodes' ipamds together hold exactly the IPv4 addresses of the pods still
  * running, each for its own pod, each on the ENI EC2 (the simulated cloud's state) has it
  * on, and no address twice. After a hundred specs that made and removed pods, Services and
  * namespaces, a leak, a double assignment or an address EC2 no longer has shows here.
@@ -9,6 +9,7 @@
 import { eniPodAddresses } from '../nothing-lost.js';
 import { waitFor } from '../wait.js';
 import type { TestCluster } from './cluster.js';
+import type { IpamdAllocation } from '../containerd-node-types.js';
 import { allocations } from './workload.js';
 
 /** Namespaces the cluster has of its own; every other one is a spec's. */
@@ -59,13 +60,13 @@ export async function checkAfterSuite(c: TestCluster): Promise<AfterSuiteResult>
     async () => {
       pods = await livePods();
       const byIp = new Map(pods.map((p) => [p.ip, p]));
-      const a = await allocations(c);
+      const a = await allAllocations(c);
       return a.length === pods.length && a.every((x) => byIp.get(x.ipv4)?.uid === x.pod?.uid) ? a : undefined;
     },
     180_000,
     2000,
   ).catch(async (e: Error) => {
-    const a = await allocations(c);
+    const a = await allAllocations(c);
     problems.push(
       `${e.message}: allocations ${a.map((x) => `${x.ipv4}:${x.pod?.namespace}/${x.pod?.name}`).join(' ')}; pods ${pods.map((p) => `${p.ip}:${p.id}`).join(' ')}`,
     );
@@ -79,4 +80,9 @@ export async function checkAfterSuite(c: TestCluster): Promise<AfterSuiteResult>
     if (eniOf.get(a.ipv4) !== a.eniId)
       problems.push(`ipamd has ${a.ipv4} on ${a.eniId}; EC2 has it on ${eniOf.get(a.ipv4) ?? 'no ENI'}`);
   return { pods: pods.length, problems };
+}
+
+/** Every node's ipamd allocations, the first node's first. */
+async function allAllocations(c: TestCluster): Promise<IpamdAllocation[]> {
+  return (await Promise.all(c.nodes.map((n) => allocations(c, n)))).flat();
 }

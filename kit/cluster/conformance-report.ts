@@ -121,7 +121,7 @@ export function renderRun(s: RunSummary, f: RunFacts): string {
     `| minutes: ginkgo (${f.procs} procs) / whole run | ${min(f.ginkgoMs)} / ${min(f.totalMs)} |`,
     ...(f.afterSuite
       ? [
-          `| after the suite, nothing lost (ipamd holds exactly the ${f.afterSuite.pods} live pods' IPv4 addresses, each on its ENI in EC2) | ${f.afterSuite.problems.length ? `**no**: ${f.afterSuite.problems.length} problems` : 'yes'} |`,
+          `| after the suite, nothing lost (the nodes' ipamds hold exactly the ${f.afterSuite.pods} live pods' IPv4 addresses, each on its ENI in EC2) | ${f.afterSuite.problems.length ? `**no**: ${f.afterSuite.problems.length} problems` : 'yes'} |`,
         ]
       : []),
     '',

@@ -134,7 +134,7 @@ test('summarize and render: counts, the failure line, skips grouped by reason wi
   });
   assert.match(
     lost,
-    /nothing lost \(ipamd holds exactly the 2 live pods' IPv4 addresses.*\| \*\*no\*\*: 1 problems \|/,
+    /nothing lost \(the nodes' ipamds hold exactly the 2 live pods' IPv4 addresses.*\| \*\*no\*\*: 1 problems \|/,
   );
   assert.match(lost, /Lost after the suite:\n\n- ipamd has 10\.0\.1\.9 on eni-1; EC2 has it on no ENI/);
 });
