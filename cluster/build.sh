@@ -3,17 +3,17 @@
 # proxy: kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy and
 # kubectl (k8s.io/kubernetes v1.36.3), etcd (go.etcd.io/etcd/server/v3 v3.6.16), and
 # containerd 2.x with containerd-shim-runc-v2 and ctr. Each comes from a wrapper module in
-# cluster/go/<name> (only its go.mod and go.sum are committed). On request only (not in
-# the default set): `e2e`, Kubernetes' e2e suite (e2e.test from `go test -c
-# k8s.io/kubernetes/test/e2e`, the ginkgo CLI and agnhost), and `coredns` (CoreDNS v1.14.2,
-# the version kubeadm v1.36 installs), for `npm run conformance`.
+# cluster/go/<name> (only its go.mod and go.sum are committed). Also `e2e`, Kubernetes' e2e
+# suite (e2e.test from `go test -c k8s.io/kubernetes/test/e2e`, the ginkgo CLI and agnhost),
+# and `coredns` (CoreDNS v1.14.2, the version kubeadm v1.36 installs), for `npm run
+# conformance` and test/cluster/conformance.test.ts.
 #
 # Binaries are cached outside the clone, keyed by the wrapper's go.mod + go.sum:
 #   ${ENI_IPAM_CLUSTER_CACHE:-/var/cache/eni-ipam/cluster}/<name>-<sha256[:16]>/
 # so a warm run builds nothing. Prints the bin directory of each on stdout as NAME=DIR lines
 # (eval-able). Any failure: one line naming what failed, exit 1.
 #
-# Usage: bash cluster/build.sh [k8s|etcd|containerd|e2e|coredns ...]   (default: k8s etcd containerd)
+# Usage: bash cluster/build.sh [k8s|etcd|containerd|e2e|coredns ...]   (default: all five)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${ENI_IPAM_CLUSTER_CACHE:-/var/cache/eni-ipam/cluster}
@@ -102,6 +102,6 @@ build_one() {
 }
 
 parts=("$@")
-[ "${#parts[@]}" -gt 0 ] || parts=(etcd containerd k8s)
+[ "${#parts[@]}" -gt 0 ] || parts=(etcd containerd k8s e2e coredns)
 mkdir -p "$cache"
 for p in "${parts[@]}"; do build_one "$p"; done

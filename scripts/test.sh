@@ -5,8 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh --containerd --image
-# The real cluster's binaries (Kubernetes, etcd, containerd 2.x), built with Go from the module
-# proxy once and cached outside the clone by go.sum (cluster/build.sh); a warm run builds nothing.
+# The real cluster's binaries (Kubernetes, etcd, containerd 2.x) and what the conformance test
+# runs (e2e.test, ginkgo, agnhost, CoreDNS), built with Go from the module proxy once and cached
+# outside the clone by go.sum (cluster/build.sh); a warm run builds nothing.
 bash cluster/build.sh >/dev/null
 # Lint first (eslint with the architecture's import boundaries, prettier --check, every imported
 # package declared): a lint error fails the run before any test starts.
