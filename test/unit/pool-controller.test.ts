@@ -74,6 +74,11 @@ test('a refill that cannot succeed fails the waiting ADD at once, naming the lim
   assert.equal(n.vt.now() - start, 0, 'at once, not after the wait');
   assert.equal(n.pool.addFailureReason(), 'eni_limit');
   assert.ok(n.pool.growBlockedReason(), 'STATUS says why');
+  // awscni_ipamd_error_count{fn="grow_eni_limit"}: the grow that stopped at the limit with an ADD to serve.
+  assert.deepEqual(n.failedKinds, ['eni_limit']);
+  // Later steps with no ADD to serve count nothing: a node at its limit is not an error by itself.
+  await n.vt.tick(INTERVAL_MS * 3);
+  assert.deepEqual(n.failedKinds, ['eni_limit'], 'counted once, for the failed ADD');
 });
 
 test('while EC2 refuses transiently, a waiting ADD times out after its wait with the last error', async (t) => {

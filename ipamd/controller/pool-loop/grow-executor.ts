@@ -73,6 +73,11 @@ export interface GrowOutcome {
   blocked?: string;
   /** A transient failure (throttled, timeout...): waiters keep waiting; retry soon. */
   failed?: boolean;
+  /**
+   * `blocked` is an ENI limit (MAX_ENI or the instance type's, or an attach EC2 refused at it
+   * in an earlier pass) that no failed EC2 call of this pass already reported to `onGrowFailed`.
+   */
+  atEniLimit?: boolean;
 }
 
 /** Plans and runs grow passes (one at a time: the pool controller's single flight). */
@@ -148,20 +153,25 @@ export class GrowExecutor {
     const { ds, enis, log, targets } = this.o;
     let plan = this.plan(waiting);
     let blocked = this.unmetBlocks(plan, waiting) ? this.reason(plan) : undefined;
+    let atEniLimit = blocked !== undefined;
     // An attached ENI not adopted yet (IMDS lag) comes first; after a failed creation, back off;
     // while every candidate subnet is exhausted, no creation (assigns in other subnets go on);
     // custom networking without a usable ENIConfig: no creation, the refill that needs one is blocked.
     const paused = (): boolean => this.o.now() < this.pausedUntil;
     const held = (): boolean => this.o.now() < this.createHoldUntil;
-    if (held() && this.createHoldReason && plan.createEnis.length > 0) blocked = this.createHoldReason;
-    if (paused() && plan.createEnis.length > 0) blocked = this.pauseReason;
+    if (held() && this.createHoldReason && plan.createEnis.length > 0) {
+      blocked = this.createHoldReason;
+      atEniLimit = this.lastErrorKind === 'eni_limit';
+    }
+    if (paused() && plan.createEnis.length > 0) [blocked, atEniLimit] = [this.pauseReason, false];
     const refused = this.refusal(plan);
-    if (refused) blocked = refused.reason;
+    if (refused) [blocked, atEniLimit] = [refused.reason, false];
     const mayCreate = (): boolean => enis.awaitingAdoption().length === 0 && !held() && !paused() && !refused;
     let creates = mayCreate() ? plan.createEnis.slice(0, Math.max(targets.maxEni - enis.attachedCount(), 0)) : [];
     // Demand placed on ENIs still being created is assigned once they are attached (the re-plan after each creation).
     const assigns = plan.assign.filter((a) => !a.eniId.startsWith(PHANTOM));
-    if (assigns.length + creates.length === 0) return { changed: false, ...(blocked ? { blocked } : {}) };
+    if (assigns.length + creates.length === 0)
+      return { changed: false, ...(blocked ? { blocked, ...(atEniLimit ? { atEniLimit } : {}) } : {}) };
     log.info(
       { assign: assigns, createEnis: creates, creating: this.creations.size, waiting, unmet: plan.unmet },
       'pool grow',
@@ -193,18 +203,21 @@ export class GrowExecutor {
         exhausted = where.reason;
       } else creates = mayCreate() ? plan.createEnis : [];
       blocked = this.unmetBlocks(plan, waiting) ? this.reason(plan) : undefined;
+      atEniLimit = blocked !== undefined;
       if (creates.length > 0) log.info({ exhausted: full, createEnis: creates }, 'subnet full: new ENIs elsewhere');
     }
     if (errors.length > 0) {
       // Nothing can take the demand a full subnet refused: pause creations, naming the subnets.
       const stuck = full.length > 0 && Math.min(creates.length, targets.maxEni - enis.attachedCount()) <= 0;
-      blocked = this.classify(errors, stuck ? full : [], exhausted) ?? blocked;
+      const classified = this.classify(errors, stuck ? full : [], exhausted);
+      if (classified !== undefined) [blocked, atEniLimit] = [classified, false]; // classify reported it
     } else if (assigns.length) this.lastError = this.lastErrorKind = undefined;
     // Re-checked after the await: the ENI limit is counted exactly at launch (device indexes are reserved synchronously).
     const launched = paused() ? [] : creates.slice(0, Math.max(targets.maxEni - enis.attachedCount(), 0));
     for (const count of launched) this.launch(count);
     const changed = launched.length > 0 || results.some((r) => r.status === 'fulfilled');
-    return { changed, ...(blocked ? { blocked } : errors.length ? { failed: true } : {}) };
+    if (!blocked) return { changed, ...(errors.length ? { failed: true } : {}) };
+    return { changed, blocked, ...(atEniLimit ? { atEniLimit } : {}) };
   }
 
   /**

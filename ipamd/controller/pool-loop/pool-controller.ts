@@ -357,6 +357,8 @@ export class PoolController {
         // The oldest waiters are kept for the addresses still on their way in ENIs being created.
         const failed = this.waiters.fail(grew.blocked, coolEnd, this.grower.incoming());
         if (failed) log.warn({ failed, reason: grew.blocked }, 'failed waiting ADDs: the pool cannot grow');
+        // Grow stopped at an ENI limit with ADDs to serve: a failed grow (awscni_ipamd_error_count{fn="grow_eni_limit"}).
+        if (failed && grew.atEniLimit) this.o.onGrowFailed?.('eni_limit');
       }
       // Waiters left: wake them when the next cooling IP is free, or retry a grow that failed transiently.
       const at = Math.min(coolEnd ?? Infinity, grew.failed ? this.now() + RETRY_AFTER_FAILURE_MS : Infinity);
