@@ -9,6 +9,7 @@ import { kernelRoutedReader, startQuarantineCheck } from '../controller/pool-loo
 import { ipamdEnvSettings, networkEnvSettings } from '../observability/env-settings.js';
 import { enisDocument } from '../observability/introspect-enis.js';
 import { ipv6CidrsDocument } from '../observability/introspect-ipv6.js';
+import { familyAllocations } from '../observability/introspect-family.js';
 import { PluginLogFiles } from '../observability/log-files.js';
 import { StalledParts } from '../observability/stalled-parts.js';
 import { statusDocument } from './status-doc.js';
@@ -206,7 +207,18 @@ export const metricsSourcesPart = ({ config }: PartEnv) =>
 export const statusPart = ({ log }: PartEnv) =>
   part({
     name: 'status',
-    needs: ['metrics', 'node', 'datastore', 'release-gate', 'pool', 'eniconfig', 'evidence', 'host-network', 'phase'],
+    needs: [
+      'metrics',
+      'node',
+      'datastore',
+      'release-gate',
+      'pool',
+      'eniconfig',
+      'evidence',
+      'host-network',
+      'phase',
+      'ipv6',
+    ],
     start({ metrics: { metrics }, node: { inv }, datastore: { ds }, 'release-gate': gate, pool, phase, ...got }) {
       const stalled = new StalledParts({ log, registry: metrics.registry });
       const { targets, limits, exhaustedSubnets } = pool;
@@ -222,6 +234,7 @@ export const statusPart = ({ log }: PartEnv) =>
             evidence: got.evidence.evidence,
             lifecycle: () => phase.lifecycle,
             sysctls: () => hostNet?.sysctls(),
+            ...(got.ipv6 ? { ipv6: (now: number) => got.ipv6!.v6.state(now) } : {}),
           },
           monoNow(),
         ),
@@ -241,7 +254,7 @@ export const httpEndpointsPart = ({ config }: PartEnv) =>
         config,
         {
           status,
-          allocations: () => ds.allocations(),
+          allocations: () => familyAllocations(ds.allocations(), ipv6?.v6.allocations()),
           enis: () => enisDocument(ds, podRouteTable, monoNow(), ipv6 && ipv6CidrsDocument(ipv6.v6.state(monoNow()))),
           eniConfig: () => eniconfig.name(),
           stageTrace: () => stageTrace.summary(),
