@@ -9,6 +9,7 @@ import { monoNow } from '../clock.js';
 import { confirmJitterMs } from '../startup/fast-start.js';
 import { startEniLifecycle } from '../controller/eni-lifecycle/start.js';
 import { startKubeReportingWhenServing } from '../startup/kube-reporting-start.js';
+import { startNodeSchedule } from '../startup/node-schedule-wiring.js';
 import type { DaemonParts } from './daemon-registry.js';
 import type { PartEnv } from './parts-restore.js';
 import { partOf } from './runner.js';
@@ -121,6 +122,17 @@ export const drainPart = () =>
           await rpc.shutdown(graceMs);
         },
       };
+    },
+  });
+
+/** AWS_MANAGE_ENIS_NON_SCHEDULABLE: this node watched once ipamd serves (startup/node-schedule-wiring.ts). */
+export const nodeSchedulePart = ({ config, log }: PartEnv) =>
+  part({
+    name: 'node-schedule',
+    needs: ['phase'],
+    start({ phase }) {
+      const pause = startNodeSchedule(config, log, phase.serving);
+      return { value: pause, stop: () => pause.stop() };
     },
   });
 

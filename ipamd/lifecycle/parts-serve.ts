@@ -94,7 +94,16 @@ export const poolPart = ({ config, log }: PartEnv) =>
     name: 'pool',
     // Host networking of a new ENI is set up before its IPs can be handed out.
     // Its EC2 port is the inventory cache's (cache-guarded-ec2.ts): the cache is kept in step around EC2's assigns and releases.
-    needs: ['node', 'datastore', 'release-gate', 'metrics', 'eniconfig', 'host-network', 'inventory-cache'],
+    needs: [
+      'node',
+      'datastore',
+      'release-gate',
+      'metrics',
+      'eniconfig',
+      'host-network',
+      'inventory-cache',
+      'node-schedule',
+    ],
     start({ node: { inv, unit }, datastore: { ds, adoption }, 'release-gate': gate, metrics, eniconfig, ...got }) {
       const hostNet = got['host-network'];
       const wiring = buildPool({
@@ -109,8 +118,10 @@ export const poolPart = ({ config, log }: PartEnv) =>
         adoption,
         eniConfig: eniconfig.current,
         eniCreationRefused: eniconfig.block,
+        managementPaused: got['node-schedule'].paused,
         ...(hostNet ? { setupEni: (eni) => hostNet.setupEni(eni) } : {}),
       });
+      got['node-schedule'].onChange(() => wiring.pool.trigger());
       return { value: wiring };
     },
   });

@@ -57,6 +57,8 @@ export function buildPool(p: {
   eniConfig?: () => EniConfigSelection;
   /** Custom networking: why no ENI may be created now (the ENIConfig), or undefined. */
   eniCreationRefused?: PoolControllerOptions['eniCreationRefused'];
+  /** Why the pool must neither grow nor free an ENI now (a cordoned node), or undefined. */
+  managementPaused?: PoolControllerOptions['managementPaused'];
 }): PoolWiring {
   const { config, inv, ds, gate, log, metrics, unit, adoption } = p;
   const maxEni = Math.min(config.maxEni ?? inv.limits.maxEnis, inv.limits.maxEnis);
@@ -135,6 +137,7 @@ export function buildPool(p: {
     onStepError: () => metrics.ipamdError('pool_step'),
     inProgress: metrics.inProgress,
     ...(p.eniCreationRefused ? { eniCreationRefused: p.eniCreationRefused } : {}),
+    ...(p.managementPaused ? { managementPaused: p.managementPaused } : {}),
   });
   return { maxEni, targets, limits, enis, pool, exhaustedSubnets: () => placement.exhaustedNow() };
 }

@@ -74,6 +74,13 @@ export interface PoolControllerOptions {
   inProgress?: (fn: string) => () => void;
   /** Why no ENI may be created now (custom networking without a usable ENIConfig); see GrowExecutorOptions. */
   eniCreationRefused?: () => { kind: EniConfigBlockKind; reason: string } | undefined;
+  /**
+   * Why the pool must neither grow nor free an ENI now, or undefined: a cordoned node with
+   * AWS_MANAGE_ENIS_NON_SCHEDULABLE=false (startup/node-schedule-wiring.ts), as aws-node.
+   * While set, no address is assigned and no ENI created or freed (surplus IPs are still
+   * released), and ADDs that find no address fail at once with it. Memory only; must not throw.
+   */
+  managementPaused?: () => string | undefined;
 }
 
 /** Runs grow/shrink steps against EC2 and wakes ADDs waiting for an address. */
@@ -110,6 +117,7 @@ export class PoolController {
       shrinkDelayMs: o.shrinkDelayMs,
       minEniAgeMs: o.minEniAgeMs ?? 60_000,
       now: () => this.now(),
+      ...(o.managementPaused ? { eniFreePaused: o.managementPaused } : {}),
     });
     this.grower = new GrowExecutor({
       ds: o.ds,
@@ -258,6 +266,8 @@ export class PoolController {
     if (this.stopped) return 'ipamd is shutting down';
     if (!this.started)
       return 'the warm pool is not managed (DISABLE_NETWORK_RESOURCE_PROVISIONING=true, or ipamd is still starting)';
+    const paused = this.o.managementPaused?.();
+    if (paused) return paused;
     return this.grower.blockedNow(poolCounts(this.o.ds.poolViews(this.now()), this.o.targets).short);
   }
 
@@ -266,7 +276,7 @@ export class PoolController {
     { kind: 'not_managed' | 'subnet_full' | 'eni_limit' | EniConfigBlockKind; reason: string } | undefined {
     const reason = this.growBlockedReason();
     if (reason === undefined) return undefined;
-    if (this.stopped || !this.started) return { kind: 'not_managed', reason };
+    if (this.stopped || !this.started || this.o.managementPaused?.()) return { kind: 'not_managed', reason };
     return (
       this.grower.blockedKindNow(poolCounts(this.o.ds.poolViews(this.now()), this.o.targets).short) ?? {
         kind: 'eni_limit',
@@ -286,7 +296,7 @@ export class PoolController {
    * otherwise `timeout` (the wait ran out while the refill was under way). Calls no API.
    */
   addFailureReason(): 'no_ip' | 'subnet_full' | 'eni_limit' | 'eniconfig' | 'throttled' | 'frozen' | 'timeout' {
-    if (this.stopped || !this.started) return 'no_ip';
+    if (this.stopped || !this.started || this.o.managementPaused?.()) return 'no_ip';
     const now = this.now();
     const blocked = this.grower.blockedKindNow(poolCounts(this.o.ds.poolViews(now), this.o.targets).short);
     if (blocked?.kind === 'subnet_full') return 'subnet_full';
@@ -349,7 +359,9 @@ export class PoolController {
 
   private async step(): Promise<void> {
     const { ds, log } = this.o;
-    const grew = await this.grower.run(this.waiters.size);
+    // A cordoned node (AWS_MANAGE_ENIS_NON_SCHEDULABLE=false): no grow; waiting ADDs fail with why.
+    const paused = this.o.managementPaused?.();
+    const grew = paused ? { changed: false, blocked: paused } : await this.grower.run(this.waiters.size);
     this.waiters.wake();
     if (this.waiters.size > 0) {
       const coolEnd = ds.nextCooldownEnd(this.now());
