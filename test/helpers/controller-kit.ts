@@ -18,9 +18,7 @@ export const CHANGE_DELAY_MS = 100;
  * A node (m5.large: 9 secondary IPs per ENI; see {@link executorKit}) with its pool
  * controller on virtual time (`vt`), not started. `steps` counts the pool steps run.
  */
-export function controllerKit(
-  o: KitOptions & { managementPaused?: PoolControllerOptions['managementPaused'] } = {},
-) {
+export function controllerKit(o: KitOptions & { managementPaused?: PoolControllerOptions['managementPaused'] } = {}) {
   const vt = new VirtualTime(T0);
   const k = executorKit({ ...o, clock: vt });
   let steps = 0;
