@@ -9,7 +9,6 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -31,7 +30,6 @@ import { connectIpamd, IpamdCallError } from '../../cni-plugin/ipamd-client.js';
 import { GrpcCallFailure, openUnixChannel } from '../../cni-plugin/grpc-http2.js';
 import { GrpcStatus } from '../../proto/grpc-status.js';
 import { waitFor } from '../../kit/wait.js';
-import { addFailure } from '../../cni-plugin/add.js';
 
 type Handler = (req: any, call: grpc.ServerUnaryCall<any, any>) => Promise<object> | object; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -369,36 +367,4 @@ test('raw channel: an unknown method is UNIMPLEMENTED (trailers-only response)',
   } finally {
     ch.close();
   }
-});
-
-test('the server killed (SIGKILL) while a call waits: UNAVAILABLE "dropped", so ADD answers 11, not CANCELLED', async (t) => {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-wire-kill-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  const socket = path.join(dir, 'ipamd.sock');
-  // An HTTP/2 server in its own process that takes the call and never answers, as ipamd waiting on a refill.
-  const server = spawn(
-    process.execPath,
-    [
-      '-e',
-      `const h=require('node:http2').createServer();h.on('stream',()=>console.log('call'));h.listen(${JSON.stringify(socket)},()=>console.log('listening'))`,
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  t.after(() => server.kill('SIGKILL'));
-  let out = '';
-  server.stdout!.on('data', (b: Buffer) => (out += b.toString()));
-  await waitFor('the server listening', () => out.includes('listening'));
-  const c = connectIpamd(socket);
-  t.after(() => c.close());
-  const call = c.addNetwork(ids('killed'), 10_000);
-  call.catch(() => undefined);
-  await waitFor('the server holding the call', () => out.includes('call'));
-  server.kill('SIGKILL');
-  await assert.rejects(call, (e: unknown) => {
-    assert.ok(e instanceof IpamdCallError, String(e));
-    assert.equal(e.statusName, 'UNAVAILABLE', e.message);
-    assert.match(e.details, /dropped before the answer/);
-    return true;
-  });
-  assert.equal(addFailure(await call.catch((e: unknown) => e)).code, 11, 'the plugin maps it to CNI 11');
 });
