@@ -15,7 +15,8 @@ import {
   type KubernetesObject,
 } from './client.js';
 import type { Logger } from '../log.js';
-import { describeError, httpStatusOf } from './errors.js';
+import { describeApiCall, httpStatusOf } from './errors.js';
+import { kubeIdentity } from './config.js';
 
 /** Options of {@link WatchedList}; times in ms. */
 export interface WatchedListOptions {
@@ -127,8 +128,8 @@ export class WatchedList {
   private fail(lw: ListWatch<KubernetesObject>, e: unknown): void {
     if (this.stopped || this.lw !== lw) return;
     const status = httpStatusOf(e);
-    const hint = status === 403 ? ' (RBAC: ipamd needs list and watch on it; the chart grants them)' : '';
-    this.error = `${this.what}: ${describeError(e)}${hint}`;
+    const hint = status === 403 ? " (RBAC: ipamd needs list and watch on it; the chart's ClusterRole grants them)" : '';
+    this.error = `${describeApiCall({ verb: 'list/watch', resource: this.what, identity: kubeIdentity(this.kc) }, e)}${hint}`;
     void lw.stop();
     this.lw = undefined;
     this.backoffMs = Math.min(this.backoffMs ? this.backoffMs * 2 : this.o.retryMinMs, this.o.retryMaxMs);

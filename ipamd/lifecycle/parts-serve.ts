@@ -12,6 +12,7 @@ import { ipv6CidrsDocument } from '../observability/introspect-ipv6.js';
 import { familyAllocations } from '../observability/introspect-family.js';
 import { PluginLogFiles } from '../observability/log-files.js';
 import { StalledParts } from '../observability/stalled-parts.js';
+import type { ConditionSync } from '../observability/kube-reporter.js';
 import { statusDocument } from './status-doc.js';
 import { RpcServer } from '../rpc/server.js';
 import { IpamService } from '../service/ipam-service.js';
@@ -179,8 +180,18 @@ export const quarantineCheckPart = ({ config, log }: PartEnv) =>
 export const metricsSourcesPart = ({ config }: PartEnv) =>
   part({
     name: 'metrics-sources',
-    needs: ['metrics', 'datastore', 'release-gate', 'pool', 'host-network', 'evidence', 'node', 'ipv6'],
-    start({ metrics: { metrics }, datastore: { ds }, 'release-gate': gate, pool, evidence, node, ipv6, ...got }) {
+    needs: ['metrics', 'datastore', 'release-gate', 'pool', 'host-network', 'evidence', 'node', 'ipv6', 'phase'],
+    start({
+      metrics: { metrics },
+      datastore: { ds },
+      'release-gate': gate,
+      pool,
+      evidence,
+      node,
+      ipv6,
+      phase,
+      ...got
+    }) {
       const { maxEni } = pool;
       const hostNet = got['host-network'];
       metrics.setSources({
@@ -199,6 +210,7 @@ export const metricsSourcesPart = ({ config }: PartEnv) =>
             (node.unit === 'prefix' ? 16 : 1),
         }),
         evidence: evidence.evidence.sourceStates,
+        nodeCondition: () => phase.reporting?.reporter()?.conditionSync(),
         ...(ipv6
           ? {
               ipv6: () => ({
@@ -249,6 +261,7 @@ export const statusPart = ({ log }: PartEnv) =>
           },
           monoNow(),
         ),
+        nodeCondition: conditionStatus(phase.reporting?.reporter()?.conditionSync()),
         stalled: stalled.list(),
       });
       return { value: { status, stalled } };
@@ -356,3 +369,16 @@ export const cniInstallPart = ({ config, log }: PartEnv) =>
       return { value: undefined };
     },
   });
+
+/**
+ * `/v1/status` `nodeCondition`: whether the condition on the Node is current, when ipamd last
+ * wrote it (ISO 8601) and why it cannot now; null while Kubernetes reporting is off.
+ */
+function conditionStatus(c: ConditionSync | undefined) {
+  if (!c) return null;
+  return {
+    synced: c.synced,
+    writtenAt: c.writtenAt !== undefined ? new Date(c.writtenAt).toISOString() : null,
+    ...(c.error ? { error: c.error } : {}),
+  };
+}
