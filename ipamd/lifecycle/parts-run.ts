@@ -67,7 +67,15 @@ export const poolLoopPart = ({ config, log }: PartEnv) =>
       'evidence',
       'checkpoint',
     ],
-    start({ pool: { pool, enis }, node: { inv }, datastore: { ds }, 'release-gate': gate, metrics, phase, ...got }) {
+    start({
+      pool: { pool, enis, leftoversSettled },
+      node: { inv },
+      datastore: { ds },
+      'release-gate': gate,
+      metrics,
+      phase,
+      ...got
+    }) {
       if (config.ipFamily === 'ipv6')
         log.info('IPv6 mode: no warm pool and no secondary ENIs; pods are served from the /80');
       else if (config.disableNetworkResourceProvisioning)
@@ -86,6 +94,7 @@ export const poolLoopPart = ({ config, log }: PartEnv) =>
           pool,
           log,
           metrics: metrics.metrics,
+          onLeftoversSettled: leftoversSettled,
           ...(inv.source === 'cache'
             ? {
                 firstPassDelayMs: confirmJitterMs(config.restartConfirmJitterMs),

@@ -18,7 +18,7 @@ export const CHANGE_DELAY_MS = 100;
  * A node (m5.large: 9 secondary IPs per ENI; see {@link executorKit}) with its pool
  * controller on virtual time (`vt`), not started. `steps` counts the pool steps run.
  */
-export function controllerKit(o: KitOptions & { managementPaused?: PoolControllerOptions['managementPaused'] } = {}) {
+export function controllerKit(o: KitOptions & Pick<PoolControllerOptions, 'managementPaused' | 'newEnisAfter'> = {}) {
   const vt = new VirtualTime(T0);
   const k = executorKit({ ...o, clock: vt });
   let steps = 0;
@@ -39,6 +39,7 @@ export function controllerKit(o: KitOptions & { managementPaused?: PoolControlle
     onGrowFailed: (kind) => failedKinds.push(kind),
     ...(o.managementPaused ? { managementPaused: o.managementPaused } : {}),
     ...(o.minEniAgeMs !== undefined ? { minEniAgeMs: o.minEniAgeMs } : {}),
+    ...(o.newEnisAfter ? { newEnisAfter: o.newEnisAfter } : {}),
   });
   const available = () => k.ds.counts(vt.now()).available;
   return {

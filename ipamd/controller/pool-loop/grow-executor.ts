@@ -22,7 +22,7 @@
  * instance's limit; other failures are transient: ENI creation backs off (1 s doubling
  * to 30 s) and waiters keep waiting.
  */
-import { Ec2Error, type Ec2Port } from '../../cloud/ec2-port.js';
+import { Ec2Error, type Ec2Eni, type Ec2Port } from '../../cloud/ec2-port.js';
 import type { EniInventory, PoolCounts } from '../../datastore/roles.js';
 import type { Logger } from '../../log.js';
 import { ADDRESSES_PER_SLOT, planGrow, type GrowPlan, type PoolEniView, type PoolTargets } from '../../pool/index.js';
@@ -58,6 +58,8 @@ export interface GrowExecutorOptions {
    * that needs one (waiting ADDs fail with the reason). Memory only; must not throw.
    */
   eniCreationRefused?: () => { kind: EniConfigBlockKind; reason: string } | undefined;
+  /** No new ENI is created until this settles (the start-up settle of leftover ENIs: eni-settle.ts); omit: none held. */
+  newEnisAfter?: Promise<unknown>;
 }
 
 /** Why the ENIConfig forbids creating ENIs: it is missing, invalid, or not known (the API cannot be read). */
@@ -98,7 +100,16 @@ export class GrowExecutor {
   /** Kind of the last grow failure (cleared with `lastError`), for the ADD failure reason. */
   lastErrorKind?: GrowFailureKind;
 
-  constructor(private readonly o: GrowExecutorOptions) {}
+  /** True until `newEnisAfter` settles: the pool may attach a leftover ENI instead of creating one. */
+  private newEnisHeld: boolean;
+
+  constructor(private readonly o: GrowExecutorOptions) {
+    this.newEnisHeld = o.newEnisAfter !== undefined;
+    void o.newEnisAfter?.finally(() => {
+      this.newEnisHeld = false;
+      o.onCreationDone(); // re-plan: what waited for the settle is created now
+    });
+  }
 
   /** Addresses the ENIs being created will hold (what they asked for, plus their room for a later assign). */
   incoming(): number {
@@ -166,7 +177,8 @@ export class GrowExecutor {
     if (paused() && plan.createEnis.length > 0) [blocked, atEniLimit] = [this.pauseReason, false];
     const refused = this.refusal(plan);
     if (refused) [blocked, atEniLimit] = [refused.reason, false];
-    const mayCreate = (): boolean => enis.awaitingAdoption().length === 0 && !held() && !paused() && !refused;
+    const mayCreate = (): boolean =>
+      !this.newEnisHeld && enis.awaitingAdoption().length === 0 && !held() && !paused() && !refused;
     let creates = mayCreate() ? plan.createEnis.slice(0, Math.max(targets.maxEni - enis.attachedCount(), 0)) : [];
     // Demand placed on ENIs still being created is assigned once they are attached (the re-plan after each creation).
     const assigns = plan.assign.filter((a) => !a.eniId.startsWith(PHANTOM));
@@ -289,12 +301,37 @@ export class GrowExecutor {
     });
   }
 
-  /** Starts one ENI creation in the background. */
-  private launch(count: number): void {
+  /**
+   * Whether the pool wants a new ENI now and may start one: the plan for the targets plus
+   * `waiting` ADDs creates one, and no pause, hold, ENIConfig refusal, ENI awaiting
+   * adoption or ENI limit stops a creation. Calls no API.
+   */
+  wantsNewEni(waiting: number): boolean {
+    const { enis, targets } = this.o;
+    const plan = this.plan(waiting);
+    const now = this.o.now();
+    if (plan.createEnis.length === 0 || now < this.pausedUntil || now < this.createHoldUntil) return false;
+    return !this.refusal(plan) && enis.awaitingAdoption().length === 0 && enis.attachedCount() < targets.maxEni;
+  }
+
+  /**
+   * Attaches an ENI of ours a previous ipamd left `available` (eni-settle.ts) when the pool
+   * wants a new ENI for the targets plus `waiting` ADDs ({@link wantsNewEni}), in the
+   * background, counted like a creation of its slots (later plans see it on its way).
+   * `subnetCidr`: its subnet's. @returns whether it was launched.
+   */
+  attachLeftoverIfWanted(eni: Ec2Eni, subnetCidr: string, waiting: number): boolean {
+    if (!this.wantsNewEni(waiting)) return false;
+    const slots = this.o.targets.unit === 'prefix' ? eni.ipv4Prefixes.length : eni.secondaryIps.length;
+    this.launch(slots, () => this.o.enis.attachLeftover(eni, subnetCidr));
+    return true;
+  }
+
+  /** Starts one ENI creation (or `start`, an attach of a leftover) in the background. */
+  private launch(count: number, start = () => this.o.enis.createAndAttach(count)): void {
     const id = ++this.seq;
     this.creations.set(id, count);
-    const run: Promise<void> = this.o.enis
-      .createAndAttach(count)
+    const run: Promise<void> = start()
       .then(
         () => {
           this.createBackoffMs = 0;

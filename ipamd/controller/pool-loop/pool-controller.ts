@@ -18,7 +18,7 @@
  */
 import { monoNow, realTimers, type TimerHandle, type Timers } from '../../clock.js';
 import type { EniInventory, PoolCounts, ReleasePhases } from '../../datastore/roles.js';
-import type { Ec2Port } from '../../cloud/ec2-port.js';
+import type { Ec2Eni, Ec2Port } from '../../cloud/ec2-port.js';
 import type { Logger } from '../../log.js';
 import { poolCounts, SurplusTracker, type PoolTargets } from '../../pool/index.js';
 import type { EniLimits } from '../../pool/grow-limits.js';
@@ -74,13 +74,10 @@ export interface PoolControllerOptions {
   inProgress?: (fn: string) => () => void;
   /** Why no ENI may be created now (custom networking without a usable ENIConfig); see GrowExecutorOptions. */
   eniCreationRefused?: () => { kind: EniConfigBlockKind; reason: string } | undefined;
-  /**
-   * Why the pool must neither grow nor free an ENI now, or undefined: a cordoned node with
-   * AWS_MANAGE_ENIS_NON_SCHEDULABLE=false (startup/node-schedule-wiring.ts), as aws-node.
-   * While set, no address is assigned and no ENI created or freed (surplus IPs are still
-   * released), and ADDs that find no address fail at once with it. Memory only; must not throw.
-   */
+  /** Why the pool may neither grow nor free an ENI now (a cordoned node: startup/node-schedule-wiring.ts); memory only. */
   managementPaused?: () => string | undefined;
+  /** No new ENI is created until this settles (GrowExecutorOptions.newEnisAfter). */
+  newEnisAfter?: Promise<unknown>;
 }
 
 /** Runs grow/shrink steps against EC2 and wakes ADDs waiting for an address. */
@@ -132,6 +129,7 @@ export class PoolController {
       ...(o.onGrowFailed ? { onGrowFailed: o.onGrowFailed } : {}),
       ...(o.onSubnetFull ? { onSubnetFull: o.onSubnetFull } : {}),
       ...(o.eniCreationRefused ? { eniCreationRefused: o.eniCreationRefused } : {}),
+      ...(o.newEnisAfter ? { newEnisAfter: o.newEnisAfter } : {}),
     });
     this.waiters = new AddressWaiters(
       () => o.ds.counts(this.now()).available,
@@ -335,6 +333,12 @@ export class PoolController {
         this.trigger();
       }
     }
+  }
+
+  /** Attaches a leftover ENI of ours if the pool wants one (GrowExecutor.attachLeftoverIfWanted); never while not running or paused. */
+  attachLeftoverIfWanted(eni: Ec2Eni, subnetCidr: string): boolean {
+    if (this.stopped || !this.started || this.o.managementPaused?.()) return false;
+    return this.grower.attachLeftoverIfWanted(eni, subnetCidr, this.waiters.size);
   }
 
   /** Number of ADDs waiting for an address. */
