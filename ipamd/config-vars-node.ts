@@ -8,14 +8,12 @@ import {
   hostPort,
   httpUrl,
   ipv4CidrList,
-  labelKey,
   oneOf,
-  connmarkValue,
-  tagMap,
   text,
   vethPrefix,
   wholeNumber,
 } from './config-fields.js';
+import { connmarkValue, labelKey, tagMap } from './config-fields-more.js';
 import { criEndpoint, pathOf } from './config-path-fields.js';
 import { v, type VarSpec } from './config-spec.js';
 
@@ -166,7 +164,7 @@ export const NODE_VARS: VarSpec[] = [
     'disableLeakedEniCleanup',
     bool(),
     'false',
-    'Skip the sweep that deletes leaked ENIs ipamd created.',
+    'Skip the sweep that deletes leaked ENIs ipamd created; the start-up settle then keeps the unwanted ENIs a previous ipamd created for this node and never attached (a wanted one is still attached).',
   ),
   v(
     'AWS_MANAGE_ENIS_NON_SCHEDULABLE',
@@ -283,7 +281,7 @@ export const NODE_VARS: VarSpec[] = [
   v(
     'ENI_IPAM_CNI_IPAMD_WAIT',
     'cniIpamdWaitMs',
-    duration(),
+    duration(0, 300_000),
     '10s',
     "Written into the conflist as ipamdWaitSeconds: how long the shim's ADD waits (retrying) for ipamd to serve, e.g. during a DaemonSet rolling update, before CNI error 11 (at most 300s).",
   ),

@@ -18,7 +18,7 @@
  *
  * Needs root, overlayfs and util-linux (mount, findmnt).
  */
-import { mkdir } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 /** What the scaffold needs of a node mount namespace being set up. */
@@ -39,6 +39,16 @@ export interface ScaffoldNs {
 async function existsInNs(s: ScaffoldNs, p: string): Promise<boolean> {
   try {
     await s.exec(['test', '-e', p]);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** True when `p` is a directory in the namespace's view. */
+async function isDirInNs(s: ScaffoldNs, p: string): Promise<boolean> {
+  try {
+    await s.exec(['test', '-d', p]);
     return true;
   } catch {
     return false;
@@ -70,7 +80,9 @@ async function cover(s: ScaffoldNs, dir: string): Promise<void> {
   const kept: Array<[string, string]> = [];
   for (const [i, m] of subs.entries()) {
     const k = path.join(keep, String(i));
-    await mkdir(k);
+    // A bind of a file (ours: /run/xtables.lock) keeps on a file, a dir's on a dir.
+    if (await isDirInNs(s, m)) await mkdir(k);
+    else await writeFile(k, '');
     await s.exec(['mount', '--rbind', m, k]);
     kept.push([k, m]);
   }
