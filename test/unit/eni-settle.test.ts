@@ -129,4 +129,11 @@ test('never: without a checkpoint, another instance’s ENI, one the checkpoint 
     /not created by eni-ipam/,
   );
   assert.match(whyNotLeftover({ ...eni, vpcId: 'vpc-0other' }, { ...scope, allocations: [] }) ?? '', /another VPC/);
+  // With CLUSTER_NAME, only what ipamd tags for that cluster.
+  assert.match(
+    whyNotLeftover(eni, { ...scope, clusterName: 'c1', allocations: [] }) ?? '',
+    /not tagged for this cluster/,
+  );
+  const tagged = { ...eni, tags: { ...eni.tags, 'cluster.k8s.amazonaws.com/name': 'c1' } };
+  assert.equal(whyNotLeftover(tagged, { ...scope, clusterName: 'c1', allocations: [] }), undefined);
 });

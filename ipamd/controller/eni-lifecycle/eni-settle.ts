@@ -11,6 +11,7 @@
  * - status `available`, no attachment;
  * - tagged `node.k8s.amazonaws.com/instance_id=<this instance>`, described
  *   `aws-K8S-<this instance>` (what createAndAttachEni writes), not `no_manage=true`, in our VPC;
+ * - with CLUSTER_NAME set, tagged `cluster.k8s.amazonaws.com/name=<it>` (as ipamd tags it);
  * - not in the datastore and no allocation (held or pending) on any of its addresses;
  * - not being worked on by this process.
  *
@@ -27,13 +28,15 @@ import { Ec2Error, type Ec2Eni, type Ec2Port } from '../../cloud/ec2-port.js';
 import type { Allocation, EniInfo } from '../../datastore/types.js';
 import type { Logger } from '../../log.js';
 import type { ReleaseGate } from '../release/release-gate.js';
-import { ENI_DESCRIPTION_PREFIX, isOurEni, TAG_INSTANCE_ID } from './eni-ownership.js';
+import { ENI_DESCRIPTION_PREFIX, isOurEni, TAG_CLUSTER_NAME, TAG_INSTANCE_ID } from './eni-ownership.js';
 import type { EniPlacement } from './placement-types.js';
 
 /** What {@link whyNotLeftover} judges an ENI against. */
 export interface LeftoverScope {
   instanceId: string;
   vpcId: string;
+  /** CLUSTER_NAME, when set: the cluster tag must name it. */
+  clusterName?: string;
   /** The datastore's ENI, if it knows this one. */
   known: (eniId: string) => EniInfo | undefined;
   /** Every allocation the datastore holds, served and pending. */
@@ -50,6 +53,7 @@ export function whyNotLeftover(eni: Ec2Eni, s: LeftoverScope): string | undefine
   if (!isOurEni(eni, s.instanceId) || eni.description !== `${ENI_DESCRIPTION_PREFIX}${s.instanceId}`)
     return 'not created by eni-ipam for this instance (or no_manage=true)';
   if (eni.vpcId && eni.vpcId !== s.vpcId) return 'another VPC';
+  if (s.clusterName && eni.tags[TAG_CLUSTER_NAME] !== s.clusterName) return 'not tagged for this cluster';
   if (s.known(eni.eniId)) return 'in the datastore (the ENI reconcile handles it)';
   if (s.isBusy(eni.eniId)) return 'in use by this ipamd';
   const prefixes = eni.ipv4Prefixes.map((p) => ipaddr.IPv4.parseCIDR(p));

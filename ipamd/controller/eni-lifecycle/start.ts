@@ -187,6 +187,7 @@ function leftoverSettle(p: EniLifecycleOptions) {
         scope: {
           instanceId: inv.instance.instanceId,
           vpcId: inv.primary.vpcId,
+          ...(config.clusterName ? { clusterName: config.clusterName } : {}),
           known: (id) => p.ds.getEni(id),
           allocations: () => [...p.ds.allocations(), ...p.ds.pendingAllocations()],
           isBusy: (id) => enis.isBusy(id),
