@@ -61,6 +61,8 @@ export interface ClusterNode {
   /** The test-side path of node path `p`. @throws Error when no bind covers it. */
   host(p: string): string;
   /** Removes the node: its processes, pods, namespaces and dirs (the instance stays in the cloud). Idempotent. */
+  /** True once {@link close} was called (the node left the cluster; it stays in `TestCluster.nodes`). */
+  readonly closed: boolean;
   close(): Promise<void>;
 }
 
@@ -184,6 +186,7 @@ export async function startClusterNode(ctx: ClusterContext, spec: NodeSpec): Pro
       host,
     });
     cleanups.push(() => procs.stop());
+    let closed = false;
     return {
       index: spec.index,
       name: spec.name,
@@ -197,7 +200,13 @@ export async function startClusterNode(ctx: ClusterContext, spec: NodeSpec): Pro
       mountNs,
       procs,
       host,
-      close: cleanups.close,
+      get closed() {
+        return closed;
+      },
+      close: () => {
+        closed = true;
+        return cleanups.close();
+      },
     };
   } catch (e) {
     await cleanups.close().catch(() => undefined);

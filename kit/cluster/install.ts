@@ -65,7 +65,7 @@ export async function allNodesReady(c: TestCluster): Promise<boolean> {
     items: Array<{ status?: { conditions?: Array<{ type: string; status: string }> } }>;
   }>(['get', 'nodes']);
   return (
-    l.items.length >= c.nodes.length &&
+    l.items.length >= c.nodes.filter((n) => !n.closed).length &&
     l.items.every((n) => n.status?.conditions?.find((x) => x.type === 'Ready')?.status === 'True')
   );
 }
