@@ -5,8 +5,9 @@
  *   eni-ipam-<version>.oci.tar          the image archive (`npm run image`, copied)
  *   eni-ipam-<chart version>.tgz        the chart (`helm package charts/eni-ipam`)
  *   index.yaml                          a helm repository index of this directory (`helm repo index`)
- *   eni-ipam-<version>.cdx.json         the image's CycloneDX 1.6 SBOM: its Debian packages, its npm
- *                                       packages and the Node runtime (scripts/release/sbom.mjs)
+ *   eni-ipam-<version>.cdx.json         the image's CycloneDX 1.6 SBOM: its Debian packages (licenses,
+ *                                       .deb SHA-256), its npm packages and the Node runtime (CPE,
+ *                                       license) (scripts/release/sbom.mjs)
  *   SHA256SUMS                          `sha256sum -c SHA256SUMS` checks all of the above
  *
  * How to publish them: README.md "Release artifacts" and docs/install-eks.md.
@@ -51,7 +52,7 @@ export function writeChecksums(dir, files) {
 /**
  * Makes every release artifact.
  * @param {{ out?: string, chartUrl?: string, log?: (line: string) => void }} o
- * @returns {Promise<{ dir: string, files: { name: string, bytes: number }[], sbom: { debs: number, npm: number } }>}
+ * @returns {Promise<{ dir: string, files: { name: string, bytes: number }[], sbom: { debs: number, npm: number, debsHashed: number } }>}
  * @throws ReleaseError | ImageBuildError (one line each)
  */
 export async function release(o = {}) {
@@ -76,6 +77,7 @@ export async function release(o = {}) {
     arch: process.arch === 'x64' ? 'amd64' : process.arch,
     manifestDigest: image.manifestDigest,
     epoch: await sourceDateEpoch(),
+    meta: JSON.parse(readFileSync(image.sbomMeta, 'utf8')),
   });
   const sbomFile = path.join(dir, `eni-ipam-${version}.cdx.json`);
   writeFileSync(sbomFile, sbom.json);
@@ -84,7 +86,7 @@ export async function release(o = {}) {
     name: path.basename(f),
     bytes: statSync(f).size,
   }));
-  return { dir, files, sbom: { debs: sbom.debs, npm: sbom.npm } };
+  return { dir, files, sbom: { debs: sbom.debs, npm: sbom.npm, debsHashed: sbom.debsHashed } };
 }
 
 const isMain = process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(import.meta.url).pathname);
@@ -98,7 +100,7 @@ if (isMain) {
         `wrote ${path.relative(process.cwd(), path.join(r.dir, f.name))} (${f.bytes >= 1048576 ? `${(f.bytes / 1048576).toFixed(1)} MiB` : `${(f.bytes / 1024).toFixed(1)} KiB`})`,
       );
     log(
-      `SBOM: ${r.sbom.debs} Debian packages, ${r.sbom.npm} npm packages; verify with: cd ${path.relative(process.cwd(), r.dir) || '.'} && sha256sum -c SHA256SUMS`,
+      `SBOM: ${r.sbom.debs} Debian packages (${r.sbom.debsHashed} with their .deb's SHA-256), ${r.sbom.npm} npm packages; verify with: cd ${path.relative(process.cwd(), r.dir) || '.'} && sha256sum -c SHA256SUMS`,
     );
   } catch (e) {
     if (!(

@@ -8,6 +8,9 @@
  *   build/image/eni-ipam-<version>.json       what was built: name, digest, size, Node version
  *   build/image/eni-ipam-<version>.contents   the built image's content list (the lock's format;
  *                                             `npm run release` makes the SBOM from it)
+ *   build/image/eni-ipam-<version>.sbom-meta.json  what the SBOM adds to the list: the Node
+ *                                             runtime's license, each Debian package's license
+ *                                             and `.deb` SHA-256 (scripts/image/debian-meta.mjs)
  *
  * Four layers, bottom first: the Debian root filesystem (scripts/image/debian-rootfs.mjs),
  * the Node runtime (/usr/local), the production node_modules, the app (/app minus
@@ -30,6 +33,7 @@ import { parseArgs } from 'node:util';
 import { BUILD_DIR, ImageBuildError, ROOT, sha256, sourceDateEpoch } from './common.mjs';
 import { checkContents, contentList, npmPackages } from './contents.mjs';
 import { buildDebianRootfs } from './debian-rootfs.mjs';
+import { nodeLicenseId } from './node-runtime.mjs';
 import { packLayer, writeOciArchive } from './oci.mjs';
 import { stage } from './stage.mjs';
 
@@ -69,7 +73,7 @@ function inputsKey(extra) {
  * Builds the image.
  * @param {{ updateLock?: boolean, refresh?: boolean, packagesFile?: string, nodePinFile?: string,
  *   log?: (line: string) => void }} o
- * @returns {Promise<{ archive: string, contents: string, name: string, tag: string, manifestDigest: string, sizeBytes: number,
+ * @returns {Promise<{ archive: string, contents: string, sbomMeta: string, name: string, tag: string, manifestDigest: string, sizeBytes: number,
  *   node: string, seconds: number, inputs: string, upToDate: boolean, cached: { debian: boolean, node: boolean } }>}
  * @throws ImageBuildError (one line) on any failure
  */
@@ -85,7 +89,7 @@ export async function buildImage(o = {}) {
   const inputs = inputsKey([String(epoch), String(baseEpoch), process.arch, o.packagesFile ? readFileSync(o.packagesFile) : '', o.nodePinFile ? readFileSync(o.nodePinFile) : '']);
   if (!o.updateLock && !o.refresh && existsSync(summary)) {
     const prev = JSON.parse(readFileSync(summary, 'utf8'));
-    if (prev.inputs === inputs && existsSync(prev.archive) && statSync(prev.archive).size === prev.sizeBytes && prev.contents && existsSync(prev.contents)) {
+    if (prev.inputs === inputs && existsSync(prev.archive) && statSync(prev.archive).size === prev.sizeBytes && prev.contents && existsSync(prev.contents) && prev.sbomMeta && existsSync(prev.sbomMeta)) {
       return { ...prev, upToDate: true, seconds: Math.round((Date.now() - t0) / 100) / 10 };
     }
   }
@@ -132,8 +136,11 @@ async function build(o, { t0, log, debArch, version, epoch, baseEpoch, summary, 
   const name = `docker.io/library/eni-ipam:${tag}`;
   const archive = path.join(BUILD_DIR, `eni-ipam-${version}.oci.tar`);
   const contents = path.join(BUILD_DIR, `eni-ipam-${version}.contents`);
+  const sbomMeta = path.join(BUILD_DIR, `eni-ipam-${version}.sbom-meta.json`);
   rmSync(summary, { force: true });
   writeFileSync(contents, text);
+  const nodeLicense = nodeLicenseId(readFileSync(path.join(dir, 'usr', 'local', 'share', 'doc', 'node', 'LICENSE'), 'utf8'));
+  writeFileSync(sbomMeta, `${JSON.stringify({ node: { license: nodeLicense, licenseFile: '/usr/local/share/doc/node/LICENSE' }, debs: JSON.parse(readFileSync(debian.meta, 'utf8')) }, null, 1)}\n`);
   rmSync(archive, { force: true });
   log('OCI archive (umoci)');
   const { manifestDigest } = await writeOciArchive({
@@ -153,7 +160,7 @@ async function build(o, { t0, log, debArch, version, epoch, baseEpoch, summary, 
     },
   });
   const result = {
-    archive, contents, name, tag, manifestDigest, sizeBytes: statSync(archive).size, node: staged.node.pin.spec,
+    archive, contents, sbomMeta, name, tag, manifestDigest, sizeBytes: statSync(archive).size, node: staged.node.pin.spec,
     seconds: Math.round((Date.now() - t0) / 100) / 10, inputs, upToDate: false,
     cached: { debian: debian.cached, node: staged.node.cached },
   };

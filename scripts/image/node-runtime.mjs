@@ -74,3 +74,18 @@ export async function fetchNodeRuntime(o) {
   }
   return { dir, node, license, pin, cached: false };
 }
+
+/**
+ * The SPDX id of Node.js's own license, read from the LICENSE file the runtime package
+ * carries: its first block (before the licenses of the bundled dependencies) is the MIT
+ * grant ("Node.js is licensed for use as follows: … Permission is hereby granted, free of
+ * charge …"). The SBOM gives the runtime this license (scripts/release/sbom.mjs).
+ * @param {string} text the LICENSE file
+ * @returns {string} `MIT`
+ * @throws ImageBuildError when the first block is not the MIT grant (a new license must be read, not assumed)
+ */
+export function nodeLicenseId(text) {
+  const first = /^Node\.js is licensed for use as follows:\s*"""([\s\S]*?)"""/.exec(text)?.[1] ?? '';
+  if (/Permission is hereby granted, free of charge, to any person obtaining a copy/.test(first) && /THE SOFTWARE IS PROVIDED "AS IS"/.test(first)) return 'MIT';
+  throw new ImageBuildError(`cannot tell the Node runtime's license: its LICENSE does not start with the MIT grant ("Node.js is licensed for use as follows: """ … Permission is hereby granted …); read it and say its license in scripts/image/node-runtime.mjs`);
+}

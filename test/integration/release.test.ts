@@ -1,14 +1,17 @@
 /**
  * `npm run release` (scripts/release.mjs) end to end: it writes the image archive, the
  * packaged chart with a helm repository index, the image's CycloneDX SBOM and SHA256SUMS;
- * the SBOM passes the CycloneDX schema and lists the image's Debian and npm packages, the
+ * the SBOM passes the CycloneDX schema and lists the image's Debian and npm packages (the
+ * Node runtime with its CPE and license, every Debian package with its license and its
+ * `.deb`'s SHA-256, one checked against the real `.deb` apt downloads), the
  * chart installs from the directory served as a static helm repository, and
  * `sha256sum -c` verifies (and catches a changed byte). The image build is the one
  * `npm run image` makes (a no-op when the image test already built it).
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { createReadStream, existsSync, readFileSync, readdirSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { createReadStream, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { appendFile, mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -56,7 +59,7 @@ test('the release directory holds the image, the chart and its index, the SBOM a
       'index.yaml',
     ].sort(),
   );
-  assert.match(log, /SBOM: \d+ Debian packages, \d+ npm packages/);
+  assert.match(log, /SBOM: (\d+) Debian packages \(\1 with their \.deb's SHA-256\), \d+ npm packages/);
 });
 
 test('sha256sum -c verifies SHA256SUMS, and fails once a file changes', async () => {
@@ -115,6 +118,59 @@ test('the SBOM is valid CycloneDX 1.6 and lists the image’s Debian and npm pac
   const ec2 = bom.components.find((c) => c.name === '@aws-sdk/client-ec2');
   assert.ok(ec2?.hashes?.length, 'npm components carry package-lock.json’s SHA-512');
   assert.ok(bom.components.some((c) => c.name === 'iproute2') && bom.components.some((c) => c.name === 'iptables'));
+});
+
+/** A component as the SBOM JSON has it (the fields these tests read). */
+interface SbomComponent {
+  name: string;
+  version: string;
+  purl: string;
+  cpe?: string;
+  licenses?: Array<{ license?: { id?: string; name?: string; text?: { content: string } }; expression?: string }>;
+  hashes?: Array<{ alg: string; content: string }>;
+  properties?: Array<{ name: string; value: string }>;
+}
+
+test('the SBOM gives the Node runtime its CPE and license, and each Debian package its license and .deb SHA-256', async () => {
+  const bom = JSON.parse(readFileSync(path.join(out, `eni-ipam-${version}.cdx.json`), 'utf8')) as {
+    components: SbomComponent[];
+  };
+  const node = bom.components.find((c) => /^node-linux-/.test(c.name));
+  assert.ok(node, 'the Node runtime is a component');
+  assert.equal(node.cpe, `cpe:2.3:a:nodejs:node.js:${node.version}:*:*:*:*:*:*:*`);
+  assert.deepEqual(node.licenses, [{ license: { id: 'MIT', acknowledgement: 'declared' } }]);
+  const debs = bom.components.filter((c) => c.purl.startsWith('pkg:deb/'));
+  for (const d of debs) {
+    assert.ok((d.licenses ?? []).length > 0, `${d.name} carries no license`);
+    assert.ok(
+      (d.licenses ?? []).every((l) => l.expression || l.license?.id || l.license?.name),
+      `${d.name}: ${JSON.stringify(d.licenses)}`,
+    );
+    assert.match(
+      d.hashes?.find((h) => h.alg === 'SHA-256')?.content ?? '',
+      /^[0-9a-f]{64}$/,
+      `${d.name} has no SHA-256`,
+    );
+    assert.match(
+      d.properties?.find((p) => p.name === 'eni-ipam:copyright-file')?.value ?? '',
+      /^\/usr\/share\/doc\/[^/]+\/copyright$/,
+    );
+  }
+  // Machine-readable copyright files give SPDX ids: iproute2's says GPL-2 (GPL-2.0-only).
+  const iproute2 = debs.find((d) => d.name === 'iproute2')!;
+  assert.deepEqual(iproute2.licenses, [{ license: { id: 'GPL-2.0-only', acknowledgement: 'declared' } }]);
+  // The hash is the real .deb's: apt downloads that version from the mirror the image was built from.
+  const dir = mkdtempSync('/tmp/eni-ipam-deb-');
+  try {
+    await run('apt-get', ['download', '-q', `iproute2=${iproute2.version}`], { cwd: dir });
+    const deb = readdirSync(dir).find((f) => f.endsWith('.deb'))!;
+    const got = createHash('sha256')
+      .update(readFileSync(path.join(dir, deb)))
+      .digest('hex');
+    assert.equal(iproute2.hashes!.find((h) => h.alg === 'SHA-256')!.content, got);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('the packaged chart installs from the directory served as a helm repository', async () => {
