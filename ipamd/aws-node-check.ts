@@ -2,11 +2,14 @@
  * The start-up check of the aws-node variables eni-ipam does not honour (aws-node-vars.ts):
  * a refused one set to a value that asks for what eni-ipam does not do stops ipamd with
  * one line naming it, why, and the accepted values; a warned one set to anything but its
- * quiet values gives one warning line. Unset or empty is always fine, and so are upstream's
+ * quiet values, or the value aws-node's own DaemonSet gives it (aws-node-manifest.ts),
+ * gives one warning line. Unset or empty is always fine, and so are upstream's
  * defaults (docs/configuration.md#every-aws-node-setting). Pure: env in, lines out.
  */
+import { isAwsNodeDefault } from './aws-node-manifest.js';
 import type { AwsNodeVar } from './aws-node-var.js';
 import { AWS_NODE_VARS } from './aws-node-vars.js';
+import { isBlank, trimBlank } from './config-patterns.js';
 import { ConfigError, quoteValue } from './config-types.js';
 
 /** The accepted values of a refused row, for its message (`unset` always included). */
@@ -27,8 +30,9 @@ export function checkAwsNodeVars(env: NodeJS.ProcessEnv, rows: readonly AwsNodeV
   for (const row of rows) {
     if (row.verdict === 'honoured') continue;
     const raw = env[row.name];
-    if (raw === undefined || raw.trim() === '') continue;
-    if ((row.quiet ?? []).includes(raw.trim().toLowerCase())) continue;
+    if (raw === undefined || isBlank(raw)) continue;
+    if ((row.quiet ?? []).includes(trimBlank(raw).toLowerCase())) continue;
+    if (row.verdict === 'warned' && isAwsNodeDefault(row.name, raw)) continue;
     if (row.verdict === 'refused')
       throw new ConfigError(
         row.name,

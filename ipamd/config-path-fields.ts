@@ -8,9 +8,10 @@
  * not literally under /proc, /sys or /dev, a socket path within `sun_path`.
  */
 import { z } from 'zod';
-import { PSEUDO_FS_ROOTS, pseudoFsOf } from '../nodefs/dirs.js';
+import { PSEUDO_FS_ROOTS } from '../nodefs/dirs.js';
 import { chartString, chartTyped } from './config-chart-types.js';
 import { fail, type Field } from './config-fields.js';
+import { BLANK, trimBlank } from './config-patterns.js';
 
 export { pseudoFsOf } from '../nodefs/dirs.js';
 
@@ -32,18 +33,38 @@ export function pathKindOf(field: Field<unknown>): PathKind | undefined {
   return KINDS.get(field);
 }
 
-/** What the chart accepts for each kind (the rest is checked at start). */
-const CHART_PATTERN: Record<PathKind, string> = {
-  file: '/.*',
-  log: 'stdout|/.*',
-  dir: '/.*',
-  socket: '(?:unix://)?/.*',
-  netns: '/.*',
+/** Longest Unix socket path in bytes: `sun_path` is 108 bytes with the terminating NUL (unix(7)). */
+export const MAX_UNIX_SOCKET_PATH_BYTES = 107;
+
+/** Any character an environment value can hold (not NUL), in both regex engines. */
+const ANY = '[^\\x00]';
+
+/** What the chart and the parse accept for each kind, without the disk (the rest is checked at start). */
+const PATH_BODY: Record<PathKind, string> = {
+  file: `/${ANY}*[^/\\x00]`,
+  log: `stdout|/${ANY}*[^/\\x00]`,
+  dir: `/${ANY}*`,
+  // ASCII only, so the chart's character count is the byte count of sun_path.
+  socket: `/[\\x01-\\x7f]{0,${MAX_UNIX_SOCKET_PATH_BYTES - 2}}[\\x01-\\x2e\\x30-\\x7f]`,
+  netns: `/${ANY}*`,
 };
 
-function tagged<T>(kind: PathKind, f: Field<T>): Field<T> {
+/** A path under a pseudo filesystem as written (not normalized: `/var/../proc` is caught on disk at start). */
+const LITERAL_PSEUDO = new RegExp(`^(${PSEUDO_FS_ROOTS.join('|')})(?:/|$)`);
+
+function tagged<T>(kind: PathKind, f: Field<T>, body = PATH_BODY[kind], accepts = PATH_ACCEPTS[kind]): Field<T> {
   KINDS.set(f, kind);
-  return chartTyped(chartString(CHART_PATTERN[kind]), f);
+  const str = chartString(body);
+  const check =
+    kind === 'netns'
+      ? str
+      : {
+          allOf: [
+            str,
+            { not: { pattern: `^${BLANK}*(?:unix://)?(?:${PSEUDO_FS_ROOTS.join('|')})(?:/${ANY}*)?${BLANK}*$` } },
+          ],
+        };
+  return chartTyped(check, f, accepts);
 }
 
 /** What each kind accepts, completing "expected …" in an error line. */
@@ -51,12 +72,9 @@ export const PATH_ACCEPTS: Record<PathKind, string> = {
   file: `an absolute file path outside ${PSEUDO_FS_ROOTS.join(', ')} (after symlinks)`,
   log: `"stdout" or an absolute file path outside ${PSEUDO_FS_ROOTS.join(', ')} (after symlinks)`,
   dir: `an absolute directory path outside ${PSEUDO_FS_ROOTS.join(', ')} (after symlinks)`,
-  socket: `an absolute Unix socket path of at most 107 bytes outside ${PSEUDO_FS_ROOTS.join(', ')} (after symlinks)`,
+  socket: `an absolute Unix socket path of at most 107 ASCII characters outside ${PSEUDO_FS_ROOTS.join(', ')} (after symlinks)`,
   netns: 'an absolute path of a network namespace file (e.g. /run/netns/node or /proc/<pid>/ns/net)',
 };
-
-/** Longest Unix socket path in bytes: `sun_path` is 108 bytes with the terminating NUL (unix(7)). */
-export const MAX_UNIX_SOCKET_PATH_BYTES = 107;
 
 /** Why `p` cannot be a Unix socket path (too long for `sun_path`), or undefined. */
 export function socketPathTooLong(p: string): string | undefined {
@@ -74,8 +92,9 @@ export function literalPathProblem(kind: PathKind, p: string): string | undefine
   if (kind === 'socket') {
     const why = socketPathTooLong(p);
     if (why) return why;
+    if ([...p].some((ch) => ch.charCodeAt(0) > 0x7f)) return `expected ${PATH_ACCEPTS[kind]} (ASCII only)`;
   }
-  const fs = kind === 'netns' ? undefined : pseudoFsOf(p);
+  const fs = kind === 'netns' ? undefined : LITERAL_PSEUDO.exec(p)?.[1];
   if (fs) return `${fs} is a pseudo filesystem and can never hold it; expected ${PATH_ACCEPTS[kind]}`;
   return undefined;
 }
@@ -86,7 +105,7 @@ export function pathOf(kind: Exclude<PathKind, 'log'>): Field<string> {
     kind,
     z
       .string()
-      .trim()
+      .transform(trimBlank)
       .transform((s, ctx) => {
         const why = literalPathProblem(kind, s);
         return why ? fail(ctx, s, why) : s;
@@ -100,7 +119,7 @@ export function logTarget(): Field<string> {
     'log',
     z
       .string()
-      .trim()
+      .transform(trimBlank)
       .transform((s, ctx) => {
         if (s === 'stdout') return s;
         const why = literalPathProblem('log', s);
@@ -115,13 +134,13 @@ export function pluginLogFile(): Field<string> {
     'file',
     z
       .string()
-      .trim()
+      .transform(trimBlank)
       .transform((s, ctx) => {
         if (s === 'stdout')
           return fail(
             ctx,
             s,
-            'the plugin cannot log to stdout (its stdout is the CNI result); expected an absolute file path',
+            `the plugin cannot log to stdout (its stdout is the CNI result); expected ${PATH_ACCEPTS.file}`,
           );
         const why = literalPathProblem('file', s);
         return why ? fail(ctx, s, why) : s;
@@ -131,17 +150,20 @@ export function pluginLogFile(): Field<string> {
 
 /** A CRI socket: `unix:///path` or `/path` (at most 107 bytes); returned as the plain socket path; kind `socket`. */
 export function criEndpoint(): Field<string> {
-  const msg = 'expected unix:///path/to/socket or an absolute socket path';
+  const accepts = `unix:///path or ${PATH_ACCEPTS.socket}`;
+  const msg = `expected ${accepts}`;
   return tagged(
     'socket',
     z
       .string()
-      .trim()
+      .transform(trimBlank)
       .transform((s, ctx) => {
         const p = s.startsWith('unix://') ? s.slice('unix://'.length) : s;
         if (!p.startsWith('/') || p.length < 2) return fail(ctx, s, msg);
         const why = literalPathProblem('socket', p);
         return why ? fail(ctx, s, why) : p;
       }),
+    `(?:unix://)?${PATH_BODY.socket}`,
+    accepts,
   );
 }

@@ -9,10 +9,22 @@
  * mkdir used to spin on such paths at one core and ignore SIGTERM), and an ancestor that
  * exists must be a directory. What already exists at the path must be what the kind needs:
  * a directory for `dir`, a regular file for `file` and `log` (a FIFO would wedge the log
- * writer, a directory fails every write), not a directory for `socket`. `netns` paths live
- * under /proc by nature and are left to the code that opens them.
+ * writer, a directory fails every write), not a directory for `socket`. A path that
+ * reaches a pseudo filesystem another way (a bind mount of /proc) is found by statfs(2).
+ * `netns` paths live under /proc by nature: they must open as a network namespace.
  */
-import { lstatSync, realpathSync, statSync, type Stats } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  openSync,
+  readlinkSync,
+  realpathSync,
+  statfsSync,
+  statSync,
+  type Stats,
+} from 'node:fs';
 import path from 'node:path';
 import { pseudoFsOf } from '../nodefs/dirs.js';
 import { PATH_ACCEPTS, pathKindOf, type PathKind } from './config-path-fields.js';
@@ -49,7 +61,7 @@ const statOrUndefined = (p: string, follow: boolean): Stats | undefined => {
  * missing rest appended (`/var/run/x` with `/var/run` → `/run` gives `/run/x`).
  * @returns `{ real }`, or `{ blocked }` naming an existing ancestor that is not a directory.
  */
-export function resolveThroughExisting(p: string): { real: string } | { blocked: string } {
+export function resolveThroughExisting(p: string): { real: string; base?: string } | { blocked: string } {
   const rest: string[] = [];
   let d = path.resolve(p);
   for (;;) {
@@ -61,7 +73,7 @@ export function resolveThroughExisting(p: string): { real: string } | { blocked:
         return { blocked: d }; // a dangling symlink, or a loop of them
       }
       if (rest.length && !statOrUndefined(real, true)?.isDirectory()) return { blocked: d };
-      return { real: path.join(real, ...rest) };
+      return { real: path.join(real, ...rest), base: real };
     }
     if (path.dirname(d) === d) return { real: path.join('/', ...rest) };
     rest.unshift(path.basename(d));
@@ -69,19 +81,107 @@ export function resolveThroughExisting(p: string): { real: string } | { blocked:
   }
 }
 
+/**
+ * Filesystems that can never hold a file, directory or socket ipamd makes, by statfs(2)
+ * f_type (linux/magic.h): found whatever path leads there, a bind mount of /proc included.
+ */
+const PSEUDO_FS_MAGIC: ReadonlyMap<number, string> = new Map([
+  [0x9fa0, 'proc'],
+  [0x62656572, 'sysfs'],
+  [0x27e0eb, 'cgroup'],
+  [0x63677270, 'cgroup2'],
+  [0x64626720, 'debugfs'],
+  [0x74726163, 'tracefs'],
+  [0x73636673, 'securityfs'],
+  [0xcafe4a11, 'bpf'],
+  [0x62656570, 'configfs'],
+  [0x6165676c, 'pstore'],
+  [0xde5e81e4, 'efivarfs'],
+  [0x1cd1, 'devpts'],
+  [0x6e736673, 'nsfs'],
+  [0x65735543, 'fusectl'],
+  [0xf97cff8c, 'selinuxfs'],
+  [0x42494e4d, 'binfmt_misc'],
+]);
+
+/** The pseudo filesystem (by statfs f_type) holding existing path `p`, or undefined. */
+export function pseudoFsTypeOf(p: string): string | undefined {
+  try {
+    return PSEUDO_FS_MAGIC.get(Number(statfsSync(p).type));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Why `p` is not a network namespace file, or undefined: it is opened (non-blocking, so a
+ * FIFO cannot hang the start) and the kernel's name of the open file read back
+ * (`/proc/self/fd/N` reads `net:[4026531993]` for a network namespace, bind-mounted or not).
+ */
+export function netnsProblem(p: string): string | undefined {
+  let fd: number;
+  try {
+    fd = openSync(p, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    return code === 'ENOENT' ? 'it does not exist' : `it cannot be opened (${code ?? String(e)})`;
+  }
+  try {
+    const link = readlinkSync(`/proc/self/fd/${fd}`);
+    if (/^net:\[[0-9]+\]$/.test(link)) return undefined;
+    const ns = /^([a-z_]+):\[[0-9]+\]$/.exec(link)?.[1];
+    const st = fstatSync(fd);
+    const what = ns
+      ? `a ${ns} namespace`
+      : st.isDirectory()
+        ? 'a directory'
+        : st.isFile()
+          ? 'a regular file'
+          : 'not a namespace file';
+    return `it is ${what}, not a network namespace`;
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** Why the path `p` of `kind` cannot work on this node, or undefined. */
 export function pathProblemOnDisk(kind: PathKind, p: string): string | undefined {
-  if (kind === 'netns') return undefined;
+  if (kind === 'netns') return netnsProblem(p);
   const r = resolveThroughExisting(p);
   if ('blocked' in r) return `${JSON.stringify(r.blocked)} is in the way and is not a directory`;
   const fs = pseudoFsOf(r.real);
   if (fs) return `it resolves to ${JSON.stringify(r.real)} under ${fs}, a pseudo filesystem that can never hold it`;
+  const type = r.base === undefined ? undefined : pseudoFsTypeOf(r.base);
+  if (type)
+    return `it resolves to ${JSON.stringify(r.real)} on a ${type} filesystem (${JSON.stringify(r.base)} is mounted from one), a pseudo filesystem that can never hold it`;
   const st = statOrUndefined(r.real, true);
   if (!st) return undefined;
   if (kind === 'dir' && !st.isDirectory()) return 'it exists and is not a directory';
   if ((kind === 'file' || kind === 'log') && st.isDirectory()) return 'it is a directory; expected a file path';
   if ((kind === 'file' || kind === 'log') && !st.isFile()) return 'it exists and is not a regular file';
   if (kind === 'socket' && st.isDirectory()) return 'it is a directory; expected a socket path';
+  return undefined;
+}
+
+/**
+ * The path setting an error at start is about: the variable of `specs` whose value in `c`
+ * is the error's path, lies under it (a parent ipamd failed to create) or holds it (a file
+ * in a configured directory). ipamd-main prefixes the error with it, so every path error
+ * at start names the variable (docs/troubleshooting.md).
+ */
+export function pathSettingOfError(
+  e: unknown,
+  c: IpamdConfig,
+  specs: readonly VarSpec[],
+): { name: string; value: string } | undefined {
+  const errPath = (e as NodeJS.ErrnoException | undefined)?.path;
+  if (typeof errPath !== 'string' || errPath === '') return undefined;
+  const under = (a: string, b: string) => a === b || a.startsWith(b.endsWith('/') ? b : `${b}/`);
+  for (const s of pathSettings(specs)) {
+    const value = c[s.key];
+    if (typeof value !== 'string' || value === 'stdout') continue;
+    if (under(errPath, value) || under(value, errPath)) return { name: s.name, value };
+  }
   return undefined;
 }
 

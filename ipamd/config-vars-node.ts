@@ -8,14 +8,12 @@ import {
   hostPort,
   httpUrl,
   ipv4CidrList,
-  labelKey,
   oneOf,
-  connmarkValue,
-  tagMap,
   text,
   vethPrefix,
   wholeNumber,
 } from './config-fields.js';
+import { connmarkValue, labelKey, tagMap } from './config-fields-more.js';
 import { criEndpoint, pathOf } from './config-path-fields.js';
 import { v, type VarSpec } from './config-spec.js';
 
@@ -276,7 +274,7 @@ export const NODE_VARS: VarSpec[] = [
   v(
     'ENI_IPAM_CNI_IPAMD_WAIT',
     'cniIpamdWaitMs',
-    duration(),
+    duration(0, 300_000),
     '10s',
     "Written into the conflist as ipamdWaitSeconds: how long the shim's ADD waits (retrying) for ipamd to serve, e.g. during a DaemonSet rolling update, before CNI error 11 (at most 300s).",
   ),

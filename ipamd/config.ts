@@ -2,7 +2,7 @@
  * ipamd configuration: environment variables → typed, validated {@link IpamdConfig}
  * (docs/design.md#env-vars; AWS-compatible names where amazon-vpc-cni-k8s has the concept).
  * A bad value throws {@link ConfigError} with one line naming the variable, the value and
- * what it accepts. An empty string counts as unset. Durations are stored in ms.
+ * what it accepts (the same phrase the chart's schema says: config-chart-types.ts). Durations are stored in ms.
  *
  * Every variable, its default and meaning: docs/configuration.md, generated from the spec
  * (NODE_VARS, TIMING_VARS) by scripts/config-reference.mjs. The aws-node variables eni-ipam
@@ -11,12 +11,16 @@
  *
  * Durations: a plain number is seconds (fractions allowed), or a number with unit ms, s, m, h;
  * at most 596h (Node's timer limit).
- * Booleans: true, false, 1, 0 (any case).
+ * Booleans: strconv.ParseBool's spellings (1, t, T, TRUE, true, True, 0, f, F, FALSE, false,
+ * False), true and false in any case. Blank (empty or blanks only) is unset.
  */
 import { checkAwsNodeVars } from './aws-node-check.js';
+import { AWS_NODE_VARS } from './aws-node-vars.js';
+import { modeHints, nameHints } from './config-hints.js';
 import { socketPathTooLong } from './config-path-fields.js';
 import { ipFamilyOf } from './config-family.js';
-import { checkPathSettings } from './config-paths.js';
+import { checkPathSettings, pathSettingOfError } from './config-paths.js';
+import { isBlank } from './config-patterns.js';
 import { type VarSpec } from './config-spec.js';
 import { ConfigError, quoteValue as quote, type IpamdConfig } from './config-types.js';
 import { NODE_VARS } from './config-vars-node.js';
@@ -27,8 +31,11 @@ export { ConfigError, type IpamdConfig } from './config-types.js';
 /** Every variable, in documentation order. */
 const SPECS: VarSpec[] = [...NODE_VARS, ...TIMING_VARS];
 
+/** Every name ipamd reads: the spec and the aws-node table (config-hints.ts offers them for look-alikes). */
+const KNOWN_NAMES = [...SPECS.map((s) => s.name), ...AWS_NODE_VARS.map((r) => r.name)];
+
 function parseVar(spec: VarSpec, raw: string | undefined): unknown {
-  const given = raw === undefined || raw === '' ? undefined : raw;
+  const given = raw === undefined || isBlank(raw) ? undefined : raw;
   const input = given ?? spec.def;
   if (input === undefined) return undefined;
   const r = spec.field.safeParse(input);
@@ -53,8 +60,9 @@ export interface ConfigReport {
  * Reads and validates ipamd's configuration from `env` (usually `process.env`).
  * Cross-field rules: POD_MTU defaults to AWS_VPC_ENI_MTU; ENI_IPAM_CNI_EXEC_SOCKET to
  * `cni-exec.sock` in ENI_IPAM_SOCKET's directory; WARM_PREFIX_TARGET without
- * ENABLE_PREFIX_DELEGATION=true is ignored with a warning (as amazon-vpc-cni-k8s ignores
- * it); WARM_IP_TARGET/MINIMUM_IP_TARGET are allowed with prefix delegation (they then
+ * ENABLE_PREFIX_DELEGATION=true is ignored (as amazon-vpc-cni-k8s ignores it); look-alike
+ * names and settings that do nothing in the mode in force are warned about once each
+ * (config-hints.ts); WARM_IP_TARGET/MINIMUM_IP_TARGET are allowed with prefix delegation (they then
  * count IPs, as upstream); ENABLE_IPv4/ENABLE_IPv6 give the IP family (config-family.ts,
  * its refusals). The aws-node variables eni-ipam does not honour are checked
  * (aws-node-check.ts).
@@ -78,18 +86,10 @@ export function loadConfigReport(env: NodeJS.ProcessEnv): ConfigReport {
         `ENI_IPAM_SOCKET=${quote(c.socketPath)} is invalid: the exec socket beside it (${quote(c.cniExecSocket)}) is too long: ${why}; set ENI_IPAM_CNI_EXEC_SOCKET or a shorter directory`,
       );
   }
-  if (c.cniIpamdWaitMs > 300_000)
-    throw new ConfigError(
-      'ENI_IPAM_CNI_IPAMD_WAIT',
-      `ENI_IPAM_CNI_IPAMD_WAIT=${quote(env.ENI_IPAM_CNI_IPAMD_WAIT ?? '')} is invalid: expected a duration up to 300s (the shim's bound)`,
-    );
-  if (c.warmPrefixTarget !== undefined && !c.enablePrefixDelegation) {
-    warnings.push(
-      `WARM_PREFIX_TARGET=${quote(env.WARM_PREFIX_TARGET ?? '')} is ignored: it applies only with ENABLE_PREFIX_DELEGATION=true (ENABLE_PREFIX_DELEGATION is ${quote(env.ENABLE_PREFIX_DELEGATION || 'false')})`,
-    );
-    delete c.warmPrefixTarget;
-  }
+  // Ignored, as amazon-vpc-cni-k8s ignores it (modeHints says so unless it is aws-node's default 1).
+  if (c.warmPrefixTarget !== undefined && !c.enablePrefixDelegation) delete c.warmPrefixTarget;
   c.ipFamily = ipFamilyOf(c);
+  warnings.push(...nameHints(env, KNOWN_NAMES), ...modeHints(env, c, SPECS));
   const chart = new Set(c.chartEnv);
   const sources = SPECS.map((s) => ({
     name: s.name,
@@ -120,6 +120,17 @@ export function loadConfig(env: NodeJS.ProcessEnv): IpamdConfig {
  */
 export function checkConfigOnDisk(c: IpamdConfig): void {
   checkPathSettings(c, SPECS);
+}
+
+/**
+ * `e`'s message, prefixed with the path setting it is about (`<VAR>="<value>": …`) when
+ * its path is one of `c`'s path settings or lies under or over one (config-paths.ts), so
+ * every path error at start names the variable.
+ */
+export function startErrorMessage(e: unknown, c: IpamdConfig): string {
+  const msg = e instanceof Error ? e.message : String(e);
+  const s = pathSettingOfError(e, c, SPECS);
+  return s ? `${s.name}=${JSON.stringify(s.value)}: ${msg}` : msg;
 }
 
 /** Every variable ipamd reads, in documentation order (the spec; its path variables carry a `pathKindOf`). */

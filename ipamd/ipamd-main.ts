@@ -9,7 +9,14 @@
  * made one (scripts/bundle-ipamd.mjs), else from these modules.
  */
 import type { CodeCacheState } from '../loader/code-cache.js';
-import { checkConfigOnDisk, ConfigError, effectiveSettings, loadConfigReport, type ConfigReport } from './config.js';
+import {
+  checkConfigOnDisk,
+  ConfigError,
+  effectiveSettings,
+  loadConfigReport,
+  startErrorMessage,
+  type ConfigReport,
+} from './config.js';
 import { checkCustomConflist } from './startup/cni-install-report.js';
 import { startDaemon } from './daemon.js';
 import { createLogger } from './log.js';
@@ -60,7 +67,7 @@ export async function runIpamd(loaded?: ModulesLoaded): Promise<void> {
       since: new Date().toISOString(),
     }); // held until the process ends (the kernel frees it)
   } catch (e) {
-    process.stderr.write(`eni-ipamd: ${(e as Error).message}\n`);
+    process.stderr.write(`eni-ipamd: ${startErrorMessage(e, config)}\n`);
     process.exit(1);
   }
   // AWS_VPC_K8S_CNI_LOG_FILE: a rotating file (observability/log-files.ts) or stdout.
@@ -102,9 +109,10 @@ export async function runIpamd(loaded?: ModulesLoaded): Promise<void> {
   try {
     daemon = await startDaemon(config, log);
   } catch (e) {
-    log.fatal({ err: (e as Error).message }, 'ipamd could not start');
+    const why = startErrorMessage(e, config); // a path error names its variable
+    log.fatal({ err: why }, 'ipamd could not start');
     await flushLogWithin(log, file);
-    process.stderr.write(`eni-ipamd: ${(e as Error).message}\n`);
+    process.stderr.write(`eni-ipamd: ${why}\n`);
     process.exit(1);
   }
 }

@@ -1,7 +1,7 @@
 /**
  * The stop of a private containerd started by containerd.ts (`Containerd.stop()`):
  * sandboxes through the CRI, containerd itself, shims it left, mounts under its base dir,
- * the pod netns mounts its sandboxes used, its files, cgroups and /run/containerd.
+ * the pod netns mounts its sandboxes used, its files, cgroups and the mount namespace made for it.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
@@ -9,6 +9,7 @@ import { rm, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { CriTestClient } from './cri-client.js';
+import type { NodeMountNs } from './node-mountns.js';
 import { alive, childrenOf, findProcesses, k8sCgroupDirs, mountsUnder, netnsInode, rmdirTree } from './host-scan.js';
 
 const run = promisify(execFile);
@@ -42,8 +43,10 @@ export interface ContainerdRun {
   exitP: Promise<void>;
   /** The k8s cgroup dirs that existed before the start (never removed). */
   cgroupsBefore: Set<string>;
-  /** Whether /run/containerd existed before the start (then it is never removed). */
-  runDirExisted: boolean;
+  /** Test-side path of the runc root containerd's shims use (`/run/containerd/runc/k8s.io` in its mount namespace). */
+  runcRoot: string;
+  /** The mount namespace made for this containerd (closed at the end of the stop), if the caller gave none. */
+  ownMountNs?: NodeMountNs;
   /** Pod netns mount paths of its sandboxes, found during the stop (removed at its end). */
   netnsSeen: Set<string>;
   /** nsfs inodes of the sandbox processes of killed shims. */
@@ -109,8 +112,7 @@ async function killLeftShims(s: ContainerdRun): Promise<void> {
     }
     const i = shim.argv.indexOf('-id');
     const id = i >= 0 ? shim.argv[i + 1] : undefined;
-    if (id)
-      await run('runc', ['--root', '/run/containerd/runc/k8s.io', 'delete', '--force', id]).catch(() => undefined);
+    if (id) await run('runc', ['--root', s.runcRoot, 'delete', '--force', id]).catch(() => undefined);
   }
   // The pod netns of sandboxes whose shim had to be killed: /var/run/netns/cni-* bind
   // mounts of the same namespace (same nsfs inode) as their pause process.
@@ -126,7 +128,7 @@ async function killLeftShims(s: ContainerdRun): Promise<void> {
 /**
  * The whole stop of a started containerd (see {@link Containerd.stop}), in order:
  * sandboxes, containerd, left shims, mounts under baseDir, pod netns mounts, files,
- * cgroups and /run/containerd. @throws Error listing what could not be cleaned up.
+ * cgroups and the mount namespace made for it. @throws Error listing what could not be cleaned up.
  */
 export async function cleanUpContainerd(s: ContainerdRun): Promise<void> {
   const { baseDir } = s;
@@ -147,14 +149,9 @@ export async function cleanUpContainerd(s: ContainerdRun): Promise<void> {
     await run('umount', [ns]).catch(() => undefined);
     await unlink(ns).catch((e: Error) => problems.push(`rm ${ns}: ${e.message}`));
   }
-  // 6. files, cgroups, /run/containerd (only if we created it and no containerd is left).
+  // 6. its mount namespace, files, cgroups.
+  await s.ownMountNs?.close().catch((e: Error) => problems.push(`mount namespace: ${e.message}`));
   await rm(baseDir, { recursive: true, force: true }).catch((e: Error) => problems.push(`rm ${baseDir}: ${e.message}`));
   for (const c of k8sCgroupDirs()) if (!s.cgroupsBefore.has(c)) await rmdirTree(c);
-  if (
-    !s.runDirExisted &&
-    findProcesses(['containerd']).filter((p) => /(^|\/)containerd(-shim[^ ]*)?$/.test(p.argv[0] ?? '')).length === 0
-  ) {
-    await rm('/run/containerd', { recursive: true, force: true }).catch(() => undefined);
-  }
   if (problems.length) throw new Error(`containerd cleanup incomplete:\n  ${problems.join('\n  ')}`);
 }

@@ -12,7 +12,10 @@
  * - containerd passes its whole environment to CNI plugins, so NODE_EXTRA_CA_CERTS is
  *   removed from it (it slows every Node-based plugin start by ~130 ms).
  * - shim sockets (/run/containerd/s) and the runc root (/run/containerd/runc) are
- *   hard-coded outside the base dir; stop() cleans them up through the CRI.
+ *   hard-coded outside the base dir: containerd runs in a mount namespace whose
+ *   `/run/containerd` is a dir of its own under the base dir (the caller's, or one made
+ *   here), so the machine's `/run/containerd` is never created, used or removed, and any
+ *   number of these containerds (two CI runs, a cluster) share one machine.
  *
  * Needs the Debian packages containerd, runc, util-linux and gcc + libc6-dev
  * (`bash scripts/ensure-deps.sh --containerd` installs them).
@@ -25,6 +28,7 @@ import { promisify } from 'node:util';
 import { CriTestClient } from './cri-client.js';
 import { cleanUpContainerd, type ContainerdRun } from './containerd-stop.js';
 import { k8sCgroupDirs } from './host-scan.js';
+import { createNodeMountNs, type NodeMountNs } from './node-mountns.js';
 import { buildPauseImage, type PauseImage } from './pause-image.js';
 
 const run = promisify(execFile);
@@ -47,10 +51,11 @@ export interface ContainerdOptions {
   /** How long to wait for the CRI socket to answer, ms (default 30 000). */
   startTimeoutMs?: number;
   /**
-   * A mount namespace to run containerd in (`/proc/<pid>/ns/mnt`, see node-mountns.ts);
-   * default: the test's own. Paths in this config must then resolve there as well.
+   * A node mount namespace to run containerd in (see node-mountns.ts); it must bind
+   * `/run/containerd`. Default: one made here, binding only `/run/containerd` (Node.js stays
+   * visible: tests run the Node plugin through this containerd), closed by stop().
    */
-  mountNsPath?: string;
+  mountNs?: NodeMountNs;
 }
 
 /** A running private containerd. */
@@ -66,7 +71,7 @@ export interface Containerd {
   /**
    * Removes every sandbox (CRI StopPodSandbox + RemovePodSandbox), kills containerd and
    * any shim it left, unmounts everything under baseDir, removes the pod netns mounts
-   * its sandboxes used, deletes baseDir and the cgroups/run dirs it created.
+   * its sandboxes used, deletes baseDir (with the mount namespace made for it) and the cgroups it created.
    * Idempotent; safe to call after a failed start.
    * @throws Error listing what could not be cleaned up.
    */
@@ -171,7 +176,19 @@ export async function startContainerd(o: ContainerdOptions): Promise<Containerd>
   await writeFile(path.join(baseDir, 'config.toml'), configToml({ ...o, baseDir }, socket, pauseImage.ref));
 
   const cgroupsBefore = k8sCgroupDirs();
-  const runDirExisted = existsSync('/run/containerd');
+  const ownNs = o.mountNs
+    ? undefined
+    : await createNodeMountNs({
+        root: path.join(baseDir, 'mnt'),
+        binds: [{ nodePath: '/run/containerd' }],
+        hideNode: false,
+      });
+  const mountNs = (o.mountNs ?? ownNs)!;
+  const runcRoot = mountNs.hostPathOf('/run/containerd/runc/k8s.io');
+  if (!runcRoot) {
+    await ownNs?.close();
+    throw new Error('the mount namespace given to startContainerd does not bind /run/containerd');
+  }
   const env = { ...process.env };
   delete env['NODE_EXTRA_CA_CERTS'];
   const logFd = openSync(logFile, 'a');
@@ -179,7 +196,7 @@ export async function startContainerd(o: ContainerdOptions): Promise<Containerd>
     'nsenter',
     [
       `--net=${o.nodeNetnsPath}`,
-      ...(o.mountNsPath ? [`--mount=${o.mountNsPath}`] : []),
+      `--mount=${mountNs.nsPath}`,
       'containerd',
       '--config',
       path.join(baseDir, 'config.toml'),
@@ -199,7 +216,8 @@ export async function startContainerd(o: ContainerdOptions): Promise<Containerd>
     exited: false,
     exitP: exitOf(child, () => (state.exited = true)),
     cgroupsBefore,
-    runDirExisted,
+    runcRoot,
+    ...(ownNs ? { ownMountNs: ownNs } : {}),
     netnsSeen: new Set<string>(),
     netnsInodes: new Set<number>(),
   };

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { fileURLToPath } from 'node:url';
 import { IPAMD_NODE_FLAGS } from '../ipamd/v8-flags.js';
+import { ownPathEnv } from './own-paths.js';
 import { servingScanner } from './serving-line.js';
 
 /** Path of the compiled daemon entry point. */
@@ -33,6 +34,27 @@ export interface IpamdProcess {
 }
 
 /**
+ * The environment {@link startIpamd} gives ipamd: the current one without NODE_EXTRA_CA_CERTS,
+ * no CNI install, no host networking, introspection on a free port, metrics off, every setting
+ * whose default is a machine path owned by the harness (`ownPathEnv` under `p.dir`, default
+ * the log file's dir), then `p.env` over all of it.
+ */
+export function ipamdChildEnv(p: { env: NodeJS.ProcessEnv; logFile: string; dir?: string }): NodeJS.ProcessEnv {
+  // Never touch the machine's real /etc/cni/net.d, its routing/iptables or any machine path unless the caller asks for it.
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    INTROSPECTION_BIND_ADDRESS: '127.0.0.1:0',
+    DISABLE_METRICS: 'true',
+    ENI_IPAM_INSTALL_CNI: 'false',
+    ENI_IPAM_HOST_NETWORK: 'false',
+    ...ownPathEnv(p.dir ?? path.dirname(path.resolve(p.logFile))),
+    ...p.env,
+  };
+  delete env.NODE_EXTRA_CA_CERTS;
+  return env;
+}
+
+/**
  * Spawns ipamd with `env` added to the current environment (NODE_EXTRA_CA_CERTS
  * removed) and waits up to `timeoutMs` for it to serve. Readiness is read from its
  * "ipamd serving" info line, so the log level must be info or more verbose. `ipamdPath`
@@ -46,22 +68,15 @@ export interface IpamdProcess {
 export async function startIpamd(p: {
   env: NodeJS.ProcessEnv;
   logFile: string;
+  /** The harness's dir for the machine-path settings the caller leaves unset (default: the log file's dir). */
+  dir?: string;
   prefix?: string[];
   timeoutMs?: number;
   ipamdPath?: string;
 }): Promise<IpamdProcess> {
-  // Never touch the machine's real /etc/cni/net.d or its routing/iptables unless the caller asks for it.
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    INTROSPECTION_BIND_ADDRESS: '127.0.0.1:0',
-    DISABLE_METRICS: 'true',
-    ENI_IPAM_INSTALL_CNI: 'false',
-    ENI_IPAM_HOST_NETWORK: 'false',
-    ...p.env,
-  };
+  const env = ipamdChildEnv(p);
   if (/^(warn|error|fatal)$/i.test(env.AWS_VPC_K8S_CNI_LOGLEVEL ?? ''))
     throw new Error('startIpamd needs AWS_VPC_K8S_CNI_LOGLEVEL info or more verbose to see "ipamd serving"');
-  delete env.NODE_EXTRA_CA_CERTS;
   // The image entrypoint's V8 flags (so the bundle's code cache applies), unless a prefix brings its own.
   const flags = p.prefix ? [] : IPAMD_NODE_FLAGS;
   const argv = [...(p.prefix ?? []), process.execPath, ...flags, p.ipamdPath ?? IPAMD_PATH];

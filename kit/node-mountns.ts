@@ -16,15 +16,19 @@
  * (then shared in a peer group of its own), so nothing mounted here propagates back to
  * the host. The namespace lives as long as a
  * holder process (`sleep infinity` under `unshare -m`); enter it with `nsenterArgs`.
- * Mount targets that did not exist on the host are created (empty) and removed at close.
+ * Mount targets the machine does not have are made inside the namespace only, in an overlay
+ * of their nearest existing ancestor (`kit/mount-scaffold.ts`): nothing is created, changed
+ * or removed at a machine path, so any number of node namespaces (clusters, node harnesses,
+ * CI runs) share one machine and closing one never detaches another's binds.
  *
  * Needs root, util-linux (unshare, nsenter, mount, findmnt) and overlayfs.
  */
 import { spawn, execFile } from 'node:child_process';
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, rmdir, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { ensureTargetInNs, type ScaffoldNs } from './mount-scaffold.js';
 import { waitFor } from './wait.js';
 
 const run = promisify(execFile);
@@ -58,7 +62,7 @@ export interface NodeMountNs {
   hostPathOf(p: string): string | undefined;
   /** Runs `argv` inside the namespace (mount ns only); resolves with stdout. @throws on non-zero exit. */
   exec(argv: string[]): Promise<string>;
-  /** Kills the holder (the namespace and its mounts go when its last process exits) and removes created targets. Idempotent. */
+  /** Kills the holder (the namespace and its mounts go when its last process exits) and removes the per-test dir. Idempotent. */
   close(): Promise<void>;
 }
 
@@ -102,13 +106,7 @@ function realDir(d: string): string {
 }
 
 /** A node mount namespace being set up: what its setup steps share. */
-interface MountNsSetup {
-  /** Per-test dir holding the backing files (`<root>/node/<nodePath>`) and overlay dirs. */
-  root: string;
-  /** Mount targets created on the host (removed at close, deepest first); each step appends. */
-  created: string[];
-  /** Runs `argv` inside the namespace; resolves with stdout. */
-  exec(argv: string[]): Promise<string>;
+interface MountNsSetup extends ScaffoldNs {
   /** Mounts already made slave (then shared in a peer group of their own). */
   slaved: Set<string>;
 }
@@ -120,30 +118,26 @@ async function slaveMount(s: MountNsSetup, m: string): Promise<void> {
   s.slaved.add(m);
 }
 
+/** Slaves the mount holding existing path `p` (once), unless it is /run/netns, which stays the host's. */
+async function isolateHolding(s: MountNsSetup, p: string): Promise<void> {
+  const holding = (await s.exec(['findmnt', '-n', '-o', 'TARGET', '--target', p])).trim();
+  if (!s.slaved.has(holding) && !holding.startsWith('/run/netns')) await slaveMount(s, holding);
+}
+
 /**
  * Bind-mounts the backing dir or (empty) file of node path `b.nodePath` over it: creates
- * the backing file, the missing targets on the host (recorded in `created`), and slaves
- * the mount holding the target first (unless it is /run/netns, which stays the host's).
+ * the backing file, the target inside the namespace when the machine lacks it (never on the
+ * host: `ensureTargetInNs`), and slaves the mount holding the target first (unless it is
+ * /run/netns, which stays the host's).
  */
 async function bindNodePath(s: MountNsSetup, b: Required<NodeBind>): Promise<void> {
   const src = path.join(s.root, 'node', b.nodePath);
   await mkdir(b.kind === 'dir' ? src : path.dirname(src), { recursive: true });
   if (b.kind === 'file') await writeFile(src, '', { flag: 'a' });
-  // Create the mount target on the host if missing (recorded for removal).
-  const missing: string[] = [];
-  for (let p = b.kind === 'dir' ? b.nodePath : path.dirname(b.nodePath); !existsSync(p); p = path.dirname(p))
-    missing.push(p);
-  for (const m of missing.reverse()) {
-    await mkdir(m);
-    s.created.push(m);
-  }
-  if (b.kind === 'file' && !existsSync(b.nodePath)) {
-    await writeFile(b.nodePath, '');
-    s.created.push(b.nodePath);
-  }
-  const holding = (await s.exec(['findmnt', '-n', '-o', 'TARGET', '--target', b.nodePath])).trim();
-  if (!s.slaved.has(holding) && !holding.startsWith('/run/netns')) await slaveMount(s, holding);
+  await ensureTargetInNs(s, b.nodePath, b.kind);
+  await s.isolate(b.nodePath);
   await s.exec(['mount', '--bind', src, b.nodePath]);
+  s.bound.add(b.nodePath);
 }
 
 /**
@@ -166,14 +160,13 @@ async function hideNodeBinaries(s: MountNsSetup): Promise<string[]> {
 
 /**
  * Closes a node mount namespace: SIGKILLs its holder `pid` unless `exited()` (waiting up
- * to 3 s for `exitP`), removes the host targets in `created` that are still empty (deepest
- * first), then the per-test `root`.
+ * to 3 s for `exitP`), then removes the per-test `root`. Nothing at a machine path is
+ * removed: the namespace made none.
  */
 async function closeMountNs(c: {
   pid: number;
   exited: () => boolean;
   exitP: Promise<void>;
-  created: string[];
   root: string;
 }): Promise<void> {
   if (!c.exited()) {
@@ -184,15 +177,6 @@ async function closeMountNs(c: {
     }
     await Promise.race([c.exitP, new Promise((r) => setTimeout(r, 3000))]); // a wait for the exit, capped at 3 s
   }
-  // Targets we created on the host, deepest first; only if still empty (rmdir/unlink of an empty file).
-  for (const t of c.created.sort((a, b) => b.length - a.length)) {
-    try {
-      if (statSync(t).isDirectory()) await rmdir(t);
-      else if (statSync(t).size === 0) await unlink(t);
-    } catch {
-      /* not empty or gone: leave it */
-    }
-  }
   await rm(c.root, { recursive: true, force: true });
 }
 
@@ -200,12 +184,16 @@ async function closeMountNs(c: {
  * Creates the namespace.
  * @param o.root per-test dir (created) for the backing files and overlay dirs.
  * @param o.binds node paths to back with per-test files.
+ * @param o.hideNode false keeps Node.js on the namespace's PATH (default: hidden, as on an EKS AMI).
  * @throws Error (after cleaning up) if unshare/mount fail or Node.js is still found inside.
  */
-export async function createNodeMountNs(o: { root: string; binds: NodeBind[] }): Promise<NodeMountNs> {
+export async function createNodeMountNs(o: {
+  root: string;
+  binds: NodeBind[];
+  hideNode?: boolean;
+}): Promise<NodeMountNs> {
   await mkdir(o.root, { recursive: true });
   const root = await mkdtemp(path.join(o.root, 'mntns-'));
-  const created: string[] = [];
   const holder = spawn('unshare', ['-m', '--propagation', 'unchanged', 'sleep', 'infinity'], {
     stdio: 'ignore',
     detached: true,
@@ -225,8 +213,7 @@ export async function createNodeMountNs(o: { root: string; binds: NodeBind[] }):
   });
   const nsPath = `/proc/${pid}/ns/mnt`;
   let closing: Promise<void> | undefined;
-  const close = (): Promise<void> =>
-    (closing ??= closeMountNs({ pid, exited: () => held.exited, exitP, created, root }));
+  const close = (): Promise<void> => (closing ??= closeMountNs({ pid, exited: () => held.exited, exitP, root }));
   const nsenter = ['nsenter', `--mount=${nsPath}`, '--'];
   const exec = async (argv: string[]): Promise<string> =>
     (await run(nsenter[0]!, [...nsenter.slice(1), ...argv])).stdout;
@@ -243,17 +230,24 @@ export async function createNodeMountNs(o: { root: string; binds: NodeBind[] }):
     // group of its own, as a node's root is (systemd), which containerd requires of a
     // hostPath's mount for HostToContainer propagation (it checks the path unresolved:
     // /var/run/netns is "on /").
-    const setup: MountNsSetup = { root, created, exec, slaved: new Set<string>() };
+    const setup: MountNsSetup = {
+      root,
+      exec,
+      slaved: new Set<string>(),
+      covered: new Set<string>(),
+      bound: new Set<string>(),
+      isolate: (p) => isolateHolding(setup, p),
+    };
     await slaveMount(setup, '/');
     const binds = o.binds.map((b) => ({ nodePath: canonicalNodePath(b.nodePath), kind: b.kind ?? ('dir' as const) }));
     for (const b of binds) await bindNodePath(setup, b);
-    const hidden = await hideNodeBinaries(setup);
+    const hidden = o.hideNode === false ? [] : await hideNodeBinaries(setup);
     const found = await exec([
       'sh',
       '-c',
       'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH; command -v node nodejs || true',
     ]);
-    if (found.trim()) throw new Error(`node is still on the node's PATH: ${found.trim()}`);
+    if (o.hideNode !== false && found.trim()) throw new Error(`node is still on the node's PATH: ${found.trim()}`);
     const hostPathOf = (p: string): string | undefined => {
       const abs = canonicalNodePath(p);
       const b = binds

@@ -9,6 +9,7 @@
 import path from 'node:path';
 import { pino } from 'pino';
 import { loadConfig } from '../ipamd/config.js';
+import { ownPathEnv } from './own-paths.js';
 import { startDaemon, type Daemon } from '../ipamd/daemon.js';
 import { startIpamd, type IpamdProcess } from './ipamd-process.js';
 import { SimCloud } from '../sim/index.js';
@@ -88,6 +89,7 @@ export class SimNode {
     private readonly closeParts: () => Promise<void>,
   ) {
     this.env = {
+      ...ownPathEnv(dir),
       AWS_EC2_ENDPOINT: sim.ec2Endpoint,
       AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpointFor(instanceId),
       AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID ?? 'AKIDSIMULATED',

@@ -150,7 +150,7 @@ export async function createDsNode(o: {
     const { containerd, cri } = await withContainerd(k, {
       baseDir: host('/run/containerd'),
       nodeNetnsPath: nodeNetns.path,
-      mountNsPath: mountNs.nsPath,
+      mountNs,
       cniBinDir: '/opt/cni/bin',
       cniConfDir: '/etc/cni/net.d',
     });

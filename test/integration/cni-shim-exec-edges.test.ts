@@ -13,6 +13,7 @@ import os from 'node:os';
 import net from 'node:net';
 import path from 'node:path';
 import { execPlugin } from '../../kit/cni-exec.js';
+import { createNodeMountNs } from '../../kit/node-mountns.js';
 import { decodeRequest, encodeResult, encodeUnavailable, MAX_STDIN_BYTES } from '../../ipamd/cni-exec/protocol.js';
 import { spoolDirFor } from '../../ipamd/cni-exec/spool.js';
 import { ipj, startCniNode } from '../helpers/cni-node.js';
@@ -126,8 +127,20 @@ test('the shim reads execSocket from the top level of the config only (last one 
     const out = await run(config);
     assert.deepEqual([out.code, out.stdout], [0, 'served CHECK'], config);
   }
+  // An unscannable key makes the shim use its default socket, /var/run/eni-ipam/cni-exec.sock: run
+  // that case in a node mount namespace of this test's own, where that dir is this test's empty
+  // dir, so an ipamd serving the machine's default socket (a cluster, a demo) cannot answer it.
+  const own = await createNodeMountNs({ root: dir, binds: [{ nodePath: '/run/eni-ipam' }] });
+  t.after(() => own.close());
+  const unscannable = await execPlugin({
+    command: 'CHECK',
+    config: `{"exec\\u0053ocket":${s}}`,
+    plugin: ['nsenter', `--mount=${own.nsPath}`, '--', ...pluginArgv('shim')],
+    env: DEBUG,
+  });
+  assert.deepEqual([unscannable.code, unscannable.json?.code], [1, 11], unscannable.stdout);
+  assert.match(unscannable.json.msg, /^ipamd is not serving on \/var\/run\/eni-ipam\/cni-exec\.sock/);
   const cases: Array<[string, number, RegExp]> = [
-    [`{"exec\\u0053ocket":${s}}`, 11, /^ipamd is not serving on \/var\/run\/eni-ipam\/cni-exec\.sock/], // unscannable key: the default socket
     ['{"execSocket":""}', 7, /^invalid network configuration$/],
     [`{"execSocket":${s}`, 6, /^failed to decode/],
     [`[${s}]`, 6, /^failed to decode/],

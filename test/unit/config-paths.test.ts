@@ -9,16 +9,39 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { IPAMD_PATH } from '../../kit/ipamd-process.js';
 import { checkConfigOnDisk, ConfigError, loadConfig } from '../../ipamd/config.js';
 
-/** Runs ipamd with `env` (nothing else of the test's environment that ipamd reads); resolves with its exit code and stderr, or fails after `ms`. */
-function runIpamd(env: NodeJS.ProcessEnv, ms = 10_000): Promise<{ code: number | null; stderr: string }> {
+/**
+ * Runs ipamd with `env` (nothing else of the test's environment that ipamd reads); resolves with its exit code and
+ * stderr, or fails after `ms`. `mounts` (shell commands) run first in a private mount namespace of ipamd's own
+ * (`unshare -m`), which ends with it: nothing is mounted on the machine.
+ */
+function runIpamd(
+  env: NodeJS.ProcessEnv,
+  ms = 10_000,
+  mounts: string[] = [],
+): Promise<{ code: number | null; stderr: string }> {
+  const [cmd, args] = mounts.length
+    ? [
+        'unshare',
+        [
+          '-m',
+          '--propagation',
+          'private',
+          'sh',
+          '-ec',
+          `${mounts.join('; ')}; exec "$0" "$1"`,
+          process.execPath,
+          IPAMD_PATH,
+        ],
+      ]
+    : [process.execPath, [IPAMD_PATH]];
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [IPAMD_PATH], {
+    const p = spawn(cmd, args, {
       env: { PATH: process.env.PATH, AWS_EC2_METADATA_SERVICE_ENDPOINT: 'http://127.0.0.1:9', ...env },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
@@ -56,7 +79,7 @@ test('a bad path setting stops ipamd at start with one line naming the variable'
     {
       env: { ENI_IPAM_CHECKPOINT_PATH: '/var/../proc/x' },
       variable: 'ENI_IPAM_CHECKPOINT_PATH',
-      why: /\/proc is a pseudo filesystem/,
+      why: /under \/proc, a pseudo filesystem/,
     },
     {
       env: { ENI_IPAM_CHECKPOINT_PATH: path.join(dir, 'ckpt-dir') },
@@ -95,6 +118,75 @@ test('a bad path setting stops ipamd at start with one line naming the variable'
   // Nothing was created: no socket under a truncated name, no checkpoint.
   assert.deepEqual(await readdir(sockDir), []);
   assert.deepEqual((await readdir(dir)).sort(), ['ckpt-dir', 's'.repeat(100)]);
+});
+
+test('a path reached through a bind-mounted /proc, a read-only directory, a netns that is not one: ipamd names the variable', async (t) => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-cfg-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  for (const d of ['proc', 'ro', 'run']) await mkdir(path.join(dir, d));
+  await writeFile(path.join(dir, 'hostname'), 'node-1\n');
+  const ok = {
+    ENI_IPAM_SOCKET: path.join(dir, 'run/ipamd.sock'),
+    ENI_IPAM_CHECKPOINT_PATH: path.join(dir, 'run/ipam.json'),
+  };
+  const bindProc = `mount --bind /proc ${dir}/proc`;
+  const readOnly = `mount --bind ${dir}/ro ${dir}/ro && mount -o remount,bind,ro ${dir}/ro`;
+  const cases: Array<{ env: NodeJS.ProcessEnv; mounts?: string[]; variable: string; why: RegExp }> = [
+    {
+      env: { ENI_IPAM_CHECKPOINT_PATH: path.join(dir, 'proc/x/ipam.json') },
+      mounts: [bindProc],
+      variable: 'ENI_IPAM_CHECKPOINT_PATH',
+      why: /on a proc filesystem .* a pseudo filesystem that can never hold it/,
+    },
+    {
+      env: { ENI_IPAM_CNI_EXEC_SOCKET: path.join(dir, 'proc/cni-exec.sock') },
+      mounts: [bindProc],
+      variable: 'ENI_IPAM_CNI_EXEC_SOCKET',
+      why: /on a proc filesystem/,
+    },
+    {
+      env: { ENI_IPAM_CNI_EXEC_NETNS: path.join(dir, 'hostname') },
+      variable: 'ENI_IPAM_CNI_EXEC_NETNS',
+      why: /it is a regular file, not a network namespace/,
+    },
+    {
+      env: { ENI_IPAM_CNI_EXEC_NETNS: '/proc/self/ns/mnt' },
+      variable: 'ENI_IPAM_CNI_EXEC_NETNS',
+      why: /it is a mnt namespace, not a network namespace/,
+    },
+    {
+      env: { ENI_IPAM_CNI_EXEC_NETNS: dir },
+      variable: 'ENI_IPAM_CNI_EXEC_NETNS',
+      why: /it is a directory, not a network namespace/,
+    },
+    {
+      env: { ENI_IPAM_CNI_EXEC_NETNS: path.join(dir, 'no-such-netns') },
+      variable: 'ENI_IPAM_CNI_EXEC_NETNS',
+      why: /it does not exist/,
+    },
+  ];
+  for (const c of cases) {
+    const r = await runIpamd({ ...ok, ...c.env }, 10_000, c.mounts);
+    assert.equal(r.code, 1, `${JSON.stringify(c.env)}: ${r.stderr}`);
+    const lines = r.stderr.trim().split('\n');
+    assert.equal(lines.length, 1, r.stderr);
+    assert.match(lines[0]!, new RegExp(`^eni-ipamd: ${c.variable}=".*" is invalid: `), r.stderr);
+    assert.match(lines[0]!, c.why, r.stderr);
+  }
+  // The network namespace ipamd runs in is one: accepted (ipamd goes on to wait for IMDS, so stop it).
+  assert.doesNotThrow(() => checkConfigOnDisk({ ...loadConfig(ok), cniExecNetns: '/proc/self/ns/net' }));
+  // A read-only directory passes the start check (nothing is wrong with the path); the write fails at start and
+  // the error names the variable, not only the path.
+  const ro = await runIpamd({ ...ok, ENI_IPAM_CHECKPOINT_PATH: path.join(dir, 'ro/sub/ipam.json') }, 20_000, [
+    readOnly,
+  ]);
+  assert.equal(ro.code, 1, ro.stderr);
+  assert.match(
+    ro.stderr.trim().split('\n').at(-1)!,
+    new RegExp(`^eni-ipamd: ENI_IPAM_CHECKPOINT_PATH="${dir}/ro/sub/ipam.json": .*EROFS`),
+    ro.stderr,
+  );
+  assert.deepEqual(await readdir(path.join(dir, 'ro')), [], 'nothing written through the read-only mount');
 });
 
 test('loadConfig/checkConfigOnDisk accept the defaults and a 107-byte socket path', () => {

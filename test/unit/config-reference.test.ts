@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { AWS_NODE_VARS } from '../../ipamd/aws-node-vars.js';
 import { ConfigError, configSpecs, loadConfig, loadConfigReport } from '../../ipamd/config.js';
-import { envValuesSchema, renderConfigReference, verdictCounts } from '../../ipamd/config-reference.js';
+import { chartSchemaParts, renderConfigReference, verdictCounts } from '../../ipamd/config-reference.js';
 
 const root = new URL('../../../', import.meta.url);
 const regen = 'regenerate: npm run build && node scripts/config-reference.mjs';
@@ -21,7 +21,10 @@ test('docs/configuration.md is what the config spec renders', () => {
 
 test("values.schema.json's env typing is what the config spec renders", () => {
   const schema = JSON.parse(readFileSync(new URL('charts/eni-ipam/values.schema.json', root), 'utf8'));
-  assert.deepEqual(schema.properties.env, envValuesSchema(configSpecs()), `values.schema.json env drifted; ${regen}`);
+  const parts = chartSchemaParts(configSpecs());
+  assert.deepEqual(schema.properties.env, parts.env, `values.schema.json env drifted; ${regen}`);
+  assert.deepEqual(schema.properties.extraEnv, parts.extraEnv, `values.schema.json extraEnv drifted; ${regen}`);
+  assert.deepEqual(schema.definitions.envCheck, parts.envCheck, `values.schema.json envCheck drifted; ${regen}`);
   // Every variable ipamd reads is typed, and nothing else is allowed.
   const keys = Object.keys(schema.properties.env.properties);
   for (const s of configSpecs()) assert.ok(keys.includes(s.name), s.name);
@@ -48,12 +51,12 @@ const WARNED: Record<string, [string, string[]]> = {
   ANNOTATE_POD_IP: ['true', ['false']],
   CLUSTER_ENDPOINT: ['https://api.example:443', []],
   HTTP_TIMEOUT: ['30', []],
-  VPC_CNI_VERSION: ['v1.23.1', []],
-  MY_POD_NAME: ['aws-node-x7k2p', []],
+  VPC_CNI_VERSION: ['1.23', ['v1.23.1', 'v1.19.0-eksbuild.1']],
+  MY_POD_NAME: ['Aws Node', ['aws-node-x7k2p']],
   DISABLE_TCP_EARLY_DEMUX: ['true', ['false']],
   DISABLE_POD_V6: ['true', ['false']],
   ENABLE_V4_EGRESS: ['false', ['true']],
-  AWS_VPC_K8S_PLUGIN_LOG_LEVEL: ['DEBUG', []],
+  AWS_VPC_K8S_PLUGIN_LOG_LEVEL: ['INFO', ['DEBUG', 'debug']],
   AWS_VPC_K8S_EGRESS_V4_PLUGIN_LOG_FILE: ['/var/log/aws-routed-eni/egress-v4-plugin.log', []],
   AWS_VPC_K8S_EGRESS_V6_PLUGIN_LOG_FILE: ['/var/log/aws-routed-eni/egress-v6-plugin.log', []],
   HOST_CNI_BIN_PATH: ['/host/usr/libexec/cni', ['/host/opt/cni/bin']],
@@ -106,7 +109,7 @@ for (const [name, [value, quiet]] of Object.entries(WARNED)) {
   });
 }
 
-test("amazon-vpc-cni-k8s's chart env (v1.23.1) starts ipamd: warnings only, each naming its variable", () => {
+test("amazon-vpc-cni-k8s's DaemonSet env (v1.23.1) starts ipamd without a warning, in every mode", () => {
   const upstream = {
     ADDITIONAL_ENI_TAGS: '{}',
     AWS_VPC_CNI_NODE_PORT_SUPPORT: 'true',
@@ -134,14 +137,23 @@ test("amazon-vpc-cni-k8s's chart env (v1.23.1) starts ipamd: warnings only, each
     ENABLE_IMDS_ONLY_MODE: 'false',
     ENABLE_MULTI_NIC: 'false',
     DISABLE_TCP_EARLY_DEMUX: 'false',
+    MY_NODE_NAME: 'ip-10-0-1-23.ec2.internal',
+    MY_POD_NAME: 'aws-node-x7k2p',
   };
   const r = loadConfigReport(upstream);
-  assert.deepEqual(
-    r.warnings.map((w) => w.split('=')[0]),
-    ['VPC_CNI_VERSION', 'AWS_VPC_K8S_PLUGIN_LOG_LEVEL', 'WARM_PREFIX_TARGET'],
-  );
+  assert.deepEqual(r.warnings, []);
   assert.equal(r.config.logLevel, 'debug');
   assert.equal(r.config.warmPrefixTarget, undefined);
+  // Its IPv6 install (the same env with the family and prefix delegation switched) and a later version.
+  const v6 = { ...upstream, ENABLE_IPv6: 'true', ENABLE_IPv4: 'false', ENABLE_PREFIX_DELEGATION: 'true' };
+  assert.deepEqual(loadConfigReport({ ...v6, VPC_CNI_VERSION: 'v1.24.0' }).warnings, []);
+  // A value of its own does warn, once, naming the variable.
+  assert.deepEqual(
+    loadConfigReport({ ...upstream, AWS_VPC_K8S_PLUGIN_LOG_LEVEL: 'INFO', WARM_PREFIX_TARGET: '3' }).warnings.map(
+      (w) => w.split('=')[0],
+    ),
+    ['AWS_VPC_K8S_PLUGIN_LOG_LEVEL', 'WARM_PREFIX_TARGET'],
+  );
 });
 
 test('each effective setting says where it came from: default, env or chart', () => {

@@ -52,7 +52,7 @@ test('the message is the documented shape', () => {
   );
   assert.equal(
     expectError({ AWS_VPC_K8S_CNI_LOGLEVEL: 'loud' }, 'AWS_VPC_K8S_CNI_LOGLEVEL').message,
-    'AWS_VPC_K8S_CNI_LOGLEVEL="loud" is invalid: expected one of trace, debug, info, warn, error, fatal',
+    'AWS_VPC_K8S_CNI_LOGLEVEL="loud" is invalid: expected one of trace, debug, info, warn, error, fatal (any case)',
   );
   const e = expectError({ ADDITIONAL_ENI_TAGS: '{"a":\n1}' }, 'ADDITIONAL_ENI_TAGS');
   assert.ok(!e.message.includes('\n'), 'a newline in the value is escaped');
@@ -66,14 +66,17 @@ test('POD_MTU defaults to AWS_VPC_ENI_MTU', () => {
   expectError({ POD_MTU: '9002' }, 'POD_MTU');
 });
 
-test('WARM_PREFIX_TARGET without ENABLE_PREFIX_DELEGATION is ignored with one warning (upstream ignores it)', () => {
-  // amazon-vpc-cni-k8s's own chart sets WARM_PREFIX_TARGET=1 with prefix delegation off.
+test("WARM_PREFIX_TARGET without ENABLE_PREFIX_DELEGATION is ignored, with one warning unless it is aws-node's 1", () => {
+  // amazon-vpc-cni-k8s's own DaemonSet sets WARM_PREFIX_TARGET=1 with prefix delegation off: no warning for that.
   for (const env of [{ WARM_PREFIX_TARGET: '1' }, { WARM_PREFIX_TARGET: '1', ENABLE_PREFIX_DELEGATION: 'false' }]) {
     const r = loadConfigReport(env);
     assert.equal(r.config.warmPrefixTarget, undefined);
-    assert.equal(r.warnings.length, 1);
-    assert.match(r.warnings[0]!, /^WARM_PREFIX_TARGET="1" is ignored: .*ENABLE_PREFIX_DELEGATION=true/);
+    assert.deepEqual(r.warnings, []);
   }
+  const w = loadConfigReport({ WARM_PREFIX_TARGET: '4' });
+  assert.equal(w.config.warmPrefixTarget, undefined);
+  assert.equal(w.warnings.length, 1);
+  assert.match(w.warnings[0]!, /^WARM_PREFIX_TARGET="4" is ignored: .*ENABLE_PREFIX_DELEGATION=true/);
   expectError({ WARM_PREFIX_TARGET: 'x', ENABLE_PREFIX_DELEGATION: 'true' }, 'WARM_PREFIX_TARGET');
   expectError({ WARM_PREFIX_TARGET: 'x' }, 'WARM_PREFIX_TARGET');
   const r = loadConfigReport({ WARM_PREFIX_TARGET: '2', ENABLE_PREFIX_DELEGATION: 'true' });

@@ -60,7 +60,10 @@ test('both families off is refused naming ENABLE_IPv4', () => {
 test('a bad boolean names the variable and what it accepts', () => {
   const e = refusal({ ENABLE_IPv6: 'yes' });
   assert.equal(e.variable, 'ENABLE_IPv6');
-  assert.match(e.message, /^ENABLE_IPv6="yes" is invalid: expected true, false, t, f, 1 or 0$/);
+  assert.match(
+    e.message,
+    /^ENABLE_IPv6="yes" is invalid: expected a boolean: 1, t, T, TRUE, true, True, 0, f, F, FALSE, false, False \(the spellings of strconv.ParseBool; true and false in any case\)$/,
+  );
   // aws-node's ParseBool spellings mean the same here.
   assert.equal(loadConfig({ ENABLE_IPv6: 'f' }).ipFamily, 'ipv4');
   assert.equal(loadConfig({ ENABLE_PREFIX_DELEGATION: 'T', ENABLE_IPv6: 't', ENABLE_IPv4: 'F' }).ipFamily, 'ipv6');

@@ -47,3 +47,68 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- $cmd := concat .Values.probe.command (list "--socket" (include "eni-ipam.socket" .) "--timeout" (toString .Values.probe.timeoutMs)) -}}
 {{- toJson $cmd -}}
 {{- end -}}
+
+{{/*
+An env value as ipamd reads it: text as written; a YAML number (helm reads every one as a
+float64) in plain digits, as toJson writes it (4294967295, not 4.294967295e+09); a boolean
+as true/false. values.schema.json types each value for this text (ipamd/config-chart-types.ts).
+*/}}
+{{- define "eni-ipam.envText" -}}
+{{- if kindIs "float64" . -}}
+{{- toJson . -}}
+{{- else -}}
+{{- toString . -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+ADDITIONAL_ENI_TAGS (env, and extraEnv entries with a value) as ipamd checks it at start
+(ipamd/config-fields-more.ts tagMap), refused with the same words: a JSON object of at
+most 47 string values, keys of 1 to 128 and values of at most 256 characters, no reserved
+key. The schema can only say "text".
+*/}}
+{{- define "eni-ipam.checkTags" -}}
+{{- include "eni-ipam.checkTagsValue" (list "env.ADDITIONAL_ENI_TAGS" (get .Values.env "ADDITIONAL_ENI_TAGS")) -}}
+{{- range $i, $e := .Values.extraEnv -}}
+{{- if and (eq (get $e "name") "ADDITIONAL_ENI_TAGS") (hasKey $e "value") -}}
+{{- include "eni-ipam.checkTagsValue" (list (printf "extraEnv[%d] ADDITIONAL_ENI_TAGS" $i) (get $e "value")) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* One ADDITIONAL_ENI_TAGS value: (list <where> <value>). */}}
+{{- define "eni-ipam.checkTagsValue" -}}
+{{- $raw := include "eni-ipam.envText" (index . 1) | trim -}}
+{{- if $raw -}}
+{{- $v := printf "%s=%s is invalid:" (index . 0) (toJson $raw) -}}
+{{- $want := "expected a JSON object of string tag values such as {\"team\":\"net\"}" -}}
+{{- /* fromJson cannot tell a parse error from a tag named "Error": parse it as the one element of an array. */ -}}
+{{- $parsed := fromJsonArray (printf "[%s]" $raw) -}}
+{{- if or (ne (len $parsed) 1) (kindIs "string" (first $parsed)) -}}
+{{- fail (printf "%s not JSON; %s" $v $want) -}}
+{{- end -}}
+{{- $tags := first $parsed -}}
+{{- if not (kindIs "map" $tags) -}}
+{{- fail (printf "%s not a JSON object; %s" $v $want) -}}
+{{- end -}}
+{{- if gt (len $tags) 47 -}}
+{{- fail (printf "%s %d tags; at most 47 (EC2 allows 50 per ENI and ipamd sets 3)" $v (len $tags)) -}}
+{{- end -}}
+{{- range $k := keys $tags | sortAlpha -}}
+{{- $val := get $tags $k -}}
+{{- if not (kindIs "string" $val) -}}
+{{- fail (printf "%s tag %s has a non-string value; %s" $v (toJson $k) $want) -}}
+{{- end -}}
+{{- $kn := len (splitList "" $k) -}}
+{{- if or (lt $kn 1) (gt $kn 128) -}}
+{{- fail (printf "%s tag key %s must be 1 to 128 characters" $v (toJson $k)) -}}
+{{- end -}}
+{{- if gt (len (splitList "" $val)) 256 -}}
+{{- fail (printf "%s tag %s value must be at most 256 characters" $v (toJson $k)) -}}
+{{- end -}}
+{{- if or (regexMatch "^(?i)(aws:|node\\.k8s\\.amazonaws\\.com/)" $k) (regexMatch "^(?i)cluster\\.k8s\\.amazonaws\\.com/name$" $k) -}}
+{{- fail (printf "%s tag key %s is reserved (aws:*, node.k8s.amazonaws.com/*, cluster.k8s.amazonaws.com/name)" $v (toJson $k)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
