@@ -10,7 +10,8 @@
 # so a warm run builds nothing. Prints the bin directory of each on stdout as NAME=DIR lines
 # (eval-able). Any failure: one line naming what failed, exit 1.
 #
-# Usage: bash cluster/build.sh [k8s|etcd|containerd ...]   (default: all three)
+# Usage: bash cluster/build.sh [k8s|etcd|containerd|cni-metrics-helper ...]   (default: the first three;
+# cni-metrics-helper, amazon-vpc-cni-k8s's metrics aggregator, only when named)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${ENI_IPAM_CLUSTER_CACHE:-/var/cache/eni-ipam/cluster}
@@ -74,7 +75,14 @@ build_one() {
         github.com/containerd/containerd/v2/cmd/ctr) >"$log" 2>&1 ||
         fail "go build of containerd failed: $(grep -m1 -v '^#' "$log" || true) (log: $log)"
       ;;
-    *) fail "unknown part '$name' (accepted: k8s, etcd, containerd)" ;;
+    cni-metrics-helper)
+      # Not a cluster part: amazon-vpc-cni-k8s's own metrics aggregator, built only when asked
+      # (test/cluster/cni-metrics-helper.test.ts, through kit/cluster/binaries.ts).
+      (cd "$here/go/cni-metrics-helper" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" \
+        -o "$dir.tmp/bin/cni-metrics-helper" github.com/aws/amazon-vpc-cni-k8s/cmd/cni-metrics-helper) >"$log" 2>&1 ||
+        fail "go build of cni-metrics-helper failed: $(grep -m1 -v '^#' "$log" || true) (log: $log)"
+      ;;
+    *) fail "unknown part '$name' (accepted: k8s, etcd, containerd, cni-metrics-helper)" ;;
   esac
   echo "built in $((SECONDS - start)) s" >>"$log"
   echo "eni-ipam cluster build: $name built in $((SECONDS - start)) s" >&2
