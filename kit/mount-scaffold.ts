@@ -18,7 +18,7 @@
  *
  * Needs root, overlayfs and util-linux (mount, findmnt).
  */
-import { mkdir } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 /** What the scaffold needs of a node mount namespace being set up. */
@@ -70,7 +70,13 @@ async function cover(s: ScaffoldNs, dir: string): Promise<void> {
   const kept: Array<[string, string]> = [];
   for (const [i, m] of subs.entries()) {
     const k = path.join(keep, String(i));
-    await mkdir(k);
+    // A mount below may be a file (a bind of /run/xtables.lock, /etc/hostname): its keeper is a file.
+    const isDir = await s.exec(['test', '-d', m]).then(
+      () => true,
+      () => false,
+    );
+    if (isDir) await mkdir(k);
+    else await writeFile(k, '');
     await s.exec(['mount', '--rbind', m, k]);
     kept.push([k, m]);
   }
