@@ -45,6 +45,16 @@ async function existsInNs(s: ScaffoldNs, p: string): Promise<boolean> {
   }
 }
 
+/** True when `p` is a directory in the namespace's view. */
+async function isDirInNs(s: ScaffoldNs, p: string): Promise<boolean> {
+  try {
+    await s.exec(['test', '-d', p]);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** The mount points strictly below `dir` in the namespace, shallowest first (their own order in the mount table). */
 async function mountsBelow(s: ScaffoldNs, dir: string): Promise<string[]> {
   const out = await s.exec(['findmnt', '-rn', '-o', 'TARGET']);
@@ -70,12 +80,8 @@ async function cover(s: ScaffoldNs, dir: string): Promise<void> {
   const kept: Array<[string, string]> = [];
   for (const [i, m] of subs.entries()) {
     const k = path.join(keep, String(i));
-    // A mount below may be a file (a bind of /run/xtables.lock, /etc/hostname): its keeper is a file.
-    const isDir = await s.exec(['test', '-d', m]).then(
-      () => true,
-      () => false,
-    );
-    if (isDir) await mkdir(k);
+    // A bind of a file (ours: /run/xtables.lock) keeps on a file, a dir's on a dir.
+    if (await isDirInNs(s, m)) await mkdir(k);
     else await writeFile(k, '');
     await s.exec(['mount', '--rbind', m, k]);
     kept.push([k, m]);

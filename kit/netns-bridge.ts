@@ -5,7 +5,10 @@
  * relays in the test process meet on Unix sockets in a temp dir.
  *
  * - `inward` ports: a service on `127.0.0.1:<p>` here answers on `127.0.0.1:<p>` inside
- *   the namespace too (same port, so endpoint URLs stay valid: the simulated EC2/IMDS).
+ *   the namespace too (same port, so endpoint URLs stay valid: the simulated EC2/IMDS), or,
+ *   given as `{ inner, outer }`, the service on `127.0.0.1:<outer>` here answers on
+ *   `127.0.0.1:<inner>` inside (each node of a cluster reaches its own instance's IMDS on
+ *   the one port the DaemonSet names).
  * - `outward` ports: a service on `127.0.0.1:<q>` inside answers here on
  *   `127.0.0.1:<local>` (ipamd's introspection).
  */
@@ -33,13 +36,14 @@ export interface NetnsBridge {
 export async function bridgeNetns(o: {
   netnsPath: string;
   dir: string;
-  inward: number[];
+  inward: Array<number | { inner: number; outer: number }>;
   outward: number[];
 }): Promise<NetnsBridge> {
+  const inward = o.inward.map((p) => (typeof p === 'number' ? { inner: p, outer: p } : p));
   const sock = (kind: string, port: number): string => path.join(o.dir, `${kind}-${port}.sock`);
   const local: Relay[] = [];
   const inner: Array<{ from: RelayEnd; to: RelayEnd }> = [];
-  for (const p of o.inward) inner.push({ from: { port: p }, to: { path: sock('in', p) } });
+  for (const p of inward) inner.push({ from: { port: p.inner }, to: { path: sock('in', p.inner) } });
   for (const q of o.outward) inner.push({ from: { path: sock('out', q) }, to: { port: q } });
   const env = { ...process.env };
   delete env['NODE_EXTRA_CA_CERTS'];
@@ -57,7 +61,7 @@ export async function bridgeNetns(o: {
       await Promise.all(local.map((r) => r.close()));
     })());
   try {
-    for (const p of o.inward) local.push(await startRelay({ path: sock('in', p) }, { port: p }));
+    for (const p of inward) local.push(await startRelay({ path: sock('in', p.inner) }, { port: p.outer }));
     const outward = new Map<number, number>();
     for (const q of o.outward) {
       const r = await startRelay({ port: 0 }, { path: sock('out', q) });

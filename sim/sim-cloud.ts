@@ -11,6 +11,7 @@ import { validateIamPolicy } from './iam.js';
 import { IdGenerator } from './ids.js';
 import { ImdsServer } from './imds-server.js';
 import { ImdsViews } from './imds-view.js';
+import { terminateInstance } from './terminate.js';
 import type { SubnetInput } from './subnet-create.js';
 import type { ApiCallRecord, Instance, SimState, Subnet } from './types.js';
 
@@ -60,6 +61,8 @@ export class SimCloud {
   private readonly ports: { ec2: number; imds: number };
   private endpoints?: { ec2: string; imds: string };
   private defaultInstance?: string;
+  /** IMDS servers of one instance each, by instance id ({@link imdsEndpointOwn}). */
+  private readonly ownImds = new Map<string, { server: ImdsServer; url: string }>();
 
   constructor(opts: SimCloudOptions = {}) {
     const ids = new IdGenerator(opts.seed);
@@ -116,7 +119,12 @@ export class SimCloud {
   async stop(): Promise<void> {
     this.model.stop();
     this.views.clear();
-    await Promise.all([this.ec2.close(), this.imds.close()]);
+    await Promise.all([
+      this.ec2.close(),
+      this.imds.close(),
+      ...[...this.ownImds.values()].map((o) => o.server.close()),
+    ]);
+    this.ownImds.clear();
   }
 
   /** EC2 endpoint URL, e.g. `http://127.0.0.1:41234`. @throws Error before {@link start}. */
@@ -132,6 +140,29 @@ export class SimCloud {
   /** IMDS base URL for one instance: `<imdsEndpoint>/<instanceId>` (then `/latest/...`). */
   imdsEndpointFor(instanceId: string): string {
     return `${this.started().imds}/${instanceId}`;
+  }
+
+  /**
+   * An IMDS server of its own for `instanceId` (started on first use, on an ephemeral port of
+   * the same host, closed by {@link stop}): it serves that instance at `/latest/...`, as the
+   * link-local IMDS address does inside each EC2 instance, so nodes that run one shared
+   * configuration (a DaemonSet's `AWS_EC2_METADATA_SERVICE_ENDPOINT`) each reach their own
+   * instance through a relay. @throws Error before {@link start} or when no port can be bound.
+   */
+  async imdsEndpointOwn(instanceId: string): Promise<string> {
+    const have = this.ownImds.get(instanceId);
+    if (have) return have.url;
+    this.started();
+    const server = new ImdsServer({
+      defaultInstanceId: () => instanceId,
+      view: (id) => this.views.view(id),
+      garbage: (path) => this.faults.garbage.imdsFor(path),
+    });
+    const port = await server.listen(0, this.host);
+    const h = this.host.includes(':') ? `[${this.host}]` : this.host;
+    const url = `http://${h}:${port}`;
+    this.ownImds.set(instanceId, { server, url });
+    return url;
   }
 
   /**
@@ -203,6 +234,15 @@ export class SimCloud {
    */
   setIamPolicy(doc: unknown): void {
     this.ec2.iamPolicy = doc === undefined ? undefined : validateIamPolicy(doc);
+  }
+
+  /**
+   * Terminates an instance as EC2 does ({@link terminateInstance}: attached ENIs deleted when
+   * DeleteOnTermination, else left available). @returns the ENIs deleted and left available.
+   * @throws Error for an unknown instance.
+   */
+  terminateInstance(instanceId: string): { deleted: string[]; available: string[] } {
+    return terminateInstance(this.model, this.state, instanceId);
   }
 
   /** Number of recorded calls of one action, of any of several, or of all (no argument). */

@@ -126,7 +126,13 @@ export async function startApiServer(o: { extraFlags?: string[]; readyMs?: numbe
     const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
     const url = `https://127.0.0.1:${apiPort}`;
     const etcdUrl = `http://127.0.0.1:${etcdPort}`;
-    const pki = await makePki({ dir, nodeName: 'node-1', server: url, sanIps: ['127.0.0.1'], serviceIp: '10.96.0.1' });
+    const pki = await makePki({
+      dir,
+      nodeNames: ['node-1'],
+      server: url,
+      sanIps: ['127.0.0.1'],
+      serviceIp: '10.96.0.1',
+    });
     const policy = path.join(dir, 'audit-policy.yaml');
     await writeFile(policy, AUDIT_POLICY);
     const auditLog = path.join(dir, 'audit.log');

@@ -59,25 +59,36 @@ export async function nodeCondition(c: TestCluster, type: string): Promise<strin
   return n.status?.conditions?.find((x) => x.type === type)?.status;
 }
 
+/** True when every Node of the cluster reports Ready (the kubelet found a CNI conflist and is healthy). */
+export async function allNodesReady(c: TestCluster): Promise<boolean> {
+  const l = await c.kubectl.json<{
+    items: Array<{ status?: { conditions?: Array<{ type: string; status: string }> } }>;
+  }>(['get', 'nodes']);
+  return (
+    l.items.length >= c.nodes.length &&
+    l.items.every((n) => n.status?.conditions?.find((x) => x.type === 'Ready')?.status === 'True')
+  );
+}
+
 /**
- * Imports the image, runs `helm install`, and (with `wait`) waits until the DaemonSet's pod
- * is Ready through the chart's own probes and the Node is Ready.
+ * Imports the image into every node's containerd, runs `helm install`, and (with `wait`)
+ * waits until the DaemonSet's pods are Ready through the chart's own probes and every Node is Ready.
  * @throws Error with helm's stderr, or naming what did not become Ready (with ipamd's log tail).
  */
 export async function installEniIpam(
   c: TestCluster,
   o: { wait?: boolean; values?: Record<string, unknown> } = {},
 ): Promise<void> {
-  await c.nodeProcs.importImage(await ensureImageArchive());
+  await c.importImage(await ensureImageArchive());
   const r = await helmRelease(c, 'install', { ...(await clusterValues(c)), ...o.values });
   if (r.code !== 0) throw new Error(`helm install failed: ${r.stderr.trim()}`);
   if (o.wait) await waitEniIpamReady(c);
 }
 
-/** Waits (≤ 3 min) for the DaemonSet rolled out and Ready and the Node Ready. @throws Error with the pod's state. */
+/** Waits (≤ 3 min) for the DaemonSet rolled out and Ready on every node and every Node Ready. @throws Error with the pods' state. */
 export async function waitEniIpamReady(c: TestCluster, timeoutMs = 180_000): Promise<void> {
   await waitFor(
-    'the eni-ipam DaemonSet Ready and the Node Ready',
+    'the eni-ipam DaemonSet Ready and every Node Ready',
     async () => {
       const ds = await c.kubectl.json<{
         metadata: { generation: number };
@@ -94,7 +105,7 @@ export async function waitEniIpamReady(c: TestCluster, timeoutMs = 180_000): Pro
         (s.desiredNumberScheduled ?? 0) > 0 &&
         s.numberReady === s.desiredNumberScheduled &&
         s.updatedNumberScheduled === s.desiredNumberScheduled &&
-        (await nodeCondition(c, 'Ready')) === 'True'
+        (await allNodesReady(c))
       );
     },
     timeoutMs,

@@ -1,8 +1,10 @@
 /**
- * `npm run cluster -- up|down|status`: a real single-node Kubernetes on this machine
- * (cluster.ts) with eni-ipam installed by helm from charts/eni-ipam, on the simulated cloud.
+ * `npm run cluster -- up [--nodes N] [--instance-types t1,t2,…] [--ip-family ipv4|ipv6|dual]|down|status`:
+ * a real Kubernetes of N nodes (default 1) on this machine (cluster.ts) with eni-ipam installed
+ * by helm from charts/eni-ipam, on the simulated cloud and its VPC data plane.
  *
- * - `up`: starts a supervisor process (this file with `supervise`) that owns the cluster and
+ * - `up`: checks its options (a bad one: one line naming it and what is accepted, nothing
+ *   started), then starts a supervisor process (this file with `supervise`) that owns the cluster and
  *   the simulated cloud, waits until it reports ready (the Node Ready with eni-ipam serving)
  *   or failed, and prints how to reach it with kubectl. Exit 0 when ready; 1 with one line
  *   naming what failed, having removed everything.
@@ -20,7 +22,8 @@ import { copyFile, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from '../wait.js';
 import { alive } from './daemon-process.js';
-import { startCluster } from './cluster.js';
+import { startCluster, type ClusterOptions } from './cluster.js';
+import { parseUpOptions } from './up-options.js';
 import { installEniIpam } from './install.js';
 import { purgeLeftovers } from './purge.js';
 
@@ -33,6 +36,8 @@ interface State {
   phase: 'starting' | 'ready' | 'failed';
   pid: number;
   dir?: string;
+  /** Every node: name, instance, type, primary IP, network namespace. */
+  nodes?: Array<{ name: string; instanceId: string; instanceType: string; ip: string; netns: string }>;
   kubeconfig?: string;
   kubectl?: string;
   error?: string;
@@ -46,7 +51,7 @@ const readState = (): State | undefined => {
   }
 };
 
-async function supervise(): Promise<void> {
+async function supervise(opts: ClusterOptions): Promise<void> {
   const write = (s: State): Promise<void> => writeFile(STATE, JSON.stringify(s, null, 2));
   await write({ phase: 'starting', pid: process.pid });
   let cluster: Awaited<ReturnType<typeof startCluster>> | undefined;
@@ -61,15 +66,26 @@ async function supervise(): Promise<void> {
   process.on('SIGTERM', () => void stop());
   process.on('SIGINT', () => void stop());
   try {
-    cluster = await startCluster();
-    await installEniIpam(cluster, { wait: true });
+    cluster = await startCluster(opts);
+    const family = opts.ipFamily ?? 'ipv4';
+    await installEniIpam(cluster, {
+      wait: true,
+      ...(family !== 'ipv4' ? { values: { ipFamily: family, env: { ENABLE_PREFIX_DELEGATION: 'true' } } } : {}),
+    });
     // Stable paths for people: the admin kubeconfig and the kubectl built with the cluster.
     const kubeconfig = `${STATE_DIR}/kubeconfig`;
     const kubectl = `${STATE_DIR}/kubectl`;
     await copyFile(cluster.kubeconfig, kubeconfig);
     await rm(kubectl, { force: true });
     await symlink(`${cluster.bins.k8s}/kubectl`, kubectl);
-    await write({ phase: 'ready', pid: process.pid, dir: cluster.dir, kubeconfig, kubectl });
+    const nodes = cluster.nodes.map((n) => ({
+      name: n.name,
+      instanceId: n.instanceId,
+      instanceType: n.instanceType,
+      ip: n.ip,
+      netns: n.netns.name,
+    }));
+    await write({ phase: 'ready', pid: process.pid, dir: cluster.dir, nodes, kubeconfig, kubectl });
     console.log(`eni-ipam cluster: ready (${cluster.dir})`);
   } catch (e) {
     const error = (e as Error).message;
@@ -80,7 +96,12 @@ async function supervise(): Promise<void> {
   }
 }
 
-async function up(): Promise<number> {
+async function up(args: string[]): Promise<number> {
+  const parsed = parseUpOptions(args);
+  if ('error' in parsed) {
+    console.error(`eni-ipam cluster: ${parsed.error}`);
+    return 2;
+  }
   const s = readState();
   if (s && alive(s.pid)) {
     console.error(`eni-ipam cluster: already running (supervisor pid ${s.pid}); \`npm run cluster -- down\` first`);
@@ -92,7 +113,7 @@ async function up(): Promise<number> {
   const fd = openSync(LOG, 'w');
   const env = { ...process.env };
   delete env['NODE_EXTRA_CA_CERTS'];
-  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), 'supervise'], {
+  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), 'supervise', JSON.stringify(parsed)], {
     detached: true,
     stdio: ['ignore', fd, fd],
     env,
@@ -143,6 +164,8 @@ async function status(): Promise<number> {
     return s ? 1 : 0;
   }
   console.log(`eni-ipam cluster: ${s.phase} (supervisor pid ${s.pid}, dir ${s.dir ?? '?'})`);
+  for (const n of s.nodes ?? [])
+    console.log(`  node ${n.name}: ${n.instanceId} (${n.instanceType}), ${n.ip}, network namespace ${n.netns}`);
   if (s.kubectl && s.kubeconfig && existsSync(s.kubeconfig)) {
     const c = spawn(s.kubectl, ['--kubeconfig', s.kubeconfig, 'get', 'nodes,pods', '-A', '-o', 'wide'], {
       stdio: 'inherit',
@@ -153,7 +176,13 @@ async function status(): Promise<number> {
 }
 
 const cmd = process.argv[2];
-const commands: Record<string, () => Promise<number | void>> = { up, down, status, supervise };
+const rest = process.argv.slice(3);
+const commands: Record<string, () => Promise<number | void>> = {
+  up: () => up(rest),
+  down,
+  status,
+  supervise: () => supervise(JSON.parse(rest[0] ?? '{}') as ClusterOptions),
+};
 const fn = cmd ? commands[cmd] : undefined;
 if (!fn) {
   console.error(`eni-ipam cluster: unknown command '${cmd ?? ''}' (accepted: up, down, status)`);

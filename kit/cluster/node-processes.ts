@@ -18,14 +18,20 @@ import { containerdConfig, kubeletConfig, kubeProxyConfig } from './configs.js';
 import { startDaemon, waitStarted, type DaemonProcess } from './daemon-process.js';
 import { buildEchoImage } from './echo-image.js';
 import type { Kubectl } from './kubectl.js';
-import type { Pki } from './pki.js';
+import { kubeletId, type Pki } from './pki.js';
 import type { FamilyPlan } from './ip-family.js';
 
 const run = promisify(execFile);
 
-/** The cgroups (v1, every hierarchy) a cluster's kubelet puts pods under: `/eni-ipam-k8s-<owner pid>`. */
+/**
+ * The cgroups (v1, every hierarchy) a cluster's kubelets put pods under:
+ * `/eni-ipam-k8s-<owner pid>` for the first node, `/eni-ipam-k8s-<owner pid>-n<index>` for the others.
+ */
 export const CGROUP_PREFIX = 'eni-ipam-k8s-';
 const CGROUP_ROOT = `/${CGROUP_PREFIX}${process.pid}`;
+
+/** The kubelet cgroup root of node `index` of this process's cluster (see {@link CGROUP_PREFIX}). */
+export const cgroupRootOf = (index: number): string => (index === 0 ? CGROUP_ROOT : `${CGROUP_ROOT}-n${index}`);
 
 /** The node's processes. */
 export interface NodeProcesses {
@@ -58,6 +64,12 @@ export async function startNodeProcesses(o: {
   /** The node's Kubernetes addresses (kubelet `--node-ip`, primary first) and family. */
   family: FamilyPlan;
   nodeName: string;
+  /** The kubelet's cgroup root ({@link cgroupRootOf}). */
+  cgroupRoot: string;
+  /** More OCI archives to import before the kubelet starts (the images the cluster's other nodes have). */
+  images?: string[];
+  /** The kubelet's maxPods (default 110). */
+  maxPods?: number;
   kubectl: Kubectl;
   host(p: string): string;
 }): Promise<NodeProcesses> {
@@ -101,15 +113,16 @@ export async function startNodeProcesses(o: {
     const c = procs.get('containerd');
     if (c && !c.exited()) await removeSandboxes(criSocket);
     await c?.stop(15_000);
-    await removeCgroupRoot();
+    await removeCgroupRoot(o.cgroupRoot);
   };
   try {
     await startContainerd();
     await importImage(pause.tarPath);
     await importImage(echo.tarPath);
+    for (const a of o.images ?? []) await importImage(a);
     // kubelet refuses a cgroupRoot missing in any hierarchy ("has some missing paths").
     for (const ctl of cgroupControllers())
-      await mkdir(path.join('/sys/fs/cgroup', ctl, CGROUP_ROOT), { recursive: true });
+      await mkdir(path.join('/sys/fs/cgroup', ctl, o.cgroupRoot), { recursive: true });
     await waitStarted(start('kubelet'), `Node ${o.nodeName} registered`, nodeExists, 90_000, 200);
     start('kube-proxy');
     return {
@@ -138,6 +151,8 @@ type NodeConfigInputs = {
   nodeIp: string;
   family: FamilyPlan;
   nodeName: string;
+  cgroupRoot: string;
+  maxPods?: number;
 };
 
 /** Writes containerd.toml, kubelet.yaml and kube-proxy.yaml into `cfg` (a directory); `pauseRef`: the pause image's reference. */
@@ -150,8 +165,8 @@ async function writeNodeConfigs(o: NodeConfigInputs, cfg: string, pauseRef: stri
     path.join(cfg, 'kubelet.yaml'),
     kubeletConfig({
       address: o.family.family === 'ipv4' ? o.nodeIp : '::',
-      cgroupRoot: CGROUP_ROOT,
-      maxPods: 110,
+      cgroupRoot: o.cgroupRoot,
+      maxPods: o.maxPods ?? 110,
     }),
   );
   await writeFile(
@@ -173,7 +188,7 @@ function nodeArgv(o: NodeConfigInputs, cfg: string): Record<string, string[]> {
     kubelet: [
       k8s('kubelet'),
       `--config=${path.join(cfg, 'kubelet.yaml')}`,
-      `--kubeconfig=${o.pki.kubeconfigs['kubelet']}`,
+      `--kubeconfig=${o.pki.kubeconfigs[kubeletId(o.nodeName)]}`,
       `--hostname-override=${o.nodeName}`,
       `--node-ip=${o.family.nodeIps.join(',')}`,
       '--v=1',

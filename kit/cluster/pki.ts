@@ -21,13 +21,23 @@ export interface ClusterUser {
   groups: string[];
 }
 
-/** The clients: admin (system:masters), the control plane, the node's kubelet and kube-proxy. */
-export function clusterUsers(nodeName: string): ClusterUser[] {
+/** The kubeconfig id of node `nodeName`'s kubelet (`kubelet-<name>`). */
+export const kubeletId = (nodeName: string): string => `kubelet-${nodeName}`;
+
+/**
+ * The clients: admin (system:masters), the control plane, kube-proxy and one kubelet per
+ * name in `nodeNames` (`system:node:<name>` in `system:nodes`, so the Node authorizer and
+ * NodeRestriction apply to each); the first node's is also `kubelet`. The token file is read
+ * once at the apiserver's start, so a node that joins later must be named here already.
+ */
+export function clusterUsers(nodeNames: string[]): ClusterUser[] {
+  const kubelets = nodeNames.map((n) => ({ id: kubeletId(n), user: `system:node:${n}`, groups: ['system:nodes'] }));
   return [
     { id: 'admin', user: 'eni-ipam-admin', groups: ['system:masters'] },
     { id: 'controller-manager', user: 'system:kube-controller-manager', groups: [] },
     { id: 'scheduler', user: 'system:kube-scheduler', groups: [] },
-    { id: 'kubelet', user: `system:node:${nodeName}`, groups: ['system:nodes'] },
+    ...(nodeNames[0] ? [{ ...kubelets[0]!, id: 'kubelet' }] : []),
+    ...kubelets,
     { id: 'kube-proxy', user: 'system:kube-proxy', groups: [] },
   ];
 }
@@ -74,7 +84,8 @@ export function kubeconfigYaml(server: string, caCert: string, user: string, tok
  */
 export async function makePki(o: {
   dir: string;
-  nodeName: string;
+  /** Every node's name (the first is the control-plane node's), joins to come included. */
+  nodeNames: string[];
   server: string;
   servers?: Record<string, string>;
   sanIps: string[];
@@ -129,7 +140,7 @@ export async function makePki(o: {
   await ssl(['rsa', '-in', p('sa.key'), '-pubout', '-out', p('sa.pub')]);
   const kubeconfigs: Record<string, string> = {};
   const lines: string[] = [];
-  for (const u of clusterUsers(o.nodeName)) {
+  for (const u of clusterUsers(o.nodeNames)) {
     const token = randomBytes(24).toString('hex');
     lines.push(`${token},${u.user},${u.id}${u.groups.length ? `,"${u.groups.join(',')}"` : ''}`);
     kubeconfigs[u.id] = p(`${u.id}.kubeconfig`);

@@ -75,7 +75,7 @@ export async function purgeLeftovers(dir?: string): Promise<void> {
     for (const m of mountsUnder(dir)) await run('umount', ['-l', m]).catch(() => undefined);
   }
   for (const ns of clusterNetns()) await run('ip', ['netns', 'del', ns]).catch(() => undefined);
-  // Kubelet cgroup roots of dead owners (`/eni-ipam-k8s-<pid>` in every hierarchy).
+  // Kubelet cgroup roots of dead owners (`/eni-ipam-k8s-<pid>[-n<index>]` in every hierarchy).
   const list = (d: string): string[] => {
     try {
       return readdirSync(d);
@@ -85,7 +85,7 @@ export async function purgeLeftovers(dir?: string): Promise<void> {
   };
   for (const c of list('/sys/fs/cgroup')) {
     for (const g of list(path.join('/sys/fs/cgroup', c))) {
-      const m = new RegExp(`^${CGROUP_PREFIX}(\\d+)$`).exec(g);
+      const m = new RegExp(`^${CGROUP_PREFIX}(\\d+)(?:-n\\d+)?$`).exec(g);
       if (m && !alive(Number(m[1]))) await removeCgroupRoot(`/${g}`);
     }
   }

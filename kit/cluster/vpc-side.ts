@@ -1,80 +1,51 @@
 /**
- * The cluster's "VPC side" for the NodePort step (docs/real-cluster.md#nodeport): the
- * namespace holding the far end (`vpc<device>`) of every ENI link becomes a VPC client and
- * router that enforces EC2's source/dest check, as test/integration/host-network-nodeport
- * does with bridges. It owns a client address in the VPC CIDR (outside the node's subnet)
- * and the subnet gateway(s) the node's ENI tables route through, reaches the node's
- * primary IP only through `vpc0` (the primary ENI), and runs strict rp_filter: a packet
- * from the node's primary IP arriving on a secondary ENI's link is dropped, so a reply
- * that leaves through the wrong ENI never reaches the client.
+ * A VPC client for the NodePort step (docs/real-cluster.md#nodeport): an address in the VPC
+ * CIDR (outside the node's subnet) on the VPC namespace's `lo`, from which a test connects to
+ * a node's primary IP. The VPC data plane (kit/vpc/dataplane.ts) routes the node's primary IP
+ * to its primary ENI and drops, as EC2's source/destination check does, a packet from that IP
+ * arriving on any other ENI's link: a reply that leaves through the wrong ENI never reaches
+ * the client.
  *
  * Also here: a NodePort Service for one pod, the counters the step reads (link tx packets,
  * the connection-mark rule's packets) and ipamd's metrics, all read inside the node.
  */
 import ipaddr from 'ipaddr.js';
 import { CONNMARK_COMMENT } from '../../netfacts/connmark.js';
-import { subnetGateway } from '../../ipamd/network/eni-links.js';
 import { vpcCidrBlocks } from '../../sim/index.js';
 import { run } from '../netns.js';
 import type { TestCluster } from './cluster.js';
 
-/** A strict VPC side in place; `undo()` removes its addresses and routes (idempotent, never throws). */
+/** A VPC client in place; `undo()` removes its address (idempotent, never throws). */
 export interface VpcSide {
   /** The client's address (in the VPC's primary CIDR, outside the node's subnet). */
   client: string;
-  /** The subnet gateways answered on every ENI link. */
-  gateways: string[];
   undo(): Promise<void>;
 }
 
 /**
- * Makes `c.vpcNetns` the strict VPC side described above. The client address is the VPC
- * CIDR's last address minus 9 (e.g. 10.0.255.246 in 10.0.0.0/16).
- * @throws Error when that address falls in the node's subnet, or from `ip`/`sysctl`.
+ * Adds the VPC client to `c.vpcNetns`. Its address is the VPC CIDR's last address minus 9
+ * (e.g. 10.0.255.246 in 10.0.0.0/16).
+ * @throws Error when that address falls in a node's subnet, or from `ip`.
  */
 export async function strictVpcSide(c: TestCluster): Promise<VpcSide> {
   // A VPC block is /16../28, so its last octet is at least 15 and minus 9 stays in the block.
   const bytes = ipaddr.IPv4.broadcastAddressFromCIDR(vpcCidrBlocks(c.sim.state)[0]!).toByteArray();
   bytes[3] = bytes[3]! - 9;
   const client = ipaddr.fromByteArray(bytes);
-  const subnetCidrs = new Set<string>();
-  for (const e of c.sim.state.enis.values())
-    if (e.attachment?.instanceId === c.node.instanceId) subnetCidrs.add(c.sim.state.subnets.get(e.subnetId)!.cidr);
-  for (const s of subnetCidrs)
-    if (client.match(ipaddr.parseCIDR(s))) throw new Error(`VPC client ${client.toString()} is inside subnet ${s}`);
-  const gateways = [...subnetCidrs].map(subnetGateway);
-  const ns = c.vpcNetns;
-  const ip = (...a: string[]): Promise<string> => run('ip', ['-n', ns.name, ...a]);
-  const added: string[][] = [];
-  const undo = async (): Promise<void> => {
-    for (const a of added.reverse()) await ip(...a).catch(() => undefined);
-    added.length = 0;
+  for (const s of c.sim.state.subnets.values())
+    if (client.match(ipaddr.parseCIDR(s.cidr)))
+      throw new Error(`VPC client ${client.toString()} is inside subnet ${s.cidr}`);
+  const ip = (...a: string[]): Promise<string> => run('ip', ['-n', c.vpcNetns.name, ...a]);
+  await ip('addr', 'add', `${client.toString()}/32`, 'dev', 'lo');
+  let done = false;
+  return {
+    client: client.toString(),
+    async undo() {
+      if (done) return;
+      done = true;
+      await ip('addr', 'del', `${client.toString()}/32`, 'dev', 'lo').catch(() => undefined);
+    },
   };
-  try {
-    // EC2's source/dest check: strict reverse-path filtering on every ENI link, now and later.
-    // ARP for the client and the gateways (on lo) answered on every link, as the VPC's router does.
-    for (const k of ['all', 'default', ...(await vpcLinks(c))])
-      for (const kv of ['rp_filter=1', 'arp_ignore=0'])
-        await run('nsenter', [`--net=${ns.path}`, 'sysctl', '-qw', `net/ipv4/conf/${k}/${kv}`]);
-    for (const a of [client.toString(), ...gateways]) {
-      await ip('addr', 'add', `${a}/32`, 'dev', 'lo');
-      added.push(['addr', 'del', `${a}/32`, 'dev', 'lo']);
-    }
-    await ip('route', 'add', `${c.nodeIp}/32`, 'dev', 'vpc0', 'src', client.toString());
-    added.push(['route', 'del', `${c.nodeIp}/32`, 'dev', 'vpc0']);
-  } catch (e) {
-    await undo();
-    throw e;
-  }
-  return { client: client.toString(), gateways, undo };
-}
-
-/** The `vpc<device>` links in the VPC namespace. */
-async function vpcLinks(c: TestCluster): Promise<string[]> {
-  const links = JSON.parse((await run('ip', ['-n', c.vpcNetns.name, '-j', 'link', 'show'])) || '[]') as Array<{
-    ifname: string;
-  }>;
-  return links.map((l) => l.ifname).filter((n) => /^vpc\d+$/.test(n));
 }
 
 /** A NodePort Service `name` in `default` to the pods labelled `nodeport=<name>`, port 80 → `targetPort`. */

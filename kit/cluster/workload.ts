@@ -8,7 +8,7 @@ import { run } from '../netns.js';
 import type { IpamdAllocation } from '../containerd-node-types.js';
 import { CriTestClient } from '../cri-client.js';
 import { waitFor } from '../wait.js';
-import type { TestCluster } from './cluster.js';
+import type { ClusterNode, TestCluster } from './cluster.js';
 import { ECHO_PORT } from './echo-image.js';
 
 /** A pod as the API server reports it. */
@@ -21,6 +21,8 @@ export interface KubePod {
   phase: string;
   ready: boolean;
   deleting: boolean;
+  /** The node it is scheduled on (spec.nodeName), once scheduled. */
+  node: string | undefined;
 }
 
 /**
@@ -68,6 +70,7 @@ export async function podsOf(c: TestCluster, app: string): Promise<KubePod[]> {
   const l = await c.kubectl.json<{
     items: Array<{
       metadata: { name: string; uid: string; deletionTimestamp?: string };
+      spec: { nodeName?: string };
       status: {
         podIP?: string;
         podIPs?: Array<{ ip: string }>;
@@ -84,6 +87,7 @@ export async function podsOf(c: TestCluster, app: string): Promise<KubePod[]> {
     phase: p.status.phase,
     ready: p.status.conditions?.some((x) => x.type === 'Ready' && x.status === 'True') ?? false,
     deleting: !!p.metadata.deletionTimestamp,
+    node: p.spec.nodeName,
   }));
 }
 
@@ -110,10 +114,13 @@ export async function waitPodsReady(c: TestCluster, app: string, n: number, time
   });
 }
 
-/** `GET <path>` of ipamd's introspection (127.0.0.1:61679 inside the node), parsed. @throws Error when curl fails. */
-export async function introspect<T>(c: TestCluster, path: string): Promise<T> {
+/**
+ * `GET <path>` of ipamd's introspection (127.0.0.1:61679 inside `node`, default the first), parsed.
+ * @throws Error when curl fails.
+ */
+export async function introspect<T>(c: TestCluster, path: string, node: ClusterNode = c.nodes[0]!): Promise<T> {
   const out = await run('nsenter', [
-    `--net=${c.nodeNetns.path}`,
+    `--net=${node.netns.path}`,
     'curl',
     '-sf',
     '--max-time',
@@ -123,12 +130,17 @@ export async function introspect<T>(c: TestCluster, path: string): Promise<T> {
   return JSON.parse(out) as T;
 }
 
-/** ipamd's allocations. */
-export const allocations = (c: TestCluster): Promise<IpamdAllocation[]> => introspect(c, '/v1/allocations');
+/** ipamd's allocations on `node` (default the first). */
+export const allocations = (c: TestCluster, node?: ClusterNode): Promise<IpamdAllocation[]> =>
+  introspect(c, '/v1/allocations', node);
 
-/** Pod name → its sandbox's network namespace path, for the READY sandboxes of `namespace`. */
-export async function podNetns(c: TestCluster, namespace = 'default'): Promise<Map<string, string>> {
-  const cri = new CriTestClient(c.nodeProcs.criSocket, 30_000);
+/** Pod name → its sandbox's network namespace path, for the READY sandboxes of `namespace` on `node` (default the first). */
+export async function podNetns(
+  c: TestCluster,
+  namespace = 'default',
+  node: ClusterNode = c.nodes[0]!,
+): Promise<Map<string, string>> {
+  const cri = new CriTestClient(node.procs.criSocket, 30_000);
   try {
     const out = new Map<string, string>();
     for (const sb of await cri.liveSandboxes()) {

@@ -27,6 +27,8 @@ test('defaults: every object validates; the DaemonSet has what a node needs', as
     'ClusterRole',
     'ClusterRoleBinding',
     'DaemonSet',
+    'Role',
+    'RoleBinding',
     'ServiceAccount',
   ]);
   await assertValid(objs);
@@ -55,7 +57,13 @@ test('defaults: every object validates; the DaemonSet has what a node needs', as
     '5000',
   ];
   assert.deepEqual(c.readinessProbe.exec.command, probe);
-  assert.deepEqual(c.livenessProbe.exec.command, probe);
+  // Liveness asks for the liveness service: SERVING while ipamd answers at all, also standing by beside aws-node.
+  assert.deepEqual(c.livenessProbe.exec.command, [
+    ...probe.slice(0, 3),
+    '--service',
+    'eniipam.v1.Liveness',
+    ...probe.slice(3),
+  ]);
   // The API server refuses two mounts on one path in a container ("mountPath: must be
   // unique"); the real-cluster test applies the rendered objects to one as well.
   for (const ctr of [...pod.initContainers, ...pod.containers]) {
@@ -87,6 +95,7 @@ test('defaults: every object validates; the DaemonSet has what a node needs', as
       { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
       { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
       { apiGroups: ['crd.k8s.amazonaws.com'], resources: ['eniconfigs'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: ['apps'], resources: ['daemonsets'], verbs: ['get'] },
       { apiGroups: ['', 'events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
       { apiGroups: [''], resources: ['nodes/status'], verbs: ['patch'] },
     ],
@@ -117,6 +126,8 @@ test('non-default values: CRI-O socket, extraEnv, IRSA, monitoring, pull secrets
     'ClusterRoleBinding',
     'DaemonSet',
     'PodMonitor',
+    'Role',
+    'RoleBinding',
     'Service',
     'ServiceAccount',
     'ServiceMonitor',

@@ -129,3 +129,20 @@ test("the host's pod network namespaces stay valid and shared both ways while no
   await a.close();
   for (const n of names) assert.ok(await netnsWorks(n), `${n} still enters from the host after both closed`);
 });
+
+test('a missing target beside a bound file: the covered ancestor keeps the file bind', async (t) => {
+  // /etc/hostname exists on every machine: bound first, then a missing dir under /etc makes /etc covered.
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-mntns-file-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const missing = `/etc/eni-ipam-isolation-${process.pid}/d`;
+  const binds: NodeBind[] = [{ nodePath: '/etc/hostname', kind: 'file' }, { nodePath: missing }];
+  const before = machineState('/etc/hostname');
+  const ns = await createNodeMountNs({ root: dir, binds, hideNode: false });
+  t.after(() => ns.close());
+  await ns.exec(['sh', '-c', 'printf node-name >/etc/hostname && printf x >"$1/f"', 'sh', missing]);
+  assert.equal(await ns.exec(['cat', '/etc/hostname']), 'node-name');
+  assert.equal(readFileSync(ns.hostPathOf('/etc/hostname')!, 'utf8'), 'node-name');
+  assert.equal(machineState('/etc/hostname'), before, "the machine's /etc/hostname is untouched");
+  assert.equal(existsSync(path.dirname(missing)), false, 'nothing made under /etc on the machine');
+  await ns.close();
+});

@@ -16,6 +16,7 @@ import { promisify } from 'node:util';
 import { createMetrics } from '../../ipamd/observability/metrics.js';
 import { packageVersion } from '../../ipamd/version.js';
 import { runCli } from '../helpers/cli-run.js';
+import { startSim } from '../helpers/sim-fixture.js';
 import { waitFor } from '../../kit/wait.js';
 import { IPAMD_PATH } from '../../kit/ipamd-process.js';
 
@@ -63,11 +64,16 @@ test('ipamd refuses ENABLE_IPv6=true without prefix delegation at start with one
 test('ipamd logs its version, Node version and every setting with its source once, then each ignored one', async (t) => {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-start-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
+  // IMDS answers (ipamd reads which instance it is before its node guard and its log), EC2 does not.
+  const { sim } = await startSim(t);
   const p = spawn(process.execPath, [IPAMD_PATH], {
     env: {
       PATH: process.env.PATH,
-      // Nothing answers there: ipamd logs, then waits for IMDS until stopped.
-      AWS_EC2_METADATA_SERVICE_ENDPOINT: `http://127.0.0.1:${40000 + (process.pid % 20000)}`,
+      AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpoint,
+      // Nothing answers there: ipamd logs, then waits for EC2 until stopped.
+      AWS_EC2_ENDPOINT: `http://127.0.0.1:${40000 + (process.pid % 20000)}`,
+      AWS_ACCESS_KEY_ID: 'AKIDSIMULATED',
+      AWS_SECRET_ACCESS_KEY: 'simulated-secret',
       ENI_IPAM_SOCKET: path.join(dir, 'ipamd.sock'),
       ENI_IPAM_CHECKPOINT_PATH: path.join(dir, 'ipam.json'),
       ENI_IPAM_AWS_NODE_CHECKPOINT_PATH: path.join(dir, 'aws-node.json'),
@@ -77,7 +83,9 @@ test('ipamd logs its version, Node version and every setting with its source onc
       DISABLE_INTROSPECTION: 'true',
       WARM_ENI_TARGET: '2',
       AWS_VPC_ENI_MTU: '1500',
+      // aws-node's own default of it (the chart's too) is silent; another value is ignored with a warning.
       VPC_CNI_VERSION: 'v1.23.1',
+      DISABLE_TCP_EARLY_DEMUX: 'true',
       ENI_IPAM_CHART_ENV: 'WARM_ENI_TARGET,VPC_CNI_VERSION',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -96,8 +104,9 @@ test('ipamd logs its version, Node version and every setting with its source onc
   assert.deepEqual(start.settings.WARM_ENI_TARGET, { key: 'warmEniTarget', value: 2, from: 'chart' });
   assert.deepEqual(start.settings.AWS_VPC_ENI_MTU, { key: 'eniMtu', value: 1500, from: 'env' });
   assert.deepEqual(start.settings.IP_COOLDOWN_PERIOD, { key: 'ipCooldownMs', value: 30_000, from: 'default' });
-  const warn = await waitFor('the warning', () => lines().find((l) => l.setting === 'VPC_CNI_VERSION'), 5_000);
-  assert.match(String(warn.msg), /^VPC_CNI_VERSION="v1.23.1" is ignored: /);
+  const warn = await waitFor('the warning', () => lines().find((l) => l.setting === 'DISABLE_TCP_EARLY_DEMUX'), 5_000);
+  assert.match(String(warn.msg), /^DISABLE_TCP_EARLY_DEMUX="true" is ignored: /);
+  assert.equal(lines().filter((l) => l.setting === 'VPC_CNI_VERSION').length, 0, "aws-node's default does not warn");
   assert.equal(lines().filter((l) => /starting$/.test(String(l.msg))).length, 1, 'once');
   p.kill('SIGTERM');
 });
