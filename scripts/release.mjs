@@ -12,10 +12,16 @@
  *
  * How to publish them: README.md "Release artifacts" and docs/install-eks.md.
  *
- * CLI: node scripts/release.mjs [--out DIR] [--chart-url URL]
+ * CLI: node scripts/release.mjs [--out DIR] [--chart-url URL] [--lock FILE] [--debian-drift warn]
  *   --out DIR         where to write (default build/release; emptied first)
  *   --chart-url URL   the address the chart repository will be served at (absolute chart URLs
  *                     in index.yaml); without it they are relative to the index
+ *   --lock FILE       the image's content list (default image/contents-<arch>.lock)
+ *   --debian-drift M  `fail` (the default): an image
+ *                     whose Debian packages moved on the mirror since the lock was written is
+ *                     not released; the one line names each package and the commands to review
+ *                     and accept the move. `warn` releases it anyway, for tests only: what it
+ *                     ships is not what the lock pins
  * Every failure is one line on stderr (`eni-ipam release: …`) and exit status 1.
  */
 import { createHash } from 'node:crypto';
@@ -51,7 +57,8 @@ export function writeChecksums(dir, files) {
 
 /**
  * Makes every release artifact.
- * @param {{ out?: string, chartUrl?: string, log?: (line: string) => void }} o
+ * @param {{ out?: string, chartUrl?: string, lockFile?: string, debianDrift?: 'fail' | 'warn', log?: (line: string) => void }} o
+ *   debianDrift: default 'fail' (see the CLI's --debian-drift)
  * @returns {Promise<{ dir: string, files: { name: string, bytes: number }[], sbom: { debs: number, npm: number, debsHashed: number } }>}
  * @throws ReleaseError | ImageBuildError (one line each)
  */
@@ -61,7 +68,12 @@ export async function release(o = {}) {
   if (o.chartUrl !== undefined && !/^https?:\/\/\S+$/.test(o.chartUrl))
     throw new ReleaseError(`--chart-url '${o.chartUrl}' is not an http(s):// address`);
   log('image (npm run image)');
-  const image = await buildImage({ log });
+  const image = await buildImage({
+    log,
+    debianDrift: o.debianDrift ?? 'fail',
+    ...(o.lockFile ? { lockFile: o.lockFile } : {}),
+  });
+  if (image.drift) log(`warning: ${image.drift}`);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const archive = path.join(dir, path.basename(image.archive));
@@ -93,8 +105,24 @@ const isMain = process.argv[1] && path.resolve(process.argv[1]) === path.resolve
 if (isMain) {
   const log = (l) => process.stderr.write(`eni-ipam release: ${l}\n`);
   try {
-    const { values } = parseArgs({ options: { out: { type: 'string' }, 'chart-url': { type: 'string' } } });
-    const r = await release({ out: values.out, chartUrl: values['chart-url'], log });
+    const { values } = parseArgs({
+      options: {
+        out: { type: 'string' },
+        'chart-url': { type: 'string' },
+        lock: { type: 'string' },
+        'debian-drift': { type: 'string' },
+      },
+    });
+    const drift = values['debian-drift'] ?? 'fail';
+    if (drift !== 'fail' && drift !== 'warn')
+      throw new ReleaseError(`--debian-drift '${drift}' is not one of fail, warn`);
+    const r = await release({
+      out: values.out,
+      chartUrl: values['chart-url'],
+      debianDrift: drift,
+      ...(values.lock ? { lockFile: path.resolve(values.lock) } : {}),
+      log,
+    });
     for (const f of r.files)
       log(
         `wrote ${path.relative(process.cwd(), path.join(r.dir, f.name))} (${f.bytes >= 1048576 ? `${(f.bytes / 1048576).toFixed(1)} MiB` : `${(f.bytes / 1024).toFixed(1)} KiB`})`,

@@ -12,7 +12,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { BUILD_DIR, ImageBuildError, ROOT, pruneCache, run, sha256 } from './common.mjs';
+import { BUILD_DIR, ImageBuildError, ROOT, pruneCache, run, sha256, withRetries } from './common.mjs';
 import { debianMeta } from './debian-meta.mjs';
 
 /** The package list both image builds read (this one and the Dockerfile). */
@@ -123,7 +123,11 @@ export async function buildDebianRootfs(o) {
   const aptShow = `${tar}.apt-show`;
   const env = { ...process.env, SOURCE_DATE_EPOCH: String(o.epoch), LC_ALL: 'C.UTF-8', ENI_IPAM_APT_SHOW: aptShow };
   try {
-    await run('mmdebstrap', [...args, 'bookworm', tmp, sourcesFile], { env, what: `fetch the Debian packages ${packages.join(', ')} from ${mirrors}` });
+    const what = `fetch the Debian packages ${packages.join(', ')} from ${mirrors}`;
+    await withRetries('mmdebstrap', () => {
+      rmSync(tmp, { force: true });
+      return run('mmdebstrap', [...args, 'bookworm', tmp, sourcesFile], { env, what });
+    }, { log: o.log });
   } catch (e) {
     rmSync(tmp, { force: true });
     throw e;

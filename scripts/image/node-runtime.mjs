@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { BUILD_DIR, ImageBuildError, ROOT, run } from './common.mjs';
+import { BUILD_DIR, ImageBuildError, ROOT, run, withRetries } from './common.mjs';
 
 /** The pin file. */
 export const NODE_PIN_FILE = path.join(ROOT, 'image', 'node-runtime.json');
@@ -51,8 +51,8 @@ export async function fetchNodeRuntime(o) {
   const tmp = mkdtempSync(`${dir}.tmp-`);
   try {
     o.log?.(`npm pack ${pin.spec}`);
-    const { stdout } = await run('npm', ['pack', pin.spec, '--json', '--pack-destination', tmp, '--loglevel=error'],
-      { cwd: tmp, what: `fetch the npm package ${pin.spec}` });
+    const { stdout } = await withRetries(`npm pack ${pin.spec}`, () => run('npm', ['pack', pin.spec, '--json', '--pack-destination', tmp, '--loglevel=error'],
+      { cwd: tmp, what: `fetch the npm package ${pin.spec}` }), { log: o.log });
     let filename;
     try { filename = JSON.parse(stdout)[0].filename; } catch {
       throw new ImageBuildError(`cannot fetch the npm package ${pin.spec}: npm pack printed no file name`);
