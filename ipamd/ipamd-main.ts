@@ -12,7 +12,7 @@
  */
 import path from 'node:path';
 import type { CodeCacheState } from '../loader/code-cache.js';
-import { mkdirParentsSync } from '../nodefs/dirs.js';
+import { assertCanWriteDirSync } from '../nodefs/dirs.js';
 import {
   checkConfigOnDisk,
   ConfigError,
@@ -72,8 +72,8 @@ export async function runIpamd(loaded?: ModulesLoaded): Promise<void> {
   };
   process.on('SIGTERM', endWhileTaking).on('SIGINT', endWhileTaking);
   try {
-    // The state directory first: a read-only or unusable one fails now, not after IMDS answers.
-    mkdirParentsSync(path.dirname(config.checkpointPath), 0o700);
+    // The state directory first (nothing written): a read-only one fails now, not after IMDS answers.
+    assertCanWriteDirSync(path.dirname(config.checkpointPath));
     // Before the log file: standing aside, a DaemonSet's ipamd says so on stdout (its container log).
     checkpointLock = await takeNode(config, startLog);
   } catch (e) {

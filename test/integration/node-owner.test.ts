@@ -120,15 +120,21 @@ test("a second DaemonSet's ipamd steps aside for good: up and idle, also while t
   );
   assert.ok(aside.includes(`this node is owned by DaemonSet ${NS}/${a}`), aside);
   assert.ok(aside.includes('StandingAside'), aside);
-  const events = (await env.kube.get(
-    `/api/v1/namespaces/default/events?fieldSelector=involvedObject.name=${env.nodeName}`,
-  )) as {
-    items: Array<{ reason: string; message: string }>;
-  };
-  assert.ok(
-    events.items.some((e) => e.reason === 'StandingAside' && e.message.includes(`${NS}/${b}`)),
-    `a StandingAside Event on the Node: ${JSON.stringify(events.items.map((e) => e.reason))}`,
-  );
+  // The Event is posted after the log line: wait for it.
+  let reasons: string[] = [];
+  await waitFor(
+    'a StandingAside Event on the Node',
+    async () => {
+      const events = (await env.kube.get(
+        `/api/v1/namespaces/default/events?fieldSelector=involvedObject.name=${env.nodeName}`,
+      )) as { items: Array<{ reason: string; message: string }> };
+      reasons = events.items.map((e) => e.reason);
+      return events.items.some((e) => e.reason === 'StandingAside' && e.message.includes(`${NS}/${b}`));
+    },
+    30_000,
+  ).catch((e: Error) => {
+    throw new Error(`${e.message}: ${JSON.stringify(reasons)}`);
+  });
 
   // A comes back: it gets its node and allocations; B stays up and aside.
   await node.start();
