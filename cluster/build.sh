@@ -13,7 +13,9 @@
 # so a warm run builds nothing. Prints the bin directory of each on stdout as NAME=DIR lines
 # (eval-able). Any failure: one line naming what failed, exit 1.
 #
-# Usage: bash cluster/build.sh [k8s|etcd|containerd|e2e|coredns ...]   (default: all five)
+# Usage: bash cluster/build.sh [k8s|etcd|containerd|e2e|coredns|cni-metrics-helper|crictl ...]
+# (default: the first five; cni-metrics-helper, amazon-vpc-cni-k8s's metrics aggregator, and
+# crictl, the CRI client for looking into a node by hand, only when named)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${ENI_IPAM_CLUSTER_CACHE:-/var/cache/eni-ipam/cluster}
@@ -27,18 +29,27 @@ key() { cat "$here/go/$1/go.mod" "$here/go/$1/go.sum" | sha256sum | cut -c1-16; 
 
 # Downloads the modules the wrapper's tools need (not `all`: that adds test-only modules),
 # plus the test dependencies of any package given after the name (e2e: test/e2e);
-# a module that cannot be fetched fails with one line naming it.
+# a proxy that drops a connection is asked again (3 attempts, 5 s then 10 s apart; what was
+# fetched stays in the module cache); a module that still cannot be fetched fails with one
+# line naming it.
 download() {
-  local name=$1 log
+  local name=$1 log attempt what
   shift
   log=$(mktemp)
-  if ! (cd "$here/go/$name" && go list -deps tool && { [ $# -eq 0 ] || go list -deps -test "$@"; }) >"$log" 2>&1; then
-    local what
-    what=$(grep -m1 -E '(^go: |: reading |unknown revision|not found|verifying )' "$log" || tail -n1 "$log")
-    rm -f "$log"
-    fail "cannot fetch a Go module for $name: $what"
-  fi
+  for attempt in 1 2 3; do
+    if (cd "$here/go/$name" && go list -deps tool && { [ $# -eq 0 ] || go list -deps -test "$@"; }) >"$log" 2>&1; then rm -f "$log"; return; fi
+    # The first line saying why ("go: downloading …" lines are progress, not a cause).
+    what=$(grep -v '^go: downloading ' "$log" | grep -m1 -E '(^go: |: reading |unknown revision|not found|verifying )' ||
+      grep -v '^go: downloading ' "$log" | tail -n1 || true)
+    # Asking again cannot fix a module, version or checksum that does not exist (the proxy's 404/410).
+    if grep -q -E 'unknown revision|invalid version|checksum mismatch|SECURITY ERROR|: 404 Not Found|: 410 Gone' "$log"; then break; fi
+    if [ "$attempt" -lt 3 ]; then
+      echo "eni-ipam cluster build: fetching the Go modules of $name failed (attempt $attempt of 3): $what; trying again" >&2
+      sleep $((attempt * 5))
+    fi
+  done
   rm -f "$log"
+  fail "cannot fetch a Go module for $name: $what"
 }
 
 build_one() {
@@ -93,7 +104,20 @@ build_one() {
         github.com/coredns/coredns) >"$log" 2>&1 ||
         fail "go build of CoreDNS failed: $(grep -m1 -v '^#' "$log" || true) (log: $log)"
       ;;
-    *) fail "unknown part '$name' (accepted: k8s, etcd, containerd, e2e, coredns)" ;;
+    cni-metrics-helper)
+      # Not a cluster part: amazon-vpc-cni-k8s's own metrics aggregator, built only when asked
+      # (test/cluster/cni-metrics-helper.test.ts, through kit/cluster/binaries.ts).
+      (cd "$here/go/cni-metrics-helper" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" \
+        -o "$dir.tmp/bin/cni-metrics-helper" github.com/aws/amazon-vpc-cni-k8s/cmd/cni-metrics-helper) >"$log" 2>&1 ||
+        fail "go build of cni-metrics-helper failed: $(grep -m1 -v '^#' "$log" || true) (log: $log)"
+      ;;
+    crictl)
+      # Not a cluster part: the CRI client for people looking into a node (docs/real-cluster.md).
+      (cd "$here/go/crictl" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" \
+        -o "$dir.tmp/bin/crictl" sigs.k8s.io/cri-tools/cmd/crictl) >"$log" 2>&1 ||
+        fail "go build of crictl failed: $(grep -m1 -v '^#' "$log" || true) (log: $log)"
+      ;;
+    *) fail "unknown part '$name' (accepted: k8s, etcd, containerd, e2e, coredns, cni-metrics-helper, crictl)" ;;
   esac
   echo "built in $((SECONDS - start)) s" >>"$log"
   echo "eni-ipam cluster build: $name built in $((SECONDS - start)) s" >&2

@@ -19,9 +19,6 @@ mkdir -p build
 bash cluster/build.sh e2e coredns >build/cluster-build-e2e.log 2>&1 &
 build_e2e=$!
 unset NODE_EXTRA_CA_CERTS
-# The image test builds from Debian's mirror: a Debian point or security release since the
-# content lock was written is a warning here (npm run image itself stays strict).
-export ENI_IPAM_IMAGE_DEBIAN_DRIFT=warn
 # Two lanes, side by side (the machine has 2 cores and the suite spends much of its time
 # waiting on daemons and the kernel): lane "cluster" runs the real-cluster files
 # (dist/test/cluster: each brings up its own Kubernetes in network and mount namespaces of

@@ -64,3 +64,29 @@ export function clusterBinaries(): Promise<ClusterBinaries> {
     return { k8s: dirs['k8s']!, etcd: dirs['etcd']!, containerd: dirs['containerd']! };
   })());
 }
+
+let helper: Promise<string> | undefined;
+
+/**
+ * amazon-vpc-cni-k8s's cni-metrics-helper, built from its Go module on first use
+ * (`bash cluster/build.sh cni-metrics-helper`, cached like the cluster's parts; not built by
+ * a plain `cluster/build.sh`). Memoised per process.
+ * @returns the binary's path
+ * @throws Error with the script's one-line reason when the build or a module fetch fails.
+ */
+export function cniMetricsHelperBinary(): Promise<string> {
+  return (helper ??= (async () => {
+    let out: string;
+    try {
+      out = (await run('bash', [path.join(ROOT, 'cluster', 'build.sh'), 'cni-metrics-helper'], { maxBuffer: 1 << 20 }))
+        .stdout;
+    } catch (e) {
+      const err = (e as { stderr?: string }).stderr?.trim().split('\n').pop();
+      throw new Error(err || (e as Error).message);
+    }
+    const dir = /^cni_metrics_helper_bin=(.+)$/m.exec(out)?.[1];
+    const bin = dir ? path.join(dir, 'cni-metrics-helper') : '';
+    if (!bin || !existsSync(bin)) throw new Error('cluster/build.sh printed no bin dir for cni-metrics-helper');
+    return bin;
+  })());
+}
