@@ -19,19 +19,18 @@ mkdir -p build
 bash cluster/build.sh e2e coredns >build/cluster-build-e2e.log 2>&1 &
 build_e2e=$!
 unset NODE_EXTRA_CA_CERTS
-# Two lanes, side by side (the machine has 2 cores and the suite spends much of its time
-# waiting on daemons and the kernel): lane "cluster" runs the real-cluster files
-# (dist/test/cluster: each brings up its own Kubernetes in network and mount namespaces of
-# its own, so it shares no path, port or cgroup with the other lane), then the unit, chart
-# and CLI files, the integration files named in $moved below, and last the warm-pool property test (dist/test/property,
-# docs/design.md#10-the-warm-pool-at-depth: 10,000 random operations; `npm run test:property`
-# runs it alone, PROPERTY_SEED=<seed> reproduces a failing run); lane "node" runs every
-# integration file. Within a lane, one file at a time: integration tests create namespaces
-# and daemons of their own, and containerd's tests want the machine's /run/containerd.
+# Three lanes side by side (the machine has 2 cores and the suite spends much of its time
+# waiting on daemons and the kernel), one file at a time in each (docs/testing.md): lane
+# "cluster" runs the single-node real-cluster files (each brings up its own Kubernetes in
+# network and mount namespaces of its own), then the unit, chart and CLI files, the
+# integration files named in $moved below, and last the warm-pool property test
+# (docs/design.md#10-the-warm-pool-at-depth; `npm run test:property` runs it alone,
+# PROPERTY_SEED=<seed> reproduces a failing run); lane "node" runs every other integration
+# file; lane "multi" the clusters of several nodes and the conformance set.
 # The files that need a Kubernetes API share one real kube-apiserver + etcd per lane, started
 # by the first of them and owned by that lane's runner (test/cluster/apiserver-shared.ts);
 # once a runner is gone, apiserver-reap.js makes sure nothing of it is left, on failure or
-# Ctrl-C too. Lane "cluster" prints its report when it ends (build/test-lane-cluster.tap).
+# Ctrl-C too.
 # Harnesses own everything they touch: no run may create a machine path. Those absent now must
 # still be absent when the lanes end (checked below; a path another run or the machine's own
 # services create fails this run too, which is what it should do on a CI machine).
