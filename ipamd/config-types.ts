@@ -34,6 +34,8 @@ export interface IpamdConfig {
   clusterName?: string;
   additionalEniTags: Record<string, string>;
   disableLeakedEniCleanup: boolean;
+  /** AWS_MANAGE_ENIS_NON_SCHEDULABLE: grow and free ENIs on a cordoned node too (false: paused there, as aws-node). */
+  manageEnisNonSchedulable: boolean;
   disableNetworkResourceProvisioning: boolean;
   nodeName?: string;
   ec2Endpoint?: string;

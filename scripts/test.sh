@@ -7,27 +7,30 @@ cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh --containerd --image --stress
 # The real cluster's binaries (Kubernetes, etcd, containerd 2.x), built with Go from the module
 # proxy once and cached outside the clone by go.sum (cluster/build.sh); a warm run builds nothing.
-bash cluster/build.sh >/dev/null
+bash cluster/build.sh etcd containerd k8s >/dev/null
 # Lint first (eslint with the architecture's import boundaries, prettier --check, every imported
 # package declared): a lint error fails the run before any test starts.
 npm run --silent lint
+# What the conformance test runs (e2e.test, ginkgo, agnhost, CoreDNS: about 10 min of Go builds
+# cold) builds in the background while the lanes run (started after lint, so a lint failure
+# leaves none running); that test, last in lane "multi", asks cluster/build.sh for them and
+# waits on the same per-part lock.
+mkdir -p build
+bash cluster/build.sh e2e coredns >build/cluster-build-e2e.log 2>&1 &
+build_e2e=$!
 unset NODE_EXTRA_CA_CERTS
-# The image test builds from Debian's mirror: a Debian point or security release since the
-# content lock was written is a warning here (npm run image itself stays strict).
-export ENI_IPAM_IMAGE_DEBIAN_DRIFT=warn
-# Two lanes, side by side (the machine has 2 cores and the suite spends much of its time
-# waiting on daemons and the kernel): lane "cluster" runs the real-cluster files
-# (dist/test/cluster: each brings up its own Kubernetes in network and mount namespaces of
-# its own, so it shares no path, port or cgroup with the other lane), then the unit, chart
-# and CLI files, the integration files named in $moved below, and last the warm-pool property test (dist/test/property,
-# docs/design.md#10-the-warm-pool-at-depth: 10,000 random operations; `npm run test:property`
-# runs it alone, PROPERTY_SEED=<seed> reproduces a failing run); lane "node" runs every
-# integration file. Within a lane, one file at a time: integration tests create namespaces
-# and daemons of their own, and containerd's tests want the machine's /run/containerd.
+# Three lanes side by side (the machine has 2 cores and the suite spends much of its time
+# waiting on daemons and the kernel), one file at a time in each (docs/testing.md): lane
+# "cluster" runs the single-node real-cluster files (each brings up its own Kubernetes in
+# network and mount namespaces of its own), then the unit, chart and CLI files, the
+# integration files named in $moved below, and last the warm-pool property test
+# (docs/design.md#10-the-warm-pool-at-depth; `npm run test:property` runs it alone,
+# PROPERTY_SEED=<seed> reproduces a failing run); lane "node" runs every other integration
+# file; lane "multi" the clusters of several nodes and the conformance set.
 # The files that need a Kubernetes API share one real kube-apiserver + etcd per lane, started
 # by the first of them and owned by that lane's runner (test/cluster/apiserver-shared.ts);
 # once a runner is gone, apiserver-reap.js makes sure nothing of it is left, on failure or
-# Ctrl-C too. Lane "cluster" prints its report when it ends (build/test-lane-cluster.tap).
+# Ctrl-C too.
 # Harnesses own everything they touch: no run may create a machine path. Those absent now must
 # still be absent when the lanes end (checked below; a path another run or the machine's own
 # services create fails this run too, which is what it should do on a CI machine).
@@ -43,7 +46,8 @@ moved='^dist/test/integration/(pool-|ec2-|daemon-start-failure|crash-safety|imds
 # Lane "multi": the files that bring up a cluster of several nodes (dist/test/cluster/multi-*,
 # conformance), one at a time, beside the other two.
 multi='^dist/test/cluster/(multi-|conformance)'
-mapfile -t multi_lane < <(grep -E "$multi" <<<"$all")
+# The conformance file last: it needs the background e2e build.
+mapfile -t multi_lane < <(grep -E "$multi" <<<"$all" | grep -v conformance; grep -E "$multi" <<<"$all" | grep conformance)
 mapfile -t cluster_lane < <(grep -E '^dist/test/cluster/' <<<"$all" | grep -vE "$multi"; grep -E '^dist/test/(unit|chart|cli)/' <<<"$all"; grep -E "$moved" <<<"$all"; grep -E '^dist/test/property/' <<<"$all")
 mapfile -t node_lane < <(grep -vE '^dist/test/(cluster|unit|chart|cli|property)/' <<<"$all" | grep -vE "$moved")
 if [ "${#cluster_lane[@]}" -eq 0 ] || [ "${#node_lane[@]}" -eq 0 ]; then echo "no test files found under dist/test" >&2; exit 1; fi
@@ -59,7 +63,7 @@ if [ "${#multi_lane[@]}" -gt 0 ]; then
 fi
 node --test --test-concurrency=1 --test-timeout=600000 "${node_lane[@]}" &
 lane_a=$!
-trap 'kill -TERM "$lane_a" "$lane_b" $lane_c 2>/dev/null || true' INT TERM
+trap 'kill -TERM "$lane_a" "$lane_b" $lane_c "$build_e2e" 2>/dev/null || true' INT TERM
 # `wait` returns early (>128) when a trapped signal arrives: wait again while the lane lives.
 wait_lane() { local rc=0; wait "$1" || rc=$?; while kill -0 "$1" 2>/dev/null; do rc=0; wait "$1" || rc=$?; done; return "$rc"; }
 rc_a=0; wait_lane "$lane_a" || rc_a=$?
@@ -70,6 +74,8 @@ rc_s=0; bash scripts/test-safety-loaded.sh || rc_s=$?
 rc_b=0; wait_lane "$lane_b" || rc_b=$?
 node dist/test/cluster/apiserver-reap.js "$lane_b" || true
 rc_c=0; if [ -n "$lane_c" ]; then wait_lane "$lane_c" || rc_c=$?; fi
+rc_e=0; wait "$build_e2e" || rc_e=$?
+[ "$rc_e" -eq 0 ] || { echo "# the background e2e/CoreDNS build failed:"; tail -n 3 build/cluster-build-e2e.log; }
 # Clusters and node namespaces of runners that are gone (a lane killed on its deadline).
 node -e "import('./dist/kit/cluster/purge.js').then((m) => m.purgeLeftovers())" || true
 echo "# ---- lane cluster (dist/test/cluster, unit, chart, cli, property) ----"
@@ -80,4 +86,4 @@ rc_paths=0
 for p in "${absent_before[@]}"; do
   if [ -e "$p" ]; then echo "# machine path $p was created during the run: a harness wrote outside what it owns" >&2; rc_paths=1; fi
 done
-[ "$rc_a" -eq 0 ] && [ "$rc_s" -eq 0 ] && [ "$rc_b" -eq 0 ] && [ "$rc_c" -eq 0 ] && [ "$rc_paths" -eq 0 ]
+[ "$rc_a" -eq 0 ] && [ "$rc_s" -eq 0 ] && [ "$rc_b" -eq 0 ] && [ "$rc_c" -eq 0 ] && [ "$rc_e" -eq 0 ] && [ "$rc_paths" -eq 0 ]

@@ -144,7 +144,7 @@ export async function startClusterNode(ctx: ClusterContext, spec: NodeSpec): Pro
       outward: spec.outward ?? [],
     });
     cleanups.push(() => bridge.close());
-    const mountNs = await createNodeMountNs({ root: dir, binds: CLUSTER_NODE_BINDS });
+    const mountNs = await createNodeMountNs({ root: dir, binds: CLUSTER_NODE_BINDS, hostname: spec.name });
     const cgroupRoot = cgroupRootOf(spec.index);
     cleanups.push(async () => {
       await killMountNsProcesses(mountNs);

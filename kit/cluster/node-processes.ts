@@ -93,6 +93,7 @@ export async function startNodeProcesses(o: {
       logFile: path.join(logs, `${name}.log`),
       netns: o.netns,
       mountns: o.mountNs.nsPath,
+      ...(o.mountNs.utsPath ? { uts: o.mountNs.utsPath } : {}),
       env,
     });
     procs.set(name, p);
@@ -167,6 +168,7 @@ async function writeNodeConfigs(o: NodeConfigInputs, cfg: string, pauseRef: stri
       address: o.family.family === 'ipv4' ? o.nodeIp : '::',
       cgroupRoot: o.cgroupRoot,
       maxPods: o.maxPods ?? 110,
+      clusterDns: [o.family.dnsIp],
     }),
   );
   await writeFile(

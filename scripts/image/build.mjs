@@ -8,6 +8,9 @@
  *   build/image/eni-ipam-<version>.json       what was built: name, digest, size, Node version
  *   build/image/eni-ipam-<version>.contents   the built image's content list (the lock's format;
  *                                             `npm run release` makes the SBOM from it)
+ *   build/image/eni-ipam-<version>.sbom-meta.json  what the SBOM adds to the list: the Node
+ *                                             runtime's license, each Debian package's license
+ *                                             and `.deb` SHA-256 (scripts/image/debian-meta.mjs)
  *
  * Four layers, bottom first: the Debian root filesystem (scripts/image/debian-rootfs.mjs),
  * the Node runtime (/usr/local), the production node_modules, the app (/app minus
@@ -17,9 +20,15 @@
  * The build is skipped when the archive exists and nothing it is made of changed (a hash of
  * dist/{ipamd,cni-plugin,netfacts,proto,cli}, proto/, config/, package*.json, image/, scripts/image/).
  *
- * CLI: node scripts/image/build.mjs [--update-lock] [--refresh] [--packages-file FILE] [--node-pin FILE]
+ * CLI: node scripts/image/build.mjs [--update-lock] [--refresh] [--debian-drift fail|warn] [--lock FILE]
+ *        [--packages-file FILE] [--node-pin FILE]
  *   --update-lock       rewrite the content list instead of failing on a difference
  *   --refresh           rebuild everything, the Debian root filesystem too, even when cached
+ *   --debian-drift M    what a difference confined to Debian (the mirror published a point or
+ *                       security release since the lock was written) does: `fail` (the default, and
+ *                       `npm run release`'s) or `warn` (build, and print which
+ *                       packages moved: the tests and `npm run cluster` build so)
+ *   --lock F            the content list to check against (default image/contents-<arch>.lock)
  *   --packages-file F   Debian package list (default image/debian-packages.txt)
  *   --node-pin F        Node runtime pin (default image/node-runtime.json; to try another version)
  * Every failure is one line on stderr (`eni-ipam image: …`) and exit status 1.
@@ -30,6 +39,7 @@ import { parseArgs } from 'node:util';
 import { BUILD_DIR, ImageBuildError, ROOT, sha256, sourceDateEpoch } from './common.mjs';
 import { checkContents, contentList, npmPackages } from './contents.mjs';
 import { buildDebianRootfs } from './debian-rootfs.mjs';
+import { nodeLicenseId } from './node-runtime.mjs';
 import { packLayer, writeOciArchive } from './oci.mjs';
 import { stage } from './stage.mjs';
 
@@ -68,9 +78,12 @@ function inputsKey(extra) {
 /**
  * Builds the image.
  * @param {{ updateLock?: boolean, refresh?: boolean, packagesFile?: string, nodePinFile?: string,
- *   log?: (line: string) => void }} o
- * @returns {Promise<{ archive: string, contents: string, name: string, tag: string, manifestDigest: string, sizeBytes: number,
- *   node: string, seconds: number, inputs: string, upToDate: boolean, cached: { debian: boolean, node: boolean } }>}
+ *   debianDrift?: 'fail' | 'warn', lockFile?: string, log?: (line: string) => void }} o
+ *   debianDrift: see the CLI's --debian-drift (default 'fail'); lockFile: see --lock
+ * @returns {Promise<{ archive: string, contents: string, sbomMeta: string, name: string, tag: string, manifestDigest: string, sizeBytes: number,
+ *   node: string, seconds: number, inputs: string, upToDate: boolean, cached: { debian: boolean, node: boolean },
+ *   drift?: string }>} drift: the Debian packages that moved (with 'warn'), said once per build
+ *   and again on every up-to-date run
  * @throws ImageBuildError (one line) on any failure
  */
 export async function buildImage(o = {}) {
@@ -85,8 +98,12 @@ export async function buildImage(o = {}) {
   const inputs = inputsKey([String(epoch), String(baseEpoch), process.arch, o.packagesFile ? readFileSync(o.packagesFile) : '', o.nodePinFile ? readFileSync(o.nodePinFile) : '']);
   if (!o.updateLock && !o.refresh && existsSync(summary)) {
     const prev = JSON.parse(readFileSync(summary, 'utf8'));
-    if (prev.inputs === inputs && existsSync(prev.archive) && statSync(prev.archive).size === prev.sizeBytes && prev.contents && existsSync(prev.contents)) {
-      return { ...prev, upToDate: true, seconds: Math.round((Date.now() - t0) / 100) / 10 };
+    if (prev.inputs === inputs && existsSync(prev.archive) && statSync(prev.archive).size === prev.sizeBytes && prev.contents && existsSync(prev.contents) && prev.sbomMeta && existsSync(prev.sbomMeta)) {
+      // Built before, maybe with Debian drift allowed or against another lock: the check is not an
+      // input of the image, so it runs again here with this run's lock and mode.
+      const lock = checkContents({ debArch, text: readFileSync(prev.contents, 'utf8'), update: false, newFile: path.join(BUILD_DIR, `contents-${debArch}.lock.new`), debianDrift: o.debianDrift ?? 'fail', ...(o.lockFile ? { file: o.lockFile } : {}) });
+      const { drift: _, ...rest } = prev;
+      return { ...rest, ...(lock.drift ? { drift: lock.drift } : {}), upToDate: true, seconds: Math.round((Date.now() - t0) / 100) / 10 };
     }
   }
   const work = path.join(BUILD_DIR, 'work');
@@ -123,17 +140,19 @@ async function build(o, { t0, log, debArch, version, epoch, baseEpoch, summary, 
   });
   const lock = checkContents({
     debArch, text, update: o.updateLock ?? false, newFile: path.join(BUILD_DIR, `contents-${debArch}.lock.new`),
-    debianDrift: process.env.ENI_IPAM_IMAGE_DEBIAN_DRIFT === 'warn' ? 'warn' : 'fail',
+    debianDrift: o.debianDrift ?? 'fail', ...(o.lockFile ? { file: o.lockFile } : {}),
   });
   if (lock.changed) log(`rewrote ${path.relative(ROOT, lock.file)}`);
-  if (lock.drift) log(`warning: ${lock.drift}`);
 
   const tag = version;
   const name = `docker.io/library/eni-ipam:${tag}`;
   const archive = path.join(BUILD_DIR, `eni-ipam-${version}.oci.tar`);
   const contents = path.join(BUILD_DIR, `eni-ipam-${version}.contents`);
+  const sbomMeta = path.join(BUILD_DIR, `eni-ipam-${version}.sbom-meta.json`);
   rmSync(summary, { force: true });
   writeFileSync(contents, text);
+  const nodeLicense = nodeLicenseId(readFileSync(path.join(dir, 'usr', 'local', 'share', 'doc', 'node', 'LICENSE'), 'utf8'));
+  writeFileSync(sbomMeta, `${JSON.stringify({ node: { license: nodeLicense, licenseFile: '/usr/local/share/doc/node/LICENSE' }, debs: JSON.parse(readFileSync(debian.meta, 'utf8')) }, null, 1)}\n`);
   rmSync(archive, { force: true });
   log('OCI archive (umoci)');
   const { manifestDigest } = await writeOciArchive({
@@ -153,9 +172,10 @@ async function build(o, { t0, log, debArch, version, epoch, baseEpoch, summary, 
     },
   });
   const result = {
-    archive, contents, name, tag, manifestDigest, sizeBytes: statSync(archive).size, node: staged.node.pin.spec,
+    archive, contents, sbomMeta, name, tag, manifestDigest, sizeBytes: statSync(archive).size, node: staged.node.pin.spec,
     seconds: Math.round((Date.now() - t0) / 100) / 10, inputs, upToDate: false,
     cached: { debian: debian.cached, node: staged.node.cached },
+    ...(lock.drift ? { drift: lock.drift } : {}),
   };
   writeFileSync(summary, `${JSON.stringify(result, null, 2)}\n`);
   return result;
@@ -163,17 +183,27 @@ async function build(o, { t0, log, debArch, version, epoch, baseEpoch, summary, 
 
 const isMain = process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(import.meta.url).pathname);
 if (isMain) {
-  const { values } = parseArgs({
-    options: {
-      'update-lock': { type: 'boolean', default: false },
-      refresh: { type: 'boolean', default: false },
-      'packages-file': { type: 'string' },
-      'node-pin': { type: 'string' },
-    },
-  });
   const log = (l) => process.stderr.write(`eni-ipam image: ${l}\n`);
   try {
-    const r = await buildImage({ updateLock: values['update-lock'], refresh: values.refresh, packagesFile: values['packages-file'] && path.resolve(values['packages-file']), nodePinFile: values['node-pin'] && path.resolve(values['node-pin']), log });
+    let values;
+    try {
+      ({ values } = parseArgs({
+        options: {
+          'update-lock': { type: 'boolean', default: false },
+          refresh: { type: 'boolean', default: false },
+          'packages-file': { type: 'string' },
+          'node-pin': { type: 'string' },
+          'debian-drift': { type: 'string' },
+          lock: { type: 'string' },
+        },
+      }));
+    } catch (e) {
+      throw new ImageBuildError(/** @type {Error} */ (e).message.split('\n')[0]);
+    }
+    const drift = values['debian-drift'] ?? 'fail';
+    if (drift !== 'fail' && drift !== 'warn') throw new ImageBuildError(`--debian-drift '${drift}' is not one of fail, warn`);
+    const r = await buildImage({ updateLock: values['update-lock'], refresh: values.refresh, packagesFile: values['packages-file'] && path.resolve(values['packages-file']), nodePinFile: values['node-pin'] && path.resolve(values['node-pin']), debianDrift: drift, lockFile: values.lock && path.resolve(values.lock), log });
+    if (r.drift) log(`warning: ${r.drift}`);
     if (r.upToDate) { log(`${path.relative(process.cwd(), r.archive)} is up to date (${(r.sizeBytes / 1048576).toFixed(1)} MiB, ${r.name}, ${r.manifestDigest})`); process.exit(0); }
     log(`wrote ${path.relative(process.cwd(), r.archive)} (${(r.sizeBytes / 1048576).toFixed(1)} MiB, ${r.name}, ${r.manifestDigest}, node ${r.node}) in ${r.seconds} s`);
   } catch (e) {

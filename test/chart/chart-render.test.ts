@@ -34,7 +34,8 @@ test('defaults: every object validates; the DaemonSet has what a node needs', as
   await assertValid(objs);
   const pod = find(objs, 'DaemonSet').spec.template.spec;
   assert.equal(pod.hostNetwork, true);
-  assert.equal(pod.hostPID, true);
+  // Least privilege (values.yaml securityContext, hostPID; test/cluster/least-privilege.test.ts).
+  assert.equal(pod.hostPID, false);
   assert.equal(pod.priorityClassName, 'system-node-critical');
   assert.deepEqual(pod.tolerations, [{ operator: 'Exists' }]);
   const terms =
@@ -44,7 +45,9 @@ test('defaults: every object validates; the DaemonSet has what a node needs', as
     { key: 'eks.amazonaws.com/compute-type', operator: 'NotIn', values: ['fargate', 'hybrid', 'auto'] },
   );
   const c = ipamd(find(objs, 'DaemonSet'));
-  assert.deepEqual(c.securityContext, { capabilities: { add: ['NET_ADMIN', 'NET_RAW', 'SYS_ADMIN'] } });
+  assert.deepEqual(c.securityContext, {
+    capabilities: { drop: ['ALL'], add: ['NET_ADMIN', 'NET_RAW', 'SYS_ADMIN'] },
+  });
   assert.equal(pod.initContainers[0].securityContext.privileged, true);
   const probe = [
     '/app/dist/cni-plugin/eni-ipam-probe',
