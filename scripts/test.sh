@@ -56,31 +56,40 @@ lane_log=build/test-lane-cluster.tap
 multi_log=build/test-lane-multi.tap
 node --test --test-concurrency=1 --test-timeout=600000 "${cluster_lane[@]}" >"$lane_log" 2>&1 &
 lane_b=$!
-lane_c=
-if [ "${#multi_lane[@]}" -gt 0 ]; then
-  node --test --test-concurrency=1 --test-timeout=3000000 "${multi_lane[@]}" >"$multi_log" 2>&1 &
-  lane_c=$!
-fi
+# Lane "multi", then the loaded safety pass (scripts/test-safety-loaded.sh): the nothing-lost
+# files again under stress-ng while the other lanes still run (a second suite at once, as on a
+# shared CI machine). Its exit codes go to build/test-lane-multi.rc.
+safety_log=build/test-safety-loaded.tap
+rm -f build/test-lane-multi.rc
+(
+  rc=0
+  if [ "${#multi_lane[@]}" -gt 0 ]; then
+    node --test --test-concurrency=1 --test-timeout=3000000 "${multi_lane[@]}" >"$multi_log" 2>&1 || rc=$?
+  fi
+  rs=0; bash scripts/test-safety-loaded.sh >"$safety_log" 2>&1 || rs=$?
+  echo "$rc $rs" >build/test-lane-multi.rc
+) &
+lane_c=$!
 node --test --test-concurrency=1 --test-timeout=600000 "${node_lane[@]}" &
 lane_a=$!
-trap 'kill -TERM "$lane_a" "$lane_b" $lane_c "$build_e2e" 2>/dev/null || true' INT TERM
+trap 'kill -TERM "$lane_a" "$lane_b" "$lane_c" "$build_e2e" 2>/dev/null || true' INT TERM
 # `wait` returns early (>128) when a trapped signal arrives: wait again while the lane lives.
 wait_lane() { local rc=0; wait "$1" || rc=$?; while kill -0 "$1" 2>/dev/null; do rc=0; wait "$1" || rc=$?; done; return "$rc"; }
 rc_a=0; wait_lane "$lane_a" || rc_a=$?
 node dist/test/cluster/apiserver-reap.js "$lane_a" || true
-# The loaded safety pass (scripts/test-safety-loaded.sh): the nothing-lost files again under
-# stress-ng, while the other lanes still run (a second suite at once, as on a shared CI machine).
-rc_s=0; bash scripts/test-safety-loaded.sh || rc_s=$?
 rc_b=0; wait_lane "$lane_b" || rc_b=$?
 node dist/test/cluster/apiserver-reap.js "$lane_b" || true
-rc_c=0; if [ -n "$lane_c" ]; then wait_lane "$lane_c" || rc_c=$?; fi
+wait_lane "$lane_c" || true
+read -r rc_c rc_s <build/test-lane-multi.rc || { rc_c=1; rc_s=1; }
 rc_e=0; wait "$build_e2e" || rc_e=$?
 [ "$rc_e" -eq 0 ] || { echo "# the background e2e/CoreDNS build failed:"; tail -n 3 build/cluster-build-e2e.log; }
 # Clusters and node namespaces of runners that are gone (a lane killed on its deadline).
 node -e "import('./dist/kit/cluster/purge.js').then((m) => m.purgeLeftovers())" || true
 echo "# ---- lane cluster (dist/test/cluster, unit, chart, cli, property) ----"
 cat "$lane_log"
-if [ -n "$lane_c" ]; then echo "# ---- lane multi (clusters of several nodes, conformance) ----"; cat "$multi_log"; fi
+if [ -f "$multi_log" ]; then echo "# ---- lane multi (clusters of several nodes, conformance) ----"; cat "$multi_log"; fi
+echo "# ---- loaded safety pass (scripts/test-safety-loaded.sh) ----"
+cat "$safety_log" 2>/dev/null || echo "# (no output)"
 echo "# lanes: node exit $rc_a, loaded safety pass exit $rc_s, cluster exit $rc_b, multi exit $rc_c"
 rc_paths=0
 for p in "${absent_before[@]}"; do
