@@ -4,7 +4,6 @@
  */
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -66,7 +65,7 @@ export const imageDebianDrift = (): string | undefined => drift;
  * `node scripts/image/build.mjs` (= `npm run image`; a no-op when its inputs are
  * unchanged, so one build serves the whole test run) reports in
  * build/image/eni-ipam-<version>.json. Memoised per process; across processes the builds of
- * one checkout take turns (flock(1) on build/image/.build.lock).
+ * one checkout take turns (build.mjs holds flock(1) on build/image/.build.lock).
  *
  * Built with `--debian-drift warn`: Debian packages that moved to a newer point or security
  * version on the mirror since image/contents-<arch>.lock was written do not stop the tests or
@@ -86,12 +85,9 @@ export function ensureImageArchive(): Promise<string> {
     const lock = process.env['ENI_IPAM_IMAGE_LOCK'];
     const args = ['--debian-drift', 'warn', ...(lock ? ['--lock', lock] : [])];
     try {
-      // One build at a time per checkout (test files of parallel lanes ask at once and share
-      // build/image): flock(1) on a file there; the second finds the image built, a no-op.
-      await mkdir(path.join(ROOT, 'build', 'image'), { recursive: true });
-      const buildLock = path.join(ROOT, 'build', 'image', '.build.lock');
+      // build.mjs takes build/image/.build.lock itself: one build at a time per checkout.
       const build = path.join(ROOT, 'scripts', 'image', 'build.mjs');
-      const { stderr } = await run('flock', [buildLock, process.execPath, build, ...args], {
+      const { stderr } = await run(process.execPath, [build, ...args], {
         cwd: ROOT,
         maxBuffer: 16 << 20,
       });

@@ -33,7 +33,8 @@
  *   --node-pin F        Node runtime pin (default image/node-runtime.json; to try another version)
  * Every failure is one line on stderr (`eni-ipam image: …`) and exit status 1.
  */
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { BUILD_DIR, ImageBuildError, ROOT, sha256, sourceDateEpoch } from './common.mjs';
@@ -149,14 +150,16 @@ async function build(o, { t0, log, debArch, version, epoch, baseEpoch, summary, 
   const archive = path.join(BUILD_DIR, `eni-ipam-${version}.oci.tar`);
   const contents = path.join(BUILD_DIR, `eni-ipam-${version}.contents`);
   const sbomMeta = path.join(BUILD_DIR, `eni-ipam-${version}.sbom-meta.json`);
-  rmSync(summary, { force: true });
   writeFileSync(contents, text);
   const nodeLicense = nodeLicenseId(readFileSync(path.join(dir, 'usr', 'local', 'share', 'doc', 'node', 'LICENSE'), 'utf8'));
   writeFileSync(sbomMeta, `${JSON.stringify({ node: { license: nodeLicense, licenseFile: '/usr/local/share/doc/node/LICENSE' }, debs: JSON.parse(readFileSync(debian.meta, 'utf8')) }, null, 1)}\n`);
-  rmSync(archive, { force: true });
   log('OCI archive (umoci)');
+  // Written beside and renamed over: a reader (another lane's cluster importing it) never finds
+  // the archive missing or half written while it is rebuilt.
+  const archiveTmp = `${archive}.tmp-${process.pid}`;
+  rmSync(archiveTmp, { force: true });
   const { manifestDigest } = await writeOciArchive({
-    layoutDir: path.join(work, 'layout'), out: archive, tag, name, epoch, arch: debArch,
+    layoutDir: path.join(work, 'layout'), out: archiveTmp, tag, name, epoch, arch: debArch,
     layers: [
       { tar: debian.tar, createdBy: `mmdebstrap --variant=essential --include=${debian.packages.length} packages (image/debian-packages.txt)` },
       { tar: nodeLayer, createdBy: `node runtime ${staged.node.pin.spec} -> /usr/local/bin/node` },
@@ -171,18 +174,31 @@ async function build(o, { t0, log, debArch, version, epoch, baseEpoch, summary, 
       'io.eni-ipam.node-runtime': staged.node.pin.spec,
     },
   });
+  renameSync(archiveTmp, archive);
   const result = {
     archive, contents, sbomMeta, name, tag, manifestDigest, sizeBytes: statSync(archive).size, node: staged.node.pin.spec,
     seconds: Math.round((Date.now() - t0) / 100) / 10, inputs, upToDate: false,
     cached: { debian: debian.cached, node: staged.node.cached },
     ...(lock.drift ? { drift: lock.drift } : {}),
   };
-  writeFileSync(summary, `${JSON.stringify(result, null, 2)}\n`);
+  writeFileSync(`${summary}.tmp-${process.pid}`, `${JSON.stringify(result, null, 2)}\n`);
+  renameSync(`${summary}.tmp-${process.pid}`, summary);
   return result;
 }
 
 const isMain = process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(import.meta.url).pathname);
-if (isMain) {
+if (isMain && process.env.ENI_IPAM_IMAGE_BUILD_LOCKED !== '1') {
+  // One build at a time per checkout (tests of parallel lanes, the cluster and `npm run image`
+  // share build/image): run again under flock(1) on build/image/.build.lock; the one that waited
+  // finds the image built (a no-op) or builds with its own inputs.
+  mkdirSync(BUILD_DIR, { recursive: true });
+  const r = spawnSync('flock', [path.join(BUILD_DIR, '.build.lock'), process.execPath, ...process.argv.slice(1)], {
+    stdio: 'inherit',
+    env: { ...process.env, ENI_IPAM_IMAGE_BUILD_LOCKED: '1' },
+  });
+  if (r.error) { process.stderr.write(`eni-ipam image: flock(1) could not run: ${r.error.message}\n`); process.exit(1); }
+  process.exit(r.status ?? 1);
+} else if (isMain) {
   const log = (l) => process.stderr.write(`eni-ipam image: ${l}\n`);
   try {
     let values;
