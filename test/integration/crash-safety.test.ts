@@ -190,7 +190,13 @@ test('shrink: crash between DetachNetworkInterface and DeleteNetworkInterface â†
     !s.enis.some((e: { eniId: string }) => e.eniId === detaching.networkInterfaceId),
     'a detaching ENI is not served from',
   );
-  assert.ok(s.eniLifecycle.orphanEnis.includes(detaching.networkInterfaceId), 'it is an orphan to delete');
+  // Still detaching when ipamd came back: an orphan to delete once detached. On a loaded machine
+  // the 4 s detach can end first: then it is an available ENI of ours, which the start-up settle deletes.
+  assert.ok(
+    s.eniLifecycle.orphanEnis.includes(detaching.networkInterfaceId) ||
+      n.h.sim.state.enis.get(detaching.networkInterfaceId)?.status !== 'detaching',
+    'it is an orphan to delete',
+  );
   await waitUnfrozen(n);
   await waitFor(
     'the orphan deleted once detached',
