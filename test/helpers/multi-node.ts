@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import type { ClusterNode, TestCluster } from '../../kit/cluster/cluster.js';
 import { ECHO_PORT } from '../../kit/cluster/echo-image.js';
-import { echoPodSpec, introspect, podNetns, tcpAsk, type KubePod } from '../../kit/cluster/workload.js';
+import { echoDeployment, introspect, podNetns, tcpAsk, type KubePod } from '../../kit/cluster/workload.js';
 import type { IpamdStatus } from '../../kit/containerd-node-types.js';
 import { listParam, RELEASE_ACTIONS } from '../../kit/nothing-lost.js';
 
@@ -15,37 +15,24 @@ import { listParam, RELEASE_ACTIONS } from '../../kit/nothing-lost.js';
  * preference on the node name, maxSkew 1), or all on node `pin` (a nodeSelector).
  */
 export function spreadDeployment(c: TestCluster, name: string, replicas: number, pin?: string): object {
-  const labels = { app: name };
-  const spec = echoPodSpec(c) as Record<string, unknown>;
-  return {
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    metadata: { name, namespace: 'default' },
-    spec: {
-      replicas,
-      selector: { matchLabels: labels },
-      strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: '100%', maxSurge: '100%' } },
-      template: {
-        metadata: { labels },
-        spec: {
-          ...spec,
-          ...(pin
-            ? { nodeSelector: { 'kubernetes.io/hostname': pin } }
-            : {
-                topologySpreadConstraints: [
-                  {
-                    maxSkew: 1,
-                    topologyKey: 'kubernetes.io/hostname',
-                    // A preference: pods still schedule when a drained, joining or full node skews the spread.
-                    whenUnsatisfiable: 'ScheduleAnyway',
-                    labelSelector: { matchLabels: labels },
-                  },
-                ],
-              }),
+  return echoDeployment(
+    c,
+    name,
+    replicas,
+    pin
+      ? { nodeSelector: { 'kubernetes.io/hostname': pin } }
+      : {
+          topologySpreadConstraints: [
+            {
+              maxSkew: 1,
+              topologyKey: 'kubernetes.io/hostname',
+              // A preference: pods still schedule when a drained, joining or full node skews the spread.
+              whenUnsatisfiable: 'ScheduleAnyway',
+              labelSelector: { matchLabels: { app: name } },
+            },
+          ],
         },
-      },
-    },
-  };
+  );
 }
 
 /** The live pods of `app` by node name. */
