@@ -5,7 +5,7 @@
 # test/integration/image.test.ts checks that this file and the archive agree.
 #
 #   npm ci && npm run build && node scripts/image/stage.mjs   # writes build/image/stage/
-#   docker build -t <registry>/eni-ipam:0.1.0 .               # or: buildah bud -t ... .
+#   docker build -t <registry>/eni-ipam:0.2.0 .               # or: buildah bud -t ... .
 FROM debian:bookworm-slim
 COPY image/debian-packages.txt /tmp/debian-packages.txt
 RUN apt-get update \

@@ -1,7 +1,8 @@
 /**
  * The support bundle's contents: best effort, each part on its own (an ipamd that is
  * down still yields the kernel state, the checkpoint and the logs), each failure noted
- * in MANIFEST.json instead of stopping the bundle. ipamd's settings come from ipamd
+ * in MANIFEST.json instead of stopping the bundle. The node's parts (CNI conflists, the
+ * sysctls ipamd relies on, the kubelet's and containerd's logs) are ./bundle-node.ts. ipamd's settings come from ipamd
  * (introspection); cli-env.txt is the CLI's own environment. Environment values whose NAME
  * matches KEY|SECRET|TOKEN|PASSWORD|CREDENTIAL (any case) are replaced by `<redacted>`.
  */
@@ -11,6 +12,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { JOURNAL_SUFFIXES } from '../ipamd/checkpoint/journal.js';
 import { CriSource, detectCriEndpoint } from '../ipamd/restore/cri-source.js';
+import { collectNode, type BundlePart, type NodeSources } from './bundle-node.js';
 import { httpGet } from './ipamd-api.js';
 import type { GlobalOptions } from './options.js';
 
@@ -27,12 +29,7 @@ export function redactedEnv(env: NodeJS.ProcessEnv): string {
   );
 }
 
-/** One part of the bundle: its file name and whether it was collected. */
-export interface BundlePart {
-  file: string;
-  ok: boolean;
-  error?: string;
-}
+export type { BundlePart } from './bundle-node.js';
 
 /** The kernel and firewall commands captured (argv after an optional nsenter). */
 export const KERNEL_COMMANDS: Array<{ file: string; argv: string[] }> = [
@@ -45,10 +42,17 @@ export const KERNEL_COMMANDS: Array<{ file: string; argv: string[] }> = [
 ];
 
 /**
- * Writes every part under `dir` and returns what was collected.
+ * Writes every part under `dir` and returns what was collected, and where the node's parts
+ * (conflists, runtime logs) were read from.
  * @param logs log files to include (missing ones are noted).
+ * @param node where the node's facts are (./bundle-node.ts); its netns and deadline are `o`'s.
  */
-export async function collectBundle(o: GlobalOptions, dir: string, logs: string[]): Promise<BundlePart[]> {
+export async function collectBundle(
+  o: GlobalOptions,
+  dir: string,
+  logs: string[],
+  node: Omit<NodeSources, 'netns' | 'timeoutMs'>,
+): Promise<{ parts: BundlePart[]; node: Awaited<ReturnType<typeof collectNode>> }> {
   const parts: BundlePart[] = [];
   const put = async (file: string, produce: () => Promise<string | Buffer>) => {
     try {
@@ -110,5 +114,10 @@ export async function collectBundle(o: GlobalOptions, dir: string, logs: string[
       parts.push({ file, ok: false, error: (e as Error).message });
     }
   }
-  return parts;
+  const from = await collectNode(
+    dir,
+    { ...node, ...(o.netns ? { netns: o.netns } : {}), timeoutMs: o.timeoutMs },
+    parts,
+  );
+  return { parts, node: from };
 }

@@ -112,9 +112,15 @@ export async function getJson<T>(o: GlobalOptions, path: string): Promise<T> {
 
 /** `/v1/status`. */
 export const fetchStatus = (o: GlobalOptions): Promise<IpamdStatus> => getJson<IpamdStatus>(o, '/v1/status');
-/** `/v1/allocations`. */
-export const fetchAllocations = (o: GlobalOptions): Promise<Allocation[]> =>
-  getJson<Allocation[]>(o, '/v1/allocations');
+/**
+ * The IPv4 allocations of `/v1/allocations` (what the CLI's views, audit and pod rows
+ * compare with EC2, the checkpoint and the kernel). An IPv6-mode attachment is listed there
+ * with `ipv6` and no `ipv4`, and left out here.
+ */
+export const fetchAllocations = async (o: GlobalOptions): Promise<Allocation[]> =>
+  (await getJson<Array<Allocation | { ipv4?: undefined }>>(o, '/v1/allocations')).filter(
+    (a): a is Allocation => typeof a.ipv4 === 'string',
+  );
 
 /**
  * Asks `grpc.health.v1.Health/Check` on ipamd's socket.

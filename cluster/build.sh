@@ -3,14 +3,19 @@
 # proxy: kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy and
 # kubectl (k8s.io/kubernetes v1.36.3), etcd (go.etcd.io/etcd/server/v3 v3.6.16), and
 # containerd 2.x with containerd-shim-runc-v2 and ctr. Each comes from a wrapper module in
-# cluster/go/<name> (only its go.mod and go.sum are committed).
+# cluster/go/<name> (only its go.mod and go.sum are committed). Also `e2e`, Kubernetes' e2e
+# suite (e2e.test from `go test -c k8s.io/kubernetes/test/e2e`, the ginkgo CLI and agnhost),
+# and `coredns` (CoreDNS v1.14.2, the version kubeadm v1.36 installs), for `npm run
+# conformance` and test/cluster/conformance.test.ts.
 #
 # Binaries are cached outside the clone, keyed by the wrapper's go.mod + go.sum:
 #   ${ENI_IPAM_CLUSTER_CACHE:-/var/cache/eni-ipam/cluster}/<name>-<sha256[:16]>/
 # so a warm run builds nothing. Prints the bin directory of each on stdout as NAME=DIR lines
 # (eval-able). Any failure: one line naming what failed, exit 1.
 #
-# Usage: bash cluster/build.sh [k8s|etcd|containerd ...]   (default: all three)
+# Usage: bash cluster/build.sh [k8s|etcd|containerd|e2e|coredns|cni-metrics-helper|crictl ...]
+# (default: the first five; cni-metrics-helper, amazon-vpc-cni-k8s's metrics aggregator, and
+# crictl, the CRI client for looking into a node by hand, only when named)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${ENI_IPAM_CLUSTER_CACHE:-/var/cache/eni-ipam/cluster}
@@ -22,18 +27,29 @@ command -v go >/dev/null 2>&1 || fail "go is not on PATH (this needs Go >= 1.26 
 
 key() { cat "$here/go/$1/go.mod" "$here/go/$1/go.sum" | sha256sum | cut -c1-16; }
 
-# Downloads the modules the wrapper's tools need (not `all`: that adds test-only modules);
-# a module that cannot be fetched fails with one line naming it.
+# Downloads the modules the wrapper's tools need (not `all`: that adds test-only modules),
+# plus the test dependencies of any package given after the name (e2e: test/e2e);
+# a proxy that drops a connection is asked again (3 attempts, 5 s then 10 s apart; what was
+# fetched stays in the module cache); a module that still cannot be fetched fails with one
+# line naming it.
 download() {
-  local name=$1 log
+  local name=$1 log attempt what
+  shift
   log=$(mktemp)
-  if ! (cd "$here/go/$name" && go list -deps tool) >"$log" 2>&1; then
-    local what
-    what=$(grep -m1 -E '(^go: |: reading |unknown revision|not found|verifying )' "$log" || tail -n1 "$log")
-    rm -f "$log"
-    fail "cannot fetch a Go module for $name: $what"
-  fi
+  for attempt in 1 2 3; do
+    if (cd "$here/go/$name" && go list -deps tool && { [ $# -eq 0 ] || go list -deps -test "$@"; }) >"$log" 2>&1; then rm -f "$log"; return; fi
+    # The first line saying why ("go: downloading …" lines are progress, not a cause).
+    what=$(grep -v '^go: downloading ' "$log" | grep -m1 -E '(^go: |: reading |unknown revision|not found|verifying )' ||
+      grep -v '^go: downloading ' "$log" | tail -n1 || true)
+    # Asking again cannot fix a module, version or checksum that does not exist (the proxy's 404/410).
+    if grep -q -E 'unknown revision|invalid version|checksum mismatch|SECURITY ERROR|: 404 Not Found|: 410 Gone' "$log"; then break; fi
+    if [ "$attempt" -lt 3 ]; then
+      echo "eni-ipam cluster build: fetching the Go modules of $name failed (attempt $attempt of 3): $what; trying again" >&2
+      sleep $((attempt * 5))
+    fi
+  done
   rm -f "$log"
+  fail "cannot fetch a Go module for $name: $what"
 }
 
 build_one() {
@@ -43,17 +59,17 @@ build_one() {
   if [ -f "$dir/.complete" ]; then echo "${name//-/_}_bin=$out"; return; fi
   rm -rf "$dir.tmp" && mkdir -p "$dir.tmp/bin"
   echo "eni-ipam cluster build: building $name into $dir (cold; later runs reuse it)" >&2
-  download "$name"
+  if [ "$name" = e2e ]; then download "$name" k8s.io/kubernetes/test/e2e; else download "$name"; fi
   log="$dir.tmp/build.log"
   local start=$SECONDS
+  # The version ldflags: without them every binary says v0.0.0-master and Helm's
+  # kubeVersion checks fail (k8s.io/component-base/version, hack/lib/version.sh).
+  local ld="-s -w" kv
+  for kv in gitVersion=$k8s_version gitMajor=1 gitMinor=36 gitTreeState=clean buildDate=2026-01-01T00:00:00Z; do
+    ld="$ld -X k8s.io/component-base/version.$kv -X k8s.io/client-go/pkg/version.$kv"
+  done
   case "$name" in
     k8s)
-      # The version ldflags: without them every binary says v0.0.0-master and Helm's
-      # kubeVersion checks fail (k8s.io/component-base/version, hack/lib/version.sh).
-      local ld="-s -w" kv
-      for kv in gitVersion=$k8s_version gitMajor=1 gitMinor=36 gitTreeState=clean buildDate=2026-01-01T00:00:00Z; do
-        ld="$ld -X k8s.io/component-base/version.$kv -X k8s.io/client-go/pkg/version.$kv"
-      done
       (cd "$here/go/k8s" && CGO_ENABLED=0 GOGC=200 go build -trimpath -tags selinux,notest,grpcnotrace \
         -ldflags "all=$ld" -o "$dir.tmp/bin/" \
         k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
@@ -74,7 +90,34 @@ build_one() {
         github.com/containerd/containerd/v2/cmd/ctr) >"$log" 2>&1 ||
         fail "go build of containerd failed: $(grep -m1 -v '^#' "$log" || true) (log: $log)"
       ;;
-    *) fail "unknown part '$name' (accepted: k8s, etcd, containerd)" ;;
+    e2e)
+      # e2e.test as test/e2e/README.md builds it (`go test -c`), with the release's version;
+      # ginkgo and agnhost at the versions k8s.io/kubernetes pins.
+      (cd "$here/go/e2e" && CGO_ENABLED=0 GOGC=200 go test -c -trimpath -ldflags "all=$ld" \
+        -o "$dir.tmp/bin/e2e.test" k8s.io/kubernetes/test/e2e &&
+        CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$dir.tmp/bin/" \
+          github.com/onsi/ginkgo/v2/ginkgo k8s.io/kubernetes/test/images/agnhost) >"$log" 2>&1 ||
+        fail "go build of the e2e suite failed: $(grep -m1 -v '^#' "$log" || true) (log: $log)"
+      ;;
+    coredns)
+      (cd "$here/go/coredns" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$dir.tmp/bin/coredns" \
+        github.com/coredns/coredns) >"$log" 2>&1 ||
+        fail "go build of CoreDNS failed: $(grep -m1 -v '^#' "$log" || true) (log: $log)"
+      ;;
+    cni-metrics-helper)
+      # Not a cluster part: amazon-vpc-cni-k8s's own metrics aggregator, built only when asked
+      # (test/cluster/cni-metrics-helper.test.ts, through kit/cluster/binaries.ts).
+      (cd "$here/go/cni-metrics-helper" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" \
+        -o "$dir.tmp/bin/cni-metrics-helper" github.com/aws/amazon-vpc-cni-k8s/cmd/cni-metrics-helper) >"$log" 2>&1 ||
+        fail "go build of cni-metrics-helper failed: $(grep -m1 -v '^#' "$log" || true) (log: $log)"
+      ;;
+    crictl)
+      # Not a cluster part: the CRI client for people looking into a node (docs/real-cluster.md).
+      (cd "$here/go/crictl" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" \
+        -o "$dir.tmp/bin/crictl" sigs.k8s.io/cri-tools/cmd/crictl) >"$log" 2>&1 ||
+        fail "go build of crictl failed: $(grep -m1 -v '^#' "$log" || true) (log: $log)"
+      ;;
+    *) fail "unknown part '$name' (accepted: k8s, etcd, containerd, e2e, coredns, cni-metrics-helper, crictl)" ;;
   esac
   echo "built in $((SECONDS - start)) s" >>"$log"
   echo "eni-ipam cluster build: $name built in $((SECONDS - start)) s" >&2
@@ -83,6 +126,13 @@ build_one() {
 }
 
 parts=("$@")
-[ "${#parts[@]}" -gt 0 ] || parts=(etcd containerd k8s)
+[ "${#parts[@]}" -gt 0 ] || parts=(etcd containerd k8s e2e coredns)
 mkdir -p "$cache"
-for p in "${parts[@]}"; do build_one "$p"; done
+# One build of a part at a time, across processes (scripts/test.sh builds e2e in the background
+# while the conformance test may ask for it): a second caller waits, then finds it complete.
+for p in "${parts[@]}"; do
+  exec {lock}>"$cache/.$p.lock"
+  flock "$lock"
+  build_one "$p"
+  exec {lock}>&-
+done

@@ -220,7 +220,7 @@ const PLUGIN_ERRORS = {
   'ipamd-transient': {
     code: CniCode.TryAgainLater,
     msg: 'ipamd cannot serve this request now, try again later',
-    when: 'ADD: any other retryable gRPC status',
+    when: 'ADD: any other retryable gRPC status, or the connection dropped before the answer (the Node plugin, ipamd killed mid-request: outcome unknown, never run twice)',
     by: 'plugin',
   },
   'ip-conflict': {

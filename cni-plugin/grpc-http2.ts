@@ -230,6 +230,12 @@ export function openUnixChannel(socketPath: string, pool?: SessionPool): GrpcUna
           sessionErrors.get(onSession) ??
           (cancelled ? ((streamError!.cause as Error | undefined) ?? streamError) : undefined);
         if (connectError) return fail(GrpcStatus.UNAVAILABLE, `${socketPath}: ${connectError.message}`);
+        // The peer went away mid-call (ipamd killed or restarting): node destroys the session and
+        // resets its streams locally (rstCode CANCEL, or INTERNAL_ERROR when the socket errored; the
+        // session's error event comes later). No answer came: UNAVAILABLE, as grpc-js's
+        // "Connection dropped" — not a CANCELLED or INTERNAL the server chose (those keep the session).
+        if (onSession.destroyed)
+          return fail(GrpcStatus.UNAVAILABLE, `connection to ${socketPath} dropped before the answer (ipamd stopped?)`);
         if (stream.rstCode)
           return fail(statusFromRstCode(stream.rstCode), `stream reset (HTTP/2 error ${stream.rstCode})`);
         if (!headers)

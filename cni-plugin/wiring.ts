@@ -155,9 +155,19 @@ export function podLines(p: WiringPlan): string[] {
   return ['link set dev lo up', ...podRouteLines(p), ...podAddressLines(p)];
 }
 
-/** `e` as the CniError of a wiring failure (code 5 naming the interface and netns), unless it is one already. */
-export const wireError = (p: VethPlan, e: unknown): CniError =>
-  e instanceof CniError ? e : cniError('wire-failed', (e as Error).message, { ifName: p.ifName, netns: p.netns });
+/**
+ * `e` as the CniError of a wiring failure (code 5 naming the interface and netns), unless it
+ * is one already. setns(2) refused ("enter pod netns: Operation not permitted") means the
+ * process wiring the pod lacks CAP_SYS_ADMIN: inside ipamd, the chart's capability set.
+ */
+export const wireError = (p: VethPlan, e: unknown): CniError => {
+  if (e instanceof CniError) return e;
+  const msg = (e as Error).message;
+  const hint = /enter pod netns: Operation not permitted/.test(msg)
+    ? ' (entering a pod netns needs the SYS_ADMIN capability: add it to the eni-ipam container, chart securityContext.capabilities.add)'
+    : '';
+  return cniError('wire-failed', `${msg}${hint}`, { ifName: p.ifName, netns: p.netns });
+};
 
 /** Pod-side lines that need no IP: the peer up, gateway and default routes, neighbour. */
 export function podRouteLines(p: VethPlan): string[] {

@@ -1,283 +1,213 @@
 /**
- * The main job, run inside the network namespace that stands for the node: the
- * simulated cloud (EC2 + IMDSv2 on this namespace's loopback) as an m5.large, the real
- * ipamd, N pod namespaces (half `/var/run/netns/<name>`, half `/proc/<pid>/ns/net`),
- * the real CNI plugin ADD for each, a TCP connect from each pod to the node, a table,
- * the pool state, DEL for every pod, and a clean teardown.
+ * The main job, run inside the network namespace that stands for the node: the simulated
+ * cloud (EC2 + IMDSv2 on this namespace's loopback), the node plugged into the simulated
+ * VPC's data plane (./vpc-node.ts), the real ipamd with host networking on (per-ENI route
+ * tables, ip rules, SNAT: all in this namespace), N pod namespaces, the real CNI ADD for
+ * each, a TCP connect from each pod to the node and to a VPC peer (each reports the source
+ * address it saw), a table, the pool state, DEL for every pod, and a clean teardown.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { randomBytes, randomUUID } from 'node:crypto';
 import { SimCloud } from '../sim/index.js';
-import { execPlugin, SHIM_PATH } from '../kit/cni-exec.js';
+import { cleanupStack } from '../kit/cleanup-stack.js';
 import { startIpamd, type IpamdProcess } from '../kit/ipamd-process.js';
-import { createNamedNetns, createProcNetns, run, tcpSendFrom, type Netns } from '../kit/netns.js';
+import { run, type Netns } from '../kit/netns.js';
+import { addPods, createPods, deletePods, probePods, recordEnis, type PluginConfig, type Pod } from './pods.js';
+import { printPodTable, printPool, type Print } from './print.js';
+import { plugDemoNode, type DemoVpc } from './vpc-node.js';
 
 /** Demo settings. */
 export interface ScenarioOptions {
   pods: number;
   instanceType: string;
-  /** Keep ipamd serving until SIGINT/SIGTERM instead of running pods. */
+  /** Keep ipamd serving until `signal` aborts instead of running pods. */
   daemon: boolean;
   /** Extra environment for ipamd (WARM_IP_TARGET=…). */
   ipamdEnv: NodeJS.ProcessEnv;
-  print: (line: string) => void;
-}
-
-interface Pod {
-  name: string;
-  ns: Netns;
-  containerId: string;
-  ip?: string;
-  eni?: string;
-  device?: number;
-  tcp?: string;
-  addMs?: number;
+  /** The node namespace this process runs in (its name is `<nsPrefix>-node`). */
+  node: Netns;
+  /** Prefix of every named namespace the demo makes: `<p>-vpc`, `<p>-pod-<i>`. */
+  nsPrefix: string;
+  /** Aborted on SIGINT/SIGTERM: the scenario stops at its next step and removes everything. */
+  signal: AbortSignal;
+  print: Print;
 }
 
 const NETWORK = 'aws-cni';
+/** The TCP port of the node's listener and of the VPC peer. */
+const PORT = 8080;
 
-/** Runs the scenario; always tears down what it created. Resolves with a process exit code. */
+/** Runs the scenario; always tears down what it created. Resolves with a process exit code (130 when interrupted). */
 export async function runScenario(o: ScenarioOptions): Promise<number> {
   const work = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-demo-'));
   // ipamd's log is the demo's evidence: it lives outside `work` (removed at the end) and is kept.
   const ipamdLog = path.join(os.tmpdir(), `${path.basename(work)}-ipamd.log`);
   o.print(`ipamd's log: ${ipamdLog} (kept after the demo)`);
-  const sim = new SimCloud({ seed: 1 });
-  const pods: Pod[] = [];
-  let ipamd: IpamdProcess | undefined;
-  let listener: net.Server | undefined;
-  let failed = false;
+  const teardown = cleanupStack();
+  teardown.push(() => rm(work, { recursive: true, force: true }));
   try {
     await run('ip', ['link', 'set', 'lo', 'up']);
+    const sim = new SimCloud({ seed: 1 });
     await sim.start();
+    teardown.push(() => sim.stop());
     const subnet = sim.addSubnet({ cidr: '10.0.0.0/24' });
     const inst = sim.launchInstance({ instanceType: o.instanceType, subnetId: subnet.subnetId });
     const nodeIp = inst.privateIpAddress;
-    await run('ip', ['addr', 'replace', `${nodeIp}/32`, 'dev', 'lo']);
-    const socket = path.join(work, 'ipamd.sock');
-    const env = {
-      AWS_EC2_ENDPOINT: sim.ec2Endpoint,
-      AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpoint,
-      ENI_IPAM_SOCKET: socket,
-      ENI_IPAM_CHECKPOINT_PATH: path.join(work, 'ipam.json'),
-      // Daemon mode serves like a node: metrics on :61678, introspection on :61679 (loopback of the demo's node netns).
-      ...(o.daemon
-        ? {
-            DISABLE_METRICS: 'false',
-            METRICS_BIND_ADDRESS: '127.0.0.1:61678',
-            INTROSPECTION_BIND_ADDRESS: '127.0.0.1:61679',
-          }
-        : {}),
-      ...o.ipamdEnv,
-    };
     o.print(
-      `simulated cloud: EC2 ${sim.ec2Endpoint}, IMDS ${sim.imdsEndpoint}, ${o.instanceType} ${inst.instanceId} (node IP ${nodeIp}, subnet ${subnet.cidr})`,
+      `simulated cloud: EC2 ${sim.ec2Endpoint}, IMDS ${sim.imdsEndpoint}, ${o.instanceType} ${inst.instanceId} (node IP ${nodeIp}, subnet ${subnet.cidr}, VPC ${sim.state.vpcCidr})`,
     );
-    ipamd = await startIpamd({ env, logFile: ipamdLog });
-    o.print(`ipamd pid ${ipamd.pid} serving on ${socket} (log: ${ipamdLog})`);
+    const vpc = await plugDemoNode({
+      sim,
+      instanceId: inst.instanceId,
+      node: o.node,
+      vpcName: `${o.nsPrefix}-vpc`,
+      peerPort: PORT,
+    });
+    teardown.push(() => vpc.close());
+    o.print(
+      `VPC data plane: namespace ${vpc.dataPlane.netns.name}, eth0 ${nodeIp} via VPC router ${vpc.gateway}; VPC peer ${vpc.peer.address}:${PORT} (outside the subnet)`,
+    );
+    o.signal.throwIfAborted();
+    const socket = path.join(work, 'ipamd.sock');
+    const env = ipamdEnvFor(o, sim, work);
+    const ipamd = await startIpamd({ env, logFile: ipamdLog });
+    const stopped = once(() => ipamd.stop());
+    teardown.push(stopped);
+    o.print(
+      `ipamd pid ${ipamd.pid} serving on ${socket}, host networking ${env.ENI_IPAM_HOST_NETWORK === 'true' ? 'on' : 'off'} (log: ${ipamdLog})`,
+    );
     // The native shim is what ipamd installs as `eni-ipam`: it forwards each call to ipamd's
     // exec socket (default: cni-exec.sock beside ENI_IPAM_SOCKET), as on a real node.
     const execSocket = path.join(work, 'cni-exec.sock');
     const config = { cniVersion: '1.0.0', name: NETWORK, type: 'eni-ipam', ipamdSocket: socket, execSocket, mtu: 9001 };
-
-    const node: DemoNode = { sim, nodeIp, socket, checkpointPath: env.ENI_IPAM_CHECKPOINT_PATH, ipamd, config };
+    const node: DemoNode = {
+      sim,
+      nodeIp,
+      socket,
+      checkpointPath: env.ENI_IPAM_CHECKPOINT_PATH,
+      ipamd,
+      stopIpamd: stopped,
+      config,
+      vpc,
+    };
     if (o.daemon) {
       await serveAsDaemon(o, node);
       return 0;
     }
-
-    const seen = new Map<string, string>();
-    listener = net.createServer((s) => {
-      s.once('data', (d) => {
-        seen.set(d.toString().trim(), s.remoteAddress ?? '');
-        s.end('ok\n');
-      });
-    });
-    await new Promise<void>((r) => listener!.listen(8080, nodeIp, r));
-
-    await createPods(o.pods, pods);
-    await addPods(node, pods);
-    if (!(await probePods(node, pods, seen))) failed = true;
-    o.print('');
-    printPodTable(o.print, nodeIp, pods);
-    o.print('');
-    printPool(o.print, 'pool after ADD', await ipamd.status(), sim);
-
-    if (!(await deletePods(o, node, pods))) failed = true;
-    printPool(o.print, 'pool after DEL', await ipamd.status(), sim);
-    const code = await ipamd.stop();
-    ipamd = undefined;
-    o.print(`ipamd stopped on SIGTERM with exit code ${code}`);
-    if (code !== 0) failed = true;
-    return failed ? 1 : 0;
+    return await podsRound(o, node, teardown);
+  } catch (e) {
+    if (!o.signal.aborted) throw e;
+    o.print('interrupted: removing everything the demo made');
+    return 130;
   } finally {
-    listener?.close();
-    if (ipamd) await ipamd.stop(5000).catch(() => undefined);
-    for (const p of pods) await p.ns.remove();
-    await sim.stop().catch(() => undefined);
-    await rm(work, { recursive: true, force: true });
+    await teardown.close().catch((e: Error) => o.print(`teardown: ${e.message}`));
     o.print(`ipamd's log is kept at ${ipamdLog}`);
   }
 }
 
-/** The plugin's network config, as the CNI runtime would pass it on stdin. */
-type PluginConfig = Record<string, unknown>;
+/** ipamd's environment: the simulated cloud, its files under `work`, host networking on, then the caller's settings. */
+function ipamdEnvFor(o: ScenarioOptions, sim: SimCloud, work: string): NodeJS.ProcessEnv {
+  return {
+    AWS_EC2_ENDPOINT: sim.ec2Endpoint,
+    AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpoint,
+    ENI_IPAM_SOCKET: path.join(work, 'ipamd.sock'),
+    ENI_IPAM_CHECKPOINT_PATH: path.join(work, 'ipam.json'),
+    // Per-ENI links, route tables, ip rules and SNAT, in this (the node's) namespace only.
+    ENI_IPAM_HOST_NETWORK: 'true',
+    // Daemon mode serves like a node: metrics on :61678, introspection on :61679 (loopback of the demo's node netns).
+    ...(o.daemon
+      ? {
+          DISABLE_METRICS: 'false',
+          METRICS_BIND_ADDRESS: '127.0.0.1:61678',
+          INTROSPECTION_BIND_ADDRESS: '127.0.0.1:61679',
+        }
+      : {}),
+    ...o.ipamdEnv,
+  };
+}
 
 /** What the demo's node is made of once ipamd serves: shared by the steps below. */
 interface DemoNode {
   sim: SimCloud;
-  /** The node's primary private IPv4 (dotted quad), on the node netns' loopback. */
+  /** The node's primary private IPv4 (dotted quad), on the node netns' `eth0`. */
   nodeIp: string;
   /** ipamd's gRPC socket path. */
   socket: string;
   /** ipamd's checkpoint file path (as given in ipamd's environment). */
   checkpointPath: string | undefined;
   ipamd: IpamdProcess;
+  /** SIGTERM to ipamd (SIGKILL after 15 s), once; resolves with its exit code. */
+  stopIpamd: () => Promise<number | null>;
   config: PluginConfig;
+  vpc: DemoVpc;
 }
 
-/** Daemon mode: prints how to reach ipamd, then waits for SIGINT or SIGTERM. */
+/** `fn` run at most once: later calls share the first call's promise. */
+function once<T>(fn: () => Promise<T>): () => Promise<T> {
+  let p: Promise<T> | undefined;
+  return () => (p ??= fn());
+}
+
+/**
+ * The pods' round: create, ADD, probe the node and the VPC peer, print, DEL, stop ipamd.
+ * @returns 0 when every step succeeded and both ends saw every pod's own IP, else 1.
+ * @throws Error from a step that cannot go on (an ADD that failed), or the abort reason.
+ */
+async function podsRound(o: ScenarioOptions, n: DemoNode, teardown: ReturnType<typeof cleanupStack>): Promise<number> {
+  const { ipamd, sim, nodeIp, vpc } = n;
+  let failed = false;
+  // Answers with the source address it saw; what the pod sends is read and dropped, so each
+  // connection ends when the pod closes it.
+  const listener = net.createServer((s) => s.resume().end(`${s.remoteAddress ?? ''}\n`));
+  await new Promise<void>((r) => listener.listen(PORT, nodeIp, r));
+  teardown.push(async () => void listener.close());
+  const pods: Pod[] = [];
+  teardown.push(async () => {
+    for (const p of pods) await p.ns.remove();
+  });
+  await createPods(o.pods, o.nsPrefix, pods, o.signal);
+  await addPods(n.config, pods, o.signal);
+  await recordEnis(ipamd.introspectionPort, pods);
+  // The VPC routes every address EC2 says an ENI holds once this pass ends: no probe races it.
+  await vpc.dataPlane.sync();
+  const targets = { node: { host: nodeIp, port: PORT }, vpc: { host: vpc.peer.address, port: PORT } };
+  const probed = await probePods(pods, targets, o.signal);
+  if (!probed) failed = true;
+  o.print('');
+  printPodTable(o.print, `${nodeIp}:${PORT}`, `${vpc.peer.address}:${PORT}`, pods);
+  o.print('');
+  o.print(
+    'The VPC routes each address to the ENI EC2 says holds it and drops a packet whose source the ENI it came in on does not hold (source/destination check):',
+  );
+  o.print(
+    probed
+      ? 'each pod reached the VPC peer through its own ENI, with its own IP: no SNAT inside the VPC.'
+      : 'NOT every pod reached the node and the VPC peer with its own IP: see the FAILED cells above and the ipamd log.',
+  );
+  o.print('');
+  printPool(o.print, 'pool after ADD', await ipamd.status(), sim);
+  if (!(await deletePods(n.config, pods, o.print))) failed = true;
+  printPool(o.print, 'pool after DEL', await ipamd.status(), sim);
+  const code = await n.stopIpamd();
+  o.print(`ipamd stopped on SIGTERM with exit code ${code}`);
+  return failed || code !== 0 ? 1 : 0;
+}
+
+/** Daemon mode: prints how to reach ipamd and the VPC, then waits until `o.signal` aborts. */
 async function serveAsDaemon(o: ScenarioOptions, n: DemoNode): Promise<void> {
-  const { sim, ipamd, socket, config } = n;
+  const { sim, ipamd, socket, config, vpc } = n;
   o.print(`daemon mode: ipamd keeps running; Ctrl-C stops it and removes everything.`);
   o.print(`  plugin config: ${JSON.stringify(config)}`);
   o.print(`  status: curl http://127.0.0.1:${ipamd.introspectionPort}/v1/status  (inside this network namespace)`);
   o.print(`  metrics: curl http://127.0.0.1:${ipamd.metricsPort ?? 61678}/metrics  (inside this network namespace)`);
   o.print(
+    `  VPC: ip netns exec ${vpc.dataPlane.netns.name} ip route  (one route per address EC2 says an ENI holds); VPC peer ${vpc.peer.address}:${PORT} answers with the source address it saw`,
+  );
+  o.print(
     `  operator CLI (in the node netns above): AWS_EC2_ENDPOINT=${sim.ec2Endpoint} AWS_EC2_METADATA_SERVICE_ENDPOINT=${sim.imdsEndpoint} INTROSPECTION_BIND_ADDRESS=127.0.0.1:${ipamd.introspectionPort} ENI_IPAM_SOCKET=${socket} ENI_IPAM_CHECKPOINT_PATH=${n.checkpointPath} node dist/cli/main.js status`,
   );
-  await new Promise<void>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
-  });
-}
-
-/**
- * Creates `count` pod network namespaces (even: named, odd: `/proc/<pid>/ns/net`), pushing
- * each onto `pods` as soon as it exists so the caller's teardown removes it.
- */
-async function createPods(count: number, pods: Pod[]): Promise<void> {
-  for (let i = 0; i < count; i++) {
-    const name = `demo-${i}`;
-    const ns = i % 2 === 0 ? await createNamedNetns(`eni-demo-pod-${i}`) : await createProcNetns(name);
-    pods.push({ name, ns, containerId: randomBytes(32).toString('hex') });
-  }
-}
-
-/** CNI ADD through the shim for each pod, one at a time; records its IP and ADD time (ms). Throws on the first failure. */
-async function addPods(n: DemoNode, pods: Pod[]): Promise<void> {
-  for (const p of pods) {
-    const r = await execPlugin({
-      command: 'ADD',
-      containerId: p.containerId,
-      netns: p.ns.path,
-      ifName: 'eth0',
-      config: n.config,
-      plugin: [SHIM_PATH],
-      args: {
-        IgnoreUnknown: '1',
-        K8S_POD_NAMESPACE: 'default',
-        K8S_POD_NAME: p.name,
-        K8S_POD_INFRA_CONTAINER_ID: p.containerId,
-        K8S_POD_UID: randomUUID(),
-      },
-    });
-    if (r.code !== 0) throw new Error(`ADD ${p.name} failed: ${r.stdout}${r.stderr}`);
-    p.ip = String(r.json.ips[0].address).split('/')[0];
-    p.addMs = r.ms;
-  }
-}
-
-/**
- * Records each pod's ENI and device number (from ipamd's introspection), then connects
- * from each pod to the node's listener on :8080; `seen` maps the pod name sent to the
- * source address the listener saw. True when every pod connected from its own IP.
- */
-async function probePods(n: DemoNode, pods: Pod[], seen: Map<string, string>): Promise<boolean> {
-  const { ipamd, nodeIp } = n;
-  let ok = true;
-  const allocs = (await (await fetch(`http://127.0.0.1:${ipamd.introspectionPort}/v1/allocations`)).json()) as Array<{
-    containerID: string;
-    eniId: string;
-  }>;
-  const status = await ipamd.status();
-  const devByEni = new Map<string, number>(
-    (status.enis as Array<{ eniId: string; deviceNumber: number }>).map((e) => [e.eniId, e.deviceNumber]),
-  );
-  for (const p of pods) {
-    p.eni = allocs.find((a) => a.containerID === p.containerId)?.eniId;
-    p.device = p.eni ? devByEni.get(p.eni) : undefined;
-    try {
-      await tcpSendFrom(p.ns.path, nodeIp, 8080, p.name);
-      const from = seen.get(p.name);
-      p.tcp = from === p.ip ? `ok (node saw ${from})` : `WRONG SOURCE ${from}`;
-      if (from !== p.ip) ok = false;
-    } catch (e) {
-      p.tcp = `FAILED: ${(e as Error).message.split('\n')[0]}`;
-      ok = false;
-    }
-  }
-  return ok;
-}
-
-/** The per-pod table: netns, IP, ENI, device, ADD time and the TCP result. */
-function printPodTable(print: (l: string) => void, nodeIp: string, pods: Pod[]): void {
-  printTable(
-    print,
-    ['pod', 'netns', 'IP', 'ENI', 'device', 'ADD ms', `TCP to node ${nodeIp}:8080`],
-    pods.map((p) => [
-      p.name,
-      p.ns.path,
-      p.ip ?? '-',
-      p.eni ?? '-',
-      String(p.device ?? '-'),
-      p.addMs === undefined ? '-' : p.addMs.toFixed(1),
-      p.tcp ?? '-',
-    ]),
-  );
-}
-
-/** CNI DEL for every pod, printing each failure and going on. True when every DEL succeeded. */
-async function deletePods(o: ScenarioOptions, n: DemoNode, pods: Pod[]): Promise<boolean> {
-  let ok = true;
-  for (const p of pods) {
-    const r = await execPlugin({
-      command: 'DEL',
-      containerId: p.containerId,
-      netns: p.ns.path,
-      ifName: 'eth0',
-      config: n.config,
-      plugin: [SHIM_PATH],
-    });
-    if (r.code !== 0) {
-      ok = false;
-      o.print(`DEL ${p.name} failed: ${r.stdout}`);
-    }
-  }
-  return ok;
-}
-
-/** The part of ipamd's `GET /v1/status` that printPool reads. */
-interface PoolStatus {
-  counts: { total: number; assigned: number; available: number; cooling: number; enis: number };
-}
-
-function printPool(print: (l: string) => void, title: string, s: PoolStatus, sim: SimCloud): void {
-  const byAction = new Map<string, number>();
-  for (const c of sim.calls) byAction.set(c.action, (byAction.get(c.action) ?? 0) + 1);
-  const calls = [...byAction].map(([a, n]) => `${a}=${n}`).join(' ');
-  print(
-    `${title}: total=${s.counts.total} assigned=${s.counts.assigned} available=${s.counts.available} cooling=${s.counts.cooling} ENIs=${s.counts.enis} | EC2 calls: ${sim.calls.length} (${calls})`,
-  );
-}
-
-function printTable(print: (l: string) => void, head: string[], rows: string[][]): void {
-  const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (r: string[]) => r.map((c, i) => c.padEnd(w[i]!)).join('  ');
-  print(line(head));
-  print(w.map((n) => '-'.repeat(n)).join('  '));
-  for (const r of rows) print(line(r));
+  if (o.signal.aborted) return;
+  await new Promise<void>((resolve) => o.signal.addEventListener('abort', () => resolve(), { once: true }));
 }

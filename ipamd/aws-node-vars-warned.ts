@@ -17,14 +17,6 @@ export const AWS_NODE_WARNED: readonly AwsNodeVar[] = [
     'it applies to security groups for pods (ENABLE_POD_ENI), which eni-ipam does not implement',
   ),
   warned(
-    'AWS_MANAGE_ENIS_NON_SCHEDULABLE',
-    'ipamd',
-    'false',
-    'Whether ipamd still adds and frees ENIs while the node is unschedulable (cordoned).',
-    TRUE,
-    'eni-ipam keeps managing the warm pool of a cordoned node (as true does)',
-  ),
-  warned(
     'AWS_VPC_K8S_CNI_BACKING_STORE',
     'ipamd',
     '/var/run/aws-node/ipam.json',

@@ -51,6 +51,12 @@ export const AWS_NODE_VARS: readonly AwsNodeVar[] = [
     'Never create ENIs or assign addresses; use what is attached.',
   ),
   honoured('DISABLE_LEAKED_ENI_CLEANUP', 'ipamd', 'false', 'Skip the periodic deletion of leaked ENIs.'),
+  honoured(
+    'AWS_MANAGE_ENIS_NON_SCHEDULABLE',
+    'ipamd',
+    'false',
+    'Whether ipamd still adds and frees ENIs while the node is unschedulable (cordoned).',
+  ),
   honoured('IP_COOLDOWN_PERIOD', 'ipamd, entrypoint', '30', 'Seconds a released address rests before reuse.'),
   honoured('MY_NODE_NAME', 'ipamd', "the pod's node (downward API)", 'Kubernetes name of this node.'),
   honoured('CLUSTER_NAME', 'ipamd', 'unset', 'Cluster name tagged on the ENIs ipamd creates.'),

@@ -19,6 +19,20 @@ export function monoNow(): number {
   return performance.timeOrigin + performance.now();
 }
 
+/**
+ * The {@link monoNow} reading at which this boot's CLOCK_MONOTONIC read 0 (ms, epoch scale):
+ * `monoNow() − (ms since boot)`, constant for the process (both advance with
+ * CLOCK_MONOTONIC; `performance.now()` is `process.hrtime()` since the process started).
+ * A stamp minus it is ms since boot, which no wall-clock step moves: two processes of one
+ * boot convert each other's stamps with it exactly (checkpoint/boot-stamps.ts). The clock
+ * counts from boot like CLOCK_BOOTTIME but stops while the machine is suspended, so a
+ * cooldown measured on it across a restart can only last longer, never shorter.
+ */
+export function monoAtBoot(): number {
+  const sinceBoot = Number(process.hrtime.bigint()) / 1e6;
+  return performance.timeOrigin + performance.now() - sinceBoot;
+}
+
 /** Below this gap (ms) between the two clocks {@link wallOf} leaves a reading as is (drift, not a step). */
 export const WALL_STEP_MS = 1000;
 

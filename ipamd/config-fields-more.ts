@@ -101,3 +101,30 @@ export function connmarkValue(): Field<number> {
     nonString: [{ type: 'integer', minimum: 1, maximum: 0xffffffff }],
   });
 }
+
+const DNS_LABEL = '[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?';
+
+/** A Kubernetes namespace name: a DNS-1123 label (lower-case, at most 63). */
+export function dnsLabel(): Field<string> {
+  return patterned({
+    body: DNS_LABEL,
+    accepts: 'a namespace name (lower-case letters, digits and -, at most 63) such as kube-system',
+    read: (s) => s,
+  });
+}
+
+/**
+ * A namespaced object's `<namespace>/<name>` (ENI_IPAM_DAEMONSET): a DNS-1123 label
+ * (namespace, at most 63) and a DNS-1123 subdomain (name, at most 253), Kubernetes' rules
+ * for both (https://kubernetes.io/docs/concepts/overview/working-with-objects/names/).
+ */
+export function namespacedName(): Field<string> {
+  const label = DNS_LABEL;
+  const sub = `${label}(?:\\.${label})*`;
+  return patterned({
+    body: `${label}/${sub}`,
+    accepts: 'a namespace and a name, lower-case DNS names, such as kube-system/eni-ipam',
+    read: (s) => s,
+    detail: (s) => (s.length > 317 ? 'too long' : undefined),
+  });
+}

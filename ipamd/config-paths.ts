@@ -19,6 +19,7 @@ import {
   fstatSync,
   lstatSync,
   openSync,
+  readFileSync,
   readlinkSync,
   realpathSync,
   statfsSync,
@@ -114,9 +115,33 @@ export function pseudoFsTypeOf(p: string): string | undefined {
 }
 
 /**
- * Why `p` is not a network namespace file, or undefined: it is opened (non-blocking, so a
- * FIFO cannot hang the start) and the kernel's name of the open file read back
- * (`/proc/self/fd/N` reads `net:[4026531993]` for a network namespace, bind-mounted or not).
+ * The namespace type (`net`, `mnt`, ...) of an nsfs file bind-mounted at `p` (as `ip netns add`
+ * and containerd make them), read from this process's mountinfo: the mount's root field is
+ * `net:[4026531993]`. Undefined when no mount sits at `p`.
+ */
+function boundNsType(p: string): string | undefined {
+  let real: string;
+  try {
+    real = realpathSync(p);
+  } catch {
+    return undefined;
+  }
+  let found: string | undefined;
+  for (const line of readFileSync('/proc/self/mountinfo', 'utf8').split('\n')) {
+    const f = line.split(' ');
+    // Fields: id parent major:minor root mountpoint ... (proc(5)); the last mount at a path wins.
+    const mountPoint = f[4]?.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+    if (mountPoint === real) found = /^([a-z_]+):\[[0-9]+\]$/.exec(f[3] ?? '')?.[1];
+  }
+  return found;
+}
+
+/**
+ * Why `p` is not a network namespace file, or undefined. `p` is opened (non-blocking, so a
+ * FIFO cannot hang the start); its namespace type comes from the kernel's name of the open
+ * file (`/proc/<pid>/ns/net` reads `net:[4026531993]`) or, for a bind mount of one (the
+ * `/run/netns/<name>` of `ip netns add`, whose open file reads back as its path), from the
+ * nsfs filesystem (statfs(2) magic NSFS_MAGIC) and the mount's root in /proc/self/mountinfo.
  */
 export function netnsProblem(p: string): string | undefined {
   let fd: number;
@@ -128,8 +153,9 @@ export function netnsProblem(p: string): string | undefined {
   }
   try {
     const link = readlinkSync(`/proc/self/fd/${fd}`);
-    if (/^net:\[[0-9]+\]$/.test(link)) return undefined;
-    const ns = /^([a-z_]+):\[[0-9]+\]$/.exec(link)?.[1];
+    let ns = /^([a-z_]+):\[[0-9]+\]$/.exec(link)?.[1];
+    if (!ns && pseudoFsTypeOf(p) === 'nsfs') ns = boundNsType(p) ?? 'net';
+    if (ns === 'net') return undefined;
     const st = fstatSync(fd);
     const what = ns
       ? `a ${ns} namespace`

@@ -34,6 +34,8 @@ export interface IpamdConfig {
   clusterName?: string;
   additionalEniTags: Record<string, string>;
   disableLeakedEniCleanup: boolean;
+  /** AWS_MANAGE_ENIS_NON_SCHEDULABLE: grow and free ENIs on a cordoned node too (false: paused there, as aws-node). */
+  manageEnisNonSchedulable: boolean;
   disableNetworkResourceProvisioning: boolean;
   nodeName?: string;
   ec2Endpoint?: string;
@@ -78,6 +80,16 @@ export interface IpamdConfig {
   fastRestart: boolean;
   restartConfirmJitterMs: number;
   awsNodeCheckpointPath: string;
+  /** ENI_IPAM_AWS_NODE_CHECK: wait for a live aws-node to be gone before managing the node. */
+  awsNodeCheck: boolean;
+  /** ENI_IPAM_AWS_NODE_SOCKET: aws-node's ipamd gRPC socket. */
+  awsNodeSocket: string;
+  /** ENI_IPAM_AWS_NODE_QUIET: aws-node's checkpoint unwritten this long (ms) before ipamd takes the node. */
+  awsNodeQuietMs: number;
+  /** ENI_IPAM_DAEMONSET: `<namespace>/<name>` of ipamd's DaemonSet (the node's owner record). */
+  daemonSet?: string;
+  /** ENI_IPAM_LEASE_NAMESPACE: where the nodes' owner Leases live. */
+  leaseNamespace: string;
   logFile: string;
   pluginLogFile: string;
   logFileMaxSize: string;

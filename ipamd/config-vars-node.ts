@@ -164,7 +164,14 @@ export const NODE_VARS: VarSpec[] = [
     'disableLeakedEniCleanup',
     bool(),
     'false',
-    'Skip the sweep that deletes leaked ENIs ipamd created.',
+    'Skip the sweep that deletes leaked ENIs ipamd created; the start-up settle then keeps the unwanted ENIs a previous ipamd created for this node and never attached (a wanted one is still attached).',
+  ),
+  v(
+    'AWS_MANAGE_ENIS_NON_SCHEDULABLE',
+    'manageEnisNonSchedulable',
+    bool(),
+    'false',
+    'Keep adding addresses and creating and freeing ENIs while the node is unschedulable (cordoned: taint node.kubernetes.io/unschedulable:NoSchedule). false, as amazon-vpc-cni-k8s: the pool neither grows nor frees an ENI until the node is schedulable again (surplus IPs are still released; ADDs are served from what the node holds), logged once; a node that cannot be read counts as schedulable. Needs MY_NODE_NAME.',
   ),
   v(
     'DISABLE_NETWORK_RESOURCE_PROVISIONING',

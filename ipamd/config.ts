@@ -5,7 +5,7 @@
  * what it accepts (the same phrase the chart's schema says: config-chart-types.ts). Durations are stored in ms.
  *
  * Every variable, its default and meaning: docs/configuration.md, generated from the spec
- * (NODE_VARS, TIMING_VARS) by scripts/config-reference.mjs. The aws-node variables eni-ipam
+ * (NODE_VARS, TIMING_VARS, NEIGHBOUR_VARS) by scripts/config-reference.mjs. The aws-node variables eni-ipam
  * does not honour are checked by aws-node-check.ts: refused ones throw, warned ones are
  * returned by {@link loadConfigReport} for ipamd to log.
  *
@@ -25,11 +25,12 @@ import { type VarSpec } from './config-spec.js';
 import { ConfigError, quoteValue as quote, type IpamdConfig } from './config-types.js';
 import { NODE_VARS } from './config-vars-node.js';
 import { TIMING_VARS } from './config-vars-timing.js';
+import { NEIGHBOUR_VARS } from './config-vars-neighbours.js';
 
 export { ConfigError, type IpamdConfig } from './config-types.js';
 
 /** Every variable, in documentation order. */
-const SPECS: VarSpec[] = [...NODE_VARS, ...TIMING_VARS];
+const SPECS: VarSpec[] = [...NODE_VARS, ...TIMING_VARS, ...NEIGHBOUR_VARS];
 
 /** Every name ipamd reads: the spec and the aws-node table (config-hints.ts offers them for look-alikes). */
 const KNOWN_NAMES = [...SPECS.map((s) => s.name), ...AWS_NODE_VARS.map((r) => r.name)];

@@ -13,7 +13,8 @@ import type { PoolController } from './controller/pool-loop/pool-controller.js';
 import type { ReleaseGate } from './controller/release/release-gate.js';
 import type { Datastore } from './datastore/datastore.js';
 import type { Logger } from './log.js';
-import { whileHoldingCheckpointLock } from './startup/checkpoint-lock.js';
+import { acquireCheckpointLock, whileHoldingCheckpointLock, type CheckpointLock } from './startup/checkpoint-lock.js';
+import { selfHolder } from './startup/guard-holder.js';
 import type { DaemonParts } from './lifecycle/daemon-registry.js';
 import { startParts, type AnyPart } from './lifecycle/runner.js';
 import {
@@ -50,6 +51,7 @@ import {
   drainPart,
   eniConfigFollowPart,
   kubeReportingPart,
+  nodeSchedulePart,
   poolLoopPart,
   servingPart,
   stopGracePart,
@@ -74,10 +76,12 @@ export interface Daemon {
 /** Part names, for {@link StartDaemonOptions.failAt}. */
 export type DaemonPartName = keyof DaemonParts;
 
-/** Test-only options of {@link startDaemon}. */
+/** Options of {@link startDaemon}. */
 export interface StartDaemonOptions {
-  /** The start of this part throws (nothing of it starts): what had started must be stopped. */
+  /** Test-only: the start of this part throws (nothing of it starts): what had started must be stopped. */
   failAt?: DaemonPartName;
+  /** The state directory's lock, already taken by the caller (ipamd-main, before its log); default: taken here. */
+  checkpointLock?: CheckpointLock;
 }
 
 /**
@@ -98,6 +102,7 @@ export function daemonParts(env: PartEnv): AnyPart<DaemonParts>[] {
     awsNodeImportPart(env),
     kernelPart(env),
     eniConfigPart(env),
+    nodeSchedulePart(env),
     hostNetworkPart(env),
     egressV4Part(env),
     poolPart(env),
@@ -126,15 +131,23 @@ export function daemonParts(env: PartEnv): AnyPart<DaemonParts>[] {
 
 /**
  * Starts ipamd with a validated config. First takes the node's one-ipamd lock on the
- * checkpoint directory (startup/checkpoint-lock.ts), before anything on the node is read
- * or written; {@link Daemon.stop}, or a failed start, frees it. A start that fails stops
+ * checkpoint directory (startup/checkpoint-lock.ts: a flock every ipamd sharing the
+ * directory meets, in any network namespace), before anything on the node is read or
+ * written, unless `opts.checkpointLock` brings it; {@link Daemon.stop}, or a failed start, frees it. A start that fails stops
  * every part that had started, in reverse, before it throws.
  * @throws Error when another ipamd holds the checkpoint directory or serves on the socket,
  *         discovery fails after its retries, or a setting cannot work on this instance
  *         (the message says which).
  */
 export async function startDaemon(config: IpamdConfig, log: Logger, opts: StartDaemonOptions = {}): Promise<Daemon> {
-  return whileHoldingCheckpointLock(path.dirname(config.checkpointPath), () => startLocked(config, log, opts));
+  const dir = path.dirname(config.checkpointPath);
+  const lock =
+    opts.checkpointLock ??
+    (await acquireCheckpointLock(
+      dir,
+      selfHolder({ socket: config.socketPath, checkpoint: config.checkpointPath, logFile: config.logFile }),
+    ));
+  return whileHoldingCheckpointLock(dir, () => startLocked(config, log, opts), lock);
 }
 
 async function startLocked(config: IpamdConfig, log: Logger, opts: StartDaemonOptions): Promise<Daemon> {

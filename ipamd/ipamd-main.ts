@@ -1,14 +1,18 @@
 /**
  * eni-ipamd's composition root: validates the environment, every path setting included (a
- * bad or refused variable stops start-up with one line naming it; its version, the Node
- * version and every effective setting are logged once, then one warning per ignored one), takes the node's one-ipamd guard
- * (startup/node-guard.ts) before anything on the node is opened, starts the daemon, and on
- * SIGTERM/SIGINT stops taking new work, finishes in-flight RPCs, flushes the checkpoint and
- * exits 0, within a deadline whatever it is doing (shutdown.ts). SIGUSR2 cycles the
- * log level (see log-level.ts). main.ts runs it, from the one-file bundle when the build
- * made one (scripts/bundle-ipamd.mjs), else from these modules.
+ * bad or refused variable stops start-up with one line naming it); takes the node
+ * (startup/take-node.ts: its owner record and one-ipamd guards) before anything on the node
+ * is opened; logs its version, the Node version and every effective setting once, then one
+ * warning per ignored one; stands by while aws-node runs on the node
+ * (startup/aws-node-wait.ts); starts the daemon, and on SIGTERM/SIGINT stops taking new
+ * work, finishes in-flight RPCs, flushes the checkpoint and exits 0, within a deadline
+ * whatever it is doing (shutdown.ts). SIGUSR2 cycles the log level (see log-level.ts).
+ * main.ts runs it, from the one-file bundle when the build made one
+ * (scripts/bundle-ipamd.mjs), else from these modules.
  */
+import path from 'node:path';
 import type { CodeCacheState } from '../loader/code-cache.js';
+import { assertCanWriteDirSync } from '../nodefs/dirs.js';
 import {
   checkConfigOnDisk,
   ConfigError,
@@ -24,7 +28,8 @@ import { installLogLevelSignal } from './log-level.js';
 import { openRotatingLog } from './observability/log-files.js';
 import { logProcessWarnings } from './observability/process-warnings.js';
 import { flushLogWithin, installStopSignals } from './shutdown.js';
-import { acquireNodeGuard, nodeGuardName } from './startup/node-guard.js';
+import { takeNode } from './startup/take-node.js';
+import { waitUntilAwsNodeGone } from './startup/aws-node-wait.js';
 import { buildInfo } from './version.js';
 
 /** How ipamd's modules were loaded this run (bundle-loader.ts; logged at start-up). */
@@ -58,18 +63,24 @@ export async function runIpamd(loaded?: ModulesLoaded): Promise<void> {
     throw e;
   }
   const config = report.config;
+  let checkpointLock;
+  // Taking the node waits on IMDS (and may stand by): a signal then ends ipamd at once, exit 0.
+  const startLog = createLogger({ level: config.logLevel, format: config.logFormat });
+  const endWhileTaking = (sig: NodeJS.Signals) => {
+    startLog.info({ signal: sig }, 'signal during start-up: exiting (nothing served yet, the node not taken)');
+    void flushLogWithin(startLog, undefined).then(() => process.exit(0));
+  };
+  process.on('SIGTERM', endWhileTaking).on('SIGINT', endWhileTaking);
   try {
-    await acquireNodeGuard(nodeGuardName(config.imdsEndpoint), {
-      pid: process.pid,
-      socket: config.socketPath,
-      checkpoint: config.checkpointPath,
-      logFile: config.logFile,
-      since: new Date().toISOString(),
-    }); // held until the process ends (the kernel frees it)
+    // The state directory first (nothing written): a read-only one fails now, not after IMDS answers.
+    assertCanWriteDirSync(path.dirname(config.checkpointPath));
+    // Before the log file: standing aside, a DaemonSet's ipamd says so on stdout (its container log).
+    checkpointLock = await takeNode(config, startLog);
   } catch (e) {
     process.stderr.write(`eni-ipamd: ${startErrorMessage(e, config)}\n`);
     process.exit(1);
   }
+  process.off('SIGTERM', endWhileTaking).off('SIGINT', endWhileTaking);
   // AWS_VPC_K8S_CNI_LOG_FILE: a rotating file (observability/log-files.ts) or stdout.
   let file;
   try {
@@ -107,7 +118,9 @@ export async function runIpamd(loaded?: ModulesLoaded): Promise<void> {
   // From here SIGTERM always ends ipamd: at once while starting, after a bounded drain once serving.
   installStopSignals({ log, file, daemonStop: () => (daemon ? () => daemon!.stop() : undefined) });
   try {
-    daemon = await startDaemon(config, log);
+    // Never beside a live aws-node: stand by until it is gone (startup/aws-node-wait.ts).
+    await waitUntilAwsNodeGone(config, log);
+    daemon = await startDaemon(config, log, { checkpointLock });
   } catch (e) {
     const why = startErrorMessage(e, config); // a path error names its variable
     log.fatal({ err: why }, 'ipamd could not start');

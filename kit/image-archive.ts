@@ -41,13 +41,39 @@ export async function imageRefOf(archive: string): Promise<string> {
 }
 
 let building: Promise<string> | undefined;
+let drift: string | undefined;
+
+/**
+ * The reason a failed image build gave: its last line (`eni-ipam image: <why>`, the one
+ * line every build failure ends with, scripts/image/common.mjs), without the prefix. The
+ * lines before it are progress (`npm pack …`, `mmdebstrap …`), never the cause.
+ */
+export function imageBuildFailure(stderr: string): string {
+  const last = stderr
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean)
+    .at(-1);
+  return last ? last.replace(/^eni-ipam image: /, '') : 'it printed nothing';
+}
+
+/** The Debian packages that moved on the mirror since the content lock was written, as the last build reported them (undefined: none). */
+export const imageDebianDrift = (): string | undefined => drift;
 
 /**
  * The archive to test, built if needed: $ENI_IPAM_IMAGE_ARCHIVE when set, else what
  * `node scripts/image/build.mjs` (= `npm run image`; a no-op when its inputs are
  * unchanged, so one build serves the whole test run) reports in
- * build/image/eni-ipam-<version>.json. Memoised per process.
- * @returns the archive path. @throws Error with the build's stderr when it fails.
+ * build/image/eni-ipam-<version>.json. Memoised per process; across processes the builds of
+ * one checkout take turns (build.mjs holds flock(1) on build/image/.build.lock).
+ *
+ * Built with `--debian-drift warn`: Debian packages that moved to a newer point or security
+ * version on the mirror since image/contents-<arch>.lock was written do not stop the tests or
+ * the cluster; the build's warning naming them is printed once (and kept:
+ * {@link imageDebianDrift}). `npm run release` stays strict. $ENI_IPAM_IMAGE_LOCK checks
+ * against another content list (the build's `--lock`).
+ * @returns the archive path. @throws Error whose first line is the build's own reason
+ *   ({@link imageBuildFailure}), then its whole output.
  */
 export function ensureImageArchive(): Promise<string> {
   return (building ??= (async () => {
@@ -56,13 +82,20 @@ export function ensureImageArchive(): Promise<string> {
       if (!existsSync(env)) throw new Error(`ENI_IPAM_IMAGE_ARCHIVE=${env} does not exist`);
       return env;
     }
+    const lock = process.env['ENI_IPAM_IMAGE_LOCK'];
+    const args = ['--debian-drift', 'warn', ...(lock ? ['--lock', lock] : [])];
     try {
-      await run(process.execPath, [path.join(ROOT, 'scripts', 'image', 'build.mjs')], {
+      // build.mjs takes build/image/.build.lock itself: one build at a time per checkout.
+      const build = path.join(ROOT, 'scripts', 'image', 'build.mjs');
+      const { stderr } = await run(process.execPath, [build, ...args], {
         cwd: ROOT,
         maxBuffer: 16 << 20,
       });
+      drift = /^eni-ipam image: warning: (Debian packages moved.*)$/m.exec(stderr)?.[1];
+      if (drift) process.stderr.write(`eni-ipam image: warning: ${drift}\n`);
     } catch (e) {
-      throw new Error(`npm run image failed: ${(e as { stderr?: string }).stderr ?? (e as Error).message}`);
+      const stderr = (e as { stderr?: string }).stderr ?? '';
+      throw new Error(`npm run image failed: ${imageBuildFailure(stderr || (e as Error).message)}\n${stderr}`);
     }
     const { version } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
     return (

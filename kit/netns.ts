@@ -129,8 +129,9 @@ export async function ipIn(path: string, args: string[]): Promise<string> {
 
 /**
  * Opens a TCP connection from inside the namespace at `path` to `host:port`, sends
- * `payload` and closes (bash's /dev/tcp; no extra binaries). @throws Error if it fails
- * within `timeoutS` seconds.
+ * `payload` (one line), reads one line back and closes (bash's /dev/tcp; no extra binaries).
+ * @returns the line the server answered (without its newline).
+ * @throws Error if the connection, the send or the answer fails within `timeoutS` seconds.
  */
 export async function tcpSendFrom(
   path: string,
@@ -138,14 +139,14 @@ export async function tcpSendFrom(
   port: number,
   payload: string,
   timeoutS = 5,
-): Promise<void> {
-  await run('nsenter', [
+): Promise<string> {
+  return run('nsenter', [
     `--net=${path}`,
     'timeout',
     String(timeoutS),
     'bash',
     '-c',
-    `exec 3<>/dev/tcp/${host}/${port} && printf '%s\\n' "$1" >&3 && read -t ${timeoutS} -r reply <&3`,
+    `exec 3<>/dev/tcp/${host}/${port} && printf '%s\\n' "$1" >&3 && read -t ${timeoutS} -r reply <&3 && printf '%s' "$reply"`,
     'tcp',
     payload,
   ]);

@@ -47,13 +47,15 @@ export interface NodeMountNs {
   pid: number;
   /** `/proc/<pid>/ns/mnt`. */
   nsPath: string;
+  /** `/proc/<pid>/ns/uts`: the node's own hostname (only when created with `hostname`). */
+  utsPath?: string;
   /** Per-test dir holding the backing files (`<root>/node/<nodePath>`). */
   root: string;
   /** Node paths the binds cover. */
   binds: NodeBind[];
   /** Dirs whose `node` binaries are hidden. */
   hiddenNodeDirs: string[];
-  /** `nsenter` arguments entering this mount namespace (add `--net=` for the node netns). */
+  /** `nsenter` arguments entering this mount namespace, and its UTS namespace when it has one (add `--net=` for the node netns). */
   nsenterArgs: string[];
   /**
    * The test-side path of node path `p` when a bind covers it (its backing file), else
@@ -185,16 +187,21 @@ async function closeMountNs(c: {
  * @param o.root per-test dir (created) for the backing files and overlay dirs.
  * @param o.binds node paths to back with per-test files.
  * @param o.hideNode false keeps Node.js on the namespace's PATH (default: hidden, as on an EKS AMI).
+ * @param o.hostname given: the holder gets a UTS namespace of its own with this hostname (a
+ *   node's: a host-network pod, which shares its node's UTS namespace, sees it, as on a
+ *   real node); absent: the machine's UTS namespace.
  * @throws Error (after cleaning up) if unshare/mount fail or Node.js is still found inside.
  */
 export async function createNodeMountNs(o: {
   root: string;
   binds: NodeBind[];
   hideNode?: boolean;
+  hostname?: string;
 }): Promise<NodeMountNs> {
   await mkdir(o.root, { recursive: true });
   const root = await mkdtemp(path.join(o.root, 'mntns-'));
-  const holder = spawn('unshare', ['-m', '--propagation', 'unchanged', 'sleep', 'infinity'], {
+  const uts = o.hostname !== undefined ? ['-u'] : [];
+  const holder = spawn('unshare', ['-m', ...uts, '--propagation', 'unchanged', 'sleep', 'infinity'], {
     stdio: 'ignore',
     detached: true,
   });
@@ -214,7 +221,8 @@ export async function createNodeMountNs(o: {
   const nsPath = `/proc/${pid}/ns/mnt`;
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => (closing ??= closeMountNs({ pid, exited: () => held.exited, exitP, root }));
-  const nsenter = ['nsenter', `--mount=${nsPath}`, '--'];
+  const utsPath = uts.length ? `/proc/${pid}/ns/uts` : undefined;
+  const nsenter = ['nsenter', `--mount=${nsPath}`, ...(utsPath ? [`--uts=${utsPath}`] : []), '--'];
   const exec = async (argv: string[]): Promise<string> =>
     (await run(nsenter[0]!, [...nsenter.slice(1), ...argv])).stdout;
   try {
@@ -238,6 +246,7 @@ export async function createNodeMountNs(o: {
       bound: new Set<string>(),
       isolate: (p) => isolateHolding(setup, p),
     };
+    if (o.hostname !== undefined) await exec(['hostname', o.hostname]);
     await slaveMount(setup, '/');
     const binds = o.binds.map((b) => ({ nodePath: canonicalNodePath(b.nodePath), kind: b.kind ?? ('dir' as const) }));
     for (const b of binds) await bindNodePath(setup, b);
@@ -258,6 +267,7 @@ export async function createNodeMountNs(o: {
     return {
       pid,
       nsPath,
+      ...(utsPath ? { utsPath } : {}),
       root,
       binds,
       hiddenNodeDirs: hidden,

@@ -38,6 +38,7 @@ export function ownPathEnv(dir: string): Record<string, string> {
     ENI_IPAM_CNI_CONF_DIR: path.join(dir, 'cni', 'net.d'),
     ENI_IPAM_CNI_BIN_DIR: path.join(dir, 'cni', 'bin'),
     ENI_IPAM_AWS_NODE_CHECKPOINT_PATH: path.join(dir, 'aws-node', 'ipam.json'),
+    ENI_IPAM_AWS_NODE_SOCKET: path.join(dir, 'aws-node', 'ipamd.sock'),
     AWS_VPC_K8S_PLUGIN_LOG_FILE: path.join(dir, 'plugin.log'),
     CRI_RUNTIME_ENDPOINT: `unix://${path.join(dir, 'no-cri.sock')}`,
   };

@@ -9,7 +9,7 @@
  * and {@link mkdirParentsSync} create each missing component once, top down, and throw the
  * first error: they never retry.
  */
-import { mkdirSync, statSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, statSync } from 'node:fs';
 import { mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 
@@ -94,4 +94,25 @@ export function mkdirParentsSync(dir: string, mode = 0o755): void {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST' || !statOf(d)?.isDirectory()) throw e;
     }
   }
+}
+
+/**
+ * Checks, writing nothing, that directory `dir` exists writable or can be created: its
+ * nearest existing ancestor must be writable (access(2) W_OK). A read-only mount fails here
+ * with EROFS, a directory of another owner with EACCES.
+ * @throws the access(2) error (its `path` is the ancestor checked).
+ */
+export function assertCanWriteDirSync(dir: string): void {
+  let d = path.resolve(dir);
+  for (;;) {
+    try {
+      statSync(d);
+      break;
+    } catch {
+      const up = path.dirname(d);
+      if (up === d) break;
+      d = up;
+    }
+  }
+  accessSync(d, constants.W_OK);
 }

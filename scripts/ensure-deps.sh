@@ -5,7 +5,8 @@
 #     with --containerd also containerd, runc, iptables and
 #     containernetworking-plugins (/usr/lib/cni: loopback, ptp, host-local), kubernetes-client (kubectl),
 #     prometheus (promtool: the metrics test checks a real scrape with `promtool check metrics`,
-#     the rules test runs `promtool check/test rules`; the dashboard test runs the server);
+#     the rules test runs `promtool check/test rules`; the dashboard test runs the server),
+#     systemd-journal-remote (a real journal for the support-bundle test);
 #     with --image also mmdebstrap (the image's Debian root filesystem) and umoci (the OCI layout),
 #     what `npm run image` needs (scripts/image/build.mjs), and buildah (the image test builds the
 #     Dockerfile with it); with --stress also stress-ng (scripts/test-loaded.sh loads the CPUs with it).
@@ -54,6 +55,9 @@ if [ "$want_containerd" = 1 ]; then
   command -v openssl >/dev/null 2>&1 || need+=(openssl)
   command -v curl >/dev/null 2>&1 || need+=(curl)
   command -v conntrack >/dev/null 2>&1 || need+=(conntrack)
+  # systemd-journal-remote writes a real journal (from export format) whose kubelet and containerd
+  # units the support-bundle test reads with journalctl, as on an EKS node.
+  [ -x /lib/systemd/systemd-journal-remote ] || need+=(systemd-journal-remote)
 fi
 if [ "$want_image" = 1 ]; then
   command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap)

@@ -1,8 +1,9 @@
 /**
  * The EC2 Query API HTTP server: decodes `application/x-www-form-urlencoded` requests
  * (AWS EC2 API Reference, "Query requests"; the SigV4 signature is not checked), applies
- * the fault knobs (throttle → latency → injected error, which fails the call before or
- * after the action takes effect, or withholds the answer), runs the action, answers with
+ * the IAM policy when one is set (./iam.ts: 403 UnauthorizedOperation), the fault knobs
+ * (throttle → latency → injected error, which fails the call before or after the action
+ * takes effect, or withholds the answer), runs the action, answers with
  * EC2 XML, and records every call. Also serves the JSON admin endpoints:
  * `GET /_sim/calls`, `GET /_sim/state`, `GET|POST /_sim/faults`, `POST /_sim/reset-calls`.
  */
@@ -12,6 +13,7 @@ import { ACTIONS, callInstanceId } from './ec2-actions.js';
 import { Ec2ApiError } from './ec2-errors.js';
 import { renderError, renderResponse } from './ec2-xml.js';
 import { NO_RESPONSE, type DrawnFault, type FaultInjector } from './faults.js';
+import { authorize, type IamPolicy } from './iam.js';
 import type { CloudModel } from './cloud-model.js';
 import { parseForm } from './query-params.js';
 import { stateToJson } from './state-json.js';
@@ -24,6 +26,8 @@ const MAX_BODY = 1 << 20;
 export class Ec2Server {
   private readonly server: http.Server;
   private readonly sleeps = new Set<{ timer: NodeJS.Timeout; done: () => void }>();
+  /** The identity policy calls are authorized against (./iam.ts); undefined: every call allowed. */
+  iamPolicy: IamPolicy | undefined;
 
   constructor(
     private readonly model: CloudModel,
@@ -110,6 +114,8 @@ export class Ec2Server {
       if (!action) throw new Ec2ApiError('MissingAction', 'The request must contain the parameter Action');
       const handler = ACTIONS.get(action);
       if (!handler) throw new Ec2ApiError('InvalidAction', `The action ${action} is not valid for this web service.`);
+      if (this.iamPolicy)
+        authorize(this.iamPolicy, { region: this.model.state.region, account: this.model.state.accountId }, params);
       if (!this.faults.takeToken(action)) throw new Ec2ApiError('RequestLimitExceeded', 'Request limit exceeded.');
       const delay = this.faults.latencyFor(action);
       if (delay > 0) await this.sleep(delay);

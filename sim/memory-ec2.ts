@@ -28,7 +28,7 @@ import { FaultInjector } from './faults.js';
 import { FILTER_NAMES, applyFilters, eniFilterValues, subnetFilterValues } from './filters.js';
 import { IdGenerator } from './ids.js';
 import { assignAddresses, unassignAddresses } from './ip-assignment.js';
-import { assignIpv6, unassignIpv6 } from './ipv6-assignment.js';
+import { assignIpv6 } from './ipv6-assignment.js';
 import type { SubnetInput } from './subnet-create.js';
 import { vpcCidrBlocks, type Eni, type Instance, type SimState, type Subnet } from './types.js';
 
@@ -272,13 +272,6 @@ export class MemoryEc2 implements Ec2Port {
       [eniId, count],
       () => assignIpv6(this.model, eniId, { prefixCount: count, addresses: [], prefixes: [] }).prefixes,
     );
-  }
-
-  unassignIpv6Prefixes(eniId: string, prefixes: string[]): Promise<void> {
-    if (prefixes.length === 0) return Promise.resolve();
-    return this.call('UnassignIpv6Addresses', [eniId, prefixes], () => {
-      unassignIpv6(this.model, eniId, [], prefixes);
-    });
   }
 
   detachEni(attachmentId: string): Promise<void> {

@@ -7,6 +7,7 @@
 import { CloudModel } from './cloud-model.js';
 import { Ec2Server } from './ec2-server.js';
 import { FaultInjector } from './faults.js';
+import { validateIamPolicy } from './iam.js';
 import { IdGenerator } from './ids.js';
 import { ImdsServer } from './imds-server.js';
 import { ImdsViews } from './imds-view.js';
@@ -40,6 +41,8 @@ export interface SimCloudOptions {
   imdsPort?: number;
   /** Makes resource ids and MACs deterministic. */
   seed?: number;
+  /** An IAM policy document EC2 calls are authorized against ({@link SimCloud.setIamPolicy}). Default none: all allowed. */
+  iamPolicy?: unknown;
 }
 
 /** The simulated cloud. Call {@link start} before using the endpoints, {@link stop} at the end. */
@@ -82,6 +85,7 @@ export class SimCloud {
     for (const c of opts.secondaryVpcCidrs ?? []) this.model.addVpcCidr(c);
     for (const c of opts.vpcIpv6Cidrs ?? []) this.model.addVpcIpv6Cidr(c);
     this.ec2 = new Ec2Server(this.model, this.faults, this.calls);
+    if (opts.iamPolicy !== undefined) this.setIamPolicy(opts.iamPolicy);
     this.imds = new ImdsServer({
       defaultInstanceId: () => this.defaultInstance,
       view: (id) => this.views.view(id),
@@ -220,6 +224,16 @@ export class SimCloud {
     const inst = this.model.launchInstance(p);
     this.defaultInstance ??= inst.instanceId;
     return inst;
+  }
+
+  /**
+   * Authorizes every later EC2 call against an IAM identity policy (sim/iam.ts: a call it
+   * does not allow is answered 403 `UnauthorizedOperation`, and logged with that code);
+   * `undefined` allows every call again.
+   * @throws Error naming what in the document is not a policy the sim evaluates
+   */
+  setIamPolicy(doc: unknown): void {
+    this.ec2.iamPolicy = doc === undefined ? undefined : validateIamPolicy(doc);
   }
 
   /**

@@ -2,11 +2,12 @@
  * `eni-ipam support-bundle`: one .tar.gz (node-tar) with ipamd's logs (the files its
  * settings name), the checkpoint, introspection (status, allocations, ENIs, and ipamd's
  * effective settings as ipamd reports them), metrics, ip rules/routes/links/neighbours,
- * iptables-save, the CRI sandboxes and the CLI's own redacted environment, plus
- * MANIFEST.json saying where the log paths came from and what could not be collected.
- * Made even when ipamd is down (that is when it is needed most).
+ * iptables-save, the CRI sandboxes, the CNI conflists, the sysctls ipamd relies on, the
+ * kubelet's and containerd's logs (cli/bundle-node.ts) and the CLI's own redacted
+ * environment, plus MANIFEST.json saying where the log paths came from and what could not
+ * be collected. Made even when ipamd is down (that is when it is needed most).
  */
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -69,13 +70,68 @@ export async function configuredLogs(
   };
 }
 
+/**
+ * The CNI configuration directory to copy: `--cni-conf-dir`; else ipamd's
+ * ENI_IPAM_CNI_CONF_DIR (its introspection) when that path exists here (it is a path as
+ * ipamd's container sees it: right inside that container, and under a debug pod's /host as
+ * the chart mounts it); else the host root's `/etc/cni/net.d`; else this shell's
+ * ENI_IPAM_CNI_CONF_DIR; else `/etc/cni/net.d`.
+ */
+export function cniConfDir(
+  a: { 'cni-conf-dir'?: unknown; 'host-root'?: unknown },
+  settings: Record<string, unknown> | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): string {
+  if (a['cni-conf-dir']) return path.resolve(String(a['cni-conf-dir']));
+  const fromIpamd = settings?.ENI_IPAM_CNI_CONF_DIR;
+  if (typeof fromIpamd === 'string' && fromIpamd.startsWith('/') && existsSync(fromIpamd)) return fromIpamd;
+  if (a['host-root']) return path.join(String(a['host-root']), 'etc', 'cni', 'net.d');
+  return env.ENI_IPAM_CNI_CONF_DIR || '/etc/cni/net.d';
+}
+
+/** `--host-root` when it names a directory. @throws CliError (usage) naming the flag otherwise. */
+function hostRoot(v: unknown): string | undefined {
+  if (v === undefined || v === '') return undefined;
+  const dir = path.resolve(String(v));
+  if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory())
+    throw new CliError(
+      `--host-root "${String(v)}" is not a directory: expected the node's root filesystem (e.g. /host in \`kubectl debug node/<node> --profile=sysadmin\`)`,
+      EXIT.usage,
+    );
+  return dir;
+}
+
 /** `support-bundle`: writes the tarball (exit 0 even when parts are missing; they are listed). */
 export const supportBundleCommand: CommandModule = {
   command: 'support-bundle',
-  describe: 'one tarball: logs, checkpoint, introspection, metrics, kernel, iptables, CRI, env',
+  describe:
+    'one tarball: logs, checkpoint, introspection, metrics, kernel, iptables, CRI, conflists, sysctls, kubelet and containerd logs, env',
   builder: (y) =>
     y
       .option('out', { type: 'string', describe: 'tarball path (default ./eni-ipam-support-<host>-<time>.tar.gz)' })
+      .option('cni-conf-dir', {
+        type: 'string',
+        describe:
+          "CNI configuration directory to copy (default: ipamd's ENI_IPAM_CNI_CONF_DIR where it exists here, else <host-root>/etc/cni/net.d, else /etc/cni/net.d)",
+      })
+      .option('host-root', {
+        type: 'string',
+        describe:
+          "the node's root filesystem when run beside it (kubectl debug node/<node> --profile=sysadmin: /host): journalctl runs chrooted there",
+      })
+      .option('journal-dir', {
+        type: 'string',
+        describe:
+          'a journal directory to read the kubelet and containerd units from (journalctl --directory; inside --host-root)',
+      })
+      .option('kubelet-log', {
+        type: 'string',
+        describe: "the kubelet's log file, when it does not log to the journal",
+      })
+      .option('containerd-log', {
+        type: 'string',
+        describe: "containerd's log file, when it does not log to the journal",
+      })
       .option('log', {
         type: 'array',
         string: true,
@@ -94,13 +150,26 @@ export const supportBundleCommand: CommandModule = {
     const logs = Array.isArray(argv.log)
       ? { files: argv.log.map(String), from: '--log' }
       : await configuredLogs(settings);
+    const root0 = hostRoot(argv['host-root']);
+    const str = (k: string) => (argv[k] === undefined || argv[k] === '' ? undefined : path.resolve(String(argv[k])));
+    const node = {
+      cniConfDir: cniConfDir(argv as { 'cni-conf-dir'?: unknown; 'host-root'?: unknown }, settings),
+      ...(root0 ? { hostRoot: root0 } : {}),
+      ...(argv['journal-dir'] ? { journalDir: String(argv['journal-dir']) } : {}),
+      ...(str('kubelet-log') ? { kubeletLog: str('kubelet-log')! } : {}),
+      ...(str('containerd-log') ? { containerdLog: str('containerd-log')! } : {}),
+    };
     const work = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-bundle-'));
     try {
       const root = path.join(work, name);
-      const parts = await collectBundle(o, root, logs.files);
+      const { parts, node: nodeFrom } = await collectBundle(o, root, logs.files, node);
       await writeFile(
         path.join(root, 'MANIFEST.json'),
-        JSON.stringify({ createdAt: new Date().toISOString(), options: o, logsFrom: logs.from, parts }, null, 1),
+        JSON.stringify(
+          { createdAt: new Date().toISOString(), options: o, logsFrom: logs.from, node: nodeFrom, parts },
+          null,
+          1,
+        ),
       );
       try {
         await tar.c({ gzip: true, file: out, cwd: work, portable: true }, [name]);

@@ -11,7 +11,7 @@
  * older one back in (an ADD for a container remembered as released, an expiry), the window
  * is rewritten whole in that record (all listed, in order): rare, and still exact.
  */
-import { monoNow } from '../clock.js';
+import { monoAtBoot, monoNow } from '../clock.js';
 import type { CheckpointData, CheckpointSource, JournalRecord } from './index.js';
 import type { ChangeJournal } from '../datastore/roles.js';
 
@@ -26,6 +26,8 @@ export interface DatastoreSourceOptions {
   runtime: () => CheckpointData['runtime'];
   /** ms since epoch, for which addresses still cool in a snapshot; default monoNow, ipamd/clock.ts. */
   now?: () => number;
+  /** This process's `monoAtBoot` (ms), written in every snapshot; default ipamd/clock.ts's. */
+  monoAtBoot?: number;
 }
 
 /**
@@ -35,6 +37,7 @@ export interface DatastoreSourceOptions {
 export function datastoreCheckpointSource(o: DatastoreSourceOptions): CheckpointSource {
   const { ds, releasedCap: cap } = o;
   const now = o.now ?? monoNow;
+  const atBoot = o.monoAtBoot ?? monoAtBoot();
   ds.trackChanges();
   /** The remembered DELs on disk (after the last snapshot/delta), oldest first. */
   let persisted = new Map<string, number>();
@@ -52,6 +55,7 @@ export function datastoreCheckpointSource(o: DatastoreSourceOptions): Checkpoint
       return {
         version: 1,
         bootId: o.bootId,
+        monoAtBoot: atBoot,
         allocations: ds.allocations(),
         cooldown: ds.coolingEntries(now()),
         released,

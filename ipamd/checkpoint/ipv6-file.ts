@@ -2,7 +2,8 @@
  * The IPv6 allocations' checkpoint (`<checkpoint>.ipv6`, beside the IPv4 checkpoint; issue
  * #31): `{"version":1,"bootId","prefix","allocations":[{"networkName","containerID",
  * "ifName","ipv6","egressV4","allocatedAt","pod"}],"cooling":[{"address","releasedAt"}],
- * "quarantined":[{"address","reason"}],"nextHost","nextEgress"}`. A file of its own keeps
+ * "quarantined":[{"address","reason"}],"nextHost","nextEgress","monoAtBoot"}` (stamps on the
+ * writer's clock, `monoAtBoot` converting them: checkpoint/boot-stamps.ts). A file of its own keeps
  * the IPv4 format untouched (an IPv4 node never writes one; an older ipamd ignores it).
  *
  * Writes, one at a time (a commit made while a write runs waits for the next write, which
@@ -19,6 +20,7 @@
 import { constants } from 'node:fs';
 import { open, readFile, type FileHandle } from 'node:fs/promises';
 import { z } from 'zod';
+import { monoAtBoot } from '../clock.js';
 import type { V6State } from '../datastore/ipv6-allocations.js';
 import { writeSnapshotFile } from './snapshot-file.js';
 
@@ -53,6 +55,8 @@ const fileSchema = z.object({
   quarantined: z.array(z.object({ address: z.string(), reason: z.string() })),
   nextHost: z.string(),
   nextEgress: z.number(),
+  /** The writer's `monoAtBoot` (ipamd/clock.ts, ms): converts the stamps on restore (boot-stamps.ts); absent in older files. */
+  monoAtBoot: z.number().finite().optional().catch(undefined),
 });
 
 /** A loaded IPv6 checkpoint. */
@@ -132,6 +136,8 @@ export class Ipv6CheckpointWriter {
     private readonly fsync = true,
     private readonly onStage?: (stage: string, ms: number) => void,
     startSeq = 0,
+    /** This process's `monoAtBoot` (ms), in every record: the stamps' scale. */
+    private readonly atBoot = monoAtBoot(),
   ) {
     this.seq = startSeq;
   }
@@ -167,7 +173,9 @@ export class Ipv6CheckpointWriter {
       this.onStage?.(name, now - t);
       t = now;
     };
-    const body = Buffer.from(JSON.stringify({ version: 1, seq: ++this.seq, bootId: this.bootId, ...this.state() }));
+    const body = Buffer.from(
+      JSON.stringify({ version: 1, seq: ++this.seq, bootId: this.bootId, monoAtBoot: this.atBoot, ...this.state() }),
+    );
     stage('serialize');
     const j = this.journal;
     if (j && this.journalBytes + body.length < IPV6_JOURNAL_COMPACT_BYTES) {

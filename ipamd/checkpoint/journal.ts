@@ -156,11 +156,16 @@ export function applyRecord(s: StateIndex, rec: JournalRecord): void {
   if (rec.runtime !== undefined) s.runtime = rec.runtime ?? undefined;
 }
 
-/** The checkpoint data of indexed state `s` (boot id from `bootId`; `journalSeq` = `seq`). */
-export function stateData(s: StateIndex, bootId: string, seq: number): CheckpointData {
+/**
+ * The checkpoint data of indexed state `s` (boot id from `bootId`; `journalSeq` = `seq`;
+ * `monoAtBoot` of the snapshot the journal follows: its records were written by the same
+ * process, whose first write is a snapshot, writer.ts).
+ */
+export function stateData(s: StateIndex, bootId: string, seq: number, monoAtBoot?: number): CheckpointData {
   return {
     version: 1,
     bootId,
+    ...(monoAtBoot !== undefined ? { monoAtBoot } : {}),
     allocations: [...s.allocations.values()],
     cooldown: [...s.cooldown].map(([ip, releasedAt]) => ({ ip, releasedAt })),
     released: [...s.released].map(([containerID, releasedAt]) => ({ containerID, releasedAt })),
@@ -243,7 +248,7 @@ export function replayJournals(snapshot: CheckpointData, bufs: Buffer[], names?:
   }
   return {
     ok: true,
-    data: stateData(s, snapshot.bootId, seq),
+    data: stateData(s, snapshot.bootId, seq, snapshot.monoAtBoot),
     applied: pending.length,
     skipped,
     tornBytes,

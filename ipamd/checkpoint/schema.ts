@@ -2,11 +2,12 @@
  * The checkpoint file format (docs/design.md#checkpoint), version 1, and its zod schema:
  * `{"version":1,"bootId","allocations":[{"networkName","containerID","ifName","ipv4",
  * "eniId","allocatedAt","pod":{"namespace","name","uid"}}],"cooldown":[{"ip","releasedAt"}],
- * "released":[{"containerID","releasedAt"}],"runtime":{"name","version"}}`. Times are ms
- * since the epoch. No I/O.
+ * "released":[{"containerID","releasedAt"}],"runtime":{"name","version"},"monoAtBoot"}`. Times
+ * are ms on the writer's clock (ipamd/clock.ts: the epoch scale); `monoAtBoot` converts them
+ * to ms since boot (boot-stamps.ts). No I/O.
  *
  * `released` (docs/design.md#13-evidence-before-trust item 5: the containers ipamd served a DEL for, so a sandbox still
- * stopping is not re-adopted after a restart) and `runtime` were added without a version
+ * stopping is not re-adopted after a restart), `runtime` and `monoAtBoot` were added without a version
  * bump: both are optional, so a checkpoint written before them loads, and an older ipamd
  * reading a newer file drops the unknown fields (zod strips extra keys). `journalSeq`
  * likewise: the snapshot stays a complete version-1 file, and the changes since it sit
@@ -50,6 +51,13 @@ export interface CheckpointData {
    * another program) has no journal of its own, and a journal found beside it is stale.
    */
   journalSeq?: number;
+  /**
+   * The writer's `monoAtBoot` (ipamd/clock.ts, ms): the stamps above minus it are ms since
+   * boot, so the next process of the same boot converts them exactly whatever the wall clock
+   * did meanwhile (boot-stamps.ts). Optional: a file without it (an older ipamd, aws-node's)
+   * is read as before, its stamps clamped to now.
+   */
+  monoAtBoot?: number;
 }
 
 /** The only version this code reads and writes. */
@@ -85,4 +93,6 @@ export const checkpointSchema = z.object({
   // Informational: a malformed value is dropped (the pass records it again), never a reason to distrust the file.
   runtime: z.object({ name: id, version: z.string() }).optional().catch(undefined),
   journalSeq: z.number().int().nonnegative().optional(),
+  // A malformed value is dropped: the stamps are then read as a file without it would be.
+  monoAtBoot: z.number().finite().optional().catch(undefined),
 });

@@ -117,11 +117,6 @@ export class CacheGuardedEc2 implements Ec2Port {
     return this.inner.assignIpv6Prefixes(eniId, count);
   }
 
-  /** Passed through (see {@link assignIpv6Prefixes}). */
-  unassignIpv6Prefixes(eniId: string, prefixes: string[]): Promise<void> {
-    return this.inner.unassignIpv6Prefixes(eniId, prefixes);
-  }
-
   /** The cache is deleted (until the ENI is deleted) first, then the detach is sent. */
   async detachEni(attachmentId: string): Promise<void> {
     await this.cache.noteDetach(attachmentId);

@@ -125,8 +125,6 @@ export interface Ec2Port {
    * subnet's /64 (Nitro types only); the assigned prefixes.
    */
   assignIpv6Prefixes(eniId: string, count: number): Promise<string[]>;
-  /** UnassignIpv6Addresses of /80 IPv6 prefixes (`Ipv6Prefix.N`; no call for []). */
-  unassignIpv6Prefixes(eniId: string, prefixes: string[]): Promise<void>;
   /** DetachNetworkInterface (never forced). */
   detachEni(attachmentId: string): Promise<void>;
   /** DeleteNetworkInterface; `InvalidNetworkInterfaceID.NotFound` counts as success. */

@@ -17,13 +17,11 @@ export {
   AssignPrivateIpAddressesCommand,
   AttachNetworkInterfaceCommand,
   CreateNetworkInterfaceCommand,
-  CreateTagsCommand,
   DeleteNetworkInterfaceCommand,
   DescribeInstanceTypesCommand,
   DescribeNetworkInterfacesCommand,
   DescribeSubnetsCommand,
   DetachNetworkInterfaceCommand,
   ModifyNetworkInterfaceAttributeCommand,
-  UnassignIpv6AddressesCommand,
   UnassignPrivateIpAddressesCommand,
 } from '@aws-sdk/client-ec2';

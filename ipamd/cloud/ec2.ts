@@ -266,16 +266,6 @@ export class Ec2Api extends Ec2Caller {
     return this.parsed(() => checkAll('ec2', 'AssignIpv6Addresses', 'Ipv6Prefix', 'cidr6', prefixes));
   }
 
-  /** Unassigns /80 IPv6 prefixes from an ENI in one UnassignIpv6Addresses call (`Ipv6Prefix.N`). @throws Ec2Error */
-  async unassignIpv6Prefixes(eniId: string, prefixes: string[]): Promise<void> {
-    if (prefixes.length === 0) return;
-    await this.call('UnassignIpv6Addresses', (o) =>
-      this.sdk((c, m) =>
-        c.send(new m.UnassignIpv6AddressesCommand({ NetworkInterfaceId: eniId, Ipv6Prefixes: prefixes }), o),
-      ),
-    );
-  }
-
   /** Detaches an ENI (never forced: a forced detach can strand the OS's view, per the EC2 docs). */
   async detachEni(attachmentId: string): Promise<void> {
     await this.call('DetachNetworkInterface', (o) =>
@@ -293,21 +283,6 @@ export class Ec2Api extends Ec2Caller {
       if (e instanceof Ec2Error && e.code === 'InvalidNetworkInterfaceID.NotFound') return;
       throw e;
     }
-  }
-
-  /** Adds or overwrites tags on a resource. */
-  async createTags(resourceId: string, tags: Record<string, string>): Promise<void> {
-    await this.call('CreateTags', (o) =>
-      this.sdk((c, m) =>
-        c.send(
-          new m.CreateTagsCommand({
-            Resources: [resourceId],
-            Tags: Object.entries(tags).map(([Key, Value]) => ({ Key, Value })),
-          }),
-          o,
-        ),
-      ),
-    );
   }
 
   private async describeEnisWhere(

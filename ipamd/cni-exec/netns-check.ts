@@ -39,6 +39,10 @@ export async function netnsRefusal(req: ExecRequest, nodeNetnsId: string): Promi
     return `CNI_NETNS ${netns} does not exist for the plugin (${req.podNetns.slice(1)}) but does for ipamd: the plugin and ipamd must see the node's mounts alike`;
   if (mine === req.podNetns) return undefined;
   const proc = netns.startsWith('/proc/');
+  // Another process's /proc/<pid>/ns/net opens only with ptrace access: without CAP_SYS_PTRACE,
+  // a target holding capabilities ipamd lacks (the chart drops ALL) refuses it.
+  if (proc && (mine === '!EACCES' || mine === '!EPERM'))
+    return `ipamd may not open the pod netns: CNI_NETNS ${netns} was refused (${mine.slice(1)}); a runtime that names pod netns by /proc/<pid>/ns/net needs the eni-ipam DaemonSet with hostPID: true and the SYS_PTRACE capability (chart values hostPID and securityContext.capabilities.add)`;
   const seen = mine.startsWith('!')
     ? `does not exist in ipamd's ${proc ? 'PID' : 'mount'} namespace (${mine.slice(1)})`
     : `is another namespace for ipamd (${mine}) than for the plugin (${req.podNetns})`;

@@ -12,21 +12,15 @@
  * doubling to 30 s); each failure is logged once until the side recovers.
  */
 import {
-  ADD,
   CoreV1Api,
   CustomObjectsApi,
-  DELETE,
-  ERROR,
-  ListWatch,
-  UPDATE,
-  Watch,
   type KubeConfig,
   type KubernetesListObject,
   type KubernetesObject,
 } from '../kube/client.js';
 import type { EniConfigSelection } from '../controller/eni-lifecycle/placement-types.js';
 import type { Logger } from '../log.js';
-import { describeError, httpStatusOf } from '../kube/errors.js';
+import { WatchedList } from '../kube/watched-list.js';
 import { selectEniConfig, type EniConfigFacts, type NodeFacts, type SelectionKeys } from './select.js';
 
 /** API group, version and plural of the ENIConfig CRD (amazon-vpc-cni-k8s charts/aws-vpc-cni/crds). */
@@ -46,114 +40,6 @@ export interface EniConfigSourceOptions {
   retryMaxMs?: number;
 }
 
-/** One listed-and-watched collection: its objects, or why it cannot be read now. */
-class WatchedList {
-  private lw?: ListWatch<KubernetesObject>;
-  private error: string | undefined = 'not read yet';
-  private timer?: NodeJS.Timeout;
-  private backoffMs = 0;
-  private stopped = false;
-  private logged = false;
-
-  constructor(
-    private readonly kc: KubeConfig,
-    private readonly what: string,
-    private readonly path: string,
-    private readonly list: () => Promise<KubernetesListObject<KubernetesObject>>,
-    private readonly fieldSelector: string | undefined,
-    private readonly o: Required<Pick<EniConfigSourceOptions, 'listTimeoutMs' | 'retryMinMs' | 'retryMaxMs'>> & {
-      log: Logger;
-      changed: () => void;
-    },
-  ) {}
-
-  /** Starts listing and watching (idempotent). */
-  start(): void {
-    if (!this.lw && !this.timer && !this.stopped) this.open();
-  }
-
-  /** Stops the watch and any retry. */
-  stop(): void {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    void this.lw?.stop();
-    this.lw = undefined;
-  }
-
-  /** The objects as last listed and watched, or why they cannot be read now. */
-  read(): { objects: readonly KubernetesObject[] } | { unreadable: string } {
-    if (this.error !== undefined || !this.lw) return { unreadable: this.error ?? 'not started' };
-    return { objects: this.lw.list() };
-  }
-
-  private open(): void {
-    this.timer = undefined;
-    const listed = async () => {
-      let t: NodeJS.Timeout | undefined;
-      try {
-        const l = await Promise.race([
-          this.list(),
-          new Promise<never>((_, reject) => {
-            t = setTimeout(
-              () => reject(new Error(`list not answered within ${this.o.listTimeoutMs} ms`)),
-              this.o.listTimeoutMs,
-            );
-          }),
-        ]);
-        // Readable again once the list's objects are in the cache (ListWatch inserts them after this returns).
-        setImmediate(() => {
-          if (this.stopped || this.lw !== lw) return;
-          if (this.error !== undefined && this.logged)
-            this.o.log.info({ what: this.what }, 'ENIConfig source: readable again');
-          this.error = undefined;
-          this.logged = false;
-          this.backoffMs = 0;
-          this.o.changed();
-        });
-        return l;
-      } finally {
-        clearTimeout(t);
-      }
-    };
-    const lw = new ListWatch<KubernetesObject>(
-      this.path,
-      new Watch(this.kc),
-      listed,
-      false,
-      undefined,
-      this.fieldSelector,
-    );
-    const changed = () => {
-      if (this.lw === lw) this.o.changed();
-    };
-    lw.on(ADD, changed);
-    lw.on(UPDATE, changed);
-    lw.on(DELETE, changed);
-    lw.on(ERROR, (e: unknown) => this.fail(lw, e));
-    this.lw = lw;
-    lw.start().catch((e: unknown) => this.fail(lw, e));
-  }
-
-  private fail(lw: ListWatch<KubernetesObject>, e: unknown): void {
-    if (this.stopped || this.lw !== lw) return;
-    const status = httpStatusOf(e);
-    const hint = status === 403 ? ' (RBAC: ipamd needs list and watch on it; the chart grants them)' : '';
-    this.error = `${this.what}: ${describeError(e)}${hint}`;
-    void lw.stop();
-    this.lw = undefined;
-    this.backoffMs = Math.min(this.backoffMs ? this.backoffMs * 2 : this.o.retryMinMs, this.o.retryMaxMs);
-    if (!this.logged) {
-      this.logged = true;
-      this.o.log.warn(
-        { err: this.error, retryInMs: this.backoffMs },
-        'ENIConfig source: cannot read; no ENI is created meanwhile',
-      );
-    }
-    this.o.changed();
-    this.timer = setTimeout(() => this.open(), this.backoffMs);
-  }
-}
-
 /** Keeps this node's ENIConfig selection current; see the module docstring. */
 export class EniConfigSource {
   private readonly node: WatchedList;
@@ -167,6 +53,8 @@ export class EniConfigSource {
       retryMinMs: o.retryMinMs ?? 1000,
       retryMaxMs: o.retryMaxMs ?? 30_000,
       log: o.log,
+      source: 'ENIConfig source',
+      whileUnreadable: 'no ENI is created meanwhile',
       changed: () => this.recompute(),
     };
     const core = o.kc.makeApiClient(CoreV1Api);

@@ -5,7 +5,7 @@
  * https://kubernetes.io/docs/tasks/run-application/access-api-from-pod/); else the
  * KUBECONFIG variable or ~/.kube/config. Loaded with @kubernetes/client-node's KubeConfig.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from './client.js';
@@ -59,4 +59,37 @@ export function loadKubeConfig(kubeconfigPath?: string): { kc: AgentTrackingKube
   throw new Error(
     'no Kubernetes API configuration: no kubeconfig path given, not in a cluster, no KUBECONFIG, no ~/.kube/config',
   );
+}
+
+/** The `sub` claim of a JWT (a ServiceAccount token's: `system:serviceaccount:<ns>:<name>`), or undefined. */
+function jwtSubject(token: string): string | undefined {
+  const payload = token.split('.')[1];
+  if (!payload) return undefined;
+  try {
+    const sub = (JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { sub?: unknown }).sub;
+    return typeof sub === 'string' && sub ? sub : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Who `kc` calls the API server as, for error lines (errors.ts `describeApiCall`): the
+ * subject of its bearer token (in-cluster: the pod's ServiceAccount token file), e.g.
+ * `system:serviceaccount:kube-system:eni-ipam`, else the kubeconfig user's name; undefined
+ * when there is no user. Never throws (the token is only decoded, never verified).
+ */
+export function kubeIdentity(kc: KubeConfig): string | undefined {
+  const u = kc.getCurrentUser();
+  if (!u) return undefined;
+  let token = u.token;
+  const file = (u.authProvider as { config?: { tokenFile?: unknown } } | undefined)?.config?.tokenFile;
+  if (!token && typeof file === 'string') {
+    try {
+      token = readFileSync(file, 'utf8').trim();
+    } catch {
+      /* unreadable: the user's name */
+    }
+  }
+  return (token && jwtSubject(token)) || u.name || undefined;
 }

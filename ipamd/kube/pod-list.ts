@@ -6,7 +6,8 @@
  * (no `limit` is sent, so the server answers with one complete list).
  */
 import { CoreV1Api, Observable, type KubeConfig, type ObservableMiddleware } from './client.js';
-import { KubeUnavailableError, describeError, httpStatusOf } from './errors.js';
+import { KubeUnavailableError, describeApiCall, httpStatusOf } from './errors.js';
+import { kubeIdentity } from './config.js';
 import { podKey, toKubePod, type KubePod } from './pod-evidence.js';
 
 /** A complete list and the resourceVersion to start a watch from. */
@@ -18,7 +19,8 @@ export interface PodListResult {
 /**
  * Lists pods with `spec.nodeName=nodeName` within `timeoutMs` (ms).
  * `signal` (optional) aborts early (e.g. on stop()).
- * @throws KubeUnavailableError on timeout, refused connection, any non-2xx answer, or abort.
+ * @throws KubeUnavailableError on timeout, refused connection, any non-2xx answer, or abort;
+ *   its message is one line: `list pods (spec.nodeName=<node>) [as <identity>]: HTTP 403 Forbidden: …`.
  */
 export async function listNodePods(
   kc: KubeConfig,
@@ -62,7 +64,8 @@ export async function listNodePods(
     return { pods, resourceVersion: list.metadata?.resourceVersion ?? '' };
   } catch (e) {
     if (e instanceof KubeUnavailableError) throw e;
-    throw new KubeUnavailableError(`pod list failed: ${describeError(e)}`, { cause: e, statusCode: httpStatusOf(e) });
+    const call = { verb: 'list', resource: `pods (spec.nodeName=${nodeName})`, identity: kubeIdentity(kc) };
+    throw new KubeUnavailableError(describeApiCall(call, e), { cause: e, statusCode: httpStatusOf(e) });
   } finally {
     clearTimeout(timer);
     signal?.removeEventListener('abort', onOuterAbort);

@@ -7,7 +7,8 @@
  */
 import { Watch, type V1Pod } from './client.js';
 import type { AgentTrackingKubeConfig } from './config.js';
-import { KubeUnavailableError, describeError, httpStatusOf } from './errors.js';
+import { KubeUnavailableError, describeApiCall, httpStatusOf } from './errors.js';
+import { kubeIdentity } from './config.js';
 
 /** How a watch ended: the server closed it cleanly, the resourceVersion expired (410: relist), or an error. */
 export type WatchEnd = { kind: 'closed' } | { kind: 'expired' } | { kind: 'error'; error: KubeUnavailableError };
@@ -61,6 +62,8 @@ export function watchNodePods(
   );
 
   kc.onAgent = (a) => (agent = a);
+  const what = `watch pods (spec.nodeName=${o.nodeName})`;
+  const call = () => ({ verb: 'watch', resource: `pods (spec.nodeName=${o.nodeName})`, identity: kubeIdentity(kc) });
   const params = {
     fieldSelector: `spec.nodeName=${o.nodeName}`,
     resourceVersion: o.resourceVersion,
@@ -78,9 +81,10 @@ export function watchNodePods(
           if (st.code === 410) return finish({ kind: 'expired' });
           return finish({
             kind: 'error',
-            error: new KubeUnavailableError(`pod watch error event: ${st.message ?? JSON.stringify(obj)}`, {
-              statusCode: st.code,
-            }),
+            error: new KubeUnavailableError(
+              `${what}: ERROR event${st.code !== undefined ? ` HTTP ${st.code}` : ''}: ${st.message ?? JSON.stringify(obj)}`,
+              { statusCode: st.code },
+            ),
           });
         }
         if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED' || type === 'BOOKMARK')
@@ -91,10 +95,7 @@ export function watchNodePods(
         if (httpStatusOf(err) === 410) return finish({ kind: 'expired' });
         finish({
           kind: 'error',
-          error: new KubeUnavailableError(`pod watch failed: ${describeError(err)}`, {
-            cause: err,
-            statusCode: httpStatusOf(err),
-          }),
+          error: new KubeUnavailableError(describeApiCall(call(), err), { cause: err, statusCode: httpStatusOf(err) }),
         });
       },
     )
@@ -107,7 +108,7 @@ export function watchNodePods(
     .catch((err: unknown) =>
       finish({
         kind: 'error',
-        error: new KubeUnavailableError(`pod watch failed: ${describeError(err)}`, { cause: err }),
+        error: new KubeUnavailableError(describeApiCall(call(), err), { cause: err, statusCode: httpStatusOf(err) }),
       }),
     );
   return { done, cancel: () => finish({ kind: 'closed' }) };

@@ -11,6 +11,7 @@ import type { DelSpool } from '../cni-exec/spool-applier.js';
 import type { AdoptionPlan } from '../startup/adopt.js';
 import type { Datastore } from '../datastore/datastore.js';
 import type { EniConfigWiring } from '../startup/eniconfig-wiring.js';
+import type { NodeSchedulePause } from '../startup/node-schedule-wiring.js';
 import type { EniLifecycle } from '../controller/eni-lifecycle/start.js';
 import type { Evidence } from '../restore/evidence.js';
 import type { HttpEndpoints } from '../observability/http-endpoints.js';
@@ -92,6 +93,8 @@ export interface DaemonParts {
   kernel: KernelSource;
   evidence: { evidence: Evidence; nodeInitMs: number };
   eniconfig: EniConfigWiring;
+  /** AWS_MANAGE_ENIS_NON_SCHEDULABLE: why the pool is paused on a cordoned node, if it is. */
+  'node-schedule': NodeSchedulePause;
   'host-network': HostNet;
   pool: PoolWiring;
   service: IpamService;

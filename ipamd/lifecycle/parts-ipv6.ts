@@ -5,7 +5,8 @@
  * rules of IPv6 pods (`egress-v4`).
  */
 import { randomBytes, randomInt } from 'node:crypto';
-import { monoNow } from '../clock.js';
+import { monoAtBoot, monoNow } from '../clock.js';
+import { rebaseStamp, stampScale } from '../checkpoint/boot-stamps.js';
 import { stageTrace } from '../service/stage-trace.js';
 import { Ipv6CheckpointWriter, ipv6CheckpointPath } from '../checkpoint/ipv6-file.js';
 import { loadIpv6Checkpoint } from '../checkpoint/ipv6-load.js';
@@ -60,7 +61,14 @@ export const ipv6Part = ({ config, log }: PartEnv) =>
         v6.restore(randomCursors());
       }
       if (saved) {
-        const r = v6.restore(saved);
+        // Stamps onto this process's clock (a wall-clock step while down changes nothing; another boot: full cooldown).
+        const scale = stampScale(saved, bootId, monoAtBoot());
+        const now = monoNow();
+        const r = v6.restore({
+          ...saved,
+          allocations: saved.allocations.map((a) => ({ ...a, allocatedAt: rebaseStamp(a.allocatedAt, scale, now) })),
+          cooling: saved.cooling.map((c) => ({ ...c, releasedAt: rebaseStamp(c.releasedAt, scale, now) })),
+        });
         for (const q of r.quarantined)
           log.error({ address: q.address, reason: q.reason }, 'IPv6 checkpoint: address quarantined, never handed out');
         log.info(

@@ -9,6 +9,7 @@ import { monoNow } from '../clock.js';
 import { confirmJitterMs } from '../startup/fast-start.js';
 import { startEniLifecycle } from '../controller/eni-lifecycle/start.js';
 import { startKubeReportingWhenServing } from '../startup/kube-reporting-start.js';
+import { startNodeSchedule } from '../startup/node-schedule-wiring.js';
 import type { DaemonParts } from './daemon-registry.js';
 import type { PartEnv } from './parts-restore.js';
 import { partOf } from './runner.js';
@@ -66,7 +67,15 @@ export const poolLoopPart = ({ config, log }: PartEnv) =>
       'evidence',
       'checkpoint',
     ],
-    start({ pool: { pool, enis }, node: { inv }, datastore: { ds }, 'release-gate': gate, metrics, phase, ...got }) {
+    start({
+      pool: { pool, enis, leftoversSettled },
+      node: { inv },
+      datastore: { ds },
+      'release-gate': gate,
+      metrics,
+      phase,
+      ...got
+    }) {
       if (config.ipFamily === 'ipv6')
         log.info('IPv6 mode: no warm pool and no secondary ENIs; pods are served from the /80');
       else if (config.disableNetworkResourceProvisioning)
@@ -85,6 +94,7 @@ export const poolLoopPart = ({ config, log }: PartEnv) =>
           pool,
           log,
           metrics: metrics.metrics,
+          onLeftoversSettled: leftoversSettled,
           ...(inv.source === 'cache'
             ? {
                 firstPassDelayMs: confirmJitterMs(config.restartConfirmJitterMs),
@@ -121,6 +131,17 @@ export const drainPart = () =>
           await rpc.shutdown(graceMs);
         },
       };
+    },
+  });
+
+/** AWS_MANAGE_ENIS_NON_SCHEDULABLE: this node watched once ipamd serves (startup/node-schedule-wiring.ts). */
+export const nodeSchedulePart = ({ config, log }: PartEnv) =>
+  part({
+    name: 'node-schedule',
+    needs: ['phase'],
+    start({ phase }) {
+      const pause = startNodeSchedule(config, log, phase.serving);
+      return { value: pause, stop: () => pause.stop() };
     },
   });
 

@@ -9,8 +9,10 @@ import { kernelRoutedReader, startQuarantineCheck } from '../controller/pool-loo
 import { ipamdEnvSettings, networkEnvSettings } from '../observability/env-settings.js';
 import { enisDocument } from '../observability/introspect-enis.js';
 import { ipv6CidrsDocument } from '../observability/introspect-ipv6.js';
+import { familyAllocations } from '../observability/introspect-family.js';
 import { PluginLogFiles } from '../observability/log-files.js';
 import { StalledParts } from '../observability/stalled-parts.js';
+import type { ConditionSync } from '../observability/kube-reporter.js';
 import { statusDocument } from './status-doc.js';
 import { RpcServer } from '../rpc/server.js';
 import { IpamService } from '../service/ipam-service.js';
@@ -93,7 +95,16 @@ export const poolPart = ({ config, log }: PartEnv) =>
     name: 'pool',
     // Host networking of a new ENI is set up before its IPs can be handed out.
     // Its EC2 port is the inventory cache's (cache-guarded-ec2.ts): the cache is kept in step around EC2's assigns and releases.
-    needs: ['node', 'datastore', 'release-gate', 'metrics', 'eniconfig', 'host-network', 'inventory-cache'],
+    needs: [
+      'node',
+      'datastore',
+      'release-gate',
+      'metrics',
+      'eniconfig',
+      'host-network',
+      'inventory-cache',
+      'node-schedule',
+    ],
     start({ node: { inv, unit }, datastore: { ds, adoption }, 'release-gate': gate, metrics, eniconfig, ...got }) {
       const hostNet = got['host-network'];
       const wiring = buildPool({
@@ -108,8 +119,10 @@ export const poolPart = ({ config, log }: PartEnv) =>
         adoption,
         eniConfig: eniconfig.current,
         eniCreationRefused: eniconfig.block,
+        managementPaused: got['node-schedule'].paused,
         ...(hostNet ? { setupEni: (eni) => hostNet.setupEni(eni) } : {}),
       });
+      got['node-schedule'].onChange(() => wiring.pool.trigger());
       return { value: wiring };
     },
   });
@@ -167,8 +180,18 @@ export const quarantineCheckPart = ({ config, log }: PartEnv) =>
 export const metricsSourcesPart = ({ config }: PartEnv) =>
   part({
     name: 'metrics-sources',
-    needs: ['metrics', 'datastore', 'release-gate', 'pool', 'host-network', 'evidence', 'node', 'ipv6'],
-    start({ metrics: { metrics }, datastore: { ds }, 'release-gate': gate, pool, evidence, node, ipv6, ...got }) {
+    needs: ['metrics', 'datastore', 'release-gate', 'pool', 'host-network', 'evidence', 'node', 'ipv6', 'phase'],
+    start({
+      metrics: { metrics },
+      datastore: { ds },
+      'release-gate': gate,
+      pool,
+      evidence,
+      node,
+      ipv6,
+      phase,
+      ...got
+    }) {
       const { maxEni } = pool;
       const hostNet = got['host-network'];
       metrics.setSources({
@@ -187,6 +210,7 @@ export const metricsSourcesPart = ({ config }: PartEnv) =>
             (node.unit === 'prefix' ? 16 : 1),
         }),
         evidence: evidence.evidence.sourceStates,
+        nodeCondition: () => phase.reporting?.reporter()?.conditionSync(),
         ...(ipv6
           ? {
               ipv6: () => ({
@@ -206,7 +230,18 @@ export const metricsSourcesPart = ({ config }: PartEnv) =>
 export const statusPart = ({ log }: PartEnv) =>
   part({
     name: 'status',
-    needs: ['metrics', 'node', 'datastore', 'release-gate', 'pool', 'eniconfig', 'evidence', 'host-network', 'phase'],
+    needs: [
+      'metrics',
+      'node',
+      'datastore',
+      'release-gate',
+      'pool',
+      'eniconfig',
+      'evidence',
+      'host-network',
+      'phase',
+      'ipv6',
+    ],
     start({ metrics: { metrics }, node: { inv }, datastore: { ds }, 'release-gate': gate, pool, phase, ...got }) {
       const stalled = new StalledParts({ log, registry: metrics.registry });
       const { targets, limits, exhaustedSubnets } = pool;
@@ -222,9 +257,11 @@ export const statusPart = ({ log }: PartEnv) =>
             evidence: got.evidence.evidence,
             lifecycle: () => phase.lifecycle,
             sysctls: () => hostNet?.sysctls(),
+            ...(got.ipv6 ? { ipv6: (now: number) => got.ipv6!.v6.state(now) } : {}),
           },
           monoNow(),
         ),
+        nodeCondition: conditionStatus(phase.reporting?.reporter()?.conditionSync()),
         stalled: stalled.list(),
       });
       return { value: { status, stalled } };
@@ -241,7 +278,7 @@ export const httpEndpointsPart = ({ config }: PartEnv) =>
         config,
         {
           status,
-          allocations: () => ds.allocations(),
+          allocations: () => familyAllocations(ds.allocations(), ipv6?.v6.allocations()),
           enis: () => enisDocument(ds, podRouteTable, monoNow(), ipv6 && ipv6CidrsDocument(ipv6.v6.state(monoNow()))),
           eniConfig: () => eniconfig.name(),
           stageTrace: () => stageTrace.summary(),
@@ -332,3 +369,16 @@ export const cniInstallPart = ({ config, log }: PartEnv) =>
       return { value: undefined };
     },
   });
+
+/**
+ * `/v1/status` `nodeCondition`: whether the condition on the Node is current, when ipamd last
+ * wrote it (ISO 8601) and why it cannot now; null while Kubernetes reporting is off.
+ */
+function conditionStatus(c: ConditionSync | undefined) {
+  if (!c) return null;
+  return {
+    synced: c.synced,
+    writtenAt: c.writtenAt !== undefined ? new Date(c.writtenAt).toISOString() : null,
+    ...(c.error ? { error: c.error } : {}),
+  };
+}

@@ -14,6 +14,8 @@ import type { EniLifecycle } from '../controller/eni-lifecycle/start.js';
 import type { Evidence } from '../restore/evidence.js';
 import type { PoolWiring } from '../startup/pool-wiring.js';
 import type { SysctlCheck } from '../network/sysctl.js';
+import type { V6State } from '../datastore/ipv6-allocations.js';
+import { ipv6Counts, podCount } from '../observability/introspect-family.js';
 
 /** What the document is read from; `lifecycle` and `sysctls` are asked at each request (they start later). */
 export interface StatusParts {
@@ -25,16 +27,27 @@ export interface StatusParts {
   evidence: Evidence;
   lifecycle: () => EniLifecycle | undefined;
   sysctls: () => SysctlCheck[] | undefined;
+  /** `ipv6`/`dual` mode: the IPv6 allocations' state at `now` (ms); omit in `ipv4` mode. */
+  ipv6?: (now: number) => V6State;
 }
 
-/** The status document at `now` (epoch ms); times in it are ISO 8601. */
+/**
+ * The status document at `now` (epoch ms); times in it are ISO 8601. `counts` are the IPv4
+ * pool's, plus `pods` (attachments holding an address of any family) and, in `ipv6`/`dual`
+ * mode, `ipv6` (introspect-family.ts).
+ */
 export function statusDocument(p: StatusParts, now: number) {
   const { inv, ds, gate, evidence } = p;
   const { targets, limits, pool } = p.wiring;
+  const v6 = p.ipv6?.(now);
   return {
     instanceId: inv.instance.instanceId,
     instanceType: inv.instance.instanceType,
-    counts: ds.counts(now),
+    counts: {
+      ...ds.counts(now),
+      pods: podCount(ds.allocations(), v6?.allocations),
+      ...(v6 ? { ipv6: ipv6Counts(v6) } : {}),
+    },
     pool: poolCounts(ds.poolViews(now), targets),
     targets,
     limits,

@@ -15,12 +15,29 @@ export type IptablesBackend = 'nft' | 'legacy';
 /** Default bounded wait for the xtables lock, in seconds. */
 export const DEFAULT_LOCK_WAIT_S = 5;
 
-/** Number of rules (`-A` lines) `<binary>-save` prints, or -1 when the binary is missing or fails. */
+/** The capability reading each backend needs: nf_tables is read over netlink, x_tables through a raw socket. */
+const READ_CAPABILITY: Record<string, string> = {
+  'iptables-nft-save': 'NET_ADMIN',
+  'iptables-legacy-save': 'NET_RAW',
+};
+
+/**
+ * Number of rules (`-A` lines) `<binary>-save` prints, or -1 when the binary is missing or
+ * fails.
+ * @throws Error naming the capability when it is refused permission (nf_tables: NET_ADMIN;
+ *   x_tables: NET_RAW, refused only once its tables hold rules, e.g. Amazon Linux 2's
+ *   kube-proxy's): guessing the other backend then would put ipamd's rules where
+ *   kube-proxy's are not.
+ */
 async function countRules(runner: CommandRunner, save: string): Promise<number> {
   try {
     const { stdout } = await runner.run(save, []);
     return stdout.split('\n').filter((l) => l.startsWith('-A ')).length;
-  } catch {
+  } catch (e) {
+    if (e instanceof CommandError && /Permission denied/.test(e.stderr))
+      throw new Error(
+        `cannot tell which iptables backend the node uses: ${save} was refused (${e.stderr.trim().split('\n')[0]}); reading it needs the ${READ_CAPABILITY[save] ?? 'NET_ADMIN'} capability (chart securityContext.capabilities.add)`,
+      );
     return -1;
   }
 }
@@ -29,7 +46,8 @@ async function countRules(runner: CommandRunner, save: string): Promise<number> 
  * Picks the backend the node already uses: the one whose `-save` lists more rules
  * (kube-proxy's, typically); on a tie (e.g. both empty), the `iptables` default as
  * `iptables -V` reports it (`(nf_tables)` → nft, `(legacy)` → legacy).
- * @throws Error when neither `iptables-nft` nor `iptables-legacy` can be run.
+ * @throws Error when neither `iptables-nft` nor `iptables-legacy` can be run, or one was
+ *   refused permission (naming NET_ADMIN or NET_RAW: see countRules).
  */
 export async function detectIptablesBackend(runner: CommandRunner): Promise<IptablesBackend> {
   const [nft, legacy] = await Promise.all([

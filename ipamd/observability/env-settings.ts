@@ -21,9 +21,11 @@ export function ipamdEnvSettings(c: IpamdConfig): Record<string, unknown> {
     DISABLE_NETWORK_RESOURCE_PROVISIONING: c.disableNetworkResourceProvisioning,
     IP_COOLDOWN_PERIOD: Math.round(c.ipCooldownMs / 1000),
     // Where ipamd and the plugin log (`stdout` or a path as ipamd sees it): what
-    // `eni-ipam support-bundle` collects.
+    // `eni-ipam support-bundle` collects (and the conflist directory below).
     AWS_VPC_K8S_CNI_LOG_FILE: c.logFile,
     AWS_VPC_K8S_PLUGIN_LOG_FILE: c.pluginLogFile,
+    // Where ipamd installs the conflist, as ipamd sees it: the support bundle copies it.
+    ENI_IPAM_CNI_CONF_DIR: c.cniConfDir,
   };
 }
 

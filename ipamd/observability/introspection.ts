@@ -9,7 +9,7 @@
  *   GET /v1/ipamd-env-settings          the pool settings in force, by env var name
  *   GET /v1/networkutils-env-settings   the host-networking settings in force, by env var name
  *   GET /v1/status                      ours: pool counts, ENIs, release freeze and why, waiting ADDs
- *   GET /v1/allocations                 ours: every allocation (key, IP, ENI, pod)
+ *   GET /v1/allocations                 ours: every attachment (key, IPv4/ENI, IPv6, egress IPv4, pod)
  *   GET /v1/stage-trace                 ours: ADD/DEL and checkpoint write latency per stage (service/stage-trace.ts)
  * Only GET and HEAD: any other method answers 405 with `Allow: GET, HEAD`; nothing that
  * changes state is reachable over TCP. Unknown paths answer 404 (JSON).

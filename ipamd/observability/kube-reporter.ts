@@ -18,6 +18,7 @@
 import type { Logger } from '../log.js';
 import { EventBook, type EventBookOptions, type EventOccurrence } from './event-book.js';
 import { isoSeconds, statusOf, type KubeWrites } from './kube-writes.js';
+import { describeApiCall, describeError } from '../kube/errors.js';
 import {
   CONDITION_TYPE,
   conditionBody,
@@ -34,7 +35,8 @@ export const POD_EVENT_REASON = 'FailedIPAllocation';
 
 /** Options of {@link KubeReporter}; times in ms. */
 export interface KubeReporterOptions {
-  writes: Pick<KubeWrites, 'writeEvent' | 'readNode' | 'patchCondition' | 'patchTaints'>;
+  writes: Pick<KubeWrites, 'writeEvent' | 'readNode' | 'patchCondition' | 'patchTaints'> &
+    Partial<Pick<KubeWrites, 'identity'>>;
   nodeName: string;
   log: Logger;
   /** Apply the taint while the node can serve no new pod (ENI_IPAM_TAINT_WHEN_EXHAUSTED). */
@@ -58,6 +60,38 @@ export interface AddFailureReport {
   message: string;
 }
 
+/**
+ * Whether the node condition on the Node is what ipamd last computed (`synced`), when it
+ * last wrote it (`writtenAt`, ms since epoch; the condition's lastHeartbeatTime) and why
+ * it could not (`error`, one line). While not synced the condition on the Node is stale:
+ * `eni_ipam_node_condition_synced` 0, `/v1/status` `nodeCondition` (docs/troubleshooting.md).
+ */
+export interface ConditionSync {
+  synced: boolean;
+  writtenAt?: number;
+  error?: string;
+}
+
+/** The calls the reporter makes: the verb and resource in error lines, and the chart value that grants them. */
+const CALLS: Record<string, (node: string) => { verb: string; resource: string; grantedBy: string }> = {
+  'read node': (node) => ({ verb: 'get', resource: `nodes/${node}`, grantedBy: 'always (nodes get)' }),
+  'patch node status': (node) => ({
+    verb: 'patch',
+    resource: `nodes/${node}/status`,
+    grantedBy: 'with rbac.nodeEventsAndStatus=true (the default)',
+  }),
+  'patch node taints': (node) => ({
+    verb: 'patch',
+    resource: `nodes/${node}`,
+    grantedBy: 'with taintWhenExhausted=true',
+  }),
+  'write event': () => ({
+    verb: 'create',
+    resource: 'events',
+    grantedBy: 'with rbac.nodeEventsAndStatus=true (the default)',
+  }),
+};
+
 /** See the module docstring. */
 export class KubeReporter {
   private readonly book: EventBook;
@@ -75,6 +109,8 @@ export class KubeReporter {
   /** Whether our taint is on the node, as last read or written; undefined: unknown. */
   private tainted?: boolean;
   private readonly failing = new Set<string>();
+  /** The condition's sync with the Node (see {@link ConditionSync}). */
+  private condSync: ConditionSync = { synced: false, error: 'not written yet' };
 
   constructor(private readonly o: KubeReporterOptions) {
     this.book = new EventBook(o.book);
@@ -93,6 +129,11 @@ export class KubeReporter {
     this.stopped = true;
     this.wake?.();
     await this.loop;
+  }
+
+  /** Whether the condition on the Node is current (see {@link ConditionSync}). */
+  conditionSync(): ConditionSync {
+    return this.condSync;
   }
 
   /** Re-evaluates soon (a change the poll would only see later). */
@@ -147,7 +188,7 @@ export class KubeReporter {
     const now = this.now();
     if (!this.condKnown) {
       const node = (await this.call('read node', () => this.o.writes.readNode()))?.v;
-      if (!node) return;
+      if (!node) return this.unsynced('read node');
       const c = node.status?.conditions?.find((x) => x.type === CONDITION_TYPE);
       this.cond = c
         ? {
@@ -167,8 +208,10 @@ export class KubeReporter {
     const same = prev?.status === status && prev.reason === s.reason && prev.message === s.message;
     if (same && now - this.condWrittenAt < this.heartbeatMs) return;
     const body = conditionBody(s, prev, isoSeconds(now));
-    if ((await this.call('patch node status', () => this.o.writes.patchCondition(body))) === undefined) return;
+    if ((await this.call('patch node status', () => this.o.writes.patchCondition(body))) === undefined)
+      return this.unsynced('patch node status');
     this.condWrittenAt = now;
+    this.condSync = { synced: true, writtenAt: now };
     this.cond = body;
     if (prev?.status !== status || prev.reason !== s.reason) {
       this.o.log.info(
@@ -233,14 +276,37 @@ export class KubeReporter {
     }
   }
 
+  /** The condition could not be read or written: stale on the Node (the error is the call's line). */
+  private unsynced(what: string): void {
+    this.condSync = {
+      synced: false,
+      ...(this.condSync.writtenAt !== undefined ? { writtenAt: this.condSync.writtenAt } : {}),
+      error: this.lastLine.get(what) ?? `${what} failed`,
+    };
+  }
+
+  /** The last error line of each call kind (for {@link ConditionSync}). */
+  private readonly lastLine = new Map<string, string>();
+
+  /**
+   * Logs a failed call once per kind until it works again, as one line: verb, resource,
+   * identity, the server's answer (kube/errors.ts), and for an RBAC refusal what grants it.
+   */
   private failed(what: string, e: unknown): void {
+    const call = CALLS[what]?.(this.o.nodeName);
+    const status = statusOf(e);
+    const line = call
+      ? describeApiCall({ verb: call.verb, resource: call.resource, identity: this.o.writes.identity }, e)
+      : `${what}: ${describeError(e)}`;
+    const hint =
+      status === 403 && call
+        ? `; the chart's ClusterRole grants ${call.verb} ${call.resource.replace(/\/[^/]+(\/status)?$/, '$1')} ${call.grantedBy}: check that the ClusterRole and its ClusterRoleBinding exist and bind ${this.o.writes.identity ?? "ipamd's ServiceAccount"} (docs/troubleshooting.md)`
+        : status === 401
+          ? `; the API server refused ${this.o.writes.identity ?? "ipamd's"} token (ServiceAccount deleted?)`
+          : '';
+    this.lastLine.set(what, `${line}${hint}`);
     if (this.failing.has(what)) return;
     this.failing.add(what);
-    const status = statusOf(e);
-    const hint = status === 403 ? ' (RBAC: the chart grants it with rbac.nodeEventsAndStatus=true)' : '';
-    this.o.log.warn(
-      { err: (e as Error).message?.split('\n')[0], status },
-      `Kubernetes ${what} failed${hint}; retrying quietly`,
-    );
+    this.o.log.warn({ err: `${line}${hint}`, status }, `Kubernetes ${what} failed; retrying quietly`);
   }
 }

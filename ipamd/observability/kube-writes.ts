@@ -17,6 +17,7 @@ import {
   type V1Node,
 } from '../kube/client.js';
 import { httpStatusOf } from '../kube/errors.js';
+import { kubeIdentity } from '../kube/config.js';
 import type { EventWrite } from './event-book.js';
 import type { NodeConditionBody, TaintBody } from './node-ip-state.js';
 
@@ -31,14 +32,17 @@ export function isoSeconds(ms: number): string {
 /** The API calls; every method rejects with the client's error (HTTP status via `httpStatusOf`) or a timeout. */
 export class KubeWrites {
   private readonly api: CoreV1Api;
+  /** Who the calls are made as (kube/config.ts `kubeIdentity`), for error lines. */
+  readonly identity: string | undefined;
 
   /** `timeoutMs`: deadline of each call (ms). */
   constructor(
     kc: KubeConfig,
-    private readonly nodeName: string,
+    readonly nodeName: string,
     private readonly timeoutMs = 5000,
   ) {
     this.api = kc.makeApiClient(CoreV1Api);
+    this.identity = kubeIdentity(kc);
   }
 
   /** Creates (returns the name) or patches the Event of `w` for this node's `host`. */

@@ -30,6 +30,7 @@ import {
   coverage,
   formatIdentity,
   runtimeIdentityVerdict,
+  SANDBOX_LISTED_WITHIN_MS,
   type Coverage,
   type RuntimeIdentity,
 } from './plausibility.js';
@@ -151,6 +152,8 @@ interface Evidence {
   kubeKnows: (a: Allocation) => boolean;
   /** True when the allocation was made at least `graceMs` before the reads began (`readAt ?? now`, ms). */
   old: (a: Allocation) => boolean;
+  /** True when a right runtime lists the allocation's sandbox by now: made {@link SANDBOX_LISTED_WITHIN_MS} (or `graceMs`, if shorter) before the reads began. */
+  listable: (a: Allocation) => boolean;
 }
 
 /** Indexes `i`'s source reads for {@link mergeEvidence}. Pure. */
@@ -164,20 +167,26 @@ function indexEvidence(i: MergeInput): Evidence {
   const podUids = new Set(pods.map((p) => p.uid));
   const criKnows = (a: Allocation) => byId.has(a.containerID) || criIps.has(a.ipv4);
   const kubeKnows = (a: Allocation) => podIps.has(a.ipv4) || (!!a.pod?.uid && podUids.has(a.pod.uid));
-  const old = (a: Allocation) => (i.readAt ?? i.now) - a.allocatedAt >= i.graceMs;
-  return { cri, pods, kernelIps, criIps, podIps, criKnows, kubeKnows, old };
+  const age = (a: Allocation) => (i.readAt ?? i.now) - a.allocatedAt;
+  const old = (a: Allocation) => age(a) >= i.graceMs;
+  const listable = (a: Allocation) => age(a) >= Math.min(i.graceMs, SANDBOX_LISTED_WITHIN_MS);
+  return { cri, pods, kernelIps, criIps, podIps, criKnows, kubeKnows, old, listable };
 }
 
 /**
  * Plausibility (plausibility.ts), judged on the held addresses the kernel shows wired to a
- * pod (allocations older than the grace, and unverified IPs): each read source's coverage
- * of them, and why its silence is not believed (a coverage too low, or for the runtime an
- * identity that does not match the node's or the checkpoint's). Nothing is judged without
- * the kernel's read. Pure.
+ * pod (allocations, and unverified IPs): each read source's coverage of them, and why its
+ * silence is not believed (a coverage too low, or for the runtime an identity that does not
+ * match the node's or the checkpoint's). The runtime is judged on every wired allocation
+ * whose sandbox it lists by now (`listable`: any age past the seconds containerd takes to
+ * list a served sandbox), Kubernetes on those older than the grace. Nothing is judged
+ * without the kernel's read. Pure.
  */
 function judgeSources(i: MergeInput, ev: Evidence): Pick<MergeResult, 'suspect' | 'coverage'> {
-  const { cri, pods, kernelIps, criIps, podIps, criKnows, kubeKnows, old } = ev;
-  const wiredAllocs = i.kernel.ok ? i.allocations.filter((a) => old(a) && kernelIps.has(a.ipv4)) : [];
+  const { cri, pods, kernelIps, criIps, podIps, criKnows, kubeKnows, old, listable } = ev;
+  const wired = i.kernel.ok ? i.allocations.filter((a) => kernelIps.has(a.ipv4)) : [];
+  const wiredAllocs = wired.filter(old);
+  const wiredListable = wired.filter(listable);
   const wiredUnverified = i.kernel.ok ? (i.unverifiedIps ?? []).filter((ip) => kernelIps.has(ip)) : [];
   const base = wiredAllocs.length + wiredUnverified.length;
   const suspect: MergeResult['suspect'] = {};
@@ -187,8 +196,8 @@ function judgeSources(i: MergeInput, ev: Evidence): Pick<MergeResult, 'suspect' 
     held > 0 || wiredUnverified.length === 0 ? `the checkpoint holds ${held} from this boot` : 'there is no checkpoint';
   if (i.kernel.ok && i.cri.ok === true) {
     const c = (cov.cri = coverage(
-      base,
-      wiredAllocs.filter(criKnows).length + wiredUnverified.filter((ip) => criIps.has(ip)).length,
+      wiredListable.length + wiredUnverified.length,
+      wiredListable.filter(criKnows).length + wiredUnverified.filter((ip) => criIps.has(ip)).length,
     ));
     const who = `runtime at ${i.criEndpoint ?? 'the CRI endpoint'} (${formatIdentity(i.criIdentity)})`;
     if (c.suspect)

@@ -5,11 +5,17 @@
  * declared dead. A read is **suspect** (its "gone" is not believed; releases freeze) when:
  *
  * - **coverage**: the kernel shows pod veths for at least {@link SUSPECT_MIN_BASE}
- *   addresses this ipamd holds (allocations older than the GC grace, or, without a
- *   checkpoint, unverified IPs), and the source knows fewer than a quarter of them
+ *   addresses this ipamd holds, and the source knows fewer than a quarter of them
  *   ({@link SUSPECT_MAX_KNOWN_FRACTION}). A right runtime lists a READY sandbox for
- *   every wired pod (allocations younger than the grace are left out: their ADD may
- *   still be under way); a right Kubernetes source lists every pod bound to the node.
+ *   every wired pod whatever its age: for the runtime the addresses judged are every
+ *   kernel-wired allocation made at least {@link SANDBOX_LISTED_WITHIN_MS} before the
+ *   reads began (or the GC grace, if shorter), and, without a checkpoint, the unverified
+ *   IPs. A wired allocation's ADD was served (the kernel shows its wiring), and containerd
+ *   lists the sandbox once its pause container started, right after the ADD
+ *   (internal/cri/server/sandbox_run.go: sandboxStore.Add after StartSandbox), so only the
+ *   last seconds' ADDs are left out. A right Kubernetes source lists every pod bound to the
+ *   node, but its pod's IP only once the kubelet reported it: for Kubernetes the addresses
+ *   judged are the wired allocations older than the GC grace (and the unverified IPs).
  * - **identity** (runtime only): the CRI `Version` answer (runtime name and version)
  *   differs from the node's `status.nodeInfo.containerRuntimeVersion` (kubelet builds it
  *   as `<runtime_name>://<runtime_version>` from the same RPC), or from the identity this
@@ -25,6 +31,16 @@ export interface RuntimeIdentity {
   name: string;
   version: string;
 }
+
+/**
+ * How long after its ADD a right runtime may still not list a sandbox (ms): containerd adds
+ * it to its list once the pause container started (CreateSandbox, the pause image check,
+ * StartSandbox after the CNI ADD), under a second on an idle node, seconds on a loaded one.
+ * A wired allocation older than this that the runtime does not know counts against it in
+ * the coverage rule, whatever the GC grace (a false suspicion only holds releases until a
+ * pass finds the runtime knows its sandboxes).
+ */
+export const SANDBOX_LISTED_WITHIN_MS = 10_000;
 
 /** Fewest kernel-wired held addresses for the coverage rule to judge a source. */
 export const SUSPECT_MIN_BASE = 2;

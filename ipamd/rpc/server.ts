@@ -1,7 +1,7 @@
 /**
  * ipamd's gRPC server: `eniipam.v1.CNIBackend` (proto/ipam.proto) and the standard
  * `grpc.health.v1.Health` service (grpc-health-check), on a Unix socket (docs/design.md#3-contracts:
- * mode 0660, stale socket removed at start, refused if another ipamd is listening).
+ * mode 0660, stale socket removed at start, refused if another ipamd is listening; ./health-names.ts).
  *
  * Status codes: FAILED_PRECONDITION for API version skew, INVALID_ARGUMENT for a
  * request missing its key, RESOURCE_EXHAUSTED when no IP could be had within the
@@ -35,6 +35,7 @@ import type { IpamService } from '../service/ipam-service.js';
 import { IpamdFailure } from '../service/ipamd-failure.js';
 import { IpamdCause, tagCause } from '../../proto/ipamd-cause.js';
 import { cniBackendService } from './service-def.js';
+import { notServingYet } from './health-names.js';
 import type { FamilyService } from '../service/family-service.js';
 import { addReply, checkReply, delReply, gcReply, refuseFamily } from './family-replies.js';
 
@@ -116,7 +117,7 @@ export class RpcServer {
   private readonly server: grpc.Server;
   private readonly bounds: RpcConnectionBounds;
   private listener?: net.Server;
-  private readonly health = new HealthImplementation({ '': 'NOT_SERVING', [CNI_BACKEND_SERVICE]: 'NOT_SERVING' });
+  private readonly health = new HealthImplementation(notServingYet());
   private draining = false;
   /** The CNIBackend handlers by method name (`AddNetwork`), for in-process calls. */
   private readonly byName = new Map<string, (req: unknown) => Promise<RpcOutcome<unknown>>>();

@@ -3,7 +3,7 @@
  * (or imports aws-node's when ours is missing), restores the datastore from it and opens
  * the checkpoint writer, whose first commit is made before returning.
  */
-import { monoNow } from '../clock.js';
+import { monoAtBoot, monoNow } from '../clock.js';
 import path from 'node:path';
 import { checkpointBoundsFor, CheckpointWriter, loadCheckpoint, type CheckpointData } from '../checkpoint/index.js';
 import type { IpamdConfig } from '../config.js';
@@ -68,6 +68,7 @@ export async function openCheckpointState(p: {
     log,
     path: config.checkpointPath,
     now: monoNow(),
+    monoAtBoot: monoAtBoot(),
     ...(fromAwsNode?.kind === 'imported' ? { importedFrom: config.awsNodeCheckpointPath } : {}),
   });
   // The runtime identity this boot's checkpoint recorded (plausibility check), kept in every write.

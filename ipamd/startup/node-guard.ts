@@ -1,35 +1,31 @@
 /**
- * One ipamd per node, whatever its directories (docs/design.md#one-ipamd-per-node). Before
- * ipamd opens its log or reads or writes anything on the node, it binds the Linux abstract
- * Unix socket `@eni-ipam/ipamd`. Abstract names live in the network namespace, not on a
- * filesystem: every hostNetwork ipamd of a node meets the same name whatever its socket,
- * checkpoint and log paths, and the kernel frees the name when the holder dies (SIGKILL
- * included), so there is no stale lock (unix(7), "Abstract sockets").
+ * One ipamd per instance in a network namespace (docs/design.md#one-ipamd-per-node).
+ * Before ipamd opens its log or reads or writes anything on the node, it reads which EC2
+ * instance it runs on (instance-identity.ts) and binds the Linux abstract Unix socket
+ * `@eni-ipam/ipamd/<instance id>/<hash>`. Abstract names live in the network namespace,
+ * not on a filesystem: every hostNetwork ipamd of a node meets the same name whatever its
+ * socket, checkpoint and log paths and however its IMDS endpoint is spelled, and the kernel
+ * frees the name when the holder dies (SIGKILL included), so there is no stale lock
+ * (unix(7), "Abstract sockets"). Across network namespaces the state directory's lock
+ * (checkpoint-lock.ts) holds.
  *
- * The holder answers each connection with one JSON line naming itself ({@link GuardHolder}),
- * so a second ipamd exits with a line naming the running one. The checkpoint-directory
- * lock (checkpoint-lock.ts) stays as a second line.
+ * The hash is of the instance identity document's account, region, instance id and
+ * pending time: on EC2 the instance id alone names the node; simulated clouds (tests,
+ * demos) reuse instance ids from one seed to the next, and their launch times tell them
+ * apart.
  *
- * Simulated nodes in one namespace (tests, demos) each have an IMDS endpoint of their own:
- * any endpoint but the instance's real one (169.254.169.254, [fd00:ec2::254]) is part of
- * the name, so they never meet, while two ipamds of one simulated instance do.
+ * The holder answers each connection with one JSON line naming itself
+ * ({@link GuardHolder}), so a second ipamd exits with a line naming the running one.
  */
 import { createHash } from 'node:crypto';
 import net from 'node:net';
+import { GuardHeldError, parseHolder, type GuardHolder } from './guard-holder.js';
+import type { InstanceIdentity } from './instance-identity.js';
 
-/** The guard's abstract name on a real node (shown by `ss -xlp | grep eni-ipam`). */
+export { describeHolder, type GuardHolder } from './guard-holder.js';
+
+/** The guard's abstract names start with this (shown by `ss -xlp | grep eni-ipam/ipamd`). */
 export const NODE_GUARD_NAME = 'eni-ipam/ipamd';
-
-/** What the holder tells a second ipamd about itself. */
-export interface GuardHolder {
-  pid: number;
-  /** ENI_IPAM_SOCKET, ENI_IPAM_CHECKPOINT_PATH and AWS_VPC_K8S_CNI_LOG_FILE of the holder. */
-  socket: string;
-  checkpoint: string;
-  logFile: string;
-  /** When it took the guard (ISO 8601). */
-  since: string;
-}
 
 /** A held guard; {@link NodeGuard.release} frees the name (idempotent). */
 export interface NodeGuard {
@@ -38,17 +34,16 @@ export interface NodeGuard {
   release(): Promise<void>;
 }
 
-const REAL_IMDS = new Set(['http://169.254.169.254', 'http://[fd00:ec2::254]']);
-
 /**
- * The guard's name for IMDS endpoint `imdsEndpoint` (AWS_EC2_METADATA_SERVICE_ENDPOINT):
- * {@link NODE_GUARD_NAME} for the instance's own IMDS, else with a short hash of the
- * endpoint appended (a simulated instance).
+ * The guard's name for instance `id` (its IMDS identity): `eni-ipam/ipamd/<instance
+ * id>/<16 hex digits>`, under the 107 bytes of a socket name.
  */
-export function nodeGuardName(imdsEndpoint: string): string {
-  const e = imdsEndpoint.trim().replace(/\/+$/, '').toLowerCase();
-  if (REAL_IMDS.has(e)) return NODE_GUARD_NAME;
-  return `${NODE_GUARD_NAME}@${createHash('sha256').update(e).digest('hex').slice(0, 16)}`;
+export function nodeGuardName(id: InstanceIdentity): string {
+  const h = createHash('sha256')
+    .update(JSON.stringify([id.accountId, id.region, id.instanceId, id.pendingTime]))
+    .digest('hex')
+    .slice(0, 16);
+  return `${NODE_GUARD_NAME}/${id.instanceId.slice(0, 64)}/${h}`;
 }
 
 /** Binds `\0name`; resolves with the server, or rejects with the socket error (EADDRINUSE when held). */
@@ -89,28 +84,15 @@ export function askHolder(name: string, timeoutMs = 2000): Promise<GuardHolder |
     });
     c.on('end', () => {
       clearTimeout(timer);
-      try {
-        resolve(JSON.parse(buf.split('\n')[0] ?? '') as GuardHolder);
-      } catch {
-        resolve('silent');
-      }
+      resolve(parseHolder(buf) ?? 'silent');
     });
   });
-}
-
-/** The one line a second ipamd exits with. */
-export function describeHolder(name: string, h: GuardHolder | 'silent'): string {
-  const who =
-    h === 'silent'
-      ? 'a process that did not say which'
-      : `pid ${h.pid}, socket ${h.socket}, checkpoint ${h.checkpoint}, log ${h.logFile}, since ${h.since}`;
-  return `another ipamd is running on this node (${who}; abstract socket @${name}): one ipamd per node, whatever its directories; stop it first (two would hand out each other's addresses)`;
 }
 
 /**
  * Takes the node guard `name` for `me`; a holder that dies while we ask is replaced (up to
  * 3 tries, no waiting in between: each try is a bind and a connect).
- * @throws Error whose message is {@link describeHolder}'s line when another ipamd holds it;
+ * @throws GuardHeldError (its message describeHolder's line) when another ipamd holds it;
  *         the socket error otherwise.
  */
 export async function acquireNodeGuard(name: string, me: GuardHolder): Promise<NodeGuard> {
@@ -122,7 +104,8 @@ export async function acquireNodeGuard(name: string, me: GuardHolder): Promise<N
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw e;
       const h = await askHolder(name);
-      if (h !== 'gone' || attempt >= 3) throw new Error(describeHolder(name, h === 'gone' ? 'silent' : h));
+      if (h !== 'gone' || attempt >= 3)
+        throw new GuardHeldError(`abstract socket @${name}`, h === 'gone' ? 'silent' : h);
     }
   }
 }

@@ -33,6 +33,11 @@ export interface PoolWiring {
   pool: PoolController;
   /** Subnets new ENIs skip now because EC2 said they are full, with EC2's code and when the mark ends (ms epoch). */
   exhaustedSubnets: () => Array<{ subnetId: string; code: string; untilMs: number }>;
+  /**
+   * Lets the pool create new ENIs: call once the leftover ENIs of a previous ipamd are
+   * settled (eni-settle.ts; a wanted one is attached instead of a new one) or will not be.
+   */
+  leftoversSettled: () => void;
 }
 
 /**
@@ -57,17 +62,11 @@ export function buildPool(p: {
   eniConfig?: () => EniConfigSelection;
   /** Custom networking: why no ENI may be created now (the ENIConfig), or undefined. */
   eniCreationRefused?: PoolControllerOptions['eniCreationRefused'];
+  /** Why the pool must neither grow nor free an ENI now (a cordoned node), or undefined. */
+  managementPaused?: PoolControllerOptions['managementPaused'];
 }): PoolWiring {
   const { config, inv, ds, gate, log, metrics, unit, adoption } = p;
-  const maxEni = Math.min(config.maxEni ?? inv.limits.maxEnis, inv.limits.maxEnis);
-  const targets: PoolTargets = {
-    warmEniTarget: config.warmEniTarget,
-    maxEni,
-    ...(config.warmIpTarget !== undefined ? { warmIpTarget: config.warmIpTarget } : {}),
-    ...(config.minimumIpTarget !== undefined ? { minimumIpTarget: config.minimumIpTarget } : {}),
-    unit,
-    ...(config.warmPrefixTarget !== undefined ? { warmPrefixTarget: config.warmPrefixTarget } : {}),
-  };
+  const { maxEni, targets } = poolTargets(config, inv, unit);
   // Where new ENIs go: ENIConfig subnets, discovered subnets or the node subnet (subnet-placement.ts).
   const placement = new SubnetPlacement({
     ec2: p.ec2,
@@ -119,6 +118,9 @@ export function buildPool(p: {
     ipv4PerEni: inv.limits.ipv4PerEni,
     ...(config.maxEni !== undefined ? { maxEniSetting: config.maxEni } : {}),
   };
+  // New ENIs wait for the start-up settle of leftovers (a wanted leftover stands in for one).
+  let leftoversSettled!: () => void;
+  const newEnisAfter = new Promise<void>((r) => (leftoversSettled = r));
   const pool = new PoolController({
     ds,
     ec2: p.ec2,
@@ -135,6 +137,34 @@ export function buildPool(p: {
     onStepError: () => metrics.ipamdError('pool_step'),
     inProgress: metrics.inProgress,
     ...(p.eniCreationRefused ? { eniCreationRefused: p.eniCreationRefused } : {}),
+    ...(p.managementPaused ? { managementPaused: p.managementPaused } : {}),
+    newEnisAfter,
   });
-  return { maxEni, targets, limits, enis, pool, exhaustedSubnets: () => placement.exhaustedNow() };
+  return {
+    maxEni,
+    targets,
+    limits,
+    enis,
+    pool,
+    exhaustedSubnets: () => placement.exhaustedNow(),
+    leftoversSettled,
+  };
+}
+
+/** The pool targets of `config` on `inv`'s instance type; `maxEni`: MAX_ENI bounded by the type's limit. */
+function poolTargets(
+  config: IpamdConfig,
+  inv: Omit<NodeInventory, 'ec2'>,
+  unit: PoolTargets['unit'],
+): { maxEni: number; targets: PoolTargets } {
+  const maxEni = Math.min(config.maxEni ?? inv.limits.maxEnis, inv.limits.maxEnis);
+  const targets: PoolTargets = {
+    warmEniTarget: config.warmEniTarget,
+    maxEni,
+    ...(config.warmIpTarget !== undefined ? { warmIpTarget: config.warmIpTarget } : {}),
+    ...(config.minimumIpTarget !== undefined ? { minimumIpTarget: config.minimumIpTarget } : {}),
+    unit,
+    ...(config.warmPrefixTarget !== undefined ? { warmPrefixTarget: config.warmPrefixTarget } : {}),
+  };
+  return { maxEni, targets };
 }

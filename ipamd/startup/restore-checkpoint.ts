@@ -2,9 +2,13 @@
  * Restores allocations from the checkpoint into the datastore (docs/design.md#3-contracts, docs/design.md#4-restore-after-restart).
  *
  * - Same boot: every allocation is re-created; cooldown entries and the remembered
- *   DELs (`released`, so a sandbox still stopping is not re-adopted) too.
+ *   DELs (`released`, so a sandbox still stopping is not re-adopted) too. Their stamps are
+ *   converted to this process's clock through the checkpoint's `monoAtBoot`
+ *   (checkpoint/boot-stamps.ts), so a wall-clock step while ipamd was down neither ends a
+ *   cooldown early nor ages an allocation past its GC grace.
  * - Another boot: no sandbox survives a reboot, so the allocations are dropped and
- *   their IPs stay in the warm pool (still assigned in EC2; nothing is released here).
+ *   their IPs stay in the warm pool (still assigned in EC2; nothing is released here);
+ *   the addresses that were cooling cool for a full IP_COOLDOWN_PERIOD from now.
  * - Missing or corrupt file while the ENIs already hold secondary IPs: nobody can vouch
  *   for those IPs being free, so they are marked unverified (never handed out, never
  *   released) and releases are frozen (source "checkpoint") until a clean read of the
@@ -14,6 +18,7 @@ import type { CheckpointData, CheckpointLoad } from '../checkpoint/index.js';
 import type { PoolCounts, RestoreTarget } from '../datastore/roles.js';
 import type { ReleaseGate } from '../controller/release/release-gate.js';
 import type { Logger } from '../log.js';
+import { rebaseStamp, stampScale } from '../checkpoint/boot-stamps.js';
 
 /** Outcome counts of a restore, for logs and tests. */
 export interface CheckpointRestoreSummary {
@@ -33,6 +38,8 @@ export function restoreFromCheckpoint(p: {
   log: Logger;
   path: string;
   now: number;
+  /** This process's `monoAtBoot` (ipamd/clock.ts, ms): converts the checkpoint's stamps. */
+  monoAtBoot: number;
   /**
    * Set when the data was imported from another IPAM's checkpoint (aws-node, the path):
    * the IPs it does not name are marked unverified and releases frozen (source
@@ -68,19 +75,29 @@ export function restoreFromCheckpoint(p: {
         ? 'checkpoint journal applied; its torn last record (never acknowledged) ignored'
         : 'checkpoint journal applied',
     );
-  if (data.bootId !== p.bootId) {
+  const scale = stampScale(data, p.bootId, p.monoAtBoot);
+  const at = (stamp: number) => rebaseStamp(stamp, scale, p.now);
+  if (scale.kind === 'other-boot') {
     sum.kind = 'other-boot';
     sum.dropped = data.allocations.length;
+    for (const c of data.cooldown) ds.restoreCooldown(c.ip, at(c.releasedAt), p.now);
     log.info(
-      { checkpointBoot: data.bootId, bootId: p.bootId, allocations: data.allocations.length },
-      'checkpoint is from a previous boot: no sandbox survives a reboot, its IPs return to the warm pool (still assigned in EC2)',
+      {
+        checkpointBoot: data.bootId,
+        bootId: p.bootId,
+        allocations: data.allocations.length,
+        cooling: data.cooldown.length,
+      },
+      'checkpoint is from a previous boot: no sandbox survives a reboot, its IPs return to the warm pool (still assigned in EC2); those that were cooling cool for a full period',
     );
     return sum;
   }
+  if (scale.kind === 'legacy')
+    log.info('checkpoint without monoAtBoot (an older ipamd): its stamps are read on the wall clock, clamped to now');
   // Before the allocations: one restored for the same container clears its entry (an ADD after the DEL).
-  ds.restoreUnassigned(data.released ?? []);
+  ds.restoreUnassigned((data.released ?? []).map((r) => ({ ...r, releasedAt: at(r.releasedAt) })));
   for (const a of data.allocations) {
-    const r = ds.restoreAllocation({ ...a });
+    const r = ds.restoreAllocation({ ...a, allocatedAt: at(a.allocatedAt) });
     if (r === 'restored') sum.restored++;
     else if (r === 'pending') sum.pending++;
     else if (r === 'releasing') {
@@ -95,7 +112,7 @@ export function restoreFromCheckpoint(p: {
       log.error({ allocation: a, result: r }, 'checkpoint allocation conflicts with another; kept the first');
     }
   }
-  for (const c of data.cooldown) ds.restoreCooldown(c.ip, c.releasedAt, p.now);
+  for (const c of data.cooldown) ds.restoreCooldown(c.ip, at(c.releasedAt), p.now);
   if (p.importedFrom !== undefined) {
     const others = ds.markAllUnverified();
     if (others > 0)

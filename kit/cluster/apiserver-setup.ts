@@ -59,7 +59,7 @@ export async function applyEniConfigCrd(k: Kubectl): Promise<void> {
 }
 
 /**
- * Applies the chart's ServiceAccount, ClusterRole and ClusterRoleBinding for each of
+ * Applies the chart's ServiceAccount, ClusterRole and ClusterRoleBinding (and the owner Leases' Role and RoleBinding) for each of
  * {@link IPAMD_IDENTITIES} and writes `<s.dir>/<identity>.kubeconfig` with a 24 h
  * ServiceAccount token. @returns identity → kubeconfig path. @throws Error with kubectl's or helm's stderr.
  */
@@ -67,9 +67,9 @@ export async function applyIpamdIdentities(s: ApiServerInfo, k: Kubectl): Promis
   const out: Record<string, string> = {};
   for (const [id, values] of Object.entries(IPAMD_IDENTITIES)) {
     const objs = (await renderChart(values)).filter((o) =>
-      ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding'].includes(String(o['kind'])),
+      ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'].includes(String(o['kind'])),
     );
-    if (objs.length !== 3) throw new Error(`the chart rendered ${objs.length} RBAC objects for ${id}, not 3`);
+    if (objs.length !== 5) throw new Error(`the chart rendered ${objs.length} RBAC objects for ${id}, not 5`);
     await k.apply(objs);
     const sa = objs.find((o) => o['kind'] === 'ServiceAccount') as { metadata: { name: string } };
     const token = (await k.run(['-n', IPAMD_NAMESPACE, 'create', 'token', sa.metadata.name, '--duration=24h'])).trim();

@@ -8,13 +8,14 @@
  */
 import { copyFile, chmod, mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import type { SimCloud } from '../../sim/index.js';
+import { instanceTypeInfo, type SimCloud } from '../../sim/index.js';
 import { cleanupStack } from '../cleanup-stack.js';
-import { createNamedNetns, run, type Netns } from '../netns.js';
+import { createNamedNetns, type Netns } from '../netns.js';
 import { bridgeNetns } from '../netns-bridge.js';
 import { createNodeMountNs, type NodeMountNs } from '../node-mountns.js';
 import { firstHost } from '../vpc/desired.js';
-import { VPC_ROUTER_V6, type VpcDataPlane } from '../vpc/dataplane.js';
+import type { VpcDataPlane } from '../vpc/dataplane.js';
+import { addressEth0 } from '../vpc/node-eth0.js';
 import type { ClusterBinaries } from './binaries.js';
 import { familyPlan, type ClusterIpFamily, type FamilyPlan } from './ip-family.js';
 import type { Kubectl } from './kubectl.js';
@@ -61,6 +62,8 @@ export interface ClusterNode {
   /** The test-side path of node path `p`. @throws Error when no bind covers it. */
   host(p: string): string;
   /** Removes the node: its processes, pods, namespaces and dirs (the instance stays in the cloud). Idempotent. */
+  /** True once {@link close} was called (the node left the cluster; it stays in `TestCluster.nodes`). */
+  readonly closed: boolean;
   close(): Promise<void>;
 }
 
@@ -85,23 +88,27 @@ export interface NodeSpec {
   netns?: Netns;
   /** Ports inside the node served on 127.0.0.1 of the test (the apiserver's). */
   outward?: number[];
+  /** OCI archives the cluster's nodes have (imported before the kubelet starts). */
+  images?: string[];
   /** Runs once the node's namespaces and cloud access are in place, before containerd and kubelet. */
   beforeProcesses?(n: { netns: Netns; dir: string; outward: Map<number, number> }): Promise<void>;
 }
 
-/** Where the primary ENI's addresses go and how the node leaves it: through the subnet's VPC router, as on EC2. */
-async function addressEth0(ns: Netns, ipv4: string, gateway: string, ipv6: string | undefined): Promise<void> {
-  const ip = (...a: string[]): Promise<string> => run('ip', ['-n', ns.name, ...a]);
-  await ip('addr', 'add', `${ipv4}/32`, 'dev', 'eth0');
-  await ip('link', 'set', 'eth0', 'up');
-  await ip('route', 'add', 'default', 'via', gateway, 'dev', 'eth0', 'onlink');
-  if (ipv6) {
-    await ip('-6', 'addr', 'add', `${ipv6}/128`, 'dev', 'eth0', 'nodad');
-    await ip('-6', 'route', 'add', 'default', 'via', VPC_ROUTER_V6, 'dev', 'eth0');
-  }
-}
-
 let netnsSeq = 1000;
+
+/**
+ * The kubelet's maxPods as the EKS AMI sets it for an instance type (amazon-vpc-cni-k8s's
+ * eni-max-pods.txt): ENIs × (IPv4 addresses per ENI − 1) + 2, × 16 per slot with prefix
+ * delegation (IPv6 clusters use it), capped at 110 (EKS's cap up to 30 vCPUs; these types
+ * are small). The + 2 is for the two host-network pods of an EKS node, aws-node and
+ * kube-proxy; kube-proxy is a process here, not a pod, so one fewer. Without it the
+ * scheduler sends a small node more pods than its ENIs can address.
+ */
+export function eksMaxPods(instanceType: string, prefixDelegation: boolean): number {
+  const t = instanceTypeInfo(instanceType);
+  if (!t) return 110;
+  return Math.min(110, t.maxEnis * (t.ipv4PerEni - 1) * (prefixDelegation ? 16 : 1) + 2 - 1);
+}
 
 /**
  * Starts node `spec` of the cluster `ctx`. @returns the node once its kubelet has registered it.
@@ -137,7 +144,7 @@ export async function startClusterNode(ctx: ClusterContext, spec: NodeSpec): Pro
       outward: spec.outward ?? [],
     });
     cleanups.push(() => bridge.close());
-    const mountNs = await createNodeMountNs({ root: dir, binds: CLUSTER_NODE_BINDS });
+    const mountNs = await createNodeMountNs({ root: dir, binds: CLUSTER_NODE_BINDS, hostname: spec.name });
     const cgroupRoot = cgroupRootOf(spec.index);
     cleanups.push(async () => {
       await killMountNsProcesses(mountNs);
@@ -162,10 +169,13 @@ export async function startClusterNode(ctx: ClusterContext, spec: NodeSpec): Pro
       family,
       nodeName: spec.name,
       cgroupRoot,
+      images: spec.images ?? [],
+      maxPods: eksMaxPods(inst.instanceType, ctx.family !== 'ipv4'),
       kubectl: ctx.kubectl,
       host,
     });
     cleanups.push(() => procs.stop());
+    let closed = false;
     return {
       index: spec.index,
       name: spec.name,
@@ -179,7 +189,13 @@ export async function startClusterNode(ctx: ClusterContext, spec: NodeSpec): Pro
       mountNs,
       procs,
       host,
-      close: cleanups.close,
+      get closed() {
+        return closed;
+      },
+      close: () => {
+        closed = true;
+        return cleanups.close();
+      },
     };
   } catch (e) {
     await cleanups.close().catch(() => undefined);

@@ -90,6 +90,11 @@ export interface TestCluster {
   /** Env that points ipamd's EC2 and IMDS at the simulated cloud (same URLs inside every node). */
   cloudEnv: Record<string, string>;
   /**
+   * Imports an OCI archive into every node's containerd, and into every node that joins later
+   * (as a node image or a registry would have it). @throws Error with ctr's stderr.
+   */
+  importImage(archive: string): Promise<void>;
+  /**
    * Launches one more instance (`instanceType`, default the cluster's) in the cluster's subnet
    * and joins it as a node, registered but NotReady until a CNI writes its conflist.
    * @throws Error when no node identity is left or the node does not start.
@@ -144,30 +149,20 @@ export async function startCluster(o: ClusterOptions = {}): Promise<TestCluster>
       family: ipFamily,
       dir,
     };
-    let control: ControlPlane | undefined;
-    let apiPort = 0;
-    const first = await startClusterNode(ctx, {
-      index: 0,
-      name: names[0]!,
-      instanceId: node.instanceId,
-      netns: node.nodeNetns!,
-      outward: [API_PORT],
-      beforeProcesses: async (n) => {
-        apiPort = n.outward.get(API_PORT)!;
-        // The admin kubeconfig reaches the apiserver through the bridge on this port.
-        await rewriteServer(pki.kubeconfigs['admin']!, `https://127.0.0.1:${apiPort}`);
-        ctx.kubectl = kubectlRunner(bins, pki.kubeconfigs['admin']!);
-        control = await startControlPlane({ bins, dir, netns: n.netns.path, pki, family, kubectl: ctx.kubectl });
-        cleanups.push(() => control!.stop());
-      },
-    });
+    const { first, control, apiPort } = await startFirstNode(ctx, node, names[0]!, family);
     cleanups.push(() => first.close());
     const nodes: ClusterNode[] = [first];
+    const images = new Set<string>();
     const join = async (index: number, instanceType: string): Promise<ClusterNode> => {
       if (index >= names.length)
         throw new Error(`no node identity left: the cluster was made for ${names.length} nodes`);
       const inst = sim.launchInstance({ instanceType, subnetId: node.subnetId });
-      const n = await startClusterNode(ctx, { index, name: names[index]!, instanceId: inst.instanceId });
+      const n = await startClusterNode(ctx, {
+        index,
+        name: names[index]!,
+        instanceId: inst.instanceId,
+        images: [...images],
+      });
       cleanups.push(() => n.close());
       nodes.push(n);
       return n;
@@ -194,17 +189,52 @@ export async function startCluster(o: ClusterOptions = {}): Promise<TestCluster>
       kubeconfig: pki.kubeconfigs['admin']!,
       apiPort,
       kubectl: ctx.kubectl,
-      control: control!,
+      control,
       nodeProcs: first.procs,
       host: first.host,
       cloudEnv: { AWS_EC2_ENDPOINT: sim.ec2Endpoint, AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpoint },
       addNode: (x = {}) => join(nodes.length, x.instanceType ?? typeOf(nodes.length)),
+      async importImage(archive) {
+        images.add(archive);
+        await Promise.all(nodes.map((n) => n.procs.importImage(archive)));
+      },
       close: node.close,
     };
   } catch (e) {
     await node.close().catch(() => undefined);
     throw e;
   }
+}
+
+/**
+ * Starts the first node with the control plane on it: the apiserver's port is bridged out,
+ * the admin kubeconfig pointed at it and `ctx.kubectl` set before the kubelet starts.
+ */
+async function startFirstNode(
+  ctx: ClusterContext,
+  node: KitNode,
+  name: string,
+  family: FamilyPlan,
+): Promise<{ first: ClusterNode; control: ControlPlane; apiPort: number }> {
+  const { bins, pki, dir } = ctx;
+  let control: ControlPlane | undefined;
+  let apiPort = 0;
+  const first = await startClusterNode(ctx, {
+    index: 0,
+    name,
+    instanceId: node.instanceId,
+    netns: node.nodeNetns!,
+    outward: [API_PORT],
+    beforeProcesses: async (n) => {
+      apiPort = n.outward.get(API_PORT)!;
+      // The admin kubeconfig reaches the apiserver through the bridge on this port.
+      await rewriteServer(pki.kubeconfigs['admin']!, `https://127.0.0.1:${apiPort}`);
+      ctx.kubectl = kubectlRunner(bins, pki.kubeconfigs['admin']!);
+      control = await startControlPlane({ bins, dir, netns: n.netns.path, pki, family, kubectl: ctx.kubectl });
+      node.cleanups.push(() => control!.stop());
+    },
+  });
+  return { first, control: control!, apiPort };
 }
 
 /** Points kubeconfig `file` at `server` (the bridge's port is known only once the node's namespace is up). */

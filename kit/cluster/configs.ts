@@ -46,8 +46,17 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 `;
 }
 
-/** KubeletConfiguration for a cgroup-v1 machine without systemd; `address`: where the kubelet serves (an IP or `::`). */
-export function kubeletConfig(o: { address: string; cgroupRoot: string; maxPods: number }): string {
+/**
+ * KubeletConfiguration for a cgroup-v1 machine without systemd; `address`: where the kubelet
+ * serves (an IP or `::`); `clusterDns`: the cluster DNS Service IP(s) pods resolve through
+ * (kit/cluster/coredns.ts serves them), in the domain `cluster.local`.
+ */
+export function kubeletConfig(o: {
+  address: string;
+  cgroupRoot: string;
+  maxPods: number;
+  clusterDns: string[];
+}): string {
   return `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
@@ -74,6 +83,8 @@ healthzPort: 10248
 registerNode: true
 serializeImagePulls: false
 maxPods: ${o.maxPods}
+clusterDNS: ${JSON.stringify(o.clusterDns)}
+clusterDomain: cluster.local
 nodeStatusUpdateFrequency: 4s
 syncFrequency: 10s
 fileCheckFrequency: 10s

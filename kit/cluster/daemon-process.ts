@@ -31,11 +31,17 @@ export function startDaemon(o: {
   logFile: string;
   netns?: string;
   mountns?: string;
+  /** A UTS namespace (the node's hostname). */
+  uts?: string;
   env?: Record<string, string>;
 }): DaemonProcess {
   const env: NodeJS.ProcessEnv = { ...process.env, ...o.env };
   delete env['NODE_EXTRA_CA_CERTS'];
-  const ns = [...(o.netns ? [`--net=${o.netns}`] : []), ...(o.mountns ? [`--mount=${o.mountns}`] : [])];
+  const ns = [
+    ...(o.netns ? [`--net=${o.netns}`] : []),
+    ...(o.mountns ? [`--mount=${o.mountns}`] : []),
+    ...(o.uts ? [`--uts=${o.uts}`] : []),
+  ];
   const fd = openSync(o.logFile, 'a');
   const child = ns.length
     ? spawn('nsenter', [...ns, '--', ...o.argv], { env, stdio: ['ignore', fd, fd], detached: true })

@@ -65,7 +65,7 @@ export async function allNodesReady(c: TestCluster): Promise<boolean> {
     items: Array<{ status?: { conditions?: Array<{ type: string; status: string }> } }>;
   }>(['get', 'nodes']);
   return (
-    l.items.length >= c.nodes.length &&
+    l.items.length >= c.nodes.filter((n) => !n.closed).length &&
     l.items.every((n) => n.status?.conditions?.find((x) => x.type === 'Ready')?.status === 'True')
   );
 }
@@ -79,8 +79,7 @@ export async function installEniIpam(
   c: TestCluster,
   o: { wait?: boolean; values?: Record<string, unknown> } = {},
 ): Promise<void> {
-  const archive = await ensureImageArchive();
-  await Promise.all(c.nodes.map((n) => n.procs.importImage(archive)));
+  await c.importImage(await ensureImageArchive());
   const r = await helmRelease(c, 'install', { ...(await clusterValues(c)), ...o.values });
   if (r.code !== 0) throw new Error(`helm install failed: ${r.stderr.trim()}`);
   if (o.wait) await waitEniIpamReady(c);

@@ -25,6 +25,11 @@ export interface FamilyPlan {
   serviceCidrs: string[];
   /** The `kubernetes` Service's address in each range (the first host), primary first. */
   serviceIps: string[];
+  /**
+   * The cluster DNS Service's address (kubelet `clusterDNS`, the `kube-dns` Service): the
+   * tenth address of the primary range, as kubeadm's GetDNSIP picks it.
+   */
+  dnsIp: string;
   /** The wildcard the apiserver and kube-proxy bind: `::` (both families) unless IPv4 only. */
   bindAddress: '0.0.0.0' | '::';
 }
@@ -36,14 +41,15 @@ export interface FamilyPlan {
 export function familyPlan(family: ClusterIpFamily, nodeIp: string, nodeIpv6?: string): FamilyPlan {
   if (family !== 'ipv4' && !nodeIpv6)
     throw new Error(`a ${family} cluster needs the node's IPv6 address (a dual-stack subnet)`);
-  const v4 = { ip: nodeIp, cidr: SERVICE_CIDR_V4, svc: '10.96.0.1' };
-  const v6 = { ip: nodeIpv6!, cidr: SERVICE_CIDR_V6, svc: 'fd00:10:96::1' };
+  const v4 = { ip: nodeIp, cidr: SERVICE_CIDR_V4, svc: '10.96.0.1', dns: '10.96.0.10' };
+  const v6 = { ip: nodeIpv6!, cidr: SERVICE_CIDR_V6, svc: 'fd00:10:96::1', dns: 'fd00:10:96::a' };
   const order = family === 'ipv4' ? [v4] : family === 'ipv6' ? [v6] : [v4, v6];
   return {
     family,
     nodeIps: order.map((x) => x.ip),
     serviceCidrs: order.map((x) => x.cidr),
     serviceIps: order.map((x) => x.svc),
+    dnsIp: order[0]!.dns,
     bindAddress: family === 'ipv4' ? '0.0.0.0' : '::',
   };
 }

@@ -10,7 +10,8 @@
  *   naming what failed, having removed everything.
  * - `down`: stops the supervisor (which removes everything it made), then removes whatever
  *   a supervisor that died left behind (namespaces, processes, mounts, cgroups).
- * - `status`: what runs, the Node and the pods.
+ * - `status`: what runs: each node's network and mount namespaces (what `nsenter` enters to use
+ *   `ctr`/`crictl` on its containerd: docs/real-cluster.md), the Nodes and the pods.
  *
  * State: /run/eni-ipam-cluster/state.json (ENI_IPAM_CLUSTER_STATE names another dir: the tests
  * use their own, so two test runs on one machine do not read each other's); while it runs,
@@ -24,6 +25,7 @@ import { waitFor } from '../wait.js';
 import { alive } from './daemon-process.js';
 import { startCluster, type ClusterOptions } from './cluster.js';
 import { parseUpOptions } from './up-options.js';
+import { imageDebianDrift } from '../image-archive.js';
 import { installEniIpam } from './install.js';
 import { purgeLeftovers } from './purge.js';
 
@@ -36,11 +38,20 @@ interface State {
   phase: 'starting' | 'ready' | 'failed';
   pid: number;
   dir?: string;
-  /** Every node: name, instance, type, primary IP, network namespace. */
-  nodes?: Array<{ name: string; instanceId: string; instanceType: string; ip: string; netns: string }>;
+  /** Every node: name, instance, type, primary IP, network namespace (name) and mount namespace (`/proc/<pid>/ns/mnt`). */
+  nodes?: Array<{
+    name: string;
+    instanceId: string;
+    instanceType: string;
+    ip: string;
+    netns: string;
+    mountNs?: string;
+  }>;
   kubeconfig?: string;
   kubectl?: string;
   error?: string;
+  /** What the operator should know but did not stop the cluster (e.g. Debian packages newer than the image's lock). */
+  warnings?: string[];
 }
 
 const readState = (): State | undefined => {
@@ -84,8 +95,18 @@ async function supervise(opts: ClusterOptions): Promise<void> {
       instanceType: n.instanceType,
       ip: n.ip,
       netns: n.netns.name,
+      mountNs: n.mountNs.nsPath,
     }));
-    await write({ phase: 'ready', pid: process.pid, dir: cluster.dir, nodes, kubeconfig, kubectl });
+    const drift = imageDebianDrift();
+    await write({
+      phase: 'ready',
+      pid: process.pid,
+      dir: cluster.dir,
+      nodes,
+      kubeconfig,
+      kubectl,
+      ...(drift ? { warnings: [`the image was built anyway: ${drift}`] } : {}),
+    });
     console.log(`eni-ipam cluster: ready (${cluster.dir})`);
   } catch (e) {
     const error = (e as Error).message;
@@ -137,6 +158,7 @@ async function up(args: string[]): Promise<number> {
     await purgeLeftovers(st.dir);
     return 1;
   }
+  for (const w of st.warnings ?? []) console.error(`eni-ipam cluster: warning: ${w}`);
   console.log(
     `eni-ipam cluster: ready. Reach it with:\n  export KUBECONFIG=${st.kubeconfig}\n  ${st.kubectl} get nodes,pods -A -o wide`,
   );
@@ -165,7 +187,9 @@ async function status(): Promise<number> {
   }
   console.log(`eni-ipam cluster: ${s.phase} (supervisor pid ${s.pid}, dir ${s.dir ?? '?'})`);
   for (const n of s.nodes ?? [])
-    console.log(`  node ${n.name}: ${n.instanceId} (${n.instanceType}), ${n.ip}, network namespace ${n.netns}`);
+    console.log(
+      `  node ${n.name}: ${n.instanceId} (${n.instanceType}), ${n.ip}, network namespace ${n.netns}${n.mountNs ? `, mount namespace ${n.mountNs}` : ''}`,
+    );
   if (s.kubectl && s.kubeconfig && existsSync(s.kubeconfig)) {
     const c = spawn(s.kubectl, ['--kubeconfig', s.kubeconfig, 'get', 'nodes,pods', '-A', '-o', 'wide'], {
       stdio: 'inherit',

@@ -66,6 +66,10 @@ export async function startNodeProcesses(o: {
   nodeName: string;
   /** The kubelet's cgroup root ({@link cgroupRootOf}). */
   cgroupRoot: string;
+  /** More OCI archives to import before the kubelet starts (the images the cluster's other nodes have). */
+  images?: string[];
+  /** The kubelet's maxPods (default 110). */
+  maxPods?: number;
   kubectl: Kubectl;
   host(p: string): string;
 }): Promise<NodeProcesses> {
@@ -89,6 +93,7 @@ export async function startNodeProcesses(o: {
       logFile: path.join(logs, `${name}.log`),
       netns: o.netns,
       mountns: o.mountNs.nsPath,
+      ...(o.mountNs.utsPath ? { uts: o.mountNs.utsPath } : {}),
       env,
     });
     procs.set(name, p);
@@ -115,6 +120,7 @@ export async function startNodeProcesses(o: {
     await startContainerd();
     await importImage(pause.tarPath);
     await importImage(echo.tarPath);
+    for (const a of o.images ?? []) await importImage(a);
     // kubelet refuses a cgroupRoot missing in any hierarchy ("has some missing paths").
     for (const ctl of cgroupControllers())
       await mkdir(path.join('/sys/fs/cgroup', ctl, o.cgroupRoot), { recursive: true });
@@ -147,6 +153,7 @@ type NodeConfigInputs = {
   family: FamilyPlan;
   nodeName: string;
   cgroupRoot: string;
+  maxPods?: number;
 };
 
 /** Writes containerd.toml, kubelet.yaml and kube-proxy.yaml into `cfg` (a directory); `pauseRef`: the pause image's reference. */
@@ -160,7 +167,8 @@ async function writeNodeConfigs(o: NodeConfigInputs, cfg: string, pauseRef: stri
     kubeletConfig({
       address: o.family.family === 'ipv4' ? o.nodeIp : '::',
       cgroupRoot: o.cgroupRoot,
-      maxPods: 110,
+      maxPods: o.maxPods ?? 110,
+      clusterDns: [o.family.dnsIp],
     }),
   );
   await writeFile(

@@ -64,12 +64,12 @@ export async function findLossesEverywhere(c: TestCluster, nodes: ClusterNode[])
 
 /**
  * Waits (≤ `timeoutMs`, default 3 min: leaked allocations are released after the GC grace)
- * until nothing is lost on `nodes` (default every node) and across them.
+ * until nothing is lost on `nodes` (default every node not closed) and across them.
  * @throws Error listing what is still wrong.
  */
 export async function checkNothingLostEverywhere(
   c: TestCluster,
-  nodes: ClusterNode[] = c.nodes,
+  nodes: ClusterNode[] = c.nodes.filter((n) => !n.closed),
   timeoutMs = 180_000,
 ): Promise<void> {
   let last: string[] = [];

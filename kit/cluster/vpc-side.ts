@@ -9,10 +9,9 @@
  * Also here: a NodePort Service for one pod, the counters the step reads (link tx packets,
  * the connection-mark rule's packets) and ipamd's metrics, all read inside the node.
  */
-import ipaddr from 'ipaddr.js';
 import { CONNMARK_COMMENT } from '../../netfacts/connmark.js';
-import { vpcCidrBlocks } from '../../sim/index.js';
 import { run } from '../netns.js';
+import { vpcPeerAddress } from '../vpc/peer.js';
 import type { TestCluster } from './cluster.js';
 
 /** A VPC client in place; `undo()` removes its address (idempotent, never throws). */
@@ -28,22 +27,16 @@ export interface VpcSide {
  * @throws Error when that address falls in a node's subnet, or from `ip`.
  */
 export async function strictVpcSide(c: TestCluster): Promise<VpcSide> {
-  // A VPC block is /16../28, so its last octet is at least 15 and minus 9 stays in the block.
-  const bytes = ipaddr.IPv4.broadcastAddressFromCIDR(vpcCidrBlocks(c.sim.state)[0]!).toByteArray();
-  bytes[3] = bytes[3]! - 9;
-  const client = ipaddr.fromByteArray(bytes);
-  for (const s of c.sim.state.subnets.values())
-    if (client.match(ipaddr.parseCIDR(s.cidr)))
-      throw new Error(`VPC client ${client.toString()} is inside subnet ${s.cidr}`);
+  const client = vpcPeerAddress(c.sim.state);
   const ip = (...a: string[]): Promise<string> => run('ip', ['-n', c.vpcNetns.name, ...a]);
-  await ip('addr', 'add', `${client.toString()}/32`, 'dev', 'lo');
+  await ip('addr', 'add', `${client}/32`, 'dev', 'lo');
   let done = false;
   return {
-    client: client.toString(),
+    client,
     async undo() {
       if (done) return;
       done = true;
-      await ip('addr', 'del', `${client.toString()}/32`, 'dev', 'lo').catch(() => undefined);
+      await ip('addr', 'del', `${client}/32`, 'dev', 'lo').catch(() => undefined);
     },
   };
 }

@@ -46,8 +46,16 @@ export function echoPodSpec(c: TestCluster, o: { hostPort?: number } = {}): obje
   };
 }
 
-/** A Deployment `name` of `replicas` echo pods with a TCP readiness probe (the kubelet's own). */
-export function echoDeployment(c: TestCluster, name: string, replicas: number): object {
+/**
+ * A Deployment `name` of `replicas` echo pods with a TCP readiness probe (the kubelet's own);
+ * `podSpec` adds fields to the pod spec (a nodeSelector, topologySpreadConstraints).
+ */
+export function echoDeployment(
+  c: TestCluster,
+  name: string,
+  replicas: number,
+  podSpec: Record<string, unknown> = {},
+): object {
   const labels = { app: name };
   return {
     apiVersion: 'apps/v1',
@@ -59,7 +67,7 @@ export function echoDeployment(c: TestCluster, name: string, replicas: number): 
       strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: '100%', maxSurge: '100%' } },
       template: {
         metadata: { labels },
-        spec: echoPodSpec(c),
+        spec: { ...(echoPodSpec(c) as Record<string, unknown>), ...podSpec },
       },
     },
   };

@@ -8,6 +8,9 @@
  *   build/image/eni-ipam-<version>.json       what was built: name, digest, size, Node version
  *   build/image/eni-ipam-<version>.contents   the built image's content list (the lock's format;
  *                                             `npm run release` makes the SBOM from it)
+ *   build/image/eni-ipam-<version>.sbom-meta.json  what the SBOM adds to the list: the Node
+ *                                             runtime's license, each Debian package's license
+ *                                             and `.deb` SHA-256 (scripts/image/debian-meta.mjs)
  *
  * Four layers, bottom first: the Debian root filesystem (scripts/image/debian-rootfs.mjs),
  * the Node runtime (/usr/local), the production node_modules, the app (/app minus
@@ -17,19 +20,27 @@
  * The build is skipped when the archive exists and nothing it is made of changed (a hash of
  * dist/{ipamd,cni-plugin,netfacts,proto,cli}, proto/, config/, package*.json, image/, scripts/image/).
  *
- * CLI: node scripts/image/build.mjs [--update-lock] [--refresh] [--packages-file FILE] [--node-pin FILE]
+ * CLI: node scripts/image/build.mjs [--update-lock] [--refresh] [--debian-drift fail|warn] [--lock FILE]
+ *        [--packages-file FILE] [--node-pin FILE]
  *   --update-lock       rewrite the content list instead of failing on a difference
  *   --refresh           rebuild everything, the Debian root filesystem too, even when cached
+ *   --debian-drift M    what a difference confined to Debian (the mirror published a point or
+ *                       security release since the lock was written) does: `fail` (the default, and
+ *                       `npm run release`'s) or `warn` (build, and print which
+ *                       packages moved: the tests and `npm run cluster` build so)
+ *   --lock F            the content list to check against (default image/contents-<arch>.lock)
  *   --packages-file F   Debian package list (default image/debian-packages.txt)
  *   --node-pin F        Node runtime pin (default image/node-runtime.json; to try another version)
  * Every failure is one line on stderr (`eni-ipam image: …`) and exit status 1.
  */
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { BUILD_DIR, ImageBuildError, ROOT, sha256, sourceDateEpoch } from './common.mjs';
 import { checkContents, contentList, npmPackages } from './contents.mjs';
 import { buildDebianRootfs } from './debian-rootfs.mjs';
+import { nodeLicenseId } from './node-runtime.mjs';
 import { packLayer, writeOciArchive } from './oci.mjs';
 import { stage } from './stage.mjs';
 
@@ -68,9 +79,12 @@ function inputsKey(extra) {
 /**
  * Builds the image.
  * @param {{ updateLock?: boolean, refresh?: boolean, packagesFile?: string, nodePinFile?: string,
- *   log?: (line: string) => void }} o
- * @returns {Promise<{ archive: string, contents: string, name: string, tag: string, manifestDigest: string, sizeBytes: number,
- *   node: string, seconds: number, inputs: string, upToDate: boolean, cached: { debian: boolean, node: boolean } }>}
+ *   debianDrift?: 'fail' | 'warn', lockFile?: string, log?: (line: string) => void }} o
+ *   debianDrift: see the CLI's --debian-drift (default 'fail'); lockFile: see --lock
+ * @returns {Promise<{ archive: string, contents: string, sbomMeta: string, name: string, tag: string, manifestDigest: string, sizeBytes: number,
+ *   node: string, seconds: number, inputs: string, upToDate: boolean, cached: { debian: boolean, node: boolean },
+ *   drift?: string }>} drift: the Debian packages that moved (with 'warn'), said once per build
+ *   and again on every up-to-date run
  * @throws ImageBuildError (one line) on any failure
  */
 export async function buildImage(o = {}) {
@@ -85,8 +99,12 @@ export async function buildImage(o = {}) {
   const inputs = inputsKey([String(epoch), String(baseEpoch), process.arch, o.packagesFile ? readFileSync(o.packagesFile) : '', o.nodePinFile ? readFileSync(o.nodePinFile) : '']);
   if (!o.updateLock && !o.refresh && existsSync(summary)) {
     const prev = JSON.parse(readFileSync(summary, 'utf8'));
-    if (prev.inputs === inputs && existsSync(prev.archive) && statSync(prev.archive).size === prev.sizeBytes && prev.contents && existsSync(prev.contents)) {
-      return { ...prev, upToDate: true, seconds: Math.round((Date.now() - t0) / 100) / 10 };
+    if (prev.inputs === inputs && existsSync(prev.archive) && statSync(prev.archive).size === prev.sizeBytes && prev.contents && existsSync(prev.contents) && prev.sbomMeta && existsSync(prev.sbomMeta)) {
+      // Built before, maybe with Debian drift allowed or against another lock: the check is not an
+      // input of the image, so it runs again here with this run's lock and mode.
+      const lock = checkContents({ debArch, text: readFileSync(prev.contents, 'utf8'), update: false, newFile: path.join(BUILD_DIR, `contents-${debArch}.lock.new`), debianDrift: o.debianDrift ?? 'fail', ...(o.lockFile ? { file: o.lockFile } : {}) });
+      const { drift: _, ...rest } = prev;
+      return { ...rest, ...(lock.drift ? { drift: lock.drift } : {}), upToDate: true, seconds: Math.round((Date.now() - t0) / 100) / 10 };
     }
   }
   const work = path.join(BUILD_DIR, 'work');
@@ -123,21 +141,25 @@ async function build(o, { t0, log, debArch, version, epoch, baseEpoch, summary, 
   });
   const lock = checkContents({
     debArch, text, update: o.updateLock ?? false, newFile: path.join(BUILD_DIR, `contents-${debArch}.lock.new`),
-    debianDrift: process.env.ENI_IPAM_IMAGE_DEBIAN_DRIFT === 'warn' ? 'warn' : 'fail',
+    debianDrift: o.debianDrift ?? 'fail', ...(o.lockFile ? { file: o.lockFile } : {}),
   });
   if (lock.changed) log(`rewrote ${path.relative(ROOT, lock.file)}`);
-  if (lock.drift) log(`warning: ${lock.drift}`);
 
   const tag = version;
   const name = `docker.io/library/eni-ipam:${tag}`;
   const archive = path.join(BUILD_DIR, `eni-ipam-${version}.oci.tar`);
   const contents = path.join(BUILD_DIR, `eni-ipam-${version}.contents`);
-  rmSync(summary, { force: true });
+  const sbomMeta = path.join(BUILD_DIR, `eni-ipam-${version}.sbom-meta.json`);
   writeFileSync(contents, text);
-  rmSync(archive, { force: true });
+  const nodeLicense = nodeLicenseId(readFileSync(path.join(dir, 'usr', 'local', 'share', 'doc', 'node', 'LICENSE'), 'utf8'));
+  writeFileSync(sbomMeta, `${JSON.stringify({ node: { license: nodeLicense, licenseFile: '/usr/local/share/doc/node/LICENSE' }, debs: JSON.parse(readFileSync(debian.meta, 'utf8')) }, null, 1)}\n`);
   log('OCI archive (umoci)');
+  // Written beside and renamed over: a reader (another lane's cluster importing it) never finds
+  // the archive missing or half written while it is rebuilt.
+  const archiveTmp = `${archive}.tmp-${process.pid}`;
+  rmSync(archiveTmp, { force: true });
   const { manifestDigest } = await writeOciArchive({
-    layoutDir: path.join(work, 'layout'), out: archive, tag, name, epoch, arch: debArch,
+    layoutDir: path.join(work, 'layout'), out: archiveTmp, tag, name, epoch, arch: debArch,
     layers: [
       { tar: debian.tar, createdBy: `mmdebstrap --variant=essential --include=${debian.packages.length} packages (image/debian-packages.txt)` },
       { tar: nodeLayer, createdBy: `node runtime ${staged.node.pin.spec} -> /usr/local/bin/node` },
@@ -152,28 +174,52 @@ async function build(o, { t0, log, debArch, version, epoch, baseEpoch, summary, 
       'io.eni-ipam.node-runtime': staged.node.pin.spec,
     },
   });
+  renameSync(archiveTmp, archive);
   const result = {
-    archive, contents, name, tag, manifestDigest, sizeBytes: statSync(archive).size, node: staged.node.pin.spec,
+    archive, contents, sbomMeta, name, tag, manifestDigest, sizeBytes: statSync(archive).size, node: staged.node.pin.spec,
     seconds: Math.round((Date.now() - t0) / 100) / 10, inputs, upToDate: false,
     cached: { debian: debian.cached, node: staged.node.cached },
+    ...(lock.drift ? { drift: lock.drift } : {}),
   };
-  writeFileSync(summary, `${JSON.stringify(result, null, 2)}\n`);
+  writeFileSync(`${summary}.tmp-${process.pid}`, `${JSON.stringify(result, null, 2)}\n`);
+  renameSync(`${summary}.tmp-${process.pid}`, summary);
   return result;
 }
 
 const isMain = process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(import.meta.url).pathname);
-if (isMain) {
-  const { values } = parseArgs({
-    options: {
-      'update-lock': { type: 'boolean', default: false },
-      refresh: { type: 'boolean', default: false },
-      'packages-file': { type: 'string' },
-      'node-pin': { type: 'string' },
-    },
+if (isMain && process.env.ENI_IPAM_IMAGE_BUILD_LOCKED !== '1') {
+  // One build at a time per checkout (tests of parallel lanes, the cluster and `npm run image`
+  // share build/image): run again under flock(1) on build/image/.build.lock; the one that waited
+  // finds the image built (a no-op) or builds with its own inputs.
+  mkdirSync(BUILD_DIR, { recursive: true });
+  const r = spawnSync('flock', [path.join(BUILD_DIR, '.build.lock'), process.execPath, ...process.argv.slice(1)], {
+    stdio: 'inherit',
+    env: { ...process.env, ENI_IPAM_IMAGE_BUILD_LOCKED: '1' },
   });
+  if (r.error) { process.stderr.write(`eni-ipam image: flock(1) could not run: ${r.error.message}\n`); process.exit(1); }
+  process.exit(r.status ?? 1);
+} else if (isMain) {
   const log = (l) => process.stderr.write(`eni-ipam image: ${l}\n`);
   try {
-    const r = await buildImage({ updateLock: values['update-lock'], refresh: values.refresh, packagesFile: values['packages-file'] && path.resolve(values['packages-file']), nodePinFile: values['node-pin'] && path.resolve(values['node-pin']), log });
+    let values;
+    try {
+      ({ values } = parseArgs({
+        options: {
+          'update-lock': { type: 'boolean', default: false },
+          refresh: { type: 'boolean', default: false },
+          'packages-file': { type: 'string' },
+          'node-pin': { type: 'string' },
+          'debian-drift': { type: 'string' },
+          lock: { type: 'string' },
+        },
+      }));
+    } catch (e) {
+      throw new ImageBuildError(/** @type {Error} */ (e).message.split('\n')[0]);
+    }
+    const drift = values['debian-drift'] ?? 'fail';
+    if (drift !== 'fail' && drift !== 'warn') throw new ImageBuildError(`--debian-drift '${drift}' is not one of fail, warn`);
+    const r = await buildImage({ updateLock: values['update-lock'], refresh: values.refresh, packagesFile: values['packages-file'] && path.resolve(values['packages-file']), nodePinFile: values['node-pin'] && path.resolve(values['node-pin']), debianDrift: drift, lockFile: values.lock && path.resolve(values.lock), log });
+    if (r.drift) log(`warning: ${r.drift}`);
     if (r.upToDate) { log(`${path.relative(process.cwd(), r.archive)} is up to date (${(r.sizeBytes / 1048576).toFixed(1)} MiB, ${r.name}, ${r.manifestDigest})`); process.exit(0); }
     log(`wrote ${path.relative(process.cwd(), r.archive)} (${(r.sizeBytes / 1048576).toFixed(1)} MiB, ${r.name}, ${r.manifestDigest}, node ${r.node}) in ${r.seconds} s`);
   } catch (e) {

@@ -8,6 +8,7 @@ import { readdirSync, rmSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pRetry, { AbortError } from 'p-retry';
 
 /** Absolute path of the repository root (ends without a slash). */
 export const ROOT = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
@@ -114,4 +115,41 @@ export function pruneCache(dir, prefix, keep) {
   for (const e of readdirSync(dir)) {
     if (e.startsWith(prefix) && !e.startsWith(keep)) rmSync(path.join(dir, e), { recursive: true, force: true });
   }
+}
+
+/** A fetch that failed this way will fail again: the package or version does not exist, or it is not what was pinned. */
+const PERMANENT = /E404|ETARGET|No matching version|Unable to locate package|does not match the integrity|is not a Debian package name/i;
+
+/**
+ * Runs a download step (`npm pack`, `mmdebstrap`, `npm ci`) with retries (p-retry: 3 attempts,
+ * 2 s then 4 s apart): a mirror or registry that drops a connection or times out is asked
+ * again, each retry logged; a failure that asking again cannot fix (a missing package or
+ * version, an integrity mismatch) is thrown at once.
+ * @template T
+ * @param {string} what the step, for the log line ("fetch the Debian packages")
+ * @param {() => Promise<T>} fn the step
+ * @param {{ log?: (line: string) => void, retries?: number, minTimeoutMs?: number }} [o]
+ * @returns {Promise<T>}
+ * @throws the step's last error (an ImageBuildError: one line)
+ */
+export function withRetries(what, fn, o = {}) {
+  return pRetry(
+    async () => {
+      try {
+        return await fn();
+      } catch (e) {
+        if (e instanceof ImageBuildError && PERMANENT.test(e.message)) throw new AbortError(e);
+        throw e;
+      }
+    },
+    {
+      retries: o.retries ?? 2,
+      factor: 2,
+      minTimeout: o.minTimeoutMs ?? 2000,
+      onFailedAttempt: (err) => {
+        if (err.retriesLeft > 0)
+          o.log?.(`${what} failed (attempt ${err.attemptNumber} of ${err.attemptNumber + err.retriesLeft}): ${err.message}; trying again`);
+      },
+    },
+  );
 }

@@ -85,17 +85,37 @@ function isDebianLine(l) {
 }
 
 /**
+ * The Debian packages whose version differs between two sets of content-list lines, as
+ * `name old → new` (`name (new) v` / `name v (gone)` for one added or removed).
+ * @param {string[]} removed lines only the lock has
+ * @param {string[]} added lines only the built list has
+ * @returns {string[]}
+ */
+export function movedPackages(removed, added) {
+  const debs = (lines) => new Map(lines.filter((l) => l.startsWith('deb ')).map((l) => {
+    const m = /^deb ([^=\s]+)=(\S+) /.exec(l);
+    return m ? [m[1], m[2]] : [l, ''];
+  }));
+  const [was, now] = [debs(removed), debs(added)];
+  const names = [...new Set([...was.keys(), ...now.keys()])].sort();
+  return names.map((n) => was.has(n) && now.has(n) ? `${n} ${was.get(n)} → ${now.get(n)}` : now.has(n) ? `${n} (new) ${now.get(n)}` : `${n} ${was.get(n)} (gone)`);
+}
+
+/**
  * Compares the built image's content list with the committed lock, or rewrites the lock.
- * @param {{ debArch: string, text: string, update: boolean, newFile: string, debianDrift?: 'fail' | 'warn' }} o
- *   newFile: where the built list is written when it differs (for `diff`);
- *   debianDrift 'warn' (the test suite's setting, ENI_IPAM_IMAGE_DEBIAN_DRIFT=warn): a difference
- *   confined to Debian package versions and Debian's files is returned as `drift` instead of
- *   thrown, so a Debian point or security release does not turn CI red; Node, npm and /app stay strict
+ * A difference confined to Debian (package versions and Debian's files: a point or security
+ * release the mirror published since the lock was written) is named package by package with
+ * the commands to review and accept it: thrown with `debianDrift` 'fail' (`npm run image`,
+ * `npm run release`), returned as `drift` with 'warn' (the tests and `npm run cluster`: they
+ * report it and go on); Node, npm and /app stay strict in both.
+ * @param {{ debArch: string, text: string, update: boolean, newFile: string, debianDrift?: 'fail' | 'warn', file?: string }} o
+ *   newFile: where the built list is written when it differs (for `diff`); file: the lock
+ *   (default image/contents-<debArch>.lock)
  * @returns {{ changed: boolean, file: string, drift?: string }}
- * @throws ImageBuildError when it differs (or no lock exists) and update is false
+ * @throws ImageBuildError when it differs (or no lock exists) and update is false (one line)
  */
 export function checkContents(o) {
-  const file = lockFile(o.debArch);
+  const file = o.file ?? lockFile(o.debArch);
   const old = existsSync(file) ? readFileSync(file, 'utf8') : undefined;
   if (old === o.text) return { changed: false, file };
   if (o.update) {
@@ -104,15 +124,20 @@ export function checkContents(o) {
   }
   writeFileSync(o.newFile, o.text);
   const rel = path.relative(ROOT, file);
-  if (old === undefined) throw new ImageBuildError(`${rel} is missing: review ${o.newFile} and run \`npm run image -- --update-lock\``);
+  const relNew = path.relative(ROOT, o.newFile);
+  const accept = `npm run image -- --update-lock${o.file ? ` --lock ${rel}` : ''}`;
+  if (old === undefined) throw new ImageBuildError(`${rel} is missing: review ${o.newFile} and run \`${accept}\``);
   const a = new Set(old.split('\n'));
   const b = new Set(o.text.split('\n'));
   const added = [...b].filter((l) => !a.has(l));
   const removed = [...a].filter((l) => !b.has(l));
-  if (o.debianDrift === 'warn' && [...added, ...removed].every(isDebianLine)) {
+  if ([...added, ...removed].every(isDebianLine)) {
     // The mirror published newer Debian versions (a point or security release): ours are unchanged.
-    return { changed: false, file, drift: `Debian packages moved on the mirror since ${rel} was written (+${added.length} -${removed.length} lines, none of them Node, npm or /app); see diff ${rel} ${path.relative(ROOT, o.newFile)}` };
+    const moved = movedPackages(removed, added);
+    const what = `Debian packages moved on the mirror since ${rel} was written: ${moved.length ? moved.join(', ') : `${added.length + removed.length} of Debian's files`}`;
+    if (o.debianDrift === 'warn') return { changed: false, file, drift: `${what}; review: diff ${rel} ${relNew}; accept: ${accept}` };
+    throw new ImageBuildError(`${what}; review them with \`diff ${rel} ${relNew}\`, then accept them with \`${accept}\``);
   }
   const first = [...removed.slice(0, 1).map((l) => `- ${l}`), ...added.slice(0, 1).map((l) => `+ ${l}`)].join(', ');
-  throw new ImageBuildError(`the image differs from ${rel} (+${added.length} -${removed.length} lines; ${first}); see diff ${rel} ${path.relative(ROOT, o.newFile)}; if intended, run \`npm run image -- --update-lock\``);
+  throw new ImageBuildError(`the image differs from ${rel} (+${added.length} -${removed.length} lines; ${first}); see diff ${rel} ${relNew}; if intended, run \`${accept}\``);
 }

@@ -12,7 +12,8 @@
  */
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { BUILD_DIR, ImageBuildError, ROOT, pruneCache, run, sha256 } from './common.mjs';
+import { BUILD_DIR, ImageBuildError, ROOT, pruneCache, run, sha256, withRetries } from './common.mjs';
+import { debianMeta } from './debian-meta.mjs';
 
 /** The package list both image builds read (this one and the Dockerfile). */
 export const PACKAGES_FILE = path.join(ROOT, 'image', 'debian-packages.txt');
@@ -28,6 +29,14 @@ const REMOVE = [
   'etc/hostname', 'etc/resolv.conf', 'etc/hosts',
   'var/cache/debconf/config.dat-old', 'var/cache/debconf/templates.dat-old', 'var/cache/ldconfig/aux-cache',
 ];
+
+/**
+ * Run while apt's lists still exist: the apt metadata of every installed version (its
+ * `.deb`'s SHA256 for the SBOM: scripts/image/debian-meta.mjs) into the file the build names
+ * in ENI_IPAM_APT_SHOW (mmdebstrap passes the environment to hooks). A version apt no
+ * longer lists only loses its hash, so this never fails the build.
+ */
+const APT_SHOW_HOOK = `dpkg-query --admindir="$1/var/lib/dpkg" -W -f='\${Package}=\${Version}\\n' | xargs env APT_CONFIG="$MMDEBSTRAP_APT_CONFIG" apt-cache show --no-all-versions > "$ENI_IPAM_APT_SHOW" 2>/dev/null || true`;
 
 /** Removed from the tarball after mmdebstrap's own cleanup (which needs them until then): apt's dirs. */
 const DELETE_MEMBERS = ['./etc/apt', './var/cache/apt', './var/lib/apt', './var/log/apt'];
@@ -76,8 +85,9 @@ export function installedPackages(status) {
  *   refresh?: boolean, log?: (line: string) => void }} o
  *   debArch: Debian architecture (amd64, arm64); epoch: SOURCE_DATE_EPOCH (s) for mmdebstrap;
  *   refresh: ignore a cached tarball
- * @returns {Promise<{ tar: string, packages: string[], cached: boolean }>} the tarball
- *   (paths `./…`, owned by root, no /dev entries) and its installed packages (installedPackages)
+ * @returns {Promise<{ tar: string, packages: string[], meta: string, cached: boolean }>} the tarball
+ *   (paths `./…`, owned by root, no /dev entries), its installed packages (installedPackages)
+ *   and the JSON file of each one's license and `.deb` hash (debian-meta.mjs `debianMeta`)
  * @throws ImageBuildError naming the packages and mirror when they cannot be fetched
  */
 export async function buildDebianRootfs(o) {
@@ -93,6 +103,7 @@ export async function buildDebianRootfs(o) {
     '--dpkgopt=path-exclude=/usr/share/man/*', '--dpkgopt=path-exclude=/usr/share/doc/*',
     '--dpkgopt=path-include=/usr/share/doc/*/copyright', '--dpkgopt=path-exclude=/usr/share/locale/*',
     '--dpkgopt=path-exclude=/usr/share/info/*',
+    `--customize-hook=${APT_SHOW_HOOK}`,
     `--customize-hook=cd "$1" && rm -f ${REMOVE.join(' ')}`,
     '--skip=output/dev', '--format=tar',
   ];
@@ -101,16 +112,22 @@ export async function buildDebianRootfs(o) {
   const cacheDir = path.join(BUILD_DIR, 'cache');
   const tar = path.join(cacheDir, `debian-${o.debArch}-${key}.tar`);
   const list = `${tar}.packages`;
-  if (!o.refresh && existsSync(tar) && existsSync(list)) {
-    return { tar, packages: readFileSync(list, 'utf8').split('\n').filter(Boolean), cached: true };
+  const meta = `${tar}.meta.json`;
+  if (!o.refresh && existsSync(tar) && existsSync(list) && existsSync(meta)) {
+    return { tar, packages: readFileSync(list, 'utf8').split('\n').filter(Boolean), meta, cached: true };
   }
   mkdirSync(cacheDir, { recursive: true });
   const tmp = `${tar}.tmp`;
   rmSync(tmp, { force: true });
   o.log?.(`mmdebstrap: ${packages.join(' ')} (${o.debArch}) from ${mirrors}`);
-  const env = { ...process.env, SOURCE_DATE_EPOCH: String(o.epoch), LC_ALL: 'C.UTF-8' };
+  const aptShow = `${tar}.apt-show`;
+  const env = { ...process.env, SOURCE_DATE_EPOCH: String(o.epoch), LC_ALL: 'C.UTF-8', ENI_IPAM_APT_SHOW: aptShow };
   try {
-    await run('mmdebstrap', [...args, 'bookworm', tmp, sourcesFile], { env, what: `fetch the Debian packages ${packages.join(', ')} from ${mirrors}` });
+    const what = `fetch the Debian packages ${packages.join(', ')} from ${mirrors}`;
+    await withRetries('mmdebstrap', () => {
+      rmSync(tmp, { force: true });
+      return run('mmdebstrap', [...args, 'bookworm', tmp, sourcesFile], { env, what });
+    }, { log: o.log });
   } catch (e) {
     rmSync(tmp, { force: true });
     throw e;
@@ -118,8 +135,10 @@ export async function buildDebianRootfs(o) {
   await run('tar', ['--delete', `--file=${tmp}`, ...DELETE_MEMBERS], { what: `remove apt's files from ${tmp}` });
   const { stdout: status } = await run('tar', ['-xOf', tmp, './var/lib/dpkg/status'], { what: 'read the package list of the root filesystem' });
   const installed = installedPackages(status);
+  writeFileSync(meta, `${JSON.stringify(await debianMeta({ tar: tmp, packages: installed, aptShow }), null, 1)}\n`);
+  rmSync(aptShow, { force: true });
   writeFileSync(list, `${installed.join('\n')}\n`);
   renameSync(tmp, tar);
   pruneCache(cacheDir, `debian-${o.debArch}-`, path.basename(tar));
-  return { tar, packages: installed, cached: false };
+  return { tar, packages: installed, meta, cached: false };
 }

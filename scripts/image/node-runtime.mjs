@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { BUILD_DIR, ImageBuildError, ROOT, run } from './common.mjs';
+import { BUILD_DIR, ImageBuildError, ROOT, run, withRetries } from './common.mjs';
 
 /** The pin file. */
 export const NODE_PIN_FILE = path.join(ROOT, 'image', 'node-runtime.json');
@@ -51,8 +51,8 @@ export async function fetchNodeRuntime(o) {
   const tmp = mkdtempSync(`${dir}.tmp-`);
   try {
     o.log?.(`npm pack ${pin.spec}`);
-    const { stdout } = await run('npm', ['pack', pin.spec, '--json', '--pack-destination', tmp, '--loglevel=error'],
-      { cwd: tmp, what: `fetch the npm package ${pin.spec}` });
+    const { stdout } = await withRetries(`npm pack ${pin.spec}`, () => run('npm', ['pack', pin.spec, '--json', '--pack-destination', tmp, '--loglevel=error'],
+      { cwd: tmp, what: `fetch the npm package ${pin.spec}` }), { log: o.log });
     let filename;
     try { filename = JSON.parse(stdout)[0].filename; } catch {
       throw new ImageBuildError(`cannot fetch the npm package ${pin.spec}: npm pack printed no file name`);
@@ -73,4 +73,19 @@ export async function fetchNodeRuntime(o) {
     rmSync(tmp, { recursive: true, force: true });
   }
   return { dir, node, license, pin, cached: false };
+}
+
+/**
+ * The SPDX id of Node.js's own license, read from the LICENSE file the runtime package
+ * carries: its first block (before the licenses of the bundled dependencies) is the MIT
+ * grant ("Node.js is licensed for use as follows: … Permission is hereby granted, free of
+ * charge …"). The SBOM gives the runtime this license (scripts/release/sbom.mjs).
+ * @param {string} text the LICENSE file
+ * @returns {string} `MIT`
+ * @throws ImageBuildError when the first block is not the MIT grant (a new license must be read, not assumed)
+ */
+export function nodeLicenseId(text) {
+  const first = /^Node\.js is licensed for use as follows:\s*"""([\s\S]*?)"""/.exec(text)?.[1] ?? '';
+  if (/Permission is hereby granted, free of charge, to any person obtaining a copy/.test(first) && /THE SOFTWARE IS PROVIDED "AS IS"/.test(first)) return 'MIT';
+  throw new ImageBuildError(`cannot tell the Node runtime's license: its LICENSE does not start with the MIT grant ("Node.js is licensed for use as follows: """ … Permission is hereby granted …); read it and say its license in scripts/image/node-runtime.mjs`);
 }

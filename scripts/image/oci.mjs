@@ -34,11 +34,12 @@ export async function packLayer(o) {
  * Builds the OCI layout and archive.
  * @param {{ layoutDir: string, out: string, tag: string, name: string, epoch: number,
  *   arch: string, layers: { tar: string, createdBy: string }[], entrypoint: string[],
- *   workingDir: string, env: string[], labels: Record<string, string> }} o
+ *   workingDir: string, env: string[], labels: Record<string, string>, cmd?: string[] }} o
  *   layoutDir: scratch dir for the layout (emptied); out: the .oci.tar to write; tag: OCI tag
  *   (`[A-Za-z0-9_][A-Za-z0-9_.-]*`); name: full reference for containerd
  *   (`docker.io/library/eni-ipam:0.1.0`); arch: OCI architecture (amd64, arm64);
- *   layers: bottom first, uncompressed tarballs (umoci gzips them)
+ *   layers: bottom first, uncompressed tarballs (umoci gzips them); cmd: the image's default
+ *   arguments (OCI config `Cmd`), none when absent
  * @returns {Promise<{ out: string, manifestDigest: string }>}
  * @throws ImageBuildError when umoci or tar fails
  */
@@ -57,6 +58,7 @@ export async function writeOciArchive(o) {
     '--image', image, `--created=${created}`, '--no-history', '--os=linux', `--architecture=${o.arch}`,
     '--config.user=0:0', `--config.workingdir=${o.workingDir}`,
     ...o.entrypoint.map((e) => `--config.entrypoint=${e}`),
+    ...(o.cmd ?? []).map((c) => `--config.cmd=${c}`),
     ...o.env.map((e) => `--config.env=${e}`),
     ...Object.entries(o.labels).map(([k, v]) => `--config.label=${k}=${v}`),
   ];

@@ -27,7 +27,7 @@ import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, re
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { BUILD_DIR, ImageBuildError, ROOT, pruneCache, run, sha256 } from './common.mjs';
+import { BUILD_DIR, ImageBuildError, ROOT, pruneCache, run, sha256, withRetries } from './common.mjs';
 import { fetchNodeRuntime, readNodePin } from './node-runtime.mjs';
 import { makeIpamdCodeCache } from '../bundle-ipamd.mjs';
 
@@ -66,8 +66,8 @@ async function installProductionDeps(appDir, log) {
     cpSync(path.join(appDir, 'package.json'), path.join(tmp, 'package.json'));
     cpSync(path.join(appDir, 'package-lock.json'), path.join(tmp, 'package-lock.json'));
     try {
-      await run('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'],
-        { cwd: tmp, what: 'fetch the npm production dependencies (npm ci --omit=dev, package-lock.json)' });
+      await withRetries('npm ci --omit=dev', () => run('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'],
+        { cwd: tmp, what: 'fetch the npm production dependencies (npm ci --omit=dev, package-lock.json)' }), { log });
     } catch (e) {
       rmSync(tmp, { recursive: true, force: true });
       throw e;

@@ -4,12 +4,17 @@
  * package and for the Node runtime, read from the content list the image build wrote for
  * the image it built (scripts/image/contents.mjs: `deb name=version arch`, `npm name@version`,
  * `node-runtime name@version integrity`). npm packages get their license and SHA-512 from
- * package-lock.json. The document is validated against the CycloneDX JSON schema (the
- * library's strict validator, ajv) before it is returned.
+ * package-lock.json. The Node runtime gets its CPE (`cpe:2.3:a:nodejs:node.js:<version>`,
+ * NVD's vendor and product names, so CVE scanners keyed on CPE find it) and its license;
+ * each Debian package its license from its copyright file in the image root and its `.deb`'s
+ * SHA-256 from the apt metadata (the build's `sbom-meta.json`: scripts/image/debian-meta.mjs).
+ * The document is validated against the CycloneDX JSON schema (the library's strict
+ * validator, ajv) before it is returned.
  */
 import { createHash } from 'node:crypto';
 import * as CDX from '@cyclonedx/cyclonedx-library';
 import { PackageURL } from 'packageurl-js';
+import { dep5Expression } from '../image/debian-meta.mjs';
 
 /** The CycloneDX version written. */
 export const SPEC_VERSION = CDX.Spec.Version.v1dot6;
@@ -89,15 +94,67 @@ function npmComponent(name, version, lock) {
   return c;
 }
 
+const DECLARED = { acknowledgement: CDX.Enums.LicenseAcknowledgement.Declared };
+
+/** NVD's CPE 2.3 name of a Node.js release (vendor `nodejs`, product `node.js`). */
+export function nodeCpe(version) {
+  return `cpe:2.3:a:nodejs:node.js:${version}:*:*:*:*:*:*:*`;
+}
+
+/**
+ * A Debian package's licenses as CycloneDX license choices: one SPDX expression when every
+ * DEP-5 name of its copyright file has one (joined by AND: the package holds files under
+ * each), else one license per name (an SPDX id where it is one, else Debian's own name);
+ * for a free-form copyright file, the common-licenses files it names, or its text.
+ * @param {{ copyright: string, format: string, names: string[], commonLicenses: string[], text?: string }} m
+ * @returns {CDX.Models.License[]}
+ */
+export function debianLicenses(m) {
+  const spdxId = (id) => CDX.SPDX.fixupSpdxId(id);
+  if (m.format === 'DEP-5') {
+    const exprs = m.names.map((n) => dep5Expression(n, spdxId));
+    if (exprs.length > 0 && exprs.every(Boolean)) {
+      // `(A AND B)` from one name is two terms of the package's AND; `(A OR B)` stays one.
+      const terms = [
+        ...new Set(
+          exprs.flatMap((e) =>
+            /^\([^()]* AND [^()]*\)$/.test(e) && !/ OR /.test(e) ? e.slice(1, -1).split(' AND ') : [e],
+          ),
+        ),
+      ];
+      const expression = terms.length === 1 ? terms[0].replace(/^\((.*)\)$/, '$1') : terms.join(' AND ');
+      if (spdxId(expression)) return [new CDX.Models.SpdxLicense(spdxId(expression), DECLARED)];
+      const e = new CDX.Models.LicenseExpression(expression);
+      e.acknowledgement = DECLARED.acknowledgement;
+      return [e];
+    }
+    return m.names.map((n, i) =>
+      exprs[i] && spdxId(exprs[i])
+        ? new CDX.Models.SpdxLicense(spdxId(exprs[i]), DECLARED)
+        : new CDX.Models.NamedLicense(n, DECLARED),
+    );
+  }
+  if (m.commonLicenses.length > 0) return m.commonLicenses.map((n) => new CDX.Models.NamedLicense(n, DECLARED));
+  return [
+    new CDX.Models.NamedLicense(`Debian copyright file ${m.copyright}`, {
+      ...DECLARED,
+      text: new CDX.Models.Attachment(m.text ?? '', { contentType: 'text/plain' }),
+    }),
+  ];
+}
+
 /**
  * Builds the SBOM of one image.
  * @param {{ contents: string, packageLock: object, version: string, arch: string, manifestDigest?: string,
- *   epoch: number }} o contents: the image's content list; packageLock: parsed package-lock.json;
+ *   epoch: number, meta: { node: { license: string }, debs: Record<string, object> } }} o
+ *   contents: the image's content list; packageLock: parsed package-lock.json; meta: the
+ *   build's sbom-meta.json (Node's license; each `name=version arch` Debian line's copyright facts and hash);
  *   version: eni-ipam's version; arch: Debian arch (amd64, arm64); manifestDigest: the image
  *   manifest's `sha256:…`; epoch: SOURCE_DATE_EPOCH seconds (the document's timestamp, so
  *   the same build gives the same bytes)
  * @returns {Promise<{ json: string, debs: number, npm: number }>} the serialised document (CycloneDX 1.6 JSON)
- * @throws ReleaseError when the content list does not parse or the document fails the schema
+ * @throws ReleaseError when the content list does not parse, a Debian package has no license
+ *   facts, or the document fails the schema
  */
 export async function imageSbom(o) {
   const list = parseContentList(o.contents);
@@ -122,11 +179,24 @@ export async function imageSbom(o) {
   );
   for (const d of list.debs) {
     const purl = new PackageURL('deb', 'debian', d.name, d.version, { arch: d.arch, distro: 'debian-12' }, undefined);
+    const m = o.meta.debs[`${d.name}=${d.version} ${d.arch}`];
+    if (!m)
+      throw new ReleaseError(
+        `the build's sbom-meta.json has nothing on the Debian package ${d.name}=${d.version}: rebuild the image (npm run image -- --refresh)`,
+      );
     bom.components.add(
       new CDX.Models.Component(CDX.Enums.ComponentType.Library, d.name, {
         version: d.version,
         purl,
         bomRef: purl.toString(),
+        licenses: new CDX.Models.LicenseRepository(debianLicenses(m)),
+        ...(m.sha256
+          ? { hashes: new CDX.Models.HashDictionary([[CDX.Enums.HashAlgorithm['SHA-256'], m.sha256]]) }
+          : {}),
+        properties: new CDX.Models.PropertyRepository([
+          new CDX.Models.Property('eni-ipam:copyright-file', m.copyright),
+          new CDX.Models.Property('eni-ipam:copyright-format', m.format),
+        ]),
       }),
     );
   }
@@ -137,8 +207,10 @@ export async function imageSbom(o) {
       new CDX.Models.Component(CDX.Enums.ComponentType.Application, list.node.name, {
         version: list.node.version,
         purl,
+        cpe: nodeCpe(list.node.version),
         bomRef: purl.toString(),
         hashes: hashes(list.node.integrity),
+        licenses: new CDX.Models.LicenseRepository([new CDX.Models.SpdxLicense(o.meta.node.license, DECLARED)]),
         description: 'the Node.js runtime at /usr/local/bin/node',
       }),
     );
@@ -155,7 +227,12 @@ export async function imageSbom(o) {
   const json = serializer.serialize(bom, { sortLists: true, space: 2 });
   const problem = await validateSbom(json);
   if (problem) throw new ReleaseError(`the SBOM fails the CycloneDX ${SPEC_VERSION} schema: ${problem}`);
-  return { json: `${json}\n`, debs: list.debs.length, npm: list.npm.length };
+  return {
+    json: `${json}\n`,
+    debs: list.debs.length,
+    npm: list.npm.length,
+    debsHashed: list.debs.filter((d) => o.meta.debs[`${d.name}=${d.version} ${d.arch}`]?.sha256).length,
+  };
 }
 
 /**

@@ -27,12 +27,15 @@ test('defaults: every object validates; the DaemonSet has what a node needs', as
     'ClusterRole',
     'ClusterRoleBinding',
     'DaemonSet',
+    'Role',
+    'RoleBinding',
     'ServiceAccount',
   ]);
   await assertValid(objs);
   const pod = find(objs, 'DaemonSet').spec.template.spec;
   assert.equal(pod.hostNetwork, true);
-  assert.equal(pod.hostPID, true);
+  // Least privilege (values.yaml securityContext, hostPID; test/cluster/least-privilege.test.ts).
+  assert.equal(pod.hostPID, false);
   assert.equal(pod.priorityClassName, 'system-node-critical');
   assert.deepEqual(pod.tolerations, [{ operator: 'Exists' }]);
   const terms =
@@ -42,7 +45,9 @@ test('defaults: every object validates; the DaemonSet has what a node needs', as
     { key: 'eks.amazonaws.com/compute-type', operator: 'NotIn', values: ['fargate', 'hybrid', 'auto'] },
   );
   const c = ipamd(find(objs, 'DaemonSet'));
-  assert.deepEqual(c.securityContext, { capabilities: { add: ['NET_ADMIN', 'NET_RAW', 'SYS_ADMIN'] } });
+  assert.deepEqual(c.securityContext, {
+    capabilities: { drop: ['ALL'], add: ['NET_ADMIN', 'NET_RAW', 'SYS_ADMIN'] },
+  });
   assert.equal(pod.initContainers[0].securityContext.privileged, true);
   const probe = [
     '/app/dist/cni-plugin/eni-ipam-probe',
@@ -52,7 +57,13 @@ test('defaults: every object validates; the DaemonSet has what a node needs', as
     '5000',
   ];
   assert.deepEqual(c.readinessProbe.exec.command, probe);
-  assert.deepEqual(c.livenessProbe.exec.command, probe);
+  // Liveness asks for the liveness service: SERVING while ipamd answers at all, also standing by beside aws-node.
+  assert.deepEqual(c.livenessProbe.exec.command, [
+    ...probe.slice(0, 3),
+    '--service',
+    'eniipam.v1.Liveness',
+    ...probe.slice(3),
+  ]);
   // The API server refuses two mounts on one path in a container ("mountPath: must be
   // unique"); the real-cluster test applies the rendered objects to one as well.
   for (const ctr of [...pod.initContainers, ...pod.containers]) {
@@ -84,6 +95,7 @@ test('defaults: every object validates; the DaemonSet has what a node needs', as
       { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
       { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
       { apiGroups: ['crd.k8s.amazonaws.com'], resources: ['eniconfigs'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: ['apps'], resources: ['daemonsets'], verbs: ['get'] },
       { apiGroups: ['', 'events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
       { apiGroups: [''], resources: ['nodes/status'], verbs: ['patch'] },
     ],
@@ -114,6 +126,8 @@ test('non-default values: CRI-O socket, extraEnv, IRSA, monitoring, pull secrets
     'ClusterRoleBinding',
     'DaemonSet',
     'PodMonitor',
+    'Role',
+    'RoleBinding',
     'Service',
     'ServiceAccount',
     'ServiceMonitor',

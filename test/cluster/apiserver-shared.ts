@@ -6,7 +6,7 @@
  * starts it (about 5 s, then the chart's RBAC and CRD), later files of the same run reuse
  * it, and it stops itself when the runner exits. A file run on its own
  * (`node dist/test/….test.js`) owns its server the same way and it goes with that process.
- * State: `/run/eni-ipam-test-apiserver/owner-<pid>/state.json` (ENI_IPAM_TEST_APISERVER_STATE
+ * State: `$TMPDIR/eni-ipam-test-apiserver/owner-<pid>/state.json` (not a machine path; ENI_IPAM_TEST_APISERVER_STATE
  * moves the root). A supervisor whose owner and itself died (kill -9) is reaped by the
  * next run: its etcd and kube-apiserver are killed and its dirs removed.
  *
@@ -16,6 +16,7 @@
 import { spawn } from 'node:child_process';
 import { openSync, closeSync, existsSync, readFileSync } from 'node:fs';
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from '../../kit/wait.js';
@@ -23,7 +24,7 @@ import { alive, type TestApiServerInfo } from './apiserver-main.js';
 
 export type { TestApiServerInfo } from './apiserver-main.js';
 
-const ROOT = process.env['ENI_IPAM_TEST_APISERVER_STATE'] ?? '/run/eni-ipam-test-apiserver';
+const ROOT = process.env['ENI_IPAM_TEST_APISERVER_STATE'] ?? path.join(os.tmpdir(), 'eni-ipam-test-apiserver');
 const MAIN = fileURLToPath(new URL('./apiserver-main.js', import.meta.url));
 
 function readJson<T>(f: string): T | undefined {

@@ -11,7 +11,7 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, rename, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -72,15 +72,21 @@ export async function buildDockerfile(o: { contextDir: string; cacheDir: string 
   const base = await bookwormBase(o.cacheDir);
   const storage = await mkdtemp(path.join(os.tmpdir(), 'eni-ipam-buildah-'));
   const b = ['--root', path.join(storage, 'root'), '--runroot', path.join(storage, 'run'), '--storage-driver', 'vfs'];
+  // buildah's network setup takes a lock in its CNI config dir even with --network host; its
+  // default, /etc/cni/net.d, is a machine path: point it (containers.conf(5) [network]) at ours.
+  const conf = path.join(storage, 'containers.conf');
+  await mkdir(path.join(storage, 'cni'), { recursive: true });
+  await writeFile(conf, `[network]\nnetwork_backend = "cni"\nnetwork_config_dir = "${path.join(storage, 'cni')}"\n`);
+  const env = { ...process.env, CONTAINERS_CONF: conf };
   const tag = `localhost/eni-ipam-dockerfile:${process.pid}`;
   let container: string | undefined;
   const remove = async (): Promise<void> => {
     if (container) {
-      await run('buildah', [...b, 'umount', container]).catch(() => undefined);
-      await run('buildah', [...b, 'rm', container]).catch(() => undefined);
+      await run('buildah', [...b, 'umount', container], { env }).catch(() => undefined);
+      await run('buildah', [...b, 'rm', container], { env }).catch(() => undefined);
       container = undefined;
     }
-    await run('buildah', [...b, 'rmi', '--all', '--force']).catch(() => undefined);
+    await run('buildah', [...b, 'rmi', '--all', '--force'], { env }).catch(() => undefined);
     await rm(storage, { recursive: true, force: true });
   };
   try {
@@ -99,12 +105,12 @@ export async function buildDockerfile(o: { contextDir: string; cacheDir: string 
         tag,
         o.contextDir,
       ],
-      { maxBuffer: 64 << 20, env: { ...process.env, BUILDAH_LAYERS: 'false' } },
+      { maxBuffer: 64 << 20, env: { ...env, BUILDAH_LAYERS: 'false' } },
     );
-    container = (await run('buildah', [...b, 'from', tag])).stdout.trim();
-    const rootfs = (await run('buildah', [...b, 'mount', container])).stdout.trim();
+    container = (await run('buildah', [...b, 'from', tag], { env })).stdout.trim();
+    const rootfs = (await run('buildah', [...b, 'mount', container], { env })).stdout.trim();
     const inspect = JSON.parse(
-      (await run('buildah', [...b, 'inspect', '--type', 'image', tag], { maxBuffer: 16 << 20 })).stdout,
+      (await run('buildah', [...b, 'inspect', '--type', 'image', tag], { maxBuffer: 16 << 20, env })).stdout,
     ) as { OCIv1: { config: BuildahImage['config'] } };
     return { rootfs, config: inspect.OCIv1.config, remove };
   } catch (e) {

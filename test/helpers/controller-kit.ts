@@ -3,7 +3,7 @@
  * manager, release gate, MemoryEc2) with a real {@link PoolController} over them, all on
  * one {@link VirtualTime} (its clock and timers): intervals (ms) short enough to read.
  */
-import { PoolController } from '../../ipamd/controller/pool-loop/pool-controller.js';
+import { PoolController, type PoolControllerOptions } from '../../ipamd/controller/pool-loop/pool-controller.js';
 import { executorKit, T0, type KitOptions } from './executor-kit.js';
 import { VirtualTime } from './virtual-time.js';
 
@@ -18,7 +18,7 @@ export const CHANGE_DELAY_MS = 100;
  * A node (m5.large: 9 secondary IPs per ENI; see {@link executorKit}) with its pool
  * controller on virtual time (`vt`), not started. `steps` counts the pool steps run.
  */
-export function controllerKit(o: KitOptions = {}) {
+export function controllerKit(o: KitOptions & Pick<PoolControllerOptions, 'managementPaused' | 'newEnisAfter'> = {}) {
   const vt = new VirtualTime(T0);
   const k = executorKit({ ...o, clock: vt });
   let steps = 0;
@@ -37,6 +37,9 @@ export function controllerKit(o: KitOptions = {}) {
     timers: vt,
     inProgress: () => () => void steps++,
     onGrowFailed: (kind) => failedKinds.push(kind),
+    ...(o.managementPaused ? { managementPaused: o.managementPaused } : {}),
+    ...(o.minEniAgeMs !== undefined ? { minEniAgeMs: o.minEniAgeMs } : {}),
+    ...(o.newEnisAfter ? { newEnisAfter: o.newEnisAfter } : {}),
   });
   const available = () => k.ds.counts(vt.now()).available;
   return {

@@ -9,7 +9,8 @@
  * cooldown and logs {@link V6_GC_RELEASE_MSG}; the one EC2 release is
  * UnassignIpv6Addresses of the /80, which would take every pod. Both count here. The
  * nothing-lost check reads ipamd's IPv6 checkpoint (`<checkpoint>.ipv6`, written before
- * every ADD and DEL is answered), as `GET /v1/allocations` lists IPv4 allocations only.
+ * every ADD and DEL is answered), the record of what was acknowledged (`GET /v1/allocations`
+ * lists the same attachments, but only while ipamd runs).
  */
 import assert from 'node:assert/strict';
 import ipaddr from 'ipaddr.js';

@@ -4,13 +4,15 @@
  * peer address they see (so a test learns whether a flow was SNATed). Everything here
  * runs inside namespaces the test created; nothing touches the host's own namespace.
  */
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomInt } from 'node:crypto';
 import { promisify } from 'node:util';
 import type { Netns } from '../../kit/netns.js';
-import { waitFor } from '../../kit/wait.js';
 
 const execFileP = promisify(execFile);
+
+/** TCP servers answering with the peer address they see: the kit's, used by the demo too. */
+export { startEchoServers } from '../../kit/echo-servers.js';
 
 /** Runs `cmd args` and resolves with stdout. @throws Error with stderr when it fails. */
 export const sh = async (cmd: string, args: string[]): Promise<string> => (await execFileP(cmd, args)).stdout;
@@ -115,35 +117,4 @@ export async function probe(
   const seenAs = await connect();
   const after = await txPackets(node, devs);
   return { seenAs, tx: Object.fromEntries(devs.map((d) => [d, after[d]! - before[d]!])) };
-}
-
-/**
- * Starts TCP servers in `ns` on `hosts` (addresses of `ns`) at `port`, each answering a
- * connection with the peer address it sees. @returns a stop function (kills the server).
- * @throws Error when they are not listening within 10 s.
- */
-export async function startEchoServers(ns: Netns, hosts: string[], port: number): Promise<() => void> {
-  const server = spawn(
-    'nsenter',
-    [
-      `--net=${ns.path}`,
-      process.execPath,
-      '-e',
-      `const net=require('net');let n=0;for(const h of ${JSON.stringify(hosts)})` +
-        `net.createServer(s=>s.end(s.remoteAddress+'\\n')).listen(${port},h,()=>{if(++n===${hosts.length})console.log('listening')})`,
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'], env: nodeEnv() },
-  );
-  const stop = () => {
-    server.kill('SIGKILL');
-  };
-  let out = '';
-  server.stdout!.on('data', (b: Buffer) => (out += b.toString()));
-  try {
-    await waitFor('the echo servers', () => out.includes('listening'), 10_000);
-  } catch (e) {
-    stop();
-    throw e;
-  }
-  return stop;
 }

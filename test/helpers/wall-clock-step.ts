@@ -2,9 +2,10 @@
  * Preloaded into a process under test (`NODE_OPTIONS=--import=<this file's URL>`) to step
  * its wall clock without touching the machine's: `Date.now()` and `new Date()` are shifted
  * by the number of ms in the file named by ENI_IPAM_TEST_WALL_OFFSET_FILE (re-read whenever
- * its mtime changes, so a write takes effect on the next call). Monotonic clocks
- * (`performance.now`, `process.hrtime`) are untouched, as a real clock step leaves them.
- * Test-only: nothing in ipamd imports it.
+ * its mtime changes, so a write takes effect on the next call). `performance.timeOrigin`
+ * (the wall clock when the process started) is shifted by the offset in force at start,
+ * as a process started after a real step sees it; later steps leave it, as they leave the
+ * monotonic clocks (`performance.now`, `process.hrtime`). Test-only: nothing in ipamd imports it.
  */
 import { readFileSync, statSync } from 'node:fs';
 
@@ -35,4 +36,11 @@ if (file) {
     }
   }
   globalThis.Date = SteppedDate as DateConstructor;
+  const atStart = current();
+  if (atStart !== 0)
+    Object.defineProperty(performance, 'timeOrigin', {
+      value: performance.timeOrigin + atStart,
+      configurable: true,
+      enumerable: true,
+    });
 }

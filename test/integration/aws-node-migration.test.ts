@@ -42,6 +42,8 @@ test('aws-node → eni-ipam on a node with 12 live pods: every pod keeps its IP,
     ENI_IPAM_SHRINK_DELAY: '1s',
     IP_COOLDOWN_PERIOD: '1s',
     ENI_IPAM_MIN_ENI_AGE: '0s',
+    // aws-node's checkpoint is written just before ipamd starts: ipamd waits until it has been quiet this long.
+    ENI_IPAM_AWS_NODE_QUIET: '2s',
   };
   const n = await createInstalledCniNode({ instanceType: 'm5.large', ipamdEnv });
   t.after(() => n.close());

@@ -69,7 +69,7 @@ test('loadCheckpoint: more entries or bytes than the node can hold is corrupt, m
   assert.equal((await readdir(dir)).filter((f) => f.includes('.corrupt-')).length, 3);
 });
 
-test('ipamd given a 200,000-allocation checkpoint moves it aside, rebuilds, and serves ADDs fast', async (t) => {
+test('ipamd given a 200,000-allocation checkpoint moves it aside, rebuilds, and serves ADDs from its warm pool', async (t) => {
   const { node } = await testSimNode(t, { seed: 11, env: { WARM_IP_TARGET: '3' } });
   const text = JSON.stringify(bigCheckpoint(200_000));
   assert.ok(text.length > 40e6, `${text.length} bytes`);
@@ -84,9 +84,7 @@ test('ipamd given a 200,000-allocation checkpoint moves it aside, rebuilds, and 
   await waitFor('a warm IP', () => node.daemonHandle!.ds.counts(Date.now()).available >= 1);
   const c = ipamdClient(node.socket);
   t.after(() => c.close());
-  const t0 = performance.now();
+  // Served from the rebuilt warm pool (its speed is bench/'s to measure, not a test's).
   const r = await c.add('fresh');
-  const ms = performance.now() - t0;
   assert.equal(r.success, true);
-  assert.ok(ms < 200, `ADD took ${ms.toFixed(1)} ms`);
 });

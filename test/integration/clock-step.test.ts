@@ -4,7 +4,8 @@
  * churn (test/helpers/wall-clock-step.ts shifts `Date` inside ipamd only; the machine's
  * clock is not touched). Released addresses come out of the IP cooldown once the period has
  * passed, never earlier (no ADD is handed a cooling address) and never hours later, within
- * one run and across a restart.
+ * one run and across a restart (the next ipamd converts the checkpoint's stamps through its
+ * `monoAtBoot`: docs/design.md#time).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -123,4 +124,43 @@ test('IP cooldown under wall-clock steps of hours while pods churn, and across a
     pods,
     restarted,
   );
+});
+
+test('a forward wall-clock step while ipamd is down: the restored cooldown lasts what is left of it, not 0', async (t) => {
+  // Long enough that the restart (stop + start, seconds on a loaded machine) ends well within it.
+  const period = 20_000;
+  const h = await createNode({
+    ipamdEnv: { IP_COOLDOWN_PERIOD: String(period / 1000), WARM_IP_TARGET: '4', NODE_OPTIONS: `--import=${PRELOAD}` },
+  });
+  t.after(() => h.close());
+  const offsetFile = path.join(h.dir, 'wall-offset-ms');
+  writeFileSync(offsetFile, '0');
+  h.env.ENI_IPAM_TEST_WALL_OFFSET_FILE = offsetFile;
+  let d = await h.startIpamd();
+  let c = ipamdClient(h.socket);
+  t.after(() => c.close());
+  await waitFor('a warm pool', async () => ((await d.status()).counts.available as number) >= 4);
+  const pods = await addMany(c, 3);
+  const t0 = performance.now();
+  for (const p of pods) assert.equal((await c.del(p.id)).released, true);
+  c.close();
+  await d.stop(15_000);
+  // The wall clock jumps 6 h ahead while ipamd is down (NTP after a long outage, a resumed VM).
+  writeFileSync(offsetFile, String(6 * HOUR));
+  d = await h.startIpamd();
+  c = ipamdClient(h.socket);
+  const released = new Set(pods.map((p) => p.ip));
+  const cooling = () => d.status().then((s) => s.counts.cooling as number);
+  const elapsed = performance.now() - t0;
+  assert.ok(elapsed < period - 2000, `the restart took ${Math.round(elapsed)} ms of the ${period} ms cooldown`);
+  assert.equal(await cooling(), 3, `${Math.round(elapsed)} ms after their release the addresses still cool`);
+  for (const p of await addMany(c, 4))
+    assert.ok(!released.has(p.ip), `ADD got ${p.ip} ${Math.round(performance.now() - t0)} ms after its release`);
+  const freed = await waitFor(
+    'the released addresses out of cooldown',
+    async () => ((await cooling()) === 0 ? performance.now() - t0 : undefined),
+    period + LATE_MS,
+    100,
+  );
+  assert.ok(freed >= period - 50, `out of cooldown after ${Math.round(freed)} ms`);
 });

@@ -145,22 +145,30 @@ test('ipamd stopped while an ADD waits for a refill: 11 saying ipamd is restarti
   assert.doesNotMatch(s.msg, /refused/, o.stdout);
 });
 
-test('ipamd killed while an ADD waits for a refill: 11, outcome unknown, never run twice', async (t) => {
-  const n = await startCniNode(t, 'ek', { plugin: 'shim', ipamdEnv: { WARM_IP_TARGET: '0', MINIMUM_IP_TARGET: '0' } });
-  n.h.sim.faults.setLatency('AssignPrivateIpAddresses', 60_000);
-  n.h.sim.faults.setLatency('CreateNetworkInterface', 60_000);
-  t.after(() => {
-    n.h.sim.faults.setLatency('AssignPrivateIpAddresses', null);
-    n.h.sim.faults.setLatency('CreateNetworkInterface', null);
+for (const [name, via] of [
+  ['the shim', viaShim],
+  ['the Node plugin', viaNode],
+] as const)
+  test(`ipamd killed while an ADD waits for a refill: 11 from ${name}, outcome unknown, never run twice`, async (t) => {
+    const n = await startCniNode(t, 'ek', {
+      plugin: 'shim',
+      ipamdEnv: { WARM_IP_TARGET: '0', MINIMUM_IP_TARGET: '0' },
+    });
+    n.h.sim.faults.setLatency('AssignPrivateIpAddresses', 60_000);
+    n.h.sim.faults.setLatency('CreateNetworkInterface', 60_000);
+    t.after(() => {
+      n.h.sim.faults.setLatency('AssignPrivateIpAddresses', null);
+      n.h.sim.faults.setLatency('CreateNetworkInterface', null);
+    });
+    const pod = await n.pod();
+    const adding = via(n, { command: 'ADD', containerId: newId(), netns: pod.path, ifName: 'eth0' });
+    await logShows(n, /ADD: pool empty: waiting for a refill/);
+    await n.h.ipamd!.kill9();
+    const o = await adding;
+    const s = said(o);
+    assert.equal(s.code, 11, o.stdout);
+    assert.match(s.msg, /try again later/, o.stdout);
   });
-  const pod = await n.pod();
-  const adding = viaShim(n, { command: 'ADD', containerId: newId(), netns: pod.path, ifName: 'eth0' });
-  await logShows(n, /ADD: pool empty: waiting for a refill/);
-  await n.h.ipamd!.kill9();
-  const s = said(await adding);
-  assert.equal(s.code, 11);
-  assert.match(s.msg, /try again later/);
-});
 
 test('EC2 throttling an empty pool: ADD answers 11 naming the throttle', async (t) => {
   const n = await startCniNode(t, 'eh', {

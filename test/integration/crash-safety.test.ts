@@ -88,15 +88,19 @@ async function sweepLeaks(n: LifecycleNode): Promise<string[]> {
   return leaked;
 }
 
-test('grow: crash between CreateNetworkInterface and AttachNetworkInterface → the sweep deletes the unattached ENI', async (t) => {
+test('grow: crash between CreateNetworkInterface and AttachNetworkInterface → the restarted ipamd attaches or deletes the unattached ENI', async (t) => {
   const n = await nodeWithPods(t, { WARM_IP_TARGET: '2' });
   const failed: string[] = [];
+  const before = new Set(ourEnis(n).map((e) => e.networkInterfaceId));
   await crashDuring(n, 'CreateNetworkInterface', 1500, growAdds(n, failed));
   await tearDown(n, failed);
-  const leaked = leakedEnis(n);
-  assert.equal(leaked.length, 1, 'the created ENI is left available');
   await waitFor('the pool warm again after restart', async () => (await n.status()).counts.available >= 2, 15_000);
-  assert.deepEqual(await sweepLeaks(n), [leaked[0]!.networkInterfaceId]);
+  // Settled at the start (eni-settle.ts), not by the sweep: never aged past its 5 minutes.
+  const s = await waitFor('the start-up settle done', async () => (await n.status()).eniLifecycle.startSettle, 15_000);
+  await waitFor('no ENI of ours left available', () => leakedEnis(n).length === 0, 15_000);
+  const settled = [...s.attached, ...s.deleted];
+  assert.equal(settled.length, 1, JSON.stringify(s));
+  assert.ok(!before.has(settled[0]), 'the ENI the crash left');
   assert.deepEqual(await nothingLost(n), []);
 });
 
@@ -186,7 +190,13 @@ test('shrink: crash between DetachNetworkInterface and DeleteNetworkInterface �
     !s.enis.some((e: { eniId: string }) => e.eniId === detaching.networkInterfaceId),
     'a detaching ENI is not served from',
   );
-  assert.ok(s.eniLifecycle.orphanEnis.includes(detaching.networkInterfaceId), 'it is an orphan to delete');
+  // Still detaching when ipamd came back: an orphan to delete once detached. On a loaded machine
+  // the 4 s detach can end first: then it is an available ENI of ours, which the start-up settle deletes.
+  assert.ok(
+    s.eniLifecycle.orphanEnis.includes(detaching.networkInterfaceId) ||
+      n.h.sim.state.enis.get(detaching.networkInterfaceId)?.status !== 'detaching',
+    'it is an orphan to delete',
+  );
   await waitUnfrozen(n);
   await waitFor(
     'the orphan deleted once detached',

@@ -131,7 +131,8 @@ test('CriSource: unreadable runtime throws CriUnavailableError within the deadli
     assert.ok(err instanceof CriUnavailableError, `expected CriUnavailableError, got ${String(err)}`);
     assert.equal(err.code, 'DEADLINE_EXCEEDED');
     assert.ok(conns.size > 0 || ms > 0, 'the client did connect');
-    assert.ok(ms >= 4500 && ms <= 6500, `failed after ${ms} ms (deadline 5000 ms)`);
+    // The deadline, not a hang: never before it; after it within a margin a loaded machine keeps.
+    assert.ok(ms >= 4500 && ms <= 15_000, `failed after ${ms} ms (deadline 5000 ms)`);
   });
 });
 

@@ -13,7 +13,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { readdirSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile, utimes } from 'node:fs/promises';
 import path from 'node:path';
 import {
   awsConflist,
@@ -86,6 +86,9 @@ test(
         containerID: p.containerID,
       });
     await writeFile(n.host('/run/aws-node/ipam.json'), awsNodeCheckpoint(awsPods));
+    // aws-node was removed from the node two minutes ago: its checkpoint is stale, not a sign of a live aws-node.
+    const twoMinutesAgo = new Date(Date.now() - 120_000);
+    await utimes(n.host('/run/aws-node/ipam.json'), twoMinutesAgo, twoMinutesAgo);
     await writeFile(path.join(stateDir, 'gone'), '');
 
     const callsBefore = n.sim.calls.length;

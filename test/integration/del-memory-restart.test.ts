@@ -12,7 +12,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rm, writeFile, utimes } from 'node:fs/promises';
 import path from 'node:path';
 import { readCheckpoint, type CheckpointData } from '../../ipamd/checkpoint/index.js';
 import { ipamdClient } from '../../kit/ipamd-client.js';
@@ -134,6 +134,9 @@ test('a corrupt aws-node checkpoint is kept aside and not imported; with IPs on 
   await rm(node.checkpoint);
   const awsFile = path.join(node.dir, 'aws-node-ipam.json');
   await writeFile(awsFile, '{"version":"vpc-cni-ipam/1","allocations":[{"networkName":"aws-cni","contain');
+  // Written by an aws-node removed two minutes ago (a recent write would make ipamd wait for aws-node to be gone).
+  const twoMinutesAgo = new Date(Date.now() - 120_000);
+  await utimes(awsFile, twoMinutesAgo, twoMinutesAgo);
   node.env.ENI_IPAM_AWS_NODE_CHECKPOINT_PATH = awsFile;
   const calls = sim.calls.length;
   await node.start();

@@ -110,6 +110,22 @@ test('IPv6 mode: /128s from the /80, TCP pod↔pod and pod→IPv4 outside, no EC
     assert.match(text, /^eni_ipam_ipv6_prefixes 1$/m);
     assert.match(text, /^eni_ipam_ipv6_addresses\{state="assigned"\} 2$/m);
   }
+  {
+    // ipamd's own introspection lists the IPv6 pods: each attachment with its /128 and egress IPv4.
+    const listed = (await (await fetch(`http://127.0.0.1:${ipamd.introspectionPort}/v1/allocations`)).json()) as Array<{
+      containerID: string;
+      ipv4?: string;
+      ipv6?: string;
+      egressV4?: string;
+    }>;
+    assert.deepEqual(
+      listed.map((a) => [a.containerID, a.ipv6, a.egressV4, a.ipv4]).sort(),
+      pods.map((p) => [p.id, p.ipv6, p.egress, undefined]).sort(),
+    );
+    const counts = (await ipamd.status()).counts as { pods: number; ipv6: { prefix: string; assigned: number } };
+    assert.equal(counts.pods, 2, 'the status counts the IPv6 pods');
+    assert.deepEqual([counts.ipv6.prefix, counts.ipv6.assigned], [prefix, 2]);
+  }
   const podServer = await tcpServer(t, p1.ns, p1.ipv6, 8082);
   await tcpSendFrom(p0.ns.path, p1.ipv6, 8082, 'pod-to-pod');
   await waitFor('pod→pod over IPv6', () => podServer.text.includes(`pod-to-pod ${p0.ipv6}`));
@@ -200,6 +216,18 @@ test('dual-stack mode: one pod gets an IPv4 from the warm pool and an IPv6 from 
   await tcpSendFrom(ns.path, NODE_V6, 8080, 'dual');
   await waitFor('pod→node over IPv6', () => fromNode.text.includes(`dual ${ipv6}`));
   assert.equal((await d.status()).counts.assigned, 1);
+  // One attachment, both addresses, in ipamd's own introspection.
+  const listed = (await (await fetch(`http://127.0.0.1:${d.introspectionPort}/v1/allocations`)).json()) as Array<{
+    containerID: string;
+    ipv4?: string;
+    ipv6?: string;
+  }>;
+  assert.deepEqual(
+    listed.map((a) => [a.containerID, a.ipv4, a.ipv6]),
+    [[id, ips[0]!.replace(/\/32$/, ''), ipv6]],
+  );
+  const counts = (await d.status()).counts as { pods: number; ipv6: { assigned: number } };
+  assert.deepEqual([counts.pods, counts.ipv6.assigned], [1, 1]);
   const del = await call({ command: 'DEL', containerId: id, netns: ns.path, ifName: 'eth0' });
   assert.equal(del.code, 0, del.stdout);
   assert.equal((await d.status()).counts.assigned, 0, 'the IPv4 released');

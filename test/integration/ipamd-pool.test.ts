@@ -267,7 +267,7 @@ test('once serving, ipamd installs the plugin and a conflist built from its sett
       ipamdSocket: h.socket,
       execSocket: path.join(path.dirname(h.socket), 'cni-exec.sock'),
       ipamdWaitSeconds: 2.5,
-      logFile: '/var/log/aws-routed-eni/plugin.log',
+      logFile: path.join(path.dirname(h.socket), 'plugin.log'), // the harness's own (kit/own-paths.ts), never the machine's
     },
   ]);
   // Only the native shim: the host needs no Node plugin (and no Node); no temp file left.

@@ -197,13 +197,15 @@ test('a real scrape passes promtool, and each metric moves where its concept hap
   assert.ok(r.status === 0 || r.status === 3, `promtool exit ${r.status} (1 = parse error):\n${r.output}`);
 });
 
-test('an ADD refused at the ENI limit counts failures{reason="eni_limit"}', async (t) => {
+test('an ADD refused at the ENI limit counts failures{reason="eni_limit"} and error_count{fn="grow_eni_limit"}', async (t) => {
   const { c, port } = await started(t, { ipamdEnv: { MAX_ENI: '1' } });
   await Promise.all(Array.from({ length: 9 }, (_, i) => c.add(`q${i}`)));
   await addFails(c, 'one-too-many');
   const m = await scrape(port);
   assert.equal(sample(m, 'eni_ipam_add_failures_total', { reason: 'eni_limit' }), 1);
   assert.equal(sample(m, 'eni_ipam_add_failures_total', { reason: 'subnet_full' }), 0);
+  // Upstream-style dashboards (cni-metrics-helper's ipamdErr sums every fn) see the grow that stopped at the limit.
+  assert.equal(sample(m, 'awscni_ipamd_error_count', { fn: 'grow_eni_limit' }), 1);
 });
 
 test('ADDs failing while EC2 throttles every refill count failures{reason="throttled"}', async (t) => {

@@ -146,3 +146,19 @@ test('a missing target beside a bound file: the covered ancestor keeps the file 
   assert.equal(existsSync(path.dirname(missing)), false, 'nothing made under /etc on the machine');
   await ns.close();
 });
+
+test("a node's hostname is its own: a process it starts sees it, the machine keeps its own", async (t) => {
+  // A host-network pod shares its node's UTS namespace; Kubernetes' e2e specs ask such a
+  // pod's /hostname and expect the node's name (not the machine's).
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-mntns-uts-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const machine = os.hostname();
+  const ns = await createNodeMountNs({ root: dir, binds: [], hideNode: false, hostname: 'eni-node-uts' });
+  t.after(() => ns.close());
+  assert.equal((await ns.exec(['hostname'])).trim(), 'eni-node-uts');
+  const { stdout } = await run('nsenter', [...ns.nsenterArgs, '--', 'hostname']);
+  assert.equal(stdout.trim(), 'eni-node-uts', 'nsenterArgs enter the node UTS namespace too');
+  assert.equal((await run('hostname')).stdout.trim(), machine, "the machine's hostname is untouched");
+  await ns.close();
+  assert.equal((await run('hostname')).stdout.trim(), machine);
+});

@@ -10,29 +10,22 @@
  * The real ipamd binary twice, as child processes on one simulated node (real AWS SDK
  * against the simulated EC2 and IMDS over HTTP): sharing the checkpoint and socket paths,
  * and with a socket, checkpoint directory and log file of its own (two ran side by side
- * for 30 s before the node guard: the first counted 8 IPs on ENI 0 where EC2 had 7).
+ * for 30 s before the node guard: the first counted 8 IPs on ENI 0 where EC2 had 7), also
+ * with its IMDS endpoint spelled another way (issue 37: the guard was keyed by the
+ * endpoint's spelling, and `…/latest/..` slipped past it). In other network namespaces:
+ * one-ipamd-cross-netns.test.ts.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir, readdir, readFile, stat } from 'node:fs/promises';
+import { readlinkSync } from 'node:fs';
+import { mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { instanceEnis } from '../helpers/custom-net-containerd.js';
 import { waitFor } from '../../kit/wait.js';
 import { startIpamd } from '../../kit/ipamd-process.js';
 import { ipamdClient } from '../../kit/ipamd-client.js';
+import { checkpointFingerprint, startSecondIpamd } from '../helpers/second-ipamd.js';
 import { startedSimNode } from '../../kit/sim-node.js';
-
-/** Inode, size, mtime and bytes of each checkpoint file that exists. */
-async function fingerprint(checkpoint: string): Promise<Record<string, string>> {
-  const out: Record<string, string> = {};
-  for (const f of [checkpoint, `${checkpoint}.journal`, `${checkpoint}.journal.b`]) {
-    const st = await stat(f).catch(() => undefined);
-    if (!st) continue;
-    out[path.basename(f)] =
-      `ino ${st.ino} size ${st.size} mtime ${st.mtimeMs} ${(await readFile(f)).toString('base64')}`;
-  }
-  return out;
-}
 
 test('a second ipamd on the node refuses before it reads or writes the checkpoint; the live one keeps serving', async (t) => {
   const { node } = await startedSimNode(t, 41, { mode: 'child', cri: false, env: { WARM_IP_TARGET: '3' } });
@@ -44,14 +37,18 @@ test('a second ipamd on the node refuses before it reads or writes the checkpoin
     await c.add(`churn${i}`);
     await c.del(`churn${i}`);
   }
-  const before = await fingerprint(node.checkpoint);
+  const before = await checkpointFingerprint(node.checkpoint);
   assert.ok(before['ipam.json.journal'], 'the journal exists');
 
   await assert.rejects(
     startIpamd({ env: node.env, logFile: path.join(node.dir, 'second-ipamd.log'), timeoutMs: 20_000 }),
-    /exited with 1 before serving:[\s\S]*another ipamd is running on this node \(pid \d+, socket /,
+    /exited with 1 before serving:[\s\S]*another ipamd is running on this node \(pid \d+, netns net:\[\d+\], instance i-[0-9a-f]+, socket /,
   );
-  assert.deepEqual(await fingerprint(node.checkpoint), before, 'the second ipamd changed the checkpoint files');
+  assert.deepEqual(
+    await checkpointFingerprint(node.checkpoint),
+    before,
+    'the second ipamd changed the checkpoint files',
+  );
 
   // The live ipamd still serves, and still holds what it handed out.
   assert.equal((await c.add('held')).ipv4_addr, held, 'a repeated ADD returns the same IP');
@@ -107,23 +104,22 @@ test('a second ipamd with its own socket, checkpoint directory and log exits nam
     INTROSPECTION_BIND_ADDRESS: '127.0.0.1:0',
   };
   const t0 = performance.now();
-  const err = await startIpamd({
+  const err = await startSecondIpamd({
     env: second,
     logFile: path.join(node.dir, 'second-ipamd.out'),
     timeoutMs: 20_000,
-  }).then(
-    async (d) => {
-      await d.stop();
-      return undefined;
-    },
-    (e: Error) => e,
-  );
+  });
   assert.ok(err, 'the second ipamd started serving beside the first');
   const line = err.message.split('\n').find((l) => l.startsWith('eni-ipamd: another ipamd'));
   assert.ok(line, err.message);
   assert.match(err.message, /exited with 1 before serving/);
-  // It names the running one, by pid and paths.
-  assert.ok(line.includes(`pid ${node.pid}, socket ${node.socket}, checkpoint ${node.checkpoint}`), line);
+  // It names the running one, by pid, network namespace, instance and paths.
+  assert.ok(
+    line.includes(
+      `pid ${node.pid}, netns ${readlinkSync('/proc/self/ns/net')}, instance ${node.instanceId}, socket ${node.socket}, checkpoint ${node.checkpoint}`,
+    ),
+    line,
+  );
   assert.ok(performance.now() - t0 < 10_000, 'it exits at once');
   // It read and wrote nothing of its own: no socket, checkpoint, cache or log.
   assert.deepEqual(await readdir(other), []);
@@ -145,4 +141,43 @@ test('a second ipamd with its own socket, checkpoint directory and log exits nam
   // ipamd's view equals EC2's: the wait above; a second snapshot of both could straddle a
   // pool step (WARM_IP_TARGET, 200 ms), so it waits for agreement again rather than comparing once.
   await waitFor('ipamd and EC2 to agree at the end', agree);
+});
+
+test('a second ipamd whose IMDS endpoint is spelled another way is refused all the same', async (t) => {
+  const { node } = await startedSimNode(t, 47, { mode: 'child', cri: false, env: { WARM_IP_TARGET: '1' } });
+  const c = ipamdClient(node.socket);
+  t.after(() => c.close());
+  const held = (await c.add('held')).ipv4_addr;
+  const imds = node.env.AWS_EC2_METADATA_SERVICE_ENDPOINT!; // http://127.0.0.1:<port>/<instance id>
+  const u = new URL(imds);
+  const spellings = [
+    `${imds}/latest/..`, // a path that resolves to the same place
+    `${imds}/`,
+    `http://localhost:${u.port}${u.pathname}`, // another name of the same host
+    `HTTP://127.0.0.1:${u.port}${u.pathname}`,
+  ];
+  for (const [i, spelled] of spellings.entries()) {
+    const other = path.join(node.dir, `spelled-${i}`);
+    await mkdir(other);
+    const err = await startSecondIpamd({
+      env: {
+        ...node.env,
+        AWS_EC2_METADATA_SERVICE_ENDPOINT: spelled,
+        ENI_IPAM_SOCKET: path.join(other, 'run', 'ipamd.sock'),
+        ENI_IPAM_CHECKPOINT_PATH: path.join(other, 'state', 'ipam.json'),
+        AWS_VPC_K8S_CNI_LOG_FILE: path.join(other, 'log', 'ipamd.log'),
+        INTROSPECTION_BIND_ADDRESS: '127.0.0.1:0',
+      },
+      logFile: path.join(node.dir, `spelled-${i}.out`),
+      timeoutMs: 20_000,
+    });
+    assert.ok(err, `a second ipamd with IMDS ${spelled} started serving beside the first`);
+    assert.match(
+      err.message,
+      new RegExp(`another ipamd is running on this node \\(pid ${node.pid}, .*instance ${node.instanceId}`),
+      spelled,
+    );
+    assert.deepEqual(await readdir(other), [], `${spelled}: it wrote nothing of its own`);
+  }
+  assert.equal((await c.add('held')).ipv4_addr, held, 'the first still serves what it handed out');
 });

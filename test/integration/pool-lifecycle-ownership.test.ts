@@ -50,11 +50,24 @@ async function seedEnis(n: LifecycleNode): Promise<Record<string, string>> {
   };
 }
 
+/**
+ * Waits for the start-up settle (eni-settle.ts), which attaches or deletes this instance's
+ * leftover ENIs at once whatever their age: the ENIs these sweep tests seed come after it.
+ */
+async function afterStartSettle(n: LifecycleNode): Promise<void> {
+  await waitFor(
+    'the start-up settle of leftover ENIs done',
+    async () => (await n.status()).eniLifecycle?.startSettle != null,
+    30_000,
+  );
+}
+
 test('the sweep deletes only our tagged, available ENIs older than 5 minutes (cluster scope with CLUSTER_NAME)', async (t) => {
   const n = await createLifecycleNode({ env: { CLUSTER_NAME: 'c1' } });
   t.after(() => n.close());
-  const e = await seedEnis(n);
   await n.start();
+  await afterStartSettle(n);
+  const e = await seedEnis(n);
   await waitUnfrozen(n);
   await waitFor(
     'the two leaks deleted',
@@ -81,8 +94,9 @@ test('the sweep deletes only our tagged, available ENIs older than 5 minutes (cl
 test("without CLUSTER_NAME the sweep stays on this instance's ENIs", async (t) => {
   const n = await createLifecycleNode();
   t.after(() => n.close());
-  const e = await seedEnis(n);
   await n.start();
+  await afterStartSettle(n);
+  const e = await seedEnis(n);
   await waitUnfrozen(n);
   // Tagged with our instance id: ours whatever its cluster tag says.
   await waitFor(
@@ -108,8 +122,9 @@ test("without CLUSTER_NAME the sweep stays on this instance's ENIs", async (t) =
 test('no sweep while releases are frozen, nor with DISABLE_LEAKED_ENI_CLEANUP=true', async (t) => {
   const n = await createLifecycleNode({ env: { CLUSTER_NAME: 'c1' } });
   t.after(() => n.close());
-  const e = await seedEnis(n);
   await n.start({ CRI_RUNTIME_ENDPOINT: `unix://${n.h.dir}/no-such-cri.sock` });
+  await afterStartSettle(n);
+  const e = await seedEnis(n);
   // Wait for the state asserted (a sweep pass that ran and skipped), not a fixed time.
   const s = await waitFor(
     'a sweep pass skipped',
@@ -129,6 +144,31 @@ test('no sweep while releases are frozen, nor with DISABLE_LEAKED_ENI_CLEANUP=tr
   await new Promise((r) => setTimeout(r, 1500));
   assert.equal((await n.status()).eniLifecycle.sweepEnabled, false);
   assert.equal(n.h.sim.countCalls('DeleteNetworkInterface'), 0);
+});
+
+test('the start-up settle deletes only what ipamd created for this node (and this cluster), whatever its age', async (t) => {
+  // No warm target: the pool wants no new ENI, so each leftover is deleted, not attached.
+  // The sweep's first run an hour away: what goes, the settle alone decided.
+  const n = await createLifecycleNode({
+    env: {
+      CLUSTER_NAME: 'c1',
+      WARM_ENI_TARGET: '0',
+      WARM_IP_TARGET: '0',
+      MINIMUM_IP_TARGET: '0',
+      ENI_IPAM_LEAKED_ENI_SWEEP_JITTER: '1h',
+    },
+  });
+  t.after(() => n.close());
+  const e = await seedEnis(n);
+  await n.start();
+  await afterStartSettle(n);
+  const settled = ['oursOld', 'oursYoung', 'oursNoCreatedAt'];
+  await waitFor('the leftovers deleted', () => settled.every((k) => !n.h.sim.state.enis.has(e[k]!)), 10_000);
+  for (const k of ['otherNodeSameCluster', 'untagged', 'noManage', 'otherCluster', 'otherDescription'])
+    assert.equal(n.h.sim.state.enis.get(e[k]!)?.status, 'available', `${k} kept`);
+  const s = await n.status();
+  assert.deepEqual([...s.eniLifecycle.startSettle.deleted].sort(), settled.map((k) => e[k]).sort());
+  assert.equal(n.h.sim.countCalls('AttachNetworkInterface'), 0);
 });
 
 test('untagged and no_manage ENIs attached to the node are never touched; new ENIs take the first free device index', async (t) => {

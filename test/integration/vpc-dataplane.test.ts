@@ -221,3 +221,102 @@ test('contract: after every EC2 call of a random sequence, the VPC routes equal 
   }
   assert.ok(sim.state.enis.size >= 2);
 });
+
+/** A node program in `ns` (its stdout collected in `out`); @returns the process, once it printed `up`. */
+async function inNs(t: { after(fn: () => unknown): void }, ns: Netns, js: string) {
+  const { spawn } = await import('node:child_process');
+  const p = spawn('nsenter', [`--net=${ns.path}`, process.execPath, '-e', js], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  t.after(() => p.kill('SIGKILL'));
+  const box = { out: '' };
+  p.stdout.on('data', (d: Buffer) => (box.out += d.toString()));
+  await waitFor('a helper process up', () => box.out.includes('up'), 10_000);
+  return box;
+}
+
+/** From `ns`, connects to `host`:`port`: the first line answered, or '' after 2 s. */
+async function ask(ns: Netns, host: string, port: number): Promise<string> {
+  const js = `const s=require('net').connect({host:${JSON.stringify(host)},port:${port}});let d='';s.on('data',b=>d+=b);s.on('end',()=>{console.log(d.trim());process.exit(0)});s.on('error',()=>process.exit(0));setTimeout(()=>process.exit(0),2000)`;
+  const { stdout } = await run('nsenter', [`--net=${ns.path}`, process.execPath, '-e', js]);
+  return stdout.trim();
+}
+
+test('traffic: an address reaches the ENI holding it, blackholes while none does; a source the ENI does not hold is dropped', async (t) => {
+  const { sim, dp, nodes, instances, ec2 } = await twoNodes(t);
+  const [a, b] = nodes as [Netns, Netns];
+  const vpc = dp.netns;
+  const eniOf = (inst: string) => [...sim.state.enis.values()].find((e) => e.attachment?.instanceId === inst)!;
+  const [ea, eb] = [eniOf(instances[0]!), eniOf(instances[1]!)];
+  for (const [ns, e] of [
+    [a, ea],
+    [b, eb],
+  ] as const) {
+    await run('ip', ['-n', ns.name, 'addr', 'add', `${e.primaryIp}/32`, 'dev', 'eth0']);
+    await run('ip', ['-n', ns.name, 'link', 'set', 'eth0', 'up']);
+    await run('ip', ['-n', ns.name, 'route', 'add', 'default', 'via', '10.0.0.1', 'dev', 'eth0', 'onlink']);
+    await run('ip', ['-n', ns.name, 'addr', 'add', '10.0.0.77/32', 'dev', 'lo']); // both have it; EC2 says who holds it
+  }
+  const client = '10.0.255.246';
+  await run('ip', ['-n', vpc.name, 'addr', 'add', `${client}/32`, 'dev', 'lo']);
+  const serve = (label: string) =>
+    `require('net').createServer(s=>s.end('${label}\\n')).listen(7000,'10.0.0.77',()=>console.log('up'))`;
+  await inNs(t, a, serve('A'));
+  await inNs(t, b, serve('B'));
+  const heard = await inNs(
+    t,
+    vpc,
+    `const u=require('dgram').createSocket('udp4');u.on('message',(m,r)=>console.log('from '+r.address));u.bind(7001,'${client}',()=>console.log('up'))`,
+  );
+  const send = (ns: Netns, from: string) =>
+    run('nsenter', [
+      `--net=${ns.path}`,
+      process.execPath,
+      '-e',
+      `const u=require('dgram').createSocket('udp4');u.bind(0,'${from}',()=>u.send('x',7001,'${client}',()=>u.close()))`,
+    ]);
+
+  await ec2.send(
+    new AssignPrivateIpAddressesCommand({
+      NetworkInterfaceId: ea.networkInterfaceId,
+      PrivateIpAddresses: ['10.0.0.77'],
+    }),
+  );
+  await dp.sync();
+  assert.equal(await ask(vpc, '10.0.0.77', 7000), 'A', 'the VPC delivers to the ENI that holds the address');
+  await ec2.send(
+    new UnassignPrivateIpAddressesCommand({
+      NetworkInterfaceId: ea.networkInterfaceId,
+      PrivateIpAddresses: ['10.0.0.77'],
+    }),
+  );
+  await dp.sync();
+  assert.equal(await ask(vpc, '10.0.0.77', 7000), '', 'unassigned: it blackholes, though A still has it configured');
+  await ec2.send(
+    new AssignPrivateIpAddressesCommand({
+      NetworkInterfaceId: eb.networkInterfaceId,
+      PrivateIpAddresses: ['10.0.0.77'],
+    }),
+  );
+  await dp.sync();
+  for (let i = 0; i < 3; i++) assert.equal(await ask(vpc, '10.0.0.77', 7000), 'B', 'assigned to B: B answers, never A');
+
+  // Source/destination check: A sends from 10.0.0.77 (B's now) and from its own address.
+  await send(a, '10.0.0.77');
+  await send(a, ea.primaryIp);
+  await waitFor("A's own address heard", () => heard.out.includes(`from ${ea.primaryIp}`), 5_000);
+  assert.ok(!heard.out.includes('from 10.0.0.77'), `a source A's ENI does not hold is dropped: ${heard.out}`);
+  await ec2.send(
+    new ModifyNetworkInterfaceAttributeCommand({
+      NetworkInterfaceId: ea.networkInterfaceId,
+      SourceDestCheck: { Value: false },
+    }),
+  );
+  await dp.sync();
+  await send(a, '10.0.0.77');
+  await waitFor(
+    'the same source heard once EC2 has the check off for that ENI',
+    () => heard.out.includes('from 10.0.0.77'),
+    5_000,
+  );
+});

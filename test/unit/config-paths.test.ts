@@ -8,12 +8,15 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { IPAMD_PATH } from '../../kit/ipamd-process.js';
 import { checkConfigOnDisk, ConfigError, loadConfig } from '../../ipamd/config.js';
+
+const execFileP = promisify(execFile);
 
 /**
  * Runs ipamd with `env` (nothing else of the test's environment that ipamd reads); resolves with its exit code and
@@ -175,6 +178,24 @@ test('a path reached through a bind-mounted /proc, a read-only directory, a netn
   }
   // The network namespace ipamd runs in is one: accepted (ipamd goes on to wait for IMDS, so stop it).
   assert.doesNotThrow(() => checkConfigOnDisk({ ...loadConfig(ok), cniExecNetns: '/proc/self/ns/net' }));
+  // A named netns (`ip netns add`: an nsfs bind mount, whose open file reads back as its path) is one too;
+  // a bind mount of another namespace type is not.
+  const named = `eni-cfg-${process.pid}`;
+  await execFileP('ip', ['netns', 'add', named]);
+  t.after(() => execFileP('ip', ['netns', 'delete', named]).catch(() => undefined));
+  assert.doesNotThrow(() => checkConfigOnDisk({ ...loadConfig(ok), cniExecNetns: `/var/run/netns/${named}` }));
+  assert.doesNotThrow(() => checkConfigOnDisk({ ...loadConfig(ok), cniExecNetns: `/run/netns/${named}` }));
+  const uts = path.join(dir, 'uts');
+  await writeFile(uts, '');
+  await execFileP('mount', ['--bind', '/proc/self/ns/uts', uts]);
+  try {
+    assert.throws(
+      () => checkConfigOnDisk({ ...loadConfig(ok), cniExecNetns: uts }),
+      (e: unknown) => e instanceof ConfigError && /it is a uts namespace, not a network namespace/.test(e.message),
+    );
+  } finally {
+    await execFileP('umount', [uts]);
+  }
   // A read-only directory passes the start check (nothing is wrong with the path); the write fails at start and
   // the error names the variable, not only the path.
   const ro = await runIpamd({ ...ok, ENI_IPAM_CHECKPOINT_PATH: path.join(dir, 'ro/sub/ipam.json') }, 20_000, [

@@ -45,7 +45,6 @@ const REFUSED: Record<string, [string, RegExp]> = {
 /** Ignored with one warning: name → [a value that warns, the values that pass silently]. */
 const WARNED: Record<string, [string, string[]]> = {
   POD_SECURITY_GROUP_ENFORCING_MODE: ['standard', ['strict']],
-  AWS_MANAGE_ENIS_NON_SCHEDULABLE: ['false', ['true', '1']],
   AWS_VPC_K8S_CNI_BACKING_STORE: ['/var/lib/ipam.json', ['/var/run/aws-node/ipam.json']],
   MANAGE_UNTAGGED_ENI: ['true', ['false', '0']],
   ANNOTATE_POD_IP: ['true', ['false']],

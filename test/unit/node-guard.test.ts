@@ -1,12 +1,15 @@
 /**
  * The node guard (ipamd/startup/node-guard.ts): one holder per abstract name, a second
  * taker refused with a line naming the holder, the name freed on release, and the name
- * the same for every spelling of the instance's real IMDS, distinct per simulated one.
+ * made from the instance's identity alone (no endpoint in it), distinct per instance and
+ * per launch. That two spellings of one IMDS endpoint meet is shown with real ipamds in
+ * test/integration/one-ipamd-per-node.test.ts.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { acquireNodeGuard, askHolder, NODE_GUARD_NAME, nodeGuardName } from '../../ipamd/startup/node-guard.js';
+import type { InstanceIdentity } from '../../ipamd/startup/instance-identity.js';
 
 const me = (pid: number) => ({
   pid,
@@ -22,7 +25,7 @@ test('a second taker is refused naming the holder; release frees the name', asyn
   await assert.rejects(
     acquireNodeGuard(name, me(22)),
     (e: Error) =>
-      /another ipamd is running on this node \(pid 11, socket \/run\/s11.sock, checkpoint \/var\/c11\/ipam.json, log stdout/.test(
+      /another ipamd is running on this node \(pid 11, socket \/run\/s11.sock, checkpoint \/var\/c11\/ipam.json, log stdout, since 2026-01-01T00:00:00.000Z; abstract socket @eni-ipam\/test\//.test(
         e.message,
       ) && !e.message.includes('\n'),
   );
@@ -36,18 +39,18 @@ test('a second taker is refused naming the holder; release frees the name', asyn
   await Promise.all([again.release(), other.release()]);
 });
 
-test('the name is the same for the real IMDS however spelled, and distinct per simulated endpoint', () => {
-  for (const e of [
-    'http://169.254.169.254',
-    'http://169.254.169.254/',
-    'HTTP://169.254.169.254',
-    'http://[fd00:ec2::254]',
-  ])
-    assert.equal(nodeGuardName(e), NODE_GUARD_NAME, e);
-  const a = nodeGuardName('http://127.0.0.1:4001/i-1');
-  const b = nodeGuardName('http://127.0.0.1:4001/i-2');
-  assert.notEqual(a, b);
-  assert.equal(a, nodeGuardName('http://127.0.0.1:4001/i-1/'));
-  assert.ok(a.startsWith(`${NODE_GUARD_NAME}@`));
+test('the name is made of the instance identity alone: one per instance and launch', () => {
+  const id: InstanceIdentity = {
+    instanceId: 'i-0123456789abcdef0',
+    accountId: '123456789012',
+    region: 'us-west-2',
+    pendingTime: '2026-01-01T00:00:00.000Z',
+  };
+  const a = nodeGuardName(id);
+  assert.equal(a, nodeGuardName({ ...id }));
+  assert.ok(a.startsWith(`${NODE_GUARD_NAME}/i-0123456789abcdef0/`), a);
+  // Another instance, or the same id in another simulated cloud (another launch): another name.
+  assert.notEqual(a, nodeGuardName({ ...id, instanceId: 'i-0123456789abcdef1' }));
+  assert.notEqual(a, nodeGuardName({ ...id, pendingTime: '2026-01-01T00:00:00.001Z' }));
   assert.ok(Buffer.byteLength(a) < 107);
 });

@@ -74,6 +74,11 @@ test('a refill that cannot succeed fails the waiting ADD at once, naming the lim
   assert.equal(n.vt.now() - start, 0, 'at once, not after the wait');
   assert.equal(n.pool.addFailureReason(), 'eni_limit');
   assert.ok(n.pool.growBlockedReason(), 'STATUS says why');
+  // awscni_ipamd_error_count{fn="grow_eni_limit"}: the grow that stopped at the limit with an ADD to serve.
+  assert.deepEqual(n.failedKinds, ['eni_limit']);
+  // Later steps with no ADD to serve count nothing: a node at its limit is not an error by itself.
+  await n.vt.tick(INTERVAL_MS * 3);
+  assert.deepEqual(n.failedKinds, ['eni_limit'], 'counted once, for the failed ADD');
 });
 
 test('while EC2 refuses transiently, a waiting ADD times out after its wait with the last error', async (t) => {
@@ -163,4 +168,48 @@ test('exclusive runs its work while no step runs; a step asked for meanwhile fol
   await n.vt.tick();
   assert.equal(n.steps, steps + 1);
   assert.equal(n.available(), 2);
+});
+
+test('a cordoned node (managementPaused): no grow, waiting ADDs fail at once with why, surplus IPs released but no ENI freed', async (t) => {
+  let why: string | undefined;
+  const n = node({ targets: { warmIpTarget: 2 }, minEniAgeMs: 0, managementPaused: () => why });
+  t.after(() => n.pool.stop());
+  n.pool.start();
+  await n.vt.tick();
+  // 10 pods: the primary ENI (9) and a second one.
+  for (let i = 0; i < 10; i++) {
+    n.addPod();
+    n.pool.changed();
+    await n.vt.tick(CHANGE_DELAY_MS);
+    await n.pool.idle();
+  }
+  assert.equal(n.ec2.count('CreateNetworkInterface'), 1);
+  why = 'node n1 is unschedulable and AWS_MANAGE_ENIS_NON_SCHEDULABLE is false';
+  const grows = () => n.ec2.count('AssignPrivateIpAddresses') + n.ec2.count('CreateNetworkInterface');
+  const before = grows();
+  while (n.available() > 0) n.addPod();
+  n.pool.changed();
+  await n.vt.tick(INTERVAL_MS * 3);
+  assert.equal(grows(), before, 'no assign or create while paused');
+  const start = n.vt.now();
+  const failed = assert.rejects(n.pool.waitForAddress(60_000), (e: unknown) => {
+    assert.ok(e instanceof PoolExhaustedError);
+    assert.match(e.message, /AWS_MANAGE_ENIS_NON_SCHEDULABLE/);
+    return true;
+  });
+  await n.vt.tick();
+  await failed;
+  assert.equal(n.vt.now() - start, 0, 'at once');
+  assert.equal(n.pool.addFailureReason(), 'no_ip');
+  assert.equal(n.pool.growBlocked()?.kind, 'not_managed');
+  // Every pod gone: the surplus IPs go back, the empty second ENI stays.
+  for (const a of n.ds.allocations()) n.delPod(a.containerID);
+  n.pool.changed();
+  await n.vt.tick(SHRINK_DELAY_MS * 3);
+  assert.ok(n.ec2.count('UnassignPrivateIpAddresses') >= 1, 'surplus IPs released');
+  assert.equal(n.ec2.count('DetachNetworkInterface'), 0, 'no ENI freed while paused');
+  why = undefined;
+  await n.vt.tick(SHRINK_DELAY_MS * 3);
+  await n.pool.idle();
+  assert.equal(n.ec2.count('DetachNetworkInterface'), 1, 'freed once the node is schedulable again');
 });

@@ -13,6 +13,7 @@ import {
   type SandboxEvidence,
 } from '../../ipamd/restore/merge.js';
 import { brakeLimit } from '../../ipamd/restore/release-brake.js';
+import { SANDBOX_LISTED_WITHIN_MS } from '../../ipamd/restore/plausibility.js';
 import type { Allocation } from '../../ipamd/datastore/types.js';
 
 const NOW = 1_000_000;
@@ -106,20 +107,27 @@ test('the seed outage: a reachable runtime that knows none of the wired pods is 
   );
 });
 
-test('coverage thresholds: suspect below a quarter of at least 2 wired pods; fresh allocations do not count', () => {
-  const rows: Array<{ wired: number; known: number; suspect: boolean; fresh?: boolean }> = [
+test('coverage thresholds: suspect below a quarter of at least 2 wired pods of any age; ADDs of the last seconds do not count', () => {
+  // age: ms from the allocation to the reads (GRACE is 60 s).
+  const rows: Array<{ wired: number; known: number; suspect: boolean; age?: number }> = [
     { wired: 12, known: 0, suspect: true },
     { wired: 12, known: 2, suspect: true },
     { wired: 12, known: 3, suspect: false },
     { wired: 2, known: 0, suspect: true },
     { wired: 1, known: 0, suspect: false }, // one pod is no basis (a stuck teardown); the kernel still protects it
-    { wired: 12, known: 0, suspect: false, fresh: true }, // ADDs in progress have no READY sandbox yet
+    { wired: 12, known: 0, suspect: false, age: 1000 }, // ADDs just served: the runtime lists their sandbox seconds later
+    { wired: 12, known: 0, suspect: false, age: SANDBOX_LISTED_WITHIN_MS - 1 },
+    // Younger than the GC grace, but served long enough ago that a right runtime lists them: the
+    // second, empty containerd that knew none of 22 young pods (issue 37) is suspect at once.
+    { wired: 12, known: 0, suspect: true, age: SANDBOX_LISTED_WITHIN_MS },
+    { wired: 22, known: 0, suspect: true, age: 30_000 },
+    { wired: 22, known: 6, suspect: false, age: 30_000 },
   ];
   for (const row of rows) {
     const all = range(1, row.wired);
     const r = mergeEvidence(
       input({
-        allocations: all.map((n) => alloc(n, row.fresh ? NOW - 1000 : 0)),
+        allocations: all.map((n) => alloc(n, row.age !== undefined ? NOW - row.age : 0)),
         kernel: kernel(all),
         cri: { ok: true, items: all.slice(0, row.known).map(sandbox) },
       }),
@@ -127,6 +135,21 @@ test('coverage thresholds: suspect below a quarter of at least 2 wired pods; fre
     assert.equal(!!r.suspect.cri, row.suspect, JSON.stringify(row));
     assert.equal(r.canRelease, !row.suspect, JSON.stringify(row));
   }
+});
+
+test('Kubernetes is judged on pods older than the grace: a young pod whose IP the kubelet has not reported yet is no sign', () => {
+  const all = range(1, 12);
+  const r = mergeEvidence(
+    input({
+      allocations: all.map((n) => alloc(n, NOW - 30_000)),
+      kernel: kernel(all),
+      cri: { ok: true, items: all.map(sandbox) },
+      // Bound to the node, no IP in their status yet, and no uid in the allocations (a runtime without K8S_POD_UID).
+      kube: { ok: true, items: all.map((n) => ({ ...pod(n), podIP: undefined, uid: `other-${n}` })) },
+    }),
+  );
+  assert.deepEqual(r.suspect, {});
+  assert.equal(r.canRelease, true);
 });
 
 test('a suspect source still vouches for what it lists', () => {

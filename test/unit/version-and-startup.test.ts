@@ -16,6 +16,7 @@ import { promisify } from 'node:util';
 import { createMetrics } from '../../ipamd/observability/metrics.js';
 import { packageVersion } from '../../ipamd/version.js';
 import { runCli } from '../helpers/cli-run.js';
+import { startSim } from '../helpers/sim-fixture.js';
 import { waitFor } from '../../kit/wait.js';
 import { IPAMD_PATH } from '../../kit/ipamd-process.js';
 
@@ -63,11 +64,16 @@ test('ipamd refuses ENABLE_IPv6=true without prefix delegation at start with one
 test('ipamd logs its version, Node version and every setting with its source once, then each ignored one', async (t) => {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'eni-start-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
+  // IMDS answers (ipamd reads which instance it is before its node guard and its log), EC2 does not.
+  const { sim } = await startSim(t);
   const p = spawn(process.execPath, [IPAMD_PATH], {
     env: {
       PATH: process.env.PATH,
-      // Nothing answers there: ipamd logs, then waits for IMDS until stopped.
-      AWS_EC2_METADATA_SERVICE_ENDPOINT: `http://127.0.0.1:${40000 + (process.pid % 20000)}`,
+      AWS_EC2_METADATA_SERVICE_ENDPOINT: sim.imdsEndpoint,
+      // Nothing answers there: ipamd logs, then waits for EC2 until stopped.
+      AWS_EC2_ENDPOINT: `http://127.0.0.1:${40000 + (process.pid % 20000)}`,
+      AWS_ACCESS_KEY_ID: 'AKIDSIMULATED',
+      AWS_SECRET_ACCESS_KEY: 'simulated-secret',
       ENI_IPAM_SOCKET: path.join(dir, 'ipamd.sock'),
       ENI_IPAM_CHECKPOINT_PATH: path.join(dir, 'ipam.json'),
       ENI_IPAM_AWS_NODE_CHECKPOINT_PATH: path.join(dir, 'aws-node.json'),

@@ -42,10 +42,30 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- printf "%s/ipamd.sock" (trimSuffix "/" .Values.runDir) -}}
 {{- end -}}
 
-{{/* The probe's exec command (readiness and liveness). */}}
+{{/* The probe's exec command (readiness: ipamd serves pods). */}}
 {{- define "eni-ipam.probeCommand" -}}
 {{- $cmd := concat .Values.probe.command (list "--socket" (include "eni-ipam.socket" .) "--timeout" (toString .Values.probe.timeoutMs)) -}}
 {{- toJson $cmd -}}
+{{- end -}}
+
+{{/* The liveness probe's command: ipamd answers at all (serving, draining, or standing by beside aws-node or another owner). */}}
+{{- define "eni-ipam.livenessCommand" -}}
+{{- $cmd := concat .Values.probe.command (list "--socket" (include "eni-ipam.socket" .) "--service" "eniipam.v1.Liveness" "--timeout" (toString .Values.probe.timeoutMs)) -}}
+{{- toJson $cmd -}}
+{{- end -}}
+
+{{/*
+Name of the chart's cluster-wide objects (ClusterRole, ClusterRoleBinding): the documented
+release (eni-ipam in kube-system) keeps the plain full name; any other release carries its
+namespace and name, so a second release never collides with the first.
+*/}}
+{{- define "eni-ipam.clusterName" -}}
+{{- $full := include "eni-ipam.fullname" . -}}
+{{- if and (eq .Release.Name $full) (eq .Release.Namespace "kube-system") -}}
+{{- $full -}}
+{{- else -}}
+{{- printf "%s-%s-%s" $full .Release.Namespace .Release.Name | trunc 253 | trimSuffix "-" -}}
+{{- end -}}
 {{- end -}}
 
 {{/*

@@ -173,7 +173,7 @@ export async function createAndAttachEni(
   count: number,
   deviceIndex: number,
 ): Promise<EniInfo | undefined> {
-  const { ec2, instance, log } = c;
+  const { instance, log } = c;
   const n = Math.min(count, instance.ipsPerEni);
   const { eni, candidate } = await createInPlacement(c, {
     description: `${ENI_DESCRIPTION_PREFIX}${instance.instanceId}`,
@@ -181,19 +181,36 @@ export async function createAndAttachEni(
     // With prefix delegation the count is /28 prefixes (one EC2 slot each, like a secondary IP).
     ...(c.prefixDelegation ? { secondaryCount: 0, prefixCount: n } : { secondaryCount: n }),
   });
+  log.info(
+    {
+      eniId: eni.eniId,
+      deviceIndex,
+      subnetId: candidate.subnetId,
+      securityGroupIds: candidate.securityGroupIds,
+      secondaryIps: eni.secondaryIps.length,
+      prefixes: eni.ipv4Prefixes.length,
+    },
+    'created ENI',
+  );
+  return attachOwnEni(c, eni, deviceIndex);
+}
+
+/**
+ * Attaches an `available` ENI of ours (just created, or left unattached by a previous
+ * ipamd: eni-settle.ts) at `deviceIndex` (reserved by the caller), sets
+ * DeleteOnTermination, waits for the attachment and for IMDS to list it, then adopts it;
+ * see {@link createAndAttachEni} for what happens when a step fails (a failed-for-sure
+ * attach deletes the ENI: it is ours, unattached, and holds no pod's address).
+ * @returns the ENI's info, or undefined when it was left pending. @throws Ec2Error
+ */
+export async function attachOwnEni(
+  c: EniCreateContext,
+  eni: Ec2Eni,
+  deviceIndex: number,
+): Promise<EniInfo | undefined> {
+  const { ec2, instance, log } = c;
   c.inFlight.add(eni.eniId);
   try {
-    log.info(
-      {
-        eniId: eni.eniId,
-        deviceIndex,
-        subnetId: candidate.subnetId,
-        securityGroupIds: candidate.securityGroupIds,
-        secondaryIps: eni.secondaryIps.length,
-        prefixes: eni.ipv4Prefixes.length,
-      },
-      'created ENI',
-    );
     let attachmentId: string;
     try {
       attachmentId = await ec2.attachEni(eni.eniId, instance.instanceId, deviceIndex);

@@ -19,7 +19,7 @@ import type { Ec2Port, Ec2Eni } from '../../cloud/ec2-port.js';
 import type { Logger } from '../../log.js';
 import type { ReleaseGate } from '../release/release-gate.js';
 import { EniBook } from './eni-book.js';
-import { createAndAttachEni, type EniCreateContext, type InstanceContext } from './eni-create.js';
+import { attachOwnEni, createAndAttachEni, type EniCreateContext, type InstanceContext } from './eni-create.js';
 import { freeEni, retryOrphans, type EniFreeContext, type FreeOptions } from './eni-free.js';
 import { eniCreatedAtMs } from './eni-ownership.js';
 import { realSleep, type ImdsEniLister, type Sleep } from './eni-wait.js';
@@ -221,6 +221,22 @@ export class EniManager extends EniBook {
     const deviceIndex = this.reserveDeviceIndex();
     try {
       return await createAndAttachEni(this.createCtx, secondaryCount, deviceIndex);
+    } finally {
+      this.releaseDeviceIndex(deviceIndex);
+    }
+  }
+
+  /**
+   * Attaches an `available` ENI of ours a previous ipamd created and never attached
+   * (eni-settle.ts), at a device index reserved synchronously on call; see
+   * {@link attachOwnEni}. `subnetCidr`: its subnet's CIDR (the placement candidate's).
+   * @returns the ENI's info, or undefined when it was left pending. @throws Ec2Error
+   */
+  async attachLeftover(eni: Ec2Eni, subnetCidr: string): Promise<EniInfo | undefined> {
+    this.learnSubnetCidr(eni.subnetId, subnetCidr);
+    const deviceIndex = this.reserveDeviceIndex();
+    try {
+      return await attachOwnEni(this.createCtx, eni, deviceIndex);
     } finally {
       this.releaseDeviceIndex(deviceIndex);
     }

@@ -1,6 +1,7 @@
 /**
  * Starts the background ENI lifecycle work beside the pool controller: the EC2/IMDS
- * reconcile (ENI_IPAM_RECONCILE_INTERVAL) and the leaked-ENI sweep
+ * reconcile (ENI_IPAM_RECONCILE_INTERVAL), after its first successful pass the settle of
+ * the ENIs a previous ipamd created for this node and never attached (eni-settle.ts), and the leaked-ENI sweep
  * (ENI_IPAM_LEAKED_ENI_SWEEP_INTERVAL after a random start delay up to
  * ENI_IPAM_LEAKED_ENI_SWEEP_JITTER; off with DISABLE_LEAKED_ENI_CLEANUP). Both are off
  * with DISABLE_NETWORK_RESOURCE_PROVISIONING (the caller does not start them then).
@@ -21,7 +22,8 @@ import type { EniManager } from './eni-manager.js';
 import { EniReconciler, type ExclusivePool, type ReconcileReport } from './eni-reconcile.js';
 import { LeakedEniSweeper, type SweepReport } from './leak-sweep.js';
 import type { ReleaseGate } from '../release/release-gate.js';
-import type { EniInventory, PoolCounts } from '../../datastore/roles.js';
+import type { DatastoreViews, EniInventory, PoolCounts } from '../../datastore/roles.js';
+import { settleLeftoverEnis, type SettleOptions, type SettleReport } from './eni-settle.js';
 import type { Logger } from '../../log.js';
 import type { NodeInventory } from '../../cloud/node-inventory.js';
 import { readSubnetReadings, writeSubnetReadings, type SubnetReading } from './subnet-free-cache.js';
@@ -41,6 +43,8 @@ export interface EniLifecycle {
     lastReconcile: ReconcileReport | null;
     lastSweep: SweepReport | null;
     sweepEnabled: boolean;
+    /** What the start-up settle of leftover ENIs did (eni-settle.ts); null until it ran. */
+    startSettle: SettleReport | null;
   };
   stop(): Promise<void>;
 }
@@ -52,17 +56,25 @@ export interface EniLifecycleOptions {
   inv: Omit<NodeInventory, 'ec2'>;
   /** The EC2 port the parts call (in ipamd: the client guarded by the inventory cache, cache-guarded-ec2.ts). */
   ec2: Ec2Port;
-  ds: EniInventory & PoolCounts;
+  ds: EniInventory & PoolCounts & Pick<DatastoreViews, 'allocations' | 'pendingAllocations'>;
   gate: ReleaseGate;
   enis: EniManager;
-  pool: ExclusivePool;
+  pool: ExclusivePool & Pick<SettleOptions['pool'], 'attachLeftoverIfWanted'>;
   log: Logger;
   /** Metrics hooks: each pass's report, and each subnet's free addresses. */
   metrics?: { reconciled(r: ReconcileReport): void; subnetFree(subnetId: string, free: number): void };
   /** Delay of the first reconcile pass (ms, default 0: at once); `onFirstOkPass` is told of the first pass that succeeded. */
   firstPassDelayMs?: number;
   onFirstOkPass?: (r: ReconcileReport) => void;
+  /**
+   * Told once the start-up settle of leftover ENIs has decided (or failed), or after
+   * {@link SETTLE_WAIT_MS} without a successful reconcile pass: new ENIs may be created.
+   */
+  onLeftoversSettled?: () => void;
 }
+
+/** Longest wait for the leftover settle before new ENIs may be created anyway (ms): EC2 answers no describe meanwhile. */
+export const SETTLE_WAIT_MS = 30_000;
 
 /** Starts the reconcile (one pass at once) and, unless disabled, the sweep. Never throws. */
 export function startEniLifecycle(p: EniLifecycleOptions): EniLifecycle {
@@ -105,6 +117,7 @@ export function startEniLifecycle(p: EniLifecycleOptions): EniLifecycle {
     if (err) log.debug({ file: readingsFile, err }, 'could not keep the subnet readings (the next start describes)');
   };
   let firstOk = p.onFirstOkPass;
+  const leftovers = leftoverSettle(p);
   const reconciler = new EniReconciler({
     ec2: p.ec2,
     imds: inv.imds,
@@ -115,6 +128,7 @@ export function startEniLifecycle(p: EniLifecycleOptions): EniLifecycle {
     instanceId: inv.instance.instanceId,
     intervalMs: config.reconcileIntervalMs,
     onPass: (r: ReconcileReport) => {
+      if (r.ok) leftovers.run();
       if (r.ok && firstOk) {
         const fn = firstOk;
         firstOk = undefined;
@@ -136,10 +150,59 @@ export function startEniLifecycle(p: EniLifecycleOptions): EniLifecycle {
       lastReconcile: reconciler.last ?? null,
       lastSweep: sweeper?.last ?? null,
       sweepEnabled: !!sweeper,
+      startSettle: leftovers.report() ?? null,
     }),
     async stop() {
+      await leftovers.stop();
       await sweeper?.stop();
       await reconciler.stop();
+    },
+  };
+}
+
+/**
+ * The start-up settle of the leftover ENIs of a previous ipamd (eni-settle.ts): `run()`
+ * starts it once (after the first reconcile pass that read EC2, so the datastore's ENIs are
+ * in step); `onLeftoversSettled` is told once it decided, or after {@link SETTLE_WAIT_MS}.
+ */
+function leftoverSettle(p: EniLifecycleOptions) {
+  const { config, inv, enis, log } = p;
+  let settle: Promise<unknown> | undefined;
+  let report: SettleReport | undefined;
+  let told = false;
+  const tell = () => {
+    clearTimeout(valve);
+    if (told) return;
+    told = true;
+    p.onLeftoversSettled?.();
+  };
+  // No new ENI waits longer for it (EC2 not answering: a creation would fail anyway).
+  const valve = setTimeout(tell, SETTLE_WAIT_MS);
+  return {
+    run(): void {
+      settle ??= settleLeftoverEnis({
+        ec2: p.ec2,
+        log,
+        gate: p.gate,
+        scope: {
+          instanceId: inv.instance.instanceId,
+          vpcId: inv.primary.vpcId,
+          ...(config.clusterName ? { clusterName: config.clusterName } : {}),
+          known: (id) => p.ds.getEni(id),
+          allocations: () => [...p.ds.allocations(), ...p.ds.pendingAllocations()],
+          isBusy: (id) => enis.isBusy(id),
+        },
+        placement: enis.placement,
+        pool: p.pool,
+        deleteUnwanted: !config.disableLeakedEniCleanup,
+      })
+        .then((r) => (report = r))
+        .finally(tell);
+    },
+    report: (): SettleReport | undefined => report,
+    async stop(): Promise<void> {
+      tell();
+      await settle;
     },
   };
 }

@@ -22,7 +22,7 @@
  * instance's limit; other failures are transient: ENI creation backs off (1 s doubling
  * to 30 s) and waiters keep waiting.
  */
-import { Ec2Error, type Ec2Port } from '../../cloud/ec2-port.js';
+import { Ec2Error, type Ec2Eni, type Ec2Port } from '../../cloud/ec2-port.js';
 import type { EniInventory, PoolCounts } from '../../datastore/roles.js';
 import type { Logger } from '../../log.js';
 import { ADDRESSES_PER_SLOT, planGrow, type GrowPlan, type PoolEniView, type PoolTargets } from '../../pool/index.js';
@@ -58,6 +58,8 @@ export interface GrowExecutorOptions {
    * that needs one (waiting ADDs fail with the reason). Memory only; must not throw.
    */
   eniCreationRefused?: () => { kind: EniConfigBlockKind; reason: string } | undefined;
+  /** No new ENI is created until this settles (the start-up settle of leftover ENIs: eni-settle.ts); omit: none held. */
+  newEnisAfter?: Promise<unknown>;
 }
 
 /** Why the ENIConfig forbids creating ENIs: it is missing, invalid, or not known (the API cannot be read). */
@@ -73,6 +75,11 @@ export interface GrowOutcome {
   blocked?: string;
   /** A transient failure (throttled, timeout...): waiters keep waiting; retry soon. */
   failed?: boolean;
+  /**
+   * `blocked` is an ENI limit (MAX_ENI or the instance type's, or an attach EC2 refused at it
+   * in an earlier pass) that no failed EC2 call of this pass already reported to `onGrowFailed`.
+   */
+  atEniLimit?: boolean;
 }
 
 /** Plans and runs grow passes (one at a time: the pool controller's single flight). */
@@ -93,7 +100,16 @@ export class GrowExecutor {
   /** Kind of the last grow failure (cleared with `lastError`), for the ADD failure reason. */
   lastErrorKind?: GrowFailureKind;
 
-  constructor(private readonly o: GrowExecutorOptions) {}
+  /** True until `newEnisAfter` settles: the pool may attach a leftover ENI instead of creating one. */
+  private newEnisHeld: boolean;
+
+  constructor(private readonly o: GrowExecutorOptions) {
+    this.newEnisHeld = o.newEnisAfter !== undefined;
+    void o.newEnisAfter?.finally(() => {
+      this.newEnisHeld = false;
+      o.onCreationDone(); // re-plan: what waited for the settle is created now
+    });
+  }
 
   /** Addresses the ENIs being created will hold (what they asked for, plus their room for a later assign). */
   incoming(): number {
@@ -148,20 +164,26 @@ export class GrowExecutor {
     const { ds, enis, log, targets } = this.o;
     let plan = this.plan(waiting);
     let blocked = this.unmetBlocks(plan, waiting) ? this.reason(plan) : undefined;
+    let atEniLimit = blocked !== undefined;
     // An attached ENI not adopted yet (IMDS lag) comes first; after a failed creation, back off;
     // while every candidate subnet is exhausted, no creation (assigns in other subnets go on);
     // custom networking without a usable ENIConfig: no creation, the refill that needs one is blocked.
     const paused = (): boolean => this.o.now() < this.pausedUntil;
     const held = (): boolean => this.o.now() < this.createHoldUntil;
-    if (held() && this.createHoldReason && plan.createEnis.length > 0) blocked = this.createHoldReason;
-    if (paused() && plan.createEnis.length > 0) blocked = this.pauseReason;
+    if (held() && this.createHoldReason && plan.createEnis.length > 0) {
+      blocked = this.createHoldReason;
+      atEniLimit = this.lastErrorKind === 'eni_limit';
+    }
+    if (paused() && plan.createEnis.length > 0) [blocked, atEniLimit] = [this.pauseReason, false];
     const refused = this.refusal(plan);
-    if (refused) blocked = refused.reason;
-    const mayCreate = (): boolean => enis.awaitingAdoption().length === 0 && !held() && !paused() && !refused;
+    if (refused) [blocked, atEniLimit] = [refused.reason, false];
+    const mayCreate = (): boolean =>
+      !this.newEnisHeld && enis.awaitingAdoption().length === 0 && !held() && !paused() && !refused;
     let creates = mayCreate() ? plan.createEnis.slice(0, Math.max(targets.maxEni - enis.attachedCount(), 0)) : [];
     // Demand placed on ENIs still being created is assigned once they are attached (the re-plan after each creation).
     const assigns = plan.assign.filter((a) => !a.eniId.startsWith(PHANTOM));
-    if (assigns.length + creates.length === 0) return { changed: false, ...(blocked ? { blocked } : {}) };
+    if (assigns.length + creates.length === 0)
+      return { changed: false, ...(blocked ? { blocked, ...(atEniLimit ? { atEniLimit } : {}) } : {}) };
     log.info(
       { assign: assigns, createEnis: creates, creating: this.creations.size, waiting, unmet: plan.unmet },
       'pool grow',
@@ -193,18 +215,21 @@ export class GrowExecutor {
         exhausted = where.reason;
       } else creates = mayCreate() ? plan.createEnis : [];
       blocked = this.unmetBlocks(plan, waiting) ? this.reason(plan) : undefined;
+      atEniLimit = blocked !== undefined;
       if (creates.length > 0) log.info({ exhausted: full, createEnis: creates }, 'subnet full: new ENIs elsewhere');
     }
     if (errors.length > 0) {
       // Nothing can take the demand a full subnet refused: pause creations, naming the subnets.
       const stuck = full.length > 0 && Math.min(creates.length, targets.maxEni - enis.attachedCount()) <= 0;
-      blocked = this.classify(errors, stuck ? full : [], exhausted) ?? blocked;
+      const classified = this.classify(errors, stuck ? full : [], exhausted);
+      if (classified !== undefined) [blocked, atEniLimit] = [classified, false]; // classify reported it
     } else if (assigns.length) this.lastError = this.lastErrorKind = undefined;
     // Re-checked after the await: the ENI limit is counted exactly at launch (device indexes are reserved synchronously).
     const launched = paused() ? [] : creates.slice(0, Math.max(targets.maxEni - enis.attachedCount(), 0));
     for (const count of launched) this.launch(count);
     const changed = launched.length > 0 || results.some((r) => r.status === 'fulfilled');
-    return { changed, ...(blocked ? { blocked } : errors.length ? { failed: true } : {}) };
+    if (!blocked) return { changed, ...(errors.length ? { failed: true } : {}) };
+    return { changed, blocked, ...(atEniLimit ? { atEniLimit } : {}) };
   }
 
   /**
@@ -276,12 +301,37 @@ export class GrowExecutor {
     });
   }
 
-  /** Starts one ENI creation in the background. */
-  private launch(count: number): void {
+  /**
+   * Whether the pool wants a new ENI now and may start one: the plan for the targets plus
+   * `waiting` ADDs creates one, and no pause, hold, ENIConfig refusal, ENI awaiting
+   * adoption or ENI limit stops a creation. Calls no API.
+   */
+  wantsNewEni(waiting: number): boolean {
+    const { enis, targets } = this.o;
+    const plan = this.plan(waiting);
+    const now = this.o.now();
+    if (plan.createEnis.length === 0 || now < this.pausedUntil || now < this.createHoldUntil) return false;
+    return !this.refusal(plan) && enis.awaitingAdoption().length === 0 && enis.attachedCount() < targets.maxEni;
+  }
+
+  /**
+   * Attaches an ENI of ours a previous ipamd left `available` (eni-settle.ts) when the pool
+   * wants a new ENI for the targets plus `waiting` ADDs ({@link wantsNewEni}), in the
+   * background, counted like a creation of its slots (later plans see it on its way).
+   * `subnetCidr`: its subnet's. @returns whether it was launched.
+   */
+  attachLeftoverIfWanted(eni: Ec2Eni, subnetCidr: string, waiting: number): boolean {
+    if (!this.wantsNewEni(waiting)) return false;
+    const slots = this.o.targets.unit === 'prefix' ? eni.ipv4Prefixes.length : eni.secondaryIps.length;
+    this.launch(slots, () => this.o.enis.attachLeftover(eni, subnetCidr));
+    return true;
+  }
+
+  /** Starts one ENI creation (or `start`, an attach of a leftover) in the background. */
+  private launch(count: number, start = () => this.o.enis.createAndAttach(count)): void {
     const id = ++this.seq;
     this.creations.set(id, count);
-    const run: Promise<void> = this.o.enis
-      .createAndAttach(count)
+    const run: Promise<void> = start()
       .then(
         () => {
           this.createBackoffMs = 0;

@@ -18,7 +18,7 @@
  */
 import { monoNow, realTimers, type TimerHandle, type Timers } from '../../clock.js';
 import type { EniInventory, PoolCounts, ReleasePhases } from '../../datastore/roles.js';
-import type { Ec2Port } from '../../cloud/ec2-port.js';
+import type { Ec2Eni, Ec2Port } from '../../cloud/ec2-port.js';
 import type { Logger } from '../../log.js';
 import { poolCounts, SurplusTracker, type PoolTargets } from '../../pool/index.js';
 import type { EniLimits } from '../../pool/grow-limits.js';
@@ -74,6 +74,10 @@ export interface PoolControllerOptions {
   inProgress?: (fn: string) => () => void;
   /** Why no ENI may be created now (custom networking without a usable ENIConfig); see GrowExecutorOptions. */
   eniCreationRefused?: () => { kind: EniConfigBlockKind; reason: string } | undefined;
+  /** Why the pool may neither grow nor free an ENI now (a cordoned node: startup/node-schedule-wiring.ts); memory only. */
+  managementPaused?: () => string | undefined;
+  /** No new ENI is created until this settles (GrowExecutorOptions.newEnisAfter). */
+  newEnisAfter?: Promise<unknown>;
 }
 
 /** Runs grow/shrink steps against EC2 and wakes ADDs waiting for an address. */
@@ -110,6 +114,7 @@ export class PoolController {
       shrinkDelayMs: o.shrinkDelayMs,
       minEniAgeMs: o.minEniAgeMs ?? 60_000,
       now: () => this.now(),
+      ...(o.managementPaused ? { eniFreePaused: o.managementPaused } : {}),
     });
     this.grower = new GrowExecutor({
       ds: o.ds,
@@ -124,6 +129,7 @@ export class PoolController {
       ...(o.onGrowFailed ? { onGrowFailed: o.onGrowFailed } : {}),
       ...(o.onSubnetFull ? { onSubnetFull: o.onSubnetFull } : {}),
       ...(o.eniCreationRefused ? { eniCreationRefused: o.eniCreationRefused } : {}),
+      ...(o.newEnisAfter ? { newEnisAfter: o.newEnisAfter } : {}),
     });
     this.waiters = new AddressWaiters(
       () => o.ds.counts(this.now()).available,
@@ -258,6 +264,8 @@ export class PoolController {
     if (this.stopped) return 'ipamd is shutting down';
     if (!this.started)
       return 'the warm pool is not managed (DISABLE_NETWORK_RESOURCE_PROVISIONING=true, or ipamd is still starting)';
+    const paused = this.o.managementPaused?.();
+    if (paused) return paused;
     return this.grower.blockedNow(poolCounts(this.o.ds.poolViews(this.now()), this.o.targets).short);
   }
 
@@ -266,7 +274,7 @@ export class PoolController {
     { kind: 'not_managed' | 'subnet_full' | 'eni_limit' | EniConfigBlockKind; reason: string } | undefined {
     const reason = this.growBlockedReason();
     if (reason === undefined) return undefined;
-    if (this.stopped || !this.started) return { kind: 'not_managed', reason };
+    if (this.stopped || !this.started || this.o.managementPaused?.()) return { kind: 'not_managed', reason };
     return (
       this.grower.blockedKindNow(poolCounts(this.o.ds.poolViews(this.now()), this.o.targets).short) ?? {
         kind: 'eni_limit',
@@ -286,7 +294,7 @@ export class PoolController {
    * otherwise `timeout` (the wait ran out while the refill was under way). Calls no API.
    */
   addFailureReason(): 'no_ip' | 'subnet_full' | 'eni_limit' | 'eniconfig' | 'throttled' | 'frozen' | 'timeout' {
-    if (this.stopped || !this.started) return 'no_ip';
+    if (this.stopped || !this.started || this.o.managementPaused?.()) return 'no_ip';
     const now = this.now();
     const blocked = this.grower.blockedKindNow(poolCounts(this.o.ds.poolViews(now), this.o.targets).short);
     if (blocked?.kind === 'subnet_full') return 'subnet_full';
@@ -327,6 +335,12 @@ export class PoolController {
     }
   }
 
+  /** Attaches a leftover ENI of ours if the pool wants one (GrowExecutor.attachLeftoverIfWanted); never while not running or paused. */
+  attachLeftoverIfWanted(eni: Ec2Eni, subnetCidr: string): boolean {
+    if (this.stopped || !this.started || this.o.managementPaused?.()) return false;
+    return this.grower.attachLeftoverIfWanted(eni, subnetCidr, this.waiters.size);
+  }
+
   /** Number of ADDs waiting for an address. */
   get waiting(): number {
     return this.waiters.size;
@@ -349,7 +363,9 @@ export class PoolController {
 
   private async step(): Promise<void> {
     const { ds, log } = this.o;
-    const grew = await this.grower.run(this.waiters.size);
+    // A cordoned node (AWS_MANAGE_ENIS_NON_SCHEDULABLE=false): no grow; waiting ADDs fail with why.
+    const paused = this.o.managementPaused?.();
+    const grew = paused ? { changed: false, blocked: paused } : await this.grower.run(this.waiters.size);
     this.waiters.wake();
     if (this.waiters.size > 0) {
       const coolEnd = ds.nextCooldownEnd(this.now());
@@ -357,6 +373,8 @@ export class PoolController {
         // The oldest waiters are kept for the addresses still on their way in ENIs being created.
         const failed = this.waiters.fail(grew.blocked, coolEnd, this.grower.incoming());
         if (failed) log.warn({ failed, reason: grew.blocked }, 'failed waiting ADDs: the pool cannot grow');
+        // Grow stopped at an ENI limit with ADDs to serve: a failed grow (awscni_ipamd_error_count{fn="grow_eni_limit"}).
+        if (failed && grew.atEniLimit) this.o.onGrowFailed?.('eni_limit');
       }
       // Waiters left: wake them when the next cooling IP is free, or retry a grow that failed transiently.
       const at = Math.min(coolEnd ?? Infinity, grew.failed ? this.now() + RETRY_AFTER_FAILURE_MS : Infinity);

@@ -39,6 +39,8 @@ export interface ShrinkExecutorOptions {
   /** Minimum ENI age before it may be freed (ms). */
   minEniAgeMs: number;
   now: () => number;
+  /** Why no ENI may be freed now (a cordoned node, as aws-node's tryFreeENI), or undefined; surplus IPs are still released. */
+  eniFreePaused?: () => string | undefined;
 }
 
 /** What one shrink run did (for logs and tests). */
@@ -143,7 +145,9 @@ export class ShrinkExecutor {
       out.lost.push(...r.lost);
       budget -= d.items.length;
     }
-    for (const eniId of plan.deleteEnis) {
+    const paused = plan.deleteEnis.length ? this.o.eniFreePaused?.() : undefined;
+    if (paused) log.debug({ enis: plan.deleteEnis, why: paused }, 'not freeing surplus ENIs');
+    for (const eniId of paused ? [] : plan.deleteEnis) {
       const why = demand();
       if (why) return cancel(why);
       const view = ds.poolViews(this.o.now()).find((v) => v.eniId === eniId);

@@ -34,6 +34,11 @@ export class ReleaseGate {
     return this.reasons.size > 0;
   }
 
+  /** True while `source` holds a freeze. */
+  holds(source: string): boolean {
+    return this.reasons.has(source);
+  }
+
   /** Current reasons, as `"<source>: <reason>"`. */
   describe(): string[] {
     return [...this.reasons].map(([s, r]) => `${s}: ${r}`);

@@ -42,4 +42,9 @@ export interface MetricsSources {
    * and the IPv6/egress addresses quarantined. Absent in `ipv4` mode.
    */
   ipv6?: () => { mode: 'ipv6' | 'dual'; prefixes: number; assigned: number; quarantined: number };
+  /**
+   * Whether the node condition on the Node is what ipamd computed (its last read or write of
+   * it succeeded); undefined while Kubernetes reporting is off or not started.
+   */
+  nodeCondition?: () => { synced: boolean } | undefined;
 }

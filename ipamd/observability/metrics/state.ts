@@ -237,6 +237,16 @@ function registerGateGauges(registers: Registry[], src: () => MetricsSources | u
     },
   });
   new Gauge({
+    name: 'eni_ipam_node_condition_synced',
+    help: 'Kubernetes reporting on: 1 when the eni-ipam.io/IPAllocatable condition on the Node is what ipamd computed, 0 while ipamd cannot read or write it (RBAC, API down: the condition and its lastHeartbeatTime on the Node are stale)',
+    registers,
+    collect() {
+      this.reset();
+      const c = src()?.nodeCondition?.();
+      if (c) this.set(c.synced ? 1 : 0);
+    },
+  });
+  new Gauge({
     name: 'eni_ipam_release_brake_held',
     help: "1 when the last evidence pass would have released more than max(2, 10 %) of the allocations on a single source's word and released nothing, else 0",
     registers,
