@@ -39,6 +39,7 @@ import { egressVeth } from '../../cni-plugin/wiring-plan.js';
 import { startCniBackendStandIn, type CniBackendStandIn } from '../../kit/cni-backend-standin.js';
 import { ipIn, netnsMaker, type Netns } from '../../kit/netns.js';
 import { LOCAL_IP } from '../../netfacts/ip-batch.js';
+import { waitFor } from '../../kit/wait.js';
 import { netlinkNode } from '../helpers/netlink-node.js';
 
 type Family = 'ipv4' | 'ipv6';
@@ -83,6 +84,8 @@ async function world(t: test.TestContext, family: Family, side: Side): Promise<W
     host = { ip: LOCAL_IP, nodeNetns: node.path, ipamd };
   }
   await ipIn(node.path, ['addr', 'add', '10.0.0.10/32', 'dev', 'lo']);
+  // The node's own IPv6 (as a node's primary ENI address), the source of its connections to IPv6 pods.
+  if (family === 'ipv6') await ipIn(node.path, ['addr', 'add', 'fd00:10::10/128', 'dev', 'lo']);
   const conf = parseNetConf(
     JSON.stringify({
       cniVersion: '1.1.0',
@@ -221,6 +224,10 @@ async function reachable(w: World, s: Sandbox): Promise<boolean> {
   );
 }
 
+/** Waits (deadline 15 s: a loaded machine, an IPv6 address still in DAD) until the node reaches `s`. */
+const assertReachable = (w: World, s: Sandbox, what = `${s.pod} reachable from the node`) =>
+  waitFor(what, () => reachable(w, s), 15_000);
+
 for (const family of ['ipv4', 'ipv6'] as const)
   for (const side of ['netlink', 'ip'] as const) {
     test(`${family}, ${side}: pods wired under the older names are checked, deleted and GC'd by the new plugin`, async (t) => {
@@ -234,7 +241,7 @@ for (const family of ['ipv4', 'ipv6'] as const)
       assert.ok(links.has(podHostVethName('eni', 'default', 'new-c')), 'pod c gets the upstream name');
       assert.equal(links.size, family === 'ipv6' ? 6 : 3, [...links.keys()].join(' '));
       for (const s of [a, b, c]) {
-        assert.ok(await reachable(w, s), `${s.pod} reachable from the node`);
+        await assertReachable(w, s, `${s.pod} reachable from the node`);
         await check(w, s); // throws on drift
       }
       assert.equal(await routeDev(w, a.ip), oldName);
@@ -247,7 +254,7 @@ for (const family of ['ipv4', 'ipv6'] as const)
       assert.equal(afterDel.size, family === 'ipv6' ? 4 : 2, 'only pod a went');
       assert.equal(await routeDev(w, a.ip).then((d) => d === oldName), false);
       if (family === 'ipv4') assert.deepEqual(await rulesOf(w, a.ip), [], 'its rules went');
-      for (const s of [b, c]) assert.ok(await reachable(w, s), `${s.pod} still reachable`);
+      for (const s of [b, c]) await assertReachable(w, s, `${s.pod} still reachable`);
 
       await gc(w, [c]);
       const afterGc = await hostLinks(w.node);
@@ -260,7 +267,7 @@ for (const family of ['ipv4', 'ipv6'] as const)
         'GC took pod b (older names) and left pod c',
       );
       if (family === 'ipv4') assert.deepEqual(await rulesOf(w, b.ip), []);
-      assert.ok(await reachable(w, c));
+      await assertReachable(w, c);
       await check(w, c);
       await del(w, c);
       assert.equal((await hostLinks(w.node)).size, 0);
@@ -275,19 +282,19 @@ for (const family of ['ipv4', 'ipv6'] as const)
       const s2 = await addNew(w, 'web-0', 's2');
       assert.equal((await hostLinks(w.node)).get(name), hostVethMac(s2.id, 'eth0'), 's2 holds the name');
       assert.equal(await reachable(w, s1), false, 's1 lost its interface with the veth');
-      assert.ok(await reachable(w, s2));
+      await assertReachable(w, s2);
       // The runtime's GC no longer lists s1: its addresses go, s2's veth stays.
       await gc(w, [s2]);
       assert.equal((await hostLinks(w.node)).get(name), hostVethMac(s2.id, 'eth0'), "GC of s1 left s2's veth");
       assert.equal(await routeDev(w, s2.ip), name);
-      assert.ok(await reachable(w, s2));
+      await assertReachable(w, s2);
       // Once more, and this time the older one's DEL comes late.
       const s3 = await addNew(w, 'web-0', 's3');
       await del(w, s2);
       assert.equal((await hostLinks(w.node)).get(name), hostVethMac(s3.id, 'eth0'), "DEL of s2 left s3's veth");
       assert.equal(await routeDev(w, s3.ip), name);
       if (family === 'ipv4') assert.equal((await rulesOf(w, s3.ip)).length > 0, true, "s3's rules stay");
-      assert.ok(await reachable(w, s3));
+      await assertReachable(w, s3);
       await check(w, s3);
       await del(w, s3);
       assert.equal((await hostLinks(w.node)).size, 0);
