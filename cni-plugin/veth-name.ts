@@ -54,7 +54,12 @@ export const POD_HASH_HEX = 11;
  * ifName upstream has no index for, see {@link hostVethNames}).
  * @throws Error if the prefix is invalid ({@link vethPrefixError}).
  */
-export function podHostVethName(prefix: string, namespace: string, podName: string, podKey: number | string = 0): string {
+export function podHostVethName(
+  prefix: string,
+  namespace: string,
+  podName: string,
+  podKey: number | string = 0,
+): string {
   const err = vethPrefixError(prefix);
   if (err) throw new Error(err);
   const name = podKey === 0 || podKey === '' ? podName : `${podName}.${podKey}`;

@@ -97,7 +97,7 @@ export function checkReply(
   };
 }
 
-/** The GcNetworkReply of a family-aware GC. */
+/** The GcNetworkReply of a GC (family-aware, or IPv4 only with no `v6`), each attachment with its pod when known. */
 export function gcReply(r: Awaited<ReturnType<FamilyService['gc']>>): GcNetworkReply {
   return {
     released: r.map((x) => ({

@@ -22,7 +22,10 @@ test('host veth name of a pod: as amazon-vpc-cni-k8s names it, the name Calico, 
   assert.equal(podHostVethName('eni', 'default', 'web-0'), `eni${sha1('default.web-0')}`);
   assert.equal(podHostVethName('eni', 'default', 'web-0', 2), `eni${sha1('default.web-0.2')}`);
   // A fixed value (computed apart, with Python's hashlib), so a change of hash or cut is seen here.
-  assert.equal(podHostVethName('eni', 'kube-system', 'coredns-5d78c9869d-6g5nn'), 'eni' + sha1('kube-system.coredns-5d78c9869d-6g5nn'));
+  assert.equal(
+    podHostVethName('eni', 'kube-system', 'coredns-5d78c9869d-6g5nn'),
+    'eni' + sha1('kube-system.coredns-5d78c9869d-6g5nn'),
+  );
   assert.equal(podHostVethName('eni', 'default', 'nginx'), 'enic440f455693');
   for (const prefix of ['e', 'eni', 'pod_']) assert.equal(podHostVethName(prefix, 'a', 'b').length, prefix.length + 11);
   // The kubelet's eth0 is index 0, upstream's mNicIf<n> index n; the key does not change the pod's name.
@@ -36,13 +39,18 @@ test('host veth name of a pod: as amazon-vpc-cni-k8s names it, the name Calico, 
 
 test('host veth names: the current one first, then the one an earlier eni-ipam gave (sha256 of the key)', () => {
   const owner = { containerId: id, ifName: 'eth0', pod };
-  assert.deepEqual(hostVethNames('eni', owner), [podHostVethName('eni', 'default', 'web-0'), legacyHostVethName('eni', id, 'eth0')]);
+  assert.deepEqual(hostVethNames('eni', owner), [
+    podHostVethName('eni', 'default', 'web-0'),
+    legacyHostVethName('eni', id, 'eth0'),
+  ]);
   // The older name is what main gave: prefix + sha256("name\0<id>\0<if>") cut to 15 characters.
   const old = createHash('sha256').update(`name\0${id}\0eth0`).digest('hex');
   assert.equal(legacyHostVethName('eni', id, 'eth0'), `eni${old.slice(0, 12)}`);
   // No pod (a runtime that sends no K8S_POD_* args): the key's name only.
   for (const p of [undefined, { namespace: '', name: 'x' }, { namespace: 'x', name: '' }])
-    assert.deepEqual(hostVethNames('eni', { containerId: id, ifName: 'eth0', pod: p }), [legacyHostVethName('eni', id, 'eth0')]);
+    assert.deepEqual(hostVethNames('eni', { containerId: id, ifName: 'eth0', pod: p }), [
+      legacyHostVethName('eni', id, 'eth0'),
+    ]);
 });
 
 test('egress veth of an IPv6 pod: veth + hex as upstream egress plugin, outside the policy prefix, per sandbox', () => {
