@@ -6,10 +6,11 @@
  * - Upgrade: pods wired as the eni-ipam before this change wired them (main's ADD path:
  *   the same wiring functions with its names, sha256 of the container id and interface)
  *   keep running beside pods wired under the upstream names, and the new CHECK, DEL and
- *   GC find them under their old names: nothing of theirs is left, nothing else touched.
+ *   GC, and ipamd's DEL spool (its teardown), find them under their old names: nothing of
+ *   theirs is left, nothing else touched.
  * - A fast re-create (two sandboxes of one pod share the upstream name): the newer ADD
  *   takes the name over as amazon-vpc-cni-k8s does; the older one's DEL or GC leaves the
- *   newer one's veth, route and reachability alone.
+ *   newer one's veth, route and reachability alone, and so does a spooled DEL of it.
  * Needs root.
  */
 import assert from 'node:assert/strict';
@@ -21,26 +22,18 @@ import { cmdCheck } from '../../cni-plugin/check.js';
 import { cmdDel } from '../../cni-plugin/del.js';
 import { readCniEnv, type CniEnv } from '../../cni-plugin/env.js';
 import { cmdGc } from '../../cni-plugin/gc.js';
+import { teardownAttachment } from '../../cni-plugin/host-teardown.js';
 import type { PluginHost } from '../../cni-plugin/host.js';
 import { connectIpamd } from '../../cni-plugin/ipamd-client.js';
-import { startNetlinkWiring } from '../../cni-plugin/netlink-wiring.js';
 import { parseNetConf, type NetConf } from '../../cni-plugin/netconf.js';
-import { networkIds } from '../../cni-plugin/request.js';
-import { encodeAddResult } from '../../cni-plugin/result.js';
-import {
-  hostVethMac,
-  hostVethName,
-  legacyHostVethName,
-  podHostVethName,
-  podVethMac,
-} from '../../cni-plugin/veth-name.js';
-import { startWiring, type WiringPlan } from '../../cni-plugin/wiring.js';
+import { hostVethMac, hostVethName, legacyHostVethName, podHostVethName } from '../../cni-plugin/veth-name.js';
 import { egressVeth } from '../../cni-plugin/wiring-plan.js';
 import { startCniBackendStandIn, type CniBackendStandIn } from '../../kit/cni-backend-standin.js';
 import { ipIn, netnsMaker, type Netns } from '../../kit/netns.js';
 import { LOCAL_IP } from '../../netfacts/ip-batch.js';
 import { waitFor } from '../../kit/wait.js';
 import { netlinkNode } from '../helpers/netlink-node.js';
+import { wireLegacy } from '../helpers/legacy-wiring.js';
 
 type Family = 'ipv4' | 'ipv6';
 type Side = 'netlink' | 'ip';
@@ -115,6 +108,8 @@ interface Sandbox {
   ns: Netns;
   /** The pod's address the node routes to it (IPv6 in `ipv6` mode). */
   ip: string;
+  /** Its IPv4 ('' for an IPv6 pod: its egress address has no rules). */
+  ipv4: string;
   prevResult: Record<string, unknown>;
 }
 
@@ -129,61 +124,17 @@ async function addNew(w: World, pod: string, nsName: string): Promise<Sandbox> {
     pod,
     ns,
     ip: ips.find((x) => (w.family === 'ipv6') === x.includes(':'))!,
+    ipv4: w.family === 'ipv6' ? '' : ips.find((x) => !x.includes(':'))!,
     prevResult: r.result as Record<string, unknown>,
   };
 }
 
-/**
- * ADD as the eni-ipam before this change made it (main's cni-plugin/add.ts): the same
- * AddNetwork request, the same wiring functions of the node side under test, the same
- * MACs, and its names: `legacyHostVethName` for the pod's veth and for the egress veth
- * (the key `eth0/v4if0`). Its result, as main's `finishAdd` encoded it, is the prevResult.
- */
+/** ADD as the eni-ipam before this change made it (test/helpers/legacy-wiring.ts). */
 async function addOld(w: World, pod: string, nsName: string): Promise<Sandbox> {
   const id = newId();
   const ns = await w.mk(nsName);
-  const env = envOf('ADD', id, ns.path, pod);
-  const ipamd = w.host.ipamd(w.conf.ipamdSocket);
-  const reply = await ipamd.addNetwork({ ...networkIds(env, w.conf), ip_family: w.family }, 10_000);
-  ipamd.close();
-  const plan: WiringPlan = {
-    netns: ns.path,
-    ifName: 'eth0',
-    hostVeth: legacyHostVethName('eni', id, 'eth0'),
-    hostMac: hostVethMac(id, 'eth0'),
-    podMac: podVethMac(id, 'eth0'),
-    mtu: 9001,
-    family: w.family,
-    ipv4: reply.ipv4_addr,
-    routeTableId: reply.route_table_id,
-    ...(w.family === 'ipv6'
-      ? {
-          ipv6: reply.ipv6_addr!,
-          egress: { ...egressVeth(id, 'eth0'), hostVeth: legacyHostVethName('eni', id, 'eth0/v4if0') },
-          egressV4: reply.egress_v4_addr!,
-        }
-      : {}),
-  };
-  const wiring = w.host.netlink ? startNetlinkWiring(plan, w.host, w.host.netlink) : startWiring(plan, w.host);
-  await wiring.finish(plan);
-  const result = encodeAddResult(w.conf.cniVersion, {
-    hostVeth: { name: plan.hostVeth, mac: plan.hostMac },
-    pod: { ifName: 'eth0', mac: plan.podMac, netns: ns.path },
-    ipv4: plan.ipv4,
-    ...(plan.ipv6 ? { ipv6: plan.ipv6 } : {}),
-    ...(plan.egress
-      ? {
-          egress: {
-            hostVeth: { name: plan.egress.hostVeth, mac: plan.egress.hostMac },
-            pod: { ifName: plan.egress.ifName, mac: plan.egress.podMac },
-            ipv4: plan.egressV4!,
-          },
-        }
-      : {}),
-    mtu: 9001,
-  });
-  const ip = w.family === 'ipv6' ? plan.ipv6! : plan.ipv4;
-  return { id, pod, ns, ip, prevResult: result as unknown as Record<string, unknown> };
+  const { plan, result } = await wireLegacy(envOf('ADD', id, ns.path, pod), w.conf, w.host, w.family);
+  return { id, pod, ns, ip: w.family === 'ipv6' ? plan.ipv6! : plan.ipv4, ipv4: plan.ipv4, prevResult: result };
 }
 
 const check = (w: World, s: Sandbox) =>
@@ -193,6 +144,15 @@ const del = (w: World, s: Sandbox) =>
 const gc = (w: World, keep: Sandbox[]) =>
   cmdGc({ ...w.conf, 'cni.dev/valid-attachments': keep.map((s) => ({ containerID: s.id, ifname: 'eth0' })) }, [], {
     host: w.host,
+  });
+
+/** The node side of `s` torn down as ipamd applies a spooled DEL (ipamd/cni-exec/spool-applier.ts). */
+const spoolTeardown = (w: World, s: Sandbox) =>
+  teardownAttachment({
+    vethPrefix: 'eni',
+    owner: { containerId: s.id, ifName: 'eth0', pod: { namespace: 'default', name: s.pod } },
+    ...(s.ipv4 ? { ipv4: s.ipv4 } : {}),
+    node: w.host,
   });
 
 /** The device the node routes `ip` to (`ip route get`), or undefined. */
@@ -235,12 +195,13 @@ for (const family of ['ipv4', 'ipv6'] as const)
       const a = await addOld(w, 'old-a', 'a');
       const b = await addOld(w, 'old-b', 'b');
       const c = await addNew(w, 'new-c', 'c');
+      const d = await addOld(w, 'old-d', 'd');
       const links = await hostLinks(w.node);
       const oldName = legacyHostVethName('eni', a.id, 'eth0');
       assert.ok(links.has(oldName), 'pod a keeps the name it was wired under');
       assert.ok(links.has(podHostVethName('eni', 'default', 'new-c')), 'pod c gets the upstream name');
-      assert.equal(links.size, family === 'ipv6' ? 6 : 3, [...links.keys()].join(' '));
-      for (const s of [a, b, c]) {
+      assert.equal(links.size, family === 'ipv6' ? 8 : 4, [...links.keys()].join(' '));
+      for (const s of [a, b, c, d]) {
         await assertReachable(w, s, `${s.pod} reachable from the node`);
         await check(w, s); // throws on drift
       }
@@ -251,15 +212,21 @@ for (const family of ['ipv4', 'ipv6'] as const)
       assert.ok(
         ![...afterDel.keys()].some((n) => n === oldName || n === legacyHostVethName('eni', a.id, 'eth0/v4if0')),
       );
-      assert.equal(afterDel.size, family === 'ipv6' ? 4 : 2, 'only pod a went');
-      assert.equal(await routeDev(w, a.ip).then((d) => d === oldName), false);
+      assert.equal(afterDel.size, family === 'ipv6' ? 6 : 3, 'only pod a went');
+      assert.equal(await routeDev(w, a.ip).then((dev) => dev === oldName), false);
       if (family === 'ipv4') assert.deepEqual(await rulesOf(w, a.ip), [], 'its rules went');
+      // ipamd applies a DEL of pod d spooled while it was down.
+      await spoolTeardown(w, d);
+      const afterSpool = await hostLinks(w.node);
+      assert.equal(afterSpool.size, family === 'ipv6' ? 4 : 2, 'only pod d went');
+      assert.equal(afterSpool.has(legacyHostVethName('eni', d.id, 'eth0')), false);
+      if (family === 'ipv4') assert.deepEqual(await rulesOf(w, d.ip), [], "pod d's rules went");
       for (const s of [b, c]) await assertReachable(w, s, `${s.pod} still reachable`);
 
       await gc(w, [c]);
       const afterGc = await hostLinks(w.node);
       assert.deepEqual(
-        [...afterGc.keys()].sort(),
+        [...afterGc.keys()].sort(), // (GC releases d's address too; its veths were gone already)
         [
           hostVethName('eni', { containerId: c.id, ifName: 'eth0', pod: { namespace: 'default', name: 'new-c' } }),
           ...(family === 'ipv6' ? [egressVeth(c.id, 'eth0').hostVeth] : []),
@@ -290,6 +257,8 @@ for (const family of ['ipv4', 'ipv6'] as const)
       await assertReachable(w, s2);
       // Once more, and this time the older one's DEL comes late.
       const s3 = await addNew(w, 'web-0', 's3');
+      await spoolTeardown(w, s2); // as ipamd applies s2's DEL spooled while it was down
+      assert.equal((await hostLinks(w.node)).get(name), hostVethMac(s3.id, 'eth0'), "the spooled DEL left s3's veth");
       await del(w, s2);
       assert.equal((await hostLinks(w.node)).get(name), hostVethMac(s3.id, 'eth0'), "DEL of s2 left s3's veth");
       assert.equal(await routeDev(w, s3.ip), name);
