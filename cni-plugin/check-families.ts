@@ -37,14 +37,17 @@ export function heldProblems(held: CheckNetworkReply, prev: PrevAttachment, key:
 }
 
 /**
- * Which of `names` (veth-name.ts `hostVethNames`, current first) the attachment's host
- * veth has in `links` (`ip -json link show` of the node): the first present with `mac`;
- * `names[0]` when none is (then CHECK reports it missing under its current name).
+ * Which name the attachment's host veth has in `links` (`ip -json link show` of the
+ * node): the first of `names` (veth-name.ts `hostVethNames`, current first) present with
+ * `mac`, else any link with `mac` (a veth ADD named after a pod this CHECK's CNI_ARGS do
+ * not name: the MAC comes from the attachment's key); `names[0]` when none is (then CHECK
+ * reports it missing under its current name).
  */
 export function presentVethName(links: readonly IpJson[], names: readonly string[], mac: string): string {
-  const ours = (n: string) =>
-    links.some((l) => l.ifname === n && typeof l.address === 'string' && l.address.toLowerCase() === mac);
-  return names.find(ours) ?? names[0]!;
+  const hasMac = (l: IpJson) => typeof l.address === 'string' && l.address.toLowerCase() === mac;
+  const byName = names.find((n) => links.some((l) => l.ifname === n && hasMac(l)));
+  const byMac = links.find(hasMac)?.ifname;
+  return byName ?? (typeof byMac === 'string' ? byMac : names[0]!);
 }
 
 /** The IPv6 side (when `prev` has an IPv6) and the egress pair (when it has an egress address) of `plan`. */

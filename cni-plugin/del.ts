@@ -20,8 +20,8 @@ import { hostOf } from './process-host.js';
 import type { NetConf } from './netconf.js';
 import { readPrevResult } from './prev-result.js';
 import { networkIds } from './request.js';
-import { hostVethMac, hostVethNames, podVethMac, vethOwnerOf } from './veth-name.js';
-import { deleteHostVethPair, deleteOwnedVeth } from './veth-delete.js';
+import { hostVethMac, hostVethNames, knowsPod, podVethMac, vethOwnerOf } from './veth-name.js';
+import { deleteHostVethPair, deleteOwnedVeth, type OwnedVethLookup } from './veth-delete.js';
 import type { NodeSide } from './host.js';
 import { egressVeth, egressVethNames } from './wiring-plan.js';
 
@@ -40,7 +40,10 @@ export async function cmdDel(
   ctx: VerbContext = {},
 ): Promise<{ ip: string }> {
   requireEnv(env, 'DEL');
-  const names = hostVethNames(conf.vethPrefix, vethOwnerOf(env));
+  const owner = vethOwnerOf(env);
+  const names = hostVethNames(conf.vethPrefix, owner);
+  // No pod in CNI_ARGS: ADD may have named the veth after a pod this DEL cannot see; its MAC finds it.
+  const lookup = { byMac: !knowsPod(owner) };
   const hostMac = hostVethMac(env.containerId, env.ifName);
   const host = hostOf(ctx);
   const ipamd = host.ipamd(conf.ipamdSocket);
@@ -49,8 +52,8 @@ export async function cmdDel(
   try {
     const veths =
       conf.ipFamily === 'ipv6'
-        ? deleteV6Pair(names, egressNames, [hostMac, egress.hostMac], host)
-        : Promise.allSettled([deleteOwnedVeth(names, hostMac, host), Promise.resolve(undefined)]);
+        ? deleteV6Pair(names, egressNames, [hostMac, egress.hostMac], host, lookup)
+        : Promise.allSettled([deleteOwnedVeth(names, hostMac, host, lookup), Promise.resolve(undefined)]);
     const [[unwired, egressEarly], [released]] = await Promise.all([
       veths,
       Promise.allSettled([ipamd.delNetwork({ ...networkIds(env, conf), reason: 'cni-del' }, DEL_TIMEOUT_MS)]),
@@ -109,7 +112,8 @@ export async function cmdDel(
 /**
  * An IPv6 pod's two host veths deleted, each only with its MAC: under their current names
  * in one helper request when both are there, then (one absent, or wired by an earlier
- * eni-ipam under the older names) one by one through every name.
+ * eni-ipam under the older names) one by one through every name (the pod's veth, with
+ * `lookup`, by its MAC last).
  * @returns each one's outcome: the name deleted, or undefined when it was not there.
  */
 async function deleteV6Pair(
@@ -117,11 +121,12 @@ async function deleteV6Pair(
   egressNames: readonly string[],
   macs: [string, string],
   host: NodeSide,
+  lookup: OwnedVethLookup,
 ): Promise<[PromiseSettledResult<string | undefined>, PromiseSettledResult<string | undefined>]> {
   const [a, b] = await deleteHostVethPair(names[0]!, egressNames[0]!, host, macs);
-  const rest = async (r: PromiseSettledResult<boolean>, all: readonly string[], mac: string) => {
+  const rest = async (r: PromiseSettledResult<boolean>, all: readonly string[], mac: string, l = {}) => {
     if (r.status === 'rejected') throw r.reason;
-    return r.value ? all[0] : deleteOwnedVeth(all.slice(1), mac, host);
+    return r.value ? all[0] : deleteOwnedVeth(all.slice(1), mac, host, l);
   };
-  return Promise.allSettled([rest(a, names, macs[0]), rest(b, egressNames, macs[1])]);
+  return Promise.allSettled([rest(a, names, macs[0], lookup), rest(b, egressNames, macs[1])]);
 }

@@ -15,7 +15,7 @@ import { hostOf } from './process-host.js';
 import type { NetConf } from './netconf.js';
 import { PLUGIN_VERSION } from './request.js';
 import { versionAtLeast } from './versions.js';
-import { hostVethMac, hostVethNames, podVethMac } from './veth-name.js';
+import { hostVethMac, hostVethNames, knowsPod, podVethMac } from './veth-name.js';
 import { deleteOwnedVeth } from './veth-delete.js';
 import { egressVeth, egressVethNames } from './wiring-plan.js';
 
@@ -82,11 +82,12 @@ export async function cmdGc(conf: NetConf, warnings: string[], ctx: VerbContext 
   await Promise.all(
     released.map(async (r) => {
       let hostVeth = '';
-      const names = hostVethNames(conf.vethPrefix, {
+      const owner = {
         containerId: r.container_id,
         ifName: r.if_name,
         pod: { namespace: r.k8s_pod_namespace ?? '', name: r.k8s_pod_name ?? '' },
-      });
+      };
+      const names = hostVethNames(conf.vethPrefix, owner);
       const hostMac = hostVethMac(r.container_id, r.if_name);
       const what = [r.ipv4_addr, r.ipv6_addr, r.egress_v4_addr].filter(Boolean).join(', ');
       try {
@@ -95,7 +96,8 @@ export async function cmdGc(conf: NetConf, warnings: string[], ctx: VerbContext 
           await deleteOwnedVeth(egressVethNames(conf.vethPrefix, r.container_id, r.if_name), e.hostMac, host);
         }
         // Only this attachment's veth (its MAC): a newer sandbox of the same pod has the same name.
-        hostVeth = (await deleteOwnedVeth(names, hostMac, host)) ?? names[0]!;
+        // A pod ipamd does not know (adopted from the kernel): the link of that MAC, whatever its name.
+        hostVeth = (await deleteOwnedVeth(names, hostMac, host, { byMac: !knowsPod(owner) })) ?? names[0]!;
         const plan = {
           netns: '',
           ifName: r.if_name,

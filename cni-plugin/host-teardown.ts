@@ -11,7 +11,7 @@ import { routeFromJson, routesTo, type RouteJson } from '../netfacts/ip-route.js
 import { podRuleDeleteLines, ruleDeleteLinesFor } from './pod-rules.js';
 import { deleteHostVeth, type WiringPlan } from './wiring.js';
 import { deleteOwnedVeth } from './veth-delete.js';
-import { hostVethMac, hostVethNames, type VethOwner } from './veth-name.js';
+import { hostVethMac, hostVethNames, knowsPod, type VethOwner } from './veth-name.js';
 import { egressVeth, egressVethNames } from './wiring-plan.js';
 
 /** What to remove. */
@@ -65,7 +65,8 @@ export async function teardownHost(t: HostTeardown): Promise<string[]> {
 /**
  * Tears down the node side of the attachment `owner` when only its key, pod and IPv4 are
  * known (ipamd's DEL spool): its host veth under any of its names (veth-name.ts
- * `hostVethNames`) and an IPv6 pod's egress veth, each only with this attachment's MAC,
+ * `hostVethNames`; by its MAC when the pod is unknown) and an IPv6 pod's egress veth,
+ * each only with this attachment's MAC,
  * then the rules of `ipv4` as {@link teardownHost} without a plan.
  * @returns warnings as {@link teardownHost}'s.
  * @throws IpBatchError when a veth exists but cannot be deleted.
@@ -80,7 +81,7 @@ export async function teardownAttachment(a: {
   const { containerId, ifName } = a.owner;
   const names = hostVethNames(a.vethPrefix, a.owner);
   const [main] = await Promise.all([
-    deleteOwnedVeth(names, hostVethMac(containerId, ifName), node),
+    deleteOwnedVeth(names, hostVethMac(containerId, ifName), node, { byMac: !knowsPod(a.owner) }),
     deleteOwnedVeth(egressVethNames(a.vethPrefix, containerId, ifName), egressVeth(containerId, ifName).hostMac, node),
   ]);
   return teardownHost({ hostVeth: main ?? names[0]!, vethDone: true, node, ...(a.ipv4 ? { ipv4: a.ipv4 } : {}) });

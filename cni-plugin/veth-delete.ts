@@ -94,18 +94,34 @@ export async function deleteHostVeth(name: string, node: NodeSide = LOCAL_NODE, 
   }
 }
 
+/** How {@link deleteOwnedVeth} looks beyond the names it is given. */
+export interface OwnedVethLookup {
+  /**
+   * When none of the names is there with the MAC, look the MAC up among the node's links
+   * (one `ip -json link show`) and delete that link: for an owner whose pod is unknown
+   * (veth-name.ts `knowsPod`), whose name ADD computed from a pod this caller cannot see.
+   */
+  byMac?: boolean;
+}
+
 /**
  * Deletes the first of `names` that is this attachment's host veth (MAC `mac`): the
  * current name, then the older ones (veth-name.ts `hostVethNames`), so a pod wired by an
- * earlier eni-ipam is unwired as one wired now.
- * @returns the name deleted, or undefined when none of them was there with that MAC.
+ * earlier eni-ipam is unwired as one wired now; with `lookup.byMac`, then the node's link
+ * of that MAC whatever its name. The MAC is derived from the attachment's key
+ * (veth-name.ts `hostVethMac`), so no other sandbox's link has it.
+ * @returns the name deleted, or undefined when no link of that MAC was found.
  * @throws IpBatchError for a failure other than "no such device".
  */
 export async function deleteOwnedVeth(
   names: readonly string[],
   mac: string,
   node: NodeSide = LOCAL_NODE,
+  lookup: OwnedVethLookup = {},
 ): Promise<string | undefined> {
   for (const name of names) if (await deleteHostVeth(name, node, mac)) return name;
-  return undefined;
+  if (!lookup.byMac) return undefined;
+  const [links] = await ipShow(['link show'], node.nodeNetns, node.ip);
+  const found = links!.find((l) => String(l.address).toLowerCase() === mac.toLowerCase())?.ifname;
+  return typeof found === 'string' && (await deleteHostVeth(found, node, mac)) ? found : undefined;
 }

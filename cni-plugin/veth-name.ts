@@ -125,9 +125,17 @@ function podKeyOf(ifName: string): number | string {
  */
 export function hostVethNames(prefix: string, o: VethOwner): string[] {
   const legacy = legacyHostVethName(prefix, o.containerId, o.ifName);
-  if (!o.pod?.namespace || !o.pod.name) return [legacy];
-  return [podHostVethName(prefix, o.pod.namespace, o.pod.name, podKeyOf(o.ifName)), legacy];
+  if (!knowsPod(o)) return [legacy];
+  return [podHostVethName(prefix, o.pod!.namespace, o.pod!.name, podKeyOf(o.ifName)), legacy];
 }
+
+/**
+ * True when `o` names its pod (namespace and name both non-empty). Without it the host
+ * veth's name cannot be computed when ADD knew the pod (a DEL without `CNI_ARGS`, an
+ * allocation ipamd adopted from the kernel): the deletes then also look the link up by
+ * its MAC (veth-delete.ts `deleteOwnedVeth`).
+ */
+export const knowsPod = (o: VethOwner): boolean => !!o.pod?.namespace && !!o.pod.name;
 
 /**
  * The host veth name ADD gives the attachment `o` ({@link hostVethNames}' first).

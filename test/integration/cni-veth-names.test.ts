@@ -91,7 +91,7 @@ async function world(t: test.TestContext, family: Family, side: Side): Promise<W
   return { node, mk, standin, host, conf, family };
 }
 
-/** The CNI environment of one sandbox of pod `<namespace>/<name>`. */
+/** The CNI environment of one sandbox of pod `<namespace>/<name>` (`pod` '': a bare CNI call, no CNI_ARGS). */
 const envOf = (command: string, id: string, netns: string, pod: string): CniEnv =>
   readCniEnv({
     CNI_COMMAND: command,
@@ -99,7 +99,7 @@ const envOf = (command: string, id: string, netns: string, pod: string): CniEnv 
     CNI_NETNS: netns,
     CNI_IFNAME: 'eth0',
     CNI_PATH: '/opt/cni/bin',
-    CNI_ARGS: `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${pod};K8S_POD_INFRA_CONTAINER_ID=${id}`,
+    CNI_ARGS: pod ? `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${pod};K8S_POD_INFRA_CONTAINER_ID=${id}` : '',
   });
 
 interface Sandbox {
@@ -267,5 +267,24 @@ for (const family of ['ipv4', 'ipv6'] as const)
       await check(w, s3);
       await del(w, s3);
       assert.equal((await hostLinks(w.node)).size, 0);
+    });
+
+    test(`${family}, ${side}: CHECK and DEL without CNI_ARGS, and GC of a pod ipamd does not name, find the veth by its MAC`, async (t) => {
+      const w = await world(t, family, side);
+      const x = await addNew(w, 'web-1', 'x');
+      const y = await addNew(w, 'web-2', 'y');
+      const bare = { ...x, pod: '' };
+      await check(w, bare); // throws on drift
+      await del(w, bare);
+      const left = await hostLinks(w.node);
+      assert.deepEqual(
+        [...left.keys()].filter((n) => n.startsWith('eni')),
+        [podHostVethName('eni', 'default', 'web-2')],
+      );
+      assert.equal(left.size, family === 'ipv6' ? 2 : 1, "x's veths went, y's stay");
+      await assertReachable(w, y);
+      w.standin.pods.clear(); // an allocation ipamd adopted from the kernel: no pod known
+      await gc(w, []);
+      assert.equal((await hostLinks(w.node)).size, 0, "GC found y's veth by its MAC");
     });
   }
