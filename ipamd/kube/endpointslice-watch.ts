@@ -39,6 +39,8 @@ export interface EndpointSliceWatchOptions {
 
 const GROUP = { group: 'discovery.k8s.io', version: 'v1', plural: 'endpointslices' } as const;
 const PATH = '/apis/discovery.k8s.io/v1/endpointslices';
+/** A watch that ends cleanly sooner than this (ms) counts as a failure (back-off), so nothing relists in a loop. */
+const MIN_WATCH_MS = 5_000;
 
 /** Rejects after `ms` unless `p` settles first. */
 async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
@@ -110,10 +112,13 @@ export class EndpointSliceWatch {
     this.logged = false;
     this.backoffMs = 0;
     this.o.changed();
+    const began = this.o.now();
     const end = await this.watch(resourceVersion);
     if (this.stopped) return;
     if (end) throw end;
-    // A clean end (server timeout, 410): list again at once.
+    // A clean end (server timeout, 410): list again at once, unless the watch ended within
+    // MIN_WATCH_MS (a server or proxy ending every watch at once): that backs off as a failure.
+    if (this.o.now() - began < MIN_WATCH_MS) throw new Error(`watch ended after ${this.o.now() - began} ms`);
     this.o.index.lost();
     this.o.changed();
     this.cycle();
