@@ -18,9 +18,11 @@
  *   so eni-ipam's cooldown ends on the slice change, not at once).
  * --instance-type: the node's EC2 instance type (default m5.xlarge: 4 ENIs × 14 addresses).
  * --settle: before each eni-ipam round, wait until no address is cooling (IP_COOLDOWN_PERIOD).
+ * --no-evidence: eni-ipam with ENI_IPAM_COOLDOWN_EVIDENCE=false (every cooldown runs its
+ *   full IP_COOLDOWN_PERIOD, as before issue 41), for comparison.
  *
  *   node dist/bench/cluster-scale-up.js [--pods 50] [--rounds 3] [--mode scale|rollout]
- *     [--instance-type m5.xlarge] [--service] [--settle]
+ *     [--instance-type m5.xlarge] [--service] [--settle] [--no-evidence]
  *
  * Prints each round, the medians and the ratio eni-ipam / ptp, and the machine's load.
  */
@@ -45,6 +47,7 @@ const { values: args } = parseArgs({
     'instance-type': { type: 'string', default: 'm5.xlarge' },
     service: { type: 'boolean', default: false },
     settle: { type: 'boolean', default: false },
+    'no-evidence': { type: 'boolean', default: false },
   },
 });
 const ROUNDS = Number(args.rounds);
@@ -132,7 +135,8 @@ async function setup(c: TestCluster): Promise<void> {
     await copyFile(`/usr/lib/cni/${p}`, c.host(`/opt/cni/bin/${p}`));
     await chmod(c.host(`/opt/cni/bin/${p}`), 0o755);
   }
-  await installEniIpam(c, { wait: true });
+  const env = args['no-evidence'] ? { ENI_IPAM_COOLDOWN_EVIDENCE: 'false' } : {};
+  await installEniIpam(c, { wait: true, values: { env } });
   const objects: object[] = [echoDeployment(c, 'bench', 0)];
   if (args.service)
     objects.push({
