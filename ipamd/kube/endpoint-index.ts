@@ -100,15 +100,34 @@ export class EndpointIndex implements ReuseEvidence {
    * have been), and the view is synced since `now`.
    */
   replaceAll(slices: readonly SliceLike[], now: number): void {
+    const r = this.relist();
+    r.add(slices, now);
+    r.finish(now);
+  }
+
+  /**
+   * A complete list taken page by page (so no page's objects are kept): unsynced from
+   * now; `add` each page's slices at the time it came (ms), then `finish` at the time the
+   * last came: slices no page listed are dropped (their addresses removed at that time)
+   * and the view is synced since then. A relist never finished leaves the view unsynced.
+   */
+  relist(): { add(slices: readonly SliceLike[], now: number): void; finish(now: number): void } {
+    this.since = undefined;
     const seen = new Set<string>();
-    for (const s of slices) {
-      const k = sliceKey(s);
-      seen.add(k);
-      this.put(k, s, now);
-    }
-    for (const k of [...this.bySlice.keys()]) if (!seen.has(k)) this.drop(k, now);
-    for (const k of [...this.unreadable.keys()]) if (!seen.has(k)) this.unreadable.delete(k);
-    this.since = now;
+    return {
+      add: (slices, now) => {
+        for (const s of slices) {
+          const k = sliceKey(s);
+          seen.add(k);
+          this.put(k, s, now);
+        }
+      },
+      finish: (now) => {
+        for (const k of [...this.bySlice.keys()]) if (!seen.has(k)) this.drop(k, now);
+        for (const k of [...this.unreadable.keys()]) if (!seen.has(k)) this.unreadable.delete(k);
+        this.since = now;
+      },
+    };
   }
 
   /** One watch event at `now` (ms): a slice added or modified, or deleted. */

@@ -85,9 +85,10 @@ export class EndpointSliceWatch {
     void this.listThenWatch().catch((e: unknown) => this.fail(e));
   }
 
-  private async list(): Promise<{ items: SliceLike[]; resourceVersion: string }> {
+  /** Lists every slice into the index page by page (no page kept); @returns the list's resourceVersion. */
+  private async list(): Promise<string> {
     const api = this.o.kc.makeApiClient(CustomObjectsApi);
-    const items: SliceLike[] = [];
+    const relist = this.o.index.relist();
     let cont: string | undefined;
     let rv = '';
     do {
@@ -96,18 +97,19 @@ export class EndpointSliceWatch {
         this.o.callTimeoutMs ?? 10_000,
         'EndpointSlice list',
       )) as { items?: SliceLike[]; metadata?: { continue?: string; resourceVersion?: string } };
-      items.push(...(page.items ?? []));
+      if (this.stopped) return '';
+      relist.add(page.items ?? [], this.o.now());
       cont = page.metadata?.continue || undefined;
       rv = page.metadata?.resourceVersion ?? rv;
-    } while (cont && !this.stopped);
+    } while (cont);
     if (!rv) throw new Error('EndpointSlice list without a resourceVersion');
-    return { items, resourceVersion: rv };
+    relist.finish(this.o.now());
+    return rv;
   }
 
   private async listThenWatch(): Promise<void> {
-    const { items, resourceVersion } = await this.list();
+    const resourceVersion = await this.list();
     if (this.stopped) return;
-    this.o.index.replaceAll(items, this.o.now());
     if (this.logged) this.o.log.info('EndpointSlice watch: synced again; cooldowns may end on evidence');
     this.logged = false;
     this.backoffMs = 0;

@@ -162,3 +162,17 @@ test('datastore: unsynced, lost, or no evidence: the timer alone; the release pa
   assert.deepEqual(ds.coolingEntries(25_000), [{ ip: '10.0.0.51', releasedAt: 10_000 }], 'checkpoint keeps it');
   assert.equal(ds.assign(key('b'), undefined, 25_000).kind, 'assigned', 'synced again + allowance');
 });
+
+test('index: a paged relist is unsynced until its last page; slices no page listed go at the end', () => {
+  const ix = new EndpointIndex(ALLOW);
+  ix.replaceAll([slice('a', ['10.0.0.5']), slice('b', ['10.0.0.6'])], 1_000);
+  const r = ix.relist();
+  assert.equal(ix.syncedSince(), undefined, 'unsynced from the relist on');
+  r.add([slice('a', ['10.0.0.5'])], 2_000);
+  assert.equal(ix.syncedSince(), undefined, 'still unsynced between pages');
+  assert.deepEqual(ix.listing('10.0.0.6'), { listed: true }, 'nothing dropped before the last page');
+  r.finish(3_000);
+  assert.equal(ix.syncedSince(), 3_000);
+  assert.deepEqual(ix.listing('10.0.0.6'), { listed: false, removedAt: 3_000 });
+  assert.deepEqual(ix.listing('10.0.0.5'), { listed: true });
+});
