@@ -37,8 +37,12 @@ import { encodeAddResult, type AddResult } from './result.js';
 import { hostVethMac, hostVethName, podVethMac } from './veth-name.js';
 import { IpConflictError, startWiring, unwire, type PendingWiring, type VethPlan, type WiringPlan } from './wiring.js';
 
-/** Deadline of `AddNetwork` in ms: ipamd may wait (bounded) on a pool refill. */
-export const ADD_TIMEOUT_MS = 15_000;
+/**
+ * Deadline of `AddNetwork` in ms: ipamd may wait (bounded) on a pool refill, up to
+ * ENI_IPAM_ADD_WAIT_FOR_ENI_TIMEOUT (at most 50 s) while a new ENI is being created.
+ * Below the shim's answer deadline (110 s) and kubelet's runtime request timeout (2 min).
+ */
+export const ADD_TIMEOUT_MS = 60_000;
 /** Deadline of the "add-failed" `DelNetwork` in ms. */
 export const ROLLBACK_TIMEOUT_MS = 5_000;
 

@@ -66,6 +66,8 @@ export interface IpamdConfig {
   disableMetrics: boolean;
   disableIntrospection: boolean;
   addWaitTimeoutMs: number;
+  /** ENI_IPAM_ADD_WAIT_FOR_ENI_TIMEOUT (ms). */
+  addWaitForEniMs: number;
   shrinkDelayMs: number;
   reconcileIntervalMs: number;
   gcIntervalMs: number;

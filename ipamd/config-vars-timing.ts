@@ -29,6 +29,13 @@ export const TIMING_VARS: VarSpec[] = [
     'How long an ADD waits for a refill when the pool is empty.',
   ),
   v(
+    'ENI_IPAM_ADD_WAIT_FOR_ENI_TIMEOUT',
+    'addWaitForEniMs',
+    duration(0, 50_000),
+    '0',
+    'How long in all an ADD may wait while a new ENI that can serve it is still being created and attached (0, or at most ENI_IPAM_ADD_WAIT_TIMEOUT: no longer than that). The chart sets 45s: a new ENI takes seconds, and failing the ADD meanwhile costs the pod a kubelet retry.',
+  ),
+  v(
     'ENI_IPAM_SHRINK_DELAY',
     'shrinkDelayMs',
     duration(),

@@ -4,11 +4,13 @@
  * check of docs/design.md#9-restore-sources-and-the-nothing-lost-check.
  */
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
 import type { SimCloud } from '../sim/index.js';
 import type { IpamdAllocation, IpamdStatus, RunningPod } from './containerd-node-types.js';
 import type { CriTestClient } from './cri-client.js';
 import { ipIn } from './netns.js';
 import { findLosses, type LiveSandbox } from './nothing-lost.js';
+import { lossTimeline } from './nothing-lost-timeline.js';
 import { waitFor } from './wait.js';
 
 /** What the checks read of a running node (a ContainerdNode: its ipamd through introspection, its pods, containerd). */
@@ -21,6 +23,8 @@ export interface CheckedNode {
   allocations(): Promise<IpamdAllocation[]>;
   liveSandboxes(): Promise<LiveSandbox[]>;
   waitForGcPass(timeoutMs?: number): Promise<IpamdStatus>;
+  /** Path of ipamd's JSON log, read for the timeline a failed check prints. */
+  ipamdLog?: string;
 }
 
 /** ipamd's duration syntax (number = s, or ms/s/m/h suffix) → ms. */
@@ -100,8 +104,29 @@ export async function assertNothingLostOn(
     calls: sim.calls,
     instanceId: parts.instanceId,
     allocations,
+    ...(n.ipamdLog ? { handedOutAt: await handOutTimes(n.ipamdLog) } : {}),
   });
-  assert.deepEqual(losses, [], `nothing-lost check failed (${live.length} live sandboxes):\n${losses.join('\n')}`);
+  const timeline = losses.length ? `\n${await lossTimeline(losses, sim.calls, live, n.ipamdLog)}` : '';
+  assert.deepEqual(
+    losses,
+    [],
+    `nothing-lost check failed (${live.length} live sandboxes):\n${losses.join('\n')}${timeline}`,
+  );
   const after = await n.status();
   assert.equal(after.counts.assigned, live.length, 'ipamd assigned == live sandboxes after one GC pass');
+}
+
+/** When ipamd logged "assigned IP" for each container (the last time), ms since epoch, from its JSON log; unreadable → empty. */
+async function handOutTimes(ipamdLog: string): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const line of (await readFile(ipamdLog, 'utf8').catch(() => '')).split('\n')) {
+    if (!line.includes('"assigned IP"')) continue;
+    try {
+      const j = JSON.parse(line) as { msg?: string; containerID?: string; time?: number };
+      if (j.msg === 'assigned IP' && j.containerID && typeof j.time === 'number') out.set(j.containerID, j.time);
+    } catch {
+      /* a partial line */
+    }
+  }
+  return out;
 }

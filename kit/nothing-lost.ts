@@ -37,6 +37,13 @@ export interface LossInput {
   instanceId: string;
   /** ipamd's allocations (`GET /v1/allocations`) after a GC pass. */
   allocations: Array<{ containerID: string; ipv4: string }>;
+  /**
+   * When ipamd handed each sandbox its address (its "assigned IP" log line), ms since epoch, by
+   * sandbox id. With it, an Unassign after the sandbox's creation is no loss when EC2 assigned
+   * the address (or its /28) again after that Unassign had completed and before the hand-out:
+   * the address was free when it was unassigned (a shrink during the sandbox's creation).
+   */
+  handedOutAt?: ReadonlyMap<string, number>;
 }
 
 /** Values of `Name.1`, `Name.2`, ... (and a bare `Name`) of a Query API request. */
@@ -110,15 +117,17 @@ export function findLosses(i: LossInput): string[] {
   }
   for (const c of i.calls) {
     if (c.action === 'UnassignPrivateIpAddresses') {
+      const freeThen = (s: LiveSandbox, addr: string): boolean =>
+        assignedAgainBefore(addr, c, i.calls, i.handedOutAt?.get(s.id));
       for (const ip of listParam(c.params, 'PrivateIpAddress')) {
         const s = liveByIp.get(ip);
-        if (s && c.at >= s.createdAtMs)
+        if (s && c.at >= s.createdAtMs && !freeThen(s, ip))
           bad.push(`UnassignPrivateIpAddresses of ${ip} (live pod ${s.podName}) at ${new Date(c.at).toISOString()}`);
       }
       for (const prefix of listParam(c.params, 'Ipv4Prefix')) {
         for (const ip of validPrefixAddresses(prefix)) {
           const s = liveByIp.get(ip);
-          if (s && c.at >= s.createdAtMs)
+          if (s && c.at >= s.createdAtMs && !freeThen(s, prefix))
             bad.push(
               `UnassignPrivateIpAddresses of prefix ${prefix}, which holds ${ip} (live pod ${s.podName}) at ${new Date(c.at).toISOString()}`,
             );
@@ -154,6 +163,30 @@ export function findLosses(i: LossInput): string[] {
       );
   }
   return bad;
+}
+
+/**
+ * True when a successful AssignPrivateIpAddresses gave `addr` (an address or a /28) back
+ * after `unassign` had completed and itself completed at or before `handedOutAt` (ms).
+ * False without a hand-out time or while the unassign has no answer.
+ */
+function assignedAgainBefore(
+  addr: string,
+  unassign: ApiCallRecord,
+  calls: readonly ApiCallRecord[],
+  handedOutAt: number | undefined,
+): boolean {
+  if (handedOutAt === undefined || unassign.durationMs === undefined) return false;
+  const unassignedAt = unassign.at + unassign.durationMs;
+  return calls.some(
+    (a) =>
+      a.action === 'AssignPrivateIpAddresses' &&
+      a.ok &&
+      a.durationMs !== undefined &&
+      a.at >= unassignedAt &&
+      a.at + a.durationMs <= handedOutAt &&
+      (a.assigned ?? []).includes(addr),
+  );
 }
 
 /** Addresses of a prefix from a request parameter; none when it is not a valid IPv4 CIDR. */

@@ -5,10 +5,11 @@
 # 4 per core), ENI_IPAM_STRESS_IO sync workers and ENI_IPAM_STRESS_HDD disk writers (default 1
 # each, in a directory of this run's own). A test that passes unloaded and fails here waited for
 # a proxy (a sleep, a log line, a call count) instead of the state it asserts.
-# Run from the repository after `npm run build`. Exits with the test runner's status.
+# These files run only here in `npm test` (scripts/test.sh leaves them out of the other lanes:
+# `--list` prints them). Run from the repository after `npm run build`. Exits with the test
+# runner's status.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/ensure-deps.sh --stress >/dev/null
 files=(
   dist/test/integration/restore-wrong-runtime.test.js
   dist/test/integration/restore-outage.test.js
@@ -19,6 +20,8 @@ files=(
   dist/test/integration/custom-networking-containerd.test.js
   dist/test/integration/pool-fault-scenarios.test.js
 )
+if [ "${1:-}" = --list ]; then printf '%s\n' "${files[@]}"; exit 0; fi
+bash scripts/ensure-deps.sh --stress >/dev/null
 for f in "${files[@]}"; do [ -f "$f" ] || { echo "safety pass: $f is missing (npm run build first)" >&2; exit 2; }; done
 tmp=$(mktemp -d /tmp/eni-ipam-stress-XXXXXX)
 cpus=${ENI_IPAM_STRESS_CPUS:-$(( 4 * $(nproc) ))}

@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { ACTIONS, callInstanceId } from './ec2-actions.js';
 import { Ec2ApiError } from './ec2-errors.js';
-import { renderError, renderResponse } from './ec2-xml.js';
+import { renderError, renderResponse, type XmlTree } from './ec2-xml.js';
 import { NO_RESPONSE, type DrawnFault, type FaultInjector } from './faults.js';
 import { authorize, type IamPolicy } from './iam.js';
 import type { CloudModel } from './cloud-model.js';
@@ -124,6 +124,7 @@ export class Ec2Server {
       if (params.DryRun === 'true')
         throw new Ec2ApiError('DryRunOperation', 'Request would have succeeded, but DryRun flag is set.', 412);
       const body = handler(this.model, params);
+      if (action === 'AssignPrivateIpAddresses') rec.assigned = assignedIn(body);
       // 'after': the action took effect, but the client hears a failure (or nothing).
       if (injected) return await this.injectedFailure(injected, rec, res, t0);
       const xml = this.faults.garbage.garble(action, renderResponse(action, requestId, body));
@@ -205,4 +206,13 @@ function readBody(req: http.IncomingMessage): Promise<string> {
     req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
     req.on('error', reject);
   });
+}
+
+/** The addresses and prefixes an AssignPrivateIpAddresses response body names (ec2-actions.ts shape). */
+function assignedIn(body: XmlTree): string[] {
+  const b = body as Record<string, { item?: Array<Record<string, string>> } | undefined>;
+  return [
+    ...(b['assignedPrivateIpAddressesSet']?.item ?? []).map((i) => i['privateIpAddress'] ?? ''),
+    ...(b['assignedIpv4PrefixSet']?.item ?? []).map((i) => i['ipv4Prefix'] ?? ''),
+  ];
 }

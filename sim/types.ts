@@ -124,6 +124,8 @@ export interface ApiCallRecord {
   instanceId?: string;
   /** Time to answer in ms, set when the call completes (undefined while in flight; `ok` is false until then). */
   durationMs?: number;
+  /** AssignPrivateIpAddresses: the secondary IPs and /28 prefixes EC2 assigned (set when it succeeds). */
+  assigned?: string[];
 }
 
 /** Every IPv4 CIDR block of the VPC, primary first (IMDS `vpc-ipv4-cidr-blocks` order). */

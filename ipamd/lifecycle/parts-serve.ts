@@ -146,6 +146,7 @@ export const servicePart = ({ config, log }: PartEnv) =>
         persist: () => writer.commit(),
         log,
         addWaitTimeoutMs: config.addWaitTimeoutMs,
+        addWaitGrowingMs: config.addWaitForEniMs,
         ec2Throttled: () => throttle.throttledWithin(config.addWaitTimeoutMs + 1000),
         stopping: () => phase.stopping,
         onConflict: () => metrics.ipConflict(),

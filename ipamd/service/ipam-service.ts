@@ -59,6 +59,8 @@ export interface IpamServiceOptions {
   log: Logger;
   /** Bounded wait for an address when the pool is empty (ms). */
   addWaitTimeoutMs: number;
+  /** Longest wait in all (ms) while a refill is still under way (an ENI being created and attached); ≤ addWaitTimeoutMs: no longer wait. */
+  addWaitGrowingMs?: number;
   now?: () => number;
   /** Told of each IP quarantined after a refused ADD (metrics). */
   onConflict?: (ip: string) => void;
@@ -137,7 +139,9 @@ export class IpamService {
 
   private async addOnce(req: AddRequest): Promise<AddResult> {
     const { ds, pool, log } = this.o;
-    const deadline = this.now() + this.o.addWaitTimeoutMs;
+    const start = this.now();
+    const deadline = start + this.o.addWaitTimeoutMs;
+    const growingDeadline = start + Math.max(this.o.addWaitTimeoutMs, this.o.addWaitGrowingMs ?? 0);
     for (;;) {
       const r = stageTrace.time('add.datastore', () => ds.assign(req, req.pod, this.now()));
       if (r.kind === 'pending')
@@ -171,17 +175,19 @@ export class IpamService {
         log.info(podFields(req, req.pod, r.allocation.ipv4, r.eni.eniId), 'assigned IP');
         return { allocation: r.allocation, eni: r.eni, routeTableId: podRouteTable(r.eni), existing: false };
       }
-      const left = deadline - this.now();
-      if (left <= 0) {
+      const now = this.now();
+      const left = deadline - now;
+      // Past its own wait, an ADD keeps waiting only while a refill is still under way.
+      if (left <= 0 && !(now < growingDeadline && pool.growing)) {
         throw new PoolExhaustedError(
-          `no free IP within ${this.o.addWaitTimeoutMs} ms${pool.lastError ? `: ${pool.lastError}` : ''}`,
+          `no free IP within ${now - start} ms${pool.lastError ? `: ${pool.lastError}` : ''}`,
         );
       }
       log.info(
-        { ...podFields(req, req.pod, undefined, undefined), waitMs: left },
+        { ...podFields(req, req.pod, undefined, undefined), waitMs: left, growingWaitMs: growingDeadline - now },
         'ADD: pool empty: waiting for a refill',
       );
-      await pool.waitForAddress(left);
+      await pool.waitForAddress(Math.max(left, 0), growingDeadline - now);
     }
   }
 

@@ -19,6 +19,17 @@ export const TIMING_ROWS: Row[] = [
     bad: ['3 s', '-1', 's', '1.5.2', '10x'],
   },
   {
+    name: 'ENI_IPAM_ADD_WAIT_FOR_ENI_TIMEOUT',
+    key: 'addWaitForEniMs',
+    def: 0,
+    good: [
+      ['45s', 45_000],
+      ['0', 0],
+      ['50000ms', 50_000],
+    ],
+    bad: ['51s', '1m', '-1', 'soon'],
+  },
+  {
     name: 'ENI_IPAM_CNI_IPAMD_WAIT',
     key: 'cniIpamdWaitMs',
     def: 10_000,

@@ -154,3 +154,70 @@ test('prefix mode: losses are found by content, one line per violation', () => {
     c.want.forEach((re, k) => assert.match(got[k]!, re, c.name));
   }
 });
+
+test('an address unassigned while free during the sandbox creation and assigned back before the hand-out is no loss', () => {
+  const a = eni({ networkInterfaceId: 'eni-a', secondaryIps: ['10.0.0.35'] });
+  const live = [{ ip: '10.0.0.35', id: 'sb1' }];
+  const unassign = {
+    action: 'UnassignPrivateIpAddresses',
+    at: T0 + 100,
+    durationMs: 50,
+    params: { NetworkInterfaceId: 'eni-a', 'PrivateIpAddress.1': '10.0.0.35' },
+  };
+  const assignAgain = (at: number, assigned = ['10.0.0.35']) => ({
+    action: 'AssignPrivateIpAddresses',
+    at,
+    durationMs: 40,
+    assigned,
+    params: { NetworkInterfaceId: 'eni-a', SecondaryPrivateIpAddressCount: '1' },
+  });
+  const lost = /UnassignPrivateIpAddresses of 10\.0\.0\.35 \(live pod pod-sb1\)/;
+  const cases: Array<{
+    name: string;
+    calls: Array<Parameters<typeof input>[1]>[number];
+    handedOutAt?: number;
+    lost: boolean;
+  }> = [
+    {
+      name: 're-assigned after the unassign completed, handed out after',
+      calls: [unassign, assignAgain(T0 + 200)],
+      handedOutAt: T0 + 300,
+      lost: false,
+    },
+    { name: 'no hand-out time known', calls: [unassign, assignAgain(T0 + 200)], lost: true },
+    {
+      name: 'handed out before the re-assign completed',
+      calls: [unassign, assignAgain(T0 + 200)],
+      handedOutAt: T0 + 220,
+      lost: true,
+    },
+    {
+      name: 're-assign sent while the unassign was in flight',
+      calls: [unassign, assignAgain(T0 + 120)],
+      handedOutAt: T0 + 300,
+      lost: true,
+    },
+    {
+      name: 'the re-assign gave other addresses',
+      calls: [unassign, assignAgain(T0 + 200, ['10.0.0.36'])],
+      handedOutAt: T0 + 300,
+      lost: true,
+    },
+    {
+      name: 'the unassign has no answer yet',
+      calls: [{ ...unassign, durationMs: undefined }, assignAgain(T0 + 200)],
+      handedOutAt: T0 + 300,
+      lost: true,
+    },
+  ];
+  for (const c of cases) {
+    const i = input([a], c.calls as never, live);
+    if (c.handedOutAt !== undefined) i.handedOutAt = new Map([['sb1', c.handedOutAt]]);
+    const got = findLosses(i);
+    assert.equal(
+      got.some((l) => lost.test(l)),
+      c.lost,
+      `${c.name}: ${JSON.stringify(got)}`,
+    );
+  }
+});

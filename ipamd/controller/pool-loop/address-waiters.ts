@@ -27,6 +27,17 @@ interface Waiter {
   timer: TimerHandle;
 }
 
+/** How often (ms) a waiter past its own time checks whether addresses are still on their way. */
+export const ON_THE_WAY_RECHECK_MS = 500;
+
+/** A waiter's longer wait while addresses are on their way (see {@link AddressWaiters.wait}). */
+export interface OnTheWay {
+  /** True while addresses are on their way (an ENI being created and attached, an assign in flight). */
+  pending: () => boolean;
+  /** Latest end of the wait (ms, same clock as `now`). */
+  untilMs: number;
+}
+
 /** The queue of waiting ADDs. */
 export class AddressWaiters {
   private readonly queue = new Set<Waiter>();
@@ -52,20 +63,30 @@ export class AddressWaiters {
   }
 
   /**
-   * Waits until woken (an address may be had) or `timeoutMs` passes.
+   * Waits until woken (an address may be had) or `timeoutMs` passes; with `onTheWay`, a
+   * waiter whose time is up keeps its place while `onTheWay.pending()` says addresses are
+   * still on their way, until `onTheWay.untilMs` (checked every {@link ON_THE_WAY_RECHECK_MS}).
    * @throws PoolExhaustedError on timeout or when failed by {@link fail}/{@link failAll}.
    */
-  wait(timeoutMs: number): Promise<void> {
+  wait(timeoutMs: number, onTheWay?: OnTheWay): Promise<void> {
+    const t0 = this.now();
+    let waited = timeoutMs;
     return new Promise<void>((resolve, reject) => {
-      const w: Waiter = {
-        resolve,
-        reject,
-        deadline: this.now() + timeoutMs,
-        timer: this.timers.setTimeout(() => {
-          const why = this.timeoutReason();
-          this.settle(w, new PoolExhaustedError(`no free IP after waiting ${timeoutMs} ms${why ? `: ${why}` : ''}`));
-        }, timeoutMs),
+      const expire = (): void => {
+        const now = this.now();
+        if (onTheWay && now < onTheWay.untilMs && onTheWay.pending()) {
+          waited = onTheWay.untilMs - t0;
+          w.deadline = onTheWay.untilMs;
+          w.timer = this.timers.setTimeout(expire, Math.min(ON_THE_WAY_RECHECK_MS, onTheWay.untilMs - now));
+          return;
+        }
+        const why = this.timeoutReason();
+        this.settle(
+          w,
+          new PoolExhaustedError(`no free IP after waiting ${Math.min(waited, now - t0)} ms${why ? `: ${why}` : ''}`),
+        );
       };
+      const w: Waiter = { resolve, reject, deadline: t0 + timeoutMs, timer: this.timers.setTimeout(expire, timeoutMs) };
       this.queue.add(w);
       this.wake();
     });

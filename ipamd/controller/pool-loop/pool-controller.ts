@@ -17,19 +17,16 @@
  * limit (`pool/grow-limits.ts`).
  */
 import { monoNow, realTimers, type TimerHandle, type Timers } from '../../clock.js';
-import type { EniInventory, PoolCounts, ReleasePhases } from '../../datastore/roles.js';
-import type { Ec2Eni, Ec2Port } from '../../cloud/ec2-port.js';
-import type { Logger } from '../../log.js';
-import { poolCounts, SurplusTracker, type PoolTargets } from '../../pool/index.js';
-import type { EniLimits } from '../../pool/grow-limits.js';
+import type { Ec2Eni } from '../../cloud/ec2-port.js';
+import { poolCounts, SurplusTracker } from '../../pool/index.js';
 import { AddressWaiters, PoolExhaustedError } from './address-waiters.js';
-import type { EniManager } from '../eni-lifecycle/eni-manager.js';
-import { GrowExecutor, type EniConfigBlockKind, type GrowFailureKind } from './grow-executor.js';
+import { GrowExecutor, type EniConfigBlockKind } from './grow-executor.js';
 import { ShrinkExecutor } from './shrink-executor.js';
 import { PeriodicTask } from '../periodic-task.js';
-import type { ReleaseGate } from '../release/release-gate.js';
 
 export { PoolExhaustedError } from './address-waiters.js';
+import type { PoolControllerOptions } from './pool-controller-options.js';
+export type { PoolControllerOptions } from './pool-controller-options.js';
 
 /** Delay before a step is retried after a transient grow failure while ADDs wait (ms). */
 const RETRY_AFTER_FAILURE_MS = 500;
@@ -42,43 +39,6 @@ const RETRY_AFTER_FAILURE_MS = 500;
  * §16 item 4). An ADD that finds no address still steps at once.
  */
 export const CHANGE_STEP_DELAY_MS = 100;
-
-/** Options of {@link PoolController}. */
-export interface PoolControllerOptions {
-  ds: PoolCounts & ReleasePhases & EniInventory;
-  ec2: Ec2Port;
-  enis: EniManager;
-  gate: ReleaseGate;
-  log: Logger;
-  targets: PoolTargets;
-  /** Where the ENI limits come from, to name the binding one when grow is blocked (omit: the pure plan's wording). */
-  limits?: EniLimits;
-  /** Re-evaluation period when nothing triggers a step (ms). */
-  intervalMs: number;
-  /** How long a surplus must persist before it is released (ms). */
-  shrinkDelayMs: number;
-  /** Minimum ENI age before it may be freed (ms, default 60 000). */
-  minEniAgeMs?: number;
-  /** Longest delay of the step after an ADD or DEL (ms, default {@link CHANGE_STEP_DELAY_MS}). */
-  changeDelayMs?: number;
-  /** How long grow pauses after InsufficientFreeAddressesInSubnet / InsufficientCidrBlocks (ms, default 30 000). */
-  subnetFullPauseMs?: number;
-  now?: () => number;
-  /** The timers of the loop's delays (default: Node's; unit tests pass virtual ones with `now`). */
-  timers?: Timers;
-  /** Told of each failed grow attempt (kind) and each failed step (metrics). */
-  onGrowFailed?: (kind: GrowFailureKind) => void;
-  onSubnetFull?: (subnetId: string) => void;
-  onStepError?: () => void;
-  /** Marks a pool step in progress (metrics); the result is called when it ends. */
-  inProgress?: (fn: string) => () => void;
-  /** Why no ENI may be created now (custom networking without a usable ENIConfig); see GrowExecutorOptions. */
-  eniCreationRefused?: () => { kind: EniConfigBlockKind; reason: string } | undefined;
-  /** Why the pool may neither grow nor free an ENI now (a cordoned node: startup/node-schedule-wiring.ts); memory only. */
-  managementPaused?: () => string | undefined;
-  /** No new ENI is created until this settles (GrowExecutorOptions.newEnisAfter). */
-  newEnisAfter?: Promise<unknown>;
-}
 
 /** Runs grow/shrink steps against EC2 and wakes ADDs waiting for an address. */
 export class PoolController {
@@ -242,12 +202,15 @@ export class PoolController {
 
   /**
    * Waits until the pool may have an available address (woken as soon as addresses
-   * appear), for at most `timeoutMs`, and asks for a refill that counts this ADD.
+   * appear), for at most `timeoutMs` (ms) or, while a new ENI is still being created
+   * ({@link growing}), up to `growingWaitMs` (ms) in all, and asks for a refill that counts this ADD.
    * @throws PoolExhaustedError with the reason when the pool cannot grow or time runs out.
    */
-  waitForAddress(timeoutMs: number): Promise<void> {
+  waitForAddress(timeoutMs: number, growingWaitMs = 0): Promise<void> {
     if (this.stopped) return Promise.reject(new PoolExhaustedError('ipamd is shutting down'));
-    const p = this.waiters.wait(timeoutMs);
+    const pending = (): boolean => this.growing;
+    const untilMs = this.now() + growingWaitMs;
+    const p = this.waiters.wait(timeoutMs, growingWaitMs > timeoutMs ? { pending, untilMs } : undefined);
     this.trigger();
     return p;
   }
@@ -339,6 +302,11 @@ export class PoolController {
   attachLeftoverIfWanted(eni: Ec2Eni, subnetCidr: string): boolean {
     if (this.stopped || !this.started || this.o.managementPaused?.()) return false;
     return this.grower.attachLeftoverIfWanted(eni, subnetCidr, this.waiters.size);
+  }
+
+  /** True while a new ENI is being created and attached (its addresses are on their way). */
+  get growing(): boolean {
+    return this.grower.creating > 0;
   }
 
   /** Number of ADDs waiting for an address. */
