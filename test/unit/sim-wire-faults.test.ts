@@ -16,7 +16,7 @@ import {
   DetachNetworkInterfaceCommand,
 } from '@aws-sdk/client-ec2';
 import { SimCloud, type ApiCallRecord, type SimStateJson } from '../../sim/index.js';
-import { ec2ClientFor, expectSdkError, simAdmin, sleep, startSim } from '../helpers/sim-fixture.js';
+import { ec2ClientFor, expectSdkError, simAdmin, startSim } from '../helpers/sim-fixture.js';
 import { waitFor } from '../../kit/wait.js';
 
 test('call log: every call with raw params, outcome and instance; countCalls/resetCalls; /_sim/calls, /_sim/state, /_sim/reset-calls', async (t) => {
@@ -106,7 +106,7 @@ test('throttling: token bucket per action class, shared by all clients, RequestL
 
   // over HTTP: a refilling bucket for the mutating class
   const r = await simAdmin(sim, 'POST', '/_sim/faults', {
-    throttle: { mutating: { burst: 1, refillPerSecond: 10 }, describe: null },
+    throttle: { mutating: { burst: 1, refillPerSecond: 1 }, describe: null },
   });
   assert.equal(r.status, 200);
   await ec2.send(new DescribeSubnetsCommand({}));
@@ -119,9 +119,24 @@ test('throttling: token bucket per action class, shared by all clients, RequestL
     ),
     { name: 'RequestLimitExceeded', status: 503 },
   );
-  await sleep(150); // not a wait: time for the bucket to refill one token
-  await ec2.send(
-    new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: inst.primaryEniId, SecondaryPrivateIpAddressCount: 1 }),
+  // The bucket refills one token a second (slow enough that a loaded machine cannot refill it
+  // between the two sends above): the next Assign succeeds once it has.
+  await waitFor(
+    'the mutating bucket to refill one token',
+    () =>
+      ec2
+        .send(
+          new AssignPrivateIpAddressesCommand({
+            NetworkInterfaceId: inst.primaryEniId,
+            SecondaryPrivateIpAddressCount: 1,
+          }),
+        )
+        .then(
+          () => true,
+          () => undefined,
+        ),
+    10_000,
+    250,
   );
 });
 
