@@ -6,9 +6,13 @@
  * id, answered in order. The line format is the C file's docstring.
  *
  * If the helper exits, the requests waiting on it fail (the ADD reports CNI error 5 and
- * the runtime retries) and the next request starts a new one. A request not answered
- * within {@link NETLINK_REQUEST_TIMEOUT_MS} fails the same way and the helper is killed
- * (a stuck helper must not hold every later ADD).
+ * the runtime retries) and the next request starts a new one. When requests wait and the
+ * helper answers none of them for {@link NETLINK_REQUEST_TIMEOUT_MS}, they all fail the same
+ * way and the helper is killed (a stuck helper must not hold every later ADD). The deadline
+ * runs from the helper's last answer, not from each request's sending: requests are answered
+ * in order, and a burst of ADDs on a loaded node queued behind each other is progress, not a
+ * stuck helper (3 nodes scaling to 150 pods at load 53 failed ADDs whose requests waited
+ * 10 s in the queue while the helper kept answering).
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { IpBatchError } from '../netfacts/ip-batch.js';
@@ -17,7 +21,7 @@ import { holdChild } from '../netfacts/child-ref.js';
 /** errno of "no such device" (the helper's answer for a link that is not there). */
 const ENODEV = 19;
 
-/** Default deadline of one helper request, ms (a request takes well under 1 ms when the kernel answers). */
+/** Default longest time without an answer while requests wait, ms (a request takes well under 1 ms when the kernel answers). */
 export const NETLINK_REQUEST_TIMEOUT_MS = 10_000;
 
 /** A veth pair to create: the pod netns path, both ends' names and MACs, the MTU (bytes). */
@@ -130,7 +134,7 @@ function answerLines(answer: (id: number, errno?: number, message?: string) => v
 /**
  * Starts the helper at `helperPath` (lazily, on the first request; again after it
  * exited), entering the node netns at `nodeNetns` (default: ipamd's own). `o.timeoutMs`:
- * per-request deadline (default {@link NETLINK_REQUEST_TIMEOUT_MS}).
+ * longest time (ms) without an answer while requests wait (default {@link NETLINK_REQUEST_TIMEOUT_MS}).
  */
 export function netlinkHelper(helperPath: string, nodeNetns?: string, o: { timeoutMs?: number } = {}): NetlinkHelper {
   let child: ChildProcessWithoutNullStreams | undefined;
@@ -145,6 +149,21 @@ export function netlinkHelper(helperPath: string, nodeNetns?: string, o: { timeo
     waiting.delete(id);
     if (waiting.size === 0 && child) hold(child, false);
   };
+  // The progress deadline: armed while requests wait, restarted by each answer.
+  let stall: NodeJS.Timeout | undefined;
+  const armStall = (p: ChildProcessWithoutNullStreams) => {
+    clearTimeout(stall);
+    stall = undefined;
+    if (waiting.size === 0) return;
+    stall = setTimeout(() => {
+      for (const [id, w] of waiting) {
+        settle(id);
+        w.reject(new IpBatchError(w.argv, null, `eni-ipam-netlink did not answer within ${timeoutMs} ms`));
+      }
+      p.kill('SIGKILL'); // the next request starts a new one
+    }, timeoutMs);
+    stall.unref();
+  };
 
   const start = (): ChildProcessWithoutNullStreams => {
     const p = spawn(helperPath, nodeNetns ? [nodeNetns] : [], { stdio: ['pipe', 'pipe', 'pipe'] });
@@ -155,6 +174,7 @@ export function netlinkHelper(helperPath: string, nodeNetns?: string, o: { timeo
         const w = waiting.get(id);
         if (!w) return;
         settle(id);
+        armStall(p);
         if (errno === undefined) w.resolve();
         else w.reject(new IpBatchError(w.argv, errno, `RTNETLINK answers: ${message}`));
       }),
@@ -165,6 +185,7 @@ export function netlinkHelper(helperPath: string, nodeNetns?: string, o: { timeo
     p.stdin.on('error', () => undefined); // it exited: reported below
     const gone = (why: string) => {
       if (child === p) child = undefined;
+      clearTimeout(stall);
       for (const [id, w] of waiting) {
         settle(id);
         w.reject(new IpBatchError(w.argv, null, `eni-ipam-netlink ${why}${err ? `: ${err.trim()}` : ''}`));
@@ -183,21 +204,11 @@ export function netlinkHelper(helperPath: string, nodeNetns?: string, o: { timeo
     const argv = ['eni-ipam-netlink', ...fields];
     const p = child;
     return new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        if (!waiting.has(id)) return;
-        settle(id);
-        reject(new IpBatchError(argv, null, `eni-ipam-netlink did not answer within ${timeoutMs} ms`));
-        p.kill('SIGKILL'); // the others waiting fail on its exit; the next request starts a new one
-      }, timeoutMs);
-      timer.unref();
-      const done =
-        <T>(f: (v: T) => void) =>
-        (v: T) => {
-          clearTimeout(timer);
-          f(v);
-        };
-      waiting.set(id, { argv, resolve: done(resolve), reject: done(reject) });
-      if (waiting.size === 1) hold(p, true);
+      waiting.set(id, { argv, resolve, reject });
+      if (waiting.size === 1) {
+        hold(p, true);
+        armStall(p);
+      }
       p.stdin.write(`${id} ${fields.join(' ')}\n`);
     });
   };

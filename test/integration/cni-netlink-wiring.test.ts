@@ -199,6 +199,18 @@ test('a helper that exits fails its requests, and the next request starts it aga
   await assert.rejects(m.addr(addr), /did not answer within 300 ms/);
   const pid = Number(await readFile(path.join(dir, 'mute.pid'), 'utf8'));
   await waitFor('the mute helper was killed', async () => (alive(pid) ? undefined : true), 5000, 20);
+
+  // A slow helper that keeps answering, in order: a queue longer than the deadline is progress,
+  // not a stuck helper (the deadline runs from the last answer). 12 answers × 0.3 s > 1.5 s.
+  const slow = path.join(dir, 'slow.sh');
+  await writeFile(slow, '#!/bin/sh\nwhile read id rest; do sleep 0.3; echo "$id ok"; done\n');
+  await chmod(slow, 0o755);
+  const sl = netlinkHelper(slow, undefined, { timeoutMs: 1500 });
+  t.after(() => sl.close());
+  const t0 = Date.now();
+  const burst = await Promise.allSettled(Array.from({ length: 12 }, () => sl.addr(addr)));
+  const failed = burst.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason));
+  assert.deepEqual(failed, [], `a queue of 12 behind a helper that answers every 0.3 s (${Date.now() - t0} ms in all)`);
 });
 
 test('the exec server uses the helper built beside the shim; none when told so or when it is missing', async (t) => {
