@@ -21,14 +21,15 @@ export async function ipAllocatable(c: TestCluster): Promise<{ reason: string; m
 
 /** The messages of the Events on Nodes (of `reason` when given), in every namespace. */
 export async function nodeEventMessages(c: TestCluster, reason?: string): Promise<string[]> {
-  const l = await c.kubectl.json<{ items: Array<{ message: string; involvedObject: { kind: string } }> }>([
+  const l = await c.kubectl.json<{ items: Array<{ message?: string; involvedObject: { kind: string } }> }>([
     'get',
     'events',
     '-A',
     '--field-selector',
     `involvedObject.kind=Node${reason ? `,reason=${reason}` : ''}`,
   ]);
-  return l.items.filter((e) => e.involvedObject.kind === 'Node').map((e) => e.message);
+  // Some Events carry no message (the node controller's RegisteredNode): ''.
+  return l.items.filter((e) => e.involvedObject.kind === 'Node').map((e) => e.message ?? '');
 }
 
 /**
