@@ -1,14 +1,14 @@
 /**
  * What an operator looks at and does on the real test cluster, for the cluster files that
  * play an operator's case (test/cluster/operator-cases-cluster.test.ts): the node's
- * `eni-ipam.io/IPAllocatable` condition, the Node's Events of one reason, ipamd's log as
- * `kubectl logs` shows it, a `helm upgrade` waited through to a new Ready ipamd pod, and pods
+ * `eni-ipam.io/IPAllocatable` condition, the Node's Events, ipamd's log file on the node, a `helm upgrade` waited through to a new Ready ipamd pod, and pods
  * deleted at a steady pace while something else happens.
  */
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
 import { waitFor } from '../../kit/wait.js';
 import type { TestCluster } from '../../kit/cluster/cluster.js';
-import { helmRelease, ipamdPodUids, NAMESPACE, RELEASE, waitEniIpamReady } from '../../kit/cluster/install.js';
+import { helmRelease, ipamdPodUids, waitEniIpamReady } from '../../kit/cluster/install.js';
 import { podsOf } from '../../kit/cluster/workload.js';
 
 /** The `eni-ipam.io/IPAllocatable` condition on the first node, or undefined. */
@@ -33,19 +33,13 @@ export async function nodeEventMessages(c: TestCluster, reason?: string): Promis
 }
 
 /**
- * Every string value of every JSON line (pino) of the running ipamd container's log, as the
- * operator reads them once `kubectl logs` output is parsed; a line that is not JSON as it is.
+ * Every string value of every JSON line (pino) of ipamd's log file on the first node, where
+ * the chart points it (`AWS_VPC_K8S_CNI_LOG_FILE`, the node's /var/log/aws-routed-eni/ipamd.log,
+ * as aws-node's): what the operator reads there or in the support bundle. A line that is not
+ * JSON counts as it is.
  */
 export async function ipamdLogStrings(c: TestCluster): Promise<string[]> {
-  const pods = await c.kubectl.json<{ items: Array<{ metadata: { name: string } }> }>([
-    '-n',
-    NAMESPACE,
-    'get',
-    'pods',
-    '-l',
-    `app.kubernetes.io/name=${RELEASE}`,
-  ]);
-  const out = await c.kubectl.run(['-n', NAMESPACE, 'logs', pods.items[0]!.metadata.name, '-c', 'ipamd']);
+  const out = await readFile(c.host('/var/log/aws-routed-eni/ipamd.log'), 'utf8');
   const strings: string[] = [];
   const walk = (v: unknown): void => {
     if (typeof v === 'string') strings.push(v);
