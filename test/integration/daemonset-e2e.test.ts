@@ -185,12 +185,16 @@ test(
     markReady();
     const newIds = await Promise.all([first, ...waiting]);
     outcomes.waited = newIds.filter((id) => (addDone.get(id) ?? 0) > newPodAt).length;
+    // The two later ADDs wait in the shim for the new ipamd; on a loaded machine the new pod may
+    // take longer than the shim's bound to serve, and then they fail with code 11 and are
+    // retried like the first. Either way none completed before the new pod started.
     assert.equal(
-      outcomes.waited,
+      outcomes.waited + (outcomes.failed11 - 1),
       2,
-      'the two ADDs started while ipamd was down completed only after the new pod started',
+      `the two ADDs started while ipamd was down completed only after the new pod started (waited ${outcomes.waited}, failed with 11 and retried ${outcomes.failed11 - 1})`,
     );
-    assert.deepEqual([outcomes.failed11, outcomes.retried], [1, 1]);
+    assert.ok(outcomes.failed11 >= 1, 'the first ADD outlasted the bound and failed with 11');
+    assert.equal(outcomes.retried, outcomes.failed11, 'every ADD that failed with 11 succeeded on retry');
     await waitFor('the spooled DELs applied', () => spooled(n).length === 0, 20_000, 100);
     for (const id of newIds) assert.ok(ipAtStart.get(id), 'each new pod has an IP');
     const allocations = await n.allocations();
