@@ -83,7 +83,9 @@ export class AddressWaiters {
         const why = this.timeoutReason();
         this.settle(
           w,
-          new PoolExhaustedError(`no free IP after waiting ${Math.min(waited, now - t0)} ms${why ? `: ${why}` : ''}`),
+          new PoolExhaustedError(
+            `no free IP after waiting ${Math.round(Math.min(waited, now - t0))} ms${why ? `: ${why}` : ''}`,
+          ),
         );
       };
       const w: Waiter = { resolve, reject, deadline: t0 + timeoutMs, timer: this.timers.setTimeout(expire, timeoutMs) };
