@@ -181,18 +181,7 @@ export const quarantineCheckPart = ({ config, log }: PartEnv) =>
 export const metricsSourcesPart = ({ config }: PartEnv) =>
   part({
     name: 'metrics-sources',
-    needs: [
-      'metrics',
-      'datastore',
-      'release-gate',
-      'pool',
-      'host-network',
-      'evidence',
-      'node',
-      'ipv6',
-      'phase',
-      'cooldown-evidence',
-    ],
+    needs: ['metrics', 'datastore', 'release-gate', 'pool', 'host-network', 'evidence', 'node', 'ipv6', 'phase'],
     start({
       metrics: { metrics },
       datastore: { ds },
@@ -223,7 +212,6 @@ export const metricsSourcesPart = ({ config }: PartEnv) =>
         }),
         evidence: evidence.evidence.sourceStates,
         nodeCondition: () => phase.reporting?.reporter()?.conditionSync(),
-        cooldownEvidence: () => got['cooldown-evidence'].state(),
         ...(ipv6
           ? {
               ipv6: () => ({
