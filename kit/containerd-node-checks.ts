@@ -4,13 +4,12 @@
  * check of docs/design.md#9-restore-sources-and-the-nothing-lost-check.
  */
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
 import type { SimCloud } from '../sim/index.js';
 import type { IpamdAllocation, IpamdStatus, RunningPod } from './containerd-node-types.js';
 import type { CriTestClient } from './cri-client.js';
 import { ipIn } from './netns.js';
 import { findLosses, type LiveSandbox } from './nothing-lost.js';
-import { lossTimeline } from './nothing-lost-timeline.js';
+import { handOutTimes, lossTimeline } from './nothing-lost-timeline.js';
 import { waitFor } from './wait.js';
 
 /** What the checks read of a running node (a ContainerdNode: its ipamd through introspection, its pods, containerd). */
@@ -114,19 +113,4 @@ export async function assertNothingLostOn(
   );
   const after = await n.status();
   assert.equal(after.counts.assigned, live.length, 'ipamd assigned == live sandboxes after one GC pass');
-}
-
-/** When ipamd logged "assigned IP" for each container (the last time), ms since epoch, from its JSON log; unreadable → empty. */
-async function handOutTimes(ipamdLog: string): Promise<Map<string, number>> {
-  const out = new Map<string, number>();
-  for (const line of (await readFile(ipamdLog, 'utf8').catch(() => '')).split('\n')) {
-    if (!line.includes('"assigned IP"')) continue;
-    try {
-      const j = JSON.parse(line) as { msg?: string; containerID?: string; time?: number };
-      if (j.msg === 'assigned IP' && j.containerID && typeof j.time === 'number') out.set(j.containerID, j.time);
-    } catch {
-      /* a partial line */
-    }
-  }
-  return out;
 }

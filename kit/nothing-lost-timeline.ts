@@ -3,7 +3,8 @@
  * loaded CI machine can be read from its message alone: for each address a violation
  * names, in time order, every EC2 call that assigned or unassigned it (with when it
  * arrived and how long it took), the live sandbox holding it (created when), and ipamd's
- * log lines that name it.
+ * log lines that name it. Also when ipamd handed each container its address
+ * ({@link handOutTimes}), which the check itself reads.
  */
 import { readFile } from 'node:fs/promises';
 import type { ApiCallRecord } from '../sim/types.js';
@@ -40,21 +41,50 @@ function callEvents(ip: string, calls: readonly ApiCallRecord[]): Event[] {
   return out;
 }
 
-/** ipamd's JSON log lines (pino: `time` in ms, `msg`) whose text names `ip`. */
-function logEvents(ip: string, logText: string): Event[] {
-  const re = new RegExp(`"${ip.replace(/\./g, '\\.')}"|\\b${ip.replace(/\./g, '\\.')}\\b(?!/)`);
-  const out: Event[] = [];
-  for (const line of logText.split('\n')) {
-    if (!line.startsWith('{') || !re.test(line)) continue;
+/** One ipamd JSON log line (pino: `time` in ms since epoch, `msg`), the fields read here, with its raw text. */
+interface IpamdLine {
+  raw: string;
+  time?: number;
+  msg?: string;
+  podName?: string;
+  containerID?: string;
+}
+
+/** The JSON lines of ipamd's log text (partial or non-JSON lines skipped). */
+function ipamdLines(logText: string): IpamdLine[] {
+  const out: IpamdLine[] = [];
+  for (const raw of logText.split('\n')) {
+    if (!raw.startsWith('{')) continue;
     try {
-      const j = JSON.parse(line) as { time?: number; msg?: string; podName?: string; containerID?: string };
-      const who = j.podName ?? j.containerID?.slice(0, 12) ?? '';
-      out.push({ at: j.time ?? 0, text: `ipamd: ${j.msg ?? ''}${who ? ` (${who})` : ''}` });
+      out.push({ ...(JSON.parse(raw) as Omit<IpamdLine, 'raw'>), raw });
     } catch {
       /* a partial line */
     }
   }
-  return out.slice(-MAX_LOG_LINES);
+  return out;
+}
+
+/** ipamd's log lines whose text names `ip`. */
+function logEvents(ip: string, lines: IpamdLine[]): Event[] {
+  const re = new RegExp(`"${ip.replace(/\./g, '\\.')}"|\\b${ip.replace(/\./g, '\\.')}\\b(?!/)`);
+  return lines
+    .filter((j) => re.test(j.raw))
+    .map((j) => {
+      const who = j.podName ?? j.containerID?.slice(0, 12) ?? '';
+      return { at: j.time ?? 0, text: `ipamd: ${j.msg ?? ''}${who ? ` (${who})` : ''}` };
+    })
+    .slice(-MAX_LOG_LINES);
+}
+
+/**
+ * When ipamd logged "assigned IP" for each container (the last time), ms since epoch, from
+ * its JSON log at `ipamdLog` (the nothing-lost check's `handedOutAt`); unreadable → empty.
+ */
+export async function handOutTimes(ipamdLog: string): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const j of ipamdLines(await readFile(ipamdLog, 'utf8').catch(() => '')))
+    if (j.msg === 'assigned IP' && j.containerID && typeof j.time === 'number') out.set(j.containerID, j.time);
+  return out;
 }
 
 /**
@@ -67,12 +97,12 @@ export async function lossTimeline(
   live: readonly LiveSandbox[],
   ipamdLog?: string,
 ): Promise<string> {
-  const logText = ipamdLog ? await readFile(ipamdLog, 'utf8').catch(() => '') : '';
+  const lines = ipamdLines(ipamdLog ? await readFile(ipamdLog, 'utf8').catch(() => '') : '');
   const blocks: string[] = [];
   for (const ip of addressesNamed(violations)) {
     const events = [
       ...callEvents(ip, calls),
-      ...logEvents(ip, logText),
+      ...logEvents(ip, lines),
       ...live.filter((s) => s.ip === ip).map((s) => ({ at: s.createdAtMs, text: `sandbox of ${s.podName} created` })),
     ].sort((a, b) => a.at - b.at);
     blocks.push(`timeline of ${ip}:\n${events.map((e) => `  ${iso(e.at)} ${e.text}`).join('\n')}`);

@@ -32,7 +32,7 @@ export const ON_THE_WAY_RECHECK_MS = 500;
 
 /** A waiter's longer wait while addresses are on their way (see {@link AddressWaiters.wait}). */
 export interface OnTheWay {
-  /** True while addresses are on their way (an ENI being created and attached, an assign in flight). */
+  /** True while addresses are on their way (the pool controller: a new ENI being created and attached). */
   pending: () => boolean;
   /** Latest end of the wait (ms, same clock as `now`). */
   untilMs: number;
@@ -70,12 +70,10 @@ export class AddressWaiters {
    */
   wait(timeoutMs: number, onTheWay?: OnTheWay): Promise<void> {
     const t0 = this.now();
-    let waited = timeoutMs;
     return new Promise<void>((resolve, reject) => {
       const expire = (): void => {
         const now = this.now();
         if (onTheWay && now < onTheWay.untilMs && onTheWay.pending()) {
-          waited = onTheWay.untilMs - t0;
           w.deadline = onTheWay.untilMs;
           w.timer = this.timers.setTimeout(expire, Math.min(ON_THE_WAY_RECHECK_MS, onTheWay.untilMs - now));
           return;
@@ -84,7 +82,7 @@ export class AddressWaiters {
         this.settle(
           w,
           new PoolExhaustedError(
-            `no free IP after waiting ${Math.round(Math.min(waited, now - t0))} ms${why ? `: ${why}` : ''}`,
+            `no free IP after waiting ${Math.round(Math.min(w.deadline, now) - t0)} ms${why ? `: ${why}` : ''}`,
           ),
         );
       };

@@ -23,9 +23,9 @@ import { AddressWaiters, PoolExhaustedError } from './address-waiters.js';
 import { GrowExecutor, type EniConfigBlockKind } from './grow-executor.js';
 import { ShrinkExecutor } from './shrink-executor.js';
 import { PeriodicTask } from '../periodic-task.js';
+import type { PoolControllerOptions } from './pool-controller-options.js';
 
 export { PoolExhaustedError } from './address-waiters.js';
-import type { PoolControllerOptions } from './pool-controller-options.js';
 export type { PoolControllerOptions } from './pool-controller-options.js';
 
 /** Delay before a step is retried after a transient grow failure while ADDs wait (ms). */
