@@ -72,7 +72,8 @@ rm -f build/test-lane-multi.rc
   echo "$rc $rs" >build/test-lane-multi.rc
 ) &
 lane_c=$!
-node --test --test-concurrency=1 --test-timeout=600000 "${node_lane[@]}" &
+node_log=build/test-lane-node.tap
+node --test --test-concurrency=1 --test-timeout=600000 "${node_lane[@]}" > >(tee "$node_log") 2>&1 &
 lane_a=$!
 trap 'kill -TERM "$lane_a" "$lane_b" "$lane_c" "$build_e2e" 2>/dev/null || true' INT TERM
 # `wait` returns early (>128) when a trapped signal arrives: wait again while the lane lives.
@@ -93,6 +94,8 @@ if [ -f "$multi_log" ]; then echo "# ---- lane multi (clusters of several nodes,
 echo "# ---- loaded safety pass (scripts/test-safety-loaded.sh) ----"
 cat "$safety_log" 2>/dev/null || echo "# (no output)"
 echo "# lanes: node exit $rc_a, loaded safety pass exit $rc_s, cluster exit $rc_b, multi exit $rc_c"
+# What failed, last, so the tail of a long run (all a CI record may keep) names it.
+bash scripts/test-failures.sh "$node_log" "$lane_log" "$multi_log" "$safety_log" || true
 rc_paths=0
 for p in "${absent_before[@]}"; do
   if [ -e "$p" ]; then echo "# machine path $p was created during the run: a harness wrote outside what it owns" >&2; rc_paths=1; fi
