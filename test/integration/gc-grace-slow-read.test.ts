@@ -38,6 +38,9 @@ test('an ADD served while a slow runtime read is in flight keeps its IP after th
   cri.add({ id: 'p0', name: 'pod-p0', namespace: 'default', uid: 'uid-p0' });
   cri.setIp('p0', (await c.add('p0')).ipv4_addr);
   await waitFor('releases unfrozen (a clean evidence pass)', () => !d.gate.frozen, 20_000);
+  // The warm pool refilled after p0's ADD, so p1's ADD below is served at once from it (at
+  // load average 40 the refill had not landed and p1 waited out its 10 s).
+  await waitFor('the warm pool refilled (3 free)', () => d.ds.counts(Date.now()).available >= 3, 30_000);
 
   // The next pass lists p0 only, then waits READ_MS for its status.
   cri.statusDelayMs = READ_MS;
