@@ -94,7 +94,9 @@ export async function buildE2eRootfs(o: { cacheDir: string; epoch: number; arch:
   await mkdir(o.cacheDir, { recursive: true });
   const tmp = `${tar}.tmp-${process.pid}`;
   try {
-    await run('mmdebstrap', [...args, 'bookworm', tmp, sourcesFile], {
+    // In a private mount namespace: the chroot's /proc and /sys never propagate into the mount
+    // namespaces node and cluster harnesses create meanwhile (a copy busy there failed umount).
+    await run('unshare', ['--mount', '--propagation', 'private', 'mmdebstrap', ...args, 'bookworm', tmp, sourcesFile], {
       env: { ...process.env, SOURCE_DATE_EPOCH: String(o.epoch), LC_ALL: 'C.UTF-8' },
       maxBuffer: 64 << 20,
     });

@@ -126,7 +126,10 @@ export async function buildDebianRootfs(o) {
     const what = `fetch the Debian packages ${packages.join(', ')} from ${mirrors}`;
     await withRetries('mmdebstrap', () => {
       rmSync(tmp, { force: true });
-      return run('mmdebstrap', [...args, 'bookworm', tmp, sourcesFile], { env, what });
+      // In a private mount namespace: the chroot's /proc and /sys never propagate into the mount
+      // namespaces node and cluster harnesses create meanwhile (a copy busy there failed umount).
+      const privateNs = ['--mount', '--propagation', 'private'];
+      return run('unshare', [...privateNs, 'mmdebstrap', ...args, 'bookworm', tmp, sourcesFile], { env, what });
     }, { log: o.log });
   } catch (e) {
     rmSync(tmp, { force: true });

@@ -42,9 +42,16 @@ async function bookwormBase(cacheDir: string): Promise<string> {
   const tmp = await mkdtemp(path.join(cacheDir, 'bookworm-apt-tmp-'));
   try {
     const tar = path.join(tmp, 'rootfs.tar');
-    await run('mmdebstrap', ['--variant=apt', '--skip=output/dev', '--format=tar', 'bookworm', tar, sources], {
-      maxBuffer: 64 << 20,
-    });
+    // In a private mount namespace: the chroot's /proc and /sys never propagate into the mount
+    // namespaces node and cluster harnesses create meanwhile (a copy busy there failed umount).
+    const privateNs = ['--mount', '--propagation', 'private', 'mmdebstrap'];
+    await run(
+      'unshare',
+      [...privateNs, '--variant=apt', '--skip=output/dev', '--format=tar', 'bookworm', tar, sources],
+      {
+        maxBuffer: 64 << 20,
+      },
+    );
     const L = path.join(tmp, 'layout');
     await run('umoci', ['init', '--layout', L]);
     await run('umoci', ['new', '--image', `${L}:bookworm`]);
