@@ -39,6 +39,25 @@ async function metricsPort(h: NodeHarness): Promise<number> {
   });
 }
 
+/**
+ * Container IDs whose ADD found the pool empty and waited on EC2 (ipamd's "ADD: pool empty:
+ * waiting for a refill" lines). An ADD served from the warm pool never logs it: the test's
+ * "served from memory" is this set being empty, not a latency bound a loaded machine breaks.
+ */
+async function addsThatWaited(h: NodeHarness): Promise<string[]> {
+  const log = await readFile(path.join(h.dir, 'ipamd.log'), 'utf8').catch(() => '');
+  const ids: string[] = [];
+  for (const line of log.split('\n')) {
+    try {
+      const o = JSON.parse(line) as { msg?: string; containerID?: string };
+      if (o.msg === 'ADD: pool empty: waiting for a refill' && o.containerID) ids.push(o.containerID);
+    } catch {
+      /* not JSON */
+    }
+  }
+  return ids;
+}
+
 async function scrape(port: number): Promise<PromSample[]> {
   const r = await fetch(`http://127.0.0.1:${port}/metrics`);
   assert.equal(r.status, 200);
@@ -104,7 +123,8 @@ test('throttled EC2: ADDs are served from the warm pool, EC2 retries back off, m
 
   // Every ADD was served from memory, none waited on EC2.
   assert.equal(adds.length, 12);
-  for (const a of adds) assert.ok(a.ms < 1000, `ADD ${a.id} took ${Math.round(a.ms)} ms while EC2 was throttled`);
+  assert.deepEqual(await addsThatWaited(h), [], 'ADDs that waited on EC2 while it was throttled');
+  t.diagnostic(`ADD latency while throttled: max ${Math.round(Math.max(...adds.map((a) => a.ms)))} ms`);
 
   // The cloud saw throttled attempts, and ipamd backed off.
   const window = h.sim.calls.slice(before).filter((x) => x.at >= t0 && x.at <= t1 && isMutating(x));
@@ -211,7 +231,8 @@ test('injected RequestLimitExceeded on one action: retried with backoff inside o
   const before = h.sim.calls.length;
   h.sim.faults.injectError({ action: 'AssignPrivateIpAddresses', code: 'RequestLimitExceeded', count: 3 });
   const r = await timedAdd(c, 'x1');
-  assert.ok(r.ms < 1000, `ADD took ${Math.round(r.ms)} ms`);
+  assert.deepEqual(await addsThatWaited(h), [], 'served from the warm pool, not after the retried assign');
+  t.diagnostic(`ADD latency while AssignPrivateIpAddresses was refused: ${Math.round(r.ms)} ms`);
   await waitFor('the pool back at 2 available', async () => (await d.status()).counts.available >= 2, 20_000);
   const assigns = h.sim.calls.slice(before).filter((x) => x.action === 'AssignPrivateIpAddresses');
   assert.deepEqual(
