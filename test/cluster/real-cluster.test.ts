@@ -127,6 +127,8 @@ describe('eni-ipam on a real Kubernetes cluster', { skip, timeout: 45 * 60_000 }
       ['watch', 'nodes'],
       ['list', 'eniconfigs.crd.k8s.amazonaws.com'],
       ['watch', 'eniconfigs.crd.k8s.amazonaws.com'],
+      ['list', 'endpointslices.discovery.k8s.io'],
+      ['watch', 'endpointslices.discovery.k8s.io'],
       ['create', 'events'],
       ['patch', 'events'],
       ['patch', `nodes/${c.nodeName}`, '--subresource=status'],
