@@ -33,7 +33,7 @@ export const TIMING_VARS: VarSpec[] = [
     'addWaitForEniMs',
     duration(0, 50_000),
     '0',
-    'How long in all an ADD may wait while a new ENI that can serve it is still being created and attached (0, or at most ENI_IPAM_ADD_WAIT_TIMEOUT: no longer than that). The chart sets 45s: a new ENI takes seconds, and failing the ADD meanwhile costs the pod a kubelet retry.',
+    'How long in all an ADD may wait while the pool is still growing: a new ENI being created and attached, or a refill nothing blocks yet (a creation backing off after a 5xx, an ENI not yet in IMDS). A full subnet or the ENI limit ends the wait at once. 0, or anything up to ENI_IPAM_ADD_WAIT_TIMEOUT, adds nothing to that wait. The chart sets 45s: a new ENI takes seconds, and failing the ADD meanwhile costs the pod a kubelet retry.',
   ),
   v(
     'ENI_IPAM_SHRINK_DELAY',

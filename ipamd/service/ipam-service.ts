@@ -177,8 +177,8 @@ export class IpamService {
       }
       const now = this.now();
       const left = deadline - now;
-      // Past its own wait, an ADD keeps waiting only while a refill is still under way.
-      if (left <= 0 && !(now < growingDeadline && pool.growing)) {
+      // Past its own wait, an ADD keeps waiting only while the pool is still growing.
+      if (left <= 0 && !(now < growingDeadline && pool.stillGrowing)) {
         throw new PoolExhaustedError(
           `no free IP within ${now - start} ms${pool.lastError ? `: ${pool.lastError}` : ''}`,
         );

@@ -12,6 +12,7 @@ import { AssignPrivateIpAddressesCommand, AttachNetworkInterfaceCommand } from '
 import { ImdsClient } from '../../ipamd/cloud/imds.js';
 import { startSim } from '../helpers/sim-fixture.js';
 import { createEni } from '../helpers/sim-eni.js';
+import { LOADED_MS } from '../helpers/imds-timeout.js';
 
 /** An HTTP proxy to `target` counting the GETs it forwards. */
 async function countingProxy(t: { after(fn: () => Promise<void>): void }, target: string) {
@@ -44,7 +45,7 @@ test('eniAddresses reads what the reconcile uses, 1 + 4 requests per ENI, the sa
     new AssignPrivateIpAddressesCommand({ NetworkInterfaceId: eni.NetworkInterfaceId!, Ipv4PrefixCount: 1 }),
   );
   const { seen, endpoint } = await countingProxy(t, sim.imdsEndpointFor(inst.instanceId).replace(/\/+$/, ''));
-  const imds = new ImdsClient({ endpoint });
+  const imds = new ImdsClient({ endpoint, timeoutMs: LOADED_MS });
   t.after(() => imds.close());
 
   const full = await imds.enis();

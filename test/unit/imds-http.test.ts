@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import test from 'node:test';
 import { ImdsClient, ImdsError } from '../../ipamd/cloud/imds.js';
 import { MAX_BODY_BYTES, httpRequest } from '../../ipamd/cloud/imds-http.js';
+import { LOADED_MS } from '../helpers/imds-timeout.js';
 
 /** A server answering with `handle`; closed when the test ends. */
 async function server(
@@ -47,7 +48,7 @@ test('token flow: PUT for a token, GETs carry it; a 401 gets one fresh token; 40
     res.statusCode = 404;
     res.end('not found');
   });
-  const c = new ImdsClient({ endpoint: base });
+  const c = new ImdsClient({ endpoint: base, timeoutMs: LOADED_MS });
   assert.equal(await c.get('meta-data/instance-type'), 'm5.large\n');
   assert.equal(await c.getOptional('meta-data/nothing'), undefined);
   rejectNext = true;
@@ -98,7 +99,7 @@ test('IMDS connections are kept alive: a token and 20 reads in a row take one co
     sockets.add(req.socket);
     res.end(req.url === '/latest/api/token' ? 'tok' : 'v');
   });
-  const c = new ImdsClient({ endpoint: base });
+  const c = new ImdsClient({ endpoint: base, timeoutMs: LOADED_MS });
   t.after(() => c.close());
   for (let i = 0; i < 20; i++) assert.equal(await c.get('meta-data/mac'), 'v');
   assert.equal(sockets.size, 1);
@@ -115,7 +116,7 @@ test('a kept connection the server closes as the next request arrives: sent agai
     served++;
     res.end(req.url === '/latest/api/token' ? 'tok' : `v${served}`);
   });
-  const c = new ImdsClient({ endpoint: base });
+  const c = new ImdsClient({ endpoint: base, timeoutMs: LOADED_MS });
   t.after(() => c.close());
   assert.equal(await c.get('meta-data/mac'), 'v2', 'token on the first connection, the read on a second');
   assert.equal(await c.get('meta-data/mac'), 'v3', 'the reused connection was closed: sent again on a new one');

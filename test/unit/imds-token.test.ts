@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ImdsClient, ImdsError } from '../../ipamd/cloud/imds.js';
+import { LOADED_MS } from '../helpers/imds-timeout.js';
 
 async function server(t: { after(fn: () => Promise<void>): void }, failPuts = 0) {
   const seen = { puts: 0, gets: 0 };
@@ -33,7 +34,7 @@ async function server(t: { after(fn: () => Promise<void>): void }, failPuts = 0)
 
 test('reads that go out together fetch one token between them', async (t) => {
   const { seen, endpoint } = await server(t);
-  const imds = new ImdsClient({ endpoint });
+  const imds = new ImdsClient({ endpoint, timeoutMs: LOADED_MS });
   const paths = ['meta-data/instance-id', 'meta-data/mac', 'meta-data/local-ipv4', 'meta-data/instance-type'];
   const got = await Promise.all(paths.map((p) => imds.get(p)));
   assert.deepEqual(
@@ -47,7 +48,7 @@ test('reads that go out together fetch one token between them', async (t) => {
 
 test('a failed token fetch fails the reads waiting for it; the next read fetches again', async (t) => {
   const { seen, endpoint } = await server(t, 1);
-  const imds = new ImdsClient({ endpoint });
+  const imds = new ImdsClient({ endpoint, timeoutMs: LOADED_MS });
   const r = await Promise.allSettled([imds.get('meta-data/mac'), imds.get('meta-data/instance-id')]);
   assert.deepEqual(
     r.map((x) => x.status),
@@ -61,7 +62,7 @@ test('a failed token fetch fails the reads waiting for it; the next read fetches
 
 test("the VPC CIDR recheck reads one path, not the ENI's nine", async (t) => {
   const { seen, endpoint } = await server(t);
-  const imds = new ImdsClient({ endpoint });
+  const imds = new ImdsClient({ endpoint, timeoutMs: LOADED_MS });
   const got = await imds.vpcCidrs('0e:aa:bb:cc:dd:ee');
   assert.deepEqual(got, ['/latest/meta-data/network/interfaces/macs/0e:aa:bb:cc:dd:ee/vpc-ipv4-cidr-blocks']);
   assert.deepEqual(seen, { puts: 1, gets: 1 });

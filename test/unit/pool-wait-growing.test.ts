@@ -71,3 +71,35 @@ test('without the longer bound, or once it has passed, the wait fails as before'
   assert.ok(bounded.err instanceof PoolExhaustedError, 'fails at the longer bound while the ENI is still on its way');
   assert.match(bounded.err.message, /after waiting 8000 ms/);
 });
+
+test('between two tries at a new ENI (a creation failed, the next one held back), an ADD past its own wait keeps its place and is served', async (t) => {
+  // The multi-node exhaust run under load: an ADD past its own 10 s failed in a gap where no
+  // creation was in flight although the pool was still growing (EC2 failed one, the next was
+  // backing off), 24 s before the subnet was empty.
+  const n = node({ targets: { warmIpTarget: 0, minimumIpTarget: 0 } });
+  await n.fillPrimary();
+  n.ec2.failNext('CreateNetworkInterface', 'not-applied-5xx');
+  n.pool.start();
+  await n.vt.tick();
+  t.after(() => n.pool.stop());
+  const w = watch(n.pool.waitForAddress(3_000, 20_000));
+  await n.vt.tick(4_000);
+  assert.equal(n.ec2.count('CreateNetworkInterface'), 1, 'the first creation was tried and failed');
+  assert.equal(w.err?.message, undefined, 'past its own 3 s, still waiting: the pool can still grow');
+  await n.vt.tick(12_000);
+  assert.equal(w.err?.message, undefined);
+  assert.equal(w.done, true, 'served by the ENI of the next try');
+  assert.ok(n.ec2.count('CreateNetworkInterface') >= 2);
+});
+
+test('once nothing can grow the pool (the subnet is full), a waiter past its own wait fails at once, not at the longer bound', async (t) => {
+  const n = node({ targets: { warmIpTarget: 0, minimumIpTarget: 0 } });
+  await n.fillPrimary();
+  n.ec2.failNext('CreateNetworkInterface', { code: 'InsufficientFreeAddressesInSubnet' }, { count: 1000 });
+  n.pool.start();
+  await n.vt.tick();
+  t.after(() => n.pool.stop());
+  const w = watch(n.pool.waitForAddress(3_000, 20_000));
+  await n.vt.tick(4_000);
+  assert.ok(w.err instanceof PoolExhaustedError, 'failed by 4 s, not kept to 20 s');
+});

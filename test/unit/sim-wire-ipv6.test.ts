@@ -17,6 +17,7 @@ import {
 } from '@aws-sdk/client-ec2';
 import { ImdsClient } from '../../ipamd/cloud/imds.js';
 import { expectSdkError, startSim } from '../helpers/sim-fixture.js';
+import { LOADED_MS } from '../helpers/imds-timeout.js';
 
 const VPC6 = '2600:1f14:abc:de00::/56';
 
@@ -136,7 +137,7 @@ test('errors: a subnet without IPv6, over the per-ENI IPv6 limit, a Xen type ask
 test("IMDS serves ipv6, ipv6s, ipv6-prefix, subnet- and vpc-ipv6-cidr-blocks; ipamd's client reads them", async (t) => {
   const { sim, ec2, inst, inst6, eniId } = await dualStack(t);
   await ec2.send(new AssignIpv6AddressesCommand({ NetworkInterfaceId: eniId, Ipv6PrefixCount: 1 }));
-  const imds = new ImdsClient({ endpoint: sim.imdsEndpointFor(inst6.instanceId) });
+  const imds = new ImdsClient({ endpoint: sim.imdsEndpointFor(inst6.instanceId), timeoutMs: LOADED_MS });
   t.after(() => imds.close());
   const mac = sim.state.enis.get(eniId)!.macAddress;
   assert.equal(await imds.localIpv6(), '2600:1f14:abc:de00::4');
@@ -149,7 +150,7 @@ test("IMDS serves ipv6, ipv6s, ipv6-prefix, subnet- and vpc-ipv6-cidr-blocks; ip
   });
   assert.match(await imds.get(`meta-data/network/interfaces/macs/${mac}/`), /^ipv6-prefix$/m);
   // an IPv4-only instance: no ipv6 path, empty lists (404s), but the VPC's block is listed
-  const v4 = new ImdsClient({ endpoint: sim.imdsEndpointFor(inst.instanceId) });
+  const v4 = new ImdsClient({ endpoint: sim.imdsEndpointFor(inst.instanceId), timeoutMs: LOADED_MS });
   t.after(() => v4.close());
   const mac4 = sim.state.enis.get(inst.primaryEniId)!.macAddress;
   assert.equal(await v4.localIpv6(), undefined);

@@ -202,13 +202,17 @@ export class PoolController {
 
   /**
    * Waits until the pool may have an available address (woken as soon as addresses
-   * appear), for at most `timeoutMs` (ms) or, while a new ENI is still being created
-   * ({@link growing}), up to `growingWaitMs` (ms) in all, and asks for a refill that counts this ADD.
+   * appear), for at most `timeoutMs` (ms) or, while the pool is still growing, up to
+   * `growingWaitMs` (ms) in all, and asks for a refill that counts this ADD. "Still growing":
+   * a new ENI is being created ({@link growing}) or nothing blocks one more address
+   * ({@link growBlockedReason}: a creation that failed on a 5xx and backs off, an ENI
+   * attached but not yet in IMDS, the next step not yet run). A full subnet, the ENI limit
+   * or a stopped pool end the longer wait at once.
    * @throws PoolExhaustedError with the reason when the pool cannot grow or time runs out.
    */
   waitForAddress(timeoutMs: number, growingWaitMs = 0): Promise<void> {
     if (this.stopped) return Promise.reject(new PoolExhaustedError('ipamd is shutting down'));
-    const pending = (): boolean => this.growing;
+    const pending = (): boolean => this.stillGrowing;
     const untilMs = this.now() + growingWaitMs;
     const p = this.waiters.wait(timeoutMs, growingWaitMs > timeoutMs ? { pending, untilMs } : undefined);
     this.trigger();
@@ -307,6 +311,14 @@ export class PoolController {
   /** True while a new ENI is being created and attached (its addresses are on their way). */
   get growing(): boolean {
     return this.grower.creating > 0;
+  }
+
+  /**
+   * True while the pool is still growing for its waiters: a new ENI is being created, or
+   * nothing blocks one more address (see {@link waitForAddress}). Calls no API.
+   */
+  get stillGrowing(): boolean {
+    return this.growing || this.growBlockedReason() === undefined;
   }
 
   /** Number of ADDs waiting for an address. */
