@@ -20,6 +20,10 @@ export interface IpamdConfig {
   enableSubnetDiscovery: boolean;
   maxEni?: number;
   ipCooldownMs: number;
+  /** ENI_IPAM_COOLDOWN_EVIDENCE: a cooldown may end early on the EndpointSlice evidence (docs/design.md#cooldown-that-ends-on-evidence). */
+  cooldownEvidence: boolean;
+  /** ENI_IPAM_PROXY_SYNC_ALLOWANCE (ms): time every proxy has to apply a slice change the watch saw. */
+  proxySyncAllowanceMs: number;
   eniMtu: number;
   podMtu: number;
   vethPrefix: string;

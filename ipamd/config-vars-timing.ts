@@ -8,6 +8,20 @@ import { v, type VarSpec } from './config-spec.js';
 
 export const TIMING_VARS: VarSpec[] = [
   v(
+    'ENI_IPAM_COOLDOWN_EVIDENCE',
+    'cooldownEvidence',
+    bool(),
+    'true',
+    'A released IPv4 address may be handed out before IP_COOLDOWN_PERIOD ends once no EndpointSlice in the cluster lists it and ENI_IPAM_PROXY_SYNC_ALLOWANCE has passed since the slice change that removed it (or since the watch synced); a watch not synced, failing or unreadable keeps the full period (docs/design.md, Cooldown that ends on evidence). Needs list and watch on discovery.k8s.io endpointslices (the chart grants them). false: the timer alone, as aws-node.',
+  ),
+  v(
+    'ENI_IPAM_PROXY_SYNC_ALLOWANCE',
+    'proxySyncAllowanceMs',
+    duration(),
+    '5s',
+    "How long every node's kube-proxy (and CoreDNS's answers) may take to drop an address after ipamd's EndpointSlice watch saw the change removing it: kube-proxy applies a change at most --iptables-min-sync-period (default 1s) after it sees it, plus the time the sync itself takes (seconds on large clusters), and CoreDNS caches for 5s by default. Used only with ENI_IPAM_COOLDOWN_EVIDENCE; IP_COOLDOWN_PERIOD stays the upper bound.",
+  ),
+  v(
     'ENI_IPAM_ADD_WAIT_TIMEOUT',
     'addWaitTimeoutMs',
     duration(),

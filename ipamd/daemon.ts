@@ -48,6 +48,7 @@ import {
 } from './lifecycle/parts-serve.js';
 import { egressV4Part, familyPart, ipv6Part } from './lifecycle/parts-ipv6.js';
 import {
+  cooldownEvidencePart,
   drainPart,
   eniConfigFollowPart,
   kubeReportingPart,
@@ -112,6 +113,7 @@ export function daemonParts(env: PartEnv): AnyPart<DaemonParts>[] {
     evidencePart(env),
     familyPart(env),
     quarantineCheckPart(env),
+    cooldownEvidencePart(env),
     metricsSourcesPart(env),
     statusPart(env),
     httpEndpointsPart(env),

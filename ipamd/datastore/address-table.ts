@@ -185,9 +185,14 @@ export class AddressTable {
     return r ? this.p.cooldown.stateOf(r, now) : undefined;
   }
 
-  /** The state function at `now` (ms). */
+  /** The state function at `now` (ms): the cooldown's timer alone (the release path, the checkpoint). */
   stateAt(now: number): StateFn {
     return this.p.cooldown.stateAt(now);
+  }
+
+  /** The state function of what an ADD may take at `now` (ms): a cooldown the evidence ended is available. */
+  reuseStateAt(now: number): StateFn {
+    return this.p.cooldown.reuseStateAt(now);
   }
 
   /**
@@ -214,12 +219,12 @@ export class AddressTable {
     return n;
   }
 
-  /** Counts at `now` over all ENIs. */
+  /** Counts at `now` over all ENIs, as an ADD sees them (a cooldown the evidence ended is available). */
   counts(now: number): DatastoreCounts {
     // Custom networking: the primary ENI's free addresses are not in the pool.
     const outOfPool = (r: IpRecord) =>
       !this.p.primaryServesNewPods && this.enisById.get(r.eniId)?.info.isPrimary === true;
-    return countAddresses(this.ipIndex.values(), this.stateAt(now), this.enisById.size, outOfPool);
+    return countAddresses(this.ipIndex.values(), this.reuseStateAt(now), this.enisById.size, outOfPool);
   }
 
   /**

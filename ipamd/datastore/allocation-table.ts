@@ -7,6 +7,7 @@
  */
 import type { AvailabilitySignal } from './availability.js';
 import type { AddressTable } from './address-table.js';
+import type { Cooldown } from './cooldown.js';
 import type { ChangeLog } from './changes.js';
 import type { PendingAllocations } from './pending.js';
 import type { ReleasedContainers } from './released-containers.js';
@@ -23,6 +24,8 @@ export interface AllocationTableParts {
   unassigned: ReleasedContainers;
   changes: ChangeLog;
   signal: AvailabilitySignal;
+  /** Counts each reuse by what ended its cooldown (timer or evidence). */
+  cooldown: Pick<Cooldown, 'noteReuse'>;
 }
 
 /** Allocations by key; the one owner of that map. */
@@ -47,11 +50,12 @@ export class AllocationTable {
       if (eni) return { kind: 'existing', allocation: { ...held }, eni };
       return { kind: 'pending', allocation: { ...held } };
     }
-    const state = this.p.addresses.stateAt(now);
+    const state = this.p.addresses.reuseStateAt(now);
     for (const rec of this.p.addresses.enisByDevice()) {
       if (this.p.addresses.closedToNewPods(rec.info)) continue; // custom networking: the primary ENI serves no new pod
       const best = pickAvailable(rec, state);
       if (!best) continue;
+      this.p.cooldown.noteReuse(best, now);
       best.holder = ks;
       best.releasedAt = undefined;
       this.p.changes.key(ks, key);

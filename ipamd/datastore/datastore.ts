@@ -22,7 +22,8 @@ import { AddressTable } from './address-table.js';
 import { AllocationTable } from './allocation-table.js';
 import { AvailabilitySignal } from './availability.js';
 import { ChangeLog } from './changes.js';
-import { Cooldown } from './cooldown.js';
+import { Cooldown, type CooldownReuses } from './cooldown.js';
+import type { ReuseEvidence } from './reuse-evidence.js';
 import { Journal } from './journal.js';
 import { PendingAllocations } from './pending.js';
 import { PrefixTable } from './prefix-table.js';
@@ -35,6 +36,7 @@ import type {
   AssignResult,
   Assignments,
   ChangeJournal,
+  CooldownEvidence,
   DatastoreDelta,
   DatastoreViews,
   EniInventory,
@@ -68,7 +70,8 @@ export class Datastore
     RestoreTarget,
     Quarantine,
     ChangeJournal,
-    DatastoreViews
+    DatastoreViews,
+    CooldownEvidence
 {
   private readonly changes = new ChangeLog();
   private readonly signal = new AvailabilitySignal();
@@ -97,7 +100,7 @@ export class Datastore
     const primaryServesNewPods = o.primaryServesNewPods !== false; // custom networking: false
     const addresses = new AddressTable({ cooldown, pending, changes, signal, unit, primaryServesNewPods });
     const prefixes = new PrefixTable(addresses, changes, signal);
-    const allocations = new AllocationTable({ addresses, pending, unassigned, changes, signal });
+    const allocations = new AllocationTable({ addresses, pending, unassigned, changes, signal, cooldown });
     this.addresses = addresses;
     this.prefixes = prefixes;
     this.allocationTable = allocations;
@@ -152,6 +155,23 @@ export class Datastore
   /** @see AvailabilitySignal.listen */
   onAddressesAvailable(fn: () => void): void {
     this.signal.listen(fn);
+  }
+
+  // CooldownEvidence (cooldown.ts, reuse-evidence.ts; docs/design.md#cooldown-that-ends-on-evidence)
+  /** @see Cooldown.useEvidence */
+  useReuseEvidence(evidence: ReuseEvidence, allowanceMs: number): void {
+    this.cooldown.useEvidence(evidence, allowanceMs);
+  }
+  /**
+   * The evidence changed in a way that may end a cooldown now (a removal's allowance ran
+   * out, the watch synced): tells the availability listener, so waiting ADDs try again.
+   */
+  reuseEvidenceChanged(): void {
+    this.signal.notify();
+  }
+  /** @see Cooldown.reuseCounts */
+  cooldownReuses(): CooldownReuses {
+    return this.cooldown.reuseCounts();
   }
 
   // ReleasePhases (release-phases.ts)

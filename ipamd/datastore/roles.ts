@@ -20,9 +20,22 @@
  * | {@link Quarantine} | the quarantine check (the request path quarantines through {@link Assignments}) |
  * | {@link ChangeJournal} | the checkpoint writer |
  * | {@link DatastoreViews} | observability (metrics, introspection, status), the inventory cache, host networking |
+ * | {@link CooldownEvidence} | the EndpointSlice watch that may end a cooldown early (issue 41) |
  */
 import type { PoolEniView } from '../pool/types.js';
 import type { Allocation, AllocationKey, DatastoreCounts, EniInfo, IpState, PodRef } from './types.js';
+import type { ReuseEvidence } from './reuse-evidence.js';
+
+/**
+ * The EndpointSlice evidence that may end a cooldown before IP_COOLDOWN_PERIOD
+ * (docs/design.md#cooldown-that-ends-on-evidence).
+ */
+export interface CooldownEvidence {
+  /** Reads `evidence` on every reuse question from now on; `allowanceMs` is ENI_IPAM_PROXY_SYNC_ALLOWANCE (ms). */
+  useReuseEvidence(evidence: ReuseEvidence, allowanceMs: number): void;
+  /** The evidence may have ended a cooldown now: waiting ADDs try again. */
+  reuseEvidenceChanged(): void;
+}
 
 /** Result of {@link Assignments.assign}. */
 export type AssignResult =
@@ -208,4 +221,6 @@ export interface DatastoreViews extends Omit<PoolCounts, 'onAddressesAvailable'>
   unverifiedIps(): string[];
   quarantined(): Array<{ ip: string; eniId: string; since: number; reason: string }>;
   unassignedCount(): number;
+  /** Addresses ADDs took after a cooldown since start, by what ended it (timer, or the EndpointSlice evidence). */
+  cooldownReuses(): { timer: number; evidence: number };
 }

@@ -12,6 +12,7 @@ import type { AdoptionPlan } from '../startup/adopt.js';
 import type { Datastore } from '../datastore/datastore.js';
 import type { EniConfigWiring } from '../startup/eniconfig-wiring.js';
 import type { NodeSchedulePause } from '../startup/node-schedule-wiring.js';
+import type { CooldownEvidenceHandle } from '../startup/cooldown-evidence-wiring.js';
 import type { EniLifecycle } from '../controller/eni-lifecycle/start.js';
 import type { Evidence } from '../restore/evidence.js';
 import type { HttpEndpoints } from '../observability/http-endpoints.js';
@@ -95,6 +96,8 @@ export interface DaemonParts {
   eniconfig: EniConfigWiring;
   /** AWS_MANAGE_ENIS_NON_SCHEDULABLE: why the pool is paused on a cordoned node, if it is. */
   'node-schedule': NodeSchedulePause;
+  /** ENI_IPAM_COOLDOWN_EVIDENCE: the EndpointSlice watch that may end a cooldown early. */
+  'cooldown-evidence': CooldownEvidenceHandle;
   'host-network': HostNet;
   pool: PoolWiring;
   service: IpamService;

@@ -10,6 +10,7 @@ import { confirmJitterMs } from '../startup/fast-start.js';
 import { startEniLifecycle } from '../controller/eni-lifecycle/start.js';
 import { startKubeReportingWhenServing } from '../startup/kube-reporting-start.js';
 import { startNodeSchedule } from '../startup/node-schedule-wiring.js';
+import { startCooldownEvidence } from '../startup/cooldown-evidence-wiring.js';
 import type { DaemonParts } from './daemon-registry.js';
 import type { PartEnv } from './parts-restore.js';
 import { partOf } from './runner.js';
@@ -142,6 +143,23 @@ export const nodeSchedulePart = ({ config, log }: PartEnv) =>
     start({ phase }) {
       const pause = startNodeSchedule(config, log, phase.serving);
       return { value: pause, stop: () => pause.stop() };
+    },
+  });
+
+/**
+ * ENI_IPAM_COOLDOWN_EVIDENCE: the EndpointSlice watch that may end a cooldown early
+ * (startup/cooldown-evidence-wiring.ts), watched once ipamd serves; until it has synced,
+ * and whenever it cannot be read, the timer alone rules. Stop ends the watch.
+ */
+export const cooldownEvidencePart = ({ config, log }: PartEnv) =>
+  part({
+    name: 'cooldown-evidence',
+    needs: ['phase', 'datastore'],
+    start({ phase, datastore: { ds } }) {
+      // Without MY_NODE_NAME ipamd uses no Kubernetes API (the pod source is off too).
+      const on = config.nodeName ? config : { ...config, cooldownEvidence: false };
+      const handle = startCooldownEvidence(on, ds, log, monoNow, phase.serving);
+      return { value: handle, stop: () => handle.stop() };
     },
   });
 

@@ -181,7 +181,18 @@ export const quarantineCheckPart = ({ config, log }: PartEnv) =>
 export const metricsSourcesPart = ({ config }: PartEnv) =>
   part({
     name: 'metrics-sources',
-    needs: ['metrics', 'datastore', 'release-gate', 'pool', 'host-network', 'evidence', 'node', 'ipv6', 'phase'],
+    needs: [
+      'metrics',
+      'datastore',
+      'release-gate',
+      'pool',
+      'host-network',
+      'evidence',
+      'node',
+      'ipv6',
+      'phase',
+      'cooldown-evidence',
+    ],
     start({
       metrics: { metrics },
       datastore: { ds },
@@ -212,6 +223,7 @@ export const metricsSourcesPart = ({ config }: PartEnv) =>
         }),
         evidence: evidence.evidence.sourceStates,
         nodeCondition: () => phase.reporting?.reporter()?.conditionSync(),
+        cooldownEvidence: () => got['cooldown-evidence'].state(),
         ...(ipv6
           ? {
               ipv6: () => ({

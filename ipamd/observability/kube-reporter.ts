@@ -6,7 +6,9 @@
  *   rate-limited by {@link EventBook};
  * - the Node condition `eni-ipam.io/IPAllocatable` (node-ip-state.ts), re-evaluated every
  *   `intervalMs` from memory and patched only when it changes or every `heartbeatMs`,
- *   with a Node Event when its status or reason changes;
+ *   with a Node Event when its status or reason changes, or when the sources releases are
+ *   frozen on change (the freeze at start, `startup`, giving way to `cri`: the Event then
+ *   names why releases stay frozen, not only why they froze first);
  * - with `taintWhenExhausted`, the taint `eni-ipam.io/no-ip-available:NoSchedule` while
  *   the node can serve no new pod, removed as soon as it can (and removed at start when
  *   the feature is off, so turning it off never strands a node).
@@ -106,6 +108,8 @@ export class KubeReporter {
   private cond?: Partial<NodeConditionBody>;
   private condKnown = false;
   private condWrittenAt = -Infinity;
+  /** The sources releases were frozen on when the condition was last written ('' when not frozen). */
+  private frozenOn?: string;
   /** Whether our taint is on the node, as last read or written; undefined: unknown. */
   private tainted?: boolean;
   private readonly failing = new Set<string>();
@@ -178,13 +182,15 @@ export class KubeReporter {
   }
 
   private async tick(): Promise<void> {
-    const s = nodeIpState(this.o.facts());
-    await this.syncCondition(s);
+    const f = this.o.facts();
+    const s = nodeIpState(f);
+    await this.syncCondition(s, frozenSources(f));
     await this.syncTaint(s);
     await this.flushEvents();
   }
 
-  private async syncCondition(s: NodeIpState): Promise<void> {
+  /** Writes the condition `s` when it changed (or for the heartbeat); `frozenOn`: {@link frozenSources}. */
+  private async syncCondition(s: NodeIpState, frozenOn: string): Promise<void> {
     const now = this.now();
     if (!this.condKnown) {
       const node = (await this.call('read node', () => this.o.writes.readNode()))?.v;
@@ -205,7 +211,8 @@ export class KubeReporter {
     }
     const prev = this.cond;
     const status = s.allocatable ? 'True' : 'False';
-    const same = prev?.status === status && prev.reason === s.reason && prev.message === s.message;
+    const same =
+      prev?.status === status && prev.reason === s.reason && prev.message === s.message && frozenOn === this.frozenOn;
     if (same && now - this.condWrittenAt < this.heartbeatMs) return;
     const body = conditionBody(s, prev, isoSeconds(now));
     if ((await this.call('patch node status', () => this.o.writes.patchCondition(body))) === undefined)
@@ -213,7 +220,9 @@ export class KubeReporter {
     this.condWrittenAt = now;
     this.condSync = { synced: true, writtenAt: now };
     this.cond = body;
-    if (prev?.status !== status || prev.reason !== s.reason) {
+    const causeChanged = frozenOn !== '' && frozenOn !== this.frozenOn;
+    this.frozenOn = frozenOn;
+    if (prev?.status !== status || prev.reason !== s.reason || causeChanged) {
       this.o.log.info(
         { condition: CONDITION_TYPE, status, reason: s.reason, message: s.message },
         'node IP condition changed',
@@ -309,4 +318,10 @@ export class KubeReporter {
     this.failing.add(what);
     this.o.log.warn({ err: `${line}${hint}`, status }, `Kubernetes ${what} failed; retrying quietly`);
   }
+}
+
+/** The sources releases are frozen on, sorted and comma-joined (`cri,kube`); '' when not frozen. */
+function frozenSources(f: NodeIpFacts): string {
+  if (!f.frozen) return '';
+  return [...new Set(f.freezeReasons.map((r) => r.split(':', 1)[0]!))].sort().join(',');
 }

@@ -16,6 +16,7 @@ import { registerEc2Metrics, type Ec2MetricHooks } from './metrics/ec2.js';
 import { registerParseErrorMetrics } from './metrics/parse-errors.js';
 import type { AnswerParseError } from '../cloud/answer-parse.js';
 import { registerPoolMetrics } from './metrics/pool.js';
+import { registerCooldownMetrics } from './metrics/cooldown.js';
 import { registerConnmarkMetrics } from './metrics/connmark.js';
 import type { MetricsSources } from './metrics/sources.js';
 import { registerStateMetrics, type StateMetricHooks } from './metrics/state.js';
@@ -101,6 +102,7 @@ export function createMetrics(o: CreateMetricsOptions = {}): IpamdMetrics {
   build.set({ version: o.version ?? packageVersion(), goversion: '', nodeversion: process.version }, 1);
   registerPoolMetrics(registry, () => src);
   registerConnmarkMetrics(registry, () => src);
+  registerCooldownMetrics(registry, () => src);
   const state = registerStateMetrics(registry, () => src);
   const cni = registerCniMetrics(registry, (fn) => state.ipamdError(fn));
   const ec2 = registerEc2Metrics(registry);

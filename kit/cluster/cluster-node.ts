@@ -77,6 +77,8 @@ export interface ClusterContext {
   family: ClusterIpFamily;
   /** The cluster's dir (each node has `<dir>/nodes/<name>`). */
   dir: string;
+  /** Every node's kubelet maxPods; default {@link eksMaxPods} of the node's instance type. */
+  maxPods?: number;
 }
 
 /** What makes one node: its instance, name and index, and (for the control-plane node) what runs before its kubelet. */
@@ -170,7 +172,7 @@ export async function startClusterNode(ctx: ClusterContext, spec: NodeSpec): Pro
       nodeName: spec.name,
       cgroupRoot,
       images: spec.images ?? [],
-      maxPods: eksMaxPods(inst.instanceType, ctx.family !== 'ipv4'),
+      maxPods: ctx.maxPods ?? eksMaxPods(inst.instanceType, ctx.family !== 'ipv4'),
       kubectl: ctx.kubectl,
       host,
     });

@@ -53,6 +53,13 @@ export interface ClusterOptions {
   ipFamily?: ClusterIpFamily;
   /** The subnet every node launches in (default 10.0.0.0/24). */
   subnetCidr?: string;
+  /**
+   * Every node's kubelet maxPods (default: as the EKS AMI sets it for the instance type,
+   * `eksMaxPods` in cluster-node.ts, which is no more pods than the ENIs can address). A larger value is
+   * a node whose launch template set max-pods without the ENI arithmetic: the scheduler then
+   * sends it more pods than it has addresses for, and their ADDs fail.
+   */
+  maxPods?: number;
 }
 
 /** A running cluster. The fields without a node in their name are the first node's. */
@@ -108,12 +115,15 @@ export interface TestCluster {
  * Starts the cluster and waits until every node is registered (NotReady until a CNI writes
  * its conflist).
  * @throws Error naming the part that failed (with the tail of its log), after removing
- *   everything already started.
+ *   everything already started; Error naming `nodes` or `maxPods` when it is not a whole
+ *   number of at least 1 (before anything starts).
  */
 export async function startCluster(o: ClusterOptions = {}): Promise<TestCluster> {
-  const bins = await clusterBinaries();
   const count = o.nodes ?? 1;
   if (!Number.isInteger(count) || count < 1) throw new Error(`nodes: ${count} is not a whole number of at least 1`);
+  if (o.maxPods !== undefined && (!Number.isInteger(o.maxPods) || o.maxPods < 1))
+    throw new Error(`maxPods: ${o.maxPods} is not a whole number of at least 1`);
+  const bins = await clusterBinaries();
   const base = o.nodeName ?? 'eni-ipam-node';
   const nameOf = (i: number): string => (i === 0 ? base : `${base}-${i + 1}`);
   const typeOf = (i: number): string => o.instanceTypes?.[i] ?? o.instanceType ?? 'm5.xlarge';
@@ -148,6 +158,7 @@ export async function startCluster(o: ClusterOptions = {}): Promise<TestCluster>
       kubectl: undefined as unknown as Kubectl,
       family: ipFamily,
       dir,
+      ...(o.maxPods !== undefined ? { maxPods: o.maxPods } : {}),
     };
     const { first, control, apiPort } = await startFirstNode(ctx, node, names[0]!, family);
     cleanups.push(() => first.close());

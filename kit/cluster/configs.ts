@@ -9,20 +9,29 @@
 const q = (s: string): string => JSON.stringify(s);
 
 /**
- * containerd 2.x config: state and sockets under `/run/containerd` (inside the node's
- * mount namespace, bound to the cluster's dir), images under `root`, CNI from
- * `/etc/cni/net.d` + `/opt/cni/bin` (the node paths the chart's hostPaths name).
+ * containerd 2.x config: state and sockets under `runDir` (default `/run/containerd`, inside
+ * the node's mount namespace, bound to the cluster's dir), images under `root`, CNI from
+ * `/etc/cni/net.d` + `/opt/cni/bin` (the node paths the chart's hostPaths name);
+ * `disable`: more plugin ids to leave out (a second containerd on the node leaves out NRI,
+ * whose socket the node's own containerd serves).
  */
-export function containerdConfig(o: { root: string; pauseRef: string }): string {
+export function containerdConfig(o: { root: string; pauseRef: string; runDir?: string; disable?: string[] }): string {
+  const run = o.runDir ?? '/run/containerd';
+  const disabled = [
+    'io.containerd.snapshotter.v1.btrfs',
+    'io.containerd.snapshotter.v1.zfs',
+    'io.containerd.snapshotter.v1.devmapper',
+    'io.containerd.tracing.processor.v1.otlp',
+    ...(o.disable ?? []),
+  ];
   return `version = 3
 root = ${q(o.root)}
-state = "/run/containerd/state"
-disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs",
-  "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp"]
+state = ${q(`${run}/state`)}
+disabled_plugins = ${JSON.stringify(disabled)}
 [grpc]
-  address = "/run/containerd/containerd.sock"
+  address = ${q(`${run}/containerd.sock`)}
 [ttrpc]
-  address = "/run/containerd/containerd.sock.ttrpc"
+  address = ${q(`${run}/containerd.sock.ttrpc`)}
 [plugins.'io.containerd.cri.v1.images']
   snapshotter = "overlayfs"
   [plugins.'io.containerd.cri.v1.images'.pinned_images]

@@ -199,8 +199,8 @@ function nodeArgv(o: NodeConfigInputs, cfg: string): Record<string, string[]> {
   };
 }
 
-/** True when containerd's CRI at `socket` answers Version within 2 s. */
-async function criAnswers(socket: string): Promise<boolean> {
+/** True when containerd's CRI at `socket` (a test-side path) answers Version within 2 s. */
+export async function criAnswers(socket: string): Promise<boolean> {
   const cri = new CriTestClient(socket, 2000);
   try {
     await cri.version();

@@ -136,6 +136,7 @@ export const KIND_OF = {
   events: 'Event',
   namespaces: 'Namespace',
   eniconfigs: 'ENIConfig',
+  endpointslices: 'EndpointSlice',
 } as const;
 
 /** `apiVersion` of each resource's objects (core/v1 unless a custom resource). */
@@ -145,6 +146,7 @@ export const API_VERSION_OF = {
   events: 'v1',
   namespaces: 'v1',
   eniconfigs: 'crd.k8s.amazonaws.com/v1alpha1',
+  endpointslices: 'discovery.k8s.io/v1',
 } as const;
 
 /** A list object (`PodList`, `ENIConfigList`) of `apiVersion` (default `v1`) at `resourceVersion`. */

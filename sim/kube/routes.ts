@@ -3,7 +3,9 @@
  * (https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-uris):
  * core `/api/v1[/watch]/<resource>[/<name>]`, `/api/v1[/watch]/namespaces/<ns>/<resource>[/<name>]`,
  * `/api/v1/nodes/<name>/status`, and the ENIConfig custom resource
- * `/apis/crd.k8s.amazonaws.com/v1alpha1[/watch]/eniconfigs[/<name>]` (cluster-scoped).
+ * `/apis/crd.k8s.amazonaws.com/v1alpha1[/watch]/eniconfigs[/<name>]` (cluster-scoped), and
+ * EndpointSlices `/apis/discovery.k8s.io/v1[/watch][/namespaces/<ns>]/endpointslices[/<name>]`
+ * (what the cooldown evidence lists and watches, cluster-wide).
  */
 import { ENICONFIG_GROUP, ENICONFIG_VERSION } from './eniconfig.js';
 import { NAMESPACED, type Resource } from './store.js';
@@ -19,6 +21,7 @@ export interface Route {
 
 const CORE = new Set<string>(['pods', 'nodes', 'events', 'namespaces']);
 const CUSTOM = new Set<string>(['eniconfigs']);
+const DISCOVERY = new Set<string>(['endpointslices']);
 
 /** Parses a request path into a Route, or undefined for unknown paths. */
 export function parseRoute(pathname: string): Route | undefined {
@@ -33,6 +36,9 @@ export function parseRoute(pathname: string): Route | undefined {
     rest = parts.slice(2);
   } else if (parts[0] === 'apis' && parts[1] === ENICONFIG_GROUP && parts[2] === ENICONFIG_VERSION) {
     known = CUSTOM;
+    rest = parts.slice(3);
+  } else if (parts[0] === 'apis' && parts[1] === 'discovery.k8s.io' && parts[2] === 'v1') {
+    known = DISCOVERY;
     rest = parts.slice(3);
   } else return undefined;
   const isResource = (s: string | undefined): s is Resource => s !== undefined && known.has(s);

@@ -54,6 +54,10 @@ const FIELDS: Record<Resource, Record<string, (o: KubeObject) => string>> = {
   eniconfigs: {
     'metadata.name': (o) => o.metadata.name,
   },
+  endpointslices: {
+    'metadata.name': (o) => o.metadata.name,
+    'metadata.namespace': (o) => o.metadata.namespace ?? '',
+  },
 };
 
 /** Error for a selector the real API would also reject (HTTP 400). */

@@ -1,6 +1,6 @@
 /**
- * In-memory object store of the Kubernetes API stand-in: pods, nodes, events, namespaces
- * and ENIConfigs (crd.k8s.amazonaws.com/v1alpha1), one global
+ * In-memory object store of the Kubernetes API stand-in: pods, nodes, events, namespaces,
+ * ENIConfigs (crd.k8s.amazonaws.com/v1alpha1) and EndpointSlices (discovery.k8s.io/v1), one global
  * resourceVersion counter (a decimal string that only grows, as etcd's revision), a
  * bounded history of watch events so a watch can resume from a resourceVersion, and
  * watch subscribers. Follows the resourceVersion rules in
@@ -17,10 +17,10 @@ import {
 } from './objects.js';
 
 /** Resources the stand-in serves. */
-export type Resource = 'pods' | 'nodes' | 'events' | 'namespaces' | 'eniconfigs';
+export type Resource = 'pods' | 'nodes' | 'events' | 'namespaces' | 'eniconfigs' | 'endpointslices';
 
 /** Namespaced resources (the others are cluster-scoped). */
-export const NAMESPACED: ReadonlySet<Resource> = new Set(['pods', 'events']);
+export const NAMESPACED: ReadonlySet<Resource> = new Set(['pods', 'events', 'endpointslices']);
 
 /** Namespaces every cluster starts with. */
 const INITIAL_NAMESPACES = ['default', 'kube-node-lease', 'kube-public', 'kube-system'];
@@ -52,6 +52,7 @@ export class KubeStore {
     events: new Map(),
     namespaces: new Map(),
     eniconfigs: new Map(),
+    endpointslices: new Map(),
   };
   private readonly history: StoreEvent[] = [];
   /** resourceVersion of the newest event dropped from history (0: none dropped). */

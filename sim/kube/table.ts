@@ -59,6 +59,7 @@ const COLUMNS: Record<Resource, ReturnType<typeof col>[]> = {
   namespaces: [col('Name', 'string', 0, 'name'), col('Status', 'string'), col('Age', 'string')],
   // a CRD without additionalPrinterColumns prints NAME and AGE
   eniconfigs: [col('Name', 'string', 0, 'name'), col('Age', 'string')],
+  endpointslices: [col('Name', 'string', 0, 'name'), col('Age', 'string')],
 };
 
 /** LAST SEEN of an Event as the API server prints it: "<last>", or "<last> (x<count> over <first>)". */
@@ -73,7 +74,8 @@ function cells(resource: Resource, o: KubeObject): unknown[] {
   if (resource === 'nodes')
     return [o.metadata.name, 'Ready', '<none>', age(o.metadata.creationTimestamp), 'v1.30.0-standin'];
   if (resource === 'namespaces') return [o.metadata.name, 'Active', age(o.metadata.creationTimestamp)];
-  if (resource === 'eniconfigs') return [o.metadata.name, age(o.metadata.creationTimestamp)];
+  if (resource === 'eniconfigs' || resource === 'endpointslices')
+    return [o.metadata.name, age(o.metadata.creationTimestamp)];
   if (resource === 'events') {
     const io = (o.involvedObject ?? {}) as { kind?: string; name?: string };
     const src = (o.source ?? {}) as { component?: string; host?: string };

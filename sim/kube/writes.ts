@@ -24,13 +24,13 @@ export interface WriteTarget {
 }
 
 /** Resources that accept POST (create). */
-const CREATABLE: ReadonlySet<Resource> = new Set(['events', 'eniconfigs']);
+const CREATABLE: ReadonlySet<Resource> = new Set(['events', 'eniconfigs', 'endpointslices']);
 
 /** Resources that accept PATCH. */
 const PATCHABLE: ReadonlySet<Resource> = new Set(['events', 'nodes', 'eniconfigs']);
 
 /** Resources that accept PUT (update) and DELETE. */
-const REPLACEABLE: ReadonlySet<Resource> = new Set(['eniconfigs']);
+const REPLACEABLE: ReadonlySet<Resource> = new Set(['eniconfigs', 'endpointslices']);
 
 /** Schema check of a custom resource body (undefined = valid or not a custom resource). */
 function invalid(resource: Resource, o: KubeObject): WriteResult | undefined {
@@ -165,7 +165,8 @@ export function applyUpdate(store: KubeStore, t: WriteTarget, body: unknown): Wr
     ...o,
     kind: KIND_OF[t.resource],
     apiVersion: API_VERSION_OF[t.resource],
-    metadata: meta,
+    // A namespaced object (an EndpointSlice) keeps the namespace of its URL.
+    metadata: t.namespace !== undefined ? { ...meta, namespace: t.namespace } : meta,
   } as KubeObject;
   const bad = invalid(t.resource, next);
   if (bad) return bad;

@@ -95,11 +95,12 @@ test('defaults: every object validates; the DaemonSet has what a node needs', as
       { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] },
       { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
       { apiGroups: ['crd.k8s.amazonaws.com'], resources: ['eniconfigs'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['list', 'watch'] },
       { apiGroups: ['apps'], resources: ['daemonsets'], verbs: ['get'] },
       { apiGroups: ['', 'events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
       { apiGroups: [''], resources: ['nodes/status'], verbs: ['patch'] },
     ],
-    'Events and the node condition on by default; ENIConfigs readable; no node patch (the taint is opt-in)',
+    'Events and the node condition on by default; ENIConfigs and EndpointSlices (the cooldown evidence) readable; no node patch (the taint is opt-in)',
   );
   assert.equal(envOf(c).get('ENI_IPAM_TAINT_WHEN_EXHAUSTED')!.value, 'false');
 });

@@ -145,6 +145,7 @@ export async function runContract(b: ContractBackend, node: string, ns: string):
     ...(await nodeCalls(b, node)),
     ...(await eventCalls(b, node, ns)),
     ...(await eniConfigCalls(b, node)),
+    ...(await endpointSliceCalls(b, ns)),
   };
 }
 
@@ -278,5 +279,51 @@ async function eniConfigCalls(b: ContractBackend, node: string): Promise<Contrac
     spec: { subnet: 42 },
   });
   r['eniconfig create, spec the schema refuses'] = head(bad);
+  return r;
+}
+
+/**
+ * EndpointSlices cluster-wide, as the cooldown evidence reads them (ipamd/kube/endpointslice-watch.ts):
+ * a list with a page limit, then a watch from its resourceVersion that sees a slice created
+ * in a namespace and changed (its address removed).
+ */
+async function endpointSliceCalls(b: ContractBackend, ns: string): Promise<ContractRecord> {
+  const r: ContractRecord = {};
+  const { api } = b;
+  const path = '/apis/discovery.k8s.io/v1/endpointslices';
+  const list = await api.call('GET', `${path}?limit=500`);
+  r['endpointslices list'] = {
+    ...head(list),
+    apiVersion: list.body.apiVersion,
+    rvNumeric: /^\d+$/.test(list.body.metadata?.resourceVersion),
+    continue: list.body.metadata?.continue ?? '',
+  };
+  const slice = (addresses: string[], resourceVersion?: string) => ({
+    apiVersion: 'discovery.k8s.io/v1',
+    kind: 'EndpointSlice',
+    metadata: {
+      name: 'svc-a',
+      labels: { 'kubernetes.io/service-name': 'svc' },
+      ...(resourceVersion ? { resourceVersion } : {}),
+    },
+    addressType: 'IPv4',
+    endpoints: addresses.map((a) => ({ addresses: [a], conditions: { ready: true } })),
+    ports: [],
+  });
+  const nsPath = `/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices`;
+  const ours = (e: WatchReader['events'][number]): boolean => e.object?.metadata?.name === 'svc-a';
+  const w = await watchDuring(
+    api,
+    `${path}?watch=true&resourceVersion=${list.body.metadata.resourceVersion}&timeoutSeconds=30`,
+    async () => {
+      const made = await api.call('POST', nsPath, slice(['10.0.1.10']));
+      r['endpointslice create'] = head(made);
+      const rv = String(made.body.metadata?.resourceVersion);
+      r['endpointslice update'] = head(await api.call('PUT', `${nsPath}/svc-a`, slice([], rv)));
+    },
+    (x) => x.events.filter(ours).length >= 2,
+  );
+  // Only svc-a's: the real server keeps default/kubernetes's slice itself.
+  r['endpointslices watch'] = events({ ...w, events: w.events.filter(ours) } as WatchReader);
   return r;
 }

@@ -5,21 +5,11 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { eniInfo } from '../helpers/datastore-eni.js';
 import { Datastore } from '../../ipamd/datastore/datastore.js';
 import { expandPrefix } from '../../ipamd/datastore/prefixes.js';
-import type { EniInfo } from '../../ipamd/datastore/types.js';
 
-const eni = (id: string, dev: number, capacity = 9): EniInfo => ({
-  eniId: id,
-  mac: `02:00:00:00:00:0${dev}`,
-  deviceNumber: dev,
-  subnetId: 'subnet-1',
-  subnetCidr: '10.0.0.0/24',
-  primaryIp: `10.0.0.${10 + dev}`,
-  isPrimary: dev === 0,
-  createdAtMs: 0,
-  capacity,
-});
+const eni = eniInfo;
 const key = (c: string) => ({ networkName: 'aws-cni', containerID: c, ifName: 'eth0' });
 const P1 = '10.0.0.32/28';
 const P2 = '10.0.0.48/28';

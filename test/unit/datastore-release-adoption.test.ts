@@ -8,23 +8,14 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { eniInfo } from '../helpers/datastore-eni.js';
 import { Datastore, RELEASED_CONTAINERS_KEPT } from '../../ipamd/datastore/datastore.js';
-import type { Allocation, EniInfo } from '../../ipamd/datastore/types.js';
+import type { Allocation } from '../../ipamd/datastore/types.js';
 import { mergeEvidence } from '../../ipamd/restore/merge.js';
 import { decideSend, type ReleaseOps } from '../../ipamd/controller/release/release-batch.js';
 import { ReleaseGate } from '../../ipamd/controller/release/release-gate.js';
 
-const eni = (id: string, dev: number): EniInfo => ({
-  eniId: id,
-  mac: `02:00:00:00:00:0${dev}`,
-  deviceNumber: dev,
-  subnetId: 'subnet-1',
-  subnetCidr: '10.0.0.0/24',
-  primaryIp: `10.0.0.${10 + dev}`,
-  isPrimary: dev === 0,
-  createdAtMs: 0,
-  capacity: 9,
-});
+const eni = eniInfo;
 const key = (c: string) => ({ networkName: 'aws-cni', containerID: c, ifName: 'eth0' });
 const adopted = (c: string, ip: string): Allocation => ({
   ...key(c),

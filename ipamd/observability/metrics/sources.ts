@@ -15,6 +15,8 @@ export interface MetricsDatastore {
   prefixOf?(ip: string): string | undefined;
   allocations?(): Allocation[];
   ipState?(ip: string, now: number): IpState | undefined;
+  /** Addresses ADDs took after a cooldown, by what ended it (`eni_ipam_cooldown_reuses_total`). */
+  cooldownReuses?(): { timer: number; evidence: number };
 }
 
 /** The sources of the scrape-time gauges. */
@@ -47,4 +49,6 @@ export interface MetricsSources {
    * it succeeded); undefined while Kubernetes reporting is off or not started.
    */
   nodeCondition?: () => { synced: boolean } | undefined;
+  /** The EndpointSlice evidence of the cooldown: synced or not; undefined with it off (ENI_IPAM_COOLDOWN_EVIDENCE=false). */
+  cooldownEvidence?: () => { synced: boolean } | undefined;
 }
