@@ -71,7 +71,7 @@ export async function startIpamd(p: {
   /** The harness's dir for the machine-path settings the caller leaves unset (default: the log file's dir). */
   dir?: string;
   prefix?: string[];
-  timeoutMs?: number;
+  timeoutMs?: number; // ms until it serves (default 90 000)
   ipamdPath?: string;
 }): Promise<IpamdProcess> {
   const env = ipamdChildEnv(p);
@@ -124,7 +124,9 @@ export async function startIpamd(p: {
     });
     void exited.then((code) => reject(new Error(`ipamd exited with ${code} before serving:\n${tail}`)));
   });
-  const timeoutMs = p.timeoutMs ?? 30_000;
+  // 90 s: at load average 40 with stress-ng (CI's loaded safety pass beside two lanes) a
+  // start that takes 1 s on a quiet machine took over 30 s.
+  const timeoutMs = p.timeoutMs ?? 90_000;
   let timer: NodeJS.Timeout | undefined;
   const introspectionPort = await Promise.race([
     ready,
