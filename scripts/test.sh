@@ -4,7 +4,7 @@
 # namespaces, gRPC over Unix sockets and the AWS SDK against the simulated cloud).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/ensure-deps.sh --containerd --image --stress
+bash scripts/ensure-deps.sh --containerd --image --stress --bpf
 # The real cluster's binaries (Kubernetes, etcd, containerd 2.x), built with Go from the module
 # proxy once and cached outside the clone by go.sum (cluster/build.sh); a warm run builds nothing.
 bash cluster/build.sh etcd containerd k8s >/dev/null
