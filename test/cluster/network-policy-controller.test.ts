@@ -8,21 +8,19 @@
  * The pods' addresses are the ones eni-ipam gave them, so the test also shows eni-ipam's pods
  * resolve like aws-node's (docs/network-policy.md).
  *
- * The controller runs as a process in the control-plane node's network namespace (where EKS's
- * would reach the API server), with the admin kubeconfig, leader election in kube-system (out
- * of cluster it has no namespace of its own) and the ConfigMap check off (EKS turns it on
- * with `enable-network-policy-controller` in the `amazon-vpc-cni` ConfigMap; here it always
- * runs).
+ * How it runs beside the cluster (as EKS runs it, outside the nodes): kit/cluster/network-policy-controller.ts.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { readFile, writeFile } from 'node:fs/promises';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { waitFor } from '../../kit/wait.js';
 import { networkPolicyControllerBinary } from '../../kit/cluster/binaries.js';
-import { API_PORT, startCluster, type TestCluster } from '../../kit/cluster/cluster.js';
+import { startCluster, type TestCluster } from '../../kit/cluster/cluster.js';
 import { installEniIpam } from '../../kit/cluster/install.js';
+import {
+  ingressOnlyFrom,
+  startNetworkPolicyController,
+  type RunningController,
+} from '../../kit/cluster/network-policy-controller.js';
 import { echoDeployment, waitPodsReady } from '../../kit/cluster/workload.js';
 
 const skip = process.getuid?.() !== 0 ? 'needs root (network and mount namespaces)' : false;
@@ -41,8 +39,7 @@ interface PolicyEndpoint {
 
 describe('the network policy controller on a real Kubernetes cluster', { skip, timeout: 30 * 60_000 }, () => {
   let c: TestCluster;
-  let controller: ChildProcess | undefined;
-  let log = '';
+  let controller: RunningController | undefined;
 
   before(async () => {
     // Built first: a cold build takes minutes and must not eat the cluster steps' deadlines.
@@ -50,35 +47,15 @@ describe('the network policy controller on a real Kubernetes cluster', { skip, t
     c = await startCluster();
     await installEniIpam(c, { wait: true });
     await c.kubectl.apply([echoDeployment(c, 'np-server', 1), echoDeployment(c, 'np-client', 1)]);
-    const kubeconfig = path.join(c.dir, 'network-policy-controller.kubeconfig');
-    const admin = await readFile(c.kubeconfig, 'utf8');
-    const inNode = admin.replace(/server: "https:\/\/127\.0\.0\.1:\d+"/, `server: "https://${c.nodeIp}:${API_PORT}"`);
-    assert.notEqual(inNode, admin, `no loopback server in ${c.kubeconfig}`);
-    await writeFile(kubeconfig, inNode);
-    controller = spawn(
-      'nsenter',
-      [
-        `--net=${c.nodeNetns.path}`,
-        bin,
-        `--kubeconfig=${kubeconfig}`,
-        '--enable-configmap-check=false',
-        '--leader-election-namespace=kube-system',
-        // Its defaults (:8080, :8081) inside the node's namespace, on loopback only.
-        '--metrics-bind-addr=127.0.0.1:8080',
-        '--health-probe-bind-addr=127.0.0.1:8081',
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    for (const s of [controller.stdout!, controller.stderr!])
-      s.on('data', (b: Buffer) => (log = (log + b.toString()).slice(-200_000)));
+    controller = await startNetworkPolicyController(c, bin);
   });
   after(async () => {
-    controller?.kill('SIGKILL');
+    controller?.stop();
     await c?.close();
   });
 
   const withLog = (e: Error): never => {
-    throw new Error(`${e.message}\ncontroller log:\n${log.split('\n').slice(-40).join('\n')}`);
+    throw new Error(`${e.message}\ncontroller log:\n${(controller?.log() ?? '').split('\n').slice(-40).join('\n')}`);
   };
   const policyEndpoints = async (): Promise<PolicyEndpoint[]> =>
     (await c.kubectl.json<{ items: PolicyEndpoint[] }>(['-n', 'default', 'get', 'policyendpoints'])).items;
@@ -101,18 +78,7 @@ describe('the network policy controller on a real Kubernetes cluster', { skip, t
     const [server] = await waitPodsReady(c, 'np-server', 1);
     const [client] = await waitPodsReady(c, 'np-client', 1);
     assert.deepEqual(await policyEndpoints(), [], 'no PolicyEndpoint before the NetworkPolicy');
-    await c.kubectl.apply([
-      {
-        apiVersion: 'networking.k8s.io/v1',
-        kind: 'NetworkPolicy',
-        metadata: { name: POLICY, namespace: 'default' },
-        spec: {
-          podSelector: { matchLabels: { app: 'np-server' } },
-          policyTypes: ['Ingress'],
-          ingress: [{ from: [{ podSelector: { matchLabels: { app: 'np-client' } } }], ports: [{ port: 8080 }] }],
-        },
-      },
-    ]);
+    await c.kubectl.apply([ingressOnlyFrom(POLICY, 'np-server', 'np-client', 8080)]);
     const pe = await waitFor(
       'the PolicyEndpoint of the NetworkPolicy, with its pods resolved',
       async () => {
