@@ -13,7 +13,14 @@
 # so a warm run builds nothing. Prints the bin directory of each on stdout as NAME=DIR lines
 # (eval-able). Any failure: one line naming what failed, exit 1.
 #
-# Usage: bash cluster/build.sh [k8s|etcd|containerd|e2e|coredns|cni-metrics-helper|crictl ...]
+# Also, only when named: `network-policy-agent` (aws-network-policy-agent v1.4.1, the node agent
+# amazon-vpc-cni-k8s v1.23.0 ships, with its CLIs and its six eBPF objects compiled by clang from
+# the C sources in its module, against a vmlinux.h bpftool dumps from this kernel's BTF, as its
+# Dockerfile does) and `network-policy-controller` (amazon-network-policy-controller-k8s v1.1.10,
+# which turns NetworkPolicies into PolicyEndpoints; EKS runs it in its control plane).
+#
+# Usage: bash cluster/build.sh [k8s|etcd|containerd|e2e|coredns|cni-metrics-helper|crictl|
+#                               network-policy-agent|network-policy-controller ...]
 # (default: the first five; cni-metrics-helper, amazon-vpc-cni-k8s's metrics aggregator, and
 # crictl, the CRI client for looking into a node by hand, only when named)
 set -euo pipefail
@@ -21,6 +28,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 cache=${ENI_IPAM_CLUSTER_CACHE:-/var/cache/eni-ipam/cluster}
 k8s_version=v1.36.3
 containerd_version=v2.4.2
+npa_version=v1.4.1
+npc_version=v1.1.10
 
 fail() { echo "eni-ipam cluster build: $*" >&2; exit 1; }
 command -v go >/dev/null 2>&1 || fail "go is not on PATH (this needs Go >= 1.26 and the Go module proxy)"
@@ -52,6 +61,49 @@ download() {
   fail "cannot fetch a Go module for $name: $what"
 }
 
+# clang (the BPF target), libbpf's headers and bpftool (vmlinux.h from the kernel's BTF):
+# Debian's clang, libbpf-dev and bpftool (scripts/ensure-deps.sh --bpf).
+bpf_tools_present() {
+  local t
+  for t in clang bpftool; do
+    command -v "$t" >/dev/null 2>&1 || fail "$t is not on PATH (run: bash scripts/ensure-deps.sh --bpf)"
+  done
+  [ -f /usr/include/bpf/bpf_helpers.h ] || fail "libbpf's headers are missing (run: bash scripts/ensure-deps.sh --bpf)"
+  [ -r /sys/kernel/btf/vmlinux ] || fail "/sys/kernel/btf/vmlinux is not readable: this kernel has no BTF (CONFIG_DEBUG_INFO_BTF)"
+}
+
+# aws-network-policy-agent as its Makefile's build-linux and build-bpf targets build it: the
+# agent with cgo and its flags (tags netgo,ebpf,core, -buildmode=pie, -extldflags -static: with
+# PIE that links a binary needing only libc.so.6, as upstream's on its glibc base image), the
+# two CLIs, and the six eBPF objects
+# (clang -target bpf, CO-RE) from pkg/ebpf/c of the module, in a scratch copy (the module
+# cache is read-only). The agent copies the objects and the CLI from its working directory
+# to /host/opt/cni/bin at start, so they sit beside it. Args: bin dir, log file.
+build_network_policy_agent() {
+  local bin=$1 log=$2 src c vp=github.com/aws/aws-network-policy-agent/pkg/version sdk
+  (
+    cd "$here/go/network-policy-agent"
+    sdk=$(go list -m -f '{{.Version}}' github.com/aws/aws-ebpf-sdk-go)
+    local ld="-s -w -X $vp.GitVersion=$npa_version -X $vp.BuildDate=2026-01-01T00:00:00Z -X $vp.EbpfSDKVersion=$sdk"
+    CGO_ENABLED=1 go build -trimpath -buildmode=pie -tags netgo,ebpf,core \
+      -ldflags "$ld -extldflags -static" -o "$bin/aws-network-policy-agent" github.com/aws/aws-network-policy-agent &&
+      go build -trimpath -buildmode=pie -ldflags "$ld" -o "$bin/aws-eks-na-cli" github.com/aws/aws-network-policy-agent/cmd/cli &&
+      go build -trimpath -buildmode=pie -ldflags "$ld" -o "$bin/aws-eks-na-cli-v6" github.com/aws/aws-network-policy-agent/cmd/cliv6
+  ) >"$log" 2>&1 || fail "go build of the network policy agent failed: $(grep -m1 -v '^#' "$log" || true) (log: $log)"
+  src=$(cd "$here/go/network-policy-agent" && go list -m -f '{{.Dir}}' github.com/aws/aws-network-policy-agent)
+  c=$(dirname "$bin")/bpf-src
+  mkdir -p "$c" && cp "$src"/pkg/ebpf/c/*.c "$src"/pkg/ebpf/c/*.h "$c/" && chmod -R u+w "$c"
+  bpftool btf dump file /sys/kernel/btf/vmlinux format c >"$c/vmlinux.h" 2>>"$log" ||
+    fail "bpftool could not dump /sys/kernel/btf/vmlinux (log: $log)"
+  local arch
+  arch=$(go env GOARCH | sed 's/amd64/x86/; s/arm64/arm64/')
+  for obj in tc.v4ingress tc.v4egress tc.v6ingress tc.v6egress v4events v6events; do
+    clang -I"$c" -g -O2 -Wall -fpie -target bpf -DCORE -D__BPF_TRACING__ -march=bpf "-D__TARGET_ARCH_$arch" \
+      -c "$c/$obj.bpf.c" -o "$bin/$obj.bpf.o" >>"$log" 2>&1 ||
+      fail "clang could not compile $obj.bpf.c of the network policy agent: $(grep -m1 'error' "$log" || true) (log: $log)"
+  done
+}
+
 build_one() {
   local name=$1 dir out log
   dir="$cache/$name-$(key "$name")"
@@ -60,6 +112,7 @@ build_one() {
   rm -rf "$dir.tmp" && mkdir -p "$dir.tmp/bin"
   echo "eni-ipam cluster build: building $name into $dir (cold; later runs reuse it)" >&2
   if [ "$name" = e2e ]; then download "$name" k8s.io/kubernetes/test/e2e; else download "$name"; fi
+  [ "$name" != network-policy-agent ] || bpf_tools_present
   log="$dir.tmp/build.log"
   local start=$SECONDS
   # The version ldflags: without them every binary says v0.0.0-master and Helm's
@@ -117,7 +170,18 @@ build_one() {
         -o "$dir.tmp/bin/crictl" sigs.k8s.io/cri-tools/cmd/crictl) >"$log" 2>&1 ||
         fail "go build of crictl failed: $(grep -m1 -v '^#' "$log" || true) (log: $log)"
       ;;
-    *) fail "unknown part '$name' (accepted: k8s, etcd, containerd, e2e, coredns, cni-metrics-helper, crictl)" ;;
+    network-policy-agent)
+      build_network_policy_agent "$dir.tmp/bin" "$log"
+      ;;
+    network-policy-controller)
+      # As the upstream .ko.yaml builds it: no cgo, the version in pkg/version.
+      local vp=github.com/aws/amazon-network-policy-controller-k8s/pkg/version
+      (cd "$here/go/network-policy-controller" && CGO_ENABLED=0 go build -trimpath \
+        -ldflags "-s -w -X $vp.GitVersion=$npc_version -X $vp.BuildDate=2026-01-01T00:00:00Z" \
+        -o "$dir.tmp/bin/network-policy-controller" github.com/aws/amazon-network-policy-controller-k8s/cmd) >"$log" 2>&1 ||
+        fail "go build of the network policy controller failed: $(grep -m1 -v '^#' "$log" || true) (log: $log)"
+      ;;
+    *) fail "unknown part '$name' (accepted: k8s, etcd, containerd, e2e, coredns, cni-metrics-helper, crictl, network-policy-agent, network-policy-controller)" ;;
   esac
   echo "built in $((SECONDS - start)) s" >>"$log"
   echo "eni-ipam cluster build: $name built in $((SECONDS - start)) s" >&2

@@ -9,7 +9,10 @@
 #     systemd-journal-remote (a real journal for the support-bundle test);
 #     with --image also mmdebstrap (the image's Debian root filesystem) and umoci (the OCI layout),
 #     what `npm run image` needs (scripts/image/build.mjs), and buildah (the image test builds the
-#     Dockerfile with it); with --stress also stress-ng (scripts/test-loaded.sh loads the CPUs with it).
+#     Dockerfile with it); with --stress also stress-ng (scripts/test-loaded.sh loads the CPUs with it);
+#     with --bpf also clang, libbpf-dev and bpftool: `bash cluster/build.sh network-policy-agent`
+#     compiles the network policy agent's eBPF objects from its C sources against a vmlinux.h
+#     bpftool dumps from the kernel's BTF, as the agent's own Dockerfile does.
 #   - npm packages from package-lock.json (npm ci) when node_modules is missing or stale.
 #   - the build (tsc, the bundled CNI plugin, ipamd's one-file bundle) when sources are newer than dist/.
 # Idempotent and quiet when everything is already in place.
@@ -19,12 +22,14 @@ cd "$(dirname "$0")/.."
 want_containerd=0
 want_image=0
 want_stress=0
+want_bpf=0
 for arg in "$@"; do
   case "$arg" in
     --containerd) want_containerd=1 ;;
     --image) want_image=1 ;;
     --stress) want_stress=1 ;;
-    *) echo "eni-ipam: ensure-deps.sh: unknown option '$arg' (accepted: --containerd, --image, --stress)" >&2; exit 2 ;;
+    --bpf) want_bpf=1 ;;
+    *) echo "eni-ipam: ensure-deps.sh: unknown option '$arg' (accepted: --containerd, --image, --stress, --bpf)" >&2; exit 2 ;;
   esac
 done
 
@@ -66,6 +71,11 @@ if [ "$want_image" = 1 ]; then
 fi
 if [ "$want_stress" = 1 ]; then
   command -v stress-ng >/dev/null 2>&1 || need+=(stress-ng)
+fi
+if [ "$want_bpf" = 1 ]; then
+  command -v clang >/dev/null 2>&1 || need+=(clang)
+  command -v bpftool >/dev/null 2>&1 || need+=(bpftool)
+  [ -f /usr/include/bpf/bpf_helpers.h ] || need+=(libbpf-dev)
 fi
 if [ "${#need[@]}" -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then echo "eni-ipam: need root to install: ${need[*]}" >&2; exit 1; fi

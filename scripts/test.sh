@@ -4,7 +4,7 @@
 # namespaces, gRPC over Unix sockets and the AWS SDK against the simulated cloud).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/ensure-deps.sh --containerd --image --stress
+bash scripts/ensure-deps.sh --containerd --image --stress --bpf
 # The real cluster's binaries (Kubernetes, etcd, containerd 2.x), built with Go from the module
 # proxy once and cached outside the clone by go.sum (cluster/build.sh); a warm run builds nothing.
 bash cluster/build.sh etcd containerd k8s >/dev/null
@@ -12,11 +12,12 @@ bash cluster/build.sh etcd containerd k8s >/dev/null
 # package declared): a lint error fails the run before any test starts.
 npm run --silent lint
 # What the conformance test runs (e2e.test, ginkgo, agnhost, CoreDNS: about 10 min of Go builds
-# cold) builds in the background while the lanes run (started after lint, so a lint failure
-# leaves none running); that test, last in lane "multi", asks cluster/build.sh for them and
-# waits on the same per-part lock.
+# cold) and the network policy controller and agent (about 35 min cold on a loaded machine;
+# test/cluster/network-policy-*.test.ts) build in the background while the lanes run (started
+# after lint, so a lint failure leaves none running); each test that needs a part asks
+# cluster/build.sh for it and waits on the same per-part lock.
 mkdir -p build
-bash cluster/build.sh e2e coredns >build/cluster-build-e2e.log 2>&1 &
+bash cluster/build.sh e2e coredns network-policy-controller network-policy-agent >build/cluster-build-e2e.log 2>&1 &
 build_e2e=$!
 unset NODE_EXTRA_CA_CERTS
 # Three lanes side by side (the machine has 2 cores and the suite spends much of its time
@@ -86,7 +87,7 @@ node dist/test/cluster/apiserver-reap.js "$lane_b" || true
 wait_lane "$lane_c" || true
 read -r rc_c rc_s <build/test-lane-multi.rc || { rc_c=1; rc_s=1; }
 rc_e=0; wait "$build_e2e" || rc_e=$?
-[ "$rc_e" -eq 0 ] || { echo "# the background e2e/CoreDNS build failed:"; tail -n 3 build/cluster-build-e2e.log; }
+[ "$rc_e" -eq 0 ] || { echo "# the background e2e/CoreDNS/network policy build failed:"; tail -n 3 build/cluster-build-e2e.log; }
 # Clusters and node namespaces of runners that are gone (a lane killed on its deadline).
 node -e "import('./dist/kit/cluster/purge.js').then((m) => m.purgeLeftovers())" || true
 echo "# ---- lane cluster (dist/test/cluster, unit, chart, cli, property) ----"

@@ -1,0 +1,161 @@
+/**
+ * aws-network-policy-agent (cluster/build.sh network-policy-agent) run on a node of the test
+ * cluster as the aws-node DaemonSet's `aws-eks-nodeagent` container sees the node: in the
+ * node's mount and network namespaces, with bpffs mounted at `/sys/fs/bpf` in a private mount
+ * namespace of its own (never the machine's), its working directory the bin dir that holds
+ * its eBPF objects, IMDS the node's (simulated), and the node's own `/var/run/aws-node`.
+ *
+ * Two things the agent needs that eni-ipam does not provide yet (issue 39), given here:
+ * - ipamd's `rpc.ConfigServerBackend/GetNetworkPolicyConfigs` on
+ *   `/var/run/aws-node/ipamd.sock` (amazon-vpc-cni-k8s rpc/rpc.proto; the agent exits when the
+ *   call fails): {@link startNpaConfigServer} answers it with the mode given;
+ * - a pod's host veth under the name the agent looks up (`eni` + the first 11 hex digits of
+ *   SHA-1 of `<namespace>.<pod>`: its pkg/utils GetHostVethName): {@link renameHostVeth}.
+ * Both go once ipamd serves the call and names veths as upstream does (docs/network-policy.md).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { run } from '../netns.js';
+import type { TestCluster } from './cluster.js';
+
+/** The agent's metrics and health ports inside the node (aws-node's chart: 8162, 8163). */
+export const NPA_METRICS_PORT = 8162;
+export const NPA_HEALTH_PORT = 8163;
+
+/** The one message and service of rpc/rpc.proto the agent calls at start (field numbers as upstream). */
+const CONFIG_PROTO: Parameters<typeof protoLoader.fromJSON>[0] = {
+  nested: {
+    rpc: {
+      nested: {
+        Empty: { fields: {} },
+        NetworkPolicyAgentConfigReply: {
+          fields: {
+            NetworkPolicyMode: { type: 'string', id: 1 },
+            MultiNICEnabled: { type: 'bool', id: 2 },
+            NodeIPv4: { type: 'string', id: 3 },
+            NodeIPv6: { type: 'string', id: 4 },
+            InstanceID: { type: 'string', id: 5 },
+            Region: { type: 'string', id: 6 },
+          },
+        },
+        ConfigServerBackend: {
+          methods: {
+            GetNetworkPolicyConfigs: {
+              requestType: 'Empty',
+              responseType: 'NetworkPolicyAgentConfigReply',
+              comment: 'aws-network-policy-agent main.go getNetworkPolicyConfigsFromIpamd',
+            },
+          },
+        },
+      },
+    },
+  },
+};
+
+/** A running config server: how many times the agent asked, and close. */
+export interface NpaConfigServer {
+  asked(): number;
+  close(): Promise<void>;
+}
+
+/**
+ * Serves `GetNetworkPolicyConfigs` on the node's `/var/run/aws-node/ipamd.sock` (its backing
+ * file under the cluster's dir), answering `mode` (`standard` or `strict`), multi-NIC off.
+ * @throws Error when the socket cannot be bound.
+ */
+export async function startNpaConfigServer(c: TestCluster, mode: 'standard' | 'strict'): Promise<NpaConfigServer> {
+  const def = protoLoader.fromJSON(CONFIG_PROTO);
+  const svc = (
+    grpc.loadPackageDefinition(def) as unknown as { rpc: Record<string, { service: grpc.ServiceDefinition }> }
+  ).rpc['ConfigServerBackend']!.service;
+  const server = new grpc.Server();
+  let asked = 0;
+  server.addService(svc, {
+    GetNetworkPolicyConfigs: (_call: unknown, cb: grpc.sendUnaryData<object>) => {
+      asked++;
+      cb(null, { NetworkPolicyMode: mode, MultiNICEnabled: false, NodeIPv4: c.nodeIp, InstanceID: '', Region: '' });
+    },
+  });
+  const sock = path.join(c.host('/run/aws-node'), 'ipamd.sock');
+  await new Promise<void>((resolve, reject) =>
+    server.bindAsync(`unix://${sock}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? reject(e) : resolve())),
+  );
+  return {
+    asked: () => asked,
+    close: () => new Promise<void>((resolve) => server.tryShutdown(() => resolve())),
+  };
+}
+
+/** The host veth name the agent looks up for pod `namespace/name` (first interface). */
+export function upstreamHostVethName(namespace: string, name: string): string {
+  return 'eni' + createHash('sha1').update(`${namespace}.${name}`).digest('hex').slice(0, 11);
+}
+
+/**
+ * Renames the host veth of the pod at `ip` on the first node to {@link upstreamHostVethName},
+ * keeping ipamd's host route to it (a link set down loses its routes, so it is put back).
+ * @returns the new name
+ * @throws Error when no host route names the pod's veth or an `ip` command fails.
+ */
+export async function renameHostVeth(c: TestCluster, namespace: string, name: string, ip: string): Promise<string> {
+  const inNode = (script: string) => run('nsenter', [`--net=${c.nodeNetns.path}`, 'sh', '-c', script]);
+  const route = (await inNode(`ip -o route show ${ip}`)).trim();
+  const dev = /dev (\S+)/.exec(route)?.[1];
+  if (!dev) throw new Error(`no host route to ${ip} on ${c.nodeName}: '${route}'`);
+  const want = upstreamHostVethName(namespace, name);
+  const moved = route.replace(/dev \S+/, `dev ${want}`);
+  await inNode(
+    `ip link set ${dev} down && ip link set ${dev} name ${want} && ip link set ${want} up && ip route replace ${moved}`,
+  );
+  return want;
+}
+
+/** A running agent: its output so far, and stop. */
+export interface RunningNpa {
+  proc: ChildProcess;
+  log(): string;
+  stop(): void;
+}
+
+/**
+ * Starts the agent on the first node with aws-node's flags (policy enabled, IPv4, events
+ * logged to stdout) and the kubeconfig given (its server reachable from the node).
+ */
+export function startNetworkPolicyAgent(c: TestCluster, binDir: string, kubeconfig: string): RunningNpa {
+  const env = Object.entries({ ...c.cloudEnv, MY_NODE_NAME: c.nodeName }).map(([k, v]) => `${k}=${v}`);
+  const flags = [
+    `--kubeconfig=${kubeconfig}`,
+    '--enable-network-policy=true',
+    '--enable-ipv6=false',
+    '--enable-cloudwatch-logs=false',
+    '--enable-policy-event-logs=true',
+    '--log-file=stdout',
+    `--metrics-bind-addr=:${NPA_METRICS_PORT}`,
+    `--health-probe-bind-addr=:${NPA_HEALTH_PORT}`,
+    '--log-level=debug',
+  ];
+  // Private from the node's namespace down: the bpffs mount goes with the agent's last process.
+  const script = `set -e; mount --make-rprivate /; mount -t bpf bpffs /sys/fs/bpf; cd '${binDir}'; exec env ${env.join(' ')} ./aws-network-policy-agent ${flags.join(' ')}`;
+  const proc = spawn(
+    'nsenter',
+    [
+      ...c.mountNs.nsenterArgs,
+      `--net=${c.nodeNetns.path}`,
+      'unshare',
+      '-m',
+      '--propagation',
+      'private',
+      'sh',
+      '-c',
+      script,
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let out = '';
+  for (const s of [proc.stdout!, proc.stderr!])
+    s.on('data', (b: Buffer) => (out = (out + b.toString()).slice(-400_000)));
+  return { proc, log: () => out, stop: () => void proc.kill('SIGKILL') };
+}
