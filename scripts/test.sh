@@ -51,7 +51,10 @@ moved='^dist/test/integration/(pool-|ec2-|daemon-start-failure|crash-safety|imds
 multi='^dist/test/cluster/(multi-|conformance)'
 # The conformance file last: it needs the background e2e build.
 mapfile -t multi_lane < <(grep -E "$multi" <<<"$all" | grep -v conformance; grep -E "$multi" <<<"$all" | grep conformance)
-mapfile -t cluster_lane < <(grep -E '^dist/test/cluster/' <<<"$all" | grep -vE "$multi"; grep -E '^dist/test/(unit|chart|cli)/' <<<"$all"; grep -E "$moved" <<<"$all"; grep -E '^dist/test/property/' <<<"$all")
+# The network policy files last in lane "cluster": they need the agent and controller the
+# background build makes (about 35 min cold), so on a cold machine they find them built.
+netpol='^dist/test/cluster/network-policy-'
+mapfile -t cluster_lane < <(grep -E '^dist/test/cluster/' <<<"$all" | grep -vE "$multi|$netpol"; grep -E '^dist/test/(unit|chart|cli)/' <<<"$all"; grep -E "$moved" <<<"$all"; grep -E '^dist/test/property/' <<<"$all"; grep -E "$netpol" <<<"$all")
 mapfile -t node_lane < <(grep -vE '^dist/test/(cluster|unit|chart|cli|property)/' <<<"$all" | grep -vE "$moved")
 if [ "${#cluster_lane[@]}" -eq 0 ] || [ "${#node_lane[@]}" -eq 0 ]; then echo "no test files found under dist/test" >&2; exit 1; fi
 mkdir -p build
