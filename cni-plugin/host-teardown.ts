@@ -10,10 +10,13 @@ import { ipDeleteAll, ipShow } from '../netfacts/ip-query.js';
 import { routeFromJson, routesTo, type RouteJson } from '../netfacts/ip-route.js';
 import { podRuleDeleteLines, ruleDeleteLinesFor } from './pod-rules.js';
 import { deleteHostVeth, type WiringPlan } from './wiring.js';
+import { deleteOwnedVeth } from './veth-delete.js';
+import { hostVethMac, hostVethNames, knowsPod, type VethOwner } from './veth-name.js';
+import { egressVeth, egressVethNames } from './wiring-plan.js';
 
 /** What to remove. */
 export interface HostTeardown {
-  /** Host veth name (computed from container id + ifname). */
+  /** Host veth name (veth-name.ts `hostVethNames`: the one the attachment has). */
   hostVeth: string;
   /** Pod IPv4 when known (ipamd's reply or prevResult); without it only the veth goes. */
   ipv4?: string;
@@ -57,4 +60,29 @@ export async function teardownHost(t: HostTeardown): Promise<string[]> {
   return (await ipDeleteAll(ruleDeleteLinesFor(rules!, t.ipv4), node.nodeNetns, node.ip)).map(
     (m) => `rule cleanup for ${t.ipv4}: ${m}`,
   );
+}
+
+/**
+ * Tears down the node side of the attachment `owner` when only its key, pod and IPv4 are
+ * known (ipamd's DEL spool): its host veth under any of its names (veth-name.ts
+ * `hostVethNames`; by its MAC when the pod is unknown) and an IPv6 pod's egress veth,
+ * each only with this attachment's MAC,
+ * then the rules of `ipv4` as {@link teardownHost} without a plan.
+ * @returns warnings as {@link teardownHost}'s.
+ * @throws IpBatchError when a veth exists but cannot be deleted.
+ */
+export async function teardownAttachment(a: {
+  vethPrefix: string;
+  owner: VethOwner;
+  ipv4?: string;
+  node?: NodeSide;
+}): Promise<string[]> {
+  const node = a.node ?? LOCAL_NODE;
+  const { containerId, ifName } = a.owner;
+  const names = hostVethNames(a.vethPrefix, a.owner);
+  const [main] = await Promise.all([
+    deleteOwnedVeth(names, hostVethMac(containerId, ifName), node, { byMac: !knowsPod(a.owner) }),
+    deleteOwnedVeth(egressVethNames(a.vethPrefix, containerId, ifName), egressVeth(containerId, ifName).hostMac, node),
+  ]);
+  return teardownHost({ hostVeth: main ?? names[0]!, vethDone: true, node, ...(a.ipv4 ? { ipv4: a.ipv4 } : {}) });
 }

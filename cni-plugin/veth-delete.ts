@@ -1,0 +1,127 @@
+/**
+ * Deleting an attachment's host veth(s) on the node side, through ipamd's netlink helper
+ * when there is one, else with `ip`. A host veth is named after its pod
+ * (veth-name.ts `hostVethNames`), so during a fast re-create two sandboxes of one pod
+ * share the name: every delete here is of the link of that name *with this attachment's
+ * MAC* (veth-name.ts `hostVethMac`), unless the caller says any MAC will do (ADD taking
+ * the name over from an older sandbox, as amazon-vpc-cni-k8s's `setupVeth` does).
+ * A link of that name with another MAC counts as absent.
+ */
+import { IpBatchError } from '../netfacts/ip-batch.js';
+import { ipShow } from '../netfacts/ip-query.js';
+import { LOCAL_NODE, type NodeSide } from './host.js';
+import type { VethPlan } from './wiring-plan.js';
+
+/** What {@link deleteHostVeths} may take: this attachment's links only (default), or any of those names. */
+export interface DeleteScope {
+  /** Delete a link of the name whatever its MAC (a repeated or re-created ADD taking the name over). */
+  anyMac?: boolean;
+}
+
+/**
+ * Deletes the host veth of `p` and, for an IPv6 pod, its egress host veth (each removes
+ * its peer, host route and neighbours), each only with the MAC `p` gives it unless
+ * `scope.anyMac`. Both are tried.
+ * @returns true if the first was deleted.
+ * @throws the first failure other than "no such device".
+ */
+export async function deleteHostVeths(
+  p: Pick<VethPlan, 'hostVeth' | 'hostMac' | 'egress'>,
+  node: NodeSide = LOCAL_NODE,
+  scope: DeleteScope = {},
+): Promise<boolean> {
+  const mac = (m: string) => (scope.anyMac ? undefined : m);
+  const [first, egress] = await Promise.allSettled([
+    deleteHostVeth(p.hostVeth, node, mac(p.hostMac)),
+    p.egress ? deleteHostVeth(p.egress.hostVeth, node, mac(p.egress.hostMac)) : Promise.resolve(false),
+  ]);
+  if (first.status === 'rejected') throw first.reason;
+  if (egress.status === 'rejected') throw egress.reason;
+  return first.value;
+}
+
+/**
+ * Deletes the host veth `a` and the egress host veth `b` of an IPv6 pod (each removes its
+ * peer, host route and neighbours), each only with its MAC in `macs` when given: in one
+ * request through `node.netlink` when there is one and both exist (one kernel batch),
+ * else one by one ({@link deleteHostVeth}).
+ * @returns each deletion's outcome as {@link deleteHostVeth}'s (true: it was deleted).
+ */
+export async function deleteHostVethPair(
+  a: string,
+  b: string,
+  node: NodeSide = LOCAL_NODE,
+  macs?: [string, string],
+): Promise<[PromiseSettledResult<boolean>, PromiseSettledResult<boolean>]> {
+  const both = node.netlink
+    ? await node.netlink.delLinks(a, b, macs).then(
+        () => true,
+        () => false,
+      )
+    : false;
+  if (both)
+    return [
+      { status: 'fulfilled', value: true },
+      { status: 'fulfilled', value: true },
+    ];
+  const [x, y] = await Promise.allSettled([deleteHostVeth(a, node, macs?.[0]), deleteHostVeth(b, node, macs?.[1])]);
+  return [x, y];
+}
+
+/**
+ * Deletes the host veth `name` on the node side (`node`, default the current netns),
+ * which removes its peer and the host route with it; with `mac`, only when the link has
+ * that MAC. Through `node.netlink` when there is one (the MAC compared and the link
+ * deleted by index in one request); else with `ip`: one `ip -json link show`, then the
+ * delete by name (a link re-created under that name between the two is a window the
+ * helper does not have: the `ip` path serves the plugin process and tests).
+ * @returns true if it was deleted, false if there was no such device (or none of `mac`).
+ * @throws IpBatchError for any other failure.
+ */
+export async function deleteHostVeth(name: string, node: NodeSide = LOCAL_NODE, mac?: string): Promise<boolean> {
+  if (node.netlink) return node.netlink.delLink(name, mac);
+  if (mac) {
+    const [links] = await ipShow(['link show'], node.nodeNetns, node.ip);
+    const link = links!.find((l) => l.ifname === name);
+    if (!link || String(link.address).toLowerCase() !== mac.toLowerCase()) return false;
+  }
+  try {
+    await node.ip.ipBatch([`link del dev ${name}`], node.nodeNetns);
+    return true;
+  } catch (e) {
+    if (e instanceof IpBatchError && /Cannot find device|does not exist/i.test(e.stderr)) return false;
+    throw e;
+  }
+}
+
+/** How {@link deleteOwnedVeth} looks beyond the names it is given. */
+export interface OwnedVethLookup {
+  /**
+   * When none of the names is there with the MAC, look the MAC up among the node's links
+   * (one `ip -json link show`) and delete that link: for an owner whose pod is unknown
+   * (veth-name.ts `knowsPod`), whose name ADD computed from a pod this caller cannot see.
+   */
+  byMac?: boolean;
+}
+
+/**
+ * Deletes the first of `names` that is this attachment's host veth (MAC `mac`): the
+ * current name, then the older ones (veth-name.ts `hostVethNames`), so a pod wired by an
+ * earlier eni-ipam is unwired as one wired now; with `lookup.byMac`, then the node's link
+ * of that MAC whatever its name. The MAC is derived from the attachment's key
+ * (veth-name.ts `hostVethMac`), so no other sandbox's link has it.
+ * @returns the name deleted, or undefined when no link of that MAC was found.
+ * @throws IpBatchError for a failure other than "no such device".
+ */
+export async function deleteOwnedVeth(
+  names: readonly string[],
+  mac: string,
+  node: NodeSide = LOCAL_NODE,
+  lookup: OwnedVethLookup = {},
+): Promise<string | undefined> {
+  for (const name of names) if (await deleteHostVeth(name, node, mac)) return name;
+  if (!lookup.byMac) return undefined;
+  const [links] = await ipShow(['link show'], node.nodeNetns, node.ip);
+  const found = links!.find((l) => String(l.address).toLowerCase() === mac.toLowerCase())?.ifname;
+  return typeof found === 'string' && (await deleteHostVeth(found, node, mac)) ? found : undefined;
+}
