@@ -61,7 +61,7 @@ export async function cmdDel(
     if (unwired.status === 'rejected') {
       throw cniError('del-veth', (unwired.reason as Error).message, { veth: names[0]! });
     }
-    // The name it had (an older eni-ipam's, for a pod wired before the upgrade), for the rule cleanup's route check.
+    // The name it had (an older eni-ipam's, for a pod wired before the upgrade), for the rules' plan.
     const hostVeth = unwired.value ?? names[0]!;
     const prev = conf.prevResult ? readPrevResult(conf.prevResult, env.ifName) : undefined;
     const egressNamed =
@@ -76,19 +76,16 @@ export async function cmdDel(
     let cleanup: Promise<string[]> | undefined;
     if (released.status === 'rejected') {
       warnings.push(`ipamd not reached on DEL, it will reclaim the IP later: ${(released.reason as Error).message}`);
-      if (prev && typeof prev !== 'string' && prev.ipv4)
-        cleanup = teardownHost({ hostVeth, ipv4: prev.ipv4, vethDone: true, node: host });
+      if (prev && typeof prev !== 'string' && prev.ipv4) cleanup = teardownHost({ ipv4: prev.ipv4, node: host });
     } else if (released.value.released) {
       ip = released.value.ipv4_addr; // released=false: unknown container or a repeated DEL, also success
       if (!ip) return { ip: released.value.ipv6_addr ?? '' }; // IPv6 only: no rules; routes went with the veths
       // route_table_id 0: ipamd no longer knows the ENI, so rules are found by IP instead.
       cleanup =
         released.value.route_table_id === 0
-          ? teardownHost({ hostVeth, ipv4: ip, vethDone: true, node: host })
+          ? teardownHost({ ipv4: ip, node: host })
           : teardownHost({
-              hostVeth,
               ipv4: ip,
-              vethDone: true,
               node: host,
               plan: {
                 netns: env.netns,

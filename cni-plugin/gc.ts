@@ -110,9 +110,7 @@ export async function cmdGc(conf: NetConf, warnings: string[], ctx: VerbContext 
         };
         warnings.push(
           ...(await teardownHost({
-            hostVeth,
             ipv4: r.ipv4_addr,
-            vethDone: true,
             node: host,
             ...(r.route_table_id ? { plan } : {}),
           })),

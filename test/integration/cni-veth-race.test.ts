@@ -17,6 +17,9 @@
  * - The other way round: A''s ADD found the name taken and is held before it deletes the
  *   old veth while A's DEL runs whole; the ADD's delete finds nothing and it goes on.
  * - Many rounds of DEL(A) and ADD(A') started together, as a kubelet re-creating a pod.
+ * - A's DEL comes late, with ipamd unreachable, when A' holds the address A had (ipamd
+ *   released it from A and handed it out again): the rule cleanup by address sees a route
+ *   to it on a device of A's veth's name, which is A''s, and leaves A''s rules.
  * Needs root.
  */
 import assert from 'node:assert/strict';
@@ -136,6 +139,22 @@ for (const family of ['ipv4', 'ipv6'] as const)
       await del(w, a2);
       assert.equal((await hostLinks(w.node)).size, 0);
     });
+
+    if (family === 'ipv4')
+      test(`${family}, ${side}: A's late DEL with ipamd unreachable while A' holds A's address under the same name → A''s rules stay`, async (t) => {
+        const w = await world(t, family, side, tag);
+        // ipamd released A's address (GC: sandbox gone) and handed it to A' on a secondary ENI's table.
+        w.standin.addReply = () => ({ ipv4_addr: '10.0.5.77', device_number: 1, route_table_id: 3 });
+        const a = await addNew(w, 'web-0', 'a');
+        const a2 = await addNew(w, 'web-0', 'a2');
+        assert.equal(a2.ip, a.ip);
+        assert.equal((await rulesOf(w, a2.ip)).length, 2, "A''s rules: to-pod and from-pod");
+        await w.standin.stop(); // A's DEL cleans up from its prevResult
+        await del(w, a);
+        assert.equal((await rulesOf(w, a2.ip)).length, 2, "A's DEL left A''s rules");
+        assert.equal(await routeDev(w, a2.ip), NAME);
+        await assertReachable(w, a2);
+      });
 
     test(`${family}, ${side}: ${ROUNDS} rounds of DEL(A) and ADD(A') started together → each A' wired, no veth of A left`, async (t) => {
       const w = await world(t, family, side, tag);
