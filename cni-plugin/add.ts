@@ -34,7 +34,7 @@ import type { NetConf } from './netconf.js';
 import { networkIds } from './request.js';
 import { startNetlinkWiring } from './netlink-wiring.js';
 import { encodeAddResult, type AddResult } from './result.js';
-import { hostVethMac, hostVethName, podVethMac } from './veth-name.js';
+import { hostVethMac, hostVethName, podVethMac, vethOwnerOf } from './veth-name.js';
 import { IpConflictError, startWiring, unwire, type PendingWiring, type VethPlan, type WiringPlan } from './wiring.js';
 
 /**
@@ -81,12 +81,12 @@ function vethPlanOf(env: CniEnv, conf: NetConf, family: IpFamilyMode): VethPlan 
   return {
     netns: env.netns,
     ifName: env.ifName,
-    hostVeth: hostVethName(conf.vethPrefix, env.containerId, env.ifName),
+    hostVeth: hostVethName(conf.vethPrefix, vethOwnerOf(env)),
     hostMac: hostVethMac(env.containerId, env.ifName),
     podMac: podVethMac(env.containerId, env.ifName),
     mtu: conf.mtu,
     family,
-    ...(family === 'ipv6' ? { egress: egressVeth(conf.vethPrefix, env.containerId, env.ifName) } : {}),
+    ...(family === 'ipv6' ? { egress: egressVeth(env.containerId, env.ifName) } : {}),
   };
 }
 

@@ -9,7 +9,7 @@ import type { IpJson } from '../netfacts/ip-query.js';
 import { findDrift, type NodeState, type PodState } from './check-drift.js';
 import { findDriftV6 } from './check-drift-v6.js';
 import type { PrevAttachment } from './prev-result.js';
-import { egressVeth, type WiringPlan } from './wiring-plan.js';
+import { egressVeth, egressVethNames, type WiringPlan } from './wiring-plan.js';
 
 /** The `ip -batch` show line listing every IPv6 route (`route show` alone lists IPv4 only). */
 export const V6_ROUTES = 'route show table all root ::/0';
@@ -36,6 +36,20 @@ export function heldProblems(held: CheckNetworkReply, prev: PrevAttachment, key:
   return p;
 }
 
+/**
+ * Which name the attachment's host veth has in `links` (`ip -json link show` of the
+ * node): the first of `names` (veth-name.ts `hostVethNames`, current first) present with
+ * `mac`, else any link with `mac` (a veth ADD named after a pod this CHECK's CNI_ARGS do
+ * not name: the MAC comes from the attachment's key); `names[0]` when none is (then CHECK
+ * reports it missing under its current name).
+ */
+export function presentVethName(links: readonly IpJson[], names: readonly string[], mac: string): string {
+  const hasMac = (l: IpJson) => typeof l.address === 'string' && l.address.toLowerCase() === mac;
+  const byName = names.find((n) => links.some((l) => l.ifname === n && hasMac(l)));
+  const byMac = links.find(hasMac)?.ifname;
+  return byName ?? (typeof byMac === 'string' ? byMac : names[0]!);
+}
+
 /** The IPv6 side (when `prev` has an IPv6) and the egress pair (when it has an egress address) of `plan`. */
 export function familyDrift(
   plan: WiringPlan,
@@ -56,7 +70,8 @@ export function familyDrift(
       ),
     );
   if (prev.egressV4) {
-    const e = egressVeth(vethPrefix, containerId, plan.ifName);
+    const e = egressVeth(containerId, plan.ifName);
+    e.hostVeth = presentVethName(state.node.links, egressVethNames(vethPrefix, containerId, plan.ifName), e.hostMac);
     p.push(
       ...findDrift(
         {

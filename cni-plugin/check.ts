@@ -23,9 +23,9 @@ import { expectedPodRules } from './pod-rules.js';
 import { readPrevResult } from './prev-result.js';
 import { networkIds } from './request.js';
 import { versionAtLeast } from './versions.js';
-import { hostVethMac, hostVethName, podVethMac } from './veth-name.js';
+import { hostVethMac, hostVethNames, podVethMac, vethOwnerOf } from './veth-name.js';
 import type { WiringPlan } from './wiring.js';
-import { familyDrift, heldProblems, V6_ROUTES } from './check-families.js';
+import { familyDrift, heldProblems, presentVethName, V6_ROUTES } from './check-families.js';
 
 /** Deadline of `CheckNetwork` in ms. */
 export const CHECK_TIMEOUT_MS = 5_000;
@@ -75,19 +75,21 @@ export async function cmdCheck(env: CniEnv, conf: NetConf, ctx: VerbContext = {}
   if (pod.status === 'rejected') throw cniError('check-netns', (pod.reason as Error).message, { netns: env.netns });
   if (node.status === 'rejected') throw cniError('check-node-state', (node.reason as Error).message);
 
-  const hostVeth = hostVethName(conf.vethPrefix, env.containerId, env.ifName);
+  const [addrs, routes, neighs, routes6] = pod.value;
+  const [links, nodeRoutes, rules, nodeRoutes6] = node.value;
+  const hostMac = hostVethMac(env.containerId, env.ifName);
+  // A pod wired by an earlier eni-ipam keeps that name: CHECK checks the one it has.
+  const hostVeth = presentVethName(links!, hostVethNames(conf.vethPrefix, vethOwnerOf(env)), hostMac);
   const plan: WiringPlan = {
     netns: env.netns,
     ifName: env.ifName,
     hostVeth,
-    hostMac: hostVethMac(env.containerId, env.ifName),
+    hostMac,
     podMac: podVethMac(env.containerId, env.ifName),
     ipv4: prev.ipv4,
     mtu: conf.mtu,
     routeTableId: routeTableId ?? 0,
   };
-  const [addrs, routes, neighs, routes6] = pod.value;
-  const [links, nodeRoutes, rules, nodeRoutes6] = node.value;
   problems.push(
     ...findDrift(
       {

@@ -5,8 +5,8 @@
  * {@link PluginHost} (its own IPAM service called directly, `ip` spawned from its worker
  * through netfacts/ip-batch.ts's runner, the node netns, the rtnetlink helper ADD wires
  * with: {@link netlinkHelper}); its DEL spool applier tears down the
- * node side of a pod ({@link teardownHost}, {@link hostVethName}); its evidence pass pairs
- * an IPv6 pod's egress address with it by name ({@link egressVeth}). Shared wire types
+ * node side of a pod ({@link teardownAttachment}); its evidence pass pairs
+ * an IPv6 pod's egress address with it by name ({@link egressVethNames}). Shared wire types
  * live in proto/, shared node networking facts in netfacts/. The plugin imports nothing
  * from ipamd/.
  */
@@ -22,7 +22,7 @@ export { LOCAL_NODE, type NodeSide, type PluginHost } from './host.js';
 export { SUPPORTED_VERSIONS } from './versions.js';
 export { connectIpamd } from './ipamd-client.js';
 export { SessionPool } from './grpc-http2.js';
-export { teardownHost, type HostTeardown } from './host-teardown.js';
-export { hostVethName } from './veth-name.js';
-export { egressVeth } from './wiring-plan.js';
+export { teardownAttachment, teardownHost, type HostTeardown } from './host-teardown.js';
+export { hostVethName, hostVethNames } from './veth-name.js';
+export { egressVeth, egressVethNames } from './wiring-plan.js';
 export { netlinkHelper, type NetlinkHelper } from './netlink-helper.js';

@@ -15,9 +15,9 @@ import { hostOf } from './process-host.js';
 import type { NetConf } from './netconf.js';
 import { PLUGIN_VERSION } from './request.js';
 import { versionAtLeast } from './versions.js';
-import { hostVethMac, hostVethName, podVethMac } from './veth-name.js';
-import { deleteHostVeth } from './wiring.js';
-import { egressVeth } from './wiring-plan.js';
+import { hostVethMac, hostVethNames, knowsPod, podVethMac } from './veth-name.js';
+import { deleteOwnedVeth } from './veth-delete.js';
+import { egressVeth, egressVethNames } from './wiring-plan.js';
 
 /** Deadline of `GcNetwork` in ms (it waits for one checkpoint write). */
 export const GC_TIMEOUT_MS = 10_000;
@@ -81,26 +81,42 @@ export async function cmdGc(conf: NetConf, warnings: string[], ctx: VerbContext 
   const failed: string[] = [];
   await Promise.all(
     released.map(async (r) => {
-      const hostVeth = hostVethName(conf.vethPrefix, r.container_id, r.if_name);
-      const plan = {
-        netns: '',
+      let hostVeth = '';
+      const owner = {
+        containerId: r.container_id,
         ifName: r.if_name,
-        hostVeth,
-        hostMac: hostVethMac(r.container_id, r.if_name),
-        podMac: podVethMac(r.container_id, r.if_name),
-        ipv4: r.ipv4_addr,
-        mtu: conf.mtu,
-        routeTableId: r.route_table_id,
+        pod: { namespace: r.k8s_pod_namespace ?? '', name: r.k8s_pod_name ?? '' },
       };
+      const names = hostVethNames(conf.vethPrefix, owner);
+      const hostMac = hostVethMac(r.container_id, r.if_name);
       const what = [r.ipv4_addr, r.ipv6_addr, r.egress_v4_addr].filter(Boolean).join(', ');
       try {
-        if (r.egress_v4_addr)
-          await deleteHostVeth(egressVeth(conf.vethPrefix, r.container_id, r.if_name).hostVeth, host);
+        if (r.egress_v4_addr) {
+          const e = egressVeth(r.container_id, r.if_name);
+          await deleteOwnedVeth(egressVethNames(conf.vethPrefix, r.container_id, r.if_name), e.hostMac, host);
+        }
+        // Only this attachment's veth (its MAC): a newer sandbox of the same pod has the same name.
+        // A pod ipamd does not know (adopted from the kernel): the link of that MAC, whatever its name.
+        hostVeth = (await deleteOwnedVeth(names, hostMac, host, { byMac: !knowsPod(owner) })) ?? names[0]!;
+        const plan = {
+          netns: '',
+          ifName: r.if_name,
+          hostVeth,
+          hostMac,
+          podMac: podVethMac(r.container_id, r.if_name),
+          ipv4: r.ipv4_addr,
+          mtu: conf.mtu,
+          routeTableId: r.route_table_id,
+        };
         warnings.push(
-          ...(await teardownHost({ hostVeth, ipv4: r.ipv4_addr, node: host, ...(r.route_table_id ? { plan } : {}) })),
+          ...(await teardownHost({
+            ipv4: r.ipv4_addr,
+            node: host,
+            ...(r.route_table_id ? { plan } : {}),
+          })),
         );
       } catch (e) {
-        failed.push(`${hostVeth} (${what}): ${(e as Error).message}`);
+        failed.push(`${hostVeth || names[0]} (${what}): ${(e as Error).message}`);
       }
     }),
   );

@@ -20,6 +20,8 @@ import { holdChild } from '../netfacts/child-ref.js';
 
 /** errno of "no such device" (the helper's answer for a link that is not there). */
 const ENODEV = 19;
+/** errno of "no such device or address": the helper's answer for a link of that name with another MAC. */
+const ENXIO = 6;
 
 /** Default longest time without an answer while requests wait, ms (a request takes well under 1 ms when the kernel answers). */
 export const NETLINK_REQUEST_TIMEOUT_MS = 10_000;
@@ -78,18 +80,22 @@ export interface NetlinkHelper {
    */
   route(p: { hostVeth: string; ipv4: string }): Promise<void>;
   /**
-   * Node: deletes the link `name` (its peer and routes go with it).
-   * @returns true if it existed, false if there was no such device.
+   * Node: deletes the link `name` (its peer and routes go with it); with `mac`, only when
+   * the link has that MAC (deleted by its index: a link of that name with another MAC is
+   * another sandbox's, veth-name.ts `hostVethNames`).
+   * @returns true if it was deleted, false if there was no such device (or, with `mac`,
+   *   none of that MAC).
    * @throws IpBatchError for any other failure.
    */
-  delLink(name: string): Promise<boolean>;
+  delLink(name: string, mac?: string): Promise<boolean>;
   /**
    * Node: deletes the links `a` and `b` (an IPv6 pod's host veth and egress host veth) in
-   * one kernel batch, half the time of two deletes; on any failure (one absent included)
-   * neither was deleted by it.
+   * one kernel batch, half the time of two deletes; with `macs`, only links of those MACs
+   * (as {@link NetlinkHelper.delLink}); on any failure (one absent or of another MAC
+   * included) neither was deleted by it.
    * @throws IpBatchError naming the step.
    */
-  delLinks(a: string, b: string): Promise<void>;
+  delLinks(a: string, b: string, macs?: [string, string]): Promise<void>;
   /**
    * Node: deletes the rules {@link NetlinkHelper.host} adds for `ipv4` and `routeTableId`;
    * rules already gone are fine.
@@ -245,16 +251,22 @@ function helperVerbs(request: (fields: string[]) => Promise<void>): Omit<Netlink
     host: async (p) =>
       request(['host', field('hostVeth', p.hostVeth), field('ipv4', p.ipv4), field('table', p.routeTableId)]),
     addr: async (p) => request(['addr', field('netns', p.netns), field('ifName', p.ifName), field('ipv4', p.ipv4)]),
-    delLink: async (name) => {
+    delLink: async (name, mac) => {
       try {
-        await request(['dellink', field('hostVeth', name)]);
+        await request(['dellink', field('hostVeth', name), ...(mac ? [field('hostMac', mac)] : [])]);
         return true;
       } catch (e) {
-        if (e instanceof IpBatchError && e.exitCode === ENODEV) return false;
+        if (e instanceof IpBatchError && (e.exitCode === ENODEV || (mac && e.exitCode === ENXIO))) return false;
         throw e;
       }
     },
-    delLinks: async (a, b) => request(['dellinks', field('hostVeth', a), field('egress hostVeth', b)]),
+    delLinks: async (a, b, macs) =>
+      request([
+        'dellinks',
+        field('hostVeth', a),
+        field('egress hostVeth', b),
+        ...(macs ? [field('hostMac', macs[0]), field('egress hostMac', macs[1])] : []),
+      ]),
     delRules: async (p) => {
       try {
         await request(['delrules', field('ipv4', p.ipv4), field('table', p.routeTableId)]);

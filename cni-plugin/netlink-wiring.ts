@@ -86,7 +86,7 @@ export function startNetlinkWiring(
         await allOf(vethRequests(p, helper));
       } catch (e) {
         if (!isFileExists(e)) throw e;
-        await deleteHostVeths(p, node); // a repeated ADD: start again from scratch
+        await deleteHostVeths(p, node, { anyMac: true }); // a repeated ADD, or a re-created pod: take the name over
         await allOf(vethRequests(p, helper));
       }
       if (hasV6(p.family)) await applyHostVethSysctls(p.hostVeth, node);

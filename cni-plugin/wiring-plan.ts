@@ -6,7 +6,7 @@
  */
 import type { IpFamilyMode } from '../proto/ipam.js';
 import { EGRESS_IFNAME } from './families.js';
-import { hostVethMac, hostVethName, podVethMac } from './veth-name.js';
+import { egressHostVethName, hostVethMac, legacyHostVethName, podVethMac } from './veth-name.js';
 
 /** The second veth pair of an IPv6 pod, for IPv4 egress (pod end `v4if0`). */
 export interface EgressVeth {
@@ -50,13 +50,29 @@ export const hasV4 = (f: IpFamilyMode | undefined): boolean => f !== 'ipv6';
 /** True when `f` puts an IPv6 on CNI_IFNAME. */
 export const hasV6 = (f: IpFamilyMode | undefined): boolean => f === 'ipv6' || f === 'dual';
 
-/** The egress pair of the attachment `(containerId, ifName)`: names and MACs derived like the first pair's. */
-export function egressVeth(vethPrefix: string, containerId: string, ifName: string): EgressVeth {
+/**
+ * The egress pair of the attachment `(containerId, ifName)`: the host end named as
+ * veth-name.ts `egressHostVethName` says, the MACs derived like the first pair's.
+ */
+export function egressVeth(containerId: string, ifName: string): EgressVeth {
   const key = `${ifName}/${EGRESS_IFNAME}`;
   return {
     ifName: EGRESS_IFNAME,
-    hostVeth: hostVethName(vethPrefix, containerId, key),
+    hostVeth: egressHostVethName(containerId, ifName, EGRESS_IFNAME),
     hostMac: hostVethMac(containerId, key),
     podMac: podVethMac(containerId, key),
   };
+}
+
+/**
+ * Every name the egress host veth of `(containerId, ifName)` may have, the current one
+ * first, then the one eni-ipam gave it before (`<prefix>` + sha256 of the key: veth-name.ts
+ * `legacyHostVethName`).
+ * @throws Error if the prefix is invalid.
+ */
+export function egressVethNames(vethPrefix: string, containerId: string, ifName: string): string[] {
+  return [
+    egressHostVethName(containerId, ifName, EGRESS_IFNAME),
+    legacyHostVethName(vethPrefix, containerId, `${ifName}/${EGRESS_IFNAME}`),
+  ];
 }

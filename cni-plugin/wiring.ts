@@ -31,6 +31,7 @@ import { podHostRoute, routeFromJson, routeLine, type RouteJson } from '../netfa
 import { ruleLine } from '../netfacts/ip-rule.js';
 import { expectedPodRules, podRuleDeleteLines } from './pod-rules.js';
 import { applyHostVethSysctls } from './host-sysctl.js';
+import { deleteHostVeths } from './veth-delete.js';
 import { hasV4, hasV6, type VethPlan, type WiringPlan } from './wiring-plan.js';
 import {
   egressVethLines,
@@ -42,6 +43,7 @@ import {
 } from './wiring-v6.js';
 
 export type { EgressVeth, VethPlan, WiringPlan } from './wiring-plan.js';
+export { deleteHostVeth, deleteHostVethPair, deleteHostVeths } from './veth-delete.js';
 
 /**
  * The pod's ip rules (netfacts/ip-rule.ts `podRules`: prio 512 `to <ip>/32 lookup main`,
@@ -151,69 +153,6 @@ export function hostLines(p: WiringPlan): string[] {
 /** All pod-side `ip -batch` lines for `plan`, as one batch (`lo` up, {@link podRouteLines}, {@link podAddressLines}). */
 export function podLines(p: WiringPlan): string[] {
   return ['link set dev lo up', ...podRouteLines(p), ...podAddressLines(p)];
-}
-
-/**
- * Deletes the host veth of `p` and, for an IPv6 pod, its egress host veth (each removes
- * its peer, host route and neighbours). Both are tried.
- * @returns true if the first existed.
- * @throws the first failure other than "no such device".
- */
-export async function deleteHostVeths(
-  p: Pick<VethPlan, 'hostVeth' | 'egress'>,
-  node: NodeSide = LOCAL_NODE,
-): Promise<boolean> {
-  const [first, egress] = await Promise.allSettled([
-    deleteHostVeth(p.hostVeth, node),
-    p.egress ? deleteHostVeth(p.egress.hostVeth, node) : Promise.resolve(false),
-  ]);
-  if (first.status === 'rejected') throw first.reason;
-  if (egress.status === 'rejected') throw egress.reason;
-  return first.value;
-}
-
-/**
- * Deletes the host veth `a` and the egress host veth `b` of an IPv6 pod (each removes its
- * peer, host route and neighbours): in one request through `node.netlink` when there is
- * one and both exist (one kernel batch), else one by one ({@link deleteHostVeth}).
- * @returns each deletion's outcome as {@link deleteHostVeth}'s (true: it existed).
- */
-export async function deleteHostVethPair(
-  a: string,
-  b: string,
-  node: NodeSide = LOCAL_NODE,
-): Promise<[PromiseSettledResult<boolean>, PromiseSettledResult<boolean>]> {
-  const both = node.netlink
-    ? await node.netlink.delLinks(a, b).then(
-        () => true,
-        () => false,
-      )
-    : false;
-  if (both)
-    return [
-      { status: 'fulfilled', value: true },
-      { status: 'fulfilled', value: true },
-    ];
-  const [x, y] = await Promise.allSettled([deleteHostVeth(a, node), deleteHostVeth(b, node)]);
-  return [x, y];
-}
-
-/**
- * Deletes the host veth `name` on the node side (`node`, default the current netns),
- * which removes its peer and the host route with it; through `node.netlink` when there is
- * one, else with one `ip` process.
- * @returns true if it existed, false if there was no such device.
- * @throws IpBatchError for any other failure.
- */
-export async function deleteHostVeth(name: string, node: NodeSide = LOCAL_NODE): Promise<boolean> {
-  if (node.netlink) return node.netlink.delLink(name);
-  try {
-    await node.ip.ipBatch([`link del dev ${name}`], node.nodeNetns);
-    return true;
-  } catch (e) {
-    if (e instanceof IpBatchError && /Cannot find device|does not exist/i.test(e.stderr)) return false;
-    throw e;
-  }
 }
 
 /**
@@ -361,7 +300,7 @@ export function startWiring(p: VethPlan, node: NodeSide = LOCAL_NODE, trace?: (m
         await host.barrier();
       } catch (e) {
         if (!isFileExists(e)) throw e;
-        await deleteHostVeths(p, node); // a repeated ADD: start again from scratch
+        await deleteHostVeths(p, node, { anyMac: true }); // a repeated ADD, or a re-created pod: take the name over
         host = ip.openIpStream(nodeNetns);
         host.write(vethLines(p));
         await host.barrier();

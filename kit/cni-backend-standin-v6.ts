@@ -34,6 +34,7 @@ interface StandinState {
   ipFamily: IpFamilyMode;
   allocations: Map<string, string>;
   v6: Map<string, V6Allocation>;
+  pods: Map<string, { namespace: string; name: string }>;
 }
 type Key = (r: { network_name: string; container_id: string; if_name: string }) => string;
 type Unary<Q, R> = (call: grpc.ServerUnaryCall<Q, R>, cb: grpc.sendUnaryData<R>) => void;
@@ -110,9 +111,13 @@ export function familyServices(s: StandinState, keyOf: Key) {
           .map((k) => {
             const [, container_id, if_name] = k.split('/') as [string, string, string];
             const a = held(k)!;
+            const pod = s.pods.get(k);
             s.v6.delete(k);
             s.allocations.delete(k);
+            s.pods.delete(k);
             return {
+              k8s_pod_name: pod?.name ?? '',
+              k8s_pod_namespace: pod?.namespace ?? '',
               container_id,
               if_name,
               ipv4_addr: a.ipv4,

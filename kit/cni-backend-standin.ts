@@ -50,6 +50,8 @@ export interface CniBackendStandIn {
   ipFamily: IpFamilyMode;
   /** IPv6 and egress addresses per allocation key (`ipv6`, `dual`). */
   v6: Map<string, V6Allocation>;
+  /** The pod of each allocation key, from AddNetwork's `k8s_pod_*` (GcNetwork names it, as ipamd does). */
+  pods: Map<string, { namespace: string; name: string }>;
   /** Stops serving (connections refused afterwards); idempotent. */
   stop(): Promise<void>;
   /** {@link stop} and remove the temp dir; idempotent. */
@@ -83,6 +85,7 @@ export async function startCniBackendStandIn(): Promise<CniBackendStandIn> {
     allocations: new Map(),
     ipFamily: 'ipv4',
     v6: new Map(),
+    pods: new Map(),
     async stop() {
       if (stopped) return;
       stopped = true;
@@ -106,6 +109,7 @@ export async function startCniBackendStandIn(): Promise<CniBackendStandIn> {
       if (standin.failAdd)
         return cb({ code: standin.failAdd.code, details: standin.failAdd.details } as grpc.ServiceError);
       const key = keyOf(req);
+      if (req.k8s_pod_name) standin.pods.set(key, { namespace: req.k8s_pod_namespace, name: req.k8s_pod_name });
       if (standin.ipFamily !== 'ipv4') return cb(null, v6.add(req, key));
       let ip = standin.allocations.get(key);
       const extra = standin.addReply?.(req) ?? {};
@@ -136,6 +140,7 @@ export async function startCniBackendStandIn(): Promise<CniBackendStandIn> {
       const ip = standin.allocations.get(key);
       const eni = eniOf.get(key) ?? { device_number: 0, route_table_id: MAIN_ROUTE_TABLE };
       standin.allocations.delete(key);
+      standin.pods.delete(key);
       eniOf.delete(key);
       cb(null, { success: true, released: ip !== undefined, ipv4_addr: ip ?? '', ...eni, message: '' });
     },

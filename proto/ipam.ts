@@ -165,6 +165,10 @@ export interface ReleasedAttachment {
   ipv6_addr?: string;
   /** The IPv4 egress address released with it; absent/'' = none. */
   egress_v4_addr?: string;
+  /** Its pod's name, when ipamd knew it (the host veth is named after the pod); absent/'' = unknown. */
+  k8s_pod_name?: string;
+  /** Its pod's namespace, as `k8s_pod_name`. */
+  k8s_pod_namespace?: string;
 }
 
 /** `GcNetworkReply`. */

@@ -270,13 +270,15 @@ function encodeReleasedAttachment(m: Msg, w: Writer): Writer {
   if (m["route_table_id"]) w.uint32(32).uint32(m["route_table_id"]);
   if (m["ipv6_addr"]) w.uint32(42).string(m["ipv6_addr"]);
   if (m["egress_v4_addr"]) w.uint32(50).string(m["egress_v4_addr"]);
+  if (m["k8s_pod_name"]) w.uint32(58).string(m["k8s_pod_name"]);
+  if (m["k8s_pod_namespace"]) w.uint32(66).string(m["k8s_pod_namespace"]);
   return w;
 }
 
 /** Reads `eniipam.v1.ReleasedAttachment` (the next `len` bytes, or to the end), defaults filled in. */
 function decodeReleasedAttachment(r: Reader, len?: number): Msg {
   const end = len === undefined ? r.len : r.pos + len;
-  const m: Msg = { "container_id": '', "if_name": '', "ipv4_addr": '', "route_table_id": 0, "ipv6_addr": '', "egress_v4_addr": '' };
+  const m: Msg = { "container_id": '', "if_name": '', "ipv4_addr": '', "route_table_id": 0, "ipv6_addr": '', "egress_v4_addr": '', "k8s_pod_name": '', "k8s_pod_namespace": '' };
   while (r.pos < end) {
     const t = r.uint32();
     switch (t >>> 3) {
@@ -286,6 +288,8 @@ function decodeReleasedAttachment(r: Reader, len?: number): Msg {
       case 4: m["route_table_id"] = r.uint32(); break;
       case 5: m["ipv6_addr"] = r.string(); break;
       case 6: m["egress_v4_addr"] = r.string(); break;
+      case 7: m["k8s_pod_name"] = r.string(); break;
+      case 8: m["k8s_pod_namespace"] = r.string(); break;
       default: r.skipType(t & 7);
     }
   }

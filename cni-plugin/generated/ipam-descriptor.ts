@@ -311,6 +311,14 @@ export const IPAM_DESCRIPTOR = {
                 "egress_v4_addr": {
                   "type": "string",
                   "id": 6
+                },
+                "k8s_pod_name": {
+                  "type": "string",
+                  "id": 7
+                },
+                "k8s_pod_namespace": {
+                  "type": "string",
+                  "id": 8
                 }
               }
             },

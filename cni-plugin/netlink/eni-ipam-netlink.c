@@ -22,8 +22,12 @@
  *        <ipv4>/32 lookup <table>` added (EEXIST when present).
  *   <id> addr <pod netns path> <if name> <ipv4>
  *        pod: `<ipv4>/32 dev <if>` replaced.
- *   <id> dellink <host veth>
+ *   <id> dellink <host veth> [<host mac>]
  *        node: the link deleted (its peer and routes with it); err 19 (ENODEV) when absent.
+ *        With a MAC, only a link of that MAC is deleted (by its index), err 6 (ENXIO)
+ *        when the link of that name has another MAC: a host veth named after its pod is
+ *        shared by two sandboxes of one pod during a fast re-create, and the older one's
+ *        DEL must not take the newer one's veth (veth-name.ts `hostVethNames`).
  *   <id> delrules <ipv4> <route table id>
  *        node: the rules `host` adds deleted (prio 512 to, prio 1536 from for a table other
  *        than 254 and 0); a rule already gone (ENOENT) is fine; the first other failure is
@@ -324,15 +328,33 @@ out:
   reply(id, err, step);
 }
 
-static void do_dellink(const char *id, int node_nl, char **f) {
+int owned_index(const char *name, const char *mac) {
+  unsigned char want[6];
+  if (mac && parse_mac(mac, want)) return -EINVAL;
+  int idx = ifindex(node_inet, name);
+  if (idx < 0 || !mac) return idx;
+  struct ifreq q = {0};
+  snprintf(q.ifr_name, sizeof q.ifr_name, "%s", name);
+  if (ioctl(node_inet, SIOCGIFHWADDR, &q) < 0) return -errno;
+  if (memcmp(q.ifr_hwaddr.sa_data, want, 6)) return -ENXIO;
+  /* The same link still: not deleted and another made under its name in between. */
+  return ifindex(node_inet, name) == idx ? idx : -ENXIO;
+}
+
+static void do_dellink(const char *id, int node_nl, char **f, int n) {
+  /* f: host veth [, host mac] */
   if (!valid_ifname(f[0])) {
     reply(id, EINVAL, "dellink request");
     return;
   }
+  int idx = owned_index(f[0], n > 1 ? f[1] : NULL);
+  if (idx < 0) {
+    reply(id, -idx, idx == -ENXIO ? "link of another attachment" : "link del");
+    return;
+  }
   struct req r;
-  struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC };
+  struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC, .ifi_index = idx };
   msg(&r, RTM_DELLINK, 0, &ifi, sizeof ifi);
-  attr(&r, IFLA_IFNAME, f[0], strlen(f[0]) + 1);
   reply(id, talk(node_nl, &r), "link del");
 }
 
@@ -391,8 +413,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(f[1], "addr6") && n == 5) do_addr(f[0], f + 2, AF_INET6);
     else if (!strcmp(f[1], "host6") && n == 5) do_host6(f[0], node_nl, f + 2);
     else if (!strcmp(f[1], "route") && n == 4) do_route(f[0], node_nl, f + 2);
-    else if (!strcmp(f[1], "dellinks") && n == 4) do_dellinks(f[0], node_nl, f + 2);
-    else if (!strcmp(f[1], "dellink") && n == 3) do_dellink(f[0], node_nl, f + 2);
+    else if (!strcmp(f[1], "dellinks") && (n == 4 || n == 6)) do_dellinks(f[0], node_nl, f + 2, n - 2);
+    else if (!strcmp(f[1], "dellink") && (n == 3 || n == 4)) do_dellink(f[0], node_nl, f + 2, n - 2);
     else if (!strcmp(f[1], "delrules") && n == 4) do_delrules(f[0], node_nl, f + 2);
     else if (!strcmp(f[1], "ping") && n == 2) reply(f[0], 0, "");
     else reply(f[0], EINVAL, "request");

@@ -39,6 +39,12 @@ int parse_mac(const char *s, unsigned char m[6]);
 /** A link name: not empty, shorter than IFNAMSIZ, no '/'. */
 int valid_ifname(const char *s);
 
+/**
+ * The index of the node's link `name` when its MAC is `mac` (`aa:bb:..`; NULL: any MAC):
+ * -ENODEV when there is no such link, -ENXIO when it has another MAC, -EINVAL for a bad MAC.
+ */
+int owned_index(const char *name, const char *mac);
+
 /* eni-ipam-netlink6.c */
 /**
  * Pod side of the IPv6 gateway on link `idx` (socket `nl` in the pod netns):
@@ -50,6 +56,6 @@ int pod_v6_gateway(int nl, int idx, const unsigned char hmac[6], const char **st
 void do_host6(const char *id, int node_nl, char **f);
 /** `<id> route <host veth> <ipv4>`. */
 void do_route(const char *id, int node_nl, char **f);
-/** `<id> dellinks <host veth> <egress host veth>`. */
-void do_dellinks(const char *id, int node_nl, char **f);
+/** `<id> dellinks <host veth> <egress host veth> [<host mac> <egress host mac>]` (`n` fields). */
+void do_dellinks(const char *id, int node_nl, char **f, int n);
 #endif

@@ -17,10 +17,11 @@
  *   <id> route <host veth> <ipv4>
  *        node: route `<ipv4>/32 dev <host veth> scope link` ADDED, no rules (an IPv6 pod's
  *        IPv4 egress pair, whose pod end is wired by `veth` and `addr`).
- *   <id> dellinks <host veth> <other host veth>
+ *   <id> dellinks <host veth> <other host veth> [<host mac> <other host mac>]
  *        node: both deleted in one batch (put in a link group no link is in, checked by a
- *        dump, then that group deleted); any error (ENODEV when one is absent) deletes
- *        neither, and the caller deletes them one by one.
+ *        dump, then that group deleted); any error (ENODEV when one is absent, ENXIO when
+ *        one has another MAC than the one given, as for `dellink`) deletes neither, and
+ *        the caller deletes them one by one.
  *
  * veth6 and addr6 are served by eni-ipam-netlink.c's veth and addr code (this file adds
  * the IPv6 gateway); the others are here.
@@ -134,15 +135,15 @@ static int group_used(int fd, unsigned group) {
   }
 }
 
-void do_dellinks(const char *id, int node_nl, char **f) {
-  /* f: host veth, egress host veth */
+void do_dellinks(const char *id, int node_nl, char **f, int n) {
+  /* f: host veth, egress host veth [, host mac, egress host mac] */
   if (!valid_ifname(f[0]) || !valid_ifname(f[1]) || !strcmp(f[0], f[1])) {
     reply(id, EINVAL, "dellinks request");
     return;
   }
   int err = 0;
   const char *step = "";
-  int a = ifindex(node_inet, f[0]), b = ifindex(node_inet, f[1]);
+  int a = owned_index(f[0], n == 4 ? f[2] : NULL), b = owned_index(f[1], n == 4 ? f[3] : NULL);
   if (a < 0 || b < 0) FAIL(a < 0 ? -a : -b, "host veth index");
   /* A group no link is in (checked), in a range of its own, so the delete takes these two only. */
   static unsigned counter;

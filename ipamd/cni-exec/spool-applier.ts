@@ -26,7 +26,7 @@ import { watch, type FSWatcher } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { mkdirParents } from '../../nodefs/dirs.js';
 import { Counter, type Registry } from 'prom-client';
-import { hostVethName, LOCAL_NODE, teardownHost } from '../../cni-plugin/facade.js';
+import { LOCAL_NODE, teardownAttachment } from '../../cni-plugin/facade.js';
 import type { Assignments } from '../datastore/roles.js';
 import type { Allocation } from '../datastore/types.js';
 import type { Logger } from '../log.js';
@@ -216,8 +216,9 @@ export class DelSpool {
 
   private teardown(e: SpoolEntry, a: Allocation): Promise<string[]> {
     if (this.o.teardown) return this.o.teardown(e, a);
-    return teardownHost({
-      hostVeth: hostVethName(this.o.vethPrefix, e.containerID, e.ifName),
+    return teardownAttachment({
+      vethPrefix: this.o.vethPrefix,
+      owner: { containerId: e.containerID, ifName: e.ifName, pod: a.pod },
       ipv4: a.ipv4,
       ...(this.o.nodeNetns ? { node: { ...LOCAL_NODE, nodeNetns: this.o.nodeNetns } } : {}),
     });

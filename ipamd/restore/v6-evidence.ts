@@ -19,7 +19,7 @@
  * holding one half only: that merge alone), and then both halves go together.
  */
 import ipaddr from 'ipaddr.js';
-import { egressVeth } from '../../cni-plugin/facade.js';
+import { egressVethNames } from '../../cni-plugin/facade.js';
 import type { V6Allocation } from '../datastore/ipv6-allocations.js';
 import { v6KeyOf } from '../datastore/ipv6-allocations.js';
 import type { Allocation, AllocationKey } from '../datastore/types.js';
@@ -143,8 +143,9 @@ function claimSandboxes(
   const unownedV4 = new Set(e.v6.unowned().filter((ip) => !ip.includes(':')));
   let n = 0;
   for (const a of m6.adopt) {
-    const veth = egressVeth(e.vethPrefix, a.containerID, a.ifName).hostVeth;
-    const egressV4 = [...unownedV4].find((ip) => devOf.get(ip)?.dev === veth) ?? '';
+    // Its egress veth under any name it may have (one wired by an earlier eni-ipam keeps the older name).
+    const veths = new Set(egressVethNames(e.vethPrefix, a.containerID, a.ifName));
+    const egressV4 = [...unownedV4].find((ip) => veths.has(devOf.get(ip)?.dev ?? '')) ?? '';
     const ipv6 = canon6(a.ipv4);
     const ok = e.v6.claim({
       networkName: a.networkName,

@@ -97,7 +97,7 @@ export function checkReply(
   };
 }
 
-/** The GcNetworkReply of a family-aware GC. */
+/** The GcNetworkReply of a GC (family-aware, or IPv4 only with no `v6`), each attachment with its pod when known. */
 export function gcReply(r: Awaited<ReturnType<FamilyService['gc']>>): GcNetworkReply {
   return {
     released: r.map((x) => ({
@@ -107,6 +107,8 @@ export function gcReply(r: Awaited<ReturnType<FamilyService['gc']>>): GcNetworkR
       route_table_id: x.routeTableId,
       ipv6_addr: x.v6?.ipv6 ?? '',
       egress_v4_addr: x.v6?.egressV4 ?? '',
+      k8s_pod_name: x.pod?.name ?? '',
+      k8s_pod_namespace: x.pod?.namespace ?? '',
     })),
     message: `${r.length} released`,
   };

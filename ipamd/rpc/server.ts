@@ -299,15 +299,14 @@ export class RpcServer {
     const attachments = valid.map((v) => ({ containerID: v.container_id, ifName: v.if_name }));
     if (this.o.family) return gcReply(await this.o.family.service.gc(req.network_name, attachments));
     const released = await this.o.service.gc(req.network_name, attachments);
-    return {
-      released: released.map((r) => ({
-        container_id: r.allocation.containerID,
-        if_name: r.allocation.ifName,
-        ipv4_addr: r.allocation.ipv4,
-        route_table_id: r.routeTableId ?? 0,
+    return gcReply(
+      released.map(({ allocation: a, routeTableId }) => ({
+        key: a,
+        ipv4: a.ipv4,
+        routeTableId: routeTableId ?? 0,
+        ...(a.pod ? { pod: a.pod } : {}),
       })),
-      message: `${released.length} released`,
-    };
+    );
   }
 
   /** CNI CHECK: what the key holds; never assigns. */

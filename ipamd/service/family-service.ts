@@ -18,7 +18,7 @@ import { IpamdCause } from '../../proto/ipamd-cause.js';
 import { v6KeyOf, type Ipv6Allocations, type V6Allocation } from '../datastore/ipv6-allocations.js';
 import type { KernelReader } from '../restore/kernel-source.js';
 import { keepWiredAndBrake } from './gc.js';
-import type { AllocationKey } from '../datastore/types.js';
+import type { AllocationKey, PodRef } from '../datastore/types.js';
 import type { Logger } from '../log.js';
 import { PoolExhaustedError } from '../controller/pool-loop/pool-controller.js';
 import type { AddRequest, AddResult, DelResult, IpamService } from './ipam-service.js';
@@ -225,7 +225,7 @@ export class FamilyService {
   async gc(
     networkName: string,
     valid: ReadonlyArray<{ containerID: string; ifName: string }>,
-  ): Promise<Array<{ key: AllocationKey; ipv4: string; routeTableId: number; v6?: V6Allocation }>> {
+  ): Promise<Array<{ key: AllocationKey; ipv4: string; routeTableId: number; v6?: V6Allocation; pod?: PodRef }>> {
     if (this.o.mode === 'ipv6') return this.gcV6(networkName, valid);
     const released = await this.o.v4.gc(networkName, await this.withWiredV6(networkName, valid));
     const out = [];
@@ -238,6 +238,7 @@ export class FamilyService {
         ipv4: r.allocation.ipv4,
         routeTableId: r.routeTableId ?? 0,
         ...(v6 ? { v6 } : {}),
+        ...(r.allocation.pod ? { pod: r.allocation.pod } : {}),
       });
     }
     if (changed) await this.o.persistV6();
@@ -279,7 +280,7 @@ export class FamilyService {
   private async gcV6(
     networkName: string,
     valid: ReadonlyArray<{ containerID: string; ifName: string }>,
-  ): Promise<Array<{ key: AllocationKey; ipv4: string; routeTableId: number; v6: V6Allocation }>> {
+  ): Promise<Array<{ key: AllocationKey; ipv4: string; routeTableId: number; v6: V6Allocation; pod?: PodRef }>> {
     const keep = new Set(valid.map((v) => v6KeyOf({ networkName, ...v })));
     const all = this.o.v6.allocations();
     let stale = all.filter((a) => a.networkName === networkName && !keep.has(v6KeyOf(a)));
@@ -302,7 +303,7 @@ export class FamilyService {
         { containerID: a.containerID, ifName: a.ifName, ipv6: a.ipv6, egressV4: a.egressV4 || null, reason: 'cni-gc' },
         "released IPv6 (attachment not in the runtime's valid list)",
       );
-    return gone.map((a) => ({ key: a, ipv4: '', routeTableId: 0, v6: a }));
+    return gone.map((a) => ({ key: a, ipv4: '', routeTableId: 0, v6: a, ...(a.pod ? { pod: a.pod } : {}) }));
   }
 
   /**

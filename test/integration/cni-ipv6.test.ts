@@ -74,9 +74,9 @@ async function setup(t: { after(fn: () => unknown): void }, tag: string, family:
   };
 }
 
-/** Node links whose name starts with `eni` (host veths of this test's node netns). */
+/** Node links named as host veths are (`eni…` a pod's, `veth…` an egress pair's) in this test's node netns. */
 const hostVeths = async (node: Netns) =>
-  (await ipj(node, ['link', 'show'])).map((l) => l.ifname as string).filter((n) => n.startsWith('eni'));
+  (await ipj(node, ['link', 'show'])).map((l) => l.ifname as string).filter((n) => /^(eni|veth)/.test(n));
 
 test('IPv6 pods: pod↔pod and pod↔node over IPv6, IPv4 egress SNATed, CHECK, GC, DEL', async (t) => {
   const e = await setup(t, 'v6', 'ipv6');

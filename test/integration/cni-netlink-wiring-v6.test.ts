@@ -36,7 +36,7 @@ const planIn = (pod: Netns, family: 'ipv6' | 'dual', hostVeth = 'enitest6a1b2c3'
   routeTableId: family === 'dual' ? 3 : 0,
   ipv6: IPV6,
   ...(family === 'ipv6'
-    ? { egress: { ...egressVeth('eni', hostVeth, 'eth0'), hostVeth: `${hostVeth}e` }, egressV4: '169.254.172.7' }
+    ? { egress: { ...egressVeth(hostVeth, 'eth0'), hostVeth: `${hostVeth}e` }, egressV4: '169.254.172.7' }
     : {}),
 });
 

@@ -144,6 +144,8 @@ test('every RPC round-trips every field against a grpc-js + proto-loader server'
         route_table_id: 254,
         ipv6_addr: '2600:1f14:abc:de00:0:1::9',
         egress_v4_addr: '169.254.172.10',
+        k8s_pod_name: 'web-0',
+        k8s_pod_namespace: 'default',
       },
       {
         container_id: 'dead2',
@@ -152,6 +154,8 @@ test('every RPC round-trips every field against a grpc-js + proto-loader server'
         route_table_id: 0,
         ipv6_addr: '',
         egress_v4_addr: '',
+        k8s_pod_name: '',
+        k8s_pod_namespace: '',
       },
     ],
     message: '2 released',

@@ -17,7 +17,7 @@ import { ReleaseGate } from '../../ipamd/controller/release/release-gate.js';
 import { EvidenceReconciler, type PodCache, type ReconcilerOptions } from '../../ipamd/restore/reconciler.js';
 import type { KernelEvidence } from '../../ipamd/restore/kernel-parse.js';
 import type { SandboxEvidence } from '../../ipamd/restore/merge.js';
-import { egressVeth, hostVethName } from '../../cni-plugin/facade.js';
+import { egressVethNames, hostVethName } from '../../cni-plugin/facade.js';
 
 const log = pino({ level: 'silent' });
 const T0 = 1_700_000_000_000;
@@ -206,9 +206,10 @@ test('ipv6 mode, IPv6 checkpoint lost: a runtime knowing none of the unowned wir
   }));
   s.w.wired = pods.flatMap((p) => [p.ipv6, p.egress]);
   s.w.devs = Object.fromEntries(
-    pods.flatMap((p) => [
-      [p.ipv6, hostVethName('eni', p.id, 'eth0')],
-      [p.egress, egressVeth('eni', p.id, 'eth0').hostVeth],
+    // Pod 1 was wired by an eni-ipam before the upstream names: its egress veth has the older name.
+    pods.flatMap((p, i) => [
+      [p.ipv6, hostVethName('eni', { containerId: p.id, ifName: 'eth0' })],
+      [p.egress, egressVethNames('eni', p.id, 'eth0')[i === 1 ? 1 : 0]!],
     ]),
   );
   assert.equal(s.v6.adoptWired(s.w.wired).length, 6, 'the start-up adoption quarantines every wired address');
