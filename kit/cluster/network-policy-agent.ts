@@ -5,13 +5,14 @@
  * namespace of its own (never the machine's), its working directory the bin dir that holds
  * its eBPF objects, IMDS the node's (simulated), and the node's own `/var/run/aws-node`.
  *
- * Two things the agent needs that eni-ipam does not provide yet (issue 39), given here:
+ * One thing the agent needs that eni-ipam does not provide yet (issue 39), given here:
  * - ipamd's `rpc.ConfigServerBackend/GetNetworkPolicyConfigs` on
  *   `/var/run/aws-node/ipamd.sock` (amazon-vpc-cni-k8s rpc/rpc.proto; the agent exits when the
- *   call fails): {@link startNpaConfigServer} answers it with the mode given;
- * - a pod's host veth under the name the agent looks up (`eni` + the first 11 hex digits of
- *   SHA-1 of `<namespace>.<pod>`: its pkg/utils GetHostVethName): {@link renameHostVeth}.
- * Both go once ipamd serves the call and names veths as upstream does (docs/network-policy.md).
+ *   call fails): {@link startNpaConfigServer} answers it with the mode given; it goes once
+ *   ipamd serves the call (docs/network-policy.md).
+ * The agent finds a pod's host veth by the name it looks up (`eni` + the first 11 hex digits
+ * of SHA-1 of `<namespace>.<pod>`: its pkg/utils GetHostVethName), which eni-ipam gives it
+ * ({@link upstreamNamedHostVeth} checks).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -95,22 +96,24 @@ export function upstreamHostVethName(namespace: string, name: string): string {
 }
 
 /**
- * Renames the host veth of the pod at `ip` on the first node to {@link upstreamHostVethName},
- * keeping ipamd's host route to it (a link set down loses its routes, so it is put back).
- * @returns the new name
- * @throws Error when no host route names the pod's veth or an `ip` command fails.
+ * The host veth of the pod at `ip` on the first node, read from ipamd's host route to it, and
+ * checked to carry the name the agent looks up ({@link upstreamHostVethName}): eni-ipam names
+ * it so itself (docs/design.md "Host veth names"); nothing is renamed.
+ * @returns the veth's name
+ * @throws Error when no host route names a veth, or it has another name.
  */
-export async function renameHostVeth(c: TestCluster, namespace: string, name: string, ip: string): Promise<string> {
-  const inNode = (script: string) => run('nsenter', [`--net=${c.nodeNetns.path}`, 'sh', '-c', script]);
-  const route = (await inNode(`ip -o route show ${ip}`)).trim();
+export async function upstreamNamedHostVeth(
+  c: TestCluster,
+  namespace: string,
+  name: string,
+  ip: string,
+): Promise<string> {
+  const route = (await run('nsenter', [`--net=${c.nodeNetns.path}`, 'ip', '-o', 'route', 'show', ip])).trim();
   const dev = /dev (\S+)/.exec(route)?.[1];
   if (!dev) throw new Error(`no host route to ${ip} on ${c.nodeName}: '${route}'`);
   const want = upstreamHostVethName(namespace, name);
-  const moved = route.replace(/dev \S+/, `dev ${want}`);
-  await inNode(
-    `ip link set ${dev} down && ip link set ${dev} name ${want} && ip link set ${want} up && ip route replace ${moved}`,
-  );
-  return want;
+  if (dev !== want) throw new Error(`pod ${namespace}/${name}: host veth ${dev}, not ${want} as aws-node names it`);
+  return dev;
 }
 
 /** A running agent: its output so far, and stop. */

@@ -27,7 +27,7 @@ import {
 } from '../../kit/cluster/network-policy-controller.js';
 import {
   NPA_HEALTH_PORT,
-  renameHostVeth,
+  upstreamNamedHostVeth,
   startNetworkPolicyAgent,
   startNpaConfigServer,
   type NpaConfigServer,
@@ -59,7 +59,7 @@ describe('the network policy agent on a node of a real Kubernetes cluster', { sk
     [other] = await waitPodsReady(c, 'np-other', 1);
     netns = await podNetns(c);
     for (const p of [server!, client!, other!]) {
-      const v = await renameHostVeth(c, 'default', p.name, p.ip!);
+      const v = await upstreamNamedHostVeth(c, 'default', p.name, p.ip!);
       if (p === server) serverVeth = v;
     }
     controller = await startNetworkPolicyController(c, ctl);
