@@ -107,7 +107,10 @@ describe('the network policy agent on a node of a real Kubernetes cluster', { sk
       1000,
     ).catch(withLog);
     // The chart's NETWORK_POLICY_ENFORCING_MODE default; no one else serves the node's socket.
-    assert.match(agent!.log(), /Connected to ipamd at unix:\/\/\/var\/run\/aws-node\/ipamd.sock\. NetworkPolicyMode: standard/);
+    assert.match(
+      agent!.log(),
+      /Connected to ipamd at unix:\/\/\/var\/run\/aws-node\/ipamd.sock\. NetworkPolicyMode: standard/,
+    );
     assert.ok(statSync(path.join(c.host('/run/aws-node'), 'ipamd.sock')).isSocket(), 'ipamd’s socket on the node');
     assert.match(agent!.log(), /Successfully loaded events probe/);
     assert.equal(await ask(other), `${server.name} ping`, 'no policy yet: every pod answers');
