@@ -58,6 +58,13 @@ export const AWS_NODE_VARS: readonly AwsNodeVar[] = [
     'Whether ipamd still adds and frees ENIs while the node is unschedulable (cordoned).',
   ),
   honoured('IP_COOLDOWN_PERIOD', 'ipamd, entrypoint', '30', 'Seconds a released address rests before reuse.'),
+  honoured(
+    'NETWORK_POLICY_ENFORCING_MODE',
+    'ipamd',
+    'standard',
+    'How the network policy agent treats a new pod: standard (allow until policies apply) or strict (deny).',
+    "ipamd answers it to the agent's GetNetworkPolicyConfigs; standard and strict only: aws-node's none is refused (the agent exits on it).",
+  ),
   honoured('MY_NODE_NAME', 'ipamd', "the pod's node (downward API)", 'Kubernetes name of this node.'),
   honoured('CLUSTER_NAME', 'ipamd', 'unset', 'Cluster name tagged on the ENIs ipamd creates.'),
   honoured('ADDITIONAL_ENI_TAGS', 'ipamd', '{}', 'JSON object of extra tags on created ENIs.'),
@@ -150,14 +157,6 @@ export const AWS_NODE_VARS: readonly AwsNodeVar[] = [
     'CIDRs routed through the main route table (an ip rule each), whatever ENI the pod is on.',
     [''],
     'eni-ipam installs no ip rules for external service CIDRs',
-  ),
-  refused(
-    'NETWORK_POLICY_ENFORCING_MODE',
-    'ipamd',
-    'standard',
-    'How the network policy agent treats a new pod: standard (allow until policies apply) or strict (deny).',
-    ['standard'],
-    'strict needs the network policy agent integration, which eni-ipam does not have (new pods would be open, not closed)',
   ),
   ...AWS_NODE_WARNED,
 ];

@@ -2,6 +2,7 @@
  * The validated ipamd configuration and its error type (the shapes {@link loadConfig} in
  * ./config.ts produces and throws).
  */
+import type { NetworkPolicyMode } from '../proto/network-policy-config.js';
 
 /** The validated ipamd configuration. Durations are in ms. */
 export interface IpamdConfig {
@@ -92,6 +93,10 @@ export interface IpamdConfig {
   awsNodeSocket: string;
   /** ENI_IPAM_AWS_NODE_QUIET: aws-node's checkpoint unwritten this long (ms) before ipamd takes the node. */
   awsNodeQuietMs: number;
+  /** NETWORK_POLICY_ENFORCING_MODE: what ipamd tells the network policy agent (a new pod open or closed until its policies apply). */
+  networkPolicyMode: NetworkPolicyMode;
+  /** ENI_IPAM_NETWORK_POLICY_CONFIG_SOCKET: where ipamd answers the network policy agent's GetNetworkPolicyConfigs. */
+  networkPolicyConfigSocket: string;
   /** ENI_IPAM_DAEMONSET: `<namespace>/<name>` of ipamd's DaemonSet (the node's owner record). */
   daemonSet?: string;
   /** ENI_IPAM_LEASE_NAMESPACE: where the nodes' owner Leases live. */

@@ -1,8 +1,10 @@
 /**
  * The settings about ipamd's neighbours on the node: a live aws-node it must not run beside
- * (startup/aws-node-presence.ts) and the DaemonSet that owns the node (startup/node-owner.ts).
+ * (startup/aws-node-presence.ts), the DaemonSet that owns the node (startup/node-owner.ts)
+ * and the network policy agent ipamd answers (rpc/npa-config-server.ts).
  */
-import { bool, duration } from './config-fields.js';
+import { NETWORK_POLICY_MODES, NPA_CONFIG_DEFAULT_SOCKET } from '../proto/network-policy-config.js';
+import { bool, duration, oneOf } from './config-fields.js';
 import { dnsLabel, namespacedName } from './config-fields-more.js';
 import { pathOf } from './config-path-fields.js';
 import type { VarSpec } from './config-spec.js';
@@ -45,5 +47,19 @@ export const NEIGHBOUR_VARS: VarSpec[] = [
     dnsLabel(),
     'kube-system',
     "Namespace of the nodes' owner Leases (ENI_IPAM_DAEMONSET): the same for every release, so a second release meets the first's record.",
+  ),
+  v(
+    'NETWORK_POLICY_ENFORCING_MODE',
+    'networkPolicyMode',
+    oneOf(NETWORK_POLICY_MODES),
+    'standard',
+    "What ipamd tells the network policy agent (aws-network-policy-agent) when it asks at start: standard (a new pod's traffic is allowed until its policies apply) or strict (denied until they do). aws-node's name and values; its 'none' is refused, as the agent refuses it.",
+  ),
+  v(
+    'ENI_IPAM_NETWORK_POLICY_CONFIG_SOCKET',
+    'networkPolicyConfigSocket',
+    pathOf('socket'),
+    NPA_CONFIG_DEFAULT_SOCKET,
+    "Unix socket on which ipamd answers the network policy agent's GetNetworkPolicyConfigs (amazon-vpc-cni-k8s rpc/rpc.proto ConfigServerBackend), from its start until it stops. The agent dials /var/run/aws-node/ipamd.sock, aws-node's ipamd socket; ipamd binds it only once no aws-node is left on the node, and refuses to start while another process serves there.",
   ),
 ];

@@ -47,6 +47,7 @@ import {
   statusPart,
 } from './lifecycle/parts-serve.js';
 import { egressV4Part, familyPart, ipv6Part } from './lifecycle/parts-ipv6.js';
+import { npaConfigPart } from './lifecycle/parts-npa.js';
 import {
   cooldownEvidencePart,
   drainPart,
@@ -95,6 +96,8 @@ export function daemonParts(env: PartEnv): AnyPart<DaemonParts>[] {
     metricsPart(env),
     phasePart(),
     nodePart(env),
+    // The network policy agent asks once at start and exits without an answer: served from discovery on.
+    npaConfigPart(env),
     datastorePart(env),
     releaseGatePart(env),
     inventoryCachePart(env),

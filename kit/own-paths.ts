@@ -39,6 +39,8 @@ export function ownPathEnv(dir: string): Record<string, string> {
     ENI_IPAM_CNI_BIN_DIR: path.join(dir, 'cni', 'bin'),
     ENI_IPAM_AWS_NODE_CHECKPOINT_PATH: path.join(dir, 'aws-node', 'ipam.json'),
     ENI_IPAM_AWS_NODE_SOCKET: path.join(dir, 'aws-node', 'ipamd.sock'),
+    // The same file, as on a node (both default to /var/run/aws-node/ipamd.sock): a restart meets its predecessor's.
+    ENI_IPAM_NETWORK_POLICY_CONFIG_SOCKET: path.join(dir, 'aws-node', 'ipamd.sock'),
     AWS_VPC_K8S_PLUGIN_LOG_FILE: path.join(dir, 'plugin.log'),
     CRI_RUNTIME_ENDPOINT: `unix://${path.join(dir, 'no-cri.sock')}`,
   };

@@ -52,7 +52,7 @@ import {
 import { createIpRunner } from '../../netfacts/ip-batch.js';
 import type { IpamdClient } from '../../proto/ipamd-api.js';
 import type { Logger } from '../log.js';
-import { removeStaleSocket } from '../rpc/server.js';
+import { removeStaleSocket } from '../rpc/unix-listener.js';
 import { stageTrace } from '../service/stage-trace.js';
 import { acquireSpawnHelper, traceSpawn, type SpawnHelper } from './spawn-helper.js';
 import { chooseNetlinkHelper } from './netlink-start.js';

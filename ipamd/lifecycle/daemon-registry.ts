@@ -28,6 +28,7 @@ import type { PluginLogFiles } from '../observability/log-files.js';
 import type { PoolWiring } from '../startup/pool-wiring.js';
 import type { ReleaseGate } from '../controller/release/release-gate.js';
 import type { RpcServer } from '../rpc/server.js';
+import type { NpaConfigServer } from '../rpc/npa-config-server.js';
 import type { StalledParts } from '../observability/stalled-parts.js';
 import type { startHostNetworkSync } from '../controller/host-network-sync.js';
 import type { statusDocument } from './status-doc.js';
@@ -85,6 +86,8 @@ export interface DaemonParts {
   metrics: { metrics: IpamdMetrics; throttle: CloudAnswerWatch['throttle']; ec2Hooks: CloudAnswerWatch['ec2Hooks'] };
   phase: DaemonPhase;
   node: { inv: NodeInventory; bootId: string; unit: 'ip' | 'prefix' };
+  /** The network policy agent's GetNetworkPolicyConfigs (NETWORK_POLICY_ENFORCING_MODE). */
+  'npa-config': NpaConfigServer;
   datastore: { ds: Datastore; adoption: AdoptionPlan };
   'release-gate': ReleaseGate;
   'inventory-cache': InventoryCacheHandle;

@@ -8,9 +8,7 @@
  * bounded wait, UNAVAILABLE while shutting down or not ready, INTERNAL otherwise.
  */
 import { promises as fs } from 'node:fs';
-import { mkdirParents } from '../../nodefs/dirs.js';
-import net from 'node:net';
-import path from 'node:path';
+import type net from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
 import {
@@ -38,6 +36,7 @@ import { cniBackendService } from './service-def.js';
 import { notServingYet } from './health-names.js';
 import type { FamilyService } from '../service/family-service.js';
 import { addReply, checkReply, delReply, gcReply, refuseFamily } from './family-replies.js';
+import { listenUnixGrpc } from './unix-listener.js';
 
 /** Options of {@link RpcServer}. */
 export interface RpcServerOptions {
@@ -191,22 +190,12 @@ export class RpcServer {
    * @throws Error if another process is already serving on the socket.
    */
   async listen(): Promise<void> {
-    const sock = this.o.socketPath;
-    await mkdirParents(path.dirname(sock), 0o750);
-    await removeStaleSocket(sock);
-    const injector = this.server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
-    const listener = net.createServer((conn) => injector.injectConnection(conn));
-    listener.maxConnections = this.bounds.maxConnections;
-    await new Promise<void>((resolve, reject) => {
-      listener.once('error', reject);
-      listener.listen(sock, () => {
-        listener.off('error', reject);
-        resolve();
-      });
+    const { listener } = await listenUnixGrpc(this.server, this.o.socketPath, {
+      maxConnections: this.bounds.maxConnections,
+      dirMode: 0o750,
+      onError: (e) => this.o.log.error({ err: e.message }, 'gRPC socket error'),
     });
-    listener.on('error', (e) => this.o.log.error({ err: e.message }, 'gRPC socket error'));
     this.listener = listener;
-    await fs.chmod(sock, 0o660);
     this.health.setStatus('', 'SERVING');
     this.health.setStatus(CNI_BACKEND_SERVICE, 'SERVING');
   }
@@ -379,21 +368,4 @@ function checkApiVersion(req: { api_version: number; client_version: string }): 
       `plugin speaks ipam API version ${req.api_version || 'unknown'} (client ${req.client_version || 'unknown'}); this ipamd speaks version ${IPAM_API_VERSION}: upgrade the plugin and ipamd together`,
     );
   }
-}
-
-/** Removes a leftover socket file; refuses if a live server still answers on it. */
-export async function removeStaleSocket(sock: string): Promise<void> {
-  const st = await fs.lstat(sock).catch(() => undefined);
-  if (!st) return;
-  if (!st.isSocket()) throw new Error(`${sock} exists and is not a socket; refusing to replace it`);
-  const alive = await new Promise<boolean>((resolve) => {
-    const c = net.connect(sock);
-    c.once('connect', () => {
-      c.destroy();
-      resolve(true);
-    });
-    c.once('error', () => resolve(false));
-  });
-  if (alive) throw new Error(`another process is serving on ${sock}; is ipamd already running?`);
-  await fs.rm(sock, { force: true });
 }

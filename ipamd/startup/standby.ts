@@ -18,7 +18,7 @@ import type { Logger } from '../log.js';
 import { CONDITION_TYPE } from '../observability/node-ip-state.js';
 import { isoSeconds, KubeWrites } from '../observability/kube-writes.js';
 import { notServingYet } from '../rpc/health-names.js';
-import { removeStaleSocket } from '../rpc/server.js';
+import { removeStaleSocket } from '../rpc/unix-listener.js';
 
 /** A standby's outward signs; {@link Standby.close} ends them (idempotent). */
 export interface Standby {

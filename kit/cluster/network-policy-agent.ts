@@ -5,90 +5,21 @@
  * namespace of its own (never the machine's), its working directory the bin dir that holds
  * its eBPF objects, IMDS the node's (simulated), and the node's own `/var/run/aws-node`.
  *
- * One thing the agent needs that eni-ipam does not provide yet (issue 39), given here:
- * - ipamd's `rpc.ConfigServerBackend/GetNetworkPolicyConfigs` on
- *   `/var/run/aws-node/ipamd.sock` (amazon-vpc-cni-k8s rpc/rpc.proto; the agent exits when the
- *   call fails): {@link startNpaConfigServer} answers it with the mode given; it goes once
- *   ipamd serves the call (docs/network-policy.md).
- * The agent finds a pod's host veth by the name it looks up (`eni` + the first 11 hex digits
- * of SHA-1 of `<namespace>.<pod>`: its pkg/utils GetHostVethName), which eni-ipam gives it
- * ({@link upstreamNamedHostVeth} checks).
+ * The agent's start-up call, `rpc.ConfigServerBackend/GetNetworkPolicyConfigs` on the node's
+ * `/var/run/aws-node/ipamd.sock`, is answered by eni-ipam's ipamd (the chart sets
+ * ENI_IPAM_NETWORK_POLICY_CONFIG_SOCKET to that path and mounts the node's /var/run/aws-node;
+ * ipamd/rpc/npa-config-server.ts). The agent finds a pod's host veth by the name it looks up
+ * (`eni` + the first 11 hex digits of SHA-1 of `<namespace>.<pod>`: its pkg/utils
+ * GetHostVethName), which eni-ipam gives it ({@link upstreamNamedHostVeth} checks).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import path from 'node:path';
-import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
 import { run } from '../netns.js';
 import type { TestCluster } from './cluster.js';
 
 /** The agent's metrics and health ports inside the node (aws-node's chart: 8162, 8163). */
 export const NPA_METRICS_PORT = 8162;
 export const NPA_HEALTH_PORT = 8163;
-
-/** The one message and service of rpc/rpc.proto the agent calls at start (field numbers as upstream). */
-const CONFIG_PROTO: Parameters<typeof protoLoader.fromJSON>[0] = {
-  nested: {
-    rpc: {
-      nested: {
-        Empty: { fields: {} },
-        NetworkPolicyAgentConfigReply: {
-          fields: {
-            NetworkPolicyMode: { type: 'string', id: 1 },
-            MultiNICEnabled: { type: 'bool', id: 2 },
-            NodeIPv4: { type: 'string', id: 3 },
-            NodeIPv6: { type: 'string', id: 4 },
-            InstanceID: { type: 'string', id: 5 },
-            Region: { type: 'string', id: 6 },
-          },
-        },
-        ConfigServerBackend: {
-          methods: {
-            GetNetworkPolicyConfigs: {
-              requestType: 'Empty',
-              responseType: 'NetworkPolicyAgentConfigReply',
-              comment: 'aws-network-policy-agent main.go getNetworkPolicyConfigsFromIpamd',
-            },
-          },
-        },
-      },
-    },
-  },
-};
-
-/** A running config server: how many times the agent asked, and close. */
-export interface NpaConfigServer {
-  asked(): number;
-  close(): Promise<void>;
-}
-
-/**
- * Serves `GetNetworkPolicyConfigs` on the node's `/var/run/aws-node/ipamd.sock` (its backing
- * file under the cluster's dir), answering `mode` (`standard` or `strict`), multi-NIC off.
- * @throws Error when the socket cannot be bound.
- */
-export async function startNpaConfigServer(c: TestCluster, mode: 'standard' | 'strict'): Promise<NpaConfigServer> {
-  const def = protoLoader.fromJSON(CONFIG_PROTO);
-  const svc = (
-    grpc.loadPackageDefinition(def) as unknown as { rpc: Record<string, { service: grpc.ServiceDefinition }> }
-  ).rpc['ConfigServerBackend']!.service;
-  const server = new grpc.Server();
-  let asked = 0;
-  server.addService(svc, {
-    GetNetworkPolicyConfigs: (_call: unknown, cb: grpc.sendUnaryData<object>) => {
-      asked++;
-      cb(null, { NetworkPolicyMode: mode, MultiNICEnabled: false, NodeIPv4: c.nodeIp, InstanceID: '', Region: '' });
-    },
-  });
-  const sock = path.join(c.host('/run/aws-node'), 'ipamd.sock');
-  await new Promise<void>((resolve, reject) =>
-    server.bindAsync(`unix://${sock}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? reject(e) : resolve())),
-  );
-  return {
-    asked: () => asked,
-    close: () => new Promise<void>((resolve) => server.tryShutdown(() => resolve())),
-  };
-}
 
 /** The host veth name the agent looks up for pod `namespace/name` (first interface). */
 export function upstreamHostVethName(namespace: string, name: string): string {

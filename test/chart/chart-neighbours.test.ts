@@ -91,3 +91,23 @@ test('the default affinity keeps aws-node exclusions and nodes labelled for aws-
   const env = new Map((ds.spec.template.spec.containers[0].env as Obj[]).map((e) => [e.name, e.value]));
   assert.equal(env.get('ENI_IPAM_DAEMONSET'), 'kube-system/eni-ipam');
 });
+
+test("the network policy agent finds ipamd's answer where it dials: /var/run/aws-node/ipamd.sock, the host's dir", async () => {
+  const ds = (await renderChart()).find((o) => (o as Obj).kind === 'DaemonSet') as Obj;
+  const ipamd = ds.spec.template.spec.containers[0];
+  const env = new Map((ipamd.env as Obj[]).map((e) => [e.name, e.value]));
+  assert.equal(env.get('ENI_IPAM_NETWORK_POLICY_CONFIG_SOCKET'), '/var/run/aws-node/ipamd.sock');
+  const mount = (ipamd.volumeMounts as Obj[]).find((m) => m.mountPath === '/var/run/aws-node')!;
+  const volume = (ds.spec.template.spec.volumes as Obj[]).find((v) => v.name === mount.name)!;
+  assert.equal(volume.hostPath.path, '/var/run/aws-node');
+  // The chart sets it (the agent's path is fixed): a second entry in env is refused.
+  const r = await helm([
+    'template',
+    'eni-ipam',
+    CHART,
+    '--set',
+    'env.ENI_IPAM_NETWORK_POLICY_CONFIG_SOCKET=/tmp/x.sock',
+  ]);
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /env\.ENI_IPAM_NETWORK_POLICY_CONFIG_SOCKET is set by the chart/);
+});

@@ -284,6 +284,26 @@ export const NODE_ROWS: Row[] = [
     bad: ['ipam.json'],
   },
   {
+    // Issue 39: strict was refused before ipamd answered the network policy agent; none is the agent's refusal.
+    name: 'NETWORK_POLICY_ENFORCING_MODE',
+    key: 'networkPolicyMode',
+    def: 'standard',
+    good: [
+      ['standard', 'standard'],
+      ['strict', 'strict'],
+      [' Strict ', 'strict'],
+      ['STANDARD', 'standard'],
+    ],
+    bad: ['none', 'off', 'strict,standard', 'permissive'],
+  },
+  {
+    name: 'ENI_IPAM_NETWORK_POLICY_CONFIG_SOCKET',
+    key: 'networkPolicyConfigSocket',
+    def: '/var/run/aws-node/ipamd.sock',
+    good: [['/tmp/npa/ipamd.sock', '/tmp/npa/ipamd.sock']],
+    bad: ['ipamd.sock', `/tmp/${'x'.repeat(120)}.sock`],
+  },
+  {
     name: 'AWS_VPC_K8S_CNI_LOG_FILE',
     key: 'logFile',
     def: 'stdout',

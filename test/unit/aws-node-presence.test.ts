@@ -17,6 +17,9 @@ import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
 import { AWS_NODE_HEALTH_SERVICE, lookForAwsNode } from '../../ipamd/startup/aws-node-presence.js';
+import { startNpaConfigServer } from '../../ipamd/rpc/npa-config-server.js';
+import { pino } from 'pino';
+import { askNpaConfig } from '../../kit/npa-config-client.js';
 
 type After = { after(fn: () => unknown): void };
 
@@ -168,4 +171,17 @@ test("aws-node's checkpoint: recent or changed between looks is a sign; quiet fo
   await utimes(opts.checkpoint, ahead, ahead);
   const stepped = await lookForAwsNode(opts);
   assert.deepEqual(stepped.signs, []);
+});
+
+test("ipamd's own answer to the network policy agent on aws-node's socket is no sign of aws-node", async (t) => {
+  const { opts } = await fixture(t);
+  const server = await startNpaConfigServer({
+    socketPath: opts.socket,
+    answer: { mode: 'strict', nodeIpv4: '10.0.0.5', nodeIpv6: '', instanceId: 'i-0123', region: 'us-west-2' },
+    log: pino({ level: 'silent' }),
+  });
+  t.after(() => server.close(0));
+  assert.equal((await askNpaConfig(opts.socket)).NetworkPolicyMode, 'strict', 'it serves there');
+  assert.deepEqual((await lookForAwsNode(opts)).signs, []);
+  assert.equal(server.answered(), 1);
 });

@@ -39,7 +39,6 @@ const REFUSED: Record<string, [string, RegExp]> = {
   ENABLE_IMDS_ONLY_MODE: ['true', /DISABLE_NETWORK_RESOURCE_PROVISIONING=true/],
   ENABLE_V6_EGRESS: ['true', /IPv6 egress/],
   AWS_EXTERNAL_SERVICE_CIDRS: ['10.0.0.0/8', /external service CIDRs; accepted: unset$/],
-  NETWORK_POLICY_ENFORCING_MODE: ['strict', /network policy agent.*accepted: unset, standard$/],
 };
 
 /** Ignored with one warning: name → [a value that warns, the values that pass silently]. */

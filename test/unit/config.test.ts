@@ -110,3 +110,12 @@ test('describeEnvVars lists every variable with a default and a description', ()
   assert.equal(d.find((x) => x.name === 'WARM_ENI_TARGET')?.default, '1');
   assert.equal(d.find((x) => x.name === 'MAX_ENI')?.default, 'instance limit');
 });
+
+test('NETWORK_POLICY_ENFORCING_MODE: a value the agent does not accept is refused, naming standard and strict', () => {
+  for (const raw of ['none', 'Disabled'])
+    assert.equal(
+      expectError({ NETWORK_POLICY_ENFORCING_MODE: raw }, 'NETWORK_POLICY_ENFORCING_MODE').message,
+      `NETWORK_POLICY_ENFORCING_MODE=${JSON.stringify(raw)} is invalid: expected one of standard, strict (any case)`,
+    );
+  assert.deepEqual(loadConfigReport({ NETWORK_POLICY_ENFORCING_MODE: 'strict' }).warnings, [], 'strict: no warning');
+});
