@@ -237,6 +237,7 @@ export const servingPart = ({ config, log, t0 }: PartEnv) =>
       'drain',
       'kube-reporting',
       'eniconfig-follow',
+      'npa-config',
     ],
     start({ phase, metrics: { metrics }, evidence, status: { status }, ...got }) {
       const endpoints = got['http-endpoints'];
