@@ -274,22 +274,27 @@ describe('eni-ipam on a three-node cluster in one simulated VPC', { skip, timeou
     );
     assert.equal(r.code, 0, r.stderr);
     await waitEniIpamReady(c);
+    const unassignedBy = (instanceId: string): string[] =>
+      c.sim.calls
+        .slice(from)
+        .filter((x) => x.ok && x.action === 'UnassignPrivateIpAddresses' && x.instanceId === instanceId)
+        .flatMap((x) =>
+          Object.entries(x.params)
+            .filter(([k]) => k.startsWith('PrivateIpAddress'))
+            .map(([, v]) => v),
+        );
     const unassigned = await waitFor(
       'node 1 unassigned addresses',
       () => {
-        const ips = c.sim.calls
-          .slice(from)
-          .filter((x) => x.ok && x.action === 'UnassignPrivateIpAddresses' && x.instanceId === n1.instanceId)
-          .flatMap((x) =>
-            Object.entries(x.params)
-              .filter(([k]) => k.startsWith('PrivateIpAddress'))
-              .map(([, v]) => v),
-          );
+        const ips = unassignedBy(n1.instanceId);
         return ips.length ? ips : undefined;
       },
       180_000,
       1000,
     );
+    // Node 2 shrinks too (the same upgrade), so its movers below need addresses from EC2: with
+    // the cooldown ending on evidence it would otherwise serve them from its own freed ones.
+    await waitFor('node 2 unassigned addresses', () => unassignedBy(n2.instanceId).length > 0, 180_000, 1000);
     const probe = unassigned[0]!;
     assert.equal(
       await tcpAsk(c.vpcNetns.path, probe, ECHO_PORT).catch(() => ''),
