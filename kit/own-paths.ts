@@ -9,6 +9,7 @@
  * aws-node stand-in, and with no runtime configured it trusts whatever containerd serves the
  * machine's default socket.
  */
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { configSpecs } from '../ipamd/config.js';
 
@@ -29,9 +30,12 @@ export function machinePathSettings(): string[] {
  * Harness-owned values under `dir` for every setting of {@link machinePathSettings}: sockets,
  * checkpoint, CNI dirs, the plugin log, an aws-node checkpoint path that does not exist (no
  * import) and a CRI endpoint where no runtime serves (unreadable: releases freeze, as with no
- * runtime on a node). Callers spread their own values over these.
+ * runtime on a node). Callers spread their own values over these. Creates `<dir>/aws-node`
+ * (the node's /var/run/aws-node, which the chart mounts): ipamd serves the network policy
+ * agent's configuration there only when that directory exists.
  */
 export function ownPathEnv(dir: string): Record<string, string> {
+  mkdirSync(path.join(dir, 'aws-node'), { recursive: true });
   return {
     ENI_IPAM_SOCKET: path.join(dir, 'ipamd.sock'),
     ENI_IPAM_CHECKPOINT_PATH: path.join(dir, 'ipam.json'),

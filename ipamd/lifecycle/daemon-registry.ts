@@ -87,7 +87,7 @@ export interface DaemonParts {
   phase: DaemonPhase;
   node: { inv: NodeInventory; bootId: string; unit: 'ip' | 'prefix' };
   /** The network policy agent's GetNetworkPolicyConfigs (NETWORK_POLICY_ENFORCING_MODE). */
-  'npa-config': NpaConfigServer;
+  'npa-config': NpaConfigServer | undefined;
   datastore: { ds: Datastore; adoption: AdoptionPlan };
   'release-gate': ReleaseGate;
   'inventory-cache': InventoryCacheHandle;

@@ -3,6 +3,8 @@
  * served from once the node is discovered (the agent asks once at start, with a 30 s
  * deadline, and exits without an answer) until ipamd stops. daemon.ts lists it.
  */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import type { Logger } from '../log.js';
 import { startNpaConfigServer, type NpaConfigAnswer } from '../rpc/npa-config-server.js';
 import type { NodeInventory } from '../startup/discover.js';
@@ -38,12 +40,25 @@ async function answerOf(env: PartEnv, inv: NodeInventory, log: Logger): Promise<
   };
 }
 
-/** `GetNetworkPolicyConfigs` on ENI_IPAM_NETWORK_POLICY_CONFIG_SOCKET, from discovery to the stop. */
+/**
+ * `GetNetworkPolicyConfigs` on ENI_IPAM_NETWORK_POLICY_CONFIG_SOCKET, from discovery to the
+ * stop; only when the socket's directory exists (the chart mounts the node's
+ * /var/run/aws-node, creating it): ipamd never creates that machine path itself. Without it
+ * the value is undefined and one line says the agent's configuration is not served.
+ */
 export const npaConfigPart = (env: PartEnv) =>
   part({
     name: 'npa-config',
     needs: ['node'],
     async start({ node: { inv } }) {
+      const dir = path.dirname(env.config.networkPolicyConfigSocket);
+      if (!existsSync(dir)) {
+        env.log.warn(
+          { socket: env.config.networkPolicyConfigSocket },
+          `${dir} does not exist (the chart mounts the node's /var/run/aws-node): the network policy agent's configuration is not served`,
+        );
+        return { value: undefined };
+      }
       const server = await startNpaConfigServer({
         socketPath: env.config.networkPolicyConfigSocket,
         answer: await answerOf(env, inv, env.log),
